@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libfay: Dapper-style request tracing for C programs.
+ *
+ *   fay_init("mapperd", "10.0.0.7", 7001);
+ *   struct fay_span *s = fay_span_root("write");
+ *   fay_span_tag(s, "object", "rbd.0001");
+ *   fay_span_event(s, "queued");
+ *   ...
+ *   char tp[FAY_TRACEPARENT_LEN];
+ *   fay_span_traceparent(s, tp, sizeof(tp));   // send tp with the request
+ *   fay_span_end(s);
+ *
+ * and on the other side  fay_span_remote(tp_received, "handle_write").
+ *
+ * Spans are recorded into a shared-memory file under $FAY_SHM_DIR (default
+ * /dev/shm), one lock-free ring per thread, which `fay agent` drains and
+ * ships to `fay collector`.  Recording never blocks, never takes a lock,
+ * never allocates and makes no system call once a thread has its ring.
+ * Every function here is safe to call with a NULL span (it does nothing),
+ * and before fay_init() (spans are then not recorded).
+ *
+ * Environment (read by fay_init):
+ *   FAY_SAMPLE     "N" records 1 root in N (1 = all, 0 = none);
+ *                  "rate:R" records about R traces per second (adaptive).
+ *                  Overrides fay_set_sampling().
+ *   FAY_SHM_DIR    where the shm file goes (default /dev/shm).
+ *   FAY_SERVICE    overrides the service name given to fay_init().
+ *   FAY_DISABLE=1  record nothing (spans still propagate context).
+ * See docs/ABI.md for the file format and docs/ARCHITECTURE.md for the path
+ * a span takes from here to the UI.
+ */
+#ifndef FAY_TRACE_H
+#define FAY_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FAY_BUILD_LIB)
+#define FAY_API __attribute__((visibility("default")))
+#else
+#define FAY_API
+#endif
+
+struct fay_span;
+
+/* "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>" and a NUL. */
+#define FAY_TRACEPARENT_LEN 56
+
+/**
+ * fay_init() - start recording for this process.
+ * @service: the local endpoint's service name ("mapperd"); required.
+ * @ip: the endpoint's IPv4 or IPv6 address as text, or NULL.
+ * @port: the endpoint's port, or 0.
+ *
+ * Creates the process's shm file.  Calling it again changes the endpoint.
+ * Return: 0, or -errno (-EINVAL on a bad argument, or the error from
+ * creating the shm file); spans are not recorded after a failure, but
+ * context still propagates.
+ */
+FAY_API int fay_init(const char *service, const char *ip, int port);
+
+/**
+ * fay_set_sampling() - record one root span (and its whole trace) in N.
+ * 1 records all, 0 records none.  The decision is made once per trace, at
+ * the root, and travels with the context.  FAY_SAMPLE overrides it.
+ */
+FAY_API void fay_set_sampling(unsigned one_in_n);
+
+/**
+ * fay_set_sampling_rate() - adaptive sampling: aim for about
+ * @traces_per_sec sampled traces per second for this process.
+ */
+FAY_API void fay_set_sampling_rate(double traces_per_sec);
+
+/**
+ * fay_span_root() - begin a new trace: a root span named @name, sampled
+ * according to fay_set_sampling().  The result is never NULL after
+ * fay_init() (an unsampled span still carries ids for propagation) and must
+ * be passed to fay_span_end() exactly once.
+ */
+FAY_API struct fay_span *fay_span_root(const char *name);
+
+/**
+ * fay_span_child() - begin a span whose parent is @parent (same trace,
+ * same sampling decision).  NULL parent gives NULL.
+ */
+FAY_API struct fay_span *fay_span_child(const struct fay_span *parent,
+					const char *name);
+
+/**
+ * fay_span_remote() - begin a span continuing a trace from another process:
+ * @traceparent is a W3C traceparent header value.  Its sampled flag decides
+ * whether this span is recorded.  A missing or malformed @traceparent
+ * starts a new root instead (and counts it).
+ */
+FAY_API struct fay_span *fay_span_remote(const char *traceparent,
+					 const char *name);
+
+/**
+ * fay_span_traceparent() - write @s's context as a W3C traceparent value
+ * into @buf (@len >= FAY_TRACEPARENT_LEN).  Works for unsampled spans too.
+ * Return: the length written, or -EINVAL / -ENOSPC.
+ */
+FAY_API int fay_span_traceparent(const struct fay_span *s, char *buf, size_t len);
+
+/** fay_span_event() - a timestamp annotation ("queued", "cs", "sr" ...). */
+FAY_API void fay_span_event(struct fay_span *s, const char *event);
+
+/** fay_span_tag() - a key-value annotation (Zipkin tag). */
+FAY_API void fay_span_tag(struct fay_span *s, const char *key, const char *value);
+
+/** fay_span_tag_int() - an integer key-value annotation. */
+FAY_API void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value);
+
+/**
+ * fay_span_end() - finish @s: its duration is taken now and it is written
+ * to this thread's ring.  @s must not be used afterwards.
+ */
+FAY_API void fay_span_end(struct fay_span *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

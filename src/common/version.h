@@ -1,0 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef FAY_COMMON_VERSION_H
+#define FAY_COMMON_VERSION_H
+#define FAY_VERSION "0.1.0"
+#endif
