@@ -8,6 +8,7 @@
 #   make bench        build the benchmarks in bench/ (run them with bench/run)
 #   make SAN=1        build everything under ASan+UBSan into build/san/
 #   make V=1          show full commands
+#   make O=DIR        build into DIR instead of build/
 #
 # Sources are picked up by wildcard: a new .c file in a component directory
 # is built without touching this file.  Component-specific extras (assets,
@@ -30,13 +31,16 @@ CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -fno-strict-aliasing -pthread
 CPPFLAGS += -Iinclude -Isrc $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
+# O=DIR puts the whole build tree elsewhere (build/ by default); several
+# people working in one checkout each use their own.
+O       ?= build
 ifeq ($(SAN),1)
-B       := build/san
+B       := $(O)/san
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer \
            -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 else
-B       := build
+B       := $(O)
 endif
 
 ifeq ($(V),1)
@@ -130,7 +134,7 @@ check:
 	@scripts/install-deps
 	@$(MAKE) --no-print-directory all examples
 	@$(MAKE) --no-print-directory SAN=1 all tests
-	@tests/run
+	@FAY_BUILD=$(O) tests/run
 
 deps:
 	@scripts/install-deps
@@ -145,7 +149,7 @@ demo:
 	@scripts/demo
 
 clean:
-	rm -rf build
+	rm -rf $(O)
 
 -include $(wildcard mk/*.mk)
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

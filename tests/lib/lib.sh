@@ -4,8 +4,8 @@
 #   . "$(dirname "$0")/../lib/lib.sh"
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-FAY=${FAY:-$TOP/build/fay}
-BUILD=${BUILD:-$TOP/build}
+BUILD=${FAY_BUILD:-$TOP/build}
+FAY=${FAY:-$BUILD/fay}
 T_N=0
 T_FAILED=0
 T_PIDS=()
