@@ -42,6 +42,11 @@ enum spanrec_flags {
 	SPAN_F_SHARED    = 1 << 2, /* Zipkin "shared": server half of an RPC span */
 	SPAN_F_ERROR     = 1 << 3,
 	SPAN_F_TRUNCATED = 1 << 4, /* some items did not fit and were dropped */
+	/* One annotation of a span, as BlkKin records them (blkin_record):
+	 * the collector merges the partial records of a span id into Zipkin
+	 * v2 spans with the V1 rule (cs/cr -> CLIENT, sr/ss -> SERVER,
+	 * timestamp and duration from those annotations). */
+	SPAN_F_PARTIAL   = 1 << 5,
 };
 
 enum spanrec_item_type {
