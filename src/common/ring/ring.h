@@ -15,6 +15,30 @@
 
 #include <fay/ring.h>
 
+/* ---- limits shared by both sides ---------------------------------------- */
+
+/* Slots the largest record may take in a ring of nslots slots: half the ring
+ * (so at least two records always fit), and no more than the 16-bit
+ * fay_rec_hdr.nslots field can say.  0 when nslots < 2 (nothing fits). */
+static inline uint32_t ring_max_rec_slots(uint32_t nslots)
+{
+	uint32_t half = nslots / 2;
+
+	return half > UINT16_MAX ? UINT16_MAX : half;
+}
+
+/* Slots a record with a payload of len bytes takes. */
+static inline uint64_t ring_rec_slots(uint64_t len)
+{
+	return (sizeof(struct fay_rec_hdr) + len + FAY_SLOT_DATA - 1) / FAY_SLOT_DATA;
+}
+
+/* Record types this build knows (the consumer rejects the others). */
+static inline int ring_rec_type_known(unsigned type)
+{
+	return type == FAY_REC_SPAN;
+}
+
 /* ---- producer ---------------------------------------------------------- */
 
 struct ring_prod {

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The producer side of the shm span ring (include/fay/ring.h).  One thread
+ * owns a ring at a time; it never waits, never reads what the consumer does
+ * (the consumer writes nothing to the file), takes no lock, makes no
+ * syscall and allocates nothing.  The ordering argument is in README.md
+ * next to this file.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "common/atomic.h"
+#include "common/err.h"
+#include "common/ring/ring.h"
+
+/*
+ * Bind p to the ring at base: its struct fay_ring_ctl followed by nslots
+ * slots (a power of two).  Continues from the published head and record
+ * count, so a ring left by a thread that exited (even in the middle of a
+ * record: that record was never committed) is reused without a gap in
+ * positions or record numbers.
+ */
+void ring_prod_init(struct ring_prod *p, void *base, uint32_t nslots)
+{
+	p->ctl = base;
+	p->slots = (struct fay_slot *)((char *)base + FAY_RING_CTL_SIZE);
+	p->mask = nslots - 1;
+	p->head = smp_load_acquire(&p->ctl->head);
+	p->records = smp_load_acquire(&p->ctl->records);
+}
+
+/* Largest payload one record can carry in a ring of nslots slots (0 when
+ * nslots < 2: such a ring holds no record at all). */
+uint32_t ring_max_payload(uint32_t nslots)
+{
+	uint32_t slots = ring_max_rec_slots(nslots);
+
+	if (!slots)
+		return 0;
+	return slots * FAY_SLOT_DATA - (uint32_t)sizeof(struct fay_rec_hdr);
+}
+
+/* A read position in the caller's pieces. */
+struct piece_cursor {
+	const struct ring_piece *pc;
+	unsigned n, i;
+	uint32_t off;           /* bytes of pc[i] already copied */
+};
+
+/* Copy up to len bytes from the cursor to dst; returns the bytes copied
+ * (fewer than len only at the end of the pieces). */
+static uint32_t cursor_copy(struct piece_cursor *c, uint8_t *dst, uint32_t len)
+{
+	uint32_t done = 0;
+
+	while (done < len && c->i < c->n) {
+		const struct ring_piece *pc = &c->pc[c->i];
+		uint32_t k = pc->len - c->off;
+
+		if (k > len - done)
+			k = len - done;
+		if (k) {
+			memcpy(dst + done, (const uint8_t *)pc->p + c->off, k);
+			done += k;
+			c->off += k;
+		}
+		if (c->off == pc->len) {
+			c->i++;
+			c->off = 0;
+		}
+	}
+	return done;
+}
+
+/*
+ * Write one record of the given type whose payload is the concatenation of
+ * the n pieces pc[0..n-1] (gather: no intermediate buffer).  Returns 0, or
+ * -E2BIG (nothing written) when the payload is larger than
+ * ring_max_payload().  When the consumer is behind, the oldest records are
+ * overwritten; the consumer counts them as lost.
+ *
+ * Per slot: seq = pos<<2|BUSY, write barrier, the data, then seq =
+ * pos<<2 (|FIRST on the record's first slot) with release.  After the last
+ * slot: ctl->records then ctl->head, both with release.
+ */
+int ring_write(struct ring_prod *p, uint16_t type, const struct ring_piece *pc,
+	       unsigned n)
+{
+	struct piece_cursor cur = { .pc = pc, .n = n };
+	struct fay_rec_hdr hdr;
+	uint64_t total = 0, pos = p->head;
+	uint32_t nsl;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		total += pc[i].len;
+	if (unlikely(total > ring_max_payload(p->mask + 1)))
+		return -E2BIG;
+	nsl = (uint32_t)ring_rec_slots(total);
+
+	hdr.rec_no = p->records;
+	hdr.len = (uint32_t)total;
+	hdr.type = type;
+	hdr.nslots = (uint16_t)nsl;
+
+	for (i = 0; i < nsl; i++, pos++) {
+		struct fay_slot *s = &p->slots[pos & p->mask];
+		uint8_t *d = s->data;
+		uint32_t room = FAY_SLOT_DATA;
+
+		WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
+		smp_wmb();
+		if (i == 0) {
+			memcpy(d, &hdr, sizeof(hdr));
+			d += sizeof(hdr);
+			room -= sizeof(hdr);
+		}
+		cursor_copy(&cur, d, room);
+		smp_store_release(&s->seq, pos << 2 | (i == 0 ? FAY_SEQ_FIRST : 0));
+	}
+
+	p->head = pos;
+	p->records++;
+	smp_store_release(&p->ctl->records, p->records);
+	smp_store_release(&p->ctl->head, p->head);
+	return 0;
+}
