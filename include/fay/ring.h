@@ -104,7 +104,10 @@ struct fay_shm_hdr {
 	uint64_t lost_too_big;   /* record larger than a ring can hold */
 	uint64_t truncated;      /* spans whose annotations did not all fit */
 	uint64_t spans_started;  /* sampled spans begun */
-	uint64_t spans_unsampled;/* roots not sampled */
+	uint64_t spans_unsampled;/* roots not sampled (added in per-thread batches) */
+	uint64_t bad_traceparent;/* fay_span_remote() given a missing/malformed header */
+	uint64_t lost_nested;    /* span calls dropped by the recursion guard
+				  * (a signal handler interrupting a span call) */
 };
 
 struct fay_ring_ctl {
