@@ -78,12 +78,17 @@ struct ring_cons {
 	uint64_t delivered;     /* records handed to the callback */
 	uint64_t lost;          /* records overwritten before they were read */
 	uint64_t corrupt;       /* slots skipped because they made no sense */
-	uint8_t *scratch;       /* one record's payload, ring_max_payload() */
+	uint8_t *scratch;       /* one record, header included:
+				 * ring_max_rec_slots() * FAY_SLOT_DATA bytes */
 	char err[160];          /* the last corruption found, for reports */
+	int resync;             /* records were skipped: the next record start
+				 * may be anywhere and its rec_no > rec_no */
 };
 
 /* Prepare to consume the ring at base, resuming at (pos, rec_no) (0, 0 for
- * a new ring).  Returns 0 or -ENOMEM.  Free with ring_cons_free(). */
+ * a new ring).  Returns 0, -EINVAL (nslots not a power of two >= 2) or
+ * -ENOMEM.  Free with ring_cons_free() (which accepts a ring_cons that
+ * failed to initialise). */
 int ring_cons_init(struct ring_cons *c, const void *base, uint32_t nslots,
 		   uint64_t pos, uint64_t rec_no);
 void ring_cons_free(struct ring_cons *c);
