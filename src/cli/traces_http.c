@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/* `fay traces`: GET from the collector's HTTP API with libcurl. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "cli/traces.h"
+
+/* Responses larger than this are refused rather than buffered. */
+#define TR_HTTP_MAX_BODY (256u << 20)
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct tr_http_resp *r = arg;
+	size_t add = size * n;
+	char *nb;
+
+	if (r->len + add + 1 > TR_HTTP_MAX_BODY)
+		return 0;
+	nb = realloc(r->body, r->len + add + 1);
+	if (!nb)
+		return 0;
+	memcpy(nb + r->len, p, add);
+	r->len += add;
+	nb[r->len] = '\0';
+	r->body = nb;
+	return add;
+}
+
+static int curl_errno(CURLcode c)
+{
+	switch (c) {
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return -EINVAL;
+	case CURLE_WRITE_ERROR:
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+int tr_http_get(const char *url, struct tr_http_resp *resp,
+		char *err, size_t errlen)
+{
+	char ebuf[CURL_ERROR_SIZE] = "";
+	CURL *c;
+	CURLcode rc;
+
+	memset(resp, 0, sizeof(*resp));
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		snprintf(err, errlen, "libcurl failed to initialise");
+		return -EIO;
+	}
+	c = curl_easy_init();
+	if (!c) {
+		snprintf(err, errlen, "libcurl failed to initialise");
+		curl_global_cleanup();
+		return -ENOMEM;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "fay-traces");
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK) {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+		if (!resp->body)
+			resp->body = calloc(1, 1);
+	} else {
+		snprintf(err, errlen, "%s", *ebuf ? ebuf : curl_easy_strerror(rc));
+		free(resp->body);
+		resp->body = NULL;
+		resp->len = 0;
+	}
+	curl_easy_cleanup(c);
+	curl_global_cleanup();
+	if (rc != CURLE_OK)
+		return curl_errno(rc);
+	if (!resp->body) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
