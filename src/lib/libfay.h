@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libfay internals shared by the files of src/lib/ (never installed).
+ *
+ * One process-wide struct lib_proc (the mapping of the shm file, the
+ * handle pool's free stack, sampling) and one struct lib_tls per thread
+ * (the ring the thread owns, a cache of free handle indices, the
+ * non-recording handles of unsampled spans, the recursion guard).
+ *
+ * A struct fay_span * is one of two things, told apart by its first
+ * 32-bit word:
+ *   FAY_POOL_OPEN  a struct fay_pool_slot in the shm pool: recording;
+ *   LIB_NONREC     a struct lib_nonrec in the thread's TLS: carries ids
+ *                  for propagation only;
+ *   anything else  (FAY_POOL_FREE: a handle inherited across fork(), whose
+ *                  pages the child replaced with zeros) inert.
+ */
+#ifndef FAY_LIB_LIBFAY_H
+#define FAY_LIB_LIBFAY_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include <fay/ring.h>
+#include <fay/trace.h>
+
+#include "common/atomic.h"
+#include "common/err.h"
+#include "common/ring/ring.h"
+#include "common/spanrec.h"
+
+/* Defaults and limits of the file's geometry (FAY_RINGS, FAY_RING_KB,
+ * FAY_POOL override the defaults). */
+#define LIB_NRINGS_DEF      64u
+#define LIB_NRINGS_MAX      4096u
+#define LIB_RING_KB_DEF     256u
+#define LIB_RING_KB_MIN     4u
+#define LIB_RING_KB_MAX     65536u
+#define LIB_NPOOL_DEF       4096u
+#define LIB_NPOOL_MAX       (1u << 20)
+#define LIB_POOL_STRIDE     1024u
+
+#define LIB_NAME_MAX        256u     /* span names are cut to this */
+#define LIB_NONREC          0x4e4f4e52u /* "RNON": a non-recording handle */
+#define LIB_NR_HANDLES      8u       /* unsampled spans in flight per thread */
+#define LIB_CACHE_MAX       16u      /* free handle indices kept per thread */
+#define LIB_CACHE_BATCH     8u       /* moved to/from the global stack at once */
+#define LIB_UNSAMPLED_FLUSH 1024u    /* unsampled roots counted per thread before
+				      * adding them to the header */
+
+/* A handle for a span that is not recorded: ids only.  Its first word sits
+ * where struct fay_pool_slot has state.  Zero trace id or span id means
+ * "not generated yet" (ids of unsampled spans are made on demand). */
+struct lib_nonrec {
+	uint32_t state;          /* LIB_NONREC */
+	uint8_t flags;           /* SPAN_F_SAMPLED: sampled upstream, not here */
+	uint8_t _pad[3];
+	uint64_t trace_hi, trace_lo;
+	uint64_t span_id;
+};
+
+struct lib_tls {
+	uint32_t nest;           /* recursion guard: inside a recording call */
+	uint32_t ring;           /* ring index + 1 owned by this thread, 0 none */
+	uint32_t tid;            /* gettid(), 0 until needed */
+	uint32_t ncache;
+	uint32_t nr_next;
+	uint32_t unsampled;      /* unsampled roots not yet added to the header */
+	uint32_t key_set;        /* the thread-exit destructor is armed */
+	uint32_t _pad;
+	struct ring_prod prod;
+	uint32_t cache[LIB_CACHE_MAX];
+	struct lib_nonrec nr[LIB_NR_HANDLES];
+};
+
+struct lib_cfg {
+	char service[64];
+	char ip[48];
+	uint16_t port;
+	uint32_t nrings, ring_slots, npool;
+	char dir[PATH_MAX - 64];
+};
+
+struct lib_proc {
+	/* The mapping; hdr is published with release once the file is LIVE
+	 * and is NULL when there is no file (not initialized, disabled, a
+	 * fork child that has not recorded yet). */
+	struct fay_shm_hdr *hdr;
+	uint8_t *base;
+	size_t size;
+	uint8_t *pool;
+	uint8_t *rings;
+	uint64_t ring_stride;
+	uint32_t npool, pool_stride, item_cap;
+	uint32_t nrings, ring_slots;
+
+	int inited;              /* fay_init() succeeded (maybe disabled) */
+	int recording;           /* fay_init() succeeded and not FAY_DISABLE */
+	int need_file;           /* fork child: create our own file on first use */
+	int env_sampling;        /* FAY_SAMPLE given: the setters are ignored */
+
+	/* Handle pool: Treiber stack of free indices, head = tag << 32 |
+	 * (index + 1) (0 = empty), links in fay_pool_slot._reserved; handles
+	 * never used yet are handed out from fresh, so untouched pool pages
+	 * cost nothing. */
+	uint64_t free_head;
+	uint32_t fresh;
+
+	/* Sampling: fixed 1/N (sample_thresh: a root is sampled when a random
+	 * u64 <= it; 0 none, UINT64_MAX all) or rate mode (GCRA on tat). */
+	uint64_t sample_thresh;
+	int rate_mode;
+	uint64_t rate_interval_ns, rate_tau_ns, rate_tat;
+
+	pthread_mutex_t lock;    /* fay_init and creating the file only */
+	pthread_key_t key;
+	struct lib_cfg cfg;
+};
+
+/* Hidden even as declarations, so other objects of libfay.so reach them
+ * without the GOT. */
+#define LIB_HIDDEN __attribute__((visibility("hidden")))
+extern struct lib_proc lib LIB_HIDDEN;
+extern __thread struct lib_tls lib_t LIB_HIDDEN;
+
+static inline struct fay_pool_slot *lib_slot(uint32_t idx)
+{
+	return (struct fay_pool_slot *)(lib.pool + (size_t)idx * lib.pool_stride);
+}
+
+static inline uint32_t lib_slot_idx(const struct fay_pool_slot *s)
+{
+	return (uint32_t)(((const uint8_t *)s - lib.pool) / lib.pool_stride);
+}
+
+/* shm.c: the file and the thread's ring. */
+struct fay_shm_hdr *lib_hdr_slow(void);
+/* The header to record into, or NULL.  Creates a fork child's file. */
+static inline struct fay_shm_hdr *lib_hdr(void)
+{
+	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
+
+	if (likely(h) || likely(!READ_ONCE(lib.need_file)))
+		return h;
+	return lib_hdr_slow();
+}
+struct ring_prod *lib_ring_claim(void);
+/* The calling thread's ring, claimed on first use; NULL if every ring is
+ * owned.  Call with the recursion guard held. */
+static inline struct ring_prod *lib_ring(void)
+{
+	if (likely(lib_t.ring))
+		return &lib_t.prod;
+	return lib_ring_claim();
+}
+uint32_t lib_gettid(void);
+int lib_parse_uint(const char *s, unsigned long long max, unsigned long long *v);
+/* Add the thread's batched counters to the header. */
+void lib_flush_counters(void);
+
+/* pool.c: span handles. */
+/* A free handle index, or -1 when the pool is empty. */
+int64_t lib_pool_get(void);
+void lib_pool_put(uint32_t idx);
+/* Signal-safe: straight onto the global stack (no thread cache). */
+void lib_pool_push(uint32_t idx);
+/* Give the thread's cached indices back (thread exit). */
+void lib_pool_spill_all(void);
+
+/* sample.c */
+int lib_sample_root(void);
+int lib_parse_sample(const char *s);
+
+/* traceparent.c */
+int lib_tp_parse(const char *tp, uint64_t *hi, uint64_t *lo, uint64_t *span,
+		 uint8_t *flags);
+int lib_tp_format(char *buf, size_t len, uint64_t hi, uint64_t lo,
+		  uint64_t span, uint8_t flags);
+
+/* span.c: append one item to a record being built (buf of cap bytes,
+ * *used of them taken), keeping f->nitems; an item that does not fit is
+ * dropped and counted (f->dropped_items, SPAN_F_TRUNCATED, hdr->truncated
+ * once per record). */
+void lib_put(struct spanrec_fixed *f, uint8_t *buf, uint32_t cap,
+	     uint32_t *used, unsigned type, uint64_t val,
+	     const char *a, size_t alen, const char *b, size_t blen);
+/* A root was not sampled: counted per thread, added to the header in
+ * batches. */
+void lib_count_unsampled_slow(void);
+static inline void lib_count_unsampled(void)
+{
+	if (unlikely(++lib_t.unsampled >= LIB_UNSAMPLED_FLUSH))
+		lib_count_unsampled_slow();
+}
+/* span.c: write one finished record (fixed + items) to the thread's ring
+ * under the recursion guard; counts every loss.  Returns 0 or -errno. */
+int lib_write_record(struct spanrec_fixed *f, const void *items,
+		     uint32_t items_len);
+/* Has the guard been taken?  Counts the nested call when it was. */
+static inline int lib_enter(void)
+{
+	if (unlikely(lib_t.nest)) {
+		struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
+
+		if (h)
+			atomic_add(&h->lost_nested, 1);
+		return -EBUSY;
+	}
+	lib_t.nest = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static inline void lib_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	lib_t.nest = 0;
+}
+
+#endif

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libfay: the span API of include/fay/trace.h.
+ *
+ * A sampled span is a handle in the shm pool (struct fay_pool_slot):
+ * begin fills its spanrec_fixed and a NAME item, events and tags append
+ * items to its buffer (spanrec_put_item), end writes fixed + items as one
+ * FAY_REC_SPAN record into the calling thread's ring and frees the handle.
+ *
+ * An unsampled span is one of the thread's LIB_NR_HANDLES non-recording
+ * handles (struct lib_nonrec, reused in turn): root costs a random number
+ * and a few stores, and event/tag/end return at their first test.  Its
+ * ids are made only when something asks for them (a child, a
+ * traceparent), so propagation still works.
+ *
+ * Recording calls take a per-thread guard: a span call from a signal
+ * handler that interrupted one on the same thread does not record, is
+ * counted in lost_nested, and leaves the ring and the thread's handle
+ * cache alone.
+ */
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/rand.h"
+#include "lib/libfay.h"
+
+static inline struct fay_pool_slot *as_slot(const struct fay_span *s)
+{
+	return (struct fay_pool_slot *)s;
+}
+
+static inline int is_open(const struct fay_span *s)
+{
+	return s && as_slot(s)->state == FAY_POOL_OPEN;
+}
+
+/* A non-recording handle for this trace (hi = lo = 0: a new trace, ids
+ * made on demand). */
+static struct fay_span *nonrec(uint64_t hi, uint64_t lo, uint8_t flags)
+{
+	struct lib_nonrec *n = &lib_t.nr[lib_t.nr_next++ % LIB_NR_HANDLES];
+
+	n->state = LIB_NONREC;
+	n->flags = flags;
+	n->trace_hi = hi;
+	n->trace_lo = lo;
+	n->span_id = 0;
+	return (struct fay_span *)n;
+}
+
+/* The ids of any handle, making those of a non-recording one if needed.
+ * Returns 0, or -EINVAL for an inert handle (inherited across fork). */
+static int span_ids(const struct fay_span *s, uint64_t *hi, uint64_t *lo,
+		    uint64_t *id, uint8_t *flags)
+{
+	const struct fay_pool_slot *sl = as_slot(s);
+	struct lib_nonrec *n;
+
+	if (sl->state == FAY_POOL_OPEN) {
+		*hi = sl->fixed.trace_hi;
+		*lo = sl->fixed.trace_lo;
+		*id = sl->fixed.span_id;
+		*flags = sl->fixed.flags & SPAN_F_SAMPLED;
+		return 0;
+	}
+	if (sl->state != LIB_NONREC)
+		return -EINVAL;
+	n = (struct lib_nonrec *)s;
+	if (!n->trace_hi && !n->trace_lo) {
+		n->trace_hi = rand_u64();
+		n->trace_lo = rand_u64();
+	}
+	if (!n->span_id)
+		n->span_id = rand_u64();
+	*hi = n->trace_hi;
+	*lo = n->trace_lo;
+	*id = n->span_id;
+	*flags = n->flags & SPAN_F_SAMPLED;
+	return 0;
+}
+
+void lib_put(struct spanrec_fixed *f, uint8_t *buf, uint32_t cap,
+	     uint32_t *used, unsigned type, uint64_t val,
+	     const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t off = *used;
+
+	if (unlikely(spanrec_put_item(buf, cap, &off, type, val, a, alen, b, blen))) {
+		if (!(f->flags & SPAN_F_TRUNCATED)) {
+			struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
+
+			f->flags |= SPAN_F_TRUNCATED;
+			if (h)
+				atomic_add(&h->truncated, 1);
+		}
+		f->dropped_items++;
+		return;
+	}
+	*used = (uint32_t)off;
+	f->nitems++;
+}
+
+/* Append one item to an open span. */
+static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
+		       const char *a, size_t alen, const char *b, size_t blen)
+{
+	lib_put(&sl->fixed, sl->buf, lib.item_cap, &sl->used, type, val,
+		a, alen, b, blen);
+}
+
+/*
+ * Begin a recorded span of trace (hi, lo) (0, 0: a new trace) under
+ * parent (0: a root).  Falls back to a non-recording handle carrying the
+ * same ids (and the sampled flag) when the span cannot be recorded.
+ */
+static struct fay_span *begin(const char *name, uint64_t hi, uint64_t lo,
+			      uint64_t parent)
+{
+	struct fay_shm_hdr *h;
+	struct fay_pool_slot *sl;
+	struct fay_span *nr;
+	int64_t idx;
+	size_t nlen;
+
+	if (!hi && !lo) {
+		hi = rand_u64();
+		lo = rand_u64();
+	}
+	h = READ_ONCE(lib.recording) ? lib_hdr() : NULL;
+	if (!h || lib_enter())
+		goto nonrec;
+	idx = lib_pool_get();
+	if (idx < 0) {
+		atomic_add(&h->lost_no_handle, 1);
+		lib_leave();
+		goto nonrec;
+	}
+	sl = lib_slot((uint32_t)idx);
+	sl->used = 0;
+	sl->owner_tid = lib_gettid();
+	memset(&sl->fixed, 0, sizeof(sl->fixed));
+	sl->fixed.trace_hi = hi;
+	sl->fixed.trace_lo = lo;
+	sl->fixed.span_id = rand_u64();
+	sl->fixed.parent_id = parent;
+	sl->fixed.flags = SPAN_F_SAMPLED;
+	if (!name)
+		name = "";
+	nlen = strnlen(name, LIB_NAME_MAX);
+	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
+	sl->fixed.start_ns = clock_realtime_ns();
+	smp_store_release(&sl->state, FAY_POOL_OPEN);
+	atomic_add(&h->spans_started, 1);
+	lib_leave();
+	return (struct fay_span *)sl;
+
+nonrec:
+	nr = nonrec(hi, lo, SPAN_F_SAMPLED);
+	((struct lib_nonrec *)nr)->span_id = rand_u64();
+	return nr;
+}
+
+void lib_count_unsampled_slow(void)
+{
+	if (lib.hdr)
+		lib_flush_counters();
+}
+
+struct fay_span *fay_span_root(const char *name)
+{
+	if (lib_sample_root())
+		return begin(name, 0, 0, 0);
+	lib_count_unsampled();
+	return nonrec(0, 0, 0);
+}
+
+struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
+{
+	uint64_t hi, lo, id;
+	uint8_t flags;
+
+	if (!parent)
+		return NULL;
+	if (span_ids(parent, &hi, &lo, &id, &flags))
+		return fay_span_root(name);
+	if (flags & SPAN_F_SAMPLED)
+		return begin(name, hi, lo, id);
+	return nonrec(hi, lo, 0);
+}
+
+struct fay_span *fay_span_remote(const char *traceparent, const char *name)
+{
+	uint64_t hi, lo, id;
+	uint8_t flags;
+
+	if (lib_tp_parse(traceparent, &hi, &lo, &id, &flags)) {
+		struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
+
+		if (h)
+			atomic_add(&h->bad_traceparent, 1);
+		return fay_span_root(name);
+	}
+	if (flags & 1)
+		return begin(name, hi, lo, id);
+	return nonrec(hi, lo, 0);
+}
+
+int fay_span_traceparent(const struct fay_span *s, char *buf, size_t len)
+{
+	uint64_t hi, lo, id;
+	uint8_t flags;
+
+	if (!s || !buf)
+		return fay_err(-EINVAL);
+	if (len < FAY_TRACEPARENT_LEN)
+		return fay_err(-ENOSPC);
+	if (span_ids(s, &hi, &lo, &id, &flags))
+		return fay_err(-EINVAL);
+	return lib_tp_format(buf, len, hi, lo, id, flags & SPAN_F_SAMPLED ? 1 : 0);
+}
+
+void fay_span_event(struct fay_span *s, const char *event)
+{
+	struct fay_pool_slot *sl = as_slot(s);
+
+	if (!is_open(s) || lib_enter())
+		return;
+	if (!event)
+		event = "";
+	put(sl, SPAN_ITEM_EVENT, clock_realtime_ns(), event, strlen(event), NULL, 0);
+	lib_leave();
+}
+
+void fay_span_tag(struct fay_span *s, const char *key, const char *value)
+{
+	struct fay_pool_slot *sl = as_slot(s);
+
+	if (!is_open(s) || lib_enter())
+		return;
+	if (!key)
+		key = "";
+	if (!value)
+		value = "";
+	put(sl, SPAN_ITEM_TAG, 0, key, strlen(key), value, strlen(value));
+	lib_leave();
+}
+
+void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value)
+{
+	struct fay_pool_slot *sl = as_slot(s);
+
+	if (!is_open(s) || lib_enter())
+		return;
+	if (!key)
+		key = "";
+	put(sl, SPAN_ITEM_TAG_INT, (uint64_t)value, key, strlen(key), NULL, 0);
+	lib_leave();
+}
+
+int lib_write_record(struct spanrec_fixed *f, const void *items,
+		     uint32_t items_len)
+{
+	struct fay_shm_hdr *h = lib_hdr();
+	struct ring_piece pc[2];
+	struct ring_prod *p;
+	int err;
+
+	if (!h)
+		return -ENODEV;
+	p = lib_ring();
+	if (unlikely(!p)) {
+		atomic_add(&h->lost_no_ring, 1);
+		return -EBUSY;
+	}
+	f->items_len = items_len;
+	pc[0].p = f;
+	pc[0].len = sizeof(*f);
+	pc[1].p = items;
+	pc[1].len = items_len;
+	err = ring_write(p, FAY_REC_SPAN, pc, 2);
+	if (unlikely(err))
+		atomic_add(&h->lost_too_big, 1);
+	return err;
+}
+
+void fay_span_end(struct fay_span *s)
+{
+	struct fay_pool_slot *sl = as_slot(s);
+	uint64_t now;
+
+	if (!is_open(s))
+		return;
+	if (lib_enter()) {
+		/* nested in another span call of this thread: the handle
+		 * goes back without touching the thread's cache or ring */
+		smp_store_release(&sl->state, FAY_POOL_FREE);
+		lib_pool_push(lib_slot_idx(sl));
+		return;
+	}
+	now = clock_realtime_ns();
+	sl->fixed.duration_ns = now > sl->fixed.start_ns ? now - sl->fixed.start_ns : 0;
+	lib_write_record(&sl->fixed, sl->buf, sl->used);
+	smp_store_release(&sl->state, FAY_POOL_FREE);
+	lib_pool_put(lib_slot_idx(sl));
+	lib_leave();
+}

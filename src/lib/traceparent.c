@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libfay: the W3C Trace Context "traceparent" header value,
+ *
+ *   version "-" trace-id "-" parent-id "-" trace-flags
+ *   00      -   32 hex   -   16 hex    -   2 hex          (55 chars)
+ *
+ * written in lower case.  Read as the recommendation says: lower-case hex
+ * only, trace and parent ids not all zeros, version ff invalid; version 00
+ * is exactly 55 characters; a later version may be longer, and then the
+ * 56th character must be '-', and its first 55 are read as version 00.
+ * Optional white space around the value (HTTP OWS) is ignored.
+ */
+#include <string.h>
+
+#include "lib/libfay.h"
+
+#define TP_LEN 55
+
+static int lohex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* n lower-case hex digits at s into *v (n <= 16).  0 or -EINVAL. */
+static int get_hex(const char *s, unsigned n, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		int d = lohex(s[i]);
+
+		if (d < 0)
+			return -EINVAL;
+		x = x << 4 | (unsigned)d;
+	}
+	*v = x;
+	return 0;
+}
+
+/*
+ * Parse a traceparent value.  Fills the ids and the flags byte.  Returns 0
+ * or -EINVAL (NULL, wrong length, a non-hex or upper-case digit, a missing
+ * dash, all-zero ids, version ff).
+ */
+int lib_tp_parse(const char *tp, uint64_t *hi, uint64_t *lo, uint64_t *span,
+		 uint8_t *flags)
+{
+	uint64_t ver, f;
+	size_t len;
+
+	if (!tp)
+		return -EINVAL;
+	while (*tp == ' ' || *tp == '\t')
+		tp++;
+	len = strnlen(tp, 4096);
+	while (len && (tp[len - 1] == ' ' || tp[len - 1] == '\t'))
+		len--;
+	if (len < TP_LEN)
+		return -EINVAL;
+	if (get_hex(tp, 2, &ver) || ver == 0xff)
+		return -EINVAL;
+	if (ver == 0 && len != TP_LEN)
+		return -EINVAL;
+	if (len > TP_LEN && tp[TP_LEN] != '-')
+		return -EINVAL;
+	if (tp[2] != '-' || tp[35] != '-' || tp[52] != '-')
+		return -EINVAL;
+	if (get_hex(tp + 3, 16, hi) || get_hex(tp + 19, 16, lo) ||
+	    get_hex(tp + 36, 16, span) || get_hex(tp + 53, 2, &f))
+		return -EINVAL;
+	if ((!*hi && !*lo) || !*span)
+		return -EINVAL;
+	*flags = (uint8_t)f;
+	return 0;
+}
+
+static void put_hex(char *out, uint64_t v, unsigned n)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (unsigned i = n; i > 0; i--, v >>= 4)
+		out[i - 1] = d[v & 15];
+}
+
+/* Write "00-<trace>-<span>-<flags>" and a NUL.  Returns 55 or -ENOSPC. */
+int lib_tp_format(char *buf, size_t len, uint64_t hi, uint64_t lo,
+		  uint64_t span, uint8_t flags)
+{
+	if (len < TP_LEN + 1)
+		return -ENOSPC;
+	buf[0] = '0';
+	buf[1] = '0';
+	buf[2] = '-';
+	put_hex(buf + 3, hi, 16);
+	put_hex(buf + 19, lo, 16);
+	buf[35] = '-';
+	put_hex(buf + 36, span, 16);
+	buf[52] = '-';
+	put_hex(buf + 53, flags, 2);
+	buf[TP_LEN] = '\0';
+	return TP_LEN;
+}
