@@ -103,6 +103,7 @@ static enum rd lapped(struct ring_cons *c)
 		next = head - c->nslots;
 	c->pos = next;
 	c->resync = 1;
+	c->laps++;
 	return RD_SKIP;
 }
 
@@ -262,8 +263,8 @@ int ring_drain(struct ring_cons *c, ring_rec_fn fn, void *ctx, unsigned max)
 	if (!head_plausible(c, head)) {
 		c->corrupt++;
 		snprintf(c->err, sizeof(c->err), "ring pos %" PRIu64 ": ctl.head %"
-			 PRIu64 " but slot seq %#" PRIx64 " before it", c->pos,
-			 head, READ_ONCE(slot_at(c, head - 1)->seq));
+			 PRIu64 " impossible: slot seq before it is %#" PRIx64,
+			 c->pos, head, READ_ONCE(slot_at(c, head - 1)->seq));
 		return 0;
 	}
 	records = smp_load_acquire(&c->ctl->records);
@@ -272,6 +273,7 @@ int ring_drain(struct ring_cons *c, ring_rec_fn fn, void *ctx, unsigned max)
 		if (head - c->pos > c->nslots) {
 			c->pos = head - c->nslots;
 			c->resync = 1;
+			c->laps++;
 		}
 		if (read_record(c, head, records, &h) != RD_RECORD)
 			continue;

@@ -83,6 +83,8 @@ struct ring_cons {
 	char err[160];          /* the last corruption found, for reports */
 	int resync;             /* records were skipped: the next record start
 				 * may be anywhere and its rec_no > rec_no */
+	uint64_t laps;          /* times the producer was found overwriting
+				 * what we were about to read (informational) */
 };
 
 /* Prepare to consume the ring at base, resuming at (pos, rec_no) (0, 0 for
