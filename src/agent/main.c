@@ -1,11 +1,230 @@
 // SPDX-License-Identifier: MIT
-/* Placeholder until 'fay agent' lands: says so plainly. */
+/*
+ * `fay agent`: options and manual.  The work is in agent.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "agent/agent.h"
 #include "cli/cmds.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"NAME\n"
+"    fay agent - drain the span rings of this host and ship them to a collector\n"
+"\n"
+"SYNOPSIS\n"
+"    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
+"              [--spool-max SIZE] [--flush-interval DUR] [--stats-interval DUR]\n"
+"              [--host NAME] [--token T] [--fsync] [-v]\n"
+"\n"
+"DESCRIPTION\n"
+"    Every process using libfay records finished spans into lock-free rings in\n"
+"    a shared-memory file, SHM-DIR/fay-<pid>-<instance>.shm.  The agent finds\n"
+"    these files (a scan at start, then inotify), checks each header against\n"
+"    the file (a corrupt file is reported once and skipped), drains every ring\n"
+"    each flush interval, and groups the spans into batches.\n"
+"\n"
+"    Each batch is written to the spool (STATE-DIR/spool) before the ring\n"
+"    positions it covers are saved (STATE-DIR/cursors), so the agent can be\n"
+"    killed at any moment: restarted, it resumes every ring exactly after the\n"
+"    last span that reached the spool.  Spooled batches are sent to the\n"
+"    collector, several in flight, and deleted when it acknowledges them;\n"
+"    while the collector is away they wait in the spool (bounded by\n"
+"    --spool-max: the oldest are evicted first, and counted) and the agent\n"
+"    reconnects with exponential backoff (100 ms to 5 s, with jitter).\n"
+"\n"
+"    When a traced process exits (pidfd), its rings are drained a last time,\n"
+"    the spans it never finished are counted as lost (\"process died\n"
+"    mid-span\"), its counters are logged in one line and its file is\n"
+"    removed.  Files whose process is already gone at start are drained and\n"
+"    removed too.  Every loss is counted by reason and sent to the collector\n"
+"    (STATS) and written to STATE-DIR/stats.json.\n"
+"\n"
+"    SIGTERM or SIGINT: drain everything, spool it, try to send it for up to\n"
+"    2 s, and exit 0.\n"
+"\n"
+"OPTIONS\n"
+"    --collector HOST:PORT  the collector's agent port (default 127.0.0.1:9410;\n"
+"                        [v6addr]:port for IPv6)\n"
+"    --shm-dir DIR       where processes put their span files (default\n"
+"                        $FAY_SHM_DIR, else /dev/shm)\n"
+"    --state-dir DIR     spool, cursors, agent id (default /var/lib/fay/agent;\n"
+"                        created if missing; one agent per directory)\n"
+"    --spool-max SIZE    bound on the spool: 64k, 256M, 2G ... (default 256M)\n"
+"    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
+"                        20ms, 1s ... (default 20ms)\n"
+"    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
+"    --host NAME         this host's name for the collector (default: hostname)\n"
+"    --token T           shared secret sent in HELLO (default $FAY_TOKEN, or none)\n"
+"    --fsync             fsync each batch and the cursor file: the spool also\n"
+"                        survives power loss, at a cost per batch\n"
+"    -v, --verbose       debug logging (same as FAY_LOG_LEVEL=debug)\n"
+"    -h, --help          this manual\n"
+"\n"
+"EXAMPLES\n"
+"    fay agent\n"
+"        Defaults: /dev/shm, collector on 127.0.0.1:9410.\n"
+"    fay agent --collector traces.example:9410 --spool-max 1G --token s3cret\n"
+"    FAY_SHM_DIR=/tmp/fay fay agent --state-dir /tmp/fay-agent -v\n"
+"\n"
+"EXIT STATUS\n"
+"    0 stopped by SIGTERM/SIGINT, 1 could not start (state directory in use or\n"
+"    not writable, shm directory not watchable), 2 usage error.\n"
+"\n"
+"ENVIRONMENT\n"
+"    FAY_SHM_DIR     default for --shm-dir\n"
+"    FAY_TOKEN       default for --token\n"
+"    FAY_LOG_LEVEL   debug, info (default), warn, error\n"
+"\n"
+"FILES\n"
+"    STATE-DIR/spool/<seq>.batch  unacknowledged batches (wire frame + cursors)\n"
+"    STATE-DIR/cursors            ring positions covered by the spool\n"
+"    STATE-DIR/agent_id           this agent's random 128-bit id\n"
+"    STATE-DIR/stats.json         the latest counters\n"
+"    See docs/ABI.md, \"Agent spool and cursor files\".\n");
+}
+
+/* "4096", "64k", "256M", "2G" (powers of 1024).  0 or -EINVAL. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 't': case 'T': mul = 1ull << 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
 
 int cmd_agent(int argc, char **argv)
 {
-	fprintf(stderr, "error: 'fay agent' is not built yet in this version\n");
-	return 1;
+	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
+	       O_TOKEN, O_FSYNC };
+	static const struct option lopts[] = {
+		{ "collector", required_argument, NULL, O_COLL },
+		{ "shm-dir", required_argument, NULL, O_SHM },
+		{ "state-dir", required_argument, NULL, O_STATE },
+		{ "spool-max", required_argument, NULL, O_SPOOL },
+		{ "flush-interval", required_argument, NULL, O_FLUSH },
+		{ "stats-interval", required_argument, NULL, O_STATS },
+		{ "host", required_argument, NULL, O_HOST },
+		{ "token", required_argument, NULL, O_TOKEN },
+		{ "fsync", no_argument, NULL, O_FSYNC },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct agent_opts o = {
+		.collector = "127.0.0.1:9410",
+		.shm_dir = getenv("FAY_SHM_DIR"),
+		.state_dir = "/var/lib/fay/agent",
+		.spool_max = 256ull << 20,
+		.flush_ns = 20 * 1000000ull,
+		.stats_ns = 10 * 1000000000ull,
+		.token = getenv("FAY_TOKEN"),
+	};
+	char hostname[256];
+	int c;
+
+	if (!o.shm_dir || !*o.shm_dir)
+		o.shm_dir = "/dev/shm";
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
+		switch (c) {
+		case O_COLL:
+			o.collector = optarg;
+			break;
+		case O_SHM:
+			o.shm_dir = optarg;
+			break;
+		case O_STATE:
+			o.state_dir = optarg;
+			break;
+		case O_SPOOL:
+			if (parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
+				fprintf(stderr, "error: --spool-max '%s': want a size of at least 4k (64k, 256M, 2G)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_FLUSH:
+		case O_STATS: {
+			uint64_t ns;
+
+			if (clock_parse_duration(optarg, &ns) || ns < 1000000 ||
+			    ns > 3600 * 1000000000ull) {
+				fprintf(stderr, "error: --%s '%s': want a duration from 1ms to 1h (20ms, 1s)\n",
+					c == O_FLUSH ? "flush-interval" : "stats-interval", optarg);
+				return 2;
+			}
+			if (c == O_FLUSH)
+				o.flush_ns = ns;
+			else
+				o.stats_ns = ns;
+			break;
+		}
+		case O_HOST:
+			o.host = optarg;
+			break;
+		case O_TOKEN:
+			o.token = optarg;
+			break;
+		case O_FSYNC:
+			o.fsync = 1;
+			break;
+		case 'v':
+			log_set_level(LOG_DEBUG);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			if (optopt && optopt < 256)
+				fprintf(stderr, "error: unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, "error: unknown option or missing value: '%s'\n",
+					argv[optind - 1]);
+			fprintf(stderr, "Run 'fay agent --help' for the manual.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "error: unexpected argument '%s'\n"
+			"Run 'fay agent --help' for the manual.\n", argv[optind]);
+		return 2;
+	}
+	if (!o.host) {
+		if (gethostname(hostname, sizeof(hostname)))
+			snprintf(hostname, sizeof(hostname), "localhost");
+		hostname[sizeof(hostname) - 1] = '\0';
+		o.host = hostname;
+	}
+	return agent_run(&o) ? 1 : 0;
 }

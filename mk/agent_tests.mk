@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# fay agent: the test tools of tests/integration/agent_*.sh, built into
+# $(B)/tests/bin/: a traced process (libfay, static) and a minimal
+# collector speaking the wire protocol.
+
+AGENT_TEST_BIN := $(B)/tests/bin/span_producer $(B)/tests/bin/fake_collector
+
+$(B)/tests/bin/span_producer: tests/integration/agent_tools/span_producer.c $(LIBFAY_A)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFAY_A) -lpthread
+
+$(B)/tests/bin/fake_collector: tests/integration/agent_tools/fake_collector.c $(LIBINT)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBINT) $(LDLIBS)
+
+.PHONY: agent-tests
+agent-tests: $(AGENT_TEST_BIN)
+all: $(AGENT_TEST_BIN)

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shipping spooled batches to the collector (the conversation in
+ * src/common/wire.h): a non-blocking TCP connection driven by the agent's
+ * epoll loop.  Batch frames go straight from their spool file to the socket
+ * with sendfile(); control frames (HELLO, STATS) from a memory buffer,
+ * never interleaved inside another frame.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent/ship.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/rand.h"
+
+#define BACKOFF_MIN_NS   (100 * 1000000ull)
+#define BACKOFF_MAX_NS   (5000 * 1000000ull)
+#define WELCOME_TIMEOUT  (10 * 1000000000ull)
+#define ACK_TIMEOUT      (30 * 1000000000ull)
+#define NACK_RETRY_NS    (500 * 1000000ull)
+#define TX_MAX           (4u << 20)
+
+int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon;
+	size_t n;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (*s == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':' || !end[2])
+			return -EINVAL;
+		n = (size_t)(end - s - 1);
+		colon = end + 1;
+		s++;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || !colon[1] || colon == s)
+			return -EINVAL;
+		n = (size_t)(colon - s);
+	}
+	if (n >= hlen || strlen(colon + 1) >= plen)
+		return -EINVAL;
+	for (const char *p = colon + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	if (atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
+int ship_init(struct ship *s, const char *addr, const char *hello, size_t hello_len,
+	      struct spool *sp, uint64_t *next_seq, int epfd, void *tag)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->file_fd = -1;
+	s->epfd = epfd;
+	s->tag = tag;
+	s->sp = sp;
+	s->next_seq = next_seq;
+	s->window = SHIP_WINDOW;
+	if (ship_parse_addr(addr, s->host, sizeof(s->host), s->port, sizeof(s->port)))
+		return -EINVAL;
+	snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	s->hello = malloc(hello_len);
+	if (!s->hello)
+		return -ENOMEM;
+	memcpy(s->hello, hello, hello_len);
+	s->hello_len = hello_len;
+	return 0;
+}
+
+void ship_free(struct ship *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->file_fd >= 0)
+		close(s->file_fd);
+	s->fd = s->file_fd = -1;
+	free(s->tx);
+	free(s->hello);
+	s->tx = NULL;
+	s->hello = NULL;
+}
+
+static void set_out(struct ship *s, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0),
+				  .data.ptr = s->tag };
+
+	if (s->out_armed == on)
+		return;
+	if (!epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->fd, &ev))
+		s->out_armed = on;
+}
+
+/* Forget the connection; everything in flight will be sent again. */
+static void reset(struct ship *s, uint64_t now)
+{
+	uint64_t delay = BACKOFF_MIN_NS << (s->attempt < 6 ? s->attempt : 6);
+
+	if (delay > BACKOFF_MAX_NS)
+		delay = BACKOFF_MAX_NS;
+	if (s->attempt < 16)
+		s->attempt++;
+	/* Full jitter on the upper half: delay/2 .. delay. */
+	delay = delay / 2 + rand_u64() % (delay / 2 + 1);
+	s->next_try_ns = now + delay;
+	if (s->fd >= 0) {
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+		close(s->fd);
+		s->disconnects++;
+	}
+	s->fd = -1;
+	if (s->file_fd >= 0)
+		close(s->file_fd);
+	s->file_fd = -1;
+	s->txlen = s->txoff = 0;
+	s->rxlen = 0;
+	s->out_armed = 0;
+	s->state = SHIP_DOWN;
+	for (struct spool_ent *e = spool_first(s->sp); e; e = spool_next(s->sp, e))
+		e->sent = 0;
+	s->sp->nsent = 0;
+}
+
+/* Log a connection problem: the first of a streak as a warning, the
+ * repeats (reconnect attempts while the collector is away) as debug. */
+__attribute__((format(printf, 2, 3)))
+static void conn_problem(struct ship *s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!s->down_logged)
+		pr_warn("collector %s: %s; retrying with backoff", s->addr, msg);
+	else
+		pr_debug("collector %s: %s", s->addr, msg);
+	s->down_logged = 1;
+}
+
+static int tx_append(struct ship *s, unsigned type, uint64_t seq,
+		     const void *payload, uint32_t len)
+{
+	struct wire_hdr h;
+	size_t need = FAY_WIRE_HDR_SIZE + len;
+
+	if (s->txoff && s->txoff == s->txlen)
+		s->txoff = s->txlen = 0;
+	if (s->txlen + need > s->txcap) {
+		size_t cap = s->txcap ? s->txcap : 4096;
+		uint8_t *p;
+
+		if (s->txlen - s->txoff + need > TX_MAX)
+			return -ENOBUFS;
+		if (s->txoff) {
+			memmove(s->tx, s->tx + s->txoff, s->txlen - s->txoff);
+			s->txlen -= s->txoff;
+			s->txoff = 0;
+		}
+		while (cap < s->txlen + need)
+			cap *= 2;
+		p = realloc(s->tx, cap);
+		if (!p)
+			return -ENOMEM;
+		s->tx = p;
+		s->txcap = cap;
+	}
+	wire_hdr_init(&h, type, seq, payload, len);
+	memcpy(s->tx + s->txlen, &h, sizeof(h));
+	memcpy(s->tx + s->txlen + sizeof(h), payload, len);
+	s->txlen += need;
+	return 0;
+}
+
+static void connected(struct ship *s, uint64_t now)
+{
+	int one = 1;
+
+	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	s->state = SHIP_HELLO;
+	s->hello_ns = now;
+	if (tx_append(s, WIRE_HELLO, 0, s->hello, (uint32_t)s->hello_len))
+		reset(s, now);
+}
+
+static void try_connect(struct ship *s, uint64_t now)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC };
+	struct addrinfo *res = NULL, *ai;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = s->tag };
+	int ret, fd = -1;
+
+	ret = getaddrinfo(s->host, s->port, &hints, &res);
+	if (ret) {
+		conn_problem(s, "cannot resolve %s: %s", s->host, gai_strerror(ret));
+		reset(s, now);
+		return;
+	}
+	/* Rotate through the addresses on successive attempts. */
+	{
+		unsigned n = 0, k;
+
+		for (ai = res; ai; ai = ai->ai_next)
+			n++;
+		k = s->attempt % n;
+		for (ai = res; k--; )
+			ai = ai->ai_next;
+	}
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+	if (fd < 0) {
+		conn_problem(s, "socket: %s", errstr(errno));
+		freeaddrinfo(res);
+		reset(s, now);
+		return;
+	}
+	ret = connect(fd, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(res);
+	if (ret && errno != EINPROGRESS) {
+		conn_problem(s, "connect: %s", errstr(errno));
+		close(fd);
+		reset(s, now);
+		return;
+	}
+	s->fd = fd;
+	s->connects++;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		pr_err("collector %s: epoll: %s", s->addr, errstr(errno));
+		reset(s, now);
+		return;
+	}
+	s->out_armed = 1;
+	s->conn_ns = now;
+	if (!ret)
+		connected(s, now);
+	else
+		s->state = SHIP_CONNECTING;
+}
+
+/* Send what can be sent without blocking.  Returns 0 or -errno (the
+ * caller resets the connection). */
+static int pump(struct ship *s, uint64_t now)
+{
+	for (;;) {
+		if (s->file_fd >= 0) {
+			ssize_t n = sendfile(s->fd, s->file_fd, &s->file_off,
+					     s->file_end - s->file_off);
+
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EINTR)
+					goto blocked;
+				return -errno;
+			}
+			if (n == 0)
+				return -EIO; /* the spool file shrank under us */
+			s->bytes_sent += (uint64_t)n;
+			if (s->file_off == s->file_end) {
+				close(s->file_fd);
+				s->file_fd = -1;
+				s->batches_sent++;
+			}
+			continue;
+		}
+		if (s->txoff < s->txlen) {
+			ssize_t n = send(s->fd, s->tx + s->txoff, s->txlen - s->txoff,
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EINTR)
+					goto blocked;
+				return -errno;
+			}
+			s->txoff += (size_t)n;
+			s->bytes_sent += (uint64_t)n;
+			continue;
+		}
+		if (s->state != SHIP_READY || s->sp->nsent >= s->window)
+			break;
+		/* The oldest batch not in flight; a NACKed one waiting for
+		 * its retry holds back everything after it (seq order). */
+		struct spool_ent *e = spool_first(s->sp);
+
+		while (e && e->sent)
+			e = spool_next(s->sp, e);
+		if (!e || e->retry_ns > now)
+			break;
+		int fd = spool_open_ent(s->sp, e);
+
+		if (fd < 0) {
+			pr_err("spool: cannot open batch %" PRIu64 ": %s; dropping it (%u spans lost)",
+			       e->seq, errstr(fd), e->nspans);
+			s->sp->evicted_spans += e->nspans;
+			s->sp->evicted_batches++;
+			spool_drop(s->sp, e);
+			continue;
+		}
+		s->file_fd = fd;
+		s->file_off = 0;
+		s->file_end = e->frame_len;
+		e->sent = 1;
+		e->sent_ns = now;
+		s->sp->nsent++;
+	}
+	set_out(s, 0);
+	return 0;
+blocked:
+	set_out(s, 1);
+	return 0;
+}
+
+void ship_pump(struct ship *s, uint64_t now)
+{
+	int ret;
+
+	if (s->fd < 0 || s->state == SHIP_CONNECTING)
+		return;
+	ret = pump(s, now);
+	if (ret) {
+		conn_problem(s, "send: %s", errstr(ret));
+		reset(s, now);
+	}
+}
+
+/* A JSON object payload, or NULL with a reason. */
+static json_t *parse_json(const uint8_t *p, uint32_t len, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *j = json_loadb((const char *)p, len, 0, &jerr);
+
+	if (!j) {
+		snprintf(err, errlen, "payload is not JSON: %s", jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		snprintf(err, errlen, "payload is not a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+static void on_welcome(struct ship *s, json_t *j, uint64_t now)
+{
+	json_t *ls = json_object_get(j, "last_seq");
+	uint64_t last = json_is_integer(ls) ? (uint64_t)json_integer_value(ls) : 0;
+	unsigned dropped = 0;
+
+	s->state = SHIP_READY;
+	s->attempt = 0;
+	if (s->down_logged || !s->welcomed)
+		pr_info("collector %s: connected (last committed batch %" PRIu64
+			", %" PRIu64 " batches spooled)", s->addr, last, s->sp->nbatches);
+	s->down_logged = 0;
+	s->welcomed = 1;
+	s->last_seq = last;
+	for (struct spool_ent *e = spool_first(s->sp), *nx; e && e->seq <= last; e = nx) {
+		nx = spool_next(s->sp, e);
+		s->spans_acked += e->nspans;
+		s->batches_acked++;
+		spool_drop(s->sp, e);
+		dropped++;
+	}
+	if (dropped)
+		pr_info("collector %s: %u spooled batches were already committed; dropped",
+			s->addr, dropped);
+	if (last >= *s->next_seq) {
+		pr_warn("collector %s: it has batches of this agent up to %" PRIu64
+			", past our next seq %" PRIu64 " (state directory reset?): continuing at %" PRIu64,
+			s->addr, last, *s->next_seq, last + 1);
+		*s->next_seq = last + 1;
+	}
+	(void)now;
+}
+
+static void on_ack(struct ship *s, const struct wire_hdr *h, json_t *j)
+{
+	struct spool_ent *e = spool_find(s->sp, h->seq);
+	json_t *rej = j ? json_object_get(j, "rejected") : NULL;
+	json_t *dup = j ? json_object_get(j, "duplicate") : NULL;
+
+	if (json_is_integer(rej) && json_integer_value(rej) > 0) {
+		s->spans_rejected += (uint64_t)json_integer_value(rej);
+		pr_warn("collector %s: batch %" PRIu64 ": %lld spans rejected",
+			s->addr, h->seq, (long long)json_integer_value(rej));
+	}
+	if (json_is_true(dup))
+		s->batches_duplicate++;
+	if (!e) {
+		pr_debug("collector %s: ACK for batch %" PRIu64 ", not in the spool (evicted?)",
+			 s->addr, h->seq);
+		return;
+	}
+	s->batches_acked++;
+	s->spans_acked += e->nspans;
+	if (h->seq > s->last_seq)
+		s->last_seq = h->seq;
+	spool_drop(s->sp, e);
+}
+
+static void on_nack(struct ship *s, const struct wire_hdr *h, json_t *j, uint64_t now)
+{
+	struct spool_ent *e = spool_find(s->sp, h->seq);
+	json_t *er = j ? json_object_get(j, "error") : NULL;
+
+	s->batches_nacked++;
+	pr_warn("collector %s: batch %" PRIu64 " not stored: %s; will resend",
+		s->addr, h->seq, json_is_string(er) ? json_string_value(er) : "(no reason)");
+	if (!e)
+		return;
+	if (e->sent)
+		s->sp->nsent--;
+	e->sent = 0;
+	e->retry_ns = now + NACK_RETRY_NS;
+}
+
+/* Handle one complete frame.  Returns 0 or -EPROTO (reset). */
+static int on_frame(struct ship *s, const struct wire_hdr *h, const uint8_t *p,
+		    uint64_t now)
+{
+	char err[256];
+	json_t *j = NULL;
+	int ret = 0;
+
+	if (wire_crc_check(h, p, err, sizeof(err))) {
+		pr_err("collector %s: %s; resetting the connection", s->addr, err);
+		return -EPROTO;
+	}
+	if (h->type == WIRE_WELCOME || h->type == WIRE_ERROR || h->len) {
+		j = parse_json(p, h->len, err, sizeof(err));
+		if (!j && h->type != WIRE_ACK) {
+			pr_err("collector %s: %s frame: %s; resetting the connection",
+			       s->addr, wire_type_name(h->type), err);
+			return -EPROTO;
+		}
+	}
+	switch (h->type) {
+	case WIRE_WELCOME:
+		if (s->state != SHIP_HELLO) {
+			pr_err("collector %s: unexpected WELCOME; resetting", s->addr);
+			ret = -EPROTO;
+			break;
+		}
+		on_welcome(s, j, now);
+		break;
+	case WIRE_ACK:
+	case WIRE_NACK:
+		if (s->state != SHIP_READY) {
+			pr_err("collector %s: %s before WELCOME; resetting", s->addr,
+			       wire_type_name(h->type));
+			ret = -EPROTO;
+			break;
+		}
+		if (h->type == WIRE_ACK)
+			on_ack(s, h, j);
+		else
+			on_nack(s, h, j, now);
+		break;
+	case WIRE_ERROR: {
+		json_t *er = json_object_get(j, "error");
+
+		pr_err("collector %s: ERROR: %s", s->addr,
+		       json_is_string(er) ? json_string_value(er) : "(no reason)");
+		s->errors++;
+		ret = -EPROTO;
+		break;
+	}
+	default:
+		pr_err("collector %s: unexpected %s frame; resetting", s->addr,
+		       wire_type_name(h->type));
+		ret = -EPROTO;
+	}
+	json_decref(j);
+	return ret;
+}
+
+static int do_read(struct ship *s, uint64_t now)
+{
+	for (;;) {
+		ssize_t n = recv(s->fd, s->rx + s->rxlen, sizeof(s->rx) - s->rxlen,
+				 MSG_DONTWAIT);
+		size_t off = 0;
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return -errno;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		s->rxlen += (size_t)n;
+		while (s->rxlen - off >= FAY_WIRE_HDR_SIZE) {
+			struct wire_hdr h;
+			char err[256];
+
+			memcpy(&h, s->rx + off, sizeof(h));
+			if (wire_hdr_check(&h, err, sizeof(err))) {
+				pr_err("collector %s: %s; resetting the connection", s->addr, err);
+				return -EPROTO;
+			}
+			if (h.len > sizeof(s->rx) - FAY_WIRE_HDR_SIZE) {
+				pr_err("collector %s: %s frame of %u bytes is larger than the agent accepts (%zu)",
+				       s->addr, wire_type_name(h.type), h.len,
+				       sizeof(s->rx) - FAY_WIRE_HDR_SIZE);
+				return -EPROTO;
+			}
+			if (s->rxlen - off < FAY_WIRE_HDR_SIZE + h.len)
+				break;
+			if (on_frame(s, &h, s->rx + off + FAY_WIRE_HDR_SIZE, now))
+				return -EPROTO;
+			off += FAY_WIRE_HDR_SIZE + h.len;
+		}
+		memmove(s->rx, s->rx + off, s->rxlen - off);
+		s->rxlen -= off;
+	}
+}
+
+void ship_event(struct ship *s, uint32_t events, uint64_t now)
+{
+	int ret;
+
+	if (s->fd < 0)
+		return;
+	if (s->state == SHIP_CONNECTING) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &l);
+		if (err) {
+			conn_problem(s, "connect: %s", errstr(err));
+			reset(s, now);
+			return;
+		}
+		connected(s, now);
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		ret = do_read(s, now);
+		if (ret) {
+			if (ret != -EPROTO)
+				conn_problem(s, "connection lost: %s",
+					     ret == -ECONNRESET ? "closed by the collector" : errstr(ret));
+			else
+				s->down_logged = 1;
+			reset(s, now);
+			return;
+		}
+	}
+	ship_pump(s, now);
+}
+
+void ship_tick(struct ship *s, uint64_t now)
+{
+	if (s->fd < 0) {
+		if (now >= s->next_try_ns)
+			try_connect(s, now);
+		if (s->fd < 0)
+			return;
+	}
+	if (s->state == SHIP_CONNECTING && now > s->conn_ns + WELCOME_TIMEOUT) {
+		conn_problem(s, "connect timed out");
+		reset(s, now);
+		return;
+	}
+	if (s->state == SHIP_HELLO && now > s->hello_ns + WELCOME_TIMEOUT) {
+		conn_problem(s, "no WELCOME within 10 s of HELLO");
+		reset(s, now);
+		return;
+	}
+	if (s->state == SHIP_READY && s->sp->nsent) {
+		for (struct spool_ent *e = spool_first(s->sp); e; e = spool_next(s->sp, e)) {
+			if (e->sent && now > e->sent_ns + ACK_TIMEOUT) {
+				conn_problem(s, "no ACK for batch %" PRIu64 " in 30 s", e->seq);
+				reset(s, now);
+				return;
+			}
+			if (e->sent)
+				break;
+		}
+	}
+	ship_pump(s, now);
+}
+
+int ship_send_stats(struct ship *s, const char *json, size_t len, uint64_t now)
+{
+	int ret;
+
+	if (s->state != SHIP_READY)
+		return -ENOTCONN;
+	ret = tx_append(s, WIRE_STATS, 0, json, (uint32_t)len);
+	if (!ret)
+		ship_pump(s, now);
+	return ret;
+}
+
+int ship_idle(const struct ship *s)
+{
+	return !s->sp->nbatches && s->file_fd < 0 && s->txoff == s->txlen;
+}

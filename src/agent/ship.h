@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent's connection to the collector (ship.c).  Driven by the agent's
+ * epoll loop: ship_tick() on every tick, ship_event() when the socket is
+ * ready, ship_pump() when a new batch reached the spool.
+ */
+#ifndef FAY_AGENT_SHIP_H
+#define FAY_AGENT_SHIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent.h"
+
+#define SHIP_WINDOW 8u   /* batches in flight (sent, not yet ACKed) */
+
+enum ship_state {
+	SHIP_DOWN = 0,   /* no socket; next attempt at next_try_ns */
+	SHIP_CONNECTING, /* non-blocking connect under way */
+	SHIP_HELLO,      /* HELLO queued/sent, waiting for WELCOME */
+	SHIP_READY,      /* sending batches */
+};
+
+struct ship {
+	char addr[300], host[256], port[8];
+	char *hello;
+	size_t hello_len;
+	struct spool *sp;
+	uint64_t *next_seq;     /* the agent's; bumped if WELCOME is ahead */
+	int epfd;
+	void *tag;              /* epoll data.ptr for the socket */
+
+	int fd;
+	enum ship_state state;
+	int out_armed;
+	unsigned window;
+	unsigned attempt;       /* failed attempts in a row (backoff) */
+	int down_logged, welcomed;
+	uint64_t next_try_ns, conn_ns, hello_ns;
+	uint64_t last_seq;      /* highest batch the collector committed */
+
+	uint8_t rx[64 * 1024];
+	size_t rxlen;
+	uint8_t *tx;            /* control frames */
+	size_t txlen, txoff, txcap;
+	int file_fd;            /* the batch frame being sent */
+	off_t file_off, file_end;
+
+	uint64_t connects, disconnects, errors;
+	uint64_t batches_sent, batches_acked, batches_nacked, batches_duplicate;
+	uint64_t spans_acked, spans_rejected, bytes_sent;
+};
+
+/* Parse "host:port" or "[v6]:port".  Returns 0 or -EINVAL. */
+int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen);
+
+/* Set up (no connection yet: the first ship_tick() connects).  hello is
+ * the HELLO JSON payload.  Returns 0, -EINVAL (bad address) or -ENOMEM. */
+int ship_init(struct ship *s, const char *addr, const char *hello, size_t hello_len,
+	      struct spool *sp, uint64_t *next_seq, int epfd, void *tag);
+void ship_free(struct ship *s);
+
+void ship_tick(struct ship *s, uint64_t now);
+void ship_event(struct ship *s, uint32_t events, uint64_t now);
+void ship_pump(struct ship *s, uint64_t now);
+/* Queue a STATS frame (only when connected).  0, -ENOTCONN or -ENOBUFS. */
+int ship_send_stats(struct ship *s, const char *json, size_t len, uint64_t now);
+/* Nothing left to send and nothing spooled. */
+int ship_idle(const struct ship *s);
+
+#endif
