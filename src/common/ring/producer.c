@@ -47,8 +47,32 @@ struct piece_cursor {
 	uint32_t off;           /* bytes of pc[i] already copied */
 };
 
-/* Copy up to len bytes from the cursor to dst; returns the bytes copied
- * (fewer than len only at the end of the pieces). */
+/* Copy k <= FAY_SLOT_DATA bytes with fixed-size moves the compiler inlines
+ * (two overlapping ones for odd sizes): a call into libc's memcpy for
+ * every piece of every slot would cost more than the copy itself. */
+static inline void copy_small(uint8_t *dst, const uint8_t *src, uint32_t k)
+{
+	if (k >= 32) {
+		memcpy(dst, src, 32);
+		if (k > 32)
+			memcpy(dst + k - 32, src + k - 32, 32);
+	} else if (k >= 16) {
+		memcpy(dst, src, 16);
+		memcpy(dst + k - 16, src + k - 16, 16);
+	} else if (k >= 8) {
+		memcpy(dst, src, 8);
+		memcpy(dst + k - 8, src + k - 8, 8);
+	} else if (k >= 4) {
+		memcpy(dst, src, 4);
+		memcpy(dst + k - 4, src + k - 4, 4);
+	} else {
+		while (k--)
+			*dst++ = *src++;
+	}
+}
+
+/* Copy up to len (<= FAY_SLOT_DATA) bytes from the cursor to dst; returns
+ * the bytes copied (fewer than len only at the end of the pieces). */
 static uint32_t cursor_copy(struct piece_cursor *c, uint8_t *dst, uint32_t len)
 {
 	uint32_t done = 0;
@@ -60,7 +84,7 @@ static uint32_t cursor_copy(struct piece_cursor *c, uint8_t *dst, uint32_t len)
 		if (k > len - done)
 			k = len - done;
 		if (k) {
-			memcpy(dst + done, (const uint8_t *)pc->p + c->off, k);
+			copy_small(dst + done, (const uint8_t *)pc->p + c->off, k);
 			done += k;
 			c->off += k;
 		}
