@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: MIT
+/*
+ * FayQL parser: recursive descent over the token array, one function per
+ * rule of the grammar in docs/QUERY.md (DESIGN.md's contract).  Written by
+ * hand so every error can say what was expected, and where.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "query/query.h"
+#include "query/query_int.h"
+
+struct parser {
+	struct query *q;
+	struct arena *a;
+	const struct token *t;	/* current */
+	int prev_end;		/* end offset of the last consumed token */
+	int depth;
+};
+
+#define TRY(x) do { int _e = (x); if (_e) return _e; } while (0)
+#define TRYP(p) do { if (!(p)) return -ENOMEM; } while (0)
+
+static const struct token *next(struct parser *p)
+{
+	const struct token *t = p->t;
+
+	p->prev_end = t->loc.end;
+	if (t->kind != T_EOF)
+		p->t++;
+	return t;
+}
+
+static bool accept(struct parser *p, enum tok_kind k)
+{
+	if (p->t->kind != k)
+		return false;
+	next(p);
+	return true;
+}
+
+/* "expected X, found Y" at the current token. */
+static int expected(struct parser *p, const char *what)
+{
+	const struct token *t = p->t;
+
+	if (t->kind == T_IDENT)
+		return query_errorf(p->q, &t->loc, "expected %s, found '%s'",
+				    what, t->text);
+	return query_errorf(p->q, &t->loc, "expected %s, found %s", what,
+			    tok_describe(t->kind));
+}
+
+static int expect(struct parser *p, enum tok_kind k, const char *what,
+		  const struct token **out)
+{
+	if (p->t->kind != k)
+		return expected(p, what ? what : tok_describe(k));
+	if (out)
+		*out = p->t;
+	next(p);
+	return 0;
+}
+
+static bool is_ident(const struct parser *p, const char *name)
+{
+	return p->t->kind == T_IDENT && !strcmp(p->t->text, name);
+}
+
+static struct node *node_new(struct parser *p, enum node_kind kind,
+			     const struct loc *loc)
+{
+	struct node *n = arena_alloc(p->a, sizeof(*n));
+
+	if (n) {
+		n->kind = kind;
+		n->loc = *loc;
+		n->idx = -1;
+	}
+	return n;
+}
+
+/* ---- expressions ----------------------------------------------------- */
+
+static int parse_expr(struct parser *p, struct node **out);
+
+static int parse_args(struct parser *p, struct node *call)
+{
+	struct node *buf[16];
+	int n = 0;
+
+	/* '(' already consumed */
+	if (!accept(p, T_RPAREN)) {
+		for (;;) {
+			struct node *e;
+
+			if (n == (int)ARRAY_SIZE(buf))
+				return query_errorf(p->q, &p->t->loc,
+						    "too many arguments (at most %d)",
+						    (int)ARRAY_SIZE(buf));
+			TRY(parse_expr(p, &e));
+			buf[n++] = e;
+			if (accept(p, T_RPAREN))
+				break;
+			TRY(expect(p, T_COMMA, "',' or ')' in the argument list", NULL));
+		}
+	}
+	call->nargs = n;
+	if (n) {
+		call->args = arena_alloc(p->a, n * sizeof(*call->args));
+		TRYP(call->args);
+		memcpy(call->args, buf, n * sizeof(*buf));
+	}
+	return 0;
+}
+
+static int parse_primary(struct parser *p, struct node **out)
+{
+	const struct token *t = p->t;
+	struct node *n = NULL;
+
+	switch (t->kind) {
+	case T_INT:
+	case T_DURATION:
+		next(p);
+		TRYP(n = node_new(p, N_INT, &t->loc));
+		n->ival = t->ival;
+		n->is_dur = t->kind == T_DURATION;
+		break;
+	case T_FLOAT:
+		next(p);
+		TRYP(n = node_new(p, N_FLOAT, &t->loc));
+		n->fval = t->fval;
+		break;
+	case T_STRING:
+		next(p);
+		TRYP(n = node_new(p, N_STR, &t->loc));
+		n->str = t->text;
+		n->len = t->len;
+		break;
+	case T_IDENT:
+		next(p);
+		if (accept(p, T_LPAREN)) {
+			TRYP(n = node_new(p, N_CALL, &t->loc));
+			n->name = t->text;
+			TRY(parse_args(p, n));
+		} else {
+			TRYP(n = node_new(p, N_IDENT, &t->loc));
+			n->name = t->text;
+		}
+		break;
+	case T_LPAREN:
+		next(p);
+		TRY(parse_expr(p, &n));
+		TRY(expect(p, T_RPAREN, "')'", NULL));
+		/* the parenthesised span belongs to the expression */
+		n->loc.start = t->loc.start;
+		break;
+	default:
+		return expected(p, "an expression");
+	}
+	n->loc.end = p->prev_end;
+	*out = n;
+	return 0;
+}
+
+static int parse_postfix(struct parser *p, struct node **out)
+{
+	struct node *n = NULL;
+
+	TRY(parse_primary(p, &n));
+	while (accept(p, T_DOT)) {
+		const struct token *name = NULL;
+		struct node *m;
+
+		TRY(expect(p, T_IDENT, "a field or method name after '.'", &name));
+		if (accept(p, T_LPAREN)) {
+			TRYP(m = node_new(p, N_CALL, &name->loc));
+			TRY(parse_args(p, m));
+		} else {
+			TRYP(m = node_new(p, N_MEMBER, &name->loc));
+		}
+		m->name = name->text;
+		m->a = n;
+		m->loc.start = n->loc.start;
+		m->loc.end = p->prev_end;
+		n = m;
+	}
+	*out = n;
+	return 0;
+}
+
+static int parse_unary(struct parser *p, struct node **out)
+{
+	const struct token *t = p->t;
+	struct node *n;
+	int err;
+
+	if (t->kind != T_MINUS && t->kind != T_BANG && t->kind != T_TILDE &&
+	    t->kind != T_PLUS)
+		return parse_postfix(p, out);
+	if (++p->depth > QUERY_MAX_DEPTH)
+		return query_errorf(p->q, &t->loc,
+				    "expression nested too deeply (more than %d levels)",
+				    QUERY_MAX_DEPTH);
+	next(p);
+	err = parse_unary(p, &n);
+	p->depth--;
+	if (err)
+		return err;
+	if (t->kind == T_PLUS) {
+		*out = n;
+		return 0;
+	}
+	TRYP(*out = node_new(p, N_UNARY, &t->loc));
+	(*out)->op = t->kind;
+	(*out)->a = n;
+	(*out)->loc.end = p->prev_end;
+	return 0;
+}
+
+/* Binary precedence levels, lowest first (C's order). */
+static const enum tok_kind levels[][4] = {
+	{ T_OROR },
+	{ T_ANDAND },
+	{ T_PIPE },
+	{ T_CARET },
+	{ T_AMP },
+	{ T_EQ, T_NE },
+	{ T_LT, T_LE, T_GT, T_GE },
+	{ T_SHL, T_SHR },
+	{ T_PLUS, T_MINUS },
+	{ T_STAR, T_SLASH, T_PERCENT },
+};
+
+static bool at_level(enum tok_kind k, int level)
+{
+	for (int i = 0; i < 4 && levels[level][i]; i++)
+		if (levels[level][i] == k)
+			return true;
+	return false;
+}
+
+static int parse_binary(struct parser *p, int level, struct node **out)
+{
+	struct node *l, *r, *n;
+
+	if (level == (int)ARRAY_SIZE(levels))
+		return parse_unary(p, out);
+	TRY(parse_binary(p, level + 1, &l));
+	while (at_level(p->t->kind, level)) {
+		const struct token *op = next(p);
+
+		TRY(parse_binary(p, level + 1, &r));
+		TRYP(n = node_new(p, N_BINARY, &op->loc));
+		n->op = op->kind;
+		n->a = l;
+		n->b = r;
+		n->loc.start = l->loc.start;
+		n->loc.end = p->prev_end;
+		l = n;
+	}
+	*out = l;
+	return 0;
+}
+
+static int parse_expr(struct parser *p, struct node **out)
+{
+	int err;
+
+	if (++p->depth > QUERY_MAX_DEPTH)
+		return query_errorf(p->q, &p->t->loc,
+				    "expression nested too deeply (more than %d levels)",
+				    QUERY_MAX_DEPTH);
+	err = parse_binary(p, 0, out);
+	p->depth--;
+	return err;
+}
+
+/* ---- query ----------------------------------------------------------- */
+
+static int parse_string_arg(struct parser *p, const char *what,
+			    const char **s, struct loc *loc)
+{
+	const struct token *t;
+
+	TRY(expect(p, T_LPAREN, "'('", NULL));
+	if (p->t->kind != T_STRING)
+		return expected(p, what);
+	t = next(p);
+	if (memchr(t->text, '\0', t->len))
+		return query_errorf(p->q, &t->loc, "%s must not contain NUL bytes",
+				    what);
+	*s = t->text;
+	*loc = t->loc;
+	return expect(p, T_RPAREN, "')'", NULL);
+}
+
+static int parse_int_arg(struct parser *p, const char *what, int64_t *v,
+			 struct loc *loc)
+{
+	const struct token *t;
+
+	TRY(expect(p, T_LPAREN, "'('", NULL));
+	if (p->t->kind != T_INT)
+		return expected(p, what);
+	t = next(p);
+	if (t->ival > INT64_MAX)
+		return query_errorf(p->q, &t->loc, "%s is too large", what);
+	*v = (int64_t)t->ival;
+	*loc = t->loc;
+	return expect(p, T_RPAREN, "')'", NULL);
+}
+
+static const char sources_list[] =
+	"syscall, tracepoint, kernel.function, function, process(PID).function, usdt, spans, profile";
+
+static int parse_source(struct parser *p, struct ast_source *src)
+{
+	const struct token *t = p->t;
+
+	if (t->kind != T_IDENT)
+		return expected(p, "a source such as syscall(\"read\")");
+	if (!strcmp(t->text, "cluster") && p->t[1].kind == T_DOT) {
+		src->scope = SCOPE_CLUSTER;
+		src->scope_loc = t->loc;
+		next(p);
+		next(p);
+	} else if (!strcmp(t->text, "host") && p->t[1].kind == T_LPAREN) {
+		src->scope = SCOPE_HOST;
+		src->scope_loc = t->loc;
+		next(p);
+		struct loc l;
+
+		TRY(parse_string_arg(p, "a host name string", &src->scope_host, &l));
+		TRY(expect(p, T_DOT, "'.' after host(\"NAME\")", NULL));
+	}
+	t = p->t;
+	if (t->kind != T_IDENT)
+		return expected(p, "a source such as syscall(\"read\")");
+	next(p);
+	src->loc = t->loc;
+	if (!strcmp(t->text, "syscall")) {
+		src->kind = SRC_SYSCALL;
+		return parse_string_arg(p, "a syscall name string such as \"read\"",
+					&src->arg, &src->arg_loc);
+	}
+	if (!strcmp(t->text, "tracepoint")) {
+		src->kind = SRC_TRACEPOINT;
+		return parse_string_arg(p, "a tracepoint string such as \"sched:sched_switch\"",
+					&src->arg, &src->arg_loc);
+	}
+	if (!strcmp(t->text, "kernel")) {
+		src->kind = SRC_KFUNC;
+		TRY(expect(p, T_DOT, "'.function' after 'kernel'", NULL));
+		if (!is_ident(p, "function"))
+			return expected(p, "'function' after 'kernel.'");
+		next(p);
+		return parse_string_arg(p, "a kernel function name string such as \"vfs_read\"",
+					&src->arg, &src->arg_loc);
+	}
+	if (!strcmp(t->text, "function")) {
+		src->kind = SRC_UFUNC;
+		return parse_string_arg(p, "a \"BINARY:SYMBOL\" string such as \"libc:read\"",
+					&src->arg, &src->arg_loc);
+	}
+	if (!strcmp(t->text, "process")) {
+		src->kind = SRC_PFUNC;
+		TRY(parse_int_arg(p, "a process id", &src->num, &src->num_loc));
+		TRY(expect(p, T_DOT, "'.function' after process(PID)", NULL));
+		if (!is_ident(p, "function"))
+			return expected(p, "'function' after 'process(PID).'");
+		next(p);
+		return parse_string_arg(p, "a symbol name string such as \"handle_request\"",
+					&src->arg, &src->arg_loc);
+	}
+	if (!strcmp(t->text, "usdt")) {
+		src->kind = SRC_USDT;
+		return parse_string_arg(p, "a \"BINARY:PROVIDER:NAME\" string",
+					&src->arg, &src->arg_loc);
+	}
+	if (!strcmp(t->text, "spans")) {
+		src->kind = SRC_SPANS;
+		if (p->t->kind == T_LPAREN)
+			return parse_string_arg(p, "a service name string",
+						&src->arg, &src->arg_loc);
+		return 0;
+	}
+	if (!strcmp(t->text, "profile")) {
+		src->kind = SRC_PROFILE;
+		return parse_int_arg(p, "a sampling frequency in Hz", &src->num,
+				     &src->num_loc);
+	}
+	return query_errorf(p->q, &t->loc, "unknown source '%s' (sources: %s)",
+			    t->text, sources_list);
+}
+
+/* '{' IDENT ':' expr (',' IDENT ':' expr)* '}', or one expression. */
+static int parse_items(struct parser *p, bool *tuple, struct ast_item **items,
+		       int *nitems, const char *what)
+{
+	struct ast_item buf[64];
+	int n = 0;
+
+	if (!accept(p, T_LBRACE)) {
+		struct node *e;
+
+		TRY(parse_expr(p, &e));
+		TRYP(*items = arena_alloc(p->a, sizeof(**items)));
+		(*items)->e = e;
+		(*items)->name = arena_strndup(p->a, p->q->text + e->loc.start,
+					       e->loc.end - e->loc.start);
+		TRYP((*items)->name);
+		(*items)->name_loc = e->loc;
+		*nitems = 1;
+		*tuple = false;
+		return 0;
+	}
+	for (;;) {
+		const struct token *name = NULL;
+
+		if (n == (int)ARRAY_SIZE(buf))
+			return query_errorf(p->q, &p->t->loc, "too many %s (at most %d)",
+					    what, (int)ARRAY_SIZE(buf));
+		if (p->t->kind != T_IDENT)
+			return expected(p, "a name (NAME: expression)");
+		name = next(p);
+		TRY(expect(p, T_COLON, "':' after the name (NAME: expression)", NULL));
+		buf[n].name = name->text;
+		buf[n].name_loc = name->loc;
+		buf[n].named = true;
+		TRY(parse_expr(p, &buf[n].e));
+		n++;
+		if (accept(p, T_RBRACE))
+			break;
+		TRY(expect(p, T_COMMA, "',' or '}'", NULL));
+	}
+	TRYP(*items = arena_alloc(p->a, n * sizeof(**items)));
+	memcpy(*items, buf, n * sizeof(*buf));
+	*nitems = n;
+	*tuple = true;
+	return 0;
+}
+
+static int parse_group(struct parser *p, struct ast_query *aq)
+{
+	struct ast_group *g = arena_alloc(p->a, sizeof(*g));
+	const struct token *t;
+
+	TRYP(g);
+	g->loc = p->t->loc;
+	next(p);	/* group */
+	if (p->t->kind != T_IDENT)
+		return expected(p, "the range variable after 'group' (group VAR by KEY into NAME)");
+	t = next(p);
+	g->var = t->text;
+	g->var_loc = t->loc;
+	TRY(expect(p, T_BY, "'by' (group VAR by KEY into NAME)", NULL));
+	TRY(parse_items(p, &g->tuple, &g->keys, &g->nkeys, "group keys"));
+	TRY(expect(p, T_INTO, "'into' (group VAR by KEY into NAME)", NULL));
+	if (p->t->kind != T_IDENT)
+		return expected(p, "a group name after 'into'");
+	t = next(p);
+	g->into = t->text;
+	g->into_loc = t->loc;
+	aq->group = g;
+	return 0;
+}
+
+static int parse_options(struct parser *p, struct ast_query *aq)
+{
+	struct ast_option buf[16];
+	int n = 0;
+
+	for (;;) {
+		const struct token *t = p->t;
+		struct ast_option *o = &buf[n];
+
+		if (t->kind != T_WINDOW && t->kind != T_FOR &&
+		    t->kind != T_ORDER && t->kind != T_LIMIT)
+			break;
+		if (n == (int)ARRAY_SIZE(buf))
+			return query_errorf(p->q, &t->loc, "too many options");
+		memset(o, 0, sizeof(*o));
+		o->loc = t->loc;
+		next(p);
+		switch (t->kind) {
+		case T_WINDOW:
+		case T_FOR:
+			o->kind = t->kind == T_WINDOW ? O_WINDOW : O_FOR;
+			if (p->t->kind != T_DURATION)
+				return expected(p, t->kind == T_WINDOW ?
+						"a duration after 'window' (e.g. window 1s)" :
+						"a duration after 'for' (e.g. for 5m)");
+			o->val = next(p)->ival;
+			break;
+		case T_ORDER:
+			o->kind = O_ORDER;
+			TRY(expect(p, T_BY, "'by' after 'order'", NULL));
+			TRY(parse_expr(p, &o->e));
+			if (accept(p, T_DESC))
+				o->desc = true;
+			else
+				accept(p, T_ASC);
+			break;
+		default:
+			o->kind = O_LIMIT;
+			if (p->t->kind != T_INT)
+				return expected(p, "a row count after 'limit'");
+			o->val = next(p)->ival;
+			break;
+		}
+		n++;
+	}
+	if (n) {
+		TRYP(aq->opts = arena_alloc(p->a, n * sizeof(*buf)));
+		memcpy(aq->opts, buf, n * sizeof(*buf));
+	}
+	aq->nopts = n;
+	return 0;
+}
+
+static int parse_query(struct parser *p, struct ast_query *aq)
+{
+	struct ast_clause buf[64];
+	const struct token *t;
+	int n = 0;
+
+	aq->loc = p->t->loc;
+	TRY(expect(p, T_FROM, "'from' (a query starts: from VAR in SOURCE)", NULL));
+	if (p->t->kind != T_IDENT)
+		return expected(p, "a range variable name after 'from'");
+	t = next(p);
+	aq->var = t->text;
+	aq->var_loc = t->loc;
+	TRY(expect(p, T_IN, "'in' (from VAR in SOURCE)", NULL));
+	TRY(parse_source(p, &aq->src));
+
+	while (p->t->kind == T_WHERE || p->t->kind == T_LET) {
+		struct ast_clause *c = &buf[n];
+
+		if (n == (int)ARRAY_SIZE(buf))
+			return query_errorf(p->q, &p->t->loc,
+					    "too many where/let clauses (at most %d)",
+					    (int)ARRAY_SIZE(buf));
+		memset(c, 0, sizeof(*c));
+		t = next(p);
+		c->loc = t->loc;
+		if (t->kind == T_WHERE) {
+			c->kind = C_WHERE;
+		} else {
+			const struct token *name = NULL;
+
+			c->kind = C_LET;
+			if (p->t->kind != T_IDENT)
+				return expected(p, "a name after 'let' (let NAME = expression)");
+			name = next(p);
+			c->name = name->text;
+			c->name_loc = name->loc;
+			TRY(expect(p, T_ASSIGN, "'=' (let NAME = expression)", NULL));
+		}
+		TRY(parse_expr(p, &c->e));
+		n++;
+	}
+	if (n) {
+		TRYP(aq->clauses = arena_alloc(p->a, n * sizeof(*buf)));
+		memcpy(aq->clauses, buf, n * sizeof(*buf));
+	}
+	aq->nclauses = n;
+
+	if (p->t->kind == T_GROUP)
+		TRY(parse_group(p, aq));
+	if (p->t->kind != T_SELECT) {
+		if (p->t->kind == T_EOF || p->t->kind == T_WINDOW ||
+		    p->t->kind == T_FOR || p->t->kind == T_ORDER ||
+		    p->t->kind == T_LIMIT)
+			return query_errorf(p->q, &p->t->loc,
+					    "missing 'select' (a query ends with select EXPR or select { NAME: EXPR, ... })");
+		return expected(p, aq->group ? "'select'" :
+				"'where', 'let', 'group' or 'select'");
+	}
+	aq->select_loc = p->t->loc;
+	next(p);
+	TRY(parse_items(p, &aq->sel_tuple, &aq->cols, &aq->ncols, "select columns"));
+	TRY(parse_options(p, aq));
+	if (p->t->kind != T_EOF)
+		return expected(p, "an option (window, for, order by, limit) or the end of the query");
+	return 0;
+}
+
+int query_parse(struct query *q)
+{
+	struct parser p = { .q = q };
+	struct ast_query *aq;
+	int err;
+
+	if (q->ast)
+		return 0;
+	p.a = q->arena;
+	err = lex_all(q, q->text, q->len, &q->toks, &q->ntoks);
+	if (err)
+		return err;
+	aq = arena_alloc(q->arena, sizeof(*aq));
+	if (!aq)
+		return -ENOMEM;
+	p.t = q->toks;
+	err = parse_query(&p, aq);
+	if (err)
+		return err;
+	q->ast = aq;
+	return 0;
+}

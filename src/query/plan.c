@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The planner: a checked AST in, a struct plan (plan.h) out.  Decides the
+ * attach points (an exit probe only when ret or duration is used), what
+ * the entry record carries to the exit, which where-conjuncts can be
+ * decided at entry (so unwanted calls leave no per-thread state), the key
+ * and value layouts, and how each column is computed at read time.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "query/plan.h"
+#include "query/query_int.h"
+
+struct planner {
+	struct query *q;
+	const struct ast_query *aq;
+	struct plan *p;
+	struct arena *a;
+};
+
+/* Where an expression runs. */
+struct pctx {
+	bool at_exit;		/* main program of a paired source */
+	bool inline_lets;	/* entry_pred: no lets are computed there */
+	bool read_side;		/* columns, order by */
+};
+
+#define TRYP(x) do { if (!(x)) return -ENOMEM; } while (0)
+
+static struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node *n)
+{
+	struct pexpr *e = arena_alloc(pl->a, sizeof(*e));
+
+	if (e) {
+		e->op = op;
+		e->type = VT_INT;
+		e->idx = -1;
+		if (n)
+			e->loc = n->loc;
+	}
+	return e;
+}
+
+static bool source_is_user(enum src_kind k)
+{
+	return k == SRC_SYSCALL || k == SRC_UFUNC || k == SRC_PFUNC || k == SRC_USDT;
+}
+
+/* The entry record slot holding argument n, added when new. */
+static int saved_arg(struct planner *pl, int n, const struct node *at)
+{
+	struct plan *p = pl->p;
+
+	for (int i = 0; i < p->nsaved; i++)
+		if (p->saved[i].kind == SAVE_ARG && p->saved[i].arg == n)
+			return i;
+	if (p->nsaved == PLAN_MAX_SAVED)
+		return query_errorf(pl->q, &at->loc,
+				    "too many arguments to carry from entry to exit (at most %d)",
+				    PLAN_MAX_SAVED - 1);
+	p->saved[p->nsaved].kind = SAVE_ARG;
+	p->saved[p->nsaved].arg = n;
+	return p->nsaved++;
+}
+
+static enum px_op binop(enum tok_kind t)
+{
+	switch (t) {
+	case T_PLUS: return PX_ADD;
+	case T_MINUS: return PX_SUB;
+	case T_STAR: return PX_MUL;
+	case T_SLASH: return PX_DIV;
+	case T_PERCENT: return PX_MOD;
+	case T_AMP: return PX_AND;
+	case T_PIPE: return PX_OR;
+	case T_CARET: return PX_XOR;
+	case T_SHL: return PX_SHL;
+	case T_SHR: return PX_SHR;
+	case T_EQ: return PX_EQ;
+	case T_NE: return PX_NE;
+	case T_LT: return PX_LT;
+	case T_LE: return PX_LE;
+	case T_GT: return PX_GT;
+	case T_GE: return PX_GE;
+	case T_ANDAND: return PX_LAND;
+	case T_OROR: return PX_LOR;
+	default: return PX_NOPS;
+	}
+}
+
+static int conv(struct planner *pl, const struct node *n, struct pctx cx,
+		struct pexpr **out);
+
+static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
+		    struct pexpr **out)
+{
+	const struct ast_query *aq = pl->aq;
+	struct pexpr *e = NULL;
+	int slot, err;
+
+	switch (n->sem) {
+	case S_FIELD:
+		if (n->field == F_TIME && cx.at_exit) {
+			TRYP(e = px_new(pl, PX_SAVED, n));
+			e->idx = 0;
+		} else {
+			TRYP(e = px_new(pl, PX_FIELD, n));
+			e->field = n->field;
+		}
+		break;
+	case S_ARG:
+		if (cx.at_exit) {
+			slot = saved_arg(pl, (int)n->ival, n);
+			if (slot < 0)
+				return slot;
+			TRYP(e = px_new(pl, PX_SAVED, n));
+			e->idx = slot;
+		} else {
+			TRYP(e = px_new(pl, PX_ARG, n));
+			e->idx = (int)n->ival;
+		}
+		break;
+	case S_TPFIELD:
+		TRYP(e = px_new(pl, PX_TPFIELD, n));
+		e->tpf = n->tpf;
+		break;
+	case S_LET:
+		if (cx.inline_lets)
+			return conv(pl, aq->lets[n->idx]->e, cx, out);
+		TRYP(e = px_new(pl, PX_LET, n));
+		e->idx = n->idx;
+		break;
+	case S_STRREAD:
+		TRYP(e = px_new(pl, PX_STRREAD, n));
+		e->user = source_is_user(aq->src.kind);
+		err = conv(pl, n->args[0], cx, &e->a);
+		if (err)
+			return err;
+		break;
+	case S_KEY:
+		TRYP(e = px_new(pl, PX_KEY, n));
+		e->idx = n->idx;
+		break;
+	case S_AGGR:
+		TRYP(e = px_new(pl, PX_AGG, n));
+		e->idx = n->idx;
+		break;
+	case S_COL:
+		return conv(pl, aq->cols[n->idx].e, cx, out);
+	case S_NOW:
+		TRYP(e = px_new(pl, PX_CONST, n));
+		e->val = 1;
+		break;
+	default:
+		return query_errorf(pl->q, &n->loc, "internal: cannot plan '%s'",
+				    n->name ? n->name : "?");
+	}
+	e->type = n->type;
+	e->size = n->strsize;
+	*out = e;
+	return 0;
+}
+
+static int conv(struct planner *pl, const struct node *n, struct pctx cx,
+		struct pexpr **out)
+{
+	struct pexpr *e;
+	int err;
+
+	if (n->sem != S_NONE)
+		return conv_sem(pl, n, cx, out);
+	switch (n->kind) {
+	case N_INT:
+		TRYP(e = px_new(pl, PX_CONST, n));
+		e->val = (int64_t)n->ival;
+		break;
+	case N_STR:
+		TRYP(e = px_new(pl, PX_STR, n));
+		e->str = n->str;
+		e->len = n->len;
+		e->type = VT_STR;
+		e->size = (int)n->len + 1;
+		break;
+	case N_UNARY:
+		TRYP(e = px_new(pl, n->op == T_MINUS ? PX_NEG :
+				 n->op == T_BANG ? PX_NOT : PX_BNOT, n));
+		err = conv(pl, n->a, cx, &e->a);
+		if (err)
+			return err;
+		break;
+	case N_BINARY: {
+		const struct node *l = n->a, *r = n->b;
+		enum px_op op = binop(n->op);
+
+		if (l->type == VT_STR || r->type == VT_STR) {
+			op = n->op == T_EQ ? PX_STREQ : PX_STRNE;
+			if (l->kind == N_STR) {	/* literal goes on the right */
+				l = n->b;
+				r = n->a;
+			}
+		}
+		TRYP(e = px_new(pl, op, n));
+		err = conv(pl, l, cx, &e->a);
+		err = err ? : conv(pl, r, cx, &e->b);
+		if (err)
+			return err;
+		break;
+	}
+	default:
+		return query_errorf(pl->q, &n->loc, "internal: cannot plan this expression");
+	}
+	*out = e;
+	return 0;
+}
+
+/* ---- attach points ------------------------------------------------------- */
+
+static void plan_attach_points(struct planner *pl)
+{
+	const struct ast_source *src = &pl->aq->src;
+	struct plan *p = pl->p;
+	struct plan_attach *en = &p->entry, *ex = &p->exit;
+
+	en->args_off = en->ret_off = ex->args_off = ex->ret_off = -1;
+	switch (src->kind) {
+	case SRC_SYSCALL:
+		en->kind = ex->kind = PA_TRACEPOINT;
+		if (!strcmp(src->arg, "*")) {
+			en->sys = ex->sys = "raw_syscalls";
+			en->event = "sys_enter";
+			ex->event = "sys_exit";
+		} else {
+			en->sys = ex->sys = "syscalls";
+			en->event = arena_printf(pl->a, "sys_enter_%s", src->arg);
+			ex->event = arena_printf(pl->a, "sys_exit_%s", src->arg);
+		}
+		/* both layouts: 8-byte common header, 8-byte id/nr, then
+		 * args[6] (enter) or ret (exit) */
+		en->args_off = 16;
+		ex->ret_off = 16;
+		en->user = ex->user = true;
+		break;
+	case SRC_TRACEPOINT:
+		en->kind = PA_TRACEPOINT;
+		en->sys = src->part[0];
+		en->event = src->part[1];
+		break;
+	case SRC_KFUNC:
+		en->kind = PA_FENTRY;
+		ex->kind = PA_FEXIT;
+		en->func = ex->func = src->arg;
+		break;
+	case SRC_UFUNC:
+	case SRC_PFUNC:
+		en->kind = PA_UPROBE;
+		ex->kind = PA_URETPROBE;
+		en->binary = ex->binary = src->part[0];
+		en->symbol = ex->symbol = src->part[1];
+		en->pid = ex->pid = src->kind == SRC_PFUNC ? (int)src->num : 0;
+		en->user = ex->user = true;
+		break;
+	case SRC_USDT:
+		en->kind = PA_USDT;
+		en->binary = src->part[0];
+		en->provider = src->part[1];
+		en->name = src->part[2];
+		en->user = true;
+		break;
+	case SRC_PROFILE:
+		en->kind = PA_PERF_SAMPLE;
+		en->hz = (unsigned)src->num;
+		break;
+	case SRC_SPANS:
+		break;
+	}
+	if (!p->paired) {
+		memset(ex, 0, sizeof(*ex));
+		ex->kind = PA_NONE;
+		ex->args_off = ex->ret_off = -1;
+	}
+}
+
+/* ---- predicates ---------------------------------------------------------- */
+
+static int add_conj(struct planner *pl, struct pexpr **acc, struct pexpr *e)
+{
+	struct pexpr *and;
+
+	if (!*acc) {
+		*acc = e;
+		return 0;
+	}
+	TRYP(and = px_new(pl, PX_LAND, NULL));
+	and->loc = (*acc)->loc;
+	and->a = *acc;
+	and->b = e;
+	*acc = and;
+	return 0;
+}
+
+static int plan_conjuncts(struct planner *pl, const struct node *n)
+{
+	struct plan *p = pl->p;
+	struct pexpr *e;
+	int err;
+
+	if (n->kind == N_BINARY && n->op == T_ANDAND && n->sem == S_NONE) {
+		err = plan_conjuncts(pl, n->a);
+		return err ? : plan_conjuncts(pl, n->b);
+	}
+	if (n->sem == S_NOW)	/* the time limit became for_ns */
+		return 0;
+	if (p->paired && !n->needs_exit) {
+		struct pctx cx = { .inline_lets = true };
+
+		err = conv(pl, n, cx, &e);
+		return err ? : add_conj(pl, &p->entry_pred, e);
+	}
+	err = conv(pl, n, (struct pctx){ .at_exit = p->paired }, &e);
+	return err ? : add_conj(pl, &p->pred, e);
+}
+
+/* ---- layouts ------------------------------------------------------------- */
+
+static int round8(int n)
+{
+	return (n + 7) & ~7;
+}
+
+static int plan_keys(struct planner *pl, struct pctx cx)
+{
+	const struct ast_group *g = pl->aq->group;
+	struct plan *p = pl->p;
+	int off = 0, err;
+
+	if (!g)
+		return 0;
+	TRYP(p->keys = arena_alloc(pl->a, g->nkeys * sizeof(*p->keys)));
+	p->nkeys = g->nkeys;
+	for (int i = 0; i < g->nkeys; i++) {
+		struct plan_key *k = &p->keys[i];
+		const struct node *e = g->keys[i].e;
+
+		k->name = g->keys[i].name;
+		err = conv(pl, e, cx, &k->e);
+		if (err)
+			return err;
+		k->offset = off;
+		k->size = e->type == VT_STR ? round8(e->strsize) : 8;
+		off += k->size;
+	}
+	p->key_size = off;
+	if (off > PLAN_KEY_MAX)
+		return query_errorf(pl->q, &g->loc,
+				    "the group key takes %d bytes; at most %d fit (it is built on the BPF stack)",
+				    off, PLAN_KEY_MAX);
+	return 0;
+}
+
+static int plan_aggrs(struct planner *pl, struct pctx cx)
+{
+	const struct ast_query *aq = pl->aq;
+	struct plan *p = pl->p;
+	int off = 0, err;
+
+	TRYP(p->aggrs = arena_alloc(pl->a, (aq->naggrs + 1) * sizeof(*p->aggrs)));
+	p->naggrs = aq->naggrs;
+	for (int i = 0; i < aq->naggrs; i++) {
+		struct plan_aggr *ag = &p->aggrs[i];
+		const struct node *n = aq->aggrs[i];
+
+		ag->desc = aq->adesc[i];
+		ag->offset = off;
+		off += round8((int)ag->desc.size);
+		ag->text = arena_strndup(pl->a, pl->q->text + n->loc.start,
+					 n->loc.end - n->loc.start);
+		TRYP(ag->text);
+		if (n->nargs) {
+			err = conv(pl, n->args[0], cx, &ag->arg);
+			if (err)
+				return err;
+		}
+	}
+	p->value_size = off;
+	if (off > PLAN_VALUE_MAX)
+		return query_errorf(pl->q, &aq->select_loc,
+				    "the aggregates take %d bytes per key and CPU; a per-CPU map value holds at most %d",
+				    off, PLAN_VALUE_MAX);
+	return 0;
+}
+
+static int plan_cols(struct planner *pl, struct pctx cx)
+{
+	const struct ast_query *aq = pl->aq;
+	struct plan *p = pl->p;
+	struct pctx rd = { .read_side = true };
+	int off = 0, err;
+
+	TRYP(p->cols = arena_alloc(pl->a, aq->ncols * sizeof(*p->cols)));
+	p->ncols = aq->ncols;
+	for (int i = 0; i < aq->ncols; i++) {
+		struct plan_col *c = &p->cols[i];
+		const struct node *e = aq->cols[i].e;
+
+		c->name = aq->cols[i].name;
+		c->type = e->type;
+		c->size = e->type == VT_STR ? e->strsize : 8;
+		c->aggr = -1;
+		if (e->type == VT_DIST) {
+			c->aggr = e->idx;
+			continue;
+		}
+		err = conv(pl, e, p->mode == PLAN_STREAM ? cx : rd, &c->e);
+		if (err)
+			return err;
+		if (p->mode == PLAN_STREAM) {
+			c->offset = off;
+			off += round8(c->size);
+		}
+	}
+	p->record_size = off;
+	if (off > PLAN_RECORD_MAX)
+		return query_errorf(pl->q, &aq->select_loc,
+				    "a streamed row takes %d bytes; at most %d",
+				    off, PLAN_RECORD_MAX);
+	return 0;
+}
+
+static bool uses_exit(const struct ast_query *aq)
+{
+	for (int i = 0; i < aq->nclauses; i++)
+		if (aq->clauses[i].e->needs_exit)
+			return true;
+	for (int i = 0; aq->group && i < aq->group->nkeys; i++)
+		if (aq->group->keys[i].e->needs_exit)
+			return true;
+	for (int i = 0; i < aq->naggrs; i++)
+		if (aq->aggrs[i]->needs_exit)
+			return true;
+	for (int i = 0; i < aq->ncols; i++)
+		if (aq->cols[i].e->needs_exit)
+			return true;
+	return false;
+}
+
+int query_plan(struct query *q, const struct plan **out)
+{
+	struct planner pl = { .q = q, .a = q->arena };
+	const struct ast_query *aq;
+	struct plan *p;
+	struct pctx cx;
+	int err;
+
+	if (q->plan) {
+		*out = q->plan;
+		return 0;
+	}
+	err = query_parse(q);
+	err = err ? : query_check(q);
+	if (err)
+		return err;
+	aq = pl.aq = q->ast;
+
+	if (aq->src.scope != SCOPE_LOCAL)
+		return query_errorf(q, &aq->src.scope_loc,
+				    "%s queries need a cluster (collector and agents); they arrive with the cluster issue. Drop '%s' to query this host",
+				    aq->src.scope == SCOPE_CLUSTER ? "cluster" : "host(...)",
+				    aq->src.scope == SCOPE_CLUSTER ? "cluster." : "host(...).");
+	if (aq->src.kind == SRC_SPANS)
+		return query_errorf(q, &aq->src.loc,
+				    "spans(...) queries read libfay span rings through the agent and collector; they arrive with the cluster issue");
+
+	TRYP(p = arena_alloc(q->arena, sizeof(*p)));
+	pl.p = p;
+	p->ast = aq;
+	p->source = aq->src.kind;
+	p->target = aq->src.arg;
+	p->paired = uses_exit(aq);
+	plan_attach_points(&pl);
+	if (p->paired) {
+		p->saved[0].kind = SAVE_TIME;
+		p->nsaved = 1;
+	}
+	cx = (struct pctx){ .at_exit = p->paired };
+
+	/* lets, in order, in the main program */
+	TRYP(p->lets = arena_alloc(q->arena, (aq->nlets + 1) * sizeof(*p->lets)));
+	p->nlets = aq->nlets;
+	for (int i = 0; i < aq->nlets && !err; i++) {
+		p->lets[i].name = aq->lets[i]->name;
+		err = conv(&pl, aq->lets[i]->e, cx, &p->lets[i].e);
+	}
+	for (int i = 0; i < aq->nclauses && !err; i++)
+		if (aq->clauses[i].kind == C_WHERE)
+			err = plan_conjuncts(&pl, aq->clauses[i].e);
+
+	p->mode = aq->aggregating ? PLAN_AGGREGATE : PLAN_STREAM;
+	p->max_entries = PLAN_MAX_ENTRIES;
+	err = err ? : plan_keys(&pl, cx);
+	err = err ? : plan_aggrs(&pl, cx);
+	err = err ? : plan_cols(&pl, cx);
+	if (!err && aq->order)
+		err = conv(&pl, aq->order, (struct pctx){ .read_side = true }, &p->order);
+	if (err)
+		return err;
+	p->order_desc = aq->order_desc;
+	p->window_ns = aq->window_ns;
+	p->for_ns = aq->for_ns;
+	p->limit = aq->limit;
+	p->saved_size = 8 * p->nsaved;
+	q->plan = p;
+	*out = p;
+	return 0;
+}
+
+/* ---- read side ----------------------------------------------------------- */
+
+int64_t plan_binop(enum px_op op, int64_t a, int64_t b)
+{
+	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+
+	switch (op) {
+	case PX_ADD: return (int64_t)(ua + ub);
+	case PX_SUB: return (int64_t)(ua - ub);
+	case PX_MUL: return (int64_t)(ua * ub);
+	case PX_DIV: return !b ? 0 : b == -1 ? (int64_t)(0 - ua) : a / b;
+	case PX_MOD: return !b ? a : b == -1 ? 0 : a % b;
+	case PX_AND: return a & b;
+	case PX_OR: return a | b;
+	case PX_XOR: return a ^ b;
+	case PX_SHL: return (int64_t)(ua << (ub & 63));
+	case PX_SHR: return (int64_t)(ua >> (ub & 63));
+	case PX_EQ: return a == b;
+	case PX_NE: return a != b;
+	case PX_LT: return a < b;
+	case PX_LE: return a <= b;
+	case PX_GT: return a > b;
+	case PX_GE: return a >= b;
+	case PX_LAND: return a && b;
+	case PX_LOR: return a || b;
+	default: return 0;
+	}
+}
+
+int plan_eval(const struct plan *p, const struct pexpr *e, const void *key,
+	      const void *value, struct plan_val *out)
+{
+	struct plan_val a, b;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->type = VT_INT;
+	switch (e->op) {
+	case PX_CONST:
+		out->i = e->val;
+		return 0;
+	case PX_STR:
+		out->type = VT_STR;
+		out->s = e->str;
+		out->len = e->len;
+		return 0;
+	case PX_KEY: {
+		const struct plan_key *k;
+		const unsigned char *kp;
+
+		if (e->idx < 0 || e->idx >= p->nkeys)
+			return -EINVAL;
+		k = &p->keys[e->idx];
+		kp = (const unsigned char *)key + k->offset;
+		if (k->e->type == VT_STR) {
+			out->type = VT_STR;
+			out->s = (const char *)kp;
+			out->len = strnlen(out->s, k->size);
+		} else {
+			memcpy(&out->i, kp, 8);
+		}
+		return 0;
+	}
+	case PX_AGG:
+		if (e->idx < 0 || e->idx >= p->naggrs)
+			return -EINVAL;
+		return aggr_final(&p->aggrs[e->idx].desc,
+				  (const char *)value + p->aggrs[e->idx].offset,
+				  &out->i);
+	case PX_NEG:
+	case PX_NOT:
+	case PX_BNOT:
+		err = plan_eval(p, e->a, key, value, &a);
+		if (err)
+			return err;
+		out->i = e->op == PX_NEG ? (int64_t)(0 - (uint64_t)a.i) :
+			 e->op == PX_NOT ? !a.i : ~a.i;
+		return 0;
+	case PX_STREQ:
+	case PX_STRNE:
+		err = plan_eval(p, e->a, key, value, &a);
+		err = err ? : plan_eval(p, e->b, key, value, &b);
+		if (err)
+			return err;
+		out->i = a.len == b.len && !memcmp(a.s, b.s, a.len);
+		if (e->op == PX_STRNE)
+			out->i = !out->i;
+		return 0;
+	default:
+		if (e->op < PX_ADD || e->op > PX_LOR)
+			return -EINVAL;
+		err = plan_eval(p, e->a, key, value, &a);
+		err = err ? : plan_eval(p, e->b, key, value, &b);
+		if (err)
+			return err;
+		out->i = plan_binop(e->op, a.i, b.i);
+		return 0;
+	}
+}
