@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fay collector internals: the state shared by the wire server, the HTTP
+ * API and the ingest (writer) thread.
+ *
+ *   wire_server.c  TCP 9410: agents' HELLO / BATCH / STATS, ACK after commit
+ *   http.c         HTTP 9411: Zipkin v2 API, /health, /metrics (libmicrohttpd)
+ *   ingest.c       the one writer thread: a queue of batches, group commit,
+ *                  retention
+ *   zjson.c        Zipkin v2 JSON <-> struct zspan (jansson)
+ *   metrics.c      counters, per-agent state, Prometheus text
+ */
+#ifndef FAY_COLLECTOR_COLLECTOR_H
+#define FAY_COLLECTOR_COLLECTOR_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "store/store.h"
+
+struct ingest;
+
+/* Counters (relaxed atomics; read for /metrics). */
+struct coll_metrics {
+	uint64_t spans_received;     /* records in wire batches + spans POSTed */
+	uint64_t spans_stored;       /* whole spans and partial records committed */
+	uint64_t spans_rejected;     /* records that failed to decode, bad POST bodies */
+	uint64_t spans_duplicate;    /* records of duplicate batches (not stored again) */
+	uint64_t batches;            /* wire batches committed (not duplicates) */
+	uint64_t batches_duplicate;
+	uint64_t batches_nacked;     /* store failed: the agent resends */
+	uint64_t wire_errors;        /* ERROR frames sent (protocol violations) */
+	uint64_t wire_connections;   /* accepted, total */
+	uint64_t agents_connected;   /* gauge: HELLO done, connection open */
+	uint64_t http_requests;
+	uint64_t http_bad_requests;  /* 4xx answers */
+	uint64_t http_spans_dropped; /* spans in POST bodies refused (400/413/...) */
+	uint64_t store_errors;
+	uint64_t retention_deleted;
+};
+
+#define M_ADD(c, field, v) __atomic_add_fetch(&(c)->m.field, (v), __ATOMIC_RELAXED)
+#define M_SUB(c, field, v) __atomic_sub_fetch(&(c)->m.field, (v), __ATOMIC_RELAXED)
+#define M_GET(c, field)    __atomic_load_n(&(c)->m.field, __ATOMIC_RELAXED)
+
+/* What the collector knows of one agent (for /metrics and a Hosts page). */
+struct coll_agent {
+	char id[33];
+	char host[256];
+	char version[64];
+	char peer[64];               /* address of its connection */
+	int connected;               /* open connections of this agent */
+	uint64_t batches, spans, rejected, duplicates;
+	uint64_t last_seq;
+	uint64_t last_seen_us;
+	char *stats;                 /* latest STATS JSON, malloc'ed */
+	struct coll_agent *next;
+};
+
+struct collector {
+	struct store *store;
+	struct ingest *ingest;
+	const char *token;           /* NULL: none */
+	size_t max_body;
+	uint64_t retention_us;
+	struct coll_metrics m;
+	uint64_t started_us;
+
+	pthread_mutex_t agents_lock;
+	struct coll_agent *agents;
+
+	pthread_mutex_t readers_lock;
+	struct store_reader *readers[8];
+	int nreaders;
+};
+
+/* ---- collector.c helpers ------------------------------------------------ */
+
+/* Parse "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" (loopback when no
+ * host).  Returns 0 or -EINVAL with a reason in err. */
+int coll_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+		    char *err, size_t errlen);
+/* Text of a socket address ("127.0.0.1:9410", "[::1]:9410"). */
+void coll_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* A bound, listening TCP socket, or -errno with a reason in err.  With
+ * actual non-NULL, the bound address (port 0 => the kernel's choice). */
+int coll_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
+		char *err, size_t errlen);
+
+/* A reader from the pool (or a new one); give it back with coll_reader_put. */
+struct store_reader *coll_reader_get(struct collector *c);
+void coll_reader_put(struct collector *c, struct store_reader *r);
+
+/* ---- metrics.c ---------------------------------------------------------- */
+
+/* Find or create the agent (locked inside).  Callers change fields under
+ * c->agents_lock. */
+struct coll_agent *coll_agent_get(struct collector *c, const char *id);
+void coll_agents_free(struct collector *c);
+/* Prometheus text exposition of the counters; malloc'ed, NULL on ENOMEM. */
+char *coll_metrics_text(struct collector *c, size_t *len);
+
+/* ---- ingest.c ----------------------------------------------------------- */
+
+/* Start the writer thread over c->store.  NULL + errno. */
+struct ingest *ingest_new(struct collector *c);
+/* Stop (finishing queued work) and free. */
+void ingest_free(struct ingest *in);
+/* Queue b and wait until it is committed (0) or failed (-errno, reason
+ * in err).  Any thread. */
+int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen);
+int ingest_hello(struct ingest *in, const char *agent_id, const char *host,
+		 const char *version, uint64_t *last_seq);
+int ingest_stats(struct ingest *in, const char *agent_id, const char *json);
+
+/* ---- wire_server.c ------------------------------------------------------ */
+
+struct wire_server;
+struct wire_server *wire_server_new(struct collector *c, const char *addr,
+				    char *err, size_t errlen);
+void wire_server_free(struct wire_server *ws);
+/* The address it listens on. */
+const char *wire_server_addr(const struct wire_server *ws);
+
+/* ---- http.c ------------------------------------------------------------- */
+
+struct http_server;
+struct http_server *http_server_new(struct collector *c, const char *addr,
+				    char *err, size_t errlen);
+void http_server_free(struct http_server *hs);
+const char *http_server_addr(const struct http_server *hs);
+
+#endif

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ingest thread: the store's one writer.
+ *
+ * Connection threads (wire agents, HTTP POSTs) queue jobs and sleep until
+ * theirs is done.  The writer takes every waiting batch at once (up to
+ * INGEST_GROUP_SPANS spans) and stores them with ONE store__write(): one
+ * transaction, one COMMIT for many batches (group commit).  Only then are
+ * the jobs marked done, so an ACK is never sent before its COMMIT.  A
+ * failed transaction fails every job in it (the agents resend; nothing of
+ * them was stored).
+ *
+ * Retention runs on the same thread between groups, in chunks of
+ * INGEST_RETAIN_CHUNK rows, so a large delete never holds the writer for
+ * long.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector/collector.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#define INGEST_GROUP_SPANS  200000
+#define INGEST_GROUP_JOBS   256
+#define INGEST_RETAIN_CHUNK 5000
+
+enum job_type { JOB_BATCH, JOB_HELLO, JOB_STATS };
+
+struct job {
+	enum job_type type;
+	struct store_batch *b;
+	const char *agent_id, *host, *version, *json;
+	uint64_t last_seq;
+	int ret;
+	char err[256];
+	int done;
+	struct job *next;
+};
+
+struct ingest {
+	struct collector *c;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;        /* writer: work queued or stop */
+	pthread_cond_t done;        /* submitters: some job finished */
+	struct job *head, **tail;
+	int stop;
+	uint64_t next_retain_ns;
+};
+
+static uint64_t retain_interval_ns(const struct collector *c)
+{
+	uint64_t ns = c->retention_us * 1000 / 20;
+
+	if (ns < 1000000000ull)
+		ns = 1000000000ull;
+	if (ns > 60000000000ull)
+		ns = 60000000000ull;
+	return ns;
+}
+
+/* Delete what is older than the retention, a chunk at a time, as long as
+ * no job waits. */
+static void retain(struct ingest *in)
+{
+	struct collector *c = in->c;
+	uint64_t cutoff = clock_realtime_ns() / 1000 - c->retention_us;
+	int n;
+
+	do {
+		n = store__retain(c->store, cutoff, INGEST_RETAIN_CHUNK);
+		if (n > 0)
+			M_ADD(c, retention_deleted, (uint64_t)n);
+		else if (n < 0)
+			M_ADD(c, store_errors, 1);
+	} while (n > 0 && !__atomic_load_n(&in->head, __ATOMIC_RELAXED));
+	if (n <= 0)
+		in->next_retain_ns = clock_monotonic_ns() + retain_interval_ns(c);
+}
+
+static void run_group(struct ingest *in, struct job *jobs)
+{
+	struct store_batch *bs[INGEST_GROUP_JOBS];
+	struct job *j;
+	size_t nb = 0;
+	char err[256];
+	int ret = 0;
+
+	for (j = jobs; j; j = j->next) {
+		switch (j->type) {
+		case JOB_HELLO:
+			j->ret = store__agent_hello(in->c->store, j->agent_id, j->host,
+						    j->version, &j->last_seq);
+			break;
+		case JOB_STATS:
+			j->ret = store__agent_stats(in->c->store, j->agent_id, j->json);
+			break;
+		case JOB_BATCH:
+			bs[nb++] = j->b;
+			break;
+		}
+		if (j->type != JOB_BATCH && j->ret) {
+			M_ADD(in->c, store_errors, 1);
+			snprintf(j->err, sizeof(j->err), "store: %s", errstr(j->ret));
+		}
+	}
+	if (nb) {
+		ret = store__write(in->c->store, bs, nb, err, sizeof(err));
+		if (ret) {
+			M_ADD(in->c, store_errors, 1);
+			pr_warn("ingest: %zu batches not stored: %s", nb, err);
+		}
+	}
+	for (j = jobs; j; j = j->next) {
+		if (j->type != JOB_BATCH)
+			continue;
+		j->ret = ret;
+		if (ret)
+			snprintf(j->err, sizeof(j->err), "%s", err);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct ingest *in = arg;
+
+	pthread_mutex_lock(&in->lock);
+	for (;;) {
+		struct job *group, *j, **pp;
+		size_t spans = 0, njobs = 0;
+
+		while (!in->head && !in->stop) {
+			uint64_t now = clock_monotonic_ns();
+			struct timespec ts;
+			uint64_t until;
+
+			if (in->c->retention_us && now >= in->next_retain_ns) {
+				pthread_mutex_unlock(&in->lock);
+				retain(in);
+				pthread_mutex_lock(&in->lock);
+				continue;
+			}
+			until = clock_realtime_ns() + (in->c->retention_us ?
+				in->next_retain_ns - now : 60000000000ull);
+			ts.tv_sec = (time_t)(until / 1000000000u);
+			ts.tv_nsec = (long)(until % 1000000000u);
+			pthread_cond_timedwait(&in->wake, &in->lock, &ts);
+		}
+		if (!in->head && in->stop)
+			break;
+		/* Take a group off the queue. */
+		group = in->head;
+		pp = &in->head;
+		while (*pp && njobs < INGEST_GROUP_JOBS &&
+		       (!njobs || spans < INGEST_GROUP_SPANS)) {
+			j = *pp;
+			if (j->type == JOB_BATCH)
+				spans += j->b->nspans + j->b->nparts;
+			njobs++;
+			pp = &j->next;
+		}
+		in->head = *pp;
+		*pp = NULL;
+		if (!in->head)
+			in->tail = &in->head;
+		pthread_mutex_unlock(&in->lock);
+
+		run_group(in, group);
+
+		pthread_mutex_lock(&in->lock);
+		for (j = group; j;) {
+			struct job *next = j->next;
+
+			j->done = 1; /* after this, j may be gone */
+			j = next;
+		}
+		pthread_cond_broadcast(&in->done);
+	}
+	pthread_mutex_unlock(&in->lock);
+	return NULL;
+}
+
+struct ingest *ingest_new(struct collector *c)
+{
+	struct ingest *in = calloc(1, sizeof(*in));
+	int ret;
+
+	if (!in)
+		return fay_err_ptr(-ENOMEM);
+	in->c = c;
+	in->tail = &in->head;
+	pthread_mutex_init(&in->lock, NULL);
+	pthread_cond_init(&in->wake, NULL);
+	pthread_cond_init(&in->done, NULL);
+	/* first retention pass soon after start */
+	in->next_retain_ns = clock_monotonic_ns() + 1000000000ull;
+	ret = pthread_create(&in->thread, NULL, writer_main, in);
+	if (ret) {
+		pthread_mutex_destroy(&in->lock);
+		pthread_cond_destroy(&in->wake);
+		pthread_cond_destroy(&in->done);
+		free(in);
+		return fay_err_ptr(-ret);
+	}
+	return in;
+}
+
+void ingest_free(struct ingest *in)
+{
+	if (!in)
+		return;
+	pthread_mutex_lock(&in->lock);
+	in->stop = 1;
+	pthread_cond_signal(&in->wake);
+	pthread_mutex_unlock(&in->lock);
+	pthread_join(in->thread, NULL);
+	pthread_mutex_destroy(&in->lock);
+	pthread_cond_destroy(&in->wake);
+	pthread_cond_destroy(&in->done);
+	free(in);
+}
+
+/* Queue j and wait for the writer to finish it. */
+static int submit(struct ingest *in, struct job *j)
+{
+	pthread_mutex_lock(&in->lock);
+	if (in->stop) {
+		pthread_mutex_unlock(&in->lock);
+		snprintf(j->err, sizeof(j->err), "collector shutting down");
+		return -ESHUTDOWN;
+	}
+	*in->tail = j;
+	in->tail = &j->next;
+	pthread_cond_signal(&in->wake);
+	while (!j->done)
+		pthread_cond_wait(&in->done, &in->lock);
+	pthread_mutex_unlock(&in->lock);
+	return j->ret;
+}
+
+int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen)
+{
+	struct job j = { .type = JOB_BATCH, .b = b };
+	int ret = submit(in, &j);
+
+	if (ret)
+		snprintf(err, errlen, "%s", j.err);
+	return ret;
+}
+
+int ingest_hello(struct ingest *in, const char *agent_id, const char *host,
+		 const char *version, uint64_t *last_seq)
+{
+	struct job j = { .type = JOB_HELLO, .agent_id = agent_id, .host = host,
+			 .version = version };
+	int ret = submit(in, &j);
+
+	*last_seq = j.last_seq;
+	return ret;
+}
+
+int ingest_stats(struct ingest *in, const char *agent_id, const char *json)
+{
+	struct job j = { .type = JOB_STATS, .agent_id = agent_id, .json = json };
+
+	return submit(in, &j);
+}

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Collector counters and per-agent state, and their Prometheus text
+ * exposition (format 0.0.4) for /metrics.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector.h"
+#include "common/clock.h"
+
+struct coll_agent *coll_agent_get(struct collector *c, const char *id)
+{
+	struct coll_agent *a;
+
+	pthread_mutex_lock(&c->agents_lock);
+	for (a = c->agents; a; a = a->next)
+		if (!strcmp(a->id, id))
+			goto out;
+	a = calloc(1, sizeof(*a));
+	if (a) {
+		snprintf(a->id, sizeof(a->id), "%s", id);
+		a->next = c->agents;
+		c->agents = a;
+	}
+out:
+	pthread_mutex_unlock(&c->agents_lock);
+	return a;
+}
+
+void coll_agents_free(struct collector *c)
+{
+	struct coll_agent *a, *n;
+
+	for (a = c->agents; a; a = n) {
+		n = a->next;
+		free(a->stats);
+		free(a);
+	}
+	c->agents = NULL;
+}
+
+struct tbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void tb_printf(struct tbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = 1;
+			return;
+		}
+		if ((size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap * 2 + (size_t)n;
+		char *p = realloc(b->p, cap);
+
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+static void counter(struct tbuf *b, const char *name, const char *type,
+		    const char *help, uint64_t v)
+{
+	tb_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n",
+		  name, help, name, type, name, v);
+}
+
+/* A label value with \, " and newline escaped. */
+static void label(struct tbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			tb_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			tb_printf(b, "\\n");
+		else
+			tb_printf(b, "%c", *s);
+	}
+}
+
+char *coll_metrics_text(struct collector *c, size_t *len)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+		int gauge;
+	} cs[] = {
+#define C(n, f, h) { n, h, offsetof(struct coll_metrics, f), 0 }
+		C("fay_collector_spans_received_total", spans_received,
+		  "Span records received (wire batches and HTTP POSTs)."),
+		C("fay_collector_spans_stored_total", spans_stored,
+		  "Spans and partial records committed to the store."),
+		C("fay_collector_spans_rejected_total", spans_rejected,
+		  "Span records that failed to decode, and spans of refused POST bodies."),
+		C("fay_collector_spans_duplicate_total", spans_duplicate,
+		  "Span records of duplicate batches, acknowledged but not stored again."),
+		C("fay_collector_batches_total", batches, "Wire batches committed."),
+		C("fay_collector_batches_duplicate_total", batches_duplicate,
+		  "Wire batches with an already committed seq."),
+		C("fay_collector_batches_nacked_total", batches_nacked,
+		  "Wire batches refused because the store failed (the agent resends)."),
+		C("fay_collector_wire_errors_total", wire_errors,
+		  "Protocol violations answered with an ERROR frame."),
+		C("fay_collector_wire_connections_total", wire_connections,
+		  "Agent connections accepted."),
+		C("fay_collector_http_requests_total", http_requests, "HTTP requests."),
+		C("fay_collector_http_bad_requests_total", http_bad_requests,
+		  "HTTP requests answered 4xx."),
+		C("fay_collector_http_spans_dropped_total", http_spans_dropped,
+		  "Spans in POST bodies that were refused."),
+		C("fay_collector_store_errors_total", store_errors, "Failed store operations."),
+		C("fay_collector_retention_deleted_total", retention_deleted,
+		  "Rows deleted by retention."),
+#undef C
+		{ "fay_collector_agents_connected", "Agents connected now.",
+		  offsetof(struct coll_metrics, agents_connected), 1 },
+	};
+	struct tbuf b = { .p = malloc(4096), .cap = 4096 };
+	struct coll_agent *a;
+
+	if (!b.p)
+		return NULL;
+	b.p[0] = '\0';
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		uint64_t v = __atomic_load_n((uint64_t *)((char *)&c->m + cs[i].off),
+					     __ATOMIC_RELAXED);
+
+		counter(&b, cs[i].name, cs[i].gauge ? "gauge" : "counter", cs[i].help, v);
+	}
+	counter(&b, "fay_collector_uptime_seconds", "gauge", "Seconds since start.",
+		(clock_realtime_ns() / 1000 - c->started_us) / 1000000);
+
+	pthread_mutex_lock(&c->agents_lock);
+	tb_printf(&b, "# HELP fay_agent_spans_stored_total Spans stored per agent.\n"
+		      "# TYPE fay_agent_spans_stored_total counter\n");
+	for (a = c->agents; a; a = a->next) {
+		tb_printf(&b, "fay_agent_spans_stored_total{agent=\"%s\",host=\"", a->id);
+		label(&b, a->host);
+		tb_printf(&b, "\"} %" PRIu64 "\n", a->spans);
+	}
+	tb_printf(&b, "# HELP fay_agent_connected Open connections per agent.\n"
+		      "# TYPE fay_agent_connected gauge\n");
+	for (a = c->agents; a; a = a->next) {
+		tb_printf(&b, "fay_agent_connected{agent=\"%s\",host=\"", a->id);
+		label(&b, a->host);
+		tb_printf(&b, "\"} %d\n", a->connected);
+	}
+	pthread_mutex_unlock(&c->agents_lock);
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*len = b.len;
+	return b.p;
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/* Listening sockets, address parsing, the pool of store readers. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "collector/collector.h"
+#include "common/log.h"
+
+int coll_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+		    char *err, size_t errlen)
+{
+	char host[64] = "127.0.0.1";
+	const char *port = s, *colon;
+	char *end;
+	unsigned long p;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':' || (size_t)(rb - s - 1) >= sizeof(host)) {
+			snprintf(err, errlen, "'%s': expected [IPV6]:PORT", s);
+			return -EINVAL;
+		}
+		snprintf(host, sizeof(host), "%.*s", (int)(rb - s - 1), s + 1);
+		port = rb + 2;
+	} else if ((colon = strrchr(s, ':'))) {
+		if ((size_t)(colon - s) >= sizeof(host)) {
+			snprintf(err, errlen, "'%s': host part too long", s);
+			return -EINVAL;
+		}
+		if (colon != s)
+			snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
+		port = colon + 1;
+	}
+	errno = 0;
+	p = strtoul(port, &end, 10);
+	if (!*port || *end || errno || p > 65535) {
+		snprintf(err, errlen, "'%s': port '%s' is not a number from 0 to 65535", s, port);
+		return -EINVAL;
+	}
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (!strcmp(host, "*"))
+		snprintf(host, sizeof(host), "0.0.0.0");
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)p);
+		*len = sizeof(*in4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)p);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	snprintf(err, errlen, "'%s': '%s' is not an IP address (use 127.0.0.1, ::1, 0.0.0.0, ...)",
+		 s, host);
+	return -EINVAL;
+}
+
+void coll_addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+	} else {
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(in4->sin_port));
+	}
+}
+
+int coll_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
+		char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, one = 1, ret;
+
+	ret = coll_parse_addr(addr, &ss, &len, err, errlen);
+	if (ret)
+		return ret;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: socket: %s", addr, errstr(ret));
+		return ret;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, backlog)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot listen: %s", addr, errstr(ret));
+		close(fd);
+		return ret;
+	}
+	if (actual) {
+		len = sizeof(*actual);
+		getsockname(fd, (struct sockaddr *)actual, &len);
+	}
+	return fd;
+}
+
+struct store_reader *coll_reader_get(struct collector *c)
+{
+	struct store_reader *r = NULL;
+
+	pthread_mutex_lock(&c->readers_lock);
+	if (c->nreaders)
+		r = c->readers[--c->nreaders];
+	pthread_mutex_unlock(&c->readers_lock);
+	return r ? r : store__reader_new(c->store);
+}
+
+void coll_reader_put(struct collector *c, struct store_reader *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&c->readers_lock);
+	if (c->nreaders < (int)(sizeof(c->readers) / sizeof(c->readers[0]))) {
+		c->readers[c->nreaders++] = r;
+		r = NULL;
+	}
+	pthread_mutex_unlock(&c->readers_lock);
+	store__reader_free(r);
+}

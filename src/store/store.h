@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The span store: the interface the collector (wire ingest, HTTP API) talks
+ * to.  SQLite (store/sqlite.c) implements it today; a ClickHouse store can
+ * implement the same calls later.  No backend type leaks out of here.
+ *
+ * Threads: one writer.  store__write(), store__agent_hello(),
+ * store__agent_stats() and store__retain() use the store's single write
+ * connection and must be called from one thread at a time (the collector's
+ * ingest thread).  Readers are separate objects (store__reader_new()), one
+ * per thread at a time, each with its own connection; they see what the
+ * writer committed.
+ *
+ * Where the BlkKin partial records are merged: at insert.  store__write()
+ * keeps the parts (table span_parts) and, in the same transaction, rebuilds
+ * the Zipkin spans of every span id a batch touched from all of its parts
+ * so far (zparts_merge()), so readers only ever see whole Zipkin spans and
+ * parts of one span id may arrive in any batch, from any agent.
+ */
+#ifndef FAY_STORE_STORE_H
+#define FAY_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/span.h"
+
+struct store;
+struct store_reader;
+
+enum store_open_flags {
+	STORE_F_READONLY = 1 << 0,  /* never create or migrate; reads only */
+};
+
+/*
+ * Open (creating when absent) the store at path and bring its schema up to
+ * date.  A file that is not a fay store (not SQLite, corrupt, another
+ * program's database, a newer schema) is never touched: returns NULL,
+ * errno set, and a message naming the file in err.
+ * Free with store__close().
+ */
+struct store *store__open(const char *path, unsigned flags, char *err, size_t errlen);
+void store__close(struct store *st);
+const char *store__path(const struct store *st);
+
+/* Schema version this build writes (PRAGMA user_version). */
+int store__schema_version(void);
+
+/*
+ * One unit of ingest.  agent_id NULL: spans from the HTTP API, stored
+ * unconditionally.  Otherwise a wire batch (seq >= 1): stored only when seq
+ * is above the agent's last committed seq, together with the new last_seq,
+ * in the same transaction.
+ */
+struct store_batch {
+	const char *agent_id;     /* 32 hex digits, or NULL */
+	const char *host;         /* agent's host name (may be NULL) */
+	uint64_t seq;
+	const struct zspan *spans;
+	size_t nspans;
+	const struct zs_part *parts;
+	size_t nparts;
+	/* results */
+	int duplicate;            /* seq <= last_seq: nothing stored */
+	size_t stored;            /* spans + parts written */
+};
+
+/*
+ * Write n batches in ONE transaction, committed before this returns 0 (so
+ * the caller may acknowledge them).  On failure nothing of any batch is
+ * stored: returns -errno (-EBUSY/-ENOSPC/-EIO ...) with a reason in err.
+ */
+int store__write(struct store *st, struct store_batch **b, size_t n,
+		 char *err, size_t errlen);
+
+/* Register an agent's HELLO (host, version, seen now) and return the seq
+ * of its last committed batch (0 if none). */
+int store__agent_hello(struct store *st, const char *agent_id, const char *host,
+		       const char *version, uint64_t *last_seq);
+/* Keep the agent's latest STATS JSON text. */
+int store__agent_stats(struct store *st, const char *agent_id, const char *json);
+/* Last committed seq of an agent, read on the write connection. */
+int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last_seq);
+
+/*
+ * Retention: delete up to chunk spans (and partial records) that started
+ * before before_us, in one short transaction.  Returns how many rows went
+ * (0: nothing older is left), or -errno.  Call repeatedly so that writers
+ * are never held up for long.
+ */
+int store__retain(struct store *st, uint64_t before_us, unsigned chunk);
+
+/* ---- reading ------------------------------------------------------------ */
+
+struct store_reader *store__reader_new(struct store *st);   /* NULL + errno */
+void store__reader_free(struct store_reader *r);
+
+/* A list of names; strings live in arena. */
+struct store_names {
+	struct zarena arena;
+	struct zs_str *v;
+	size_t n;
+};
+
+struct store_trace {
+	struct zspan *spans;
+	size_t n;
+	uint64_t ts_us;           /* root's timestamp, else the earliest */
+};
+
+/* Traces found; everything lives in arena. */
+struct store_traces {
+	struct zarena arena;
+	struct store_trace *v;
+	size_t n, cap;
+};
+
+void store_names_free(struct store_names *n);
+void store_traces_free(struct store_traces *t);
+
+/* Sorted service names / span names of a service / remote service names
+ * of a service.  Returns 0 or -errno. */
+int store__services(struct store_reader *r, struct store_names *out);
+int store__span_names(struct store_reader *r, const char *service,
+		      struct store_names *out);
+int store__remote_services(struct store_reader *r, const char *service,
+			   struct store_names *out);
+
+/* Append the trace with this id to out if it has spans (1), else 0;
+ * -errno on failure. */
+int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,
+		 struct store_traces *out);
+
+/* Zipkin's QueryRequest (zipkin2.storage.QueryRequest). */
+struct store_query {
+	const char *service;          /* lower case, NULL: any */
+	const char *remote_service;
+	const char *span_name;
+	/* annotationQuery: key with value NULL = an annotation value or a tag
+	 * key; key=value = that tag. */
+	struct { const char *key, *value; } aq[32];
+	unsigned naq;
+	uint64_t min_duration_us;     /* 0: none */
+	uint64_t max_duration_us;     /* 0: none */
+	uint64_t end_ts_ms, lookback_ms;
+	unsigned limit;
+};
+
+/*
+ * Parse Zipkin's annotationQuery ("http.method=GET and error") into q,
+ * in place in s (which must stay alive as long as q).  Returns 0, or
+ * -EINVAL with a reason in err.
+ */
+int store_query_parse_aq(struct store_query *q, char *s, char *err, size_t errlen);
+
+/* Does the trace match q (zipkin2.storage.QueryRequest.test())? */
+int store_query_test(const struct store_query *q, const struct zspan *spans, size_t n);
+
+/* The trace's timestamp as Zipkin takes it: the root span's, else the
+ * earliest.  0 when no span has one. */
+uint64_t store_trace_ts(const struct zspan *spans, size_t n);
+
+/* Traces matching q, newest first, at most q->limit.  0 or -errno. */
+int store__traces(struct store_reader *r, const struct store_query *q,
+		  struct store_traces *out);
+
+/* Totals for /metrics and tests. */
+struct store_counts {
+	uint64_t spans, parts, agents;
+};
+int store__counts(struct store_reader *r, struct store_counts *c);
+
+#endif
