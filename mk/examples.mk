@@ -14,3 +14,6 @@ $(BLOCKSTACK): $(BLOCKSTACK_OBJ) $(LIBFAY_A)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(BLOCKSTACK_OBJ) $(LIBFAY_A) -lpthread
 
 examples: $(BLOCKSTACK)
+
+# scripts/demo runs what this build tree holds (make O=DIR demo too).
+demo: export FAY_BUILD := $(abspath $(B))
