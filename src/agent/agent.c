@@ -134,6 +134,12 @@ struct agent {
 
 	int stopping;
 	uint64_t stop_deadline;
+
+	/* Testpoint (tests only): FAY_AGENT_CRASH_AFTER_SPOOL=N kills the
+	 * agent with SIGKILL right after its Nth batch reached the spool and
+	 * before the cursor file is saved: the crash window the spool
+	 * trailers cover. */
+	long crash_after_spool;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -299,6 +305,10 @@ static int flush(struct agent *a)
 		pr_info("spool: writing again (batch %" PRIu64 ")", seq);
 	a->spool_blocked = 0;
 	a->next_seq = seq + 1;
+	if (a->crash_after_spool && !--a->crash_after_spool) {
+		pr_warn("testpoint: batch %" PRIu64 " spooled, cursors not saved: SIGKILL", seq);
+		raise(SIGKILL);
+	}
 	a->batches_spooled++;
 	a->spans_spooled += a->batch.count;
 	for (uint32_t i = 0; i < ncur; i++)
@@ -313,6 +323,32 @@ static int flush(struct agent *a)
 		       a->cursors_path, errstr(ret));
 	ship_pump(&a->ship, clock_monotonic_ns());
 	return 0;
+}
+
+/* A NACKed batch gets the next seq (see ship.c on_nack); the cursor file
+ * records it so the seq is never used again after a restart. */
+static void renumber(void *ctx, struct spool_ent *e)
+{
+	struct agent *a = ctx;
+	uint64_t old = e->seq, seq = a->next_seq;
+	int ret;
+
+	/* next_seq is given to the batch being built only when it is
+	 * sealed (flush), so taking it here is safe. */
+	ret = spool_renumber(&a->spool, e, seq);
+	if (ret) {
+		pr_err("spool: cannot renumber NACKed batch %" PRIu64 ": %s; holding it",
+		       old, errstr(ret));
+		if (e->seq == old)
+			return;
+	}
+	a->next_seq = seq + 1;
+	pr_info("spool: NACKed batch %" PRIu64 " will be resent as batch %" PRIu64, old, seq);
+	if (seq > a->cursors.seq)
+		a->cursors.seq = seq;
+	ret = cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
+	if (ret)
+		pr_err("cannot write %s: %s", a->cursors_path, errstr(ret));
 }
 
 struct drain_ctx {
@@ -906,6 +942,8 @@ static int setup(struct agent *a)
 	a->ev_sig.type = EV_SIGNAL;
 	a->ev_sock.type = EV_SOCK;
 	a->start_ns = clock_monotonic_ns();
+	if (getenv("FAY_AGENT_CRASH_AFTER_SPOOL"))
+		a->crash_after_spool = atol(getenv("FAY_AGENT_CRASH_AFTER_SPOOL"));
 
 	ret = agent_mkdir_p(a->o->state_dir);
 	if (ret) {
@@ -997,6 +1035,8 @@ static int setup(struct agent *a)
 		ret = ship_init(&a->ship, a->o->collector, hello, strlen(hello), &a->spool,
 				&a->next_seq, a->epfd, &a->ev_sock);
 		free(hello);
+		a->ship.renumber = renumber;
+		a->ship.renumber_ctx = a;
 		if (ret) {
 			pr_err("bad collector address '%s' (want HOST:PORT)", a->o->collector);
 			return ret;

@@ -165,6 +165,7 @@ struct spool_ent {
 	uint32_t frame_len;     /* header + payload */
 	uint32_t nspans;
 	int sent;               /* sent on the current connection */
+	int nacked;             /* NACKed: to be renumbered before resending */
 	uint64_t retry_ns;      /* NACKed: not before this (monotonic) */
 	uint64_t sent_ns;
 };
@@ -204,6 +205,15 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 	      uint32_t nspans, const struct cursor *cur, uint32_t ncur);
 
 struct spool_ent *spool_find(struct spool *sp, uint64_t seq);
+/*
+ * Give e the new sequence number seq (> every seq in the spool): renames
+ * its file (atomic), then rewrites the frame header.  A crash between the
+ * two leaves a file whose frame says the old seq: spool_open() finishes
+ * the job.  Used after a NACK: the collector may already have committed
+ * later batches, and would take the old seq for a duplicate.  Returns 0
+ * or -errno (e unchanged).
+ */
+int spool_renumber(struct spool *sp, struct spool_ent *e, uint64_t seq);
 /* Delete the batch file of e and forget e. */
 void spool_drop(struct spool *sp, struct spool_ent *e);
 /* Open e's file for reading the frame; returns an fd or -errno. */

@@ -305,7 +305,7 @@ static int pump(struct ship *s, uint64_t now)
 		 * its retry holds back everything after it (seq order). */
 		struct spool_ent *e = spool_first(s->sp);
 
-		while (e && e->sent)
+		while (e && (e->sent || e->nacked))
 			e = spool_next(s->sp, e);
 		if (!e || e->retry_ns > now)
 			break;
@@ -380,6 +380,8 @@ static void on_welcome(struct ship *s, json_t *j, uint64_t now)
 	s->last_seq = last;
 	for (struct spool_ent *e = spool_first(s->sp), *nx; e && e->seq <= last; e = nx) {
 		nx = spool_next(s->sp, e);
+		if (e->nacked)
+			continue; /* known not stored */
 		s->spans_acked += e->nspans;
 		s->batches_acked++;
 		spool_drop(s->sp, e);
@@ -435,7 +437,12 @@ static void on_nack(struct ship *s, const struct wire_hdr *h, json_t *j, uint64_
 	if (e->sent)
 		s->sp->nsent--;
 	e->sent = 0;
+	e->nacked = 1;
 	e->retry_ns = now + NACK_RETRY_NS;
+	/* The collector stores a seq only above the last it committed, and
+	 * later batches may already be committed: resend under a new seq. */
+	if (s->renumber)
+		s->renumber(s->renumber_ctx, e);
 }
 
 /* Handle one complete frame.  Returns 0 or -EPROTO (reset). */

@@ -28,6 +28,9 @@ struct ship {
 	size_t hello_len;
 	struct spool *sp;
 	uint64_t *next_seq;     /* the agent's; bumped if WELCOME is ahead */
+	/* Called on a NACK: give the batch a new seq (agent.c). */
+	void (*renumber)(void *ctx, struct spool_ent *e);
+	void *renumber_ctx;
 	int epfd;
 	void *tag;              /* epoll data.ptr for the socket */
 

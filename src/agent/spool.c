@@ -274,6 +274,68 @@ struct spool_ent *spool_find(struct spool *sp, uint64_t seq)
 	return NULL;
 }
 
+/* Overwrite the frame header of spool file name with hdr (24 bytes). */
+static int rewrite_hdr(int dfd, const char *name, const void *hdr)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, hdr, FAY_WIRE_HDR_SIZE, 0) != FAY_WIRE_HDR_SIZE)
+		ret = errno ? -errno : -EIO;
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+int spool_renumber(struct spool *sp, struct spool_ent *e, uint64_t seq)
+{
+	char from[32], to[32];
+	struct wire_hdr h;
+	uint8_t *buf;
+	int fd, ret = 0;
+
+	if (seq <= sp->max_seq)
+		return -EINVAL;
+	buf = malloc(e->frame_len);
+	if (!buf)
+		return -ENOMEM;
+	fd = spool_open_ent(sp, e);
+	if (fd < 0) {
+		free(buf);
+		return fd;
+	}
+	if (pread(fd, buf, e->frame_len, 0) != (ssize_t)e->frame_len)
+		ret = -EIO;
+	close(fd);
+	ent_name(from, sizeof(from), e->seq);
+	ent_name(to, sizeof(to), seq);
+	if (!ret && renameat(sp->dfd, from, sp->dfd, to))
+		ret = -errno;
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	memcpy(&h, buf, sizeof(h));
+	wire_hdr_init(&h, WIRE_BATCH, seq, buf + FAY_WIRE_HDR_SIZE, h.len);
+	/* On failure the file keeps the old seq in its frame: the next
+	 * spool_open() repairs it; until then it is not sent (nacked). */
+	ret = rewrite_hdr(sp->dfd, to, &h);
+	free(buf);
+	/* Renamed: move it to the end of the list under its new seq. */
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	sp->bytes -= e->bytes;
+	sp->nbatches--;
+	if (e->sent)
+		sp->nsent--;
+	e->seq = seq;
+	e->sent = 0;
+	e->nacked = ret ? 1 : 0;
+	list_insert_sorted(sp, e);
+	return ret;
+}
+
 int spool_open_ent(struct spool *sp, const struct spool_ent *e)
 {
 	char name[32];
@@ -293,8 +355,8 @@ struct count_ctx {
  * frame header, crc, batch structure, trailer.  Fills *e and moves the
  * cursors in t forward when the batch is newer than t->seq.
  */
-static int load_one(const uint8_t *buf, size_t len, uint64_t seq,
-		    struct spool_ent *e, struct cursor_tab *t,
+static int load_one(uint8_t *buf, size_t len, uint64_t seq,
+		    struct spool_ent *e, struct cursor_tab *t, int *fixed,
 		    char *err, size_t errlen)
 {
 	struct wire_hdr h;
@@ -310,6 +372,14 @@ static int load_one(const uint8_t *buf, size_t len, uint64_t seq,
 	ret = wire_hdr_check(&h, err, errlen);
 	if (ret)
 		return -EBADMSG;
+	if (h.type == WIRE_BATCH && h.seq != seq && h.seq < seq &&
+	    (size_t)h.len <= len - FAY_WIRE_HDR_SIZE &&
+	    !wire_crc_check(&h, buf + FAY_WIRE_HDR_SIZE, err, errlen)) {
+		/* A renumbering cut short (spool_renumber): finish it. */
+		wire_hdr_init(&h, WIRE_BATCH, seq, buf + FAY_WIRE_HDR_SIZE, h.len);
+		memcpy((uint8_t *)buf, &h, sizeof(h));
+		*fixed = 1;
+	}
 	if (h.type != WIRE_BATCH || h.seq != seq) {
 		snprintf(err, errlen, "frame is %s seq %" PRIu64 ", want BATCH seq %" PRIu64,
 			 wire_type_name(h.type), h.seq, seq);
@@ -493,14 +563,17 @@ int spool_open(struct spool *sp, const char *dir, uint64_t max_bytes, int sync,
 		char name[32], err[256];
 		uint8_t *buf = NULL;
 		size_t len = 0;
+		int fixed = 0;
 
 		nx = spool_next(sp, e);
 		ent_name(name, sizeof(name), e->seq);
 		ret = read_file_at(sp->dfd, name, &buf, &len);
 		if (!ret)
-			ret = load_one(buf, len, e->seq, e, t, err, sizeof(err));
+			ret = load_one(buf, len, e->seq, e, t, &fixed, err, sizeof(err));
 		else
 			snprintf(err, sizeof(err), "%s", errstr(ret));
+		if (!ret && fixed)
+			ret = rewrite_hdr(sp->dfd, name, buf);
 		free(buf);
 		if (ret == -ENOMEM)
 			goto err;

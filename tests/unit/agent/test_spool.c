@@ -149,6 +149,35 @@ static void test_spool_index(void)
 	is_int(spool_open(&sp, spooldir, 1 << 20, 0, &t), 0, "reopen with damage");
 	ok(sp.nbatches == 2 && sp.corrupt_files == 2, "damaged batches dropped and counted");
 	is_int(count_files(spooldir), 2, "damaged and tmp files removed");
+
+	/* Renumbering (after a NACK), and one cut short by a crash. */
+	is_int(spool_renumber(&sp, spool_find(&sp, 1), 3), -EINVAL,
+	       "renumber only upwards past every seq");
+	is_int(spool_renumber(&sp, spool_find(&sp, 1), 10), 0, "renumber 1 -> 10");
+	ok(!spool_find(&sp, 1) && spool_find(&sp, 10) && spool_first(&sp)->seq == 3,
+	   "moved to the end of the list");
+	spool_close(&sp);
+	{
+		char from[160], to[160];
+		struct wire_hdr h;
+
+		snprintf(from, sizeof(from), "%s/%020d.batch", spooldir, 3);
+		snprintf(to, sizeof(to), "%s/%020d.batch", spooldir, 11);
+		ok(!rename(from, to), "crash mid-renumber: file renamed, frame still seq 3");
+		is_int(spool_open(&sp, spooldir, 1 << 20, 0, &t), 0, "reopen");
+		ok(sp.nbatches == 2 && !sp.corrupt_files && spool_find(&sp, 10) &&
+		   spool_find(&sp, 11), "both batches kept under their new seqs");
+		fd = open(to, O_RDONLY);
+		ok(fd >= 0 && pread(fd, &h, sizeof(h), 0) == sizeof(h) && h.seq == 11,
+		   "the interrupted renumbering was finished (frame seq %llu)",
+		   (unsigned long long)h.seq);
+		close(fd);
+		snprintf(to, sizeof(to), "%s/%020d.batch", spooldir, 10);
+		fd = open(to, O_RDONLY);
+		ok(fd >= 0 && pread(fd, &h, sizeof(h), 0) == sizeof(h) && h.seq == 10,
+		   "renumbered frame says seq 10");
+		close(fd);
+	}
 	spool_close(&sp);
 
 	/* Eviction: oldest first, spans counted, the bound kept. */
