@@ -92,3 +92,35 @@ static inline struct ir *prog_spill(struct bmap *arr)
 }
 
 #endif
+
+#ifndef FAY_TEST_BPF_PROGS_EXTRA
+#define FAY_TEST_BPF_PROGS_EXTRA
+/*
+ * Pieces for probe programs: filter on the current process, add to a slot
+ * of a per-CPU array (u32 -> u64).  key is an 8-byte stack slot.
+ */
+static inline void emit_only_tgid(struct ir *ir, int64_t tgid, int out)
+{
+	ir_reg t = ir_vreg(ir);
+
+	ir_call(ir, t, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_alu(ir, BPF_RSH, t, IR_I(32));
+	ir_jmp(ir, BPF_JNE, t, IR_I(tgid), out);
+}
+
+static inline void emit_array_add(struct ir *ir, struct bmap *arr, int key,
+				  uint32_t idx, struct ir_opnd val, int out)
+{
+	ir_reg p = ir_vreg(ir), c = ir_vreg(ir);
+
+	ir_store(ir, IR_S(key), 0, 4, IR_I(idx));
+	ir_call(ir, p, BPF_FUNC_map_lookup_elem, 2, IR_M(arr), IR_S(key));
+	ir_jmp(ir, BPF_JEQ, p, IR_I(0), out);
+	ir_load(ir, c, IR_R(p), 0, 8, 0);
+	if (val.kind == IR_O_REG)
+		ir_alu(ir, BPF_ADD, c, val);
+	else
+		ir_alu(ir, BPF_ADD, c, IR_I(val.imm));
+	ir_store(ir, IR_R(p), 0, 8, IR_R(c));
+}
+#endif

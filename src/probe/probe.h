@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Probe points: where a generated program runs.  probe_new() resolves a
+ * probe spec (a tracepoint's format, a function's BTF id or ELF offset, a
+ * USDT note) without attaching anything; the code generator then asks the
+ * probe to emit the IR that reads its arguments, return value and fields,
+ * loads the program with the options probe_prog_opts() gives, and calls
+ * probe_attach().  probe_detach() (and probe_free()) undo the attachment;
+ * nothing stays in the kernel once the probe and the program are freed.
+ *
+ * Each kind is a provider (src/probe/provider.h), a table of functions in
+ * the style of ply's, filling only the slots it needs.
+ */
+#ifndef FAY_PROBE_PROBE_H
+#define FAY_PROBE_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf/ir.h"
+#include "bpf/load.h"
+
+enum probe_kind {
+	PROBE_TRACEPOINT,	/* "sched:sched_switch" */
+	PROBE_SYSCALL,		/* "read": syscalls:sys_enter_read; "*": raw_syscalls:sys_enter */
+	PROBE_SYSCALL_EXIT,	/* the matching sys_exit */
+	PROBE_KFUNC,		/* kernel function entry: fentry, else kprobe */
+	PROBE_KFUNC_EXIT,	/* its return: fexit, else kretprobe */
+	PROBE_UPROBE,		/* "libc:read", "/path/bin:sym" */
+	PROBE_URETPROBE,	/* the same, on return */
+	PROBE_USDT,		/* "/path/bin:provider:name" (or "bin:name") */
+	PROBE_PROFILE,		/* sampling on every CPU at opts.hz */
+};
+
+struct probe_opts {
+	size_t sz;		/* sizeof(struct probe_opts) */
+	pid_t pid;		/* uprobe/usdt: only this process (0: all) */
+	unsigned int hz;	/* profile: samples per second per CPU */
+	bool no_fentry;		/* kernel functions: go straight to kprobes */
+};
+#define probe_opts__last_field no_fentry
+
+/* A tracepoint field, from its format file. */
+struct probe_field {
+	char name[64];
+	char type[64];		/* as declared: "unsigned int", "char[16]" */
+	int offset, size;
+	bool is_signed;
+	bool is_array;		/* "char comm[16]", "__data_loc char[] name" */
+};
+
+struct probe;
+
+/*
+ * Resolve spec for kind.  Returns NULL with errno set and a one-line
+ * reason in err (errlen bytes) on failure: an unknown tracepoint or
+ * syscall, a missing function or library, a kernel that allows neither
+ * fentry nor kprobes.  Needs no privileges except for kernel functions
+ * (fentry is tried by loading a trivial program).  Free with probe_free().
+ */
+struct probe *probe_new(enum probe_kind kind, const char *spec,
+			const struct probe_opts *opts, char *err, size_t errlen);
+/* Detach (if attached) and free.  Accepts NULL. */
+void probe_free(struct probe *p);
+
+enum probe_kind probe_kind(const struct probe *p);
+/* "tracepoint syscalls:sys_enter_read", "fentry vfs_read",
+ * "uprobe /usr/lib/x86_64-linux-gnu/libc.so.6:read+0x10e420" ... */
+const char *probe_describe(const struct probe *p);
+/* The attach mechanism: "tracepoint", "fentry", "fexit", "kprobe",
+ * "kretprobe", "uprobe", "uretprobe", "usdt", "perf_event". */
+const char *probe_mechanism(const struct probe *p);
+/* The last error of probe_attach()/probe_emit_*(), "" if none. */
+const char *probe_strerror(const struct probe *p);
+
+/* Fill o (sz, type, attach_type, attach_btf_id) to load this probe's
+ * program with bprog_load(). */
+void probe_prog_opts(const struct probe *p, struct bprog_opts *o);
+
+/* Number of arguments arg(n) may ask for, or -1 when not known
+ * (uprobes: up to 6 register arguments). */
+int probe_nargs(const struct probe *p);
+
+/*
+ * IR that puts a context value into dst.  Each returns 0, -ENOENT (no
+ * such argument/field: the reason in probe_strerror()) or -EOPNOTSUPP
+ * (this kind has no return value, no fields ...).
+ *  arg(n): the n-th (0-based) argument as a 64-bit value (sign-extended
+ *    when the tracepoint field or USDT spec says signed);
+ *  ret: the return value (exit probes);
+ *  field(name): a scalar tracepoint field (1, 2, 4 or 8 bytes).
+ */
+int probe_emit_arg(struct probe *p, struct ir *ir, ir_reg dst, int n);
+int probe_emit_ret(struct probe *p, struct ir *ir, ir_reg dst);
+int probe_emit_field(struct probe *p, struct ir *ir, ir_reg dst, const char *name);
+/* Copy an array field (e.g. char comm[16]) into the stack at off, at most
+ * size bytes (the rest of size is zeroed).  0 or -errno. */
+int probe_emit_field_copy(struct probe *p, struct ir *ir, int off,
+			  unsigned int size, const char *name);
+
+/* Tracepoint fields (without the common_ ones), NULL/0 for other kinds. */
+const struct probe_field *probe_fields(const struct probe *p, size_t *n);
+
+/* Attach the loaded program prog_fd.  0 or -errno with the reason in
+ * probe_strerror() (EPERM: the privilege hint). */
+int probe_attach(struct probe *p, int prog_fd);
+/* Undo probe_attach(); safe to call twice. */
+void probe_detach(struct probe *p);
+bool probe_attached(const struct probe *p);
+
+/* ---- helpers shared with `fay probes` ------------------------------------ */
+
+/* The tracefs mount point, mounting tracefs at /sys/kernel/tracing when
+ * nothing is mounted (needs root).  NULL with errno set on failure. */
+const char *tracefs_dir(void);
+
+/* Parse tracefs events/SYS/EVENT/format.  *fields is malloc'ed (without
+ * the common_ fields); *id the event id.  0 or -errno. */
+int tracefs_format(const char *sys, const char *event, struct probe_field **fields,
+		   size_t *nfields, int *id);
+
+#endif

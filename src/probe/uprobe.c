@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+/*
+ * User-space probes: uprobe/uretprobe on a function of a binary or
+ * library, and USDT (SystemTap SDT) probes, all through the uprobe PMU
+ * (perf_event_open with the path and the file offset; a pid limits it to
+ * one process).  The context is the user's struct pt_regs: x86-64 passes
+ * the first six integer arguments in rdi, rsi, rdx, rcx, r8, r9 and
+ * returns in rax.  USDT arguments are described per site in the note
+ * ("-4@%edi 8@-16(%rbp) 4@$42") and read from registers or user memory.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "probe/elfsym.h"
+#include "probe/provider.h"
+
+static const int uprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
+
+/* Split "lib:sym" at its last colon. */
+static int split_last(struct probe *p, const char *spec, char *left, size_t llen,
+		      const char **right)
+{
+	const char *c = strrchr(spec, ':');
+
+	if (!c || c == spec || !c[1] || (size_t)(c - spec) >= llen)
+		return -EINVAL;
+	snprintf(left, llen, "%.*s", (int)(c - spec), spec);
+	*right = c + 1;
+	return 0;
+}
+
+static int find_binary(struct probe *p, const char *name)
+{
+	int err = elf_resolve_path(name, p->path, sizeof(p->path));
+
+	if (err)
+		return probe_fail(p, err, "cannot find \"%s\": not a file, a library "
+				  "known to the dynamic loader, nor a program in "
+				  "$PATH", name);
+	return 0;
+}
+
+static int uprobe_resolve(struct probe *p)
+{
+	char bin[4096];
+	const char *sym;
+	int err;
+
+	if (split_last(p, p->spec, bin, sizeof(bin), &sym))
+		return probe_fail(p, -EINVAL, "function(\"%s\"): expected "
+				  "\"library:function\" or \"/path/binary:function\"",
+				  p->spec);
+	err = find_binary(p, bin);
+	if (err)
+		return err;
+	err = elf_func_offset(p->path, sym, &p->offset);
+	if (err == -ENOEXEC)
+		return probe_fail(p, err, "%s is not an ELF file", p->path);
+	if (err)
+		return probe_fail(p, err, "no function \"%s\" in %s (see `fay probes "
+				  "'%s:%s*'`)", sym, p->path, bin, sym);
+	p->prog_type = BPF_PROG_TYPE_KPROBE;
+	p->mech = p->kind == PROBE_URETPROBE ? "uretprobe" : "uprobe";
+	p->nargs = p->kind == PROBE_URETPROBE ? 0 : 6;
+	snprintf(p->desc, sizeof(p->desc), "%s %.400s:%.64s+0x%llx%s", p->mech, p->path,
+		 sym, (unsigned long long)p->offset, p->opts.pid > 0 ? " (one pid)" : "");
+	return 0;
+}
+
+static int uprobe_emit_arg(struct probe *p, struct ir *ir, ir_reg dst, int n)
+{
+	emit_pt_regs(ir, dst, uprobe_arg_regs[n]);
+	return 0;
+}
+
+static int uprobe_emit_ret(struct probe *p, struct ir *ir, ir_reg dst)
+{
+	if (p->kind != PROBE_URETPROBE)
+		return probe_fail(p, -EOPNOTSUPP, "ret: %s is a function entry",
+				  p->desc);
+	emit_pt_regs(ir, dst, PT_AX);
+	return 0;
+}
+
+/* One uprobe PMU event at offset (ref_ctr: USDT semaphore offset or 0). */
+static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
+		       uint64_t ref_ctr, bool ret)
+{
+	struct perf_event_attr attr = { 0 };
+	int type = perf_pmu_type("uprobe"), bit, fd;
+
+	if (type < 0)
+		return probe_fail(p, type, "this kernel has no uprobe PMU "
+				  "(CONFIG_UPROBE_EVENTS is off)");
+	attr.type = (uint32_t)type;
+	attr.config1 = (uint64_t)(uintptr_t)p->path;	/* uprobe_path */
+	attr.config2 = offset;				/* probe_offset */
+	attr.sample_period = 1;
+	attr.wakeup_events = 1;
+	if (ret) {
+		bit = perf_pmu_bit("uprobe", "retprobe");
+		if (bit < 0)
+			return bit;
+		attr.config |= 1ull << bit;
+	}
+	if (ref_ctr) {
+		bit = perf_pmu_bit("uprobe", "ref_ctr_offset");
+		if (bit < 0)
+			return probe_fail(p, bit, "this kernel cannot drive USDT "
+					  "semaphores (no ref_ctr_offset)");
+		attr.config |= ref_ctr << bit;
+	}
+	fd = p->opts.pid > 0 ? perf_attach_bpf(&attr, p->opts.pid, -1, prog_fd) :
+			       perf_attach_bpf(&attr, -1, 0, prog_fd);
+	if (fd == -ESRCH)
+		return probe_fail(p, fd, "no process %d", (int)p->opts.pid);
+	if (fd < 0)
+		return fd;
+	return probe_keep_fd(p, fd);
+}
+
+static int uprobe_attach(struct probe *p, int prog_fd)
+{
+	return uprobe_open(p, prog_fd, p->offset, 0, p->kind == PROBE_URETPROBE);
+}
+
+const struct provider provider_uprobe = {
+	.name = "uprobe",
+	.resolve = uprobe_resolve,
+	.emit_arg = uprobe_emit_arg,
+	.emit_ret = uprobe_emit_ret,
+	.attach = uprobe_attach,
+};
+
+/* ---- USDT ------------------------------------------------------------------ */
+
+#define USDT_MAX_ARGS 12
+
+enum usdt_loc { USDT_REG, USDT_MEM, USDT_CONST };
+
+struct usdt_arg {
+	enum usdt_loc loc;
+	int size;		/* bytes */
+	bool is_signed;
+	int reg;		/* pt_regs offset */
+	int64_t val;		/* displacement or constant */
+};
+
+struct usdt {
+	struct usdt_site *sites;
+	size_t nsites;
+	struct usdt_arg args[USDT_MAX_ARGS];
+	int nargs;
+	bool args_differ;
+};
+
+static const struct { const char *names[4]; int off; } x86_regs[] = {
+	{ { "rax", "eax", "ax", "al" }, PT_AX },
+	{ { "rbx", "ebx", "bx", "bl" }, PT_BX },
+	{ { "rcx", "ecx", "cx", "cl" }, PT_CX },
+	{ { "rdx", "edx", "dx", "dl" }, PT_DX },
+	{ { "rsi", "esi", "si", "sil" }, PT_SI },
+	{ { "rdi", "edi", "di", "dil" }, PT_DI },
+	{ { "rbp", "ebp", "bp", "bpl" }, PT_BP },
+	{ { "rsp", "esp", "sp", "spl" }, PT_SP },
+	{ { "r8", "r8d", "r8w", "r8b" }, PT_R8 },
+	{ { "r9", "r9d", "r9w", "r9b" }, PT_R9 },
+	{ { "r10", "r10d", "r10w", "r10b" }, PT_R10 },
+	{ { "r11", "r11d", "r11w", "r11b" }, PT_R11 },
+	{ { "r12", "r12d", "r12w", "r12b" }, PT_R12 },
+	{ { "r13", "r13d", "r13w", "r13b" }, PT_R13 },
+	{ { "r14", "r14d", "r14w", "r14b" }, PT_R14 },
+	{ { "r15", "r15d", "r15w", "r15b" }, PT_R15 },
+};
+
+static int x86_reg(const char *name, size_t len)
+{
+	for (size_t r = 0; r < ARRAY_SIZE(x86_regs); r++)
+		for (int k = 0; k < 4; k++)
+			if (strlen(x86_regs[r].names[k]) == len &&
+			    !strncmp(x86_regs[r].names[k], name, len))
+				return x86_regs[r].off;
+	return -1;
+}
+
+/* Parse one "SIZE@LOC" argument; 0 or -EINVAL. */
+static int usdt_parse_arg(const char *s, size_t len, struct usdt_arg *a)
+{
+	char buf[128], *at, *loc, *end;
+	long size;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	at = strchr(buf, '@');
+	if (!at)
+		return -EINVAL;
+	*at = '\0';
+	size = strtol(buf, &end, 10);
+	if (*end || !size || labs(size) > 8 || bpf_size_code((unsigned int)labs(size)) < 0)
+		return -EINVAL;
+	a->is_signed = size < 0;
+	a->size = (int)labs(size);
+	loc = at + 1;
+	if (loc[0] == '%') {
+		a->loc = USDT_REG;
+		a->reg = x86_reg(loc + 1, strlen(loc + 1));
+		return a->reg < 0 ? -EINVAL : 0;
+	}
+	if (loc[0] == '$') {
+		a->loc = USDT_CONST;
+		a->val = strtoll(loc + 1, &end, 0);
+		return *end ? -EINVAL : 0;
+	}
+	/* [disp](%reg) */
+	a->loc = USDT_MEM;
+	a->val = loc[0] == '(' ? 0 : strtoll(loc, &end, 0);
+	if (loc[0] == '(')
+		end = loc;
+	if (end[0] != '(' || end[1] != '%')
+		return -EINVAL;
+	{
+		char *close = strchr(end, ')');
+
+		if (!close || close[1] || strchr(end, ','))
+			return -EINVAL;	/* no index/scale forms */
+		a->reg = x86_reg(end + 2, (size_t)(close - end - 2));
+	}
+	return a->reg < 0 || a->reg == PT_IP ? -EINVAL : 0;
+}
+
+static int usdt_parse_args(const char *spec, struct usdt_arg *args, int *nargs)
+{
+	const char *p = spec;
+
+	*nargs = 0;
+	while (*p) {
+		size_t len;
+
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		len = strcspn(p, " ");
+		if (*nargs >= USDT_MAX_ARGS || usdt_parse_arg(p, len, &args[*nargs]))
+			return -EINVAL;
+		(*nargs)++;
+		p += len;
+	}
+	return 0;
+}
+
+struct usdt_find {
+	const char *provider, *name;
+	struct usdt *u;
+	int err;
+};
+
+static int usdt_collect(const struct usdt_site *s, void *arg)
+{
+	struct usdt_find *f = arg;
+	struct usdt_site *n;
+
+	if ((f->provider && strcmp(f->provider, s->provider)) ||
+	    strcmp(f->name, s->name))
+		return 0;
+	n = realloc(f->u->sites, (f->u->nsites + 1) * sizeof(*n));
+	if (!n) {
+		f->err = -ENOMEM;
+		return 1;
+	}
+	f->u->sites = n;
+	n[f->u->nsites++] = *s;
+	return 0;
+}
+
+static int usdt_resolve(struct probe *p)
+{
+	char left[4096], bin[4096], prov[128];
+	const char *name, *pname = NULL;
+	struct usdt_find f = { 0 };
+	struct usdt *u;
+	int err;
+
+	/* "/path/bin:provider:name" or "bin:name". */
+	if (split_last(p, p->spec, left, sizeof(left), &name))
+		return probe_fail(p, -EINVAL, "usdt(\"%s\"): expected "
+				  "\"/path/binary:provider:name\"", p->spec);
+	if (!split_last(p, left, bin, sizeof(bin), &pname) && !strchr(pname, '/')) {
+		snprintf(prov, sizeof(prov), "%s", pname);
+		pname = prov;
+	} else {
+		snprintf(bin, sizeof(bin), "%s", left);
+		pname = NULL;
+	}
+	err = find_binary(p, bin);
+	if (err)
+		return err;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	p->priv = u;
+	f.provider = pname;
+	f.name = name;
+	f.u = u;
+	err = elf_foreach_usdt(p->path, usdt_collect, &f);
+	if (f.err)
+		return f.err;
+	if (err < 0)
+		return probe_fail(p, err, "cannot read %s: %s", p->path, errstr(err));
+	if (!u->nsites)
+		return probe_fail(p, -ENOENT, "no USDT probe %s%s%s in %s (see `fay "
+				  "probes 'usdt:%s:*'`)", pname ? pname : "",
+				  pname ? ":" : "", name, p->path, bin);
+	if (usdt_parse_args(u->sites[0].args, u->args, &u->nargs))
+		return probe_fail(p, -EINVAL, "USDT %s:%s: cannot parse argument "
+				  "spec \"%s\"", u->sites[0].provider, name,
+				  u->sites[0].args);
+	for (size_t i = 1; i < u->nsites; i++)
+		if (strcmp(u->sites[i].args, u->sites[0].args))
+			u->args_differ = true;
+	p->prog_type = BPF_PROG_TYPE_KPROBE;
+	p->mech = "usdt";
+	p->nargs = u->nargs;
+	snprintf(p->desc, sizeof(p->desc), "usdt %.400s:%.40s:%.40s (%zu site%s)", p->path,
+		 u->sites[0].provider, name, u->nsites, u->nsites == 1 ? "" : "s");
+	return 0;
+}
+
+static int usdt_emit_arg(struct probe *p, struct ir *ir, ir_reg dst, int n)
+{
+	struct usdt *u = p->priv;
+	const struct usdt_arg *a = &u->args[n];
+	int sh = 64 - 8 * a->size;
+
+	if (u->args_differ)
+		return probe_fail(p, -EOPNOTSUPP, "arg(%d): the %zu sites of %s "
+				  "keep their arguments in different places: not "
+				  "supported", n, u->nsites, p->desc);
+	switch (a->loc) {
+	case USDT_CONST:
+		ir_mov(ir, dst, IR_I(a->val));
+		return 0;
+	case USDT_REG:
+		emit_pt_regs(ir, dst, a->reg);
+		break;
+	case USDT_MEM: {
+		int slot = ir_stack_alloc(ir, 8, 8);
+
+		emit_pt_regs(ir, dst, a->reg);
+		ir_alu(ir, BPF_ADD, dst, IR_I(a->val));
+		ir_zero(ir, slot, 8);
+		ir_probe_read(ir, IR_NOREG, slot, (unsigned int)a->size, IR_R(dst),
+			      true, false);
+		ir_load(ir, dst, IR_S(slot), 0, 8, 0);
+		break;
+	}
+	}
+	if (sh) {
+		ir_alu(ir, BPF_LSH, dst, IR_I(sh));
+		ir_alu(ir, a->is_signed ? BPF_ARSH : BPF_RSH, dst, IR_I(sh));
+	}
+	return 0;
+}
+
+static int usdt_attach(struct probe *p, int prog_fd)
+{
+	struct usdt *u = p->priv;
+
+	for (size_t i = 0; i < u->nsites; i++) {
+		int err = uprobe_open(p, prog_fd, u->sites[i].offset,
+				      u->sites[i].sema_offset, false);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void usdt_release(struct probe *p)
+{
+	struct usdt *u = p->priv;
+
+	if (u)
+		free(u->sites);
+	free(u);
+	p->priv = NULL;
+}
+
+const struct provider provider_usdt = {
+	.name = "usdt",
+	.resolve = usdt_resolve,
+	.emit_arg = usdt_emit_arg,
+	.attach = usdt_attach,
+	.release = usdt_release,
+};
