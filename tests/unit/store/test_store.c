@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SQLite store through its interface (store/store.h), on real files in
+ * a temp directory: schema, insert and read back, dedupe by agent
+ * last_seq, partial-record merge across batches, names, trace search,
+ * retention, and files that are not fay stores (never touched).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "store/store.h"
+#include "test.h"
+
+static char dir[64], path[128];
+static struct zarena A;
+
+static const char AGENT[] = "00112233445566778899aabbccddeeff";
+
+static struct zspan span(uint64_t lo, uint64_t id, uint64_t parent, const char *svc,
+			 const char *name, uint64_t ts, uint64_t dur)
+{
+	struct zspan s = { .trace_hi = 0x1111, .trace_lo = lo, .id = id, .parent_id = parent,
+			   .timestamp_us = ts, .duration_us = dur, .kind = SPAN_KIND_SERVER };
+
+	s.local.service = (struct zs_str){ svc, (uint32_t)strlen(svc) };
+	s.name = (struct zs_str){ name, (uint32_t)strlen(name) };
+	return s;
+}
+
+static int write1(struct store *st, const char *agent, uint64_t seq, struct zspan *s,
+		  size_t n, struct store_batch *out)
+{
+	struct store_batch b = { .agent_id = agent, .host = "h1", .seq = seq, .spans = s,
+				 .nspans = n };
+	struct store_batch *bp = &b;
+	char err[256];
+	int ret = store__write(st, &bp, 1, err, sizeof(err));
+
+	if (ret)
+		diag("store__write: %s", err);
+	if (out)
+		*out = b;
+	return ret;
+}
+
+static size_t trace_len(struct store_reader *r, uint64_t hi, uint64_t lo)
+{
+	struct store_traces t = { 0 };
+	size_t n = 0;
+
+	if (store__trace(r, hi, lo, &t) > 0)
+		n = t.v[0].n;
+	store_traces_free(&t);
+	return n;
+}
+
+static void roundtrip(struct store *st, struct store_reader *r)
+{
+	struct zs_annotation an[] = { { 1000050, ZS_STR("wire \"send\"\n") } };
+	struct zs_tag tg[] = { { ZS_STR("error"), ZS_STR("disk full") },
+			       { ZS_STR("k\\1"), ZS_STR("v\x01") } };
+	struct zspan s = span(1, 0xffffffffffffffffull, 0x8000000000000000ull, "api", "put",
+			      1000000, 250);
+	struct store_traces t = { 0 };
+	const struct zspan *g;
+
+	s.kind = SPAN_KIND_CLIENT;
+	s.debug = 1;
+	s.annotations = an;
+	s.nannotations = 1;
+	s.tags = tg;
+	s.ntags = 2;
+	snprintf(s.local.ipv6, sizeof(s.local.ipv6), "2001:db8::1");
+	s.local.port = 443;
+	s.remote.service = (struct zs_str)ZS_STR("disk");
+	snprintf(s.remote.ipv4, sizeof(s.remote.ipv4), "10.1.2.3");
+	zspan_normalize(&s);
+	is_int(write1(st, NULL, 0, &s, 1, NULL), 0, "HTTP-style write (no agent)");
+	is_int(store__trace(r, 0x1111, 1, &t), 1, "trace found");
+	if (t.n != 1 || t.v[0].n != 1) {
+		ok(0, "one span back");
+		return;
+	}
+	g = &t.v[0].spans[0];
+	is_u64(g->trace_hi, 0x1111, "trace_hi");
+	is_u64(g->id, 0xffffffffffffffffull, "id with the top bit set survives int64");
+	is_u64(g->parent_id, 0x8000000000000000ull, "parent id");
+	is_int(g->kind, SPAN_KIND_CLIENT, "kind");
+	is_str(g->name.p, "put", "name");
+	is_u64(g->timestamp_us, 1000000, "timestamp");
+	is_u64(g->duration_us, 250, "duration");
+	is_str(g->local.service.p, "api", "local service");
+	is_str(g->local.ipv6, "2001:db8::1", "local ipv6");
+	is_int(g->local.port, 443, "local port");
+	is_str(g->remote.service.p, "disk", "remote service");
+	is_str(g->remote.ipv4, "10.1.2.3", "remote ipv4");
+	is_int(g->debug, 1, "debug");
+	is_int(g->error, 1, "error (from the tag)");
+	ok(g->nannotations == 1 && g->annotations[0].ts_us == 1000050 &&
+	   zs_str_eqc(g->annotations[0].value, "wire \"send\"\n"),
+	   "annotation with quote and newline round-trips");
+	ok(g->ntags == 2 && zs_str_eqc(g->tags[1].key, "k\\1") &&
+	   zs_str_eqc(g->tags[1].value, "v\x01"), "tag with backslash and control byte round-trips");
+	store_traces_free(&t);
+	is_int(store__trace(r, 0x1111, 999, &t), 0, "unknown trace: 0");
+	store_traces_free(&t);
+}
+
+static void dedupe(struct store *st, struct store_reader *r)
+{
+	struct zspan s[3] = { span(2, 1, 0, "api", "a", 2000000, 10),
+			      span(2, 2, 1, "api", "b", 2000001, 5),
+			      span(3, 1, 0, "api", "c", 3000000, 7) };
+	struct store_batch b;
+	uint64_t last = 99;
+
+	is_int(store__agent_hello(st, AGENT, "h1", "0.1", &last), 0, "HELLO of a new agent");
+	is_u64(last, 0, "new agent: last_seq 0");
+	is_int(write1(st, AGENT, 1, s, 2, &b), 0, "batch 1");
+	ok(!b.duplicate && b.stored == 2, "batch 1 stored 2");
+	is_int(write1(st, AGENT, 1, s, 2, &b), 0, "batch 1 again");
+	ok(b.duplicate && b.stored == 0, "batch 1 again: duplicate, nothing stored");
+	is_int(trace_len(r, 0x1111, 2), 2, "trace 2 has its 2 spans once");
+	is_int(write1(st, AGENT, 5, s + 2, 1, &b), 0, "batch 5 (a gap is fine)");
+	ok(!b.duplicate, "batch 5 stored");
+	is_int(write1(st, AGENT, 4, s + 2, 1, &b), 0, "batch 4 after 5");
+	ok(b.duplicate, "batch 4 after 5 is a duplicate (seq <= last_seq)");
+	is_int(trace_len(r, 0x1111, 3), 1, "trace 3 once");
+	store__agent_last_seq(st, AGENT, &last);
+	is_u64(last, 5, "last_seq 5");
+	is_int(store__agent_hello(st, AGENT, "h1", "0.1", &last), 0, "HELLO again");
+	is_u64(last, 5, "WELCOME would say 5");
+	is_int(store__agent_stats(st, AGENT, "{\"rings\":2}"), 0, "STATS kept");
+
+	/* one transaction for several batches; a duplicate inside it */
+	{
+		struct zspan s4 = span(4, 1, 0, "api", "d", 4000000, 1);
+		struct store_batch b1 = { .agent_id = AGENT, .seq = 6, .spans = &s4, .nspans = 1 };
+		struct store_batch b2 = { .agent_id = AGENT, .seq = 6, .spans = &s4, .nspans = 1 };
+		struct store_batch *bs[] = { &b1, &b2 };
+		char err[128];
+
+		is_int(store__write(st, bs, 2, err, sizeof(err)), 0, "group of two batches");
+		ok(!b1.duplicate && b2.duplicate, "the same seq twice in one group: stored once");
+		is_int(trace_len(r, 0x1111, 4), 1, "trace 4 once");
+	}
+}
+
+static void partial_across_batches(struct store *st, struct store_reader *r)
+{
+	struct zs_part p[4];
+	struct store_batch b1 = { .agent_id = AGENT, .seq = 10, .parts = p, .nparts = 2 };
+	struct store_batch b2 = { .agent_id = AGENT, .seq = 11, .parts = p + 2, .nparts = 2 };
+	struct store_batch *bp;
+	struct store_traces t = { 0 };
+	const char *names[] = { "cs", "sr", "ss", "cr" };
+	const char *svcs[] = { "web", "db", "db", "web" };
+	char err[128];
+
+	for (int i = 0; i < 4; i++) {
+		p[i] = (struct zs_part){ .trace_lo = 50, .trace_hi = 0x1111, .id = 7,
+					 .name = ZS_STR("select"), .ts_us = 5000000 + i * 100 };
+		p[i].key = (struct zs_str){ names[i], 2 };
+		p[i].local.service = (struct zs_str){ svcs[i], (uint32_t)strlen(svcs[i]) };
+	}
+	bp = &b1;
+	is_int(store__write(st, &bp, 1, err, sizeof(err)), 0, "parts cs, sr");
+	is_int(b1.stored, 2, "2 parts stored");
+	store__trace(r, 0x1111, 50, &t);
+	ok(t.n == 1 && t.v[0].n == 2, "after cs+sr: client and server spans exist");
+	store_traces_free(&t);
+	bp = &b2;
+	is_int(store__write(st, &bp, 1, err, sizeof(err)), 0, "parts ss, cr (next batch)");
+	store__trace(r, 0x1111, 50, &t);
+	ok(t.n == 1 && t.v[0].n == 2, "after all four: still exactly two spans (rebuilt, not added)");
+	for (size_t i = 0; t.n && i < t.v[0].n; i++) {
+		const struct zspan *s = &t.v[0].spans[i];
+
+		if (s->kind == SPAN_KIND_CLIENT)
+			ok(s->timestamp_us == 5000000 && s->duration_us == 300,
+			   "merged client: cs..cr = 300 us");
+		else
+			ok(s->kind == SPAN_KIND_SERVER && s->shared && s->duration_us == 100,
+			   "merged server: sr..ss = 100 us, shared");
+	}
+	store_traces_free(&t);
+}
+
+static void names_and_search(struct store *st, struct store_reader *r)
+{
+	struct store_names n = { 0 };
+	struct store_traces t = { 0 };
+	struct store_query q = { .end_ts_ms = 10000, .lookback_ms = 10000, .limit = 10 };
+	struct zspan s[3] = { span(60, 1, 0, "search", "find", 7000000, 100),
+			      span(61, 1, 0, "search", "find", 8000000, 900),
+			      span(62, 1, 0, "search", "scan", 9000000, 50) };
+
+	s[1].remote.service = (struct zs_str)ZS_STR("index");
+	is_int(write1(st, NULL, 0, s, 3, NULL), 0, "three traces of 'search'");
+	is_int(store__services(r, &n), 0, "services");
+	ok(n.n >= 4 && zs_str_eqc(n.v[0], "api"), "services sorted (api first of %zu)", n.n);
+	store_names_free(&n);
+	store__span_names(r, "search", &n);
+	ok(n.n == 2 && zs_str_eqc(n.v[0], "find") && zs_str_eqc(n.v[1], "scan"),
+	   "span names of search: find, scan");
+	store_names_free(&n);
+	store__remote_services(r, "search", &n);
+	ok(n.n == 1 && zs_str_eqc(n.v[0], "index"), "remote services of search: index");
+	store_names_free(&n);
+
+	q.service = "search";
+	is_int(store__traces(r, &q, &t), 0, "query by service");
+	ok(t.n == 3 && t.v[0].spans[0].trace_lo == 62 && t.v[2].spans[0].trace_lo == 60,
+	   "three traces, newest first");
+	store_traces_free(&t);
+	q.limit = 2;
+	store__traces(r, &q, &t);
+	ok(t.n == 2 && t.v[0].spans[0].trace_lo == 62, "limit 2: the two newest");
+	store_traces_free(&t);
+	q.limit = 10;
+	q.span_name = "find";
+	q.min_duration_us = 500;
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && t.v[0].spans[0].trace_lo == 61, "spanName + minDuration");
+	store_traces_free(&t);
+	q.span_name = NULL;
+	q.min_duration_us = 0;
+	q.end_ts_ms = 8500;
+	q.lookback_ms = 1000;
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && t.v[0].spans[0].trace_lo == 61, "endTs/lookback window");
+	store_traces_free(&t);
+}
+
+static void retention(struct store *st, struct store_reader *r)
+{
+	uint64_t now = clock_realtime_ns() / 1000;
+	struct zspan s[2] = { span(70, 1, 0, "old", "x", now - 3600000000ull, 1),
+			      span(71, 1, 0, "new", "y", now, 1) };
+	struct store_names n = { 0 };
+	struct store_counts c0, c1;
+	int total = 0, k;
+
+	write1(st, NULL, 0, s, 2, NULL);
+	store__counts(r, &c0);
+	while ((k = store__retain(st, now - 60000000ull, 2)) > 0)
+		total += k;
+	is_int(k, 0, "retention ends with 0");
+	store__counts(r, &c1);
+	ok(total > 0 && c1.spans + c1.parts == c0.spans + c0.parts - (uint64_t)total,
+	   "retention deleted %d rows in chunks of 2", total);
+	is_int(trace_len(r, 0x1111, 70), 0, "hour-old span gone");
+	is_int(trace_len(r, 0x1111, 71), 1, "new span kept");
+	store__services(r, &n);
+	ok(n.n == 1 && zs_str_eqc(n.v[0], "new"), "names of deleted spans pruned (left: new)");
+	store_names_free(&n);
+}
+
+static int file_sha(const char *p, char *out, size_t len)
+{
+	char cmd[256];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "sha256sum '%s'", p);
+	f = popen(cmd, "r");
+	if (!f || !fgets(out, (int)len, f))
+		return -1;
+	return pclose(f);
+}
+
+static void not_a_store(void)
+{
+	char p[160], err[400], cmd[512], h0[128] = "", h1[128] = "";
+	struct store *st;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/garbage.db", dir);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	for (int i = 0; i < 256; i++)
+		if (write(fd, "this is not a database, it is a text file\n", 43) != 43)
+			break;
+	close(fd);
+	file_sha(p, h0, sizeof(h0));
+	errno = 0;
+	st = store__open(p, 0, err, sizeof(err));
+	ok(!st && errno, "garbage file refused (errno %d)", errno);
+	ok(strstr(err, p) && strstr(err, "not an SQLite database"), "message names the file: %s", err);
+	file_sha(p, h1, sizeof(h1));
+	ok(h0[0] && !strcmp(h0, h1), "garbage file unchanged");
+	snprintf(cmd, sizeof(cmd), "%s-wal", p);
+	ok(access(cmd, F_OK) != 0, "no -wal created beside it");
+
+	/* another program's SQLite database */
+	snprintf(p, sizeof(p), "%s/other.db", dir);
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' 'CREATE TABLE t(x); INSERT INTO t VALUES(1);'", p);
+	if (system(cmd) != 0) {
+		ok(1, "# skip: no sqlite3 CLI for the other-program case");
+	} else {
+		st = store__open(p, 0, err, sizeof(err));
+		ok(!st && strstr(err, "another program") && strstr(err, p),
+		   "another program's database refused: %s", err);
+	}
+
+	/* a store from a newer fay */
+	snprintf(p, sizeof(p), "%s/newer.db", dir);
+	st = store__open(p, 0, err, sizeof(err));
+	store__close(st);
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' 'PRAGMA user_version = 99;'", p);
+	if (system(cmd) == 0) {
+		st = store__open(p, 0, err, sizeof(err));
+		ok(!st && strstr(err, "newer"), "newer schema refused: %s", err);
+	}
+
+	/* a fay store whose pages were overwritten */
+	snprintf(p, sizeof(p), "%s/corrupt.db", dir);
+	st = store__open(p, 0, err, sizeof(err));
+	store__close(st);
+	fd = open(p, O_WRONLY);
+	{
+		char junk[4096];
+
+		memset(junk, 0xa5, sizeof(junk));
+		if (pwrite(fd, junk, sizeof(junk), 4096) != (ssize_t)sizeof(junk) ||
+		    pwrite(fd, junk, 80, 20) != 80)
+			diag("pwrite failed");
+	}
+	close(fd);
+	st = store__open(p, 0, err, sizeof(err));
+	ok(!st && strstr(err, p), "corrupt fay store refused: %s", err);
+	store__close(st);
+
+	snprintf(p, sizeof(p), "%s/no/such/dir/fay.db", dir);
+	st = store__open(p, 0, err, sizeof(err));
+	ok(!st && strstr(err, "cannot open"), "missing directory: %s", err);
+}
+
+int main(void)
+{
+	struct store *st;
+	struct store_reader *r;
+	char err[400];
+
+	snprintf(dir, sizeof(dir), "/tmp/fay-store-test.XXXXXX");
+	if (!mkdtemp(dir))
+		skip_all("no temp dir");
+	snprintf(path, sizeof(path), "%s/fay.db", dir);
+	st = store__open(path, 0, err, sizeof(err));
+	ok(st != NULL, "new store opens: %s", st ? path : err);
+	if (!st)
+		return test_done();
+	is_int(store__schema_version(), 1, "schema version 1");
+	r = store__reader_new(st);
+	ok(r != NULL, "reader on its own connection");
+
+	roundtrip(st, r);
+	dedupe(st, r);
+	partial_across_batches(st, r);
+	names_and_search(st, r);
+	retention(st, r);
+
+	store__reader_free(r);
+	store__close(st);
+	st = store__open(path, STORE_F_READONLY, err, sizeof(err));
+	ok(st != NULL, "reopens read-only");
+	r = st ? store__reader_new(st) : NULL;
+	is_int(r ? trace_len(r, 0x1111, 71) : 0, 1, "data still there after reopening");
+	store__reader_free(r);
+	store__close(st);
+
+	not_a_store();
+
+	zarena_reset(&A);
+	snprintf(err, sizeof(err), "rm -rf '%s'", dir);
+	if (system(err))
+		diag("cleanup failed");
+	return test_done();
+}
