@@ -487,13 +487,17 @@ static int proc_finish(struct agent *a, struct proc *p, const char *why)
 	read_hdr_counts(p);
 	p->n.died_mid_span = shm_pool_open_count(p->base, &p->snap);
 	(void)lost;
-	cursor_tab_forget(&a->cursors, p->instance);
-	ret = cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
-	if (ret)
-		pr_err("cannot write %s: %s", a->cursors_path, errstr(ret));
+	/* Remove the file before forgetting its cursors: killed in between,
+	 * the next agent finds stale cursors (pruned) rather than the file
+	 * without cursors (which it would ship again from the start). */
 	if (unlink(p->path) && errno != ENOENT) {
 		snprintf(err, sizeof(err), "%s", errstr(errno));
-		pr_warn("cannot remove %s: %s", p->path, err);
+		pr_warn("cannot remove %s: %s; keeping its cursors", p->path, err);
+	} else {
+		cursor_tab_forget(&a->cursors, p->instance);
+		ret = cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
+		if (ret)
+			pr_err("cannot write %s: %s", a->cursors_path, errstr(ret));
 	}
 	pr_info("process %u (%s) gone (%s): %" PRIu64 " spans shipped to the spool; lost: "
 		"%" PRIu64 " ring overwrite, %" PRIu64 " died mid-span, %" PRIu64 " no handle, %"
@@ -577,6 +581,8 @@ static int proc_start(struct agent *a, struct proc *p)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->ev };
 	const char *orphan = NULL;
+	uint32_t resumed = 0;
+	char rs[64] = "";
 	int owner;
 
 	p->cons = calloc(p->snap.nrings, sizeof(*p->cons));
@@ -597,6 +603,7 @@ static int proc_start(struct agent *a, struct proc *p)
 				(uint64_t)READ_ONCE(ctl->head), (uint64_t)READ_ONCE(ctl->records));
 			pos = rec_no = 0;
 		}
+		resumed += pos || rec_no;
 		ret = ring_cons_init(&p->cons[r], rb, p->snap.ring_slots, pos, rec_no);
 		if (ret)
 			return ret;
@@ -627,9 +634,10 @@ static int proc_start(struct agent *a, struct proc *p)
 	a->procs_seen++;
 	refresh_ep(p);
 	p->next_owner_check = clock_monotonic_ns() + OWNER_CHECK_NS;
+	if (resumed)
+		snprintf(rs, sizeof(rs), ", %u rings resumed from saved cursors", resumed);
 	pr_info("process %u (%s) seen: %s, %u rings x %u slots, %u span handles%s",
-		p->pid, p->service, p->name, p->snap.nrings, p->snap.ring_slots, p->snap.npool,
-		cursor_tab_get(&a->cursors, p->instance, 0) ? ", resuming from saved cursors" : "");
+		p->pid, p->service, p->name, p->snap.nrings, p->snap.ring_slots, p->snap.npool, rs);
 	if (orphan)
 		proc_finish(a, p, orphan);
 	return 0;
@@ -789,6 +797,35 @@ static void scan_dir(struct agent *a, uint64_t now)
 	while ((de = readdir(d)))
 		see_file(a, de->d_name, now);
 	closedir(d);
+}
+
+/* After the first scan: forget cursors of files that no longer exist
+ * (their process finished while the agent was being killed). */
+static void prune_cursors(struct agent *a)
+{
+	uint32_t before = a->cursors.n;
+
+	for (uint32_t i = 0; i < a->cursors.n;) {
+		uint64_t inst = a->cursors.v[i].instance;
+		struct proc *p;
+
+		for (p = a->procs; p && p->instance != inst; p = p->next)
+			;
+		for (struct pending *q = a->pending; !p && q; q = q->next) {
+			uint32_t pid;
+			uint64_t qi;
+
+			if (!shm_name_parse(q->name, &pid, &qi) && qi == inst)
+				break;
+		}
+		if (!p) {
+			cursor_tab_forget(&a->cursors, inst);
+			continue;
+		}
+		i++;
+	}
+	if (a->cursors.n != before)
+		cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
 }
 
 static void on_inotify(struct agent *a, uint64_t now)
@@ -1103,6 +1140,7 @@ int agent_run(const struct agent_opts *o)
 		goto out;
 	/* Already-present files, then promptly on every tick. */
 	scan_dir(&a, clock_monotonic_ns());
+	prune_cursors(&a);
 	arm_timer(a.tickfd, o->flush_ns, o->flush_ns);
 	a.next_stats_ns = clock_monotonic_ns() + o->stats_ns;
 	ship_tick(&a.ship, clock_monotonic_ns());
