@@ -261,6 +261,9 @@ int ring_drain(struct ring_cons *c, ring_rec_fn fn, void *ctx, unsigned max)
 		return 0;
 	}
 	if (!head_plausible(c, head)) {
+		if (head == c->bad_head)
+			return 0;       /* already counted and reported */
+		c->bad_head = head;
 		c->corrupt++;
 		snprintf(c->err, sizeof(c->err), "ring pos %" PRIu64 ": ctl.head %"
 			 PRIu64 " impossible: slot seq before it is %#" PRIx64,

@@ -85,6 +85,7 @@ struct ring_cons {
 				 * may be anywhere and its rec_no > rec_no */
 	uint64_t laps;          /* times the producer was found overwriting
 				 * what we were about to read (informational) */
+	uint64_t bad_head;      /* last impossible ctl->head seen (counted once) */
 };
 
 /* Prepare to consume the ring at base, resuming at (pos, rec_no) (0, 0 for

@@ -145,6 +145,8 @@ static void ctl_cases(void)
 	ok(c.corrupt == 1 && strstr(c.err, "ctl.head 1099511627776"),
 	   "ctl.head 2^40: reported, not jumped to: %s", c.err);
 	is_u64(c.pos, 0, "ctl.head 2^40: consumer stays put");
+	ring_drain(&c, on_rec, &s, 0);
+	is_u64(c.corrupt, 1, "ctl.head 2^40 again: counted once");
 	ctl->head = head;
 	is_int(ring_drain(&c, on_rec, &s, 0), 10, "ctl.head restored: all 10 delivered");
 
