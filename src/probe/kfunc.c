@@ -103,8 +103,15 @@ static int kfunc_resolve(struct probe *p)
 		p->attach_btf_id = 0;
 		p->attach_type = 0;
 	}
+	/* Read the PMU now: attaching must not read files, or a probe on
+	 * vfs_read would see its own set-up. */
 	kp_type = perf_pmu_type("kprobe");
 	if (kp_type >= 0) {
+		p->pmu_type = kp_type;
+		p->pmu_retbit = is_exit(p) ? perf_pmu_bit("kprobe", "retprobe") : 0;
+		if (p->pmu_retbit < 0)
+			return probe_fail(p, p->pmu_retbit, "kretprobe: the kprobe "
+					  "PMU has no retprobe format bit");
 		p->prog_type = BPF_PROG_TYPE_KPROBE;
 		p->mech = is_exit(p) ? "kretprobe" : "kprobe";
 		if (p->nargs < 0 || p->nargs > 6)
@@ -150,7 +157,7 @@ static int kfunc_emit_ret(struct probe *p, struct ir *ir, ir_reg dst)
 static int kfunc_attach(struct probe *p, int prog_fd)
 {
 	struct perf_event_attr attr = { 0 };
-	int fd, type, bit;
+	int fd;
 
 	if (p->prog_type == BPF_PROG_TYPE_TRACING) {
 		fd = bpf_raw_tracepoint_open(NULL, prog_fd);
@@ -158,18 +165,11 @@ static int kfunc_attach(struct probe *p, int prog_fd)
 			return -errno;
 		return probe_keep_fd(p, fd);
 	}
-	type = perf_pmu_type("kprobe");
-	if (type < 0)
-		return type;
-	attr.type = (uint32_t)type;
+	attr.type = (uint32_t)p->pmu_type;
 	attr.config1 = (uint64_t)(uintptr_t)p->spec;	/* kprobe_func */
 	attr.config2 = 0;				/* offset */
-	if (is_exit(p)) {
-		bit = perf_pmu_bit("kprobe", "retprobe");
-		if (bit < 0)
-			return bit;
-		attr.config |= 1ull << bit;
-	}
+	if (is_exit(p))
+		attr.config |= 1ull << p->pmu_retbit;
 	attr.sample_period = 1;
 	attr.wakeup_events = 1;
 	fd = perf_attach_bpf(&attr, -1, 0, prog_fd);

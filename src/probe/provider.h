@@ -62,6 +62,8 @@ struct probe {
 	int tp_id;
 	char path[4096];		/* uprobes/usdt: the binary */
 	uint64_t offset;		/* uprobe: file offset */
+	int pmu_type;			/* kprobe/uprobe PMU, read at resolve */
+	int pmu_retbit;			/* its "retprobe" config bit */
 	void *priv;
 };
 

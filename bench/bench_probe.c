@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_probe: the cost of a generated probe, fay vs bpftrace.
+ *
+ * Both count events per pid on tracepoint syscalls:sys_enter_getppid
+ * (fay: IR -> regalloc -> bytecode into a PERCPU_HASH; bpftrace:
+ * `@[pid] = count()`, LLVM).  Measured in the same run, medians of
+ * --runs rounds:
+ *   - per-event cost: ns per getppid() with the probe minus without;
+ *   - set-up time: from nothing to attached (fay: build IR, lower, load,
+ *     attach; bpftrace: process start to its BEGIN probe).
+ * Each round checks that the count is exactly the number of calls.
+ *
+ * usage: bench_probe [--calls N] [--runs R]      (root)
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/ir.h"
+#include "bpf/load.h"
+#include "probe/probe.h"
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double loop_ns(long calls)
+{
+	double t0 = now_ns();
+
+	for (long i = 0; i < calls; i++)
+		syscall(SYS_getppid);
+	return (now_ns() - t0) / calls;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* fay: count per pid; returns the per-call ns, *setup_ns, *count. */
+static int run_fay(long calls, double *call_ns, double *setup_ns, uint64_t *count)
+{
+	double t0 = now_ns();
+	char err[300];
+	struct probe *p = probe_new(PROBE_SYSCALL, "getppid", NULL, err, sizeof(err));
+	struct bmap *m = bmap_new("counts", BPF_MAP_TYPE_PERCPU_HASH, 8, 8, 10240);
+	struct bprog_opts o;
+	struct bprog_diag d;
+	struct bprog *prog = NULL;
+	struct ir *ir;
+	uint64_t key = (uint64_t)getpid();
+	int rc = -1;
+
+	if (!p || !m) {
+		fprintf(stderr, "fay: %s\n", p ? "out of memory" : err);
+		goto out;
+	}
+	ir = ir_new("count_pid");
+	{
+		int k = ir_stack_alloc(ir, 8, 8), z = ir_stack_alloc(ir, 8, 8);
+		int done = ir_label_new(ir);
+		ir_reg t = ir_vreg(ir), v = ir_vreg(ir), c = ir_vreg(ir);
+
+		ir_call(ir, t, BPF_FUNC_get_current_pid_tgid, 0);
+		ir_alu(ir, BPF_RSH, t, IR_I(32));
+		ir_store(ir, IR_S(k), 0, 8, IR_R(t));
+		ir_zero(ir, z, 8);
+		ir_map_lookup_or_init(ir, v, m, k, z, done);
+		ir_load(ir, c, IR_R(v), 0, 8, 0);
+		ir_alu(ir, BPF_ADD, c, IR_I(1));
+		ir_store(ir, IR_R(v), 0, 8, IR_R(c));
+		ir_label(ir, done);
+		ir_exit(ir, IR_I(0));
+	}
+	probe_prog_opts(p, &o);
+	prog = bprog_load(ir, &o, &d);
+	ir_free(ir);
+	if (!prog || probe_attach(p, bprog_fd(prog))) {
+		fprintf(stderr, "fay: %s\n", prog ? probe_strerror(p) : d.msg);
+		bprog_diag_clear(&d);
+		goto out;
+	}
+	*setup_ns = now_ns() - t0;
+	*call_ns = loop_ns(calls);
+	probe_detach(p);
+	*count = 0;
+	bmap_sum_u64(m, &key, 0, count);
+	rc = 0;
+out:
+	probe_free(p);
+	bprog_free(prog);
+	bmap_free(m);
+	return rc;
+}
+
+/* bpftrace: the same program; parses "@[PID]: N" at exit. */
+static int run_bpftrace(long calls, double *call_ns, double *setup_ns, uint64_t *count)
+{
+	int out[2];
+	double t0 = now_ns();
+	pid_t pid;
+	FILE *f;
+	char line[256];
+	int st;
+
+	if (pipe(out))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		close(out[1]);
+		execlp("bpftrace", "bpftrace", "-e",
+		       "BEGIN { printf(\"ready\\n\"); } "
+		       "tracepoint:syscalls:sys_enter_getppid { @[pid] = count(); }",
+		       (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	while (fgets(line, sizeof(line), f) && !strstr(line, "ready"))
+		;
+	if (feof(f)) {
+		fclose(f);
+		waitpid(pid, &st, 0);
+		fprintf(stderr, "bpftrace did not start\n");
+		return -1;
+	}
+	*setup_ns = now_ns() - t0;
+	*call_ns = loop_ns(calls);
+	kill(pid, SIGINT);
+	*count = 0;
+	while (fgets(line, sizeof(line), f)) {
+		long p;
+		unsigned long long n;
+
+		if (sscanf(line, "@[%ld]: %llu", &p, &n) == 2 && p == getpid())
+			*count = n;
+	}
+	fclose(f);
+	waitpid(pid, &st, 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long calls = 1000000;
+	int runs = 5;
+	double base[32], fay[32], bt[32], fs[32], bs[32];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--calls") && i + 1 < argc)
+			calls = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+			runs = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: bench_probe [--calls N] [--runs R]\n");
+			return 2;
+		}
+	}
+	if (runs < 1 || runs > 32 || calls < 1000) {
+		fprintf(stderr, "bench_probe: --runs 1..32, --calls >= 1000\n");
+		return 2;
+	}
+	for (int r = 0; r < runs; r++) {
+		uint64_t c1, c2;
+
+		base[r] = loop_ns(calls);
+		if (run_fay(calls, &fay[r], &fs[r], &c1) ||
+		    run_bpftrace(calls, &bt[r], &bs[r], &c2))
+			return 1;
+		if (c1 != (uint64_t)calls || c2 != (uint64_t)calls) {
+			fprintf(stderr, "count mismatch: fay %llu, bpftrace %llu, want %ld\n",
+				(unsigned long long)c1, (unsigned long long)c2, calls);
+			return 1;
+		}
+		fay[r] -= base[r];
+		bt[r] -= base[r];
+		fprintf(stderr, "run %d: base %.1f ns/call, +fay %.1f, +bpftrace %.1f; "
+			"setup fay %.2f ms, bpftrace %.0f ms\n", r, base[r], fay[r],
+			bt[r], fs[r] / 1e6, bs[r] / 1e6);
+	}
+	{
+		double b = median(base, runs), f = median(fay, runs), t = median(bt, runs);
+		double sf = median(fs, runs), sb = median(bs, runs);
+
+		printf("getppid() baseline: %.1f ns/call (%ld calls, median of %d runs)\n",
+		       b, calls, runs);
+		printf("probe cost per event: fay %.1f ns, bpftrace %.1f ns, "
+		       "fay/bpftrace %.2f\n", f, t, t > 0 ? f / t : 0);
+		printf("set-up to attached:   fay %.2f ms, bpftrace %.0f ms, "
+		       "fay/bpftrace %.4f\n", sf / 1e6, sb / 1e6, sf / sb);
+	}
+	return 0;
+}
