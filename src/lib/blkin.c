@@ -64,7 +64,7 @@ void blkin_init_trace_info(struct blkin_trace_info *trace_info)
 
 	if (!trace_info)
 		return;
-	if (!lib_sample_root()) {
+	if (!lib_sample_root(&lib_t)) {
 		lib_count_unsampled();
 		id = (int64_t)((uint64_t)id | (UINT64_C(1) << 63));
 	}
@@ -177,8 +177,12 @@ int blkin_record(const struct blkin_trace *trace,
 		 const struct blkin_annotation *annotation)
 {
 	const struct blkin_endpoint *ep;
-	struct spanrec_fixed f;
-	uint8_t buf[BLKIN_REC_MAX];
+	struct {
+		struct spanrec_fixed f;         /* items follow: one piece */
+		uint8_t buf[BLKIN_REC_MAX];
+	} rec;
+	struct spanrec_fixed *f = &rec.f;
+	uint8_t *buf = rec.buf;
 	uint32_t used = 0;
 	size_t nlen;
 	int err;
@@ -199,35 +203,35 @@ int blkin_record(const struct blkin_trace *trace,
 	if (lib_enter())
 		return -EBUSY;
 
-	memset(&f, 0, sizeof(f));
-	f.trace_lo = (uint64_t)trace->info.trace_id;
-	f.span_id = (uint64_t)trace->info.span_id;
-	f.parent_id = (uint64_t)trace->info.parent_span_id;
-	f.flags = SPAN_F_PARTIAL | SPAN_F_SAMPLED;
-	f.start_ns = clock_realtime_ns();
+	memset(f, 0, sizeof(*f));
+	f->trace_lo = (uint64_t)trace->info.trace_id;
+	f->span_id = (uint64_t)trace->info.span_id;
+	f->parent_id = (uint64_t)trace->info.parent_span_id;
+	f->flags = SPAN_F_PARTIAL | SPAN_F_SAMPLED;
+	f->start_ns = clock_realtime_ns();
 	nlen = strnlen(trace->name, LIB_NAME_MAX);
-	lib_put(&f, buf, sizeof(buf), &used, SPAN_ITEM_NAME, 0, trace->name, nlen,
+	lib_put(f, buf, BLKIN_REC_MAX, &used, SPAN_ITEM_NAME, 0, trace->name, nlen,
 		NULL, 0);
-	lib_put(&f, buf, sizeof(buf), &used, SPAN_ITEM_LOCAL_EP, (uint16_t)ep->port,
+	lib_put(f, buf, BLKIN_REC_MAX, &used, SPAN_ITEM_LOCAL_EP, (uint16_t)ep->port,
 		ep->name, strnlen(ep->name, LIB_NAME_MAX),
 		ep->ip, strnlen(ep->ip, LIB_NAME_MAX));
 	switch (annotation->type) {
 	case ANNOT_STRING:
-		lib_put(&f, buf, sizeof(buf), &used, SPAN_ITEM_TAG, 0,
+		lib_put(f, buf, BLKIN_REC_MAX, &used, SPAN_ITEM_TAG, 0,
 			annotation->key, strlen(annotation->key),
 			annotation->val_str, strlen(annotation->val_str));
 		break;
 	case ANNOT_INTEGER:
-		lib_put(&f, buf, sizeof(buf), &used, SPAN_ITEM_TAG_INT,
+		lib_put(f, buf, BLKIN_REC_MAX, &used, SPAN_ITEM_TAG_INT,
 			(uint64_t)annotation->val_int,
 			annotation->key, strlen(annotation->key), NULL, 0);
 		break;
 	case ANNOT_TIMESTAMP:
-		lib_put(&f, buf, sizeof(buf), &used, SPAN_ITEM_EVENT, f.start_ns,
+		lib_put(f, buf, BLKIN_REC_MAX, &used, SPAN_ITEM_EVENT, f->start_ns,
 			annotation->val_str, strlen(annotation->val_str), NULL, 0);
 		break;
 	}
-	err = lib_write_record(&f, buf, used);
+	err = lib_write_record(f, buf, used);
 	lib_leave();
 	return err == -ENODEV ? 0 : err;
 }

@@ -48,6 +48,9 @@
 #define LIB_CACHE_BATCH     8u       /* moved to/from the global stack at once */
 #define LIB_UNSAMPLED_FLUSH 1024u    /* unsampled roots counted per thread before
 				      * adding them to the header */
+#define LIB_STARTED_FLUSH   64u      /* the same for sampled spans begun */
+#define LIB_THRESH_RATE     1u       /* lib.sample_thresh in rate mode (1/N
+				      * never gives 1: N < 2^32) */
 
 /* A handle for a span that is not recorded: ids only.  Its first word sits
  * where struct fay_pool_slot has state.  Zero trace id or span id means
@@ -67,8 +70,9 @@ struct lib_tls {
 	uint32_t ncache;
 	uint32_t nr_next;
 	uint32_t unsampled;      /* unsampled roots not yet added to the header */
+	uint32_t started;        /* sampled spans begun, not yet added */
 	uint32_t key_set;        /* the thread-exit destructor is armed */
-	uint32_t _pad;
+	uint64_t rng;            /* sampling generator state, 0 = not seeded */
 	struct ring_prod prod;
 	uint32_t cache[LIB_CACHE_MAX];
 	struct lib_nonrec nr[LIB_NR_HANDLES];
@@ -96,6 +100,7 @@ struct lib_proc {
 	uint32_t nrings, ring_slots;
 
 	int inited;              /* fay_init() succeeded (maybe disabled) */
+	int rate_mode;           /* informational copy of the mode */
 	int recording;           /* fay_init() succeeded and not FAY_DISABLE */
 	int need_file;           /* fork child: create our own file on first use */
 	int env_sampling;        /* FAY_SAMPLE given: the setters are ignored */
@@ -108,9 +113,9 @@ struct lib_proc {
 	uint32_t fresh;
 
 	/* Sampling: fixed 1/N (sample_thresh: a root is sampled when a random
-	 * u64 <= it; 0 none, UINT64_MAX all) or rate mode (GCRA on tat). */
+	 * u64 < it; 0 none, UINT64_MAX all) or, when it is LIB_THRESH_RATE,
+	 * rate mode (GCRA on rate_tat). */
 	uint64_t sample_thresh;
-	int rate_mode;
 	uint64_t rate_interval_ns, rate_tau_ns, rate_tat;
 
 	pthread_mutex_t lock;    /* fay_init and creating the file only */
@@ -122,7 +127,18 @@ struct lib_proc {
  * without the GOT. */
 #define LIB_HIDDEN __attribute__((visibility("hidden")))
 extern struct lib_proc lib LIB_HIDDEN;
-extern __thread struct lib_tls lib_t LIB_HIDDEN;
+extern __thread struct lib_tls lib_t LIB_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* The thread's block, its address computed once per call: with TLS
+ * descriptors the compiler would otherwise redo the lookup (a call) at
+ * every use. */
+static inline struct lib_tls *lib_tls(void)
+{
+	struct lib_tls *t = &lib_t;
+
+	__asm__("" : "+r"(t));
+	return t;
+}
 
 static inline struct fay_pool_slot *lib_slot(uint32_t idx)
 {
@@ -169,8 +185,37 @@ void lib_pool_push(uint32_t idx);
 void lib_pool_spill_all(void);
 
 /* sample.c */
-int lib_sample_root(void);
+int lib_sample_rate(void);
+uint64_t lib_rng_seed(void);
 int lib_parse_sample(const char *s);
+
+/* The thread's sampling generator (wyrand: one add, one 64x64->128
+ * multiply; statistically fine for Bernoulli trials, and no shared write).
+ * Ids come from rand_u64() instead. */
+static inline uint64_t lib_rand(struct lib_tls *t)
+{
+	uint64_t s = t->rng;
+	__uint128_t m;
+
+	if (unlikely(!s))
+		s = lib_rng_seed();
+	s += UINT64_C(0xa0761d6478bd642f);
+	t->rng = s;
+	m = (__uint128_t)s * (s ^ UINT64_C(0xe7037ed1a0b428db));
+	return (uint64_t)(m >> 64) ^ (uint64_t)m;
+}
+
+/* Is a new root sampled?  An independent 1-in-N trial, or rate mode. */
+static inline int lib_sample_root(struct lib_tls *t)
+{
+	uint64_t th = READ_ONCE(lib.sample_thresh);
+
+	if (likely(th == UINT64_MAX))
+		return 1;
+	if (unlikely(th == LIB_THRESH_RATE))
+		return lib_sample_rate();
+	return lib_rand(t) < th;
+}
 
 /* traceparent.c */
 int lib_tp_parse(const char *tp, uint64_t *hi, uint64_t *lo, uint64_t *span,

@@ -3,8 +3,8 @@
  * libfay: the sampling decision made at each root span.
  *
  * Fixed mode, 1 in N: an independent Bernoulli trial per root, from the
- * thread's xoshiro generator (rand_u64(): no syscall, no shared write):
- * sampled when r <= UINT64_MAX / N.
+ * thread's own generator (lib_rand(): no syscall, no shared write),
+ * sampled when r < UINT64_MAX / N.
  *
  * Rate mode, about R traces a second: a token bucket kept as one word, the
  * "theoretical arrival time" of GCRA: a root is sampled when tat <= now +
@@ -29,7 +29,7 @@ static uint64_t coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static __attribute__((noinline)) int sample_rate(void)
+int lib_sample_rate(void)
 {
 	uint64_t now = coarse_ns(), tat = READ_ONCE(lib.rate_tat), next;
 	uint64_t iv = READ_ONCE(lib.rate_interval_ns);
@@ -45,15 +45,9 @@ static __attribute__((noinline)) int sample_rate(void)
 	}
 }
 
-int lib_sample_root(void)
+uint64_t lib_rng_seed(void)
 {
-	uint64_t t = READ_ONCE(lib.sample_thresh);
-
-	if (unlikely(READ_ONCE(lib.rate_mode)))
-		return sample_rate();
-	if (likely(t == UINT64_MAX))
-		return 1;
-	return rand_u64() <= t;
+	return rand_u64();
 }
 
 static void publish_one_in(uint32_t n)
@@ -67,6 +61,7 @@ static void publish_one_in(uint32_t n)
 static void set_one_in(unsigned n)
 {
 	WRITE_ONCE(lib.rate_mode, 0);
+	/* r < UINT64_MAX / n: probability 1/n to within 2^-32 */
 	WRITE_ONCE(lib.sample_thresh, n == 0 ? 0 : n == 1 ? UINT64_MAX : UINT64_MAX / n);
 	publish_one_in(n);
 }
@@ -89,6 +84,7 @@ static void set_rate(double r)
 	WRITE_ONCE(lib.rate_tau_ns, (burst - 1) * iv);
 	WRITE_ONCE(lib.rate_tat, 0);
 	WRITE_ONCE(lib.rate_mode, 1);
+	smp_store_release(&lib.sample_thresh, LIB_THRESH_RATE);
 	publish_one_in(0);
 }
 

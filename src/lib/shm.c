@@ -26,7 +26,7 @@ struct lib_proc lib = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.sample_thresh = UINT64_MAX,   /* record every root until told */
 };
-__thread struct lib_tls lib_t;
+__thread struct lib_tls lib_t __attribute__((tls_model("initial-exec")));
 
 uint32_t lib_gettid(void)
 {
@@ -58,7 +58,10 @@ void lib_flush_counters(void)
 
 	if (h && lib_t.unsampled)
 		atomic_add(&h->spans_unsampled, lib_t.unsampled);
+	if (h && lib_t.started)
+		atomic_add(&h->spans_started, lib_t.started);
 	lib_t.unsampled = 0;
+	lib_t.started = 0;
 }
 
 /* Read the geometry overrides into cfg.  Returns 0 or -EINVAL. */
@@ -298,7 +301,9 @@ static void atfork_child(void)
 	lib_t.ncache = 0;
 	lib_t.tid = 0;
 	lib_t.unsampled = 0;
+	lib_t.started = 0;
 	lib_t.nest = 0;
+	lib_t.rng = 0;          /* reseed: the child's samples are its own */
 	pthread_mutex_unlock(&lib.lock);
 }
 

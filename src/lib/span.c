@@ -113,8 +113,8 @@ static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
  * parent (0: a root).  Falls back to a non-recording handle carrying the
  * same ids (and the sampled flag) when the span cannot be recorded.
  */
-static struct fay_span *begin(const char *name, uint64_t hi, uint64_t lo,
-			      uint64_t parent)
+static __attribute__((noinline)) struct fay_span *
+begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 {
 	struct fay_shm_hdr *h;
 	struct fay_pool_slot *sl;
@@ -150,7 +150,8 @@ static struct fay_span *begin(const char *name, uint64_t hi, uint64_t lo,
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
 	sl->fixed.start_ns = clock_realtime_ns();
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
-	atomic_add(&h->spans_started, 1);
+	if (unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
+		lib_flush_counters();
 	lib_leave();
 	return (struct fay_span *)sl;
 
@@ -168,10 +169,21 @@ void lib_count_unsampled_slow(void)
 
 struct fay_span *fay_span_root(const char *name)
 {
-	if (lib_sample_root())
+	struct lib_tls *t = lib_tls();
+	struct lib_nonrec *n;
+
+	if (lib_sample_root(t))
 		return begin(name, 0, 0, 0);
-	lib_count_unsampled();
-	return nonrec(0, 0, 0);
+	if (unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
+		lib_count_unsampled_slow();
+	/* nonrec(0, 0, 0) with the thread's block in hand */
+	n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
+	n->state = LIB_NONREC;
+	n->flags = 0;
+	n->trace_hi = 0;
+	n->trace_lo = 0;
+	n->span_id = 0;
+	return (struct fay_span *)n;
 }
 
 struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
@@ -219,11 +231,12 @@ int fay_span_traceparent(const struct fay_span *s, char *buf, size_t len)
 	return lib_tp_format(buf, len, hi, lo, id, flags & SPAN_F_SAMPLED ? 1 : 0);
 }
 
-void fay_span_event(struct fay_span *s, const char *event)
+/* The recording halves of event/tag/end, out of line so that the public
+ * functions are a test or two and a jump when the span is not recorded. */
+static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
+						 const char *event)
 {
-	struct fay_pool_slot *sl = as_slot(s);
-
-	if (!is_open(s) || lib_enter())
+	if (lib_enter())
 		return;
 	if (!event)
 		event = "";
@@ -231,11 +244,10 @@ void fay_span_event(struct fay_span *s, const char *event)
 	lib_leave();
 }
 
-void fay_span_tag(struct fay_span *s, const char *key, const char *value)
+static __attribute__((noinline)) void span_tag(struct fay_pool_slot *sl,
+					       const char *key, const char *value)
 {
-	struct fay_pool_slot *sl = as_slot(s);
-
-	if (!is_open(s) || lib_enter())
+	if (lib_enter())
 		return;
 	if (!key)
 		key = "";
@@ -245,16 +257,33 @@ void fay_span_tag(struct fay_span *s, const char *key, const char *value)
 	lib_leave();
 }
 
-void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value)
+static __attribute__((noinline)) void span_tag_int(struct fay_pool_slot *sl,
+						   const char *key, int64_t value)
 {
-	struct fay_pool_slot *sl = as_slot(s);
-
-	if (!is_open(s) || lib_enter())
+	if (lib_enter())
 		return;
 	if (!key)
 		key = "";
 	put(sl, SPAN_ITEM_TAG_INT, (uint64_t)value, key, strlen(key), NULL, 0);
 	lib_leave();
+}
+
+void fay_span_event(struct fay_span *s, const char *event)
+{
+	if (is_open(s))
+		span_event(as_slot(s), event);
+}
+
+void fay_span_tag(struct fay_span *s, const char *key, const char *value)
+{
+	if (is_open(s))
+		span_tag(as_slot(s), key, value);
+}
+
+void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value)
+{
+	if (is_open(s))
+		span_tag_int(as_slot(s), key, value);
 }
 
 int lib_write_record(struct spanrec_fixed *f, const void *items,
@@ -263,6 +292,7 @@ int lib_write_record(struct spanrec_fixed *f, const void *items,
 	struct fay_shm_hdr *h = lib_hdr();
 	struct ring_piece pc[2];
 	struct ring_prod *p;
+	unsigned n = 2;
 	int err;
 
 	if (!h)
@@ -277,19 +307,21 @@ int lib_write_record(struct spanrec_fixed *f, const void *items,
 	pc[0].len = sizeof(*f);
 	pc[1].p = items;
 	pc[1].len = items_len;
-	err = ring_write(p, FAY_REC_SPAN, pc, 2);
+	if ((const void *)(f + 1) == items) {
+		/* a pool handle: fixed and items are contiguous */
+		pc[0].len += items_len;
+		n = 1;
+	}
+	err = ring_write(p, FAY_REC_SPAN, pc, n);
 	if (unlikely(err))
 		atomic_add(&h->lost_too_big, 1);
 	return err;
 }
 
-void fay_span_end(struct fay_span *s)
+static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 {
-	struct fay_pool_slot *sl = as_slot(s);
 	uint64_t now;
 
-	if (!is_open(s))
-		return;
 	if (lib_enter()) {
 		/* nested in another span call of this thread: the handle
 		 * goes back without touching the thread's cache or ring */
@@ -303,4 +335,10 @@ void fay_span_end(struct fay_span *s)
 	smp_store_release(&sl->state, FAY_POOL_FREE);
 	lib_pool_put(lib_slot_idx(sl));
 	lib_leave();
+}
+
+void fay_span_end(struct fay_span *s)
+{
+	if (is_open(s))
+		span_end(as_slot(s));
 }

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_span: what one span costs the traced program.
+ *
+ *   fay        fay_span_root + fay_span_event + fay_span_tag + fay_span_end
+ *              (sampled: recorded into the thread's shm ring; unsampled:
+ *              the same four calls on a span that is not recorded)
+ *   lttng-ust  the same information as BlkKin records it: four LTTng-UST
+ *              tracepoints with BlkKin's event shapes (bench_span_lttng.h):
+ *              zipkin:timestamp (start), zipkin:timestamp (the event),
+ *              zipkin:keyval_string (the tag), zipkin:timestamp (end),
+ *              each carrying trace name, service, port, ip and the ids.
+ *
+ * Both record into shared-memory rings that nobody drains during the run
+ * (fay: a flight-recorder ring; LTTng: a snapshot session, overwrite
+ * mode), in the same process, interleaved round by round; the figures are
+ * medians over the rounds of the thread's CPU time per span.
+ * bench/run-span.sh starts the LTTng session.
+ *
+ * Usage: bench_span [--rounds N] [--spans N] [--no-lttng]
+ *        bench_span --callgrind N   (N spans of each kind in the
+ *                                    functions one_span_sampled and
+ *                                    one_span_unsampled, for
+ *                                    valgrind --toggle-collect)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <fay/trace.h>
+
+#ifndef BENCH_NO_LTTNG
+#include "bench_span_lttng.h"
+#endif
+
+static const char *service = "mapperd", *ip = "10.0.0.7";
+static const int port = 7001;
+
+/* The thread's CPU time: on a shared, loaded VM the time this thread was
+ * not running would otherwise land on whichever variant was running. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The LTTng loop's ids: BlkKin draws them from a PRNG too (xorshift64*). */
+static uint64_t xs = 0x9e3779b97f4a7c15ull;
+static inline long xrand(void)
+{
+	xs ^= xs >> 12;
+	xs ^= xs << 25;
+	xs ^= xs >> 27;
+	return (long)((xs * 0x2545f4914f6cdd1dull) >> 1);
+}
+
+__attribute__((noinline)) void one_span_sampled(void);
+__attribute__((noinline)) void one_span_unsampled(void);
+
+/* Four calls, as an instrumented request handler makes them. */
+static inline void fay_span(void)
+{
+	struct fay_span *s = fay_span_root("write");
+
+	fay_span_event(s, "queued");
+	fay_span_tag(s, "object", "rbd.0001");
+	fay_span_end(s);
+}
+
+/* Called only while the sampling is 1 (or 1 in UNSAMPLED_ONE_IN): named
+ * so that callgrind can count exactly these. */
+void one_span_sampled(void)
+{
+	fay_span();
+}
+
+void one_span_unsampled(void)
+{
+	fay_span();
+}
+
+/* Unsampled spans are measured as a production setting makes them: 1 in
+ * N sampling with a large N, so the random draw is in the figure (with
+ * fay_set_sampling(0) it would not be needed). */
+#define UNSAMPLED_ONE_IN 4294967295u
+
+static double run_fay(unsigned n, int sampled)
+{
+	uint64_t t0;
+
+	fay_set_sampling(sampled ? 1 : UNSAMPLED_ONE_IN);
+	t0 = now_ns();
+	for (unsigned i = 0; i < n; i++)
+		fay_span();
+	return (double)(now_ns() - t0) / n;
+}
+
+#ifndef BENCH_NO_LTTNG
+static double run_lttng(unsigned n)
+{
+	uint64_t t0 = now_ns();
+
+	for (unsigned i = 0; i < n; i++) {
+		long trace = xrand(), span = trace;
+
+		lttng_ust_tracepoint(zipkin, timestamp, "write", service, port, ip,
+				     trace, span, 0, "sr");
+		lttng_ust_tracepoint(zipkin, timestamp, "write", service, port, ip,
+				     trace, span, 0, "queued");
+		lttng_ust_tracepoint(zipkin, keyval_string, "write", service, port, ip,
+				     trace, span, 0, "object", "rbd.0001");
+		lttng_ust_tracepoint(zipkin, timestamp, "write", service, port, ip,
+				     trace, span, 0, "ss");
+	}
+	return (double)(now_ns() - t0) / n;
+}
+
+static int lttng_recording(void)
+{
+	return lttng_ust_tracepoint_enabled(zipkin, timestamp) &&
+	       lttng_ust_tracepoint_enabled(zipkin, keyval_string);
+}
+#endif
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static unsigned arg_uint(const char *opt, const char *v)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = v ? strtoul(v, &end, 10) : 0;
+	if (!v || errno || *end || !x || x > 100000000ul) {
+		fprintf(stderr, "error: %s wants a whole number from 1 to 100000000, not '%s'\n",
+			opt, v ? v : "");
+		exit(2);
+	}
+	return (unsigned)x;
+}
+
+static int callgrind(unsigned n)
+{
+	/* warm up outside the counted functions: ring claimed, handle
+	 * cache filled, ids generator seeded, lazy symbols bound */
+	fay_set_sampling(1);
+	for (int i = 0; i < 1000; i++)
+		fay_span();
+	for (unsigned i = 0; i < n; i++)
+		one_span_sampled();
+	fay_set_sampling(UNSAMPLED_ONE_IN);
+	for (int i = 0; i < 1000; i++)
+		fay_span();
+	for (unsigned i = 0; i < n; i++)
+		one_span_unsampled();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned rounds = 11, spans = 200000, unsampled_mult = 10;
+	int use_lttng = 1, err;
+	double *fs, *fu, *lt, mfs, mfu, mlt = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = arg_uint("--rounds", argv[++i]);
+		else if (!strcmp(argv[i], "--spans") && i + 1 < argc)
+			spans = arg_uint("--spans", argv[++i]);
+		else if (!strcmp(argv[i], "--no-lttng"))
+			use_lttng = 0;
+		else if (!strcmp(argv[i], "--callgrind") && i + 1 < argc) {
+			err = fay_init(service, ip, port);
+			if (err) {
+				fprintf(stderr, "error: fay_init: %s\n", strerror(-err));
+				return 1;
+			}
+			return callgrind(arg_uint("--callgrind", argv[++i]));
+		} else {
+			fprintf(stderr, "usage: %s [--rounds N] [--spans N] [--no-lttng] | --callgrind N\n",
+				argv[0]);
+			return 2;
+		}
+	}
+#ifdef BENCH_NO_LTTNG
+	use_lttng = 0;
+#else
+	if (use_lttng && !lttng_recording()) {
+		fprintf(stderr, "error: the zipkin:* LTTng-UST tracepoints are not enabled: "
+			"no LTTng session is recording them (run bench/run-span.sh, "
+			"or pass --no-lttng)\n");
+		return 2;
+	}
+#endif
+	err = fay_init(service, ip, port);
+	if (err) {
+		fprintf(stderr, "error: fay_init: %s\n", strerror(-err));
+		return 1;
+	}
+	fs = calloc(rounds, sizeof(double));
+	fu = calloc(rounds, sizeof(double));
+	lt = calloc(rounds, sizeof(double));
+	if (!fs || !fu || !lt)
+		return 1;
+
+	/* warm up: rings claimed, caches and branch predictors filled */
+	run_fay(spans / 10 + 1, 1);
+	run_fay(spans / 10 + 1, 0);
+#ifndef BENCH_NO_LTTNG
+	if (use_lttng)
+		run_lttng(spans / 10 + 1);
+#endif
+	for (unsigned r = 0; r < rounds; r++) {
+		fs[r] = run_fay(spans, 1);
+		fu[r] = run_fay(spans * unsampled_mult, 0);
+#ifndef BENCH_NO_LTTNG
+		if (use_lttng)
+			lt[r] = run_lttng(spans);
+#endif
+	}
+	mfs = median(fs, rounds);
+	mfu = median(fu, rounds);
+	printf("bench_span: %u rounds x %u spans, median ns per span (root+event+tag+end)\n",
+	       rounds, spans);
+	if (use_lttng) {
+		mlt = median(lt, rounds);
+		printf("sampled span:   fay %7.1f ns   lttng-ust %7.1f ns (4 tracepoints)   "
+		       "ratio %.2f  (goal <= 0.30: %s)\n", mfs, mlt, mfs / mlt,
+		       mfs / mlt <= 0.30 ? "met" : "MISSED");
+	} else {
+		printf("sampled span:   fay %7.1f ns\n", mfs);
+	}
+	printf("unsampled span: fay %7.1f ns   (goal <= 10 ns: %s)\n", mfu,
+	       mfu <= 10.0 ? "met" : "MISSED");
+	free(fs);
+	free(fu);
+	free(lt);
+	return 0;
+}
