@@ -10,7 +10,7 @@ int spanrec_put_item(uint8_t *buf, size_t cap, size_t *off, unsigned type,
 		     uint64_t val, const char *a, size_t alen,
 		     const char *b, size_t blen)
 {
-	uint16_t hdr[3];
+	uint64_t hdr;
 	size_t need, o = *off;
 
 	if (alen > SPANREC_STR_MAX)
@@ -20,10 +20,11 @@ int spanrec_put_item(uint8_t *buf, size_t cap, size_t *off, unsigned type,
 	need = spanrec_item_size(type, alen, blen);
 	if (o > cap || need > cap - o)
 		return -ENOSPC;
-	hdr[0] = (uint16_t)type; /* type in the low byte, reserved byte 0 */
-	hdr[1] = (uint16_t)alen;
-	hdr[2] = (uint16_t)blen;
-	memcpy(buf + o, hdr, SPANREC_ITEM_HDR);
+	/* type in the low byte, reserved byte 0, alen, blen (little-endian),
+	 * built in a register: three 16-bit stores read back as one word
+	 * stall store forwarding on the span hot path */
+	hdr = (uint64_t)(type & 0xff) | (uint64_t)alen << 16 | (uint64_t)blen << 32;
+	memcpy(buf + o, &hdr, SPANREC_ITEM_HDR);
 	o += SPANREC_ITEM_HDR;
 	if (spanrec_item_has_val(type)) {
 		memcpy(buf + o, &val, 8);
