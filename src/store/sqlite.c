@@ -8,9 +8,16 @@
  * store__write() call (which the collector's writer thread fills with every
  * batch waiting, a group commit).  Names (services, span names, remote
  * services) go through an in-memory set so a known name costs no SQL.
+ *
+ * Checkpoints run off the write path: the writer connection has SQLite's
+ * auto-checkpoint off, its WAL hook wakes a checkpoint thread once the WAL
+ * holds CKPT_PAGES pages, and that thread copies the WAL into the database
+ * (PASSIVE: never blocks the writer or readers) on its own connection.
+ * The fsyncs of a checkpoint thus no longer stall ingest.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,6 +107,17 @@ struct jbuf {
 	int oom;
 };
 
+#define CKPT_PAGES 4096
+
+/* The background checkpointer (see the top of the file). */
+struct ckpt {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	sqlite3 *db;
+	int pending, stop, running;
+};
+
 struct store {
 	sqlite3 *db;
 	char *path;
@@ -109,6 +127,7 @@ struct store {
 	struct jbuf ja, jt;         /* annotations, tags of the span being bound */
 	struct zarena merge_arena;  /* scratch for merging parts */
 	uint64_t retained;          /* rows retention deleted since the last prune */
+	struct ckpt ck;
 };
 
 int store__schema_version(void)
@@ -422,6 +441,83 @@ static sqlite3 *open_conn(const char *path, int create, int writer,
 	return db;
 }
 
+static void *ckpt_main(void *arg)
+{
+	struct ckpt *ck = arg;
+
+	pthread_mutex_lock(&ck->lock);
+	for (;;) {
+		while (!ck->pending && !ck->stop)
+			pthread_cond_wait(&ck->wake, &ck->lock);
+		if (ck->stop)
+			break;
+		ck->pending = 0;
+		pthread_mutex_unlock(&ck->lock);
+		if (sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+					      NULL, NULL) != SQLITE_OK)
+			pr_debug("store: checkpoint: %s", sqlite3_errmsg(ck->db));
+		pthread_mutex_lock(&ck->lock);
+	}
+	pthread_mutex_unlock(&ck->lock);
+	return NULL;
+}
+
+/* sqlite3_wal_hook: called after each commit with the WAL's page count. */
+static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct ckpt *ck = arg;
+
+	if (pages >= CKPT_PAGES) {
+		pthread_mutex_lock(&ck->lock);
+		ck->pending = 1;
+		pthread_cond_signal(&ck->wake);
+		pthread_mutex_unlock(&ck->lock);
+	}
+	return SQLITE_OK;
+}
+
+/* Start the checkpointer; without it SQLite's auto-checkpoint stays on. */
+static void ckpt_start(struct store *st)
+{
+	struct ckpt *ck = &st->ck;
+
+	pthread_mutex_init(&ck->lock, NULL);
+	pthread_cond_init(&ck->wake, NULL);
+	if (sqlite3_open_v2(st->path, &ck->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		sqlite3_close(ck->db);
+		ck->db = NULL;
+		return;
+	}
+	sqlite3_busy_timeout(ck->db, 1000);
+	if (pthread_create(&ck->thread, NULL, ckpt_main, ck)) {
+		sqlite3_close(ck->db);
+		ck->db = NULL;
+		return;
+	}
+	ck->running = 1;
+	exec(st->db, "PRAGMA wal_autocheckpoint = 0");
+	sqlite3_wal_hook(st->db, ckpt_hook, ck);
+}
+
+static void ckpt_stop(struct store *st)
+{
+	struct ckpt *ck = &st->ck;
+
+	if (!ck->running)
+		return;
+	sqlite3_wal_hook(st->db, NULL, NULL);
+	pthread_mutex_lock(&ck->lock);
+	ck->stop = 1;
+	pthread_cond_signal(&ck->wake);
+	pthread_mutex_unlock(&ck->lock);
+	pthread_join(ck->thread, NULL);
+	sqlite3_close(ck->db);
+	pthread_mutex_destroy(&ck->lock);
+	pthread_cond_destroy(&ck->wake);
+	ck->running = 0;
+}
+
 struct store *store__open(const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct store *st;
@@ -454,6 +550,7 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 			goto err_out;
 		}
 	}
+	ckpt_start(st);
 	return st;
 
 err_out:
@@ -465,6 +562,7 @@ void store__close(struct store *st)
 {
 	if (!st)
 		return;
+	ckpt_stop(st);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(st->st[i]);
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)

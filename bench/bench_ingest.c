@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_ingest: spans per second into SQLite.
+ *
+ *   bench_ingest [-n SPANS] [-b BATCH] [-r RUNS] [--fay PATH --client PATH]
+ *
+ * 1. fay: span records (the bytes agents send) decoded, converted and
+ *    stored through the collector's store path (spanrec_decode ->
+ *    zspan_from_rec -> store__write, one transaction per batch of -b
+ *    spans, agent seq bookkeeping included).
+ * 2. peer, same run: bare SQLite (no fay code) inserting the same rows,
+ *    already rendered, into the same schema (src/store/schema.sql), same
+ *    pragmas (WAL, synchronous=NORMAL, cache), one prepared INSERT, one
+ *    transaction per batch, SQLite's default in-line auto-checkpoint (fay
+ *    checkpoints on a background thread: part of what is measured).
+ * 3. over the wire (with --fay and --client): a running 'fay collector'
+ *    receiving batches of 1000 spans from 4 agent connections of the
+ *    test client, ACK after COMMIT.
+ * Each figure is the median of -r runs on a fresh database.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/rand.h"
+#include "common/spanrec.h"
+#include "store/store.h"
+
+static unsigned nspans = 200000, batch = 1000, runs = 5;
+static char dir[64];
+
+/* One encoded record per span, plus the rendered row for the peer. */
+struct rec {
+	uint8_t buf[512];
+	size_t len;
+	uint64_t hi, lo, id, parent, start_us, dur_us;
+	const char *name, *svc;
+	char ann[128], tags[128];
+};
+
+static const char *const svcs[] = { "frontend", "mapper", "blocker", "disk", "cache",
+				    "auth", "search", "index" };
+static const char *const names[] = { "get", "put", "read", "write", "lookup", "flush" };
+
+static struct rec *make_recs(void)
+{
+	struct rec *r = calloc(nspans, sizeof(*r));
+	uint64_t now = clock_realtime_ns();
+
+	for (unsigned i = 0; r && i < nspans; i++) {
+		struct spanrec_fixed f = { 0 };
+		size_t off = sizeof(f);
+		char v[32];
+		int n = 0;
+
+		r[i].hi = rand_u64();
+		r[i].lo = rand_u64();
+		r[i].id = rand_u64();
+		r[i].parent = i % 4 ? rand_u64() : 0;
+		r[i].name = names[i % 6];
+		r[i].svc = svcs[i % 8];
+		r[i].start_us = (now + i * 1000ull) / 1000;
+		r[i].dur_us = 100 + i % 1000;
+		snprintf(v, sizeof(v), "%u", i % 97);
+		n += !spanrec_put_item(r[i].buf, sizeof(r[i].buf), &off, SPAN_ITEM_NAME, 0,
+				       r[i].name, strlen(r[i].name), NULL, 0);
+		n += !spanrec_put_item(r[i].buf, sizeof(r[i].buf), &off, SPAN_ITEM_LOCAL_EP, 6800,
+				       r[i].svc, strlen(r[i].svc), "10.0.0.7", 8);
+		n += !spanrec_put_item(r[i].buf, sizeof(r[i].buf), &off, SPAN_ITEM_EVENT,
+				       now + i * 1000ull + 50000, "queued", 6, NULL, 0);
+		n += !spanrec_put_item(r[i].buf, sizeof(r[i].buf), &off, SPAN_ITEM_TAG, 0,
+				       "shard", 5, v, strlen(v));
+		n += !spanrec_put_item(r[i].buf, sizeof(r[i].buf), &off, SPAN_ITEM_TAG, 0,
+				       "op", 2, "rados", 5);
+		f.trace_hi = r[i].hi;
+		f.trace_lo = r[i].lo;
+		f.span_id = r[i].id;
+		f.parent_id = r[i].parent;
+		f.start_ns = now + i * 1000ull;
+		f.duration_ns = r[i].dur_us * 1000;
+		f.kind = SPAN_KIND_SERVER;
+		f.flags = SPAN_F_SAMPLED;
+		f.items_len = (uint32_t)(off - sizeof(f));
+		f.nitems = (uint16_t)n;
+		memcpy(r[i].buf, &f, sizeof(f));
+		r[i].len = off;
+		snprintf(r[i].ann, sizeof(r[i].ann), "[{\"timestamp\":%" PRIu64 ",\"value\":\"queued\"}]",
+			 r[i].start_us + 50);
+		snprintf(r[i].tags, sizeof(r[i].tags), "{\"op\":\"rados\",\"shard\":\"%s\"}", v);
+	}
+	return r;
+}
+
+static void fresh(char *path, size_t len, const char *name)
+{
+	char cmd[256];
+
+	snprintf(path, len, "%s/%s.db", dir, name);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s' '%s-wal' '%s-shm'", path, path, path);
+	if (system(cmd))
+		fprintf(stderr, "bench_ingest: rm failed\n");
+}
+
+static double run_fay(const struct rec *r)
+{
+	char path[128], err[256];
+	struct store *st;
+	struct zspan *spans = calloc(batch, sizeof(*spans));
+	struct zarena a = { 0 };
+	uint64_t t0, seq = 0;
+	double secs;
+
+	fresh(path, sizeof(path), "fay");
+	st = store__open(path, 0, err, sizeof(err));
+	if (!st || !spans) {
+		fprintf(stderr, "bench_ingest: %s\n", err);
+		exit(1);
+	}
+	t0 = clock_monotonic_ns();
+	for (unsigned i = 0; i < nspans; i += batch) {
+		unsigned n = nspans - i < batch ? nspans - i : batch;
+		struct store_batch b = { .agent_id = "0123456789abcdef0123456789abcdef",
+					 .host = "bench", .seq = ++seq, .spans = spans,
+					 .nspans = n };
+		struct store_batch *bp = &b;
+
+		for (unsigned j = 0; j < n; j++) {
+			struct spanrec sr;
+
+			if (spanrec_decode(r[i + j].buf, r[i + j].len, &sr, err, sizeof(err)) < 0 ||
+			    zspan_from_rec(&sr, &a, &spans[j]) < 0) {
+				fprintf(stderr, "bench_ingest: %s\n", err);
+				exit(1);
+			}
+		}
+		if (store__write(st, &bp, 1, err, sizeof(err))) {
+			fprintf(stderr, "bench_ingest: %s\n", err);
+			exit(1);
+		}
+		zarena_reset(&a);
+	}
+	secs = (double)(clock_monotonic_ns() - t0) / 1e9;
+	store__close(st);
+	free(spans);
+	return nspans / secs;
+}
+
+static char *read_file(const char *p)
+{
+	FILE *f = fopen(p, "r");
+	char *s;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	s = malloc((size_t)n + 1);
+	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+		free(s);
+		s = NULL;
+	}
+	if (s)
+		s[n] = '\0';
+	fclose(f);
+	return s;
+}
+
+#define CK(x) do { if ((x) != SQLITE_OK && (x) != SQLITE_DONE) { \
+	fprintf(stderr, "bench_ingest: sqlite: %s\n", sqlite3_errmsg(db)); exit(1); } } while (0)
+
+static double run_peer(const struct rec *r, const char *schema)
+{
+	char path[128];
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	uint64_t t0;
+	double secs;
+
+	fresh(path, sizeof(path), "peer");
+	CK(sqlite3_open(path, &db));
+	CK(sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+			    "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;", NULL, NULL, NULL));
+	CK(sqlite3_exec(db, schema, NULL, NULL, NULL));
+	CK(sqlite3_prepare_v2(db,
+		"INSERT INTO spans (trace_hi, trace_lo, id, parent_id, kind, name,"
+		" local_service, local_ipv4, local_ipv6, local_port,"
+		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
+		" start_us, duration_us, shared, debug, error, annotations, tags, origin)"
+		" VALUES (?,?,?,?,2,?, ?,'10.0.0.7',NULL,6800, NULL,NULL,NULL,NULL, ?,?,0,0,0,?,?,0)",
+		-1, &s, NULL));
+	t0 = clock_monotonic_ns();
+	for (unsigned i = 0; i < nspans; i++) {
+		if (i % batch == 0)
+			CK(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL));
+		sqlite3_bind_int64(s, 1, (sqlite3_int64)r[i].hi);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)r[i].lo);
+		sqlite3_bind_int64(s, 3, (sqlite3_int64)r[i].id);
+		if (r[i].parent)
+			sqlite3_bind_int64(s, 4, (sqlite3_int64)r[i].parent);
+		else
+			sqlite3_bind_null(s, 4);
+		sqlite3_bind_text(s, 5, r[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 6, r[i].svc, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 7, (sqlite3_int64)r[i].start_us);
+		sqlite3_bind_int64(s, 8, (sqlite3_int64)r[i].dur_us);
+		sqlite3_bind_text(s, 9, r[i].ann, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 10, r[i].tags, -1, SQLITE_STATIC);
+		CK(sqlite3_step(s));
+		sqlite3_reset(s);
+		if (i % batch == batch - 1 || i == nspans - 1)
+			CK(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL));
+	}
+	secs = (double)(clock_monotonic_ns() - t0) / 1e9;
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return nspans / secs;
+}
+
+static int free_port(void)
+{
+	FILE *f = popen("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'", "r");
+	int p = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &p) != 1)
+			p = 0;
+		pclose(f);
+	}
+	return p;
+}
+
+/* Start a collector, stream batches with the client, return its rate. */
+static double run_wire(const char *fay, const char *client)
+{
+	char path[128], wa[32], ha[32], cmd[512], line[256];
+	int wp = free_port(), hp = free_port();
+	double rate = 0;
+	pid_t pid;
+	FILE *f;
+
+	fresh(path, sizeof(path), "wire");
+	snprintf(wa, sizeof(wa), "127.0.0.1:%d", wp);
+	snprintf(ha, sizeof(ha), "127.0.0.1:%d", hp);
+	pid = fork();
+	if (pid == 0) {
+		execl(fay, fay, "collector", "--listen", wa, "--http", ha, "--db", path,
+		      (char *)NULL);
+		_exit(127);
+	}
+	snprintf(cmd, sizeof(cmd), "for i in $(seq 50); do curl -sf http://%s/health >/dev/null && exit 0; sleep 0.1; done; exit 1", ha);
+	if (system(cmd)) {
+		fprintf(stderr, "bench_ingest: the collector did not start\n");
+		kill(pid, SIGKILL);
+		exit(1);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' -a %s -c 4 -n %u -m 1000 -W 4 -q send", client, wa,
+		 nspans / 4000 ? nspans / 4000 : 1);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "rate %lf", &rate);
+	if (f)
+		pclose(f);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	return rate;
+}
+
+static int cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+	const char *fay = NULL, *client = NULL;
+	double f[32], p[32], w[32], mf, mp;
+	struct rec *r;
+	char *schema;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-n") && i + 1 < argc)
+			nspans = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-b") && i + 1 < argc)
+			batch = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-r") && i + 1 < argc)
+			runs = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--fay") && i + 1 < argc)
+			fay = argv[++i];
+		else if (!strcmp(argv[i], "--client") && i + 1 < argc)
+			client = argv[++i];
+		else {
+			fprintf(stderr, "usage: bench_ingest [-n SPANS] [-b BATCH] [-r RUNS] [--fay PATH --client PATH]\n");
+			return 2;
+		}
+	}
+	if (runs < 1 || runs > 32 || !nspans || !batch)
+		return 2;
+	schema = read_file("src/store/schema.sql");
+	if (!schema) {
+		fprintf(stderr, "bench_ingest: run from the top of the tree (needs src/store/schema.sql)\n");
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "/tmp/fay-bench-ingest.XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	r = make_recs();
+	if (!r)
+		return 1;
+	{
+		double la[3] = { 0 };
+
+		getloadavg(la, 3);
+		printf("bench_ingest: %u spans (5 items each), batches of %u, median of %u runs"
+		       " (load average %.1f)\n", nspans, batch, runs, la[0]);
+	}
+	for (unsigned i = 0; i < runs; i++) {
+		/* alternate the order, so drift and the write-back of the
+		 * previous run's pages hit both alike */
+		if (i % 2) {
+			p[i] = run_peer(r, schema);
+			f[i] = run_fay(r);
+		} else {
+			f[i] = run_fay(r);
+			p[i] = run_peer(r, schema);
+		}
+		printf("  run %u: fay %.0f spans/s, bare sqlite %.0f spans/s\n", i + 1, f[i], p[i]);
+		fflush(stdout);
+	}
+	mf = median(f, runs);
+	mp = median(p, runs);
+	printf("store path (decode + convert + store__write): %.0f spans/s\n", mf);
+	printf("bare SQLite insert, same rows and schema:     %.0f spans/s\n", mp);
+	printf("ratio fay/sqlite: %.2f\n", mf / mp);
+	printf("goal >= 200000 spans/s: %s\n", mf >= 200000 ? "met" : "NOT met");
+	if (fay && client) {
+		for (unsigned i = 0; i < runs; i++) {
+			w[i] = run_wire(fay, client);
+			printf("  wire run %u: %.0f spans/s\n", i + 1, w[i]);
+		}
+		printf("over the wire (4 agents, 1000-span batches, ACK after COMMIT): %.0f spans/s\n",
+		       median(w, runs));
+	}
+	snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "%s", "");
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd))
+			fprintf(stderr, "bench_ingest: cleanup failed\n");
+	}
+	free(r);
+	free(schema);
+	return 0;
+}
