@@ -60,6 +60,7 @@ struct bs_opts {
 	unsigned sample;           /* 0: leave FAY_SAMPLE alone */
 	int sample_set;
 	double write_ratio;
+	double rate;               /* requests per second; 0: as fast as it goes */
 	uint32_t size;
 	uint64_t volume;
 	uint32_t object_size;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blockstack.h"
@@ -20,6 +21,7 @@ int role_client(const struct bs_opts *o)
 	long failed = 0;
 	uint8_t *shadow = NULL, *data = NULL, *rbuf = NULL;
 	size_t rcap = 0;
+	struct timespec next;
 	int fd, ret = 1;
 
 	bs_role_init("vm-client", 0, 1);
@@ -38,6 +40,7 @@ int role_client(const struct bs_opts *o)
 		goto out;
 	}
 
+	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (long i = 0; i < o->requests; i++) {
 		int is_write = (double)(bs_rand(&rng) >> 11) / (double)(1ull << 53) <
 			       o->write_ratio;
@@ -49,6 +52,17 @@ int role_client(const struct bs_opts *o)
 		const char *why = NULL;
 		int err;
 
+		if (o->rate > 0) {
+			/* Paced: request i starts i / rate seconds after the first. */
+			uint64_t ns = (uint64_t)(1e9 / o->rate);
+
+			next.tv_nsec += (long)(ns % 1000000000u);
+			next.tv_sec += (time_t)(ns / 1000000000u) + next.tv_nsec / 1000000000;
+			next.tv_nsec %= 1000000000;
+			if (i)
+				while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+					;
+		}
 		blkin_init_new_trace(&t, is_write ? "write" : "read", &ep);
 		BLKIN_TIMESTAMP(&t, &ep, CLIENT_SEND);
 		BLKIN_KEYVAL_INTEGER(&t, &ep, "offset", (int64_t)off);

@@ -26,9 +26,9 @@ static const char help[] =
 "    blockstack - a traced storage stack: BlkKin's example request path\n"
 "\n"
 "SYNOPSIS\n"
-"    blockstack [--requests N] [--sample N] [--write-ratio F] [--size BYTES]\n"
-"               [--dir DIR] [--seed S] [--object-size BYTES] [--volume BYTES]\n"
-"               [--quiet]\n"
+"    blockstack [--requests N] [--sample N] [--write-ratio F] [--rate R]\n"
+"               [--size BYTES] [--dir DIR] [--seed S] [--object-size BYTES]\n"
+"               [--volume BYTES] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs an I/O request's route through a storage stack as five processes\n"
@@ -61,6 +61,8 @@ static const char help[] =
 "                           role; the decision is made at the vm-client and\n"
 "                           followed downstream).  Default: FAY_SAMPLE, else 1\n"
 "    -w, --write-ratio F    fraction of writes, 0..1 (default 0.7)\n"
+"    -r, --rate R           at most R requests per second (default: as fast\n"
+"                           as the stack answers)\n"
 "    -b, --size BYTES       bytes per request (default 32k; k and m suffixes)\n"
 "    -d, --dir DIR          where the blockers keep their files (created; kept\n"
 "                           afterwards).  Default: a temporary directory,\n"
@@ -322,6 +324,9 @@ static int run_parent(const struct bs_opts *o, char *self)
 			args[a++] = "--write-ratio";
 			snprintf(slots[nslot], 64, "%.17g", o->write_ratio);
 			args[a++] = slots[nslot++];
+			args[a++] = "--rate";
+			snprintf(slots[nslot], 64, "%.17g", o->rate);
+			args[a++] = slots[nslot++];
 		}
 		if (o->hold && i <= R_B2) {
 			args[a++] = "--hold";
@@ -439,6 +444,7 @@ int main(int argc, char **argv)
 		{ "requests", required_argument, NULL, 'n' },
 		{ "sample", required_argument, NULL, 's' },
 		{ "write-ratio", required_argument, NULL, 'w' },
+		{ "rate", required_argument, NULL, 'r' },
 		{ "size", required_argument, NULL, 'b' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, OPT_SEED },
@@ -465,7 +471,7 @@ int main(int argc, char **argv)
 	int c;
 
 	o.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	while ((c = getopt_long(argc, argv, "n:s:w:b:d:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:w:r:b:d:qh", lo, NULL)) != -1) {
 		errno = 0;
 		switch (c) {
 		case 'n':
@@ -483,6 +489,11 @@ int main(int argc, char **argv)
 			o.write_ratio = strtod(optarg, &end);
 			if (errno || *end || end == optarg || o.write_ratio < 0 ||
 			    o.write_ratio > 1)
+				goto bad;
+			break;
+		case 'r':
+			o.rate = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(o.rate >= 0) || o.rate > 1e6)
 				goto bad;
 			break;
 		case 'b':
