@@ -27,6 +27,26 @@
  *   FAY_SHM_DIR    where the shm file goes (default /dev/shm).
  *   FAY_SERVICE    overrides the service name given to fay_init().
  *   FAY_DISABLE=1  record nothing (spans still propagate context).
+ *   FAY_RINGS      rings in the file, one per recording thread (default
+ *                  64, 1..4096); a thread that finds every ring taken
+ *                  counts its spans in lost_no_ring.
+ *   FAY_RING_KB    size of each ring in KiB, a power of two (default 256
+ *                  = 4096 slots of 64 bytes, 4..65536).
+ *   FAY_POOL       span handles: spans open at once in the process
+ *                  (default 4096, 1..1048576); beyond, spans are not
+ *                  recorded (lost_no_handle) but still propagate.
+ * A malformed value makes fay_init() return -EINVAL and create nothing.
+ *
+ * The file is named fay-<pid>-<16 hex>.shm, mode 0600, sparse (only pages
+ * touched cost memory), and is left in place at exit for the agent to
+ * drain and remove.  A child made by fork() never writes into its
+ * parent's file: it gets its own at its first recorded span (spans it
+ * inherited open are ended by the parent, not by it).  Unsampled spans
+ * carry their ids in a few per-thread handles that are reused in turn:
+ * keep at most 8 unsampled spans open at once per thread, or the oldest
+ * loses its ids (its propagation, never memory safety).  libfay keeps
+ * about 450 bytes of initial-exec thread-local storage; when it is
+ * dlopen()ed that comes from glibc's static TLS surplus.
  * See docs/ABI.md for the file format and docs/ARCHITECTURE.md for the path
  * a span takes from here to the UI.
  */

@@ -95,6 +95,14 @@ static int run_case(const char *name)
 		fay_span_end(s);
 		check(v.hdr && lt_records(&v) == 1 && v.hdr->lost_too_big == 0,
 		      "a full span fits a 4 KiB ring");
+	} else if (!strcmp(name, "exit")) {
+		/* exit() normally: the parent then checks the file is CLOSED
+		 * and still there */
+		check(ret == 0 && !own_file(&v), "file created");
+		check(v.hdr && v.hdr->state == FAY_SHM_LIVE, "LIVE while running");
+		fay_span_end(fay_span_root("last"));
+		lt_unmap(&v);
+		exit(fails);
 	} else if (!strncmp(name, "bad", 3)) {
 		check(ret == -EINVAL, "fay_init refuses it: %d", ret);
 		check(lt_count(FAY_SHM_PREFIX, NULL, 0) == 0, "no file");
@@ -119,6 +127,7 @@ static const struct env_case cases[] = {
 	{ "dir", "FAY_SHM_DIR is created", { NULL } },
 	{ "geometry", "FAY_RINGS/FAY_RING_KB/FAY_POOL shape the file",
 	  { "FAY_RINGS=2", "FAY_RING_KB=4", "FAY_POOL=8" } },
+	{ "exit", "exit: the file stays, state CLOSED, the span kept", { NULL } },
 	{ "bad-rings0", "FAY_RINGS=0 refused", { "FAY_RINGS=0" } },
 	{ "bad-rings", "FAY_RINGS=abc refused", { "FAY_RINGS=abc" } },
 	{ "bad-ringkb", "FAY_RING_KB=48 (not a power of two) refused", { "FAY_RING_KB=48" } },
@@ -164,9 +173,23 @@ int main(int argc, char **argv)
 			_exit(101);
 		}
 		waitpid(pid, &st, 0);
+		snprintf(dir, sizeof(dir), "%s/%s", lt_dir, c->name);
+		if (!strcmp(c->name, "exit") && WIFEXITED(st) && !WEXITSTATUS(st)) {
+			char path[PATH_MAX * 2];
+			struct lt_view v;
+
+			/* the case ran in pid (execl keeps it) */
+			st = lt_count_in(dir, FAY_SHM_PREFIX, path, sizeof(path)) == 1 &&
+			     !lt_map(path, &v) ? 0 : 1 << 8;
+			if (!st) {
+				if (v.hdr->state != FAY_SHM_CLOSED || v.hdr->pid != (uint32_t)pid ||
+				    lt_records(&v) != 1)
+					st = 1 << 8;
+				lt_unmap(&v);
+			}
+		}
 		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", c->what);
 		/* the case directories go before lt_cleanup removes lt_dir */
-		snprintf(dir, sizeof(dir), "%s/%s", lt_dir, c->name);
 		lt_rmdir(dir);
 	}
 	return test_done();

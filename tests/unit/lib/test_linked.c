@@ -5,6 +5,7 @@
  * C++ one, and the unchanged ceph/blkin-style one.  Their shm files are
  * read back and checked against the ids the programs print.
  */
+#include <dlfcn.h>
 #include <libgen.h>
 
 #include "libtest.h"
@@ -132,6 +133,45 @@ static void test_blkin_prog(void)
 	lt_unmap(&v);
 }
 
+/* libfay.so exports its API and nothing else (src/lib/libfay.map). */
+static void test_exports(void)
+{
+	static const char *api[] = {
+		"fay_init", "fay_set_sampling", "fay_set_sampling_rate",
+		"fay_span_root", "fay_span_child", "fay_span_remote",
+		"fay_span_traceparent", "fay_span_event", "fay_span_tag",
+		"fay_span_tag_int", "fay_span_end", "blkin_init", "blkin_record",
+		"blkin_init_new_trace", "blkin_init_child_info",
+		"blkin_pack_trace_info", "CLIENT_SEND",
+	};
+	static const char *internal[] = {
+		"lib", "lib_t", "lib_pool_get", "lib_write_record", "rand_u64",
+		"ring_write", "spanrec_put_item", "spanrec_decode", "clock_parse_duration",
+	};
+	char so[PATH_MAX + 32];
+	void *h;
+	int all = 1, none = 1;
+
+	snprintf(so, sizeof(so), "%s/../../libfay.so", progdir);
+	h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	ok(h != NULL, "dlopen libfay.so (%s)", h ? "ok" : dlerror());
+	if (!h)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(api); i++)
+		if (!dlsym(h, api[i])) {
+			diag("not exported: %s", api[i]);
+			all = 0;
+		}
+	for (size_t i = 0; i < ARRAY_SIZE(internal); i++)
+		if (dlsym(h, internal[i])) {
+			diag("exported but internal: %s", internal[i]);
+			none = 0;
+		}
+	ok(all, "the API is exported");
+	ok(none, "internal symbols are not");
+	dlclose(h);
+}
+
 int main(void)
 {
 	char self[PATH_MAX], probe[PATH_MAX + 32];
@@ -153,5 +193,6 @@ int main(void)
 	test_c11();
 	test_cxx();
 	test_blkin_prog();
+	test_exports();
 	return test_done();
 }
