@@ -8,7 +8,9 @@
 # %fs-relative load; a dlopen()ed libfay takes them from glibc's static TLS
 # surplus, 512 bytes by default); anything else in the library uses TLS
 # descriptors (gnu2), cheap and dlopen-safe.
-ifeq ($(shell uname -m),x86_64)
+# (gcc on x86-64; clang 14 does not know the flag.)
+LIBFAY_TLSDESC := $(shell $(CC) -mtls-dialect=gnu2 -E -x c /dev/null >/dev/null 2>&1 && echo y)
+ifeq ($(LIBFAY_TLSDESC),y)
 $(B)/pic/%.o: CFLAGS += -mtls-dialect=gnu2
 endif
 $(B)/pic/src/common/rand.o: CFLAGS += -ftls-model=initial-exec
