@@ -7,18 +7,12 @@
 # counts the loss ("1 died mid-span") for that process.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/lib/e2e.bash"
-e2e_need
-e2e_ports
-
-ok "collector starts" e2e_collector
-ok "agent starts" e2e_agent
+e2e_setup
 
 DIR=$T_TMP/bs
 # 4k writes on 4k boundaries: one object, one blocker-1 span per request.
-"$BLOCKSTACK" --requests 20 --sample 1 --size 4k --write-ratio 1 --dir "$DIR" \
-	--hold blocker-1:20 >"$T_TMP/blockstack.out" 2>"$T_TMP/blockstack.err" &
-BS=$!
-T_PIDS+=("$BS")
+e2e_bs_background --requests 20 --sample 1 --size 4k --write-ratio 1 --dir "$DIR" \
+	--hold blocker-1:20
 ok "blocker-1 holds its 20th span open" wait_for 20 test -s "$DIR/blocker-1.held"
 pid=$(cat "$DIR/blocker-1.held" 2>/dev/null)
 diag "blocker-1 is pid $pid"

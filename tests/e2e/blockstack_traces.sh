@@ -6,11 +6,7 @@
 # its parent, and exactly the spans the workload recorded.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/lib/e2e.bash"
-e2e_need
-e2e_ports
-
-ok "collector starts" e2e_collector
-ok "agent starts" e2e_agent
+e2e_setup
 
 out=$("$BLOCKSTACK" --requests 200 --sample 1 2>"$T_TMP/blockstack.err")
 rc=$?

@@ -8,17 +8,10 @@
 # machine cannot make them overflow: a loss here is the collector's.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/lib/e2e.bash"
-e2e_need
-e2e_ports
 export FAY_RING_KB=4096
+e2e_setup
 
-ok "collector starts" e2e_collector
-ok "agent starts" e2e_agent
-
-"$BLOCKSTACK" --requests 3000 --rate 300 --sample 1 --size 8k >"$T_TMP/blockstack.out" \
-	2>"$T_TMP/blockstack.err" &
-BS=$!
-T_PIDS+=("$BS")
+e2e_bs_background --requests 3000 --rate 300 --sample 1 --size 8k
 # Records this collector process committed (its /metrics counter).
 committed() {
 	curl -sf "$E2E_URL/metrics" | sed -n 's/^fay_collector_spans_stored_total \([0-9]*\)$/\1/p'
@@ -33,16 +26,7 @@ for round in 1 2; do
 	sleep 1
 	ok "collector restarts on the same db (round $round)" e2e_collector
 done
-wait "$BS"
-rc=$?
-out=$(cat "$T_TMP/blockstack.out")
-diag "$out"
-ok "blockstack succeeds while the collector comes and goes" test $rc -eq 0
-spans=$(bs_spans "$out")
-ok "all spans reach the collector" wait_stored 60 "${spans:-1}"
-check_traces --traces 3000 --spans "${spans:--1}"
-ok "no ring overwrote records" \
-	bash -c "! grep -E 'gone.*lost:' '$T_TMP/agent.log' | grep -v 'lost: 0 ring overwrite'"
+e2e_bs_finish "the collector comes and goes" 3000
 ok "the agent reconnected" test "$(grep -c 'connected' "$T_TMP/agent.log")" -ge 3
 e2e_logs_on_failure
 done_testing

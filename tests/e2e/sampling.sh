@@ -6,11 +6,7 @@
 # trace that was sampled must be complete, in every process it crossed.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/lib/e2e.bash"
-e2e_need
-e2e_ports
-
-ok "collector starts" e2e_collector
-ok "agent starts" e2e_agent
+e2e_setup
 
 N=1000
 out=$("$BLOCKSTACK" --requests $N --sample 10 --size 8k 2>"$T_TMP/blockstack.err")

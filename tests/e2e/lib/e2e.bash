@@ -105,3 +105,36 @@ e2e_logs_on_failure() {
 		done
 	fi
 }
+
+# e2e_setup: skip without the programs; start a collector and an agent.
+e2e_setup() {
+	e2e_need
+	e2e_ports
+	ok "collector starts" e2e_collector
+	ok "agent starts" e2e_agent
+}
+
+# e2e_bs_background ARGS...: blockstack in the background (pid in BS),
+# output in $T_TMP/blockstack.{out,err}.
+e2e_bs_background() {
+	"$BLOCKSTACK" "$@" >"$T_TMP/blockstack.out" 2>"$T_TMP/blockstack.err" &
+	BS=$!
+	T_PIDS+=("$BS")
+}
+
+# e2e_bs_finish WHAT TRACES: wait for the background blockstack; it must
+# succeed, every span it recorded must be stored, the traces check out,
+# and no ring may have overwritten records.
+e2e_bs_finish() {
+	local rc out spans
+	wait "$BS"
+	rc=$?
+	out=$(cat "$T_TMP/blockstack.out")
+	diag "$out"
+	ok "blockstack succeeds while $1" test $rc -eq 0
+	spans=$(bs_spans "$out")
+	ok "all spans reach the collector" wait_stored 60 "${spans:-1}"
+	check_traces --traces "$2" --spans "${spans:--1}"
+	ok "no ring overwrote records" \
+		bash -c "! grep -E 'gone.*lost:' '$T_TMP/agent.log' | grep -v 'lost: 0 ring overwrite'"
+}
