@@ -377,6 +377,7 @@ int fay_init(const char *service, const char *ip, int port)
 	err = create_file();
 	if (err)
 		goto out;
+	lib.need_file = 0;      /* a fork child that called fay_init itself */
 	WRITE_ONCE(lib.recording, 1);
 	if (!atexit_done) {
 		atexit(at_exit);

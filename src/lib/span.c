@@ -165,6 +165,8 @@ void lib_count_unsampled_slow(void)
 {
 	if (lib.hdr)
 		lib_flush_counters();
+	else
+		lib_t.unsampled = 0;    /* no file to count them in */
 }
 
 struct fay_span *fay_span_root(const char *name)

@@ -534,6 +534,67 @@ static void test_threads(void)
 	lt_spans_free(&sp);
 }
 
+/* ---- the lock-free pool under contention ------------------------------ */
+
+#define STRESS_SPANS 20000
+
+static struct fay_span *volatile mailbox[NTHR];
+
+/* Each thread begins spans with children, ends half of its own and the
+ * other half through a mailbox another thread empties, so handles move
+ * between the threads' caches and the global stack all the time. */
+static void *stress(void *arg)
+{
+	long t = (long)arg;
+
+	for (int i = 0; i < STRESS_SPANS; i++) {
+		struct fay_span *r = fay_span_root("stress"), *c = fay_span_child(r, "c");
+		struct fay_span *got;
+
+		fay_span_tag_int(c, "i", i);
+		fay_span_end(c);
+		if (i & 1) {
+			fay_span_end(r);
+		} else {
+			/* swap our root for whatever the next thread left */
+			got = __atomic_exchange_n(&mailbox[(t + 1) % NTHR], r, __ATOMIC_ACQ_REL);
+			fay_span_end(got);
+		}
+	}
+	return NULL;
+}
+
+static void test_pool_stress(void)
+{
+	pthread_t th[NTHR];
+	uint64_t n0 = lt_records(&view), lost0 = view.hdr->lost_no_handle, recorded, lost;
+	unsigned open = 0;
+	struct lt_spans sp;
+
+	for (long t = 0; t < NTHR; t++)
+		pthread_create(&th[t], NULL, stress, (void *)t);
+	for (int t = 0; t < NTHR; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < NTHR; t++)
+		fay_span_end(mailbox[t]);
+	recorded = lt_records(&view) - n0;
+	lost = view.hdr->lost_no_handle - lost0;
+	is_u64(recorded + lost, 2ull * NTHR * STRESS_SPANS,
+	       "%d threads x %d roots+children: every span recorded or counted lost (%llu lost)",
+	       NTHR, STRESS_SPANS, (unsigned long long)lost);
+	for (uint32_t i = 0; i < view.hdr->npool; i++) {
+		const struct fay_pool_slot *ps = (const struct fay_pool_slot *)
+			(view.base + view.hdr->pool_off + (size_t)i * view.hdr->pool_stride);
+
+		if (ps->state != FAY_POOL_FREE)
+			open++;
+	}
+	is_int(open, 0, "every handle back in the pool afterwards");
+	lt_read_all(&view, &sp);
+	is_int(sp.bad + sp.corrupt, 0, "rings intact");
+	lt_spans_free(&sp);
+}
+
 /* ---- recursion guard and signals -------------------------------------- */
 
 static volatile sig_atomic_t in_handler;
@@ -699,6 +760,7 @@ int main(void)
 	test_truncation();
 	test_pool();
 	test_threads();
+	test_pool_stress();
 	test_guard();
 	test_fork();
 	lt_unmap(&view);
