@@ -38,11 +38,18 @@ static int u64_field(json_t *o, const char *key, uint64_t *out)
 	return 0;
 }
 
-static int cmp_annot(const void *a, const void *b)
+/* Annotations by time; equal times keep the order they were recorded in
+ * (a stable insertion sort: a span has a handful). */
+static void sort_annots(struct tr_annot *a, size_t n)
 {
-	const struct tr_annot *x = a, *y = b;
+	for (size_t i = 1; i < n; i++) {
+		struct tr_annot x = a[i];
+		size_t j = i;
 
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+		for (; j > 0 && a[j - 1].ts > x.ts; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
 }
 
 static int cmp_tag(const void *a, const void *b)
@@ -111,7 +118,7 @@ static int span_parse(struct tr_span *s, json_t *o, size_t i,
 			}
 			s->nannots++;
 		}
-		qsort(s->annots, s->nannots, sizeof(*s->annots), cmp_annot);
+		sort_annots(s->annots, s->nannots);
 	}
 
 	tags = json_object_get(o, "tags");

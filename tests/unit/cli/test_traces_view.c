@@ -21,7 +21,8 @@ static const char *const canned =
 "  \"duration\":200,\"localEndpoint\":{\"serviceName\":\"blocker-1\",\"ipv4\":\"127.0.0.1\",\"port\":7001},\n"
 "  \"annotations\":[{\"timestamp\":1700000000000390,\"value\":\"filestore\"},\n"
 "                   {\"timestamp\":1700000000000210,\"value\":\"queue\"},\n"
-"                   {\"timestamp\":1700000000000300,\"value\":\"journal\"}],\n"
+"                   {\"timestamp\":1700000000000300,\"value\":\"journal\"},\n"
+"                   {\"timestamp\":1700000000000300,\"value\":\"sync\"}],\n"
 "  \"tags\":{\"size\":\"4096\",\"object\":\"vol.0\",\"offset\":\"0\"}},\n"
 " {\"traceId\":\"4bf92f3577b34da6a3ce929d0e0e4736\",\"id\":\"00000000000000a1\",\n"
 "  \"name\":\"write\",\"timestamp\":1700000000000000,\"duration\":1000,\n"
@@ -153,7 +154,9 @@ static void test_tree(void)
 		const struct tr_span *e1 = &t->spans[t->order[3]];
 
 		is_str(e1->annots[0].value, "queue", "annotations sorted by time");
-		is_str(e1->annots[2].value, "filestore", "last annotation");
+		is_str(e1->annots[1].value, "journal", "equal times keep their order (1)");
+		is_str(e1->annots[2].value, "sync", "equal times keep their order (2)");
+		is_str(e1->annots[3].value, "filestore", "last annotation");
 		is_str(e1->tags[0].key, "object", "tags sorted by key");
 		is_str(e1->ip, "127.0.0.1", "endpoint ip");
 		is_int(e1->port, 7001, "endpoint port");
@@ -224,7 +227,7 @@ static void test_waterfall_ascii(void)
 	       "      blocker-1 write |    +#++            |     200us",
 	       "annotations are marks on the bar");
 	is_str(line_of(out, "          @"),
-	       "          @ +10us queue  +100us journal  +190us filestore",
+	       "          @ +10us queue  +100us journal  +100us sync  +190us filestore",
 	       "annotations listed with offsets from the span start");
 	is_str(line_of(out, "          object"),
 	       "          object=vol.0  offset=0  size=4096", "tags below the span");
