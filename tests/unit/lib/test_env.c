@@ -6,6 +6,7 @@
  * (the case's checks run in that process, which exits with the number of
  * checks that failed, and says which on stdout as TAP comments).
  */
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <fay/trace.h>
@@ -103,6 +104,14 @@ static int run_case(const char *name)
 		fay_span_end(fay_span_root("last"));
 		lt_unmap(&v);
 		exit(fails);
+	} else if (!strcmp(name, "killed")) {
+		/* killed with 3 spans open: the agent must be able to see them */
+		check(ret == 0, "fay_init");
+		fay_span_root("open 1");
+		fay_span_child(fay_span_root("open 2"), "open 3");
+		fay_span_end(fay_span_root("ended"));
+		fflush(stdout);
+		raise(SIGKILL);
 	} else if (!strncmp(name, "bad", 3)) {
 		check(ret == -EINVAL, "fay_init refuses it: %d", ret);
 		check(lt_count(FAY_SHM_PREFIX, NULL, 0) == 0, "no file");
@@ -111,6 +120,34 @@ static int run_case(const char *name)
 	}
 	lt_unmap(&v);
 	return fails;
+}
+
+/* After the "killed" case: the file is there, LIVE (nobody closed it),
+ * with exactly 3 handles OPEN in its pool and the ended span in a ring. */
+static int killed_ok(const char *dir, int st)
+{
+	char path[PATH_MAX * 2];
+	struct lt_view v;
+	unsigned open = 0;
+	int good;
+
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+		return 0;
+	if (lt_count_in(dir, FAY_SHM_PREFIX, path, sizeof(path)) != 1 || lt_map(path, &v))
+		return 0;
+	for (uint32_t i = 0; i < v.hdr->npool; i++) {
+		const struct fay_pool_slot *ps = (const struct fay_pool_slot *)
+			(v.base + v.hdr->pool_off + (size_t)i * v.hdr->pool_stride);
+
+		if (ps->state == FAY_POOL_OPEN)
+			open++;
+	}
+	good = v.hdr->state == FAY_SHM_LIVE && open == 3 && lt_records(&v) == 1;
+	if (!good)
+		diag("killed: state %u, %u open, %llu records", v.hdr->state, open,
+		     (unsigned long long)lt_records(&v));
+	lt_unmap(&v);
+	return good;
 }
 
 struct env_case {
@@ -128,6 +165,7 @@ static const struct env_case cases[] = {
 	{ "geometry", "FAY_RINGS/FAY_RING_KB/FAY_POOL shape the file",
 	  { "FAY_RINGS=2", "FAY_RING_KB=4", "FAY_POOL=8" } },
 	{ "exit", "exit: the file stays, state CLOSED, the span kept", { NULL } },
+	{ "killed", "SIGKILL: the file stays LIVE, 3 open handles show in the pool", { NULL } },
 	{ "bad-rings0", "FAY_RINGS=0 refused", { "FAY_RINGS=0" } },
 	{ "bad-rings", "FAY_RINGS=abc refused", { "FAY_RINGS=abc" } },
 	{ "bad-ringkb", "FAY_RING_KB=48 (not a power of two) refused", { "FAY_RING_KB=48" } },
@@ -188,6 +226,8 @@ int main(int argc, char **argv)
 				lt_unmap(&v);
 			}
 		}
+		if (!strcmp(c->name, "killed"))
+			st = killed_ok(dir, st) ? 0 : 1 << 8;
 		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", c->what);
 		/* the case directories go before lt_cleanup removes lt_dir */
 		lt_rmdir(dir);
