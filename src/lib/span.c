@@ -34,11 +34,12 @@ static inline int is_open(const struct fay_span *s)
 	return s && as_slot(s)->state == FAY_POOL_OPEN;
 }
 
-/* A non-recording handle for this trace (hi = lo = 0: a new trace, ids
- * made on demand). */
-static struct fay_span *nonrec(uint64_t hi, uint64_t lo, uint8_t flags)
+/* A non-recording handle of thread block t for this trace (hi = lo = 0: a
+ * new trace, ids made on demand). */
+static inline struct fay_span *nonrec(struct lib_tls *t, uint64_t hi,
+				      uint64_t lo, uint8_t flags)
 {
-	struct lib_nonrec *n = &lib_t.nr[lib_t.nr_next++ % LIB_NR_HANDLES];
+	struct lib_nonrec *n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
 
 	n->state = LIB_NONREC;
 	n->flags = flags;
@@ -156,7 +157,7 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 	return (struct fay_span *)sl;
 
 nonrec:
-	nr = nonrec(hi, lo, SPAN_F_SAMPLED);
+	nr = nonrec(lib_tls(), hi, lo, SPAN_F_SAMPLED);
 	((struct lib_nonrec *)nr)->span_id = rand_u64();
 	return nr;
 }
@@ -172,20 +173,12 @@ void lib_count_unsampled_slow(void)
 struct fay_span *fay_span_root(const char *name)
 {
 	struct lib_tls *t = lib_tls();
-	struct lib_nonrec *n;
 
 	if (lib_sample_root(t))
 		return begin(name, 0, 0, 0);
 	if (unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
 		lib_count_unsampled_slow();
-	/* nonrec(0, 0, 0) with the thread's block in hand */
-	n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
-	n->state = LIB_NONREC;
-	n->flags = 0;
-	n->trace_hi = 0;
-	n->trace_lo = 0;
-	n->span_id = 0;
-	return (struct fay_span *)n;
+	return nonrec(t, 0, 0, 0);
 }
 
 struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
@@ -199,7 +192,7 @@ struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
 		return fay_span_root(name);
 	if (flags & SPAN_F_SAMPLED)
 		return begin(name, hi, lo, id);
-	return nonrec(hi, lo, 0);
+	return nonrec(lib_tls(), hi, lo, 0);
 }
 
 struct fay_span *fay_span_remote(const char *traceparent, const char *name)
@@ -216,7 +209,7 @@ struct fay_span *fay_span_remote(const char *traceparent, const char *name)
 	}
 	if (flags & 1)
 		return begin(name, hi, lo, id);
-	return nonrec(hi, lo, 0);
+	return nonrec(lib_tls(), hi, lo, 0);
 }
 
 int fay_span_traceparent(const struct fay_span *s, char *buf, size_t len)
