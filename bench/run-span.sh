@@ -21,6 +21,10 @@
 #   --runs N    bench_span runs (default 3); other options go to bench_span
 #               (--rounds N, --spans N).
 #
+# EXAMPLES
+#   O=/tmp/fay-me bench/run-span.sh --runs 5
+#   bench/run-span.sh --runs 1 --rounds 3 --spans 50000     # a quick look
+#
 # ENVIRONMENT
 #   O           build tree (default build); the binaries are $O/bench/.
 #
@@ -34,8 +38,13 @@ runs=3
 args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--runs) runs=$2; shift 2 ;;
-	-h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	--runs)
+		case "${2:-}" in
+		[1-9]|[1-9][0-9]) runs=$2 ;;
+		*) echo "error: --runs wants a number from 1 to 99, not '${2:-}'" >&2; exit 1 ;;
+		esac
+		shift 2 ;;
+	-h|--help) sed -n '4,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) args+=("$1"); shift ;;
 	esac
 done
