@@ -120,17 +120,24 @@ int blkin_init_endpoint(struct blkin_endpoint *endpoint, const char *ip,
 	return 0;
 }
 
+/* The fields every kind of annotation sets. */
+static int annot_init(struct blkin_annotation *a, blkin_annotation_type type,
+		      const char *key, const struct blkin_endpoint *endpoint)
+{
+	a->type = type;
+	a->key = key;
+	a->endpoint = endpoint;
+	return 0;
+}
+
 int blkin_init_string_annotation(struct blkin_annotation *annotation,
 				 const char *key, const char *val,
 				 const struct blkin_endpoint *endpoint)
 {
 	if (!annotation || !key || !val)
 		return -EINVAL;
-	annotation->type = ANNOT_STRING;
-	annotation->key = key;
 	annotation->val_str = val;
-	annotation->endpoint = endpoint;
-	return 0;
+	return annot_init(annotation, ANNOT_STRING, key, endpoint);
 }
 
 int blkin_init_integer_annotation(struct blkin_annotation *annotation,
@@ -139,11 +146,8 @@ int blkin_init_integer_annotation(struct blkin_annotation *annotation,
 {
 	if (!annotation || !key)
 		return -EINVAL;
-	annotation->type = ANNOT_INTEGER;
-	annotation->key = key;
 	annotation->val_int = val;
-	annotation->endpoint = endpoint;
-	return 0;
+	return annot_init(annotation, ANNOT_INTEGER, key, endpoint);
 }
 
 int blkin_init_timestamp_annotation(struct blkin_annotation *annot,
@@ -152,11 +156,8 @@ int blkin_init_timestamp_annotation(struct blkin_annotation *annot,
 {
 	if (!annot || !event)
 		return -EINVAL;
-	annot->type = ANNOT_TIMESTAMP;
-	annot->key = NULL;
 	annot->val_str = event;
-	annot->endpoint = endpoint;
-	return 0;
+	return annot_init(annot, ANNOT_TIMESTAMP, NULL, endpoint);
 }
 
 /* Is the annotation complete for its type? */
