@@ -5,7 +5,7 @@
 # and an agent resending everything (as after a reconnect) stores only
 # what was missing.
 . "$(dirname "$0")/../lib/lib.sh"
-. "$(dirname "$0")/collector_lib.sh"
+. "$(dirname "$0")/collector_lib.bash"
 
 DB=$T_TMP/fay.db
 ID=feedface00000000feedface00000000

@@ -5,7 +5,7 @@
 # JSON round trip field by field, gzip, the token, and a store file that
 # is not a fay store.
 . "$(dirname "$0")/../lib/lib.sh"
-. "$(dirname "$0")/collector_lib.sh"
+. "$(dirname "$0")/collector_lib.bash"
 command -v python3 >/dev/null || skip_all "needs python3"
 
 DB=$T_TMP/fay.db

@@ -7,7 +7,7 @@
 # partial records merged into Zipkin spans, STATS, and broken frames
 # (ERROR + that connection closed, everyone else still served).
 . "$(dirname "$0")/../lib/lib.sh"
-. "$(dirname "$0")/collector_lib.sh"
+. "$(dirname "$0")/collector_lib.bash"
 
 DB=$T_TMP/fay.db
 ID=abcdef0123456789abcdef0123456789

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Shared by tests/integration/collector_*.sh: start and stop a real
+# Sourced by tests/integration/collector_*.sh (not a test itself: no .sh): start and stop a real
 # 'fay collector' on free loopback ports with a temp store.
 CLIENT=${CLIENT:-$BUILD/tests/fay-wire-client}
 
