@@ -21,6 +21,7 @@
 #include "store/store.h"
 
 struct ingest;
+struct coll_ext;
 
 /* Counters (relaxed atomics; read for /metrics). */
 struct coll_metrics {
@@ -74,6 +75,9 @@ struct collector {
 	pthread_mutex_t readers_lock;
 	struct store_reader *readers[8];
 	int nreaders;
+
+	/* Web UI, OTLP, exporters, /api/query (ext.h); NULL: none. */
+	struct coll_ext *ext;
 };
 
 /* ---- collector.c helpers ------------------------------------------------ */

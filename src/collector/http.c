@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The HTTP side of the collector (default 127.0.0.1:9411), on
- * libmicrohttpd (the only file that includes it): Zipkin's v2 API
+ * libmicrohttpd (with the route files of http_int.h): Zipkin's v2 API
  * (zipkin-server's ZipkinQueryApiV2 and ZipkinHttpCollector), /health and
  * /metrics.
  *
@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "collector/collector.h"
+#include "collector/http_int.h"
 #include "collector/zjson.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -53,8 +54,8 @@ const char *http_server_addr(const struct http_server *hs)
 
 /* ---- responses ---------------------------------------------------------- */
 
-static enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
-			     const char *type, char *body, size_t len)
+enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
+		      const char *type, char *body, size_t len)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -73,9 +74,8 @@ static enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
 }
 
 /* A plain-text answer, counted as a bad request when 4xx. */
-__attribute__((format(printf, 4, 5)))
-static enum MHD_Result reply_text(struct collector *c, struct MHD_Connection *con,
-				  unsigned status, const char *fmt, ...)
+enum MHD_Result reply_text(struct collector *c, struct MHD_Connection *con,
+			   unsigned status, const char *fmt, ...)
 {
 	char *s = NULL;
 	va_list ap;
@@ -92,8 +92,8 @@ static enum MHD_Result reply_text(struct collector *c, struct MHD_Connection *co
 }
 
 /* Answer 200 with JSON j (reference taken). */
-static enum MHD_Result reply_json(struct collector *c, struct MHD_Connection *con,
-				  json_t *j)
+enum MHD_Result reply_json(struct collector *c, struct MHD_Connection *con,
+			   json_t *j)
 {
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
@@ -103,8 +103,8 @@ static enum MHD_Result reply_json(struct collector *c, struct MHD_Connection *co
 	return reply(con, MHD_HTTP_OK, "application/json", s, strlen(s));
 }
 
-static enum MHD_Result reply_store_err(struct collector *c, struct MHD_Connection *con,
-				       int err)
+enum MHD_Result reply_store_err(struct collector *c, struct MHD_Connection *con,
+				int err)
 {
 	M_ADD(c, store_errors, 1);
 	return reply_text(c, con, err == -EBUSY ? 503 : 500, "store: %s\n", errstr(err));
@@ -112,7 +112,7 @@ static enum MHD_Result reply_store_err(struct collector *c, struct MHD_Connectio
 
 /* ---- parameters --------------------------------------------------------- */
 
-static const char *arg(struct MHD_Connection *con, const char *k)
+const char *arg(struct MHD_Connection *con, const char *k)
 {
 	return MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, k);
 }
@@ -387,8 +387,8 @@ static enum MHD_Result get_trace_many(struct collector *c, struct MHD_Connection
 /* ---- POST /api/v2/spans ------------------------------------------------- */
 
 /* Inflate a gzip body into *out (at most max bytes).  0, -E2BIG, -EINVAL. */
-static int gunzip(const char *in, size_t len, size_t max, char **out, size_t *outlen,
-		  char *err, size_t errlen)
+int gunzip(const char *in, size_t len, size_t max, char **out, size_t *outlen,
+	   char *err, size_t errlen)
 {
 	z_stream z = { 0 };
 	size_t cap = len * 4 + 1024, n = 0;
@@ -509,7 +509,7 @@ static enum MHD_Result post_spans(struct collector *c, struct MHD_Connection *co
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-static int token_ok(struct collector *c, struct MHD_Connection *con)
+int http_token_ok(struct collector *c, struct MHD_Connection *con)
 {
 	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
 
@@ -523,10 +523,15 @@ static enum MHD_Result route(struct collector *c, struct MHD_Connection *con,
 {
 	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	int post = !strcmp(method, "POST");
+	struct http_body body = { rq->body, rq->len, rq->too_big };
+	enum MHD_Result ext;
 
+	/* The web UI, its API, /api/query, /v1/traces ... (ext_http.c). */
+	if (http_ext_route(c, con, url, method, &body, &ext))
+		return ext;
 	if (!strcmp(url, "/api/v2/spans")) {
 		if (post) {
-			if (!token_ok(c, con)) {
+			if (!http_token_ok(c, con)) {
 				M_ADD(c, http_spans_dropped, 1);
 				return reply_text(c, con, 401,
 					"POST needs 'Authorization: Bearer TOKEN' (the collector runs with --token)\n");

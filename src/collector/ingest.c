@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "collector/collector.h"
+#include "collector/ext.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -115,6 +116,8 @@ static void run_group(struct ingest *in, struct job *jobs)
 		if (ret) {
 			M_ADD(in->c, store_errors, 1);
 			pr_warn("ingest: %zu batches not stored: %s", nb, err);
+		} else {
+			coll_ext_committed(in->c, bs, nb); /* --export */
 		}
 	}
 	for (j = jobs; j; j = j->next) {

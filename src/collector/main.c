@@ -15,6 +15,7 @@
 
 #include "cli/cmds.h"
 #include "collector/collector.h"
+#include "collector/ext.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -24,11 +25,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "NAME\n"
-"    fay collector - the central service: span store, Zipkin v2 API, agent listener\n"
+"    fay collector - the central service: span store, web UI, Zipkin v2 and OTLP\n"
+"    APIs, agent listener\n"
 "\n"
 "SYNOPSIS\n"
 "    fay collector [--listen ADDR] [--http ADDR] [--db PATH] [--retention DUR]\n"
-"                  [--token T] [--max-body BYTES]\n"
+"                  [--token T] [--max-body BYTES] [--thresholds FILE]\n"
+"                  [--export zipkin=URL|otlp=URL]...\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -55,6 +58,16 @@ static void usage(FILE *f)
 "      GET  /health                   {\"status\":\"UP\",...}\n"
 "      GET  /metrics                  Prometheus text: spans received, stored,\n"
 "                                     rejected, duplicate; batches; agents\n"
+"      POST /v1/traces                OTLP/HTTP JSON spans (chunked, gzip); 200 {}\n"
+"      GET  /api/v2/dependencies?endTs=MS&lookback=MS  service call graph\n"
+"      POST /api/query                a FayQL query; 400 with line:col, or\n"
+"                                     NDJSON rows streamed as they come\n"
+"      GET  /api/ui/dashboard?window=S&step=S  per service/span latencies\n"
+"      GET|PUT /api/ui/thresholds     the dashboard's thresholds (JSON)\n"
+"      GET  /api/ui/hosts             agents: up/down, version, losses, probes\n"
+"      GET  /                         the web UI: traces, a trace's waterfall at\n"
+"                                     /trace/ID, dependencies, dashboard, live\n"
+"                                     query, hosts (embedded; works offline)\n"
 "    A bad request is answered 400 with the reason (\"span 3: traceId: ...\",\n"
 "    span numbers count from 0), an unknown trace 404, a body over the limit 413.\n"
 "\n"
@@ -72,6 +85,15 @@ static void usage(FILE *f)
 "                      'Authorization: Bearer T' (also: FAY_TOKEN)\n"
 "    --max-body BYTES  largest POST body, before and after gzip (default 16M;\n"
 "                      suffixes k, M)\n"
+"    --thresholds FILE the dashboard's thresholds, JSON: {\"rules\": [{\"service\":\n"
+"                      \"S\", \"span\": \"N\", \"p50_us\": X, \"p99_us\": X, \"avg_us\": X,\n"
+"                      \"error_rate\": F}]} (\"*\" matches any; the most specific\n"
+"                      rule wins); edits in the UI are written back to FILE\n"
+"                      (default PATH.thresholds.json next to the store)\n"
+"    --export KIND=URL forward every stored span to another backend: zipkin=URL\n"
+"                      (Zipkin v2 JSON, e.g. http://zipkin:9411/api/v2/spans) or\n"
+"                      otlp=URL (OTLP/HTTP JSON, e.g. http://otel:4318/v1/traces);\n"
+"                      batched, retried 3 times, counted in /metrics; repeatable\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -82,6 +104,9 @@ static void usage(FILE *f)
 "    curl -s 'localhost:9411/api/v2/traces?serviceName=mapperd&minDuration=1000&limit=5'\n"
 "    curl -s -X POST -H 'Content-Type: application/json' --data @spans.json \\\n"
 "         localhost:9411/api/v2/spans\n"
+"    fay collector --thresholds /etc/fay/thresholds.json \\\n"
+"         --export zipkin=http://127.0.0.1:9412/api/v2/spans\n"
+"    xdg-open http://127.0.0.1:9411/\n"
 "\n"
 "EXIT STATUS\n"
 "    0 stopped by SIGINT/SIGTERM, 1 cannot start (address in use, store not\n"
@@ -94,7 +119,8 @@ static void usage(FILE *f)
 "                      default NORMAL survives any crash of the process\n"
 "\n"
 "FILES\n"
-"    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n",
+"    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n"
+"    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n",
 		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT);
 }
 
@@ -133,6 +159,8 @@ int cmd_collector(int argc, char **argv)
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'm' },
+		{ "thresholds", required_argument, NULL, 'T' },
+		{ "export", required_argument, NULL, 'x' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -142,6 +170,7 @@ int cmd_collector(int argc, char **argv)
 	struct collector c = { .max_body = 16u << 20, .retention_us = 7ull * 86400 * 1000000 };
 	struct wire_server *ws = NULL;
 	struct http_server *hs = NULL;
+	struct coll_ext_opts xo = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigset_t set, old;
 	uint64_t ns;
@@ -173,6 +202,13 @@ int cmd_collector(int argc, char **argv)
 			if (parse_size(optarg, &c.max_body)) {
 				fprintf(stderr, "error: --max-body '%s': expected a size like 512k or 16M\n",
 					optarg);
+				return 2;
+			}
+			break;
+		case 'T': xo.thresholds = optarg; break;
+		case 'x':
+			if (coll_ext_add_export(&xo, optarg, err, sizeof(err))) {
+				fprintf(stderr, "error: %s\n", err);
 				return 2;
 			}
 			break;
@@ -212,6 +248,12 @@ int cmd_collector(int argc, char **argv)
 		fprintf(stderr, "error: store: %s\n", err);
 		goto out;
 	}
+	xo.db = db;
+	c.ext = coll_ext_new(&c, &xo, err, sizeof(err));
+	if (!c.ext) {
+		fprintf(stderr, "error: %s\n", err);
+		goto out;
+	}
 	c.ingest = ingest_new(&c);
 	if (!c.ingest) {
 		fprintf(stderr, "error: cannot start the writer thread: %s\n", errstr(errno));
@@ -242,6 +284,7 @@ out:
 	http_server_free(hs);
 	wire_server_free(ws);
 	ingest_free(c.ingest);
+	coll_ext_free(c.ext);
 	for (int i = 0; i < c.nreaders; i++)
 		store__reader_free(c.readers[i]);
 	store__close(c.store);

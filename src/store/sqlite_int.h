@@ -5,6 +5,8 @@
 
 #include "store/span.h"
 
+struct store_reader;
+
 /* src/store/schema.sql, NUL-terminated (src/store/schema.c). */
 extern const char store_schema_sql[];
 
@@ -16,6 +18,8 @@ extern const char store_schema_sql[];
 int sq_col_str(sqlite3_stmt *s, int i, struct zarena *a, struct zs_str *out);
 /* Columns i..i+3 (service, ipv4, ipv6, port) as an endpoint. */
 int sq_col_ep(sqlite3_stmt *s, int i, struct zarena *a, struct zs_endpoint *e);
+/* The connection of a reader (store/scan.c prepares its own statements). */
+sqlite3 *sq_reader_db(struct store_reader *r);
 #endif
 
 #endif

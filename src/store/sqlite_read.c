@@ -81,6 +81,11 @@ struct store_reader *store__reader_new(struct store *st)
 	return r;
 }
 
+sqlite3 *sq_reader_db(struct store_reader *r)
+{
+	return r->db;
+}
+
 void store__reader_free(struct store_reader *r)
 {
 	if (!r)

@@ -170,4 +170,37 @@ struct store_counts {
 };
 int store__counts(struct store_reader *r, struct store_counts *c);
 
+/* ---- scans for the web UI (store/scan.c) -------------------------------- */
+
+/* The summary of one span a dashboard or dependency graph needs.  Strings
+ * point into the store's row and are valid during the callback only. */
+struct store_row {
+	uint64_t trace_hi, trace_lo, id, parent_id;
+	uint8_t kind, shared, error;
+	struct zs_str service, remote_service, name;
+	uint64_t start_us, duration_us;
+};
+
+/*
+ * Call fn for every span that started in [from_us, to_us), ordered by
+ * trace id, then start time (so the spans of a trace come together).  fn
+ * returns 0 to go on; anything else stops the scan and is returned.
+ * Returns 0 or -errno.
+ */
+int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
+		int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+
+/* One row of the agents table (strings valid during the callback). */
+struct store_agent {
+	const char *id, *host, *version;
+	uint64_t last_seq, first_seen_us, last_seen_us, batches, spans;
+	const char *stats;          /* latest STATS JSON, NULL if none */
+	uint64_t stats_us;
+};
+
+/* Call fn for every agent that ever spoke to this store, by id.  fn
+ * returning non-zero stops (and is returned); 0 or -errno otherwise. */
+int store__agents(struct store_reader *r,
+		  int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
+
 #endif

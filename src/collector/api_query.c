@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * POST /api/query: run a FayQL query and stream its results.
+ *
+ * Body: the query text (text/plain), or {"query": "..."} (application/
+ * json).  The query is compiled first (parse, check, plan):
+ *
+ *   400 {"error": MSG, "line": L, "col": C, "diagnostic": TEXT}
+ *       an error in the query, at line:col (1-based) when it has a place
+ *   501 {"error": "query execution not available yet: ...", "columns"}
+ *       a valid query that no engine here can run (qengine.h)
+ *   200 application/x-ndjson, chunked: one JSON object per line,
+ *       {"type":"columns","columns":[...],"mode":"stream"|"aggregate",
+ *        "window_ms":N}, then the engine's rows/windows as they come, then
+ *       {"type":"end","rows":N,"ms":T} or {"type":"error","error":MSG}
+ *
+ * The engine runs on a thread of its own and writes lines into a pipe;
+ * the connection's thread sends what the pipe holds as HTTP chunks, so
+ * rows reach the browser while the query runs.  When the client goes
+ * away the pipe breaks, the engine's emit fails with -EPIPE and it stops.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "collector/ext.h"
+#include "collector/http_int.h"
+#include "collector/qengine.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+#define QUERY_MAX_TEXT (1u << 20)
+
+struct qrun {
+	struct collector *c;
+	struct query *q;
+	const struct plan *p;
+	int rfd, wfd;
+	pthread_t thread;
+	volatile int stop;
+	uint64_t rows, start_ns;
+};
+
+/* Write all of iov to fd.  0 or -errno (-EPIPE: the reader left). */
+static int write_all(int fd, struct iovec *iov, int n)
+{
+	while (n) {
+		ssize_t w = writev(fd, iov, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static int emit(void *ctx, const char *json, size_t len)
+{
+	struct qrun *qr = ctx;
+	struct iovec iov[2] = { { (void *)json, len }, { (void *)"\n", 1 } };
+	int ret;
+
+	if (qr->stop)
+		return -EPIPE;
+	if (len > 6 && !strncmp(json, "{\"type\":\"row\"", 13))
+		qr->rows++;
+	ret = write_all(qr->wfd, iov, 2);
+	if (ret)
+		qr->stop = 1;
+	return ret;
+}
+
+static int emit_json(struct qrun *qr, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	int ret;
+
+	json_decref(j);
+	if (!s)
+		return -ENOMEM;
+	ret = emit(qr, s, strlen(s));
+	free(s);
+	return ret;
+}
+
+static void *run_main(void *arg)
+{
+	struct qrun *qr = arg;
+	struct qengine_env env = {
+		.store = qr->c->store, .emit = emit, .ctx = qr, .stop = &qr->stop,
+	};
+	char err[512] = "";
+	int ret;
+
+	ret = fay_query_engine_run(qr->q, qr->p, &env, err, sizeof(err));
+	if (ret && ret != -EPIPE)
+		emit_json(qr, json_pack("{s:s, s:s}", "type", "error", "error",
+					err[0] ? err : strerror(-ret)));
+	else if (!ret)
+		emit_json(qr, json_pack("{s:s, s:I, s:I}", "type", "end",
+			"rows", (json_int_t)qr->rows,
+			"ms", (json_int_t)((clock_monotonic_ns() - qr->start_ns) / 1000000)));
+	close(qr->wfd);
+	qr->wfd = -1;
+	return NULL;
+}
+
+static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct qrun *qr = cls;
+	ssize_t n;
+
+	do
+		n = read(qr->rfd, buf, max);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		return n;
+	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void free_cb(void *cls)
+{
+	struct qrun *qr = cls;
+
+	qr->stop = 1;
+	close(qr->rfd); /* the engine's next write fails: it stops */
+	pthread_join(qr->thread, NULL);
+	X_SUB(qr->c, queries_running, 1);
+	query_free(qr->q);
+	free(qr);
+}
+
+static json_t *columns_json(const struct plan *p)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < p->ncols; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "name", p->cols[i].name,
+			"type", p->cols[i].type == VT_STR ? "string" :
+				p->cols[i].type == VT_DIST ? "distribution" : "int"));
+	return a;
+}
+
+/* The query text of the body: plain text, or {"query": "..."}. */
+static char *body_text(struct MHD_Connection *con, const struct http_body *b,
+		       char *err, size_t errlen)
+{
+	const char *type = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Type");
+	json_error_t je;
+	json_t *j, *q;
+	char *s;
+
+	if (type && strcasestr(type, "json")) {
+		j = json_loadb(b->p ? b->p : "", b->len, 0, &je);
+		if (!j) {
+			snprintf(err, errlen, "body: line %d column %d: %s", je.line, je.column, je.text);
+			return NULL;
+		}
+		q = json_object_get(j, "query");
+		if (!json_is_string(q)) {
+			json_decref(j);
+			snprintf(err, errlen, "body: expected {\"query\": \"from ...\"}");
+			return NULL;
+		}
+		s = strdup(json_string_value(q));
+		json_decref(j);
+	} else {
+		s = strndup(b->p ? b->p : "", b->len);
+	}
+	if (!s)
+		snprintf(err, errlen, "out of memory");
+	else if (!s[strspn(s, " \t\r\n")]) {
+		snprintf(err, errlen, "body: empty; send the query text (from X in SOURCE ... select ...)");
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
+			  const struct http_body *body)
+{
+	struct query_opts opts = { .sz = sizeof(opts) };
+	struct MHD_Response *resp;
+	const struct plan *p = NULL;
+	struct qrun *qr = NULL;
+	struct query *q;
+	enum MHD_Result res;
+	int fds[2], line = 0, col = 0, ret;
+	char err[300], *text;
+	json_t *cols, *head;
+
+	X_ADD(c, queries_total, 1);
+	if (!http_token_ok(c, con)) {
+		X_ADD(c, queries_refused, 1);
+		return reply_text(c, con, 401,
+				  "POST needs 'Authorization: Bearer TOKEN' (the collector runs with --token)\n");
+	}
+	if (body->too_big || body->len > QUERY_MAX_TEXT) {
+		X_ADD(c, queries_refused, 1);
+		return reply_text(c, con, 413, "body: a query is at most %u bytes\n", QUERY_MAX_TEXT);
+	}
+	text = body_text(con, body, err, sizeof(err));
+	if (!text) {
+		X_ADD(c, queries_refused, 1);
+		return reply_json_status(c, con, 400, json_pack("{s:s, s:i, s:i}", "error", err,
+							      "line", 0, "col", 0));
+	}
+	opts.tracefs = getenv("FAY_TRACEFS");
+	if (opts.tracefs && !*opts.tracefs)
+		opts.tracefs = NULL;
+	q = query_new("<query>", text, strlen(text), &opts);
+	free(text);
+	if (!q)
+		return reply_text(c, con, 500, "query: %s\n", strerror(errno));
+	ret = query_parse(q);
+	ret = ret ? : query_check(q);
+	ret = ret ? : query_plan(q, &p);
+	if (ret) {
+		X_ADD(c, queries_refused, 1);
+		if (ret == -ENOMEM) {
+			query_free(q);
+			return reply_text(c, con, 500, "out of memory\n");
+		}
+		query_error_pos(q, &line, &col);
+		res = reply_json_status(c, con, 400, json_pack("{s:s, s:i, s:i, s:s}",
+			"error", query_error_msg(q) ? query_error_msg(q) : "invalid query",
+			"line", line, "col", col,
+			"diagnostic", query_error(q) ? query_error(q) : ""));
+		query_free(q);
+		return res;
+	}
+	cols = columns_json(p);
+	if (!fay_query_engine_run) {
+		X_ADD(c, queries_refused, 1);
+		res = reply_json_status(c, con, 501, json_pack("{s:s, s:o}",
+			"error", "query execution not available yet: the query is valid, but running it needs the query engine (src/query + src/bpf), which this fay does not have yet",
+			"columns", cols));
+		query_free(q);
+		return res;
+	}
+	qr = calloc(1, sizeof(*qr));
+	if (!qr || pipe2(fds, O_CLOEXEC)) {
+		free(qr);
+		json_decref(cols);
+		query_free(q);
+		return reply_text(c, con, 500, "cannot start the query: %s\n", strerror(errno));
+	}
+	qr->c = c;
+	qr->q = q;
+	qr->p = p;
+	qr->rfd = fds[0];
+	qr->wfd = fds[1];
+	qr->start_ns = clock_monotonic_ns();
+	head = json_pack("{s:s, s:o, s:s, s:I, s:I, s:s}", "type", "columns", "columns", cols,
+			 "mode", p->mode == PLAN_AGGREGATE ? "aggregate" : "stream",
+			 "window_ms", (json_int_t)(p->window_ns / 1000000),
+			 "for_ms", (json_int_t)(p->for_ns / 1000000),
+			 "engine", "host");
+	if (emit_json(qr, head) || pthread_create(&qr->thread, NULL, run_main, qr)) {
+		close(fds[0]);
+		close(fds[1]);
+		free(qr);
+		query_free(q);
+		return reply_text(c, con, 500, "cannot start the query\n");
+	}
+	X_ADD(c, queries_running, 1);
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, qr, free_cb);
+	if (!resp) {
+		free_cb(qr);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	res = MHD_queue_response(con, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return res;
+}

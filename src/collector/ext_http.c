@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The routes added around the Zipkin API of http.c (issue #4): the web UI,
+ * its JSON API, FayQL over HTTP, OTLP ingest, the dependency graph and
+ * the extra lines of /metrics; and the life cycle of what they need
+ * (thresholds, exporters).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/ext.h"
+#include "collector/http_int.h"
+#include "common/err.h"
+#include "common/log.h"
+
+int coll_ext_add_export(struct coll_ext_opts *o, const char *s, char *err, size_t errlen)
+{
+	const char *eq = strchr(s, '=');
+
+	if (!eq || (strncmp(s, "zipkin=", 7) && strncmp(s, "otlp=", 5))) {
+		snprintf(err, errlen, "--export '%s': expected zipkin=URL or otlp=URL", s);
+		return -EINVAL;
+	}
+	if (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8)) {
+		snprintf(err, errlen, "--export '%s': the URL must start with http:// or https://", s);
+		return -EINVAL;
+	}
+	if (o->nexports == EXT_MAX_EXPORTS) {
+		snprintf(err, errlen, "--export: at most %d", EXT_MAX_EXPORTS);
+		return -EINVAL;
+	}
+	o->exports[o->nexports++] = s;
+	return 0;
+}
+
+struct coll_ext *coll_ext_new(struct collector *c, const struct coll_ext_opts *o,
+			      char *err, size_t errlen)
+{
+	struct coll_ext *e = calloc(1, sizeof(*e));
+	char *path = NULL;
+	int ret = -ENOMEM;
+
+	if (!e)
+		goto fail;
+	if (!o->thresholds && asprintf(&path, "%s.thresholds.json", o->db) < 0) {
+		path = NULL;
+		goto fail;
+	}
+	e->th = thresholds_new(o->thresholds ? o->thresholds : path, err, errlen);
+	if (!e->th) {
+		ret = -errno;
+		goto out;
+	}
+	for (int i = 0; i < o->nexports; i++) {
+		const char *s = o->exports[i];
+		int otlp = !strncmp(s, "otlp=", 5);
+
+		e->exp[i] = exporter_new(otlp ? EXPORT_OTLP : EXPORT_ZIPKIN, strchr(s, '=') + 1);
+		if (!e->exp[i]) {
+			ret = -errno;
+			snprintf(err, errlen, "--export %s: %s", s, errstr(ret));
+			goto out;
+		}
+		e->nexp++;
+	}
+	free(path);
+	return e;
+fail:
+	snprintf(err, errlen, "out of memory");
+out:
+	free(path);
+	coll_ext_free(e);
+	return fay_err_ptr(ret);
+}
+
+void coll_ext_free(struct coll_ext *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->nexp; i++)
+		exporter_free(e->exp[i]);
+	thresholds_free(e->th);
+	free(e);
+}
+
+void coll_ext_committed(struct collector *c, struct store_batch *const *b, size_t n)
+{
+	struct coll_ext *e = c->ext;
+
+	if (!e || !e->nexp)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (b[i]->duplicate || !b[i]->nspans)
+			continue;
+		for (int k = 0; k < e->nexp; k++)
+			exporter_push(e->exp[k], b[i]->spans, b[i]->nspans);
+	}
+}
+
+enum MHD_Result reply_json_status(struct collector *c, struct MHD_Connection *con,
+				  unsigned status, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	if (!s)
+		return reply_text(c, con, 500, "out of memory\n");
+	if (status >= 400 && status < 500)
+		M_ADD(c, http_bad_requests, 1);
+	return reply(con, status, "application/json", s, strlen(s));
+}
+
+/* ---- /metrics ------------------------------------------------------------- */
+
+static void counter(FILE *f, const char *name, const char *type, const char *help,
+		    uint64_t v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type,
+		name, v);
+}
+
+/* s with \, " and newline escaped, as a label value. */
+static void label(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* Per agent and reason: records lost on the host (STATS "lost"), and
+ * probe hits (STATS "probes": [{"name", "hits"}]) when the agent has any. */
+static void agent_metrics(struct collector *c, FILE *f)
+{
+	fputs("# HELP fay_agent_records_lost Records lost on the agent's host, by reason "
+	      "(latest STATS).\n# TYPE fay_agent_records_lost gauge\n", f);
+	pthread_mutex_lock(&c->agents_lock);
+	for (struct coll_agent *a = c->agents; a; a = a->next) {
+		json_t *st = a->stats ? json_loads(a->stats, 0, NULL) : NULL;
+		json_t *v;
+		const char *k;
+
+		json_object_foreach(json_object_get(st, "lost"), k, v) {
+			if (!json_is_integer(v))
+				continue;
+			fprintf(f, "fay_agent_records_lost{agent=\"%s\",host=\"", a->id);
+			label(f, a->host);
+			fprintf(f, "\",reason=\"");
+			label(f, k);
+			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
+		}
+		json_decref(st);
+	}
+	fputs("# HELP fay_agent_probe_hits Events seen by each attached probe (latest STATS).\n"
+	      "# TYPE fay_agent_probe_hits gauge\n", f);
+	for (struct coll_agent *a = c->agents; a; a = a->next) {
+		json_t *st = a->stats ? json_loads(a->stats, 0, NULL) : NULL;
+		json_t *p;
+		size_t i;
+
+		json_array_foreach(json_object_get(st, "probes"), i, p) {
+			const char *name = json_string_value(json_object_get(p, "name"));
+			json_t *hits = json_object_get(p, "hits");
+
+			if (!name || !json_is_integer(hits))
+				continue;
+			fprintf(f, "fay_agent_probe_hits{agent=\"%s\",host=\"", a->id);
+			label(f, a->host);
+			fprintf(f, "\",probe=\"");
+			label(f, name);
+			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(hits));
+		}
+		json_decref(st);
+	}
+	pthread_mutex_unlock(&c->agents_lock);
+}
+
+void coll_ext_metrics(struct collector *c, FILE *f)
+{
+	struct coll_ext *e = c->ext;
+
+	if (!e)
+		return;
+	counter(f, "fay_collector_queries_running", "gauge",
+		"FayQL queries running now (POST /api/query).", X_GET(c, queries_running));
+	counter(f, "fay_collector_queries_total", "counter",
+		"FayQL queries received.", X_GET(c, queries_total));
+	counter(f, "fay_collector_queries_refused_total", "counter",
+		"FayQL queries refused (errors in the query, or no engine to run them).",
+		X_GET(c, queries_refused));
+	counter(f, "fay_collector_otlp_requests_total", "counter",
+		"OTLP/HTTP requests at /v1/traces.", X_GET(c, otlp_requests));
+	counter(f, "fay_collector_otlp_spans_total", "counter",
+		"Spans received over OTLP/HTTP.", X_GET(c, otlp_spans));
+	counter(f, "fay_collector_otlp_rejected_total", "counter",
+		"OTLP requests refused (bad body, type or encoding).", X_GET(c, otlp_rejected));
+	counter(f, "fay_collector_ui_requests_total", "counter",
+		"Web UI files served.", X_GET(c, ui_requests));
+	exporter_metrics(e->exp, e->nexp, f);
+	agent_metrics(c, f);
+}
+
+static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *con)
+{
+	char *core, *buf = NULL;
+	size_t len, blen = 0;
+	FILE *f;
+
+	core = coll_metrics_text(c, &len);
+	f = core ? open_memstream(&buf, &blen) : NULL;
+	if (!f) {
+		free(core);
+		return reply_text(c, con, 500, "out of memory\n");
+	}
+	fwrite(core, 1, len, f);
+	free(core);
+	coll_ext_metrics(c, f);
+	if (fclose(f)) {
+		free(buf);
+		return reply_text(c, con, 500, "out of memory\n");
+	}
+	return reply(con, 200, "text/plain; version=0.0.4; charset=utf-8", buf, blen);
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+int http_ext_route(struct collector *c, struct MHD_Connection *con,
+		   const char *url, const char *method,
+		   const struct http_body *body, enum MHD_Result *res)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	int post = !strcmp(method, "POST"), put = !strcmp(method, "PUT");
+	const char *allow = "GET, HEAD";
+
+	if (!c->ext)
+		return 0;
+	if (!strcmp(url, "/metrics")) {
+		if (!get)
+			return 0; /* http.c answers 405 */
+		*res = metrics(c, con);
+		return 1;
+	}
+	if (!strcmp(url, "/api/ui/dashboard")) {
+		if (get) {
+			*res = api_dashboard(c, con);
+			return 1;
+		}
+	} else if (!strcmp(url, "/api/ui/thresholds")) {
+		allow = "GET, HEAD, PUT";
+		if (get || put) {
+			*res = api_thresholds(c, con, put, body);
+			return 1;
+		}
+	} else if (!strcmp(url, "/api/ui/hosts")) {
+		if (get) {
+			*res = api_hosts(c, con);
+			return 1;
+		}
+	} else if (!strcmp(url, "/api/v2/dependencies")) {
+		if (get) {
+			*res = api_dependencies(c, con);
+			return 1;
+		}
+	} else if (!strcmp(url, "/api/query")) {
+		allow = "POST";
+		if (post) {
+			*res = api_query(c, con, body);
+			return 1;
+		}
+	} else if (!strcmp(url, "/v1/traces")) {
+		allow = "POST";
+		if (post) {
+			*res = api_otlp(c, con, body);
+			return 1;
+		}
+	} else if (get) {
+		return ui_serve(c, con, url, res);
+	} else {
+		return 0;
+	}
+	*res = reply_text(c, con, 405, "%s is not allowed on %s (allowed: %s)\n", method, url,
+			  allow);
+	return 1;
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The web UI's files, from the table tools/ui-embed generated at build
+ * time (ui_assets.h).  The UI is one page: every page path (/, /traces,
+ * /trace/ID, /dependencies, /dashboard, /query, /hosts) answers
+ * index.html and the page's script draws what the path names, so a trace
+ * has a stable URL that can be linked, bookmarked and reloaded.
+ *
+ * Each file has a strong ETag (If-None-Match -> 304) and, when it pays, a
+ * gzip copy for clients that accept it.  The page itself is not cached
+ * (no-cache: revalidated by ETag); the scripts and styles are versioned by
+ * their ETag only, so they are revalidated too.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "collector/ext.h"
+#include "collector/http_int.h"
+#include "collector/ui_assets.h"
+
+/* Paths that are pages of the UI (answered with index.html). */
+static int is_page(const char *url)
+{
+	static const char *const pages[] = {
+		"/", "/index.html", "/traces", "/dependencies", "/dashboard", "/query",
+		"/hosts",
+	};
+
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		if (!strcmp(url, pages[i]))
+			return 1;
+	return !strncmp(url, "/trace/", 7) && url[7] && !strchr(url + 7, '/');
+}
+
+static const struct ui_asset *find(const char *path)
+{
+	for (const struct ui_asset *a = ui_assets; a->path; a++)
+		if (!strcmp(a->path, path))
+			return a;
+	return NULL;
+}
+
+/* Does the Accept-Encoding header accept gzip (and not with q=0)? */
+static int accepts_gzip(struct MHD_Connection *con)
+{
+	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Accept-Encoding");
+	const char *g = h ? strcasestr(h, "gzip") : NULL;
+
+	if (!g)
+		return 0;
+	g += 4;
+	while (*g == ' ')
+		g++;
+	if (*g++ != ';')
+		return 1;
+	while (*g == ' ')
+		g++;
+	return strncmp(g, "q=", 2) || strtod(g + 2, NULL) > 0;
+}
+
+static enum MHD_Result send_asset(struct MHD_Connection *con, const struct ui_asset *a)
+{
+	const char *inm = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "If-None-Match");
+	int gz = a->gz && accepts_gzip(con), not_modified;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	not_modified = inm && (strstr(inm, a->etag) || !strcmp(inm, "*"));
+	if (not_modified)
+		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	else
+		r = MHD_create_response_from_buffer(gz ? a->gzlen : a->len,
+						    (void *)(gz ? a->gz : a->data),
+						    MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "ETag", a->etag);
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (a->gz)
+		MHD_add_response_header(r, "Vary", "Accept-Encoding");
+	if (!not_modified) {
+		MHD_add_response_header(r, "Content-Type", a->type);
+		if (gz)
+			MHD_add_response_header(r, "Content-Encoding", "gzip");
+	}
+	ret = MHD_queue_response(con, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int ui_serve(struct collector *c, struct MHD_Connection *con, const char *url,
+	     enum MHD_Result *res)
+{
+	const struct ui_asset *a;
+
+	if (is_page(url)) {
+		a = find("/index.html");
+		if (!a) {
+			*res = reply_text(c, con, 500, "this fay was built without its UI (ui/index.html)\n");
+			return 1;
+		}
+	} else if (!strncmp(url, "/ui/", 4)) {
+		a = find(url);
+		if (!a) {
+			*res = reply_text(c, con, 404, "no such UI file: %s\n", url);
+			return 1;
+		}
+	} else {
+		return 0;
+	}
+	X_ADD(c, ui_requests, 1);
+	*res = send_asset(con, a);
+	return 1;
+}

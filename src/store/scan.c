@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SQLite store: scans for the web UI (dashboard, dependency graph,
+ * hosts).  They read on the reader's connection with statements of their
+ * own, prepared per call (a scan reads thousands of rows; the prepare is
+ * noise next to it).
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "store/sqlite_int.h"
+#include "store/store.h"
+
+static int scan_err(sqlite3 *db, int rc)
+{
+	pr_warn("store: scan: %s", sqlite3_errmsg(db));
+	return rc == SQLITE_BUSY ? -EBUSY : rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+}
+
+static struct zs_str col_str(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+
+	return t ? (struct zs_str){ t, (uint32_t)sqlite3_column_bytes(s, i) } :
+		   (struct zs_str){ "", 0 };
+}
+
+int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
+		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	static const char sql[] =
+		"SELECT trace_hi, trace_lo, id, parent_id, kind, shared, error,"
+		" local_service, remote_service, name, start_us, duration_us"
+		" FROM spans INDEXED BY spans_ts WHERE start_us >= ?1 AND start_us < ?2"
+		" ORDER BY trace_hi, trace_lo, start_us";
+	sqlite3 *db = sq_reader_db(r);
+	sqlite3_stmt *s = NULL;
+	int rc, ret = 0;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return scan_err(db, rc);
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)from_us);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)to_us);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_row row = {
+			.trace_hi = (uint64_t)sqlite3_column_int64(s, 0),
+			.trace_lo = (uint64_t)sqlite3_column_int64(s, 1),
+			.id = (uint64_t)sqlite3_column_int64(s, 2),
+			.parent_id = (uint64_t)sqlite3_column_int64(s, 3),
+			.kind = (uint8_t)sqlite3_column_int(s, 4),
+			.shared = (uint8_t)sqlite3_column_int(s, 5),
+			.error = (uint8_t)sqlite3_column_int(s, 6),
+			.service = col_str(s, 7),
+			.remote_service = col_str(s, 8),
+			.name = col_str(s, 9),
+			.start_us = (uint64_t)sqlite3_column_int64(s, 10),
+			.duration_us = (uint64_t)sqlite3_column_int64(s, 11),
+		};
+
+		ret = fn(ctx, &row);
+		if (ret)
+			break;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = scan_err(db, rc);
+	sqlite3_finalize(s);
+	return ret;
+}
+
+int store__agents(struct store_reader *r,
+		  int (*fn)(void *ctx, const struct store_agent *a), void *ctx)
+{
+	static const char sql[] =
+		"SELECT agent_id, host, version, last_seq, first_seen_us, last_seen_us,"
+		" batches, spans, stats, stats_us FROM agents ORDER BY agent_id";
+	sqlite3 *db = sq_reader_db(r);
+	sqlite3_stmt *s = NULL;
+	int rc, ret = 0;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return scan_err(db, rc);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_agent a = {
+			.id = (const char *)sqlite3_column_text(s, 0),
+			.host = (const char *)sqlite3_column_text(s, 1),
+			.version = (const char *)sqlite3_column_text(s, 2),
+			.last_seq = (uint64_t)sqlite3_column_int64(s, 3),
+			.first_seen_us = (uint64_t)sqlite3_column_int64(s, 4),
+			.last_seen_us = (uint64_t)sqlite3_column_int64(s, 5),
+			.batches = (uint64_t)sqlite3_column_int64(s, 6),
+			.spans = (uint64_t)sqlite3_column_int64(s, 7),
+			.stats = (const char *)sqlite3_column_text(s, 8),
+			.stats_us = (uint64_t)sqlite3_column_int64(s, 9),
+		};
+
+		if (!a.id)
+			continue;
+		ret = fn(ctx, &a);
+		if (ret)
+			break;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = scan_err(db, rc);
+	sqlite3_finalize(s);
+	return ret;
+}
