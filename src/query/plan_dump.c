@@ -228,9 +228,12 @@ int plan_dump(const struct plan *p, FILE *f)
 			fputc('\n', f);
 		}
 	} else {
-		fprintf(f, "  mode aggregate: per-CPU %s, %d entries, key %d bytes, value %d bytes\n",
-			p->key_size ? "hash" : "array", p->key_size ? p->max_entries : 1,
-			p->key_size, p->value_size);
+		if (p->key_size)
+			fprintf(f, "  mode aggregate: per-CPU hash, %d entries, key %d bytes, value %d bytes\n",
+				p->max_entries, p->key_size, p->value_size);
+		else
+			fprintf(f, "  mode aggregate: per-CPU array of 1 entry (no key), value %d bytes\n",
+				p->value_size);
 		for (int i = 0; i < p->nkeys; i++) {
 			const struct plan_key *k = &p->keys[i];
 

@@ -190,7 +190,8 @@ static int list_fields(struct sema *s, char *buf, size_t cap)
 					      src->tp->fields[i].name);
 	for (size_t i = 0; i < ARRAY_SIZE(fields) && n < cap; i++) {
 		if (!(fields[i].srcs & M(src->kind)) ||
-		    (fields[i].id == F_HOST && src->scope == SCOPE_LOCAL))
+		    (fields[i].id == F_HOST && src->scope == SCOPE_LOCAL) ||
+		    (src->tp && tp_field_find(src->tp, fields[i].name)))
 			continue;
 		n += snprintf(buf + n, cap - n, "%s, ", fields[i].name);
 		if (fields[i].id == F_UID && (M(src->kind) & (M_EXIT | M(SRC_USDT))))
@@ -318,6 +319,23 @@ static const char *aggr_usage(enum aggr_kind k)
 	}
 }
 
+/* Whether two aggregate calls have the same arguments, as written. */
+static bool same_args(const struct sema *s, const struct node *x,
+		      const struct node *y)
+{
+	if (x->nargs != y->nargs)
+		return false;
+	for (int i = 0; i < x->nargs; i++) {
+		const struct loc *a = &x->args[i]->loc, *b = &y->args[i]->loc;
+
+		if (a->end - a->start != b->end - b->start ||
+		    memcmp(s->q->text + a->start, s->q->text + b->start,
+			   a->end - a->start))
+			return false;
+	}
+	return true;
+}
+
 static int check_aggr(struct sema *s, struct node *n, enum cx cx, enum aggr_kind k)
 {
 	static const int arity[AGGR_NKINDS] = {
@@ -390,7 +408,6 @@ static int check_aggr(struct sema *s, struct node *n, enum cx cx, enum aggr_kind
 		else
 			return query_errorf(s->q, &pn->loc,
 					    "quantile's P must be a constant fraction such as 0.99");
-		pn->type = VT_INT;
 		if (!(p > 0 && p < 1))
 			return query_errorf(s->q, &pn->loc,
 					    "quantile's P must be between 0 and 1, exclusive (e.g. 0.5, 0.99); got %s",
@@ -399,6 +416,17 @@ static int check_aggr(struct sema *s, struct node *n, enum cx cx, enum aggr_kind
 	} else {
 		aggr_desc_init(&d, k, 0, 0, 0, 0);
 	}
+	/* The same aggregate written twice (g.count() in select and in
+	 * order by, or count() and g.count()) is computed once. */
+	for (int i = 0; i < s->naggrs; i++)
+		if (s->adesc[i].kind == k && same_args(s, s->aggrs[i], n)) {
+			n->sem = S_AGGR;
+			n->idx = i;
+			n->type = s->aggrs[i]->type;
+			n->has_aggr = true;
+			n->per_event = false;
+			return 0;
+		}
 	if (s->naggrs == MAX_AGGRS)
 		return query_errorf(s->q, &n->loc, "too many aggregates (at most %d)",
 				    MAX_AGGRS);

@@ -78,9 +78,14 @@ static int parse_field(struct arena *a, char *line, struct tp_field *f)
 	if (!p || sscanf(p, "signed:%d;", &sgn) != 1)
 		return -EINVAL;
 
-	/* the name is the last word of the declaration, before any [N] */
-	br = strchr(decl, '[');
-	name = br ? br : decl + strlen(decl);
+	/* the name is the last word of the declaration, before a trailing
+	 * [N] ("char prev_comm[16]"; but "__data_loc char[] filename") */
+	size_t dl = strlen(decl);
+
+	while (dl && decl[dl - 1] == ' ')
+		decl[--dl] = '\0';
+	br = dl && decl[dl - 1] == ']' ? strrchr(decl, '[') : NULL;
+	name = br ? br : decl + dl;
 	while (name > decl && name[-1] == ' ')
 		name--;
 	char *end = name;
@@ -91,16 +96,14 @@ static int parse_field(struct arena *a, char *line, struct tp_field *f)
 		return -EINVAL;
 	f->name = arena_strndup(a, name, end - name);
 	/* the type: the declaration without the name */
-	f->ctype = br ? arena_printf(a, "%.*s%s", (int)(name - decl), decl, br) :
-			arena_strndup(a, decl, name - decl);
+	int tl = (int)(name - decl);
+
+	while (tl && decl[tl - 1] == ' ')
+		tl--;
+	f->ctype = br ? arena_printf(a, "%.*s%s", tl, decl, br) :
+			arena_strndup(a, decl, tl);
 	if (!f->name || !f->ctype)
 		return -ENOMEM;
-	/* trim the type's trailing blank ("pid_t " -> "pid_t") */
-	size_t tl = strlen(f->ctype);
-	char *ct = (char *)f->ctype;
-
-	while (tl && ct[tl - 1] == ' ')
-		ct[--tl] = '\0';
 	f->offset = off;
 	f->size = size;
 	f->is_signed = sgn;

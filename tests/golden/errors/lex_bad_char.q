@@ -1,0 +1,1 @@
+from s in syscall("read") where s.pid @ 3 select s.pid

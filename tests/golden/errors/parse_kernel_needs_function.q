@@ -1,0 +1,1 @@
+from k in kernel.fn("vfs_read") select count()

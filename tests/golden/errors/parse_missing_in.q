@@ -1,0 +1,1 @@
+from s syscall("read") select s.pid

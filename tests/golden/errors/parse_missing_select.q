@@ -1,0 +1,2 @@
+from s in syscall("read")
+where s.pid == 1

@@ -1,0 +1,1 @@
+from s in sycall("read") select s.pid

@@ -1,0 +1,1 @@
+from s in syscall("read") group s by sum(s.ret) into g select g.count()

@@ -1,0 +1,1 @@
+from s in syscall("read") where count() > 5 select count()

@@ -1,0 +1,1 @@
+from f in function("read") select count()

@@ -1,0 +1,1 @@
+from u in usdt("/bin/app:probe") select count()

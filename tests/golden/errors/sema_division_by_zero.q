@@ -1,0 +1,1 @@
+from s in syscall("read") select s.ret / (2 - 2)

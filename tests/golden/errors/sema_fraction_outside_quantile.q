@@ -1,0 +1,1 @@
+from s in syscall("read") where s.pid > 0.5 select s.pid

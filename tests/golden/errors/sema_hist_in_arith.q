@@ -1,0 +1,1 @@
+from s in syscall("read") select hist(s.ret) + 1

@@ -1,0 +1,1 @@
+from s in syscall("read") select lhist(s.ret, 100, 10, 5)

@@ -1,0 +1,1 @@
+from s in syscall("read") select lhist(s.ret, 0, s.pid, 5)

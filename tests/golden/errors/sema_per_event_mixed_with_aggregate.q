@@ -1,0 +1,1 @@
+from s in syscall("read") select { p: s.pid, n: count() }

@@ -1,0 +1,1 @@
+from p in profile(0) select count()

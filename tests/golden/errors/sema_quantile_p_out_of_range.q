@@ -1,0 +1,1 @@
+from s in syscall("read") select quantile(s.duration, 1.5)

@@ -1,0 +1,1 @@
+from r in tracepoint("raw_syscalls:sys_enter") select r.args

@@ -1,0 +1,1 @@
+from s in syscall("reed") select count()

@@ -1,0 +1,1 @@
+from t in tracepoint("sched:no_such_event") select count()
