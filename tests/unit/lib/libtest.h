@@ -29,18 +29,22 @@
 static char lt_dir[PATH_MAX];
 static pid_t lt_owner;
 
-/* Remove a directory and the files in it. */
+/* Remove a directory, the files in it and its subdirectories'. */
 static inline void lt_rmdir(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
+	char sub[PATH_MAX];
 
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		unlinkat(dirfd(d), e->d_name, 0);
+		if (!unlinkat(dirfd(d), e->d_name, 0) || errno != EISDIR)
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) < (int)sizeof(sub))
+			lt_rmdir(sub);
 	}
 	closedir(d);
 	rmdir(dir);
