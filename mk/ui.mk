@@ -51,3 +51,15 @@ $(UI_OBJ): $(UI_GEN) src/collector/ui_assets.h
 
 # The archive's recipe takes $^: the generated object joins it.
 $(LIBINT): $(UI_OBJ)
+
+# Test binary: fay with a stand-in query engine (tests/ui/fake_qengine.c)
+# for the live-query UI test of the streaming path.  Not installed.
+UI_FAKEQ := $(B)/tests/fay-ui-fakeq
+
+$(UI_FAKEQ): $(CLI_OBJ) tests/ui/fake_qengine.c src/collector/qengine.h $(LIBINT)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/ui/fake_qengine.c $(CLI_OBJ) \
+		$(LIBINT) $(LDLIBS)
+
+all: $(UI_FAKEQ)

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// fay UI: live FayQL.  The editor marks an error at its line:col (gutter
+// marker, caret under the line, cursor moved there); a running query's
+// results stream in (POST /api/query answers NDJSON, read chunk by chunk)
+// and show as a table, a histogram or a time series.
+'use strict';
+
+const Query = (() => {
+	const { el, svg } = U;
+	const examples = [
+		['syscalls by process, 5s', 'from s in syscall("*")\ngroup s by s.comm into g\nselect { comm: g.key, calls: g.count() }\nfor 5s'],
+		['read sizes (the paper)', 'from io in function("libc:read")\nwhere io.time < now + 5m\nlet size = io.arg(2)\ngroup io by size / 1024 into g\nselect { sizeInKilobytes: g.key, countOfReadIOs: g.count() }'],
+		['vfs_read p99 per second', 'from f in kernel.function("vfs_read")\nselect { p99: quantile(f.duration, 0.99), bytes: hist(f.ret) }\nwindow 1s'],
+		['slow handler calls', 'from c in process(4242).function("handle_request")\nwhere c.duration > 1ms\nselect { pid: c.pid, us: c.duration / 1000 }'],
+		['an error, to see the marker', 'from s in syscall("read")\nwhere s.bogus > 3\nselect count()'],
+	];
+
+	async function render(main) {
+		const saved = sessionStorage.getItem('fay.query') || examples[0][1];
+		const ta = el('textarea', { id: 'q-text', spellcheck: 'false', rows: 8, wrap: 'off' });
+		ta.value = saved;
+		const gutter = el('div', { class: 'gutter', id: 'q-gutter' });
+		const diag = el('div', { id: 'q-diag' });
+		const status = el('span', { id: 'q-status', class: 'muted' });
+		const view = el('div', { class: 'seg', id: 'q-view' });
+		const out = el('div', { id: 'q-out' });
+		const ex = el('select', { id: 'q-examples' }, el('option', { value: '' }, 'Examples…'),
+			examples.map(([t], i) => el('option', { value: i }, t)));
+		const run = el('button', { type: 'button', class: 'primary', id: 'q-run' }, 'Run ▶');
+		const stop = el('button', { type: 'button', id: 'q-stop', disabled: true }, 'Stop');
+		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0;
+		for (const m of ['table', 'histogram', 'time series']) {
+			view.append(el('button', { type: 'button', 'data-view': m, class: m === mode ? 'on' : '',
+				onclick: () => { mode = m; for (const b of view.children) b.classList.toggle('on', b.dataset.view === m); draw(); } }, m));
+		}
+
+		function lines() {
+			const n = ta.value.split('\n').length;
+			gutter.replaceChildren(...Array.from({ length: n }, (_, i) =>
+				el('div', { class: i + 1 === errLine ? 'err' : '', 'data-line': i + 1 }, i + 1 === errLine ? '⚠ ' + (i + 1) : String(i + 1))));
+			gutter.scrollTop = ta.scrollTop;
+		}
+		ta.addEventListener('input', () => { errLine = 0; ta.classList.remove('has-error'); diag.replaceChildren(); lines(); sessionStorage.setItem('fay.query', ta.value); });
+		ta.addEventListener('scroll', () => { gutter.scrollTop = ta.scrollTop; });
+		ta.addEventListener('keydown', (ev) => {
+			if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); start(); }
+			if (ev.key === 'Tab') { ev.preventDefault(); ta.setRangeText('    ', ta.selectionStart, ta.selectionEnd, 'end'); }
+		});
+		ex.addEventListener('change', () => { if (ex.value !== '') { ta.value = examples[ex.value][1]; ta.dispatchEvent(new Event('input')); } });
+
+		function markError(e) {
+			errLine = e.line || 0;
+			const text = ta.value.split('\n')[errLine - 1];
+			diag.replaceChildren(el('div', { class: 'q-error', role: 'alert', id: 'q-error' },
+				el('b', {}, errLine ? `${errLine}:${e.col}: ` : ''), e.error,
+				errLine && text !== undefined ? el('pre', { class: 'caret' }, text + '\n' + ' '.repeat(Math.max(0, e.col - 1)) + '^') : null));
+			if (errLine) {
+				ta.classList.add('has-error');
+				const off = ta.value.split('\n').slice(0, errLine - 1).reduce((a, l) => a + l.length + 1, 0) + Math.max(0, e.col - 1);
+				ta.focus();
+				ta.setSelectionRange(off, off + 1);
+			}
+			lines();
+		}
+
+		function valueText(v) {
+			if (v === null || v === undefined) return '';
+			if (typeof v === 'object') return JSON.stringify(v);
+			return String(v);
+		}
+
+		function draw() {
+			out.replaceChildren();
+			const data = windows.length ? windows[windows.length - 1].rows : rows;
+			if (mode === 'table') {
+				const t = el('table', { class: 'grid', id: 'q-table' },
+					el('thead', {}, el('tr', {}, (windows.length ? ['window'] : []).concat(cols.map((c) => c.name)).map((h) => el('th', {}, h)))));
+				const tb = el('tbody');
+				const shown = data.slice(-500);
+				for (const r of shown)
+					tb.append(el('tr', { class: 'q-row' }, (windows.length ? [U.time(windows[windows.length - 1].t).slice(11)] : []).concat(r.map(valueText)).map((v) => el('td', {}, v))));
+				t.append(tb);
+				out.append(t);
+			} else if (mode === 'histogram') {
+				out.append(histogram(data));
+			} else {
+				out.append(series());
+			}
+		}
+
+		// Bars of the last numeric column by the first column, or the
+		// buckets of a distribution column ({"buckets": [...]}).
+		function histogram(data) {
+			const dist = cols.findIndex((c) => c.type === 'distribution');
+			let bars = [];
+			if (dist >= 0 && data.length) {
+				const d = data[data.length - 1][dist];
+				bars = (d && d.buckets ? d.buckets : []).map((b) => [b.le !== undefined ? '≤' + b.le : String(b.lo), b.count]);
+			} else {
+				const num = cols.map((c, i) => i).filter((i) => cols[i].type === 'int').pop();
+				if (num === undefined) return el('p', { class: 'muted' }, 'No numeric column to plot.');
+				bars = data.map((r) => [cols.length > 1 ? valueText(r[num === 0 ? 1 : 0]) : '', Number(r[num])]);
+			}
+			if (!bars.length) return el('p', { class: 'muted' }, 'No rows yet.');
+			bars = bars.slice(0, 60);
+			const max = Math.max(1, ...bars.map((b) => b[1]));
+			const W = 760, bh = 18, H = bars.length * (bh + 4) + 10;
+			const root = svg('svg', { width: W, height: H, class: 'hist', id: 'q-hist' });
+			bars.forEach(([label, v], i) => {
+				const y = 5 + i * (bh + 4), w = (W - 220) * v / max;
+				root.append(svg('text', { x: 150, y: y + 13, 'text-anchor': 'end' }, label.length > 22 ? label.slice(0, 21) + '…' : label),
+					svg('rect', { x: 160, y, width: Math.max(1, w), height: bh, fill: '#4e79a7', rx: 2 }),
+					svg('text', { x: 166 + w, y: y + 13 }, String(v)));
+			});
+			return root;
+		}
+
+		// Each numeric column over the windows (or over the rows, in order).
+		function series() {
+			const num = cols.map((c, i) => i).filter((i) => cols[i].type === 'int');
+			if (!num.length) return el('p', { class: 'muted' }, 'No numeric column to plot.');
+			let xs, ys;
+			if (windows.length) {
+				xs = windows.map((w) => w.t / 1000);
+				ys = num.map((i) => windows.map((w) => w.rows.reduce((a, r) => a + (Number(r[i]) || 0), 0)));
+			} else {
+				xs = rows.map((_, k) => k);
+				ys = num.map((i) => rows.map((r) => Number(r[i]) || 0));
+			}
+			if (xs.length < 2) return el('p', { class: 'muted' }, 'A time series needs two points or more (use window 1s).');
+			const host = el('div', { id: 'q-series' });
+			if (window.uPlot) {
+				requestAnimationFrame(() => new uPlot({ width: 760, height: 240, scales: { x: { time: !!windows.length } },
+					series: [{}].concat(num.map((i) => ({ label: cols[i].name, stroke: U.colour(cols[i].name), width: 1.5 }))) },
+				[xs, ...ys], host));
+			} else {
+				host.append(el('p', { class: 'muted' }, 'uPlot is not in this build.'));
+			}
+			return host;
+		}
+
+		async function start() {
+			if (ctrl) ctrl.abort();
+			ctrl = new AbortController();
+			cols = []; rows = []; windows = []; errLine = 0;
+			diag.replaceChildren(); ta.classList.remove('has-error'); lines(); draw();
+			status.textContent = 'compiling…';
+			run.disabled = true; stop.disabled = false;
+			const t0 = performance.now();
+			try {
+				const r = await fetch('/api/query', { method: 'POST', body: ta.value, signal: ctrl.signal,
+					headers: Object.assign({ 'Content-Type': 'text/plain' }, U.authHeaders()) });
+				if (!r.ok) {
+					const text = await r.text();
+					let body;
+					try { body = JSON.parse(text); } catch (e) { body = { error: text.trim() }; }
+					if (r.status === 400) {
+						markError(body);
+						status.textContent = 'error in the query';
+					} else {
+						diag.replaceChildren(el('div', { class: r.status === 501 ? 'q-info' : 'q-error', id: r.status === 501 ? 'q-unavailable' : 'q-error' }, body.error || text));
+						status.textContent = r.status === 501 ? 'compiled; not run' : `failed (${r.status})`;
+						if (body.columns) { cols = body.columns; draw(); }
+					}
+					return;
+				}
+				status.textContent = 'running…';
+				const reader = r.body.getReader();
+				const dec = new TextDecoder();
+				let buf = '', pending = false;
+				const redraw = () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; draw(); }); } };
+				for (;;) {
+					const { value, done } = await reader.read();
+					if (done) break;
+					buf += dec.decode(value, { stream: true });
+					let nl;
+					while ((nl = buf.indexOf('\n')) >= 0) {
+						const line = buf.slice(0, nl);
+						buf = buf.slice(nl + 1);
+						if (!line.trim()) continue;
+						const m = JSON.parse(line);
+						if (m.type === 'columns') cols = m.columns;
+						else if (m.type === 'row') rows.push(m.values);
+						else if (m.type === 'window') { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
+						else if (m.type === 'error') diag.replaceChildren(el('div', { class: 'q-error', id: 'q-error' }, m.error));
+						else if (m.type === 'end') status.textContent = `done: ${m.rows} rows in ${m.ms} ms`;
+						if (m.type !== 'end') status.textContent = `running… ${rows.length} rows`;
+						redraw();
+					}
+				}
+				if (!/^done/.test(status.textContent)) status.textContent = `ended: ${rows.length} rows in ${Math.round(performance.now() - t0)} ms`;
+			} catch (e) {
+				if (e.name === 'AbortError') status.textContent = `stopped: ${rows.length} rows`;
+				else diag.replaceChildren(U.errorBox(e));
+			} finally {
+				run.disabled = false; stop.disabled = true; ctrl = null;
+				draw();
+			}
+		}
+		run.addEventListener('click', start);
+		stop.addEventListener('click', () => ctrl && ctrl.abort());
+
+		main.append(el('h2', {}, 'Live query'),
+			el('p', { class: 'muted' }, 'FayQL runs on this host through the collector (POST /api/query); results stream in. Ctrl+Enter runs.'),
+			el('div', { class: 'editor' }, gutter, ta),
+			el('div', { class: 'toolbar' }, run, stop, ex, view, status),
+			diag, out);
+		lines();
+		return () => ctrl && ctrl.abort();
+	}
+
+	return { render };
+})();

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// fay UI: small helpers shared by the pages (no framework, no build step).
+'use strict';
+
+const U = (() => {
+	// el('div', {class: 'x', onclick: f}, child, 'text', ...)
+	function el(tag, attrs, ...kids) {
+		const e = document.createElement(tag);
+		for (const [k, v] of Object.entries(attrs || {})) {
+			if (v === undefined || v === null || v === false) continue;
+			if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+			else if (k === 'text') e.textContent = v;
+			else e.setAttribute(k, v === true ? '' : v);
+		}
+		for (const k of kids.flat()) {
+			if (k === undefined || k === null || k === false) continue;
+			e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+		}
+		return e;
+	}
+
+	const SVGNS = 'http://www.w3.org/2000/svg';
+	function svg(tag, attrs, ...kids) {
+		const e = document.createElementNS(SVGNS, tag);
+		for (const [k, v] of Object.entries(attrs || {})) {
+			if (v === undefined || v === null) continue;
+			if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+			else if (k === 'text') e.textContent = v;
+			else e.setAttribute(k, v);
+		}
+		for (const k of kids.flat()) if (k) e.append(k);
+		return e;
+	}
+
+	// The API token, when the collector runs with --token (asked once).
+	function authHeaders() {
+		const t = localStorage.getItem('fay.token');
+		return t ? { Authorization: 'Bearer ' + t } : {};
+	}
+
+	class ApiError extends Error {
+		constructor(status, text, body) {
+			super(text);
+			this.status = status;
+			this.body = body;
+		}
+	}
+
+	// fetch JSON; throws ApiError with the server's reason on a non-2xx.
+	async function api(path, opts = {}) {
+		opts.headers = Object.assign({}, opts.headers, authHeaders());
+		let r = await fetch(path, opts);
+		if (r.status === 401 && !opts.retried) {
+			const t = prompt('This collector needs its API token (--token):');
+			if (t) {
+				localStorage.setItem('fay.token', t);
+				return api(path, Object.assign(opts, { retried: true }));
+			}
+		}
+		const text = await r.text();
+		let body = null;
+		try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+		if (!r.ok) {
+			const msg = (body && (body.error || body.message)) || text.trim() || r.statusText;
+			throw new ApiError(r.status, msg, body);
+		}
+		return body;
+	}
+
+	// Microseconds as the largest sensible unit: 1.25s, 37.1ms, 512µs.
+	function dur(us) {
+		if (us === null || us === undefined || isNaN(us)) return '–';
+		if (us >= 60e6) return (us / 60e6).toFixed(1) + 'min';
+		if (us >= 1e6) return (us / 1e6).toFixed(us >= 10e6 ? 1 : 2) + 's';
+		if (us >= 1e3) return (us / 1e3).toFixed(us >= 100e3 ? 0 : us >= 10e3 ? 1 : 2) + 'ms';
+		return Math.round(us) + 'µs';
+	}
+
+	// "10ms", "2s", "500us", "1500" (µs) -> microseconds; NaN if not one.
+	function parseDur(s) {
+		const m = /^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|min)?\s*$/.exec(s || '');
+		if (!m) return NaN;
+		const mult = { us: 1, 'µs': 1, ms: 1e3, s: 1e6, m: 60e6, min: 60e6 }[m[2] || 'us'];
+		return Math.round(parseFloat(m[1]) * mult);
+	}
+
+	function time(ms) {
+		const d = new Date(ms);
+		const p = (n, w = 2) => String(n).padStart(w, '0');
+		return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
+			`${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+	}
+
+	function ago(ms) {
+		const s = Math.max(0, (Date.now() - ms) / 1000);
+		if (s < 60) return Math.round(s) + 's ago';
+		if (s < 3600) return Math.round(s / 60) + 'min ago';
+		if (s < 86400) return Math.round(s / 3600) + 'h ago';
+		return Math.round(s / 86400) + 'd ago';
+	}
+
+	// A stable colour per service name: a hue from its hash, in one of
+	// three lightness bands, so neighbouring names rarely look alike.
+	function colour(name) {
+		let h = 2166136261;
+		for (const ch of name || '') h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+		h ^= h >>> 16; h = Math.imul(h, 0x85ebca6b);       // murmur3's finaliser
+		h ^= h >>> 13; h = Math.imul(h, 0xc2b2ae35);
+		h ^= h >>> 16; h >>>= 0;
+		return `hsl(${h % 360} ${55 + (h >>> 9) % 3 * 10}% ${38 + (h >>> 11) % 3 * 6}%)`;
+	}
+
+	function chip(service) {
+		return el('span', { class: 'chip', style: `--c:${colour(service)}` }, service || '?');
+	}
+
+	function go(path) {
+		history.pushState(null, '', path);
+		window.dispatchEvent(new Event('fay:navigate'));
+	}
+
+	function errorBox(e) {
+		return el('div', { class: 'error-box', role: 'alert' },
+			e && e.status ? `${e.status}: ${e.message}` : String(e && e.message || e));
+	}
+
+	return { el, svg, api, ApiError, dur, parseDur, time, ago, colour, chip, go, errorBox,
+		authHeaders };
+})();
