@@ -35,6 +35,7 @@ struct bmap {
 	char name[16];
 	enum bpf_map_type type;
 	uint32_t key_size, value_size, max_entries;
+	uint32_t flags;			/* map_flags, e.g. BPF_F_NO_PREALLOC */
 	int fd;
 };
 
@@ -97,14 +98,25 @@ struct bmap *bmap_new(const char *name, enum bpf_map_type type,
 		break;
 	case BPF_MAP_TYPE_ARRAY:
 	case BPF_MAP_TYPE_PERCPU_ARRAY:
+	case BPF_MAP_TYPE_PERF_EVENT_ARRAY:	/* value: a perf event fd */
 		if (key_size != 4)
 			return fay_err_ptr(-EINVAL);
+		break;
+	case BPF_MAP_TYPE_RINGBUF:
+		/* No key nor value; max_entries is the size in bytes, a
+		 * power of two and a multiple of the page size. */
+		if (key_size || value_size || max_entries < 4096 ||
+		    (max_entries & (max_entries - 1)))
+			return fay_err_ptr(-EINVAL);
+		key_size = value_size = 1;	/* pass the check below */
 		break;
 	default:
 		return fay_err_ptr(-EINVAL);
 	}
 	if (!key_size || !value_size || !max_entries)
 		return fay_err_ptr(-EINVAL);
+	if (type == BPF_MAP_TYPE_RINGBUF)
+		key_size = value_size = 0;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return fay_err_ptr(-ENOMEM);
@@ -129,14 +141,23 @@ void bmap_free(struct bmap *m)
 int bmap_create(struct bmap *m)
 {
 	int fd;
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = m->flags);
 
 	if (m->fd >= 0)
 		return 0;
 	fd = bpf_map_create(m->type, m->name, m->key_size, m->value_size,
-			    m->max_entries, NULL);
+			    m->max_entries, &o);
 	if (fd < 0)
 		return -errno;
 	m->fd = fd;
+	return 0;
+}
+
+int bmap_set_flags(struct bmap *m, uint32_t flags)
+{
+	if (m->fd >= 0)
+		return -EBUSY;
+	m->flags = flags;
 	return 0;
 }
 

@@ -19,7 +19,10 @@ struct ir;
 struct bmap;
 struct bprog;
 
-/* A map: HASH, PERCPU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries.
+/* A map: HASH, PERCPU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries;
+ * also PERF_EVENT_ARRAY (key and value 4 bytes, one entry per CPU) and
+ * RINGBUF (key and value 0, max_entries the size in bytes: a power of two
+ * and a multiple of the page size), whose fd the caller reads with libbpf.
  * Nothing is created in the kernel until bmap_create() (or bprog_load() of
  * a program using it).  Returns NULL and sets errno (EINVAL for another
  * type, zero sizes or max_entries, ENOMEM).  Free with bmap_free(). */
@@ -28,6 +31,9 @@ struct bmap *bmap_new(const char *name, enum bpf_map_type type,
 		      uint32_t max_entries);
 /* Closes the map's fd (the kernel frees it with its last user). */
 void bmap_free(struct bmap *m);
+/* map_flags for the creation (BPF_F_NO_PREALLOC ...): before
+ * bmap_create().  0 or -EBUSY. */
+int bmap_set_flags(struct bmap *m, uint32_t flags);
 /* Create in the kernel if not yet done.  0 or -errno (-EPERM: see
  * bpf_privilege_hint()). */
 int bmap_create(struct bmap *m);

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * fay query: compile a FayQL query; --emit=ast|plan shows what the
- * compiler made of it without loading anything.  Running queries arrives
- * with the eBPF back end (src/bpf).
+ * fay query: compile a FayQL query and run it on this host (src/engine);
+ * --emit=ast|plan|ir|bpf shows each stage without loading anything.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +11,8 @@
 
 #include "cli/cmds.h"
 #include "common/log.h"
+#include "engine/engine.h"
+#include "engine/session.h"
 #include "query/plan.h"
 #include "query/query.h"
 
@@ -24,8 +25,9 @@ static void usage(FILE *f)
 "    fay query - compile and run a FayQL query on this host\n"
 "\n"
 "SYNOPSIS\n"
-"    fay query [--emit=ast|plan] [--json] [--tracefs DIR] 'QUERY'\n"
-"    fay query [--emit=ast|plan] [--json] [--tracefs DIR] -f FILE\n"
+"    fay query [OPTIONS] 'QUERY'\n"
+"    fay query [OPTIONS] -f FILE\n"
+"    fay query --emit=ast|plan|ir|bpf [--json] 'QUERY'\n"
 "\n"
 "DESCRIPTION\n"
 "    FayQL asks one declarative, LINQ-shaped question of the kernel and of\n"
@@ -44,48 +46,103 @@ static void usage(FILE *f)
 "    avg hist lhist(e,lo,hi,step) quantile(e,p) distinct, free (count()) or\n"
 "    on the group (g.count()); g.key or g.NAME is the group key.\n"
 "\n"
-"    The query is compiled into probes that filter, group and aggregate\n"
-"    where the events happen (per CPU); partial results are merged when\n"
-"    read.  The whole language, with error bounds and examples, is in\n"
-"    docs/QUERY.md.\n"
+"    fay compiles the query into eBPF programs (no compiler at run time),\n"
+"    loads them, attaches them to what the source names (an exit probe\n"
+"    only when ret or duration is used), and filters, groups and\n"
+"    aggregates where the events happen, per CPU.  The partial results\n"
+"    are merged when read.\n"
 "\n"
-"    Running a query needs the eBPF back end, which is not built yet:\n"
-"    without --emit, fay query checks the query, says so and exits 1.\n"
+"  Running and output\n"
+"    A select with aggregates prints one table when the query ends: at\n"
+"    its time limit ('for 5s', or Fay's 'where x.time < now + 5s'), when\n"
+"    the traced process exits (-p, -c), or on Ctrl-C (SIGINT), SIGTERM\n"
+"    or SIGHUP.  With 'window 1s' it prints a table per tumbling window\n"
+"    (the maps are cleared after each) and the partial last window.\n"
+"    hist() and lhist() columns are drawn as bars under their row:\n"
+"\n"
+"        [4K, 8K)        120 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+"\n"
+"    A select without aggregates streams one row per event as it\n"
+"    happens (through a BPF ring buffer, or per-CPU perf buffers on\n"
+"    kernels without one).  Rows are ordered by the group key unless\n"
+"    'order by' says otherwise; 'limit N' keeps N rows (per window).\n"
+"\n"
+"    Nothing is dropped silently: events that found the map of keys full\n"
+"    (10240 keys), entries that found the per-thread pairing map full,\n"
+"    and streamed rows the buffer had no room for are counted in the\n"
+"    probes and reported with the result as 'warning: N ...' lines (on\n"
+"    standard error with --json).\n"
+"\n"
+"    When the kernel's verifier rejects a program, the message points at\n"
+"    the part of the query it came from (LINE:COL and a caret).  Every\n"
+"    program, attachment and map is released on every way out; nothing\n"
+"    stays in the kernel (bpftool prog shows none).\n"
 "\n"
 "OPTIONS\n"
+"    --json          results as JSON: one object per row per line, keys\n"
+"                    the select's names; windowed rows carry\n"
+"                    \"window_start_ns\" (wall clock); a hist/lhist value\n"
+"                    is an array of its non-empty buckets\n"
+"                    {\"lo\":L,\"hi\":H,\"count\":N} (lo inclusive, hi\n"
+"                    exclusive, null when unbounded).  With --emit=ast or\n"
+"                    --emit=plan: that stage as one JSON object\n"
+"    -p, --pid PID   trace only process PID (its threads); stop when it\n"
+"                    exits.  Uprobes and USDT probes attach to it alone\n"
+"    -c, --cmd CMD   run CMD (with sh -c) once every probe is attached,\n"
+"                    trace only it, stop when it exits\n"
+"    -q, --quiet     no \"N probes attached\" line on standard error\n"
+"    --buffer=ringbuf|perf\n"
+"                    how streamed rows leave the kernel (default: ringbuf\n"
+"                    when the kernel has it)\n"
+"    --no-fentry     kernel functions: use kprobes, not fentry/fexit\n"
 "    --emit=ast      print the checked syntax tree (one node per line,\n"
 "                    @LINE:COL positions, types and meanings in brackets)\n"
 "    --emit=plan     print the plan: probes, entry/exit pairing, predicates,\n"
 "                    key and per-CPU value layout, each aggregate's probe,\n"
 "                    merge and final parts, columns, options\n"
-"    --emit=ir|bpf   not built yet (arrives with the back end)\n"
-"    --json          print the AST or plan as one JSON object\n"
+"    --emit=ir       print the maps and each program in the engine's IR\n"
+"                    (virtual registers, labels, @LINE:COL of the query)\n"
+"    --emit=bpf      print the maps and each program as eBPF instructions\n"
+"                    after register allocation (bpftool's syntax)\n"
 "    -f FILE         read the query from FILE ('-' for standard input)\n"
 "    --tracefs DIR   read tracepoint formats from DIR/events/SYS/EVENT/format\n"
 "    -h, --help      this page\n"
 "\n"
-"    --emit loads nothing and needs no root; only tracepoint sources read\n"
-"    their format file (and mount tracefs if it is missing, as root).\n"
+"    --emit loads nothing and needs no root; tracepoint sources read their\n"
+"    format file, kernel functions are resolved (fentry or kprobe) and\n"
+"    function/usdt sources read the binary's ELF symbols or notes.\n"
 "\n"
 "EXAMPLES\n"
-"    fay query --emit=plan 'from s in syscall(\"*\") group s by s.comm into g\n"
-"        select { comm: g.key, calls: g.count() } for 5s'\n"
-"    fay query --emit=ast 'from f in kernel.function(\"vfs_read\")\n"
-"        select { p99: quantile(f.duration, 0.99), bytes: hist(f.ret) } window 1s'\n"
-"    fay query --emit=plan -f tests/golden/query/paper.q\n"
+"    fay query 'from s in syscall(\"*\") group s by s.comm into g\n"
+"        select { comm: g.key, calls: g.count() } order by calls desc\n"
+"        limit 10 for 5s'\n"
+"    fay query 'from r in syscall(\"read\") where r.ret > 0\n"
+"        select { bytes: hist(r.ret), p99_us: quantile(r.duration, 0.99) / 1000 }\n"
+"        window 1s'\n"
+"    fay query -c ./server 'from c in function(\"./server:handle\")\n"
+"        select { us: hist(c.duration / 1000) }'\n"
+"    fay query --json 'from e in tracepoint(\"sched:sched_process_exec\")\n"
+"        select { pid: e.pid, file: e.filename }'\n"
+"    fay query --emit=bpf -f tests/golden/query/paper_local.q\n"
 "\n"
 "EXIT STATUS\n"
-"    0 success; 1 runtime failure (or running, not built yet);\n"
-"    2 usage error or an error in the query, reported as\n"
-"      SOURCE:LINE:COL: error: MESSAGE, the line, and a caret.\n"
+"    0 success; 1 runtime failure (privileges, a probe point that cannot\n"
+"    be attached, the verifier, output); 2 usage error or an error in the\n"
+"    query, reported as SOURCE:LINE:COL: error: MESSAGE, the line, and a\n"
+"    caret.\n"
 "\n"
 "ENVIRONMENT\n"
 "    FAY_TRACEFS     default for --tracefs\n"
-"    FAY_LOG_LEVEL   error, warn, info, debug\n"
+"    FAY_LOG_LEVEL   error, warn, info, debug (debug: the verifier's log\n"
+"                    when a program is rejected)\n"
 "\n"
 "FILES\n"
 "    /sys/kernel/tracing/events/*/*/format   tracepoint field layouts\n"
-"    docs/QUERY.md                           the FayQL manual\n", f);
+"    /sys/kernel/btf/vmlinux                 kernel function arguments\n"
+"    docs/QUERY.md                           the FayQL manual\n"
+"\n"
+"    Running needs root, or CAP_BPF and CAP_PERFMON (and CAP_SYS_ADMIN\n"
+"    for some probe kinds on older kernels).\n", f);
 }
 
 /* Read all of f into a malloc'd buffer; NULL on error (errno set). */
@@ -124,6 +181,33 @@ static char *read_all(FILE *f, size_t *len)
 
 enum emit { EMIT_RUN, EMIT_AST, EMIT_PLAN, EMIT_IR, EMIT_BPF };
 
+/* --emit=ir|bpf: generate (and lower) the programs, load nothing. */
+static int emit_code(struct query *q, const struct plan *plan, bool bpf,
+		     const struct engine_run_opts *ro)
+{
+	struct engine_opts eo = {
+		.sz = sizeof(eo), .pid = ro->pid, .no_fentry = ro->no_fentry,
+		.buffer = ro->buffer, .emit_only = true,
+	};
+	char why[2048];
+	struct engine *e = engine_new(q, plan, &eo, why, sizeof(why));
+	int err;
+
+	if (!e) {
+		if (query_error(q)) {
+			fputs(query_error(q), stderr);
+			return 2;
+		}
+		fprintf(stderr, "error: %s", why);
+		return 1;
+	}
+	err = bpf ? engine_dump_bpf(e, stdout) : engine_dump_ir(e, stdout);
+	if (err && err != -EIO)
+		fprintf(stderr, "error: %s", engine_error(e));
+	engine_free(e);
+	return err ? 1 : 0;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -131,6 +215,11 @@ int cmd_query(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "tracefs", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "cmd", required_argument, NULL, 'c' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "buffer", required_argument, NULL, 'B' },
+		{ "no-fentry", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -142,14 +231,16 @@ int cmd_query(int argc, char **argv)
 	bool json = false;
 	struct query *q = NULL;
 	const struct plan *plan;
+	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	int c, err, rc = 2;
+	char *end;
 
 	opts.tracefs = getenv("FAY_TRACEFS");
 	if (opts.tracefs && !*opts.tracefs)
 		opts.tracefs = NULL;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+hf:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hf:p:c:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			if (!strcmp(optarg, "ast"))
@@ -175,18 +266,53 @@ int cmd_query(int argc, char **argv)
 		case 't':
 			opts.tracefs = optarg;
 			break;
+		case 'p':
+			errno = 0;
+			ro.pid = (pid_t)strtol(optarg, &end, 10);
+			if (errno || *end || ro.pid <= 0) {
+				fprintf(stderr, "error: -p takes a process id, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			ro.cmd = optarg;
+			break;
+		case 'q':
+			ro.quiet = true;
+			break;
+		case 'B':
+			if (!strcmp(optarg, "ringbuf"))
+				ro.buffer = ENGINE_BUF_RINGBUF;
+			else if (!strcmp(optarg, "perf"))
+				ro.buffer = ENGINE_BUF_PERF;
+			else {
+				fprintf(stderr, "error: --buffer takes ringbuf or perf, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'K':
+			ro.no_fentry = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "error: unknown option '%s'\n", argv[optind - 1]);
-			fprintf(stderr, "usage: fay query [--emit=ast|plan] [--json] 'QUERY' | -f FILE (see fay query --help)\n");
+			if (optopt && strchr("fpcBt", optopt))
+				fprintf(stderr, "error: option '%s' needs a value\n", argv[optind - 1]);
+			else
+				fprintf(stderr, "error: unknown option '%s'\n", argv[optind - 1]);
+			fprintf(stderr, "usage: fay query [--emit=ast|plan|ir|bpf] [--json] [-p PID | -c CMD] 'QUERY' | -f FILE (see fay query --help)\n");
 			return 2;
 		}
 	}
+	if (ro.pid && ro.cmd) {
+		fprintf(stderr, "error: give -p PID or -c CMD, not both\n");
+		return 2;
+	}
 	if ((file && optind != argc) || (!file && optind != argc - 1)) {
 		fprintf(stderr, "error: give one query, as an argument or with -f FILE\n");
-		fprintf(stderr, "usage: fay query [--emit=ast|plan] [--json] 'QUERY' | -f FILE (see fay query --help)\n");
+		fprintf(stderr, "usage: fay query [--emit=ast|plan|ir|bpf] [--json] [-p PID | -c CMD] 'QUERY' | -f FILE (see fay query --help)\n");
 		return 2;
 	}
 	if (file) {
@@ -242,14 +368,16 @@ int cmd_query(int argc, char **argv)
 		break;
 	case EMIT_IR:
 	case EMIT_BPF:
-		fprintf(stderr, "error: --emit=%s is not built yet: it arrives with the eBPF back end (src/bpf); --emit=ast and --emit=plan work\n",
-			emit == EMIT_IR ? "ir" : "bpf");
-		rc = 1;
+		rc = emit_code(q, plan, emit == EMIT_BPF, &ro);
 		break;
 	case EMIT_RUN:
-		fprintf(stderr, "error: the query is valid, but running queries is not built yet: it arrives with the eBPF back end (src/bpf). Use --emit=ast or --emit=plan to see what it compiles to\n");
-		rc = 1;
-		break;
+		ro.out = stdout;
+		ro.err = stderr;
+		ro.json = json;
+		rc = engine_run_query(q, plan, &ro);
+		query_free(q);
+		free(text);
+		return rc;
 	}
 	if (err || fflush(stdout)) {
 		fprintf(stderr, "error: cannot write the output: %s\n", strerror(errno));

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FayQL engine: lowers a struct plan (query/plan.h) to eBPF programs
+ * (bpf/ir.h), loads and attaches them (probe/probe.h), and reads the
+ * results back: per-CPU partial aggregates merged with aggr_merge() and
+ * turned into rows with plan_eval(), or streamed records.
+ *
+ *	struct engine *e = engine_new(q, plan, &opts);      code generation
+ *	engine_dump_ir(e, f) / engine_dump_bpf(e, f)        --emit=ir|bpf
+ *	engine_load(e); engine_attach(e);                   into the kernel
+ *	engine_poll(e, ms) (streams) / engine_read(e, &res) (aggregates)
+ *	engine_free(e);                                     detach, free
+ *
+ * BPF objects, per query:
+ *   vals      PERCPU_HASH key_size -> value_size (PERCPU_ARRAY of one
+ *             entry when the query has no key): the partial aggregates;
+ *   zero      ARRAY of one value_size entry of zeroes: the initial value
+ *             of a new key (values may be far larger than the 512-byte
+ *             BPF stack);
+ *   pairs     HASH u32 tid -> entry record (paired sources);
+ *   out       RINGBUF (or PERF_EVENT_ARRAY on kernels without it): rows
+ *             of streaming queries;
+ *   counters  PERCPU_ARRAY of ENGINE_NCOUNTERS u64: what was dropped.
+ *
+ * Errors: functions return -errno and leave a message in engine_error()
+ * (one or more lines, ending in '\n'); a verifier rejection is reported
+ * at the query's line:col through query_errorf() (query_error(q)).
+ * Nothing here prints.
+ */
+#ifndef FAY_ENGINE_ENGINE_H
+#define FAY_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "query/plan.h"
+#include "query/query.h"
+
+/* What the programs count when they must drop something. */
+enum engine_counter {
+	EC_MAP_FULL,		/* an event whose key did not fit in vals */
+	EC_PAIRS_FULL,		/* an entry not recorded: pairs was full */
+	EC_LOST,		/* a streamed row the output buffer had no room for */
+	ENGINE_NCOUNTERS
+};
+
+enum engine_buffer { ENGINE_BUF_AUTO, ENGINE_BUF_RINGBUF, ENGINE_BUF_PERF };
+
+struct engine_opts {
+	size_t sz;		/* sizeof(struct engine_opts) */
+	pid_t pid;		/* > 0: only events of this process (tgid) */
+	bool no_fentry;		/* kernel functions: kprobes only */
+	enum engine_buffer buffer;	/* streaming output */
+	/* Do not resolve probes that need the system (tracepoints never
+	 * do; kernel functions and USDT always do): for --emit. */
+	bool emit_only;
+};
+#define engine_opts__last_field emit_only
+
+struct engine;
+
+/*
+ * Generate the programs for plan p of query q (both must outlive the
+ * engine).  Resolves the probe points that code generation depends on
+ * (kernel functions: fentry or kprobe; USDT argument specs; uprobes).
+ * Returns NULL with errno set; when err is given, a message is written
+ * there (errlen bytes).  A problem in the query itself is reported
+ * through query_errorf() (query_error(q) non-NULL, errno EINVAL).
+ */
+struct engine *engine_new(struct query *q, const struct plan *p,
+			  const struct engine_opts *opts, char *err, size_t errlen);
+/* Detach, close every program and map, free.  Accepts NULL. */
+void engine_free(struct engine *e);
+/* The last error message (lines ending in '\n'), "" if none. */
+const char *engine_error(const struct engine *e);
+
+/* The IR of each program, and the maps: stable (golden tests). */
+int engine_dump_ir(struct engine *e, FILE *f);
+/* The lowered bytecode of each program (bpftool "xlated" syntax). */
+int engine_dump_bpf(struct engine *e, FILE *f);
+
+/* Resolve the remaining probes, create the maps and load the programs.
+ * -EPERM: privileges (message says so); -EINVAL with query_error(q) set:
+ * the verifier rejected code of the query at a line:col. */
+int engine_load(struct engine *e);
+/* Attach every program (exit before entry).  0 or -errno. */
+int engine_attach(struct engine *e);
+/* Undo engine_attach(); safe to call twice. */
+void engine_detach(struct engine *e);
+/* Number of kernel attachments and a description of each probe. */
+int engine_nprobes(const struct engine *e);
+const char *engine_probe_desc(const struct engine *e, int i);
+
+/* ---- results ---------------------------------------------------------- */
+
+/* One aggregated row: key (key_size bytes) and the merged value. */
+struct engine_row {
+	unsigned char *key;
+	unsigned char *val;
+};
+
+struct engine_result {
+	size_t nrows;
+	struct engine_row *rows;	/* ordered and limited as the query says */
+	uint64_t counters[ENGINE_NCOUNTERS];
+};
+
+/*
+ * Read every key of vals, merge the per-CPU partials and order/limit the
+ * rows.  reset: delete what was read (tumbling windows).  The counters
+ * are the totals since the load (or the previous reset).  Free the
+ * result with engine_result_clear().  0 or -errno.
+ */
+int engine_read(struct engine *e, bool reset, struct engine_result *res);
+void engine_result_clear(struct engine_result *res);
+
+/* Streaming: fn is called with each record (record_size bytes). */
+typedef void (*engine_record_fn)(void *ctx, const void *rec, size_t size);
+int engine_set_record_fn(struct engine *e, engine_record_fn fn, void *ctx);
+/* An fd that becomes readable when records wait (epoll), or -1. */
+int engine_stream_fd(const struct engine *e);
+/* Deliver the waiting records without blocking; count or -errno. */
+int engine_consume(struct engine *e);
+/* Sum of the drop counters over every CPU (also the user-side losses of
+ * a perf buffer). */
+int engine_counters(struct engine *e, uint64_t out[ENGINE_NCOUNTERS]);
+
+/* "events dropped: the map of keys was full" ... */
+const char *engine_counter_desc(enum engine_counter c);
+
+/* ---- output ----------------------------------------------------------- */
+
+struct engine_out {
+	FILE *f;
+	bool json;
+	bool header_done;	/* streaming table: header printed */
+};
+
+/* Print an aggregated result: a table (histograms as bars) or one JSON
+ * object per row; window_start_ns > 0 tags each row (and the table). */
+int engine_print_result(const struct engine *e, struct engine_out *o,
+			const struct engine_result *res, uint64_t window_start_ns);
+/* Print one streamed record. */
+int engine_print_record(const struct engine *e, struct engine_out *o,
+			const void *rec);
+/* Warnings for non-zero counters, one line each, to f; returns how many. */
+int engine_print_counters(const uint64_t c[ENGINE_NCOUNTERS], FILE *f,
+			  const struct plan *p);
+
+const struct plan *engine_plan(const struct engine *e);
+
+#endif

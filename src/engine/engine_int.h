@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the engine: shared by codegen.c (plan -> IR), run.c (load,
+ * attach, read) and output.c (tables, JSON).
+ */
+#ifndef FAY_ENGINE_ENGINE_INT_H
+#define FAY_ENGINE_ENGINE_INT_H
+
+#include "bpf/ir.h"
+#include "bpf/load.h"
+#include "engine/engine.h"
+#include "probe/probe.h"
+
+/* Bytes of the streaming ring buffer (perf: pages per CPU). */
+#define ENGINE_RINGBUF_SIZE	(2u << 20)
+#define ENGINE_PERF_PAGES	64
+/* A streamed row is built on the BPF stack before it is copied out. */
+#define ENGINE_RECORD_MAX	320
+/* Larger per-CPU hashes are not preallocated (BPF_F_NO_PREALLOC). */
+#define ENGINE_PREALLOC_MAX	(16ull << 20)
+
+enum eprog_role { EP_ENTRY, EP_EXIT };
+
+struct eprog {
+	enum eprog_role role;
+	bool is_main;			/* runs the query's body */
+	const struct plan_attach *at;
+	enum probe_kind kind;
+	char spec[4200];
+	struct probe_opts popts;
+	struct probe *probe;		/* NULL until resolved */
+	struct ir *ir;
+	struct bprog *prog;
+};
+
+struct engine {
+	struct query *q;
+	const struct plan *p;
+	struct engine_opts opts;
+	bool use_ringbuf;
+
+	struct bmap *vals, *zero, *pairs, *out, *counters;
+	struct eprog progs[2];
+	int nprogs;
+
+	bool loaded, attached;
+	char err[2048];
+
+	/* streaming */
+	struct ring_buffer *rb;
+	struct perf_buffer *pb;
+	engine_record_fn rec_fn;
+	void *rec_ctx;
+	uint64_t user_lost;		/* perf buffer: lost samples */
+	uint64_t counters_base[ENGINE_NCOUNTERS];	/* after a reset */
+};
+
+/* Set e->err (printf) and return err. */
+int engine_fail(struct engine *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Resolve prog's probe (probe_new); 0 or -errno with e->err set. */
+int engine_resolve(struct engine *e, struct eprog *ep);
+/* Emit every program's IR; 0 or -errno (message in e->err, or a query
+ * error through query_errorf()). */
+int engine_codegen(struct engine *e);
+
+#endif

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Results as text: an aligned table (hist/lhist columns as bars, the way
+ * bpftrace draws them) or JSON, one object per row per line, keys the
+ * select's names; windowed rows carry "window_start_ns"; a distribution
+ * is an array of its non-empty buckets {"lo": L, "hi": H, "count": N}
+ * (lo inclusive, hi exclusive, null where the bucket is unbounded).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine_int.h"
+
+#define BAR_WIDTH 40
+
+/* ---- values ------------------------------------------------------------------ */
+
+/* Printable bytes of a fixed-size string (up to its NUL). */
+static void put_str(FILE *f, const char *s, size_t len, int width)
+{
+	size_t n = strnlen(s, len);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		fputc(c >= 0x20 && c != 0x7f ? c : '?', f);
+	}
+	for (int i = (int)n; i < width; i++)
+		fputc(' ', f);
+}
+
+struct bucket {
+	bool has_lo, has_hi;
+	int64_t lo, hi;		/* [lo, hi) */
+	uint64_t count;
+};
+
+/* The buckets of distribution aggregate a in value (every bucket). */
+static int dist_buckets(const struct plan_aggr *a, const unsigned char *value,
+			struct bucket **out)
+{
+	const struct aggr_desc *d = &a->desc;
+	int n = d->kind == AGGR_HIST ? AGGR_HIST_BUCKETS : (int)d->nbuckets + 2;
+	struct bucket *b = calloc((size_t)n, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		memcpy(&b[i].count, value + a->offset + 8 * i, 8);
+		if (d->kind == AGGR_HIST) {
+			b[i].has_hi = true;
+			if (i == 0) {
+				b[i].hi = 1;
+			} else {
+				b[i].has_lo = true;
+				b[i].lo = (int64_t)(1ull << (i - 1));
+				b[i].hi = i < 64 ? (int64_t)(1ull << i) : INT64_MAX;
+				if (i == 63)
+					b[i].hi = INT64_MAX;	/* 2^63 - 1, inclusive */
+			}
+		} else if (i == 0) {
+			b[i].has_hi = true;
+			b[i].hi = d->lo;
+		} else if (i == n - 1) {
+			b[i].has_lo = true;
+			b[i].lo = d->hi;
+		} else {
+			b[i].has_lo = b[i].has_hi = true;
+			b[i].lo = d->lo + (int64_t)(i - 1) * d->step;
+			b[i].hi = b[i].lo + d->step < d->hi ? b[i].lo + d->step : d->hi;
+		}
+	}
+	*out = b;
+	return n;
+}
+
+/* 1024 -> "1K" when exact, like bpftrace's labels. */
+static void fmt_num(char *buf, size_t len, int64_t v, bool pow2)
+{
+	static const char sfx[] = "KMGTPE";
+	int u = -1;
+
+	if (pow2) {
+		while (v >= 1024 && !(v % 1024) && u < 5) {
+			v /= 1024;
+			u++;
+		}
+	}
+	if (u >= 0)
+		snprintf(buf, len, "%" PRId64 "%c", v, sfx[u]);
+	else
+		snprintf(buf, len, "%" PRId64, v);
+}
+
+static void bucket_label(const struct bucket *b, bool pow2, char *buf, size_t len)
+{
+	char lo[32], hi[32];
+
+	if (b->has_lo)
+		fmt_num(lo, sizeof(lo), b->lo, pow2);
+	if (b->has_hi)
+		fmt_num(hi, sizeof(hi), pow2 && b->has_lo ? b->hi : b->hi - (pow2 ? 1 : 0),
+			pow2);
+	if (!b->has_lo && pow2)
+		snprintf(buf, len, "(..., %s]", hi);
+	else if (!b->has_lo)
+		snprintf(buf, len, "(..., %s)", hi);
+	else if (!b->has_hi)
+		snprintf(buf, len, "[%s, ...)", lo);
+	else if (b->hi - b->lo == 1)
+		snprintf(buf, len, "[%s]", lo);
+	else
+		snprintf(buf, len, "[%s, %s)", lo, hi);
+}
+
+static int print_bars(FILE *f, const struct plan_aggr *a, const unsigned char *val,
+		      const char *indent)
+{
+	struct bucket *b;
+	int n = dist_buckets(a, val, &b), first = -1, last = -1;
+	uint64_t max = 0;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		if (!b[i].count)
+			continue;
+		if (first < 0)
+			first = i;
+		last = i;
+		if (b[i].count > max)
+			max = b[i].count;
+	}
+	if (first < 0)
+		fprintf(f, "%s(no values)\n", indent);
+	for (int i = first; first >= 0 && i <= last; i++) {
+		char label[80];
+		int w = (int)((b[i].count * BAR_WIDTH + max - 1) / max);
+
+		bucket_label(&b[i], a->desc.kind == AGGR_HIST, label, sizeof(label));
+		fprintf(f, "%s%-20s %10" PRIu64 " |", indent, label, b[i].count);
+		for (int j = 0; j < BAR_WIDTH; j++)
+			fputc(j < w ? '@' : ' ', f);
+		fputs("|\n", f);
+	}
+	free(b);
+	return 0;
+}
+
+static int json_dist(FILE *f, const struct plan_aggr *a, const unsigned char *val)
+{
+	struct bucket *b;
+	int n = dist_buckets(a, val, &b);
+	bool any = false;
+
+	if (n < 0)
+		return n;
+	fputc('[', f);
+	for (int i = 0; i < n; i++) {
+		if (!b[i].count)
+			continue;
+		fprintf(f, "%s{\"lo\":", any ? "," : "");
+		if (b[i].has_lo)
+			fprintf(f, "%" PRId64, b[i].lo);
+		else
+			fputs("null", f);
+		fputs(",\"hi\":", f);
+		if (b[i].has_hi && !(a->desc.kind == AGGR_HIST && i == 63))
+			fprintf(f, "%" PRId64, b[i].hi);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"count\":%" PRIu64 "}", b[i].count);
+		any = true;
+	}
+	fputc(']', f);
+	free(b);
+	return 0;
+}
+
+/* ---- aggregated results ---------------------------------------------------- */
+
+struct cell {
+	struct plan_val v;
+	char text[32];		/* integers */
+};
+
+static int col_width(const struct plan_col *c)
+{
+	return (int)strlen(c->name);
+}
+
+static void window_stamp(FILE *f, uint64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+	char buf[64];
+
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(f, "window %s.%03uZ\n", buf, (unsigned)(ns / 1000000 % 1000));
+}
+
+static int print_json_rows(const struct engine *e, FILE *f,
+			   const struct engine_result *res, uint64_t wstart)
+{
+	const struct plan *p = e->p;
+
+	for (size_t r = 0; r < res->nrows; r++) {
+		const struct engine_row *row = &res->rows[r];
+		bool first = true;
+
+		fputc('{', f);
+		if (wstart) {
+			fprintf(f, "\"window_start_ns\":%" PRIu64, wstart);
+			first = false;
+		}
+		for (int i = 0; i < p->ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+			struct plan_val v;
+
+			if (!first)
+				fputc(',', f);
+			first = false;
+			json_str(f, c->name, strlen(c->name));
+			fputc(':', f);
+			if (c->type == VT_DIST) {
+				json_dist(f, &p->aggrs[c->aggr], row->val);
+				continue;
+			}
+			if (plan_eval(p, c->e, row->key, row->val, &v)) {
+				fputs("null", f);
+				continue;
+			}
+			if (v.type == VT_STR)
+				json_str(f, v.s, strnlen(v.s, v.len));
+			else
+				fprintf(f, "%" PRId64, v.i);
+		}
+		fputs("}\n", f);
+	}
+	return 0;
+}
+
+int engine_print_result(const struct engine *e, struct engine_out *o,
+			const struct engine_result *res, uint64_t wstart)
+{
+	const struct plan *p = e->p;
+	FILE *f = o->f;
+	int ncols = p->ncols, nscalar = 0, *w;
+	struct cell *cells;
+
+	if (o->json) {
+		print_json_rows(e, f, res, wstart);
+		return ferror(f) ? -EIO : 0;
+	}
+	w = calloc((size_t)ncols + 1, sizeof(*w));
+	cells = calloc(res->nrows * (size_t)ncols + 1, sizeof(*cells));
+	if (!w || !cells) {
+		free(w);
+		free(cells);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < ncols; i++) {
+		w[i] = col_width(&p->cols[i]);
+		if (p->cols[i].type != VT_DIST)
+			nscalar++;
+	}
+	for (size_t r = 0; r < res->nrows; r++) {
+		for (int i = 0; i < ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+			struct cell *cl = &cells[r * (size_t)ncols + (size_t)i];
+			int len;
+
+			if (c->type == VT_DIST)
+				continue;
+			if (plan_eval(p, c->e, res->rows[r].key, res->rows[r].val, &cl->v)) {
+				snprintf(cl->text, sizeof(cl->text), "?");
+				cl->v.type = VT_INT;
+				len = 1;
+			} else if (cl->v.type == VT_STR) {
+				len = (int)strnlen(cl->v.s, cl->v.len);
+			} else {
+				len = snprintf(cl->text, sizeof(cl->text), "%" PRId64, cl->v.i);
+			}
+			if (len > w[i])
+				w[i] = len;
+		}
+	}
+	if (wstart)
+		window_stamp(f, wstart);
+	if (nscalar) {
+		int done = 0;
+
+		for (int i = 0; i < ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+
+			if (c->type == VT_DIST)
+				continue;
+			done++;
+			if (c->type == VT_STR)
+				fprintf(f, "%-*s", done < nscalar ? w[i] : 0, c->name);
+			else
+				fprintf(f, "%*s", w[i], c->name);
+			fputs(done < nscalar ? "  " : "\n", f);
+		}
+	}
+	for (size_t r = 0; r < res->nrows; r++) {
+		int done = 0;
+
+		for (int i = 0; i < ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+			const struct cell *cl = &cells[r * (size_t)ncols + (size_t)i];
+
+			if (c->type == VT_DIST)
+				continue;
+			done++;
+			if (cl->v.type == VT_STR)
+				put_str(f, cl->v.s, cl->v.len, done < nscalar ? w[i] : 0);
+			else
+				fprintf(f, "%*s", w[i], cl->text);
+			fputs(done < nscalar ? "  " : "\n", f);
+		}
+		for (int i = 0; i < ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+
+			if (c->type != VT_DIST)
+				continue;
+			fprintf(f, "%s%s:\n", nscalar ? "  " : "", c->name);
+			print_bars(f, &p->aggrs[c->aggr], res->rows[r].val,
+				   nscalar ? "  " : "");
+		}
+		if (nscalar && ncols > nscalar && r + 1 < res->nrows)
+			fputc('\n', f);
+	}
+	if (!res->nrows && !nscalar)
+		fputs("(no rows)\n", f);
+	free(w);
+	free(cells);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- streamed rows ----------------------------------------------------------- */
+
+static int stream_width(const struct plan_col *c)
+{
+	int n = (int)strlen(c->name);
+
+	if (c->type == VT_STR)
+		return n > 16 ? n : 16;
+	return n > 10 ? n : 10;
+}
+
+int engine_print_record(const struct engine *e, struct engine_out *o, const void *rec)
+{
+	const struct plan *p = e->p;
+	const unsigned char *r = rec;
+	FILE *f = o->f;
+
+	if (o->json) {
+		fputc('{', f);
+		for (int i = 0; i < p->ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+
+			if (i)
+				fputc(',', f);
+			json_str(f, c->name, strlen(c->name));
+			fputc(':', f);
+			if (c->type == VT_STR) {
+				const char *s = (const char *)r + c->offset;
+
+				json_str(f, s, strnlen(s, (size_t)c->size));
+			} else {
+				int64_t v;
+
+				memcpy(&v, r + c->offset, 8);
+				fprintf(f, "%" PRId64, v);
+			}
+		}
+		fputs("}\n", f);
+		return ferror(f) ? -EIO : 0;
+	}
+	if (!o->header_done) {
+		for (int i = 0; i < p->ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+			bool last = i + 1 == p->ncols;
+
+			if (c->type == VT_STR)
+				fprintf(f, "%-*s", last ? 0 : stream_width(c), c->name);
+			else
+				fprintf(f, "%*s", stream_width(c), c->name);
+			fputs(last ? "\n" : "  ", f);
+		}
+		o->header_done = true;
+	}
+	for (int i = 0; i < p->ncols; i++) {
+		const struct plan_col *c = &p->cols[i];
+		bool last = i + 1 == p->ncols;
+
+		if (c->type == VT_STR) {
+			put_str(f, (const char *)r + c->offset, (size_t)c->size,
+				last ? 0 : stream_width(c));
+		} else {
+			int64_t v;
+
+			memcpy(&v, r + c->offset, 8);
+			fprintf(f, "%*" PRId64, stream_width(c), v);
+		}
+		fputs(last ? "\n" : "  ", f);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+int engine_print_counters(const uint64_t c[ENGINE_NCOUNTERS], FILE *f,
+			  const struct plan *p)
+{
+	int n = 0;
+
+	for (int i = 0; i < ENGINE_NCOUNTERS; i++) {
+		if (!c[i])
+			continue;
+		fprintf(f, "warning: %" PRIu64 " %s", c[i], engine_counter_desc(i));
+		if (i == EC_MAP_FULL || i == EC_PAIRS_FULL)
+			fprintf(f, " (%d entries)", p->max_entries);
+		fputc('\n', f);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine's life: set-up (maps, probe points, code generation), load
+ * (verifier diagnostics mapped to the query), attach (exit before entry,
+ * so no recorded entry misses its exit), reading (per-CPU partials merged
+ * with aggr_merge(), ordered, limited; streamed records through a BPF
+ * ring buffer or a perf buffer) and tear-down (every attachment, program
+ * and map closed, whatever path leads there).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "engine/engine_int.h"
+
+int engine_fail(struct engine *e, int err, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof(e->err) - 1, fmt, ap);
+	va_end(ap);
+	n = strlen(e->err);
+	if (!n || e->err[n - 1] != '\n') {
+		e->err[n] = '\n';
+		e->err[n + 1] = '\0';
+	}
+	return err;
+}
+
+const char *engine_error(const struct engine *e)
+{
+	return e->err;
+}
+
+const struct plan *engine_plan(const struct engine *e)
+{
+	return e->p;
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static int eprog_setup(struct engine *e, struct eprog *ep,
+		       const struct plan_attach *at, enum eprog_role role)
+{
+	const struct plan *p = e->p;
+
+	ep->role = role;
+	ep->at = at;
+	ep->popts.sz = sizeof(ep->popts);
+	ep->popts.no_fentry = e->opts.no_fentry;
+	switch (at->kind) {
+	case PA_TRACEPOINT:
+		if (p->source == SRC_SYSCALL) {
+			ep->kind = role == EP_ENTRY ? PROBE_SYSCALL : PROBE_SYSCALL_EXIT;
+			snprintf(ep->spec, sizeof(ep->spec), "%s", p->target);
+		} else {
+			ep->kind = PROBE_TRACEPOINT;
+			snprintf(ep->spec, sizeof(ep->spec), "%s:%s", at->sys, at->event);
+		}
+		break;
+	case PA_FENTRY:
+	case PA_FEXIT:
+		ep->kind = at->kind == PA_FENTRY ? PROBE_KFUNC : PROBE_KFUNC_EXIT;
+		snprintf(ep->spec, sizeof(ep->spec), "%s", at->func);
+		break;
+	case PA_UPROBE:
+	case PA_URETPROBE:
+		ep->kind = at->kind == PA_UPROBE ? PROBE_UPROBE : PROBE_URETPROBE;
+		ep->popts.pid = at->pid > 0 ? at->pid : e->opts.pid;
+		if (at->binary) {
+			snprintf(ep->spec, sizeof(ep->spec), "%s:%s", at->binary, at->symbol);
+		} else {
+			/* process(PID).function("sym"): its executable */
+			char link[64], path[4096];
+			ssize_t n;
+
+			snprintf(link, sizeof(link), "/proc/%d/exe", at->pid);
+			n = readlink(link, path, sizeof(path) - 1);
+			if (n < 0)
+				return engine_fail(e, -ESRCH, "process(%d): no such process (%s: %s)",
+						   at->pid, link, strerror(errno));
+			path[n] = '\0';
+			snprintf(ep->spec, sizeof(ep->spec), "%s:%s", path, at->symbol);
+		}
+		break;
+	case PA_USDT:
+		ep->kind = PROBE_USDT;
+		ep->popts.pid = e->opts.pid;
+		if (at->provider)
+			snprintf(ep->spec, sizeof(ep->spec), "%s:%s:%s", at->binary,
+				 at->provider, at->name);
+		else
+			snprintf(ep->spec, sizeof(ep->spec), "%s:%s", at->binary, at->name);
+		break;
+	case PA_PERF_SAMPLE:
+		ep->kind = PROBE_PROFILE;
+		ep->popts.hz = at->hz;
+		snprintf(ep->spec, sizeof(ep->spec), "%u", at->hz);
+		break;
+	default:
+		return engine_fail(e, -EOPNOTSUPP, "this source cannot run on this host");
+	}
+	return 0;
+}
+
+int engine_resolve(struct engine *e, struct eprog *ep)
+{
+	char why[512];
+
+	if (ep->probe)
+		return 0;
+	ep->probe = probe_new(ep->kind, ep->spec, &ep->popts, why, sizeof(why));
+	if (!ep->probe)
+		return engine_fail(e, -errno, "%s", why);
+	return 0;
+}
+
+/* Code generation needs the probe itself for these kinds (how arguments
+ * are read depends on fentry vs kprobe, on the USDT note). */
+static bool needs_probe_for_codegen(const struct eprog *ep)
+{
+	return ep->kind == PROBE_KFUNC || ep->kind == PROBE_KFUNC_EXIT ||
+	       ep->kind == PROBE_UPROBE || ep->kind == PROBE_URETPROBE ||
+	       ep->kind == PROBE_USDT;
+}
+
+static int make_maps(struct engine *e)
+{
+	const struct plan *p = e->p;
+	uint32_t vsize = p->value_size > 0 ? (uint32_t)p->value_size : 8;
+
+	e->counters = bmap_new("fay_counters", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8,
+			       ENGINE_NCOUNTERS);
+	if (!e->counters)
+		return -errno;
+	if (p->mode == PLAN_AGGREGATE) {
+		if (p->key_size) {
+			e->vals = bmap_new("fay_vals", BPF_MAP_TYPE_PERCPU_HASH,
+					   (uint32_t)p->key_size, vsize,
+					   (uint32_t)p->max_entries);
+			e->zero = bmap_new("fay_zero", BPF_MAP_TYPE_ARRAY, 4, vsize, 1);
+			if (!e->vals || !e->zero)
+				return -errno;
+			/* Preallocating every key of every CPU costs memory and
+			 * start-up time (10240 keys of a 16 KiB value on 2 CPUs:
+			 * 320 MiB): big values are allocated as keys appear.
+			 * Sampling programs run in NMI context and need
+			 * preallocated maps. */
+			if ((uint64_t)(vsize + (uint32_t)p->key_size) * (uint64_t)p->max_entries *
+			    (uint64_t)(bpf_ncpus() > 0 ? bpf_ncpus() : 1) > ENGINE_PREALLOC_MAX &&
+			    p->source != SRC_PROFILE)
+				bmap_set_flags(e->vals, BPF_F_NO_PREALLOC);
+		} else {
+			e->vals = bmap_new("fay_vals", BPF_MAP_TYPE_PERCPU_ARRAY, 4, vsize, 1);
+		}
+		if (!e->vals)
+			return -errno;
+	} else {
+		if (e->use_ringbuf) {
+			e->out = bmap_new("fay_out", BPF_MAP_TYPE_RINGBUF, 0, 0,
+					  ENGINE_RINGBUF_SIZE);
+		} else {
+			int n = bpf_ncpus();
+
+			e->out = bmap_new("fay_out", BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4,
+					  (uint32_t)(n > 0 ? n : 1));
+		}
+		if (!e->out)
+			return -errno;
+	}
+	if (p->paired) {
+		e->pairs = bmap_new("fay_pairs", BPF_MAP_TYPE_HASH, 4,
+				    (uint32_t)p->saved_size, (uint32_t)p->max_entries);
+		if (!e->pairs)
+			return -errno;
+	}
+	return 0;
+}
+
+struct engine *engine_new(struct query *q, const struct plan *p,
+			  const struct engine_opts *opts, char *err, size_t errlen)
+{
+	struct engine *e;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		if (err)
+			snprintf(err, errlen, "out of memory\n");
+		return fay_err_ptr(-ENOMEM);
+	}
+	e->q = q;
+	e->p = p;
+	if (opts)
+		memcpy(&e->opts, opts, opts->sz < sizeof(e->opts) ? opts->sz :
+		       sizeof(e->opts));
+	e->opts.sz = sizeof(e->opts);
+
+	if (p->mode == PLAN_STREAM) {
+		e->use_ringbuf = e->opts.buffer != ENGINE_BUF_PERF;
+		if (e->opts.buffer == ENGINE_BUF_AUTO && !e->opts.emit_only)
+			e->use_ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF,
+								   NULL) == 1;
+	}
+	rc = make_maps(e);
+	if (rc) {
+		engine_fail(e, rc, "cannot set up the maps: %s", errstr(rc));
+		goto err_out;
+	}
+	rc = eprog_setup(e, &e->progs[0], &p->entry, EP_ENTRY);
+	e->nprogs = 1;
+	e->progs[0].is_main = !p->paired;
+	if (!rc && p->paired) {
+		rc = eprog_setup(e, &e->progs[1], &p->exit, EP_EXIT);
+		e->progs[1].is_main = true;
+		e->nprogs = 2;
+	}
+	for (int i = 0; !rc && i < e->nprogs; i++)
+		if (!e->opts.emit_only || needs_probe_for_codegen(&e->progs[i]))
+			rc = engine_resolve(e, &e->progs[i]);
+	rc = rc ? : engine_codegen(e);
+	if (rc)
+		goto err_out;
+	return e;
+
+err_out:
+	if (err)
+		snprintf(err, errlen, "%s", e->err);
+	engine_free(e);
+	return fay_err_ptr(rc);
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	engine_detach(e);
+	ring_buffer__free(e->rb);
+	perf_buffer__free(e->pb);
+	for (int i = 0; i < e->nprogs; i++) {
+		probe_free(e->progs[i].probe);
+		bprog_free(e->progs[i].prog);
+		ir_free(e->progs[i].ir);
+	}
+	bmap_free(e->vals);
+	bmap_free(e->zero);
+	bmap_free(e->pairs);
+	bmap_free(e->out);
+	bmap_free(e->counters);
+	free(e);
+}
+
+/* ---- dumps ------------------------------------------------------------------ */
+
+static const char *map_type_name(enum bpf_map_type t)
+{
+	switch (t) {
+	case BPF_MAP_TYPE_HASH: return "hash";
+	case BPF_MAP_TYPE_PERCPU_HASH: return "percpu_hash";
+	case BPF_MAP_TYPE_ARRAY: return "array";
+	case BPF_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";
+	case BPF_MAP_TYPE_RINGBUF: return "ringbuf";
+	case BPF_MAP_TYPE_PERF_EVENT_ARRAY: return "perf_event_array";
+	default: return "?";
+	}
+}
+
+static void dump_maps(const struct engine *e, FILE *f)
+{
+	const struct bmap *maps[] = { e->vals, e->zero, e->pairs, e->out, e->counters };
+
+	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
+		const struct bmap *m = maps[i];
+
+		if (!m)
+			continue;
+		if (bmap_type(m) == BPF_MAP_TYPE_RINGBUF)
+			fprintf(f, "map %s: ringbuf, %u bytes\n", bmap_name(m),
+				bmap_max_entries(m));
+		else if (bmap_type(m) == BPF_MAP_TYPE_PERF_EVENT_ARRAY)
+			fprintf(f, "map %s: perf_event_array, one per CPU\n", bmap_name(m));
+		else
+			fprintf(f, "map %s: %s, key %u bytes, value %u bytes, %u entries\n",
+				bmap_name(m), map_type_name(bmap_type(m)), bmap_key_size(m),
+				bmap_value_size(m), bmap_max_entries(m));
+	}
+}
+
+static const char *ep_title(const struct eprog *ep)
+{
+	static const char *const kinds[] = {
+		[PROBE_TRACEPOINT] = "tracepoint", [PROBE_SYSCALL] = "syscall entry",
+		[PROBE_SYSCALL_EXIT] = "syscall exit", [PROBE_KFUNC] = "kernel function entry",
+		[PROBE_KFUNC_EXIT] = "kernel function exit", [PROBE_UPROBE] = "uprobe",
+		[PROBE_URETPROBE] = "uretprobe", [PROBE_USDT] = "usdt",
+		[PROBE_PROFILE] = "profile",
+	};
+
+	if (ep->probe)
+		return probe_describe(ep->probe);
+	return kinds[ep->kind];
+}
+
+int engine_dump_ir(struct engine *e, FILE *f)
+{
+	dump_maps(e, f);
+	for (int i = 0; i < e->nprogs; i++) {
+		fprintf(f, "\n; %s program: %s \"%s\"%s\n",
+			e->progs[i].role == EP_ENTRY ? "entry" : "exit",
+			ep_title(&e->progs[i]), e->progs[i].spec,
+			e->progs[i].is_main ? " (main)" : "");
+		ir_dump(e->progs[i].ir, f);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+int engine_dump_bpf(struct engine *e, FILE *f)
+{
+	for (int i = 0; i < e->nprogs; i++) {
+		int err = ir_lower(e->progs[i].ir);
+
+		if (err)
+			return engine_fail(e, err, "cannot lower the %s program: %s",
+					   e->progs[i].role == EP_ENTRY ? "entry" : "exit",
+					   ir_strerror(e->progs[i].ir));
+	}
+	dump_maps(e, f);
+	for (int i = 0; i < e->nprogs; i++) {
+		size_t n;
+
+		ir_insns(e->progs[i].ir, &n);
+		fprintf(f, "\n; %s program: %s \"%s\": %zu instructions, %u bytes of stack\n",
+			e->progs[i].role == EP_ENTRY ? "entry" : "exit",
+			ep_title(&e->progs[i]), e->progs[i].spec, n,
+			ir_stack_size(e->progs[i].ir));
+		ir_dump_bpf(e->progs[i].ir, f);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- load and attach ----------------------------------------------------- */
+
+/* Report a verifier rejection at line:col of the query. */
+static int verifier_error(struct engine *e, struct eprog *ep, struct bprog_diag *d)
+{
+	const char *text = query_text(e->q), *why = strstr(d->msg, "program: ");
+	struct loc loc = { .line = (int)d->line, .col = (int)d->col };
+	int line = 1;
+
+	why = why ? why + 9 : d->msg;
+	for (const char *s = text; *s && line < loc.line; s++) {
+		loc.off++;
+		if (*s == '\n')
+			line++;
+	}
+	loc.off += loc.col - 1;
+	loc.start = loc.off;
+	loc.end = loc.off + 1;
+	if (d->log)
+		pr_debug("verifier log of the %s program:\n%s",
+			 ep->role == EP_ENTRY ? "entry" : "exit", d->log);
+	if (d->line) {
+		query_errorf(e->q, &loc, "the BPF verifier rejected the code for this (%s program, instruction %d): %s",
+			     ep->role == EP_ENTRY ? "entry" : "exit", d->insn, why);
+		return engine_fail(e, -EINVAL, "%s", query_error(e->q));
+	}
+	return engine_fail(e, d->err ? d->err : -EINVAL,
+			   "the BPF verifier rejected the %s program (%s): %s%s",
+			   ep->role == EP_ENTRY ? "entry" : "exit", ep_title(ep),
+			   d->msg, d->log ? " (FAY_LOG_LEVEL=debug shows its log)" : "");
+}
+
+static int ring_sample(void *ctx, void *data, size_t size)
+{
+	struct engine *e = ctx;
+
+	if (e->rec_fn && size >= (size_t)e->p->record_size)
+		e->rec_fn(e->rec_ctx, data, (size_t)e->p->record_size);
+	return 0;
+}
+
+static void perf_sample(void *ctx, int cpu, void *data, __u32 size)
+{
+	ring_sample(ctx, data, size);
+}
+
+static void perf_lost(void *ctx, int cpu, __u64 n)
+{
+	struct engine *e = ctx;
+
+	e->user_lost += n;
+}
+
+int engine_load(struct engine *e)
+{
+	int err;
+
+	if (e->loaded)
+		return 0;
+	if (!bpf_have_privileges())
+		return engine_fail(e, -EPERM, "running a query loads BPF programs: %s",
+				   bpf_privilege_hint());
+	for (int i = 0; i < e->nprogs; i++) {
+		err = engine_resolve(e, &e->progs[i]);
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < e->nprogs; i++) {
+		struct eprog *ep = &e->progs[i];
+		struct bprog_opts o;
+		struct bprog_diag d;
+
+		probe_prog_opts(ep->probe, &o);
+		ep->prog = bprog_load(ep->ir, &o, &d);
+		if (!ep->prog) {
+			if (d.err != -EPERM && d.insn >= 0)
+				err = verifier_error(e, ep, &d);
+			else
+				err = engine_fail(e, d.err ? d.err : -errno, "%s", d.msg);
+			bprog_diag_clear(&d);
+			return err;
+		}
+		pr_debug("loaded %s (prog id %u)", probe_describe(ep->probe),
+			 bprog_id(ep->prog));
+	}
+	err = bmap_create(e->counters);
+	if (!err && e->vals)
+		err = bmap_create(e->vals);
+	if (err)
+		return engine_fail(e, err, "cannot create a map: %s", errstr(err));
+	if (e->out && e->use_ringbuf) {
+		e->rb = ring_buffer__new(bmap_fd(e->out), ring_sample, e, NULL);
+		if (!e->rb)
+			return engine_fail(e, -errno, "cannot map the ring buffer: %s",
+					   errstr(-errno));
+	} else if (e->out) {
+		e->pb = perf_buffer__new(bmap_fd(e->out), ENGINE_PERF_PAGES, perf_sample,
+					 perf_lost, e, NULL);
+		if (!e->pb)
+			return engine_fail(e, -errno, "cannot open the perf buffers: %s",
+					   errstr(-errno));
+	}
+	e->loaded = true;
+	return 0;
+}
+
+int engine_attach(struct engine *e)
+{
+	int err;
+
+	if (!e->loaded)
+		return engine_fail(e, -EINVAL, "internal: attach before load");
+	/* exit first: every entry recorded from now on finds its exit */
+	for (int i = e->nprogs - 1; i >= 0; i--) {
+		struct eprog *ep = &e->progs[i];
+
+		err = probe_attach(ep->probe, bprog_fd(ep->prog));
+		if (err) {
+			engine_detach(e);
+			return engine_fail(e, err, "%s", probe_strerror(ep->probe));
+		}
+	}
+	e->attached = true;
+	return 0;
+}
+
+void engine_detach(struct engine *e)
+{
+	for (int i = 0; i < e->nprogs; i++)
+		if (e->progs[i].probe)
+			probe_detach(e->progs[i].probe);
+	e->attached = false;
+}
+
+int engine_nprobes(const struct engine *e)
+{
+	return e->nprogs;
+}
+
+const char *engine_probe_desc(const struct engine *e, int i)
+{
+	if (i < 0 || i >= e->nprogs)
+		return NULL;
+	return ep_title(&e->progs[i]);
+}
+
+/* ---- counters --------------------------------------------------------------- */
+
+const char *engine_counter_desc(enum engine_counter c)
+{
+	switch (c) {
+	case EC_MAP_FULL:
+		return "events dropped: the map of keys was full";
+	case EC_PAIRS_FULL:
+		return "calls not timed: the per-thread entry map was full";
+	case EC_LOST:
+		return "rows lost: the output buffer was full";
+	default:
+		return "?";
+	}
+}
+
+static int counters_raw(struct engine *e, uint64_t out[ENGINE_NCOUNTERS])
+{
+	memset(out, 0, sizeof(uint64_t) * ENGINE_NCOUNTERS);
+	if (!e->loaded)
+		return 0;
+	for (uint32_t c = 0; c < ENGINE_NCOUNTERS; c++) {
+		int err = bmap_sum_u64(e->counters, &c, 0, &out[c]);
+
+		if (err)
+			return err;
+	}
+	out[EC_LOST] += e->user_lost;
+	return 0;
+}
+
+int engine_counters(struct engine *e, uint64_t out[ENGINE_NCOUNTERS])
+{
+	int err = counters_raw(e, out);
+
+	for (int c = 0; !err && c < ENGINE_NCOUNTERS; c++)
+		out[c] -= e->counters_base[c];
+	return err;
+}
+
+/* ---- streaming ---------------------------------------------------------------- */
+
+int engine_set_record_fn(struct engine *e, engine_record_fn fn, void *ctx)
+{
+	e->rec_fn = fn;
+	e->rec_ctx = ctx;
+	return 0;
+}
+
+int engine_stream_fd(const struct engine *e)
+{
+	if (e->rb)
+		return ring_buffer__epoll_fd(e->rb);
+	if (e->pb)
+		return perf_buffer__epoll_fd(e->pb);
+	return -1;
+}
+
+int engine_consume(struct engine *e)
+{
+	int n = 0;
+
+	if (e->rb)
+		n = ring_buffer__consume(e->rb);
+	else if (e->pb)
+		n = perf_buffer__consume(e->pb);
+	return n;
+}
+
+/* ---- aggregates ------------------------------------------------------------- */
+
+struct sortctx {
+	const struct plan *p;
+};
+
+struct srow {
+	struct engine_row r;
+	struct plan_val ov;
+};
+
+static int cmp_val(const struct plan_val *a, const struct plan_val *b)
+{
+	if (a->type == VT_STR || b->type == VT_STR) {
+		size_t n = a->len < b->len ? a->len : b->len;
+		int c = memcmp(a->s, b->s, n);
+
+		return c ? c : (a->len > b->len) - (a->len < b->len);
+	}
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+static int cmp_keys(const struct plan *p, const unsigned char *a, const unsigned char *b)
+{
+	for (int i = 0; i < p->nkeys; i++) {
+		const struct plan_key *k = &p->keys[i];
+		int c;
+
+		if (k->e->type == VT_STR) {
+			c = strncmp((const char *)a + k->offset, (const char *)b + k->offset,
+				    (size_t)k->size);
+		} else {
+			int64_t x, y;
+
+			memcpy(&x, a + k->offset, 8);
+			memcpy(&y, b + k->offset, 8);
+			c = (x > y) - (x < y);
+		}
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static int cmp_rows(const void *x, const void *y, void *arg)
+{
+	const struct sortctx *s = arg;
+	const struct srow *a = x, *b = y;
+	int c = 0;
+
+	if (s->p->order) {
+		c = cmp_val(&a->ov, &b->ov);
+		if (s->p->order_desc)
+			c = -c;
+	}
+	return c ? c : cmp_keys(s->p, a->r.key, b->r.key);
+}
+
+void engine_result_clear(struct engine_result *res)
+{
+	for (size_t i = 0; i < res->nrows; i++) {
+		free(res->rows[i].key);
+		free(res->rows[i].val);
+	}
+	free(res->rows);
+	memset(res, 0, sizeof(*res));
+}
+
+/* Merge ncpu per-CPU values (stride bytes apart) into dst. */
+static void merge_cpus(const struct plan *p, unsigned char *dst,
+		       const unsigned char *buf, int ncpu, size_t stride)
+{
+	for (int c = 0; c < ncpu; c++)
+		for (int i = 0; i < p->naggrs; i++)
+			aggr_merge(&p->aggrs[i].desc, dst + p->aggrs[i].offset,
+				   buf + (size_t)c * stride + p->aggrs[i].offset);
+}
+
+static int add_row(struct engine *e, struct srow **rows, size_t *n, size_t *cap,
+		   const void *key, const unsigned char *buf, int ncpu, size_t stride)
+{
+	const struct plan *p = e->p;
+	size_t vsize = bmap_value_size(e->vals), ksize = (size_t)p->key_size;
+	struct srow *r;
+
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		struct srow *nr = realloc(*rows, nc * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		*rows = nr;
+		*cap = nc;
+	}
+	r = &(*rows)[*n];
+	memset(r, 0, sizeof(*r));
+	r->r.key = calloc(1, ksize ? ksize : 1);
+	r->r.val = calloc(1, vsize);
+	if (!r->r.key || !r->r.val) {
+		free(r->r.key);
+		free(r->r.val);
+		return -ENOMEM;
+	}
+	if (ksize)
+		memcpy(r->r.key, key, ksize);
+	merge_cpus(p, r->r.val, buf, ncpu, stride);
+	(*n)++;
+	return 0;
+}
+
+int engine_read(struct engine *e, bool reset, struct engine_result *res)
+{
+	const struct plan *p = e->p;
+	int ncpu = bpf_ncpus(), err = 0;
+	size_t stride, n = 0, cap = 0, nkeys = 0, kcap = 0;
+	size_t ksize = (size_t)p->key_size;
+	unsigned char *buf = NULL, *keys = NULL;
+	struct srow *rows = NULL;
+	struct sortctx sc = { .p = p };
+	uint64_t raw[ENGINE_NCOUNTERS];
+
+	memset(res, 0, sizeof(*res));
+	if (!e->vals || !e->loaded)
+		return engine_fail(e, -EINVAL, "internal: no aggregates to read");
+	if (ncpu <= 0)
+		ncpu = 1;
+	stride = (bmap_value_size(e->vals) + 7) & ~(size_t)7;
+	buf = calloc((size_t)ncpu, stride);
+	if (!buf)
+		return -ENOMEM;
+	if (!ksize) {
+		uint32_t k0 = 0;
+
+		err = bmap_lookup(e->vals, &k0, buf);
+		err = err ? : add_row(e, &rows, &n, &cap, NULL, buf, ncpu, stride);
+		if (!err && reset) {
+			memset(buf, 0, (size_t)ncpu * stride);
+			err = bmap_update(e->vals, &k0, buf, BPF_ANY);
+		}
+	} else {
+		/* every key first (deleting while walking restarts the walk) */
+		for (;;) {
+			if (nkeys == kcap) {
+				size_t nc = kcap ? 2 * kcap : 256;
+				unsigned char *nk = realloc(keys, nc * ksize);
+
+				if (!nk) {
+					err = -ENOMEM;
+					break;
+				}
+				keys = nk;
+				kcap = nc;
+			}
+			err = bmap_next_key(e->vals, nkeys ? keys + (nkeys - 1) * ksize : NULL,
+					    keys + nkeys * ksize);
+			if (err == -ENOENT) {
+				err = 0;
+				break;
+			}
+			if (err)
+				break;
+			nkeys++;
+			if (nkeys > (size_t)p->max_entries * 4)
+				break;	/* the map changed under the walk; enough */
+		}
+		for (size_t i = 0; !err && i < nkeys; i++) {
+			const unsigned char *k = keys + i * ksize;
+			int lerr = bmap_lookup(e->vals, k, buf);
+
+			if (lerr == -ENOENT)
+				continue;
+			err = lerr ? : add_row(e, &rows, &n, &cap, k, buf, ncpu, stride);
+			if (!err && reset)
+				bmap_delete(e->vals, k);
+		}
+	}
+	if (!err)
+		err = engine_counters(e, res->counters);
+	if (!err && reset && !counters_raw(e, raw))
+		memcpy(e->counters_base, raw, sizeof(raw));
+	if (err) {
+		for (size_t i = 0; i < n; i++) {
+			free(rows[i].r.key);
+			free(rows[i].r.val);
+		}
+		free(rows);
+		free(buf);
+		free(keys);
+		return engine_fail(e, err, "cannot read the aggregates: %s", errstr(err));
+	}
+	if (p->order)
+		for (size_t i = 0; i < n; i++)
+			if (plan_eval(p, p->order, rows[i].r.key, rows[i].r.val, &rows[i].ov))
+				rows[i].ov.i = 0;
+	if (n > 1)
+		qsort_r(rows, n, sizeof(*rows), cmp_rows, &sc);
+	res->nrows = p->limit && n > p->limit ? (size_t)p->limit : n;
+	for (size_t i = res->nrows; i < n; i++) {
+		free(rows[i].r.key);
+		free(rows[i].r.val);
+	}
+	res->rows = calloc(res->nrows ? res->nrows : 1, sizeof(*res->rows));
+	if (!res->rows) {
+		for (size_t i = 0; i < res->nrows; i++) {
+			free(rows[i].r.key);
+			free(rows[i].r.val);
+		}
+		res->nrows = 0;
+		err = -ENOMEM;
+	}
+	for (size_t i = 0; res->rows && i < res->nrows; i++)
+		res->rows[i] = rows[i].r;
+	free(rows);
+	free(buf);
+	free(keys);
+	return err;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run one planned query on this host until its time limit, the traced
+ * process's exit or SIGINT/SIGTERM/SIGHUP, printing rows as they come
+ * (streams), per window, or once at the end.  Used by `fay query`.
+ */
+#ifndef FAY_ENGINE_SESSION_H
+#define FAY_ENGINE_SESSION_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "engine/engine.h"
+
+struct engine_run_opts {
+	size_t sz;		/* sizeof(struct engine_run_opts) */
+	FILE *out;		/* results */
+	FILE *err;		/* diagnostics, the "attached" line */
+	bool json;		/* one JSON object per row per line */
+	bool quiet;		/* no "probes attached" line */
+	bool window_gap;	/* a blank line after each window's table */
+	pid_t pid;		/* -p: only this process; stop when it exits */
+	const char *cmd;	/* -c: run this (sh -c 'exec CMD') once attached,
+				 * trace only it, stop when it exits */
+	bool no_fentry;
+	enum engine_buffer buffer;
+	/* called once every probe is attached (benchmarks, tests) */
+	void (*attached_fn)(void *ctx);
+	void *attached_ctx;
+};
+
+/*
+ * Returns the exit status for the CLI: 0 success, 1 a runtime failure
+ * (privileges, probes, the verifier: reported on o->err, a verifier
+ * rejection at the query's line:col), 2 an error in the query.
+ */
+int engine_run_query(struct query *q, const struct plan *p,
+		     const struct engine_run_opts *o);
+
+#endif
