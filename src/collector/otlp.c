@@ -496,7 +496,8 @@ static json_t *otlp_span(json_t *z)
 	const char *k, *parent = json_string_value(json_object_get(z, "parentId"));
 	const char *tid = json_string_value(json_object_get(z, "traceId"));
 	char tid32[33], start[24], end[24];
-	int code = 1, err = 0;
+	const char *err = NULL;
+	int code = 1;
 	size_t i;
 
 	for (i = 0; kind && i < 4; i++)
@@ -507,7 +508,7 @@ static json_t *otlp_span(json_t *z)
 		 tid ? tid : "");
 	json_object_foreach(json_object_get(z, "tags"), k, v) {
 		if (!strcmp(k, "error"))
-			err = 1;
+			err = json_string_value(v) ? json_string_value(v) : "true";
 		json_array_append_new(attrs, kv(k, json_string_value(v) ? json_string_value(v) : ""));
 	}
 	json_array_foreach(json_object_get(z, "annotations"), i, v) {
@@ -518,11 +519,12 @@ static json_t *otlp_span(json_t *z)
 	}
 	snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT "000", ts);
 	snprintf(end, sizeof(end), "%" JSON_INTEGER_FORMAT "000", ts + dur);
-	s = json_pack("{s:s, s:O, s:s, s:i, s:s, s:s, s:o, s:o, s:{s:i}}",
+	s = json_pack("{s:s, s:O, s:s, s:i, s:s, s:s, s:o, s:o, s:{s:i, s:s}}",
 		      "traceId", tid32, "spanId", json_object_get(z, "id"),
 		      "name", json_string_value(json_object_get(z, "name")) ?: "",
 		      "kind", code, "startTimeUnixNano", start, "endTimeUnixNano", end,
-		      "attributes", attrs, "events", events, "status", "code", err ? 2 : 0);
+		      "attributes", attrs, "events", events,
+		      "status", "code", err ? 2 : 0, "message", err ? err : "");
 	if (s && parent)
 		json_object_set_new(s, "parentSpanId", json_string(parent));
 	return s;

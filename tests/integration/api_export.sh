@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# --export: a collector forwards what it stores to other backends, here
+# two more real collectors, one spoken to in Zipkin v2 JSON and one in
+# OTLP/HTTP JSON; spans arrive there intact; a backend that is down is
+# retried, then the spans are counted as failed and the collector runs on.
+. "$(dirname "$0")/../lib/lib.sh"
+for f in collector_lib.bash collector_lib.sh; do
+	[ -f "$(dirname "$0")/$f" ] && { . "$(dirname "$0")/$f"; break; }
+done
+command -v python3 >/dev/null || skip_all "needs python3"
+
+# two downstream collectors
+ok "downstream Zipkin-side collector" coll_start "$T_TMP/z.db"
+ZURL=$URL; ZPID=$CPID
+ok "downstream OTLP-side collector" coll_start "$T_TMP/o.db"
+OURL=$URL
+DEAD=$(free_port)
+ok "the exporting collector starts" coll_start "$T_TMP/main.db" \
+	--export zipkin=$ZURL/api/v2/spans --export otlp=$OURL/v1/traces \
+	--export zipkin=http://127.0.0.1:$DEAD/api/v2/spans
+
+NOW=$(( $(date +%s) * 1000000 ))
+cat >"$T_TMP/spans.json" <<JSON
+[{"traceId":"00000000000000000000000000000e01","id":"00000000000000a1","kind":"SERVER","name":"get","timestamp":$NOW,"duration":5000,
+  "localEndpoint":{"serviceName":"web"},"tags":{"http.path":"/x","error":"boom"},"annotations":[{"timestamp":$((NOW+10)),"value":"ws"}]},
+ {"traceId":"00000000000000000000000000000e01","id":"00000000000000a2","parentId":"00000000000000a1","kind":"CLIENT","name":"map","timestamp":$((NOW+100)),"duration":4000,
+  "localEndpoint":{"serviceName":"web"},"remoteEndpoint":{"serviceName":"mapperd"}}]
+JSON
+ok "POST to the exporting collector" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @'$T_TMP/spans.json' $URL/api/v2/spans) = 202 ]"
+ok "the spans reach the Zipkin-side backend" wait_for 10 bash -c "curl -s $ZURL/api/v2/trace/00000000000000000000000000000e01 | grep -q '\"id\":\"00000000000000a2\"'"
+ok "the spans reach the OTLP-side backend" wait_for 10 bash -c "curl -s $OURL/api/v2/trace/00000000000000000000000000000e01 | grep -q '\"id\":\"00000000000000a2\"'"
+curl -s "$ZURL/api/v2/trace/00000000000000000000000000000e01" >"$T_TMP/z"
+curl -s "$OURL/api/v2/trace/00000000000000000000000000000e01" >"$T_TMP/o"
+ok "Zipkin export: identical spans" python3 -c "
+import json; a=json.load(open('$T_TMP/z')); b=json.load(open('$T_TMP/spans.json'))
+key=lambda s: s['id']
+a=sorted(a,key=key); b=sorted(b,key=key)
+assert a[0]['tags'] == b[0]['tags'] and a[0]['annotations'] == b[0]['annotations'] and a[1]['parentId'] == 'a1'.rjust(16,'0'), a
+assert a[0]['duration'] == 5000 and a[1]['remoteEndpoint']['serviceName'] == 'mapperd'"
+ok "OTLP export: service, kind, times, tags, events, parent, error survive the trip" python3 -c "
+import json; a={s['id']:s for s in json.load(open('$T_TMP/o'))}
+r=a['00000000000000a1']; c=a['00000000000000a2']
+assert r['localEndpoint']['serviceName']=='web' and r['kind']=='SERVER' and r['duration']==5000 and r['timestamp']==$NOW, r
+assert r['tags']['http.path']=='/x' and r['tags']['error']=='boom' and [x['value'] for x in r['annotations']]==['ws'], r
+assert c['parentId']=='00000000000000a1' and c['kind']=='CLIENT', c"
+ok "sent spans are counted per exporter" wait_for 5 bash -c "curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp\",url=\"$OURL/v1/traces\"} 2'"
+ok "the dead backend is retried, then its spans are counted failed" wait_for 15 bash -c \
+	"curl -s $URL/metrics | grep -q 'fay_export_spans_failed_total{exporter=\"zipkin\",url=\"http://127.0.0.1:$DEAD/api/v2/spans\"} 2'"
+ok "retries counted" bash -c "curl -s $URL/metrics | grep -q 'fay_export_retries_total{exporter=\"zipkin\",url=\"http://127.0.0.1:$DEAD/api/v2/spans\"} 3'"
+kill "$ZPID"; wait "$ZPID" 2>/dev/null
+sed 's/0e01/0e02/' "$T_TMP/spans.json" >"$T_TMP/spans2.json"
+curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary @"$T_TMP/spans2.json" "$URL/api/v2/spans"
+ok "ingest goes on while a backend is down" bash -c "curl -s $URL/api/v2/trace/00000000000000000000000000000e02 | grep -q a2"
+ok "collector still up" coll_alive
+done_testing

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Ingest with a real third-party client: the official Zipkin JS tracer
+# and its HTTP transport (npm) post to the collector; round trip through
+# the query API (tests/ui/zipkin_js.mjs).
+. "$(dirname "$0")/../lib/lib.sh"
+for f in collector_lib.bash collector_lib.sh; do
+	[ -f "$(dirname "$0")/../integration/$f" ] && { . "$(dirname "$0")/../integration/$f"; break; }
+done
+. "$(dirname "$0")/lib.sh"
+ui_npm
+
+coll_start "$T_TMP/fay.db" || { fail "collector starts"; done_testing; exit; }
+URL=$URL node "$TOP/tests/ui/zipkin_js.mjs" >"$T_TMP/tap" 2>&1
+while IFS= read -r l; do
+	case "$l" in
+	"ok "*) pass "${l#* - }" ;;
+	"not ok "*) fail "${l#* - }" ;;
+	"#"*) echo "$l" ;;
+	esac
+done <"$T_TMP/tap"
+grep -q "^1\.\." "$T_TMP/tap" || fail "the tracer script finished" "$(tail -25 "$T_TMP/tap")"
+ok "collector still up" coll_alive
+done_testing
