@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/metrics_http.h"
 #include "cli/cmds.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -24,7 +25,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--flush-interval DUR] [--stats-interval DUR]\n"
-"              [--host NAME] [--token T] [--fsync] [-v]\n"
+"              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
 "    Every process using libfay records finished spans into lock-free rings in\n"
@@ -67,6 +68,10 @@ static void usage(FILE *f)
 "    --token T           shared secret sent in HELLO (default $FAY_TOKEN, or none)\n"
 "    --fsync             fsync each batch and the cursor file: the spool also\n"
 "                        survives power loss, at a cost per batch\n"
+"    --metrics ADDR      serve Prometheus text at http://ADDR/metrics: records\n"
+"                        lost by reason, processes, probe hits, shipping and\n"
+"                        spool counters (from STATE-DIR/stats.json, as fresh as\n"
+"                        --stats-interval); ADDR is HOST:PORT or :PORT (loopback)\n"
 "    -v, --verbose       debug logging (same as FAY_LOG_LEVEL=debug)\n"
 "    -h, --help          this manual\n"
 "\n"
@@ -125,7 +130,7 @@ static int parse_size(const char *s, uint64_t *out)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC };
+	       O_TOKEN, O_FSYNC, O_METRICS };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -136,6 +141,7 @@ int cmd_agent(int argc, char **argv)
 		{ "host", required_argument, NULL, O_HOST },
 		{ "token", required_argument, NULL, O_TOKEN },
 		{ "fsync", no_argument, NULL, O_FSYNC },
+		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -150,7 +156,9 @@ int cmd_agent(int argc, char **argv)
 		.token = getenv("FAY_TOKEN"),
 	};
 	char hostname[256];
-	int c;
+	const char *metrics_addr = NULL;
+	struct agent_metrics *metrics = NULL;
+	int c, rc;
 
 	if (!o.shm_dir || !*o.shm_dir)
 		o.shm_dir = "/dev/shm";
@@ -199,6 +207,9 @@ int cmd_agent(int argc, char **argv)
 		case O_FSYNC:
 			o.fsync = 1;
 			break;
+		case O_METRICS:
+			metrics_addr = optarg;
+			break;
 		case 'v':
 			log_set_level(LOG_DEBUG);
 			break;
@@ -226,5 +237,18 @@ int cmd_agent(int argc, char **argv)
 		hostname[sizeof(hostname) - 1] = '\0';
 		o.host = hostname;
 	}
-	return agent_run(&o) ? 1 : 0;
+	if (metrics_addr) {
+		char path[4096], err[256];
+
+		snprintf(path, sizeof(path), "%s/stats.json", o.state_dir);
+		metrics = agent_metrics_start(metrics_addr, path, err, sizeof(err));
+		if (!metrics) {
+			fprintf(stderr, "error: --metrics %s\n", err);
+			return 1;
+		}
+		pr_info("agent: metrics on http://%s/metrics", agent_metrics_addr(metrics));
+	}
+	rc = agent_run(&o) ? 1 : 0;
+	agent_metrics_stop(metrics);
+	return rc;
 }

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The agent's Prometheus endpoint.  The agent writes its counters to
+ * STATE-DIR/stats.json every --stats-interval (the same JSON it sends the
+ * collector in STATS frames); a scrape reads that file and turns it into
+ * the text format, so the endpoint needs no hook in the agent's loop and
+ * never blocks it:
+ *
+ *   lost.REASON            fay_agent_records_lost_total{reason=REASON}
+ *   processes.STATE        fay_agent_processes{state=STATE}
+ *   probes[] {name, hits}  fay_agent_probe_hits_total{probe=NAME}
+ *   any other number N.M   fay_agent_N_M (untyped)
+ *
+ * every sample labelled with the agent's host and id, plus fay_agent_up and
+ * fay_agent_stats_age_seconds (how old the file is).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/metrics_http.h"
+#include "collector/collector.h"
+#include "common/err.h"
+
+struct agent_metrics {
+	struct MHD_Daemon *d;
+	char *stats_path;
+	char addr[64];
+};
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void name_part(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ? *s :
+		      (*s >= 'A' && *s <= 'Z') ? *s - 'A' + 'a' : '_', f);
+}
+
+/* Generic numbers: fay_agent_PREFIX_KEY{labels} value. */
+static void flat(FILE *f, json_t *o, const char *prefix, const char *labels)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v) {
+		if (!prefix[0] && (!strcmp(k, "lost") || !strcmp(k, "processes") ||
+				   !strcmp(k, "probes")))
+			continue;
+		if (json_is_object(v)) {
+			char p[128];
+
+			snprintf(p, sizeof(p), "%s%s_", prefix, k);
+			flat(f, v, p, labels);
+		} else if (json_is_number(v) || json_is_boolean(v)) {
+			fputs("# TYPE fay_agent_", f);
+			name_part(f, prefix);
+			name_part(f, k);
+			fputs(" untyped\nfay_agent_", f);
+			name_part(f, prefix);
+			name_part(f, k);
+			fprintf(f, "{%s} %.17g\n", labels, json_is_boolean(v) ? (double)json_is_true(v) :
+								json_number_value(v));
+		}
+	}
+}
+
+char *agent_metrics_text(const char *stats_json, double age_s)
+{
+	json_t *st = stats_json ? json_loads(stats_json, 0, NULL) : NULL, *v, *p;
+	char *buf = NULL, labels[512] = "";
+	size_t len = 0, i;
+	const char *k;
+	FILE *f = open_memstream(&buf, &len), *lf;
+
+	if (!f) {
+		json_decref(st);
+		return NULL;
+	}
+	if (st) {
+		char *lb = NULL;
+		size_t lblen = 0;
+
+		lf = open_memstream(&lb, &lblen);
+		if (lf) {
+			fputs("host=\"", lf);
+			esc(lf, json_string_value(json_object_get(st, "host")));
+			fputs("\",agent=\"", lf);
+			esc(lf, json_string_value(json_object_get(st, "agent_id")));
+			fputs("\"", lf);
+			fclose(lf);
+			snprintf(labels, sizeof(labels), "%s", lb ? lb : "");
+			free(lb);
+		}
+	}
+	fputs("# HELP fay_agent_up 1 while the agent answers.\n# TYPE fay_agent_up gauge\n", f);
+	fprintf(f, "fay_agent_up{%s} 1\n", labels);
+	fputs("# HELP fay_agent_stats_age_seconds Age of the counters below (--stats-interval).\n"
+	      "# TYPE fay_agent_stats_age_seconds gauge\n", f);
+	fprintf(f, "fay_agent_stats_age_seconds{%s} %.3f\n", labels, st ? age_s : -1.0);
+	if (st) {
+		fputs("# HELP fay_agent_records_lost_total Span records lost on this host, by reason.\n"
+		      "# TYPE fay_agent_records_lost_total counter\n", f);
+		json_object_foreach(json_object_get(st, "lost"), k, v) {
+			fprintf(f, "fay_agent_records_lost_total{%s,reason=\"", labels);
+			esc(f, k);
+			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
+		}
+		fputs("# HELP fay_agent_processes Traced processes.\n# TYPE fay_agent_processes gauge\n", f);
+		json_object_foreach(json_object_get(st, "processes"), k, v) {
+			fprintf(f, "fay_agent_processes{%s,state=\"", labels);
+			esc(f, k);
+			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
+		}
+		fputs("# HELP fay_agent_probe_hits_total Events seen by each attached probe.\n"
+		      "# TYPE fay_agent_probe_hits_total counter\n", f);
+		json_array_foreach(json_object_get(st, "probes"), i, p) {
+			const char *name = json_string_value(json_object_get(p, "name"));
+
+			if (!name)
+				continue;
+			fprintf(f, "fay_agent_probe_hits_total{%s,probe=\"", labels);
+			esc(f, name);
+			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n",
+				json_integer_value(json_object_get(p, "hits")));
+		}
+		flat(f, st, "", labels);
+	}
+	json_decref(st);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The file's bytes (malloc'ed, NUL-terminated), NULL if absent. */
+static char *slurp(const char *path, double *age_s)
+{
+	struct stat sb;
+	char *s = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL;
+	if (!fstat(fileno(f), &sb))
+		*age_s = difftime(time(NULL), sb.st_mtime);
+	n = getdelim(&s, &cap, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static enum MHD_Result answer(struct MHD_Response *r, struct MHD_Connection *con,
+			      unsigned status, const char *type)
+{
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", type);
+	ret = MHD_queue_response(con, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct agent_metrics *m = cls;
+	static const char notfound[] = "only GET /metrics here\n";
+	double age = 0;
+	char *stats, *text;
+
+	if (strcmp(url, "/metrics") || (strcmp(method, "GET") && strcmp(method, "HEAD")))
+		return answer(MHD_create_response_from_buffer(sizeof(notfound) - 1, (void *)notfound,
+							      MHD_RESPMEM_PERSISTENT),
+			      con, strcmp(url, "/metrics") ? 404 : 405, "text/plain");
+	stats = slurp(m->stats_path, &age);
+	text = agent_metrics_text(stats, age);
+	free(stats);
+	if (!text)
+		return MHD_NO;
+	return answer(MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE),
+		      con, 200, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+struct agent_metrics *agent_metrics_start(const char *addr, const char *stats_path,
+					  char *err, size_t errlen)
+{
+	struct agent_metrics *m = calloc(1, sizeof(*m));
+	struct sockaddr_storage actual;
+	int fd, ret;
+
+	if (!m || !(m->stats_path = strdup(stats_path))) {
+		free(m);
+		snprintf(err, errlen, "out of memory");
+		return fay_err_ptr(-ENOMEM);
+	}
+	fd = coll_listen(addr, 16, &actual, err, errlen);
+	if (fd < 0) {
+		ret = fd;
+		goto fail;
+	}
+	coll_addr_str((struct sockaddr *)&actual, m->addr, sizeof(m->addr));
+	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, m,
+				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_CONNECTION_LIMIT, 16u,
+				MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	if (!m->d) {
+		close(fd);
+		snprintf(err, errlen, "%s: cannot start the HTTP server (libmicrohttpd)", addr);
+		ret = -EIO;
+		goto fail;
+	}
+	return m;
+fail:
+	free(m->stats_path);
+	free(m);
+	return fay_err_ptr(ret);
+}
+
+void agent_metrics_stop(struct agent_metrics *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->d);
+	free(m->stats_path);
+	free(m);
+}
+
+const char *agent_metrics_addr(const struct agent_metrics *m)
+{
+	return m->addr;
+}
