@@ -93,6 +93,8 @@ void engine_detach(struct engine *e);
 /* Number of kernel attachments and a description of each probe. */
 int engine_nprobes(const struct engine *e);
 const char *engine_probe_desc(const struct engine *e, int i);
+/* The kernel's id of program i once loaded (bpftool prog show id N), or 0. */
+uint32_t engine_prog_id(const struct engine *e, int i);
 
 /* ---- results ---------------------------------------------------------- */
 

@@ -496,6 +496,13 @@ const char *engine_probe_desc(const struct engine *e, int i)
 	return ep_title(&e->progs[i]);
 }
 
+uint32_t engine_prog_id(const struct engine *e, int i)
+{
+	if (i < 0 || i >= e->nprogs || !e->progs[i].prog)
+		return 0;
+	return bprog_id(e->progs[i].prog);
+}
+
 /* ---- counters --------------------------------------------------------------- */
 
 const char *engine_counter_desc(enum engine_counter c)
