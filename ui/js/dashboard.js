@@ -73,7 +73,7 @@ const Dashboard = (() => {
 		series.push({ label: 'errors', stroke: '#e15759', dash: [2, 2], data: errs });
 		if (window.uPlot) {
 			box.append(el('div', { class: 'uplot-host' }));
-			requestAnimationFrame(() => new uPlot({ width: w, height: 170, scales: { x: { time: true } },
+			requestAnimationFrame(() => new uPlot({ width: w, height: 170, scales: { x: { time: true } }, axes: [{ space: 90 }, {}],
 				series: [{}].concat(series.map((s) => ({ label: s.label, stroke: s.stroke, dash: s.dash, width: 1.5 }))) },
 			[secs, ...series.map((s) => s.data)], box.lastChild));
 		} else {

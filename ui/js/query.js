@@ -183,7 +183,7 @@ const Query = (() => {
 						else if (m.type === 'row') rows.push(m.values);
 						else if (m.type === 'window') { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
 						else if (m.type === 'error') diag.replaceChildren(el('div', { class: 'q-error', id: 'q-error' }, m.error));
-						else if (m.type === 'end') status.textContent = `done: ${m.rows} rows in ${m.ms} ms`;
+						else if (m.type === 'end') status.textContent = `done: ${rows.length} rows${windows.length ? ` in ${windows.length} windows` : ''}, ${m.ms} ms`;
 						if (m.type !== 'end') status.textContent = `running… ${rows.length} rows`;
 						redraw();
 					}
