@@ -208,6 +208,11 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		       sizeof(e->opts));
 	e->opts.sz = sizeof(e->opts);
 
+	if (!e->opts.emit_only && !bpf_have_privileges()) {
+		rc = engine_fail(e, -EPERM, "running a query loads BPF programs: %s",
+				 bpf_privilege_hint());
+		goto err_out;
+	}
 	if (p->mode == PLAN_STREAM) {
 		e->use_ringbuf = e->opts.buffer != ENGINE_BUF_PERF;
 		if (e->opts.buffer == ENGINE_BUF_AUTO && !e->opts.emit_only)
@@ -355,11 +360,15 @@ int engine_dump_bpf(struct engine *e, FILE *f)
 /* Report a verifier rejection at line:col of the query. */
 static int verifier_error(struct engine *e, struct eprog *ep, struct bprog_diag *d)
 {
-	const char *text = query_text(e->q), *why = strstr(d->msg, "program: ");
+	const char *text = query_text(e->q), *w = strstr(d->msg, "program: ");
 	struct loc loc = { .line = (int)d->line, .col = (int)d->col };
+	char why[sizeof(d->msg)], *insn;
 	int line = 1;
 
-	why = why ? why + 9 : d->msg;
+	snprintf(why, sizeof(why), "%s", w ? w + 9 : d->msg);
+	insn = strstr(why, " (insn ");
+	if (insn)
+		*insn = '\0';	/* we say which instruction ourselves */
 	for (const char *s = text; *s && line < loc.line; s++) {
 		loc.off++;
 		if (*s == '\n')
@@ -469,6 +478,11 @@ int engine_attach(struct engine *e)
 		err = probe_attach(ep->probe, bprog_fd(ep->prog));
 		if (err) {
 			engine_detach(e);
+			if (err == -EACCES && ep->at->kind == PA_TRACEPOINT)
+				return engine_fail(e, err, "%s: the program reads past the end of "
+						   "the event's record (a field offset the format file "
+						   "gave; is it this kernel's?)",
+						   probe_strerror(ep->probe));
 			return engine_fail(e, err, "%s", probe_strerror(ep->probe));
 		}
 	}

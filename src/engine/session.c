@@ -92,6 +92,23 @@ static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
 		if (read(fds[0], &c, 1) != 1 || !full)
 			_exit(127);
 		close(fds[0]);
+		if (!strpbrk(cmd, "'\"\\$`|&;<>(){}*?[]~#=\n")) {
+			/* plain words: no shell in between (a shell would make
+			 * system calls of its own under the traced pid) */
+			char *argv[64], *save = NULL;
+			int argc = 0;
+
+			snprintf(full, n, "%s", cmd);
+			for (char *w = strtok_r(full, " \t", &save); w && argc < 63;
+			     w = strtok_r(NULL, " \t", &save))
+				argv[argc++] = w;
+			argv[argc] = NULL;
+			if (argc)
+				execvp(argv[0], argv);
+			fprintf(stderr, "error: cannot run %s: %s\n", argc ? argv[0] : "''",
+				strerror(errno));
+			_exit(127);
+		}
 		snprintf(full, n, "exec %s", cmd);
 		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
 		_exit(127);
@@ -231,6 +248,12 @@ int engine_run_query(struct query *q, const struct plan *p,
 			got_child = 0;
 			if (waitpid(child, &st, WNOHANG) == child) {
 				child = -1;
+				if (WIFEXITED(st) && WEXITSTATUS(st))
+					fprintf(o->err, "fay: the command exited with status %d\n",
+						WEXITSTATUS(st));
+				else if (WIFSIGNALED(st))
+					fprintf(o->err, "fay: the command was killed by signal %d\n",
+						WTERMSIG(st));
 				break;
 			}
 		}

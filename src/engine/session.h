@@ -21,7 +21,8 @@ struct engine_run_opts {
 	bool quiet;		/* no "probes attached" line */
 	bool window_gap;	/* a blank line after each window's table */
 	pid_t pid;		/* -p: only this process; stop when it exits */
-	const char *cmd;	/* -c: run this (sh -c 'exec CMD') once attached,
+	const char *cmd;	/* -c: run this once attached (split into words;
+				 * through sh -c 'exec CMD' when it has shell syntax),
 				 * trace only it, stop when it exits */
 	bool no_fentry;
 	enum engine_buffer buffer;
