@@ -382,11 +382,35 @@ static int cmp_jmp(enum px_op op)
 	}
 }
 
+/* A constant (a literal, or - ~ ! of one: "-3" parses as a negation). */
+static bool px_const(const struct pexpr *x, int64_t *v)
+{
+	int64_t a;
+
+	switch (x->op) {
+	case PX_CONST:
+		*v = x->val;
+		return true;
+	case PX_NEG:
+	case PX_BNOT:
+	case PX_NOT:
+		if (!px_const(x->a, &a))
+			return false;
+		*v = x->op == PX_NEG ? (int64_t)(0 - (uint64_t)a) :
+		     x->op == PX_BNOT ? ~a : !a;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* A second operand: a constant stays an immediate. */
 static struct ir_opnd cg_opnd(struct cg *g, const struct pexpr *x)
 {
-	if (x->op == PX_CONST)
-		return IR_I(x->val);
+	int64_t v;
+
+	if (px_const(x, &v))
+		return IR_I(v);
 	return IR_R(cg_int(g, x));
 }
 
@@ -560,10 +584,12 @@ static ir_reg cg_int(struct cg *g, const struct pexpr *x)
 	struct ir *ir = g->ir;
 	ir_reg r;
 
+	int64_t v;
+
 	cg_pos(g, x);
+	if (px_const(x, &v))
+		return cg_imm(g, v);
 	switch (x->op) {
-	case PX_CONST:
-		return cg_imm(g, x->val);
 	case PX_FIELD:
 		return cg_field(g, x);
 	case PX_ARG:
