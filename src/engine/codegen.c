@@ -288,8 +288,10 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 	case PX_FIELD:
 		if (x->field != F_COMM)
 			break;
-		if (size > QUERY_COMM_LEN)
-			ir_zero(ir, off + QUERY_COMM_LEN, (unsigned)(size - QUERY_COMM_LEN));
+		/* Kernels before 6.2 copy with strscpy(), not strscpy_pad():
+		 * the bytes after the NUL would be whatever the stack held,
+		 * and equal names would make different keys. */
+		ir_zero(ir, off, (unsigned)size);
 		n = size < QUERY_COMM_LEN ? size : QUERY_COMM_LEN;
 		ir_call(ir, IR_NOREG, BPF_FUNC_get_current_comm, 2, IR_S(off), IR_I(n));
 		return;
