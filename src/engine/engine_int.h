@@ -16,8 +16,6 @@
 #define ENGINE_PERF_PAGES	64
 /* A streamed row is built on the BPF stack before it is copied out. */
 #define ENGINE_RECORD_MAX	320
-/* Larger per-CPU hashes are not preallocated (BPF_F_NO_PREALLOC). */
-#define ENGINE_PREALLOC_MAX	(16ull << 20)
 
 enum eprog_role { EP_ENTRY, EP_EXIT };
 

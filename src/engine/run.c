@@ -151,14 +151,14 @@ static int make_maps(struct engine *e)
 			e->zero = bmap_new("fay_zero", BPF_MAP_TYPE_ARRAY, 4, vsize, 1);
 			if (!e->vals || !e->zero)
 				return -errno;
-			/* Preallocating every key of every CPU costs memory and
-			 * start-up time (10240 keys of a 16 KiB value on 2 CPUs:
-			 * 320 MiB): big values are allocated as keys appear.
-			 * Sampling programs run in NMI context and need
-			 * preallocated maps. */
-			if ((uint64_t)(vsize + (uint32_t)p->key_size) * (uint64_t)p->max_entries *
-			    (uint64_t)(bpf_ncpus() > 0 ? bpf_ncpus() : 1) > ENGINE_PREALLOC_MAX &&
-			    p->source != SRC_PROFILE)
+			/* Keys are allocated as they appear: preallocating
+			 * every key of every CPU costs start-up time (5 ms for
+			 * 10240 small keys here) and memory (10240 keys of a
+			 * 16 KiB value on 2 CPUs: 320 MiB), and a key is
+			 * inserted once per window while it is looked up once
+			 * per event.  Sampling programs run in NMI context and
+			 * need preallocated maps. */
+			if (p->source != SRC_PROFILE)
 				bmap_set_flags(e->vals, BPF_F_NO_PREALLOC);
 		} else {
 			e->vals = bmap_new("fay_vals", BPF_MAP_TYPE_PERCPU_ARRAY, 4, vsize, 1);

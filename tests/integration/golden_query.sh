@@ -85,12 +85,12 @@ ok "--help exits 0" [ $? -eq 0 ]
 for s in NAME SYNOPSIS DESCRIPTION OPTIONS EXAMPLES "EXIT STATUS" ENVIRONMENT FILES docs/QUERY.md; do
 	ok "--help has $s" grep -q "$s" "$T_TMP/help"
 done
-"$FAY" query 'from s in syscall("read") select count()' 2>"$T_TMP/err"
-rc=$?
-ok "running (not built yet) exits 1" [ $rc -eq 1 ]
-ok "running says it is not built yet" grep -q "not built yet" "$T_TMP/err"
-"$FAY" query --emit=bpf 'from s in syscall("read") select count()' 2>/dev/null
-ok "--emit=bpf exits 1 (not built yet)" [ $? -eq 1 ]
+# Running is tested in tests/integration/query_run.sh (root); here only
+# that --emit=ir|bpf work without loading anything.
+"$FAY" query --emit=bpf 'from s in syscall("read") select count()' >/dev/null 2>&1
+ok "--emit=bpf exits 0" [ $? -eq 0 ]
+"$FAY" query --emit=ir 'from s in syscall("read") select count()' >/dev/null 2>&1
+ok "--emit=ir exits 0" [ $? -eq 0 ]
 "$FAY" query --emit=nope 'x' 2>/dev/null
 ok "bad --emit exits 2" [ $? -eq 2 ]
 "$FAY" query 2>/dev/null
