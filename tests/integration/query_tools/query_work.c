@@ -9,7 +9,8 @@
  *   query_work usdt K         USDT fayq:tick (i, 2*i, "tick") K times
  *   query_work getppid K      K getppid() system calls
  *   query_work read K N       K reads of N bytes of /dev/zero
- *   query_work spin MS        burn the CPU for MS milliseconds
+ *   query_work spin MS        burn the CPU for MS milliseconds; prints
+ *                             "cpu_ns N" (the CPU time it got) on stderr
  *   query_work lat K          fay_work_lat(i) K times: an empty function
  *
  * Environment: QW_WAIT=PATH waits until PATH exists before starting;
@@ -110,8 +111,13 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "spin")) {
 		volatile unsigned long x = 0;
 
+		struct timespec cpu;
+
 		while (now_ns() - t0 < k * 1000000ll)
 			x++;
+		/* what a sampler can have seen: the CPU time we got */
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		fprintf(stderr, "cpu_ns %lld\n", cpu.tv_sec * 1000000000ll + cpu.tv_nsec);
 	} else {
 		fprintf(stderr, "query_work: unknown mode %s\n", mode);
 		return 2;
