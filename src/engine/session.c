@@ -50,13 +50,18 @@ struct sess {
 	struct engine *e;
 	struct engine_out out;
 	int werr;		/* first output error */
+	uint64_t rows, limit;	/* streamed rows; 'limit N' stops after N */
 };
 
 static void on_record(void *ctx, const void *rec, size_t size)
 {
 	struct sess *s = ctx;
-	int err = engine_print_record(s->e, &s->out, rec);
+	int err;
 
+	if (s->limit && s->rows >= s->limit)
+		return;
+	s->rows++;
+	err = engine_print_record(s->e, &s->out, rec);
 	if (err && !s->werr)
 		s->werr = err;
 }
@@ -149,7 +154,8 @@ int engine_run_query(struct query *q, const struct plan *p,
 		.sz = sizeof(eo), .pid = o->pid, .no_fentry = o->no_fentry,
 		.buffer = o->buffer,
 	};
-	struct sess s = { .o = o, .out = { .f = o->out, .json = o->json } };
+	struct sess s = { .o = o, .out = { .f = o->out, .json = o->json },
+			  .limit = p->mode == PLAN_STREAM ? p->limit : 0 };
 	sigset_t block, orig;
 	struct sigaction sa = { 0 }, old[4];
 	static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
@@ -300,6 +306,8 @@ int engine_run_query(struct query *q, const struct plan *p,
 		}
 		if (pidfd >= 0 && (pf[npf - 1].revents & POLLIN))
 			break;		/* the traced process exited */
+		if (s.limit && s.rows >= s.limit)
+			break;		/* 'limit N' of a stream: N rows */
 		if (s.werr) {
 			fprintf(o->err, "error: cannot write the output: %s\n",
 				strerror(-s.werr));

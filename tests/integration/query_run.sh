@@ -130,6 +130,12 @@ same "$T_TMP/out" '{"a":0,"c":"query_work","r":7}
 {"a":1,"c":"query_work","r":8}
 {"a":2,"c":"query_work","r":9}' "stream: one JSON row per event"
 
+fq --json -c "$W calls $K" "from f in $F select { a: f.arg(0) } limit 4"
+same "$T_TMP/out" '{"a":0}
+{"a":1}
+{"a":2}
+{"a":3}' "stream: limit N stops after N rows"
+
 fq --buffer=perf -c "$W calls $K" "from f in $F where f.arg(0) < 2 select { a: f.arg(0), c: f.comm }"
 same "$T_TMP/out" '         a  c
          0  query_work
