@@ -14,7 +14,10 @@
  *   query_work lat K          fay_work_lat(i) K times: an empty function
  *
  * Environment: QW_WAIT=PATH waits until PATH exists before starting;
- * QW_TIME=1 prints "loop_ns N" (the loop's own time) on stdout.
+ * QW_TIME=1 prints "loop_ns N cpu_ns M" on stdout: the loop's wall-clock
+ * time and the CPU time the process spent in it (probes run in the
+ * traced process's context: their cost is in M, the time other processes
+ * of a busy machine take is not).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,12 +59,17 @@ NOIPA void fay_work_sleep(long us)
 	nanosleep(&ts, NULL);
 }
 
-static long long now_ns(void)
+static long long clock_ns(clockid_t c)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static long long now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 int main(int argc, char **argv)
@@ -69,7 +77,7 @@ int main(int argc, char **argv)
 	static const char *const words[] = { "alpha", "beta", "gamma" };
 	const char *wait = getenv("QW_WAIT"), *mode = argc > 1 ? argv[1] : "";
 	long k = argc > 2 ? atol(argv[2]) : 0, n = argc > 3 ? atol(argv[3]) : 0;
-	long long t0;
+	long long t0, c0;
 	char buf[65536];
 
 	if (argc < 3) {
@@ -79,6 +87,7 @@ int main(int argc, char **argv)
 	while (wait && access(wait, F_OK))
 		usleep(1000);
 	t0 = now_ns();
+	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	if (!strcmp(mode, "calls")) {
 		for (long i = 0; i < k; i++)
 			fay_work_fn(i, 7);
@@ -123,6 +132,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (getenv("QW_TIME"))
-		printf("loop_ns %lld\n", now_ns() - t0);
+		printf("loop_ns %lld cpu_ns %lld\n", now_ns() - t0,
+		       clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0);
 	return 0;
 }
