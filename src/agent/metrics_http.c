@@ -27,24 +27,13 @@
 #include "agent/metrics_http.h"
 #include "collector/collector.h"
 #include "common/err.h"
+#include "common/prom.h"
 
 struct agent_metrics {
 	struct MHD_Daemon *d;
 	char *stats_path;
 	char addr[64];
 };
-
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
 
 static void name_part(FILE *f, const char *s)
 {
@@ -100,9 +89,9 @@ char *agent_metrics_text(const char *stats_json, double age_s)
 		lf = open_memstream(&lb, &lblen);
 		if (lf) {
 			fputs("host=\"", lf);
-			esc(lf, json_string_value(json_object_get(st, "host")));
+			prom_label(lf, json_string_value(json_object_get(st, "host")));
 			fputs("\",agent=\"", lf);
-			esc(lf, json_string_value(json_object_get(st, "agent_id")));
+			prom_label(lf, json_string_value(json_object_get(st, "agent_id")));
 			fputs("\"", lf);
 			fclose(lf);
 			snprintf(labels, sizeof(labels), "%s", lb ? lb : "");
@@ -119,13 +108,13 @@ char *agent_metrics_text(const char *stats_json, double age_s)
 		      "# TYPE fay_agent_records_lost_total counter\n", f);
 		json_object_foreach(json_object_get(st, "lost"), k, v) {
 			fprintf(f, "fay_agent_records_lost_total{%s,reason=\"", labels);
-			esc(f, k);
+			prom_label(f, k);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
 		}
 		fputs("# HELP fay_agent_processes Traced processes.\n# TYPE fay_agent_processes gauge\n", f);
 		json_object_foreach(json_object_get(st, "processes"), k, v) {
 			fprintf(f, "fay_agent_processes{%s,state=\"", labels);
-			esc(f, k);
+			prom_label(f, k);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
 		}
 		fputs("# HELP fay_agent_probe_hits_total Events seen by each attached probe.\n"
@@ -136,7 +125,7 @@ char *agent_metrics_text(const char *stats_json, double age_s)
 			if (!name)
 				continue;
 			fprintf(f, "fay_agent_probe_hits_total{%s,probe=\"", labels);
-			esc(f, name);
+			prom_label(f, name);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n",
 				json_integer_value(json_object_get(p, "hits")));
 		}

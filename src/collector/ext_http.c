@@ -14,6 +14,7 @@
 #include "collector/ext.h"
 #include "collector/http_int.h"
 #include "common/err.h"
+#include "common/prom.h"
 #include "common/log.h"
 
 int coll_ext_add_export(struct coll_ext_opts *o, const char *s, char *err, size_t errlen)
@@ -122,19 +123,6 @@ static void counter(FILE *f, const char *name, const char *type, const char *hel
 		name, v);
 }
 
-/* s with \, " and newline escaped, as a label value. */
-static void label(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
 /* Per agent and reason: records lost on the host (STATS "lost"), and
  * probe hits (STATS "probes": [{"name", "hits"}]) when the agent has any. */
 static void agent_metrics(struct collector *c, FILE *f)
@@ -151,9 +139,9 @@ static void agent_metrics(struct collector *c, FILE *f)
 			if (!json_is_integer(v))
 				continue;
 			fprintf(f, "fay_agent_records_lost{agent=\"%s\",host=\"", a->id);
-			label(f, a->host);
+			prom_label(f, a->host);
 			fprintf(f, "\",reason=\"");
-			label(f, k);
+			prom_label(f, k);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
 		}
 		json_decref(st);
@@ -172,9 +160,9 @@ static void agent_metrics(struct collector *c, FILE *f)
 			if (!name || !json_is_integer(hits))
 				continue;
 			fprintf(f, "fay_agent_probe_hits{agent=\"%s\",host=\"", a->id);
-			label(f, a->host);
+			prom_label(f, a->host);
 			fprintf(f, "\",probe=\"");
-			label(f, name);
+			prom_label(f, name);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(hits));
 		}
 		json_decref(st);

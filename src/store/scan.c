@@ -3,7 +3,9 @@
  * The SQLite store: scans for the web UI (dashboard, dependency graph,
  * hosts).  They read on the reader's connection with statements of their
  * own, prepared per call (a scan reads thousands of rows; the prepare is
- * noise next to it).
+ * noise next to it).  The span scan speaks both layouts of the spans
+ * table: schema 1 (trace ids on every span row) and schema 2 (spans keyed
+ * by traces.seq, see schema.sql), chosen by the file's user_version.
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -30,16 +32,28 @@ static struct zs_str col_str(sqlite3_stmt *s, int i)
 int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
 {
-	static const char sql[] =
+	static const char sql_v1[] =
 		"SELECT trace_hi, trace_lo, id, parent_id, kind, shared, error,"
 		" local_service, remote_service, name, start_us, duration_us"
 		" FROM spans INDEXED BY spans_ts WHERE start_us >= ?1 AND start_us < ?2"
 		" ORDER BY trace_hi, trace_lo, start_us";
+	/* traces that end after the window starts, their spans in it */
+	static const char sql_v2[] =
+		"SELECT t.trace_hi, t.trace_lo, s.id, s.parent_id, s.kind, s.shared, s.error,"
+		" s.local_service, s.remote_service, s.name, s.start_us, s.duration_us"
+		" FROM traces t INDEXED BY traces_end JOIN spans s ON s.trace_seq = t.seq"
+		" WHERE t.end_us >= ?1 AND s.start_us >= ?1 AND s.start_us < ?2"
+		" ORDER BY t.seq, s.start_us";
 	sqlite3 *db = sq_reader_db(r);
 	sqlite3_stmt *s = NULL;
-	int rc, ret = 0;
+	int rc, ret = 0, version = 0;
 
-	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		version = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	s = NULL;
+	rc = sqlite3_prepare_v2(db, version >= 2 ? sql_v2 : sql_v1, -1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return scan_err(db, rc);
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)from_us);

@@ -182,8 +182,8 @@ struct store_row {
 };
 
 /*
- * Call fn for every span that started in [from_us, to_us), ordered by
- * trace id, then start time (so the spans of a trace come together).  fn
+ * Call fn for every span that started in [from_us, to_us), the spans of
+ * one trace together (in start order), the traces in no set order.  fn
  * returns 0 to go on; anything else stops the scan and is returned.
  * Returns 0 or -errno.
  */

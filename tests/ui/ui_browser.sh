@@ -8,7 +8,7 @@
 for f in collector_lib.bash collector_lib.sh; do
 	[ -f "$(dirname "$0")/../integration/$f" ] && { . "$(dirname "$0")/../integration/$f"; break; }
 done
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 [ -x /usr/bin/chromium ] || skip_all "needs Debian's chromium (scripts/install-deps)"
 FAKEQ=$BUILD/tests/fay-ui-fakeq
 [ -x "$FAKEQ" ] || skip_all "no $FAKEQ (make builds it)"
@@ -33,15 +33,7 @@ wait_for 10 bash -c "curl -s $MAIN_URL/api/ui/hosts | grep -q ui-test-host" || f
 IMG=${FAY_UI_IMG:-$BUILD/test-logs/ui-img}
 URL=$MAIN_URL FAKEQ_URL=http://127.0.0.1:$FP IMG_DIR=$IMG AGENT_PID=$APID \
 	node "$TOP/tests/ui/browser.mjs" >"$T_TMP/tap" 2>&1
-# renumber the node script's TAP into this test's
-while IFS= read -r l; do
-	case "$l" in
-	"ok "*) pass "${l#* - }" ;;
-	"not ok "*) fail "${l#* - }" ;;
-	"#"*) echo "$l" ;;
-	esac
-done <"$T_TMP/tap"
-grep -q "^1\.\." "$T_TMP/tap" || fail "the browser script finished" "$(tail -25 "$T_TMP/tap")"
+relay_tap "$T_TMP/tap"
 ok "the thresholds file holds what the UI saved" grep -q '"p99_us"' "$T_TMP/thresholds.json"
 ok "collector still up" coll_alive
 diag "screenshots in $IMG"

@@ -7,18 +7,11 @@
 for f in collector_lib.bash collector_lib.sh; do
 	[ -f "$(dirname "$0")/../integration/$f" ] && { . "$(dirname "$0")/../integration/$f"; break; }
 done
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 ui_npm
 
 coll_start "$T_TMP/fay.db" || { fail "collector starts"; done_testing; exit; }
 URL=$URL node "$TOP/tests/ui/zipkin_js.mjs" >"$T_TMP/tap" 2>&1
-while IFS= read -r l; do
-	case "$l" in
-	"ok "*) pass "${l#* - }" ;;
-	"not ok "*) fail "${l#* - }" ;;
-	"#"*) echo "$l" ;;
-	esac
-done <"$T_TMP/tap"
-grep -q "^1\.\." "$T_TMP/tap" || fail "the tracer script finished" "$(tail -25 "$T_TMP/tap")"
+relay_tap "$T_TMP/tap"
 ok "collector still up" coll_alive
 done_testing
