@@ -490,6 +490,14 @@ static void ckpt_start(struct store *st)
 		return;
 	}
 	sqlite3_busy_timeout(ck->db, 1000);
+	/* Read once: before its first read a connection has not opened the
+	 * WAL, and SQLite 3.40 (Debian 12) makes sqlite3_wal_checkpoint_v2()
+	 * on such a connection a silent no-op; the WAL then grew forever. */
+	if (exec(ck->db, "SELECT count(*) FROM sqlite_master") != SQLITE_OK) {
+		sqlite3_close(ck->db);
+		ck->db = NULL;
+		return;
+	}
 	if (pthread_create(&ck->thread, NULL, ckpt_main, ck)) {
 		sqlite3_close(ck->db);
 		ck->db = NULL;
