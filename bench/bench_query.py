@@ -10,6 +10,9 @@
       (entry + exit, paired per thread):
         fay:      from f in function("W:fay_work_lat") select { h: hist(f.duration) }
         bpftrace: uprobe { @s[tid] = nsecs } uretprobe { @h = hist(nsecs - @s[tid]); delete(@s[tid]) }
+  Also the time the generated programs themselves run per event, as the
+  kernel times them (bpf_stats, enabled only for those extra sessions):
+  the code each tool generates, without the probe's own cost.
   (c) time from launch to probes attached:
         - as each tool reports it (fay: its "probes attached" line;
           bpftrace: its BEGIN probe, which runs once everything is attached);
@@ -90,6 +93,19 @@ class Tracer:
         stream = self.p.stderr if tool == "fay" else self.p.stdout
         self.t_ready, _ = wait_line(self.p, stream, self.ready)
 
+    def prog_ids(self):
+        """The kernel ids of the BPF programs the tool holds (fdinfo)."""
+        ids = set()
+        d = "/proc/%d/fdinfo" % self.p.pid
+        for fd in os.listdir(d):
+            try:
+                m = re.search(r"^prog_id:\s*(\d+)", open(os.path.join(d, fd)).read(), re.M)
+            except OSError:
+                continue
+            if m:
+                ids.add(int(m.group(1)))
+        return ids
+
     def setup_s(self):
         return self.t_ready - self.t0
 
@@ -143,6 +159,44 @@ def per_event(args, tool, case):
     wall = (med(t[0] for t in traced) - med(b[0] for b in base)) / k
     cpu = (med(t[1] for t in traced) - med(b[1] for b in base)) / k
     return cpu, wall, tr.setup_s()
+
+
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def prog_stats(ids):
+    """Total (run_time_ns, run_cnt) of programs ids (bpf_stats)."""
+    t = n = 0
+    for i in ids:
+        out = subprocess.run(["bpftool", "prog", "show", "id", str(i)], capture_output=True,
+                             text=True).stdout
+        m = re.search(r"run_time_ns (\d+) run_cnt (\d+)", out)
+        if m:
+            t += int(m.group(1))
+            n += int(m.group(2))
+    return t, n
+
+
+def kernel_timed(args, tool, case):
+    """ns the tool's programs run per event, as the kernel times them
+    (bpf_stats: only the generated code, not the probe's trap)."""
+    w = args.work
+    k = args.syscalls if case == "syscall" else args.calls
+    text = {
+        ("fay", "syscall"): 'from s in syscall("getppid") group s by s.comm into g '
+                            'select { comm: g.key, n: g.count() }',
+        ("bpftrace", "syscall"): 'tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); }',
+        ("fay", "uprobe"): 'from f in function("%s:fay_work_lat") select { h: hist(f.duration) }' % w,
+        ("bpftrace", "uprobe"): 'uprobe:%s:fay_work_lat { @s[tid] = nsecs; } uretprobe:%s:fay_work_lat '
+                                '/@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }' % (w, w),
+    }[(tool, case)]
+    tr = Tracer(tool, args.fay, text)
+    ids = tr.prog_ids()
+    t0, n0 = prog_stats(ids)
+    workload(w, "getppid" if case == "syscall" else "lat", k)
+    t1, _ = prog_stats(ids)
+    tr.stop()
+    return (t1 - t0) / k
 
 
 def first_event(args, tool):
@@ -214,6 +268,21 @@ def main():
             f, b = med(tab[("fay", case)]), med(tab[("bpftrace", case)])
             print("%-56s %11.1f %11.1f %7.2fx" % ("%s: %s" % (what, name), f, b,
                                                    f / b if b else float("nan")))
+    old = open(STATS).read().strip()
+    kt = {(t, c): [] for t in ("fay", "bpftrace") for c in ("syscall", "uprobe")}
+    try:
+        open(STATS, "w").write("1")
+        for r in range(args.runs):
+            for case in ("syscall", "uprobe"):
+                for tool in (("fay", "bpftrace") if r % 2 == 0 else ("bpftrace", "fay")):
+                    kt[(tool, case)].append(kernel_timed(args, tool, case))
+    finally:
+        open(STATS, "w").write(old)
+    for case, what in (("syscall", "(a) count getppid by comm"),
+                       ("uprobe", "(b) hist of a user function's latency")):
+        f, b = med(kt[("fay", case)]), med(kt[("bpftrace", case)])
+        print("%-56s %11.1f %11.1f %7.2fx" % ("%s: BPF program ns per event (bpf_stats)" % what,
+                                               f, b, f / b if b else float("nan")))
     f, b = med(setup["fay"]), med(setup["bpftrace"])
     print("%-56s %11.3f %11.3f %7.3fx" % ("(c) launch to attached, as each reports it: s", f, b, f / b))
     f, b = med(first["fay"]), med(first["bpftrace"])

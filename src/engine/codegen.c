@@ -181,6 +181,10 @@ static ir_reg cg_arg(struct cg *g, int n, const struct pexpr *x)
 		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), at->args_off + 8 * n, 8, 0);
 		return r;
 	}
+	if (g->ep->assume_fentry_nargs >= 0) {	/* --emit only: fentry's u64 args */
+		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), 8 * n, 8, 0);
+		return r;
+	}
 	pr = cg_probe(g, x);
 	if (!pr)
 		return r;
@@ -203,6 +207,10 @@ static ir_reg cg_ret(struct cg *g, const struct pexpr *x)
 			return r;
 		}
 		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), at->ret_off, 8, IR_SIGNED);
+		return r;
+	}
+	if (g->ep->assume_fentry_nargs >= 0) {	/* fexit: ret after the args */
+		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), 8 * g->ep->assume_fentry_nargs, 8, 0);
 		return r;
 	}
 	pr = cg_probe(g, x);
@@ -850,6 +858,7 @@ static void cg_entry(struct cg *g)
 	if (p->entry_pred) {
 		cg_pos(g, p->entry_pred);
 		cg_cond(g, p->entry_pred, g->out, false);
+		ir_set_pos(ir, 0, 0);
 	}
 	rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
 	for (int i = 0; i < p->nsaved; i++) {
@@ -988,6 +997,7 @@ static void cg_main(struct cg *g)
 		ir_comment(ir, "where");
 		cg_pos(g, p->pred);
 		cg_cond(g, p->pred, g->out, false);
+		ir_set_pos(ir, 0, 0);
 	}
 	if (p->mode == PLAN_STREAM)
 		cg_stream(g);

@@ -27,6 +27,10 @@ struct eprog {
 	char spec[4200];
 	struct probe_opts popts;
 	struct probe *probe;		/* NULL until resolved */
+	/* --emit of a kernel function this kernel cannot probe: the code
+	 * is generated for fentry/fexit with the BTF argument count */
+	int assume_fentry_nargs;	/* -1: not assumed */
+	char why_not[512];
 	struct ir *ir;
 	struct bprog *prog;
 };

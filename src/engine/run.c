@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "common/err.h"
@@ -134,6 +135,28 @@ static bool needs_probe_for_codegen(const struct eprog *ep)
 	       ep->kind == PROBE_USDT;
 }
 
+/* --emit on a kernel that refuses both fentry and kprobes: show the code
+ * for fentry/fexit anyway (arguments from BTF), and say so. */
+static int assume_fentry(struct engine *e, struct eprog *ep)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int id = btf ? btf__find_by_name_kind(btf, ep->spec, BTF_KIND_FUNC) : -ENOENT;
+
+	snprintf(ep->why_not, sizeof(ep->why_not), "%.*s", (int)strcspn(e->err, "\n"),
+		 e->err);
+	if (id > 0) {
+		const struct btf_type *fn = btf__type_by_id(btf, (uint32_t)id);
+		const struct btf_type *proto = btf__type_by_id(btf, fn->type);
+
+		ep->assume_fentry_nargs = proto ? btf_vlen(proto) : 0;
+	}
+	btf__free(btf);
+	if (ep->assume_fentry_nargs < 0)
+		return engine_fail(e, -EOPNOTSUPP, "%s", ep->why_not);
+	e->err[0] = '\0';
+	return 0;
+}
+
 static int make_maps(struct engine *e)
 {
 	const struct plan *p = e->p;
@@ -232,9 +255,17 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		e->progs[1].is_main = true;
 		e->nprogs = 2;
 	}
-	for (int i = 0; !rc && i < e->nprogs; i++)
-		if (!e->opts.emit_only || needs_probe_for_codegen(&e->progs[i]))
-			rc = engine_resolve(e, &e->progs[i]);
+	for (int i = 0; !rc && i < e->nprogs; i++) {
+		struct eprog *ep = &e->progs[i];
+
+		ep->assume_fentry_nargs = -1;
+		if (e->opts.emit_only && !needs_probe_for_codegen(ep))
+			continue;
+		rc = engine_resolve(e, ep);
+		if (rc && e->opts.emit_only && (rc == -EOPNOTSUPP || rc == -EPERM) &&
+		    (ep->kind == PROBE_KFUNC || ep->kind == PROBE_KFUNC_EXIT))
+			rc = assume_fentry(e, ep);
+	}
 	rc = rc ? : engine_codegen(e);
 	if (rc)
 		goto err_out;
@@ -315,11 +346,25 @@ static const char *ep_title(const struct eprog *ep)
 
 	if (ep->probe)
 		return probe_describe(ep->probe);
+	if (ep->assume_fentry_nargs >= 0)
+		return ep->kind == PROBE_KFUNC ? "fentry (assumed)" : "fexit (assumed)";
 	return kinds[ep->kind];
+}
+
+/* The probes --emit could not resolve on this kernel, as comments. */
+static void dump_assumed(const struct engine *e, FILE *f)
+{
+	for (int i = 0; i < e->nprogs; i++)
+		if (e->progs[i].assume_fentry_nargs >= 0) {
+			fprintf(f, "; this kernel cannot probe %s: the code is for fentry/fexit (%s)\n",
+				e->progs[i].spec, e->progs[i].why_not);
+			break;
+		}
 }
 
 int engine_dump_ir(struct engine *e, FILE *f)
 {
+	dump_assumed(e, f);
 	dump_maps(e, f);
 	for (int i = 0; i < e->nprogs; i++) {
 		fprintf(f, "\n; %s program: %s \"%s\"%s\n",
@@ -341,6 +386,7 @@ int engine_dump_bpf(struct engine *e, FILE *f)
 					   e->progs[i].role == EP_ENTRY ? "entry" : "exit",
 					   ir_strerror(e->progs[i].ir));
 	}
+	dump_assumed(e, f);
 	dump_maps(e, f);
 	for (int i = 0; i < e->nprogs; i++) {
 		size_t n;

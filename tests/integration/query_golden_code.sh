@@ -46,6 +46,11 @@ ok "--emit=ir tags instructions with @LINE:COL" grep -q '@5:' "$T_TMP/ir"
 "$FAY" query --emit=ir -f tests/golden/engine/read_latency.q >"$T_TMP/ir"
 ok "a paired source has an entry and an exit program" \
 	[ "$(grep -c '^; .* program:' "$T_TMP/ir")" -eq 2 ]
+# Kernel functions: --emit shows the code even where the kernel allows
+# neither fentry nor kprobes (then for fentry/fexit, and it says so).
+"${AS[@]}" "$FAY" query --emit=ir 'from f in kernel.function("vfs_read") select { n: count(), b: sum(f.ret) }' >"$T_TMP/ir" 2>"$T_TMP/err"
+ok "--emit=ir of kernel.function works on this kernel${AS:+ (unprivileged)}" [ $? -eq 0 ]
+ok "--emit=ir of kernel.function: entry and exit programs" [ "$(grep -c '^; .* program:' "$T_TMP/ir")" -eq 2 ]
 # --emit needs a valid query: errors as usual.
 "$FAY" query --emit=ir 'from s in syscall("read") select s.nope' >/dev/null 2>"$T_TMP/err"
 ok "--emit=ir of a bad query exits 2" [ $? -eq 2 ]
