@@ -7,12 +7,13 @@
  *
  *   400 {"error": MSG, "line": L, "col": C, "diagnostic": TEXT}
  *       an error in the query, at line:col (1-based) when it has a place
- *   501 {"error": "query execution not available yet: ...", "columns"}
- *       a valid query that no engine here can run (qengine.h)
  *   200 application/x-ndjson, chunked: one JSON object per line,
  *       {"type":"columns","columns":[...],"mode":"stream"|"aggregate",
  *        "window_ms":N}, then the engine's rows/windows as they come, then
- *       {"type":"end","rows":N,"ms":T} or {"type":"error","error":MSG}
+ *       {"type":"end","rows":N,"ms":T} (N: streamed rows) or
+ *       {"type":"error","error":MSG}
+ *       (with "line" and "col" when the verifier refused code of the
+ *       query at that place)
  *
  * The engine runs on a thread of its own and writes lines into a pipe;
  * the connection's thread sends what the pipe holds as HTTP chunks, so
@@ -110,9 +111,15 @@ static void *run_main(void *arg)
 	int ret;
 
 	ret = fay_query_engine_run(qr->q, qr->p, &env, err, sizeof(err));
-	if (ret && ret != -EPIPE)
-		emit_json(qr, json_pack("{s:s, s:s}", "type", "error", "error",
-					err[0] ? err : strerror(-ret)));
+	if (ret && ret != -EPIPE) {
+		int line = 0, col = 0;
+
+		if (query_error(qr->q))
+			query_error_pos(qr->q, &line, &col);
+		emit_json(qr, json_pack("{s:s, s:s, s:i, s:i}", "type", "error", "error",
+					query_error_msg(qr->q) ? query_error_msg(qr->q) :
+					err[0] ? err : strerror(-ret), "line", line, "col", col));
+	}
 	else if (!ret)
 		emit_json(qr, json_pack("{s:s, s:I, s:I}", "type", "end",
 			"rows", (json_int_t)qr->rows,
@@ -248,14 +255,6 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 		return res;
 	}
 	cols = columns_json(p);
-	if (!fay_query_engine_run) {
-		X_ADD(c, queries_refused, 1);
-		res = reply_json_status(c, con, 501, json_pack("{s:s, s:o}",
-			"error", "query execution not available yet: the query is valid, but running it needs the query engine (src/query + src/bpf), which this fay does not have yet",
-			"columns", cols));
-		query_free(q);
-		return res;
-	}
 	qr = calloc(1, sizeof(*qr));
 	if (!qr || pipe2(fds, O_CLOEXEC)) {
 		free(qr);

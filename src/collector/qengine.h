@@ -2,14 +2,11 @@
 /*
  * How POST /api/query runs a compiled FayQL query: through an engine
  * that streams result lines.  The route (api_query.c) compiles the query
- * (errors at line:col), then picks the first engine that takes it:
- *
- *   1. fay_query_engine_run(), when the query engine (src/query +
- *      src/bpf) defines it: probes on this host.  It is declared weak
- *      here; until it is linked in (cmd_query.c pulls it in once `fay
- *      query` runs queries), the route goes on to 2.
- *   2. none: 501 "query execution not available yet" (the query is
- *      valid: errors in it are still answered 400 at line:col).
+ * (errors at line:col) and hands the plan to fay_query_engine_run():
+ * src/collector/qrun.c runs it on this host with src/engine (load,
+ * attach, read).  A test binary may link its own definition first (the
+ * UI test's stand-in, tests/ui/fake_qengine.c): then the archive's qrun.o
+ * is not linked.
  *
  * An engine emits one JSON object per call of emit (no newline; the route
  * frames them as NDJSON, chunked):
@@ -39,9 +36,8 @@ struct qengine_env {
 	const volatile int *stop;
 };
 
-/* The host query engine, defined by src/query/src/bpf when it exists. */
+/* Run the query on this host (qrun.c). */
 int fay_query_engine_run(struct query *q, const struct plan *p,
-			 const struct qengine_env *env, char *err, size_t errlen)
-	__attribute__((weak));
+			 const struct qengine_env *env, char *err, size_t errlen);
 
 #endif

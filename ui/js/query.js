@@ -29,6 +29,7 @@ const Query = (() => {
 		const run = el('button', { type: 'button', class: 'primary', id: 'q-run' }, 'Run ▶');
 		const stop = el('button', { type: 'button', id: 'q-stop', disabled: true }, 'Stop');
 		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0;
+		let windowed = false, attached = '', failed = false;
 		for (const m of ['table', 'histogram', 'time series']) {
 			view.append(el('button', { type: 'button', 'data-view': m, class: m === mode ? 'on' : '',
 				onclick: () => { mode = m; for (const b of view.children) b.classList.toggle('on', b.dataset.view === m); draw(); } }, m));
@@ -89,13 +90,13 @@ const Query = (() => {
 		}
 
 		// Bars of the last numeric column by the first column, or the
-		// buckets of a distribution column ({"buckets": [...]}).
+		// buckets of a distribution column ([{lo, hi, count}], hist/lhist).
 		function histogram(data) {
 			const dist = cols.findIndex((c) => c.type === 'distribution');
 			let bars = [];
 			if (dist >= 0 && data.length) {
 				const d = data[data.length - 1][dist];
-				bars = (d && d.buckets ? d.buckets : []).map((b) => [b.le !== undefined ? '≤' + b.le : String(b.lo), b.count]);
+				bars = (Array.isArray(d) ? d : []).map((b) => [b.lo === null ? `< ${b.hi}` : b.hi === null ? `≥ ${b.lo}` : `${b.lo}…${b.hi}`, b.count]);
 			} else {
 				const num = cols.map((c, i) => i).filter((i) => cols[i].type === 'int').pop();
 				if (num === undefined) return el('p', { class: 'muted' }, 'No numeric column to plot.');
@@ -142,7 +143,7 @@ const Query = (() => {
 		async function start() {
 			if (ctrl) ctrl.abort();
 			ctrl = new AbortController();
-			cols = []; rows = []; windows = []; errLine = 0;
+			cols = []; rows = []; windows = []; errLine = 0; windowed = false; attached = ''; failed = false;
 			diag.replaceChildren(); ta.classList.remove('has-error'); lines(); draw();
 			status.textContent = 'compiling…';
 			run.disabled = true; stop.disabled = false;
@@ -179,16 +180,28 @@ const Query = (() => {
 						buf = buf.slice(nl + 1);
 						if (!line.trim()) continue;
 						const m = JSON.parse(line);
-						if (m.type === 'columns') cols = m.columns;
+						if (m.type === 'columns') { cols = m.columns; windowed = m.window_ms > 0; }
 						else if (m.type === 'row') rows.push(m.values);
-						else if (m.type === 'window') { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
-						else if (m.type === 'error') diag.replaceChildren(el('div', { class: 'q-error', id: 'q-error' }, m.error));
-						else if (m.type === 'end') status.textContent = `done: ${rows.length} rows${windows.length ? ` in ${windows.length} windows` : ''}, ${m.ms} ms`;
-						if (m.type !== 'end') status.textContent = `running… ${rows.length} rows`;
+						else if (m.type === 'window') {
+							// a 'window' result, or a snapshot of a query without one
+							if (windowed) { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
+							else rows = m.rows;
+						} else if (m.type === 'progress' && m.attached !== undefined) {
+							attached = `${m.attached} probe${m.attached === 1 ? '' : 's'} attached`;
+						} else if (m.type === 'dropped') {
+							diag.replaceChildren(el('div', { class: 'q-info', id: 'q-dropped' }, 'Events dropped: ' +
+								Object.entries(m.counters).map(([k, v]) => `${k}: ${v}`).join('; ')));
+						} else if (m.type === 'error') {
+							if (m.line) markError(m);
+							else diag.replaceChildren(el('div', { class: 'q-error', id: 'q-error' }, m.error));
+							failed = true;
+						}
+						if (m.type === 'end') status.textContent = `done: ${rows.length} rows${windows.length ? ` in ${windows.length} windows` : ''}, ${m.ms} ms`;
+						else status.textContent = failed ? 'failed' : `running… ${attached ? attached + ', ' : ''}${rows.length} rows`;
 						redraw();
 					}
 				}
-				if (!/^done/.test(status.textContent)) status.textContent = `ended: ${rows.length} rows in ${Math.round(performance.now() - t0)} ms`;
+				if (!/^(done|failed)/.test(status.textContent)) status.textContent = `ended: ${rows.length} rows in ${Math.round(performance.now() - t0)} ms`;
 			} catch (e) {
 				if (e.name === 'AbortError') status.textContent = `stopped: ${rows.length} rows`;
 				else diag.replaceChildren(U.errorBox(e));
@@ -201,7 +214,7 @@ const Query = (() => {
 		stop.addEventListener('click', () => ctrl && ctrl.abort());
 
 		main.append(el('h2', {}, 'Live query'),
-			el('p', { class: 'muted' }, 'FayQL runs on this host through the collector (POST /api/query); results stream in. Ctrl+Enter runs.'),
+			el('p', { class: 'muted' }, 'FayQL runs on the collector\'s host (POST /api/query: probes need root or CAP_BPF+CAP_PERFMON); results stream in; Stop or leaving the page detaches the probes. Ctrl+Enter runs.'),
 			el('div', { class: 'editor' }, gutter, ta),
 			el('div', { class: 'toolbar' }, run, stop, ex, view, status),
 			diag, out);
