@@ -1,14 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * `fay agent`: one thread, one epoll loop.  Sources:
- *   timerfd (tick)   drain every ring into the batch, flush it to the spool,
- *                    persist cursors, ship, housekeeping
+ * `fay agent`: two threads.
+ *
+ * The drain thread (drain.c) reads the rings into sealed in-memory batches
+ * and does nothing else: no file, /proc or socket I/O can hold up a drain.
+ *
+ * The main thread runs one epoll loop.  Sources:
+ *   eventfd (queue)  sealed batches: write each to the spool, then retire
+ *                    the processes whose last records it holds
+ *   timerfd (tick)   housekeeping: retry a spool write that failed, save
+ *                    the cursor file now and then, check owners, connect,
+ *                    stats
  *   timerfd (retry)  files seen but not ready yet (INIT, too small)
  *   inotify          new fay-*.shm files in the shm directory
- *   pidfd per file   its process exited: final drain, count losses, remove
+ *   pidfd per file   its process exited: tell the drain thread
  *   socket           the collector (ship.c)
- *   signalfd         SIGTERM/SIGINT: drain, flush, ship for up to 2 s, exit
- * The durability protocol (spool before cursors) is described in agent.h.
+ *   signalfd         SIGTERM/SIGINT: last drain, spool, ship for up to 2 s
+ * The durability protocol (spool before anything depends on a batch; the
+ * cursor file saved before a spool file it supersedes is deleted) is
+ * described in agent.h and docs/ABI.md section 5.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +41,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/drain.h"
 #include "agent/ship.h"
 #include "common/atomic.h"
 #include "common/clock.h"
@@ -42,53 +53,16 @@
 
 #define PENDING_RETRY_NS   (10 * 1000000ull)
 #define PENDING_GIVEUP_NS  (5 * 1000000000ull)
-#define OWNER_CHECK_NS     (2 * 1000000000ull)
+/* /proc/<pid>/maps can take 100 ms to read from a busy process: the
+ * pidfd reports exits, the owner check only catches exec() or an unmapped
+ * file, so it runs rarely (more often without a pidfd). */
+#define OWNER_CHECK_NS       (10 * 1000000000ull)
+#define OWNER_CHECK_NOFD_NS  (2 * 1000000000ull)
+#define CURSOR_SAVE_NS     (1000 * 1000000ull)
+#define HOUSE_TICK_MAX_NS  (100 * 1000000ull)
 #define SHUTDOWN_SEND_NS   (2 * 1000000000ull)
-#define BAD_REPORTS_MAX    10
 
-enum ev_type { EV_TICK, EV_RETRY, EV_INOTIFY, EV_SIGNAL, EV_SOCK, EV_PROC };
-
-struct evsrc {
-	enum ev_type type;
-};
-
-/* Losses and counts of one process (also summed for the agent). */
-struct proc_counts {
-	uint64_t drained;       /* span records drained into batches */
-	uint64_t bad;           /* records that failed to decode */
-	uint64_t other;         /* records of a type the agent does not ship */
-	uint64_t ring_lost;     /* overwritten before being read, or never read */
-	uint64_t corrupt;       /* ring slots that made no sense */
-	uint64_t died_mid_span; /* handles still open at exit */
-	uint64_t too_big;       /* spans too large for a batch */
-	uint64_t lost_no_handle, lost_no_ring, lost_too_big, truncated;
-	uint64_t lost_nested, spans_started, spans_unsampled, bad_traceparent;
-};
-
-struct proc {
-	struct evsrc ev;        /* EV_PROC, for the pidfd */
-	struct proc *next;
-	char name[NAME_MAX + 1];
-	char path[PATH_MAX];
-	char service[64];
-	dev_t dev;
-	ino_t ino;
-	const uint8_t *base;
-	size_t size;
-	const struct fay_shm_hdr *live; /* counters and state; not trusted */
-	struct fay_shm_hdr snap;        /* the validated layout */
-	uint64_t instance;
-	uint32_t pid;
-	int pidfd;
-	int gone;               /* process exited: finish when possible */
-	int finished;           /* on the dead list, freed after this round */
-	struct ring_cons *cons;
-	uint8_t *in_batch;      /* ring has records in the current batch */
-	struct ep_item ep;
-	char ep_key[64 + 48 + 8];
-	struct proc_counts n;
-	uint64_t next_owner_check;
-};
+enum ev_type { EV_TICK, EV_RETRY, EV_INOTIFY, EV_SIGNAL, EV_SOCK, EV_PROC, EV_QUEUE };
 
 struct pending {
 	struct pending *next;
@@ -107,39 +81,44 @@ struct badfile {
 struct agent {
 	const struct agent_opts *o;
 	int epfd, tickfd, retryfd, inofd, sigfd;
-	struct evsrc ev_tick, ev_retry, ev_ino, ev_sig, ev_sock;
+	struct evsrc ev_tick, ev_retry, ev_ino, ev_sig, ev_sock, ev_queue;
 	int lockfd;
 	char agent_id[33];
 	char cursors_path[PATH_MAX], stats_path[PATH_MAX];
 
+	/* Every process from discovery to retirement (the drain thread has
+	 * its own list of those it drains). */
 	struct proc *procs;
-	struct proc *dead;      /* finished this round of events */
+	struct proc *dead;      /* retired this round of events, freed after it */
 	struct pending *pending;
 	struct badfile *bad;
 	int retry_armed;
 
-	struct batch batch;
-	struct cursor *trail;   /* trailer cursors of the batch being flushed */
-	uint32_t trail_cap;
+	struct bqueue q;
+	struct drain drain;
+	int q_ready, drain_ready;
 	struct cursor_tab cursors;
 	struct spool spool;
 	struct ship ship;
 	uint64_t next_seq;
-	int spool_blocked;      /* the last flush failed: hold the batch */
+	int spool_blocked;      /* the last spool write failed: retried on ticks */
+	uint64_t next_save_ns;
 
-	struct proc_counts gone_n;  /* processes that are gone */
 	uint64_t procs_seen, procs_gone, corrupt_files;
 	uint64_t batches_spooled, spans_spooled;
+	uint64_t max_put_ns, max_save_ns;
 	uint64_t start_ns, next_stats_ns;
 
 	int stopping;
 	uint64_t stop_deadline;
 
-	/* Testpoint (tests only): FAY_AGENT_CRASH_AFTER_SPOOL=N kills the
-	 * agent with SIGKILL right after its Nth batch reached the spool and
-	 * before the cursor file is saved: the crash window the spool
-	 * trailers cover. */
+	/* Testpoints (tests only).  FAY_AGENT_CRASH_AFTER_SPOOL=N kills the
+	 * agent with SIGKILL right after its Nth batch reached the spool,
+	 * before the cursor file is saved: the window the spool trailers
+	 * cover.  FAY_AGENT_TEST_HOLD_SPOOL=FILE: while FILE exists, no
+	 * batch is written to the spool (a disk that does not answer). */
 	long crash_after_spool;
+	const char *hold_spool;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -205,98 +184,85 @@ static void arm_timer(int fd, uint64_t first_ns, uint64_t interval_ns)
 	timerfd_settime(fd, 0, &its, NULL);
 }
 
-static void counts_add(struct proc_counts *to, const struct proc_counts *from)
-{
-	const uint64_t *f = (const uint64_t *)from;
-	uint64_t *t = (uint64_t *)to;
+/* ---- spooling (the drain thread's batches) ------------------------------- */
 
-	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
-		t[i] += f[i];
+static void save_cursors(struct agent *a, uint64_t now)
+{
+	uint64_t t0 = clock_monotonic_ns(), dt;
+	int ret = spool_save_cursors(&a->spool);
+
+	dt = clock_monotonic_ns() - t0;
+	if (dt > a->max_save_ns)
+		a->max_save_ns = dt;
+	a->next_save_ns = now + CURSOR_SAVE_NS;
+	if (ret)
+		pr_err("cannot write %s: %s (the spooled batch trailers still hold the cursors)",
+		       a->cursors_path, errstr(ret));
 }
 
-/* The process's own counters, from its (live) header. */
-static void read_hdr_counts(struct proc *p)
+/* The cursor file: at most once per CURSOR_SAVE_NS, when it is behind
+ * the spool or ACKed batch files wait for it (force: now). */
+static void maybe_save(struct agent *a, uint64_t now, int force)
 {
-	const struct fay_shm_hdr *h = p->live;
-
-	p->n.lost_no_handle = READ_ONCE(h->lost_no_handle);
-	p->n.lost_no_ring = READ_ONCE(h->lost_no_ring);
-	p->n.lost_too_big = READ_ONCE(h->lost_too_big);
-	p->n.truncated = READ_ONCE(h->truncated);
-	p->n.spans_started = READ_ONCE(h->spans_started);
-	p->n.spans_unsampled = READ_ONCE(h->spans_unsampled);
-	p->n.bad_traceparent = READ_ONCE(h->bad_traceparent);
-	p->n.lost_nested = READ_ONCE(h->lost_nested);
-	p->n.ring_lost = 0;
-	p->n.corrupt = 0;
-	for (uint32_t r = 0; r < p->snap.nrings; r++) {
-		p->n.ring_lost += p->cons[r].lost;
-		p->n.corrupt += p->cons[r].corrupt;
-	}
-}
-
-/* Refresh the LOCAL_EP item when the process changed its endpoint
- * (fay_init again).  The strings are copied bounded: a torn read gives a
- * wrong name at worst, never a bad record. */
-static void refresh_ep(struct proc *p)
-{
-	char key[sizeof(p->ep_key)];
-	const struct fay_shm_hdr *h = p->live;
-	uint16_t port = READ_ONCE(h->port);
-
-	memcpy(key, (const void *)h->service, 64);
-	memcpy(key + 64, (const void *)h->ip, 48);
-	memcpy(key + 112, &port, 2);
-	memset(key + 114, 0, sizeof(key) - 114);
-	if (!memcmp(key, p->ep_key, sizeof(key)))
+	if (!a->spool.dirty && !a->spool.nacked)
 		return;
-	memcpy(p->ep_key, key, sizeof(key));
-	key[63] = '\0';
-	key[64 + 47] = '\0';
-	ep_item_init(&p->ep, key, key + 64, port);
-	memcpy(p->service, key, sizeof(p->service));
+	if (force || now >= a->next_save_ns)
+		save_cursors(a, now);
 }
-
-/* ---- batches and the spool ---------------------------------------------- */
 
 /*
- * Seal the current batch, spool it with the cursors of the rings it drew
- * from, then persist the cursor file.  Returns 0 or -errno (the batch is
- * kept and retried on the next tick; draining pauses meanwhile).
+ * p's last records are spooled: remove its file, then forget its cursors
+ * (killed in between, the next agent finds stale cursors, pruned at start,
+ * rather than the file without cursors, which it would ship again).
  */
-static int flush(struct agent *a)
+static void retire(struct agent *a, struct proc *p)
 {
-	uint32_t ncur = 0, flen;
-	uint64_t seq;
-	int ret;
+	const struct proc_counts *n = &p->n;
 
-	if (!a->batch.count)
-		return 0;
-	seq = a->next_seq;
-	flen = batch_seal(&a->batch, seq);
-	for (struct proc *p = a->procs; p; p = p->next) {
-		for (uint32_t r = 0; r < p->snap.nrings; r++) {
-			if (!p->in_batch[r])
-				continue;
-			if (ncur == a->trail_cap) {
-				uint32_t cap = a->trail_cap ? a->trail_cap * 2 : 64;
-				struct cursor *v = realloc(a->trail, cap * sizeof(*v));
-
-				if (!v)
-					return -ENOMEM;
-				a->trail = v;
-				a->trail_cap = cap;
-			}
-			a->trail[ncur++] = (struct cursor){
-				.instance = p->instance, .ring = r,
-				.pos = p->cons[r].pos, .rec_no = p->cons[r].rec_no,
-			};
+	if (unlink(p->path) && errno != ENOENT)
+		pr_warn("cannot remove %s: %s; keeping its cursors", p->path, errstr(errno));
+	else
+		spool_forget(&a->spool, p->instance);
+	pr_info("process %u (%s) gone (%s): %" PRIu64 " spans shipped to the spool; lost: "
+		"%" PRIu64 " ring overwrite, %" PRIu64 " died mid-span, %" PRIu64 " no handle, %"
+		PRIu64 " no ring, %" PRIu64 " too big, %" PRIu64 " bad records, %" PRIu64
+		" nested; %" PRIu64 " truncated", p->pid, p->service, p->why, n->drained,
+		n->ring_lost, n->died_mid_span, n->lost_no_handle, n->lost_no_ring,
+		n->lost_too_big + n->too_big, n->bad, n->lost_nested, n->truncated);
+	if (n->died_mid_span)
+		pr_warn("process %u (%s): %" PRIu64 " spans lost: process died mid-span",
+			p->pid, p->service, n->died_mid_span);
+	a->procs_gone++;
+	for (struct proc **pp = &a->procs; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
 		}
 	}
-	ret = spool_put(&a->spool, a->batch.buf, flen, a->batch.count, a->trail, ncur);
+	p->next = a->dead;
+	a->dead = p;
+}
+
+/* Write one sealed batch to the spool.  Returns 0 or -errno (kept in the
+ * queue, tried again on the next tick). */
+static int spool_batch(struct agent *a, struct qbatch *qb, uint64_t now)
+{
+	uint64_t seq = a->next_seq, t0, dt;
+	uint32_t flen;
+	int ret;
+
+	if (!qb->b.count)
+		return 0;
+	flen = batch_seal(&qb->b, seq);
+	t0 = clock_monotonic_ns();
+	ret = spool_put(&a->spool, qb->b.buf, flen, qb->b.count, qb->trail, qb->ntrail);
+	dt = clock_monotonic_ns() - t0;
+	if (dt > a->max_put_ns)
+		a->max_put_ns = dt;
 	if (ret) {
 		if (!a->spool_blocked)
-			pr_err("spool: cannot write batch %" PRIu64 " to %s: %s; holding it, draining paused",
+			pr_err("spool: cannot write batch %" PRIu64 " to %s: %s; holding it (batches "
+			       "wait in memory, up to --queue-max, then the rings)",
 			       seq, a->spool.dir, errstr(ret));
 		a->spool_blocked = 1;
 		return ret;
@@ -310,120 +276,39 @@ static int flush(struct agent *a)
 		raise(SIGKILL);
 	}
 	a->batches_spooled++;
-	a->spans_spooled += a->batch.count;
-	for (uint32_t i = 0; i < ncur; i++)
-		cursor_tab_set(&a->cursors, &a->trail[i]);
-	a->cursors.seq = seq;
-	for (struct proc *p = a->procs; p; p = p->next)
-		memset(p->in_batch, 0, p->snap.nrings);
-	batch_reset(&a->batch);
-	ret = cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
-	if (ret)
-		pr_err("cannot write %s: %s (the spooled batch trailers still hold the cursors)",
-		       a->cursors_path, errstr(ret));
-	ship_pump(&a->ship, clock_monotonic_ns());
+	a->spans_spooled += qb->b.count;
+	(void)now;
 	return 0;
 }
 
-/* A NACKed batch gets the next seq (see ship.c on_nack); the cursor file
- * records it so the seq is never used again after a restart. */
-static void renumber(void *ctx, struct spool_ent *e)
+/* Spool every queued batch, in order, and retire what they carry. */
+static void on_queue(struct agent *a, uint64_t now)
 {
-	struct agent *a = ctx;
-	uint64_t old = e->seq, seq = a->next_seq;
-	int ret;
+	uint64_t v;
+	int n = 0;
 
-	/* next_seq is given to the batch being built only when it is
-	 * sealed (flush), so taking it here is safe. */
-	ret = spool_renumber(&a->spool, e, seq);
-	if (ret) {
-		pr_err("spool: cannot renumber NACKed batch %" PRIu64 ": %s; holding it",
-		       old, errstr(ret));
-		if (e->seq == old)
-			return;
-	}
-	a->next_seq = seq + 1;
-	pr_info("spool: NACKed batch %" PRIu64 " will be resent as batch %" PRIu64, old, seq);
-	if (seq > a->cursors.seq)
-		a->cursors.seq = seq;
-	ret = cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
-	if (ret)
-		pr_err("cannot write %s: %s", a->cursors_path, errstr(ret));
-}
+	if (read(a->q.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	for (;;) {
+		struct qbatch *qb = bqueue_peek(&a->q);
 
-struct drain_ctx {
-	struct agent *a;
-	struct proc *p;
-	uint32_t ring;
-};
+		if (!qb)
+			break;
+		if (a->hold_spool && !access(a->hold_spool, F_OK))
+			break;
+		if (spool_batch(a, qb, now))
+			break;
+		while (qb->retired) {
+			struct proc *p = qb->retired;
 
-static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len,
-		     uint64_t rec_no)
-{
-	struct drain_ctx *d = ctx;
-	struct proc *p = d->p;
-	struct spanrec r;
-	char err[200];
-	int n, ret;
-
-	if (unlikely(type != FAY_REC_SPAN)) {
-		p->n.other++;
-		return 0;
-	}
-	n = spanrec_decode(payload, len, &r, err, sizeof(err));
-	if (unlikely(n < 0)) {
-		if (p->n.bad++ < BAD_REPORTS_MAX)
-			pr_warn("%s ring %u record %" PRIu64 " (slot pos %" PRIu64 "): bad span record: %s; skipped%s",
-				p->name, d->ring, rec_no, p->cons[d->ring].pos, err,
-				p->n.bad == BAD_REPORTS_MAX ? " (further bad records of this file are only counted)" : "");
-		return 0;
-	}
-	ret = batch_add(&d->a->batch, payload, (uint32_t)n, &r, &p->ep);
-	if (unlikely(ret == -ENOSPC))
-		return ret;
-	if (unlikely(ret == -E2BIG)) {
-		if (p->n.too_big++ < BAD_REPORTS_MAX)
-			pr_warn("%s ring %u record %" PRIu64 ": span of %d bytes is larger than a batch; dropped",
-				p->name, d->ring, rec_no, n);
-		return 0;
-	}
-	p->in_batch[d->ring] = 1;
-	p->n.drained++;
-	return 0;
-}
-
-/* Drain every ring of p into the batch, flushing it whenever it is full.
- * Returns 0, or -errno when the spool cannot take a batch. */
-static int drain_proc(struct agent *a, struct proc *p)
-{
-	struct drain_ctx d = { .a = a, .p = p };
-
-	refresh_ep(p);
-	for (d.ring = 0; d.ring < p->snap.nrings; d.ring++) {
-		for (;;) {
-			int ret = ring_drain(&p->cons[d.ring], on_record, &d, 0);
-
-			if (ret != -ENOSPC)
-				break;
-			ret = flush(a);
-			if (ret)
-				return ret;
+			qb->retired = p->dnext;
+			retire(a, p);
 		}
+		bqueue_pop(&a->q);
+		n++;
 	}
-	return 0;
-}
-
-static int drain_all(struct agent *a)
-{
-	if (a->spool_blocked && flush(a))
-		return -EAGAIN;
-	for (struct proc *p = a->procs; p; p = p->next) {
-		int ret = drain_proc(a, p);
-
-		if (ret)
-			return ret;
-	}
-	return flush(a);
+	if (n)
+		ship_pump(&a->ship, clock_monotonic_ns());
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -436,86 +321,19 @@ static void proc_free(struct agent *a, struct proc *p)
 		epoll_ctl(a->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
 		close(p->pidfd);
 	}
-	if (p->cons)
-		for (uint32_t r = 0; r < p->snap.nrings; r++)
-			ring_cons_free(&p->cons[r]);
-	free(p->cons);
-	free(p->in_batch);
-	if (p->base)
-		munmap((void *)p->base, p->size);
+	proc_release(p);
 	free(p);
 }
 
-static void unlink_proc(struct agent *a, struct proc *p)
+/* p's process is gone (or no longer owns the file): the drain thread
+ * drains it a last time and hands it back for retire(). */
+static void mark_gone(struct agent *a, struct proc *p, const char *why)
 {
-	for (struct proc **pp = &a->procs; *pp; pp = &(*pp)->next) {
-		if (*pp == p) {
-			*pp = p->next;
-			return;
-		}
-	}
-}
-
-/*
- * p's process is gone: last drain, count what can no longer arrive, spool
- * what was drained, forget the cursors and remove the file.  Returns 0, or
- * -EAGAIN when the spool cannot take the data yet (retried next tick).
- */
-static int proc_finish(struct agent *a, struct proc *p, const char *why)
-{
-	char err[200];
-	uint64_t lost = 0;
-	int ret;
-
-	p->gone = 1;
-	if (p->pidfd >= 0) {
+	if (p->gone_why)
+		return;
+	if (p->pidfd >= 0)
 		epoll_ctl(a->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
-		close(p->pidfd);
-		p->pidfd = -1;
-	}
-	ret = drain_proc(a, p);
-	if (!ret)
-		ret = flush(a);
-	if (ret)
-		return -EAGAIN;
-	for (uint32_t r = 0; r < p->snap.nrings; r++) {
-		lost += ring_cons_finish(&p->cons[r]);
-		if (p->cons[r].corrupt && p->cons[r].err[0])
-			pr_warn("%s ring %u: %" PRIu64 " corrupt slots, last: %s", p->name, r,
-				p->cons[r].corrupt, p->cons[r].err);
-	}
-	read_hdr_counts(p);
-	p->n.died_mid_span = shm_pool_open_count(p->base, &p->snap);
-	(void)lost;
-	/* Remove the file before forgetting its cursors: killed in between,
-	 * the next agent finds stale cursors (pruned) rather than the file
-	 * without cursors (which it would ship again from the start). */
-	if (unlink(p->path) && errno != ENOENT) {
-		snprintf(err, sizeof(err), "%s", errstr(errno));
-		pr_warn("cannot remove %s: %s; keeping its cursors", p->path, err);
-	} else {
-		cursor_tab_forget(&a->cursors, p->instance);
-		ret = cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
-		if (ret)
-			pr_err("cannot write %s: %s", a->cursors_path, errstr(ret));
-	}
-	pr_info("process %u (%s) gone (%s): %" PRIu64 " spans shipped to the spool; lost: "
-		"%" PRIu64 " ring overwrite, %" PRIu64 " died mid-span, %" PRIu64 " no handle, %"
-		PRIu64 " no ring, %" PRIu64 " too big, %" PRIu64 " bad records, %" PRIu64
-		" nested; %" PRIu64 " truncated", p->pid, p->service, why, p->n.drained,
-		p->n.ring_lost, p->n.died_mid_span, p->n.lost_no_handle, p->n.lost_no_ring,
-		p->n.lost_too_big + p->n.too_big, p->n.bad, p->n.lost_nested, p->n.truncated);
-	if (p->n.died_mid_span)
-		pr_warn("process %u (%s): %" PRIu64 " spans lost: process died mid-span",
-			p->pid, p->service, p->n.died_mid_span);
-	counts_add(&a->gone_n, &p->n);
-	a->procs_gone++;
-	unlink_proc(a, p);
-	/* Freed after this round of events: one may still name its pidfd. */
-	p->finished = 1;
-	p->next = a->dead;
-	a->dead = p;
-	return 0;
+	drain_gone(&a->drain, p, why);
 }
 
 static int is_bad(struct agent *a, const char *name, dev_t dev, ino_t ino)
@@ -574,41 +392,21 @@ static long sys_pidfd_open(pid_t pid)
 }
 
 /*
- * Bind a validated file: consumers resumed from the cursors, its pidfd
- * watched.  A file whose process is gone is finished at once.
+ * Bind a validated file: consumers resumed from the cursors, handed to
+ * the drain thread at once, then its pidfd watched and its owner checked
+ * (a slow /proc read, done after the drain has started).  A file whose
+ * process is gone is finished by the drain thread right away.
  */
 static int proc_start(struct agent *a, struct proc *p)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->ev };
 	const char *orphan = NULL;
-	uint32_t resumed = 0;
 	char rs[64] = "";
-	int owner;
+	int owner, resumed;
 
-	p->cons = calloc(p->snap.nrings, sizeof(*p->cons));
-	p->in_batch = calloc(p->snap.nrings, 1);
-	if (!p->cons || !p->in_batch)
-		return -ENOMEM;
-	for (uint32_t r = 0; r < p->snap.nrings; r++) {
-		const uint8_t *rb = p->base + p->snap.rings_off + (uint64_t)r * p->snap.ring_stride;
-		const struct fay_ring_ctl *ctl = (const void *)rb;
-		const struct cursor *c = cursor_tab_get(&a->cursors, p->instance, r);
-		uint64_t pos = c ? c->pos : 0, rec_no = c ? c->rec_no : 0;
-		int ret;
-
-		if (c && (pos > READ_ONCE(ctl->head) || rec_no > READ_ONCE(ctl->records))) {
-			pr_warn("%s ring %u: saved cursor (pos %" PRIu64 ", record %" PRIu64
-				") is past the ring (head %" PRIu64 ", records %" PRIu64
-				"); reading it from its oldest record", p->name, r, pos, rec_no,
-				(uint64_t)READ_ONCE(ctl->head), (uint64_t)READ_ONCE(ctl->records));
-			pos = rec_no = 0;
-		}
-		resumed += pos || rec_no;
-		ret = ring_cons_init(&p->cons[r], rb, p->snap.ring_slots, pos, rec_no);
-		if (ret)
-			return ret;
-	}
-
+	resumed = proc_init_cons(p, &a->cursors);
+	if (resumed < 0)
+		return resumed;
 	p->pidfd = (int)sys_pidfd_open((pid_t)p->pid);
 	if (p->pidfd < 0) {
 		if (errno != ESRCH)
@@ -616,7 +414,20 @@ static int proc_start(struct agent *a, struct proc *p)
 				p->name, p->pid, errstr(errno));
 		else
 			orphan = "process not running";
+	} else if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, p->pidfd, &ev)) {
+		close(p->pidfd);
+		p->pidfd = -1;
 	}
+	p->next = a->procs;
+	a->procs = p;
+	a->procs_seen++;
+	p->next_owner_check = clock_monotonic_ns() +
+		(p->pidfd >= 0 ? OWNER_CHECK_NS : OWNER_CHECK_NOFD_NS);
+	if (resumed)
+		snprintf(rs, sizeof(rs), ", %d rings resumed from saved cursors", resumed);
+	pr_info("process %u (%s) seen: %s, %u rings x %u slots, %u span handles%s",
+		p->pid, p->service, p->name, p->snap.nrings, p->snap.ring_slots, p->snap.npool, rs);
+	drain_add(&a->drain, p);
 	if (!orphan) {
 		owner = shm_pid_maps_file(p->pid, p->dev, p->ino);
 		if (owner == 0)
@@ -625,21 +436,8 @@ static int proc_start(struct agent *a, struct proc *p)
 			pr_debug("%s: cannot read /proc/%u/maps (%s): trusting the pid",
 				 p->name, p->pid, errstr(owner));
 	}
-	if (p->pidfd >= 0 && !orphan && epoll_ctl(a->epfd, EPOLL_CTL_ADD, p->pidfd, &ev)) {
-		close(p->pidfd);
-		p->pidfd = -1;
-	}
-	p->next = a->procs;
-	a->procs = p;
-	a->procs_seen++;
-	refresh_ep(p);
-	p->next_owner_check = clock_monotonic_ns() + OWNER_CHECK_NS;
-	if (resumed)
-		snprintf(rs, sizeof(rs), ", %u rings resumed from saved cursors", resumed);
-	pr_info("process %u (%s) seen: %s, %u rings x %u slots, %u span handles%s",
-		p->pid, p->service, p->name, p->snap.nrings, p->snap.ring_slots, p->snap.npool, rs);
 	if (orphan)
-		proc_finish(a, p, orphan);
+		mark_gone(a, p, orphan);
 	return 0;
 }
 
@@ -735,7 +533,6 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 	ret = proc_start(a, p);
 	if (ret) {
 		pr_err("shm file %s: cannot start consuming it: %s", path, errstr(ret));
-		unlink_proc(a, p);
 		proc_free(a, p);
 		goto out;
 	}
@@ -803,8 +600,6 @@ static void scan_dir(struct agent *a, uint64_t now)
  * (their process finished while the agent was being killed). */
 static void prune_cursors(struct agent *a)
 {
-	uint32_t before = a->cursors.n;
-
 	for (uint32_t i = 0; i < a->cursors.n;) {
 		uint64_t inst = a->cursors.v[i].instance;
 		struct proc *p;
@@ -819,13 +614,11 @@ static void prune_cursors(struct agent *a)
 				break;
 		}
 		if (!p) {
-			cursor_tab_forget(&a->cursors, inst);
+			spool_forget(&a->spool, inst);
 			continue;
 		}
 		i++;
 	}
-	if (a->cursors.n != before)
-		cursor_save(a->cursors_path, &a->cursors, a->o->fsync);
 }
 
 static void on_inotify(struct agent *a, uint64_t now)
@@ -855,17 +648,12 @@ static void on_inotify(struct agent *a, uint64_t now)
  * fay_shutdown() that unmapped it, or no pidfd to tell us). */
 static void check_owners(struct agent *a, uint64_t now)
 {
-	for (struct proc *p = a->procs, *nx; p; p = nx) {
-		nx = p->next;
-		if (p->gone) {
-			proc_finish(a, p, "exited");
+	for (struct proc *p = a->procs; p; p = p->next) {
+		if (p->gone_why || now < p->next_owner_check)
 			continue;
-		}
-		if (now < p->next_owner_check)
-			continue;
-		p->next_owner_check = now + OWNER_CHECK_NS;
+		p->next_owner_check = now + (p->pidfd >= 0 ? OWNER_CHECK_NS : OWNER_CHECK_NOFD_NS);
 		if (shm_pid_maps_file(p->pid, p->dev, p->ino) == 0)
-			proc_finish(a, p, "no longer maps the file");
+			mark_gone(a, p, "no longer maps the file");
 	}
 }
 
@@ -873,27 +661,25 @@ static void check_owners(struct agent *a, uint64_t now)
 
 static char *stats_json(struct agent *a, uint64_t now)
 {
-	struct proc_counts t = a->gone_n;
-	uint64_t nrings = 0;
+	struct drain_stats ds;
+	struct proc_counts t;
 	json_t *j;
 	char *s;
 
-	for (struct proc *p = a->procs; p; p = p->next) {
-		read_hdr_counts(p);
-		counts_add(&t, &p->n);
-		nrings += p->snap.nrings;
-	}
+	drain_get_stats(&a->drain, &ds);
+	t = ds.n;
 	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:I, s:I, s:I,"
-		      " s:{s:I, s:I, s:I, s:I, s:I},"
-		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}}",
 		      "agent_id", a->agent_id, "host", a->o->host, "version", FAY_VERSION,
 		      "uptime_s", (json_int_t)((now - a->start_ns) / 1000000000u),
 		      "processes", "live", (json_int_t)(a->procs_seen - a->procs_gone),
 		      "seen", (json_int_t)a->procs_seen, "gone", (json_int_t)a->procs_gone,
 		      "corrupt_files", (json_int_t)a->corrupt_files,
-		      "rings", (json_int_t)nrings,
+		      "rings", (json_int_t)ds.nrings,
 		      "records_drained", (json_int_t)t.drained,
 		      "bad_records", (json_int_t)t.bad,
 		      "other_records", (json_int_t)t.other,
@@ -912,10 +698,13 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "corrupt_slots", (json_int_t)t.corrupt,
 		      "spool",
 		      "bytes", (json_int_t)a->spool.bytes,
-		      "batches", (json_int_t)a->spool.nbatches,
+		      "batches", (json_int_t)spool_unacked(&a->spool),
 		      "evicted_batches", (json_int_t)a->spool.evicted_batches,
 		      "evicted_spans", (json_int_t)a->spool.evicted_spans,
 		      "damaged_files", (json_int_t)a->spool.corrupt_files,
+		      "cursor_saves", (json_int_t)a->spool.saves,
+		      "max_write_ms", (json_int_t)(a->max_put_ns / 1000000),
+		      "max_cursor_save_ms", (json_int_t)(a->max_save_ns / 1000000),
 		      "shipping",
 		      "batches_spooled", (json_int_t)a->batches_spooled,
 		      "spans_spooled", (json_int_t)a->spans_spooled,
@@ -923,7 +712,17 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "spans_acked", (json_int_t)a->ship.spans_acked,
 		      "batches_nacked", (json_int_t)a->ship.batches_nacked,
 		      "connects", (json_int_t)a->ship.connects,
-		      "connected", (json_int_t)(a->ship.state == SHIP_READY));
+		      "connected", (json_int_t)(a->ship.state == SHIP_READY),
+		      "drain",
+		      "passes", (json_int_t)ds.ticks,
+		      "max_gap_ms", (json_int_t)(ds.max_gap_ns / 1000000),
+		      "max_pass_ms", (json_int_t)(ds.max_pass_ns / 1000000),
+		      "batches", (json_int_t)ds.sealed,
+		      "queue_max", (json_int_t)a->q.max,
+		      "queue_hwm", (json_int_t)a->q.hwm,
+		      "stalls", (json_int_t)ds.stalls,
+		      "stalled_ms", (json_int_t)(ds.stalled_ns / 1000000),
+		      "fast_tick", ds.fast_tick);
 	if (!j)
 		return NULL;
 	s = json_dumps(j, JSON_COMPACT);
@@ -954,11 +753,13 @@ static void on_tick(struct agent *a, uint64_t now)
 
 	if (read(a->tickfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
 		return;
-	drain_all(a);
+	if (a->spool_blocked || a->hold_spool)
+		on_queue(a, now);
 	check_owners(a, now);
 	if (a->pending)
 		retry_pending(a, now);
 	ship_tick(&a->ship, now);
+	maybe_save(a, now, 0);
 	if (now >= a->next_stats_ns) {
 		do_stats(a, now, 1);
 		a->next_stats_ns = now + a->o->stats_ns;
@@ -978,9 +779,11 @@ static int setup(struct agent *a)
 	a->ev_ino.type = EV_INOTIFY;
 	a->ev_sig.type = EV_SIGNAL;
 	a->ev_sock.type = EV_SOCK;
+	a->ev_queue.type = EV_QUEUE;
 	a->start_ns = clock_monotonic_ns();
 	if (getenv("FAY_AGENT_CRASH_AFTER_SPOOL"))
 		a->crash_after_spool = atol(getenv("FAY_AGENT_CRASH_AFTER_SPOOL"));
+	a->hold_spool = getenv("FAY_AGENT_TEST_HOLD_SPOOL");
 
 	ret = agent_mkdir_p(a->o->state_dir);
 	if (ret) {
@@ -1011,15 +814,28 @@ static int setup(struct agent *a)
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/spool", a->o->state_dir);
-	ret = spool_open(&a->spool, path, a->o->spool_max, a->o->fsync, &a->cursors);
+	ret = spool_open(&a->spool, path, a->cursors_path, a->o->spool_max, a->o->fsync,
+			 &a->cursors);
 	if (ret) {
 		pr_err("cannot open the spool %s: %s", path, errstr(ret));
 		return ret;
 	}
-	a->next_seq = (a->cursors.seq > a->spool.max_seq ? a->cursors.seq : a->spool.max_seq) + 1;
-	ret = batch_init(&a->batch, BATCH_MAX_BYTES, BATCH_MAX_SPANS);
-	if (ret)
+	/* spool_open moved cursors.seq up to the newest spooled batch.
+	 * Batches drained but never spooled may have had higher seqs: they
+	 * were never sent, so those seqs are free again. */
+	a->next_seq = a->cursors.seq + 1;
+	ret = bqueue_init(&a->q, (uint32_t)(a->o->queue_max / BATCH_MAX_BYTES));
+	if (ret) {
+		pr_err("cannot set up the batch queue: %s", errstr(ret));
 		return ret;
+	}
+	a->q_ready = 1;
+	ret = drain_init(&a->drain, &a->q, a->o->flush_ns);
+	if (ret) {
+		pr_err("cannot set up the drain thread: %s", errstr(ret));
+		return ret;
+	}
+	a->drain_ready = 1;
 
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -1059,6 +875,8 @@ static int setup(struct agent *a)
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->inofd, &ev);
 	ev.data.ptr = &a->ev_sig;
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
+	ev.data.ptr = &a->ev_queue;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->q.efd, &ev);
 
 	{
 		json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "agent_id", a->agent_id,
@@ -1072,17 +890,15 @@ static int setup(struct agent *a)
 		ret = ship_init(&a->ship, a->o->collector, hello, strlen(hello), &a->spool,
 				&a->next_seq, a->epfd, &a->ev_sock);
 		free(hello);
-		a->ship.renumber = renumber;
-		a->ship.renumber_ctx = a;
 		if (ret) {
 			pr_err("bad collector address '%s' (want HOST:PORT)", a->o->collector);
 			return ret;
 		}
 	}
 	pr_info("agent %s on %s: shm %s, state %s, collector %s, %" PRIu64
-		" batches (%" PRIu64 " bytes) spooled, next batch %" PRIu64,
+		" batches (%" PRIu64 " bytes) spooled, next batch %" PRIu64 ", %u MiB of batch buffers",
 		a->agent_id, a->o->host, a->o->shm_dir, a->o->state_dir, a->o->collector,
-		a->spool.nbatches, a->spool.bytes, a->next_seq);
+		a->spool.nbatches, a->spool.bytes, a->next_seq, a->q.max);
 	return 0;
 }
 
@@ -1098,6 +914,9 @@ static void free_dead(struct agent *a)
 
 static void teardown(struct agent *a)
 {
+	/* The drain thread first: it may still be reading the procs. */
+	if (a->drain_ready)
+		drain_free(&a->drain);
 	free_dead(a);
 	while (a->procs) {
 		struct proc *p = a->procs;
@@ -1119,9 +938,9 @@ static void teardown(struct agent *a)
 	}
 	ship_free(&a->ship);
 	spool_close(&a->spool);
-	batch_free(&a->batch);
+	if (a->q_ready)
+		bqueue_free(&a->q);
 	cursor_tab_free(&a->cursors);
-	free(a->trail);
 	for (int *fd = &a->epfd; fd <= &a->sigfd; fd++)
 		if (*fd >= 0)
 			close(*fd);
@@ -1133,15 +952,22 @@ int agent_run(const struct agent_opts *o)
 {
 	struct agent a = { .o = o };
 	struct epoll_event evs[32];
+	uint64_t house = o->flush_ns < HOUSE_TICK_MAX_NS ? o->flush_ns : HOUSE_TICK_MAX_NS;
 	int ret;
 
 	ret = setup(&a);
 	if (ret)
 		goto out;
-	/* Already-present files, then promptly on every tick. */
+	ret = drain_start(&a.drain);
+	if (ret) {
+		pr_err("cannot start the drain thread: %s", errstr(ret));
+		goto out;
+	}
+	/* Already-present files, then promptly through inotify. */
 	scan_dir(&a, clock_monotonic_ns());
 	prune_cursors(&a);
-	arm_timer(a.tickfd, o->flush_ns, o->flush_ns);
+	maybe_save(&a, clock_monotonic_ns(), 1);
+	arm_timer(a.tickfd, house, house);
 	a.next_stats_ns = clock_monotonic_ns() + o->stats_ns;
 	ship_tick(&a.ship, clock_monotonic_ns());
 
@@ -1160,6 +986,9 @@ int agent_run(const struct agent_opts *o)
 			switch (src->type) {
 			case EV_TICK:
 				on_tick(&a, now);
+				break;
+			case EV_QUEUE:
+				on_queue(&a, now);
 				break;
 			case EV_RETRY: {
 				uint64_t exp;
@@ -1183,31 +1012,35 @@ int agent_run(const struct agent_opts *o)
 					a.stopping = 1;
 					a.stop_deadline = now + SHUTDOWN_SEND_NS;
 				}
-				drain_all(&a);
+				drain_stop(&a.drain);
 				break;
 			}
 			case EV_SOCK:
 				ship_event(&a.ship, evs[i].events, now);
 				break;
-			case EV_PROC: {
-				struct proc *p = (struct proc *)src;
-
-				if (!p->finished)
-					proc_finish(&a, p, "exited");
+			case EV_PROC:
+				mark_gone(&a, (struct proc *)src, "exited");
 				break;
-			}
 			}
 		}
 		free_dead(&a);
-		if (a.stopping && (now >= a.stop_deadline ||
-				   (ship_idle(&a.ship) && !a.batch.count)))
+		/* Stopping: the drain thread made its last pass; everything it
+		 * queued is spooled (or the deadline passed: what is left in
+		 * memory is still in the rings for the next agent) and sent. */
+		if (a.stopping && drain_done(&a.drain) &&
+		    (now >= a.stop_deadline || (!bqueue_len(&a.q) && ship_idle(&a.ship))))
 			break;
 	}
-	drain_all(&a);
+	drain_free(&a.drain);
+	a.drain_ready = 0;
+	on_queue(&a, clock_monotonic_ns());
+	free_dead(&a);
+	maybe_save(&a, clock_monotonic_ns(), 1);
 	do_stats(&a, clock_monotonic_ns(), 0);
 	pr_info("agent stopped: %" PRIu64 " processes seen, %" PRIu64 " spans spooled, %"
 		PRIu64 " acknowledged, %" PRIu64 " batches (%" PRIu64 " bytes) left in the spool",
-		a.procs_seen, a.spans_spooled, a.ship.spans_acked, a.spool.nbatches, a.spool.bytes);
+		a.procs_seen, a.spans_spooled, a.ship.spans_acked, spool_unacked(&a.spool),
+		a.spool.bytes);
 	ret = 0;
 out:
 	teardown(&a);

@@ -5,25 +5,42 @@
  *
  *   shmfile.c  validating and inspecting a process's shm file (ring.h ABI)
  *   batch.c    encoding drained span records into a wire BATCH frame
+ *   bqueue.c   the bounded queue of sealed batches between the two threads
+ *   drain.c    the drain thread: rings -> batches, nothing else
  *   spool.c    the on-disk spool of unacknowledged batches and the cursor
  *              file (the durability protocol, see below and docs/ABI.md)
  *   ship.c     the connection to the collector (HELLO, BATCH window, ACK)
- *   agent.c    the epoll loop tying them together
+ *   agent.c    the main thread's epoll loop: discovery, spool writes,
+ *              shipping, stats, signals
  *   main.c     option parsing, --help
+ *
+ * Two threads.  The drain thread only reads rings into sealed in-memory
+ * batches (bqueue.c, bounded): it never waits for the disk, /proc or the
+ * network.  The main thread writes those batches to the spool, persists
+ * the cursors, ships, and does everything else (the I/O that may stall).
  *
  * Durability protocol.  Every batch is written to the spool (the complete
  * wire frame, followed by a trailer holding the ring cursors at the end of
- * the batch) BEFORE the cursor file is rewritten; both are written to a
- * temporary name and renamed.  After a crash the cursors are the cursor
- * file's, moved forward by the trailer of every spooled batch newer than
- * it, so each ring resumes exactly after the last record that reached the
- * spool: nothing in a ring is lost, nothing is spooled twice.  A batch file
- * is deleted only on the collector's ACK (or when WELCOME says it was
+ * the batch; written to a temporary name and renamed) before anything
+ * depends on it.  The cursor file is rewritten only now and then (about
+ * once a second, and always before a spool file whose trailer it must
+ * supersede is deleted: ACKed, WELCOME-covered or evicted), because every
+ * spool file newer than it carries its own cursors.  After a crash the
+ * cursors are the cursor file's, moved forward by the trailer of every
+ * spooled batch newer than it, so each ring resumes exactly after the last
+ * record that reached the spool: nothing is spooled twice.  Records that
+ * were drained into memory but not yet spooled when the agent died are
+ * read again from the ring if they are still there; if the producer has
+ * overwritten them meanwhile the consumer finds a gap in the record
+ * numbers and counts them lost (ring_overwrite): never delivered twice,
+ * never lost silently.  A batch file is deleted only once the cursor file
+ * covers it, and only on the collector's ACK (or when WELCOME says it was
  * committed), or evicted (oldest first, counted) when the spool is full.
  */
 #ifndef FAY_AGENT_AGENT_H
 #define FAY_AGENT_AGENT_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -141,8 +158,11 @@ struct cursor_tab {
 };
 
 void cursor_tab_free(struct cursor_tab *t);
-/* Insert or move forward (never backward) the cursor of (instance, ring). */
+/* Insert or move forward (never backward) the cursor of (instance, ring).
+ * Returns 0, or -ENOMEM (only when inserting beyond cursor_tab_reserve). */
 int cursor_tab_set(struct cursor_tab *t, const struct cursor *c);
+/* Make room for n more cursors, so that n inserts cannot fail. */
+int cursor_tab_reserve(struct cursor_tab *t, uint32_t n);
 const struct cursor *cursor_tab_get(const struct cursor_tab *t,
 				    uint64_t instance, uint32_t ring);
 /* Forget every cursor of instance. */
@@ -165,8 +185,8 @@ struct spool_ent {
 	uint32_t frame_len;     /* header + payload */
 	uint32_t nspans;
 	int sent;               /* sent on the current connection */
-	int nacked;             /* NACKed: to be renumbered before resending */
-	uint64_t retry_ns;      /* NACKed: not before this (monotonic) */
+	int acked;              /* committed by the collector: the file stays
+				 * until the cursor file covers it */
 	uint64_t sent_ns;
 };
 
@@ -178,43 +198,66 @@ struct spool {
 	struct spool_ent head;  /* list sentinel, oldest first */
 	uint64_t bytes, nbatches;
 	uint64_t nsent;         /* entries with sent set (in flight) */
+	uint64_t nacked;        /* entries with acked set (waiting for a save) */
 	uint64_t max_seq;       /* highest seq ever seen in the spool */
 	uint64_t evicted_batches, evicted_spans;
 	uint64_t corrupt_files;
+	/* The cursor file.  tab covers every batch in the spool (tab->seq is
+	 * the newest spooled); the file on disk covers those <= saved_seq. */
+	struct cursor_tab *tab;
+	char *cursor_path;
+	uint64_t saved_seq;
+	int dirty;              /* tab differs from the file */
+	uint64_t saves;         /* cursor file writes */
 };
 
 /*
  * Open (creating it) the spool directory dir, load the index of the
  * batches in it (checking each frame; a damaged file is reported, counted
- * and removed) and move the cursors in t forward with the trailers of the
- * batches newer than t->seq.  Returns 0 or -errno.
+ * and removed) and move the cursors in t (read from cursor_path by the
+ * caller, t->seq saying which batches it covers) forward with the
+ * trailers of the batches newer than t->seq.  The spool keeps t and
+ * writes it back to cursor_path (spool_save_cursors).  Returns 0 or -errno.
  */
-int spool_open(struct spool *sp, const char *dir, uint64_t max_bytes, int sync,
-	       struct cursor_tab *t);
+int spool_open(struct spool *sp, const char *dir, const char *cursor_path,
+	       uint64_t max_bytes, int sync, struct cursor_tab *t);
 void spool_close(struct spool *sp);
 
 /*
- * Store the frame (frame_len bytes, nspans spans, seq from its header)
- * with the ring cursors at its end (cur, ncur).  Before writing, evicts
- * the oldest batches (counting their spans) while the spool would exceed
- * its bound; the new batch itself is always kept.  The caller persists
- * the cursor file after every successful put, so an evicted batch is
- * always covered by it.  Returns 0 or -errno (nothing stored).
+ * Store the frame (frame_len bytes, nspans spans, seq from its header,
+ * above every seq in the spool) with the ring cursors at its end (cur,
+ * ncur), then move the cursor table forward with them.  Before writing,
+ * evicts the oldest batches (counting the spans of those not ACKed) while
+ * the spool would exceed its bound, saving the cursor file first when an
+ * evicted batch is newer than it; the new batch itself is always kept.
+ * Returns 0 or -errno (nothing stored, the table unchanged).
  */
 int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 	      uint32_t nspans, const struct cursor *cur, uint32_t ncur);
 
-struct spool_ent *spool_find(struct spool *sp, uint64_t seq);
+/* The collector committed e: delete its file now if the cursor file
+ * covers it, else at the next spool_save_cursors(). */
+void spool_ack(struct spool *sp, struct spool_ent *e);
+
 /*
- * Give e the new sequence number seq (> every seq in the spool): renames
- * its file (atomic), then rewrites the frame header.  A crash between the
- * two leaves a file whose frame says the old seq: spool_open() finishes
- * the job.  Used after a NACK: the collector may already have committed
- * later batches, and would take the old seq for a duplicate.  Returns 0
- * or -errno (e unchanged).
+ * Write the cursor table to the cursor file (tmp + rename; fsync with
+ * sync), then delete the files of the ACKed batches it now covers.
+ * Returns 0 or -errno (nothing deleted).
  */
-int spool_renumber(struct spool *sp, struct spool_ent *e, uint64_t seq);
-/* Delete the batch file of e and forget e. */
+int spool_save_cursors(struct spool *sp);
+
+/* Forget every cursor of a shm file instance (its file is gone). */
+void spool_forget(struct spool *sp, uint64_t instance);
+
+/* Batches not yet acknowledged. */
+static inline uint64_t spool_unacked(const struct spool *sp)
+{
+	return sp->nbatches - sp->nacked;
+}
+
+struct spool_ent *spool_find(struct spool *sp, uint64_t seq);
+/* Delete the batch file of e and forget e.  Callers other than the spool
+ * itself use it only for a file that cannot be read any more. */
 void spool_drop(struct spool *sp, struct spool_ent *e);
 /* Open e's file for reading the frame; returns an fd or -errno. */
 int spool_open_ent(struct spool *sp, const struct spool_ent *e);
@@ -228,6 +271,56 @@ static inline struct spool_ent *spool_next(struct spool *sp, struct spool_ent *e
 {
 	return e->next == &sp->head ? NULL : e->next;
 }
+
+/* ---- the queue of sealed batches (bqueue.c) ------------------------------ */
+
+struct proc;
+
+/*
+ * A batch drained from the rings and the ring cursors at its end, on its
+ * way from the drain thread to the spool writer (the main thread).
+ * retired: processes whose last records are in this batch (or earlier
+ * ones); their files are removed once it is spooled.
+ */
+struct qbatch {
+	struct qbatch *next;
+	struct batch b;
+	struct cursor *trail;
+	uint32_t ntrail, trail_cap;
+	struct proc *retired;   /* linked through proc->dnext */
+};
+
+/*
+ * At most max batch buffers exist (allocated on first use, kept); the
+ * drain thread takes a free one (never waiting: NULL when all are in use),
+ * fills it, and pushes it; the main thread takes them in order, spools
+ * them, and gives them back.  efd (an eventfd) is written on every push.
+ */
+struct bqueue {
+	pthread_mutex_t lock;
+	struct qbatch *free;
+	struct qbatch *head, **tailp;
+	uint32_t nbufs, max, nqueued, hwm;
+	int efd;
+};
+
+/* max buffers of BATCH_MAX_BYTES (at least 2).  Returns 0 or -errno. */
+int bqueue_init(struct bqueue *q, uint32_t max);
+void bqueue_free(struct bqueue *q);
+/* A free buffer (reset, no trailer, nothing retired), or NULL when all
+ * max are in use or memory is short. */
+struct qbatch *bqueue_get(struct bqueue *q);
+/* Append a sealed batch and wake the main thread. */
+void bqueue_push(struct bqueue *q, struct qbatch *b);
+/* Wake the main thread without a batch. */
+void bqueue_wake(struct bqueue *q);
+/* The oldest pushed batch, still queued (NULL when none). */
+struct qbatch *bqueue_peek(struct bqueue *q);
+/* Remove the oldest (which bqueue_peek returned) and make it free. */
+void bqueue_pop(struct bqueue *q);
+/* Give back a buffer that was never pushed. */
+void bqueue_put_back(struct bqueue *q, struct qbatch *b);
+uint32_t bqueue_len(struct bqueue *q);
 
 /* mkdir -p with mode 0700 for what it creates.  Returns 0 or -errno. */
 int agent_mkdir_p(const char *path);
@@ -243,8 +336,8 @@ struct agent_opts {
 	uint64_t stats_ns;
 	const char *host;
 	const char *token;
+	uint64_t queue_max;     /* bytes of drained batches waiting for the spool */
 	int fsync;
-	int once;               /* drain what is there, ship it, exit */
 };
 
 /* Run the agent until SIGTERM/SIGINT.  Returns 0 or -errno (startup). */

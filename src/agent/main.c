@@ -24,7 +24,8 @@ static void usage(FILE *f)
 "\n"
 "SYNOPSIS\n"
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
-"              [--spool-max SIZE] [--flush-interval DUR] [--stats-interval DUR]\n"
+"              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
+"              [--stats-interval DUR]\n"
 "              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
@@ -32,12 +33,17 @@ static void usage(FILE *f)
 "    a shared-memory file, SHM-DIR/fay-<pid>-<instance>.shm.  The agent finds\n"
 "    these files (a scan at start, then inotify), checks each header against\n"
 "    the file (a corrupt file is reported once and skipped), drains every ring\n"
-"    each flush interval, and groups the spans into batches.\n"
+"    each flush interval (more often while a ring fills up), and groups the\n"
+"    spans into batches.  A thread of its own does only that; another writes\n"
+"    the batches to disk and ships them, so a slow disk, /proc or network\n"
+"    never holds up the draining.\n"
 "\n"
-"    Each batch is written to the spool (STATE-DIR/spool) before the ring\n"
-"    positions it covers are saved (STATE-DIR/cursors), so the agent can be\n"
-"    killed at any moment: restarted, it resumes every ring exactly after the\n"
-"    last span that reached the spool.  Spooled batches are sent to the\n"
+"    Each batch is written to the spool (STATE-DIR/spool) with the ring\n"
+"    positions it ends at; STATE-DIR/cursors is rewritten about once a\n"
+"    second and before a spool file is deleted.  So the agent can be killed\n"
+"    at any moment: restarted, it resumes every ring exactly after the last\n"
+"    span that reached the spool (spans it had read but not yet written are\n"
+"    read again, or counted lost if the process overwrote them meanwhile).  Spooled batches are sent to the\n"
 "    collector, several in flight, and deleted when it acknowledges them;\n"
 "    while the collector is away they wait in the spool (bounded by\n"
 "    --spool-max: the oldest are evicted first, and counted) and the agent\n"
@@ -61,6 +67,10 @@ static void usage(FILE *f)
 "    --state-dir DIR     spool, cursors, agent id (default /var/lib/fay/agent;\n"
 "                        created if missing; one agent per directory)\n"
 "    --spool-max SIZE    bound on the spool: 64k, 256M, 2G ... (default 256M)\n"
+"    --queue-max SIZE    memory for drained batches waiting to be written to\n"
+"                        the spool (default 16M, in 1M batches, at least 2M);\n"
+"                        when it is full, rings are not drained until the\n"
+"                        disk catches up (what they overwrite is counted)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -89,6 +99,7 @@ static void usage(FILE *f)
 "    FAY_SHM_DIR     default for --shm-dir\n"
 "    FAY_TOKEN       default for --token\n"
 "    FAY_LOG_LEVEL   debug, info (default), warn, error\n"
+"    FAY_AGENT_CRASH_AFTER_SPOOL, FAY_AGENT_TEST_HOLD_SPOOL  test points (tests only)\n"
 "\n"
 "FILES\n"
 "    STATE-DIR/spool/<seq>.batch  unacknowledged batches (wire frame + cursors)\n"
@@ -130,12 +141,13 @@ static int parse_size(const char *s, uint64_t *out)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS };
+	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
 		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "spool-max", required_argument, NULL, O_SPOOL },
+		{ "queue-max", required_argument, NULL, O_QUEUE },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -151,6 +163,7 @@ int cmd_agent(int argc, char **argv)
 		.shm_dir = getenv("FAY_SHM_DIR"),
 		.state_dir = "/var/lib/fay/agent",
 		.spool_max = 256ull << 20,
+		.queue_max = 16ull << 20,
 		.flush_ns = 20 * 1000000ull,
 		.stats_ns = 10 * 1000000000ull,
 		.token = getenv("FAY_TOKEN"),
@@ -178,6 +191,14 @@ int cmd_agent(int argc, char **argv)
 		case O_SPOOL:
 			if (parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
 				fprintf(stderr, "error: --spool-max '%s': want a size of at least 4k (64k, 256M, 2G)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_QUEUE:
+			if (parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
+			    o.queue_max > (64ull << 30)) {
+				fprintf(stderr, "error: --queue-max '%s': want a size from 2M to 64G (16M, 256M)\n",
 					optarg);
 				return 2;
 			}

@@ -30,7 +30,6 @@
 #define BACKOFF_MAX_NS   (5000 * 1000000ull)
 #define WELCOME_TIMEOUT  (10 * 1000000000ull)
 #define ACK_TIMEOUT      (30 * 1000000000ull)
-#define NACK_RETRY_NS    (500 * 1000000ull)
 #define TX_MAX           (4u << 20)
 
 int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
@@ -301,13 +300,13 @@ static int pump(struct ship *s, uint64_t now)
 		}
 		if (s->state != SHIP_READY || s->sp->nsent >= s->window)
 			break;
-		/* The oldest batch not in flight; a NACKed one waiting for
-		 * its retry holds back everything after it (seq order). */
+		/* The oldest batch neither in flight nor acknowledged: batches
+		 * go out in seq order. */
 		struct spool_ent *e = spool_first(s->sp);
 
-		while (e && (e->sent || e->nacked))
+		while (e && (e->sent || e->acked))
 			e = spool_next(s->sp, e);
-		if (!e || e->retry_ns > now)
+		if (!e)
 			break;
 		int fd = spool_open_ent(s->sp, e);
 
@@ -371,7 +370,8 @@ static void on_welcome(struct ship *s, json_t *j, uint64_t now)
 	unsigned dropped = 0;
 
 	s->state = SHIP_READY;
-	s->attempt = 0;
+	if (!s->nacked)
+		s->attempt = 0;
 	if (s->down_logged || !s->welcomed)
 		pr_info("collector %s: connected (last committed batch %" PRIu64
 			", %" PRIu64 " batches spooled)", s->addr, last, s->sp->nbatches);
@@ -380,11 +380,11 @@ static void on_welcome(struct ship *s, json_t *j, uint64_t now)
 	s->last_seq = last;
 	for (struct spool_ent *e = spool_first(s->sp), *nx; e && e->seq <= last; e = nx) {
 		nx = spool_next(s->sp, e);
-		if (e->nacked)
-			continue; /* known not stored */
+		if (e->acked)
+			continue;
 		s->spans_acked += e->nspans;
 		s->batches_acked++;
-		spool_drop(s->sp, e);
+		spool_ack(s->sp, e);
 		dropped++;
 	}
 	if (dropped)
@@ -412,7 +412,9 @@ static void on_ack(struct ship *s, const struct wire_hdr *h, json_t *j)
 	}
 	if (json_is_true(dup))
 		s->batches_duplicate++;
-	if (!e) {
+	s->nacked = 0;
+	s->attempt = 0;
+	if (!e || e->acked) {
 		pr_debug("collector %s: ACK for batch %" PRIu64 ", not in the spool (evicted?)",
 			 s->addr, h->seq);
 		return;
@@ -421,31 +423,34 @@ static void on_ack(struct ship *s, const struct wire_hdr *h, json_t *j)
 	s->spans_acked += e->nspans;
 	if (h->seq > s->last_seq)
 		s->last_seq = h->seq;
-	spool_drop(s->sp, e);
+	spool_ack(s->sp, e);
 }
 
-static void on_nack(struct ship *s, const struct wire_hdr *h, json_t *j, uint64_t now)
+/*
+ * A NACK: the batch was not stored (the store is busy or failing).  The
+ * collector closes the connection after a NACK and commits no later batch
+ * sent on it (src/common/wire.h), so the batches it did commit are a
+ * prefix of what was sent, in seq order: reconnect with backoff, learn the
+ * last committed seq from WELCOME, and resend from the first batch not
+ * acknowledged, under the same seqs.  (Earlier agents renumbered a NACKed
+ * batch because the collector used to go on committing later batches,
+ * which would have turned the resent one into a "duplicate".)  The agent
+ * closes its side too, so it never depends on the collector's timing.
+ * Returns -ECONNABORTED: the caller resets the connection.
+ */
+static int on_nack(struct ship *s, const struct wire_hdr *h, json_t *j)
 {
-	struct spool_ent *e = spool_find(s->sp, h->seq);
 	json_t *er = j ? json_object_get(j, "error") : NULL;
 
 	s->batches_nacked++;
-	pr_warn("collector %s: batch %" PRIu64 " not stored: %s; will resend",
+	s->nacked = 1;
+	pr_warn("collector %s: batch %" PRIu64 " not stored: %s; reconnecting to resend it",
 		s->addr, h->seq, json_is_string(er) ? json_string_value(er) : "(no reason)");
-	if (!e)
-		return;
-	if (e->sent)
-		s->sp->nsent--;
-	e->sent = 0;
-	e->nacked = 1;
-	e->retry_ns = now + NACK_RETRY_NS;
-	/* The collector stores a seq only above the last it committed, and
-	 * later batches may already be committed: resend under a new seq. */
-	if (s->renumber)
-		s->renumber(s->renumber_ctx, e);
+	return -ECONNABORTED;
 }
 
-/* Handle one complete frame.  Returns 0 or -EPROTO (reset). */
+/* Handle one complete frame.  Returns 0, -EPROTO or -ECONNABORTED
+ * (after a NACK): the caller resets the connection. */
 static int on_frame(struct ship *s, const struct wire_hdr *h, const uint8_t *p,
 		    uint64_t now)
 {
@@ -485,7 +490,7 @@ static int on_frame(struct ship *s, const struct wire_hdr *h, const uint8_t *p,
 		if (h->type == WIRE_ACK)
 			on_ack(s, h, j);
 		else
-			on_nack(s, h, j, now);
+			ret = on_nack(s, h, j);
 		break;
 	case WIRE_ERROR: {
 		json_t *er = json_object_get(j, "error");
@@ -511,6 +516,7 @@ static int do_read(struct ship *s, uint64_t now)
 		ssize_t n = recv(s->fd, s->rx + s->rxlen, sizeof(s->rx) - s->rxlen,
 				 MSG_DONTWAIT);
 		size_t off = 0;
+		int ret;
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -537,8 +543,9 @@ static int do_read(struct ship *s, uint64_t now)
 			}
 			if (s->rxlen - off < FAY_WIRE_HDR_SIZE + h.len)
 				break;
-			if (on_frame(s, &h, s->rx + off + FAY_WIRE_HDR_SIZE, now))
-				return -EPROTO;
+			ret = on_frame(s, &h, s->rx + off + FAY_WIRE_HDR_SIZE, now);
+			if (ret)
+				return ret;
 			off += FAY_WIRE_HDR_SIZE + h.len;
 		}
 		memmove(s->rx, s->rx + off, s->rxlen - off);
@@ -569,7 +576,7 @@ void ship_event(struct ship *s, uint32_t events, uint64_t now)
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		ret = do_read(s, now);
 		if (ret) {
-			if (ret != -EPROTO)
+			if (ret != -EPROTO && ret != -ECONNABORTED)
 				conn_problem(s, "connection lost: %s",
 					     ret == -ECONNRESET ? "closed by the collector" : errstr(ret));
 			else
@@ -627,5 +634,5 @@ int ship_send_stats(struct ship *s, const char *json, size_t len, uint64_t now)
 
 int ship_idle(const struct ship *s)
 {
-	return !s->sp->nbatches && s->file_fd < 0 && s->txoff == s->txlen;
+	return !spool_unacked(s->sp) && s->file_fd < 0 && s->txoff == s->txlen;
 }

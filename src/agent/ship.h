@@ -28,9 +28,6 @@ struct ship {
 	size_t hello_len;
 	struct spool *sp;
 	uint64_t *next_seq;     /* the agent's; bumped if WELCOME is ahead */
-	/* Called on a NACK: give the batch a new seq (agent.c). */
-	void (*renumber)(void *ctx, struct spool_ent *e);
-	void *renumber_ctx;
 	int epfd;
 	void *tag;              /* epoll data.ptr for the socket */
 
@@ -40,6 +37,7 @@ struct ship {
 	unsigned window;
 	unsigned attempt;       /* failed attempts in a row (backoff) */
 	int down_logged, welcomed;
+	int nacked;             /* a NACK since the last ACK: keep backing off */
 	uint64_t next_try_ns, conn_ns, hello_ns;
 	uint64_t last_seq;      /* highest batch the collector committed */
 
@@ -69,7 +67,7 @@ void ship_event(struct ship *s, uint32_t events, uint64_t now);
 void ship_pump(struct ship *s, uint64_t now);
 /* Queue a STATS frame (only when connected).  0, -ENOTCONN or -ENOBUFS. */
 int ship_send_stats(struct ship *s, const char *json, size_t len, uint64_t now);
-/* Nothing left to send and nothing spooled. */
+/* Nothing left to send and nothing unacknowledged in the spool. */
 int ship_idle(const struct ship *s);
 
 #endif

@@ -54,6 +54,23 @@ const struct cursor *cursor_tab_get(const struct cursor_tab *t,
 	return tab_find(t, instance, ring);
 }
 
+int cursor_tab_reserve(struct cursor_tab *t, uint32_t n)
+{
+	uint32_t cap = t->cap ? t->cap : 16;
+	struct cursor *v;
+
+	if (t->n + n <= t->cap)
+		return 0;
+	while (cap < t->n + n)
+		cap *= 2;
+	v = realloc(t->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->v = v;
+	t->cap = cap;
+	return 0;
+}
+
 int cursor_tab_set(struct cursor_tab *t, const struct cursor *c)
 {
 	struct cursor *e = tab_find(t, c->instance, c->ring);
@@ -261,9 +278,53 @@ void spool_drop(struct spool *sp, struct spool_ent *e)
 	e->next->prev = e->prev;
 	if (e->sent)
 		sp->nsent--;
+	if (e->acked)
+		sp->nacked--;
 	sp->bytes -= e->bytes;
 	sp->nbatches--;
 	free(e);
+}
+
+void spool_ack(struct spool *sp, struct spool_ent *e)
+{
+	if (e->acked)
+		return;
+	if (e->sent) {
+		e->sent = 0;
+		sp->nsent--;
+	}
+	if (e->seq <= sp->saved_seq) {
+		spool_drop(sp, e);
+		return;
+	}
+	e->acked = 1;
+	sp->nacked++;
+}
+
+int spool_save_cursors(struct spool *sp)
+{
+	int ret = cursor_save(sp->cursor_path, sp->tab, sp->sync);
+
+	if (ret)
+		return ret;
+	sp->saves++;
+	sp->saved_seq = sp->tab->seq;
+	sp->dirty = 0;
+	for (struct spool_ent *e = spool_first(sp), *nx; e && e->seq <= sp->saved_seq; e = nx) {
+		nx = spool_next(sp, e);
+		if (e->acked)
+			spool_drop(sp, e);
+	}
+	return 0;
+}
+
+void spool_forget(struct spool *sp, uint64_t instance)
+{
+	uint32_t n = sp->tab->n;
+
+	cursor_tab_forget(sp->tab, instance);
+	if (sp->tab->n != n)
+		sp->dirty = 1;
 }
 
 struct spool_ent *spool_find(struct spool *sp, uint64_t seq)
@@ -285,54 +346,6 @@ static int rewrite_hdr(int dfd, const char *name, const void *hdr)
 		ret = errno ? -errno : -EIO;
 	if (close(fd) && !ret)
 		ret = -errno;
-	return ret;
-}
-
-int spool_renumber(struct spool *sp, struct spool_ent *e, uint64_t seq)
-{
-	char from[32], to[32];
-	struct wire_hdr h;
-	uint8_t *buf;
-	int fd, ret = 0;
-
-	if (seq <= sp->max_seq)
-		return -EINVAL;
-	buf = malloc(e->frame_len);
-	if (!buf)
-		return -ENOMEM;
-	fd = spool_open_ent(sp, e);
-	if (fd < 0) {
-		free(buf);
-		return fd;
-	}
-	if (pread(fd, buf, e->frame_len, 0) != (ssize_t)e->frame_len)
-		ret = -EIO;
-	close(fd);
-	ent_name(from, sizeof(from), e->seq);
-	ent_name(to, sizeof(to), seq);
-	if (!ret && renameat(sp->dfd, from, sp->dfd, to))
-		ret = -errno;
-	if (ret) {
-		free(buf);
-		return ret;
-	}
-	memcpy(&h, buf, sizeof(h));
-	wire_hdr_init(&h, WIRE_BATCH, seq, buf + FAY_WIRE_HDR_SIZE, h.len);
-	/* On failure the file keeps the old seq in its frame: the next
-	 * spool_open() repairs it; until then it is not sent (nacked). */
-	ret = rewrite_hdr(sp->dfd, to, &h);
-	free(buf);
-	/* Renamed: move it to the end of the list under its new seq. */
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-	sp->bytes -= e->bytes;
-	sp->nbatches--;
-	if (e->sent)
-		sp->nsent--;
-	e->seq = seq;
-	e->sent = 0;
-	e->nacked = ret ? 1 : 0;
-	list_insert_sorted(sp, e);
 	return ret;
 }
 
@@ -372,10 +385,11 @@ static int load_one(uint8_t *buf, size_t len, uint64_t seq,
 	ret = wire_hdr_check(&h, err, errlen);
 	if (ret)
 		return -EBADMSG;
+	/* A renumbering cut short: earlier agents gave a NACKed batch a
+	 * new seq (rename, then rewrite the header).  Finish it. */
 	if (h.type == WIRE_BATCH && h.seq != seq && h.seq < seq &&
 	    (size_t)h.len <= len - FAY_WIRE_HDR_SIZE &&
 	    !wire_crc_check(&h, buf + FAY_WIRE_HDR_SIZE, err, errlen)) {
-		/* A renumbering cut short (spool_renumber): finish it. */
 		wire_hdr_init(&h, WIRE_BATCH, seq, buf + FAY_WIRE_HDR_SIZE, h.len);
 		memcpy((uint8_t *)buf, &h, sizeof(h));
 		*fixed = 1;
@@ -503,8 +517,8 @@ static int seq_from_name(const char *name, uint64_t *seq)
 	return errno || end != name + 20 || !*seq ? -EINVAL : 0;
 }
 
-int spool_open(struct spool *sp, const char *dir, uint64_t max_bytes, int sync,
-	       struct cursor_tab *t)
+int spool_open(struct spool *sp, const char *dir, const char *cursor_path,
+	       uint64_t max_bytes, int sync, struct cursor_tab *t)
 {
 	DIR *d = NULL;
 	struct dirent *de;
@@ -515,9 +529,14 @@ int spool_open(struct spool *sp, const char *dir, uint64_t max_bytes, int sync,
 	sp->head.next = sp->head.prev = &sp->head;
 	sp->max_bytes = max_bytes;
 	sp->sync = sync;
+	sp->tab = t;
+	sp->saved_seq = t->seq;
 	sp->dir = strdup(dir);
-	if (!sp->dir)
-		return -ENOMEM;
+	sp->cursor_path = strdup(cursor_path);
+	if (!sp->dir || !sp->cursor_path) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	ret = agent_mkdir_p(dir);
 	if (ret)
 		goto err;
@@ -586,6 +605,11 @@ int spool_open(struct spool *sp, const char *dir, uint64_t max_bytes, int sync,
 		}
 		sp->bytes += e->bytes;
 	}
+	/* The table now covers the whole spool; the file does not yet. */
+	if (sp->max_seq > t->seq) {
+		t->seq = sp->max_seq;
+		sp->dirty = 1;
+	}
 	return 0;
 err:
 	if (d)
@@ -609,7 +633,8 @@ void spool_close(struct spool *sp)
 		close(sp->dfd);
 	sp->dfd = -1;
 	free(sp->dir);
-	sp->dir = NULL;
+	free(sp->cursor_path);
+	sp->dir = sp->cursor_path = NULL;
 }
 
 int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
@@ -625,15 +650,32 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 	uLong c;
 
 	memcpy(&h, frame, sizeof(h));
+	if (h.seq <= sp->max_seq || h.seq <= sp->tab->seq)
+		return -EINVAL;
+	/* The trailer's cursors must reach the table once the file is
+	 * there: make room first. */
+	ret = cursor_tab_reserve(sp->tab, ncur);
+	if (ret)
+		return ret;
 	/* Make room: oldest first.  The batch being written always stays,
-	 * even when it alone exceeds the bound. */
+	 * even when it alone exceeds the bound.  A file may go only once the
+	 * cursor file covers it (its trailer may hold the only copy of a
+	 * ring's cursor). */
 	while (sp->bytes + size > sp->max_bytes && spool_first(sp)) {
 		struct spool_ent *old = spool_first(sp);
 
-		pr_warn("spool: full (%" PRIu64 " of %" PRIu64 " bytes): evicting batch %" PRIu64
-			" (%u spans lost)", sp->bytes, sp->max_bytes, old->seq, old->nspans);
-		sp->evicted_batches++;
-		sp->evicted_spans += old->nspans;
+		if (old->seq > sp->saved_seq) {
+			ret = spool_save_cursors(sp);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (!old->acked) {
+			pr_warn("spool: full (%" PRIu64 " of %" PRIu64 " bytes): evicting batch %" PRIu64
+				" (%u spans lost)", sp->bytes, sp->max_bytes, old->seq, old->nspans);
+			sp->evicted_batches++;
+			sp->evicted_spans += old->nspans;
+		}
 		spool_drop(sp, old);
 	}
 
@@ -686,6 +728,10 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 		goto err;
 	}
 	list_insert_sorted(sp, e);
+	for (uint32_t i = 0; i < ncur; i++)
+		cursor_tab_set(sp->tab, &cur[i]); /* reserved: cannot fail */
+	sp->tab->seq = h.seq;
+	sp->dirty = 1;
 	return 0;
 err:
 	free(e);

@@ -8,7 +8,11 @@
  * "ACK only after COMMIT" rule a straight line of code).  A connection
  * handles one frame at a time: an agent may pipeline batches, the kernel
  * buffers them.  A protocol violation gets an ERROR frame naming it and
- * closes that connection only.
+ * closes that connection only.  So does a NACK (without the ERROR): the
+ * batches an agent pipelined after the NACKed one are never committed, so
+ * what this collector committed of a connection is always a prefix of
+ * what it was sent, in seq order, and the agent can resend the NACKed
+ * batch under its own seq after reconnecting (src/common/wire.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -63,6 +67,9 @@ struct agent_conn {
 	unsigned rejected_logged;
 	uint8_t *buf;
 	size_t cap;
+	/* Test point (tests only): FAY_WIRE_TEST_NACK_EVERY=N NACKs every
+	 * Nth batch of a connection as if the store had failed. */
+	unsigned long test_nack_every, test_nbatches;
 };
 
 const char *wire_server_addr(const struct wire_server *ws)
@@ -247,6 +254,20 @@ static int on_hello(struct agent_conn *ac, const uint8_t *p, uint32_t len)
 
 /* ---- BATCH -------------------------------------------------------------- */
 
+/*
+ * Batch seq was not stored: say so, then close the connection (returns 1)
+ * so that no batch the agent sent after it is committed before it is.
+ */
+static int nack(struct agent_conn *ac, uint64_t seq, const char *why)
+{
+	M_ADD(ac->c, batches_nacked, 1);
+	pr_warn("wire: agent %s (%s): BATCH seq %" PRIu64 " not stored: %s; NACK, closing the "
+		"connection (later batches on it are not committed)", ac->agent_id, ac->host,
+		seq, why);
+	send_json(ac, WIRE_NACK, seq, json_pack("{ss}", "error", why));
+	return 1;
+}
+
 static uint32_t get_u32(const uint8_t *p)
 {
 	uint32_t v;
@@ -336,12 +357,15 @@ static int on_batch(struct agent_conn *ac, const struct wire_hdr *h,
 	b.nparts = nparts;
 	M_ADD(c, spans_received, count);
 	M_ADD(c, spans_rejected, rejected);
-	ret = ingest_write(c->ingest, &b, err, sizeof(err));
-	zarena_reset(&a);
-	if (ret) {
-		M_ADD(c, batches_nacked, 1);
-		return send_json(ac, WIRE_NACK, h->seq, json_pack("{ss}", "error", err));
+	if (ac->test_nack_every && ++ac->test_nbatches % ac->test_nack_every == 0) {
+		snprintf(err, sizeof(err), "test point FAY_WIRE_TEST_NACK_EVERY");
+		ret = -EAGAIN;
+	} else {
+		ret = ingest_write(c->ingest, &b, err, sizeof(err));
 	}
+	zarena_reset(&a);
+	if (ret)
+		return nack(ac, h->seq, err);
 	if (b.duplicate) {
 		M_ADD(c, batches_duplicate, 1);
 		M_ADD(c, spans_duplicate, count - rejected);
@@ -367,8 +391,7 @@ static int on_batch(struct agent_conn *ac, const struct wire_hdr *h,
 				   "duplicate", b.duplicate, "rejected", (json_int_t)rejected));
 nack:
 	zarena_reset(&a);
-	M_ADD(c, batches_nacked, 1);
-	return send_json(ac, WIRE_NACK, h->seq, json_pack("{ss}", "error", errstr(ret)));
+	return nack(ac, h->seq, errstr(ret));
 }
 
 /* ---- STATS -------------------------------------------------------------- */
@@ -457,7 +480,11 @@ static void *conn_main(void *arg)
 	struct wconn *w = arg;
 	struct wire_server *ws = w->ws;
 	struct agent_conn ac = { .w = w, .c = ws->c };
+	const char *tp = getenv("FAY_WIRE_TEST_NACK_EVERY");
 	int ret;
+
+	if (tp)
+		ac.test_nack_every = strtoul(tp, NULL, 10);
 
 	do {
 		ret = one_frame(&ac);

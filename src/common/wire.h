@@ -24,13 +24,18 @@
  *                    committed (or S was already committed: duplicate).
  *                    payload JSON {"stored":n,"duplicate":bool,"rejected":n}
  *   coll  -> NACK   seq=S, {"error":"..."}: the batch was not stored
- *                    (transient: store busy/full); the agent resends later.
+ *                    (transient: store busy/full), then the collector
+ *                    closes the connection: no batch sent after S on it
+ *                    is committed.  The agent reconnects and resends S
+ *                    (same seq) and what follows.
  *   agent -> STATS  JSON counters of the host (rings, losses, processes);
  *                    not acknowledged.
  *   either -> ERROR {"error":"..."} then closes: a protocol violation.
  * Batch seqs of one agent are strictly increasing across its lifetime
- * (persisted in its state directory), which is what makes the collector's
- * duplicate check ("seq <= last committed") exact.
+ * (persisted in its state directory) and each connection commits a prefix
+ * of what it was sent (batches are handled one at a time, in order, and
+ * nothing after a NACK), which is what makes the collector's duplicate
+ * check ("seq <= last committed") exact.
  */
 #ifndef FAY_COMMON_WIRE_H
 #define FAY_COMMON_WIRE_H

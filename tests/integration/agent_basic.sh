@@ -36,7 +36,8 @@ ok "local endpoint added from the shm header (service, port)" \
 ok "agent logged the process" agent_log_has "process $PROD (producer) seen"
 f=$(ls "$SHM"/fay-$PROD-*.shm 2>/dev/null)
 ok "shm file present while the process lives" test -n "$f"
-ok "cursor file names the file's rings" grep -q "^ring" "$STATE/cursors"
+ok "cursor file names the file's rings (saved within a second)" \
+	wait_for 3 grep -q "^ring" "$STATE/cursors"
 
 touch "$T_TMP/release"
 wait $PROD
@@ -49,7 +50,8 @@ ok "stats: one process seen and gone" wait_for 3 bash -c "grep -q '\"seen\":1,\"
 ok "stats: 5000 records drained, 5000 acked" \
 	wait_for 3 bash -c "grep -q '\"records_drained\":5000' '$STATE/stats.json' && grep -q '\"spans_acked\":5000' '$STATE/stats.json'"
 ok "STATS frames reached the collector" grep -q '"agent_id"' "$T_TMP/cstats"
-ok "spool empty after the ACKs" test -z "$(ls "$STATE/spool")"
+ok "spool empty after the ACKs (and a cursor save)" \
+	wait_for 3 bash -c "[ -z \"\$(ls '$STATE/spool')\" ]"
 
 stop_agent; rc=$?
 ok "SIGTERM: exit 0" test $rc -eq 0

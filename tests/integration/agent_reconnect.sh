@@ -33,7 +33,9 @@ produce --count 8000 --threads 2 --rate 2000 --ids "$T_TMP/ids2"
 ok "8000 spans through drops and NACKs" wait_delivered 8000 40
 sleep 0.5
 ok "exactly once" exactly_once "$T_TMP/ids2"
-ok "NACKed batches renumbered" agent_log_has "will be resent as batch"
+ok "NACKed batches resent after reconnecting" agent_log_has "reconnecting to resend it"
+ok "batch seqs stored in increasing order (resent under their own seq)" \
+	bash -c "awk '{print \$1}' '$OUT' | uniq | sort -c -n"
 ok "collector did NACK" grep -q "NACK batch" "$T_TMP/coll.log"
 ok "collector did drop connections" grep -q "dropping the connection" "$T_TMP/coll.log"
 stop_agent

@@ -10,7 +10,8 @@
  *                  [--garbage-after N]
  *
  * Out line:  <seq> <span id hex> <name> <local service> <local port>
- * --nack-every N     NACK every Nth batch received (not stored)
+ * --nack-every N     NACK every Nth batch received (not stored), then close
+ *                    the connection (as the real collector does)
  * --drop-every N     close the connection on every Nth batch (not stored)
  * --garbage-after N  after N batches, answer with a frame with a bad crc
  */
@@ -237,8 +238,11 @@ static int on_frame(struct conn *c, const struct wire_hdr *h, const uint8_t *p)
 			return -1;
 		}
 		if (nack_every && nbatches % nack_every == 0) {
-			fprintf(stderr, "fake_collector: NACK batch %" PRIu64 "\n", h->seq);
-			return send_frame(c->fd, WIRE_NACK, h->seq, "{\"error\":\"store busy (test)\"}", 0);
+			/* As the real collector: NACK, then close, so that no
+			 * later batch of this connection is stored. */
+			fprintf(stderr, "fake_collector: NACK batch %" PRIu64 ", closing\n", h->seq);
+			send_frame(c->fd, WIRE_NACK, h->seq, "{\"error\":\"store busy (test)\"}", 0);
+			return -1;
 		}
 		if (ack_delay_ms)
 			usleep((useconds_t)ack_delay_ms * 1000);

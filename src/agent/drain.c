@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The drain thread: every tick, every ring of every traced process is read
+ * into the batch being filled; a batch is sealed (its ring cursors noted in
+ * its trailer) and queued for the spool writer when it is full, or when the
+ * writer has nothing queued and a flush interval has passed since the last
+ * one.  This thread makes no system call on the drain path except reading
+ * its timer: no file, no /proc, no socket, no allocation per record.
+ *
+ * Why a batch is sealed only when the writer is idle (or it is full): when
+ * the spool writer is slow (the disk stalls), the batch being filled grows
+ * instead of the queue, so a stall turns into fewer, bigger batches and
+ * fewer files to write afterwards.
+ *
+ * When every batch buffer is in use (the writer is --queue-max behind),
+ * the drain stops reading rings until one is free.  The alternatives are
+ * worse: reading on and dropping records loses the same number of records
+ * (counted all the same) but throws away ones the rings could still hold,
+ * and reading on into more memory has no bound.  Records left in a ring
+ * stay there until the producer overwrites them; the consumer then finds
+ * the gap in the record numbers and counts every overwritten record lost
+ * (ring_overwrite): the loss is counted, never silent, and the memory of
+ * the agent stays bounded.
+ *
+ * Crash safety does not depend on this thread: a batch counts only once
+ * the main thread spooled it (agent.h).  Killed with batches still in
+ * memory, the agent restarts from the spooled cursors and reads those
+ * records again from the rings, or counts them lost where the producer
+ * has overwritten them since.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agent/drain.h"
+#include "common/atomic.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#define BAD_REPORTS_MAX 10
+
+void proc_counts_add(struct proc_counts *to, const struct proc_counts *from)
+{
+	const uint64_t *f = (const uint64_t *)from;
+	uint64_t *t = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+		t[i] += f[i];
+}
+
+/* ---- processes ------------------------------------------------------------ */
+
+/* Refresh the LOCAL_EP item when the process changed its endpoint
+ * (fay_init again).  The strings are copied bounded: a torn read gives a
+ * wrong name at worst, never a bad record. */
+static void refresh_ep(struct proc *p)
+{
+	char key[sizeof(p->ep_key)];
+	const struct fay_shm_hdr *h = p->live;
+	uint16_t port = READ_ONCE(h->port);
+
+	memcpy(key, (const void *)h->service, 64);
+	memcpy(key + 64, (const void *)h->ip, 48);
+	memcpy(key + 112, &port, 2);
+	memset(key + 114, 0, sizeof(key) - 114);
+	if (!memcmp(key, p->ep_key, sizeof(key)))
+		return;
+	memcpy(p->ep_key, key, sizeof(key));
+	key[63] = '\0';
+	key[64 + 47] = '\0';
+	ep_item_init(&p->ep, key, key + 64, port);
+	memcpy(p->service, key, sizeof(p->service));
+}
+
+int proc_init_cons(struct proc *p, const struct cursor_tab *t)
+{
+	int resumed = 0;
+
+	p->cons = calloc(p->snap.nrings, sizeof(*p->cons));
+	p->in_batch = calloc(p->snap.nrings, 1);
+	if (!p->cons || !p->in_batch)
+		return -ENOMEM;
+	for (uint32_t r = 0; r < p->snap.nrings; r++) {
+		const uint8_t *rb = p->base + p->snap.rings_off + (uint64_t)r * p->snap.ring_stride;
+		const struct fay_ring_ctl *ctl = (const void *)rb;
+		const struct cursor *c = cursor_tab_get(t, p->instance, r);
+		uint64_t pos = c ? c->pos : 0, rec_no = c ? c->rec_no : 0;
+		int ret;
+
+		if (c && (pos > READ_ONCE(ctl->head) || rec_no > READ_ONCE(ctl->records))) {
+			pr_warn("%s ring %u: saved cursor (pos %" PRIu64 ", record %" PRIu64
+				") is past the ring (head %" PRIu64 ", records %" PRIu64
+				"); reading it from its oldest record", p->name, r, pos, rec_no,
+				(uint64_t)READ_ONCE(ctl->head), (uint64_t)READ_ONCE(ctl->records));
+			pos = rec_no = 0;
+		}
+		resumed += pos || rec_no;
+		/* Fault the control page in here, in the main thread: on a
+		 * file system the first read of a page the producer never
+		 * wrote allocates and zeroes it (ext4 even reads ahead),
+		 * which must not happen in the middle of a drain. */
+		(void)READ_ONCE(ctl->head);
+		ret = ring_cons_init(&p->cons[r], rb, p->snap.ring_slots, pos, rec_no);
+		if (ret)
+			return ret;
+	}
+	refresh_ep(p);
+	return resumed;
+}
+
+void proc_release(struct proc *p)
+{
+	if (p->cons)
+		for (uint32_t r = 0; r < p->snap.nrings; r++)
+			ring_cons_free(&p->cons[r]);
+	free(p->cons);
+	free(p->in_batch);
+	p->cons = NULL;
+	p->in_batch = NULL;
+	if (p->base)
+		munmap((void *)p->base, p->size);
+	p->base = NULL;
+}
+
+void proc_read_counts(struct proc *p)
+{
+	const struct fay_shm_hdr *h = p->live;
+
+	p->n.lost_no_handle = READ_ONCE(h->lost_no_handle);
+	p->n.lost_no_ring = READ_ONCE(h->lost_no_ring);
+	p->n.lost_too_big = READ_ONCE(h->lost_too_big);
+	p->n.truncated = READ_ONCE(h->truncated);
+	p->n.spans_started = READ_ONCE(h->spans_started);
+	p->n.spans_unsampled = READ_ONCE(h->spans_unsampled);
+	p->n.bad_traceparent = READ_ONCE(h->bad_traceparent);
+	p->n.lost_nested = READ_ONCE(h->lost_nested);
+	p->n.ring_lost = 0;
+	p->n.corrupt = 0;
+	for (uint32_t r = 0; r < p->snap.nrings; r++) {
+		p->n.ring_lost += p->cons[r].lost;
+		p->n.corrupt += p->cons[r].corrupt;
+	}
+}
+
+/* ---- batches ---------------------------------------------------------------- */
+
+static void trail_add(struct qbatch *qb, struct proc *p)
+{
+	for (uint32_t r = 0; r < p->snap.nrings; r++) {
+		if (!p->in_batch[r])
+			continue;
+		p->in_batch[r] = 0;
+		if (qb->ntrail == qb->trail_cap) {
+			uint32_t cap = qb->trail_cap ? qb->trail_cap * 2 : 64;
+			struct cursor *v = realloc(qb->trail, cap * sizeof(*v));
+
+			if (!v) {
+				/* Without this cursor a restart would read the
+				 * ring's records again: never let that happen
+				 * silently.  (Memory for a few cursors.) */
+				pr_err("out of memory for batch cursors: aborting");
+				abort();
+			}
+			qb->trail = v;
+			qb->trail_cap = cap;
+		}
+		qb->trail[qb->ntrail++] = (struct cursor){
+			.instance = p->instance, .ring = r,
+			.pos = p->cons[r].pos, .rec_no = p->cons[r].rec_no,
+		};
+	}
+}
+
+/* Note the cursors of the rings the current batch drew from, and queue it. */
+static void seal(struct drain *d, uint64_t now)
+{
+	struct qbatch *qb = d->cur;
+
+	for (struct proc *p = d->procs; p; p = p->dnext)
+		trail_add(qb, p);
+	for (struct proc *p = qb->retired; p; p = p->dnext)
+		trail_add(qb, p);
+	bqueue_push(d->q, qb);
+	d->cur = NULL;
+	d->last_seal_ns = now;
+	d->my.sealed++;
+}
+
+/* Make sure there is a batch to fill.  0, or -ENOBUFS when every buffer
+ * waits for the spool writer. */
+static int get_cur(struct drain *d, uint64_t now)
+{
+	if (d->cur)
+		return 0;
+	d->cur = bqueue_get(d->q);
+	if (d->cur) {
+		if (d->stall_start_ns) {
+			uint64_t ns = now - d->stall_start_ns;
+
+			d->my.stalled_ns += ns;
+			d->stall_start_ns = 0;
+			pr_info("drain: the spool writer caught up after %" PRIu64 " ms; draining again",
+				ns / 1000000);
+		}
+		return 0;
+	}
+	if (!d->stall_start_ns) {
+		d->stall_start_ns = now ? now : 1;
+		d->my.stalls++;
+		pr_warn("drain: all %u batch buffers wait for the spool writer; rings are not "
+			"drained until it catches up (what they overwrite meanwhile is counted as "
+			"ring_overwrite)", d->q->max);
+	}
+	return -ENOBUFS;
+}
+
+struct drain_ctx {
+	struct drain *d;
+	struct proc *p;
+	uint32_t ring;
+};
+
+static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len,
+		     uint64_t rec_no)
+{
+	struct drain_ctx *dc = ctx;
+	struct proc *p = dc->p;
+	struct spanrec r;
+	char err[200];
+	int n, ret;
+
+	if (unlikely(type != FAY_REC_SPAN)) {
+		p->n.other++;
+		return 0;
+	}
+	n = spanrec_decode(payload, len, &r, err, sizeof(err));
+	if (unlikely(n < 0)) {
+		if (p->n.bad++ < BAD_REPORTS_MAX)
+			pr_warn("%s ring %u record %" PRIu64 " (slot pos %" PRIu64 "): bad span record: %s; skipped%s",
+				p->name, dc->ring, rec_no, p->cons[dc->ring].pos, err,
+				p->n.bad == BAD_REPORTS_MAX ? " (further bad records of this file are only counted)" : "");
+		return 0;
+	}
+	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep);
+	if (unlikely(ret == -ENOSPC))
+		return ret;
+	if (unlikely(ret == -E2BIG)) {
+		if (p->n.too_big++ < BAD_REPORTS_MAX)
+			pr_warn("%s ring %u record %" PRIu64 ": span of %d bytes is larger than a batch; dropped",
+				p->name, dc->ring, rec_no, n);
+		return 0;
+	}
+	p->in_batch[dc->ring] = 1;
+	p->n.drained++;
+	return 0;
+}
+
+/* Drain every ring of p, sealing batches as they fill.  Returns 0, or
+ * -ENOBUFS when no batch buffer is free (the rest stays in the rings). */
+static int drain_proc(struct drain *d, struct proc *p, uint64_t now)
+{
+	struct drain_ctx dc = { .d = d, .p = p };
+
+	refresh_ep(p);
+	for (dc.ring = 0; dc.ring < p->snap.nrings; dc.ring++) {
+		struct ring_cons *c = &p->cons[dc.ring];
+		uint64_t backlog = smp_load_acquire(&c->ctl->head) - c->pos;
+
+		/* How full the ring was (an untrusted head only makes this
+		 * a hint: clamp it). */
+		if (backlog > c->nslots)
+			backlog = c->nslots;
+		if (backlog * 1024 / c->nslots > d->my.max_fill)
+			d->my.max_fill = (uint32_t)(backlog * 1024 / c->nslots);
+		for (;;) {
+			int ret;
+
+			if (get_cur(d, now))
+				return -ENOBUFS;
+			ret = ring_drain(c, on_record, &dc, 0);
+			if (ret != -ENOSPC)
+				break;
+			seal(d, now);
+		}
+	}
+	return 0;
+}
+
+/* p's process is gone: a last drain, then count what can no longer
+ * arrive and retire p with the batch holding its last records.  Returns
+ * 0, or -ENOBUFS (tried again next pass: a dead producer overwrites
+ * nothing). */
+static int finish_proc(struct drain *d, struct proc *p, uint64_t now)
+{
+	int ret = drain_proc(d, p, now);
+
+	if (ret)
+		return ret;
+	for (uint32_t r = 0; r < p->snap.nrings; r++) {
+		ring_cons_finish(&p->cons[r]);
+		if (p->cons[r].corrupt && p->cons[r].err[0])
+			pr_warn("%s ring %u: %" PRIu64 " corrupt slots, last: %s", p->name, r,
+				p->cons[r].corrupt, p->cons[r].err);
+	}
+	proc_read_counts(p);
+	p->n.died_mid_span = shm_pool_open_count(p->base, &p->snap);
+	p->why = smp_load_acquire(&p->gone_why);
+	proc_counts_add(&d->finished, &p->n);
+	/* Its cursors go into this batch's trailer (seal walks retired). */
+	for (struct proc **pp = &d->procs; *pp; pp = &(*pp)->dnext) {
+		if (*pp == p) {
+			*pp = p->dnext;
+			break;
+		}
+	}
+	p->dnext = d->cur->retired;
+	d->cur->retired = p;
+	return 0;
+}
+
+static void publish(struct drain *d)
+{
+	struct drain_stats st = d->my;
+
+	st.n = d->finished;
+	st.nrings = 0;
+	for (struct proc *p = d->procs; p; p = p->dnext) {
+		proc_read_counts(p);
+		proc_counts_add(&st.n, &p->n);
+		st.nrings += p->snap.nrings;
+	}
+	pthread_mutex_lock(&d->lock);
+	d->st = st;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void drain_pass(struct drain *d, uint64_t now)
+{
+	struct proc *in;
+	int stop, blocked = 0;
+
+	pthread_mutex_lock(&d->lock);
+	in = d->incoming;
+	d->incoming = NULL;
+	stop = d->stop;
+	pthread_mutex_unlock(&d->lock);
+	while (in) {
+		struct proc *p = in;
+
+		in = p->dnext;
+		p->dnext = d->procs;
+		d->procs = p;
+	}
+	if (d->last_pass_ns && now - d->last_pass_ns > d->my.max_gap_ns)
+		d->my.max_gap_ns = now - d->last_pass_ns;
+	d->last_pass_ns = now;
+	d->my.ticks++;
+	d->my.max_fill = 0;
+
+	for (struct proc *p = d->procs, *nx; p && !blocked; p = nx) {
+		nx = p->dnext;
+		if (smp_load_acquire(&p->gone_why))
+			blocked = finish_proc(d, p, now) != 0;
+		else
+			blocked = drain_proc(d, p, now) != 0;
+	}
+	if (d->cur && (d->cur->b.count || d->cur->retired) &&
+	    (d->cur->retired || stop || d->cur->b.count >= d->cur->b.max_spans ||
+	     (!bqueue_len(d->q) && now - d->last_seal_ns >= d->flush_ns / 4 * 3)))
+		seal(d, now);
+	publish(d);
+}
+
+/* ---- the thread ------------------------------------------------------------ */
+
+static void arm(int fd, uint64_t ns)
+{
+	struct itimerspec its = {
+		.it_value = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) },
+		.it_interval = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) },
+	};
+
+	timerfd_settime(fd, 0, &its, NULL);
+}
+
+/*
+ * Rings are overwrite rings: a producer that fills one before the next
+ * tick loses its oldest records.  When a pass finds a ring more than a
+ * quarter full, tick 8x faster (at least every millisecond) until the
+ * rings run below that again; this costs nothing when producers are slow,
+ * and only the drain ticks faster: batches are still sealed at most once
+ * per flush interval (unless full).
+ */
+static void adapt_tick(struct drain *d)
+{
+	uint64_t fast = d->flush_ns / 8;
+	int want = d->my.max_fill > 256;
+
+	if (fast < 1000000)
+		fast = 1000000;
+	if (want == d->my.fast_tick || fast >= d->flush_ns)
+		return;
+	d->my.fast_tick = want;
+	arm(d->tickfd, want ? fast : d->flush_ns);
+	pr_debug("drain: tick %s (fullest ring %u/1024)", want ? "fast" : "normal",
+		 d->my.max_fill);
+}
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = d->tickfd, .events = POLLIN },
+		{ .fd = d->wakefd, .events = POLLIN },
+	};
+
+	arm(d->tickfd, d->flush_ns);
+	for (;;) {
+		uint64_t v, t0;
+		int stop;
+
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (read(d->tickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			break;
+		if (read(d->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			break;
+		pthread_mutex_lock(&d->lock);
+		stop = d->stop;
+		pthread_mutex_unlock(&d->lock);
+		t0 = clock_monotonic_ns();
+		drain_pass(d, t0);
+		t0 = clock_monotonic_ns() - t0;
+		if (t0 > d->my.max_pass_ns)
+			d->my.max_pass_ns = t0;
+		if (stop)
+			break;
+		adapt_tick(d);
+	}
+	if (d->cur && !d->cur->b.count && !d->cur->retired) {
+		bqueue_put_back(d->q, d->cur);
+		d->cur = NULL;
+	} else if (d->cur) {
+		seal(d, clock_monotonic_ns());
+	}
+	publish(d);
+	pthread_mutex_lock(&d->lock);
+	d->done = 1;
+	pthread_mutex_unlock(&d->lock);
+	/* Wake the main thread: it waits for done with the queue empty. */
+	bqueue_wake(d->q);
+	return NULL;
+}
+
+int drain_init(struct drain *d, struct bqueue *q, uint64_t flush_ns)
+{
+	memset(d, 0, sizeof(*d));
+	d->q = q;
+	d->flush_ns = flush_ns;
+	d->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	d->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->tickfd < 0 || d->wakefd < 0) {
+		int ret = -errno;
+
+		if (d->tickfd >= 0)
+			close(d->tickfd);
+		if (d->wakefd >= 0)
+			close(d->wakefd);
+		d->tickfd = d->wakefd = -1;
+		return ret;
+	}
+	return -pthread_mutex_init(&d->lock, NULL);
+}
+
+int drain_start(struct drain *d)
+{
+	int ret = -pthread_create(&d->thread, NULL, drain_main, d);
+
+	if (!ret)
+		d->started = 1;
+	return ret;
+}
+
+static void wake(struct drain *d)
+{
+	uint64_t one = 1;
+
+	if (write(d->wakefd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: saturated, the thread is awake anyway. */
+	}
+}
+
+void drain_add(struct drain *d, struct proc *p)
+{
+	pthread_mutex_lock(&d->lock);
+	p->dnext = d->incoming;
+	d->incoming = p;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void drain_gone(struct drain *d, struct proc *p, const char *why)
+{
+	if (p->gone_why)
+		return;
+	smp_store_release(&p->gone_why, why);
+	wake(d);
+}
+
+void drain_stop(struct drain *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->stop = 1;
+	pthread_mutex_unlock(&d->lock);
+	wake(d);
+}
+
+int drain_done(struct drain *d)
+{
+	int done;
+
+	pthread_mutex_lock(&d->lock);
+	done = d->done || !d->started;
+	pthread_mutex_unlock(&d->lock);
+	return done;
+}
+
+void drain_get_stats(struct drain *d, struct drain_stats *st)
+{
+	pthread_mutex_lock(&d->lock);
+	*st = d->st;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void drain_free(struct drain *d)
+{
+	if (!d || d->tickfd < 0)
+		return;
+	if (d->started) {
+		drain_stop(d);
+		pthread_join(d->thread, NULL);
+		d->started = 0;
+	}
+	if (d->cur) {
+		bqueue_put_back(d->q, d->cur);
+		d->cur = NULL;
+	}
+	close(d->tickfd);
+	close(d->wakefd);
+	d->tickfd = d->wakefd = -1;
+	pthread_mutex_destroy(&d->lock);
+}
