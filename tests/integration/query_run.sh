@@ -32,11 +32,18 @@ same() {
 fq --json -c "$W getppid $K" 'from s in syscall("getppid") group s by s.comm into g select { comm: g.key, n: g.count() }'
 same "$T_TMP/out" '{"comm":"query_work","n":1000}' "syscall: K getppid grouped by comm (-c)"
 
-QW_WAIT=$T_TMP/go "$W" getppid 777 & wpid=$!
-( wait_for 10 grep -q . "$T_TMP/att"; touch "$T_TMP/go" ) &
-timeout 60 "$FAY" query --json -p $wpid 'from s in syscall("getppid") group s by s.pid into g select { pid: g.key, n: g.count() }' >"$T_TMP/out" 2>"$T_TMP/att"
-RC=$?
-wait $wpid 2>/dev/null
+# fq_pid QUERY-WITH-@PID@ WORKLOAD...: start the workload held at a file,
+# trace it with -p PID, release it once fay says it is attached.
+fq_pid() {
+	local q=$1 go=$T_TMP/go.$RANDOM
+	shift
+	QW_WAIT=$go "$W" "$@" & wpid=$!
+	( wait_for 10 grep -q attached "$T_TMP/att"; touch "$go" ) &
+	timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}" >"$T_TMP/out" 2>"$T_TMP/att"
+	RC=$?
+	wait $wpid 2>/dev/null
+}
+fq_pid 'from s in syscall("getppid") group s by s.pid into g select { pid: g.key, n: g.count() }' getppid 777
 same "$T_TMP/out" "{\"pid\":$wpid,\"n\":777}" "syscall: K getppid grouped by pid (-p PID, stops when it exits)"
 
 fq --json -c "$W read 300 4093" 'from s in syscall("read") where s.arg(2) == 4093 select { n: count(), bytes: sum(s.ret), mx: max(s.duration) > 0 }'
@@ -91,11 +98,7 @@ fq --json -c "$W words 999" "from f in function(\"$W:fay_work_word\") group f by
 same "$T_TMP/out" '{"w":"alpha","n":333}
 {"w":"beta","n":333}' "function: group by str(arg), order by desc, limit"
 
-QW_WAIT=$T_TMP/go2 "$W" calls 400 & wpid=$!
-( wait_for 10 grep -q . "$T_TMP/att2"; touch "$T_TMP/go2" ) &
-timeout 60 "$FAY" query --json -p $wpid "from f in process($wpid).function(\"fay_work_fn\") select { n: count(), pid: max(f.pid) }" >"$T_TMP/out" 2>"$T_TMP/att2"
-RC=$?
-wait $wpid 2>/dev/null
+fq_pid 'from f in process(@PID@).function("fay_work_fn") select { n: count(), pid: max(f.pid) }' calls 400
 same "$T_TMP/out" "{\"n\":400,\"pid\":$wpid}" "process(PID).function(\"sym\"): that process's executable"
 
 # ---- approximate aggregates, within their documented bounds --------------------------
