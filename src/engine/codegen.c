@@ -33,7 +33,7 @@ struct cg {
 	int out;			/* label: return 0 */
 	ir_reg saved[PLAN_MAX_SAVED];	/* exit: the entry record */
 	ir_reg *let_reg;		/* integer lets */
-	int *let_slot;			/* string lets: stack offset */
+	int *let_slot;			/* string lets: stack offset (< 0), 0: none */
 	int err;
 };
 
@@ -350,7 +350,7 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 		return;
 	}
 	case PX_LET:
-		if (g->let_slot[x->idx] >= 0 && round8(x->size) <= size) {
+		if (g->let_slot[x->idx] && round8(x->size) <= size) {
 			if (round8(x->size) < size)
 				ir_zero(ir, off + round8(x->size),
 					(unsigned)(size - round8(x->size)));
@@ -612,7 +612,7 @@ static ir_reg cg_int(struct cg *g, const struct pexpr *x)
 		return cg_tpfield(g, x);
 	case PX_LET:
 		r = ir_vreg(ir);
-		if (g->let_slot[x->idx] >= 0)
+		if (g->let_slot[x->idx])
 			cg_qfail(g, x, "internal: a string let used as an integer");
 		else
 			ir_mov(ir, r, IR_R(g->let_reg[x->idx]));
@@ -1018,7 +1018,7 @@ static int cg_program(struct engine *e, struct eprog *ep)
 
 	for (int i = 0; i <= p->nlets; i++) {
 		let_reg[i] = IR_NOREG;
-		let_slot[i] = -1;
+		let_slot[i] = 0;
 	}
 	g.out = ir_label_new(g.ir);
 	ir_comment(g.ir, "%s", ep->spec);

@@ -98,6 +98,10 @@ fq --json -c "$W words 999" "from f in function(\"$W:fay_work_word\") group f by
 same "$T_TMP/out" '{"w":"alpha","n":333}
 {"w":"beta","n":333}' "function: group by str(arg), order by desc, limit"
 
+fq --json -c "$W words 30" "from f in function(\"$W:fay_work_word\") let w = str(f.arg(0)) where w != \"beta\" group f by { w: w, c: f.comm } into g select { w: g.w, c: g.c, n: g.count(), d: g.distinct(w) }"
+same "$T_TMP/out" '{"w":"alpha","c":"query_work","n":10,"d":1}
+{"w":"gamma","c":"query_work","n":10,"d":1}' "function: a string let in where, a tuple key and distinct"
+
 fq_pid 'from f in process(@PID@).function("fay_work_fn") select { n: count(), pid: max(f.pid) }' calls 400
 same "$T_TMP/out" "{\"n\":400,\"pid\":$wpid}" "process(PID).function(\"sym\"): that process's executable"
 
