@@ -3,7 +3,10 @@
 # The agent against the real `fay collector` (SQLite store): spans of
 # processes stored exactly once through an agent kill -9 and a collector
 # kill -9; the token is checked; the process's endpoint becomes the
-# Zipkin service.
+# Zipkin service.  A collector whose store fails now and then (NACK test
+# point): it commits nothing sent after a NACKed batch on that connection,
+# and the agent, resending under the same seqs, gets everything stored
+# exactly once.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/agent_tools/lib.sh"
 command -v sqlite3 >/dev/null || skip_all "needs the sqlite3 shell"
@@ -65,6 +68,42 @@ start_agent --token s3cret
 ok "with the right token the spool drains" wait_for 10 stored_ge $((before + 200))
 sleep 0.3
 ok "all exactly once" stored_exactly_once "$T_TMP/ids" "$T_TMP/ids2"
+stop_agent
+
+# --- NACKs from the real collector ----------------------------------------------------
+kill "$CPID"; wait "$CPID" 2>/dev/null
+DB2=$T_TMP/nack.db
+PORT2=$(free_port)
+HTTP2=$(free_port)
+start_nacking() {   # DB: a collector NACKing every 3rd batch of a connection
+	FAY_WIRE_TEST_NACK_EVERY=3 "$FAY" collector --listen "127.0.0.1:$PORT2" \
+		--http "127.0.0.1:$HTTP2" --db "$1" 2>>"$T_TMP/coll2.log" &
+	C2=$!
+	T_PIDS+=($C2)
+	wait_for 10 curl -sf "http://127.0.0.1:$HTTP2/health"
+}
+ok "collector with the NACK test point up" start_nacking "$DB2"
+CLIENT=$BUILD/tests/fay-wire-client
+"$CLIENT" -a "127.0.0.1:$PORT2" -i 00000000000000000000000000000abc -s 1 -n 10 -m 5 -W 8 \
+	send >"$T_TMP/nack.out" 2>&1
+answers=$(head -4 "$T_TMP/nack.out" | awk '{printf "%s%s ", $1, $2}')
+ok "wire client: ACK 1, ACK 2, NACK 3, then the connection closed ($answers)" \
+	test "$answers" = "ack1 ack2 nack3 closed "
+"$CLIENT" -i 00000000000000000000000000000abc -s 1 -n 10 -d "$DB2" check >"$T_TMP/nack.check"
+ok "batches 4-8, sent behind the NACKed one, were not committed" \
+	bash -c "[ \"\$(awk '\$2 > 0 {print \$1}' '$T_TMP/nack.check' | tr '\n' ' ')\" = '1 2 ' ]"
+ok "collector logged the NACK and the close" grep -q "NACK, closing the connection" "$T_TMP/coll2.log"
+kill "$C2"; wait "$C2" 2>/dev/null
+
+DB=$T_TMP/nack-agent.db
+ok "again, on an empty store" start_nacking "$DB"
+rm -rf "$STATE"
+PORT=$PORT2 start_agent
+produce --count 4000 --threads 2 --rate 2000 --ids "$T_TMP/ids3"
+ok "4000 spans through NACKs" wait_for 30 stored_ge 4000
+sleep 0.5
+ok "each exactly once" stored_exactly_once "$T_TMP/ids3"
+ok "the agent saw NACKs and resent" agent_log_has "reconnecting to resend it"
 stop_agent
 
 [ $T_FAILED -eq 0 ] || show_logs 40
