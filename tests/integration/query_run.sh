@@ -37,9 +37,10 @@ same "$T_TMP/out" '{"comm":"query_work","n":1000}' "syscall: K getppid grouped b
 fq_pid() {
 	local q=$1 go=$T_TMP/go.$RANDOM
 	shift
+	: >"$T_TMP/err"
 	QW_WAIT=$go "$W" "$@" & wpid=$!
-	( wait_for 10 grep -q attached "$T_TMP/att"; touch "$go" ) &
-	timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}" >"$T_TMP/out" 2>"$T_TMP/att"
+	( wait_for 10 grep -q attached "$T_TMP/err"; touch "$go" ) &
+	timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}" >"$T_TMP/out" 2>"$T_TMP/err"
 	RC=$?
 	wait $wpid 2>/dev/null
 }
