@@ -5,13 +5,15 @@
 --
 -- The SQLite store of `fay collector` (src/store/sqlite.c embeds this file
 -- and runs it on a new database).  PRAGMA application_id is 0x46415953
--- ("FAYS"), PRAGMA user_version is the schema version (1).  A database
+-- ("FAYS"), PRAGMA user_version is the schema version (2).  A database
 -- with another application_id, or a user_version newer than the running
 -- fay knows, is refused and never modified.  An older user_version is
 -- brought up to date by the migrations in src/store/sqlite.c
--- (store_migrations[]: the SQL that takes version N to N+1, each run in
--- its own transaction with the new user_version); this file always holds
--- the newest schema, for new databases.
+-- (store_migrations[]: the code that takes version N to N+1, each run in
+-- its own transaction with the new user_version; 1 -> 2 is in
+-- src/store/migrate.c); this file always holds the newest schema, for new
+-- databases (every statement is IF NOT EXISTS: a migration runs it too,
+-- to create the objects that are new).
 --
 -- Durability: journal_mode=WAL with synchronous=NORMAL.  A COMMIT appends
 -- the transaction to the -wal file with write(2) before it returns, so
@@ -20,8 +22,9 @@
 -- any crash of the process, loses nothing acknowledged, and the next open
 -- replays the WAL.  The WAL is fsync'ed at checkpoints, not at every
 -- commit: a power loss or kernel crash can lose the transactions committed
--- since the last checkpoint (at most ~1000 pages of WAL with SQLite's
--- default auto-checkpoint), but never corrupts the database; the agents
+-- since the last checkpoint (the store checkpoints on a background thread
+-- once the WAL holds 4096 pages, 16 MiB), but never corrupts the
+-- database; the agents
 -- still hold those batches only if they were not yet acknowledged.  Run
 -- with FAY_STORE_SYNC=full to fsync every commit when that matters more
 -- than ingest speed.
@@ -31,20 +34,63 @@
 -- 0xffffffffffffffff is stored as -1.  Times are microseconds since the
 -- epoch, as in Zipkin.
 --
+-- Layout (schema version 2; version 1 had one spans table with three
+-- secondary indexes, see the migration in src/store/sqlite.c): a trace id
+-- is random, so any B-tree keyed by it takes its inserts at random pages,
+-- and with a commit per batch every such insert dirties (and writes to the
+-- WAL) a page of its own.  Version 2 therefore keys the random trace id
+-- once per trace, in traces_id, and everything else by traces.seq, a
+-- number given to each trace in arrival order: spans are clustered by
+-- (trace seq, arrival number), so new spans append at the end of the
+-- table and the spans of one trace sit together.  The trace search walks
+-- traces_ts, a covering index of one entry per trace (timestamp, longest
+-- span, Bloom filter of the trace's search terms), and reads the spans of
+-- only the traces that may match.  Retention deletes whole traces.
+--
 -- Where BlkKin partial records become spans: at insert.  span_parts keeps
 -- every partial record; the transaction that stores parts of a span id
 -- also replaces that id's spans with origin = 1 by the merge of all its
 -- parts (Zipkin's V1SpanConverter rule, src/store/span.c zparts_merge()).
 
+-- One row per trace, kept up to date by every transaction that adds
+-- spans to it (the store aggregates a transaction's spans per trace in
+-- memory, then writes each trace row once).
+CREATE TABLE IF NOT EXISTS traces (
+	seq            INTEGER PRIMARY KEY,  -- arrival order; spans.trace_seq
+	trace_hi       INTEGER NOT NULL,  -- high 64 bits of a 128-bit trace id, 0 for 64-bit ids
+	trace_lo       INTEGER NOT NULL,  -- low 64 bits
+	ts_us          INTEGER NOT NULL,  -- Zipkin's trace timestamp: root_us, else min_us, else 0
+	root_us        INTEGER,           -- earliest timestamp of a root span (no parent)
+	min_us         INTEGER,           -- earliest span timestamp
+	end_us         INTEGER NOT NULL,  -- latest span end (timestamp + duration); when no
+	                                  -- span has a timestamp: when the trace was stored
+	max_dur_us     INTEGER NOT NULL,  -- longest span duration
+	nspans         INTEGER NOT NULL,  -- spans in the table
+	next_no        INTEGER NOT NULL,  -- spans.no of the trace's next span
+	error          INTEGER NOT NULL,  -- 1: a span has an "error" tag
+	root_service   TEXT,              -- the earliest root span's local service and name
+	root_name      TEXT,
+	bloom          BLOB NOT NULL      -- 64 bytes: Bloom filter of the spans' search terms
+	                                  -- (service, span name, remote service, annotation
+	                                  -- values, tag keys, key=value; per service and for
+	                                  -- any service), two bits per term; src/store/rowcodec.c
+);
+-- Find a trace by id (the one index keyed by a random value).
+CREATE UNIQUE INDEX IF NOT EXISTS traces_id ON traces (trace_hi, trace_lo);
+-- Trace search, newest first, without reading the table (covering).
+CREATE INDEX IF NOT EXISTS traces_ts ON traces (ts_us, max_dur_us, bloom);
+-- Retention and the dashboards' time scans.
+CREATE INDEX IF NOT EXISTS traces_end ON traces (end_us);
+
 -- One row per Zipkin v2 span.
-CREATE TABLE spans (
-	trace_hi       INTEGER NOT NULL,  -- high 64 bits of a 128-bit trace id, 0 for 64-bit ids  [indexed]
-	trace_lo       INTEGER NOT NULL,  -- low 64 bits                                            [indexed]
+CREATE TABLE IF NOT EXISTS spans (
+	trace_seq      INTEGER NOT NULL,  -- traces.seq
+	no             INTEGER NOT NULL,  -- arrival order within the trace
 	id             INTEGER NOT NULL,  -- span id, never 0
 	parent_id      INTEGER,           -- NULL for a root span
 	kind           INTEGER NOT NULL,  -- 0 none, 1 CLIENT, 2 SERVER, 3 PRODUCER, 4 CONSUMER
 	name           TEXT,              -- lower case (as Zipkin), NULL when absent
-	local_service  TEXT,              -- localEndpoint.serviceName, lower case              [indexed]
+	local_service  TEXT,              -- localEndpoint.serviceName, lower case
 	local_ipv4     TEXT,
 	local_ipv6     TEXT,
 	local_port     INTEGER,
@@ -52,26 +98,24 @@ CREATE TABLE spans (
 	remote_ipv4    TEXT,
 	remote_ipv6    TEXT,
 	remote_port    INTEGER,
-	start_us       INTEGER,           -- timestamp, NULL when absent                         [indexed]
+	start_us       INTEGER,           -- timestamp, NULL when absent
 	duration_us    INTEGER,           -- NULL when absent
 	shared         INTEGER NOT NULL DEFAULT 0,
 	debug          INTEGER NOT NULL DEFAULT 0,
 	error          INTEGER NOT NULL DEFAULT 0,  -- 1: has an "error" tag
-	annotations    TEXT,              -- JSON [{"timestamp":us,"value":"..."}], sorted; NULL if none
-	tags           TEXT,              -- JSON {"key":"value"}, keys sorted; NULL if none
-	origin         INTEGER NOT NULL DEFAULT 0   -- 0 as received, 1 merged from span_parts
-);
--- Fetch a trace; find the merged spans of a span id.
-CREATE INDEX spans_trace ON spans (trace_hi, trace_lo, id);
--- Trace search by service and time (and the span names of a service).
-CREATE INDEX spans_service_ts ON spans (local_service, start_us);
--- Trace search over all services; retention.
-CREATE INDEX spans_ts ON spans (start_us);
+	origin         INTEGER NOT NULL DEFAULT 0,  -- 0 as received, 1 merged from span_parts
+	extra          BLOB,              -- annotations and tags, NULL if none:
+	                                  --   format byte 1, varint n, n x (varint timestamp,
+	                                  --   varint len, value bytes), varint m, m x (varint
+	                                  --   len, key, varint len, value); annotations sorted
+	                                  --   by (timestamp, value), tags by key (LEB128
+	                                  --   varints, strings UTF-8 without NUL)
+	PRIMARY KEY (trace_seq, no)
+) WITHOUT ROWID;
 
 -- BlkKin partial records: one annotation or one key-value of a span.
-CREATE TABLE span_parts (
-	trace_hi       INTEGER NOT NULL,
-	trace_lo       INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS span_parts (
+	trace_seq      INTEGER NOT NULL,  -- traces.seq
 	id             INTEGER NOT NULL,
 	parent_id      INTEGER,
 	name           TEXT,
@@ -89,28 +133,32 @@ CREATE TABLE span_parts (
 	key            TEXT NOT NULL,     -- annotation value or tag key
 	value          TEXT               -- tag value
 );
-CREATE INDEX span_parts_span ON span_parts (trace_hi, trace_lo, id);
-CREATE INDEX span_parts_ts ON span_parts (ts_us);
+CREATE INDEX IF NOT EXISTS span_parts_span ON span_parts (trace_seq, id);
 
 -- Names for the query API (/api/v2/services, /spans, /remoteServices).
-CREATE TABLE services (
-	name           TEXT PRIMARY KEY
+-- last_us: the newest span start seen with the name (updated at most once
+-- a minute per name); retention forgets names older than its cutoff.
+CREATE TABLE IF NOT EXISTS services (
+	name           TEXT PRIMARY KEY,
+	last_us        INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE TABLE span_names (
+CREATE TABLE IF NOT EXISTS span_names (
 	service        TEXT NOT NULL,
 	name           TEXT NOT NULL,
+	last_us        INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (service, name)
 ) WITHOUT ROWID;
-CREATE TABLE remote_services (
+CREATE TABLE IF NOT EXISTS remote_services (
 	service        TEXT NOT NULL,
 	remote         TEXT NOT NULL,
+	last_us        INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (service, remote)
 ) WITHOUT ROWID;
 
 -- Agents that spoke to this collector.  last_seq is the highest batch seq
 -- committed for the agent: it is updated in the same transaction as the
 -- batch's spans, which is what makes "seq <= last_seq => duplicate" exact.
-CREATE TABLE agents (
+CREATE TABLE IF NOT EXISTS agents (
 	agent_id       TEXT PRIMARY KEY,  -- 32 hex digits
 	host           TEXT,
 	version        TEXT,

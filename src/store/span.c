@@ -136,11 +136,42 @@ static int zs_str_cmp(struct zs_str a, struct zs_str b)
 	return a.len < b.len ? -1 : a.len > b.len;
 }
 
+/* Is ip[0..len) a dotted quad as inet_pton() takes it (four decimal
+ * numbers 0..255 without leading zeros)?  Then it is also the text
+ * inet_ntop() would give back. */
+static int is_dotted_quad(const char *ip, size_t len)
+{
+	unsigned parts = 0, v = 0, digits = 0;
+
+	for (size_t i = 0; i <= len; i++) {
+		if (i == len || ip[i] == '.') {
+			if (!digits || ++parts > 4)
+				return 0;
+			v = digits = 0;
+		} else if (ip[i] >= '0' && ip[i] <= '9') {
+			if (digits && !v)
+				return 0; /* leading zero */
+			v = v * 10 + (unsigned)(ip[i] - '0');
+			if (v > 255 || ++digits > 3)
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return parts == 4;
+}
+
 int zs_ep_set_ip(struct zs_endpoint *e, const char *ip, size_t len)
 {
 	unsigned char b[16];
 	char txt[64];
 
+	if (len < sizeof(e->ipv4) && is_dotted_quad(ip, len)) {
+		/* the common case, without inet_pton/inet_ntop (sprintf) */
+		memcpy(e->ipv4, ip, len);
+		e->ipv4[len] = '\0';
+		return 0;
+	}
 	if (!len || len >= sizeof(txt))
 		return -EINVAL;
 	memcpy(txt, ip, len);
@@ -190,8 +221,15 @@ static int tag_cmp(const void *x, const void *y)
 static void sort_tags(struct zspan *s)
 {
 	struct tag_ord small[16], *o = small;
-	uint32_t n = 0;
+	uint32_t n = 0, i;
 
+	/* already sorted without duplicate keys (spans read back from the
+	 * store, most records): nothing to do */
+	for (i = 1; i < s->ntags; i++)
+		if (zs_str_cmp(s->tags[i - 1].key, s->tags[i].key) >= 0)
+			break;
+	if (i == s->ntags)
+		return;
 	if (s->ntags > ARRAY_SIZE(small)) {
 		o = malloc(sizeof(*o) * s->ntags);
 		if (!o) {
@@ -199,10 +237,10 @@ static void sort_tags(struct zspan *s)
 			return;
 		}
 	}
-	for (uint32_t i = 0; i < s->ntags; i++)
+	for (i = 0; i < s->ntags; i++)
 		o[i] = (struct tag_ord){ s->tags[i], i };
 	qsort(o, s->ntags, sizeof(*o), tag_cmp);
-	for (uint32_t i = 0; i < s->ntags; i++) {
+	for (i = 0; i < s->ntags; i++) {
 		if (i + 1 < s->ntags && zs_str_eq(o[i].t.key, o[i + 1].t.key))
 			continue; /* a later value of the same key wins */
 		s->tags[n++] = o[i].t;
@@ -216,7 +254,11 @@ void zspan_normalize(struct zspan *s)
 {
 	uint32_t n = 0;
 
-	if (s->nannotations > 1) {
+	for (n = 1; n < s->nannotations; n++)
+		if (ann_cmp(&s->annotations[n - 1], &s->annotations[n]) >= 0)
+			break;
+	if (n < s->nannotations) { /* not sorted, or a duplicate */
+		n = 0;
 		qsort(s->annotations, s->nannotations, sizeof(*s->annotations), ann_cmp);
 		for (uint32_t i = 0; i < s->nannotations; i++) {
 			if (n && !ann_cmp(&s->annotations[n - 1], &s->annotations[i]))

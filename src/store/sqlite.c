@@ -6,8 +6,12 @@
  *
  * Write path: one connection, prepared statements, one transaction per
  * store__write() call (which the collector's writer thread fills with every
- * batch waiting, a group commit).  Names (services, span names, remote
- * services) go through an in-memory set so a known name costs no SQL.
+ * batch waiting, a group commit).  Within a transaction the spans are
+ * gathered per trace in memory (struct tsum: the trace's seq, timestamps,
+ * Bloom filter ...), each span row is appended under its trace's seq, and
+ * each touched trace row is written once, at the end.  Names (services,
+ * span names, remote services) go through an in-memory set so a known
+ * name costs no SQL.
  *
  * Checkpoints run off the write path: the writer connection has SQLite's
  * auto-checkpoint off, its WAL hook wakes a checkpoint thread once the WAL
@@ -32,10 +36,13 @@
 #include "store/sqlite_int.h"
 #include "store/store.h"
 
-/* Migrations: store_migrations[v - 1] takes schema version v to v + 1.
- * None yet: version 1 is the first.  Append, never edit. */
-static const char *const store_migrations[] = { NULL };
-#define STORE_NMIGRATIONS 0
+/* Migrations: store_migrations[v - 1] takes schema version v to v + 1,
+ * inside a transaction that then sets user_version to v + 1.  Append,
+ * never edit. */
+static const sq_migration_fn store_migrations[] = {
+	sq_migrate_1_2,   /* src/store/migrate.c */
+};
+#define STORE_NMIGRATIONS ARRAY_SIZE(store_migrations)
 
 enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
@@ -43,25 +50,31 @@ enum {
 	ST_AGENT_HELLO, ST_AGENT_STATS,
 	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE,
 	ST_DEL_MERGED, ST_SEL_PARTS,
-	ST_RETAIN_SPANS, ST_RETAIN_PARTS,
+	ST_SEL_TRACE, ST_SEL_TRACE_SPANS, ST_INS_TRACE, ST_UPD_TRACE, ST_MAX_SEQ,
+	ST_RETAIN_SEL, ST_RETAIN_SPANS, ST_RETAIN_PARTS, ST_RETAIN_TRACE,
 	ST_MAX,
 };
+
+/* The columns of a traces row, in the order of ST_INS_TRACE's parameters
+ * 4.. (bind_trace()). */
+#define TRACE_COLS "ts_us, root_us, min_us, end_us, max_dur_us, nspans, next_no," \
+	" error, root_service, root_name, bloom"
 
 static const char *const stmt_sql[ST_MAX] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_INS_SPAN] =
-		"INSERT INTO spans (trace_hi, trace_lo, id, parent_id, kind, name,"
+		"INSERT INTO spans (trace_seq, no, id, parent_id, kind, name,"
 		" local_service, local_ipv4, local_ipv6, local_port,"
 		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
-		" start_us, duration_us, shared, debug, error, annotations, tags, origin)"
-		" VALUES (?,?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?,?)",
+		" start_us, duration_us, shared, debug, error, origin, extra)"
+		" VALUES (?,?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?)",
 	[ST_INS_PART] =
-		"INSERT INTO span_parts (trace_hi, trace_lo, id, parent_id, name,"
+		"INSERT INTO span_parts (trace_seq, id, parent_id, name,"
 		" service, ipv4, ipv6, port, remote_service, remote_ipv4, remote_ipv6,"
 		" remote_port, debug, is_tag, ts_us, key, value)"
-		" VALUES (?,?,?,?,?, ?,?,?,?,?,?,?, ?,?,?,?,?,?)",
+		" VALUES (?,?,?,?, ?,?,?,?,?,?,?, ?,?,?,?,?,?)",
 	[ST_LAST_SEQ] = "SELECT last_seq FROM agents WHERE agent_id = ?",
 	[ST_AGENT_BATCH] =
 		"INSERT INTO agents (agent_id, host, last_seq, first_seen_us,"
@@ -76,38 +89,76 @@ static const char *const stmt_sql[ST_MAX] = {
 		" last_seen_us = excluded.last_seen_us RETURNING last_seq",
 	[ST_AGENT_STATS] =
 		"UPDATE agents SET stats = ?2, stats_us = ?3, last_seen_us = ?3 WHERE agent_id = ?1",
-	[ST_INS_SERVICE] = "INSERT OR IGNORE INTO services (name) VALUES (?)",
-	[ST_INS_SPAN_NAME] = "INSERT OR IGNORE INTO span_names (service, name) VALUES (?, ?)",
-	[ST_INS_REMOTE] = "INSERT OR IGNORE INTO remote_services (service, remote) VALUES (?, ?)",
+	[ST_INS_SERVICE] =
+		"INSERT INTO services (name, last_us) VALUES (?1, ?3) ON CONFLICT (name)"
+		" DO UPDATE SET last_us = max(last_us, excluded.last_us)",
+	[ST_INS_SPAN_NAME] =
+		"INSERT INTO span_names (service, name, last_us) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT (service, name) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
+	[ST_INS_REMOTE] =
+		"INSERT INTO remote_services (service, remote, last_us) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT (service, remote) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
 	[ST_DEL_MERGED] =
-		"DELETE FROM spans WHERE trace_hi = ? AND trace_lo = ? AND id = ? AND origin = 1",
+		"DELETE FROM spans WHERE trace_seq = ? AND id = ? AND origin = 1",
 	[ST_SEL_PARTS] =
 		"SELECT parent_id, name, service, ipv4, ipv6, port, remote_service,"
 		" remote_ipv4, remote_ipv6, remote_port, debug, is_tag, ts_us, key, value"
-		" FROM span_parts WHERE trace_hi = ? AND trace_lo = ? AND id = ?"
+		" FROM span_parts WHERE trace_seq = ? AND id = ?"
 		" ORDER BY is_tag, ts_us, rowid",
-	[ST_RETAIN_SPANS] =
-		"DELETE FROM spans WHERE rowid IN"
-		" (SELECT rowid FROM spans WHERE start_us < ?1 LIMIT ?2)",
-	[ST_RETAIN_PARTS] =
-		"DELETE FROM span_parts WHERE rowid IN"
-		" (SELECT rowid FROM span_parts WHERE ts_us < ?1 LIMIT ?2)",
+	[ST_SEL_TRACE] =
+		"SELECT seq, " TRACE_COLS " FROM traces WHERE trace_hi = ? AND trace_lo = ?",
+	[ST_SEL_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM spans WHERE trace_seq = ?",
+	[ST_INS_TRACE] =
+		"INSERT INTO traces (seq, trace_hi, trace_lo, " TRACE_COLS ")"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+	[ST_UPD_TRACE] =
+		"UPDATE traces SET ts_us = ?4, root_us = ?5, min_us = ?6, end_us = ?7,"
+		" max_dur_us = ?8, nspans = ?9, next_no = ?10, error = ?11,"
+		" root_service = ?12, root_name = ?13, bloom = ?14"
+		" WHERE seq = ?1 AND trace_hi = ?2 AND trace_lo = ?3",
+	[ST_MAX_SEQ] = "SELECT coalesce(max(seq), 0) FROM traces",
+	[ST_RETAIN_SEL] =
+		"SELECT seq FROM traces INDEXED BY traces_end WHERE end_us < ?1 LIMIT ?2",
+	[ST_RETAIN_SPANS] = "DELETE FROM spans WHERE trace_seq = ?",
+	[ST_RETAIN_PARTS] = "DELETE FROM span_parts WHERE trace_seq = ?",
+	[ST_RETAIN_TRACE] = "DELETE FROM traces WHERE seq = ?",
 };
 
-/* A set of strings (the names already in the name tables). */
+/* A map of strings to a time (the names already in the name tables, with
+ * the last_us written for them). */
 struct nameset {
 	char **slot;
+	uint64_t *val;
 	size_t cap, n;
 };
 
-/* A growable byte buffer for the JSON columns. */
-struct jbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
+/*
+ * A trace touched by the transaction under way: its row as it will be
+ * written at the end (ts_us is root_us, else min_us).  Strings are in the
+ * store's txn arena.
+ */
+struct tsum {
+	uint64_t hi, lo;
+	int64_t seq, nspans, next_no;
+	uint64_t root_us, min_us, end_us, max_dur_us;
+	struct zs_str root_service, root_name;
+	uint8_t error;
+	uint8_t exists;       /* the row is in the table (UPDATE, not INSERT) */
+	uint8_t recompute;    /* spans were deleted: rebuild from the rows */
+	uint8_t bloom[SQ_BLOOM_BYTES];
+};
+
+/* The traces of a transaction, by id (open addressing over v). */
+struct tmap {
+	struct tsum *v;
+	size_t n, cap;
+	uint32_t *slot;       /* index in v + 1; 0 empty */
+	size_t nslot;
 };
 
 #define CKPT_PAGES 4096
+/* A name's last_us is rewritten when a span is this much newer. */
+#define NAME_LAST_SLACK_US 60000000ull
 
 /* The background checkpointer (see the top of the file). */
 struct ckpt {
@@ -124,9 +175,14 @@ struct store {
 	unsigned flags;
 	sqlite3_stmt *st[ST_MAX];
 	struct nameset names;
-	struct jbuf ja, jt;         /* annotations, tags of the span being bound */
+	struct sq_buf extra;        /* spans.extra of the span being bound */
 	struct zarena merge_arena;  /* scratch for merging parts */
+	struct zarena txn_arena;    /* strings of the transaction's tsums */
+	struct tmap tm;
+	int64_t max_seq;            /* highest traces.seq given */
+	uint64_t now_us;            /* the transaction's time */
 	uint64_t retained;          /* rows retention deleted since the last prune */
+	uint64_t retain_cutoff_us;  /* the cutoff of that retention */
 	struct ckpt ck;
 };
 
@@ -227,52 +283,85 @@ static void nameset_clear(struct nameset *s)
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->slot[i]);
 	free(s->slot);
+	free(s->val);
 	memset(s, 0, sizeof(*s));
 }
 
-/* Is key known?  With add, insert it.  Returns 1 known, 0 new (added when
- * add), -ENOMEM.  The set forgets everything when it passes 64 Ki names
- * (the tables' INSERT OR IGNORE keeps the truth). */
-static int nameset_has(struct nameset *s, const char *key, size_t len, int add)
+/* The slot of key: where it is, or the empty slot where it would go. */
+static size_t nameset_slot(const struct nameset *s, const char *key, size_t len)
+{
+	size_t i = fnv1a(key, len) & (s->cap - 1);
+
+	for (; s->slot[i]; i = (i + 1) & (s->cap - 1))
+		if (!strncmp(s->slot[i], key, len) && !s->slot[i][len])
+			break;
+	return i;
+}
+
+/* Grow the table (or forget everything past 64 Ki names: the name tables
+ * keep the truth, a forgotten name costs one upsert).  0 or -ENOMEM. */
+static int nameset_grow(struct nameset *s)
+{
+	struct nameset ns = { 0 };
+	size_t cap = s->cap ? s->cap * 2 : 1024;
+
+	if (cap > (128u << 10)) {
+		nameset_clear(s);
+		cap = 1024;
+	}
+	ns.slot = calloc(cap, sizeof(*ns.slot));
+	ns.val = calloc(cap, sizeof(*ns.val));
+	if (!ns.slot || !ns.val) {
+		free(ns.slot);
+		free(ns.val);
+		return -ENOMEM;
+	}
+	ns.cap = cap;
+	for (size_t j = 0; j < s->cap; j++) {
+		size_t i;
+
+		if (!s->slot[j])
+			continue;
+		i = nameset_slot(&ns, s->slot[j], strlen(s->slot[j]));
+		ns.slot[i] = s->slot[j];
+		ns.val[i] = s->val[j];
+		ns.n++;
+	}
+	free(s->slot);
+	free(s->val);
+	*s = ns;
+	return 0;
+}
+
+/* The value of key: 1 and *val if known, else 0. */
+static int nameset_get(struct nameset *s, const char *key, size_t len, uint64_t *val)
 {
 	size_t i;
 
-	if (!s->cap || (add && (s->n + 1) * 2 > s->cap)) {
-		struct nameset ns = { 0 };
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-
-		if (cap > (128u << 10)) {
-			nameset_clear(s);
-			cap = 1024;
-		}
-		ns.slot = calloc(cap, sizeof(*ns.slot));
-		if (!ns.slot)
-			return -ENOMEM;
-		ns.cap = cap;
-		for (size_t j = 0; j < s->cap; j++) {
-			char *k = s->slot[j];
-
-			if (!k)
-				continue;
-			i = fnv1a(k, strlen(k)) & (cap - 1);
-			while (ns.slot[i])
-				i = (i + 1) & (cap - 1);
-			ns.slot[i] = k;
-			ns.n++;
-		}
-		free(s->slot);
-		*s = ns;
-	}
-	i = fnv1a(key, len) & (s->cap - 1);
-	for (; s->slot[i]; i = (i + 1) & (s->cap - 1))
-		if (!strncmp(s->slot[i], key, len) && !s->slot[i][len])
-			return 1;
-	if (!add)
+	if (!s->cap)
 		return 0;
-	s->slot[i] = strndup(key, len);
+	i = nameset_slot(s, key, len);
 	if (!s->slot[i])
+		return 0;
+	*val = s->val[i];
+	return 1;
+}
+
+/* Set key to val.  0 or -ENOMEM. */
+static int nameset_put(struct nameset *s, const char *key, size_t len, uint64_t val)
+{
+	size_t i;
+
+	if ((!s->cap || (s->n + 1) * 2 > s->cap) && nameset_grow(s))
 		return -ENOMEM;
-	s->n++;
+	i = nameset_slot(s, key, len);
+	if (!s->slot[i]) {
+		s->slot[i] = strndup(key, len);
+		if (!s->slot[i])
+			return -ENOMEM;
+		s->n++;
+	}
+	s->val[i] = val;
 	return 0;
 }
 
@@ -338,38 +427,44 @@ static int create_schema(sqlite3 *db)
 	return rc;
 }
 
-static int migrate(sqlite3 *db, int64_t from)
+static int migrate(struct store *st, int64_t from)
 {
 	char sql[64];
 	int rc = SQLITE_OK;
 
 	for (int64_t v = from; v < STORE_SCHEMA_VERSION && rc == SQLITE_OK; v++) {
-		if (v - 1 >= STORE_NMIGRATIONS || !store_migrations[v - 1])
+		if (v - 1 >= (int64_t)STORE_NMIGRATIONS)
 			return SQLITE_INTERNAL;
-		rc = exec(db, "BEGIN IMMEDIATE");
+		pr_info("store: %s: migrating schema %" PRId64 " -> %" PRId64 " ...",
+			st->path, v, v + 1);
+		rc = exec(st->db, "BEGIN IMMEDIATE");
 		if (rc != SQLITE_OK)
 			break;
-		rc = exec(db, store_migrations[v - 1]);
+		st->now_us = clock_realtime_ns() / 1000;
+		rc = store_migrations[v - 1](st);
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %" PRId64, v + 1);
 		if (rc == SQLITE_OK)
-			rc = exec(db, sql);
+			rc = exec(st->db, sql);
 		if (rc == SQLITE_OK)
-			rc = exec(db, "COMMIT");
+			rc = exec(st->db, "COMMIT");
 		else
-			exec(db, "ROLLBACK");
+			exec(st->db, "ROLLBACK");
 		if (rc == SQLITE_OK)
-			pr_info("store: migrated schema %" PRId64 " -> %" PRId64, v, v + 1);
+			pr_info("store: %s: migrated schema %" PRId64 " -> %" PRId64,
+				st->path, v, v + 1);
 	}
 	return rc;
 }
 
-/* Check (and create or migrate) the schema of an open connection. */
+/* Check (or create) the schema of an open connection; *ver: the version
+ * the file has now (older ones are for the caller to migrate). */
 static int check_schema(sqlite3 *db, const char *path, unsigned flags,
-			char *err, size_t errlen)
+			int64_t *ver_out, char *err, size_t errlen)
 {
 	int64_t appid, ver, nobj;
 	int rc;
 
+	*ver_out = STORE_SCHEMA_VERSION;
 	/* The first read of the file: a non-SQLite file fails here. */
 	rc = pragma_int(db, "PRAGMA application_id", &appid);
 	if (rc == SQLITE_OK)
@@ -407,16 +502,12 @@ static int check_schema(sqlite3 *db, const char *path, unsigned flags,
 			path, ver);
 		return -EBADMSG;
 	}
-	if (ver < STORE_SCHEMA_VERSION) {
-		if (flags & STORE_F_READONLY) {
-			set_err(err, errlen, "%s: schema version %" PRId64 " needs a migration to %d;"
-				" open it once with 'fay collector'", path, ver, STORE_SCHEMA_VERSION);
-			return -EPROTO;
-		}
-		rc = migrate(db, ver);
-		if (rc != SQLITE_OK)
-			return open_fail(db, rc, path, "migrating the schema", err, errlen);
+	if (ver < STORE_SCHEMA_VERSION && (flags & STORE_F_READONLY)) {
+		set_err(err, errlen, "%s: schema version %" PRId64 " needs a migration to %d;"
+			" open it once with 'fay collector'", path, ver, STORE_SCHEMA_VERSION);
+		return -EPROTO;
 	}
+	*ver_out = ver;
 	return 0;
 }
 
@@ -526,9 +617,36 @@ static void ckpt_stop(struct store *st)
 	ck->running = 0;
 }
 
+sqlite3 *sq_db(struct store *st)
+{
+	return st->db;
+}
+
+int sq_prepare(struct store *st)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	for (int i = 0; i < ST_MAX; i++) {
+		if (st->st[i])
+			continue;
+		rc = sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+					&st->st[i], NULL);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	s = st->st[ST_MAX_SEQ];
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		st->max_seq = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
 struct store *store__open(const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct store *st;
+	int64_t ver;
 	int ret = -ENOMEM, rc;
 
 	st = calloc(1, sizeof(*st));
@@ -540,7 +658,7 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 	st->db = open_conn(path, !(flags & STORE_F_READONLY), 1, err, errlen, &ret);
 	if (!st->db)
 		goto err_out;
-	ret = check_schema(st->db, path, flags, err, errlen);
+	ret = check_schema(st->db, path, flags, &ver, err, errlen);
 	if (ret)
 		goto err_out;
 	if (flags & STORE_F_READONLY)
@@ -550,13 +668,17 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 		ret = open_fail(st->db, rc, path, "switching to WAL", err, errlen);
 		goto err_out;
 	}
-	for (int i = 0; i < ST_MAX; i++) {
-		rc = sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-					&st->st[i], NULL);
+	if (ver < STORE_SCHEMA_VERSION) {
+		rc = migrate(st, ver);
 		if (rc != SQLITE_OK) {
-			ret = open_fail(st->db, rc, path, "preparing statements", err, errlen);
+			ret = open_fail(st->db, rc, path, "migrating the schema", err, errlen);
 			goto err_out;
 		}
+	}
+	rc = sq_prepare(st);
+	if (rc != SQLITE_OK) {
+		ret = open_fail(st->db, rc, path, "preparing statements", err, errlen);
+		goto err_out;
 	}
 	ckpt_start(st);
 	return st;
@@ -576,102 +698,13 @@ void store__close(struct store *st)
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
 		pr_warn("store: %s: close: %s", st->path, sqlite3_errmsg(st->db));
 	nameset_clear(&st->names);
-	free(st->ja.p);
-	free(st->jt.p);
+	free(st->extra.p);
+	free(st->tm.v);
+	free(st->tm.slot);
 	zarena_reset(&st->merge_arena);
+	zarena_reset(&st->txn_arena);
 	free(st->path);
 	free(st);
-}
-
-/* ---- JSON columns ------------------------------------------------------- */
-
-static void jb_put(struct jbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (b->len + n + 1 > cap)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void jb_str(struct jbuf *b, struct zs_str s)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t run = 0;
-
-	jb_put(b, "\"", 1);
-	for (uint32_t i = 0; i < s.len; i++) {
-		unsigned char c = (unsigned char)s.p[i];
-		char esc[7];
-
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			run++;
-			continue;
-		}
-		jb_put(b, s.p + i - run, run);
-		run = 0;
-		esc[0] = '\\';
-		switch (c) {
-		case '"': case '\\': esc[1] = (char)c; jb_put(b, esc, 2); break;
-		case '\n': jb_put(b, "\\n", 2); break;
-		case '\t': jb_put(b, "\\t", 2); break;
-		case '\r': jb_put(b, "\\r", 2); break;
-		default:
-			memcpy(esc + 1, "u00", 3);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			jb_put(b, esc, 6);
-		}
-	}
-	jb_put(b, s.p + s.len - run, run);
-	jb_put(b, "\"", 1);
-}
-
-static void jb_annotations(struct jbuf *b, const struct zspan *s)
-{
-	char num[64];
-
-	b->len = 0;
-	b->oom = 0;
-	jb_put(b, "[", 1);
-	for (uint32_t i = 0; i < s->nannotations; i++) {
-		int n = snprintf(num, sizeof(num), "%s{\"timestamp\":%" PRIu64 ",\"value\":",
-				 i ? "," : "", s->annotations[i].ts_us);
-
-		jb_put(b, num, (size_t)n < sizeof(num) ? (size_t)n : sizeof(num) - 1);
-		jb_str(b, s->annotations[i].value);
-		jb_put(b, "}", 1);
-	}
-	jb_put(b, "]", 1);
-}
-
-static void jb_tags(struct jbuf *b, const struct zspan *s)
-{
-	b->len = 0;
-	b->oom = 0;
-	jb_put(b, "{", 1);
-	for (uint32_t i = 0; i < s->ntags; i++) {
-		if (i)
-			jb_put(b, ",", 1);
-		jb_str(b, s->tags[i].key);
-		jb_put(b, ":", 1);
-		jb_str(b, s->tags[i].value);
-	}
-	jb_put(b, "}", 1);
 }
 
 /* ---- write -------------------------------------------------------------- */
@@ -715,47 +748,275 @@ static int step_done(sqlite3_stmt *s)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
-/* Make sure (kind, a, b) is in its name table. */
-static int note_name(struct store *st, int which, struct zs_str a, struct zs_str b)
+/* Make sure (kind, a, b) is in its name table with a last_us not older
+ * than ts_us - NAME_LAST_SLACK_US. */
+static int note_name(struct store *st, int which, struct zs_str a, struct zs_str b,
+		     uint64_t ts_us)
 {
 	char key[1024];
 	sqlite3_stmt *s = st->st[which];
-	size_t n;
+	uint64_t last;
+	size_t n, la, lb;
 	int rc;
 
 	if (!a.len || (which != ST_INS_SERVICE && !b.len))
 		return SQLITE_OK;
-	n = (size_t)snprintf(key, sizeof(key), "%d\x1f%.*s\x1f%.*s", which,
-			     (int)a.len, a.p, (int)b.len, b.p);
-	if (n >= sizeof(key))
-		n = sizeof(key) - 1; /* cut: at worst a redundant INSERT OR IGNORE */
-	rc = nameset_has(&st->names, key, n, 0);
-	if (rc == 1)
+	/* "<which>\x1f<a>\x1f<b>", cut to the buffer (at worst a redundant
+	 * upsert); built by hand: snprintf was 10% of ingest */
+	la = a.len < sizeof(key) - 4 ? a.len : sizeof(key) - 4;
+	lb = b.len < sizeof(key) - 4 - la ? b.len : sizeof(key) - 4 - la;
+	key[0] = (char)('0' + which);
+	key[1] = '\x1f';
+	memcpy(key + 2, a.p, la);
+	key[2 + la] = '\x1f';
+	if (lb)
+		memcpy(key + 3 + la, b.p, lb);
+	n = 3 + la + lb;
+	key[n] = '\0';
+	if (nameset_get(&st->names, key, n, &last) && ts_us <= last + NAME_LAST_SLACK_US)
 		return SQLITE_OK;
 	bind_str(s, 1, a);
 	if (which != ST_INS_SERVICE)
 		bind_str(s, 2, b);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)ts_us);
 	rc = step_done(s);
-	if (rc == SQLITE_OK && nameset_has(&st->names, key, n, 1) < 0)
+	if (rc == SQLITE_OK && nameset_put(&st->names, key, n, ts_us) < 0)
 		nameset_clear(&st->names);
 	return rc;
 }
 
-/* Bind trace id, span id and parent id at columns 1..4. */
-static void bind_ids(sqlite3_stmt *s, uint64_t hi, uint64_t lo, uint64_t id, uint64_t parent)
+/* ---- the transaction's traces ------------------------------------------- */
+
+static size_t tm_slot(const struct tmap *m, uint64_t hi, uint64_t lo)
 {
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)hi);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)lo);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)id);
-	bind_u64_or_null(s, 4, parent);
+	uint64_t h = (hi * 0x9e3779b97f4a7c15ull) ^ lo;
+	size_t i;
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	for (i = (size_t)h & (m->nslot - 1); m->slot[i]; i = (i + 1) & (m->nslot - 1)) {
+		const struct tsum *t = &m->v[m->slot[i] - 1];
+
+		if (t->hi == hi && t->lo == lo)
+			break;
+	}
+	return i;
 }
 
-static int insert_span(struct store *st, const struct zspan *z, int origin)
+/* Room for one more trace.  0 or -ENOMEM. */
+static int tm_room(struct tmap *m)
 {
-	sqlite3_stmt *s = st->st[ST_INS_SPAN];
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct tsum *v = realloc(m->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		m->v = v;
+		m->cap = cap;
+	}
+	if ((m->n + 1) * 2 > m->nslot) {
+		size_t nslot = m->nslot ? m->nslot * 2 : 1024;
+		uint32_t *slot = calloc(nslot, sizeof(*slot));
+
+		if (!slot)
+			return -ENOMEM;
+		free(m->slot);
+		m->slot = slot;
+		m->nslot = nslot;
+		for (size_t j = 0; j < m->n; j++)
+			m->slot[tm_slot(m, m->v[j].hi, m->v[j].lo)] = (uint32_t)j + 1;
+	}
+	return 0;
+}
+
+/* Forget the transaction's traces. */
+static void tm_reset(struct store *st)
+{
+	struct tmap *m = &st->tm;
+
+	if (m->n)
+		memset(m->slot, 0, m->nslot * sizeof(*m->slot));
+	m->n = 0;
+	zarena_reset(&st->txn_arena);
+}
+
+static uint64_t col_u64(sqlite3_stmt *s, int i)
+{
+	return (uint64_t)sqlite3_column_int64(s, i);
+}
+
+/*
+ * The index in st->tm of trace (hi, lo): known to the transaction, else
+ * read from its row, else a new trace with the next seq.  SQLite rc.
+ */
+static int trace_get(struct store *st, uint64_t hi, uint64_t lo, size_t *ti)
+{
+	struct tmap *m = &st->tm;
+	sqlite3_stmt *s = st->st[ST_SEL_TRACE];
+	struct tsum *t;
+	size_t i;
 	int rc;
 
-	bind_ids(s, z->trace_hi, z->trace_lo, z->id, z->parent_id);
+	if (m->nslot) {
+		i = tm_slot(m, hi, lo);
+		if (m->slot[i]) {
+			*ti = m->slot[i] - 1;
+			return SQLITE_OK;
+		}
+	}
+	if (tm_room(m))
+		return SQLITE_NOMEM;
+	t = &m->v[m->n];
+	memset(t, 0, sizeof(*t));
+	t->hi = hi;
+	t->lo = lo;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)hi);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)lo);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(s, 11);
+
+		t->exists = 1;
+		t->seq = sqlite3_column_int64(s, 0);
+		t->root_us = col_u64(s, 2);
+		t->min_us = col_u64(s, 3);
+		t->end_us = col_u64(s, 4);
+		t->max_dur_us = col_u64(s, 5);
+		t->nspans = sqlite3_column_int64(s, 6);
+		t->next_no = sqlite3_column_int64(s, 7);
+		t->error = (uint8_t)sqlite3_column_int(s, 8);
+		if (sq_col_str(s, 9, &st->txn_arena, &t->root_service) ||
+		    sq_col_str(s, 10, &st->txn_arena, &t->root_name)) {
+			sqlite3_reset(s);
+			return SQLITE_NOMEM;
+		}
+		if (b && sqlite3_column_bytes(s, 11) == SQ_BLOOM_BYTES)
+			memcpy(t->bloom, b, SQ_BLOOM_BYTES);
+		else
+			memset(t->bloom, 0xff, SQ_BLOOM_BYTES); /* matches anything */
+		rc = SQLITE_DONE;
+	} else if (rc == SQLITE_DONE) {
+		t->seq = ++st->max_seq;
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return rc;
+	m->slot[tm_slot(m, hi, lo)] = (uint32_t)m->n + 1;
+	*ti = m->n++;
+	return SQLITE_OK;
+}
+
+/* Account span z to trace t (all but nspans). */
+static int trace_add(struct store *st, struct tsum *t, const struct zspan *z)
+{
+	uint64_t ts = z->timestamp_us;
+
+	if (ts) {
+		if (!t->min_us || ts < t->min_us)
+			t->min_us = ts;
+		if (!z->parent_id && (!t->root_us || ts < t->root_us)) {
+			t->root_us = ts;
+			if (zarena_str(&st->txn_arena, &t->root_service, z->local.service.p,
+				       z->local.service.len, 0) ||
+			    zarena_str(&st->txn_arena, &t->root_name, z->name.p, z->name.len, 0))
+				return SQLITE_NOMEM;
+		}
+		if (ts + z->duration_us > t->end_us)
+			t->end_us = ts + z->duration_us;
+	}
+	if (z->duration_us > t->max_dur_us)
+		t->max_dur_us = z->duration_us;
+	t->error |= z->error;
+	sq_bloom_span(t->bloom, z);
+	return SQLITE_OK;
+}
+
+/* Rebuild the row of trace ti from its spans (after some were deleted). */
+static int trace_recompute(struct store *st, size_t ti)
+{
+	struct tsum *t = &st->tm.v[ti];
+	sqlite3_stmt *s = st->st[ST_SEL_TRACE_SPANS];
+	struct zspan z;
+	int rc;
+
+	t->root_us = t->min_us = t->end_us = t->max_dur_us = 0;
+	t->root_service = t->root_name = (struct zs_str){ "", 0 };
+	t->error = 0;
+	t->nspans = 0;
+	memset(t->bloom, 0, sizeof(t->bloom));
+	sqlite3_bind_int64(s, 1, t->seq);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (sq_row_span(s, 0, &st->merge_arena, &z) ||
+		    trace_add(st, t, &z) != SQLITE_OK) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		t->nspans++;
+	}
+	sqlite3_reset(s);
+	zarena_reset(&st->merge_arena);
+	t->recompute = 0;
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int sq_flush_traces(struct store *st)
+{
+	int rc = SQLITE_OK;
+
+	for (size_t i = 0; i < st->tm.n && rc == SQLITE_OK; i++) {
+		struct tsum *t = &st->tm.v[i];
+		sqlite3_stmt *s;
+
+		if (t->recompute) {
+			rc = trace_recompute(st, i);
+			if (rc != SQLITE_OK)
+				break;
+		}
+		if (!t->end_us)
+			t->end_us = st->now_us; /* no timestamps: when stored */
+		s = st->st[t->exists ? ST_UPD_TRACE : ST_INS_TRACE];
+		sqlite3_bind_int64(s, 1, t->seq);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)t->hi);
+		sqlite3_bind_int64(s, 3, (sqlite3_int64)t->lo);
+		sqlite3_bind_int64(s, 4, (sqlite3_int64)(t->root_us ? t->root_us : t->min_us));
+		bind_u64_or_null(s, 5, t->root_us);
+		bind_u64_or_null(s, 6, t->min_us);
+		sqlite3_bind_int64(s, 7, (sqlite3_int64)t->end_us);
+		sqlite3_bind_int64(s, 8, (sqlite3_int64)t->max_dur_us);
+		sqlite3_bind_int64(s, 9, t->nspans);
+		sqlite3_bind_int64(s, 10, t->next_no);
+		sqlite3_bind_int(s, 11, t->error);
+		bind_str(s, 12, t->root_service);
+		bind_str(s, 13, t->root_name);
+		sqlite3_bind_blob(s, 14, t->bloom, SQ_BLOOM_BYTES, SQLITE_STATIC);
+		rc = step_done(s);
+	}
+	tm_reset(st);
+	return rc;
+}
+
+/* ---- spans and parts ---------------------------------------------------- */
+
+int sq_insert_span(struct store *st, const struct zspan *z, int origin)
+{
+	sqlite3_stmt *s = st->st[ST_INS_SPAN];
+	uint64_t name_us = z->timestamp_us ? z->timestamp_us : st->now_us;
+	struct tsum *t;
+	size_t ti;
+	int rc;
+
+	rc = trace_get(st, z->trace_hi, z->trace_lo, &ti);
+	if (rc != SQLITE_OK)
+		return rc;
+	t = &st->tm.v[ti];
+	if (sq_extra_encode(&st->extra, z))
+		return SQLITE_NOMEM;
+	sqlite3_bind_int64(s, 1, t->seq);
+	sqlite3_bind_int64(s, 2, t->next_no);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)z->id);
+	bind_u64_or_null(s, 4, z->parent_id);
 	sqlite3_bind_int(s, 5, z->kind);
 	bind_str(s, 6, z->name);
 	bind_ep(s, 7, &z->local);
@@ -765,51 +1026,50 @@ static int insert_span(struct store *st, const struct zspan *z, int origin)
 	sqlite3_bind_int(s, 17, z->shared);
 	sqlite3_bind_int(s, 18, z->debug);
 	sqlite3_bind_int(s, 19, z->error);
-	if (z->nannotations) {
-		jb_annotations(&st->ja, z);
-		if (st->ja.oom)
-			return SQLITE_NOMEM;
-		sqlite3_bind_text(s, 20, st->ja.p, (int)st->ja.len, SQLITE_STATIC);
-	} else {
-		sqlite3_bind_null(s, 20);
-	}
-	if (z->ntags) {
-		jb_tags(&st->jt, z);
-		if (st->jt.oom)
-			return SQLITE_NOMEM;
-		sqlite3_bind_text(s, 21, st->jt.p, (int)st->jt.len, SQLITE_STATIC);
-	} else {
+	sqlite3_bind_int(s, 20, origin);
+	if (st->extra.len)
+		sqlite3_bind_blob(s, 21, st->extra.p, (int)st->extra.len, SQLITE_STATIC);
+	else
 		sqlite3_bind_null(s, 21);
-	}
-	sqlite3_bind_int(s, 22, origin);
 	rc = step_done(s);
 	if (rc != SQLITE_OK)
 		return rc;
-	rc = note_name(st, ST_INS_SERVICE, z->local.service, (struct zs_str){ 0 });
+	t->next_no++;
+	t->nspans++;
+	rc = trace_add(st, t, z);
 	if (rc == SQLITE_OK)
-		rc = note_name(st, ST_INS_SPAN_NAME, z->local.service, z->name);
+		rc = note_name(st, ST_INS_SERVICE, z->local.service, (struct zs_str){ 0 }, name_us);
 	if (rc == SQLITE_OK)
-		rc = note_name(st, ST_INS_REMOTE, z->local.service, z->remote.service);
+		rc = note_name(st, ST_INS_SPAN_NAME, z->local.service, z->name, name_us);
+	if (rc == SQLITE_OK)
+		rc = note_name(st, ST_INS_REMOTE, z->local.service, z->remote.service, name_us);
 	return rc;
 }
 
-static int insert_part(struct store *st, const struct zs_part *p)
+int sq_insert_part(struct store *st, const struct zs_part *p)
 {
 	sqlite3_stmt *s = st->st[ST_INS_PART];
+	size_t ti;
+	int rc;
 
-	bind_ids(s, p->trace_hi, p->trace_lo, p->id, p->parent_id);
-	bind_str(s, 5, p->name);
-	bind_ep(s, 6, &p->local);
-	bind_ep(s, 10, &p->remote);
-	sqlite3_bind_int(s, 14, p->debug);
-	sqlite3_bind_int(s, 15, p->is_tag);
-	bind_u64_or_null(s, 16, p->ts_us);
-	sqlite3_bind_text(s, 17, p->key.len ? p->key.p : "", (int)p->key.len, SQLITE_STATIC);
+	rc = trace_get(st, p->trace_hi, p->trace_lo, &ti);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(s, 1, st->tm.v[ti].seq);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)p->id);
+	bind_u64_or_null(s, 3, p->parent_id);
+	bind_str(s, 4, p->name);
+	bind_ep(s, 5, &p->local);
+	bind_ep(s, 9, &p->remote);
+	sqlite3_bind_int(s, 13, p->debug);
+	sqlite3_bind_int(s, 14, p->is_tag);
+	bind_u64_or_null(s, 15, p->ts_us);
+	sqlite3_bind_text(s, 16, p->key.len ? p->key.p : "", (int)p->key.len, SQLITE_STATIC);
 	if (p->is_tag)
-		sqlite3_bind_text(s, 18, p->value.len ? p->value.p : "", (int)p->value.len,
+		sqlite3_bind_text(s, 17, p->value.len ? p->value.p : "", (int)p->value.len,
 				  SQLITE_STATIC);
 	else
-		sqlite3_bind_null(s, 18);
+		sqlite3_bind_null(s, 17);
 	return step_done(s);
 }
 
@@ -835,18 +1095,24 @@ static int remerge(struct store *st, const struct span_key *k)
 	struct zarena *a = &st->merge_arena;
 	struct zs_part *parts = NULL;
 	struct zspan *spans;
-	size_t n = 0, cap = 0;
-	int rc, m;
+	size_t n = 0, cap = 0, ti;
+	int rc, m, gone;
 
-	for (int i = 1; i <= 3; i++) {
-		uint64_t v = i == 1 ? k->hi : i == 2 ? k->lo : k->id;
-
-		sqlite3_bind_int64(d, i, (sqlite3_int64)v);
-		sqlite3_bind_int64(s, i, (sqlite3_int64)v);
-	}
+	rc = trace_get(st, k->hi, k->lo, &ti);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(d, 1, st->tm.v[ti].seq);
+	sqlite3_bind_int64(d, 2, (sqlite3_int64)k->id);
+	sqlite3_bind_int64(s, 1, st->tm.v[ti].seq);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)k->id);
 	rc = step_done(d);
 	if (rc != SQLITE_OK)
 		return rc;
+	gone = sqlite3_changes(st->db);
+	if (gone) {
+		st->tm.v[ti].nspans -= gone;
+		st->tm.v[ti].recompute = 1;
+	}
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct zs_part *p;
 
@@ -874,7 +1140,7 @@ static int remerge(struct store *st, const struct span_key *k)
 	if (m < 0)
 		return SQLITE_NOMEM;
 	for (int i = 0; i < m; i++) {
-		rc = insert_span(st, &spans[i], 1);
+		rc = sq_insert_span(st, &spans[i], 1);
 		if (rc != SQLITE_OK)
 			return rc;
 	}
@@ -894,7 +1160,7 @@ static int write_parts(struct store *st, struct store_batch *b)
 	if (!keys)
 		return SQLITE_NOMEM;
 	for (size_t i = 0; i < b->nparts && rc == SQLITE_OK; i++) {
-		rc = insert_part(st, &b->parts[i]);
+		rc = sq_insert_part(st, &b->parts[i]);
 		keys[nk++] = (struct span_key){ b->parts[i].trace_hi, b->parts[i].trace_lo,
 						b->parts[i].id };
 	}
@@ -921,10 +1187,10 @@ static int last_seq_of(struct store *st, const char *agent_id, uint64_t *seq)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int write_one(struct store *st, struct store_batch *b, uint64_t now_us)
+static int write_one(struct store *st, struct store_batch *b)
 {
 	uint64_t last;
-	int rc;
+	int rc = SQLITE_OK;
 
 	b->duplicate = 0;
 	b->stored = 0;
@@ -938,7 +1204,7 @@ static int write_one(struct store *st, struct store_batch *b, uint64_t now_us)
 		}
 	}
 	for (size_t i = 0; i < b->nspans; i++) {
-		rc = insert_span(st, &b->spans[i], 0);
+		rc = sq_insert_span(st, &b->spans[i], 0);
 		if (rc != SQLITE_OK)
 			return rc;
 	}
@@ -954,40 +1220,46 @@ static int write_one(struct store *st, struct store_batch *b, uint64_t now_us)
 		sqlite3_bind_text(s, 1, b->agent_id, -1, SQLITE_STATIC);
 		bind_cstr(s, 2, b->host);
 		sqlite3_bind_int64(s, 3, (sqlite3_int64)b->seq);
-		sqlite3_bind_int64(s, 4, (sqlite3_int64)now_us);
+		sqlite3_bind_int64(s, 4, (sqlite3_int64)st->now_us);
 		sqlite3_bind_int64(s, 5, (sqlite3_int64)b->stored);
 		rc = step_done(s);
 	}
 	return rc;
 }
 
-static void rollback(struct store *st)
+static void rollback(struct store *st, int64_t max_seq)
 {
 	step_done(st->st[ST_ROLLBACK]);
-	/* names inserted by the transaction are gone again */
+	tm_reset(st);
+	st->max_seq = max_seq;
+	/* names written by the transaction are gone again */
 	nameset_clear(&st->names);
 }
 
 int store__write(struct store *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen)
 {
-	uint64_t now_us = clock_realtime_ns() / 1000;
+	int64_t max_seq = st->max_seq;
 	int rc;
 
 	if (st->flags & STORE_F_READONLY) {
 		set_err(err, errlen, "%s: opened read-only", st->path);
 		return -EROFS;
 	}
+	st->now_us = clock_realtime_ns() / 1000;
 	rc = step_done(st->st[ST_BEGIN]);
 	if (rc != SQLITE_OK) {
 		set_err(err, errlen, "%s: BEGIN: %s", st->path, sqlite3_errmsg(st->db));
 		return sq_errno(rc);
 	}
 	for (size_t i = 0; i < n; i++) {
-		rc = write_one(st, b[i], now_us);
+		rc = write_one(st, b[i]);
 		if (rc != SQLITE_OK)
 			goto fail;
 	}
+	rc = sq_flush_traces(st);
+	if (rc != SQLITE_OK)
+		goto fail;
 	rc = step_done(st->st[ST_COMMIT]);
 	if (rc != SQLITE_OK)
 		goto fail;
@@ -995,7 +1267,7 @@ int store__write(struct store *st, struct store_batch **b, size_t n,
 fail:
 	set_err(err, errlen, "%s: storing spans: %s", st->path,
 		rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(st->db));
-	rollback(st);
+	rollback(st, max_seq);
 	for (size_t i = 0; i < n; i++)
 		b[i]->stored = 0, b[i]->duplicate = 0;
 	return sq_errno(rc);
@@ -1039,20 +1311,23 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
 	return sq_errno(last_seq_of(st, agent_id, last_seq));
 }
 
-/* Forget names no span carries any more (after retention deleted some). */
-static int prune_names(struct store *st)
-{
-	int rc = exec(st->db,
-		"BEGIN IMMEDIATE;"
-		"DELETE FROM services WHERE NOT EXISTS (SELECT 1 FROM spans"
-		" WHERE local_service = services.name);"
-		"DELETE FROM span_names WHERE NOT EXISTS (SELECT 1 FROM spans"
-		" WHERE local_service = span_names.service AND name = span_names.name);"
-		"DELETE FROM remote_services WHERE NOT EXISTS (SELECT 1 FROM spans"
-		" WHERE local_service = remote_services.service"
-		" AND remote_service = remote_services.remote);"
-		"COMMIT;");
+/* ---- retention ---------------------------------------------------------- */
 
+/* Forget names no span newer than cutoff_us carried (their last_us may lag
+ * by NAME_LAST_SLACK_US, hence the margin). */
+static int prune_names(struct store *st, uint64_t cutoff_us)
+{
+	uint64_t c = cutoff_us > NAME_LAST_SLACK_US ? cutoff_us - NAME_LAST_SLACK_US : 0;
+	char sql[512];
+	int rc;
+
+	snprintf(sql, sizeof(sql),
+		 "BEGIN IMMEDIATE;"
+		 "DELETE FROM services WHERE last_us < %" PRIu64 ";"
+		 "DELETE FROM span_names WHERE last_us < %" PRIu64 ";"
+		 "DELETE FROM remote_services WHERE last_us < %" PRIu64 ";"
+		 "COMMIT;", c, c, c);
+	rc = exec(st->db, sql);
 	if (rc != SQLITE_OK)
 		exec(st->db, "ROLLBACK");
 	nameset_clear(&st->names);
@@ -1061,29 +1336,43 @@ static int prune_names(struct store *st)
 
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
 {
+	sqlite3_stmt *sel = st->st[ST_RETAIN_SEL];
+	int64_t seqs[256];
 	int64_t total = 0;
-	int rc;
+	int n = 0, rc;
 
 	rc = step_done(st->st[ST_BEGIN]);
-	for (int i = ST_RETAIN_SPANS; i <= ST_RETAIN_PARTS && rc == SQLITE_OK; i++) {
-		sqlite3_stmt *s = st->st[i];
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(sel, 1, (sqlite3_int64)before_us);
+		sqlite3_bind_int64(sel, 2, chunk < ARRAY_SIZE(seqs) ? chunk : ARRAY_SIZE(seqs));
+		while ((rc = sqlite3_step(sel)) == SQLITE_ROW)
+			seqs[n++] = sqlite3_column_int64(sel, 0);
+		sqlite3_reset(sel);
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
+	/* whole traces, until chunk rows went */
+	for (int i = 0; i < n && rc == SQLITE_OK && total < (int64_t)chunk; i++) {
+		int64_t rows = 0;
 
-		sqlite3_bind_int64(s, 1, (sqlite3_int64)before_us);
-		sqlite3_bind_int64(s, 2, chunk);
-		rc = step_done(s);
-		total += sqlite3_changes(st->db);
+		for (int k = ST_RETAIN_SPANS; k <= ST_RETAIN_TRACE && rc == SQLITE_OK; k++) {
+			sqlite3_bind_int64(st->st[k], 1, seqs[i]);
+			rc = step_done(st->st[k]);
+			if (k != ST_RETAIN_TRACE)
+				rows += sqlite3_changes(st->db);
+		}
+		total += rows ? rows : 1; /* an empty trace counts as one */
 	}
 	if (rc == SQLITE_OK)
 		rc = step_done(st->st[ST_COMMIT]);
 	if (rc != SQLITE_OK) {
 		pr_warn("store: %s: retention: %s", st->path, sqlite3_errmsg(st->db));
-		rollback(st);
+		rollback(st, st->max_seq);
 		return sq_errno(rc);
 	}
 	st->retained += (uint64_t)total;
 	if (!total && st->retained) {
 		st->retained = 0;
-		rc = prune_names(st);
+		rc = prune_names(st, before_us);
 		if (rc != SQLITE_OK)
 			pr_warn("store: %s: pruning names: %s", st->path, sqlite3_errmsg(st->db));
 	}

@@ -11,15 +11,68 @@ struct store_reader;
 extern const char store_schema_sql[];
 
 #define STORE_APP_ID         0x46415953  /* "FAYS" */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
+
+struct store_query;
+
+/* A growable byte buffer (zero-initialised is empty); free with free(p). */
+struct sq_buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+/*
+ * spans.extra: z's annotations and tags in the compact binary form that
+ * schema.sql documents.  b->len is 0 when z has neither (store NULL).
+ * Returns 0 or -ENOMEM.
+ */
+int sq_extra_encode(struct sq_buf *b, const struct zspan *z);
+/* Decode an extra blob into z's annotations and tags, strings copied into
+ * a.  Returns 0, -ENOMEM, or -EBADMSG for a damaged blob. */
+int sq_extra_decode(const void *p, size_t n, struct zarena *a, struct zspan *z);
+
+/* traces.bloom (schema.sql): the search terms of a trace's spans. */
+#define SQ_BLOOM_BYTES 64
+/* Add the terms of span z to bloom. */
+void sq_bloom_span(uint8_t bloom[SQ_BLOOM_BYTES], const struct zspan *z);
+/* The bits every trace matching q has set (q's service, span name,
+ * remote service and annotationQuery terms).  Returns how many terms. */
+unsigned sq_bloom_query(uint8_t mask[SQ_BLOOM_BYTES], const struct store_query *q);
+/* Can a trace with bloom b match the terms of mask? */
+int sq_bloom_may(const void *b, size_t n, const uint8_t mask[SQ_BLOOM_BYTES]);
 
 #ifdef SQLITE_VERSION
+/* The span columns of a spans row, in the order sq_row_span() reads. */
+#define SQ_SPAN_COLS \
+	"id, parent_id, kind, name, local_service, local_ipv4, local_ipv6, local_port," \
+	" remote_service, remote_ipv4, remote_ipv6, remote_port, start_us, duration_us," \
+	" shared, debug, extra"
+/* Columns col.. (SQ_SPAN_COLS) of s as a span (trace id left 0), strings
+ * in a, normalized.  0 or -ENOMEM (a damaged extra blob is dropped). */
+int sq_row_span(sqlite3_stmt *s, int col, struct zarena *a, struct zspan *z);
 /* Column i as a string copied into a (absent: len 0).  0 or -ENOMEM. */
 int sq_col_str(sqlite3_stmt *s, int i, struct zarena *a, struct zs_str *out);
 /* Columns i..i+3 (service, ipv4, ipv6, port) as an endpoint. */
 int sq_col_ep(sqlite3_stmt *s, int i, struct zarena *a, struct zs_endpoint *e);
 /* The connection of a reader (store/scan.c prepares its own statements). */
 sqlite3 *sq_reader_db(struct store_reader *r);
+
+/* ---- the write path, for migrations (store/migrate.c) ---- */
+struct store;
+/* A migration: runs inside the transaction that then sets user_version.
+ * Returns an SQLite result code. */
+typedef int (*sq_migration_fn)(struct store *st);
+int sq_migrate_1_2(struct store *st);
+sqlite3 *sq_db(struct store *st);
+/* Prepare the write statements (the schema must be there).  SQLite rc. */
+int sq_prepare(struct store *st);
+/* Inside a write transaction: store a span (origin 0 received, 1 merged)
+ * or a partial record under its trace; write the rows of the traces
+ * touched so far and forget them (do it every few thousand spans).
+ * SQLite result codes. */
+int sq_insert_span(struct store *st, const struct zspan *z, int origin);
+int sq_insert_part(struct store *st, const struct zs_part *p);
+int sq_flush_traces(struct store *st);
 #endif
 
 #endif

@@ -5,7 +5,6 @@
  * on first use.
  */
 #include <errno.h>
-#include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,37 +16,28 @@
 #include "store/store.h"
 
 enum {
-	RS_SERVICES, RS_SPAN_NAMES, RS_REMOTES, RS_TRACE,
-	RS_CAND_SVC, RS_CAND_SVC_NAME, RS_CAND_ALL, RS_CAND_NAME,
+	RS_SERVICES, RS_SPAN_NAMES, RS_REMOTES,
+	RS_TRACE_SEQ, RS_TRACE_ID, RS_TRACE_SPANS, RS_SEARCH,
+	RS_BEGIN, RS_COMMIT,
 	RS_COUNT_SPANS, RS_COUNT_PARTS, RS_COUNT_AGENTS,
 	RS_MAX,
 };
-
-#define SPAN_COLS \
-	"trace_hi, trace_lo, id, parent_id, kind, name," \
-	" local_service, local_ipv4, local_ipv6, local_port," \
-	" remote_service, remote_ipv4, remote_ipv6, remote_port," \
-	" start_us, duration_us, shared, debug, annotations, tags"
 
 static const char *const rs_sql[RS_MAX] = {
 	[RS_SERVICES] = "SELECT name FROM services ORDER BY name",
 	[RS_SPAN_NAMES] = "SELECT name FROM span_names WHERE service = ? ORDER BY name",
 	[RS_REMOTES] = "SELECT remote FROM remote_services WHERE service = ? ORDER BY remote",
-	[RS_TRACE] = "SELECT " SPAN_COLS " FROM spans WHERE trace_hi = ? AND trace_lo = ?"
-		     " ORDER BY start_us, rowid",
-	/* Candidates, newest span first: each walks one index backwards and
-	 * the caller stops as soon as it has enough matching traces. */
-	[RS_CAND_SVC] = "SELECT trace_hi, trace_lo FROM spans INDEXED BY spans_service_ts"
-			" WHERE local_service = ?1 AND start_us BETWEEN ?2 AND ?3"
-			" ORDER BY start_us DESC",
-	[RS_CAND_SVC_NAME] = "SELECT trace_hi, trace_lo FROM spans INDEXED BY spans_service_ts"
-			     " WHERE local_service = ?1 AND start_us BETWEEN ?2 AND ?3"
-			     " AND name = ?4 ORDER BY start_us DESC",
-	[RS_CAND_ALL] = "SELECT trace_hi, trace_lo FROM spans INDEXED BY spans_ts"
-			" WHERE start_us BETWEEN ?2 AND ?3 ORDER BY start_us DESC",
-	[RS_CAND_NAME] = "SELECT trace_hi, trace_lo FROM spans INDEXED BY spans_ts"
-			 " WHERE start_us BETWEEN ?2 AND ?3 AND name = ?4"
-			 " ORDER BY start_us DESC",
+	[RS_TRACE_SEQ] = "SELECT seq FROM traces WHERE trace_hi = ? AND trace_lo = ?",
+	[RS_TRACE_ID] = "SELECT trace_hi, trace_lo FROM traces WHERE seq = ?",
+	[RS_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM spans WHERE trace_seq = ?"
+			   " ORDER BY start_us, no",
+	/* Trace search: newest first over the covering index, one entry per
+	 * trace; the caller skips what the Bloom filter rules out. */
+	[RS_SEARCH] = "SELECT seq, bloom FROM traces INDEXED BY traces_ts"
+		      " WHERE ts_us BETWEEN ?1 AND ?2 AND max_dur_us >= ?3"
+		      " ORDER BY ts_us DESC",
+	[RS_BEGIN] = "BEGIN",
+	[RS_COMMIT] = "COMMIT",
 	[RS_COUNT_SPANS] = "SELECT count(*) FROM spans",
 	[RS_COUNT_PARTS] = "SELECT count(*) FROM span_parts",
 	[RS_COUNT_AGENTS] = "SELECT count(*) FROM agents",
@@ -69,7 +59,8 @@ struct store_reader *store__reader_new(struct store *st)
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_busy_timeout(r->db, 10000);
-		rc = sqlite3_exec(r->db, "PRAGMA query_only = 1; PRAGMA cache_size = -16384;",
+		rc = sqlite3_exec(r->db, "PRAGMA query_only = 1; PRAGMA cache_size = -16384;"
+				  " PRAGMA mmap_size = 268435456;",
 				  NULL, NULL, NULL);
 	}
 	if (rc != SQLITE_OK) {
@@ -178,127 +169,7 @@ int store__remote_services(struct store_reader *r, const char *service,
 	return names(r, RS_REMOTES, service, out);
 }
 
-/* ---- span rows ---------------------------------------------------------- */
-
-int sq_col_str(sqlite3_stmt *s, int i, struct zarena *a, struct zs_str *out)
-{
-	const unsigned char *t = sqlite3_column_text(s, i);
-
-	if (!t) {
-		*out = (struct zs_str){ "", 0 };
-		return 0;
-	}
-	return zarena_str(a, out, (const char *)t, (size_t)sqlite3_column_bytes(s, i), 0);
-}
-
-int sq_col_ep(sqlite3_stmt *s, int i, struct zarena *a, struct zs_endpoint *e)
-{
-	const unsigned char *t;
-
-	memset(e, 0, sizeof(*e));
-	if (sq_col_str(s, i, a, &e->service))
-		return -ENOMEM;
-	if ((t = sqlite3_column_text(s, i + 1)))
-		snprintf(e->ipv4, sizeof(e->ipv4), "%s", (const char *)t);
-	if ((t = sqlite3_column_text(s, i + 2)))
-		snprintf(e->ipv6, sizeof(e->ipv6), "%s", (const char *)t);
-	e->port = (uint16_t)sqlite3_column_int(s, i + 3);
-	return 0;
-}
-
-static int json_col(sqlite3_stmt *s, int i, json_t **out)
-{
-	const char *t = (const char *)sqlite3_column_text(s, i);
-	json_error_t je;
-
-	*out = NULL;
-	if (!t)
-		return 0;
-	*out = json_loadb(t, (size_t)sqlite3_column_bytes(s, i), 0, &je);
-	if (!*out) {
-		pr_warn("store: a span's JSON column %d does not parse: %s", i, je.text);
-		return -EBADMSG;
-	}
-	return 0;
-}
-
-static int jstr(json_t *v, struct zarena *a, struct zs_str *out)
-{
-	if (!json_is_string(v)) {
-		*out = (struct zs_str){ "", 0 };
-		return 0;
-	}
-	return zarena_str(a, out, json_string_value(v), json_string_length(v), 0);
-}
-
-/* Annotations and tags of a row (JSON columns 18, 19). */
-static int row_lists(sqlite3_stmt *s, struct zarena *a, struct zspan *z)
-{
-	json_t *ann = NULL, *tags = NULL, *v;
-	const char *k;
-	size_t i;
-	int ret = 0;
-
-	if (json_col(s, 18, &ann) || json_col(s, 19, &tags)) {
-		ret = 0; /* a damaged column: keep the span without it */
-		goto out;
-	}
-	if (json_is_array(ann) && json_array_size(ann)) {
-		z->annotations = zarena_alloc(a, sizeof(*z->annotations) * json_array_size(ann));
-		if (!z->annotations)
-			goto oom;
-		json_array_foreach(ann, i, v) {
-			struct zs_annotation *an = &z->annotations[z->nannotations];
-
-			an->ts_us = (uint64_t)json_integer_value(json_object_get(v, "timestamp"));
-			if (jstr(json_object_get(v, "value"), a, &an->value))
-				goto oom;
-			z->nannotations++;
-		}
-	}
-	if (json_is_object(tags) && json_object_size(tags)) {
-		z->tags = zarena_alloc(a, sizeof(*z->tags) * json_object_size(tags));
-		if (!z->tags)
-			goto oom;
-		json_object_foreach(tags, k, v) {
-			struct zs_tag *t = &z->tags[z->ntags];
-
-			if (zarena_str(a, &t->key, k, strlen(k), 0) || jstr(v, a, &t->value))
-				goto oom;
-			z->ntags++;
-		}
-	}
-	goto out;
-oom:
-	ret = -ENOMEM;
-out:
-	json_decref(ann);
-	json_decref(tags);
-	return ret;
-}
-
-static int row_span(sqlite3_stmt *s, struct zarena *a, struct zspan *z)
-{
-	memset(z, 0, sizeof(*z));
-	z->trace_hi = (uint64_t)sqlite3_column_int64(s, 0);
-	z->trace_lo = (uint64_t)sqlite3_column_int64(s, 1);
-	z->id = (uint64_t)sqlite3_column_int64(s, 2);
-	z->parent_id = (uint64_t)sqlite3_column_int64(s, 3);
-	z->kind = (uint8_t)sqlite3_column_int(s, 4);
-	if (z->kind >= SPAN_KIND_MAX)
-		z->kind = SPAN_KIND_UNSET;
-	if (sq_col_str(s, 5, a, &z->name) || sq_col_ep(s, 6, a, &z->local) ||
-	    sq_col_ep(s, 10, a, &z->remote))
-		return -ENOMEM;
-	z->timestamp_us = (uint64_t)sqlite3_column_int64(s, 14);
-	z->duration_us = (uint64_t)sqlite3_column_int64(s, 15);
-	z->shared = (uint8_t)sqlite3_column_int(s, 16);
-	z->debug = (uint8_t)sqlite3_column_int(s, 17);
-	if (row_lists(s, a, z))
-		return -ENOMEM;
-	zspan_normalize(z);
-	return 0;
-}
+/* ---- traces ----------------------------------------------------------- */
 
 static struct store_trace *traces_add(struct store_traces *out)
 {
@@ -308,10 +179,11 @@ static struct store_trace *traces_add(struct store_traces *out)
 	return &out->v[out->n++];
 }
 
-int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,
-		 struct store_traces *out)
+/* Append the trace with this seq to out: 1, or 0 if it has no spans. */
+static int load_trace(struct store_reader *r, int64_t seq, uint64_t hi, uint64_t lo,
+		      struct store_traces *out)
 {
-	sqlite3_stmt *s = stmt(r, RS_TRACE);
+	sqlite3_stmt *s = stmt(r, RS_TRACE_SPANS);
 	struct store_trace *t;
 	size_t cap = 0;
 	int rc;
@@ -321,13 +193,17 @@ int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,
 	t = traces_add(out);
 	if (!t)
 		return -ENOMEM;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)hi);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)lo);
+	sqlite3_bind_int64(s, 1, seq);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct zspan *z;
+
 		if (zarena_grow(&out->arena, (void **)&t->spans, t->n, &cap, sizeof(*t->spans)))
 			goto oom;
-		if (row_span(s, &out->arena, &t->spans[t->n]))
+		z = &t->spans[t->n];
+		if (sq_row_span(s, 0, &out->arena, z))
 			goto oom;
+		z->trace_hi = hi;
+		z->trace_lo = lo;
 		t->n++;
 	}
 	sqlite3_reset(s);
@@ -347,39 +223,45 @@ oom:
 	return -ENOMEM;
 }
 
-/* ---- trace search ------------------------------------------------------- */
-
-/* Trace ids already looked at (open addressing, grows). */
-struct idset {
-	uint64_t (*v)[2];
-	size_t cap, n;
-};
-
-static int idset_add(struct idset *s, uint64_t hi, uint64_t lo)
+/* Run a statement that returns nothing (BEGIN, COMMIT). */
+static int rd_exec(struct store_reader *r, int which)
 {
-	size_t i;
+	sqlite3_stmt *s = stmt(r, which);
+	int rc;
 
-	if ((s->n + 1) * 2 > s->cap) {
-		struct idset ns = { .cap = s->cap ? s->cap * 2 : 256 };
-
-		ns.v = calloc(ns.cap, sizeof(*ns.v));
-		if (!ns.v)
-			return -ENOMEM;
-		for (size_t j = 0; j < s->cap; j++)
-			if (s->v[j][0] || s->v[j][1])
-				idset_add(&ns, s->v[j][0], s->v[j][1]);
-		free(s->v);
-		*s = ns;
-	}
-	i = (size_t)((hi * 0x9e3779b97f4a7c15ull) ^ lo) * 0x9e3779b97f4a7c15ull % s->cap;
-	for (; s->v[i][0] || s->v[i][1]; i = (i + 1) % s->cap)
-		if (s->v[i][0] == hi && s->v[i][1] == lo)
-			return 0;
-	s->v[i][0] = hi;
-	s->v[i][1] = lo;
-	s->n++;
-	return 1;
+	if (!s)
+		return -EIO;
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE ? 0 : rd_err(r, rc);
 }
+
+int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,
+		 struct store_traces *out)
+{
+	sqlite3_stmt *s = stmt(r, RS_TRACE_SEQ);
+	int64_t seq;
+	int rc, ret;
+
+	if (!s)
+		return -EIO;
+	ret = rd_exec(r, RS_BEGIN); /* one snapshot for the trace and its spans */
+	if (ret)
+		return ret;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)hi);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)lo);
+	rc = sqlite3_step(s);
+	seq = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_reset(s);
+	if (rc == SQLITE_ROW)
+		ret = load_trace(r, seq, hi, lo, out);
+	else if (rc != SQLITE_DONE)
+		ret = rd_err(r, rc);
+	rd_exec(r, RS_COMMIT);
+	return ret;
+}
+
+/* ---- trace search ------------------------------------------------------- */
 
 static int trace_newer(const void *x, const void *y)
 {
@@ -388,40 +270,61 @@ static int trace_newer(const void *x, const void *y)
 	return a->ts_us > b->ts_us ? -1 : a->ts_us < b->ts_us;
 }
 
+/* The trace id of seq into *hi, *lo: 1, 0 if gone, -errno. */
+static int trace_id(struct store_reader *r, int64_t seq, uint64_t *hi, uint64_t *lo)
+{
+	sqlite3_stmt *s = stmt(r, RS_TRACE_ID);
+	int rc;
+
+	if (!s)
+		return -EIO;
+	sqlite3_bind_int64(s, 1, seq);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*hi = (uint64_t)sqlite3_column_int64(s, 0);
+		*lo = (uint64_t)sqlite3_column_int64(s, 1);
+	}
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : rd_err(r, rc);
+}
+
+/*
+ * Walk the traces of the window newest first (traces_ts: the Zipkin trace
+ * timestamp, so the order and the window are exactly Zipkin's), skip those
+ * whose longest span is too short or whose Bloom filter lacks a term of
+ * the query, and let store_query_test() decide on the whole trace for the
+ * rest, until limit traces matched.
+ */
 int store__traces(struct store_reader *r, const struct store_query *q,
 		  struct store_traces *out)
 {
 	uint64_t end_us = q->end_ts_ms * 1000;
 	uint64_t lb = q->lookback_ms < q->end_ts_ms ? q->lookback_ms : q->end_ts_ms;
 	uint64_t begin_us = (q->end_ts_ms - lb) * 1000;
-	struct idset seen = { 0 };
-	sqlite3_stmt *s;
-	int which, rc, ret = 0;
+	uint8_t mask[SQ_BLOOM_BYTES];
+	unsigned terms = sq_bloom_query(mask, q);
+	sqlite3_stmt *s = stmt(r, RS_SEARCH);
+	int rc = SQLITE_DONE, ret;
 
-	if (q->service)
-		which = q->span_name ? RS_CAND_SVC_NAME : RS_CAND_SVC;
-	else
-		which = q->span_name ? RS_CAND_NAME : RS_CAND_ALL;
-	s = stmt(r, which);
 	if (!s)
 		return -EIO;
-	if (q->service)
-		sqlite3_bind_text(s, 1, q->service, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)begin_us);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)end_us);
-	if (q->span_name)
-		sqlite3_bind_text(s, 4, q->span_name, -1, SQLITE_TRANSIENT);
+	ret = rd_exec(r, RS_BEGIN);
+	if (ret)
+		return ret;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)begin_us);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)end_us);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)q->min_duration_us);
 	while (out->n < q->limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		uint64_t hi = (uint64_t)sqlite3_column_int64(s, 0);
-		uint64_t lo = (uint64_t)sqlite3_column_int64(s, 1);
+		int64_t seq = sqlite3_column_int64(s, 0);
+		uint64_t hi, lo;
 		struct store_trace *t;
 
-		ret = idset_add(&seen, hi, lo);
-		if (ret < 0)
-			goto out;
-		if (!ret)
+		if (terms && !sq_bloom_may(sqlite3_column_blob(s, 1),
+					   (size_t)sqlite3_column_bytes(s, 1), mask))
 			continue;
-		ret = store__trace(r, hi, lo, out);
+		ret = trace_id(r, seq, &hi, &lo);
+		if (ret > 0)
+			ret = load_trace(r, seq, hi, lo, out);
 		if (ret < 0)
 			goto out;
 		if (!ret)
@@ -433,10 +336,11 @@ int store__traces(struct store_reader *r, const struct store_query *q,
 	ret = 0;
 	if (out->n < q->limit && rc != SQLITE_DONE)
 		ret = rd_err(r, rc);
-	qsort(out->v, out->n, sizeof(*out->v), trace_newer);
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(*out->v), trace_newer);
 out:
 	sqlite3_reset(s);
-	free(seen.v);
+	rd_exec(r, RS_COMMIT);
 	return ret;
 }
 

@@ -83,10 +83,13 @@ int store__agent_stats(struct store *st, const char *agent_id, const char *json)
 int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last_seq);
 
 /*
- * Retention: delete up to chunk spans (and partial records) that started
- * before before_us, in one short transaction.  Returns how many rows went
- * (0: nothing older is left), or -errno.  Call repeatedly so that writers
- * are never held up for long.
+ * Retention: delete the traces whose every span ended before before_us
+ * (traces without timestamps: stored before it), whole traces at a time,
+ * about chunk spans (and partial records) in one short transaction.
+ * Returns how many rows went (spans and parts; an empty trace counts 1;
+ * 0: nothing older is left), or -errno.  Call repeatedly so that writers
+ * are never held up for long.  When nothing is left, names no span newer
+ * than before_us carried are forgotten too.
  */
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk);
 

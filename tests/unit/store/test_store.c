@@ -3,13 +3,15 @@
  * The SQLite store through its interface (store/store.h), on real files in
  * a temp directory: schema, insert and read back, dedupe by agent
  * last_seq, partial-record merge across batches, names, trace search,
- * retention, and files that are not fay stores (never touched).
+ * retention, a version 1 file migrated, and files that are not fay stores
+ * (never touched).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -261,6 +263,228 @@ static void retention(struct store *st, struct store_reader *r)
 	store_names_free(&n);
 }
 
+static int has_trace(const struct store_traces *t, uint64_t lo)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].n && t->v[i].spans[0].trace_lo == lo)
+			return 1;
+	return 0;
+}
+
+/* Zipkin's QueryRequest semantics through the Bloom prefilter: every term
+ * is tested against the spans of serviceName only. */
+static void search_terms(struct store *st, struct store_reader *r)
+{
+	struct zs_tag tg[] = { { ZS_STR("http.method"), ZS_STR("GET") } };
+	struct zs_annotation an[] = { { 20000100, ZS_STR("retry") } };
+	struct zspan s[4] = { span(80, 1, 0, "front", "get", 20000000, 500),
+			      span(80, 2, 1, "back", "load", 20000010, 400),
+			      span(81, 1, 0, "front", "get", 21000000, 50),
+			      span(81, 2, 1, "back", "load", 21000010, 40) };
+	struct store_query q = { .end_ts_ms = 30000, .lookback_ms = 15000, .limit = 10 };
+	struct store_traces t = { 0 };
+	char aq[64];
+
+	s[1].tags = tg;
+	s[1].ntags = 1;
+	s[1].annotations = an;
+	s[1].nannotations = 1;
+	s[1].remote.service = (struct zs_str)ZS_STR("disk");
+	is_int(write1(st, NULL, 0, s, 4, NULL), 0, "two traces front -> back");
+
+	q.service = "back";
+	snprintf(aq, sizeof(aq), "http.method=GET and retry");
+	store_query_parse_aq(&q, aq, NULL, 0);
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && has_trace(&t, 80), "back + tag key=value + annotation: trace 80");
+	store_traces_free(&t);
+	q.service = "front";
+	store__traces(r, &q, &t);
+	is_int((int)t.n, 0, "the same terms on front: none (terms bind to the service)");
+	store_traces_free(&t);
+	q.service = NULL;
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && has_trace(&t, 80), "the same terms on any service: trace 80");
+	store_traces_free(&t);
+	snprintf(aq, sizeof(aq), "http.method=POST");
+	store_query_parse_aq(&q, aq, NULL, 0);
+	store__traces(r, &q, &t);
+	is_int((int)t.n, 0, "http.method=POST: none");
+	store_traces_free(&t);
+	snprintf(aq, sizeof(aq), "http.method");
+	store_query_parse_aq(&q, aq, NULL, 0);
+	q.service = "back";
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && has_trace(&t, 80), "bare tag key");
+	store_traces_free(&t);
+	q.naq = 0;
+	q.remote_service = "disk";
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && has_trace(&t, 80), "remoteServiceName");
+	store_traces_free(&t);
+	q.remote_service = NULL;
+	q.span_name = "load";
+	q.min_duration_us = 100;
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && has_trace(&t, 80), "back/load with minDuration 100: trace 80 only");
+	store_traces_free(&t);
+	q.service = "front";
+	q.span_name = NULL;
+	q.min_duration_us = 450;
+	q.max_duration_us = 480;
+	store__traces(r, &q, &t);
+	is_int((int)t.n, 0, "front 450..480 us: none (no span of front that long)");
+	store_traces_free(&t);
+}
+
+/* A trace whose spans arrive in several transactions: the trace row
+ * follows (span count, timestamp from the root once it arrives). */
+static void trace_across_batches(struct store *st, struct store_reader *r)
+{
+	struct zspan child = span(90, 2, 1, "leaf", "work", 40000000, 10);
+	struct zspan root = span(90, 1, 0, "top", "req", 39000000, 2000000);
+	struct store_query q = { .end_ts_ms = 39500, .lookback_ms = 1000, .limit = 10 };
+	struct store_traces t = { 0 };
+
+	is_int(write1(st, NULL, 0, &child, 1, NULL), 0, "child first");
+	q.service = "leaf";
+	store__traces(r, &q, &t);
+	is_int((int)t.n, 0, "window before the child: nothing yet");
+	store_traces_free(&t);
+	is_int(write1(st, NULL, 0, &root, 1, NULL), 0, "root in a later transaction");
+	is_int(trace_len(r, 0x1111, 90), 2, "one trace of 2 spans");
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && t.v[0].ts_us == 39000000,
+	   "found by the root's timestamp, with a span of leaf");
+	store_traces_free(&t);
+	q.end_ts_ms = 40500;
+	store__traces(r, &q, &t);
+	is_int((int)t.n, 0, "not by the child's timestamp any more (Zipkin: the root's)");
+	store_traces_free(&t);
+}
+
+static const char v1_schema[] =
+	"CREATE TABLE spans ( trace_hi INTEGER NOT NULL, trace_lo INTEGER NOT"
+	" NULL, id INTEGER NOT NULL, parent_id INTEGER, kind INTEGER NOT"
+	" NULL, name TEXT, local_service TEXT, local_ipv4 TEXT, local_ipv6"
+	" TEXT, local_port INTEGER, remote_service TEXT, remote_ipv4 TEXT,"
+	" remote_ipv6 TEXT, remote_port INTEGER, start_us INTEGER,"
+	" duration_us INTEGER, shared INTEGER NOT NULL DEFAULT 0, debug"
+	" INTEGER NOT NULL DEFAULT 0, error INTEGER NOT NULL DEFAULT 0,"
+	" annotations TEXT, tags TEXT, origin INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX spans_trace ON spans (trace_hi, trace_lo, id);"
+	"CREATE INDEX spans_service_ts ON spans (local_service, start_us);"
+	"CREATE INDEX spans_ts ON spans (start_us);"
+	"CREATE TABLE span_parts ( trace_hi INTEGER NOT NULL, trace_lo INTEGER"
+	" NOT NULL, id INTEGER NOT NULL, parent_id INTEGER, name TEXT,"
+	" service TEXT, ipv4 TEXT, ipv6 TEXT, port INTEGER, remote_service"
+	" TEXT, remote_ipv4 TEXT, remote_ipv6 TEXT, remote_port INTEGER,"
+	" debug INTEGER NOT NULL DEFAULT 0, is_tag INTEGER NOT NULL, ts_us"
+	" INTEGER, key TEXT NOT NULL, value TEXT);"
+	"CREATE INDEX span_parts_span ON span_parts (trace_hi, trace_lo, id);"
+	"CREATE INDEX span_parts_ts ON span_parts (ts_us);"
+	"CREATE TABLE services ( name TEXT PRIMARY KEY) WITHOUT ROWID;"
+	"CREATE TABLE span_names ( service TEXT NOT NULL, name TEXT NOT NULL,"
+	" PRIMARY KEY (service, name)) WITHOUT ROWID;"
+	"CREATE TABLE remote_services ( service TEXT NOT NULL, remote TEXT NOT"
+	" NULL, PRIMARY KEY (service, remote)) WITHOUT ROWID;"
+	"CREATE TABLE agents ( agent_id TEXT PRIMARY KEY, host TEXT, version"
+	" TEXT, last_seq INTEGER NOT NULL DEFAULT 0, first_seen_us INTEGER,"
+	" last_seen_us INTEGER, batches INTEGER NOT NULL DEFAULT 0, spans"
+	" INTEGER NOT NULL DEFAULT 0, stats TEXT, stats_us INTEGER) WITHOUT"
+	" ROWID;";
+
+/* A version 1 file (as fay 0.1 wrote it) is migrated on open. */
+static void migrate_v1(void)
+{
+	char p[160], err[400];
+	struct store_traces t = { 0 };
+	struct store_query q = { .service = "old-api", .end_ts_ms = 3000, .lookback_ms = 3000,
+				 .limit = 10 };
+	struct store_counts c;
+	struct store_reader *r;
+	struct store *st;
+	sqlite3 *db;
+	uint64_t last = 0;
+	int v = 0;
+
+	snprintf(p, sizeof(p), "%s/v1.db", dir);
+	if (sqlite3_open(p, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, v1_schema, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(db,
+		"PRAGMA journal_mode = WAL; PRAGMA application_id = 1178687827;" /* "FAYS" */
+		"PRAGMA user_version = 1;"
+		"INSERT INTO spans (trace_hi, trace_lo, id, parent_id, kind, name, local_service,"
+		" local_ipv4, start_us, duration_us, annotations, tags) VALUES"
+		" (0, 77, 1, NULL, 2, 'get', 'old-api', '10.0.0.1', 1000000, 900,"
+		"  '[{\"timestamp\":1000100,\"value\":\"queued\"}]', '{\"op\":\"read\",\"shard\":\"3\"}'),"
+		" (0, 77, 2, 1, 1, 'call', 'old-api', NULL, 1000200, 300, NULL, '{\"error\":\"x\"}');"
+		"INSERT INTO spans (trace_hi, trace_lo, id, kind, name, local_service, start_us,"
+		" duration_us, origin) VALUES (5, 78, 9, 2, 'sel', 'db', 2000000, 50, 1);"
+		"INSERT INTO span_parts (trace_hi, trace_lo, id, name, service, is_tag, ts_us, key)"
+		" VALUES (5, 78, 9, 'sel', 'db', 0, 2000000, 'sr'), (5, 78, 9, 'sel', 'db', 0, 2000050, 'ss');"
+		"INSERT INTO services VALUES ('old-api'), ('db');"
+		"INSERT INTO agents (agent_id, last_seq) VALUES ('00112233445566778899aabbccddeeff', 7);",
+		NULL, NULL, NULL) != SQLITE_OK) {
+		ok(0, "make a version 1 file: %s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return;
+	}
+	sqlite3_close(db);
+	st = store__open(p, STORE_F_READONLY, err, sizeof(err));
+	ok(!st && strstr(err, "needs a migration"), "read-only open of v1 refused: %s", err);
+	st = store__open(p, 0, err, sizeof(err));
+	ok(st != NULL, "version 1 file opens (migrated): %s", st ? p : err);
+	if (!st)
+		return;
+	r = store__reader_new(st);
+	store__counts(r, &c);
+	ok(c.spans == 3 && c.parts == 2, "3 spans, 2 parts after the migration");
+	store__trace(r, 0, 77, &t);
+	if (t.n == 1 && t.v[0].n == 2) {
+		const struct zspan *g = &t.v[0].spans[0];
+
+		ok(g->id == 1 && g->nannotations == 1 && zs_str_eqc(g->annotations[0].value, "queued") &&
+		   g->annotations[0].ts_us == 1000100, "annotation kept");
+		ok(g->ntags == 2 && zs_str_eqc(g->tags[0].key, "op") && zs_str_eqc(g->tags[1].value, "3"),
+		   "tags kept");
+		ok(!strcmp(g->local.ipv4, "10.0.0.1") && g->duration_us == 900, "columns kept");
+		ok(t.v[0].spans[1].error && t.v[0].spans[1].parent_id == 1, "child and its error tag");
+	} else {
+		ok(0, "trace 77 has 2 spans (got %zu traces)", t.n);
+	}
+	store_traces_free(&t);
+	store__traces(r, &q, &t);
+	ok(t.n == 1 && t.v[0].n == 2, "search by service finds the migrated trace");
+	store_traces_free(&t);
+	store__agent_last_seq(st, AGENT, &last);
+	is_u64(last, 7, "agent last_seq kept (dedupe goes on)");
+	{
+		struct zs_part pt = { .trace_hi = 5, .trace_lo = 78, .id = 9, .name = ZS_STR("sel"),
+				      .ts_us = 1999000, .key = ZS_STR("cs") };
+		struct store_batch b = { .parts = &pt, .nparts = 1 };
+		struct store_batch *bp = &b;
+
+		pt.local.service = (struct zs_str)ZS_STR("web");
+		is_int(store__write(st, &bp, 1, err, sizeof(err)), 0, "a part joins migrated parts");
+		store__trace(r, 5, 78, &t);
+		ok(t.n == 1 && t.v[0].n == 2, "merged with the migrated sr/ss: client + server");
+		store_traces_free(&t);
+	}
+	store__reader_free(r);
+	store__close(st);
+	if (sqlite3_open(p, &db) == SQLITE_OK) {
+		sqlite3_stmt *s;
+
+		if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+		    sqlite3_step(s) == SQLITE_ROW)
+			v = sqlite3_column_int(s, 0);
+		sqlite3_finalize(s);
+	}
+	sqlite3_close(db);
+	is_int(v, 2, "user_version is 2 now");
+}
+
 static int file_sha(const char *p, char *out, size_t len)
 {
 	char cmd[256];
@@ -353,7 +577,7 @@ int main(void)
 	ok(st != NULL, "new store opens: %s", st ? path : err);
 	if (!st)
 		return test_done();
-	is_int(store__schema_version(), 1, "schema version 1");
+	is_int(store__schema_version(), 2, "schema version 2");
 	r = store__reader_new(st);
 	ok(r != NULL, "reader on its own connection");
 
@@ -361,6 +585,8 @@ int main(void)
 	dedupe(st, r);
 	partial_across_batches(st, r);
 	names_and_search(st, r);
+	search_terms(st, r);
+	trace_across_batches(st, r);
 	retention(st, r);
 
 	store__reader_free(r);
@@ -373,6 +599,7 @@ int main(void)
 	store__close(st);
 
 	not_a_store();
+	migrate_v1();
 
 	zarena_reset(&A);
 	snprintf(err, sizeof(err), "rm -rf '%s'", dir);
