@@ -431,6 +431,36 @@ static void test_stream(enum engine_buffer buf, const char *name)
 	stop(&r);
 }
 
+/* A stream nobody reads: what does not fit is counted, nothing twice. */
+static void test_lost(enum engine_buffer buf, const char *name)
+{
+	struct engine_opts o = { .sz = sizeof(o), .buffer = buf };
+	struct recs c = { .size_ok = true };
+	uint64_t cnt[ENGINE_NCOUNTERS];
+	struct run r;
+	const long n = 300000;
+	const char *q = qfmt("from s in syscall(\"getppid\") where s.pid == %d"
+			     " select { t: s.tid, c: s.comm }", (int)getpid());
+
+	if (start(&r, q, &o)) {
+		ok(0, "%s: lost-row query runs", name);
+		stop(&r);
+		return;
+	}
+	c.want = (size_t)r.p->record_size;
+	engine_set_record_fn(r.e, on_rec, &c);
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getppid);
+	while (engine_consume(r.e) > 0)
+		;
+	ok(!engine_counters(r.e, cnt), "%s: read the counters", name);
+	ok(cnt[EC_LOST] > 0, "%s: a full buffer loses rows (%" PRIu64 " lost, %d read)",
+	   name, cnt[EC_LOST], c.n);
+	is_u64((uint64_t)c.n + cnt[EC_LOST], (uint64_t)n,
+	       "%s: rows read + rows counted lost = events", name);
+	stop(&r);
+}
+
 /* ---- hygiene ------------------------------------------------------------ */
 
 /* Every program and map of an engine is gone once it is freed. */
@@ -487,6 +517,8 @@ int main(void)
 	test_reset_and_drops();
 	test_stream(ENGINE_BUF_RINGBUF, "ringbuf");
 	test_stream(ENGINE_BUF_PERF, "perf buffer");
+	test_lost(ENGINE_BUF_RINGBUF, "ringbuf");
+	test_lost(ENGINE_BUF_PERF, "perf buffer");
 
 	test_hygiene();
 	return test_done();
