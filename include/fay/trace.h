@@ -30,8 +30,10 @@
  *   FAY_RINGS      rings in the file, one per recording thread (default
  *                  64, 1..4096); a thread that finds every ring taken
  *                  counts its spans in lost_no_ring.
- *   FAY_RING_KB    size of each ring in KiB, a power of two (default 256
- *                  = 4096 slots of 64 bytes, 4..65536).
+ *   FAY_RING_KB    size of each ring in KiB, a power of two (default 1024
+ *                  = 16384 slots of 64 bytes, 4..65536): about 5000
+ *                  BlkKin-style records or 2000 spans with a few tags,
+ *                  the backlog a thread may build between two drains.
  *   FAY_POOL       span handles: spans open at once in the process
  *                  (default 4096, 1..1048576); beyond, spans are not
  *                  recorded (lost_no_handle) but still propagate.

@@ -34,7 +34,7 @@
  * FAY_POOL override the defaults). */
 #define LIB_NRINGS_DEF      64u
 #define LIB_NRINGS_MAX      4096u
-#define LIB_RING_KB_DEF     256u
+#define LIB_RING_KB_DEF     1024u
 #define LIB_RING_KB_MIN     4u
 #define LIB_RING_KB_MAX     65536u
 #define LIB_NPOOL_DEF       4096u
