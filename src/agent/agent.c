@@ -836,6 +836,7 @@ static int setup(struct agent *a)
 		return ret;
 	}
 	a->drain_ready = 1;
+	a->drain.nice = a->o->drain_nice;
 
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

@@ -291,8 +291,7 @@ struct qbatch {
 };
 
 /*
- * At most max batch buffers exist (allocated on first use, kept); the
- * drain thread takes a free one (never waiting: NULL when all are in use),
+ * max batch buffers, allocated up front; the drain thread takes a free one (never waiting: NULL when all are in use),
  * fills it, and pushes it; the main thread takes them in order, spools
  * them, and gives them back.  efd (an eventfd) is written on every push.
  */
@@ -304,11 +303,12 @@ struct bqueue {
 	int efd;
 };
 
-/* max buffers of BATCH_MAX_BYTES (at least 2).  Returns 0 or -errno. */
+/* max buffers of BATCH_MAX_BYTES (at least 2).  Returns 0 or -errno.
+ * bqueue_free() accepts a queue whose init failed. */
 int bqueue_init(struct bqueue *q, uint32_t max);
 void bqueue_free(struct bqueue *q);
 /* A free buffer (reset, no trailer, nothing retired), or NULL when all
- * max are in use or memory is short. */
+ * max are in use. */
 struct qbatch *bqueue_get(struct bqueue *q);
 /* Append a sealed batch and wake the main thread. */
 void bqueue_push(struct bqueue *q, struct qbatch *b);
@@ -337,6 +337,7 @@ struct agent_opts {
 	const char *host;
 	const char *token;
 	uint64_t queue_max;     /* bytes of drained batches waiting for the spool */
+	int drain_nice;         /* nice value of the drain thread (0: unchanged) */
 	int fsync;
 };
 

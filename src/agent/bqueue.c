@@ -13,6 +13,13 @@
 
 #include "agent/agent.h"
 
+static void qbatch_free(struct qbatch *b)
+{
+	batch_free(&b->b);
+	free(b->trail);
+	free(b);
+}
+
 int bqueue_init(struct bqueue *q, uint32_t max)
 {
 	int ret;
@@ -28,15 +35,23 @@ int bqueue_init(struct bqueue *q, uint32_t max)
 	if (ret) {
 		close(q->efd);
 		q->efd = -1;
+		return ret;
 	}
-	return ret;
-}
+	/* Every buffer now, so that the drain thread never calls malloc
+	 * (an mmap for 1 MiB): untouched pages cost address space only. */
+	for (uint32_t i = 0; i < q->max; i++) {
+		struct qbatch *b = calloc(1, sizeof(*b));
 
-static void qbatch_free(struct qbatch *b)
-{
-	batch_free(&b->b);
-	free(b->trail);
-	free(b);
+		if (!b || batch_init(&b->b, BATCH_MAX_BYTES, BATCH_MAX_SPANS)) {
+			free(b);
+			bqueue_free(q);
+			return -ENOMEM;
+		}
+		b->next = q->free;
+		q->free = b;
+		q->nbufs++;
+	}
+	return 0;
 }
 
 void bqueue_free(struct bqueue *q)
@@ -71,26 +86,11 @@ struct qbatch *bqueue_get(struct bqueue *q)
 
 	pthread_mutex_lock(&q->lock);
 	b = q->free;
-	if (b) {
+	if (b)
 		q->free = b->next;
-	} else if (q->nbufs < q->max) {
-		q->nbufs++;     /* reserved; allocated outside the lock */
-	} else {
-		pthread_mutex_unlock(&q->lock);
-		return NULL;
-	}
 	pthread_mutex_unlock(&q->lock);
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || batch_init(&b->b, BATCH_MAX_BYTES, BATCH_MAX_SPANS)) {
-			free(b);
-			pthread_mutex_lock(&q->lock);
-			q->nbufs--;
-			pthread_mutex_unlock(&q->lock);
-			return NULL;
-		}
-	}
-	qbatch_reset(b);
+	if (b)
+		qbatch_reset(b);
 	return b;
 }
 

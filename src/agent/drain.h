@@ -107,6 +107,7 @@ struct drain_stats {
 struct drain {
 	struct bqueue *q;
 	uint64_t flush_ns;
+	int nice;               /* for the thread (0: the agent's) */
 	int tickfd, wakefd;
 	pthread_t thread;
 	int started;

@@ -25,7 +25,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
-"              [--stats-interval DUR]\n"
+"              [--stats-interval DUR] [--drain-nice N]\n"
 "              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
@@ -71,6 +71,9 @@ static void usage(FILE *f)
 "                        the spool (default 16M, in 1M batches, at least 2M);\n"
 "                        when it is full, rings are not drained until the\n"
 "                        disk catches up (what they overwrite is counted)\n"
+"    --drain-nice N      nice value of the thread that drains the rings, -20\n"
+"                        to 19 (default -10: a busy host delays it less;\n"
+"                        needs CAP_SYS_NICE, else ignored; 0 leaves it)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -141,13 +144,14 @@ static int parse_size(const char *s, uint64_t *out)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE };
+	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
 		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "spool-max", required_argument, NULL, O_SPOOL },
 		{ "queue-max", required_argument, NULL, O_QUEUE },
+		{ "drain-nice", required_argument, NULL, O_NICE },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -164,6 +168,7 @@ int cmd_agent(int argc, char **argv)
 		.state_dir = "/var/lib/fay/agent",
 		.spool_max = 256ull << 20,
 		.queue_max = 16ull << 20,
+		.drain_nice = -10,
 		.flush_ns = 20 * 1000000ull,
 		.stats_ns = 10 * 1000000000ull,
 		.token = getenv("FAY_TOKEN"),
@@ -203,6 +208,18 @@ int cmd_agent(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case O_NICE: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (!*optarg || *end || v < -20 || v > 19) {
+				fprintf(stderr, "error: --drain-nice '%s': want a number from -20 to 19\n",
+					optarg);
+				return 2;
+			}
+			o.drain_nice = (int)v;
+			break;
+		}
 		case O_FLUSH:
 		case O_STATS: {
 			uint64_t ns;
