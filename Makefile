@@ -19,8 +19,11 @@ SHELL := /bin/bash
 
 CC      ?= cc
 # cc from make's builtin default is fine; honour CC=clang too.
-PKGS    := libbpf libelf zlib sqlite3 libmicrohttpd jansson libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKGS    := libbpf libelf zlib sqlite3 jansson
+# Headers only: fay dlopen()s these on first use (src/common/lazy_*.h), so
+# that commands without HTTP do not pay for loading ~30 libraries.
+LAZY_PKGS := libmicrohttpd libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(LAZY_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 OPT     ?= -O2

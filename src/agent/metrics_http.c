@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "agent/metrics_http.h"
 #include "collector/collector.h"
 #include "common/err.h"
+#include "common/lazy_mhd.h"
 #include "common/prom.h"
 
 struct agent_metrics {
@@ -201,12 +201,18 @@ struct agent_metrics *agent_metrics_start(const char *addr, const char *stats_pa
 {
 	struct agent_metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage actual;
+	char why[320];
 	int fd, ret;
 
 	if (!m || !(m->stats_path = strdup(stats_path))) {
 		free(m);
 		snprintf(err, errlen, "out of memory");
 		return fay_err_ptr(-ENOMEM);
+	}
+	ret = lazy_mhd_load(why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", addr, why);
+		goto fail;
 	}
 	fd = coll_listen(addr, 16, &actual, err, errlen);
 	if (fd < 0) {

@@ -12,11 +12,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "cli/cmds.h"
 #include "cli/traces.h"
 #include "common/clock.h"
+#include "common/lazy_curl.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:9411"
 
@@ -216,6 +215,11 @@ static int fetch_json(const char *server, const char *path, json_t **out,
 		return 1;
 	}
 	ret = tr_http_get(url, &r, err, sizeof(err));
+	if (ret == -ELIBACC) {
+		fprintf(stderr, "error: fay traces: %s\n", err);
+		free(url);
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr,
 			"error: cannot reach the fay collector at %s: %s\n"
@@ -250,16 +254,43 @@ static int fetch_json(const char *server, const char *path, json_t **out,
 	return *out ? 0 : 1;
 }
 
+/*
+ * s percent-encoded but for RFC 3986's unreserved characters (what
+ * curl_easy_escape() does, without loading libcurl); malloc'ed, NULL when
+ * out of memory.
+ */
+static char *url_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *e = malloc(3 * strlen(s) + 1), *p = e;
+
+	for (; e && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
+			*p++ = (char)ch;
+		} else {
+			*p++ = '%';
+			*p++ = hex[ch >> 4];
+			*p++ = hex[ch & 15];
+		}
+	}
+	if (e)
+		*p = '\0';
+	return e;
+}
+
 /* Append "&key=value" (value URL-escaped) to *q. */
 static int add_param(char **q, const char *key, const char *val)
 {
-	char *e = curl_easy_escape(NULL, val, 0), *nq;
+	char *e = url_escape(val), *nq;
 	int n;
 
 	if (!e)
 		return -ENOMEM;
 	n = asprintf(&nq, "%s%s%s=%s", *q, strchr(*q, '?') ? "&" : "?", key, e);
-	curl_free(e);
+	free(e);
 	if (n < 0)
 		return -ENOMEM;
 	free(*q);

@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "cli/traces.h"
+#include "common/lazy_curl.h"
 
 /* Responses larger than this are refused rather than buffered. */
 #define TR_HTTP_MAX_BODY (256u << 20)
@@ -58,6 +57,8 @@ int tr_http_get(const char *url, struct tr_http_resp *resp,
 	CURLcode rc;
 
 	memset(resp, 0, sizeof(*resp));
+	if (lazy_curl_load(err, errlen))
+		return -ELIBACC;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		snprintf(err, errlen, "libcurl failed to initialise");
 		return -EIO;

@@ -12,7 +12,6 @@
  * drops the batch.  Everything is counted: sent, retried, failed (dropped
  * after the retries), dropped because the queue was full.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -25,6 +24,7 @@
 #include "collector/zjson.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/lazy_curl.h"
 #include "common/log.h"
 
 #define EXPORT_BATCH     500
@@ -173,9 +173,15 @@ static void curl_init_once(void)
 struct exporter *exporter_new(enum export_kind kind, const char *url)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	struct exporter *x = calloc(1, sizeof(*x));
+	struct exporter *x;
+	char err[320];
 
+	if (lazy_curl_load(err, sizeof(err))) {
+		pr_err("export %s: %s", url, err);
+		return fay_err_ptr(-ELIBACC);
+	}
 	pthread_once(&once, curl_init_once);
+	x = calloc(1, sizeof(*x));
 	if (!x)
 		return fay_err_ptr(-ENOMEM);
 	x->kind = kind;

@@ -130,7 +130,8 @@ json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int 
 
 enum export_kind { EXPORT_ZIPKIN, EXPORT_OTLP };
 
-/* Start an exporter thread posting to url.  NULL + errno. */
+/* Start an exporter thread posting to url.  NULL + errno (ELIBACC, logged,
+ * when libcurl cannot be loaded). */
 struct exporter *exporter_new(enum export_kind kind, const char *url);
 /* Flush (bounded by a few seconds) and stop. */
 void exporter_free(struct exporter *x);

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -646,10 +645,17 @@ struct http_server *http_server_new(struct collector *c, const char *addr,
 {
 	struct http_server *hs = calloc(1, sizeof(*hs));
 	struct sockaddr_storage actual;
+	char why[320];
 	int ret;
 
 	if (!hs)
 		return fay_err_ptr(-ENOMEM);
+	ret = lazy_mhd_load(why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", addr, why);
+		free(hs);
+		return fay_err_ptr(ret);
+	}
 	hs->c = c;
 	hs->fd = coll_listen(addr, 128, &actual, err, errlen);
 	if (hs->fd < 0) {

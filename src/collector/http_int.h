@@ -3,16 +3,16 @@
  * Inside the collector's HTTP server: the reply helpers of http.c, shared
  * with the route files added next to it (ui_http.c: the web UI; api_ui.c:
  * the UI's JSON API; api_query.c: FayQL; otlp.c: OTLP/HTTP ingest).  Only
- * these files include libmicrohttpd.
+ * these files include libmicrohttpd (common/lazy_mhd.h: loaded on first use).
  */
 #ifndef FAY_COLLECTOR_HTTP_INT_H
 #define FAY_COLLECTOR_HTTP_INT_H
 
 #include <jansson.h>
-#include <microhttpd.h>
 #include <stddef.h>
 
 #include "collector/collector.h"
+#include "common/lazy_mhd.h"
 
 /* A request body as http.c collected it (NULL/0 when none). */
 struct http_body {
