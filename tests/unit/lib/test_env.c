@@ -127,7 +127,7 @@ static int run_case(const char *name)
 static int killed_ok(const char *dir, int st)
 {
 	char path[PATH_MAX * 2];
-	struct lt_view v;
+	struct lt_view v = { 0 };
 	unsigned open = 0;
 	int good;
 
