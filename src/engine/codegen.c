@@ -284,6 +284,26 @@ static ir_reg cg_tpfield(struct cg *g, const struct pexpr *x)
 
 static ir_reg cg_int(struct cg *g, const struct pexpr *x);
 
+/* The host name into the stack at off, size bytes (a multiple of 8),
+ * zero padded: a constant for the query, so its bytes are stored as
+ * 4-byte immediates (no helper call). */
+static void cg_host(struct cg *g, int off, int size)
+{
+	const char *h = g->e->host;
+	int n = (int)strnlen(h, QUERY_STR_MAX);
+
+	if (n > size)
+		n = size;
+	ir_zero(g->ir, off, (unsigned)size);
+	for (int i = 0; i < n; i += 4) {
+		uint32_t w = 0;
+
+		for (int j = 0; j < 4 && i + j < n; j++)
+			w |= (uint32_t)(unsigned char)h[i + j] << (8 * j);
+		ir_store(g->ir, IR_S(off), i, 4, IR_I((int32_t)w));
+	}
+}
+
 /* The string x into the stack at off, size bytes (a multiple of 8),
  * zero padded. */
 static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
@@ -294,6 +314,10 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 	cg_pos(g, x);
 	switch (x->op) {
 	case PX_FIELD:
+		if (x->field == F_HOST) {
+			cg_host(g, off, size);
+			return;
+		}
 		if (x->field != F_COMM)
 			break;
 		/* Kernels before 6.2 copy with strscpy(), not strscpy_pad():
@@ -442,6 +466,17 @@ static void cg_streq(struct cg *g, const struct pexpr *x, int label, bool jump_i
 	}
 	if (n > s->size) {		/* cannot be equal */
 		if (!want_equal)
+			ir_goto(ir, label);
+		return;
+	}
+	if (s->op == PX_FIELD && s->field == F_HOST) {
+		/* a constant: decided here, as the stored bytes would be */
+		char h[QUERY_STR_MAX + 1] = { 0 };
+		bool equal;
+
+		memcpy(h, g->e->host, strnlen(g->e->host, QUERY_STR_MAX));
+		equal = !memcmp(h, lit->str, lit->len) && !h[lit->len];
+		if (equal == want_equal)
 			ir_goto(ir, label);
 		return;
 	}

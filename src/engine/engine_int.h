@@ -47,6 +47,10 @@ struct engine {
 
 	bool loaded, attached;
 	char err[2048];
+	/* The host field: gethostname() (as the agent reports it), NUL
+	 * padded; QUERY_STR_MAX bytes are stored, so a name of exactly
+	 * that length has no NUL. */
+	char host[QUERY_STR_MAX + 1];
 
 	/* streaming */
 	struct ring_buffer *rb;

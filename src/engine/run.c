@@ -230,6 +230,10 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		memcpy(&e->opts, opts, opts->sz < sizeof(e->opts) ? opts->sz :
 		       sizeof(e->opts));
 	e->opts.sz = sizeof(e->opts);
+	/* The host field, as fay agent names its host. */
+	if (gethostname(e->host, sizeof(e->host)))
+		snprintf(e->host, sizeof(e->host), "localhost");
+	e->host[sizeof(e->host) - 1] = '\0';
 
 	if (!e->opts.emit_only && !bpf_have_privileges()) {
 		rc = engine_fail(e, -EPERM, "running a query loads BPF programs: %s",

@@ -105,7 +105,11 @@ enum px_op {
 			 * F_TIME bpf_ktime_get_ns(), F_PID tgid, F_TID pid,
 			 * F_COMM bpf_get_current_comm() (16 bytes), F_CPU
 			 * smp id, F_UID current uid, F_RET return value (exit
-			 * program), F_DURATION now - saved slot 0 (exit) */
+			 * program), F_DURATION now - saved slot 0 (exit),
+			 * F_HOST the host name (a string of QUERY_STR_MAX
+			 * bytes, constant for the query: the back end
+			 * resolves it when it generates code and stores
+			 * its bytes, no helper call) */
 	PX_ARG,		/* .idx: argument n at the attach point (entry) */
 	PX_SAVED,	/* .idx: slot of the per-thread entry record (exit) */
 	PX_TPFIELD,	/* .tpf: tracepoint record field (offset, size, signedness;

@@ -190,7 +190,6 @@ static int list_fields(struct sema *s, char *buf, size_t cap)
 					      src->tp->fields[i].name);
 	for (size_t i = 0; i < ARRAY_SIZE(fields) && n < cap; i++) {
 		if (!(fields[i].srcs & M(src->kind)) ||
-		    (fields[i].id == F_HOST && src->scope == SCOPE_LOCAL) ||
 		    (src->tp && tp_field_find(src->tp, fields[i].name)))
 			continue;
 		n += snprintf(buf + n, cap - n, "%s, ", fields[i].name);
@@ -241,9 +240,6 @@ static int check_field(struct sema *s, struct node *n)
 					    "field '%s' is not available on %s (fields: %s)",
 					    n->name, src_kind_name(src->kind), list);
 		}
-		if (fields[i].id == F_HOST && src->scope == SCOPE_LOCAL)
-			return query_errorf(s->q, &n->loc,
-					    "'host' is the agent's host name; it needs a cluster or host(\"NAME\") query");
 		n->sem = S_FIELD;
 		n->field = fields[i].id;
 		n->type = fields[i].type;
@@ -620,7 +616,7 @@ static int check_binary(struct sema *s, struct node *n, enum cx cx)
 			struct node *num = l->type == VT_INT ? l : r;
 
 			return query_errorf(s->q, &num->loc,
-					    "cannot compare the integer '%s' with a string: only strings (comm, str(...), char[] tracepoint fields) compare with strings",
+					    "cannot compare the integer '%s' with a string: only strings (comm, host, str(...), char[] tracepoint fields) compare with strings",
 					    text(s, num));
 		}
 		if (!lit)

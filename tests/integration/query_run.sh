@@ -53,6 +53,24 @@ same "$T_TMP/out" '{"n":300,"bytes":1227900,"mx":1}' "syscall: entry+exit pairin
 fq --json -c "$W getppid 500" 'from s in syscall("*") where s.arg(0) >= 0 && s.comm == "query_work" group s by s.comm into g select { c: g.key, n: g.count() > 500 }'
 same "$T_TMP/out" '{"c":"query_work","n":1}' "syscall(\"*\"): every system call of the workload (more than its 500 getppid)"
 
+# ---- the host field: this host's name, a constant of the query --------------------
+H=$(hostname)
+fq --json -c "$W getppid 3" 'from s in syscall("getppid") select { h: s.host, c: s.comm }'
+row="{\"h\":\"$H\",\"c\":\"query_work\"}"
+same "$T_TMP/out" "$row"$'\n'"$row"$'\n'"$row" "host: a select column equals hostname ($H), 3 rows"
+fq --json -c "$W getppid $K" 'from s in syscall("getppid") group s by s.host into g select { h: g.key, n: g.count() }'
+same "$T_TMP/out" "{\"h\":\"$H\",\"n\":$K}" "host: a group key"
+fq --json -c "$W getppid $K" 'from s in syscall("getppid") group s by { h: s.host, c: s.comm } into g select { h: g.h, c: g.c, n: g.count(), d: g.distinct(s.host) }'
+same "$T_TMP/out" "{\"h\":\"$H\",\"c\":\"query_work\",\"n\":$K,\"d\":1}" "host: a tuple key and distinct"
+fq --json -c "$W getppid $K" "from s in syscall(\"getppid\") where s.host == \"$H\" select { n: count() }"
+same "$T_TMP/out" "{\"n\":$K}" "host: where s.host == \"$H\" counts every event"
+fq --json -c "$W getppid $K" "from s in syscall(\"getppid\") where s.host != \"$H\" select { n: count() }"
+same "$T_TMP/out" '{"n":0}' "host: where s.host != \"$H\" counts none"
+fq --json -c "$W getppid $K" "from s in syscall(\"getppid\") where s.host != \"${H}x\" && s.host != \"${H:0:${#H}-1}\" select { n: count() }"
+same "$T_TMP/out" "{\"n\":$K}" "host: longer and shorter names differ"
+fq --json -c "$W read 20 4093" "from s in syscall(\"read\") let h = s.host where s.arg(2) == 4093 && h == \"$H\" group s by { h: h, r: s.ret } into g select { h: g.h, r: g.r, n: g.count() }"
+same "$T_TMP/out" "{\"h\":\"$H\",\"r\":4093,\"n\":20}" "host: a string let at the exit of a paired source"
+
 # ---- tracepoints ---------------------------------------------------------------
 fq --json -c "$W read 250 4093" 'from t in tracepoint("syscalls:sys_enter_read") where t.count == 4093 group t by t.count into g select { count: g.key, n: g.count() }'
 same "$T_TMP/out" '{"count":4093,"n":250}' "tracepoint: a field by name in where and group by"

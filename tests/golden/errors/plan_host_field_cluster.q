@@ -1,0 +1,1 @@
+from s in cluster.syscall("read") select s.host

@@ -1,1 +1,0 @@
-from s in syscall("read") select s.host
