@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tracefs.h"
 #include "probe/provider.h"
 
 #ifndef TRACEFS_MAGIC
@@ -299,68 +300,25 @@ int perf_pmu_bit(const char *pmu, const char *field)
 
 /* ---- tracefs ---------------------------------------------------------------- */
 
-static bool is_tracefs(const char *dir)
-{
-	struct statfs st;
-	char p[256];
-
-	snprintf(p, sizeof(p), "%s/events", dir);
-	return !statfs(dir, &st) && st.f_type == TRACEFS_MAGIC && !access(p, R_OK);
-}
-
 const char *tracefs_dir(void)
 {
-	static const char *const dirs[] = { "/sys/kernel/tracing",
-					    "/sys/kernel/debug/tracing" };
-
-	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
-		if (is_tracefs(dirs[i]))
-			return dirs[i];
-	if (mount("nodev", dirs[0], "tracefs", 0, NULL) == 0 && is_tracefs(dirs[0]))
-		return dirs[0];
-	if (!errno)
-		errno = ENOENT;
-	return NULL;
+	return tracefs_find();
 }
 
-/* "field:unsigned int fd;\toffset:16;\tsize:8;\tsigned:0;" */
+/* A format line into f; 0, or -EINVAL when it is not a field line. */
 static int parse_field(char *line, struct probe_field *f)
 {
-	char *decl = strstr(line, "field:"), *semi, *name, *br;
+	struct tracefs_field tf;
 
-	if (!decl)
+	if (tracefs_parse_field(line, &tf) != 1)
 		return -EINVAL;
-	decl += 6;
-	semi = strchr(decl, ';');
-	if (!semi)
-		return -EINVAL;
-	*semi = '\0';
 	memset(f, 0, sizeof(*f));
-	if (sscanf(semi + 1, " offset:%d; size:%d;", &f->offset, &f->size) != 2)
-		return -EINVAL;
-	{
-		char *sg = strstr(semi + 1, "signed:");
-
-		f->is_signed = sg && sg[7] == '1';
-	}
-	/* The name is the last identifier of the declaration. */
-	br = strchr(decl, '[');
-	if (br) {
-		f->is_array = true;
-		*br = '\0';
-	}
-	while (*decl == ' ')
-		decl++;
-	name = strrchr(decl, ' ');
-	if (!name)
-		return -EINVAL;
-	*name++ = '\0';
-	while (*name == '*')
-		name++;
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	snprintf(f->type, sizeof(f->type), "%s%s", decl, f->is_array ? "[]" : "");
-	if (strstr(decl, "__data_loc"))
-		f->is_array = true;
+	snprintf(f->name, sizeof(f->name), "%s", tf.name);
+	snprintf(f->type, sizeof(f->type), "%s", tf.ctype);
+	f->offset = tf.offset;
+	f->size = tf.size;
+	f->is_signed = tf.is_signed;
+	f->is_array = tf.is_array || tf.is_string || tf.data_loc;
 	return 0;
 }
 

@@ -45,7 +45,7 @@ struct probe_opts {
 /* A tracepoint field, from its format file. */
 struct probe_field {
 	char name[64];
-	char type[64];		/* as declared: "unsigned int", "char[16]" */
+	char type[96];		/* as declared: "unsigned int", "char[16]" */
 	int offset, size;
 	bool is_signed;
 	bool is_array;		/* "char comm[16]", "__data_loc char[] name" */

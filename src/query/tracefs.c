@@ -20,101 +20,44 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tracefs.h"
 #include "query/query.h"
 #include "query/query_int.h"
 
-#define TRACEFS		"/sys/kernel/tracing"
-#define DEBUGFS_TRACING	"/sys/kernel/debug/tracing"
 #define FORMAT_MAX	(64 * 1024)
 
-static bool has_events(const char *dir)
-{
-	char path[512];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/events", dir);
-	return !stat(path, &st) && S_ISDIR(st.st_mode);
-}
-
-/* The tracefs directory, mounting it if needed; NULL with *why set. */
+/* The tracefs directory (the 'tracefs' option first); NULL with *err set. */
 static const char *tracefs_dir(struct query *q, int *err)
 {
+	const char *dir;
+
 	if (q->tracefs)
 		return q->tracefs;
-	if (has_events(TRACEFS))
-		return TRACEFS;
-	if (has_events(DEBUGFS_TRACING))
-		return DEBUGFS_TRACING;
-	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) == 0 && has_events(TRACEFS))
-		return TRACEFS;
-	*err = errno ? -errno : -ENOENT;
-	return NULL;
+	dir = tracefs_find();
+	if (!dir)
+		*err = -errno;
+	return dir;
 }
 
-/*
- * One "field:TYPE NAME;\toffset:O;\tsize:S;\tsigned:G;" line into f.
- * Returns 1 for a field, 0 for another line, -EINVAL for a malformed one.
- */
+/* One format line into f (names and types copied into the arena).
+ * Returns 1 for a field, 0 for another line, -EINVAL or -ENOMEM. */
 static int parse_field(struct arena *a, char *line, struct tp_field *f)
 {
-	char *decl, *semi, *name, *br, *p;
-	int off, size, sgn;
+	struct tracefs_field tf;
+	int r = tracefs_parse_field(line, &tf);
 
-	p = strstr(line, "field:");
-	if (!p)
-		return 0;
-	decl = p + 6;
-	semi = strchr(decl, ';');
-	if (!semi)
-		return -EINVAL;
-	*semi = '\0';
-	p = strstr(semi + 1, "offset:");
-	if (!p || sscanf(p, "offset:%d;", &off) != 1)
-		return -EINVAL;
-	p = strstr(p, "size:");
-	if (!p || sscanf(p, "size:%d;", &size) != 1)
-		return -EINVAL;
-	p = strstr(p, "signed:");
-	if (!p || sscanf(p, "signed:%d;", &sgn) != 1)
-		return -EINVAL;
-
-	/* the name is the last word of the declaration, before a trailing
-	 * [N] ("char prev_comm[16]"; but "__data_loc char[] filename") */
-	size_t dl = strlen(decl);
-
-	while (dl && decl[dl - 1] == ' ')
-		decl[--dl] = '\0';
-	br = dl && decl[dl - 1] == ']' ? strrchr(decl, '[') : NULL;
-	name = br ? br : decl + dl;
-	while (name > decl && name[-1] == ' ')
-		name--;
-	char *end = name;
-
-	while (name > decl && name[-1] != ' ' && name[-1] != '*')
-		name--;
-	if (name == end)
-		return -EINVAL;
-	f->name = arena_strndup(a, name, end - name);
-	/* the type: the declaration without the name */
-	int tl = (int)(name - decl);
-
-	while (tl && decl[tl - 1] == ' ')
-		tl--;
-	f->ctype = br ? arena_printf(a, "%.*s%s", tl, decl, br) :
-			arena_strndup(a, decl, tl);
+	if (r <= 0)
+		return r;
+	f->name = arena_strndup(a, tf.name, strlen(tf.name));
+	f->ctype = arena_strndup(a, tf.ctype, strlen(tf.ctype));
 	if (!f->name || !f->ctype)
 		return -ENOMEM;
-	f->offset = off;
-	f->size = size;
-	f->is_signed = sgn;
-	f->data_loc = !strncmp(decl, "__data_loc", 10);
-	if (f->data_loc) {
-		f->is_string = strstr(decl, "char") != NULL;
-		f->is_array = !f->is_string;
-	} else if (br) {
-		f->is_string = strstr(decl, "char") != NULL && size > 0;
-		f->is_array = !f->is_string;
-	}
+	f->offset = tf.offset;
+	f->size = tf.size;
+	f->is_signed = tf.is_signed;
+	f->is_string = tf.is_string;
+	f->data_loc = tf.data_loc;
+	f->is_array = tf.is_array;
 	return 1;
 }
 
@@ -160,7 +103,7 @@ int tp_format_load(struct query *q, const char *sys, const char *event,
 	if (!dir)
 		return query_errorf(q, loc,
 				    "cannot read the format of tracepoint '%s:%s': tracefs is not mounted and mounting it at %s failed: %s (run as root, or: mount -t tracefs nodev %s)",
-				    sys, event, TRACEFS, errstr(err), TRACEFS);
+				    sys, event, TRACEFS_DIR, errstr(err), TRACEFS_DIR);
 	snprintf(path, sizeof(path), "%s/events/%s/%s/format", dir, sys, event);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -222,8 +165,8 @@ int tp_syscall_known(struct query *q, const char *name)
 	struct stat st;
 
 	if (!dir)
-		dir = has_events(TRACEFS) ? TRACEFS :
-		      has_events(DEBUGFS_TRACING) ? DEBUGFS_TRACING : NULL;
+		dir = tracefs_has_events(TRACEFS_DIR) ? TRACEFS_DIR :
+		      tracefs_has_events(TRACEFS_DEBUGFS_DIR) ? TRACEFS_DEBUGFS_DIR : NULL;
 	if (!dir)
 		return -1;
 	snprintf(path, sizeof(path), "%s/events/syscalls", dir);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracefs: where it is, and the field lines of an event's format file.
+ * One place for both the query front end (types and names of tp.FIELD)
+ * and the probe providers (offsets to load at run time).
+ */
+#ifndef FAY_COMMON_TRACEFS_H
+#define FAY_COMMON_TRACEFS_H
+
+#include <stdbool.h>
+
+#define TRACEFS_DIR         "/sys/kernel/tracing"
+#define TRACEFS_DEBUGFS_DIR "/sys/kernel/debug/tracing"
+
+/* Does dir hold a readable events/ directory? */
+bool tracefs_has_events(const char *dir);
+
+/*
+ * The tracefs directory: TRACEFS_DIR or the debugfs one when either holds
+ * events/, otherwise tracefs is mounted at TRACEFS_DIR (root only).
+ * Returns NULL with errno set when none can be had.
+ */
+const char *tracefs_find(void);
+
+struct tracefs_field {
+	char name[64];
+	char ctype[96];     /* as written: "pid_t", "char[16]", "__data_loc char[]" */
+	int offset, size;
+	bool is_signed;
+	bool is_string;     /* char[N] (inline) or __data_loc char[] */
+	bool data_loc;      /* u32 at offset: (len << 16) | record offset */
+	bool is_array;      /* non-char array */
+};
+
+/*
+ * Parse one line of a format file ("\tfield:char comm[16];\toffset:8;
+ * \tsize:16;\tsigned:0;"; line is modified).  Returns 1 and fills f for a
+ * field line, 0 for any other line, -EINVAL for a malformed field line.
+ */
+int tracefs_parse_field(char *line, struct tracefs_field *f);
+
+#endif
