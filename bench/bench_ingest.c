@@ -44,6 +44,7 @@
 #include "common/rand.h"
 #include "common/spanrec.h"
 #include "store/store.h"
+#include "bench.h"
 
 static unsigned nspans = 200000, batch = 1000, runs = 5, per_trace = 1;
 static int only; /* 1: fay only, 2: peer only (profiling) */
@@ -274,19 +275,6 @@ static double run_peer(const struct rec *r, const char *schema)
 	sqlite3_finalize(s);
 	sqlite3_close(db);
 	return nspans / secs;
-}
-
-static int cmp(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- --query ------------------------------------------------------------ */

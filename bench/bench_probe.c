@@ -30,6 +30,7 @@
 #include "bpf/ir.h"
 #include "bpf/load.h"
 #include "probe/probe.h"
+#include "bench.h"
 
 static double now_ns(void)
 {
@@ -81,19 +82,6 @@ static double newest_tp_ns_per_run(long calls)
 		close(fd);
 	}
 	return best;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* fay: count per pid; returns the per-call ns, *setup_ns, *count. */

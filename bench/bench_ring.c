@@ -14,8 +14,9 @@
 
 #include "common/ring/ring.h"
 #include "common/spanrec.h"
+#include "bench.h"
 
-#define NSLOTS_DEFAULT 4096u    /* libfay's default ring: 256 KiB */
+#define NSLOTS_DEFAULT 4096u    /* a 256 KiB ring */
 
 static double now(void)
 {
@@ -23,19 +24,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_dbl);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* A realistic span: fixed part plus name, two tags, one event (the agent

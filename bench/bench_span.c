@@ -34,6 +34,7 @@
 #ifndef BENCH_NO_LTTNG
 #include "bench_span_lttng.h"
 #endif
+#include "bench.h"
 
 static const char *service = "mapperd", *ip = "10.0.0.7";
 static const int port = 7001;
@@ -125,19 +126,6 @@ static int lttng_recording(void)
 	       lttng_ust_tracepoint_enabled(zipkin, keyval_string);
 }
 #endif
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static unsigned arg_uint(const char *opt, const char *v)
 {
