@@ -12,7 +12,7 @@
 #include "cli/cmds.h"
 #include "common/log.h"
 #include "engine/engine.h"
-#include "engine/session.h"
+#include "cli/query_run.h"
 #include "query/plan.h"
 #include "query/query.h"
 

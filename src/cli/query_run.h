@@ -2,10 +2,11 @@
 /*
  * Run one planned query on this host until its time limit, the traced
  * process's exit or SIGINT/SIGTERM/SIGHUP, printing rows as they come
- * (streams), per window, or once at the end.  Used by `fay query`.
+ * (streams), per window, or once at the end.  Used by `fay query`; the
+ * loop is the query driver's (engine/driver.h), this is its CLI sink.
  */
-#ifndef FAY_ENGINE_SESSION_H
-#define FAY_ENGINE_SESSION_H
+#ifndef FAY_CLI_QUERY_RUN_H
+#define FAY_CLI_QUERY_RUN_H
 
 #include <stdbool.h>
 #include <stdio.h>
