@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * POST /api/query's engine: runs a planned FayQL query on this host with
- * the engine of src/engine (code generation, load, attach, read) and
- * turns what it yields into the NDJSON lines of qengine.h.
+ * POST /api/query's engine: a sink of the query driver (engine/driver.h,
+ * the same loop as `fay query`) that turns what it yields into the
+ * NDJSON lines of qengine.h, written straight from the rows.
  *
- * It is the loop of `fay query` (engine/session.c) without what does not
- * belong in a server: no signal handlers (the collector owns SIGINT and
- * SIGTERM; a query stops when the HTTP client goes away, *env->stop), no
- * command to start, and output as JSON lines:
+ * No signal handlers (the collector owns SIGINT and SIGTERM; a query
+ * stops when the HTTP client goes away, *env->stop, checked every
+ * QRUN_TICK_MS), no command to start, and output as JSON lines:
  *
  *   streams      {"type":"row","values":[...]} per record ('limit N' rows)
  *   aggregates   {"type":"window","t":MS,"rows":[[...],...],"final":B}
@@ -15,7 +14,9 @@
  *                every second (final: false) so the page fills in while
  *                the query runs, and the final result at the end
  *   always       {"type":"progress","attached":N,"probes":[...]} once
- *                attached, {"type":"dropped",...} when events were lost
+ *                attached; {"type":"dropped","counters":{...}} after a
+ *                window, the final result or a stream's end when events
+ *                were lost
  *
  * The query ends at its 'for DUR' (or 'where X.time < now + D'), at
  * 'limit N' for a stream, or when the client leaves.  A verifier
