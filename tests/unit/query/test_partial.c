@@ -25,15 +25,7 @@ static struct query *compile(const char *text, const struct plan **p)
 	return q;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#define next test_xorshift
 
 /* A value as the probes would build it: per-event updates. */
 static void fill(const struct plan *p, unsigned char *val, int events)
