@@ -167,6 +167,7 @@ struct node {
 	struct node *a, *b;
 	struct node **args;
 	int nargs;
+	int height;		/* levels in this subtree (parser-bounded) */
 
 	/* filled by sema */
 	enum vtype type;
