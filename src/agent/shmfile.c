@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "agent/agent.h"
+#include "agent/shmfile.h"
+#include "common/spanrec.h"
 #include "common/atomic.h"
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EBADMSG; } while (0)
