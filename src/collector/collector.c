@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "collector/cluster.h"
 #include "collector/collector.h"
 #include "collector/ext.h"
 #include "common/clock.h"
@@ -57,6 +58,12 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "%s", why);
 		goto err_out;
 	}
+	c->cluster = cluster_new();
+	if (!c->cluster) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto err_out;
+	}
 	c->ingest = ingest_new(c);
 	if (!c->ingest) {
 		ret = -errno;
@@ -95,6 +102,7 @@ void collector_stop(struct collector *c)
 		return;
 	http_server_free(r->hs);
 	wire_server_free(r->ws);
+	cluster_free(c->cluster);	/* after every connection and query ended */
 	ingest_free(c->ingest);
 	coll_ext_free(c->ext);
 	for (int i = 0; i < c->nreaders; i++)

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "collector/cluster.h"
 #include "collector/collector.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -64,6 +65,8 @@ struct agent_conn {
 	struct coll_agent *agent;     /* after HELLO */
 	char agent_id[33];
 	char host[256];
+	bool query_role;              /* HELLO role "query": cluster.c serves it */
+	bool child_collector;
 	unsigned rejected_logged;
 	struct wire_reader rd;
 	struct wire_buf out;
@@ -146,6 +149,22 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 				 m.token[0] ? "wrong" : "missing");
 	memcpy(ac->agent_id, m.agent_id, sizeof(ac->agent_id));
 	snprintf(ac->host, sizeof(ac->host), "%s", m.host);
+	if (!strcmp(m.role, "query")) {
+		/* a query connection (cluster queries): cluster.c serves it */
+		ac->query_role = true;
+		ac->child_collector = m.collector;
+		if (!ac->host[0])
+			return violation(ac, "HELLO: a query connection needs a host name");
+		if (wire_reader_partial(&ac->rd))
+			return violation(ac, "HELLO: a query connection sent frames before WELCOME");
+		snprintf(wm.version, sizeof(wm.version), "%s", FAY_VERSION);
+		ret = wire_put_welcome(&ac->out, &wm);
+		ret = ret ? ret : flush_out(ac);
+		return ret ? ret : 2;
+	}
+	if (m.role[0])
+		return violation(ac, "HELLO: unknown role \"%s\" (this collector knows \"query\")",
+				 m.role);
 	ret = ingest_hello(c->ingest, ac->agent_id, m.host[0] ? m.host : NULL,
 			   m.version[0] ? m.version : NULL, &last_seq);
 	if (ret) {
@@ -391,6 +410,10 @@ static void *conn_main(void *arg)
 	do {
 		ret = one_frame(&ac);
 	} while (!ret);
+	if (ret == 2 && ac.query_role) {
+		cluster_serve(ws->c->cluster, w->fd, w->peer, ac.host, ac.child_collector);
+		ret = 1;
+	}
 	if (ret < 0 && ret != -EPROTO && ret != -ECONNRESET)
 		pr_info("wire: %s agent %s: connection: %s", w->peer, ac.agent_id, errstr(ret));
 	if (ac.agent) {

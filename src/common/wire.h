@@ -68,6 +68,12 @@ enum wire_type {
 	WIRE_NACK,
 	WIRE_STATS,
 	WIRE_ERROR,
+	/* cluster queries (wire_cluster.h) */
+	WIRE_QUERY,
+	WIRE_QSTATUS,
+	WIRE_PARTIAL,
+	WIRE_CANCEL,
+	WIRE_BEAT,
 	WIRE_TYPE_MAX,
 };
 
@@ -202,6 +208,10 @@ struct wire_hello {
 	char host[256];
 	char version[64];
 	char token[256];                 /* "" = none sent */
+	char role[16];                   /* "" = span shipping; "query": a
+					  * query connection (wire_cluster.h) */
+	int collector;                   /* query role: the peer is a child
+					  * collector, not an agent */
 };
 int wire_put_hello(struct wire_buf *b, const struct wire_hello *m);
 int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,

@@ -124,7 +124,9 @@ int wire_put_hello(struct wire_buf *b, const struct wire_hello *m)
 	json_t *o = json_pack("{ssssss}", "agent_id", m->agent_id, "host", m->host,
 			      "version", m->version);
 
-	if (o && m->token[0] && json_object_set_new(o, "token", json_string(m->token))) {
+	if (o && ((m->token[0] && json_object_set_new(o, "token", json_string(m->token))) ||
+		  (m->role[0] && json_object_set_new(o, "role", json_string(m->role))) ||
+		  (m->collector && json_object_set_new(o, "collector", json_true())))) {
 		json_decref(o);
 		return -ENOMEM;
 	}
@@ -152,6 +154,17 @@ int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,
 		ret = get_str(o, "HELLO", "version", 0, m->version, sizeof(m->version), err, errlen);
 	if (!ret)
 		ret = get_str(o, "HELLO", "token", 0, m->token, sizeof(m->token), err, errlen);
+	if (!ret)
+		ret = get_str(o, "HELLO", "role", 0, m->role, sizeof(m->role), err, errlen);
+	m->collector = 0;
+	if (!ret && json_object_get(o, "collector")) {
+		json_t *v = json_object_get(o, "collector");
+
+		if (!json_is_boolean(v))
+			ret = bad(err, errlen, "HELLO: \"collector\" is not true or false");
+		else
+			m->collector = json_is_true(v);
+	}
 	json_decref(o);
 	return ret;
 }

@@ -82,6 +82,8 @@ static void test_round_trips(void)
 	snprintf(h.host, sizeof(h.host), "host-\"quoted\"\\\u00e9");
 	snprintf(h.version, sizeof(h.version), "0.1.0");
 	snprintf(h.token, sizeof(h.token), "s3cret");
+	snprintf(h.role, sizeof(h.role), "query");
+	h.collector = 1;
 	snprintf(w.version, sizeof(w.version), "9.9");
 	snprintf(n.error, sizeof(n.error), "store busy: \"disk\"\n");
 	snprintf(e.error, sizeof(e.error), "HELLO: wrong token");
@@ -108,6 +110,7 @@ static void test_round_trips(void)
 			is_str(h2.host, h.host, "host with quotes, backslash, UTF-8");
 			is_str(h2.version, "0.1.0", "version");
 			is_str(h2.token, "s3cret", "token");
+			ok(!strcmp(h2.role, "query") && h2.collector == 1, "role query, collector");
 			break;
 		case WIRE_WELCOME:
 			is_int(wire_get_welcome(&f, &w2, err, sizeof(err)), 0, "WELCOME decoded");
@@ -142,14 +145,17 @@ static void test_round_trips(void)
 	close(sv[1]);
 	wire_reader_free(&r);
 
-	/* A token of "" is not sent at all. */
+	/* A token or role of "" and collector 0 are not sent at all. */
 	wire_buf_reset(&b);
 	h.token[0] = '\0';
+	h.role[0] = '\0';
+	h.collector = 0;
 	wire_put_hello(&b, &h);
 	f = frame_at(&b);
-	ok(!memmem(f.payload, f.h.len, "token", 5), "empty token: no token member");
+	ok(!memmem(f.payload, f.h.len, "token", 5) && !memmem(f.payload, f.h.len, "role", 4) &&
+	   !memmem(f.payload, f.h.len, "collector", 9), "empty token, role: no such members");
 	is_int(wire_get_hello(&f, &h2, err, sizeof(err)), 0, "decoded");
-	is_str(h2.token, "", "token empty");
+	ok(!h2.token[0] && !h2.role[0] && !h2.collector, "token and role empty, not a collector");
 
 	/* Encoders refuse what no decoder would take. */
 	is_int(wire_put_ack(&b, &(struct wire_ack){ .seq = 0 }), -EINVAL, "ACK seq 0 refused");
@@ -403,6 +409,10 @@ static void test_decoders(void)
 		  -EBADMSG, "\"token\" is not a string" },
 		{ WIRE_HELLO, 0, "{\"agent_id\":\"0123456789abcdef0123456789abcdef\",\"agent_id\":\"0123456789abcdef0123456789abcdef\"}",
 		  -EBADMSG, "duplicate" },
+		{ WIRE_HELLO, 0, "{\"agent_id\":\"0123456789abcdef0123456789abcdef\",\"collector\":\"yes\"}",
+		  -EBADMSG, "\"collector\" is not true or false" },
+		{ WIRE_HELLO, 0, "{\"agent_id\":\"0123456789abcdef0123456789abcdef\",\"role\":\"a-role-too-long-x\"}",
+		  -EBADMSG, "\"role\" is 17 bytes long, at most 15" },
 		{ WIRE_HELLO, 3, "{\"agent_id\":\"0123456789abcdef0123456789abcdef\"}", -EPROTO,
 		  "seq 3" },
 		{ WIRE_WELCOME, 0, "{\"version\":\"x\"}", -EBADMSG, "\"last_seq\" is missing" },
