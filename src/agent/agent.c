@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/qclient.h"
 #include "agent/drain.h"
 #include "agent/ship.h"
 #include "common/atomic.h"
@@ -84,6 +85,7 @@ struct agent {
 	struct evsrc ev_tick, ev_retry, ev_ino, ev_sig, ev_sock, ev_queue;
 	int lockfd;
 	char agent_id[33];
+	struct qclient *qc;	/* the query connection (cluster queries) */
 	char cursors_path[PATH_MAX], stats_path[PATH_MAX];
 
 	/* Every process from discovery to retirement (the drain thread has
@@ -917,6 +919,7 @@ static void free_dead(struct agent *a)
 
 static void teardown(struct agent *a)
 {
+	qclient_stop(a->qc);	/* every query's probes detached */
 	/* The drain thread first: it may still be reading the procs. */
 	if (a->drain_ready)
 		drain_free(&a->drain);
@@ -973,6 +976,17 @@ int agent_run(const struct agent_opts *o)
 	arm_timer(a.tickfd, house, house);
 	a.next_stats_ns = clock_monotonic_ns() + o->stats_ns;
 	ship_tick(&a.ship, clock_monotonic_ns());
+	{
+		struct qclient_opts qo = {
+			.collector = o->collector, .host = o->host,
+			.agent_id = a.agent_id, .token = o->token,
+		};
+
+		a.qc = qclient_start(&qo);
+		if (!a.qc)
+			pr_warn("cannot start the query connection: %s; cluster queries will not run here",
+				errstr(-errno));
+	}
 
 	for (;;) {
 		int n = epoll_wait(a.epfd, evs, 32, 1000);

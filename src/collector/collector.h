@@ -78,6 +78,8 @@ struct collector {
 
 	/* Web UI, OTLP, exporters, /api/query (ext.h); NULL: none. */
 	struct coll_ext *ext;
+	/* Cluster queries: query connections, fan-out, merge (cluster.h). */
+	struct cluster *cluster;
 };
 
 /* ---- collector.c helpers ------------------------------------------------ */

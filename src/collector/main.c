@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "collector/cluster.h"
 #include "collector/collector.h"
 #include "collector/ext.h"
 #include "common/clock.h"
@@ -254,6 +255,11 @@ int cmd_collector(int argc, char **argv)
 		fprintf(stderr, "error: %s\n", err);
 		goto out;
 	}
+	c.cluster = cluster_new();
+	if (!c.cluster) {
+		fprintf(stderr, "error: out of memory\n");
+		goto out;
+	}
 	c.ingest = ingest_new(&c);
 	if (!c.ingest) {
 		fprintf(stderr, "error: cannot start the writer thread: %s\n", errstr(errno));
@@ -283,6 +289,7 @@ int cmd_collector(int argc, char **argv)
 out:
 	http_server_free(hs);
 	wire_server_free(ws);
+	cluster_free(c.cluster);	/* after every connection and query ended */
 	ingest_free(c.ingest);
 	coll_ext_free(c.ext);
 	for (int i = 0; i < c.nreaders; i++)

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * POST /api/query's engine: runs a planned FayQL query on this host with
- * the engine of src/engine (code generation, load, attach, read) and
- * turns what it yields into the NDJSON lines of qengine.h.
+ * POST /api/query's engine: a sink of the query driver (engine/driver.h,
+ * the same loop as `fay query`) that turns what it yields into the
+ * NDJSON lines of qengine.h, written straight from the rows.
  *
- * It is the loop of `fay query` (engine/session.c) without what does not
- * belong in a server: no signal handlers (the collector owns SIGINT and
- * SIGTERM; a query stops when the HTTP client goes away, *env->stop), no
- * command to start, and output as JSON lines:
+ * No signal handlers (the collector owns SIGINT and SIGTERM; a query
+ * stops when the HTTP client goes away, *env->stop, checked every
+ * QRUN_TICK_MS), no command to start, and output as JSON lines:
  *
  *   streams      {"type":"row","values":[...]} per record ('limit N' rows)
  *   aggregates   {"type":"window","t":MS,"rows":[[...],...],"final":B}
@@ -15,243 +14,172 @@
  *                every second (final: false) so the page fills in while
  *                the query runs, and the final result at the end
  *   always       {"type":"progress","attached":N,"probes":[...]} once
- *                attached, {"type":"dropped",...} when events were lost
+ *                attached; {"type":"dropped","counters":{...}} after a
+ *                window, the final result or a stream's end when events
+ *                were lost
  *
  * The query ends at its 'for DUR' (or 'where X.time < now + D'), at
  * 'limit N' for a stream, or when the client leaves.  A verifier
  * rejection comes back as an error at the query's line:col.
  */
 #include <errno.h>
-#include <jansson.h>
-#include <poll.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector/qengine.h"
-#include "common/clock.h"
-#include "engine/engine.h"
+#include "engine/driver.h"
 
 #define QRUN_SNAPSHOT_NS 1000000000ull
 #define QRUN_TICK_MS     100
 
-struct qrun_ctx {
-	struct engine *e;
-	const struct plan *p;
-	const struct qengine_env *env;
-	uint64_t rows;
-	int werr;
+/* One NDJSON object being written (open_memstream), handed to emit. */
+struct line {
+	char *buf;
+	size_t len;
+	FILE *f;
 };
 
-/* A JSON object line {"col": v, ...} (the engine's --json output) as the
- * array of its values in column order; new reference or NULL. */
-static json_t *values_of(const struct plan *p, const char *line, size_t len)
+static int line_open(struct line *l)
 {
-	json_t *o = json_loadb(line, len, 0, NULL), *a;
+	memset(l, 0, sizeof(*l));
+	l->f = open_memstream(&l->buf, &l->len);
+	return l->f ? 0 : -ENOMEM;
+}
 
-	if (!o)
-		return NULL;
-	a = json_array();
-	for (int i = 0; a && i < p->ncols; i++) {
-		json_t *v = json_object_get(o, p->cols[i].name);
+/* Close l and emit it (unless err); frees l.  Returns err or emit's. */
+static int line_emit(const struct qengine_env *env, struct line *l, int err)
+{
+	if (fclose(l->f) && !err)
+		err = -ENOMEM;
+	if (!err)
+		err = env->emit(env->ctx, l->buf, l->len);
+	free(l->buf);
+	return err;
+}
 
-		json_array_append(a, v ? v : json_null());
+static int on_attached(void *ctx, struct engine *e)
+{
+	const struct qengine_env *env = ctx;
+	struct line l;
+	int err = line_open(&l);
+
+	if (err)
+		return err;
+	fprintf(l.f, "{\"type\":\"progress\",\"attached\":%d,\"probes\":[",
+		engine_nprobes(e));
+	for (int i = 0; i < engine_nprobes(e); i++) {
+		const char *d = engine_probe_desc(e, i);
+
+		if (i)
+			fputc(',', l.f);
+		json_str(l.f, d, strlen(d));
 	}
-	json_decref(o);
-	return a;
+	fputs("]}", l.f);
+	return line_emit(env, &l, 0);
 }
 
-static int emit_json(const struct qengine_env *env, json_t *j)
+static int on_record(void *ctx, struct engine *e, const void *rec, size_t size)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	int ret;
+	const struct qengine_env *env = ctx;
+	struct line l;
+	int err = line_open(&l);
 
-	json_decref(j);
-	if (!s)
-		return -ENOMEM;
-	ret = env->emit(env->ctx, s, strlen(s));
-	free(s);
-	return ret;
+	if (err)
+		return err;
+	fputs("{\"type\":\"row\",\"values\":", l.f);
+	err = engine_print_values(engine_plan(e), l.f, NULL, rec);
+	fputc('}', l.f);
+	return line_emit(env, &l, err);
 }
 
-/* Print with the engine's JSON writer into memory, then hand each line
- * to fn.  0 or -errno. */
-static int lines_of(struct qrun_ctx *c, const struct engine_result *res, const void *rec,
-		    json_t *rows)
+/* {"type":"dropped","counters":{"<what>":n,...}} when anything was. */
+static int emit_dropped(const struct qengine_env *env, const uint64_t c[ENGINE_NCOUNTERS])
 {
-	struct engine_out o = { .json = true };
-	char *buf = NULL;
-	size_t len = 0;
-	int ret;
+	struct line l;
+	int err, n = 0;
 
-	o.f = open_memstream(&buf, &len);
-	if (!o.f)
-		return -ENOMEM;
-	ret = res ? engine_print_result(c->e, &o, res, 0) : engine_print_record(c->e, &o, rec);
-	if (fclose(o.f) && !ret)
-		ret = -ENOMEM;
-	for (char *l = buf, *nl; !ret && l && *l; l = nl + 1) {
-		json_t *v;
-
-		nl = strchr(l, '\n');
-		if (!nl)
-			break;
-		v = values_of(c->p, l, (size_t)(nl - l));
-		if (!v) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (rows) {
-			json_array_append_new(rows, v);
-		} else {
-			ret = emit_json(c->env, json_pack("{s:s, s:o}", "type", "row", "values", v));
-			c->rows++;
-		}
-	}
-	free(buf);
-	return ret;
-}
-
-static void on_record(void *ctx, const void *rec, size_t size)
-{
-	struct qrun_ctx *c = ctx;
-
-	if (c->werr || (c->p->limit && c->rows >= c->p->limit))
-		return;
-	c->werr = lines_of(c, NULL, rec, NULL);
-}
-
-/* Read the aggregates (reset: a tumbling window ends) and emit them. */
-static int emit_aggregate(struct qrun_ctx *c, bool reset, bool final, uint64_t t_ns)
-{
-	struct engine_result res = { 0 };
-	json_t *rows = json_array();
-	int ret;
-
-	if (!rows)
-		return -ENOMEM;
-	ret = engine_read(c->e, reset, &res);
-	if (!ret)
-		ret = lines_of(c, &res, NULL, rows);
-	engine_result_clear(&res);
-	if (ret) {
-		json_decref(rows);
-		return ret;
-	}
-	c->rows += json_array_size(rows);
-	return emit_json(c->env, json_pack("{s:s, s:I, s:o, s:b}", "type", "window",
-		"t", (json_int_t)(t_ns / 1000000), "rows", rows, "final", final));
-}
-
-static int emit_dropped(struct qrun_ctx *c)
-{
-	uint64_t n[ENGINE_NCOUNTERS];
-	json_t *o;
-
-	if (engine_counters(c->e, n))
+	for (int i = 0; i < ENGINE_NCOUNTERS; i++)
+		n += c[i] != 0;
+	if (!n)
 		return 0;
-	o = json_object();
-	for (int i = 0; o && i < ENGINE_NCOUNTERS; i++)
-		if (n[i])
-			json_object_set_new(o, engine_counter_desc(i), json_integer((json_int_t)n[i]));
-	if (!json_object_size(o)) {
-		json_decref(o);
-		return 0;
+	err = line_open(&l);
+	if (err)
+		return err;
+	fputs("{\"type\":\"dropped\",\"counters\":{", l.f);
+	for (int i = 0, k = 0; i < ENGINE_NCOUNTERS; i++) {
+		const char *d = engine_counter_desc(i);
+
+		if (!c[i])
+			continue;
+		if (k++)
+			fputc(',', l.f);
+		json_str(l.f, d, strlen(d));
+		fprintf(l.f, ":%" PRIu64, c[i]);
 	}
-	return emit_json(c->env, json_pack("{s:s, s:o}", "type", "dropped", "counters", o));
+	fputs("}}", l.f);
+	return line_emit(env, &l, 0);
 }
 
-/* The engine's or the query's message for a failure. */
-static void fail_msg(struct query *q, struct engine *e, char *err, size_t errlen)
+static int on_result(void *ctx, struct engine *e, const struct engine_result *res,
+		     const struct engine_window *w)
 {
-	const char *m = query_error(q) ? query_error(q) : e ? engine_error(e) : "";
-	size_t n;
+	const struct qengine_env *env = ctx;
+	const struct plan *p = engine_plan(e);
+	struct line l;
+	int err = line_open(&l);
 
-	if (!m || !*m)
-		return;
-	snprintf(err, errlen, "%s", m);
-	n = strlen(err);
-	while (n && err[n - 1] == '\n')
-		err[--n] = '\0';
+	if (err)
+		return err;
+	fprintf(l.f, "{\"type\":\"window\",\"t\":%" PRIu64 ",\"rows\":[",
+		(w->windowed ? w->start_ns : w->end_ns) / 1000000);
+	for (size_t r = 0; !err && r < res->nrows; r++) {
+		if (r)
+			fputc(',', l.f);
+		err = engine_print_values(p, l.f, res->rows[r].key, res->rows[r].val);
+	}
+	fprintf(l.f, "],\"final\":%s}", w->final ? "true" : "false");
+	err = line_emit(env, &l, err);
+	/* drop counters: per window, and with the final result */
+	if (!err && (w->windowed || w->final))
+		err = emit_dropped(env, res->counters);
+	return err;
+}
+
+static int on_stream_end(void *ctx, struct engine *e, const uint64_t c[ENGINE_NCOUNTERS])
+{
+	return emit_dropped(ctx, c);
 }
 
 int fay_query_engine_run(struct query *q, const struct plan *p,
 			 const struct qengine_env *env, char *err, size_t errlen)
 {
-	struct engine_opts eo = { .sz = sizeof(eo) };
-	struct qrun_ctx c = { .p = p, .env = env };
-	uint64_t start, deadline = 0, next = 0, wstart;
-	bool stream = p->mode == PLAN_STREAM;
-	json_t *probes;
-	int ret;
+	struct engine_sink sink = {
+		.sz = sizeof(sink), .attached = on_attached, .record = on_record,
+		.result = on_result, .stream_end = on_stream_end,
+		.ctx = (void *)env,
+	};
+	struct engine_drive_opts o = {
+		.sz = sizeof(o), .stop = env->stop, .watch_fd = -1,
+		.snapshot_ns = QRUN_SNAPSHOT_NS, .tick_ms = QRUN_TICK_MS,
+		.err = err, .errlen = errlen,
+	};
+	int ret = engine_drive(q, p, &o, &sink);
 
-	c.e = engine_new(q, p, &eo, err, errlen);
-	if (!c.e) {
-		ret = -errno;
-		fail_msg(q, NULL, err, errlen);
-		return ret ? ret : -EINVAL;
-	}
-	ret = engine_load(c.e);
-	ret = ret ? : engine_attach(c.e);
-	if (ret) {
-		fail_msg(q, c.e, err, errlen);
-		goto out;
-	}
-	if (stream)
-		engine_set_record_fn(c.e, on_record, &c);
-	probes = json_array();
-	for (int i = 0; probes && i < engine_nprobes(c.e); i++)
-		json_array_append_new(probes, json_string(engine_probe_desc(c.e, i)));
-	ret = emit_json(env, json_pack("{s:s, s:i, s:o}", "type", "progress",
-				       "attached", engine_nprobes(c.e), "probes", probes));
-	start = clock_monotonic_ns();
-	wstart = clock_realtime_ns();
-	if (p->for_ns)
-		deadline = start + p->for_ns;
-	if (!stream)
-		next = start + (p->window_ns ? p->window_ns : QRUN_SNAPSHOT_NS);
-	while (!ret && !*env->stop) {
-		int sfd = engine_stream_fd(c.e);
-		uint64_t now = clock_monotonic_ns();
+	if (ret && query_error(q)) {	/* at the query's line:col */
+		size_t n;
 
-		if (deadline && now >= deadline)
-			break;
-		if (next && now >= next) {
-			uint64_t t = wstart;
-
-			if (p->window_ns) {
-				wstart = clock_realtime_ns();
-				next += p->window_ns;
-			} else {
-				t = clock_realtime_ns();
-				next += QRUN_SNAPSHOT_NS;
-			}
-			ret = emit_aggregate(&c, p->window_ns > 0, false, t);
-			continue;
-		}
-		if (sfd >= 0) {
-			struct pollfd pf = { .fd = sfd, .events = POLLIN };
-
-			if (poll(&pf, 1, QRUN_TICK_MS) > 0)
-				engine_consume(c.e);
-			ret = c.werr;
-			if (p->limit && c.rows >= p->limit)
-				break;
-		} else {
-			poll(NULL, 0, QRUN_TICK_MS);
-		}
+		snprintf(err, errlen, "%s", query_error(q));
+		n = strlen(err);
+		while (n && err[n - 1] == '\n')
+			err[--n] = '\0';
 	}
-	if (!ret && !*env->stop) {
-		if (stream)
-			engine_consume(c.e);
-		else
-			ret = emit_aggregate(&c, p->window_ns > 0, true,
-					     p->window_ns ? wstart : clock_realtime_ns());
-		ret = ret ? : c.werr ? : emit_dropped(&c);
-	}
+	if (ret > 0)
+		ret = -EINVAL;
+	if (*env->stop)
+		return -EPIPE;
 	if (ret && ret != -EPIPE && !err[0])
 		snprintf(err, errlen, "%s", strerror(-ret));
-out:
-	engine_free(c.e);
-	return *env->stop ? -EPIPE : ret;
+	return ret;
 }

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "collector/cluster.h"
 #include "collector/collector.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -64,6 +65,8 @@ struct agent_conn {
 	struct coll_agent *agent;     /* after HELLO */
 	char agent_id[33];
 	char host[256];
+	bool query_role;              /* HELLO role "query": cluster.c serves it */
+	bool child_collector;
 	unsigned rejected_logged;
 	uint8_t *buf;
 	size_t cap;
@@ -226,6 +229,16 @@ static int on_hello(struct agent_conn *ac, const uint8_t *p, uint32_t len)
 		ac->agent_id[i] = (char)(id[i] | 0x20); /* lower case */
 	ac->agent_id[32] = '\0';
 	snprintf(ac->host, sizeof(ac->host), "%s", host ? host : "");
+	if (opt_str(o, "role") && !strcmp(opt_str(o, "role"), "query")) {
+		/* a query connection (cluster queries): cluster.c serves it */
+		ac->query_role = true;
+		ac->child_collector = json_is_true(json_object_get(o, "collector"));
+		json_decref(o);
+		if (!ac->host[0])
+			return violation(ac, "HELLO: a query connection needs a host name");
+		ret = send_json(ac, WIRE_WELCOME, 0, json_pack("{ss}", "version", FAY_VERSION));
+		return ret ? ret : 2;
+	}
 	ret = ingest_hello(c->ingest, ac->agent_id, host, version, &last_seq);
 	if (ret) {
 		json_decref(o);
@@ -489,6 +502,10 @@ static void *conn_main(void *arg)
 	do {
 		ret = one_frame(&ac);
 	} while (!ret);
+	if (ret == 2 && ac.query_role) {
+		cluster_serve(ws->c->cluster, w->fd, w->peer, ac.host, ac.child_collector);
+		ret = 1;
+	}
 	if (ret < 0 && ret != -EPROTO && ret != -ECONNRESET)
 		pr_info("wire: %s agent %s: connection: %s", w->peer, ac.agent_id, errstr(ret));
 	if (ac.agent) {

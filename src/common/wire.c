@@ -9,7 +9,8 @@
 static const char *const type_names[] = {
 	[WIRE_HELLO] = "HELLO", [WIRE_WELCOME] = "WELCOME", [WIRE_BATCH] = "BATCH",
 	[WIRE_ACK] = "ACK",     [WIRE_NACK] = "NACK",       [WIRE_STATS] = "STATS",
-	[WIRE_ERROR] = "ERROR",
+	[WIRE_ERROR] = "ERROR", [WIRE_QUERY] = "QUERY",   [WIRE_QSTATUS] = "QSTATUS",
+	[WIRE_PARTIAL] = "PARTIAL", [WIRE_CANCEL] = "CANCEL", [WIRE_BEAT] = "BEAT",
 };
 
 const char *wire_type_name(unsigned type)

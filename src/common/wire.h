@@ -58,6 +58,12 @@ enum wire_type {
 	WIRE_NACK,
 	WIRE_STATS,
 	WIRE_ERROR,
+	/* cluster queries (wire_cluster.h) */
+	WIRE_QUERY,
+	WIRE_QSTATUS,
+	WIRE_PARTIAL,
+	WIRE_CANCEL,
+	WIRE_BEAT,
 	WIRE_TYPE_MAX,
 };
 

@@ -57,8 +57,11 @@ struct engine_opts {
 	/* Do not resolve probes that need the system (tracepoints never
 	 * do; kernel functions and USDT always do): for --emit. */
 	bool emit_only;
+	/* The value of the host field (fay agent --host); NULL or "":
+	 * gethostname().  Cut to QUERY_STR_MAX bytes. */
+	const char *host;
 };
-#define engine_opts__last_field emit_only
+#define engine_opts__last_field host
 
 struct engine;
 
@@ -117,6 +120,13 @@ struct engine_result {
  * result with engine_result_clear().  0 or -errno.
  */
 int engine_read(struct engine *e, bool reset, struct engine_result *res);
+/* The same; raw: rows in no particular order and not limited (partial
+ * aggregates that are merged elsewhere before engine_result_order()). */
+int engine_read_rows(struct engine *e, bool reset, bool raw,
+		     struct engine_result *res);
+/* Order res's rows as plan p says ('order by', else by key) and keep the
+ * first 'limit' (result.c).  0 or -ENOMEM (res unchanged). */
+int engine_result_order(const struct plan *p, struct engine_result *res);
 void engine_result_clear(struct engine_result *res);
 
 /* Streaming: fn is called with each record (record_size bytes). */
@@ -141,13 +151,20 @@ struct engine_out {
 	bool header_done;	/* streaming table: header printed */
 };
 
-/* Print an aggregated result: a table (histograms as bars) or one JSON
- * object per row; window_start_ns > 0 tags each row (and the table). */
-int engine_print_result(const struct engine *e, struct engine_out *o,
+/* Print an aggregated result of plan p: a table (histograms as bars) or
+ * one JSON object per row; window_start_ns > 0 tags each row (and the
+ * table).  0 or -EIO/-ENOMEM. */
+int engine_print_result(const struct plan *p, struct engine_out *o,
 			const struct engine_result *res, uint64_t window_start_ns);
 /* Print one streamed record. */
-int engine_print_record(const struct engine *e, struct engine_out *o,
+int engine_print_record(const struct plan *p, struct engine_out *o,
 			const void *rec);
+/* The columns of one aggregated row (key, val) or of one streamed record
+ * (key NULL, val the record) as a JSON array in column order: integers,
+ * strings, distributions as arrays of {"lo","hi","count"} (the --json
+ * forms).  No newline.  0 or -EIO/-ENOMEM. */
+int engine_print_values(const struct plan *p, FILE *f, const void *key,
+			const void *val);
 /* Warnings for non-zero counters, one line each, to f; returns how many. */
 int engine_print_counters(const uint64_t c[ENGINE_NCOUNTERS], FILE *f,
 			  const struct plan *p);

@@ -204,57 +204,79 @@ static void window_stamp(FILE *f, uint64_t ns)
 	fprintf(f, "window %s.%03uZ\n", buf, (unsigned)(ns / 1000000 % 1000));
 }
 
-static int print_json_rows(const struct engine *e, FILE *f,
-			   const struct engine_result *res, uint64_t wstart)
+/* Column i of a row (key and merged val) or, key NULL, of a streamed
+ * record (val), in JSON. */
+static void json_col(const struct plan *p, FILE *f, int i, const void *key,
+		     const void *val)
 {
-	const struct plan *p = e->p;
+	const struct plan_col *c = &p->cols[i];
+	const unsigned char *r = val;
+	struct plan_val v;
 
-	for (size_t r = 0; r < res->nrows; r++) {
-		const struct engine_row *row = &res->rows[r];
-		bool first = true;
+	if (!key) {
+		if (c->type == VT_STR) {
+			const char *s = (const char *)r + c->offset;
 
-		fputc('{', f);
-		if (wstart) {
-			fprintf(f, "\"window_start_ns\":%" PRIu64, wstart);
-			first = false;
+			json_str(f, s, strnlen(s, (size_t)c->size));
+		} else {
+			int64_t x;
+
+			memcpy(&x, r + c->offset, 8);
+			fprintf(f, "%" PRId64, x);
 		}
-		for (int i = 0; i < p->ncols; i++) {
-			const struct plan_col *c = &p->cols[i];
-			struct plan_val v;
-
-			if (!first)
-				fputc(',', f);
-			first = false;
-			json_str(f, c->name, strlen(c->name));
-			fputc(':', f);
-			if (c->type == VT_DIST) {
-				json_dist(f, &p->aggrs[c->aggr], row->val);
-				continue;
-			}
-			if (plan_eval(p, c->e, row->key, row->val, &v)) {
-				fputs("null", f);
-				continue;
-			}
-			if (v.type == VT_STR)
-				json_str(f, v.s, strnlen(v.s, v.len));
-			else
-				fprintf(f, "%" PRId64, v.i);
-		}
-		fputs("}\n", f);
+		return;
 	}
-	return 0;
+	if (c->type == VT_DIST) {
+		json_dist(f, &p->aggrs[c->aggr], val);
+		return;
+	}
+	if (plan_eval(p, c->e, key, val, &v))
+		fputs("null", f);
+	else if (v.type == VT_STR)
+		json_str(f, v.s, strnlen(v.s, v.len));
+	else
+		fprintf(f, "%" PRId64, v.i);
 }
 
-int engine_print_result(const struct engine *e, struct engine_out *o,
+/* {"window_start_ns":W,"col":v,...}\n */
+static void json_object_row(const struct plan *p, FILE *f, const void *key,
+			    const void *val, uint64_t wstart)
+{
+	fputc('{', f);
+	if (wstart)
+		fprintf(f, "\"window_start_ns\":%" PRIu64 "%s", wstart, p->ncols ? "," : "");
+	for (int i = 0; i < p->ncols; i++) {
+		if (i)
+			fputc(',', f);
+		json_str(f, p->cols[i].name, strlen(p->cols[i].name));
+		fputc(':', f);
+		json_col(p, f, i, key, val);
+	}
+	fputs("}\n", f);
+}
+
+int engine_print_values(const struct plan *p, FILE *f, const void *key, const void *val)
+{
+	fputc('[', f);
+	for (int i = 0; i < p->ncols; i++) {
+		if (i)
+			fputc(',', f);
+		json_col(p, f, i, key, val);
+	}
+	fputc(']', f);
+	return ferror(f) ? -EIO : 0;
+}
+
+int engine_print_result(const struct plan *p, struct engine_out *o,
 			const struct engine_result *res, uint64_t wstart)
 {
-	const struct plan *p = e->p;
 	FILE *f = o->f;
 	int ncols = p->ncols, nscalar = 0, *w;
 	struct cell *cells;
 
 	if (o->json) {
-		print_json_rows(e, f, res, wstart);
+		for (size_t r = 0; r < res->nrows; r++)
+			json_object_row(p, f, res->rows[r].key, res->rows[r].val, wstart);
 		return ferror(f) ? -EIO : 0;
 	}
 	w = calloc((size_t)ncols + 1, sizeof(*w));
@@ -354,33 +376,13 @@ static int stream_width(const struct plan_col *c)
 	return n > 10 ? n : 10;
 }
 
-int engine_print_record(const struct engine *e, struct engine_out *o, const void *rec)
+int engine_print_record(const struct plan *p, struct engine_out *o, const void *rec)
 {
-	const struct plan *p = e->p;
 	const unsigned char *r = rec;
 	FILE *f = o->f;
 
 	if (o->json) {
-		fputc('{', f);
-		for (int i = 0; i < p->ncols; i++) {
-			const struct plan_col *c = &p->cols[i];
-
-			if (i)
-				fputc(',', f);
-			json_str(f, c->name, strlen(c->name));
-			fputc(':', f);
-			if (c->type == VT_STR) {
-				const char *s = (const char *)r + c->offset;
-
-				json_str(f, s, strnlen(s, (size_t)c->size));
-			} else {
-				int64_t v;
-
-				memcpy(&v, r + c->offset, 8);
-				fprintf(f, "%" PRId64, v);
-			}
-		}
-		fputs("}\n", f);
+		json_object_row(p, f, NULL, rec, 0);
 		return ferror(f) ? -EIO : 0;
 	}
 	if (!o->header_done) {

@@ -230,8 +230,11 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		memcpy(&e->opts, opts, opts->sz < sizeof(e->opts) ? opts->sz :
 		       sizeof(e->opts));
 	e->opts.sz = sizeof(e->opts);
-	/* The host field, as fay agent names its host. */
-	if (gethostname(e->host, sizeof(e->host)))
+	/* The host field: the agent's --host, else as fay agent names its
+	 * host by default. */
+	if (e->opts.host && e->opts.host[0])
+		snprintf(e->host, sizeof(e->host), "%s", e->opts.host);
+	else if (gethostname(e->host, sizeof(e->host)))
 		snprintf(e->host, sizeof(e->host), "localhost");
 	e->host[sizeof(e->host) - 1] = '\0';
 
@@ -640,72 +643,6 @@ int engine_consume(struct engine *e)
 
 /* ---- aggregates ------------------------------------------------------------- */
 
-struct sortctx {
-	const struct plan *p;
-};
-
-struct srow {
-	struct engine_row r;
-	struct plan_val ov;
-};
-
-static int cmp_val(const struct plan_val *a, const struct plan_val *b)
-{
-	if (a->type == VT_STR || b->type == VT_STR) {
-		size_t n = a->len < b->len ? a->len : b->len;
-		int c = memcmp(a->s, b->s, n);
-
-		return c ? c : (a->len > b->len) - (a->len < b->len);
-	}
-	return (a->i > b->i) - (a->i < b->i);
-}
-
-static int cmp_keys(const struct plan *p, const unsigned char *a, const unsigned char *b)
-{
-	for (int i = 0; i < p->nkeys; i++) {
-		const struct plan_key *k = &p->keys[i];
-		int c;
-
-		if (k->e->type == VT_STR) {
-			c = strncmp((const char *)a + k->offset, (const char *)b + k->offset,
-				    (size_t)k->size);
-		} else {
-			int64_t x, y;
-
-			memcpy(&x, a + k->offset, 8);
-			memcpy(&y, b + k->offset, 8);
-			c = (x > y) - (x < y);
-		}
-		if (c)
-			return c;
-	}
-	return 0;
-}
-
-static int cmp_rows(const void *x, const void *y, void *arg)
-{
-	const struct sortctx *s = arg;
-	const struct srow *a = x, *b = y;
-	int c = 0;
-
-	if (s->p->order) {
-		c = cmp_val(&a->ov, &b->ov);
-		if (s->p->order_desc)
-			c = -c;
-	}
-	return c ? c : cmp_keys(s->p, a->r.key, b->r.key);
-}
-
-void engine_result_clear(struct engine_result *res)
-{
-	for (size_t i = 0; i < res->nrows; i++) {
-		free(res->rows[i].key);
-		free(res->rows[i].val);
-	}
-	free(res->rows);
-	memset(res, 0, sizeof(*res));
-}
-
 /* Merge ncpu per-CPU values (stride bytes apart) into dst. */
 static void merge_cpus(const struct plan *p, unsigned char *dst,
 		       const unsigned char *buf, int ncpu, size_t stride)
@@ -716,16 +653,16 @@ static void merge_cpus(const struct plan *p, unsigned char *dst,
 				   buf + (size_t)c * stride + p->aggrs[i].offset);
 }
 
-static int add_row(struct engine *e, struct srow **rows, size_t *n, size_t *cap,
+static int add_row(struct engine *e, struct engine_row **rows, size_t *n, size_t *cap,
 		   const void *key, const unsigned char *buf, int ncpu, size_t stride)
 {
 	const struct plan *p = e->p;
 	size_t vsize = bmap_value_size(e->vals), ksize = (size_t)p->key_size;
-	struct srow *r;
+	struct engine_row *r;
 
 	if (*n == *cap) {
 		size_t nc = *cap ? 2 * *cap : 64;
-		struct srow *nr = realloc(*rows, nc * sizeof(*nr));
+		struct engine_row *nr = realloc(*rows, nc * sizeof(*nr));
 
 		if (!nr)
 			return -ENOMEM;
@@ -734,29 +671,29 @@ static int add_row(struct engine *e, struct srow **rows, size_t *n, size_t *cap,
 	}
 	r = &(*rows)[*n];
 	memset(r, 0, sizeof(*r));
-	r->r.key = calloc(1, ksize ? ksize : 1);
-	r->r.val = calloc(1, vsize);
-	if (!r->r.key || !r->r.val) {
-		free(r->r.key);
-		free(r->r.val);
+	r->key = calloc(1, ksize ? ksize : 1);
+	r->val = calloc(1, vsize);
+	if (!r->key || !r->val) {
+		free(r->key);
+		free(r->val);
 		return -ENOMEM;
 	}
 	if (ksize)
-		memcpy(r->r.key, key, ksize);
-	merge_cpus(p, r->r.val, buf, ncpu, stride);
+		memcpy(r->key, key, ksize);
+	merge_cpus(p, r->val, buf, ncpu, stride);
 	(*n)++;
 	return 0;
 }
 
-int engine_read(struct engine *e, bool reset, struct engine_result *res)
+int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
+		     struct engine_result *res)
 {
 	const struct plan *p = e->p;
 	int ncpu = bpf_ncpus(), err = 0;
 	size_t stride, n = 0, cap = 0, nkeys = 0, kcap = 0;
 	size_t ksize = (size_t)p->key_size;
 	unsigned char *buf = NULL, *keys = NULL;
-	struct srow *rows = NULL;
-	struct sortctx sc = { .p = p };
+	struct engine_row *rows = NULL;
 	uint64_t raw[ENGINE_NCOUNTERS];
 
 	memset(res, 0, sizeof(*res));
@@ -818,40 +755,20 @@ int engine_read(struct engine *e, bool reset, struct engine_result *res)
 		err = engine_counters(e, res->counters);
 	if (!err && reset && !counters_raw(e, raw))
 		memcpy(e->counters_base, raw, sizeof(raw));
-	if (err) {
-		for (size_t i = 0; i < n; i++) {
-			free(rows[i].r.key);
-			free(rows[i].r.val);
-		}
-		free(rows);
-		free(buf);
-		free(keys);
-		return engine_fail(e, err, "cannot read the aggregates: %s", errstr(err));
-	}
-	if (p->order)
-		for (size_t i = 0; i < n; i++)
-			if (plan_eval(p, p->order, rows[i].r.key, rows[i].r.val, &rows[i].ov))
-				rows[i].ov.i = 0;
-	if (n > 1)
-		qsort_r(rows, n, sizeof(*rows), cmp_rows, &sc);
-	res->nrows = p->limit && n > p->limit ? (size_t)p->limit : n;
-	for (size_t i = res->nrows; i < n; i++) {
-		free(rows[i].r.key);
-		free(rows[i].r.val);
-	}
-	res->rows = calloc(res->nrows ? res->nrows : 1, sizeof(*res->rows));
-	if (!res->rows) {
-		for (size_t i = 0; i < res->nrows; i++) {
-			free(rows[i].r.key);
-			free(rows[i].r.val);
-		}
-		res->nrows = 0;
-		err = -ENOMEM;
-	}
-	for (size_t i = 0; res->rows && i < res->nrows; i++)
-		res->rows[i] = rows[i].r;
-	free(rows);
+	res->rows = rows;
+	res->nrows = n;
 	free(buf);
 	free(keys);
+	if (err) {
+		engine_result_clear(res);
+		return engine_fail(e, err, "cannot read the aggregates: %s", errstr(err));
+	}
+	if (!raw_rows)
+		err = engine_result_order(p, res);
 	return err;
+}
+
+int engine_read(struct engine *e, bool reset, struct engine_result *res)
+{
+	return engine_read_rows(e, reset, false, res);
 }

@@ -77,11 +77,44 @@ static struct node *node_new(struct parser *p, enum node_kind kind,
 		n->kind = kind;
 		n->loc = *loc;
 		n->idx = -1;
+		n->height = 1;
 	}
 	return n;
 }
 
 /* ---- expressions ----------------------------------------------------- */
+
+static int too_deep(struct parser *p, const struct loc *at)
+{
+	return query_errorf(p->q, at,
+			    "expression nested too deeply (more than %d levels of operators, calls or parentheses; split it with let)",
+			    QUERY_MAX_DEPTH);
+}
+
+/*
+ * Set n->height from its children and refuse a tree taller than
+ * QUERY_MAX_DEPTH.  The recursion-depth count in parse_expr/parse_unary
+ * bounds the parser itself; this bounds the trees every later pass
+ * (sema, plan, codegen, the dumps) walks recursively, which a long
+ * left-associative chain such as a + a + ... + a builds without any
+ * parser recursion.
+ */
+static int set_height(struct parser *p, struct node *n)
+{
+	int h = 0;
+
+	if (n->a && n->a->height > h)
+		h = n->a->height;
+	if (n->b && n->b->height > h)
+		h = n->b->height;
+	for (int i = 0; i < n->nargs; i++)
+		if (n->args[i]->height > h)
+			h = n->args[i]->height;
+	n->height = h + 1;
+	if (n->height > QUERY_MAX_DEPTH)
+		return too_deep(p, &n->loc);
+	return 0;
+}
 
 static int parse_expr(struct parser *p, struct node **out);
 
@@ -162,7 +195,7 @@ static int parse_primary(struct parser *p, struct node **out)
 	}
 	n->loc.end = p->prev_end;
 	*out = n;
-	return 0;
+	return n->kind == N_CALL ? set_height(p, n) : 0;
 }
 
 static int parse_postfix(struct parser *p, struct node **out)
@@ -186,6 +219,7 @@ static int parse_postfix(struct parser *p, struct node **out)
 		m->loc.start = n->loc.start;
 		m->loc.end = p->prev_end;
 		n = m;
+		TRY(set_height(p, n));
 	}
 	*out = n;
 	return 0;
@@ -201,9 +235,7 @@ static int parse_unary(struct parser *p, struct node **out)
 	    t->kind != T_PLUS)
 		return parse_postfix(p, out);
 	if (++p->depth > QUERY_MAX_DEPTH)
-		return query_errorf(p->q, &t->loc,
-				    "expression nested too deeply (more than %d levels)",
-				    QUERY_MAX_DEPTH);
+		return too_deep(p, &t->loc);
 	next(p);
 	err = parse_unary(p, &n);
 	p->depth--;
@@ -217,7 +249,7 @@ static int parse_unary(struct parser *p, struct node **out)
 	(*out)->op = t->kind;
 	(*out)->a = n;
 	(*out)->loc.end = p->prev_end;
-	return 0;
+	return set_height(p, *out);
 }
 
 /* Binary precedence levels, lowest first (C's order). */
@@ -259,6 +291,7 @@ static int parse_binary(struct parser *p, int level, struct node **out)
 		n->b = r;
 		n->loc.start = l->loc.start;
 		n->loc.end = p->prev_end;
+		TRY(set_height(p, n));
 		l = n;
 	}
 	*out = l;
@@ -270,9 +303,7 @@ static int parse_expr(struct parser *p, struct node **out)
 	int err;
 
 	if (++p->depth > QUERY_MAX_DEPTH)
-		return query_errorf(p->q, &p->t->loc,
-				    "expression nested too deeply (more than %d levels)",
-				    QUERY_MAX_DEPTH);
+		return too_deep(p, &p->t->loc);
 	err = parse_binary(p, 0, out);
 	p->depth--;
 	return err;

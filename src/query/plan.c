@@ -19,7 +19,22 @@ struct planner {
 	const struct ast_query *aq;
 	struct plan *p;
 	struct arena *a;
+	int depth;		/* conv() recursion, lets and columns inlined */
+	int nodes;		/* pexprs made so far */
+	int nconj;		/* where-conjuncts chained with PX_LAND */
+	int fail;		/* the error px_new reported, if any */
 };
+
+/*
+ * Bounds on what the planner builds.  The parser bounds each expression
+ * tree (QUERY_MAX_DEPTH), but inlining lets into the entry predicate and
+ * columns into order by nests trees into one another, and the where
+ * conjuncts are chained: these keep the trees that codegen walks
+ * recursively shallow and small whatever the query text.
+ */
+#define PLAN_MAX_DEPTH	1024
+#define PLAN_MAX_NODES	(1 << 16)
+#define PLAN_MAX_CONJ	1024
 
 /* Where an expression runs. */
 struct pctx {
@@ -28,11 +43,19 @@ struct pctx {
 	bool read_side;		/* columns, order by */
 };
 
-#define TRYP(x) do { if (!(x)) return -ENOMEM; } while (0)
+#define TRYP(x) do { if (!(x)) return pl->fail ? pl->fail : -ENOMEM; } while (0)
 
 static struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node *n)
 {
-	struct pexpr *e = arena_alloc(pl->a, sizeof(*e));
+	struct pexpr *e;
+
+	if (++pl->nodes > PLAN_MAX_NODES) {
+		pl->fail = query_errorf(pl->q, n ? &n->loc : &pl->aq->loc,
+					"query too large once its lets are expanded (more than %d operations); use fewer lets built from lets",
+					PLAN_MAX_NODES);
+		return NULL;
+	}
+	e = arena_alloc(pl->a, sizeof(*e));
 
 	if (e) {
 		e->op = op;
@@ -164,14 +187,31 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 	return 0;
 }
 
+static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
+		     struct pexpr **out);
+
+/* n as a pexpr tree, at most PLAN_MAX_DEPTH deep. */
 static int conv(struct planner *pl, const struct node *n, struct pctx cx,
 		struct pexpr **out)
+{
+	int err;
+
+	if (pl->depth >= PLAN_MAX_DEPTH)
+		return query_errorf(pl->q, &n->loc,
+				    "expression nested too deeply once its lets are expanded (more than %d levels); use fewer lets built from lets",
+				    PLAN_MAX_DEPTH);
+	pl->depth++;
+	err = n->sem != S_NONE ? conv_sem(pl, n, cx, out) : conv_node(pl, n, cx, out);
+	pl->depth--;
+	return err;
+}
+
+static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
+		     struct pexpr **out)
 {
 	struct pexpr *e;
 	int err;
 
-	if (n->sem != S_NONE)
-		return conv_sem(pl, n, cx, out);
 	switch (n->kind) {
 	case N_INT:
 		TRYP(e = px_new(pl, PX_CONST, n));
@@ -293,6 +333,10 @@ static int add_conj(struct planner *pl, struct pexpr **acc, struct pexpr *e)
 		*acc = e;
 		return 0;
 	}
+	if (++pl->nconj > PLAN_MAX_CONJ)
+		return query_errorf(pl->q, &e->loc,
+				    "too many where conditions (more than %d joined with && or in where clauses)",
+				    PLAN_MAX_CONJ);
 	TRYP(and = px_new(pl, PX_LAND, NULL));
 	and->loc = (*acc)->loc;
 	and->a = *acc;
@@ -307,6 +351,7 @@ static int plan_conjuncts(struct planner *pl, const struct node *n)
 	struct pexpr *e;
 	int err;
 
+	/* recursion over the && tree: the parser bounded its height */
 	if (n->kind == N_BINARY && n->op == T_ANDAND && n->sem == S_NONE) {
 		err = plan_conjuncts(pl, n->a);
 		return err ? : plan_conjuncts(pl, n->b);
@@ -464,16 +509,17 @@ int query_plan(struct query *q, const struct plan **out)
 		return err;
 	aq = pl.aq = q->ast;
 
-	if (aq->src.scope != SCOPE_LOCAL)
+	if (aq->src.scope != SCOPE_LOCAL && !q->cluster)
 		return query_errorf(q, &aq->src.scope_loc,
-				    "%s queries need a cluster (collector and agents); they arrive with the cluster issue. Drop '%s' to query this host",
+				    "%s queries run through a collector and its agents: fay query --cluster URL 'QUERY'. Drop '%s' to query this host",
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster" : "host(...)",
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster." : "host(...).");
 	if (aq->src.kind == SRC_SPANS)
 		return query_errorf(q, &aq->src.loc,
 				    "spans(...) queries read libfay span rings through the agent and collector; they arrive with the cluster issue");
 
-	TRYP(p = arena_alloc(q->arena, sizeof(*p)));
+	if (!(p = arena_alloc(q->arena, sizeof(*p))))
+		return -ENOMEM;
 	pl.p = p;
 	p->ast = aq;
 	p->source = aq->src.kind;
@@ -487,7 +533,8 @@ int query_plan(struct query *q, const struct plan **out)
 	cx = (struct pctx){ .at_exit = p->paired };
 
 	/* lets, in order, in the main program */
-	TRYP(p->lets = arena_alloc(q->arena, (aq->nlets + 1) * sizeof(*p->lets)));
+	if (!(p->lets = arena_alloc(q->arena, (aq->nlets + 1) * sizeof(*p->lets))))
+		return -ENOMEM;
 	p->nlets = aq->nlets;
 	for (int i = 0; i < aq->nlets && !err; i++) {
 		p->lets[i].name = aq->lets[i]->name;

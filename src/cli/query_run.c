@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `fay query` on this host: the CLI's sink of the query driver
+ * (engine/driver.h).  It starts the command to trace (-c; held at a pipe
+ * until the probes are attached), watches it or the -p process through a
+ * pidfd, stops at SIGINT/SIGTERM/SIGHUP, and prints rows as tables or
+ * JSON lines as the driver hands them over.
+ *
+ * Signals are blocked outside the driver's wait and let in only inside
+ * its ppoll(), so a Ctrl-C can never fall between a check and the sleep;
+ * every path out goes through one tear-down (the driver detaches; here:
+ * reap the child, restore the signal mask).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/query_run.h"
+#include "engine/driver.h"
+
+static volatile sig_atomic_t got_stop;
+
+static void on_stop(int sig)
+{
+	got_stop = sig;
+}
+
+struct sess {
+	const struct engine_run_opts *o;
+	struct engine_out out;
+	int go;			/* -c: the pipe that starts the command */
+};
+
+static void print_counters(struct sess *s, const struct plan *p,
+			   const uint64_t c[ENGINE_NCOUNTERS])
+{
+	engine_print_counters(c, s->o->json ? s->o->err : s->o->out, p);
+}
+
+static int write_err(struct sess *s, int err)
+{
+	fprintf(s->o->err, "error: cannot write the output: %s\n", strerror(-err));
+	return 1;
+}
+
+static int on_attached(void *ctx, struct engine *e)
+{
+	struct sess *s = ctx;
+	const struct engine_run_opts *o = s->o;
+	const struct plan *p = engine_plan(e);
+
+	if (!o->quiet) {
+		fprintf(o->err, "fay: %d probe%s attached:", engine_nprobes(e),
+			engine_nprobes(e) == 1 ? "" : "s");
+		for (int i = 0; i < engine_nprobes(e); i++)
+			fprintf(o->err, "%s %s", i ? "," : "", engine_probe_desc(e, i));
+		fprintf(o->err, "; %s\n", p->for_ns ? "stops at the time limit or Ctrl-C" :
+			o->cmd ? "stops when the command exits or Ctrl-C" :
+			"Ctrl-C prints the result and stops");
+	}
+	if (o->attached_fn)
+		o->attached_fn(o->attached_ctx);
+	if (s->go >= 0) {
+		if (write(s->go, "g", 1) != 1) {
+			fprintf(o->err, "error: cannot start the command: %s\n",
+				strerror(errno));
+			return 1;
+		}
+		close(s->go);
+		s->go = -1;
+	}
+	return 0;
+}
+
+static int on_record(void *ctx, struct engine *e, const void *rec, size_t size)
+{
+	struct sess *s = ctx;
+	int err = engine_print_record(engine_plan(e), &s->out, rec);
+
+	return err ? write_err(s, err) : 0;
+}
+
+static int on_batch_end(void *ctx, struct engine *e)
+{
+	struct sess *s = ctx;
+
+	return fflush(s->o->out) ? write_err(s, -errno) : 0;
+}
+
+static int on_result(void *ctx, struct engine *e, const struct engine_result *res,
+		     const struct engine_window *w)
+{
+	struct sess *s = ctx;
+	const struct plan *p = engine_plan(e);
+	int err = engine_print_result(p, &s->out, res, w->windowed ? w->start_ns : 0);
+
+	print_counters(s, p, res->counters);
+	if (s->o->window_gap && w->windowed && !s->o->json)
+		fputc('\n', s->o->out);
+	if (fflush(s->o->out) && !err)
+		err = -errno;
+	return err ? write_err(s, err) : 0;
+}
+
+static int on_stream_end(void *ctx, struct engine *e, const uint64_t c[ENGINE_NCOUNTERS])
+{
+	print_counters(ctx, engine_plan(e), c);
+	return 0;
+}
+
+/* Fork the command, held until *go is written (or closed: then it
+ * exits 127 without running anything).  Returns the pid or -errno. */
+static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return err;
+	}
+	if (pid == 0) {
+		char c;
+		size_t n = strlen(cmd) + 6;
+		char *full = malloc(n);
+
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1 || !full)
+			_exit(127);
+		close(fds[0]);
+		if (!strpbrk(cmd, "'\"\\$`|&;<>(){}*?[]~#=\n")) {
+			/* plain words: no shell in between (a shell would make
+			 * system calls of its own under the traced pid) */
+			char *argv[64], *save = NULL;
+			int argc = 0;
+
+			snprintf(full, n, "%s", cmd);
+			for (char *w = strtok_r(full, " \t", &save); w && argc < 63;
+			     w = strtok_r(NULL, " \t", &save))
+				argv[argc++] = w;
+			argv[argc] = NULL;
+			if (argc)
+				execvp(argv[0], argv);
+			fprintf(stderr, "error: cannot run %s: %s\n", argc ? argv[0] : "''",
+				strerror(errno));
+			_exit(127);
+		}
+		snprintf(full, n, "exec %s", cmd);
+		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	*go = fds[1];
+	return pid;
+}
+
+int engine_run_query(struct query *q, const struct plan *p,
+		     const struct engine_run_opts *o)
+{
+	struct sess s = { .o = o, .out = { .f = o->out, .json = o->json }, .go = -1 };
+	struct engine_sink sink = {
+		.sz = sizeof(sink), .attached = on_attached, .record = on_record,
+		.result = on_result, .batch_end = on_batch_end,
+		.stream_end = on_stream_end, .ctx = &s,
+	};
+	struct engine_drive_opts dopts = {
+		.sz = sizeof(dopts), .stop = &got_stop, .watch_fd = -1,
+		.eo = { .pid = o->pid, .no_fentry = o->no_fentry, .buffer = o->buffer },
+	};
+	sigset_t block, orig;
+	struct sigaction sa = { 0 }, old[3];
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	char why[2048];
+	pid_t child = -1;
+	int rc = 1;
+
+	got_stop = 0;
+	sigemptyset(&block);
+	for (int i = 0; i < 3; i++)
+		sigaddset(&block, sigs[i]);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	for (int i = 0; i < 3; i++) {
+		sa.sa_handler = on_stop;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, &old[i]);
+	}
+	dopts.wait_mask = &orig;
+	dopts.err = why;
+	dopts.errlen = sizeof(why);
+
+	if (o->cmd) {
+		child = start_cmd(o->cmd, &orig, &s.go);
+		if (child < 0) {
+			fprintf(o->err, "error: cannot start the command: %s\n",
+				strerror((int)-child));
+			goto out;
+		}
+		dopts.eo.pid = child;
+	}
+	if (dopts.eo.pid > 0) {
+		dopts.watch_fd = (int)syscall(SYS_pidfd_open, dopts.eo.pid, 0);
+		if (dopts.watch_fd < 0 && errno == ESRCH) {
+			fprintf(o->err, "error: -p %d: no such process\n", (int)dopts.eo.pid);
+			goto out;
+		}
+	}
+
+	rc = engine_drive(q, p, &dopts, &sink);
+	if (rc == ENGINE_DRIVE_QUERY) {
+		fputs(query_error(q), o->err);
+	} else if (rc < 0) {
+		fprintf(o->err, "%s%s\n", strstr(why, ": error: ") ? "" : "error: ", why);
+		rc = 1;
+	} else if (rc == 0 && fflush(o->out)) {
+		fprintf(o->err, "error: cannot write the output: %s\n", strerror(errno));
+		rc = 1;
+	}
+	if (child > 0) {
+		int st;
+
+		if (waitpid(child, &st, WNOHANG) == 0) {
+			kill(child, SIGTERM);
+			waitpid(child, &st, 0);
+		} else if (WIFEXITED(st) && WEXITSTATUS(st)) {
+			fprintf(o->err, "fay: the command exited with status %d\n",
+				WEXITSTATUS(st));
+		} else if (WIFSIGNALED(st)) {
+			fprintf(o->err, "fay: the command was killed by signal %d\n",
+				WTERMSIG(st));
+		}
+	}
+
+out:
+	if (s.go >= 0)
+		close(s.go);	/* the held command exits without running */
+	if (dopts.watch_fd > 0)
+		close(dopts.watch_fd);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	return rc;
+}

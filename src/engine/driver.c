@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The one query driver (driver.h): load, attach, and a loop that waits
+ * with ppoll() for the stream's fd, a watched fd and the next deadline
+ * (window end, snapshot, time limit, tick), then hands records and
+ * aggregates to the sink.  Every path out frees the engine, which
+ * detaches every probe.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "engine/driver.h"
+
+struct drv {
+	const struct engine_drive_opts *o;
+	const struct engine_sink *s;
+	const struct plan *p;
+	struct engine *e;
+	uint64_t rows;		/* streamed rows delivered ('limit N') */
+	int sink_rc;		/* the first non-zero return of a sink */
+};
+
+uint64_t engine_window_end(uint64_t now_ns, uint64_t w)
+{
+	return (now_ns / w + 1) * w;
+}
+
+/* Keep a message (prefix + m, trailing newlines dropped) for the caller. */
+static void keep_err(const struct engine_drive_opts *o, const char *prefix, const char *m)
+{
+	size_t n;
+
+	if (!o->err || !o->errlen)
+		return;
+	snprintf(o->err, o->errlen, "%s%s", prefix, m);
+	n = strlen(o->err);
+	while (n && o->err[n - 1] == '\n')
+		o->err[--n] = '\0';
+}
+
+static void on_record(void *ctx, const void *rec, size_t size)
+{
+	struct drv *d = ctx;
+	int rc;
+
+	if (d->sink_rc || (d->p->limit && d->rows >= d->p->limit))
+		return;
+	d->rows++;
+	rc = d->s->record(d->s->ctx, d->e, rec, size);
+	if (rc && !d->sink_rc)
+		d->sink_rc = rc;
+}
+
+/* Read the aggregates (reset at a window's end) and give them to the sink. */
+static int deliver(struct drv *d, bool reset, const struct engine_window *w)
+{
+	struct engine_result res;
+	int err;
+
+	if (!d->s->result)
+		return 0;
+	err = engine_read_rows(d->e, reset, d->o->raw, &res);
+	if (err) {
+		keep_err(d->o, "", engine_error(d->e));
+		return err;
+	}
+	err = d->s->result(d->s->ctx, d->e, &res, w);
+	engine_result_clear(&res);
+	return err;
+}
+
+static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
+{
+	const struct engine_drive_opts *o = d->o;
+	struct pollfd pf[2];
+	struct timespec ts, *tsp = NULL;
+	int npf = 0, sfd = engine_stream_fd(d->e);
+
+	if (o->tick_ms && (wake == UINT64_MAX || wake - now > o->tick_ms * 1000000ull))
+		wake = now + o->tick_ms * 1000000ull;
+	if (wake != UINT64_MAX) {
+		uint64_t dt = wake > now ? wake - now : 0;
+
+		ts.tv_sec = (time_t)(dt / 1000000000ull);
+		ts.tv_nsec = (long)(dt % 1000000000ull);
+		tsp = &ts;
+	}
+	if (sfd >= 0) {
+		pf[npf].fd = sfd;
+		pf[npf++].events = POLLIN;
+	}
+	if (o->watch_fd > 0) {
+		pf[npf].fd = o->watch_fd;
+		pf[npf++].events = POLLIN;
+	}
+	if (ppoll(pf, (nfds_t)npf, tsp, o->wait_mask) < 0) {
+		int err = errno;
+
+		if (err == EINTR)
+			return 0;
+		keep_err(o, "waiting: ", strerror(err));
+		return -err;
+	}
+	if (sfd >= 0 && (pf[0].revents & POLLIN)) {
+		engine_consume(d->e);
+		if (d->s->batch_end && !d->sink_rc)
+			d->sink_rc = d->s->batch_end(d->s->ctx, d->e);
+	}
+	if (o->watch_fd > 0 && (pf[npf - 1].revents & (POLLIN | POLLHUP)))
+		return 1;	/* the watched process exited */
+	return 0;
+}
+
+static int start(struct drv *d)
+{
+	int err;
+
+	if (d->p->mode == PLAN_STREAM && d->s->record)
+		engine_set_record_fn(d->e, on_record, d);
+	err = engine_load(d->e);
+	err = err ? : engine_attach(d->e);
+	if (err) {
+		keep_err(d->o, "", engine_error(d->e));
+		return err;
+	}
+	return d->s->attached ? d->s->attached(d->s->ctx, d->e) : 0;
+}
+
+int engine_drive(struct query *q, const struct plan *p,
+		 const struct engine_drive_opts *o, const struct engine_sink *s)
+{
+	struct engine_opts eo = o->eo;
+	struct drv d = { .o = o, .s = s, .p = p };
+	bool stream = p->mode == PLAN_STREAM, windowed = p->window_ns && !stream;
+	uint64_t t0, rt0, deadline = 0, wnext = 0, snext = 0, wstart = 0;
+	int rc;
+
+	if (o->err && o->errlen)
+		o->err[0] = '\0';
+	eo.sz = sizeof(eo);
+	d.e = engine_new(q, p, &eo, o->err, o->errlen);
+	if (!d.e) {
+		rc = errno ? -errno : -EINVAL;
+		if (query_error(q))
+			return ENGINE_DRIVE_QUERY;
+		if (o->err && o->errlen) {	/* engine_new() wrote it */
+			size_t n = strlen(o->err);
+
+			while (n && o->err[n - 1] == '\n')
+				o->err[--n] = '\0';
+		}
+		return rc;
+	}
+	rc = start(&d);
+	if (rc)
+		goto out;
+
+	t0 = clock_monotonic_ns();
+	rt0 = clock_realtime_ns();
+	if (p->for_ns)
+		deadline = t0 + p->for_ns;
+	if (o->deadline_realtime_ns) {
+		uint64_t dl = t0 + (o->deadline_realtime_ns > rt0 ?
+				    o->deadline_realtime_ns - rt0 : 0);
+
+		if (!deadline || dl < deadline)
+			deadline = dl;
+	}
+	if (windowed) {
+		if (o->align) {
+			uint64_t wend = engine_window_end(rt0, p->window_ns);
+
+			wnext = t0 + (wend - rt0);
+			wstart = wend - p->window_ns;
+		} else {
+			wnext = t0 + p->window_ns;
+			wstart = rt0;
+		}
+	} else if (!stream && o->snapshot_ns) {
+		snext = t0 + o->snapshot_ns;
+	}
+
+	for (;;) {
+		uint64_t now = clock_monotonic_ns(), wake = UINT64_MAX;
+
+		if ((o->stop && *o->stop) || d.sink_rc)
+			break;
+		if (deadline && now >= deadline)
+			break;
+		if (wnext && now >= wnext) {
+			uint64_t rt = clock_realtime_ns();
+			struct engine_window w = {
+				.start_ns = wstart, .end_ns = rt, .windowed = true,
+			};
+
+			if (o->align)
+				w.end_ns = wstart + p->window_ns;
+			wstart = o->align ? wstart + p->window_ns : rt;
+			wnext += p->window_ns;
+			rc = deliver(&d, true, &w);
+			if (rc)
+				goto out;
+			continue;
+		}
+		if (snext && now >= snext) {
+			struct engine_window w = {
+				.start_ns = rt0, .end_ns = clock_realtime_ns(), .snapshot = true,
+			};
+
+			snext += o->snapshot_ns;
+			rc = deliver(&d, false, &w);
+			if (rc)
+				goto out;
+			continue;
+		}
+		if (deadline)
+			wake = deadline;
+		if (wnext && wnext < wake)
+			wake = wnext;
+		if (snext && snext < wake)
+			wake = snext;
+		rc = wait_events(&d, now, wake);
+		if (rc < 0)
+			goto out;
+		if (rc > 0)
+			break;
+		if (stream && p->limit && d.rows >= p->limit)
+			break;
+	}
+	rc = d.sink_rc;
+	if (rc)
+		goto out;
+	/* the end: what is left */
+	if (stream) {
+		uint64_t c[ENGINE_NCOUNTERS];
+
+		engine_consume(d.e);
+		rc = d.sink_rc;
+		if (!rc && s->stream_end && !engine_counters(d.e, c))
+			rc = s->stream_end(s->ctx, d.e, c);
+	} else {
+		struct engine_window w = {
+			.start_ns = windowed ? wstart : rt0, .end_ns = clock_realtime_ns(),
+			.windowed = windowed, .final = true,
+		};
+
+		rc = deliver(&d, windowed, &w);
+	}
+out:
+	engine_free(d.e);
+	return rc;
+}
