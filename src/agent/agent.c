@@ -230,10 +230,11 @@ static void retire(struct agent *a, struct proc *p)
 		spool_forget(&a->spool, p->instance);
 	pr_info("process %u (%s) gone (%s): %" PRIu64 " spans shipped to the spool; lost: "
 		"%" PRIu64 " ring overwrite, %" PRIu64 " died mid-span, %" PRIu64 " no handle, %"
-		PRIu64 " no ring, %" PRIu64 " too big, %" PRIu64 " bad records, %" PRIu64
-		" nested; %" PRIu64 " truncated", p->pid, p->service, p->why, n->drained,
-		n->ring_lost, n->died_mid_span, n->lost_no_handle, n->lost_no_ring,
-		n->lost_too_big + n->too_big, n->bad, n->lost_nested, n->truncated);
+		PRIu64 " no ring, %" PRIu64 " no room, %" PRIu64 " too big, %" PRIu64
+		" bad records, %" PRIu64 " nested; %" PRIu64 " truncated", p->pid, p->service,
+		p->why, n->drained, n->ring_lost, n->died_mid_span, n->lost_no_handle,
+		n->lost_no_ring, n->lost_no_room, n->lost_too_big + n->too_big, n->bad,
+		n->lost_nested, n->truncated);
 	if (n->died_mid_span)
 		pr_warn("process %u (%s): %" PRIu64 " spans lost: process died mid-span",
 			p->pid, p->service, n->died_mid_span);
@@ -674,7 +675,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 	drain_get_stats(&a->drain, &ds);
 	t = ds.n;
 	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
-		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:I, s:I, s:I,"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
@@ -693,6 +694,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "died_mid_span", (json_int_t)t.died_mid_span,
 		      "no_handle", (json_int_t)t.lost_no_handle,
 		      "no_ring", (json_int_t)t.lost_no_ring,
+		      "no_room", (json_int_t)t.lost_no_room,
 		      "too_big", (json_int_t)(t.lost_too_big + t.too_big),
 		      "nested", (json_int_t)t.lost_nested,
 		      "bad_record", (json_int_t)t.bad,

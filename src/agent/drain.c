@@ -148,6 +148,7 @@ void proc_read_counts(struct proc *p)
 	p->n.spans_unsampled = READ_ONCE(h->spans_unsampled);
 	p->n.bad_traceparent = READ_ONCE(h->bad_traceparent);
 	p->n.lost_nested = READ_ONCE(h->lost_nested);
+	p->n.lost_no_room = READ_ONCE(h->lost_no_room);
 	p->n.ring_lost = 0;
 	p->n.corrupt = 0;
 	for (uint32_t r = 0; r < p->snap.nrings; r++) {

@@ -47,6 +47,7 @@ struct proc_counts {
 	uint64_t too_big;       /* spans too large for a batch */
 	uint64_t lost_no_handle, lost_no_ring, lost_too_big, truncated;
 	uint64_t lost_nested, spans_started, spans_unsampled, bad_traceparent;
+	uint64_t lost_no_room;
 };
 
 void proc_counts_add(struct proc_counts *to, const struct proc_counts *from);
