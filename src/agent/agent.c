@@ -34,6 +34,7 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -397,6 +398,32 @@ static long sys_pidfd_open(pid_t pid)
 	return syscall(SYS_pidfd_open, pid, 0);
 }
 
+struct init_arg {
+	struct proc *p;
+	const struct cursor_tab *t;
+};
+
+static int init_cons(void *arg)
+{
+	struct init_arg *ia = arg;
+
+	return proc_init_cons(ia->p, ia->t);
+}
+
+struct copy_arg {
+	void *dst;
+	const void *src;
+	size_t n;
+};
+
+static int copy_hdr(void *arg)
+{
+	struct copy_arg *ca = arg;
+
+	memcpy(ca->dst, ca->src, ca->n);
+	return 0;
+}
+
 /*
  * Bind a validated file: consumers resumed from the cursors, handed to
  * the drain thread at once, then its pidfd watched and its owner checked
@@ -410,7 +437,7 @@ static int proc_start(struct agent *a, struct proc *p)
 	char rs[64] = "";
 	int owner, resumed;
 
-	resumed = proc_init_cons(p, &a->cursors);
+	resumed = shm_guarded(init_cons, &(struct init_arg){ p, &a->cursors });
 	if (resumed < 0)
 		return resumed;
 	p->pidfd = (int)sys_pidfd_open((pid_t)p->pid);
@@ -492,6 +519,8 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 		snprintf(err, errlen, "file is %lld bytes, above the %" PRIu64 "-byte limit",
 			 (long long)st.st_size, SHM_MAX_FILE_SIZE);
 		ret = -EBADMSG;
+	} else if (!a->o->shm_any_owner && !shm_owner_ok(pid, st.st_uid, err, errlen)) {
+		ret = -EBADMSG;
 	} else if ((uint64_t)st.st_size < FAY_SHM_HDR_SIZE) {
 		struct fay_shm_hdr zero = { 0 };
 
@@ -504,8 +533,11 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 		} else {
 			struct fay_shm_hdr h;
 
-			memcpy(&h, base, sizeof(h));
-			ret = shm_hdr_validate(&h, (uint64_t)st.st_size, name, err, errlen);
+			ret = shm_guarded(copy_hdr, &(struct copy_arg){ &h, base, sizeof(h) });
+			if (ret)
+				snprintf(err, errlen, "the file shrank while its header was read");
+			else
+				ret = shm_hdr_validate(&h, (uint64_t)st.st_size, name, err, errlen);
 			if (!ret && !(p = calloc(1, sizeof(*p)))) {
 				snprintf(err, errlen, "out of memory");
 				ret = -ENOMEM;
@@ -538,7 +570,8 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 	}
 	ret = proc_start(a, p);
 	if (ret) {
-		pr_err("shm file %s: cannot start consuming it: %s", path, errstr(ret));
+		pr_err("shm file %s: cannot start consuming it: %s", path,
+		       ret == -EFAULT ? "it shrank while its rings were read" : errstr(ret));
 		proc_free(a, p);
 		goto out;
 	}
@@ -674,7 +707,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 
 	drain_get_stats(&a->drain, &ds);
 	t = ds.n;
-	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
+	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:I, s:I, s:I,"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
@@ -685,6 +718,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "processes", "live", (json_int_t)(a->procs_seen - a->procs_gone),
 		      "seen", (json_int_t)a->procs_seen, "gone", (json_int_t)a->procs_gone,
 		      "corrupt_files", (json_int_t)a->corrupt_files,
+		      "shrunk_files", (json_int_t)ds.shrunk_files,
 		      "rings", (json_int_t)ds.nrings,
 		      "records_drained", (json_int_t)t.drained,
 		      "bad_records", (json_int_t)t.bad,
@@ -962,6 +996,23 @@ static void teardown(struct agent *a)
 		close(a->lockfd);
 }
 
+/*
+ * One descriptor per traced process (its pidfd) and per spool file being
+ * written: systemd's default soft limit of 1,024 is too few on a busy
+ * host.  Raise the soft limit to the hard one.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_warn("cannot raise the open file limit to %llu: %s",
+			(unsigned long long)rl.rlim_max, errstr(errno));
+}
+
 int agent_run(const struct agent_opts *o)
 {
 	struct agent a = { .o = o };
@@ -972,6 +1023,12 @@ int agent_run(const struct agent_opts *o)
 	ret = setup(&a);
 	if (ret)
 		goto out;
+	ret = shm_guard_install();
+	if (ret) {
+		pr_err("cannot install the SIGBUS handler: %s", errstr(ret));
+		goto out;
+	}
+	raise_nofile();
 	ret = drain_start(&a.drain);
 	if (ret) {
 		pr_err("cannot start the drain thread: %s", errstr(ret));

@@ -55,6 +55,7 @@ struct agent_opts {
 	uint64_t queue_max;     /* bytes of drained batches waiting for the spool */
 	int drain_nice;         /* nice value of the drain thread (0: unchanged) */
 	int fsync;
+	int shm_any_owner;      /* accept shm files whatever their owner */
 };
 
 /* Run the agent until SIGTERM/SIGINT.  Returns 0 or -errno (startup). */

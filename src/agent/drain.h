@@ -76,6 +76,8 @@ struct proc {
 
 	/* the drain thread while the process lives, then the main thread */
 	const char *why;        /* why it was finished */
+	int shrunk;             /* a read of the mapping raised SIGBUS: the
+				 * file shrank; never read it again */
 	struct ring_cons *cons;
 	uint8_t *in_batch;      /* ring has records in the current batch */
 	struct ep_item ep;
@@ -104,6 +106,7 @@ struct drain_stats {
 	uint64_t stalls;        /* times it found every batch buffer in use */
 	uint64_t stalled_ns;    /* time spent so (rings not drained) */
 	uint64_t sealed;        /* batches handed to the spool writer */
+	uint64_t shrunk_files;  /* files that shrank under the mapping */
 	uint32_t max_fill;      /* fullest ring at the last pass, 1/1024ths */
 	int fast_tick;
 };

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
-"              [--stats-interval DUR] [--drain-nice N]\n"
+"              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
 "              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
@@ -77,6 +77,9 @@ static void usage(FILE *f)
 "    --drain-nice N      nice value of the thread that drains the rings, -20\n"
 "                        to 19 (default -10: a busy host delays it less;\n"
 "                        needs CAP_SYS_NICE, else ignored; 0 leaves it)\n"
+"    --shm-any-owner     read shm files whatever their owner (default: a file\n"
+"                        naming a running process must belong to that\n"
+"                        process's user, the agent's user or root)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -118,7 +121,7 @@ static void usage(FILE *f)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE };
+	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -126,6 +129,7 @@ int cmd_agent(int argc, char **argv)
 		{ "spool-max", required_argument, NULL, O_SPOOL },
 		{ "queue-max", required_argument, NULL, O_QUEUE },
 		{ "drain-nice", required_argument, NULL, O_NICE },
+		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -194,6 +198,9 @@ int cmd_agent(int argc, char **argv)
 			o.drain_nice = (int)v;
 			break;
 		}
+		case O_ANYOWNER:
+			o.shm_any_owner = 1;
+			break;
 		case O_FLUSH:
 		case O_STATS: {
 			uint64_t ns;
