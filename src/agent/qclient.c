@@ -25,11 +25,6 @@
 #define QC_TICK_MS		100
 #define QC_STREAM_FLUSH		(64u << 10)
 
-struct qclient {
-	struct qclient_opts o;
-	struct qlink *link;
-};
-
 /* One running query. */
 struct runner {
 	struct qlink_job *job;
@@ -137,9 +132,9 @@ static int on_stream_end(void *ctx, struct engine *e, const uint64_t c[ENGINE_NC
 
 static void run_job(struct qlink_job *job)
 {
-	struct qclient *c = job->ctx;
-	struct runner rr = { .job = job, .host = c->o.host }, *r = &rr;
-	struct query_opts qo = { .sz = sizeof(qo), .tracefs = c->o.tracefs, .cluster = true };
+	const struct qclient_opts *c = job->ctx;
+	struct runner rr = { .job = job, .host = c->host }, *r = &rr;
+	struct query_opts qo = { .sz = sizeof(qo), .tracefs = c->tracefs, .cluster = true };
 	struct engine_sink sink = {
 		.sz = sizeof(sink), .attached = on_attached, .record = on_record,
 		.result = on_result, .batch_end = on_batch_end,
@@ -149,24 +144,20 @@ static void run_job(struct qlink_job *job)
 		.sz = sizeof(o), .stop = &job->stop, .watch_fd = -1, .align = true,
 		.raw = true, .snapshot_ns = 1000000000ull, .tick_ms = QC_TICK_MS,
 		.deadline_realtime_ns = job->deadline_ns,
-		.eo = { .host = c->o.host },
+		.eo = { .host = c->host },
 	};
 	char why[4096] = "";
 	const struct plan *p;
-	struct query *q = query_new("<cluster query>", job->text, job->len, &qo);
+	struct query *q = engine_plan_text("<cluster query>", job->text, job->len, &qo, &p,
+					   why, sizeof(why));
 	int rc;
 
+	if (!q) {
+		qlink_status(job, WIRE_QS_FAILED, why);
+		return;
+	}
 	o.err = why;
 	o.errlen = sizeof(why);
-	if (!q) {
-		qlink_status(job, WIRE_QS_FAILED, "out of memory");
-		return;
-	}
-	if (query_plan(q, &p)) {
-		qlink_status(job, WIRE_QS_FAILED, query_error(q));
-		query_free(q);
-		return;
-	}
 	rc = engine_drive(q, p, &o, &sink);
 	if (rc == ENGINE_DRIVE_QUERY || (rc < 0 && query_error(q)))
 		qlink_status(job, WIRE_QS_FAILED, query_error(q));
@@ -182,28 +173,15 @@ static void run_job(struct qlink_job *job)
 
 struct qclient *qclient_start(const struct qclient_opts *o)
 {
-	struct qclient *c = calloc(1, sizeof(*c));
 	struct qlink_opts lo = {
 		.upper = o->collector, .host = o->host, .agent_id = o->agent_id,
-		.token = o->token, .run = run_job,
+		.token = o->token, .run = run_job, .ctx = o, .ctx_size = sizeof(*o),
 	};
 
-	if (!c)
-		return NULL;
-	c->o = *o;
-	lo.ctx = c;
-	c->link = qlink_start(&lo);
-	if (!c->link) {
-		free(c);
-		return NULL;
-	}
-	return c;
+	return (struct qclient *)qlink_start(&lo);
 }
 
 void qclient_stop(struct qclient *c)
 {
-	if (!c)
-		return;
-	qlink_stop(c->link);
-	free(c);
+	qlink_stop((struct qlink *)c);
 }

@@ -35,14 +35,16 @@ struct job {
 };
 
 struct qlink {
-	struct qlink_opts o;
+	struct qlink_opts o;		/* strings point at the copies below */
 	char host[256], port[32];
+	char upper[300], name[WIRE_HOST_MAX + 1], agent_id[33], token[512];
 	pthread_t thread;
 	pthread_mutex_t lock;		/* jobs */
 	pthread_mutex_t send_lock;	/* fd, one frame at a time */
 	int fd;
 	volatile int stop;
 	struct job *jobs;
+	void *ctx;			/* the copy of o.ctx, or o.ctx */
 };
 
 int qlink_send(struct qlink *l, unsigned type, const struct wbuf *w)
@@ -148,7 +150,7 @@ static void on_query(struct qlink *l, const unsigned char *p, uint32_t len)
 	jb->text[wq.len] = '\0';
 	jb->j = (struct qlink_job){
 		.link = l, .qid = wq.qid, .deadline_ns = wq.deadline_ns,
-		.window_ns = wq.window_ns, .text = jb->text, .len = wq.len, .ctx = l->o.ctx,
+		.window_ns = wq.window_ns, .text = jb->text, .len = wq.len, .ctx = l->ctx,
 	};
 	if (pthread_create(&jb->thread, NULL, job_main, jb)) {
 		qlink_status(&jb->j, WIRE_QS_FAILED, "cannot start a thread");
@@ -319,11 +321,24 @@ static void *link_main(void *arg)
 
 struct qlink *qlink_start(const struct qlink_opts *o)
 {
-	struct qlink *l = calloc(1, sizeof(*l));
+	struct qlink *l = calloc(1, sizeof(*l) + o->ctx_size);
 
 	if (!l)
 		return NULL;
 	l->o = *o;
+	snprintf(l->upper, sizeof(l->upper), "%s", o->upper ? o->upper : "");
+	snprintf(l->name, sizeof(l->name), "%s", o->host ? o->host : "");
+	snprintf(l->agent_id, sizeof(l->agent_id), "%s", o->agent_id ? o->agent_id : "");
+	snprintf(l->token, sizeof(l->token), "%s", o->token ? o->token : "");
+	l->o.upper = l->upper;
+	l->o.host = l->name;
+	l->o.agent_id = l->agent_id;
+	l->o.token = o->token ? l->token : NULL;
+	l->ctx = (void *)o->ctx;
+	if (o->ctx_size) {
+		l->ctx = l + 1;
+		memcpy(l->ctx, o->ctx, o->ctx_size);
+	}
 	if (!l->o.what)
 		l->o.what = "query connection";
 	l->fd = -1;

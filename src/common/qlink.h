@@ -44,12 +44,15 @@ struct qlink_opts {
 	const char *what;	/* "query connection", for log lines */
 	/* Run one query to its end or until job->stop. */
 	void (*run)(struct qlink_job *job);
-	void *ctx;
+	/* ctx_size bytes at ctx are copied into the link; job->ctx points
+	 * at the copy.  ctx_size 0: ctx is used as is. */
+	const void *ctx;
+	size_t ctx_size;
 	unsigned max_jobs;	/* 0: 64 */
 };
 
 /* Start the link's thread.  NULL with errno (EINVAL: a bad address).
- * The strings and ctx must outlive the link. */
+ * o and its strings are copied. */
 struct qlink *qlink_start(const struct qlink_opts *o);
 /* Stop every runner, close, join.  Accepts NULL. */
 void qlink_stop(struct qlink *l);
