@@ -1008,7 +1008,8 @@ static void cg_aggregate(struct cg *g)
 	ir_goto(ir, done);
 	ir_label(ir, have);
 	for (int i = 0; i < p->naggrs; i++)
-		cg_update(g, &p->aggrs[i], val);
+		if (p->aggrs[i].share < 0)	/* a shared sketch is updated once */
+			cg_update(g, &p->aggrs[i], val);
 	ir_label(ir, done);
 }
 

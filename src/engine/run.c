@@ -646,7 +646,8 @@ static void merge_cpus(const struct plan *p, unsigned char *dst,
 {
 	for (int c = 0; c < ncpu; c++)
 		for (int i = 0; i < p->naggrs; i++)
-			aggr_merge(&p->aggrs[i].desc, dst + p->aggrs[i].offset,
+			if (p->aggrs[i].share < 0)	/* a shared sketch once */
+				aggr_merge(&p->aggrs[i].desc, dst + p->aggrs[i].offset,
 				   buf + (size_t)c * stride + p->aggrs[i].offset);
 }
 

@@ -167,6 +167,10 @@ struct plan_aggr {
 	struct pexpr *arg;	/* NULL for count */
 	int offset;		/* in the per-CPU value, 8-byte aligned */
 	const char *text;	/* as written, e.g. "g.sum(f.ret)" */
+	/* -1, or the aggregate whose state this one reads (a quantile of
+	 * the same expression: one sketch, another p); such an aggregate
+	 * has no update of its own and is not merged again */
+	int share;
 };
 
 struct plan_col {

@@ -256,6 +256,8 @@ int plan_dump(const struct plan *p, FILE *f)
 					a->desc.nbuckets);
 			if (a->desc.kind == AGGR_QUANTILE)
 				fprintf(f, " p=%g", a->desc.p);
+			if (a->share >= 0)
+				fprintf(f, " (the sketch of a%d)", a->share);
 			fputs(" of ", f);
 			if (a->arg)
 				pexpr_print(p, a->arg, f);
@@ -448,6 +450,8 @@ int plan_dump_json(const struct plan *p, FILE *f)
 				a->desc.lo, a->desc.hi, a->desc.step, a->desc.nbuckets);
 		if (a->desc.kind == AGGR_QUANTILE)
 			fprintf(f, ",\"p\":%.17g", a->desc.p);
+		if (a->share >= 0)
+			fprintf(f, ",\"shares\":%d", a->share);
 		jstr(f, "text", a->text);
 		jopt(p, "arg", a->arg, f);
 		fputc('}', f);
