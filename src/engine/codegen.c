@@ -328,13 +328,22 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 		ir_call(ir, IR_NOREG, BPF_FUNC_get_current_comm, 2, IR_S(off), IR_I(n));
 		return;
 	case PX_STRREAD: {
-		ir_reg a = cg_int(g, x->a);
+		ir_reg a = cg_int(g, x->a), r = ir_vreg(ir);
+		int done = ir_label_new(ir);
 
 		n = x->size < size ? x->size : size;
 		cg_pos(g, x);
 		if (n < size)
 			ir_zero(ir, off + n, (unsigned)(size - n));
-		ir_probe_read(ir, IR_NOREG, off, (unsigned)n, IR_R(a), x->user, true);
+		ir_probe_read(ir, r, off, (unsigned)n, IR_R(a), x->user, true);
+		if (x->either) {	/* kernel memory, else user memory */
+			ir_jmp(ir, BPF_JSGE, r, IR_I(0), done);
+			ir_probe_read(ir, r, off, (unsigned)n, IR_R(a), true, true);
+		}
+		/* a failed read leaves "" (zeroed): count it, never hide it */
+		ir_jmp(ir, BPF_JSGE, r, IR_I(0), done);
+		cg_count_drop(g, EC_READ_FAIL);
+		ir_label(ir, done);
 		return;
 	}
 	case PX_TPFIELD: {

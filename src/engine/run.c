@@ -578,6 +578,8 @@ const char *engine_counter_desc(enum engine_counter c)
 		return "calls not timed: the per-thread entry map was full";
 	case EC_LOST:
 		return "rows lost: the output buffer was full";
+	case EC_READ_FAIL:
+		return "string reads failed (bad, NULL or paged-out address; the value is \"\")";
 	default:
 		return "?";
 	}

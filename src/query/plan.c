@@ -67,9 +67,34 @@ static struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node
 	return e;
 }
 
-static bool source_is_user(enum src_kind k)
+/*
+ * Which memory str() reads.  System call arguments (syscall sources and
+ * the fields of syscalls:sys_enter_*) and the arguments of user functions
+ * and USDT sites are user addresses.  Tracefs formats do not say which
+ * pointer fields are __user, nor does a kernel function's register: there
+ * the kernel is read first and, when that fails, user memory (a user
+ * address fails the kernel read on x86-64: copy_from_kernel_nofault
+ * refuses it).  A read that fails both ways is counted, not hidden.
+ */
+static void str_memory(const struct ast_query *aq, struct pexpr *e)
 {
-	return k == SRC_SYSCALL || k == SRC_UFUNC || k == SRC_PFUNC || k == SRC_USDT;
+	switch (aq->src.kind) {
+	case SRC_SYSCALL:
+	case SRC_UFUNC:
+	case SRC_PFUNC:
+	case SRC_USDT:
+		e->user = true;
+		return;
+	case SRC_TRACEPOINT:
+		if (!strcmp(aq->src.part[0], "syscalls")) {
+			e->user = true;
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	e->either = true;
 }
 
 /* The entry record slot holding argument n, added when new. */
@@ -158,7 +183,7 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 		break;
 	case S_STRREAD:
 		TRYP(e = px_new(pl, PX_STRREAD, n));
-		e->user = source_is_user(aq->src.kind);
+		str_memory(aq, e);
 		err = conv(pl, n->args[0], cx, &e->a);
 		if (err)
 			return err;

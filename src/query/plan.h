@@ -139,7 +139,8 @@ struct pexpr {
 	int idx;
 	enum field_id field;
 	const struct tp_field *tpf;
-	bool user;
+	bool user;		/* PX_STRREAD: user memory */
+	bool either;		/* PX_STRREAD: kernel memory, else user memory */
 	struct pexpr *a, *b;
 	struct loc loc;		/* in the query text, for diagnostics */
 };

@@ -57,7 +57,7 @@ void pexpr_print(const struct plan *p, const struct pexpr *e, FILE *f)
 		fprintf(f, "$%s", p->lets[e->idx].name);
 		break;
 	case PX_STRREAD:
-		fputs(e->user ? "ustr(" : "kstr(", f);
+		fputs(e->user ? "ustr(" : e->either ? "kustr(" : "kstr(", f);
 		pexpr_print(p, e->a, f);
 		fputc(')', f);
 		break;
@@ -334,7 +334,8 @@ static void jexpr(const struct plan *p, const struct pexpr *e, FILE *f)
 			e->tpf->data_loc ? "true" : "false");
 		break;
 	case PX_STRREAD:
-		fprintf(f, ",\"user\":%s", e->user ? "true" : "false");
+		fprintf(f, ",\"user\":%s,\"memory\":\"%s\"", e->user ? "true" : "false",
+			e->user ? "user" : e->either ? "kernel, else user" : "kernel");
 		break;
 	case PX_ARG:
 	case PX_SAVED:
