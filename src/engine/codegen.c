@@ -364,17 +364,21 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 				IR_S(off), IR_I(size), IR_R(ptr));
 			return;
 		}
-		/* char[N] inline: aligned loads (context reads must be) */
+		/* char[N] inline: each piece is as wide as both the
+		 * context offset (context reads must be aligned) and the
+		 * stack offset (so must stack writes) allow: a field at
+		 * offset 12 goes in 4-byte pieces, one at offset 9 in bytes */
 		n = f->size < size ? f->size : size;
 		for (int done = 0; done < n;) {
 			int o = f->offset + done, w = 1, left = n - done;
+			int al = o | done;
 			ir_reg t = ir_vreg(ir);
 
-			if (left >= 8 && !(o & 7))
+			if (left >= 8 && !(al & 7))
 				w = 8;
-			else if (left >= 4 && !(o & 3))
+			else if (left >= 4 && !(al & 3))
 				w = 4;
-			else if (left >= 2 && !(o & 1))
+			else if (left >= 2 && !(al & 1))
 				w = 2;
 			ir_load(ir, t, IR_R(ir_ctx(ir)), o, (unsigned)w, 0);
 			ir_store(ir, IR_S(off), done, (unsigned)w, IR_R(t));
