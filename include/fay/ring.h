@@ -108,6 +108,8 @@ struct fay_shm_hdr {
 	uint64_t bad_traceparent;/* fay_span_remote() given a missing/malformed header */
 	uint64_t lost_nested;    /* span calls dropped by the recursion guard
 				  * (a signal handler interrupting a span call) */
+	uint64_t lost_no_room;   /* span not recorded: no room on the file
+				  * system to reserve a ring's pages */
 };
 
 struct fay_ring_ctl {

@@ -34,6 +34,7 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,7 +42,11 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/bqueue.h"
 #include "agent/drain.h"
+#include "agent/qclient.h"
+#include "agent/shmfile.h"
+#include "agent/spool.h"
 #include "agent/ship.h"
 #include "common/atomic.h"
 #include "common/clock.h"
@@ -84,6 +89,7 @@ struct agent {
 	struct evsrc ev_tick, ev_retry, ev_ino, ev_sig, ev_sock, ev_queue;
 	int lockfd;
 	char agent_id[33];
+	struct qclient *qc;	/* the query connection (cluster queries) */
 	char cursors_path[PATH_MAX], stats_path[PATH_MAX];
 
 	/* Every process from discovery to retirement (the drain thread has
@@ -225,10 +231,11 @@ static void retire(struct agent *a, struct proc *p)
 		spool_forget(&a->spool, p->instance);
 	pr_info("process %u (%s) gone (%s): %" PRIu64 " spans shipped to the spool; lost: "
 		"%" PRIu64 " ring overwrite, %" PRIu64 " died mid-span, %" PRIu64 " no handle, %"
-		PRIu64 " no ring, %" PRIu64 " too big, %" PRIu64 " bad records, %" PRIu64
-		" nested; %" PRIu64 " truncated", p->pid, p->service, p->why, n->drained,
-		n->ring_lost, n->died_mid_span, n->lost_no_handle, n->lost_no_ring,
-		n->lost_too_big + n->too_big, n->bad, n->lost_nested, n->truncated);
+		PRIu64 " no ring, %" PRIu64 " no room, %" PRIu64 " too big, %" PRIu64
+		" bad records, %" PRIu64 " nested; %" PRIu64 " truncated", p->pid, p->service,
+		p->why, n->drained, n->ring_lost, n->died_mid_span, n->lost_no_handle,
+		n->lost_no_ring, n->lost_no_room, n->lost_too_big + n->too_big, n->bad,
+		n->lost_nested, n->truncated);
 	if (n->died_mid_span)
 		pr_warn("process %u (%s): %" PRIu64 " spans lost: process died mid-span",
 			p->pid, p->service, n->died_mid_span);
@@ -253,7 +260,7 @@ static int spool_batch(struct agent *a, struct qbatch *qb, uint64_t now)
 
 	if (!qb->b.count)
 		return 0;
-	flen = batch_seal(&qb->b, seq);
+	flen = wire_batch_seal(&qb->b, seq);
 	t0 = clock_monotonic_ns();
 	ret = spool_put(&a->spool, qb->b.buf, flen, qb->b.count, qb->trail, qb->ntrail);
 	dt = clock_monotonic_ns() - t0;
@@ -391,6 +398,32 @@ static long sys_pidfd_open(pid_t pid)
 	return syscall(SYS_pidfd_open, pid, 0);
 }
 
+struct init_arg {
+	struct proc *p;
+	const struct cursor_tab *t;
+};
+
+static int init_cons(void *arg)
+{
+	struct init_arg *ia = arg;
+
+	return proc_init_cons(ia->p, ia->t);
+}
+
+struct copy_arg {
+	void *dst;
+	const void *src;
+	size_t n;
+};
+
+static int copy_hdr(void *arg)
+{
+	struct copy_arg *ca = arg;
+
+	memcpy(ca->dst, ca->src, ca->n);
+	return 0;
+}
+
 /*
  * Bind a validated file: consumers resumed from the cursors, handed to
  * the drain thread at once, then its pidfd watched and its owner checked
@@ -404,7 +437,7 @@ static int proc_start(struct agent *a, struct proc *p)
 	char rs[64] = "";
 	int owner, resumed;
 
-	resumed = proc_init_cons(p, &a->cursors);
+	resumed = shm_guarded(init_cons, &(struct init_arg){ p, &a->cursors });
 	if (resumed < 0)
 		return resumed;
 	p->pidfd = (int)sys_pidfd_open((pid_t)p->pid);
@@ -486,6 +519,8 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 		snprintf(err, errlen, "file is %lld bytes, above the %" PRIu64 "-byte limit",
 			 (long long)st.st_size, SHM_MAX_FILE_SIZE);
 		ret = -EBADMSG;
+	} else if (!a->o->shm_any_owner && !shm_owner_ok(pid, st.st_uid, err, errlen)) {
+		ret = -EBADMSG;
 	} else if ((uint64_t)st.st_size < FAY_SHM_HDR_SIZE) {
 		struct fay_shm_hdr zero = { 0 };
 
@@ -498,8 +533,11 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 		} else {
 			struct fay_shm_hdr h;
 
-			memcpy(&h, base, sizeof(h));
-			ret = shm_hdr_validate(&h, (uint64_t)st.st_size, name, err, errlen);
+			ret = shm_guarded(copy_hdr, &(struct copy_arg){ &h, base, sizeof(h) });
+			if (ret)
+				snprintf(err, errlen, "the file shrank while its header was read");
+			else
+				ret = shm_hdr_validate(&h, (uint64_t)st.st_size, name, err, errlen);
 			if (!ret && !(p = calloc(1, sizeof(*p)))) {
 				snprintf(err, errlen, "out of memory");
 				ret = -ENOMEM;
@@ -532,7 +570,8 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 	}
 	ret = proc_start(a, p);
 	if (ret) {
-		pr_err("shm file %s: cannot start consuming it: %s", path, errstr(ret));
+		pr_err("shm file %s: cannot start consuming it: %s", path,
+		       ret == -EFAULT ? "it shrank while its rings were read" : errstr(ret));
 		proc_free(a, p);
 		goto out;
 	}
@@ -668,8 +707,8 @@ static char *stats_json(struct agent *a, uint64_t now)
 
 	drain_get_stats(&a->drain, &ds);
 	t = ds.n;
-	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
-		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:I, s:I, s:I,"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
@@ -679,6 +718,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "processes", "live", (json_int_t)(a->procs_seen - a->procs_gone),
 		      "seen", (json_int_t)a->procs_seen, "gone", (json_int_t)a->procs_gone,
 		      "corrupt_files", (json_int_t)a->corrupt_files,
+		      "shrunk_files", (json_int_t)ds.shrunk_files,
 		      "rings", (json_int_t)ds.nrings,
 		      "records_drained", (json_int_t)t.drained,
 		      "bad_records", (json_int_t)t.bad,
@@ -688,6 +728,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "died_mid_span", (json_int_t)t.died_mid_span,
 		      "no_handle", (json_int_t)t.lost_no_handle,
 		      "no_ring", (json_int_t)t.lost_no_ring,
+		      "no_room", (json_int_t)t.lost_no_room,
 		      "too_big", (json_int_t)(t.lost_too_big + t.too_big),
 		      "nested", (json_int_t)t.lost_nested,
 		      "bad_record", (json_int_t)t.bad,
@@ -880,17 +921,22 @@ static int setup(struct agent *a)
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->q.efd, &ev);
 
 	{
-		json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "agent_id", a->agent_id,
-				      "host", a->o->host, "version", FAY_VERSION,
-				      "token", a->o->token ? a->o->token : "");
-		char *hello = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		struct wire_hello hm = { 0 };
 
-		json_decref(j);
-		if (!hello)
-			return -ENOMEM;
-		ret = ship_init(&a->ship, a->o->collector, hello, strlen(hello), &a->spool,
+		snprintf(hm.agent_id, sizeof(hm.agent_id), "%s", a->agent_id);
+		snprintf(hm.version, sizeof(hm.version), "%s", FAY_VERSION);
+		if (strlen(a->o->host) >= sizeof(hm.host) ||
+		    (a->o->token && strlen(a->o->token) >= sizeof(hm.token))) {
+			pr_err("%s is longer than %zu bytes", strlen(a->o->host) >= sizeof(hm.host) ?
+			       "the host name" : "the token", sizeof(hm.host) - 1);
+			return -EINVAL;
+		}
+		snprintf(hm.host, sizeof(hm.host), "%s", a->o->host);
+		snprintf(hm.token, sizeof(hm.token), "%s", a->o->token ? a->o->token : "");
+		ret = ship_init(&a->ship, a->o->collector, &hm, &a->spool,
 				&a->next_seq, a->epfd, &a->ev_sock);
-		free(hello);
+		if (ret == -ENOMEM)
+			return ret;
 		if (ret) {
 			pr_err("bad collector address '%s' (want HOST:PORT)", a->o->collector);
 			return ret;
@@ -915,6 +961,7 @@ static void free_dead(struct agent *a)
 
 static void teardown(struct agent *a)
 {
+	qclient_stop(a->qc);	/* every query's probes detached */
 	/* The drain thread first: it may still be reading the procs. */
 	if (a->drain_ready)
 		drain_free(&a->drain);
@@ -949,6 +996,23 @@ static void teardown(struct agent *a)
 		close(a->lockfd);
 }
 
+/*
+ * One descriptor per traced process (its pidfd) and per spool file being
+ * written: systemd's default soft limit of 1,024 is too few on a busy
+ * host.  Raise the soft limit to the hard one.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_warn("cannot raise the open file limit to %llu: %s",
+			(unsigned long long)rl.rlim_max, errstr(errno));
+}
+
 int agent_run(const struct agent_opts *o)
 {
 	struct agent a = { .o = o };
@@ -959,6 +1023,12 @@ int agent_run(const struct agent_opts *o)
 	ret = setup(&a);
 	if (ret)
 		goto out;
+	ret = shm_guard_install();
+	if (ret) {
+		pr_err("cannot install the SIGBUS handler: %s", errstr(ret));
+		goto out;
+	}
+	raise_nofile();
 	ret = drain_start(&a.drain);
 	if (ret) {
 		pr_err("cannot start the drain thread: %s", errstr(ret));
@@ -971,6 +1041,17 @@ int agent_run(const struct agent_opts *o)
 	arm_timer(a.tickfd, house, house);
 	a.next_stats_ns = clock_monotonic_ns() + o->stats_ns;
 	ship_tick(&a.ship, clock_monotonic_ns());
+	{
+		struct qclient_opts qo = {
+			.collector = o->collector, .host = o->host,
+			.agent_id = a.agent_id, .token = o->token,
+		};
+
+		a.qc = qclient_start(&qo);
+		if (!a.qc)
+			pr_warn("cannot start the query connection: %s; cluster queries will not run here",
+				errstr(-errno));
+	}
 
 	for (;;) {
 		int n = epoll_wait(a.epfd, evs, 32, 1000);

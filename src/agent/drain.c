@@ -148,6 +148,7 @@ void proc_read_counts(struct proc *p)
 	p->n.spans_unsampled = READ_ONCE(h->spans_unsampled);
 	p->n.bad_traceparent = READ_ONCE(h->bad_traceparent);
 	p->n.lost_nested = READ_ONCE(h->lost_nested);
+	p->n.lost_no_room = READ_ONCE(h->lost_no_room);
 	p->n.ring_lost = 0;
 	p->n.corrupt = 0;
 	for (uint32_t r = 0; r < p->snap.nrings; r++) {
@@ -300,6 +301,22 @@ static int drain_proc(struct drain *d, struct proc *p, uint64_t now)
 	return 0;
 }
 
+/* p leaves the drain thread with the batch being filled (d->cur exists):
+ * its cursors go into this batch's trailer (seal walks retired). */
+static void retire_proc(struct drain *d, struct proc *p)
+{
+	p->why = p->shrunk ? "its file shrank under the agent" : smp_load_acquire(&p->gone_why);
+	proc_counts_add(&d->finished, &p->n);
+	for (struct proc **pp = &d->procs; *pp; pp = &(*pp)->dnext) {
+		if (*pp == p) {
+			*pp = p->dnext;
+			break;
+		}
+	}
+	p->dnext = d->cur->retired;
+	d->cur->retired = p;
+}
+
 /* p's process is gone: a last drain, then count what can no longer
  * arrive and retire p with the batch holding its last records.  Returns
  * 0, or -ENOBUFS (tried again next pass: a dead producer overwrites
@@ -318,17 +335,57 @@ static int finish_proc(struct drain *d, struct proc *p, uint64_t now)
 	}
 	proc_read_counts(p);
 	p->n.died_mid_span = shm_pool_open_count(p->base, &p->snap);
-	p->why = smp_load_acquire(&p->gone_why);
-	proc_counts_add(&d->finished, &p->n);
-	/* Its cursors go into this batch's trailer (seal walks retired). */
-	for (struct proc **pp = &d->procs; *pp; pp = &(*pp)->dnext) {
-		if (*pp == p) {
-			*pp = p->dnext;
-			break;
-		}
+	retire_proc(d, p);
+	return 0;
+}
+
+struct pass_arg {
+	struct drain *d;
+	struct proc *p;
+	uint64_t now;
+};
+
+/* One process's share of a pass (under shm_guarded). */
+static int pass_proc(void *arg)
+{
+	struct pass_arg *a = arg;
+
+	if (smp_load_acquire(&a->p->gone_why))
+		return finish_proc(a->d, a->p, a->now);
+	return drain_proc(a->d, a->p, a->now);
+}
+
+/*
+ * Drain (or finish) p; a SIGBUS while reading its mapping means the
+ * process shrank its file: what its rings still held and its counters
+ * since the last pass are gone with the pages.  Say so, never read the
+ * mapping again, and retire p with what was drained.  Returns 0 or
+ * -ENOBUFS.
+ */
+static int pass_one(struct drain *d, struct proc *p, uint64_t now)
+{
+	struct pass_arg a = { d, p, now };
+	int ret;
+
+	if (!p->shrunk) {
+		ret = shm_guarded(pass_proc, &a);
+		if (ret != -EFAULT)
+			return ret;
+		p->shrunk = 1;
+		d->my.shrunk_files++;
+		pr_err("%s: the file shrank under the agent (SIGBUS reading it): %" PRIu64
+		       " records drained; what its rings still held is lost, and no longer "
+		       "counted; the file is not read again", p->name, p->n.drained);
 	}
-	p->dnext = d->cur->retired;
-	d->cur->retired = p;
+	if (get_cur(d, now))
+		return -ENOBUFS;
+	retire_proc(d, p);
+	return 0;
+}
+
+static int read_counts(void *arg)
+{
+	proc_read_counts(arg);
 	return 0;
 }
 
@@ -339,7 +396,9 @@ static void publish(struct drain *d)
 	st.n = d->finished;
 	st.nrings = 0;
 	for (struct proc *p = d->procs; p; p = p->dnext) {
-		proc_read_counts(p);
+		/* a fault here is found again (and handled) by the next pass */
+		if (!p->shrunk)
+			shm_guarded(read_counts, p);
 		proc_counts_add(&st.n, &p->n);
 		st.nrings += p->snap.nrings;
 	}
@@ -373,13 +432,10 @@ void drain_pass(struct drain *d, uint64_t now)
 
 	for (struct proc *p = d->procs, *nx; p && !blocked; p = nx) {
 		nx = p->dnext;
-		if (smp_load_acquire(&p->gone_why))
-			blocked = finish_proc(d, p, now) != 0;
-		else
-			blocked = drain_proc(d, p, now) != 0;
+		blocked = pass_one(d, p, now) != 0;
 	}
 	if (d->cur && (d->cur->b.count || d->cur->retired) &&
-	    (d->cur->retired || stop || d->cur->b.count >= d->cur->b.max_spans ||
+	    (d->cur->retired || stop || d->cur->b.count >= d->cur->b.max_count ||
 	     (!bqueue_len(d->q) && now - d->last_seal_ns >= d->flush_ns / 4 * 3)))
 		seal(d, now);
 	publish(d);

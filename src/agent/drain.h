@@ -25,7 +25,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/agent.h"
+#include "agent/batch.h"
+#include "agent/bqueue.h"
+#include "agent/shmfile.h"
+#include "agent/spool.h"
 #include "common/ring/ring.h"
 
 /* The epoll tag of agent.c: the first member of every event source. */
@@ -44,6 +47,7 @@ struct proc_counts {
 	uint64_t too_big;       /* spans too large for a batch */
 	uint64_t lost_no_handle, lost_no_ring, lost_too_big, truncated;
 	uint64_t lost_nested, spans_started, spans_unsampled, bad_traceparent;
+	uint64_t lost_no_room;
 };
 
 void proc_counts_add(struct proc_counts *to, const struct proc_counts *from);
@@ -72,6 +76,8 @@ struct proc {
 
 	/* the drain thread while the process lives, then the main thread */
 	const char *why;        /* why it was finished */
+	int shrunk;             /* a read of the mapping raised SIGBUS: the
+				 * file shrank; never read it again */
 	struct ring_cons *cons;
 	uint8_t *in_batch;      /* ring has records in the current batch */
 	struct ep_item ep;
@@ -100,6 +106,7 @@ struct drain_stats {
 	uint64_t stalls;        /* times it found every batch buffer in use */
 	uint64_t stalled_ns;    /* time spent so (rings not drained) */
 	uint64_t sealed;        /* batches handed to the spool writer */
+	uint64_t shrunk_files;  /* files that shrank under the mapping */
 	uint32_t max_fill;      /* fullest ring at the last pass, 1/1024ths */
 	int fast_tick;
 };

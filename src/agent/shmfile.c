@@ -2,16 +2,22 @@
 /*
  * A process's shm file, seen from the agent: nothing in it is trusted.
  * The header is checked field by field against the file's real size and
- * sane limits before a single offset is followed.
+ * sane limits before a single offset is followed; every read of the
+ * mapping runs under shm_guarded(), since the process may shrink the file.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/shmfile.h"
+#include "common/spanrec.h"
 #include "common/atomic.h"
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EBADMSG; } while (0)
@@ -194,4 +200,73 @@ int shm_pid_maps_file(uint32_t pid, dev_t dev, ino_t ino)
 	}
 	fclose(f);
 	return found;
+}
+
+/* ---- SIGBUS from a shrunk file ---------------------------------------------- */
+
+static __thread sigjmp_buf *volatile bus_guard;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *jb = bus_guard;
+
+	(void)si;
+	(void)uc;
+	if (jb) {
+		bus_guard = NULL;
+		siglongjmp(*jb, 1);
+	}
+	/* Not a guarded read: die of it, as without the handler. */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int shm_guard_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	/* SA_NODEFER: siglongjmp leaves the handler without restoring the
+	 * mask (sigsetjmp(.., 0) costs no system call), so SIGBUS must not
+	 * be blocked while it runs. */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGBUS, &sa, NULL) ? -errno : 0;
+}
+
+int shm_guarded(int (*fn)(void *arg), void *arg)
+{
+	sigjmp_buf jb;
+	sigjmp_buf *volatile prev = bus_guard;
+	int ret;
+
+	if (sigsetjmp(jb, 0)) {
+		bus_guard = prev;
+		return -EFAULT;
+	}
+	bus_guard = &jb;
+	ret = fn(arg);
+	bus_guard = prev;
+	return ret;
+}
+
+/* ---- owners ----------------------------------------------------------------- */
+
+int shm_owner_ok(uint32_t pid, uid_t uid, char *err, size_t errlen)
+{
+	char path[32];
+	struct stat st;
+
+	if (uid == 0 || uid == geteuid())
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	if (stat(path, &st))
+		return 1;       /* not running: drained and removed */
+	if (st.st_uid == uid)
+		return 1;
+	snprintf(err, errlen, "owned by uid %u, but process %u runs as uid %u "
+		 "(fay agent --shm-any-owner accepts it)", (unsigned)uid, pid,
+		 (unsigned)st.st_uid);
+	return 0;
 }

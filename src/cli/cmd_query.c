@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "engine/engine.h"
 #include "cli/query_run.h"
@@ -99,6 +100,11 @@ static void usage(FILE *f)
 "                    how streamed rows leave the kernel (default: ringbuf\n"
 "                    when the kernel has it)\n"
 "    --no-fentry     kernel functions: use kprobes, not fentry/fexit\n"
+"    --cluster URL   run the query on the agents of the collector at URL\n"
+"                    (its HTTP address, e.g. http://10.0.0.1:9411): see\n"
+"                    CLUSTER QUERIES\n"
+"    --grace DUR     cluster: how long a window waits for late hosts\n"
+"                    before it is printed without them (default 1s)\n"
 "    --emit=ast      print the checked syntax tree (one node per line,\n"
 "                    @LINE:COL positions, types and meanings in brackets)\n"
 "    --emit=plan     print the plan: probes, entry/exit pairing, predicates,\n"
@@ -116,6 +122,27 @@ static void usage(FILE *f)
 "    format file, kernel functions are resolved (fentry or kprobe) and\n"
 "    function/usdt sources read the binary's ELF symbols or notes.\n"
 "\n"
+"CLUSTER QUERIES\n"
+"    With --cluster (or a source written cluster.X or host(\"name\").X) the\n"
+"    collector sends the query to every agent connected to it (host(\"name\"):\n"
+"    to that host's agent), each agent compiles and runs it with this same\n"
+"    engine and sends its per-window partial aggregates (never events), the\n"
+"    collector merges them (a tree of collectors merges level by level) and\n"
+"    streams the merged windows back, printed as above.  Windows are aligned\n"
+"    to wall-clock multiples of the window on every host.  A window is\n"
+"    printed once every host that attached has reported it, or when the\n"
+"    grace period has passed after its end; each is followed on standard\n"
+"    error by its completeness:\n"
+"\n"
+"        fay: window 12:00:01Z (provisional): 2 of 3 hosts answered; missing: db1\n"
+"\n"
+"    A host that reports after its window was printed makes the window\n"
+"    print again, marked amended.  Hosts that cannot run the query (a\n"
+"    function absent there) are named with their reason; when no host can,\n"
+"    the query fails with every host's reason.  s.host is each event's host\n"
+"    (fay agent --host), usable as a group key.  FAY_TOKEN, when set, is\n"
+"    sent as the collector's bearer token.\n"
+"\n"
 "EXAMPLES\n"
 "    fay query 'from s in syscall(\"*\") group s by s.comm into g\n"
 "        select { comm: g.key, calls: g.count() } order by calls desc\n"
@@ -128,6 +155,8 @@ static void usage(FILE *f)
 "    fay query --json 'from e in tracepoint(\"sched:sched_process_exec\")\n"
 "        select { pid: e.pid, file: e.filename }'\n"
 "    fay query --emit=bpf -f tests/golden/query/paper_local.q\n"
+"    fay query --cluster http://collector:9411 'from s in cluster.syscall(\"read\")\n"
+"        group s by s.host into g select { host: g.key, n: g.count() } window 1s'\n"
 "\n"
 "EXIT STATUS\n"
 "    0 success; 1 runtime failure (privileges, a probe point that cannot\n"
@@ -224,6 +253,8 @@ int cmd_query(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "buffer", required_argument, NULL, 'B' },
 		{ "no-fentry", no_argument, NULL, 'K' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "grace", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -236,6 +267,7 @@ int cmd_query(int argc, char **argv)
 	struct query *q = NULL;
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
+	struct cluster_run_opts co = { 0 };
 	int c, err, rc = 2;
 	char *end;
 
@@ -298,17 +330,31 @@ int cmd_query(int argc, char **argv)
 		case 'K':
 			ro.no_fentry = true;
 			break;
+		case 'C':
+			co.url = optarg;
+			break;
+		case 'G':
+			if (clock_parse_duration(optarg, &co.grace_ns)) {
+				fprintf(stderr, "error: --grace takes a duration (500ms, 2s), not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			if (optopt && strchr("fpcBt", optopt))
+			if (optopt && strchr("fpcBtCG", optopt))
 				fprintf(stderr, "error: option '%s' needs a value\n", argv[optind - 1]);
 			else
 				fprintf(stderr, "error: unknown option '%s'\n", argv[optind - 1]);
 			fprintf(stderr, "usage: fay query [--emit=ast|plan|ir|bpf] [--json] [-p PID | -c CMD] 'QUERY' | -f FILE (see fay query --help)\n");
 			return 2;
 		}
+	}
+	if (co.url && (ro.pid || ro.cmd)) {
+		fprintf(stderr, "error: -p and -c trace this host; with --cluster use process(PID).function(...) or a where on pid\n");
+		return 2;
 	}
 	if (ro.pid && ro.cmd) {
 		fprintf(stderr, "error: give -p PID or -c CMD, not both\n");
@@ -344,6 +390,16 @@ int cmd_query(int argc, char **argv)
 		memcpy(text, argv[optind], len + 1);
 	}
 
+	if (co.url && emit == EMIT_RUN) {
+		co.out = stdout;
+		co.err = stderr;
+		co.json = json;
+		co.quiet = ro.quiet;
+		co.token = getenv("FAY_TOKEN");
+		rc = cluster_run_query(text, &co);
+		free(text);
+		return rc;
+	}
 	q = query_new(source, text, len, &opts);
 	if (!q) {
 		if (errno == E2BIG) {

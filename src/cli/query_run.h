@@ -9,6 +9,7 @@
 #define FAY_CLI_QUERY_RUN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -39,5 +40,23 @@ struct engine_run_opts {
  */
 int engine_run_query(struct query *q, const struct plan *p,
 		     const struct engine_run_opts *o);
+
+/* fay query --cluster URL (query_cluster.c). */
+struct cluster_run_opts {
+	const char *url;	/* the collector's HTTP address */
+	const char *token;	/* NULL: none (FAY_TOKEN) */
+	uint64_t grace_ns;	/* 0: the collector's default (1 s) */
+	FILE *out, *err;
+	bool json, quiet;
+};
+
+/*
+ * Send the query text to the collector at o->url, print the merged
+ * results as they come (tables or --json lines, rendered by the
+ * collector) and each window's completeness on o->err.  Returns the exit
+ * status: 0, 1 (the collector failed or no host could run it), 2 (an
+ * error in the query, at its line:col).
+ */
+int cluster_run_query(const char *text, const struct cluster_run_opts *o);
 
 #endif

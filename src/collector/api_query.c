@@ -2,8 +2,10 @@
 /*
  * POST /api/query: run a FayQL query and stream its results.
  *
- * Body: the query text (text/plain), or {"query": "..."} (application/
- * json).  The query is compiled first (parse, check, plan):
+ * Body: the query text (text/plain), or {"query": "...", "grace_ms": N,
+ * "format": "table"|"json", "cluster": true} (application/json;
+ * "cluster": run a query without a scope as cluster.X).  The query is
+ * compiled first (parse, check, plan):
  *
  *   400 {"error": MSG, "line": L, "col": C, "diagnostic": TEXT}
  *       an error in the query, at line:col (1-based) when it has a place
@@ -14,6 +16,14 @@
  *       {"type":"error","error":MSG}
  *       (with "line" and "col" when the verifier refused code of the
  *       query at that place)
+ *
+ * A query whose source is cluster.X or host("name").X runs on the agents
+ * connected to this collector (cluster.h: cquery.c): the same lines, with
+ * "engine":"cluster" in the first, each window's "hosts" completeness
+ * ("asked", "answered", "late", "missing", "failed"), "provisional" and
+ * "amended", and with "format" a "text" member holding what `fay query`
+ * prints for it (the table, or JSON lines); grace_ms is how long a window
+ * waits for late hosts (default 1000).
  *
  * The engine runs on a thread of its own and writes lines into a pipe;
  * the connection's thread sends what the pipe holds as HTTP chunks, so
@@ -30,6 +40,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "collector/cluster.h"
 #include "collector/ext.h"
 #include "collector/http_int.h"
 #include "collector/qengine.h"
@@ -42,6 +53,9 @@ struct qrun {
 	struct collector *c;
 	struct query *q;
 	const struct plan *p;
+	char *text;			/* cluster queries: sent to the agents */
+	bool cluster;			/* run on the agents */
+	struct cluster_qopts copts;
 	int rfd, wfd;
 	pthread_t thread;
 	volatile int stop;
@@ -110,7 +124,11 @@ static void *run_main(void *arg)
 	char err[512] = "";
 	int ret;
 
-	ret = fay_query_engine_run(qr->q, qr->p, &env, err, sizeof(err));
+	if (qr->cluster)
+		ret = cluster_query_run(qr->c->cluster, qr->q, qr->p, qr->text, &qr->copts,
+					&env, err, sizeof(err));
+	else
+		ret = fay_query_engine_run(qr->q, qr->p, &env, err, sizeof(err));
 	if (ret && ret != -EPIPE) {
 		int line = 0, col = 0;
 
@@ -151,6 +169,7 @@ static void free_cb(void *cls)
 	pthread_join(qr->thread, NULL);
 	X_SUB(qr->c, queries_running, 1);
 	query_free(qr->q);
+	free(qr->text);
 	free(qr);
 }
 
@@ -165,9 +184,33 @@ static json_t *columns_json(const struct plan *p)
 	return a;
 }
 
-/* The query text of the body: plain text, or {"query": "..."}. */
+/* Options of a JSON body (cluster queries): grace_ms, format, cluster. */
+static int body_opts(json_t *j, struct cluster_qopts *o, char *err, size_t errlen)
+{
+	json_t *g = json_object_get(j, "grace_ms"), *f = json_object_get(j, "format");
+
+	o->all = json_is_true(json_object_get(j, "cluster"));
+	if (g && (!json_is_integer(g) || json_integer_value(g) < 0 ||
+		  json_integer_value(g) > 600000)) {
+		snprintf(err, errlen, "body: grace_ms: an integer from 0 to 600000");
+		return -EINVAL;
+	}
+	if (g)
+		o->grace_ns = (uint64_t)json_integer_value(g) * 1000000ull;
+	if (f && json_is_string(f) && !strcmp(json_string_value(f), "table"))
+		o->text = CQ_TABLE;
+	else if (f && json_is_string(f) && !strcmp(json_string_value(f), "json"))
+		o->text = CQ_JSON;
+	else if (f && !(json_is_string(f) && !strcmp(json_string_value(f), "values"))) {
+		snprintf(err, errlen, "body: format: \"table\", \"json\" or \"values\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The query text of the body: plain text, or {"query": "...", ...}. */
 static char *body_text(struct MHD_Connection *con, const struct http_body *b,
-		       char *err, size_t errlen)
+		       struct cluster_qopts *o, char *err, size_t errlen)
 {
 	const char *type = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Type");
 	json_error_t je;
@@ -181,6 +224,10 @@ static char *body_text(struct MHD_Connection *con, const struct http_body *b,
 			return NULL;
 		}
 		q = json_object_get(j, "query");
+		if (body_opts(j, o, err, errlen)) {
+			json_decref(j);
+			return NULL;
+		}
 		if (!json_is_string(q)) {
 			json_decref(j);
 			snprintf(err, errlen, "body: expected {\"query\": \"from ...\"}");
@@ -204,7 +251,8 @@ static char *body_text(struct MHD_Connection *con, const struct http_body *b,
 enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 			  const struct http_body *body)
 {
-	struct query_opts opts = { .sz = sizeof(opts) };
+	struct query_opts opts = { .sz = sizeof(opts), .cluster = true };
+	struct cluster_qopts copts = { 0 };
 	struct MHD_Response *resp;
 	const struct plan *p = NULL;
 	struct qrun *qr = NULL;
@@ -224,7 +272,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 		X_ADD(c, queries_refused, 1);
 		return reply_text(c, con, 413, "body: a query is at most %u bytes\n", QUERY_MAX_TEXT);
 	}
-	text = body_text(con, body, err, sizeof(err));
+	text = body_text(con, body, &copts, err, sizeof(err));
 	if (!text) {
 		X_ADD(c, queries_refused, 1);
 		return reply_json_status(c, con, 400, json_pack("{s:s, s:i, s:i}", "error", err,
@@ -234,18 +282,21 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	if (opts.tracefs && !*opts.tracefs)
 		opts.tracefs = NULL;
 	q = query_new("<query>", text, strlen(text), &opts);
-	free(text);
-	if (!q)
+	if (!q) {
+		free(text);
 		return reply_text(c, con, 500, "query: %s\n", strerror(errno));
+	}
 	ret = query_parse(q);
 	ret = ret ? : query_check(q);
 	ret = ret ? : query_plan(q, &p);
 	if (ret) {
 		X_ADD(c, queries_refused, 1);
 		if (ret == -ENOMEM) {
+			free(text);
 			query_free(q);
 			return reply_text(c, con, 500, "out of memory\n");
 		}
+		free(text);
 		query_error_pos(q, &line, &col);
 		res = reply_json_status(c, con, 400, json_pack("{s:s, s:i, s:i, s:s}",
 			"error", query_error_msg(q) ? query_error_msg(q) : "invalid query",
@@ -258,6 +309,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	qr = calloc(1, sizeof(*qr));
 	if (!qr || pipe2(fds, O_CLOEXEC)) {
 		free(qr);
+		free(text);
 		json_decref(cols);
 		query_free(q);
 		return reply_text(c, con, 500, "cannot start the query: %s\n", strerror(errno));
@@ -265,6 +317,9 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	qr->c = c;
 	qr->q = q;
 	qr->p = p;
+	qr->text = text;
+	qr->copts = copts;
+	qr->cluster = copts.all || query_ast(q)->src.scope != SCOPE_LOCAL;
 	qr->rfd = fds[0];
 	qr->wfd = fds[1];
 	qr->start_ns = clock_monotonic_ns();
@@ -272,11 +327,12 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 			 "mode", p->mode == PLAN_AGGREGATE ? "aggregate" : "stream",
 			 "window_ms", (json_int_t)(p->window_ns / 1000000),
 			 "for_ms", (json_int_t)(p->for_ns / 1000000),
-			 "engine", "host");
+			 "engine", qr->cluster ? "cluster" : "host");
 	if (emit_json(qr, head) || pthread_create(&qr->thread, NULL, run_main, qr)) {
 		close(fds[0]);
 		close(fds[1]);
 		free(qr);
+		free(text);
 		query_free(q);
 		return reply_text(c, con, 500, "cannot start the query\n");
 	}

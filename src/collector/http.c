@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/version.h"
 
 #define DEFAULT_LOOKBACK_MS 86400000ull  /* Zipkin's zipkin.query.lookback */
@@ -657,13 +658,13 @@ struct http_server *http_server_new(struct collector *c, const char *addr,
 		return fay_err_ptr(ret);
 	}
 	hs->c = c;
-	hs->fd = coll_listen(addr, 128, &actual, err, errlen);
+	hs->fd = net_listen(addr, 128, &actual, err, errlen);
 	if (hs->fd < 0) {
 		ret = hs->fd;
 		free(hs);
 		return fay_err_ptr(ret);
 	}
-	coll_addr_str((struct sockaddr *)&actual, hs->addr, sizeof(hs->addr));
+	net_addr_str((struct sockaddr *)&actual, hs->addr, sizeof(hs->addr));
 	hs->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 				 MHD_USE_THREAD_PER_CONNECTION,
 				 0, NULL, NULL, on_request, c,

@@ -58,8 +58,11 @@ struct engine_opts {
 	/* Do not resolve probes that need the system (tracepoints never
 	 * do; kernel functions and USDT always do): for --emit. */
 	bool emit_only;
+	/* The value of the host field (fay agent --host); NULL or "":
+	 * gethostname().  Cut to QUERY_STR_MAX bytes. */
+	const char *host;
 };
-#define engine_opts__last_field emit_only
+#define engine_opts__last_field host
 
 struct engine;
 

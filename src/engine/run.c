@@ -230,8 +230,11 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		memcpy(&e->opts, opts, opts->sz < sizeof(e->opts) ? opts->sz :
 		       sizeof(e->opts));
 	e->opts.sz = sizeof(e->opts);
-	/* The host field, as fay agent names its host. */
-	if (gethostname(e->host, sizeof(e->host)))
+	/* The host field: the agent's --host, else as fay agent names its
+	 * host by default. */
+	if (e->opts.host && e->opts.host[0])
+		snprintf(e->host, sizeof(e->host), "%s", e->opts.host);
+	else if (gethostname(e->host, sizeof(e->host)))
 		snprintf(e->host, sizeof(e->host), "localhost");
 	e->host[sizeof(e->host) - 1] = '\0';
 

@@ -49,6 +49,8 @@
 #define LIB_UNSAMPLED_FLUSH 1024u    /* unsampled roots counted per thread before
 				      * adding them to the header */
 #define LIB_STARTED_FLUSH   64u      /* the same for sampled spans begun */
+#define LIB_NO_ROOM_RETRY   256u     /* spans dropped between tries to
+				      * reserve a ring when there was no room */
 #define LIB_THRESH_RATE     1u       /* lib.sample_thresh in rate mode (1/N
 				      * never gives 1: N < 2^32) */
 
@@ -72,6 +74,8 @@ struct lib_tls {
 	uint32_t unsampled;      /* unsampled roots not yet added to the header */
 	uint32_t started;        /* sampled spans begun, not yet added */
 	uint32_t key_set;        /* the thread-exit destructor is armed */
+	uint32_t no_room;        /* spans to drop (lost_no_room) before trying
+				  * to reserve a ring again; 0: try now */
 	uint64_t rng;            /* sampling generator state, 0 = not seeded */
 	struct ring_prod prod;
 	uint32_t cache[LIB_CACHE_MAX];
@@ -98,6 +102,9 @@ struct lib_proc {
 	uint64_t ring_stride;
 	uint32_t npool, pool_stride, item_cap;
 	uint32_t nrings, ring_slots;
+	int fd;                  /* the file, kept to reserve rings' pages */
+	uint64_t ring_reserved[LIB_NRINGS_MAX / 64]; /* bit r: ring r's pages
+				  * are reserved (set once, atomically) */
 
 	int inited;              /* fay_init() succeeded (maybe disabled) */
 	int rate_mode;           /* informational copy of the mode */
@@ -163,7 +170,9 @@ static inline struct fay_shm_hdr *lib_hdr(void)
 }
 struct ring_prod *lib_ring_claim(void);
 /* The calling thread's ring, claimed on first use; NULL if every ring is
- * owned.  Call with the recursion guard held. */
+ * owned, or if no ring's pages could be reserved (then lib_t.no_room is
+ * set: count the span in lost_no_room).  Call with the recursion guard
+ * held. */
 static inline struct ring_prod *lib_ring(void)
 {
 	if (likely(lib_t.ring))

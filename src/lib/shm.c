@@ -24,6 +24,7 @@
 
 struct lib_proc lib = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
 	.sample_thresh = UINT64_MAX,   /* record every root until told */
 };
 __thread struct lib_tls lib_t __attribute__((tls_model("initial-exec")));
@@ -154,6 +155,13 @@ static int create_file(void)
 		err = -errno;
 		goto err_out;
 	}
+	/* The header and the pool are written from now on: their pages must
+	 * exist (rings are reserved when claimed, lib_ring_claim). */
+	err = posix_fallocate(fd, 0, (off_t)rings_off);
+	if (err) {
+		err = -err;
+		goto err_out;
+	}
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
 		err = -errno;
@@ -184,8 +192,8 @@ static int create_file(void)
 		err = -errno;
 		goto err_out;
 	}
-	close(fd);
-
+	lib.fd = fd;
+	memset(lib.ring_reserved, 0, sizeof(lib.ring_reserved));
 	lib.base = base;
 	lib.size = size;
 	lib.pool = (uint8_t *)base + pool_off;
@@ -239,12 +247,37 @@ static void thread_exit(void *arg)
 	lib_t.ring = 0;
 }
 
+/*
+ * Make sure ring r's pages exist before anything in it is read or written.
+ * Returns 0, or -errno (no room: ENOSPC).  Threads may race here: the
+ * reservation is idempotent.
+ */
+static int ring_reserve(uint32_t r)
+{
+	uint64_t *w = &lib.ring_reserved[r / 64], bit = UINT64_C(1) << (r % 64);
+	off_t off = (off_t)((uint64_t)(lib.rings - lib.base) + r * lib.ring_stride);
+	int err;
+
+	if (READ_ONCE(*w) & bit)
+		return 0;
+	err = posix_fallocate(lib.fd, off, (off_t)lib.ring_stride);
+	if (err)
+		return -err;
+	__atomic_fetch_or(w, bit, __ATOMIC_RELEASE);
+	return 0;
+}
+
 struct ring_prod *lib_ring_claim(void)
 {
 	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
 	uint32_t tid = lib_gettid(), n, i;
+	int no_room = 0;
 
 	if (!h)
+		return NULL;
+	/* After a failed reservation, drop LIB_NO_ROOM_RETRY spans (counted
+	 * in lost_no_room by the caller) before trying again. */
+	if (lib_t.no_room && --lib_t.no_room)
 		return NULL;
 	n = lib.nrings;
 	for (i = 0; i < n; i++) {
@@ -252,6 +285,14 @@ struct ring_prod *lib_ring_claim(void)
 		struct fay_ring_ctl *ctl =
 			(struct fay_ring_ctl *)(lib.rings + r * lib.ring_stride);
 
+		if (!(smp_load_acquire(&lib.ring_reserved[r / 64]) &
+		      (UINT64_C(1) << (r % 64)))) {
+			/* after one failure, don't try the others */
+			if (no_room || ring_reserve(r)) {
+				no_room = 1;
+				continue;
+			}
+		}
 		if (READ_ONCE(ctl->owner_tid) || !atomic_cas(&ctl->owner_tid, &zero, tid))
 			continue;
 		ring_prod_init(&lib_t.prod, ctl, lib.ring_slots);
@@ -263,6 +304,10 @@ struct ring_prod *lib_ring_claim(void)
 		}
 		return &lib_t.prod;
 	}
+	/* Every ring owned (lost_no_ring), or the free ones could not be
+	 * reserved (lost_no_room). */
+	if (no_room)
+		lib_t.no_room = LIB_NO_ROOM_RETRY;
 	return NULL;
 }
 
@@ -295,6 +340,9 @@ static void atfork_child(void)
 		lib.rings = NULL;
 		lib.need_file = lib.recording;
 	}
+	if (lib.fd >= 0)
+		close(lib.fd);  /* the parent's file */
+	lib.fd = -1;
 	lib.free_head = 0;
 	lib.fresh = 0;
 	lib_t.ring = 0;
@@ -303,6 +351,7 @@ static void atfork_child(void)
 	lib_t.unsampled = 0;
 	lib_t.started = 0;
 	lib_t.nest = 0;
+	lib_t.no_room = 0;
 	lib_t.rng = 0;          /* reseed: the child's samples are its own */
 	pthread_mutex_unlock(&lib.lock);
 }

@@ -294,6 +294,10 @@ int lib_write_record(struct spanrec_fixed *f, const void *items,
 		return -ENODEV;
 	p = lib_ring();
 	if (unlikely(!p)) {
+		if (lib_tls()->no_room) {
+			atomic_add(&h->lost_no_room, 1);
+			return -ENOSPC;
+		}
 		atomic_add(&h->lost_no_ring, 1);
 		return -EBUSY;
 	}

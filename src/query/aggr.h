@@ -42,6 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
+
 enum aggr_kind {
 	AGGR_COUNT, AGGR_SUM, AGGR_MIN, AGGR_MAX, AGGR_AVG, AGGR_HIST,
 	AGGR_LHIST, AGGR_QUANTILE, AGGR_DISTINCT,
@@ -113,5 +115,25 @@ void aggr_merge(const struct aggr_desc *d, void *dst, const void *src);
 int aggr_final(const struct aggr_desc *d, const void *state, int64_t *out);
 /* The HyperLogLog estimate, unrounded. */
 double aggr_distinct_estimate(const void *state);
+
+/* ---- partial states on the wire (aggr_wire.c) ---------------------------
+ * Hosts and collectors exchange partial states, never events.  A state
+ * travels with a descriptor (kind, AGGR_STATE_VERSION, parameters: lhist
+ * bounds, sketch precision); a receiver merges only states whose
+ * descriptor equals its own and refuses the rest by name. */
+#define AGGR_STATE_VERSION	1
+
+/* Append d's descriptor to w. */
+void aggr_desc_encode(const struct aggr_desc *d, struct wbuf *w);
+/* Read a descriptor from r and compare it with mine: 0 when the states
+ * merge; -EPROTO (another kind, version or parameters) or -EBADMSG
+ * (malformed) with a sentence in why. */
+int aggr_desc_check(const struct aggr_desc *mine, struct rbuf *r, char *why,
+		    size_t len);
+/* Append the compact encoding of state (d->size bytes) to w. */
+void aggr_state_encode(const struct aggr_desc *d, const void *state, struct wbuf *w);
+/* Decode one state from r into state (d->size bytes, zeroed first);
+ * indices and ranks are checked.  0 or -EBADMSG (r->why says where). */
+int aggr_state_decode(const struct aggr_desc *d, struct rbuf *r, void *state);
 
 #endif

@@ -595,9 +595,9 @@ int query_plan(struct query *q, const struct plan **out)
 		return err;
 	aq = pl.aq = q->ast;
 
-	if (aq->src.scope != SCOPE_LOCAL)
+	if (aq->src.scope != SCOPE_LOCAL && !q->cluster)
 		return query_errorf(q, &aq->src.scope_loc,
-				    "%s queries need a cluster (collector and agents); they arrive with the cluster issue. Drop '%s' to query this host",
+				    "%s queries run through a collector and its agents: fay query --cluster URL 'QUERY'. Drop '%s' to query this host",
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster" : "host(...)",
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster." : "host(...).");
 	if (aq->src.kind == SRC_SPANS)

@@ -34,6 +34,8 @@ struct query *query_new(const char *source, const char *text, size_t len,
 	q->len = len;
 	if (!q->source || !q->text)
 		goto err_out;
+	if (opts && opts->sz >= offsetof(struct query_opts, cluster) + sizeof(opts->cluster))
+		q->cluster = opts->cluster;
 	if (opts && opts->sz >= offsetof(struct query_opts, tracefs) + sizeof(opts->tracefs) &&
 	    opts->tracefs) {
 		q->tracefs = arena_strndup(a, opts->tracefs, strlen(opts->tracefs));

@@ -284,6 +284,11 @@ struct query_opts {
 	/* Directory holding events/<sys>/<event>/format; NULL: find or
 	 * mount tracefs (/sys/kernel/tracing, /sys/kernel/debug/tracing). */
 	const char *tracefs;
+	/* Planned as part of a cluster query (by an agent, which runs it as
+	 * a local query, or by a collector, which merges its partials):
+	 * cluster. and host("...") scopes are accepted.  Otherwise they are
+	 * refused at plan time with a pointer to fay query --cluster. */
+	bool cluster;
 };
 
 /*

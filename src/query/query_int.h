@@ -23,6 +23,7 @@ struct query {
 	const char *text;
 	size_t len;
 	const char *tracefs;
+	bool cluster;		/* query_opts.cluster */
 	struct token *toks;
 	int ntoks;
 	struct ast_query *ast;

@@ -77,4 +77,15 @@ static inline int test_done(void)
 	return test_failed ? 1 : 0;
 }
 
+/* A repeatable pseudo-random sequence for tests (xorshift64). */
+static uint64_t test_rng = 88172645463325252ull;
+
+static inline uint64_t test_xorshift(void)
+{
+	test_rng ^= test_rng << 13;
+	test_rng ^= test_rng >> 7;
+	test_rng ^= test_rng << 17;
+	return test_rng;
+}
+
 #endif

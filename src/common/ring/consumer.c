@@ -186,6 +186,12 @@ static enum rd read_record(struct ring_cons *c, uint64_t head, uint64_t records,
 	if (h->rec_no >= records)
 		return corrupt(c, "record rec_no %" PRIu64 " not below ctl.records %"
 			       PRIu64, h->rec_no, records);
+	/* Each record skipped since the last one delivered took a slot at
+	 * least: a bigger gap is a scribbled rec_no, not a loss. */
+	if (h->rec_no - c->rec_no > pos - c->end_pos)
+		return corrupt(c, "record rec_no %" PRIu64 " would mean %" PRIu64
+			       " records lost in the %" PRIu64 " slots since the last one",
+			       h->rec_no, h->rec_no - c->rec_no, pos - c->end_pos);
 	if (pos + h->nslots > head)
 		return corrupt(c, "record of %u slots runs past ctl.head %" PRIu64,
 			       h->nslots, head);
@@ -287,6 +293,7 @@ int ring_drain(struct ring_cons *c, ring_rec_fn fn, void *ctx, unsigned max)
 		c->rec_no = h.rec_no + 1;
 		c->delivered++;
 		c->pos += h.nslots;
+		c->end_pos = c->pos;
 		c->resync = 0;
 		n++;
 	}
@@ -305,8 +312,10 @@ uint64_t ring_cons_finish(struct ring_cons *c)
 	uint64_t head = smp_load_acquire(&c->ctl->head);
 	uint64_t add;
 
-	/* Every record takes at least one slot: records <= head. */
-	if (records < c->rec_no || records > head) {
+	/* Every record takes at least one slot: records <= head, and the
+	 * ones not delivered lie after the last one that was. */
+	if (records < c->rec_no || records > head || head < c->end_pos ||
+	    records - c->rec_no > head - c->end_pos) {
 		c->corrupt++;
 		snprintf(c->err, sizeof(c->err), "ring pos %" PRIu64 ": ctl.records %"
 			 PRIu64 " impossible (next rec_no %" PRIu64 ", ctl.head %"

@@ -86,6 +86,10 @@ struct ring_cons {
 	uint64_t laps;          /* times the producer was found overwriting
 				 * what we were about to read (informational) */
 	uint64_t bad_head;      /* last impossible ctl->head seen (counted once) */
+	uint64_t end_pos;       /* the slot after the last record delivered (0
+				 * until one is): the records lost before the
+				 * next one lie in [end_pos, its position), one
+				 * slot each at least, which bounds a rec_no gap */
 };
 
 /* Prepare to consume the ring at base, resuming at (pos, rec_no) (0, 0 for

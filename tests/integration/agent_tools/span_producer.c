@@ -12,6 +12,8 @@
  * --hold FILE    before exiting, wait until FILE exists
  * --open-span    begin one more span "open-span" and never end it
  * --rate R       about R spans per second per thread (0: flat out)
+ * --keep-going   run on when fay_init() fails (prints its error), as an
+ *                application must: context still flows, nothing recorded
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,11 +90,12 @@ int main(int argc, char **argv)
 		{ "ready", required_argument, NULL, 'R' },
 		{ "hold", required_argument, NULL, 'H' },
 		{ "open-span", no_argument, NULL, 'o' },
+		{ "keep-going", no_argument, NULL, 'k' },
 		{ 0 },
 	};
 	const char *service = "producer", *ready = NULL, *hold = NULL;
 	pthread_t th[64];
-	int c, open_span = 0, err;
+	int c, open_span = 0, keep_going = 0, err;
 
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
@@ -110,9 +113,10 @@ int main(int argc, char **argv)
 		case 'R': ready = optarg; break;
 		case 'H': hold = optarg; break;
 		case 'o': open_span = 1; break;
+		case 'k': keep_going = 1; break;
 		default:
 			fprintf(stderr, "usage: span_producer --count N [--ids FILE] [--threads T] "
-				"[--rate R] [--service S] [--ready FILE] [--hold FILE] [--open-span]\n");
+				"[--rate R] [--service S] [--ready FILE] [--hold FILE] [--open-span] [--keep-going]\n");
 			return 2;
 		}
 	}
@@ -121,7 +125,8 @@ int main(int argc, char **argv)
 	err = fay_init(service, "127.0.0.1", 4242);
 	if (err) {
 		fprintf(stderr, "span_producer: fay_init: %s\n", strerror(-err));
-		return 1;
+		if (!keep_going)
+			return 1;
 	}
 	for (long t = 0; t < nthreads; t++)
 		pthread_create(&th[t], NULL, run, (void *)(intptr_t)t);

@@ -15,15 +15,7 @@
 
 #define NCPU	8
 
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t xorshift(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#define xorshift test_xorshift
 
 static double uniform01(void)
 {

@@ -169,6 +169,42 @@ static void ctl_cases(void)
 	free(m);
 }
 
+/*
+ * A forged rec_no or ctl.records far beyond what the slots can hold must
+ * not become a loss (issue #10: a corrupt ring pushed a host's overwrite
+ * counter to 4.6e18): each lost record took a slot at least.
+ */
+static void inflated_counts(void)
+{
+	struct seen s = { 0 };
+	struct ring_cons c;
+	struct ring_prod p;
+	uint64_t seq = 0;
+	void *m = ringmem_new(NSLOTS);
+	struct fay_ring_ctl *ctl = ringmem_ctl(m);
+
+	ring_prod_init(&p, m, NSLOTS);
+	write_n(&p, &seq, 10, RECLEN);   /* record k at 3k */
+	ring_cons_init(&c, m, NSLOTS, 0, 0);
+	ctl->records = UINT64_C(1) << 62;
+	ringmem_slot(m, NSLOTS, 6)->seq = 0;          /* record 2: resync */
+	hdr_of(m, 9)->rec_no = (UINT64_C(1) << 62) - 5; /* record 3: forged */
+	ring_drain(&c, on_rec, &s, 0);
+	ok(c.lost < 10, "forged rec_no 2^62-5 after a resync: lost stays %llu, not ~2^62",
+	   (unsigned long long)c.lost);
+	ok(c.corrupt == 2 && strstr(c.err, "records lost in the 3 slots"),
+	   "forged rec_no counted corrupt and named: %s", c.err);
+	is_u64(c.delivered + c.lost, 10, "delivered + lost == 10 written");
+	ctl->records = 10;
+	is_u64(ring_cons_finish(&c), 0, "finish with the real ctl.records: adds 0");
+	ctl->records = ctl->head;        /* 30 records in 30 slots, after rec 9? */
+	is_u64(ring_cons_finish(&c), 0, "ctl.records 30 with no slot left after the last record: adds 0");
+	ok(c.corrupt == 3 && strstr(c.err, "ctl.records 30"), "reported: %s", c.err);
+	is_u64(s.bad, 0, "every delivered payload intact");
+	ring_cons_free(&c);
+	free(m);
+}
+
 /* Reproducible randomness: FAY_TEST_SEED=N replays a run. */
 static uint64_t rng_state;
 
@@ -308,6 +344,7 @@ int main(void)
 	for (int w = 0; w < NCASES; w++)
 		one_case(w);
 	ctl_cases();
+	inflated_counts();
 	fuzz_meta();
 	fuzz_bytes();
 	return test_done();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * `fay agent`: options and manual.  The work is in agent.c.
+ * `fay agent`: options and manual.  The work is in src/agent/ (agent_run,
+ * agent_metrics_start).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/metrics_http.h"
 #include "cli/cmds.h"
+#include "cli/opts.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -25,7 +27,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
-"              [--stats-interval DUR] [--drain-nice N]\n"
+"              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
 "              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
@@ -75,6 +77,9 @@ static void usage(FILE *f)
 "    --drain-nice N      nice value of the thread that drains the rings, -20\n"
 "                        to 19 (default -10: a busy host delays it less;\n"
 "                        needs CAP_SYS_NICE, else ignored; 0 leaves it)\n"
+"    --shm-any-owner     read shm files whatever their owner (default: a file\n"
+"                        naming a running process must belong to that\n"
+"                        process's user, the agent's user or root)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -113,39 +118,10 @@ static void usage(FILE *f)
 "    See docs/ABI.md, \"Agent spool and cursor files\".\n");
 }
 
-/* "4096", "64k", "256M", "2G" (powers of 1024).  0 or -EINVAL. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > UINT64_MAX / mul)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE };
+	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -153,6 +129,7 @@ int cmd_agent(int argc, char **argv)
 		{ "spool-max", required_argument, NULL, O_SPOOL },
 		{ "queue-max", required_argument, NULL, O_QUEUE },
 		{ "drain-nice", required_argument, NULL, O_NICE },
+		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -195,14 +172,14 @@ int cmd_agent(int argc, char **argv)
 			o.state_dir = optarg;
 			break;
 		case O_SPOOL:
-			if (parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
+			if (opt_parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
 				fprintf(stderr, "error: --spool-max '%s': want a size of at least 4k (64k, 256M, 2G)\n",
 					optarg);
 				return 2;
 			}
 			break;
 		case O_QUEUE:
-			if (parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
+			if (opt_parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
 			    o.queue_max > (64ull << 30)) {
 				fprintf(stderr, "error: --queue-max '%s': want a size from 2M to 64G (16M, 256M)\n",
 					optarg);
@@ -221,6 +198,9 @@ int cmd_agent(int argc, char **argv)
 			o.drain_nice = (int)v;
 			break;
 		}
+		case O_ANYOWNER:
+			o.shm_any_owner = 1;
+			break;
 		case O_FLUSH:
 		case O_STATS: {
 			uint64_t ns;

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent's side of cluster queries (common/wire_cluster.h): a query
+ * connection to the collector, kept up with backoff, over which the
+ * collector sends QUERY and CANCEL and the agent answers QSTATUS, PARTIAL
+ * (one per window, the host's merge of the per-CPU partials) and a BEAT
+ * every second.
+ *
+ * Each query runs in a thread of its own through the query driver
+ * (engine/driver.h, the same loop and code generation as `fay query`),
+ * with windows aligned to the wall clock and rows left raw for the
+ * collector to merge.  When the connection is lost every query is
+ * stopped and its probes detached (the collector sends what is still
+ * running again once the agent is back).
+ */
+#ifndef FAY_AGENT_QCLIENT_H
+#define FAY_AGENT_QCLIENT_H
+
+struct qclient_opts {
+	const char *collector;	/* host:port of the collector's agent port */
+	const char *host;	/* this host's name (HELLO, the host field) */
+	const char *agent_id;	/* 32 hex digits */
+	const char *token;	/* NULL: none */
+	const char *tracefs;	/* NULL: find it (tests) */
+};
+
+struct qclient;
+
+/* Start the connection thread.  NULL and errno on failure (a bad
+ * address: EINVAL).  The strings must outlive the client. */
+struct qclient *qclient_start(const struct qclient_opts *o);
+/* Stop every query (probes detached), close, join.  Accepts NULL. */
+void qclient_stop(struct qclient *c);
+
+#endif

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Query connections (cluster.h): each is served by the wire server's
+ * thread that accepted it, reading frames until the connection closes,
+ * goes silent for WIRE_DEAD_MS (a dead or stopped agent: closing it
+ * makes its hosts missing at once rather than at every grace period) or
+ * sends something malformed (an ERROR frame names it, then close; no
+ * other connection or query is affected).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "collector/cluster_int.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+struct cluster *cluster_new(void)
+{
+	struct cluster *cl = calloc(1, sizeof(*cl));
+
+	if (!cl)
+		return NULL;
+	pthread_mutex_init(&cl->lock, NULL);
+	pthread_cond_init(&cl->peers_gone, NULL);
+	cl->next_qid = 1;
+	return cl;
+}
+
+void cluster_free(struct cluster *cl)
+{
+	if (!cl)
+		return;
+	pthread_mutex_lock(&cl->lock);
+	cl->stop = 1;
+	for (struct cquery *q = cl->queries; q; q = q->next)
+		pthread_cond_broadcast(&q->cond);
+	for (struct cpeer *p = cl->peers; p; p = p->next)
+		shutdown(p->fd, SHUT_RDWR);
+	while (cl->npeers_threads || cl->queries)
+		pthread_cond_wait(&cl->peers_gone, &cl->lock);
+	pthread_mutex_unlock(&cl->lock);
+	pthread_mutex_destroy(&cl->lock);
+	pthread_cond_destroy(&cl->peers_gone);
+	free(cl);
+}
+
+static int send_w(struct cpeer *p, unsigned type, struct wbuf *w)
+{
+	int err = w->err;
+
+	pthread_mutex_lock(&p->send_lock);
+	if (!err)
+		err = p->dead ? -ENOTCONN : wire_send_frame(p->fd, type, 0, w->p, (uint32_t)w->len);
+	pthread_mutex_unlock(&p->send_lock);
+	wbuf_free(w);
+	return err;
+}
+
+int cpeer_send_query(struct cpeer *p, const struct cquery *q)
+{
+	struct wire_query wq = {
+		.qid = q->qid, .deadline_ns = q->deadline_rt, .window_ns = q->window_ns,
+		.text = q->text, .len = q->len,
+	};
+	struct wbuf w = { 0 };
+
+	wire_query_encode(&wq, &w);
+	return send_w(p, WIRE_QUERY, &w);
+}
+
+int cpeer_send_cancel(struct cpeer *p, uint32_t qid)
+{
+	struct wbuf w = { 0 };
+
+	wire_u32_encode(qid, &w);
+	return send_w(p, WIRE_CANCEL, &w);
+}
+
+/* A protocol violation: an ERROR frame naming it (best effort). */
+static void violation(struct cpeer *p, const char *why)
+{
+	pr_warn("query connection of %s (%s): %s; closing it", p->host, p->addr, why);
+	pthread_mutex_lock(&p->send_lock);
+	wire_send_frame(p->fd, WIRE_ERROR, 0, why, (uint32_t)strlen(why));
+	pthread_mutex_unlock(&p->send_lock);
+}
+
+/* One frame; 0 to go on, -1 to close. */
+static int on_frame(struct cluster *cl, struct cpeer *p, const struct wire_hdr *h,
+		    const unsigned char *buf)
+{
+	char why[600];
+	int err = 0;
+
+	switch (h->type) {
+	case WIRE_BEAT:
+		break;
+	case WIRE_QSTATUS: {
+		struct wire_qstatus s;
+
+		err = wire_qstatus_decode(buf, h->len, &s, why, sizeof(why));
+		if (err)
+			break;
+		pthread_mutex_lock(&cl->lock);
+		cquery_on_status(cl, p, &s);
+		pthread_mutex_unlock(&cl->lock);
+		break;
+	}
+	case WIRE_PARTIAL: {
+		struct wire_partial wp;
+
+		err = wire_partial_decode(buf, h->len, &wp, why, sizeof(why));
+		if (err)
+			break;
+		pthread_mutex_lock(&cl->lock);
+		err = cquery_on_partial(cl, p, &wp, why, sizeof(why));
+		pthread_mutex_unlock(&cl->lock);
+		free(wp.hosts);
+		break;
+	}
+	default:
+		snprintf(why, sizeof(why), "a %s frame on a query connection",
+			 wire_type_name(h->type));
+		err = -EPROTO;
+		break;
+	}
+	if (err) {
+		violation(p, why);
+		return -1;
+	}
+	return 0;
+}
+
+void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
+		   const char *host, bool collector)
+{
+	struct cpeer *p = calloc(1, sizeof(*p)), **pp;
+	unsigned char *buf = NULL;
+	size_t cap = 0;
+
+	if (!p)
+		return;
+	p->fd = fd;
+	p->collector = collector;
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	snprintf(p->addr, sizeof(p->addr), "%s", peer_addr);
+	p->last_beat = clock_monotonic_ns();
+	pthread_mutex_init(&p->send_lock, NULL);
+	{
+		struct timeval tv = { .tv_sec = 2 };	/* a stuck peer */
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	pthread_mutex_lock(&cl->lock);
+	if (cl->stop) {
+		pthread_mutex_unlock(&cl->lock);
+		pthread_mutex_destroy(&p->send_lock);
+		free(p);
+		return;
+	}
+	p->next = cl->peers;
+	cl->peers = p;
+	cl->npeers_threads++;
+	cquery_peer_joined(cl, p);
+	pthread_mutex_unlock(&cl->lock);
+	pr_info("query connection from %s (%s%s)", p->host, p->addr,
+		collector ? ", a collector" : "");
+
+	while (!cl->stop) {
+		struct wire_hdr h;
+		char why[256];
+		int err = wire_recv_frame(fd, &h, &buf, &cap, WIRE_BEAT_MS / 2, why, sizeof(why));
+		uint64_t now = clock_monotonic_ns();
+
+		if (err == -ETIMEDOUT) {
+			if (now - p->last_beat > WIRE_DEAD_MS * 1000000ull) {
+				pr_warn("query connection of %s (%s): silent for %u ms; closing it",
+					p->host, p->addr, WIRE_DEAD_MS);
+				break;
+			}
+			continue;
+		}
+		if (err) {
+			if (err != 1 && !cl->stop)
+				pr_warn("query connection of %s (%s): %s", p->host, p->addr,
+					why[0] ? why : strerror(-err));
+			if (why[0])
+				violation(p, why);
+			break;
+		}
+		p->last_beat = now;
+		if (on_frame(cl, p, &h, buf))
+			break;
+	}
+	free(buf);
+
+	pthread_mutex_lock(&p->send_lock);
+	p->dead = true;
+	pthread_mutex_unlock(&p->send_lock);
+	pthread_mutex_lock(&cl->lock);
+	cquery_peer_left(cl, p);
+	for (pp = &cl->peers; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	cl->npeers_threads--;
+	pthread_cond_broadcast(&cl->peers_gone);
+	pthread_mutex_unlock(&cl->lock);
+	pr_info("query connection of %s (%s) closed", p->host, p->addr);
+	pthread_mutex_destroy(&p->send_lock);
+	free(p);
+}
+
+char *cluster_peers_json(struct cluster *cl)
+{
+	json_t *a = json_array();
+	char *s;
+
+	pthread_mutex_lock(&cl->lock);
+	for (struct cpeer *p = cl->peers; a && p; p = p->next) {
+		json_t *qs = json_array();
+
+		for (struct cquery *q = cl->queries; qs && q; q = q->next)
+			for (size_t i = 0; i < q->nm; i++) {
+				const struct cmember *m = &q->m[i];
+				static const char *const st[] = {
+					[CM_ASKED] = "asked", [CM_ATTACHED] = "attached",
+					[CM_FAILED] = "failed", [CM_ENDED] = "ended",
+					[CM_GONE] = "gone",
+				};
+
+				if (m->peer != p)
+					continue;
+				json_array_append_new(qs, json_pack("{s:I, s:s, s:s, s:s}",
+					"qid", (json_int_t)q->qid, "query", q->text,
+					"state", st[m->state], "probes", m->info));
+			}
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o}", "host", p->host,
+						   "peer", p->addr, "collector", p->collector,
+						   "queries", qs ? qs : json_array()));
+	}
+	pthread_mutex_unlock(&cl->lock);
+	s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	return s;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cluster queries, collector side: the registry of query connections
+ * (agents, and child collectors of an aggregation tree), fan-out of a
+ * query to the hosts that can run it, merge of their per-window partial
+ * aggregates as they arrive, and the completeness of every window.
+ *
+ *   cluster.c   peers: serve a query connection (HELLO role "query"),
+ *               BEAT liveness, QSTATUS and PARTIAL into the queries
+ *   cquery.c    one query: members, windows, grace, emission as NDJSON
+ *               lines (the same lines as POST /api/query on one host,
+ *               plus each window's "hosts" completeness)
+ *   ctree.c     --parent: this collector as a member of its parent's
+ *               queries (its merged windows go up as PARTIALs)
+ *
+ * Locking: one mutex (cluster->lock) guards the peers, the queries and
+ * every query's state; a peer's socket has its own send lock, taken
+ * without cluster->lock held... or with it: never the reverse order.
+ */
+#ifndef FAY_COLLECTOR_CLUSTER_H
+#define FAY_COLLECTOR_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/qengine.h"
+#include "query/plan.h"
+#include "query/query.h"
+
+struct cluster;
+
+#define CLUSTER_GRACE_NS	1000000000ull	/* default --grace */
+
+struct cluster *cluster_new(void);
+/* Cancel every query, close every connection, wait for their threads. */
+void cluster_free(struct cluster *cl);
+
+/*
+ * Serve a query connection whose HELLO (role "query") was accepted: the
+ * calling thread reads its frames until it closes, dies (no BEAT for
+ * WIRE_DEAD_MS) or the cluster is freed; the caller closes fd.  host is the
+ * name it reported; collector: it is a child collector (its PARTIALs name
+ * the hosts under it).
+ */
+void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
+		   const char *host, bool collector);
+
+/* Connected query peers, as a JSON array text
+ * [{"host":..,"peer":..,"collector":B,"queries":[{"qid":N,"state":..,
+ * "probes":..}]}]; malloc'd, NULL on ENOMEM. */
+char *cluster_peers_json(struct cluster *cl);
+
+struct cluster_qopts {
+	uint64_t grace_ns;	/* 0: CLUSTER_GRACE_NS */
+	enum { CQ_VALUES, CQ_TABLE, CQ_JSON } text;	/* "text" of each line */
+	bool all;		/* a source without a scope runs as cluster.X */
+};
+
+/*
+ * Run query q (planned with query_opts.cluster; text is its source) on
+ * the hosts its scope names, until its end or *env->stop, emitting lines
+ * through env->emit.  Returns 0, or -errno with a message in err (no host
+ * can run it: each host's reason).
+ */
+int cluster_query_run(struct cluster *cl, struct query *q, const struct plan *p,
+		      const char *text, const struct cluster_qopts *o,
+		      const struct qengine_env *env, char *err, size_t errlen);
+
+#endif

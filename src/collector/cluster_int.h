@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside cluster queries (cluster.h): shared by cluster.c and cquery.c. */
+#ifndef FAY_COLLECTOR_CLUSTER_INT_H
+#define FAY_COLLECTOR_CLUSTER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collector/cluster.h"
+#include "common/bytes.h"
+#include "common/wire_cluster.h"
+#include "engine/engine.h"
+#include "query/partial.h"
+
+/* Emitted windows kept for late partials (amended rows). */
+#define CQ_KEEP_WINDOWS	8
+#define CQ_TICK_MS	50
+
+/* One query connection. */
+struct cpeer {
+	struct cpeer *next;
+	int fd;
+	char host[WIRE_HOST_MAX + 1];
+	char addr[64];
+	bool collector;		/* a child collector */
+	bool dead;		/* its thread is leaving: send nothing more */
+	uint64_t last_beat;	/* monotonic ns */
+	pthread_mutex_t send_lock;
+};
+
+enum cm_state { CM_ASKED, CM_ATTACHED, CM_FAILED, CM_ENDED, CM_GONE };
+
+/* A member of a query: one host (or one child collector and its hosts). */
+struct cmember {
+	char host[WIRE_HOST_MAX + 1];
+	struct cpeer *peer;	/* NULL once its connection is gone */
+	enum cm_state state;
+	char info[1024];	/* probes attached, or why it failed */
+	bool final;		/* its last result arrived */
+	bool replied;		/* QSTATUS seen (since the last QUERY) */
+	struct ptable *snap;	/* latest cumulative snapshot (no window) */
+	uint64_t snap_counters[ENGINE_NCOUNTERS];
+	unsigned sub_hosts;	/* child collector: hosts in its last PARTIAL */
+};
+
+/* A tumbling window being merged, or emitted and kept for late rows. */
+struct cwin {
+	struct cwin *next;	/* by start, ascending */
+	uint64_t start, end;	/* wall clock ns */
+	struct ptable *t;
+	uint64_t counters[ENGINE_NCOUNTERS];
+	unsigned char *got;	/* per member: 1 when it reported */
+	size_t ngot;
+	unsigned answered;	/* hosts (a child collector counts its own) */
+	unsigned late;
+	bool emitted, amend;	/* amend: late rows merged since emission */
+};
+
+/* A streamed PARTIAL body waiting for the query thread. */
+struct cchunk {
+	struct cchunk *next;
+	char host[WIRE_HOST_MAX + 1];
+	unsigned char *body;
+	size_t len;
+};
+
+struct cquery {
+	struct cquery *next;
+	struct cluster *cl;
+	uint32_t qid;
+	const char *text;
+	size_t len;
+	const struct plan *p;
+	const char *scope_host;	/* host("x"): only x; NULL: every host */
+	uint64_t start_rt, deadline_rt, window_ns, grace_ns;
+	struct cmember *m;
+	size_t nm, capm;
+	struct cwin *wins;
+	uint64_t next_wstart;	/* the next window the ticker opens */
+	struct cchunk *chunks, **chunks_tail;
+	pthread_cond_t cond;
+	bool shape_err_logged;
+	char shape_err[512];	/* a member's partial of another shape */
+};
+
+struct cluster {
+	pthread_mutex_t lock;
+	struct cpeer *peers;
+	struct cquery *queries;
+	uint32_t next_qid;
+	int npeers_threads;	/* serving threads still running */
+	pthread_cond_t peers_gone;
+	volatile int stop;
+};
+
+/* Send QUERY for q to peer p (takes p's send lock).  0 or -errno. */
+int cpeer_send_query(struct cpeer *p, const struct cquery *q);
+/* Send CANCEL of qid to p. */
+int cpeer_send_cancel(struct cpeer *p, uint32_t qid);
+
+/* Under cl->lock: a peer connected: join every running query whose scope
+ * names it (a restarted agent rejoins). */
+void cquery_peer_joined(struct cluster *cl, struct cpeer *p);
+/* Under cl->lock: p's connection is gone: its members become missing. */
+void cquery_peer_left(struct cluster *cl, struct cpeer *p);
+/* Under cl->lock: a QSTATUS / PARTIAL from p. */
+void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qstatus *s);
+int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_partial *wp,
+		      char *why, size_t len);
+
+#endif

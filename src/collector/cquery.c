@@ -1,0 +1,846 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One cluster query at the collector (cluster.h).
+ *
+ * Members.  Every host the scope names that has a query connection is
+ * asked (QUERY); it answers QSTATUS attached (its probes) or failed (its
+ * reason).  A query no member can run is an error naming each host's
+ * reason; one some members cannot run goes on with the others and says
+ * which could not and why (the "progress" line).
+ *
+ * Windows.  Hosts align windows on wall-clock multiples of the window, so
+ * window [S, S+W) means the same on every host.  The query thread opens
+ * each window as the clock reaches it and emits it when every expected
+ * member has reported it, or once its end plus the grace period has
+ * passed (then it is provisional and the members that did not report are
+ * listed missing).  A member's PARTIAL that arrives after its window was
+ * emitted is merged and counted late, and the window is emitted again
+ * marked amended.  A member whose connection is gone is not waited for:
+ * it is listed missing until it comes back and rejoins.
+ *
+ * Without a window, members send cumulative snapshots every second: the
+ * latest of each is kept, their merge is emitted every second, and the
+ * final merge once every member sent its last (or the deadline plus the
+ * grace period passed).  A stream forwards records as they arrive.
+ *
+ * Lines are built under the cluster lock into a buffer and emitted after
+ * it is released, so a slow HTTP client never holds up the peers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector/cluster_int.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "query/query.h"
+
+#define CQ_SNAPSHOT_NS	1000000000ull
+#define CQ_STATUS_WAIT_NS 2000000000ull	/* for every member's QSTATUS */
+
+struct cq_run {
+	struct cquery *q;
+	const struct cluster_qopts *o;
+	struct engine_out tout;		/* streams: the table header */
+	struct wbuf lines;		/* NDJSON to emit, '\n' separated */
+	bool status_sent, done;
+	unsigned nstatus;		/* statuses when the progress line went */
+	uint64_t next_snapshot, rows;
+	char err[2048];
+};
+
+static const char *const state_name[] = {
+	[CM_ASKED] = "asked", [CM_ATTACHED] = "attached", [CM_FAILED] = "failed",
+	[CM_ENDED] = "ended", [CM_GONE] = "gone",
+};
+
+/* ---- members ---------------------------------------------------------- */
+
+static struct cquery *find_query(struct cluster *cl, uint32_t qid)
+{
+	for (struct cquery *q = cl->queries; q; q = q->next)
+		if (q->qid == qid)
+			return q;
+	return NULL;
+}
+
+static struct cmember *member_of(struct cquery *q, const struct cpeer *p)
+{
+	for (size_t i = 0; i < q->nm; i++)
+		if (q->m[i].peer == p)
+			return &q->m[i];
+	return NULL;
+}
+
+static bool in_scope(const struct cquery *q, const struct cpeer *p)
+{
+	return !q->scope_host || p->collector || !strcmp(q->scope_host, p->host);
+}
+
+/* Ask p to run q (a new member, or a member back after a reconnect). */
+static int ask(struct cquery *q, struct cpeer *p)
+{
+	struct cmember *m = NULL;
+
+	for (size_t i = 0; i < q->nm; i++)
+		if (!strcmp(q->m[i].host, p->host))
+			m = &q->m[i];
+	if (!m) {
+		if (q->nm == q->capm) {
+			size_t nc = q->capm ? 2 * q->capm : 16;
+			struct cmember *nm = realloc(q->m, nc * sizeof(*nm));
+
+			if (!nm)
+				return -ENOMEM;
+			q->m = nm;
+			q->capm = nc;
+			for (struct cwin *w = q->wins; w; w = w->next) {
+				unsigned char *ng = realloc(w->got, nc);
+
+				if (!ng)
+					return -ENOMEM;
+				memset(ng + w->ngot, 0, nc - w->ngot);
+				w->got = ng;
+				w->ngot = nc;
+			}
+		}
+		m = &q->m[q->nm++];
+		memset(m, 0, sizeof(*m));
+		snprintf(m->host, sizeof(m->host), "%s", p->host);
+	}
+	m->peer = p;
+	m->state = CM_ASKED;
+	m->replied = m->final = false;
+	m->info[0] = '\0';
+	ptable_free(m->snap);
+	m->snap = NULL;
+	return cpeer_send_query(p, q);
+}
+
+void cquery_peer_joined(struct cluster *cl, struct cpeer *p)
+{
+	for (struct cquery *q = cl->queries; q; q = q->next) {
+		if (!in_scope(q, p))
+			continue;
+		if (q->deadline_rt && clock_realtime_ns() >= q->deadline_rt)
+			continue;
+		if (ask(q, p))
+			pr_warn("query %" PRIu32 ": cannot ask %s", q->qid, p->host);
+		pthread_cond_broadcast(&q->cond);
+	}
+}
+
+void cquery_peer_left(struct cluster *cl, struct cpeer *p)
+{
+	for (struct cquery *q = cl->queries; q; q = q->next) {
+		struct cmember *m = member_of(q, p);
+
+		if (!m)
+			continue;
+		m->peer = NULL;
+		if (m->state == CM_ASKED || m->state == CM_ATTACHED) {
+			m->state = CM_GONE;
+			snprintf(m->info, sizeof(m->info), "its connection was lost");
+		}
+		pthread_cond_broadcast(&q->cond);
+	}
+}
+
+void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qstatus *s)
+{
+	struct cquery *q = find_query(cl, s->qid);
+	struct cmember *m = q ? member_of(q, p) : NULL;
+	size_t n;
+
+	if (!m)
+		return;		/* a query that ended meanwhile */
+	m->replied = true;
+	if (s->state == WIRE_QS_ATTACHED)
+		m->state = CM_ATTACHED;
+	else if (s->state == WIRE_QS_FAILED)
+		m->state = CM_FAILED;
+	else
+		m->state = CM_ENDED;
+	if (s->state != WIRE_QS_ENDED) {
+		n = s->len < sizeof(m->info) - 1 ? s->len : sizeof(m->info) - 1;
+		memcpy(m->info, s->text, n);
+		m->info[n] = '\0';
+		while (n && m->info[n - 1] == '\n')
+			m->info[--n] = '\0';
+	}
+	pthread_cond_broadcast(&q->cond);
+}
+
+/* ---- windows ---------------------------------------------------------- */
+
+static struct cwin *window_at(struct cquery *q, uint64_t start, bool create)
+{
+	struct cwin **pp = &q->wins, *w;
+
+	for (; *pp && (*pp)->start < start; pp = &(*pp)->next)
+		;
+	if (*pp && (*pp)->start == start)
+		return *pp;
+	if (!create)
+		return NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->t = ptable_new(q->p);
+	w->got = calloc(q->capm ? q->capm : 1, 1);
+	if (!w->t || !w->got) {
+		ptable_free(w->t);
+		free(w->got);
+		free(w);
+		return NULL;
+	}
+	w->ngot = q->capm ? q->capm : 1;
+	w->start = start;
+	w->end = start + q->window_ns;
+	if (q->deadline_rt && w->end > q->deadline_rt)
+		w->end = q->deadline_rt;
+	w->next = *pp;
+	*pp = w;
+	return w;
+}
+
+static void window_free(struct cwin *w)
+{
+	ptable_free(w->t);
+	free(w->got);
+	free(w);
+}
+
+/* Hosts a PARTIAL says answered (a child collector counts its own). */
+static unsigned answered_in(const struct wire_partial *wp)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < wp->nhosts; i++)
+		n += wp->hosts[i].state == WIRE_HS_ANSWERED;
+	return n ? n : 1;
+}
+
+int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_partial *wp,
+		      char *why, size_t len)
+{
+	struct cquery *q = find_query(cl, wp->qid);
+	struct cmember *m = q ? member_of(q, p) : NULL;
+	struct ptable *t = NULL;
+	struct rbuf r;
+	int err;
+
+	if (!m)
+		return 0;	/* a query that ended meanwhile */
+	rbuf_init(&r, wp->body, wp->body_len);
+	err = partial_shape_check(q->p, &r, why, len);
+	if (err == -EPROTO) {
+		/* another version or shape: refuse it by name, keep the link */
+		m->state = CM_FAILED;
+		snprintf(m->info, sizeof(m->info), "its partial results cannot be merged here: %s",
+			 why);
+		pr_warn("query %" PRIu32 ": %s: %s", q->qid, m->host, m->info);
+		pthread_cond_broadcast(&q->cond);
+		return 0;
+	}
+	if (err)
+		return err;
+	m->sub_hosts = wp->nhosts;
+	if (wp->flags & WIRE_PF_STREAM) {
+		struct cchunk *c = calloc(1, sizeof(*c));
+
+		if (!c || !(c->body = malloc(r.len - r.off + 1))) {
+			free(c);
+			return -ENOMEM;
+		}
+		c->len = r.len - r.off;
+		memcpy(c->body, r.p + r.off, c->len);
+		snprintf(c->host, sizeof(c->host), "%s", m->host);
+		*q->chunks_tail = c;
+		q->chunks_tail = &c->next;
+		if (wp->flags & WIRE_PF_FINAL)
+			m->final = true;
+		pthread_cond_broadcast(&q->cond);
+		return 0;
+	}
+	/* decode all of it before anything is merged */
+	t = ptable_new(q->p);
+	if (!t)
+		return -ENOMEM;
+	err = ptable_merge_rows(t, &r);
+	if (!err && r.off != r.len)
+		rbuf_fail(&r, "rows (bytes after the last row)");
+	if (err || r.err) {
+		snprintf(why, len, "PARTIAL of query %" PRIu32 ": %s", wp->qid,
+			 r.err ? r.why : strerror(-err));
+		ptable_free(t);
+		return -EBADMSG;
+	}
+	if (wp->flags & WIRE_PF_WINDOW) {
+		struct cwin *w = window_at(q, wp->start_ns, true);
+		size_t i = (size_t)(m - q->m);
+
+		if (!w) {
+			ptable_free(t);
+			return -ENOMEM;
+		}
+		err = ptable_merge_table(w->t, t);
+		for (unsigned k = 0; k < ENGINE_NCOUNTERS && k < wp->ncounters; k++)
+			w->counters[k] += wp->counters[k];
+		if (!w->got[i])
+			w->answered += answered_in(wp);
+		w->got[i] = 1;
+		if (w->emitted) {
+			w->late++;
+			w->amend = true;
+		}
+		ptable_free(t);
+	} else {
+		ptable_free(m->snap);
+		m->snap = t;
+		for (unsigned k = 0; k < ENGINE_NCOUNTERS; k++)
+			m->snap_counters[k] = k < wp->ncounters ? wp->counters[k] : 0;
+	}
+	if (wp->flags & WIRE_PF_FINAL)
+		m->final = true;
+	pthread_cond_broadcast(&q->cond);
+	return err;
+}
+
+/* ---- output lines ------------------------------------------------------ */
+
+static FILE *line_begin(struct cq_run *run, char **buf, size_t *len)
+{
+	FILE *f = open_memstream(buf, len);
+
+	if (!f)
+		run->lines.err = -ENOMEM;
+	return f;
+}
+
+/* Close f (open_memstream sets *buf and *len then) and queue the line. */
+static void line_end(struct cq_run *run, FILE *f, char **buf, size_t *len)
+{
+	if (fclose(f))
+		run->lines.err = -ENOMEM;
+	else {
+		wbuf_put(&run->lines, *buf, *len);
+		wbuf_u8(&run->lines, '\n');
+	}
+	free(*buf);
+}
+
+/* "text": the table or JSON lines of res, as `fay query` prints them. */
+static void put_text(struct cq_run *run, FILE *f, const struct engine_result *res,
+		     uint64_t wstart)
+{
+	struct engine_out o = { .json = run->o->text == CQ_JSON };
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (run->o->text == CQ_VALUES)
+		return;
+	o.f = open_memstream(&buf, &len);
+	if (!o.f)
+		return;
+	engine_print_result(run->q->p, &o, res, wstart);
+	fclose(o.f);
+	fputs(",\"text\":", f);
+	json_str(f, buf ? buf : "", len);
+	free(buf);
+}
+
+static void put_counters(FILE *f, const uint64_t c[ENGINE_NCOUNTERS])
+{
+	fputs(",\"dropped\":{", f);
+	for (int i = 0, k = 0; i < ENGINE_NCOUNTERS; i++) {
+		const char *d = engine_counter_desc(i);
+
+		if (!c[i])
+			continue;
+		if (k++)
+			fputc(',', f);
+		json_str(f, d, strlen(d));
+		fprintf(f, ":%" PRIu64, c[i]);
+	}
+	fputc('}', f);
+}
+
+/* Is member i expected to report a window that ends at end? */
+static bool expected(const struct cmember *m)
+{
+	return m->peer && (m->state == CM_ATTACHED || m->state == CM_ASKED);
+}
+
+/* ,"hosts":{"asked":N,"answered":N,"late":N,"missing":[..],"failed":[..]} */
+static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
+		      unsigned answered, unsigned late)
+{
+	unsigned asked = 0;
+	int k = 0;
+
+	for (size_t i = 0; i < q->nm; i++)
+		asked += q->m[i].sub_hosts > 1 ? q->m[i].sub_hosts : 1;
+	fprintf(f, ",\"hosts\":{\"asked\":%u,\"answered\":%u,\"late\":%u,\"missing\":[",
+		asked, answered, late);
+	for (size_t i = 0; i < q->nm; i++) {
+		const struct cmember *m = &q->m[i];
+
+		if (got[i] || m->state == CM_FAILED || m->state == CM_ENDED)
+			continue;
+		if (k++)
+			fputc(',', f);
+		json_str(f, m->host, strlen(m->host));
+	}
+	fputs("],\"failed\":[", f);
+	k = 0;
+	for (size_t i = 0; i < q->nm; i++) {
+		if (q->m[i].state != CM_FAILED)
+			continue;
+		if (k++)
+			fputc(',', f);
+		json_str(f, q->m[i].host, strlen(q->m[i].host));
+	}
+	fputs("]}", f);
+}
+
+/* The rows of t, ordered and limited at this root. */
+static int result_of(const struct cquery *q, const struct ptable *t, struct engine_result *res)
+{
+	size_t n = ptable_count(t);
+
+	memset(res, 0, sizeof(*res));
+	res->rows = calloc(n ? n : 1, sizeof(*res->rows));
+	if (!res->rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const void *k, *v;
+
+		ptable_row(t, i, &k, &v);
+		res->rows[i].key = malloc((size_t)q->p->key_size + 1);
+		res->rows[i].val = malloc((size_t)q->p->value_size);
+		res->nrows = i + 1;
+		if (!res->rows[i].key || !res->rows[i].val)
+			return -ENOMEM;
+		memcpy(res->rows[i].key, k, (size_t)q->p->key_size);
+		memcpy(res->rows[i].val, v, (size_t)q->p->value_size);
+	}
+	return engine_result_order(q->p, res);
+}
+
+/* One "window" line: a tumbling window, a snapshot or the final result. */
+static void emit_result(struct cq_run *run, const struct ptable *t, uint64_t t_ns,
+			uint64_t start, uint64_t end, const uint64_t counters[],
+			const unsigned char *got, unsigned answered, unsigned late,
+			bool final, bool provisional, bool amended)
+{
+	const struct cquery *q = run->q;
+	struct engine_result res;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (result_of(q, t, &res)) {
+		engine_result_clear(&res);
+		run->lines.err = -ENOMEM;
+		return;
+	}
+	f = line_begin(run, &buf, &len);
+	if (!f) {
+		engine_result_clear(&res);
+		return;
+	}
+	fprintf(f, "{\"type\":\"window\",\"t\":%" PRIu64 ",\"start_ns\":%" PRIu64
+		",\"end_ns\":%" PRIu64 ",\"rows\":[", t_ns / 1000000, start, end);
+	for (size_t r = 0; r < res.nrows; r++) {
+		if (r)
+			fputc(',', f);
+		engine_print_values(q->p, f, res.rows[r].key, res.rows[r].val);
+	}
+	fprintf(f, "],\"final\":%s,\"provisional\":%s,\"amended\":%s",
+		final ? "true" : "false", provisional ? "true" : "false",
+		amended ? "true" : "false");
+	put_hosts(f, q, got, answered, late);
+	put_counters(f, counters);
+	put_text(run, f, &res, q->window_ns ? start : 0);
+	fputc('}', f);
+	line_end(run, f, &buf, &len);
+	engine_result_clear(&res);
+}
+
+static void emit_window(struct cq_run *run, struct cwin *w, bool amended)
+{
+	const struct cquery *q = run->q;
+	bool provisional = false, last = q->deadline_rt && w->end >= q->deadline_rt;
+
+	for (size_t i = 0; i < q->nm; i++)
+		if (!w->got[i] && q->m[i].state != CM_FAILED && q->m[i].state != CM_ENDED)
+			provisional = true;
+	emit_result(run, w->t, w->start, w->start, w->end, w->counters, w->got, w->answered,
+		    w->late, last, provisional, amended);
+	if (last && !amended)
+		run->done = true;
+}
+
+static void emit_progress(struct cq_run *run)
+{
+	const struct cquery *q = run->q;
+	unsigned attached = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = line_begin(run, &buf, &len);
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < q->nm; i++)
+		attached += q->m[i].state == CM_ATTACHED;
+	fprintf(f, "{\"type\":\"progress\",\"attached\":%u,\"probes\":[", attached);
+	for (size_t i = 0, k = 0; i < q->nm; i++) {
+		char s[WIRE_HOST_MAX + 1100];
+
+		if (q->m[i].state != CM_ATTACHED)
+			continue;
+		snprintf(s, sizeof(s), "%s: %s", q->m[i].host, q->m[i].info);
+		if (k++)
+			fputc(',', f);
+		json_str(f, s, strlen(s));
+	}
+	fputs("],\"hosts\":[", f);
+	for (size_t i = 0; i < q->nm; i++) {
+		const struct cmember *m = &q->m[i];
+
+		fprintf(f, "%s{\"host\":", i ? "," : "");
+		json_str(f, m->host, strlen(m->host));
+		fprintf(f, ",\"state\":\"%s\",\"info\":", m->replied || m->state == CM_GONE ?
+			state_name[m->state] : "no answer yet");
+		json_str(f, m->info, strlen(m->info));
+		fputc('}', f);
+	}
+	fputs("]}", f);
+	line_end(run, f, &buf, &len);
+}
+
+/* Streamed records that arrived: one "row" line each, until 'limit'. */
+static void emit_rows(struct cq_run *run)
+{
+	struct cquery *q = run->q;
+	unsigned char *rec = malloc((size_t)q->p->record_size + 1);
+
+	while (rec && q->chunks) {
+		struct cchunk *c = q->chunks;
+		struct rbuf r;
+		uint64_t n;
+
+		q->chunks = c->next;
+		if (!q->chunks)
+			q->chunks_tail = &q->chunks;
+		rbuf_init(&r, c->body, c->len);
+		n = rbuf_uvar_max(&r, c->len, "record count");
+		for (uint64_t i = 0; i < n && !r.err; i++) {
+			char *buf = NULL, *tbuf = NULL;
+			size_t len = 0, tlen = 0;
+			FILE *f;
+
+			if (partial_record_decode(q->p, &r, rec))
+				break;
+			if (q->p->limit && run->rows >= q->p->limit) {
+				run->done = true;
+				break;
+			}
+			run->rows++;
+			f = line_begin(run, &buf, &len);
+			if (!f)
+				break;
+			fputs("{\"type\":\"row\",\"host\":", f);
+			json_str(f, c->host, strlen(c->host));
+			fputs(",\"values\":", f);
+			engine_print_values(q->p, f, NULL, rec);
+			if (run->o->text != CQ_VALUES) {
+				run->tout.json = run->o->text == CQ_JSON;
+				run->tout.f = open_memstream(&tbuf, &tlen);
+				if (run->tout.f) {
+					engine_print_record(q->p, &run->tout, rec);
+					fclose(run->tout.f);
+					fputs(",\"text\":", f);
+					json_str(f, tbuf ? tbuf : "", tlen);
+				}
+				free(tbuf);
+			}
+			fputc('}', f);
+			line_end(run, f, &buf, &len);
+		}
+		if (r.err)
+			pr_warn("query %" PRIu32 ": records from %s: %s", q->qid, c->host, r.why);
+		free(c->body);
+		free(c);
+		if (q->p->limit && run->rows >= q->p->limit)
+			run->done = true;
+	}
+	free(rec);
+}
+
+/* ---- the query thread's tick --------------------------------------------- */
+
+static void tick_windows(struct cq_run *run, uint64_t now)
+{
+	struct cquery *q = run->q;
+	unsigned kept = 0;
+
+	while (q->next_wstart <= now && (!q->deadline_rt || q->next_wstart < q->deadline_rt)) {
+		window_at(q, q->next_wstart, true);
+		q->next_wstart += q->window_ns;
+	}
+	for (struct cwin *w = q->wins; w && !run->done; w = w->next) {
+		bool complete = true;
+
+		if (w->emitted) {
+			if (w->amend) {
+				emit_window(run, w, true);
+				w->amend = false;
+			}
+			continue;
+		}
+		for (size_t i = 0; i < q->nm; i++)
+			if (expected(&q->m[i]) && !w->got[i])
+				complete = false;
+		if (now < w->end && !(complete && q->deadline_rt && w->end >= q->deadline_rt &&
+				      q->nm))
+			break;
+		if (!complete && now < w->end + q->grace_ns)
+			break;
+		emit_window(run, w, false);
+		w->emitted = true;
+	}
+	/* keep the last few emitted windows for late partials */
+	for (struct cwin *w = q->wins; w && w->emitted; w = w->next)
+		kept++;
+	while (kept-- > CQ_KEEP_WINDOWS) {
+		struct cwin *w = q->wins;
+
+		q->wins = w->next;
+		window_free(w);
+	}
+}
+
+static void tick_snapshots(struct cq_run *run, uint64_t now)
+{
+	struct cquery *q = run->q;
+	struct ptable *t = ptable_new(q->p);
+	unsigned char *got = calloc(q->nm + 1, 1);
+	uint64_t c[ENGINE_NCOUNTERS] = { 0 };
+	unsigned answered = 0;
+	bool all_final = q->nm > 0, final;
+
+	if (!t || !got) {
+		ptable_free(t);
+		free(got);
+		return;
+	}
+	for (size_t i = 0; i < q->nm; i++) {
+		struct cmember *m = &q->m[i];
+
+		if (expected(m) && !m->final)
+			all_final = false;
+		if (!m->snap)
+			continue;
+		got[i] = 1;
+		answered += m->sub_hosts > 1 ? m->sub_hosts : 1;
+		ptable_merge_table(t, m->snap);
+		for (int k = 0; k < ENGINE_NCOUNTERS; k++)
+			c[k] += m->snap_counters[k];
+	}
+	final = all_final || (q->deadline_rt && now >= q->deadline_rt + q->grace_ns);
+	if (final || now >= run->next_snapshot) {
+		bool provisional = false;
+
+		for (size_t i = 0; i < q->nm; i++)
+			if (expected(&q->m[i]) && !q->m[i].final)
+				provisional = true;
+		emit_result(run, t, now, q->start_rt, now, c, got, answered, 0, final,
+			    provisional, false);
+		run->next_snapshot = now + CQ_SNAPSHOT_NS;
+		run->done = final;
+	}
+	ptable_free(t);
+	free(got);
+}
+
+static void tick(struct cq_run *run)
+{
+	struct cquery *q = run->q;
+	uint64_t now = clock_realtime_ns();
+	unsigned replied = 0, failed = 0, statuses = 0;
+
+	for (size_t i = 0; i < q->nm; i++) {
+		replied += q->m[i].replied || q->m[i].state == CM_GONE;
+		failed += q->m[i].state == CM_FAILED;
+		statuses += q->m[i].state * 7 + q->m[i].replied;	/* changes */
+	}
+	if ((replied == q->nm || now - q->start_rt > CQ_STATUS_WAIT_NS) &&
+	    (!run->status_sent || statuses != run->nstatus)) {
+		emit_progress(run);
+		run->status_sent = true;
+		run->nstatus = statuses;
+	}
+	if (q->nm && failed == q->nm) {
+		size_t n = (size_t)snprintf(run->err, sizeof(run->err),
+					    "no host can run this query:");
+
+		for (size_t i = 0; i < q->nm && n < sizeof(run->err); i++)
+			n += (size_t)snprintf(run->err + n, sizeof(run->err) - n, "%s %s: %s",
+					      i ? ";" : "", q->m[i].host, q->m[i].info);
+		run->done = true;
+		return;
+	}
+	if (q->p->mode == PLAN_STREAM) {
+		bool all_ended = q->nm > 0;
+
+		emit_rows(run);
+		for (size_t i = 0; i < q->nm; i++)
+			if (expected(&q->m[i]) && !q->m[i].final)
+				all_ended = false;
+		if (all_ended || (q->deadline_rt && now >= q->deadline_rt + q->grace_ns))
+			run->done = true;
+	} else if (q->window_ns) {
+		tick_windows(run, now);
+		if (q->deadline_rt && now >= q->deadline_rt + 2 * q->grace_ns)
+			run->done = true;	/* nothing more will come */
+	} else {
+		tick_snapshots(run, now);
+	}
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void cq_free(struct cquery *q)
+{
+	while (q->wins) {
+		struct cwin *w = q->wins;
+
+		q->wins = w->next;
+		window_free(w);
+	}
+	while (q->chunks) {
+		struct cchunk *c = q->chunks;
+
+		q->chunks = c->next;
+		free(c->body);
+		free(c);
+	}
+	for (size_t i = 0; i < q->nm; i++)
+		ptable_free(q->m[i].snap);
+	free(q->m);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+}
+
+/* The names of the connected peers, for "not connected" errors. */
+static void peer_names(struct cluster *cl, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (struct cpeer *p = cl->peers; p && n < len; p = p->next)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", p->host);
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+static int start(struct cluster *cl, struct cquery *q, char *err, size_t errlen)
+{
+	for (struct cpeer *p = cl->peers; p; p = p->next)
+		if (!p->dead && in_scope(q, p) && ask(q, p))
+			pr_warn("query %" PRIu32 ": cannot ask %s", q->qid, p->host);
+	if (q->nm)
+		return 0;
+	{
+		char names[1024];
+
+		peer_names(cl, names, sizeof(names));
+		if (q->scope_host)
+			snprintf(err, errlen, "host '%s' has no agent connected to this collector (connected: %s)",
+				 q->scope_host, names);
+		else
+			snprintf(err, errlen, "no agent is connected to this collector: start fay agent --collector ADDR on the hosts to query");
+	}
+	return -EHOSTUNREACH;
+}
+
+int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p,
+		      const char *text, const struct cluster_qopts *o,
+		      const struct qengine_env *env, char *err, size_t errlen)
+{
+	const struct ast_query *aq = query_ast(qq);
+	struct cquery *q = calloc(1, sizeof(*q)), **pp;
+	struct cq_run run = { .q = q, .o = o };
+	int ret = 0;
+
+	if (!q)
+		return -ENOMEM;
+	q->cl = cl;
+	q->text = text;
+	q->len = strlen(text);
+	q->p = p;
+	q->scope_host = aq->src.scope == SCOPE_HOST ? aq->src.scope_host : NULL;
+	q->start_rt = clock_realtime_ns();
+	q->window_ns = p->mode == PLAN_STREAM ? 0 : p->window_ns;
+	q->deadline_rt = p->for_ns ? q->start_rt + p->for_ns : 0;
+	q->grace_ns = o->grace_ns ? o->grace_ns : CLUSTER_GRACE_NS;
+	if (q->window_ns)
+		q->next_wstart = q->start_rt / q->window_ns * q->window_ns;
+	q->chunks_tail = &q->chunks;
+	pthread_cond_init(&q->cond, NULL);
+	run.next_snapshot = q->start_rt + CQ_SNAPSHOT_NS;
+
+	pthread_mutex_lock(&cl->lock);
+	q->qid = cl->next_qid++;
+	q->next = cl->queries;
+	cl->queries = q;
+	ret = start(cl, q, err, errlen);
+	while (!ret && !run.done && !cl->stop && !*env->stop) {
+		struct timespec ts;
+		uint64_t at = clock_realtime_ns() + CQ_TICK_MS * 1000000ull;
+
+		ts.tv_sec = (time_t)(at / 1000000000ull);
+		ts.tv_nsec = (long)(at % 1000000000ull);
+		pthread_cond_timedwait(&q->cond, &cl->lock, &ts);
+		tick(&run);
+		if (run.lines.len || run.lines.err) {
+			struct wbuf out = run.lines;
+
+			memset(&run.lines, 0, sizeof(run.lines));
+			pthread_mutex_unlock(&cl->lock);
+			ret = out.err;
+			for (size_t at2 = 0; !ret && at2 < out.len;) {
+				unsigned char *nl = memchr(out.p + at2, '\n', out.len - at2);
+				size_t l = (size_t)(nl - (out.p + at2));
+
+				ret = env->emit(env->ctx, (const char *)out.p + at2, l);
+				at2 += l + 1;
+			}
+			wbuf_free(&out);
+			pthread_mutex_lock(&cl->lock);
+		}
+	}
+	if (!ret && run.err[0]) {
+		snprintf(err, errlen, "%s", run.err);
+		ret = -EHOSTUNREACH;
+	}
+	/* every member detaches its probes */
+	for (size_t i = 0; i < q->nm; i++)
+		if (q->m[i].peer)
+			cpeer_send_cancel(q->m[i].peer, q->qid);
+	for (pp = &cl->queries; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	pthread_cond_broadcast(&cl->peers_gone);
+	pthread_mutex_unlock(&cl->lock);
+	wbuf_free(&run.lines);
+	cq_free(q);
+	return *env->stop ? -EPIPE : ret;
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+/* Cluster query frames: payload codecs and blocking frame I/O (wire_cluster.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/wire_cluster.h"
+
+static void put_text(struct wbuf *w, const char *s, size_t len)
+{
+	wbuf_uvar(w, len);
+	wbuf_put(w, s, len);
+}
+
+void wire_query_encode(const struct wire_query *q, struct wbuf *w)
+{
+	wbuf_le32(w, q->qid);
+	wbuf_le64(w, q->deadline_ns);
+	wbuf_le64(w, q->window_ns);
+	put_text(w, q->text, q->len);
+}
+
+void wire_qstatus_encode(const struct wire_qstatus *s, struct wbuf *w)
+{
+	wbuf_le32(w, s->qid);
+	wbuf_u8(w, (uint8_t)s->state);
+	put_text(w, s->text ? s->text : "", s->text ? s->len : 0);
+}
+
+void wire_partial_encode_head(const struct wire_partial *p, struct wbuf *w)
+{
+	wbuf_le32(w, p->qid);
+	wbuf_u8(w, (uint8_t)p->flags);
+	wbuf_le64(w, p->start_ns);
+	wbuf_le64(w, p->end_ns);
+	wbuf_uvar(w, p->ncounters);
+	for (unsigned i = 0; i < p->ncounters; i++)
+		wbuf_uvar(w, p->counters[i]);
+	wbuf_uvar(w, p->nhosts);
+	for (unsigned i = 0; i < p->nhosts; i++) {
+		put_text(w, p->hosts[i].name, strnlen(p->hosts[i].name, WIRE_HOST_MAX));
+		wbuf_u8(w, (uint8_t)p->hosts[i].state);
+	}
+}
+
+void wire_u32_encode(uint32_t qid, struct wbuf *w)
+{
+	wbuf_le32(w, qid);
+}
+
+/* The reason of a failed read, or of trailing bytes, into why. */
+static int finish(struct rbuf *r, bool rest_ok, const char *frame, char *why, size_t len)
+{
+	if (!r->err && !rest_ok && r->off != r->len) {
+		snprintf(why, len, "%s: %zu bytes after the end at byte %zu", frame,
+			 r->len - r->off, r->off);
+		return -EBADMSG;
+	}
+	if (r->err) {
+		snprintf(why, len, "%s: %s", frame, r->why);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static const char *get_text(struct rbuf *r, size_t max, size_t *len, const char *what)
+{
+	*len = (size_t)rbuf_uvar_max(r, max, what);
+	return rbuf_get(r, *len, what);
+}
+
+int wire_query_decode(const void *p, size_t len, struct wire_query *q,
+		      char *why, size_t whylen)
+{
+	struct rbuf r;
+
+	rbuf_init(&r, p, len);
+	q->qid = rbuf_le32(&r, "qid");
+	q->deadline_ns = rbuf_le64(&r, "deadline");
+	q->window_ns = rbuf_le64(&r, "window");
+	q->text = get_text(&r, WIRE_QTEXT_MAX, &q->len, "query text");
+	return finish(&r, false, "QUERY", why, whylen);
+}
+
+int wire_qstatus_decode(const void *p, size_t len, struct wire_qstatus *s,
+			char *why, size_t whylen)
+{
+	struct rbuf r;
+	unsigned st;
+
+	rbuf_init(&r, p, len);
+	s->qid = rbuf_le32(&r, "qid");
+	st = rbuf_u8(&r, "state");
+	if (!r.err && (st < WIRE_QS_ATTACHED || st > WIRE_QS_ENDED)) {
+		r.off--;
+		rbuf_fail(&r, "state");
+	}
+	s->state = (enum wire_qstate)st;
+	s->text = get_text(&r, 65536, &s->len, "status text");
+	return finish(&r, false, "QSTATUS", why, whylen);
+}
+
+int wire_partial_decode(const void *p, size_t len, struct wire_partial *out,
+			char *why, size_t whylen)
+{
+	struct rbuf r;
+	uint64_t n;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	rbuf_init(&r, p, len);
+	out->qid = rbuf_le32(&r, "qid");
+	out->flags = rbuf_u8(&r, "flags");
+	out->start_ns = rbuf_le64(&r, "window start");
+	out->end_ns = rbuf_le64(&r, "window end");
+	if (!r.err && out->end_ns < out->start_ns)
+		rbuf_fail(&r, "window end (before its start)");
+	out->ncounters = (unsigned)rbuf_uvar_max(&r, WIRE_NCOUNTERS_MAX, "counter count");
+	for (unsigned i = 0; i < out->ncounters && !r.err; i++)
+		out->counters[i] = rbuf_uvar(&r, "counter");
+	/* a host takes at least two bytes */
+	n = rbuf_uvar_max(&r, WIRE_NHOSTS_MAX, "host count");
+	if (!r.err && n > (r.len - r.off) / 2)
+		rbuf_fail(&r, "host count");
+	if (!r.err && n) {
+		out->hosts = calloc((size_t)n, sizeof(*out->hosts));
+		if (!out->hosts) {
+			snprintf(why, whylen, "PARTIAL: out of memory");
+			return -ENOMEM;
+		}
+	}
+	out->nhosts = r.err ? 0 : (unsigned)n;
+	for (unsigned i = 0; i < out->nhosts && !r.err; i++) {
+		size_t l;
+		const char *s = get_text(&r, WIRE_HOST_MAX, &l, "host name");
+		unsigned st = rbuf_u8(&r, "host state");
+
+		if (s)
+			memcpy(out->hosts[i].name, s, l);
+		if (!r.err && (st < WIRE_HS_ANSWERED || st > WIRE_HS_LATE)) {
+			r.off--;
+			rbuf_fail(&r, "host state");
+		}
+		out->hosts[i].state = (enum wire_hstate)st;
+	}
+	err = finish(&r, true, "PARTIAL", why, whylen);
+	if (err) {
+		free(out->hosts);
+		out->hosts = NULL;
+		out->nhosts = 0;
+		return err;
+	}
+	out->body = r.p + r.off;
+	out->body_len = r.len - r.off;
+	return 0;
+}
+
+int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t whylen)
+{
+	struct rbuf r;
+
+	rbuf_init(&r, p, len);
+	*qid = rbuf_le32(&r, "qid");
+	return finish(&r, false, "CANCEL", why, whylen);
+}
+
+/* ---- frame I/O ------------------------------------------------------------ */
+
+static int send_all(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n) {
+		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int wire_send_frame(int fd, unsigned type, uint64_t seq, const void *payload, uint32_t len)
+{
+	struct wire_hdr h;
+	int err;
+
+	wire_hdr_init(&h, type, seq, payload, len);
+	err = send_all(fd, &h, sizeof(h));
+	return err ? err : send_all(fd, payload, len);
+}
+
+/* Read n bytes, waiting at most ms for each; 1 on EOF before any byte. */
+static int recv_all(int fd, void *buf, size_t n, int ms, bool eof_ok)
+{
+	unsigned char *p = buf;
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int pr = poll(&pf, 1, ms);
+		ssize_t r;
+
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0)
+			return -errno;
+		if (pr == 0)
+			return -ETIMEDOUT;
+		r = recv(fd, p + got, n - got, 0);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return got == 0 && eof_ok ? 1 : -ECONNRESET;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int wire_recv_frame(int fd, struct wire_hdr *h, unsigned char **buf, size_t *cap,
+		    int timeout_ms, char *why, size_t whylen)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	int err;
+
+	why[0] = '\0';
+	err = poll(&pf, 1, timeout_ms);
+	if (err < 0)
+		return errno == EINTR ? -ETIMEDOUT : -errno;
+	if (err == 0)
+		return -ETIMEDOUT;
+	err = recv_all(fd, h, sizeof(*h), WIRE_FRAME_MS, true);
+	if (err)
+		return err;
+	err = wire_hdr_check(h, why, whylen);
+	if (err)
+		return err;
+	if (h->len > *cap) {
+		unsigned char *nb = realloc(*buf, h->len);
+
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = h->len;
+	}
+	err = h->len ? recv_all(fd, *buf, h->len, WIRE_FRAME_MS, false) : 0;
+	if (err)
+		return err == 1 ? -ECONNRESET : err;
+	return wire_crc_check(h, *buf, why, whylen);
+}

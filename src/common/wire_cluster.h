@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cluster queries on the agent <-> collector protocol (wire.h): the
+ * frames of a query connection, and their payload codecs.  docs/ABI.md
+ * section "Cluster queries" is the description for outsiders.
+ *
+ * A query connection is a second TCP connection from an agent (or from a
+ * child collector, for an aggregation tree) to its collector, apart from
+ * the span-shipping one so that a backlog of span batches never delays a
+ * window.  It starts like the other (HELLO / WELCOME, JSON) with
+ * "role":"query" in the HELLO; then:
+ *
+ *   coll  -> QUERY    u32 qid, u64 deadline_ns (wall clock, 0: none),
+ *                     u64 window_ns, uvar text length, text (UTF-8 FayQL)
+ *   peer  -> QSTATUS  u32 qid, u8 state (enum wire_qstate), uvar length,
+ *                     text (probes attached, or the reason it failed)
+ *   peer  -> PARTIAL  u32 qid, u8 flags (WIRE_PF_*), u64 window_start_ns,
+ *                     u64 window_end_ns, uvar ncounters, ncounters x uvar
+ *                     (drops: map full, pairs full, lost rows), uvar
+ *                     nhosts, nhosts x (uvar length, name, u8 WIRE_HS_*),
+ *                     then the rest of the payload: the partial results
+ *                     (query/partial.h: shape, then rows or records)
+ *   coll  -> CANCEL   u32 qid: detach that query's probes now
+ *   peer  -> BEAT     empty, every WIRE_BEAT_MS: alive
+ *
+ * Windows are aligned on wall-clock multiples of the query's window on
+ * every host.  An agent's PARTIAL names one host (itself, ANSWERED); a
+ * child collector's names every host under it with what it knows of each.
+ * Partial states carry their format version and parameters
+ * (aggr_wire.c); a collector merges only what it knows.
+ */
+#ifndef FAY_COMMON_WIRE_CLUSTER_H
+#define FAY_COMMON_WIRE_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/bytes.h"
+#include "common/wire.h"
+
+#define WIRE_BEAT_MS		1000
+/* A peer silent this long is dead (its connection is closed). */
+#define WIRE_DEAD_MS		3500
+#define WIRE_HOST_MAX		255
+#define WIRE_QTEXT_MAX		(1u << 20)
+#define WIRE_NCOUNTERS_MAX	16
+#define WIRE_NHOSTS_MAX		65536
+
+enum wire_qstate {
+	WIRE_QS_ATTACHED = 1,	/* probes attached: expect its windows */
+	WIRE_QS_FAILED,		/* could not run it here: text says why */
+	WIRE_QS_ENDED,		/* ran to its end (deadline, limit) */
+};
+
+enum wire_pflags {
+	WIRE_PF_WINDOW = 1 << 0,	/* a tumbling window [start, end) */
+	WIRE_PF_SNAPSHOT = 1 << 1,	/* cumulative since the start; replaces the last */
+	WIRE_PF_FINAL = 1 << 2,		/* the sender's last result of the query */
+	WIRE_PF_STREAM = 1 << 3,	/* streamed records, not aggregates */
+};
+
+enum wire_hstate {
+	WIRE_HS_ANSWERED = 1,
+	WIRE_HS_MISSING,	/* expected, did not answer in time */
+	WIRE_HS_LATE,		/* answered after the window was emitted */
+};
+
+struct wire_query {
+	uint32_t qid;
+	uint64_t deadline_ns, window_ns;
+	const char *text;	/* decode: points into the payload */
+	size_t len;
+};
+
+struct wire_qstatus {
+	uint32_t qid;
+	enum wire_qstate state;
+	const char *text;	/* decode: into the payload, not NUL terminated */
+	size_t len;
+};
+
+struct wire_phost {
+	char name[WIRE_HOST_MAX + 1];
+	enum wire_hstate state;
+};
+
+struct wire_partial {
+	uint32_t qid;
+	unsigned flags;
+	uint64_t start_ns, end_ns;
+	uint64_t counters[WIRE_NCOUNTERS_MAX];
+	unsigned ncounters;
+	unsigned nhosts;
+	struct wire_phost *hosts;	/* decode: allocated, free() it */
+	const unsigned char *body;	/* decode: the partial results, body_len bytes */
+	size_t body_len;
+};
+
+/* Encoders append the payload to w (w->err says if memory ran out). */
+void wire_query_encode(const struct wire_query *q, struct wbuf *w);
+void wire_qstatus_encode(const struct wire_qstatus *s, struct wbuf *w);
+/* The head of a PARTIAL (everything up to the body); append the body
+ * (partial_shape_encode + rows) after it. */
+void wire_partial_encode_head(const struct wire_partial *p, struct wbuf *w);
+void wire_u32_encode(uint32_t qid, struct wbuf *w);	/* CANCEL */
+
+/* Decoders check every field and length: 0, or -EBADMSG with the reason
+ * (field and byte offset) in why. */
+int wire_query_decode(const void *p, size_t len, struct wire_query *q,
+		      char *why, size_t whylen);
+int wire_qstatus_decode(const void *p, size_t len, struct wire_qstatus *s,
+			char *why, size_t whylen);
+int wire_partial_decode(const void *p, size_t len, struct wire_partial *out,
+			char *why, size_t whylen);
+int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t whylen);
+
+/* ---- blocking frame I/O on a socket --------------------------------------
+ * For the query connections, which each have a thread of their own. */
+
+/* Write one frame (header + payload) entirely; 0 or -errno.  MSG_NOSIGNAL. */
+int wire_send_frame(int fd, unsigned type, uint64_t seq, const void *payload,
+		    uint32_t len);
+/*
+ * Read one frame: wait up to timeout_ms for its first byte (-1: forever),
+ * then up to WIRE_FRAME_MS for the rest.  The payload goes to *buf
+ * (grown as needed, at most FAY_WIRE_MAX_PAYLOAD; free() it).  Returns 0,
+ * 1 on a clean EOF before a frame, -ETIMEDOUT when nothing began within
+ * timeout_ms, -EPROTO/-EBADMSG (reason in why) or -errno.
+ */
+#define WIRE_FRAME_MS		10000
+int wire_recv_frame(int fd, struct wire_hdr *h, unsigned char **buf, size_t *cap,
+		    int timeout_ms, char *why, size_t whylen);
+
+#endif
