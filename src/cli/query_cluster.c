@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cli/query_run.h"
+#include "cli/traces.h"
 #include "common/lazy_curl.h"
 
 struct cl_state {
@@ -236,57 +237,22 @@ static void url_of(const struct cluster_run_opts *o, const char *path, char *url
 		 (int)(ul && o->url[ul - 1] == '/' ? ul - 1 : ul), o->url, path);
 }
 
-/* One request with a JSON body (or none); the answer in s->body. */
-static int call(struct cl_state *s, const char *method, const char *url, const char *body)
+/* One request with a JSON body (or none); the answer in r. */
+static int call(const struct cluster_run_opts *o, const char *method, const char *url,
+		const char *body, struct tr_http_resp *r)
 {
-	struct curl_slist *hdr = NULL;
-	char ebuf[CURL_ERROR_SIZE] = "", err[512];
-	CURL *c;
-	CURLcode rc;
+	char err[CURL_ERROR_SIZE + 600];
 
-	if (lazy_curl_load(err, sizeof(err))) {
-		fprintf(s->o->err, "error: %s\n", err);
+	if (tr_http(method, url, body, o->token, r, err, sizeof(err))) {
+		fprintf(o->err, "error: %s: %s\n", url, err);
 		return -1;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(c = curl_easy_init()))
-		return -1;
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	if (s->o->token) {
-		char auth[600];
-
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->o->token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	s->status = 1;		/* collect the body whatever the status */
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	if (body)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	rc = curl_easy_perform(c);
-	if (rc == CURLE_OK) {
-		long code = 0;
-
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-		s->status = (int)code;
-	} else {
-		fprintf(s->o->err, "error: %s: %s\n", url, ebuf[0] ? ebuf : curl_easy_strerror(rc));
-	}
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
-	curl_global_cleanup();
-	return rc == CURLE_OK ? 0 : -1;
+	return 0;
 }
 
 int cluster_keep(const char *text, const char *name, const struct cluster_run_opts *o)
 {
-	struct cl_state s = { .o = o };
+	struct tr_http_resp s = { 0 };
 	json_t *b = json_pack("{s:s, s:s}", "name", name, "query", text);
 	char url[2048], *bs;
 	int rc = 1;
@@ -296,7 +262,7 @@ int cluster_keep(const char *text, const char *name, const struct cluster_run_op
 	bs = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
 	url_of(o, "/api/queries", url, sizeof(url));
-	if (bs && !call(&s, "POST", url, bs)) {
+	if (bs && !call(o, "POST", url, bs, &s)) {
 		if (s.status == 201) {
 			url_of(o, "/api/queries/", url, sizeof(url));
 			fprintf(o->out, "standing query %s: runs until fay query --cluster %s --drop %s\n"
@@ -321,13 +287,13 @@ int cluster_keep(const char *text, const char *name, const struct cluster_run_op
 
 int cluster_drop(const char *name, const struct cluster_run_opts *o)
 {
-	struct cl_state s = { .o = o };
+	struct tr_http_resp s = { 0 };
 	char url[2048], path[128];
 	int rc = 1;
 
 	snprintf(path, sizeof(path), "/api/queries/%s", name);
 	url_of(o, path, url, sizeof(url));
-	if (!call(&s, "DELETE", url, NULL)) {
+	if (!call(o, "DELETE", url, NULL, &s)) {
 		if (s.status == 200) {
 			fprintf(o->out, "standing query %s dropped\n", name);
 			rc = 0;
