@@ -42,8 +42,11 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/qclient.h"
+#include "agent/bqueue.h"
 #include "agent/drain.h"
+#include "agent/qclient.h"
+#include "agent/shmfile.h"
+#include "agent/spool.h"
 #include "agent/ship.h"
 #include "common/atomic.h"
 #include "common/clock.h"
@@ -257,7 +260,7 @@ static int spool_batch(struct agent *a, struct qbatch *qb, uint64_t now)
 
 	if (!qb->b.count)
 		return 0;
-	flen = batch_seal(&qb->b, seq);
+	flen = wire_batch_seal(&qb->b, seq);
 	t0 = clock_monotonic_ns();
 	ret = spool_put(&a->spool, qb->b.buf, flen, qb->b.count, qb->trail, qb->ntrail);
 	dt = clock_monotonic_ns() - t0;
@@ -918,17 +921,22 @@ static int setup(struct agent *a)
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->q.efd, &ev);
 
 	{
-		json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "agent_id", a->agent_id,
-				      "host", a->o->host, "version", FAY_VERSION,
-				      "token", a->o->token ? a->o->token : "");
-		char *hello = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		struct wire_hello hm = { 0 };
 
-		json_decref(j);
-		if (!hello)
-			return -ENOMEM;
-		ret = ship_init(&a->ship, a->o->collector, hello, strlen(hello), &a->spool,
+		snprintf(hm.agent_id, sizeof(hm.agent_id), "%s", a->agent_id);
+		snprintf(hm.version, sizeof(hm.version), "%s", FAY_VERSION);
+		if (strlen(a->o->host) >= sizeof(hm.host) ||
+		    (a->o->token && strlen(a->o->token) >= sizeof(hm.token))) {
+			pr_err("%s is longer than %zu bytes", strlen(a->o->host) >= sizeof(hm.host) ?
+			       "the host name" : "the token", sizeof(hm.host) - 1);
+			return -EINVAL;
+		}
+		snprintf(hm.host, sizeof(hm.host), "%s", a->o->host);
+		snprintf(hm.token, sizeof(hm.token), "%s", a->o->token ? a->o->token : "");
+		ret = ship_init(&a->ship, a->o->collector, &hm, &a->spool,
 				&a->next_seq, a->epfd, &a->ev_sock);
-		free(hello);
+		if (ret == -ENOMEM)
+			return ret;
 		if (ret) {
 			pr_err("bad collector address '%s' (want HOST:PORT)", a->o->collector);
 			return ret;

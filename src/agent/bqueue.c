@@ -11,11 +11,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/batch.h"
+#include "agent/bqueue.h"
 
 static void qbatch_free(struct qbatch *b)
 {
-	batch_free(&b->b);
+	wire_batch_free(&b->b);
 	free(b->trail);
 	free(b);
 }
@@ -42,7 +43,7 @@ int bqueue_init(struct bqueue *q, uint32_t max)
 	for (uint32_t i = 0; i < q->max; i++) {
 		struct qbatch *b = calloc(1, sizeof(*b));
 
-		if (!b || batch_init(&b->b, BATCH_MAX_BYTES, BATCH_MAX_SPANS)) {
+		if (!b || wire_batch_init(&b->b, BATCH_MAX_BYTES, BATCH_MAX_SPANS)) {
 			free(b);
 			bqueue_free(q);
 			return -ENOMEM;
@@ -74,7 +75,7 @@ void bqueue_free(struct bqueue *q)
 
 static void qbatch_reset(struct qbatch *b)
 {
-	batch_reset(&b->b);
+	wire_batch_reset(&b->b);
 	b->ntrail = 0;
 	b->retired = NULL;
 	b->next = NULL;

@@ -435,7 +435,7 @@ void drain_pass(struct drain *d, uint64_t now)
 		blocked = pass_one(d, p, now) != 0;
 	}
 	if (d->cur && (d->cur->b.count || d->cur->retired) &&
-	    (d->cur->retired || stop || d->cur->b.count >= d->cur->b.max_spans ||
+	    (d->cur->retired || stop || d->cur->b.count >= d->cur->b.max_count ||
 	     (!bqueue_len(d->q) && now - d->last_seal_ns >= d->flush_ns / 4 * 3)))
 		seal(d, now);
 	publish(d);

@@ -25,7 +25,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/agent.h"
+#include "agent/batch.h"
+#include "agent/bqueue.h"
+#include "agent/shmfile.h"
+#include "agent/spool.h"
 #include "common/ring/ring.h"
 
 /* The epoll tag of agent.c: the first member of every event source. */

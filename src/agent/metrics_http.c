@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "agent/metrics_http.h"
-#include "collector/collector.h"
+#include "common/net.h"
 #include "common/err.h"
 #include "common/lazy_mhd.h"
 #include "common/prom.h"
@@ -214,12 +214,12 @@ struct agent_metrics *agent_metrics_start(const char *addr, const char *stats_pa
 		snprintf(err, errlen, "%s: %s", addr, why);
 		goto fail;
 	}
-	fd = coll_listen(addr, 16, &actual, err, errlen);
+	fd = net_listen(addr, 16, &actual, err, errlen);
 	if (fd < 0) {
 		ret = fd;
 		goto fail;
 	}
-	coll_addr_str((struct sockaddr *)&actual, m->addr, sizeof(m->addr));
+	net_addr_str((struct sockaddr *)&actual, m->addr, sizeof(m->addr));
 	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, m,
 				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_CONNECTION_LIMIT, 16u,

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,6 +30,7 @@
 #define WELCOME_TIMEOUT  (10 * 1000000000ull)
 #define ACK_TIMEOUT      (30 * 1000000000ull)
 #define TX_MAX           (4u << 20)
+#define RX_MAX           (64u << 10)  /* collector frames are small */
 
 int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
 {
@@ -66,7 +66,7 @@ int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t p
 	return 0;
 }
 
-int ship_init(struct ship *s, const char *addr, const char *hello, size_t hello_len,
+int ship_init(struct ship *s, const char *addr, const struct wire_hello *hello,
 	      struct spool *sp, uint64_t *next_seq, int epfd, void *tag)
 {
 	memset(s, 0, sizeof(*s));
@@ -80,12 +80,9 @@ int ship_init(struct ship *s, const char *addr, const char *hello, size_t hello_
 	if (ship_parse_addr(addr, s->host, sizeof(s->host), s->port, sizeof(s->port)))
 		return -EINVAL;
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
-	s->hello = malloc(hello_len);
-	if (!s->hello)
-		return -ENOMEM;
-	memcpy(s->hello, hello, hello_len);
-	s->hello_len = hello_len;
-	return 0;
+	s->hello = *hello;
+	s->tx.max = TX_MAX;
+	return wire_reader_init(&s->rx, RX_MAX);
 }
 
 void ship_free(struct ship *s)
@@ -97,10 +94,8 @@ void ship_free(struct ship *s)
 	if (s->file_fd >= 0)
 		close(s->file_fd);
 	s->fd = s->file_fd = -1;
-	free(s->tx);
-	free(s->hello);
-	s->tx = NULL;
-	s->hello = NULL;
+	wire_buf_free(&s->tx);
+	wire_reader_free(&s->rx);
 }
 
 static void set_out(struct ship *s, int on)
@@ -135,8 +130,8 @@ static void reset(struct ship *s, uint64_t now)
 	if (s->file_fd >= 0)
 		close(s->file_fd);
 	s->file_fd = -1;
-	s->txlen = s->txoff = 0;
-	s->rxlen = 0;
+	wire_buf_reset(&s->tx);
+	wire_reader_reset(&s->rx);
 	s->out_armed = 0;
 	s->state = SHIP_DOWN;
 	for (struct spool_ent *e = spool_first(s->sp); e; e = spool_next(s->sp, e))
@@ -162,40 +157,6 @@ static void conn_problem(struct ship *s, const char *fmt, ...)
 	s->down_logged = 1;
 }
 
-static int tx_append(struct ship *s, unsigned type, uint64_t seq,
-		     const void *payload, uint32_t len)
-{
-	struct wire_hdr h;
-	size_t need = FAY_WIRE_HDR_SIZE + len;
-
-	if (s->txoff && s->txoff == s->txlen)
-		s->txoff = s->txlen = 0;
-	if (s->txlen + need > s->txcap) {
-		size_t cap = s->txcap ? s->txcap : 4096;
-		uint8_t *p;
-
-		if (s->txlen - s->txoff + need > TX_MAX)
-			return -ENOBUFS;
-		if (s->txoff) {
-			memmove(s->tx, s->tx + s->txoff, s->txlen - s->txoff);
-			s->txlen -= s->txoff;
-			s->txoff = 0;
-		}
-		while (cap < s->txlen + need)
-			cap *= 2;
-		p = realloc(s->tx, cap);
-		if (!p)
-			return -ENOMEM;
-		s->tx = p;
-		s->txcap = cap;
-	}
-	wire_hdr_init(&h, type, seq, payload, len);
-	memcpy(s->tx + s->txlen, &h, sizeof(h));
-	memcpy(s->tx + s->txlen + sizeof(h), payload, len);
-	s->txlen += need;
-	return 0;
-}
-
 static void connected(struct ship *s, uint64_t now)
 {
 	int one = 1;
@@ -203,7 +164,7 @@ static void connected(struct ship *s, uint64_t now)
 	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	s->state = SHIP_HELLO;
 	s->hello_ns = now;
-	if (tx_append(s, WIRE_HELLO, 0, s->hello, (uint32_t)s->hello_len))
+	if (wire_put_hello(&s->tx, &s->hello))
 		reset(s, now);
 }
 
@@ -285,17 +246,15 @@ static int pump(struct ship *s, uint64_t now)
 			}
 			continue;
 		}
-		if (s->txoff < s->txlen) {
-			ssize_t n = send(s->fd, s->tx + s->txoff, s->txlen - s->txoff,
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (wire_buf_pending(&s->tx)) {
+			size_t before = wire_buf_pending(&s->tx);
+			int ret = wire_buf_flush(&s->tx, s->fd);
 
-			if (n < 0) {
-				if (errno == EAGAIN || errno == EINTR)
-					goto blocked;
-				return -errno;
-			}
-			s->txoff += (size_t)n;
-			s->bytes_sent += (uint64_t)n;
+			s->bytes_sent += before - wire_buf_pending(&s->tx);
+			if (ret == -EAGAIN)
+				goto blocked;
+			if (ret)
+				return ret;
 			continue;
 		}
 		if (s->state != SHIP_READY || s->sp->nsent >= s->window)
@@ -345,28 +304,9 @@ void ship_pump(struct ship *s, uint64_t now)
 	}
 }
 
-/* A JSON object payload, or NULL with a reason. */
-static json_t *parse_json(const uint8_t *p, uint32_t len, char *err, size_t errlen)
+static void on_welcome(struct ship *s, const struct wire_welcome *m, uint64_t now)
 {
-	json_error_t jerr;
-	json_t *j = json_loadb((const char *)p, len, 0, &jerr);
-
-	if (!j) {
-		snprintf(err, errlen, "payload is not JSON: %s", jerr.text);
-		return NULL;
-	}
-	if (!json_is_object(j)) {
-		json_decref(j);
-		snprintf(err, errlen, "payload is not a JSON object");
-		return NULL;
-	}
-	return j;
-}
-
-static void on_welcome(struct ship *s, json_t *j, uint64_t now)
-{
-	json_t *ls = json_object_get(j, "last_seq");
-	uint64_t last = json_is_integer(ls) ? (uint64_t)json_integer_value(ls) : 0;
+	uint64_t last = m->last_seq;
 	unsigned dropped = 0;
 
 	s->state = SHIP_READY;
@@ -399,30 +339,28 @@ static void on_welcome(struct ship *s, json_t *j, uint64_t now)
 	(void)now;
 }
 
-static void on_ack(struct ship *s, const struct wire_hdr *h, json_t *j)
+static void on_ack(struct ship *s, const struct wire_ack *m)
 {
-	struct spool_ent *e = spool_find(s->sp, h->seq);
-	json_t *rej = j ? json_object_get(j, "rejected") : NULL;
-	json_t *dup = j ? json_object_get(j, "duplicate") : NULL;
+	struct spool_ent *e = spool_find(s->sp, m->seq);
 
-	if (json_is_integer(rej) && json_integer_value(rej) > 0) {
-		s->spans_rejected += (uint64_t)json_integer_value(rej);
-		pr_warn("collector %s: batch %" PRIu64 ": %lld spans rejected",
-			s->addr, h->seq, (long long)json_integer_value(rej));
+	if (m->rejected) {
+		s->spans_rejected += m->rejected;
+		pr_warn("collector %s: batch %" PRIu64 ": %" PRIu64 " spans rejected",
+			s->addr, m->seq, m->rejected);
 	}
-	if (json_is_true(dup))
+	if (m->duplicate)
 		s->batches_duplicate++;
 	s->nacked = 0;
 	s->attempt = 0;
 	if (!e || e->acked) {
 		pr_debug("collector %s: ACK for batch %" PRIu64 ", not in the spool (evicted?)",
-			 s->addr, h->seq);
+			 s->addr, m->seq);
 		return;
 	}
 	s->batches_acked++;
 	s->spans_acked += e->nspans;
-	if (h->seq > s->last_seq)
-		s->last_seq = h->seq;
+	if (m->seq > s->last_seq)
+		s->last_seq = m->seq;
 	spool_ack(s->sp, e);
 }
 
@@ -438,118 +376,95 @@ static void on_ack(struct ship *s, const struct wire_hdr *h, json_t *j)
  * closes its side too, so it never depends on the collector's timing.
  * Returns -ECONNABORTED: the caller resets the connection.
  */
-static int on_nack(struct ship *s, const struct wire_hdr *h, json_t *j)
+static int on_nack(struct ship *s, const struct wire_nack *m)
 {
-	json_t *er = j ? json_object_get(j, "error") : NULL;
-
 	s->batches_nacked++;
 	s->nacked = 1;
 	pr_warn("collector %s: batch %" PRIu64 " not stored: %s; reconnecting to resend it",
-		s->addr, h->seq, json_is_string(er) ? json_string_value(er) : "(no reason)");
+		s->addr, m->seq, m->error);
 	return -ECONNABORTED;
 }
 
 /* Handle one complete frame.  Returns 0, -EPROTO or -ECONNABORTED
  * (after a NACK): the caller resets the connection. */
-static int on_frame(struct ship *s, const struct wire_hdr *h, const uint8_t *p,
-		    uint64_t now)
+static int on_frame(struct ship *s, const struct wire_frame *f, uint64_t now)
 {
+	union {
+		struct wire_welcome welcome;
+		struct wire_ack ack;
+		struct wire_nack nack;
+		struct wire_error error;
+	} m;
 	char err[256];
-	json_t *j = NULL;
-	int ret = 0;
+	int ret;
 
-	if (wire_crc_check(h, p, err, sizeof(err))) {
-		pr_err("collector %s: %s; resetting the connection", s->addr, err);
-		return -EPROTO;
-	}
-	if (h->type == WIRE_WELCOME || h->type == WIRE_ERROR || h->len) {
-		j = parse_json(p, h->len, err, sizeof(err));
-		if (!j && h->type != WIRE_ACK) {
-			pr_err("collector %s: %s frame: %s; resetting the connection",
-			       s->addr, wire_type_name(h->type), err);
-			return -EPROTO;
-		}
-	}
-	switch (h->type) {
+	switch (f->h.type) {
 	case WIRE_WELCOME:
 		if (s->state != SHIP_HELLO) {
 			pr_err("collector %s: unexpected WELCOME; resetting", s->addr);
-			ret = -EPROTO;
-			break;
+			return -EPROTO;
 		}
-		on_welcome(s, j, now);
+		ret = wire_get_welcome(f, &m.welcome, err, sizeof(err));
+		if (!ret)
+			on_welcome(s, &m.welcome, now);
 		break;
 	case WIRE_ACK:
 	case WIRE_NACK:
 		if (s->state != SHIP_READY) {
 			pr_err("collector %s: %s before WELCOME; resetting", s->addr,
-			       wire_type_name(h->type));
-			ret = -EPROTO;
-			break;
+			       wire_type_name(f->h.type));
+			return -EPROTO;
 		}
-		if (h->type == WIRE_ACK)
-			on_ack(s, h, j);
-		else
-			ret = on_nack(s, h, j);
+		if (f->h.type == WIRE_ACK) {
+			ret = wire_get_ack(f, &m.ack, err, sizeof(err));
+			if (!ret)
+				on_ack(s, &m.ack);
+		} else {
+			ret = wire_get_nack(f, &m.nack, err, sizeof(err));
+			if (!ret)
+				return on_nack(s, &m.nack);
+		}
 		break;
-	case WIRE_ERROR: {
-		json_t *er = json_object_get(j, "error");
-
-		pr_err("collector %s: ERROR: %s", s->addr,
-		       json_is_string(er) ? json_string_value(er) : "(no reason)");
-		s->errors++;
-		ret = -EPROTO;
+	case WIRE_ERROR:
+		ret = wire_get_error(f, &m.error, err, sizeof(err));
+		if (!ret) {
+			pr_err("collector %s: ERROR: %s", s->addr, m.error.error);
+			s->errors++;
+			return -EPROTO;
+		}
 		break;
-	}
 	default:
 		pr_err("collector %s: unexpected %s frame; resetting", s->addr,
-		       wire_type_name(h->type));
-		ret = -EPROTO;
+		       wire_type_name(f->h.type));
+		return -EPROTO;
 	}
-	json_decref(j);
-	return ret;
+	if (ret) {
+		pr_err("collector %s: %s; resetting the connection", s->addr, err);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 static int do_read(struct ship *s, uint64_t now)
 {
 	for (;;) {
-		ssize_t n = recv(s->fd, s->rx + s->rxlen, sizeof(s->rx) - s->rxlen,
-				 MSG_DONTWAIT);
-		size_t off = 0;
-		int ret;
+		struct wire_frame f;
+		char err[256];
+		int ret = wire_read(&s->rx, s->fd, &f, err, sizeof(err));
 
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return 0;
-			return -errno;
-		}
-		if (n == 0)
+		if (ret == 0)
+			return 0;
+		if (ret == -ENOTCONN)
 			return -ECONNRESET;
-		s->rxlen += (size_t)n;
-		while (s->rxlen - off >= FAY_WIRE_HDR_SIZE) {
-			struct wire_hdr h;
-			char err[256];
-
-			memcpy(&h, s->rx + off, sizeof(h));
-			if (wire_hdr_check(&h, err, sizeof(err))) {
-				pr_err("collector %s: %s; resetting the connection", s->addr, err);
-				return -EPROTO;
-			}
-			if (h.len > sizeof(s->rx) - FAY_WIRE_HDR_SIZE) {
-				pr_err("collector %s: %s frame of %u bytes is larger than the agent accepts (%zu)",
-				       s->addr, wire_type_name(h.type), h.len,
-				       sizeof(s->rx) - FAY_WIRE_HDR_SIZE);
-				return -EPROTO;
-			}
-			if (s->rxlen - off < FAY_WIRE_HDR_SIZE + h.len)
-				break;
-			ret = on_frame(s, &h, s->rx + off + FAY_WIRE_HDR_SIZE, now);
-			if (ret)
-				return ret;
-			off += FAY_WIRE_HDR_SIZE + h.len;
+		if (ret == -EPROTO || ret == -EBADMSG || ret == -ENOMEM) {
+			pr_err("collector %s: %s; resetting the connection", s->addr, err);
+			return -EPROTO;
 		}
-		memmove(s->rx, s->rx + off, s->rxlen - off);
-		s->rxlen -= off;
+		if (ret < 0)
+			return ret;
+		ret = on_frame(s, &f, now);
+		if (ret)
+			return ret;
 	}
 }
 
@@ -626,7 +541,7 @@ int ship_send_stats(struct ship *s, const char *json, size_t len, uint64_t now)
 
 	if (s->state != SHIP_READY)
 		return -ENOTCONN;
-	ret = tx_append(s, WIRE_STATS, 0, json, (uint32_t)len);
+	ret = wire_put_stats(&s->tx, &(struct wire_stats){ .json = (char *)json, .len = len });
 	if (!ret)
 		ship_pump(s, now);
 	return ret;
@@ -634,5 +549,5 @@ int ship_send_stats(struct ship *s, const char *json, size_t len, uint64_t now)
 
 int ship_idle(const struct ship *s)
 {
-	return !spool_unacked(s->sp) && s->file_fd < 0 && s->txoff == s->txlen;
+	return !spool_unacked(s->sp) && s->file_fd < 0 && !wire_buf_pending(&s->tx);
 }

@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/agent.h"
+#include "agent/spool.h"
+#include "common/wire.h"
 
 #define SHIP_WINDOW 8u   /* batches in flight (sent, not yet ACKed) */
 
@@ -24,8 +25,7 @@ enum ship_state {
 
 struct ship {
 	char addr[300], host[256], port[8];
-	char *hello;
-	size_t hello_len;
+	struct wire_hello hello;
 	struct spool *sp;
 	uint64_t *next_seq;     /* the agent's; bumped if WELCOME is ahead */
 	int epfd;
@@ -41,10 +41,8 @@ struct ship {
 	uint64_t next_try_ns, conn_ns, hello_ns;
 	uint64_t last_seq;      /* highest batch the collector committed */
 
-	uint8_t rx[64 * 1024];
-	size_t rxlen;
-	uint8_t *tx;            /* control frames */
-	size_t txlen, txoff, txcap;
+	struct wire_reader rx;  /* frames from the collector */
+	struct wire_buf tx;     /* control frames */
 	int file_fd;            /* the batch frame being sent */
 	off_t file_off, file_end;
 
@@ -57,8 +55,9 @@ struct ship {
 int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen);
 
 /* Set up (no connection yet: the first ship_tick() connects).  hello is
- * the HELLO JSON payload.  Returns 0, -EINVAL (bad address) or -ENOMEM. */
-int ship_init(struct ship *s, const char *addr, const char *hello, size_t hello_len,
+ * what every connection starts with (copied).  Returns 0 or -EINVAL (bad
+ * address). */
+int ship_init(struct ship *s, const char *addr, const struct wire_hello *hello,
 	      struct spool *sp, uint64_t *next_seq, int epfd, void *tag);
 void ship_free(struct ship *s);
 

@@ -16,7 +16,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/shmfile.h"
+#include "common/spanrec.h"
 #include "common/atomic.h"
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EBADMSG; } while (0)

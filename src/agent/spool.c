@@ -20,7 +20,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "agent/agent.h"
+#include "agent/spool.h"
+#include "common/wire.h"
 #include "common/log.h"
 
 #define SPOOL_TRAILER_MAGIC UINT32_C(0x43594146) /* "FAYC" */
@@ -406,7 +407,7 @@ static int load_one(uint8_t *buf, size_t len, uint64_t seq,
 	}
 	if (wire_crc_check(&h, buf + FAY_WIRE_HDR_SIZE, err, errlen))
 		return -EBADMSG;
-	ret = batch_walk(buf + FAY_WIRE_HDR_SIZE, h.len, NULL, NULL, err, errlen);
+	ret = wire_batch_walk(buf + FAY_WIRE_HDR_SIZE, h.len, NULL, NULL, err, errlen);
 	if (ret < 0)
 		return -EBADMSG;
 	e->seq = seq;

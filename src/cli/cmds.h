@@ -8,8 +8,8 @@
 #ifndef FAY_CLI_CMDS_H
 #define FAY_CLI_CMDS_H
 
-int cmd_agent(int argc, char **argv);      /* src/agent/main.c */
-int cmd_collector(int argc, char **argv);  /* src/collector/main.c */
+int cmd_agent(int argc, char **argv);      /* src/cli/cmd_agent.c */
+int cmd_collector(int argc, char **argv);  /* src/cli/cmd_collector.c */
 int cmd_traces(int argc, char **argv);     /* src/cli/cmd_traces.c */
 int cmd_query(int argc, char **argv);      /* src/cli/cmd_query.c */
 int cmd_probes(int argc, char **argv);     /* src/cli/cmd_probes.c */

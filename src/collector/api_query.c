@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ struct qrun {
 	bool cluster;			/* run on the agents */
 	struct cluster_qopts copts;
 	int rfd, wfd;
+	int client_fd;			/* the HTTP client's socket: gone = stop */
 	pthread_t thread;
 	volatile int stop;
 	uint64_t rows, start_ns;
@@ -152,6 +154,24 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	struct qrun *qr = cls;
 	ssize_t n;
 
+	/* Wait for a line, and watch the client: one that leaves while no
+	 * line is due (a window query between windows) stops the query now,
+	 * not at the next line's failed write. */
+	for (;;) {
+		struct pollfd pf[2] = {
+			{ .fd = qr->rfd, .events = POLLIN },
+			{ .fd = qr->client_fd, .events = POLLRDHUP },
+		};
+
+		if (poll(pf, qr->client_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		if (qr->client_fd >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			qr->stop = 1;
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+	}
 	do
 		n = read(qr->rfd, buf, max);
 	while (n < 0 && errno == EINTR);
@@ -322,6 +342,12 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	qr->cluster = copts.all || query_ast(q)->src.scope != SCOPE_LOCAL;
 	qr->rfd = fds[0];
 	qr->wfd = fds[1];
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		qr->client_fd = ci ? ci->connect_fd : -1;
+	}
 	qr->start_ns = clock_monotonic_ns();
 	head = json_pack("{s:s, s:o, s:s, s:I, s:I, s:s}", "type", "columns", "columns", cols,
 			 "mode", p->mode == PLAN_AGGREGATE ? "aggregate" : "stream",

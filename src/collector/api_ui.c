@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/cluster.h"
 #include "collector/ext.h"
 #include "collector/http_int.h"
 #include "common/clock.h"
@@ -211,6 +212,19 @@ enum MHD_Result api_hosts(struct collector *c, struct MHD_Connection *con)
 		return reply_store_err(c, con, ret);
 	}
 	return reply_json(c, con, json_pack("{s:o, s:I}", "agents", h.a,
+		"now_ms", (json_int_t)(clock_realtime_ns() / 1000000)));
+}
+
+/* The query connections and what each runs (cluster.h). */
+enum MHD_Result api_cluster_peers(struct collector *c, struct MHD_Connection *con)
+{
+	char *s = cluster_peers_json(c->cluster);
+	json_t *a = s ? json_loads(s, 0, NULL) : NULL;
+
+	free(s);
+	if (!a)
+		return reply_text(c, con, 500, "out of memory\n");
+	return reply_json(c, con, json_pack("{s:o, s:I}", "peers", a,
 		"now_ms", (json_int_t)(clock_realtime_ns() / 1000000)));
 }
 

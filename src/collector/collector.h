@@ -82,18 +82,41 @@ struct collector {
 	struct cluster *cluster;
 };
 
-/* ---- collector.c helpers ------------------------------------------------ */
+/* ---- collector.c: the whole service ------------------------------------ */
 
-/* Parse "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" (loopback when no
- * host).  Returns 0 or -EINVAL with a reason in err. */
-int coll_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
-		    char *err, size_t errlen);
-/* Text of a socket address ("127.0.0.1:9410", "[::1]:9410"). */
-void coll_addr_str(const struct sockaddr *sa, char *buf, size_t len);
-/* A bound, listening TCP socket, or -errno with a reason in err.  With
- * actual non-NULL, the bound address (port 0 => the kernel's choice). */
-int coll_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
-		char *err, size_t errlen);
+#define EXT_MAX_EXPORTS 8
+
+/* What `fay collector` options configure in ext.h's extensions. */
+struct coll_ext_opts {
+	const char *thresholds;         /* --thresholds FILE, NULL: DB.thresholds.json */
+	const char *db;                 /* the store's path (collector_start sets it) */
+	const char *exports[EXT_MAX_EXPORTS];   /* --export KIND=URL */
+	int nexports;
+};
+
+struct collector_opts {
+	const char *listen;          /* agent protocol address (net_parse_addr) */
+	const char *http;            /* HTTP address */
+	const char *db;              /* the SQLite store */
+	const char *token;           /* NULL: none */
+	size_t max_body;
+	uint64_t retention_us;       /* 0: keep forever */
+	struct coll_ext_opts ext;
+};
+
+/*
+ * Open the store, start the writer thread, the extensions, the agent
+ * listener and the HTTP API.  Call with SIGINT/SIGTERM blocked if the
+ * caller waits for them (threads inherit the mask).  Returns the running
+ * collector, or NULL with errno set and the reason in err (which option
+ * or file is wrong).  collector_stop() finishes what is in flight (every
+ * batch handed to the writer is committed and acknowledged) and frees it.
+ * The strings of o must outlive the collector.
+ */
+struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen);
+void collector_stop(struct collector *c);
+
+/* ---- readers.c ---------------------------------------------------------- */
 
 /* A reader from the pool (or a new one); give it back with coll_reader_put. */
 struct store_reader *coll_reader_get(struct collector *c);

@@ -24,18 +24,8 @@
 
 #include "collector/collector.h"
 
-#define EXT_MAX_EXPORTS 8
-
 struct thresholds;
 struct exporter;
-
-/* What `fay collector` options configure here. */
-struct coll_ext_opts {
-	const char *thresholds;         /* --thresholds FILE, NULL: DB.thresholds.json */
-	const char *db;                 /* the store's path */
-	const char *exports[EXT_MAX_EXPORTS];   /* --export KIND=URL */
-	int nexports;
-};
 
 struct coll_ext {
 	struct thresholds *th;

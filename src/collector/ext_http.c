@@ -251,6 +251,11 @@ int http_ext_route(struct collector *c, struct MHD_Connection *con,
 			*res = api_hosts(c, con);
 			return 1;
 		}
+	} else if (!strcmp(url, "/api/cluster/peers")) {
+		if (get) {
+			*res = api_cluster_peers(c, con);
+			return 1;
+		}
 	} else if (!strcmp(url, "/api/v2/dependencies")) {
 		if (get) {
 			*res = api_dependencies(c, con);

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/version.h"
 
 #define DEFAULT_LOOKBACK_MS 86400000ull  /* Zipkin's zipkin.query.lookback */
@@ -48,7 +49,10 @@ struct req {
 	char *body;
 	size_t len, cap;
 	int too_big;
-	int answered;           /* a response is queued before the body */
+	int answered;           /* a response is queued */
+	unsigned status;        /* refused on its headers: the answer */
+	size_t dropped;         /* body bytes read and dropped since */
+	char msg[256];
 };
 
 const char *http_server_addr(const struct http_server *hs)
@@ -572,16 +576,30 @@ static enum MHD_Result route(struct collector *c, struct MHD_Connection *con,
 	return reply_text(c, con, 405, "%s is not allowed on %s\n", method, url);
 }
 
-/* Answer before the body is read (or the rest of it): libmicrohttpd
- * then closes the connection instead of reading on. */
-static enum MHD_Result answer_early(struct collector *c, struct MHD_Connection *con,
-				   struct req *rq, unsigned status, const char *msg)
+/*
+ * A request refused on its headers (http_screen, or a Content-Length over
+ * --max-body) is answered without keeping its body: the body is read and
+ * dropped, and the answer sent once it has arrived, so that a client that
+ * sends it before reading (curl without Expect: 100-continue) gets the
+ * answer instead of a reset.  Past twice --max-body dropped bytes (a
+ * chunk of 2^64-1 bytes), or when the framing itself is in doubt (status 400 from
+ * http_screen: where the body ends is unknown), it is answered at once and
+ * libmicrohttpd closes the connection instead of reading on.
+ */
+static enum MHD_Result answer(struct collector *c, struct MHD_Connection *con,
+			      struct req *rq)
 {
 	rq->answered = 1;
+	return reply_text(c, con, rq->status, "%s", rq->msg);
+}
+
+static void refuse(struct req *rq, unsigned status, const char *msg)
+{
+	rq->status = status;
+	snprintf(rq->msg, sizeof(rq->msg), "%s", msg);
 	free(rq->body);
 	rq->body = NULL;
 	rq->len = rq->cap = 0;
-	return reply_text(c, con, status, "%s", msg);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
@@ -592,11 +610,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 	struct http_server *hs = cls;
 	struct collector *c = hs->c;
 	struct req *rq = *con_cls;
+	char msg[256];
 
 	if (!rq) {
 		const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 							     "Content-Length");
-		char msg[256];
 		unsigned st;
 
 		rq = calloc(1, sizeof(*rq));
@@ -606,12 +624,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 		M_ADD(c, http_requests, 1);
 		/* framing, Host, Origin, token: all before the body */
 		st = http_screen(c, con, url, method, hs->loopback, msg, sizeof(msg));
-		if (st)
-			return answer_early(c, con, rq, st, msg);
+		if (st) {
+			refuse(rq, st, msg);
+			return st == 400 ? answer(c, con, rq) : MHD_YES;
+		}
 		if (cl && strtoull(cl, NULL, 10) > c->max_body) {
 			snprintf(msg, sizeof(msg), "body: %s bytes, larger than the %zu-byte "
 				 "limit (--max-body)\n", cl, c->max_body);
-			return answer_early(c, con, rq, 413, msg);
+			refuse(rq, 413, msg);
 		}
 		return MHD_YES;
 	}
@@ -620,14 +640,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (rq->len + *upload_size > c->max_body) {
-			char msg[128];
-
+		if (!rq->status && rq->len + *upload_size > c->max_body) {
 			/* a chunked body, or one longer than it said */
-			*upload_size = 0;
 			snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit "
 				 "(--max-body)\n", c->max_body);
-			return answer_early(c, con, rq, 413, msg);
+			refuse(rq, 413, msg);
+		}
+		if (rq->status) {
+			rq->dropped += *upload_size;
+			*upload_size = 0;
+			return rq->dropped > 2 * c->max_body ? answer(c, con, rq) : MHD_YES;
 		}
 		if (rq->len + *upload_size > rq->cap) {
 			size_t cap = rq->cap ? rq->cap : 16384;
@@ -646,6 +668,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (rq->status)
+		return answer(c, con, rq);
 	return route(c, con, url, method, rq);
 }
 
@@ -678,13 +702,13 @@ struct http_server *http_server_new(struct collector *c, const char *addr,
 		return fay_err_ptr(ret);
 	}
 	hs->c = c;
-	hs->fd = coll_listen(addr, 128, &actual, err, errlen);
+	hs->fd = net_listen(addr, 128, &actual, err, errlen);
 	if (hs->fd < 0) {
 		ret = hs->fd;
 		free(hs);
 		return fay_err_ptr(ret);
 	}
-	coll_addr_str((struct sockaddr *)&actual, hs->addr, sizeof(hs->addr));
+	net_addr_str((struct sockaddr *)&actual, hs->addr, sizeof(hs->addr));
 	hs->loopback = !strncmp(hs->addr, "127.", 4) || !strncmp(hs->addr, "[::1]", 5);
 	/*
 	 * poll(), not select(): a collector with 1,000 agents connected holds

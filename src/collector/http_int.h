@@ -66,6 +66,8 @@ enum MHD_Result api_dashboard(struct collector *c, struct MHD_Connection *con);
 enum MHD_Result api_thresholds(struct collector *c, struct MHD_Connection *con,
 			       int put, const struct http_body *body);
 enum MHD_Result api_hosts(struct collector *c, struct MHD_Connection *con);
+/* GET /api/cluster/peers: the query connections and the queries each runs. */
+enum MHD_Result api_cluster_peers(struct collector *c, struct MHD_Connection *con);
 enum MHD_Result api_dependencies(struct collector *c, struct MHD_Connection *con);
 /* api_query.c: POST /api/query */
 enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,

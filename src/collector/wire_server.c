@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -32,6 +31,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/version.h"
 #include "common/wire.h"
 
@@ -68,8 +68,8 @@ struct agent_conn {
 	bool query_role;              /* HELLO role "query": cluster.c serves it */
 	bool child_collector;
 	unsigned rejected_logged;
-	uint8_t *buf;
-	size_t cap;
+	struct wire_reader rd;
+	struct wire_buf out;
 	/* Test point (tests only): FAY_WIRE_TEST_NACK_EVERY=N NACKs every
 	 * Nth batch of a connection as if the store had failed. */
 	unsigned long test_nack_every, test_nbatches;
@@ -82,80 +82,22 @@ const char *wire_server_addr(const struct wire_server *ws)
 
 /* ---- frames ------------------------------------------------------------- */
 
-/* Read n bytes.  Returns 0, 1 at a clean EOF before the first byte when
- * eof_ok, or -errno (-ECONNRESET: EOF inside a frame; -ETIMEDOUT). */
-static int read_full(int fd, void *buf, size_t n, int eof_ok, int timeout_ms)
+/* Send what ac->out holds, waiting for the socket up to the frame
+ * timeout.  Returns 0 or -errno. */
+static int flush_out(struct agent_conn *ac)
 {
-	uint8_t *p = buf;
-	size_t got = 0;
+	for (;;) {
+		struct pollfd pfd = { .fd = ac->w->fd, .events = POLLOUT };
+		int ret = wire_buf_flush(&ac->out, ac->w->fd);
 
-	while (got < n) {
-		ssize_t r;
-
-		if (timeout_ms >= 0) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-			int pr = poll(&pfd, 1, timeout_ms);
-
-			if (pr < 0 && errno == EINTR)
-				continue;
-			if (pr == 0)
-				return -ETIMEDOUT;
-		}
-		r = read(fd, p + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
+		if (ret != -EAGAIN)
+			return ret;
+		ret = poll(&pfd, 1, WIRE_FRAME_TIMEOUT_MS);
+		if (ret < 0 && errno != EINTR)
 			return -errno;
-		if (r == 0)
-			return got == 0 && eof_ok ? 1 : -ECONNRESET;
-		got += (size_t)r;
+		if (ret == 0)
+			return -ETIMEDOUT;
 	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int send_frame(struct agent_conn *ac, unsigned type, uint64_t seq,
-		      const char *payload)
-{
-	struct wire_hdr h;
-	uint32_t len = payload ? (uint32_t)strlen(payload) : 0;
-	int ret;
-
-	wire_hdr_init(&h, type, seq, payload, len);
-	ret = write_full(ac->w->fd, &h, sizeof(h));
-	if (!ret && len)
-		ret = write_full(ac->w->fd, payload, len);
-	return ret;
-}
-
-/* Send a frame whose payload is the JSON object o (reference taken). */
-static int send_json(struct agent_conn *ac, unsigned type, uint64_t seq, json_t *o)
-{
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	int ret;
-
-	json_decref(o);
-	if (!s)
-		return -ENOMEM;
-	ret = send_frame(ac, type, seq, s);
-	free(s);
-	return ret;
 }
 
 /* A protocol violation: say what, as an ERROR frame, and make the caller
@@ -163,16 +105,17 @@ static int send_json(struct agent_conn *ac, unsigned type, uint64_t seq, json_t 
 __attribute__((format(printf, 2, 3)))
 static int violation(struct agent_conn *ac, const char *fmt, ...)
 {
-	char msg[512];
+	struct wire_error e;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(e.error, sizeof(e.error), fmt, ap);
 	va_end(ap);
 	M_ADD(ac->c, wire_errors, 1);
 	pr_warn("wire: %s%s%s: %s; closing the connection", ac->w->peer,
-		ac->agent_id[0] ? " agent " : "", ac->agent_id, msg);
-	send_json(ac, WIRE_ERROR, 0, json_pack("{ss}", "error", msg));
+		ac->agent_id[0] ? " agent " : "", ac->agent_id, e.error);
+	if (!wire_put_error(&ac->out, &e))
+		flush_out(ac);
 	return -EPROTO;
 }
 
@@ -188,60 +131,43 @@ static int ct_equal(const char *a, const char *b)
 	return !d;
 }
 
-static const char *opt_str(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int on_hello(struct agent_conn *ac, const uint8_t *p, uint32_t len)
+static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 {
 	struct collector *c = ac->c;
-	const char *id, *host, *version, *token;
-	json_error_t je;
+	struct wire_hello m;
+	struct wire_welcome wm = { 0 };
+	char err[512];
 	uint64_t last_seq;
-	json_t *o;
 	int ret;
 
 	if (ac->agent)
 		return violation(ac, "HELLO: a second HELLO on one connection");
-	o = json_loadb((const char *)p, len, 0, &je);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return violation(ac, "HELLO: payload is not a JSON object%s%s",
-				 o ? "" : ": ", o ? "" : je.text);
-	}
-	id = opt_str(o, "agent_id");
-	host = opt_str(o, "host");
-	version = opt_str(o, "version");
-	token = opt_str(o, "token");
-	if (!id || strlen(id) != 32 || strspn(id, "0123456789abcdefABCDEF") != 32) {
-		json_decref(o);
-		return violation(ac, "HELLO: agent_id: must be 32 hex digits");
-	}
-	if (c->token && (!token || !ct_equal(token, c->token))) {
-		json_decref(o);
+	if (wire_get_hello(f, &m, err, sizeof(err)))
+		return violation(ac, "%s", err);
+	if (c->token && (!m.token[0] || !ct_equal(m.token, c->token)))
 		return violation(ac, "HELLO: %s token (start the agent with the collector's --token)",
-				 token ? "wrong" : "missing");
-	}
-	for (int i = 0; i < 32; i++)
-		ac->agent_id[i] = (char)(id[i] | 0x20); /* lower case */
-	ac->agent_id[32] = '\0';
-	snprintf(ac->host, sizeof(ac->host), "%s", host ? host : "");
-	if (opt_str(o, "role") && !strcmp(opt_str(o, "role"), "query")) {
+				 m.token[0] ? "wrong" : "missing");
+	memcpy(ac->agent_id, m.agent_id, sizeof(ac->agent_id));
+	snprintf(ac->host, sizeof(ac->host), "%s", m.host);
+	if (!strcmp(m.role, "query")) {
 		/* a query connection (cluster queries): cluster.c serves it */
 		ac->query_role = true;
-		ac->child_collector = json_is_true(json_object_get(o, "collector"));
-		json_decref(o);
+		ac->child_collector = m.collector;
 		if (!ac->host[0])
 			return violation(ac, "HELLO: a query connection needs a host name");
-		ret = send_json(ac, WIRE_WELCOME, 0, json_pack("{ss}", "version", FAY_VERSION));
+		if (wire_reader_partial(&ac->rd))
+			return violation(ac, "HELLO: a query connection sent frames before WELCOME");
+		snprintf(wm.version, sizeof(wm.version), "%s", FAY_VERSION);
+		ret = wire_put_welcome(&ac->out, &wm);
+		ret = ret ? ret : flush_out(ac);
 		return ret ? ret : 2;
 	}
-	ret = ingest_hello(c->ingest, ac->agent_id, host, version, &last_seq);
+	if (m.role[0])
+		return violation(ac, "HELLO: unknown role \"%s\" (this collector knows \"query\")",
+				 m.role);
+	ret = ingest_hello(c->ingest, ac->agent_id, m.host[0] ? m.host : NULL,
+			   m.version[0] ? m.version : NULL, &last_seq);
 	if (ret) {
-		json_decref(o);
 		ac->agent_id[0] = '\0';
 		return violation(ac, "HELLO: the store failed: %s", errstr(ret));
 	}
@@ -249,8 +175,7 @@ static int on_hello(struct agent_conn *ac, const uint8_t *p, uint32_t len)
 	if (ac->agent) {
 		pthread_mutex_lock(&c->agents_lock);
 		snprintf(ac->agent->host, sizeof(ac->agent->host), "%s", ac->host);
-		snprintf(ac->agent->version, sizeof(ac->agent->version), "%s",
-			 version ? version : "");
+		snprintf(ac->agent->version, sizeof(ac->agent->version), "%s", m.version);
 		snprintf(ac->agent->peer, sizeof(ac->agent->peer), "%s", ac->w->peer);
 		ac->agent->connected++;
 		ac->agent->last_seq = last_seq;
@@ -258,11 +183,12 @@ static int on_hello(struct agent_conn *ac, const uint8_t *p, uint32_t len)
 		pthread_mutex_unlock(&c->agents_lock);
 	}
 	M_ADD(c, agents_connected, 1);
-	json_decref(o);
 	pr_info("wire: agent %s (%s) connected from %s, last committed batch %" PRIu64,
 		ac->agent_id, ac->host[0] ? ac->host : "?", ac->w->peer, last_seq);
-	return send_json(ac, WIRE_WELCOME, 0, json_pack("{sssI}", "version", FAY_VERSION,
-							"last_seq", (json_int_t)last_seq));
+	snprintf(wm.version, sizeof(wm.version), "%s", FAY_VERSION);
+	wm.last_seq = last_seq;
+	ret = wire_put_welcome(&ac->out, &wm);
+	return ret ? ret : flush_out(ac);
 }
 
 /* ---- BATCH -------------------------------------------------------------- */
@@ -273,79 +199,56 @@ static int on_hello(struct agent_conn *ac, const uint8_t *p, uint32_t len)
  */
 static int nack(struct agent_conn *ac, uint64_t seq, const char *why)
 {
+	struct wire_nack m = { .seq = seq };
+
 	M_ADD(ac->c, batches_nacked, 1);
 	pr_warn("wire: agent %s (%s): BATCH seq %" PRIu64 " not stored: %s; NACK, closing the "
 		"connection (later batches on it are not committed)", ac->agent_id, ac->host,
 		seq, why);
-	send_json(ac, WIRE_NACK, seq, json_pack("{ss}", "error", why));
+	snprintf(m.error, sizeof(m.error), "%s", why);
+	if (!wire_put_nack(&ac->out, &m))
+		flush_out(ac);
 	return 1;
 }
 
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static int on_batch(struct agent_conn *ac, const struct wire_hdr *h,
-		    const uint8_t *p, uint32_t len)
+static int on_batch(struct agent_conn *ac, const struct wire_frame *f)
 {
 	struct collector *c = ac->c;
 	struct zarena a = { 0 };
 	struct store_batch b = { 0 };
+	struct wire_batch_rd rd;
+	struct wire_ack ack = { .seq = f->h.seq };
 	struct zspan *spans = NULL;
 	struct zs_part *parts = NULL;
 	size_t nparts = 0, pcap = 0;
-	uint32_t count, off = 4, rejected = 0;
+	uint32_t rejected = 0;
+	const uint8_t *rec;
+	uint32_t rl;
 	char err[256];
 	int ret;
 
 	if (!ac->agent_id[0])
-		return violation(ac, "BATCH seq %" PRIu64 " before HELLO", h->seq);
-	if (!h->seq)
-		return violation(ac, "BATCH: seq 0 (batch seqs start at 1)");
-	if (len < 4)
-		return violation(ac, "BATCH seq %" PRIu64 ": %u-byte payload has no span count",
-				 h->seq, len);
-	count = get_u32(p);
-	if (count > (len - 4) / 4)
-		return violation(ac, "BATCH seq %" PRIu64 ": span count %u cannot fit in %u bytes",
-				 h->seq, count, len);
-	spans = zarena_alloc(&a, sizeof(*spans) * (count + 1));
+		return violation(ac, "BATCH seq %" PRIu64 " before HELLO", f->h.seq);
+	if (wire_get_batch(f, &rd, err, sizeof(err)))
+		return violation(ac, "%s", err);
+	spans = zarena_alloc(&a, sizeof(*spans) * (rd.count + 1));
 	if (!spans) {
 		ret = -ENOMEM;
 		goto nack;
 	}
-	for (uint32_t i = 0; i < count; i++) {
+	while ((ret = wire_batch_next(&rd, &rec, &rl, err, sizeof(err))) > 0) {
 		struct spanrec r;
-		uint32_t rl;
-		int n;
+		int n = spanrec_decode(rec, rl, &r, err, sizeof(err));
 
-		if (len - off < 4) {
-			zarena_reset(&a);
-			return violation(ac, "BATCH seq %" PRIu64 ": span %u: length cut short at byte %u",
-					 h->seq, i, off);
-		}
-		rl = get_u32(p + off);
-		off += 4;
-		if (rl > len - off) {
-			zarena_reset(&a);
-			return violation(ac, "BATCH seq %" PRIu64 ": span %u: length %u at byte %u runs past the %u-byte payload",
-					 h->seq, i, rl, off - 4, len);
-		}
-		n = spanrec_decode(p + off, rl, &r, err, sizeof(err));
 		if (n >= 0 && (uint32_t)n != rl) {
 			snprintf(err, sizeof(err), "span record: %u bytes after its end", rl - (uint32_t)n);
 			n = -EBADMSG;
 		}
-		off += rl;
 		if (n < 0) {
 			rejected++;
 			if (ac->rejected_logged++ < WIRE_REJECT_LOG_MAX)
 				pr_warn("wire: agent %s (%s): BATCH seq %" PRIu64 ": span %u rejected: %s",
-					ac->agent_id, ac->host, h->seq, i, err);
+					ac->agent_id, ac->host, f->h.seq, rd.i - 1, err);
 			continue;
 		}
 		if (r.f.flags & SPAN_F_PARTIAL)
@@ -357,18 +260,17 @@ static int on_batch(struct agent_conn *ac, const struct wire_hdr *h,
 		if (!(r.f.flags & SPAN_F_PARTIAL))
 			b.nspans++;
 	}
-	if (off != len) {
+	if (ret < 0) {
 		zarena_reset(&a);
-		return violation(ac, "BATCH seq %" PRIu64 ": %u bytes after the last of %u spans",
-				 h->seq, len - off, count);
+		return violation(ac, "%s", err);
 	}
 	b.agent_id = ac->agent_id;
 	b.host = ac->host[0] ? ac->host : NULL;
-	b.seq = h->seq;
+	b.seq = f->h.seq;
 	b.spans = spans;
 	b.parts = parts;
 	b.nparts = nparts;
-	M_ADD(c, spans_received, count);
+	M_ADD(c, spans_received, rd.count);
 	M_ADD(c, spans_rejected, rejected);
 	if (ac->test_nack_every && ++ac->test_nbatches % ac->test_nack_every == 0) {
 		snprintf(err, sizeof(err), "test point FAY_WIRE_TEST_NACK_EVERY");
@@ -378,10 +280,10 @@ static int on_batch(struct agent_conn *ac, const struct wire_hdr *h,
 	}
 	zarena_reset(&a);
 	if (ret)
-		return nack(ac, h->seq, err);
+		return nack(ac, f->h.seq, err);
 	if (b.duplicate) {
 		M_ADD(c, batches_duplicate, 1);
-		M_ADD(c, spans_duplicate, count - rejected);
+		M_ADD(c, spans_duplicate, rd.count - rejected);
 	} else {
 		M_ADD(c, batches, 1);
 		M_ADD(c, spans_stored, b.stored);
@@ -395,96 +297,101 @@ static int on_batch(struct agent_conn *ac, const struct wire_hdr *h,
 		} else {
 			ac->agent->batches++;
 			ac->agent->spans += b.stored;
-			ac->agent->last_seq = h->seq;
+			ac->agent->last_seq = f->h.seq;
 		}
 		pthread_mutex_unlock(&c->agents_lock);
 	}
-	return send_json(ac, WIRE_ACK, h->seq,
-			 json_pack("{sIsbsI}", "stored", (json_int_t)b.stored,
-				   "duplicate", b.duplicate, "rejected", (json_int_t)rejected));
+	ack.stored = b.stored;
+	ack.duplicate = b.duplicate;
+	ack.rejected = rejected;
+	ret = wire_put_ack(&ac->out, &ack);
+	return ret ? ret : flush_out(ac);
 nack:
 	zarena_reset(&a);
-	return nack(ac, h->seq, errstr(ret));
+	return nack(ac, f->h.seq, errstr(ret));
 }
 
 /* ---- STATS -------------------------------------------------------------- */
 
-static int on_stats(struct agent_conn *ac, const uint8_t *p, uint32_t len)
+static int on_stats(struct agent_conn *ac, const struct wire_frame *f)
 {
 	struct collector *c = ac->c;
-	json_error_t je;
-	json_t *o;
-	char *s;
+	struct wire_stats m;
+	char err[256];
 
 	if (!ac->agent_id[0])
 		return violation(ac, "STATS before HELLO");
-	o = json_loadb((const char *)p, len, 0, &je);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return violation(ac, "STATS: payload is not a JSON object%s%s",
-				 o ? "" : ": ", o ? "" : je.text);
-	}
-	s = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!s)
-		return 0;
-	if (ingest_stats(c->ingest, ac->agent_id, s))
+	if (wire_get_stats(f, &m, err, sizeof(err)))
+		return violation(ac, "%s", err);
+	if (ingest_stats(c->ingest, ac->agent_id, m.json))
 		pr_warn("wire: agent %s: STATS not stored", ac->agent_id);
 	if (ac->agent) {
 		pthread_mutex_lock(&c->agents_lock);
 		free(ac->agent->stats);
-		ac->agent->stats = s;
+		ac->agent->stats = m.json;
+		m.json = NULL;
 		ac->agent->last_seen_us = clock_realtime_ns() / 1000;
 		pthread_mutex_unlock(&c->agents_lock);
-	} else {
-		free(s);
 	}
+	wire_stats_release(&m);
 	return 0;
 }
 
 /* ---- connection loop ---------------------------------------------------- */
 
+/* The next frame: 0 (in f), 1 (the agent closed between frames), or
+ * -errno (-EPROTO: a violation, reported). */
+static int next_frame(struct agent_conn *ac, struct wire_frame *f)
+{
+	char err[256];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ac->w->fd, .events = POLLIN };
+		int ret = wire_read(&ac->rd, ac->w->fd, f, err, sizeof(err));
+
+		if (ret == 1)
+			return 0;
+		if (ret == -ENOTCONN)
+			return 1;
+		if (ret == -EPROTO || ret == -EBADMSG || ret == -ENOMEM)
+			return violation(ac, "%s", err);
+		if (ret < 0)
+			return ret;
+		/* A frame once begun must be finished within the timeout;
+		 * between frames an agent may be quiet as long as it likes. */
+		ret = poll(&pfd, 1, wire_reader_partial(&ac->rd) ? WIRE_FRAME_TIMEOUT_MS : -1);
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+		if (ret == 0)
+			return violation(ac, "a frame begun is not complete after %d s (%zu bytes came)",
+					 WIRE_FRAME_TIMEOUT_MS / 1000, wire_reader_partial(&ac->rd));
+	}
+}
+
 static int one_frame(struct agent_conn *ac)
 {
-	struct wire_hdr h;
+	struct wire_frame f;
+	struct wire_error e;
 	char err[256];
 	int ret;
 
-	ret = read_full(ac->w->fd, &h, sizeof(h), 1, -1);
-	if (ret)
-		return ret > 0 ? 1 : ret;
-	if (wire_hdr_check(&h, err, sizeof(err)))
-		return violation(ac, "%s", err);
-	if (h.len > ac->cap) {
-		uint8_t *nb = realloc(ac->buf, h.len);
-
-		if (!nb)
-			return violation(ac, "%s payload of %u bytes: out of memory",
-					 wire_type_name(h.type), h.len);
-		ac->buf = nb;
-		ac->cap = h.len;
-	}
-	ret = read_full(ac->w->fd, ac->buf, h.len, 0, WIRE_FRAME_TIMEOUT_MS);
-	if (ret == -ETIMEDOUT)
-		return violation(ac, "%s frame: payload not complete after %d s",
-				 wire_type_name(h.type), WIRE_FRAME_TIMEOUT_MS / 1000);
+	ret = next_frame(ac, &f);
 	if (ret)
 		return ret;
-	if (wire_crc_check(&h, ac->buf, err, sizeof(err)))
-		return violation(ac, "%s", err);
-	switch (h.type) {
+	switch (f.h.type) {
 	case WIRE_HELLO:
-		return on_hello(ac, ac->buf, h.len);
+		return on_hello(ac, &f);
 	case WIRE_BATCH:
-		return on_batch(ac, &h, ac->buf, h.len);
+		return on_batch(ac, &f);
 	case WIRE_STATS:
-		return on_stats(ac, ac->buf, h.len);
+		return on_stats(ac, &f);
 	case WIRE_ERROR:
-		pr_warn("wire: %s agent %s sent ERROR: %.*s", ac->w->peer, ac->agent_id,
-			(int)h.len, (const char *)ac->buf);
+		if (wire_get_error(&f, &e, err, sizeof(err)))
+			snprintf(e.error, sizeof(e.error), "(unreadable: %s)", err);
+		pr_warn("wire: %s agent %s sent ERROR: %s", ac->w->peer, ac->agent_id, e.error);
 		return 1;
 	default:
-		return violation(ac, "unexpected %s frame from an agent", wire_type_name(h.type));
+		return violation(ac, "unexpected %s frame from an agent", wire_type_name(f.h.type));
 	}
 }
 
@@ -496,6 +403,7 @@ static void *conn_main(void *arg)
 	const char *tp = getenv("FAY_WIRE_TEST_NACK_EVERY");
 	int ret;
 
+	wire_reader_init(&ac.rd, FAY_WIRE_MAX_PAYLOAD);
 	if (tp)
 		ac.test_nack_every = strtoul(tp, NULL, 10);
 
@@ -515,7 +423,8 @@ static void *conn_main(void *arg)
 		M_SUB(ws->c, agents_connected, 1);
 		pr_info("wire: agent %s (%s) disconnected", ac.agent_id, ac.host);
 	}
-	free(ac.buf);
+	wire_reader_free(&ac.rd);
+	wire_buf_free(&ac.out);
 
 	pthread_mutex_lock(&ws->lock);
 	*w->pprev = w->next;
@@ -529,15 +438,17 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
+/* Turn a connection away with an ERROR frame (best effort: a new
+ * socket's buffer takes it at once). */
 static void refuse(int fd, const char *why)
 {
-	struct wire_hdr h;
-	char msg[160];
-	uint32_t n = (uint32_t)snprintf(msg, sizeof(msg), "{\"error\":\"%s\"}", why);
+	struct wire_buf b = { 0 };
+	struct wire_error e;
 
-	wire_hdr_init(&h, WIRE_ERROR, 0, msg, n);
-	if (write_full(fd, &h, sizeof(h)) == 0)
-		write_full(fd, msg, n);
+	snprintf(e.error, sizeof(e.error), "%s", why);
+	if (!wire_put_error(&b, &e))
+		wire_buf_flush(&b, fd);
+	wire_buf_free(&b);
 	close(fd);
 }
 
@@ -579,7 +490,7 @@ static void *accept_main(void *arg)
 		}
 		w->ws = ws;
 		w->fd = fd;
-		coll_addr_str((struct sockaddr *)&ss, w->peer, sizeof(w->peer));
+		net_addr_str((struct sockaddr *)&ss, w->peer, sizeof(w->peer));
 		w->next = ws->conns;
 		if (w->next)
 			w->next->pprev = &w->next;
@@ -619,12 +530,12 @@ struct wire_server *wire_server_new(struct collector *c, const char *addr,
 	ws->c = c;
 	pthread_mutex_init(&ws->lock, NULL);
 	pthread_cond_init(&ws->gone, NULL);
-	ws->fd = coll_listen(addr, 128, &actual, err, errlen);
+	ws->fd = net_listen(addr, 128, &actual, err, errlen);
 	if (ws->fd < 0) {
 		ret = ws->fd;
 		goto err_out;
 	}
-	coll_addr_str((struct sockaddr *)&actual, ws->addr, sizeof(ws->addr));
+	net_addr_str((struct sockaddr *)&actual, ws->addr, sizeof(ws->addr));
 	ret = -pthread_create(&ws->accept_thread, NULL, accept_main, ws);
 	if (ret) {
 		snprintf(err, errlen, "wire: cannot start a thread: %s", errstr(ret));

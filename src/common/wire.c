@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The wire protocol's frames: header, crc, and moving whole frames in and
+ * out of a socket without blocking (the agent's epoll loop and the
+ * collector's connection threads both use these).  Payload codecs are in
+ * wire_msg.c (JSON frames) and wire_batch.c (BATCH).
+ */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <zlib.h>
 
 #include "common/wire.h"
@@ -80,4 +88,179 @@ int wire_crc_check(const struct wire_hdr *hdr, const void *payload,
 		return -EBADMSG;
 	}
 	return 0;
+}
+
+/* ---- outgoing ------------------------------------------------------------ */
+
+void wire_buf_free(struct wire_buf *b)
+{
+	if (!b)
+		return;
+	free(b->p);
+	b->p = NULL;
+	b->len = b->off = b->cap = 0;
+}
+
+int wire_put_frame(struct wire_buf *b, unsigned type, uint64_t seq,
+		   const void *payload, uint32_t len)
+{
+	size_t max = b->max ? b->max : FAY_WIRE_HDR_SIZE + (size_t)FAY_WIRE_MAX_PAYLOAD;
+	size_t need = FAY_WIRE_HDR_SIZE + (size_t)len;
+	struct wire_hdr h;
+
+	if (len > FAY_WIRE_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	if (b->off == b->len)
+		b->off = b->len = 0;
+	if (b->len - b->off + need > max)
+		return -ENOBUFS;
+	if (b->len + need > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		uint8_t *p;
+
+		if (b->off) {
+			memmove(b->p, b->p + b->off, b->len - b->off);
+			b->len -= b->off;
+			b->off = 0;
+		}
+		while (cap < b->len + need)
+			cap *= 2;
+		if (cap > b->cap) {
+			p = realloc(b->p, cap);
+			if (!p)
+				return -ENOMEM;
+			b->p = p;
+			b->cap = cap;
+		}
+	}
+	wire_hdr_init(&h, type, seq, payload, len);
+	memcpy(b->p + b->len, &h, sizeof(h));
+	if (len)
+		memcpy(b->p + b->len + sizeof(h), payload, len);
+	b->len += need;
+	return 0;
+}
+
+int wire_buf_flush(struct wire_buf *b, int fd)
+{
+	while (b->off < b->len) {
+		ssize_t n = send(fd, b->p + b->off, b->len - b->off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		}
+		b->off += (size_t)n;
+	}
+	b->off = b->len = 0;
+	return 0;
+}
+
+/* ---- incoming ------------------------------------------------------------ */
+
+#define READER_MIN_CAP (64u << 10)
+
+int wire_reader_init(struct wire_reader *r, uint32_t max_payload)
+{
+	memset(r, 0, sizeof(*r));
+	if (!max_payload || max_payload > FAY_WIRE_MAX_PAYLOAD)
+		return -EINVAL;
+	r->max_payload = max_payload;
+	return 0;
+}
+
+void wire_reader_free(struct wire_reader *r)
+{
+	if (!r)
+		return;
+	free(r->buf);
+	r->buf = NULL;
+	r->cap = r->len = r->off = r->consumed = 0;
+}
+
+/* Is a whole frame buffered?  1 (in f), 0 (not yet: *need = bytes the
+ * buffer must hold from r->off), or a negative error. */
+static int frame_ready(struct wire_reader *r, struct wire_frame *f, size_t *need,
+		       char *err, size_t errlen)
+{
+	size_t have = r->len - r->off;
+	int ret;
+
+	*need = FAY_WIRE_HDR_SIZE;
+	if (have < FAY_WIRE_HDR_SIZE)
+		return 0;
+	memcpy(&f->h, r->buf + r->off, sizeof(f->h));
+	ret = wire_hdr_check(&f->h, err, errlen);
+	if (ret)
+		return ret;
+	if (f->h.len > r->max_payload) {
+		snprintf(err, errlen, "frame header: %s payload of %u bytes exceeds the %u bytes this side accepts",
+			 wire_type_name(f->h.type), f->h.len, r->max_payload);
+		return -EPROTO;
+	}
+	*need = FAY_WIRE_HDR_SIZE + (size_t)f->h.len;
+	if (have < *need)
+		return 0;
+	f->payload = r->buf + r->off + FAY_WIRE_HDR_SIZE;
+	ret = wire_crc_check(&f->h, f->payload, err, errlen);
+	if (ret)
+		return ret;
+	r->consumed = *need;
+	return 1;
+}
+
+int wire_read(struct wire_reader *r, int fd, struct wire_frame *f,
+	      char *err, size_t errlen)
+{
+	size_t need;
+	int ret;
+
+	r->off += r->consumed;
+	r->consumed = 0;
+	for (;;) {
+		ssize_t n;
+
+		ret = frame_ready(r, f, &need, err, errlen);
+		if (ret)
+			return ret;
+		/* Make room for the rest of this frame at least. */
+		if (r->off) {
+			memmove(r->buf, r->buf + r->off, r->len - r->off);
+			r->len -= r->off;
+			r->off = 0;
+		}
+		if (r->cap < need) {
+			size_t cap = r->cap ? r->cap : READER_MIN_CAP;
+			uint8_t *p;
+
+			while (cap < need)
+				cap *= 2;
+			p = realloc(r->buf, cap);
+			if (!p) {
+				snprintf(err, errlen, "%zu-byte frame: out of memory", need);
+				return -ENOMEM;
+			}
+			r->buf = p;
+			r->cap = cap;
+		}
+		n = recv(fd, r->buf + r->len, r->cap - r->len, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			snprintf(err, errlen, "recv: %s", strerror(errno));
+			return -errno;
+		}
+		if (n == 0) {
+			if (r->len == r->off)
+				return -ENOTCONN;
+			snprintf(err, errlen, "connection closed inside a frame (%zu of %zu bytes)",
+				 r->len - r->off, need);
+			return -ECONNRESET;
+		}
+		r->len += (size_t)n;
+	}
 }

@@ -8,8 +8,9 @@
  *   exit:      [pid filter] rec = pairs[tid] or return; load rec; delete;
  *              lets; pred; body
  *   body:      STREAM: a record on the stack -> ringbuf / perf buffer;
- *              AGGREGATE: key on the stack, v = vals[key] (created from
- *              the zero map when missing), each aggregate's update on v.
+ *              AGGREGATE: key on the stack (windowed: and the window
+ *              epoch after it), v = vals[key] (created from the zero
+ *              map when missing), each aggregate's update on v.
  *
  * Expressions are generated into fresh virtual registers (integers) or
  * zero-padded stack slots of a multiple of 8 bytes (strings).  Every
@@ -969,22 +970,42 @@ static void cg_stream(struct cg *g)
 	cg_drop_if_failed(g, r, EC_LOST);
 }
 
+/* Windowed aggregates: the window epoch (engine_int.h) into the last 8
+ * bytes of the key at key + off; a missing epoch map entry (never)
+ * counts as a full map. */
+static void cg_epoch(struct cg *g, int key, int off, int full)
+{
+	struct ir *ir = g->ir;
+	ir_reg ep = ir_vreg(ir), v = ir_vreg(ir);
+	int k0 = ir_stack_alloc(ir, 8, 8);
+
+	ir_comment(ir, "the window's epoch");
+	ir_store(ir, IR_S(k0), 0, 8, IR_I(0));
+	ir_call(ir, ep, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->epoch), IR_S(k0));
+	ir_jmp(ir, BPF_JEQ, ep, IR_I(0), full);
+	ir_load(ir, v, IR_R(ep), 0, 8, 0);
+	ir_store(ir, IR_S(key), off, 8, IR_R(v));
+}
+
 static void cg_aggregate(struct cg *g)
 {
 	const struct plan *p = g->p;
 	struct ir *ir = g->ir;
 	int key, kz, have = ir_label_new(ir), full = ir_label_new(ir);
 	int done = ir_label_new(ir);
+	int ksize = p->key_size + (g->e->epochs ? 8 : 0);
 	ir_reg val = ir_vreg(ir), z = ir_vreg(ir);
 
-	if (p->key_size) {
-		key = ir_stack_alloc(ir, (unsigned)p->key_size, 8);
+	if (ksize) {
+		key = ir_stack_alloc(ir, (unsigned)ksize, 8);
 		for (int i = 0; i < p->nkeys; i++) {
 			const struct plan_key *k = &p->keys[i];
 
 			ir_comment(ir, "key %s", k->name);
 			cg_put(g, k->e, key, k->offset, k->size);
 		}
+		if (g->e->epochs)
+			cg_epoch(g, key, p->key_size, full);
 	} else {
 		key = ir_stack_alloc(ir, 8, 8);
 		ir_store(ir, IR_S(key), 0, 8, IR_I(0));
@@ -993,7 +1014,7 @@ static void cg_aggregate(struct cg *g)
 	ir_comment(ir, "the per-CPU value of the key");
 	ir_call(ir, val, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->vals), IR_S(key));
 	ir_jmp(ir, BPF_JNE, val, IR_I(0), have);
-	if (p->key_size) {
+	if (ksize) {
 		kz = ir_stack_alloc(ir, 8, 8);
 		ir_store(ir, IR_S(kz), 0, 8, IR_I(0));
 		ir_call(ir, z, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->zero), IR_S(kz));

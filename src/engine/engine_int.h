@@ -42,6 +42,15 @@ struct engine {
 	bool use_ringbuf;
 
 	struct bmap *vals, *zero, *pairs, *out, *counters;
+	/* Windowed aggregates: vals keys end in an 8-byte window epoch the
+	 * probe reads from the epoch map (ARRAY of one u64).  At a window's
+	 * end the reader moves the epoch on, then reads and deletes every
+	 * key of an older epoch: no event is lost between a read and a
+	 * delete; a probe that read the old epoch just before the move lands
+	 * in the next read (run.c). */
+	struct bmap *epoch;
+	bool epochs;
+	uint64_t cur_epoch;
 	struct eprog progs[2];
 	int nprogs;
 

@@ -21,6 +21,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "engine/engine_int.h"
+#include "query/partial.h"
 
 int engine_fail(struct engine *e, int err, const char *fmt, ...)
 {
@@ -167,10 +168,22 @@ static int make_maps(struct engine *e)
 	if (!e->counters)
 		return -errno;
 	if (p->mode == PLAN_AGGREGATE) {
-		if (p->key_size) {
+		e->epochs = p->window_ns > 0;
+		if (e->epochs) {
+			e->epoch = bmap_new("fay_epoch", BPF_MAP_TYPE_ARRAY, 4, 8, 1);
+			if (!e->epoch)
+				return -errno;
+		}
+		if (p->key_size || e->epochs) {
+			/* Windowed: two windows' keys are there at once for a
+			 * moment (keyless: one key per epoch); sampling maps
+			 * are preallocated, so they get a margin, not twice. */
+			uint32_t n = (uint32_t)p->max_entries;
+
+			if (e->epochs)
+				n = !p->key_size ? 8 : p->source == SRC_PROFILE ? n + 1024 : 2 * n;
 			e->vals = bmap_new("fay_vals", BPF_MAP_TYPE_PERCPU_HASH,
-					   (uint32_t)p->key_size, vsize,
-					   (uint32_t)p->max_entries);
+					   (uint32_t)p->key_size + (e->epochs ? 8 : 0), vsize, n);
 			e->zero = bmap_new("fay_zero", BPF_MAP_TYPE_ARRAY, 4, vsize, 1);
 			if (!e->vals || !e->zero)
 				return -errno;
@@ -299,6 +312,7 @@ void engine_free(struct engine *e)
 	}
 	bmap_free(e->vals);
 	bmap_free(e->zero);
+	bmap_free(e->epoch);
 	bmap_free(e->pairs);
 	bmap_free(e->out);
 	bmap_free(e->counters);
@@ -322,7 +336,8 @@ static const char *map_type_name(enum bpf_map_type t)
 
 static void dump_maps(const struct engine *e, FILE *f)
 {
-	const struct bmap *maps[] = { e->vals, e->zero, e->pairs, e->out, e->counters };
+	const struct bmap *maps[] = { e->vals, e->zero, e->epoch, e->pairs, e->out,
+				      e->counters };
 
 	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
 		const struct bmap *m = maps[i];
@@ -685,15 +700,86 @@ static int add_row(struct engine *e, struct engine_row **rows, size_t *n, size_t
 	return 0;
 }
 
+/* Every key of vals (vk bytes each) into *keys; count or -errno. */
+static long walk_keys(struct engine *e, size_t vk, unsigned char **keys)
+{
+	size_t n = 0, cap = 0;
+	int err;
+
+	*keys = NULL;
+	for (;;) {
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 256;
+			unsigned char *nk = realloc(*keys, nc * vk);
+
+			if (!nk)
+				return -ENOMEM;
+			*keys = nk;
+			cap = nc;
+		}
+		err = bmap_next_key(e->vals, n ? *keys + (n - 1) * vk : NULL, *keys + n * vk);
+		if (err == -ENOENT)
+			return (long)n;
+		if (err)
+			return err;
+		n++;
+		if (n > (size_t)e->p->max_entries * 4)
+			return (long)n;	/* the map changed under the walk; enough */
+	}
+}
+
+/* Move the window epoch on: from now on the probes write new keys. */
+static int next_epoch(struct engine *e)
+{
+	uint32_t k0 = 0;
+	uint64_t next = e->cur_epoch + 1;
+	int err = bmap_update(e->epoch, &k0, &next, BPF_ANY);
+
+	if (err)
+		return err;
+	e->cur_epoch = next;
+	/* let a probe that read the old epoch finish its update (one that
+	 * does not lands in the next read) */
+	usleep(1000);
+	return 0;
+}
+
+/* The rows of t (user keys merged over epochs) into res. */
+static int rows_of_table(const struct plan *p, const struct ptable *t,
+			 struct engine_row **rows, size_t *n)
+{
+	size_t cnt = ptable_count(t);
+
+	*n = 0;
+	*rows = calloc(cnt ? cnt : 1, sizeof(**rows));
+	if (!*rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < cnt; i++) {
+		const void *k, *v;
+		struct engine_row *r = &(*rows)[i];
+
+		ptable_row(t, i, &k, &v);
+		r->key = malloc((size_t)p->key_size + 1);
+		r->val = malloc((size_t)p->value_size);
+		*n = i + 1;
+		if (!r->key || !r->val)
+			return -ENOMEM;
+		memcpy(r->key, k, (size_t)p->key_size);
+		memcpy(r->val, v, (size_t)p->value_size);
+	}
+	return 0;
+}
+
 int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 		     struct engine_result *res)
 {
 	const struct plan *p = e->p;
 	int ncpu = bpf_ncpus(), err = 0;
-	size_t stride, n = 0, cap = 0, nkeys = 0, kcap = 0;
-	size_t ksize = (size_t)p->key_size;
-	unsigned char *buf = NULL, *keys = NULL;
+	size_t stride, n = 0, cap = 0, nkeys = 0;
+	size_t ksize = (size_t)p->key_size, vk = ksize + (e->epochs ? 8 : 0);
+	unsigned char *buf = NULL, *keys = NULL, *merged = NULL;
 	struct engine_row *rows = NULL;
+	struct ptable *t = NULL;
 	uint64_t raw[ENGINE_NCOUNTERS];
 
 	memset(res, 0, sizeof(*res));
@@ -705,7 +791,7 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 	buf = calloc((size_t)ncpu, stride);
 	if (!buf)
 		return -ENOMEM;
-	if (!ksize) {
+	if (!vk) {
 		uint32_t k0 = 0;
 
 		err = bmap_lookup(e->vals, &k0, buf);
@@ -714,43 +800,57 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 			memset(buf, 0, (size_t)ncpu * stride);
 			err = bmap_update(e->vals, &k0, buf, BPF_ANY);
 		}
-	} else {
-		/* every key first (deleting while walking restarts the walk) */
-		for (;;) {
-			if (nkeys == kcap) {
-				size_t nc = kcap ? 2 * kcap : 256;
-				unsigned char *nk = realloc(keys, nc * ksize);
-
-				if (!nk) {
-					err = -ENOMEM;
-					break;
-				}
-				keys = nk;
-				kcap = nc;
-			}
-			err = bmap_next_key(e->vals, nkeys ? keys + (nkeys - 1) * ksize : NULL,
-					    keys + nkeys * ksize);
-			if (err == -ENOENT) {
-				err = 0;
-				break;
-			}
-			if (err)
-				break;
-			nkeys++;
-			if (nkeys > (size_t)p->max_entries * 4)
-				break;	/* the map changed under the walk; enough */
-		}
-		for (size_t i = 0; !err && i < nkeys; i++) {
-			const unsigned char *k = keys + i * ksize;
-			int lerr = bmap_lookup(e->vals, k, buf);
-
-			if (lerr == -ENOENT)
-				continue;
-			err = lerr ? : add_row(e, &rows, &n, &cap, k, buf, ncpu, stride);
-			if (!err && reset)
-				bmap_delete(e->vals, k);
-		}
+		goto done;
 	}
+	if (e->epochs) {
+		t = ptable_new(p);
+		merged = calloc(1, stride);
+		if (!t || !merged) {
+			err = -ENOMEM;
+			goto done;
+		}
+		if (reset)
+			err = next_epoch(e);
+	}
+	/* every key first (deleting while walking restarts the walk) */
+	if (!err) {
+		long got = walk_keys(e, vk, &keys);
+
+		if (got < 0)
+			err = (int)got;
+		else
+			nkeys = (size_t)got;
+	}
+	for (size_t i = 0; !err && i < nkeys; i++) {
+		const unsigned char *k = keys + i * vk;
+		uint64_t ep;
+		int lerr;
+
+		if (e->epochs && reset) {
+			memcpy(&ep, k + ksize, 8);
+			if (ep == e->cur_epoch)
+				continue;	/* the new window's */
+		}
+		lerr = bmap_lookup(e->vals, k, buf);
+		if (lerr == -ENOENT)
+			continue;
+		if (lerr) {
+			err = lerr;
+			break;
+		}
+		if (e->epochs) {
+			memset(merged, 0, stride);
+			merge_cpus(p, merged, buf, ncpu, stride);
+			err = ptable_merge(t, k, merged);
+		} else {
+			err = add_row(e, &rows, &n, &cap, k, buf, ncpu, stride);
+		}
+		if (!err && reset)
+			bmap_delete(e->vals, k);
+	}
+	if (!err && e->epochs)
+		err = rows_of_table(p, t, &rows, &n);
+done:
 	if (!err)
 		err = engine_counters(e, res->counters);
 	if (!err && reset && !counters_raw(e, raw))
@@ -759,6 +859,8 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 	res->nrows = n;
 	free(buf);
 	free(keys);
+	free(merged);
+	ptable_free(t);
 	if (err) {
 		engine_result_clear(res);
 		return engine_fail(e, err, "cannot read the aggregates: %s", errstr(err));

@@ -143,51 +143,35 @@ struct store_ctx {
 
 static int store_batch(const uint8_t *p, uint32_t len, uint64_t seq, char *err, size_t errlen)
 {
-	uint32_t count, off = 4;
+	struct wire_batch_rd rd;
+	const uint8_t *rec;
+	uint32_t sl;
 	FILE *f;
+	int ret;
 
-	if (len < 4) {
-		snprintf(err, errlen, "batch too short");
+	if (wire_batch_open(&rd, p, len, seq, err, errlen))
 		return -1;
-	}
-	memcpy(&count, p, 4);
 	f = fopen(out_path, "a");
 	if (!f) {
 		snprintf(err, errlen, "cannot open out file");
 		return -1;
 	}
-	for (uint32_t i = 0; i < count; i++) {
+	while ((ret = wire_batch_next(&rd, &rec, &sl, err, errlen)) > 0) {
 		struct spanrec r;
-		uint32_t sl;
 		char id[17];
-		int n;
 
-		if (len - off < 4) {
-			snprintf(err, errlen, "span %u: length past the end", i);
-			fclose(f);
-			return -1;
-		}
-		memcpy(&sl, p + off, 4);
-		off += 4;
-		if (sl > len - off) {
-			snprintf(err, errlen, "span %u: %u bytes past the end", i, sl);
-			fclose(f);
-			return -1;
-		}
-		n = spanrec_decode(p + off, sl, &r, err, errlen);
-		if (n < 0) {
-			fclose(f);
-			return -1;
+		if (spanrec_decode(rec, sl, &r, err, errlen) < 0) {
+			ret = -1;
+			break;
 		}
 		spanrec_id_hex(r.f.span_id, id);
 		fprintf(f, "%" PRIu64 " %s %.*s %.*s %u\n", seq, id, (int)r.name.len, r.name.p,
 			r.local.present ? (int)r.local.service.len : 1,
 			r.local.present ? r.local.service.p : "-",
 			r.local.present ? r.local.port : 0);
-		off += sl;
 	}
 	fclose(f);
-	return 0;
+	return ret < 0 ? -1 : 0;
 }
 
 /* Handle one frame; returns 0, or -1 to close the connection. */

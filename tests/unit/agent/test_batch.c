@@ -3,7 +3,7 @@
  * limits by bytes and by count, and a walker that rejects damage. */
 #include <errno.h>
 
-#include "agent/agent.h"
+#include "agent/batch.h"
 #include "test.h"
 
 /* A span record with an optional local endpoint. */
@@ -61,7 +61,7 @@ static int check_span(void *ctx, const void *rec, uint32_t len)
 
 int main(void)
 {
-	struct batch b;
+	struct wire_batch b;
 	struct ep_item ep;
 	uint8_t rec[8192];
 	char err[256];
@@ -71,7 +71,7 @@ int main(void)
 	uint32_t flen, len;
 	int ret;
 
-	ok(!batch_init(&b, 1 << 16, 100), "batch_init");
+	ok(!wire_batch_init(&b, 1 << 16, 100), "batch_init");
 	ep_item_init(&ep, "mapperd", "10.0.0.7", 7001);
 	ok(ep.len > 0, "endpoint item encoded (%u bytes)", ep.len);
 	for (uint64_t i = 1; i <= 10; i++) {
@@ -83,29 +83,29 @@ int main(void)
 	}
 	is_int(ret, 0, "10 spans added");
 	is_int(b.count, 10, "count");
-	flen = batch_seal(&b, 77);
+	flen = wire_batch_seal(&b, 77);
 	memcpy(&h, b.buf, sizeof(h));
 	is_int(wire_hdr_check(&h, err, sizeof(err)), 0, "sealed header valid");
 	is_int(wire_crc_check(&h, b.buf + FAY_WIRE_HDR_SIZE, err, sizeof(err)), 0, "crc valid");
 	ok(h.type == WIRE_BATCH && h.seq == 77 && flen == FAY_WIRE_HDR_SIZE + h.len,
 	   "type BATCH, seq 77, frame length");
-	ret = batch_walk(b.buf + FAY_WIRE_HDR_SIZE, h.len, check_span, &w, err, sizeof(err));
+	ret = wire_batch_walk(b.buf + FAY_WIRE_HDR_SIZE, h.len, check_span, &w, err, sizeof(err));
 	is_int(ret, 10, "walk finds 10 spans");
 	is_int(w.n, 10, "all decode");
 	is_int(w.ep_ok, 10, "odd spans got the process endpoint, even kept their own");
 
 	/* Damage: the walker names it. */
 	for (uint32_t cut = 0; cut < h.len; cut += 7) {
-		ret = batch_walk(b.buf + FAY_WIRE_HDR_SIZE, cut, NULL, NULL, err, sizeof(err));
+		ret = wire_batch_walk(b.buf + FAY_WIRE_HDR_SIZE, cut, NULL, NULL, err, sizeof(err));
 		if (ret != -EBADMSG)
 			break;
 	}
 	is_int(ret, -EBADMSG, "every truncation rejected");
-	ret = batch_walk(b.buf + FAY_WIRE_HDR_SIZE, h.len - 3, NULL, NULL, err, sizeof(err));
-	ok(ret == -EBADMSG && strstr(err, "past the end"), "message: %s", err);
+	ret = wire_batch_walk(b.buf + FAY_WIRE_HDR_SIZE, h.len - 3, NULL, NULL, err, sizeof(err));
+	ok(ret == -EBADMSG && strstr(err, "runs past"), "message: %s", err);
 
 	/* Limits. */
-	batch_reset(&b);
+	wire_batch_reset(&b);
 	is_int(b.count, 0, "reset empties");
 	len = mkspan(rec, sizeof(rec), 1, 1, 3000);
 	spanrec_decode(rec, len, &r, err, sizeof(err));
@@ -115,21 +115,21 @@ int main(void)
 		added++;
 	is_int(ret, -ENOSPC, "full by bytes: -ENOSPC");
 	ok(added == (int)((65536 - 4) / (len + 4)), "as many as fit (%d)", added);
-	batch_free(&b);
+	wire_batch_free(&b);
 
-	ok(!batch_init(&b, 1 << 16, 3), "batch of at most 3 spans");
+	ok(!wire_batch_init(&b, 1 << 16, 3), "batch of at most 3 spans");
 	len = mkspan(rec, sizeof(rec), 1, 1, 0);
 	spanrec_decode(rec, len, &r, err, sizeof(err));
 	for (added = 0; !(ret = batch_add(&b, rec, len, &r, NULL)); added++)
 		;
 	ok(ret == -ENOSPC && added == 3, "full by count after 3");
-	batch_free(&b);
+	wire_batch_free(&b);
 
-	ok(!batch_init(&b, 1024, 100), "tiny batch");
+	ok(!wire_batch_init(&b, 1024, 100), "tiny batch");
 	len = mkspan(rec, sizeof(rec), 1, 1, 2000);
 	spanrec_decode(rec, len, &r, err, sizeof(err));
 	is_int(batch_add(&b, rec, len, &r, NULL), -E2BIG, "a span bigger than any batch: -E2BIG");
-	batch_free(&b);
-	batch_free(NULL);
+	wire_batch_free(&b);
+	wire_batch_free(NULL);
 	return test_done();
 }

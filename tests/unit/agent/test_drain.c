@@ -169,7 +169,7 @@ static int take_all(struct bqueue *q, struct seen *s, int *bad_trailers,
 	while ((qb = bqueue_peek(q))) {
 		struct seen before = *s;
 
-		batch_walk(qb->b.buf + FAY_WIRE_HDR_SIZE, qb->b.len, seen_span, s, err,
+		wire_batch_walk(qb->b.buf + FAY_WIRE_HDR_SIZE, qb->b.len, seen_span, s, err,
 			   sizeof(err));
 		{
 			uint32_t touched = 0;

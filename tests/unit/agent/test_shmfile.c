@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/shmfile.h"
+#include "common/spanrec.h"
 #include "test.h"
 
 #define NRINGS 4u

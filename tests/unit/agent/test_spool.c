@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/batch.h"
+#include "agent/spool.h"
 #include "common/ring/ring.h"
 #include "test.h"
 
@@ -94,29 +95,29 @@ static void test_cursor_file(void)
 
 /* A frame of n dummy spans (not decodable spans: the spool does not care)
  * with seq. */
-static uint32_t mkframe(struct batch *b, uint64_t seq, unsigned n, uint32_t size)
+static uint32_t mkframe(struct wire_batch *b, uint64_t seq, unsigned n, uint32_t size)
 {
 	uint8_t rec[4096] = { 0 };
 	struct spanrec r = { 0 };
 
-	batch_reset(b);
+	wire_batch_reset(b);
 	for (unsigned i = 0; i < n; i++)
 		batch_add(b, rec, size, &r, NULL);
-	return batch_seal(b, seq);
+	return wire_batch_seal(b, seq);
 }
 
 static void test_spool_index(void)
 {
 	struct cursor_tab t = { 0 };
 	struct spool sp;
-	struct batch b;
+	struct wire_batch b;
 	struct cursor c = { .instance = 9, .ring = 0, .pos = 10, .rec_no = 5 };
 	uint32_t fl;
 	char path[160];
 	int fd;
 
 	fresh();
-	batch_init(&b, 1 << 16, 1000);
+	wire_batch_init(&b, 1 << 16, 1000);
 	is_int(spool_open(&sp, spooldir, curpath, 1 << 20, 0, &t), 0, "open (creates the directory)");
 	for (uint64_t s = 1; s <= 5; s++) {
 		fl = mkframe(&b, s, (unsigned)s, 100);
@@ -231,7 +232,7 @@ static void test_spool_index(void)
 	ok(!spool_find(&sp, 4) && sp.evicted_batches == 2 && sp.saves == 2 &&
 	   sp.nbatches == 3, "an ACKed batch makes room after a save, not counted as evicted");
 	spool_close(&sp);
-	batch_free(&b);
+	wire_batch_free(&b);
 	cursor_tab_free(&t);
 }
 
@@ -268,8 +269,8 @@ static void produce(unsigned n)
  * file (the main thread), a collector ACKing a prefix. */
 struct sim {
 	struct ring_cons c;
-	struct batch b;
-	struct batch q[QMAX];           /* sealed, not yet spooled */
+	struct wire_batch b;
+	struct wire_batch q[QMAX];           /* sealed, not yet spooled */
 	struct cursor qcur[QMAX];
 	unsigned nq;
 	struct spool sp;
@@ -308,9 +309,9 @@ static void sim_start(struct sim *s)
 	const struct cursor *c;
 
 	memset(s, 0, sizeof(*s));
-	batch_init(&s->b, 4096, 1000);
+	wire_batch_init(&s->b, 4096, 1000);
 	for (unsigned i = 0; i < QMAX; i++)
-		batch_init(&s->q[i], 4096, 1000);
+		wire_batch_init(&s->q[i], 4096, 1000);
 	cursor_load(curpath, &s->t, err, sizeof(err));
 	spool_open(&s->sp, spooldir, curpath, 1 << 30, 0, &s->t);
 	s->next_seq = s->t.seq + 1;
@@ -323,9 +324,9 @@ static void sim_crash(struct sim *s)
 {
 	lost_counted += s->c.lost;
 	ring_cons_free(&s->c);
-	batch_free(&s->b);
+	wire_batch_free(&s->b);
 	for (unsigned i = 0; i < QMAX; i++)
-		batch_free(&s->q[i]);
+		wire_batch_free(&s->q[i]);
 	spool_close(&s->sp);
 	cursor_tab_free(&s->t);
 }
@@ -334,7 +335,7 @@ static void sim_crash(struct sim *s)
  * Returns 0, or -ENOBUFS when the queue is full. */
 static int sim_seal(struct sim *s)
 {
-	struct batch tmp;
+	struct wire_batch tmp;
 
 	if (!s->b.count)
 		return 0;
@@ -346,7 +347,7 @@ static int sim_seal(struct sim *s)
 					  .rec_no = s->c.rec_no };
 	s->nq++;
 	s->b = tmp;
-	batch_reset(&s->b);
+	wire_batch_reset(&s->b);
 	return 0;
 }
 
@@ -372,12 +373,12 @@ static void sim_drain(struct sim *s, unsigned max)
 static void sim_spool(struct sim *s, unsigned n)
 {
 	while (n-- && s->nq) {
-		uint32_t fl = batch_seal(&s->q[0], s->next_seq);
-		struct batch tmp = s->q[0];
+		uint32_t fl = wire_batch_seal(&s->q[0], s->next_seq);
+		struct wire_batch tmp = s->q[0];
 
 		if (spool_put(&s->sp, s->q[0].buf, fl, s->q[0].count, &s->qcur[0], 1))
 			return;
-		batch_walk(s->q[0].buf + FAY_WIRE_HDR_SIZE, fl - FAY_WIRE_HDR_SIZE, count_span,
+		wire_batch_walk(s->q[0].buf + FAY_WIRE_HDR_SIZE, fl - FAY_WIRE_HDR_SIZE, count_span,
 			   NULL, NULL, 0);
 		s->next_seq++;
 		memmove(&s->q[0], &s->q[1], (QMAX - 1) * sizeof(s->q[0]));

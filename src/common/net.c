@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Listening sockets, address parsing, the pool of store readers. */
+/*
+ * Socket helpers shared by the collector (agent port, HTTP) and the agent
+ * (--metrics): listening sockets and address text.
+ */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -9,10 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "collector/collector.h"
 #include "common/log.h"
+#include "common/net.h"
 
-int coll_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+int net_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
 		    char *err, size_t errlen)
 {
 	char host[64] = "127.0.0.1";
@@ -69,7 +72,7 @@ int coll_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
 	return -EINVAL;
 }
 
-void coll_addr_str(const struct sockaddr *sa, char *buf, size_t len)
+void net_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
 
@@ -86,14 +89,14 @@ void coll_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 	}
 }
 
-int coll_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
+int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 		char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, one = 1, ret;
 
-	ret = coll_parse_addr(addr, &ss, &len, err, errlen);
+	ret = net_parse_addr(addr, &ss, &len, err, errlen);
 	if (ret)
 		return ret;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -114,28 +117,4 @@ int coll_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 		getsockname(fd, (struct sockaddr *)actual, &len);
 	}
 	return fd;
-}
-
-struct store_reader *coll_reader_get(struct collector *c)
-{
-	struct store_reader *r = NULL;
-
-	pthread_mutex_lock(&c->readers_lock);
-	if (c->nreaders)
-		r = c->readers[--c->nreaders];
-	pthread_mutex_unlock(&c->readers_lock);
-	return r ? r : store__reader_new(c->store);
-}
-
-void coll_reader_put(struct collector *c, struct store_reader *r)
-{
-	if (!r)
-		return;
-	pthread_mutex_lock(&c->readers_lock);
-	if (c->nreaders < (int)(sizeof(c->readers) / sizeof(c->readers[0]))) {
-		c->readers[c->nreaders++] = r;
-		r = NULL;
-	}
-	pthread_mutex_unlock(&c->readers_lock);
-	store__reader_free(r);
 }

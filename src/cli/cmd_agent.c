@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * `fay agent`: options and manual.  The work is in agent.c.
+ * `fay agent`: options and manual.  The work is in src/agent/ (agent_run,
+ * agent_metrics_start).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/metrics_http.h"
 #include "cli/cmds.h"
+#include "cli/opts.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -116,35 +118,6 @@ static void usage(FILE *f)
 "    See docs/ABI.md, \"Agent spool and cursor files\".\n");
 }
 
-/* "4096", "64k", "256M", "2G" (powers of 1024).  0 or -EINVAL. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > UINT64_MAX / mul)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
@@ -199,14 +172,14 @@ int cmd_agent(int argc, char **argv)
 			o.state_dir = optarg;
 			break;
 		case O_SPOOL:
-			if (parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
+			if (opt_parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
 				fprintf(stderr, "error: --spool-max '%s': want a size of at least 4k (64k, 256M, 2G)\n",
 					optarg);
 				return 2;
 			}
 			break;
 		case O_QUEUE:
-			if (parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
+			if (opt_parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
 			    o.queue_max > (64ull << 30)) {
 				fprintf(stderr, "error: --queue-max '%s': want a size from 2M to 64G (16M, 256M)\n",
 					optarg);

@@ -1,25 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * fay collector: the central service.  Parses options, opens the store,
- * starts the ingest (writer) thread, the agent listener and the HTTP API,
- * and runs until SIGINT/SIGTERM.  Stopping finishes what is in flight:
- * every batch handed to the writer is committed and acknowledged.
+ * `fay collector`: options and manual; runs the collector
+ * (src/collector/collector.c: store, writer thread, agent listener, HTTP
+ * API) until SIGINT/SIGTERM.  Stopping finishes what is in flight: every
+ * batch handed to the writer is committed and acknowledged.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmds.h"
-#include "collector/cluster.h"
+#include "cli/opts.h"
 #include "collector/collector.h"
 #include "collector/ext.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/version.h"
 #include "common/wire.h"
 
 static void usage(FILE *f)
@@ -88,7 +87,7 @@ static void usage(FILE *f)
 "                      (not /health and the UI's files); checked before a body\n"
 "                      is read\n"
 "    --max-body BYTES  largest POST body, before and after gzip (default 16M;\n"
-"                      suffixes k, M)\n"
+"                      suffixes k, M, G; at most 2G)\n"
 "    --thresholds FILE the dashboard's thresholds, JSON: {\"rules\": [{\"service\":\n"
 "                      \"S\", \"span\": \"N\", \"p50_us\": X, \"p99_us\": X, \"avg_us\": X,\n"
 "                      \"error_rate\": F}]} (\"*\" matches any; the most specific\n"
@@ -135,25 +134,6 @@ static void on_signal(int sig)
 	stop_sig = sig;
 }
 
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end || !v || v > (1ull << 31))
-		return -EINVAL;
-	*out = (size_t)v;
-	return 0;
-}
-
 int cmd_collector(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -170,29 +150,32 @@ int cmd_collector(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char wire_addr[128], http_addr[128], err[512];
-	const char *listen = NULL, *http = NULL, *db = "./fay.db";
-	struct collector c = { .max_body = 16u << 20, .retention_us = 7ull * 86400 * 1000000 };
-	struct wire_server *ws = NULL;
-	struct http_server *hs = NULL;
-	struct coll_ext_opts xo = { 0 };
+	struct collector_opts o = {
+		.db = "./fay.db",
+		.max_body = 16u << 20,
+		.retention_us = 7ull * 86400 * 1000000,
+	};
+	struct collector *c;
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigset_t set, old;
-	uint64_t ns;
-	int opt, ret = 1;
+	uint64_t ns, size;
+	int opt;
 
 	snprintf(wire_addr, sizeof(wire_addr), "127.0.0.1:%d", FAY_WIRE_DEFAULT_PORT);
 	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", FAY_HTTP_DEFAULT_PORT);
-	c.token = getenv("FAY_TOKEN");
+	o.listen = wire_addr;
+	o.http = http_addr;
+	o.token = getenv("FAY_TOKEN");
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
 		switch (opt) {
-		case 'l': listen = optarg; break;
-		case 'H': http = optarg; break;
-		case 'd': db = optarg; break;
-		case 't': c.token = optarg; break;
+		case 'l': o.listen = optarg; break;
+		case 'H': o.http = optarg; break;
+		case 'd': o.db = optarg; break;
+		case 't': o.token = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
-				c.retention_us = 0;
+				o.retention_us = 0;
 				break;
 			}
 			if (clock_parse_duration(optarg, &ns) || ns < 1000000000ull) {
@@ -200,18 +183,19 @@ int cmd_collector(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			c.retention_us = ns / 1000;
+			o.retention_us = ns / 1000;
 			break;
 		case 'm':
-			if (parse_size(optarg, &c.max_body)) {
+			if (opt_parse_size(optarg, &size) || !size || size > (1ull << 31)) {
 				fprintf(stderr, "error: --max-body '%s': expected a size like 512k or 16M\n",
 					optarg);
 				return 2;
 			}
+			o.max_body = (size_t)size;
 			break;
-		case 'T': xo.thresholds = optarg; break;
+		case 'T': o.ext.thresholds = optarg; break;
 		case 'x':
-			if (coll_ext_add_export(&xo, optarg, err, sizeof(err))) {
+			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);
 				return 2;
 			}
@@ -228,12 +212,8 @@ int cmd_collector(int argc, char **argv)
 			"Run 'fay collector --help' for the manual.\n", argv[optind]);
 		return 2;
 	}
-	if (c.token && !*c.token)
-		c.token = NULL;
-	if (listen)
-		snprintf(wire_addr, sizeof(wire_addr), "%s", listen);
-	if (http)
-		snprintf(http_addr, sizeof(http_addr), "%s", http);
+	if (o.token && !*o.token)
+		o.token = NULL;
 
 	/* Threads inherit a blocked SIGINT/SIGTERM; main waits for them. */
 	sigemptyset(&set);
@@ -244,63 +224,16 @@ int cmd_collector(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 
-	pthread_mutex_init(&c.agents_lock, NULL);
-	pthread_mutex_init(&c.readers_lock, NULL);
-	c.started_us = clock_realtime_ns() / 1000;
-	c.store = store__open(db, 0, err, sizeof(err));
-	if (!c.store) {
-		fprintf(stderr, "error: store: %s\n", err);
-		goto out;
-	}
-	xo.db = db;
-	c.ext = coll_ext_new(&c, &xo, err, sizeof(err));
-	if (!c.ext) {
+	c = collector_start(&o, err, sizeof(err));
+	if (!c) {
 		fprintf(stderr, "error: %s\n", err);
-		goto out;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return 1;
 	}
-	c.cluster = cluster_new();
-	if (!c.cluster) {
-		fprintf(stderr, "error: out of memory\n");
-		goto out;
-	}
-	c.ingest = ingest_new(&c);
-	if (!c.ingest) {
-		fprintf(stderr, "error: cannot start the writer thread: %s\n", errstr(errno));
-		goto out;
-	}
-	ws = wire_server_new(&c, wire_addr, err, sizeof(err));
-	if (!ws) {
-		fprintf(stderr, "error: --listen %s\n", err);
-		goto out;
-	}
-	hs = http_server_new(&c, http_addr, err, sizeof(err));
-	if (!hs) {
-		fprintf(stderr, "error: --http %s\n", err);
-		goto out;
-	}
-	pr_info("collector %s: agents on %s, HTTP on http://%s, store %s (schema %d), retention %s%" PRIu64 "s",
-		FAY_VERSION, wire_server_addr(ws), http_server_addr(hs), db,
-		store__schema_version(), c.retention_us ? "" : "off ",
-		c.retention_us / 1000000);
-	if (c.token)
-		pr_info("collector: agents must present the token");
-
 	while (!stop_sig)
 		sigsuspend(&old);
 	pr_info("collector: signal %d, stopping", (int)stop_sig);
-	ret = 0;
-out:
-	http_server_free(hs);
-	wire_server_free(ws);
-	cluster_free(c.cluster);	/* after every connection and query ended */
-	ingest_free(c.ingest);
-	coll_ext_free(c.ext);
-	for (int i = 0; i < c.nreaders; i++)
-		store__reader_free(c.readers[i]);
-	store__close(c.store);
-	coll_agents_free(&c);
-	pthread_mutex_destroy(&c.agents_lock);
-	pthread_mutex_destroy(&c.readers_lock);
+	collector_stop(c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ret;
+	return 0;
 }

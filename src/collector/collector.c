@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collector as one object: start every part in order (store, writer,
+ * extensions, agent listener, HTTP), stop them in reverse.  `fay
+ * collector` (src/cli/cmd_collector.c) parses the options and waits for a
+ * signal in between.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "collector/cluster.h"
+#include "collector/collector.h"
+#include "collector/ext.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/version.h"
+
+/* What collector_start() adds to struct collector. */
+struct collector_run {
+	struct collector c;          /* first: collector_stop() gets &c */
+	struct wire_server *ws;
+	struct http_server *hs;
+};
+
+struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen)
+{
+	struct collector_run *r = calloc(1, sizeof(*r));
+	struct coll_ext_opts xo;
+	struct collector *c;
+	char why[512];
+	int ret = -EINVAL;
+
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return fay_err_ptr(-ENOMEM);
+	}
+	c = &r->c;
+	c->token = o->token && *o->token ? o->token : NULL;
+	c->max_body = o->max_body;
+	c->retention_us = o->retention_us;
+	pthread_mutex_init(&c->agents_lock, NULL);
+	pthread_mutex_init(&c->readers_lock, NULL);
+	c->started_us = clock_realtime_ns() / 1000;
+	c->store = store__open(o->db, 0, why, sizeof(why));
+	if (!c->store) {
+		ret = errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "store: %s", why);
+		goto err_out;
+	}
+	xo = o->ext;
+	xo.db = o->db;
+	c->ext = coll_ext_new(c, &xo, why, sizeof(why));
+	if (!c->ext) {
+		ret = errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "%s", why);
+		goto err_out;
+	}
+	c->cluster = cluster_new();
+	if (!c->cluster) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto err_out;
+	}
+	c->ingest = ingest_new(c);
+	if (!c->ingest) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot start the writer thread: %s", errstr(ret));
+		goto err_out;
+	}
+	r->ws = wire_server_new(c, o->listen, why, sizeof(why));
+	if (!r->ws) {
+		ret = errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "--listen %s", why);
+		goto err_out;
+	}
+	r->hs = http_server_new(c, o->http, why, sizeof(why));
+	if (!r->hs) {
+		ret = errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "--http %s", why);
+		goto err_out;
+	}
+	pr_info("collector %s: agents on %s, HTTP on http://%s, store %s (schema %d), retention %s%" PRIu64 "s",
+		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs), o->db,
+		store__schema_version(), c->retention_us ? "" : "off ",
+		c->retention_us / 1000000);
+	if (c->token)
+		pr_info("collector: agents must present the token");
+	return c;
+err_out:
+	collector_stop(c);
+	return fay_err_ptr(ret);
+}
+
+void collector_stop(struct collector *c)
+{
+	struct collector_run *r = (struct collector_run *)c;
+
+	if (!c)
+		return;
+	http_server_free(r->hs);
+	wire_server_free(r->ws);
+	cluster_free(c->cluster);	/* after every connection and query ended */
+	ingest_free(c->ingest);
+	coll_ext_free(c->ext);
+	for (int i = 0; i < c->nreaders; i++)
+		store__reader_free(c->readers[i]);
+	store__close(c->store);
+	coll_agents_free(c);
+	pthread_mutex_destroy(&c->agents_lock);
+	pthread_mutex_destroy(&c->readers_lock);
+	free(r);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Socket helpers shared by the collector and the agent (net.c): parsing
+ * listen addresses, printing socket addresses, listening.
+ */
+#ifndef FAY_COMMON_NET_H
+#define FAY_COMMON_NET_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* Parse "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" (loopback when no
+ * host; "*" and 0.0.0.0 for every interface; "localhost" is 127.0.0.1).
+ * HOST must be a numeric address.  Returns 0 or -EINVAL with a reason in
+ * err. */
+int net_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+		   char *err, size_t errlen);
+
+/* Text of a socket address ("127.0.0.1:9410", "[::1]:9410"), cut at len. */
+void net_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+/* A bound, listening TCP socket (SO_REUSEADDR, close-on-exec), or -errno
+ * with a reason in err.  With actual non-NULL, the bound address (port 0
+ * => the kernel's choice). */
+int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
+	       char *err, size_t errlen);
+
+#endif
