@@ -933,6 +933,17 @@ static int setup(struct agent *a)
 		}
 		snprintf(hm.host, sizeof(hm.host), "%s", a->o->host);
 		snprintf(hm.token, sizeof(hm.token), "%s", a->o->token ? a->o->token : "");
+		{
+			/* The HELLO is JSON: refuse now what it cannot carry. */
+			struct wire_buf wb = { 0 };
+
+			ret = wire_put_hello(&wb, &hm);
+			wire_buf_free(&wb);
+			if (ret) {
+				pr_err("the host name or the token cannot be sent (not UTF-8?)");
+				return -EINVAL;
+			}
+		}
 		ret = ship_init(&a->ship, a->o->collector, &hm, &a->spool,
 				&a->next_seq, a->epfd, &a->ev_sock);
 		if (ret == -ENOMEM)

@@ -23,6 +23,7 @@
 #include "agent/ship.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/rand.h"
 
 #define BACKOFF_MIN_NS   (100 * 1000000ull)
@@ -162,6 +163,9 @@ static void connected(struct ship *s, uint64_t now)
 	int one = 1;
 
 	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* A collector gone silent (link down) is noticed in seconds, not at
+	 * the next ACK timeout, so reconnecting starts early. */
+	net_keepalive(s->fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
 	s->state = SHIP_HELLO;
 	s->hello_ns = now;
 	if (wire_put_hello(&s->tx, &s->hello))

@@ -74,6 +74,14 @@ bool bpf_have_privileges(void)
 	return (eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON));
 }
 
+int bpf_perf_link(int prog_fd, int perf_fd, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, o, .perf_event.bpf_cookie = cookie);
+	int fd = bpf_link_create(prog_fd, perf_fd, BPF_PERF_EVENT, &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
 const char *bpf_privilege_hint(void)
 {
 	if (bpf_have_privileges())

@@ -109,6 +109,10 @@ int bprog_test_run(const struct bprog *p, void *data, uint32_t size,
 /* Does this process hold what loading needs (root, or CAP_BPF and
  * CAP_PERFMON)?  */
 bool bpf_have_privileges(void);
+/* Attach program prog_fd to the perf event perf_fd through a BPF link
+ * carrying cookie (bpf_get_attach_cookie() in the program; Linux 5.15).
+ * Returns the link's fd (closing it detaches) or -errno. */
+int bpf_perf_link(int prog_fd, int perf_fd, uint64_t cookie);
 /* A plain sentence for an EPERM from the bpf() syscall. */
 const char *bpf_privilege_hint(void);
 

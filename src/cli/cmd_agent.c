@@ -50,7 +50,8 @@ static void usage(FILE *f)
 "    deleted when it acknowledges them; while the collector is away they\n"
 "    wait in the spool (bounded by --spool-max: the oldest are evicted\n"
 "    first, and counted) and the agent reconnects with exponential backoff\n"
-"    (100 ms to 5 s, with jitter).\n"
+"    (100 ms to 5 s, with jitter).  A collector that goes silent without\n"
+"    closing the connection (link down) is noticed within about 8 s.\n"
 "\n"
 "    When a traced process exits (pidfd), its rings are drained a last time,\n"
 "    the spans it never finished are counted as lost (\"process died\n"
@@ -83,7 +84,9 @@ static void usage(FILE *f)
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
-"    --host NAME         this host's name for the collector (default: hostname)\n"
+"    --host NAME         this host's name: sent in HELLO, shown by the collector\n"
+"                        (Hosts page, /api/ui/hosts), the host of cluster\n"
+"                        queries (default: gethostname(); at most 255 bytes)\n"
 "    --token T           shared secret sent in HELLO (default $FAY_TOKEN, or none)\n"
 "    --fsync             fsync each batch and the cursor file: the spool also\n"
 "                        survives power loss, at a cost per batch\n"
@@ -218,6 +221,11 @@ int cmd_agent(int argc, char **argv)
 			break;
 		}
 		case O_HOST:
+			if (!*optarg || strlen(optarg) > 255) {
+				fprintf(stderr, "error: --host '%s': want a name of 1 to 255 bytes\n",
+					optarg);
+				return 2;
+			}
 			o.host = optarg;
 			break;
 		case O_TOKEN:

@@ -476,6 +476,10 @@ static void *accept_main(void *arg)
 			break; /* the listening socket was shut down */
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* An agent whose cable is pulled says nothing: without this
+		 * its connection would wait for its next frame forever (and
+		 * the agent show up). */
+		net_keepalive(fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
 		pthread_mutex_lock(&ws->lock);
 		if (ws->stop || ws->nconns >= WIRE_MAX_CONNS) {
 			pthread_mutex_unlock(&ws->lock);

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +118,22 @@ int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 		getsockname(fd, (struct sockaddr *)actual, &len);
 	}
 	return fd;
+}
+
+int net_keepalive(int fd, int idle_s, int intvl_s, int cnt)
+{
+	/* Keepalive probes only go out while nothing sent is unacknowledged;
+	 * a peer that vanished right after we sent it something (an ACK, a
+	 * batch) is caught by the user timeout instead of by ~15 minutes of
+	 * retransmissions. */
+	unsigned user_ms = (unsigned)(idle_s + intvl_s * cnt) * 1000u;
+	int one = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl_s, sizeof(intvl_s)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)))
+		return -errno;
+	return 0;
 }

@@ -25,4 +25,20 @@ void net_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	       char *err, size_t errlen);
 
+/*
+ * Notice a peer that went away without a word (a pulled cable, a host
+ * that died): TCP keepalive probes after idle_s seconds without traffic,
+ * every intvl_s seconds; cnt unanswered probes break the connection
+ * (reads then fail with ETIMEDOUT), about idle_s + intvl_s * cnt seconds
+ * after the last sign of life.  Data sent and not acknowledged for that
+ * long breaks it too (TCP_USER_TIMEOUT).  Returns 0 or -errno.
+ */
+int net_keepalive(int fd, int idle_s, int intvl_s, int cnt);
+
+/* The keepalive both ends of the agent protocol use: a dead peer is
+ * noticed within about 8 s. */
+#define NET_KEEPALIVE_IDLE_S  5
+#define NET_KEEPALIVE_INTVL_S 1
+#define NET_KEEPALIVE_CNT     3
+
 #endif

@@ -190,7 +190,10 @@ static inline size_t wire_reader_partial(const struct wire_reader *r)
 
 /*
  * Messages.  Each frame type has a struct, an encoder wire_put_X(buf,
- * msg) appending the whole frame (0, -ENOMEM, -ENOBUFS, -EMSGSIZE) and a
+ * msg) appending the whole frame (0, -ENOMEM, -ENOBUFS, -EMSGSIZE, or
+ * -EINVAL for what no decoder would take: a seq the type cannot have, a
+ * string that is not UTF-8; NACK and ERROR reasons are sent with '?' for
+ * each byte that is not part of a UTF-8 character instead) and a
  * decoder wire_get_X(frame, msg, err, errlen) that checks the frame's
  * type, seq and every payload field: 0, -EPROTO (not an X frame, or a seq
  * X cannot have) or -EBADMSG, with a reason naming the frame and the

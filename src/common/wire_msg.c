@@ -27,12 +27,17 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 	return -EBADMSG;
 }
 
-/* Encode o (reference stolen) as the payload of a frame. */
+/* Encode o (reference stolen) as the payload of a frame.  o NULL: the
+ * json_pack() building it failed, which with our formats means a string
+ * that is not UTF-8 (or no memory). */
 static int put_json(struct wire_buf *b, unsigned type, uint64_t seq, json_t *o)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *s;
 	int ret;
 
+	if (!o)
+		return -EINVAL;
+	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!s)
 		return -ENOMEM;
@@ -233,11 +238,47 @@ int wire_get_ack(const struct wire_frame *f, struct wire_ack *m,
 
 /* ---- NACK, ERROR ---------------------------------------------------------- */
 
+/*
+ * A reason as valid UTF-8: it may quote what a peer sent or be cut by
+ * snprintf inside a character, and a reason that cannot be sent would
+ * leave the peer guessing.  Bytes that do not form a character (RFC 3629:
+ * no overlongs, no surrogates, nothing above U+10FFFF) become '?'.
+ */
+static void utf8_clean(const char *in, char *out, size_t size)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t o = 0;
+
+	while (*p && o + 1 < size) {
+		unsigned c = *p, n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 :
+				     (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 4;
+		unsigned cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
+		unsigned i;
+
+		for (i = 1; i <= n && n < 4 && (p[i] & 0xc0) == 0x80; i++)
+			cp = cp << 6 | (p[i] & 0x3f);
+		if (n == 4 || i <= n || (n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || o + n + 1 >= size) {
+			out[o++] = '?';
+			p++;
+			continue;
+		}
+		memcpy(out + o, p, n + 1);
+		o += n + 1;
+		p += n + 1;
+	}
+	out[o] = '\0';
+}
+
 int wire_put_nack(struct wire_buf *b, const struct wire_nack *m)
 {
+	char why[sizeof(m->error)];
+
 	if (!m->seq)
 		return -EINVAL;
-	return put_json(b, WIRE_NACK, m->seq, json_pack("{ss}", "error", m->error));
+	utf8_clean(m->error, why, sizeof(why));
+	return put_json(b, WIRE_NACK, m->seq, json_pack("{ss}", "error", why));
 }
 
 int wire_get_nack(const struct wire_frame *f, struct wire_nack *m,
@@ -256,7 +297,10 @@ int wire_get_nack(const struct wire_frame *f, struct wire_nack *m,
 
 int wire_put_error(struct wire_buf *b, const struct wire_error *m)
 {
-	return put_json(b, WIRE_ERROR, 0, json_pack("{ss}", "error", m->error));
+	char why[sizeof(m->error)];
+
+	utf8_clean(m->error, why, sizeof(why));
+	return put_json(b, WIRE_ERROR, 0, json_pack("{ss}", "error", why));
 }
 
 int wire_get_error(const struct wire_frame *f, struct wire_error *m,

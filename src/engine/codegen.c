@@ -329,13 +329,22 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 		ir_call(ir, IR_NOREG, BPF_FUNC_get_current_comm, 2, IR_S(off), IR_I(n));
 		return;
 	case PX_STRREAD: {
-		ir_reg a = cg_int(g, x->a);
+		ir_reg a = cg_int(g, x->a), r = ir_vreg(ir);
+		int done = ir_label_new(ir);
 
 		n = x->size < size ? x->size : size;
 		cg_pos(g, x);
 		if (n < size)
 			ir_zero(ir, off + n, (unsigned)(size - n));
-		ir_probe_read(ir, IR_NOREG, off, (unsigned)n, IR_R(a), x->user, true);
+		ir_probe_read(ir, r, off, (unsigned)n, IR_R(a), x->user, true);
+		if (x->either) {	/* kernel memory, else user memory */
+			ir_jmp(ir, BPF_JSGE, r, IR_I(0), done);
+			ir_probe_read(ir, r, off, (unsigned)n, IR_R(a), true, true);
+		}
+		/* a failed read leaves "" (zeroed): count it, never hide it */
+		ir_jmp(ir, BPF_JSGE, r, IR_I(0), done);
+		cg_count_drop(g, EC_READ_FAIL);
+		ir_label(ir, done);
 		return;
 	}
 	case PX_TPFIELD: {
@@ -356,17 +365,21 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 				IR_S(off), IR_I(size), IR_R(ptr));
 			return;
 		}
-		/* char[N] inline: aligned loads (context reads must be) */
+		/* char[N] inline: each piece is as wide as both the
+		 * context offset (context reads must be aligned) and the
+		 * stack offset (so must stack writes) allow: a field at
+		 * offset 12 goes in 4-byte pieces, one at offset 9 in bytes */
 		n = f->size < size ? f->size : size;
 		for (int done = 0; done < n;) {
 			int o = f->offset + done, w = 1, left = n - done;
+			int al = o | done;
 			ir_reg t = ir_vreg(ir);
 
-			if (left >= 8 && !(o & 7))
+			if (left >= 8 && !(al & 7))
 				w = 8;
-			else if (left >= 4 && !(o & 3))
+			else if (left >= 4 && !(al & 3))
 				w = 4;
-			else if (left >= 2 && !(o & 1))
+			else if (left >= 2 && !(al & 1))
 				w = 2;
 			ir_load(ir, t, IR_R(ir_ctx(ir)), o, (unsigned)w, 0);
 			ir_store(ir, IR_S(off), done, (unsigned)w, IR_R(t));
@@ -1029,7 +1042,8 @@ static void cg_aggregate(struct cg *g)
 	ir_goto(ir, done);
 	ir_label(ir, have);
 	for (int i = 0; i < p->naggrs; i++)
-		cg_update(g, &p->aggrs[i], val);
+		if (p->aggrs[i].share < 0)	/* a shared sketch is updated once */
+			cg_update(g, &p->aggrs[i], val);
 	ir_label(ir, done);
 }
 

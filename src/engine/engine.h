@@ -44,6 +44,7 @@ enum engine_counter {
 	EC_MAP_FULL,		/* an event whose key did not fit in vals */
 	EC_PAIRS_FULL,		/* an entry not recorded: pairs was full */
 	EC_LOST,		/* a streamed row the output buffer had no room for */
+	EC_READ_FAIL,		/* a str() whose address could not be read ("" kept) */
 	ENGINE_NCOUNTERS
 };
 

@@ -596,6 +596,8 @@ const char *engine_counter_desc(enum engine_counter c)
 		return "calls not timed: the per-thread entry map was full";
 	case EC_LOST:
 		return "rows lost: the output buffer was full";
+	case EC_READ_FAIL:
+		return "string reads failed (bad, NULL or paged-out address; the value is \"\")";
 	default:
 		return "?";
 	}
@@ -664,7 +666,8 @@ static void merge_cpus(const struct plan *p, unsigned char *dst,
 {
 	for (int c = 0; c < ncpu; c++)
 		for (int i = 0; i < p->naggrs; i++)
-			aggr_merge(&p->aggrs[i].desc, dst + p->aggrs[i].offset,
+			if (p->aggrs[i].share < 0)	/* a shared sketch once */
+				aggr_merge(&p->aggrs[i].desc, dst + p->aggrs[i].offset,
 				   buf + (size_t)c * stride + p->aggrs[i].offset);
 }
 

@@ -258,6 +258,25 @@ int perf_attach_bpf(struct perf_event_attr *attr, pid_t pid, int cpu, int prog_f
 	return fd;
 }
 
+int perf_attach_bpf_cookie(struct probe *p, struct perf_event_attr *attr, pid_t pid,
+			   int cpu, int prog_fd, uint64_t cookie)
+{
+	int fd, link, err;
+
+	attr->size = sizeof(*attr);
+	fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1,
+			  PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = probe_keep_fd(p, fd);
+	if (err)
+		return err;
+	link = bpf_perf_link(prog_fd, fd, cookie);
+	if (link < 0)
+		return link;
+	return probe_keep_fd(p, link);
+}
+
 static int read_small(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -78,6 +78,10 @@ int probe_keep_fd(struct probe *p, int fd);
  * the caller except the common parts.  Returns the fd or -errno. */
 struct perf_event_attr;
 int perf_attach_bpf(struct perf_event_attr *attr, pid_t pid, int cpu, int prog_fd);
+/* The same through a BPF link carrying cookie; both fds are kept with
+ * probe_keep_fd().  0 or -errno. */
+int perf_attach_bpf_cookie(struct probe *p, struct perf_event_attr *attr, pid_t pid,
+			   int cpu, int prog_fd, uint64_t cookie);
 /* The dynamic PMU type of /sys/bus/event_source/devices/NAME, or -errno. */
 int perf_pmu_type(const char *name);
 /* Bit position of FIELD in the PMU's format (e.g. "retprobe"), or -errno. */

@@ -87,9 +87,10 @@ static int uprobe_emit_ret(struct probe *p, struct ir *ir, ir_reg dst)
 	return 0;
 }
 
-/* One uprobe PMU event at offset (ref_ctr: USDT semaphore offset or 0). */
+/* One uprobe PMU event at offset (ref_ctr: USDT semaphore offset or 0);
+ * with_cookie: through a BPF link carrying cookie. */
 static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
-		       uint64_t ref_ctr, bool ret)
+		       uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie)
 {
 	struct perf_event_attr attr = { 0 };
 	int type = perf_pmu_type("uprobe"), bit, fd;
@@ -115,6 +116,14 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 					  "semaphores (no ref_ctr_offset)");
 		attr.config |= ref_ctr << bit;
 	}
+	if (with_cookie) {
+		fd = p->opts.pid > 0 ?
+		     perf_attach_bpf_cookie(p, &attr, p->opts.pid, -1, prog_fd, cookie) :
+		     perf_attach_bpf_cookie(p, &attr, -1, 0, prog_fd, cookie);
+		if (fd == -ESRCH)
+			return probe_fail(p, fd, "no process %d", (int)p->opts.pid);
+		return fd;
+	}
 	fd = p->opts.pid > 0 ? perf_attach_bpf(&attr, p->opts.pid, -1, prog_fd) :
 			       perf_attach_bpf(&attr, -1, 0, prog_fd);
 	if (fd == -ESRCH)
@@ -126,7 +135,8 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 
 static int uprobe_attach(struct probe *p, int prog_fd)
 {
-	return uprobe_open(p, prog_fd, p->offset, 0, p->kind == PROBE_URETPROBE);
+	return uprobe_open(p, prog_fd, p->offset, 0, p->kind == PROBE_URETPROBE,
+			   false, 0);
 }
 
 const struct provider provider_uprobe = {
@@ -151,12 +161,30 @@ struct usdt_arg {
 	int64_t val;		/* displacement or constant */
 };
 
+/* The argument places of one or more sites (sites that share them). */
+struct usdt_spec {
+	const char *text;	/* as in the note: "-8@%rax 4@-20(%rbp)" */
+	struct usdt_arg args[USDT_MAX_ARGS];
+	int nargs;
+};
+
+/* At most this many different argument layouts per probe. */
+#define USDT_MAX_SPECS 64
+
+/*
+ * A probe's sites.  When they all keep their arguments in the same
+ * places there is one spec and the program reads them directly; when
+ * they differ (the compiler chose %rax at one site and %rcx at another)
+ * each site is attached with its spec's index as the BPF cookie and the
+ * program picks the layout with bpf_get_attach_cookie(), as libbpf's
+ * usdt.bpf.h does.
+ */
 struct usdt {
 	struct usdt_site *sites;
 	size_t nsites;
-	struct usdt_arg args[USDT_MAX_ARGS];
-	int nargs;
-	bool args_differ;
+	struct usdt_spec specs[USDT_MAX_SPECS];
+	int nspecs;
+	int *site_spec;		/* per site: its index in specs */
 };
 
 static const struct { const char *names[4]; int off; } x86_regs[] = {
@@ -280,6 +308,43 @@ static int usdt_collect(const struct usdt_site *s, void *arg)
 	return 0;
 }
 
+/* Parse each site's argument spec once per distinct text; p->nargs is
+ * the fewest arguments any site has. */
+static int usdt_group_specs(struct probe *p, struct usdt *u)
+{
+	u->site_spec = calloc(u->nsites, sizeof(*u->site_spec));
+	if (!u->site_spec)
+		return -ENOMEM;
+	for (size_t i = 0; i < u->nsites; i++) {
+		const struct usdt_site *s = &u->sites[i];
+		struct usdt_spec *sp;
+		int k;
+
+		for (k = 0; k < u->nspecs; k++)
+			if (!strcmp(u->specs[k].text, s->args))
+				break;
+		u->site_spec[i] = k;
+		if (k < u->nspecs)
+			continue;
+		if (k == USDT_MAX_SPECS)
+			return probe_fail(p, -E2BIG, "USDT %s:%s: more than %d different "
+					  "argument layouts among its %zu sites",
+					  s->provider, s->name, USDT_MAX_SPECS, u->nsites);
+		sp = &u->specs[u->nspecs++];
+		sp->text = s->args;
+		if (usdt_parse_args(s->args, sp->args, &sp->nargs))
+			return probe_fail(p, -EINVAL, "USDT %s:%s: cannot parse the "
+					  "argument spec \"%s\" (site %zu at 0x%llx)",
+					  s->provider, s->name, s->args, i,
+					  (unsigned long long)s->offset);
+	}
+	p->nargs = u->specs[0].nargs;
+	for (int k = 1; k < u->nspecs; k++)
+		if (u->specs[k].nargs < p->nargs)
+			p->nargs = u->specs[k].nargs;
+	return 0;
+}
+
 static int usdt_resolve(struct probe *p)
 {
 	char left[4096], bin[4096], prov[128];
@@ -318,35 +383,31 @@ static int usdt_resolve(struct probe *p)
 		return probe_fail(p, -ENOENT, "no USDT probe %s%s%s in %s (see `fay "
 				  "probes 'usdt:%s:*'`)", pname ? pname : "",
 				  pname ? ":" : "", name, p->path, bin);
-	if (usdt_parse_args(u->sites[0].args, u->args, &u->nargs))
-		return probe_fail(p, -EINVAL, "USDT %s:%s: cannot parse argument "
-				  "spec \"%s\"", u->sites[0].provider, name,
-				  u->sites[0].args);
-	for (size_t i = 1; i < u->nsites; i++)
-		if (strcmp(u->sites[i].args, u->sites[0].args))
-			u->args_differ = true;
+	err = usdt_group_specs(p, u);
+	if (err)
+		return err;
 	p->prog_type = BPF_PROG_TYPE_KPROBE;
 	p->mech = "usdt";
-	p->nargs = u->nargs;
-	snprintf(p->desc, sizeof(p->desc), "usdt %.400s:%.40s:%.40s (%zu site%s)", p->path,
-		 u->sites[0].provider, name, u->nsites, u->nsites == 1 ? "" : "s");
+	if (u->nspecs > 1)
+		snprintf(p->desc, sizeof(p->desc), "usdt %.380s:%.40s:%.40s (%zu sites, "
+			 "%d argument layouts)", p->path, u->sites[0].provider, name,
+			 u->nsites, u->nspecs);
+	else
+		snprintf(p->desc, sizeof(p->desc), "usdt %.400s:%.40s:%.40s (%zu site%s)",
+			 p->path, u->sites[0].provider, name, u->nsites,
+			 u->nsites == 1 ? "" : "s");
 	return 0;
 }
 
-static int usdt_emit_arg(struct probe *p, struct ir *ir, ir_reg dst, int n)
+/* dst = the argument a describes (register, user memory or constant). */
+static void usdt_read(struct ir *ir, ir_reg dst, const struct usdt_arg *a)
 {
-	struct usdt *u = p->priv;
-	const struct usdt_arg *a = &u->args[n];
 	int sh = 64 - 8 * a->size;
 
-	if (u->args_differ)
-		return probe_fail(p, -EOPNOTSUPP, "arg(%d): the %zu sites of %s "
-				  "keep their arguments in different places: not "
-				  "supported", n, u->nsites, p->desc);
 	switch (a->loc) {
 	case USDT_CONST:
 		ir_mov(ir, dst, IR_I(a->val));
-		return 0;
+		return;
 	case USDT_REG:
 		emit_pt_regs(ir, dst, a->reg);
 		break;
@@ -366,6 +427,32 @@ static int usdt_emit_arg(struct probe *p, struct ir *ir, ir_reg dst, int n)
 		ir_alu(ir, BPF_LSH, dst, IR_I(sh));
 		ir_alu(ir, a->is_signed ? BPF_ARSH : BPF_RSH, dst, IR_I(sh));
 	}
+}
+
+static int usdt_emit_arg(struct probe *p, struct ir *ir, ir_reg dst, int n)
+{
+	struct usdt *u = p->priv;
+	ir_reg c;
+	int done;
+
+	if (u->nspecs == 1) {
+		usdt_read(ir, dst, &u->specs[0].args[n]);
+		return 0;
+	}
+	/* the site's layout: its spec index, attached as the cookie */
+	c = ir_vreg(ir);
+	done = ir_label_new(ir);
+	ir_call(ir, c, BPF_FUNC_get_attach_cookie, 1, IR_R(ir_ctx(ir)));
+	for (int k = 0; k < u->nspecs; k++) {
+		int next = ir_label_new(ir);
+
+		if (k < u->nspecs - 1)
+			ir_jmp(ir, BPF_JNE, c, IR_I(k), next);
+		usdt_read(ir, dst, &u->specs[k].args[n]);
+		ir_goto(ir, done);
+		ir_label(ir, next);
+	}
+	ir_label(ir, done);
 	return 0;
 }
 
@@ -375,7 +462,8 @@ static int usdt_attach(struct probe *p, int prog_fd)
 
 	for (size_t i = 0; i < u->nsites; i++) {
 		int err = uprobe_open(p, prog_fd, u->sites[i].offset,
-				      u->sites[i].sema_offset, false);
+				      u->sites[i].sema_offset, false,
+				      u->nspecs > 1, (uint64_t)u->site_spec[i]);
 
 		if (err)
 			return err;
@@ -387,8 +475,10 @@ static void usdt_release(struct probe *p)
 {
 	struct usdt *u = p->priv;
 
-	if (u)
+	if (u) {
 		free(u->sites);
+		free(u->site_spec);
+	}
 	free(u);
 	p->priv = NULL;
 }

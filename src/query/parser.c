@@ -207,7 +207,11 @@ static int parse_postfix(struct parser *p, struct node **out)
 		const struct token *name = NULL;
 		struct node *m;
 
-		TRY(expect(p, T_IDENT, "a field or method name after '.'", &name));
+		/* after '.', a keyword is a name: t.order, t.group, t.from */
+		if (p->t->kind != T_IDENT &&
+		    !(p->t->kind >= T_FROM && p->t->kind <= T_LIMIT))
+			return expected(p, "a field or method name after '.'");
+		name = next(p);
 		if (accept(p, T_LPAREN)) {
 			TRYP(m = node_new(p, N_CALL, &name->loc));
 			TRY(parse_args(p, m));

@@ -142,7 +142,8 @@ void partial_row_encode(const struct plan *p, const void *key, const void *val,
 			put_int(w, k + pk->offset);
 	}
 	for (int i = 0; i < p->naggrs; i++)
-		aggr_state_encode(&p->aggrs[i].desc, v + p->aggrs[i].offset, w);
+		if (p->aggrs[i].share < 0)	/* a shared sketch once */
+			aggr_state_encode(&p->aggrs[i].desc, v + p->aggrs[i].offset, w);
 }
 
 int partial_row_decode(const struct plan *p, struct rbuf *r, void *key, void *val)
@@ -160,7 +161,8 @@ int partial_row_decode(const struct plan *p, struct rbuf *r, void *key, void *va
 			get_int(r, k + pk->offset, "integer key");
 	}
 	for (int i = 0; i < p->naggrs && !r->err; i++)
-		aggr_state_decode(&p->aggrs[i].desc, r, v + p->aggrs[i].offset);
+		if (p->aggrs[i].share < 0)
+			aggr_state_decode(&p->aggrs[i].desc, r, v + p->aggrs[i].offset);
 	return r->err;
 }
 
@@ -285,8 +287,9 @@ int ptable_merge(struct ptable *t, const void *key, const void *val)
 		t->slots[s] = (uint32_t)(++t->n);
 	}
 	for (int i = 0; i < p->naggrs; i++)
-		aggr_merge(&p->aggrs[i].desc, v + p->aggrs[i].offset,
-			   (const unsigned char *)val + p->aggrs[i].offset);
+		if (p->aggrs[i].share < 0)	/* a shared sketch is merged once */
+			aggr_merge(&p->aggrs[i].desc, v + p->aggrs[i].offset,
+				   (const unsigned char *)val + p->aggrs[i].offset);
 	return 0;
 }
 

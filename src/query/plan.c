@@ -67,9 +67,34 @@ static struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node
 	return e;
 }
 
-static bool source_is_user(enum src_kind k)
+/*
+ * Which memory str() reads.  System call arguments (syscall sources and
+ * the fields of syscalls:sys_enter_*) and the arguments of user functions
+ * and USDT sites are user addresses.  Tracefs formats do not say which
+ * pointer fields are __user, nor does a kernel function's register: there
+ * the kernel is read first and, when that fails, user memory (a user
+ * address fails the kernel read on x86-64: copy_from_kernel_nofault
+ * refuses it).  A read that fails both ways is counted, not hidden.
+ */
+static void str_memory(const struct ast_query *aq, struct pexpr *e)
 {
-	return k == SRC_SYSCALL || k == SRC_UFUNC || k == SRC_PFUNC || k == SRC_USDT;
+	switch (aq->src.kind) {
+	case SRC_SYSCALL:
+	case SRC_UFUNC:
+	case SRC_PFUNC:
+	case SRC_USDT:
+		e->user = true;
+		return;
+	case SRC_TRACEPOINT:
+		if (!strcmp(aq->src.part[0], "syscalls")) {
+			e->user = true;
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	e->either = true;
 }
 
 /* The entry record slot holding argument n, added when new. */
@@ -158,7 +183,7 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 		break;
 	case S_STRREAD:
 		TRYP(e = px_new(pl, PX_STRREAD, n));
-		e->user = source_is_user(aq->src.kind);
+		str_memory(aq, e);
 		err = conv(pl, n->args[0], cx, &e->a);
 		if (err)
 			return err;
@@ -405,6 +430,64 @@ static int plan_keys(struct planner *pl, struct pctx cx)
 	return 0;
 }
 
+/* Do aggregates x and y have the same first argument (as written)? */
+static bool same_arg0(const struct planner *pl, const struct node *x,
+		      const struct node *y)
+{
+	const struct loc *a, *b;
+
+	if (!x->nargs || !y->nargs)
+		return false;
+	a = &x->args[0]->loc;
+	b = &y->args[0]->loc;
+	return a->end - a->start == b->end - b->start &&
+	       !memcmp(pl->q->text + a->start, pl->q->text + b->start,
+		       (size_t)(a->end - a->start));
+}
+
+/* The first quantile before i of the same expression, or -1. */
+static int sketch_owner(const struct planner *pl, int i)
+{
+	const struct ast_query *aq = pl->aq;
+
+	if (aq->adesc[i].kind != AGGR_QUANTILE)
+		return -1;
+	for (int j = 0; j < i; j++)
+		if (aq->adesc[j].kind == AGGR_QUANTILE && pl->p->aggrs[j].share < 0 &&
+		    same_arg0(pl, aq->aggrs[j], aq->aggrs[i]))
+			return j;
+	return -1;
+}
+
+/* The value's size in an error: each aggregate's cost, largest first. */
+static int value_too_big(struct planner *pl, int size)
+{
+	const struct plan *p = pl->p;
+	char costs[600];
+	size_t n = 0;
+	bool done[QUERY_MAX_AGGRS] = { false };
+
+	costs[0] = '\0';
+	for (int k = 0; k < p->naggrs && n < sizeof(costs) - 80; k++) {
+		int best = -1;
+
+		for (int i = 0; i < p->naggrs; i++)
+			if (!done[i] && p->aggrs[i].share < 0 &&
+			    (best < 0 || p->aggrs[i].desc.size > p->aggrs[best].desc.size))
+				best = i;
+		if (best < 0)
+			break;
+		done[best] = true;
+		n += (size_t)snprintf(costs + n, sizeof(costs) - n, "%s%s %zu",
+				      n ? ", " : "", p->aggrs[best].text,
+				      p->aggrs[best].desc.size);
+	}
+	return query_errorf(pl->q, &pl->aq->select_loc,
+			    "the aggregates take %d bytes per key and CPU; a per-CPU map value holds at most %d (%s; each quantile costs %d bytes, quantiles of one expression share one, distinct %d, hist %d, lhist 8 per bucket + 16, the others 8 or 16)",
+			    size, PLAN_VALUE_MAX, costs, AGGR_Q_BUCKETS * 8, AGGR_HLL_M,
+			    AGGR_HIST_BUCKETS * 8);
+}
+
 static int plan_aggrs(struct planner *pl, struct pctx cx)
 {
 	const struct ast_query *aq = pl->aq;
@@ -418,8 +501,13 @@ static int plan_aggrs(struct planner *pl, struct pctx cx)
 		const struct node *n = aq->aggrs[i];
 
 		ag->desc = aq->adesc[i];
-		ag->offset = off;
-		off += round8((int)ag->desc.size);
+		ag->share = sketch_owner(pl, i);
+		if (ag->share >= 0) {
+			ag->offset = p->aggrs[ag->share].offset;
+		} else {
+			ag->offset = off;
+			off += round8((int)ag->desc.size);
+		}
 		ag->text = arena_strndup(pl->a, pl->q->text + n->loc.start,
 					 n->loc.end - n->loc.start);
 		TRYP(ag->text);
@@ -431,9 +519,7 @@ static int plan_aggrs(struct planner *pl, struct pctx cx)
 	}
 	p->value_size = off;
 	if (off > PLAN_VALUE_MAX)
-		return query_errorf(pl->q, &aq->select_loc,
-				    "the aggregates take %d bytes per key and CPU; a per-CPU map value holds at most %d",
-				    off, PLAN_VALUE_MAX);
+		return value_too_big(pl, off);
 	return 0;
 }
 

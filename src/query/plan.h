@@ -139,7 +139,8 @@ struct pexpr {
 	int idx;
 	enum field_id field;
 	const struct tp_field *tpf;
-	bool user;
+	bool user;		/* PX_STRREAD: user memory */
+	bool either;		/* PX_STRREAD: kernel memory, else user memory */
 	struct pexpr *a, *b;
 	struct loc loc;		/* in the query text, for diagnostics */
 };
@@ -167,6 +168,10 @@ struct plan_aggr {
 	struct pexpr *arg;	/* NULL for count */
 	int offset;		/* in the per-CPU value, 8-byte aligned */
 	const char *text;	/* as written, e.g. "g.sum(f.ret)" */
+	/* -1, or the aggregate whose state this one reads (a quantile of
+	 * the same expression: one sketch, another p); such an aggregate
+	 * has no update of its own and is not merged again */
+	int share;
 };
 
 struct plan_col {

@@ -57,7 +57,7 @@ void pexpr_print(const struct plan *p, const struct pexpr *e, FILE *f)
 		fprintf(f, "$%s", p->lets[e->idx].name);
 		break;
 	case PX_STRREAD:
-		fputs(e->user ? "ustr(" : "kstr(", f);
+		fputs(e->user ? "ustr(" : e->either ? "kustr(" : "kstr(", f);
 		pexpr_print(p, e->a, f);
 		fputc(')', f);
 		break;
@@ -256,6 +256,8 @@ int plan_dump(const struct plan *p, FILE *f)
 					a->desc.nbuckets);
 			if (a->desc.kind == AGGR_QUANTILE)
 				fprintf(f, " p=%g", a->desc.p);
+			if (a->share >= 0)
+				fprintf(f, " (the sketch of a%d)", a->share);
 			fputs(" of ", f);
 			if (a->arg)
 				pexpr_print(p, a->arg, f);
@@ -332,7 +334,8 @@ static void jexpr(const struct plan *p, const struct pexpr *e, FILE *f)
 			e->tpf->data_loc ? "true" : "false");
 		break;
 	case PX_STRREAD:
-		fprintf(f, ",\"user\":%s", e->user ? "true" : "false");
+		fprintf(f, ",\"user\":%s,\"memory\":\"%s\"", e->user ? "true" : "false",
+			e->user ? "user" : e->either ? "kernel, else user" : "kernel");
 		break;
 	case PX_ARG:
 	case PX_SAVED:
@@ -448,6 +451,8 @@ int plan_dump_json(const struct plan *p, FILE *f)
 				a->desc.lo, a->desc.hi, a->desc.step, a->desc.nbuckets);
 		if (a->desc.kind == AGGR_QUANTILE)
 			fprintf(f, ",\"p\":%.17g", a->desc.p);
+		if (a->share >= 0)
+			fprintf(f, ",\"shares\":%d", a->share);
 		jstr(f, "text", a->text);
 		jopt(p, "arg", a->arg, f);
 		fputc('}', f);

@@ -67,7 +67,7 @@ struct loc {
 enum tok_kind {
 	T_EOF = 0,
 	T_IDENT, T_INT, T_FLOAT, T_STRING, T_DURATION,
-	/* keywords */
+	/* keywords: T_FROM .. T_LIMIT, contiguous (after a dot they are names) */
 	T_FROM, T_IN, T_WHERE, T_LET, T_GROUP, T_BY, T_INTO, T_SELECT,
 	T_WINDOW, T_FOR, T_ORDER, T_DESC, T_ASC, T_LIMIT,
 	/* punctuation */

@@ -11,6 +11,9 @@
 #define QUERY_MAX_TEXT	(1 << 20)
 /* Expression nesting the parser accepts (keeps recursion bounded). */
 #define QUERY_MAX_DEPTH	256
+/* Aggregates in one query (distinct ones: the same one written twice is
+ * one). */
+#define QUERY_MAX_AGGRS	64
 
 struct plan;
 

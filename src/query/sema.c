@@ -13,7 +13,7 @@
 #include "query/query.h"
 #include "query/query_int.h"
 
-#define MAX_AGGRS	64
+#define MAX_AGGRS	QUERY_MAX_AGGRS
 
 enum cx { CX_WHERE, CX_LET, CX_KEY, CX_SELECT, CX_ORDER, CX_AGGARG };
 

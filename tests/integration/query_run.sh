@@ -12,21 +12,7 @@ W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
 K=1000
 
-# fq ARGS...: fay query -q, stdout in $T_TMP/out, stderr in $T_TMP/err, rc in $RC
-fq() {
-	timeout 60 "$FAY" query -q "$@" >"$T_TMP/out" 2>"$T_TMP/err"
-	RC=$?
-}
-# same OUT WANT WHAT: exact comparison of a file with a string
-same() {
-	local got
-	got=$(cat "$1")
-	if [ "$got" = "$2" ] && [ "$RC" -eq 0 ]; then
-		pass "$3"
-	else
-		fail "$3 (rc=$RC)" "got:  $(echo "$got" | head -c 1500)" "want: $2" "$(head -c 600 "$T_TMP/err")"
-	fi
-}
+. "$(dirname "$0")/query_lib.bash"
 
 # ---- system calls ------------------------------------------------------------
 fq --json -c "$W getppid $K" 'from s in syscall("getppid") group s by s.comm into g select { comm: g.key, n: g.count() }'

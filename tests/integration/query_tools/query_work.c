@@ -12,6 +12,14 @@
  *   query_work spin MS        burn the CPU for MS milliseconds; prints
  *                             "cpu_ns N" (the CPU time it got) on stderr
  *   query_work lat K          fay_work_lat(i) K times: an empty function
+ *   query_work signal K N     K kill(self, SIGUSR1) (group signals) and N
+ *                             tgkill(self, self, SIGUSR1) (thread signals)
+ *   query_work open K         K openat(AT_FDCWD, QW_OPEN_PATH) of a path that
+ *                             does not exist
+ *   query_work pages K        mmap K anonymous pages and touch each once
+ *   query_work dwrite K FILE  K O_DIRECT 4 KiB writes to FILE, then fsync
+ *   query_work usdt2 K        USDT fayq:multi (i) K times at each of two
+ *                             sites that keep i in %rax and in %rcx
  *
  * Environment: QW_WAIT=PATH waits until PATH exists before starting;
  * QW_TIME=1 prints "loop_ns N cpu_ns M" on stdout: the loop's wall-clock
@@ -19,10 +27,13 @@
  * traced process's context: their cost is in M, the time other processes
  * of a busy machine take is not).
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sdt.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -59,6 +70,61 @@ NOIPA void fay_work_sleep(long us)
 	nanosleep(&ts, NULL);
 }
 
+#define QW_OPEN_PATH "/proc/self/fay-query-work-no-such-file"
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * One USDT probe, fayq:multi, at two sites whose argument lives in
+ * different registers: sys/sdt.h lets the compiler choose the operand,
+ * and a register variable makes it choose %rax at one site and %rcx at
+ * the other (readelf -n shows "-8@%rax" and "-8@%rcx").
+ */
+NOIPA void fay_work_multi_a(long i);
+NOIPA void fay_work_multi_a(long i)
+{
+	register long v __asm__("rax") = i;
+
+	__asm__ volatile("" : "+r"(v));
+	STAP_PROBE1(fayq, multi, v);
+}
+
+NOIPA void fay_work_multi_c(long i);
+NOIPA void fay_work_multi_c(long i)
+{
+	register long v __asm__("rcx") = i;
+
+	__asm__ volatile("" : "+r"(v));
+	STAP_PROBE1(fayq, multi, v);
+}
+
+static int dwrite(long k, const char *path)
+{
+	void *buf;
+	int fd;
+
+	if (!path || posix_memalign(&buf, 4096, 4096))
+		return 1;
+	memset(buf, 'f', 4096);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_DIRECT, 0600);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	for (long i = 0; i < k; i++)
+		if (write(fd, buf, 4096) != 4096) {
+			perror("write");
+			return 1;
+		}
+	fsync(fd);
+	close(fd);
+	free(buf);
+	return 0;
+}
+
 static long long clock_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -81,7 +147,7 @@ int main(int argc, char **argv)
 	char buf[65536];
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|getppid|read|spin|lat K [N]\n");
+		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|getppid|read|spin|lat|signal|open|pages|dwrite K [N|FILE]\n");
 		return 2;
 	}
 	while (wait && access(wait, F_OK))
@@ -105,6 +171,34 @@ int main(int argc, char **argv)
 			STAP_PROBE3(fayq, tick, i, 2 * i, "tick");
 			__asm__ volatile("" ::: "memory");
 		}
+	} else if (!strcmp(mode, "usdt2")) {
+		for (long i = 0; i < k; i++) {
+			fay_work_multi_a(i);
+			fay_work_multi_c(i);
+		}
+	} else if (!strcmp(mode, "signal")) {
+		signal(SIGUSR1, on_signal);
+		for (long i = 0; i < k; i++)
+			kill(getpid(), SIGUSR1);
+		for (long i = 0; i < n; i++)
+			syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR1);
+	} else if (!strcmp(mode, "open")) {
+		for (long i = 0; i < k; i++)
+			if (openat(AT_FDCWD, QW_OPEN_PATH, O_RDONLY) >= 0)
+				return 1;
+	} else if (!strcmp(mode, "pages")) {
+		long pg = sysconf(_SC_PAGESIZE);
+		volatile char *m = mmap(NULL, (size_t)(k * pg), PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return 1;
+		for (long i = 0; i < k; i++)
+			m[i * pg] = 1;
+		munmap((void *)m, (size_t)(k * pg));
+	} else if (!strcmp(mode, "dwrite")) {
+		if (dwrite(k, argv[3]))
+			return 1;
 	} else if (!strcmp(mode, "getppid")) {
 		for (long i = 0; i < k; i++)
 			syscall(SYS_getppid);

@@ -157,6 +157,35 @@ static void test_round_trips(void)
 	is_int(wire_get_hello(&f, &h2, err, sizeof(err)), 0, "decoded");
 	ok(!h2.token[0] && !h2.role[0] && !h2.collector, "token and role empty, not a collector");
 
+	/* Reasons are sent as UTF-8 whatever they hold; other strings must be. */
+	{
+		static const struct { const char *in, *out; } u[] = {
+			{ "bad \xff byte", "bad ? byte" },
+			{ "cut \xc3", "cut ?" },
+			{ "overlong \xc0\xaf", "overlong ??" },
+			{ "surrogate \xed\xa0\x80", "surrogate ???" },
+			{ "above \xf4\x90\x80\x80", "above ????" },
+			{ "fine \xc3\xa9 \xf0\x9f\x98\x80", "fine \xc3\xa9 \xf0\x9f\x98\x80" },
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(u); i++) {
+			wire_buf_reset(&b);
+			snprintf(e.error, sizeof(e.error), "%s", u[i].in);
+			ret = wire_put_error(&b, &e);
+			f = frame_at(&b);
+			ok(!ret && !wire_get_error(&f, &e2, err, sizeof(err)) &&
+			   !strcmp(e2.error, u[i].out), "ERROR reason sent as '%s'", u[i].out);
+		}
+		wire_buf_reset(&b);
+		snprintf(n.error, sizeof(n.error), "busy \xfe");
+		ret = wire_put_nack(&b, &n);
+		f = frame_at(&b);
+		ok(!ret && !wire_get_nack(&f, &n2, err, sizeof(err)) && !strcmp(n2.error, "busy ?"),
+		   "NACK reason cleaned too");
+		snprintf(h.host, sizeof(h.host), "h\xff");
+		is_int(wire_put_hello(&b, &h), -EINVAL, "a host name that is not UTF-8: -EINVAL");
+	}
+
 	/* Encoders refuse what no decoder would take. */
 	is_int(wire_put_ack(&b, &(struct wire_ack){ .seq = 0 }), -EINVAL, "ACK seq 0 refused");
 	is_int(wire_put_nack(&b, &(struct wire_nack){ .seq = 0 }), -EINVAL, "NACK seq 0 refused");
@@ -385,6 +414,7 @@ static void test_decoders(void)
 	struct wire_error e;
 	struct wire_stats s;
 	char err[256], big[600];
+	int ret;
 	static const struct {
 		unsigned type;
 		uint64_t seq;
@@ -435,8 +465,7 @@ static void test_decoders(void)
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		int ret = -1;
-
+		ret = -1;
 		f = raw(&b, cases[i].type, cases[i].seq, cases[i].json);
 		err[0] = '\0';
 		switch (cases[i].type) {
@@ -463,17 +492,17 @@ static void test_decoders(void)
 
 		snprintf(json, sizeof(json), "{\"agent_id\":\"0123456789abcdef0123456789abcdef\",\"host\":\"%.300s\"}", big);
 		f = raw(&b, WIRE_HELLO, 0, json);
-		ok(wire_get_hello(&f, &h, err, sizeof(err)) == -EBADMSG && strstr(err, "at most 255"),
-		   "host of 300 bytes refused (%s)", err);
+		ret = wire_get_hello(&f, &h, err, sizeof(err));
+		ok(ret == -EBADMSG && strstr(err, "at most 255"), "host of 300 bytes refused (%s)", err);
 		snprintf(json, sizeof(json), "{\"error\":\"%s\"}", big);
 		f = raw(&b, WIRE_NACK, 1, json);
-		ok(wire_get_nack(&f, &n, err, sizeof(err)) == -EBADMSG && strstr(err, "at most 511"),
-		   "reason of 599 bytes refused (%s)", err);
+		ret = wire_get_nack(&f, &n, err, sizeof(err));
+		ok(ret == -EBADMSG && strstr(err, "at most 511"), "reason of 599 bytes refused (%s)", err);
 	}
 	/* The wrong decoder for a frame. */
 	f = raw(&b, WIRE_WELCOME, 0, "{\"last_seq\":1}");
-	ok(wire_get_hello(&f, &h, err, sizeof(err)) == -EPROTO && strstr(err, "got WELCOME"),
-	   "a WELCOME is not a HELLO (%s)", err);
+	ret = wire_get_hello(&f, &h, err, sizeof(err));
+	ok(ret == -EPROTO && strstr(err, "got WELCOME"), "a WELCOME is not a HELLO (%s)", err);
 	/* Unknown members are ignored (a newer peer may add some). */
 	f = raw(&b, WIRE_WELCOME, 0, "{\"last_seq\":4,\"future\":{\"x\":[1]}}");
 	ok(wire_get_welcome(&f, &w, err, sizeof(err)) == 0 && w.last_seq == 4,
@@ -561,12 +590,12 @@ static void test_batch(void)
 		ok(ret == -EBADMSG && strstr(err, "bytes after the last of 2 spans"),
 		   "trailing bytes: %s", err);
 		f.h.seq = 0;
-		ok(wire_get_batch(&f, &rd, err, sizeof(err)) == -EPROTO && strstr(err, "seq 0"),
-		   "BATCH seq 0 refused: %s", err);
+		ret = wire_get_batch(&f, &rd, err, sizeof(err));
+		ok(ret == -EPROTO && strstr(err, "seq 0"), "BATCH seq 0 refused: %s", err);
 		f.h.type = WIRE_ACK;
 		f.h.seq = 1;
-		ok(wire_get_batch(&f, &rd, err, sizeof(err)) == -EPROTO && strstr(err, "got ACK"),
-		   "an ACK is not a BATCH: %s", err);
+		ret = wire_get_batch(&f, &rd, err, sizeof(err));
+		ok(ret == -EPROTO && strstr(err, "got ACK"), "an ACK is not a BATCH: %s", err);
 	}
 	wire_batch_reset(&b);
 	is_int(wire_batch_walk(b.buf + FAY_WIRE_HDR_SIZE, b.len, NULL, NULL, err, sizeof(err)), 0,

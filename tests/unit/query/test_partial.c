@@ -35,7 +35,8 @@ static void fill(const struct plan *p, unsigned char *val, int events)
 		int64_t v = (int64_t)(next() % 100000) - 50;
 
 		for (int i = 0; i < p->naggrs; i++)
-			aggr_update(&p->aggrs[i].desc, val + p->aggrs[i].offset, v);
+			if (p->aggrs[i].share < 0)	/* a shared sketch once */
+				aggr_update(&p->aggrs[i].desc, val + p->aggrs[i].offset, v);
 	}
 }
 
@@ -249,6 +250,62 @@ static void test_shapes(void)
 	query_free(q1);
 }
 
+/* Quantiles of one expression share one sketch: a row carries it once
+ * and a merge adds it once (not once per quantile). */
+static void test_shared_sketch(void)
+{
+	const struct plan *p;
+	struct query *q = compile("from s in syscall(\"read\") select {"
+				  " p50: quantile(s.ret, 0.5), p99: quantile(s.ret, 0.99),"
+				  " n: count() }", &p);
+	struct ptable *t;
+	unsigned char *val, *v2, nokey[8] = { 0 };
+	const void *k, *mv;
+	struct wbuf w = { 0 };
+	struct rbuf r;
+	int64_t n = 0, p50 = 0, p99 = 0;
+
+	ok(p && p->aggrs[1].share == 0 && p->aggrs[1].offset == p->aggrs[0].offset,
+	   "p99 shares p50's sketch");
+	if (!p) {
+		query_free(q);
+		return;
+	}
+	val = calloc(1, (size_t)p->value_size);
+	v2 = calloc(1, (size_t)p->value_size);
+	for (int64_t i = 1; i <= 1000; i++)
+		for (int a = 0; a < p->naggrs; a++)
+			if (p->aggrs[a].share < 0)
+				aggr_update(&p->aggrs[a].desc, val + p->aggrs[a].offset, i);
+	partial_row_encode(p, nokey, val, &w);
+	rbuf_init(&r, w.p, w.len);
+	ok(!partial_row_decode(p, &r, nokey, v2) && rbuf_done(&r) &&
+	   !memcmp(val, v2, (size_t)p->value_size), "a row with a shared sketch round-trips");
+	t = ptable_new(p);
+	ptable_merge(t, nokey, val);
+	ptable_merge(t, nokey, val);
+	ptable_row(t, 0, &k, &mv);
+	aggr_final(&p->aggrs[2].desc, (const unsigned char *)mv + p->aggrs[2].offset, &n);
+	aggr_final(&p->aggrs[0].desc, (const unsigned char *)mv + p->aggrs[0].offset, &p50);
+	aggr_final(&p->aggrs[1].desc, (const unsigned char *)mv + p->aggrs[1].offset, &p99);
+	is_int(n, 2000, "two hosts' 1000 events merged: count 2000");
+	ok(p50 >= 484 && p50 <= 516 && p99 >= 958 && p99 <= 1022,
+	   "the merged sketch is 1..1000 twice, not four times: p50 %lld, p99 %lld",
+	   (long long)p50, (long long)p99);
+	{
+		uint64_t total = 0;
+
+		for (int b = 0; b < AGGR_Q_BUCKETS; b++)
+			total += ((const uint64_t *)((const unsigned char *)mv + p->aggrs[0].offset))[b];
+		is_u64(total, 2000, "the shared sketch holds 2000 values after the merge");
+	}
+	ptable_free(t);
+	wbuf_free(&w);
+	free(val);
+	free(v2);
+	query_free(q);
+}
+
 static void test_varints(void)
 {
 	static const int64_t v[] = { 0, 1, -1, 63, -64, 64, INT64_MAX, INT64_MIN, 1ll << 40 };
@@ -280,5 +337,6 @@ int main(void)
 	test_corrupt();
 	test_merge();
 	test_shapes();
+	test_shared_sketch();
 	return test_done();
 }

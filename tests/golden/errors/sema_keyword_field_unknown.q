@@ -1,0 +1,1 @@
+from s in syscall("read") select s.from
