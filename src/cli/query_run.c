@@ -139,11 +139,14 @@ static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
 		size_t n = strlen(cmd) + 6;
 		char *full = malloc(n);
 
-		sigprocmask(SIG_SETMASK, mask, NULL);
+		/* default dispositions before unblocking: a SIGTERM sent
+		 * right after the fork (the query failed to start) must not
+		 * run fay's handler here and leave us waiting on the pipe */
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
+		sigprocmask(SIG_SETMASK, mask, NULL);
 		close(fds[1]);
 		if (read(fds[0], &c, 1) != 1 || !full)
 			_exit(127);
@@ -236,11 +239,18 @@ int engine_run_query(struct query *q, const struct plan *p,
 		rc = 1;
 	}
 	if (child > 0) {
+		bool ran = s.go < 0;
 		int st;
 
+		if (!ran) {	/* never released: it exits without running */
+			close(s.go);
+			s.go = -1;
+		}
 		if (waitpid(child, &st, WNOHANG) == 0) {
 			kill(child, SIGTERM);
 			waitpid(child, &st, 0);
+		} else if (!ran) {
+			/* its status is ours (127), not the command's */
 		} else if (WIFEXITED(st) && WEXITSTATUS(st)) {
 			fprintf(o->err, "fay: the command exited with status %d\n",
 				WEXITSTATUS(st));

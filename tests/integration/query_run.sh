@@ -210,6 +210,19 @@ for sig in INT TERM; do
 done
 
 # ---- errors a user meets -------------------------------------------------------------
+# A query that fails right after -c forked the command (a USDT probe that
+# is not there) must return: the held command used to catch fay's SIGTERM
+# handler between fork and exec and wait on its pipe forever (11 of 20
+# runs hung).
+hung=0 others=""
+for i in $(seq 20); do
+	timeout 10 "$FAY" query -q -c "$W usdt 1" "from u in usdt(\"$W:fayq:no_such_probe\") select count()" >/dev/null 2>"$T_TMP/err"
+	rc=$?
+	[ $rc -eq 124 ] && hung=$((hung + 1))
+	[ $rc -ne 124 ] && [ $rc -ne 1 ] && others="$others $rc"
+done
+ok "-c with a query that cannot start: 20 runs exit 1, none hangs (hung: $hung${others:+, other status:$others})" test "$hung$others" = 0
+ok "... with the reason, and no word about the command that never ran" bash -c "grep -q 'no USDT probe' '$T_TMP/err' && ! grep -q 'the command exited' '$T_TMP/err'"
 fq 'from f in kernel.function("vfs_read") select count()'
 if grep -q "allows neither" "$T_TMP/err"; then
 	ok "kernel.function on a kernel without fentry and kprobes: a plain error, exit 1" [ $RC -eq 1 ]
