@@ -24,10 +24,12 @@ struct qclient_opts {
 	const char *tracefs;	/* NULL: find it (tests) */
 };
 
+/* A query link (common/qlink.h) that runs what it is sent here. */
 struct qclient;
 
 /* Start the connection thread.  NULL and errno on failure (a bad
- * address: EINVAL).  The strings must outlive the client. */
+ * address: EINVAL).  o is copied; its strings must outlive the client
+ * (tracefs is kept as a pointer). */
 struct qclient *qclient_start(const struct qclient_opts *o);
 /* Stop every query (probes detached), close, join.  Accepts NULL. */
 void qclient_stop(struct qclient *c);

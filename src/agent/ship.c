@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/ship.h"
+#include "common/net.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -33,40 +34,6 @@
 #define TX_MAX           (4u << 20)
 #define RX_MAX           (64u << 10)  /* collector frames are small */
 
-int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
-{
-	const char *colon;
-	size_t n;
-
-	if (!s || !*s)
-		return -EINVAL;
-	if (*s == '[') {
-		const char *end = strchr(s, ']');
-
-		if (!end || end[1] != ':' || !end[2])
-			return -EINVAL;
-		n = (size_t)(end - s - 1);
-		colon = end + 1;
-		s++;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon || !colon[1] || colon == s)
-			return -EINVAL;
-		n = (size_t)(colon - s);
-	}
-	if (n >= hlen || strlen(colon + 1) >= plen)
-		return -EINVAL;
-	for (const char *p = colon + 1; *p; p++)
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-	if (atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
-		return -EINVAL;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	snprintf(port, plen, "%s", colon + 1);
-	return 0;
-}
-
 int ship_init(struct ship *s, const char *addr, const struct wire_hello *hello,
 	      struct spool *sp, uint64_t *next_seq, int epfd, void *tag)
 {
@@ -78,7 +45,7 @@ int ship_init(struct ship *s, const char *addr, const struct wire_hello *hello,
 	s->sp = sp;
 	s->next_seq = next_seq;
 	s->window = SHIP_WINDOW;
-	if (ship_parse_addr(addr, s->host, sizeof(s->host), s->port, sizeof(s->port)))
+	if (net_split_addr(addr, s->host, sizeof(s->host), s->port, sizeof(s->port)))
 		return -EINVAL;
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
 	s->hello = *hello;

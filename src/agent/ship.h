@@ -51,8 +51,6 @@ struct ship {
 	uint64_t spans_acked, spans_rejected, bytes_sent;
 };
 
-/* Parse "host:port" or "[v6]:port".  Returns 0 or -EINVAL. */
-int ship_parse_addr(const char *s, char *host, size_t hlen, char *port, size_t plen);
 
 /* Set up (no connection yet: the first ship_tick() connects).  hello is
  * what every connection starts with (copied).  Returns 0 or -EINVAL (bad

@@ -32,6 +32,7 @@ static void usage(FILE *f)
 "    fay collector [--listen ADDR] [--http ADDR] [--db PATH] [--retention DUR]\n"
 "                  [--token T] [--max-body BYTES] [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL]...\n"
+"                  [--parent HOST:PORT [--host NAME]]\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -84,8 +85,11 @@ static void usage(FILE *f)
 "                      file that is not a fay store is refused, never replaced\n"
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
 "                      forever), checked in small chunks in the background\n"
-"    --token T         agents must send T in their HELLO; HTTP POSTs must send\n"
-"                      'Authorization: Bearer T' (also: FAY_TOKEN)\n"
+"    --token T         agents must send T in their HELLO; HTTP requests must send\n"
+"                      'Authorization: Bearer T' (also: FAY_TOKEN): every method\n"
+"                      but GET/HEAD, and GET/HEAD of /api/, /v1/ and /metrics\n"
+"                      (not /health and the UI's files); checked before a body\n"
+"                      is read\n"
 "    --max-body BYTES  largest POST body, before and after gzip (default 16M;\n"
 "                      suffixes k, M, G; at most 2G)\n"
 "    --thresholds FILE the dashboard's thresholds, JSON: {\"rules\": [{\"service\":\n"
@@ -97,8 +101,28 @@ static void usage(FILE *f)
 "                      (Zipkin v2 JSON, e.g. http://zipkin:9411/api/v2/spans) or\n"
 "                      otlp=URL (OTLP/HTTP JSON, e.g. http://otel:4318/v1/traces);\n"
 "                      batched, retried 3 times, counted in /metrics; repeatable\n"
+"    --parent HOST:PORT\n"
+"                      make this collector an intermediate aggregator of a\n"
+"                      cluster-query tree: it keeps a query connection to the\n"
+"                      parent's agent port, runs the parent's queries on its own\n"
+"                      agents and sends up one merged partial per window naming\n"
+"                      every host under it (see CLUSTER QUERIES)\n"
+"    --host NAME       this collector's name to its parent (default: host name)\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
+"\n"
+"CLUSTER QUERIES\n"
+"    Agents keep a second connection to their collector (HELLO role \"query\")\n"
+"    over which it sends FayQL queries and they answer with one partial\n"
+"    aggregate per wall-clock-aligned window.  POST /api/query with a\n"
+"    cluster.X or host(\"name\").X source (or fay query --cluster URL) fans a\n"
+"    query out to the agents that can run it, merges their windows as they\n"
+"    arrive and streams merged rows back with each window's completeness\n"
+"    (hosts asked, answered, late, missing, failed).  A window waits for its\n"
+"    hosts until its end plus the grace period (default 1s, twice that for\n"
+"    child collectors).  GET /api/cluster/peers lists the query connections\n"
+"    and what each runs.  With --parent, collectors form a tree: order by,\n"
+"    limit and final quantile/distinct values run only at the root.\n"
 "\n"
 "EXAMPLES\n"
 "    fay collector\n"
@@ -110,6 +134,7 @@ static void usage(FILE *f)
 "    fay collector --thresholds /etc/fay/thresholds.json \\\n"
 "         --export zipkin=http://127.0.0.1:9412/api/v2/spans\n"
 "    xdg-open http://127.0.0.1:9411/\n"
+"    fay collector --listen 0.0.0.0:9410 --parent root.example:9410 --host rack7\n"
 "\n"
 "EXIT STATUS\n"
 "    0 stopped by SIGINT/SIGTERM, 1 cannot start (address in use, store not\n"
@@ -145,6 +170,8 @@ int cmd_collector(int argc, char **argv)
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "thresholds", required_argument, NULL, 'T' },
 		{ "export", required_argument, NULL, 'x' },
+		{ "parent", required_argument, NULL, 'P' },
+		{ "host", required_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -194,6 +221,8 @@ int cmd_collector(int argc, char **argv)
 			o.max_body = (size_t)size;
 			break;
 		case 'T': o.ext.thresholds = optarg; break;
+		case 'P': o.parent = optarg; break;
+		case 'n': o.host = optarg; break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "collector/qengine.h"
+#include "common/qlink.h"
 #include "query/plan.h"
 #include "query/query.h"
 
@@ -55,6 +56,9 @@ struct cluster_qopts {
 	uint64_t grace_ns;	/* 0: CLUSTER_GRACE_NS */
 	enum { CQ_VALUES, CQ_TABLE, CQ_JSON } text;	/* "text" of each line */
 	bool all;		/* a source without a scope runs as cluster.X */
+	/* In a tree (ctree.c): the upper collector's query; windows go up
+	 * as PARTIALs through it instead of lines through env->emit. */
+	struct qlink_job *up;
 };
 
 /*
@@ -66,5 +70,18 @@ struct cluster_qopts {
 int cluster_query_run(struct cluster *cl, struct query *q, const struct plan *p,
 		      const char *text, const struct cluster_qopts *o,
 		      const struct qengine_env *env, char *err, size_t errlen);
+
+/* ---- ctree.c: this collector under a parent (--parent) ---------------- */
+
+struct collector;
+struct ctree;
+
+/* Keep a query connection to the parent collector at parent (HOST:PORT
+ * of its agent port) and run its queries on this collector's agents.
+ * NULL with errno (EINVAL: a bad address).  The strings must outlive it. */
+struct ctree *ctree_start(struct collector *c, const char *parent, const char *host,
+			  const char *token);
+/* Stop the parent's queries, close, join.  Accepts NULL. */
+void ctree_stop(struct ctree *t);
 
 #endif

@@ -41,7 +41,10 @@ struct cmember {
 	bool replied;		/* QSTATUS seen (since the last QUERY) */
 	struct ptable *snap;	/* latest cumulative snapshot (no window) */
 	uint64_t snap_counters[ENGINE_NCOUNTERS];
-	unsigned sub_hosts;	/* child collector: hosts in its last PARTIAL */
+	/* a child collector: the hosts under it, as its last PARTIAL named
+	 * them (malloc'd) */
+	struct wire_phost *subs;
+	unsigned nsubs;
 };
 
 /* A tumbling window being merged, or emitted and kept for late rows. */
@@ -49,6 +52,7 @@ struct cwin {
 	struct cwin *next;	/* by start, ascending */
 	uint64_t start, end;	/* wall clock ns */
 	struct ptable *t;
+	struct ptable *late_t;	/* in a tree: rows that came after emission */
 	uint64_t counters[ENGINE_NCOUNTERS];
 	unsigned char *got;	/* per member: 1 when it reported */
 	size_t ngot;
@@ -80,6 +84,7 @@ struct cquery {
 	uint64_t next_wstart;	/* the next window the ticker opens */
 	struct cchunk *chunks, **chunks_tail;
 	pthread_cond_t cond;
+	bool has_collectors;	/* a member is a child collector */
 	bool shape_err_logged;
 	char shape_err[512];	/* a member's partial of another shape */
 };
@@ -93,6 +98,37 @@ struct cluster {
 	pthread_cond_t peers_gone;
 	volatile int stop;
 };
+
+/* A query's run: what the query thread emits (cquery_out.c). */
+struct cq_run {
+	struct cquery *q;
+	const struct cluster_qopts *o;
+	struct engine_out tout;		/* streams: the table header */
+	struct wbuf lines;		/* root: NDJSON to emit, '\n' separated */
+	struct wbuf frames;		/* tree: u8 type, le32 len, payload ... */
+	bool status_sent, done;
+	unsigned nstatus;		/* statuses when the progress went */
+	uint64_t next_snapshot, rows;
+	char err[2048];			/* no host can run it: every reason */
+};
+
+/* Is member m expected to report the windows still to come? */
+static inline bool cq_expected(const struct cmember *m)
+{
+	return m->peer && (m->state == CM_ATTACHED || m->state == CM_ASKED);
+}
+
+/* Emit (into run->lines at the root, run->frames in a tree), under
+ * cl->lock: a window (amended: again, with late rows), a snapshot or the
+ * final result of a query without a window, the members' states, the
+ * streamed records that arrived, and the end (tree: QSTATUS). */
+void cq_emit_window(struct cq_run *run, struct cwin *w, bool amended);
+void cq_emit_snapshot(struct cq_run *run, const struct ptable *t, uint64_t now,
+		      const uint64_t counters[], const unsigned char *got, unsigned answered,
+		      bool final, bool provisional);
+void cq_emit_progress(struct cq_run *run);
+void cq_emit_rows(struct cq_run *run);
+void cq_emit_end(struct cq_run *run);
 
 /* Send QUERY for q to peer p (takes p's send lock).  0 or -errno. */
 int cpeer_send_query(struct cpeer *p, const struct cquery *q);

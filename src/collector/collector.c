@@ -23,6 +23,7 @@ struct collector_run {
 	struct collector c;          /* first: collector_stop() gets &c */
 	struct wire_server *ws;
 	struct http_server *hs;
+	struct ctree *tree;          /* --parent: this collector under another */
 };
 
 struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen)
@@ -88,6 +89,16 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		c->retention_us / 1000000);
 	if (c->token)
 		pr_info("collector: agents must present the token");
+	if (o->parent) {
+		r->tree = ctree_start(c, o->parent, o->host, c->token);
+		if (!r->tree) {
+			ret = errno ? -errno : -EINVAL;
+			snprintf(err, errlen, "--parent %s: %s", o->parent,
+				 ret == -EINVAL ? "expected HOST:PORT" : errstr(ret));
+			goto err_out;
+		}
+		pr_info("collector: an intermediate aggregator under %s", o->parent);
+	}
 	return c;
 err_out:
 	collector_stop(c);
@@ -100,6 +111,7 @@ void collector_stop(struct collector *c)
 
 	if (!c)
 		return;
+	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
 	http_server_free(r->hs);
 	wire_server_free(r->ws);
 	cluster_free(c->cluster);	/* after every connection and query ended */

@@ -102,6 +102,8 @@ struct collector_opts {
 	size_t max_body;
 	uint64_t retention_us;       /* 0: keep forever */
 	struct coll_ext_opts ext;
+	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
+	const char *host;            /* our name to the parent (NULL: gethostname) */
 };
 
 /*

@@ -41,22 +41,6 @@
 #define CQ_SNAPSHOT_NS	1000000000ull
 #define CQ_STATUS_WAIT_NS 2000000000ull	/* for every member's QSTATUS */
 
-struct cq_run {
-	struct cquery *q;
-	const struct cluster_qopts *o;
-	struct engine_out tout;		/* streams: the table header */
-	struct wbuf lines;		/* NDJSON to emit, '\n' separated */
-	bool status_sent, done;
-	unsigned nstatus;		/* statuses when the progress line went */
-	uint64_t next_snapshot, rows;
-	char err[2048];
-};
-
-static const char *const state_name[] = {
-	[CM_ASKED] = "asked", [CM_ATTACHED] = "attached", [CM_FAILED] = "failed",
-	[CM_ENDED] = "ended", [CM_GONE] = "gone",
-};
-
 /* ---- members ---------------------------------------------------------- */
 
 static struct cquery *find_query(struct cluster *cl, uint32_t qid)
@@ -113,6 +97,11 @@ static int ask(struct cquery *q, struct cpeer *p)
 	}
 	m->peer = p;
 	m->state = CM_ASKED;
+	if (p->collector)
+		q->has_collectors = true;
+	free(m->subs);
+	m->subs = NULL;
+	m->nsubs = 0;
 	m->replied = m->final = false;
 	m->info[0] = '\0';
 	ptable_free(m->snap);
@@ -210,6 +199,7 @@ static struct cwin *window_at(struct cquery *q, uint64_t start, bool create)
 static void window_free(struct cwin *w)
 {
 	ptable_free(w->t);
+	ptable_free(w->late_t);
 	free(w->got);
 	free(w);
 }
@@ -248,7 +238,16 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 	}
 	if (err)
 		return err;
-	m->sub_hosts = wp->nhosts;
+	if (p->collector && wp->nhosts) {	/* the hosts under a child collector */
+		struct wire_phost *subs = malloc(wp->nhosts * sizeof(*subs));
+
+		if (subs) {
+			memcpy(subs, wp->hosts, wp->nhosts * sizeof(*subs));
+			free(m->subs);
+			m->subs = subs;
+			m->nsubs = wp->nhosts;
+		}
+	}
 	if (wp->flags & WIRE_PF_STREAM) {
 		struct cchunk *c = calloc(1, sizeof(*c));
 
@@ -296,6 +295,10 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 		if (w->emitted) {
 			w->late++;
 			w->amend = true;
+			if (!w->late_t)
+				w->late_t = ptable_new(q->p);
+			if (w->late_t)
+				ptable_merge_table(w->late_t, t);
 		}
 		ptable_free(t);
 	} else {
@@ -308,278 +311,6 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 		m->final = true;
 	pthread_cond_broadcast(&q->cond);
 	return err;
-}
-
-/* ---- output lines ------------------------------------------------------ */
-
-static FILE *line_begin(struct cq_run *run, char **buf, size_t *len)
-{
-	FILE *f = open_memstream(buf, len);
-
-	if (!f)
-		run->lines.err = -ENOMEM;
-	return f;
-}
-
-/* Close f (open_memstream sets *buf and *len then) and queue the line. */
-static void line_end(struct cq_run *run, FILE *f, char **buf, size_t *len)
-{
-	if (fclose(f))
-		run->lines.err = -ENOMEM;
-	else {
-		wbuf_put(&run->lines, *buf, *len);
-		wbuf_u8(&run->lines, '\n');
-	}
-	free(*buf);
-}
-
-/* "text": the table or JSON lines of res, as `fay query` prints them. */
-static void put_text(struct cq_run *run, FILE *f, const struct engine_result *res,
-		     uint64_t wstart)
-{
-	struct engine_out o = { .json = run->o->text == CQ_JSON };
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (run->o->text == CQ_VALUES)
-		return;
-	o.f = open_memstream(&buf, &len);
-	if (!o.f)
-		return;
-	engine_print_result(run->q->p, &o, res, wstart);
-	fclose(o.f);
-	fputs(",\"text\":", f);
-	json_str(f, buf ? buf : "", len);
-	free(buf);
-}
-
-static void put_counters(FILE *f, const uint64_t c[ENGINE_NCOUNTERS])
-{
-	fputs(",\"dropped\":{", f);
-	for (int i = 0, k = 0; i < ENGINE_NCOUNTERS; i++) {
-		const char *d = engine_counter_desc(i);
-
-		if (!c[i])
-			continue;
-		if (k++)
-			fputc(',', f);
-		json_str(f, d, strlen(d));
-		fprintf(f, ":%" PRIu64, c[i]);
-	}
-	fputc('}', f);
-}
-
-/* Is member i expected to report a window that ends at end? */
-static bool expected(const struct cmember *m)
-{
-	return m->peer && (m->state == CM_ATTACHED || m->state == CM_ASKED);
-}
-
-/* ,"hosts":{"asked":N,"answered":N,"late":N,"missing":[..],"failed":[..]} */
-static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
-		      unsigned answered, unsigned late)
-{
-	unsigned asked = 0;
-	int k = 0;
-
-	for (size_t i = 0; i < q->nm; i++)
-		asked += q->m[i].sub_hosts > 1 ? q->m[i].sub_hosts : 1;
-	fprintf(f, ",\"hosts\":{\"asked\":%u,\"answered\":%u,\"late\":%u,\"missing\":[",
-		asked, answered, late);
-	for (size_t i = 0; i < q->nm; i++) {
-		const struct cmember *m = &q->m[i];
-
-		if (got[i] || m->state == CM_FAILED || m->state == CM_ENDED)
-			continue;
-		if (k++)
-			fputc(',', f);
-		json_str(f, m->host, strlen(m->host));
-	}
-	fputs("],\"failed\":[", f);
-	k = 0;
-	for (size_t i = 0; i < q->nm; i++) {
-		if (q->m[i].state != CM_FAILED)
-			continue;
-		if (k++)
-			fputc(',', f);
-		json_str(f, q->m[i].host, strlen(q->m[i].host));
-	}
-	fputs("]}", f);
-}
-
-/* The rows of t, ordered and limited at this root. */
-static int result_of(const struct cquery *q, const struct ptable *t, struct engine_result *res)
-{
-	size_t n = ptable_count(t);
-
-	memset(res, 0, sizeof(*res));
-	res->rows = calloc(n ? n : 1, sizeof(*res->rows));
-	if (!res->rows)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		const void *k, *v;
-
-		ptable_row(t, i, &k, &v);
-		res->rows[i].key = malloc((size_t)q->p->key_size + 1);
-		res->rows[i].val = malloc((size_t)q->p->value_size);
-		res->nrows = i + 1;
-		if (!res->rows[i].key || !res->rows[i].val)
-			return -ENOMEM;
-		memcpy(res->rows[i].key, k, (size_t)q->p->key_size);
-		memcpy(res->rows[i].val, v, (size_t)q->p->value_size);
-	}
-	return engine_result_order(q->p, res);
-}
-
-/* One "window" line: a tumbling window, a snapshot or the final result. */
-static void emit_result(struct cq_run *run, const struct ptable *t, uint64_t t_ns,
-			uint64_t start, uint64_t end, const uint64_t counters[],
-			const unsigned char *got, unsigned answered, unsigned late,
-			bool final, bool provisional, bool amended)
-{
-	const struct cquery *q = run->q;
-	struct engine_result res;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	if (result_of(q, t, &res)) {
-		engine_result_clear(&res);
-		run->lines.err = -ENOMEM;
-		return;
-	}
-	f = line_begin(run, &buf, &len);
-	if (!f) {
-		engine_result_clear(&res);
-		return;
-	}
-	fprintf(f, "{\"type\":\"window\",\"t\":%" PRIu64 ",\"start_ns\":%" PRIu64
-		",\"end_ns\":%" PRIu64 ",\"rows\":[", t_ns / 1000000, start, end);
-	for (size_t r = 0; r < res.nrows; r++) {
-		if (r)
-			fputc(',', f);
-		engine_print_values(q->p, f, res.rows[r].key, res.rows[r].val);
-	}
-	fprintf(f, "],\"final\":%s,\"provisional\":%s,\"amended\":%s",
-		final ? "true" : "false", provisional ? "true" : "false",
-		amended ? "true" : "false");
-	put_hosts(f, q, got, answered, late);
-	put_counters(f, counters);
-	put_text(run, f, &res, q->window_ns ? start : 0);
-	fputc('}', f);
-	line_end(run, f, &buf, &len);
-	engine_result_clear(&res);
-}
-
-static void emit_window(struct cq_run *run, struct cwin *w, bool amended)
-{
-	const struct cquery *q = run->q;
-	bool provisional = false, last = q->deadline_rt && w->end >= q->deadline_rt;
-
-	for (size_t i = 0; i < q->nm; i++)
-		if (!w->got[i] && q->m[i].state != CM_FAILED && q->m[i].state != CM_ENDED)
-			provisional = true;
-	emit_result(run, w->t, w->start, w->start, w->end, w->counters, w->got, w->answered,
-		    w->late, last, provisional, amended);
-	if (last && !amended)
-		run->done = true;
-}
-
-static void emit_progress(struct cq_run *run)
-{
-	const struct cquery *q = run->q;
-	unsigned attached = 0;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = line_begin(run, &buf, &len);
-
-	if (!f)
-		return;
-	for (size_t i = 0; i < q->nm; i++)
-		attached += q->m[i].state == CM_ATTACHED;
-	fprintf(f, "{\"type\":\"progress\",\"attached\":%u,\"probes\":[", attached);
-	for (size_t i = 0, k = 0; i < q->nm; i++) {
-		char s[WIRE_HOST_MAX + 1100];
-
-		if (q->m[i].state != CM_ATTACHED)
-			continue;
-		snprintf(s, sizeof(s), "%s: %s", q->m[i].host, q->m[i].info);
-		if (k++)
-			fputc(',', f);
-		json_str(f, s, strlen(s));
-	}
-	fputs("],\"hosts\":[", f);
-	for (size_t i = 0; i < q->nm; i++) {
-		const struct cmember *m = &q->m[i];
-
-		fprintf(f, "%s{\"host\":", i ? "," : "");
-		json_str(f, m->host, strlen(m->host));
-		fprintf(f, ",\"state\":\"%s\",\"info\":", m->replied || m->state == CM_GONE ?
-			state_name[m->state] : "no answer yet");
-		json_str(f, m->info, strlen(m->info));
-		fputc('}', f);
-	}
-	fputs("]}", f);
-	line_end(run, f, &buf, &len);
-}
-
-/* Streamed records that arrived: one "row" line each, until 'limit'. */
-static void emit_rows(struct cq_run *run)
-{
-	struct cquery *q = run->q;
-	unsigned char *rec = malloc((size_t)q->p->record_size + 1);
-
-	while (rec && q->chunks) {
-		struct cchunk *c = q->chunks;
-		struct rbuf r;
-		uint64_t n;
-
-		q->chunks = c->next;
-		if (!q->chunks)
-			q->chunks_tail = &q->chunks;
-		rbuf_init(&r, c->body, c->len);
-		n = rbuf_uvar_max(&r, c->len, "record count");
-		for (uint64_t i = 0; i < n && !r.err; i++) {
-			char *buf = NULL, *tbuf = NULL;
-			size_t len = 0, tlen = 0;
-			FILE *f;
-
-			if (partial_record_decode(q->p, &r, rec))
-				break;
-			if (q->p->limit && run->rows >= q->p->limit) {
-				run->done = true;
-				break;
-			}
-			run->rows++;
-			f = line_begin(run, &buf, &len);
-			if (!f)
-				break;
-			fputs("{\"type\":\"row\",\"host\":", f);
-			json_str(f, c->host, strlen(c->host));
-			fputs(",\"values\":", f);
-			engine_print_values(q->p, f, NULL, rec);
-			if (run->o->text != CQ_VALUES) {
-				run->tout.json = run->o->text == CQ_JSON;
-				run->tout.f = open_memstream(&tbuf, &tlen);
-				if (run->tout.f) {
-					engine_print_record(q->p, &run->tout, rec);
-					fclose(run->tout.f);
-					fputs(",\"text\":", f);
-					json_str(f, tbuf ? tbuf : "", tlen);
-				}
-				free(tbuf);
-			}
-			fputc('}', f);
-			line_end(run, f, &buf, &len);
-		}
-		if (r.err)
-			pr_warn("query %" PRIu32 ": records from %s: %s", q->qid, c->host, r.why);
-		free(c->body);
-		free(c);
-		if (q->p->limit && run->rows >= q->p->limit)
-			run->done = true;
-	}
-	free(rec);
 }
 
 /* ---- the query thread's tick --------------------------------------------- */
@@ -598,20 +329,21 @@ static void tick_windows(struct cq_run *run, uint64_t now)
 
 		if (w->emitted) {
 			if (w->amend) {
-				emit_window(run, w, true);
+				cq_emit_window(run, w, true);
 				w->amend = false;
 			}
 			continue;
 		}
 		for (size_t i = 0; i < q->nm; i++)
-			if (expected(&q->m[i]) && !w->got[i])
+			if (cq_expected(&q->m[i]) && !w->got[i])
 				complete = false;
 		if (now < w->end && !(complete && q->deadline_rt && w->end >= q->deadline_rt &&
 				      q->nm))
 			break;
-		if (!complete && now < w->end + q->grace_ns)
+		/* a child collector waits its own grace before it reports */
+		if (!complete && now < w->end + q->grace_ns * (q->has_collectors ? 2 : 1))
 			break;
-		emit_window(run, w, false);
+		cq_emit_window(run, w, false);
 		w->emitted = true;
 	}
 	/* keep the last few emitted windows for late partials */
@@ -642,12 +374,12 @@ static void tick_snapshots(struct cq_run *run, uint64_t now)
 	for (size_t i = 0; i < q->nm; i++) {
 		struct cmember *m = &q->m[i];
 
-		if (expected(m) && !m->final)
+		if (cq_expected(m) && !m->final)
 			all_final = false;
 		if (!m->snap)
 			continue;
 		got[i] = 1;
-		answered += m->sub_hosts > 1 ? m->sub_hosts : 1;
+		answered += m->nsubs ? m->nsubs : 1;
 		ptable_merge_table(t, m->snap);
 		for (int k = 0; k < ENGINE_NCOUNTERS; k++)
 			c[k] += m->snap_counters[k];
@@ -657,10 +389,9 @@ static void tick_snapshots(struct cq_run *run, uint64_t now)
 		bool provisional = false;
 
 		for (size_t i = 0; i < q->nm; i++)
-			if (expected(&q->m[i]) && !q->m[i].final)
+			if (cq_expected(&q->m[i]) && !q->m[i].final)
 				provisional = true;
-		emit_result(run, t, now, q->start_rt, now, c, got, answered, 0, final,
-			    provisional, false);
+		cq_emit_snapshot(run, t, now, c, got, answered, final, provisional);
 		run->next_snapshot = now + CQ_SNAPSHOT_NS;
 		run->done = final;
 	}
@@ -681,7 +412,7 @@ static void tick(struct cq_run *run)
 	}
 	if ((replied == q->nm || now - q->start_rt > CQ_STATUS_WAIT_NS) &&
 	    (!run->status_sent || statuses != run->nstatus)) {
-		emit_progress(run);
+		cq_emit_progress(run);
 		run->status_sent = true;
 		run->nstatus = statuses;
 	}
@@ -698,9 +429,9 @@ static void tick(struct cq_run *run)
 	if (q->p->mode == PLAN_STREAM) {
 		bool all_ended = q->nm > 0;
 
-		emit_rows(run);
+		cq_emit_rows(run);
 		for (size_t i = 0; i < q->nm; i++)
-			if (expected(&q->m[i]) && !q->m[i].final)
+			if (cq_expected(&q->m[i]) && !q->m[i].final)
 				all_ended = false;
 		if (all_ended || (q->deadline_rt && now >= q->deadline_rt + q->grace_ns))
 			run->done = true;
@@ -730,8 +461,10 @@ static void cq_free(struct cquery *q)
 		free(c->body);
 		free(c);
 	}
-	for (size_t i = 0; i < q->nm; i++)
+	for (size_t i = 0; i < q->nm; i++) {
 		ptable_free(q->m[i].snap);
+		free(q->m[i].subs);
+	}
 	free(q->m);
 	pthread_cond_destroy(&q->cond);
 	free(q);
@@ -769,6 +502,37 @@ static int start(struct cluster *cl, struct cquery *q, char *err, size_t errlen)
 	return -EHOSTUNREACH;
 }
 
+/* Emit what the tick queued: lines through env->emit at the root,
+ * frames up the tree.  Called without cl->lock.  0 or -errno. */
+static int flush(struct cq_run *run, const struct qengine_env *env)
+{
+	struct wbuf lines = run->lines, frames = run->frames;
+	int ret = lines.err ? lines.err : frames.err;
+
+	memset(&run->lines, 0, sizeof(run->lines));
+	memset(&run->frames, 0, sizeof(run->frames));
+	for (size_t at = 0; !ret && at < lines.len;) {
+		unsigned char *nl = memchr(lines.p + at, '\n', lines.len - at);
+		size_t l = (size_t)(nl - (lines.p + at));
+
+		ret = env->emit(env->ctx, (const char *)lines.p + at, l);
+		at += l + 1;
+	}
+	for (size_t at = 0; !ret && at + 5 <= frames.len;) {
+		struct wbuf w = { .p = frames.p + at + 5 };
+		uint32_t l;
+
+		memcpy(&l, frames.p + at + 1, 4);	/* le32, written on this host */
+		w.len = l;
+		/* a lost link: the upper collector asks again when it is back */
+		qlink_send(run->o->up->link, frames.p[at], &w);
+		at += 5 + l;
+	}
+	wbuf_free(&lines);
+	wbuf_free(&frames);
+	return ret;
+}
+
 int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p,
 		      const char *text, const struct cluster_qopts *o,
 		      const struct qengine_env *env, char *err, size_t errlen)
@@ -787,7 +551,8 @@ int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p
 	q->scope_host = aq->src.scope == SCOPE_HOST ? aq->src.scope_host : NULL;
 	q->start_rt = clock_realtime_ns();
 	q->window_ns = p->mode == PLAN_STREAM ? 0 : p->window_ns;
-	q->deadline_rt = p->for_ns ? q->start_rt + p->for_ns : 0;
+	q->deadline_rt = o->up ? o->up->deadline_ns :
+			 p->for_ns ? q->start_rt + p->for_ns : 0;
 	q->grace_ns = o->grace_ns ? o->grace_ns : CLUSTER_GRACE_NS;
 	if (q->window_ns)
 		q->next_wstart = q->start_rt / q->window_ns * q->window_ns;
@@ -808,20 +573,11 @@ int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p
 		ts.tv_nsec = (long)(at % 1000000000ull);
 		pthread_cond_timedwait(&q->cond, &cl->lock, &ts);
 		tick(&run);
-		if (run.lines.len || run.lines.err) {
-			struct wbuf out = run.lines;
-
-			memset(&run.lines, 0, sizeof(run.lines));
+		if (run.done)
+			cq_emit_end(&run);
+		if (run.lines.len || run.lines.err || run.frames.len || run.frames.err) {
 			pthread_mutex_unlock(&cl->lock);
-			ret = out.err;
-			for (size_t at2 = 0; !ret && at2 < out.len;) {
-				unsigned char *nl = memchr(out.p + at2, '\n', out.len - at2);
-				size_t l = (size_t)(nl - (out.p + at2));
-
-				ret = env->emit(env->ctx, (const char *)out.p + at2, l);
-				at2 += l + 1;
-			}
-			wbuf_free(&out);
+			ret = flush(&run, env);
 			pthread_mutex_lock(&cl->lock);
 		}
 	}
@@ -841,6 +597,7 @@ int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p
 	pthread_cond_broadcast(&cl->peers_gone);
 	pthread_mutex_unlock(&cl->lock);
 	wbuf_free(&run.lines);
+	wbuf_free(&run.frames);
 	cq_free(q);
 	return *env->stop ? -EPIPE : ret;
 }

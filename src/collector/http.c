@@ -32,11 +32,15 @@
 
 #define DEFAULT_LOOKBACK_MS 86400000ull  /* Zipkin's zipkin.query.lookback */
 #define MAX_LIMIT           100000
+#define HTTP_CONNS          1024u    /* connections at once */
+#define HTTP_PER_IP         64u      /* ... from one address (not loopback) */
+#define HTTP_IDLE_S         15u      /* an idle connection is closed after */
 
 struct http_server {
 	struct collector *c;
 	struct MHD_Daemon *d;
 	int fd;
+	int loopback;           /* listens on 127.0.0.0/8 or ::1 */
 	char addr[64];
 };
 
@@ -45,6 +49,10 @@ struct req {
 	char *body;
 	size_t len, cap;
 	int too_big;
+	int answered;           /* a response is queued */
+	unsigned status;        /* refused on its headers: the answer */
+	size_t dropped;         /* body bytes read and dropped since */
+	char msg[256];
 };
 
 const char *http_server_addr(const struct http_server *hs)
@@ -509,15 +517,6 @@ static enum MHD_Result post_spans(struct collector *c, struct MHD_Connection *co
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-int http_token_ok(struct collector *c, struct MHD_Connection *con)
-{
-	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
-
-	if (!c->token)
-		return 1;
-	return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, c->token);
-}
-
 static enum MHD_Result route(struct collector *c, struct MHD_Connection *con,
 			     const char *url, const char *method, struct req *rq)
 {
@@ -577,37 +576,80 @@ static enum MHD_Result route(struct collector *c, struct MHD_Connection *con,
 	return reply_text(c, con, 405, "%s is not allowed on %s\n", method, url);
 }
 
+/*
+ * A request refused on its headers (http_screen, or a Content-Length over
+ * --max-body) is answered without keeping its body: the body is read and
+ * dropped, and the answer sent once it has arrived, so that a client that
+ * sends it before reading (curl without Expect: 100-continue) gets the
+ * answer instead of a reset.  Past twice --max-body dropped bytes (a
+ * chunk of 2^64-1 bytes), or when the framing itself is in doubt (status 400 from
+ * http_screen: where the body ends is unknown), it is answered at once and
+ * libmicrohttpd closes the connection instead of reading on.
+ */
+static enum MHD_Result answer(struct collector *c, struct MHD_Connection *con,
+			      struct req *rq)
+{
+	rq->answered = 1;
+	return reply_text(c, con, rq->status, "%s", rq->msg);
+}
+
+static void refuse(struct req *rq, unsigned status, const char *msg)
+{
+	rq->status = status;
+	snprintf(rq->msg, sizeof(rq->msg), "%s", msg);
+	free(rq->body);
+	rq->body = NULL;
+	rq->len = rq->cap = 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 				  const char *url, const char *method,
 				  const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
 {
-	struct collector *c = cls;
+	struct http_server *hs = cls;
+	struct collector *c = hs->c;
 	struct req *rq = *con_cls;
+	char msg[256];
 
 	if (!rq) {
 		const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 							     "Content-Length");
+		unsigned st;
 
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
 		*con_cls = rq;
 		M_ADD(c, http_requests, 1);
-		if (cl && strtoull(cl, NULL, 10) > c->max_body)
-			rq->too_big = 1;
+		/* framing, Host, Origin, token: all before the body */
+		st = http_screen(c, con, url, method, hs->loopback, msg, sizeof(msg));
+		if (st) {
+			refuse(rq, st, msg);
+			return st == 400 ? answer(c, con, rq) : MHD_YES;
+		}
+		if (cl && strtoull(cl, NULL, 10) > c->max_body) {
+			snprintf(msg, sizeof(msg), "body: %s bytes, larger than the %zu-byte "
+				 "limit (--max-body)\n", cl, c->max_body);
+			refuse(rq, 413, msg);
+		}
+		return MHD_YES;
+	}
+	if (rq->answered) {
+		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!rq->too_big && rq->len + *upload_size > c->max_body)
-			rq->too_big = 1;
-		if (rq->too_big) {
-			/* answer 413 now: MHD closes the connection after it */
+		if (!rq->status && rq->len + *upload_size > c->max_body) {
+			/* a chunked body, or one longer than it said */
+			snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit "
+				 "(--max-body)\n", c->max_body);
+			refuse(rq, 413, msg);
+		}
+		if (rq->status) {
+			rq->dropped += *upload_size;
 			*upload_size = 0;
-			free(rq->body);
-			rq->body = NULL;
-			rq->len = 0;
-			return MHD_YES;
+			return rq->dropped > 2 * c->max_body ? answer(c, con, rq) : MHD_YES;
 		}
 		if (rq->len + *upload_size > rq->cap) {
 			size_t cap = rq->cap ? rq->cap : 16384;
@@ -626,6 +668,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (rq->status)
+		return answer(c, con, rq);
 	return route(c, con, url, method, rq);
 }
 
@@ -665,13 +709,23 @@ struct http_server *http_server_new(struct collector *c, const char *addr,
 		return fay_err_ptr(ret);
 	}
 	net_addr_str((struct sockaddr *)&actual, hs->addr, sizeof(hs->addr));
+	hs->loopback = !strncmp(hs->addr, "127.", 4) || !strncmp(hs->addr, "[::1]", 5);
+	/*
+	 * poll(), not select(): a collector with 1,000 agents connected holds
+	 * descriptors above FD_SETSIZE.  Slowloris: an idle connection is
+	 * closed after HTTP_IDLE_S, and on a listener reachable from other
+	 * hosts one address holds at most HTTP_PER_IP of the HTTP_CONNS
+	 * connections (on loopback every client has the same address).
+	 */
 	hs->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-				 MHD_USE_THREAD_PER_CONNECTION,
-				 0, NULL, NULL, on_request, c,
+				 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+				 0, NULL, NULL, on_request, hs,
 				 MHD_OPTION_LISTEN_SOCKET, hs->fd,
 				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
-				 MHD_OPTION_CONNECTION_LIMIT, 256u,
-				 MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+				 MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNS,
+				 MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				 hs->loopback ? 0u : HTTP_PER_IP,
+				 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_S,
 				 MHD_OPTION_END);
 	if (!hs->d) {
 		snprintf(err, errlen, "%s: cannot start the HTTP server (libmicrohttpd)", addr);

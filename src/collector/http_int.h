@@ -76,8 +76,18 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
 			 const struct http_body *body);
 
-/* Is the request allowed to write (Authorization: Bearer TOKEN when the
- * collector runs with --token)?  1 or 0. */
+/* http_screen.c.  Does the request carry the token (Authorization:
+ * Bearer TOKEN, compared in constant time), or is there none (no
+ * --token)?  1 or 0. */
 int http_token_ok(struct collector *c, struct MHD_Connection *con);
+/*
+ * Screen a request on its headers, before any route or body: framing
+ * (request smuggling), Host on a loopback listener (DNS rebinding), Origin
+ * of state-changing methods (CSRF), the token where one is needed (see
+ * http_screen.c for the rules).  Returns 0 to go on, or the status to
+ * answer (400, 401, 403) with the reason in msg.
+ */
+unsigned http_screen(struct collector *c, struct MHD_Connection *con, const char *url,
+		     const char *method, int loopback, char *msg, size_t msglen);
 
 #endif

@@ -27,7 +27,7 @@
 	X(MHD_create_response_from_callback)				\
 	X(MHD_add_response_header) X(MHD_queue_response)		\
 	X(MHD_destroy_response) X(MHD_lookup_connection_value)		\
-	X(MHD_get_connection_info)
+	X(MHD_get_connection_values) X(MHD_get_connection_info)
 
 #define LAZY_MHD_FIELD(f) __typeof__(f) *f;
 struct lazy_mhd {
@@ -54,6 +54,7 @@ int lazy_mhd_load(char *err, size_t errlen);
 #define MHD_queue_response                (*lazy_mhd_fn.MHD_queue_response)
 #define MHD_destroy_response              (*lazy_mhd_fn.MHD_destroy_response)
 #define MHD_lookup_connection_value       (*lazy_mhd_fn.MHD_lookup_connection_value)
+#define MHD_get_connection_values         (*lazy_mhd_fn.MHD_get_connection_values)
 #define MHD_get_connection_info           (*lazy_mhd_fn.MHD_get_connection_info)
 #endif
 

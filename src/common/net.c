@@ -120,6 +120,40 @@ int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	return fd;
 }
 
+int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon;
+	size_t n;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (*s == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':' || !end[2])
+			return -EINVAL;
+		n = (size_t)(end - s - 1);
+		colon = end + 1;
+		s++;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || !colon[1] || colon == s)
+			return -EINVAL;
+		n = (size_t)(colon - s);
+	}
+	if (n >= hlen || strlen(colon + 1) >= plen)
+		return -EINVAL;
+	for (const char *p = colon + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	if (atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
 int net_keepalive(int fd, int idle_s, int intvl_s, int cnt)
 {
 	/* Keepalive probes only go out while nothing sent is unacknowledged;

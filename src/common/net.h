@@ -25,6 +25,10 @@ void net_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	       char *err, size_t errlen);
 
+/* Split "host:port" or "[v6]:port" (a name or an address, for
+ * getaddrinfo) into host and port.  Returns 0 or -EINVAL. */
+int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t plen);
+
 /*
  * Notice a peer that went away without a word (a pulled cable, a host
  * that died): TCP keepalive probes after idle_s seconds without traffic,

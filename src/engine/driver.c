@@ -24,6 +24,25 @@ struct drv {
 	int sink_rc;		/* the first non-zero return of a sink */
 };
 
+struct query *engine_plan_text(const char *source, const char *text, size_t len,
+			       const struct query_opts *qo, const struct plan **p,
+			       char *err, size_t errlen)
+{
+	struct query *q = query_new(source, text, len, qo);
+
+	if (!q) {
+		snprintf(err, errlen, "%s", errno == E2BIG ? "the query is larger than 1 MiB" :
+			 "out of memory");
+		return NULL;
+	}
+	if (query_plan(q, p)) {
+		snprintf(err, errlen, "%s", query_error(q) ? query_error(q) : "out of memory");
+		query_free(q);
+		return NULL;
+	}
+	return q;
+}
+
 uint64_t engine_window_end(uint64_t now_ns, uint64_t w)
 {
 	return (now_ns / w + 1) * w;

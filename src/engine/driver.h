@@ -99,6 +99,16 @@ enum engine_drive_rc {
 int engine_drive(struct query *q, const struct plan *p,
 		 const struct engine_drive_opts *o, const struct engine_sink *s);
 
+/*
+ * Compile text (len bytes; source names it in messages) into a plan:
+ * parse, check, plan.  Returns the query (free with query_free(); *p is
+ * valid until then), or NULL with the reason in err (the formatted
+ * line:col error of the query, or "out of memory").
+ */
+struct query *engine_plan_text(const char *source, const char *text, size_t len,
+			       const struct query_opts *qo, const struct plan **p,
+			       char *err, size_t errlen);
+
 /* The wall-clock end of the window holding now_ns, for windows of w ns
  * aligned on multiples of w (w > 0). */
 uint64_t engine_window_end(uint64_t now_ns, uint64_t w);

@@ -50,7 +50,7 @@ ok "9000 spans stored through agent and collector kill -9" \
 sleep 0.5
 ok "each exactly once" stored_exactly_once "$T_TMP/ids"
 ok "the process's endpoint is the Zipkin service" \
-	bash -c "curl -sf 'http://127.0.0.1:$HTTP/api/v2/services' | grep -q '\"producer\"'"
+	bash -c "curl -sf -H 'Authorization: Bearer s3cret' 'http://127.0.0.1:$HTTP/api/v2/services' | grep -q '\"producer\"'"
 ok "agent spool empty (all acknowledged)" wait_for 5 bash -c "[ -z \"\$(ls '$STATE/spool')\" ]"
 stop_agent; rc=$?
 ok "agent exits 0" test $rc -eq 0

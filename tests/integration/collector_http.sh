@@ -157,11 +157,13 @@ ok "/metrics: 5 spans stored" [ "$(metric fay_collector_spans_stored_total)" = 5
 ok "collector still serving after all the bad input" coll_alive
 coll_stop
 
-# --token guards POST
+# --token guards POST, and the GETs of data (collector_http_hostile.sh)
 ok "collector with --token starts" coll_start "$DB" --token s3cret
 expect "POST without the token: 401" 401 "Authorization: Bearer" POST /api/v2/spans --data '[]'
 expect "POST with the token: 202" 202 "" POST /api/v2/spans -H 'Authorization: Bearer s3cret' --data '[]'
-expect "data survived the restart" 200 '"traceId":"00000000000000a2"' GET /api/v2/trace/a2
+expect "GET without the token: 401" 401 "Authorization: Bearer" GET /api/v2/trace/a2
+expect "data survived the restart" 200 '"traceId":"00000000000000a2"' GET /api/v2/trace/a2 \
+	-H 'Authorization: Bearer s3cret'
 coll_stop
 
 # a file that is not a fay store

@@ -40,7 +40,7 @@ ok "the corrupt span is named in the log" grep -q "span 1 rejected: span record:
 
 cl -s 40 partial >/dev/null
 TRACE=$(printf '%s%016x' "${ID:0:16}" 40)
-curl -s "$URL/api/v2/trace/$TRACE" >"$T_TMP/partial.json"
+curl -s -H "Authorization: Bearer tok" "$URL/api/v2/trace/$TRACE" >"$T_TMP/partial.json"
 python3 - "$T_TMP/partial.json" <<'PY' && pass "BlkKin parts cs/sr/ss/cr merged: CLIENT 500 us + shared SERVER 300 us" || fail "BlkKin parts merged" "$(cat "$T_TMP/partial.json")"
 import json, sys
 t = sorted(json.load(open(sys.argv[1])), key=lambda s: s["kind"])
@@ -70,7 +70,7 @@ ok "nothing of the broken batches stored" bash -c "cl() { '$CLIENT' -a $A -t tok
 "$CLIENT" -a "$A" -t tok -i 00000000000000000000000000000000 -c 4 -n 10 -m 100 -q send >"$T_TMP/multi.out"
 ok "4 agents in parallel: 4000 spans ACKed" grep -q '^rate .* (4000 spans' "$T_TMP/multi.out"
 
-curl -s "$URL/metrics" >"$T_TMP/metrics"
+curl -s -H "Authorization: Bearer tok" "$URL/metrics" >"$T_TMP/metrics"
 ok "/metrics: 1 rejected span" grep -q '^fay_collector_spans_rejected_total 1$' "$T_TMP/metrics"
 ok "/metrics: duplicate spans counted (3 duplicate batches x 10)" grep -q '^fay_collector_spans_duplicate_total 30$' "$T_TMP/metrics"
 ok "/metrics: 8 ERROR frames (2 token, 6 broken frames)" grep -q '^fay_collector_wire_errors_total 8$' "$T_TMP/metrics"

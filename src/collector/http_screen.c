@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What every HTTP request passes before a route sees it or a byte of its
+ * body is read (issue #10): its framing, the Host and Origin it names, and
+ * the token.
+ *
+ * Framing.  A request whose length two parties could read differently is
+ * the request-smuggling pattern behind a proxy (RFC 9112 6.3): two
+ * different Content-Length values, Content-Length with Transfer-Encoding,
+ * a transfer coding other than chunked, whitespace between a field name
+ * and its colon ("Transfer-Encoding : chunked", which libmicrohttpd keeps
+ * as another field and so reads the body as empty).  All are answered 400
+ * and the connection is closed.
+ *
+ * Host and Origin.  On a loopback listener the Host must be a loopback
+ * name or address: a web page whose name resolves to 127.0.0.1 (DNS
+ * rebinding) sends its own name.  A request that changes state (any method
+ * but GET and HEAD) carrying an Origin must come from this server's own
+ * origin (a form or fetch from another site: CSRF).  Both get 403.
+ *
+ * Token.  With --token, every route that reads or writes data needs it
+ * (Authorization: Bearer T, compared in constant time): every method but
+ * GET/HEAD, and GET/HEAD of /api/, /v1/ and /metrics; /health and the web
+ * UI's static files do not.  The check is made on the headers, so a body
+ * is never read for a client without the token.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "collector/http_int.h"
+
+int http_token_ok(struct collector *c, struct MHD_Connection *con)
+{
+	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
+	size_t n, want;
+	unsigned diff;
+
+	if (!c->token)
+		return 1;
+	if (!h || strncmp(h, "Bearer ", 7))
+		return 0;
+	h += 7;
+	n = strlen(h);
+	want = strlen(c->token);
+	/* No early exit on the first different byte: the time taken says
+	 * nothing about how much of the token a guess got right. */
+	diff = n != want;
+	for (size_t i = 0; i < want; i++)
+		diff |= (unsigned char)c->token[i] ^ (unsigned char)(i < n ? h[i] : 0);
+	return !diff;
+}
+
+struct framing {
+	int ncl, bad_cl, te, te_other, ws_name;
+	const char *cl;
+	char name[64];
+};
+
+static enum MHD_Result on_header(void *cls, enum MHD_ValueKind kind,
+				 const char *key, const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	if (!key)
+		return MHD_YES;
+	if (strpbrk(key, " \t") && !f->ws_name) {
+		f->ws_name = 1;
+		snprintf(f->name, sizeof(f->name), "%s", key);
+	}
+	if (!strcasecmp(key, "Content-Length")) {
+		if (!value || !*value || strspn(value, "0123456789") != strlen(value) ||
+		    (f->cl && strcmp(f->cl, value)))
+			f->bad_cl = 1;
+		f->cl = value;
+		f->ncl++;
+	} else if (!strcasecmp(key, "Transfer-Encoding")) {
+		f->te++;
+		if (!value || strcasecmp(value, "chunked"))
+			f->te_other = 1;
+	}
+	return MHD_YES;
+}
+
+/* Is host (a Host field: name or address, maybe with :port) loopback? */
+static int host_is_loopback(const char *host)
+{
+	size_t n;
+
+	if (!strncmp(host, "[::1]", 5))
+		return host[5] == '\0' || host[5] == ':';
+	n = strcspn(host, ":");
+	if (n == 9 && !strncasecmp(host, "localhost", 9))
+		return 1;
+	if (n < 4 || strncmp(host, "127.", 4))
+		return 0;
+	/* 127.a.b.c: digits and dots only */
+	return strspn(host, "0123456789.") == n;
+}
+
+/* Does origin ("scheme://host[:port]") name host (a Host field)? */
+static int origin_is(const char *origin, const char *host)
+{
+	const char *p = strstr(origin, "://");
+
+	return p && (!strncmp(origin, "http://", 7) || !strncmp(origin, "https://", 8)) &&
+	       !strcasecmp(p + 3, host);
+}
+
+static int needs_token(const char *url, int get)
+{
+	if (!get)
+		return 1;
+	return !strncmp(url, "/api/", 5) || !strncmp(url, "/v1/", 4) ||
+	       !strcmp(url, "/metrics");
+}
+
+unsigned http_screen(struct collector *c, struct MHD_Connection *con, const char *url,
+		     const char *method, int loopback, char *msg, size_t msglen)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	const char *host = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Host");
+	const char *origin = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
+	struct framing f = { 0 };
+
+	MHD_get_connection_values(con, MHD_HEADER_KIND, on_header, &f);
+	if (f.ws_name) {
+		snprintf(msg, msglen, "header name '%s' has whitespace before its colon\n", f.name);
+		return 400;
+	}
+	if (f.bad_cl) {
+		snprintf(msg, msglen, "Content-Length given %d times with different values, or "
+			 "not a number\n", f.ncl);
+		return 400;
+	}
+	if (f.te && f.ncl) {
+		snprintf(msg, msglen, "both Content-Length and Transfer-Encoding\n");
+		return 400;
+	}
+	if (f.te > 1 || f.te_other) {
+		snprintf(msg, msglen, "Transfer-Encoding other than one 'chunked'\n");
+		return 400;
+	}
+	if (loopback && host && !host_is_loopback(host)) {
+		snprintf(msg, msglen, "Host '%.100s' is not a loopback name or address: this "
+			 "server listens on loopback only (DNS rebinding?)\n", host);
+		return 403;
+	}
+	if (!get && origin && (!host || !origin_is(origin, host))) {
+		snprintf(msg, msglen, "%s from origin '%.100s' refused: only this server's own "
+			 "pages may change state (cross-site request?)\n", method, origin);
+		return 403;
+	}
+	if (c->token && needs_token(url, get) && !http_token_ok(c, con)) {
+		snprintf(msg, msglen, "%s %s needs 'Authorization: Bearer TOKEN' (the collector "
+			 "runs with --token)\n", method, url);
+		return 401;
+	}
+	return 0;
+}
