@@ -244,6 +244,8 @@ struct wire_hello {
 					  * query connection (wire_cluster.h) */
 	int collector;                   /* query role: the peer is a child
 					  * collector, not an agent */
+	char kernel[65];                 /* query role: uname release ("" = not said) */
+	int btf;                         /* query role: kernel BTF present (-1 = not said) */
 };
 int wire_put_hello(struct wire_buf *b, const struct wire_hello *m);
 int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,
