@@ -19,7 +19,7 @@ SHELL := /bin/bash
 
 CC      ?= cc
 # cc from make's builtin default is fine; honour CC=clang too.
-PKGS    := libbpf libelf zlib sqlite3 jansson
+PKGS    := libbpf libelf zlib sqlite3 jansson capstone
 # Headers only: fay dlopen()s these on first use (src/common/lazy_*.h), so
 # that commands without HTTP do not pay for loading ~30 libraries.
 LAZY_PKGS := libmicrohttpd libcurl
@@ -62,7 +62,7 @@ LIB_SRC := $(wildcard src/lib/*.c src/common/ring/producer.c) \
            src/common/spanrec.c src/common/clock.c src/common/rand.c
 # Everything else that goes into the fay binary.
 INT_SRC := $(filter-out $(LIB_SRC),$(wildcard src/common/*.c src/common/*/*.c)) \
-           $(wildcard src/query/*.c src/bpf/*.c src/probe/*.c src/engine/*.c \
+           $(wildcard src/query/*.c src/bpf/*.c src/probe/*.c src/engine/*.c src/vm/*.c src/patch/*.c \
                       src/agent/*.c src/collector/*.c src/store/*.c) \
            $(filter-out src/cli/main.c,$(wildcard src/cli/*.c))
 CLI_SRC := src/cli/main.c
@@ -129,7 +129,20 @@ $(B)/tests/unit/%: tests/unit/%.c tests/lib/test.h $(LIBINT)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBINT) $(LDLIBS)
 
-tests: $(UNIT_BIN)
+# C++ unit tests (what only C++ can exercise: exceptions through probes).
+CXX      ?= c++
+UNIT_CXX_SRC := $(wildcard tests/unit/*/test_*.cc)
+UNIT_CXX_BIN := $(UNIT_CXX_SRC:%.cc=$(B)/%)
+CXXFLAGS_T := $(OPT) -g -std=gnu++17 -Wall -Wextra -Werror -Wno-unused-parameter \
+           -D_GNU_SOURCE -pthread $(filter -fsanitize=% -fno-omit-frame-pointer \
+           -fno-sanitize-recover=%,$(CFLAGS))
+
+$(B)/tests/unit/%: tests/unit/%.cc tests/lib/test.h $(LIBINT)
+	$(call msg,TEST-CXX,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CPPFLAGS) -Itests/lib $(CXXFLAGS_T) $(LDFLAGS) -o $@ $< $(LIBINT) $(LDLIBS)
+
+tests: $(UNIT_BIN) $(UNIT_CXX_BIN)
 
 # make check: deps, the normal build (for end-to-end tests, BPF and
 # benchmarks), the sanitized build (unit tests), then the runner.

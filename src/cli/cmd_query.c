@@ -105,6 +105,13 @@ static void usage(FILE *f)
 "                    CLUSTER QUERIES\n"
 "    --grace DUR     cluster: how long a window waits for late hosts\n"
 "                    before it is printed without them (default 1s)\n"
+"    --keep NAME     cluster: register the query as a standing query that\n"
+"                    runs until --drop NAME, survives restarts of the\n"
+"                    collector and agents, keeps its windows (GET\n"
+"                    /api/queries/NAME/results) and exports the latest on\n"
+"                    /metrics as fay_query_NAME{keys,column=\"C\"}; needs a\n"
+"                    'window'\n"
+"    --drop NAME     cluster: stop the standing query NAME\n"
 "    --emit=ast      print the checked syntax tree (one node per line,\n"
 "                    @LINE:COL positions, types and meanings in brackets)\n"
 "    --emit=plan     print the plan: probes, entry/exit pairing, predicates,\n"
@@ -157,6 +164,9 @@ static void usage(FILE *f)
 "    fay query --emit=bpf -f tests/golden/query/paper_local.q\n"
 "    fay query --cluster http://collector:9411 'from s in cluster.syscall(\"read\")\n"
 "        group s by s.host into g select { host: g.key, n: g.count() } window 1s'\n"
+"    fay query --cluster http://collector:9411 --keep reads 'from s in\n"
+"        cluster.syscall(\"read\") group s by s.host into g\n"
+"        select { host: g.key, n: g.count() } window 10s'\n"
 "\n"
 "EXIT STATUS\n"
 "    0 success; 1 runtime failure (privileges, a probe point that cannot\n"
@@ -255,6 +265,8 @@ int cmd_query(int argc, char **argv)
 		{ "no-fentry", no_argument, NULL, 'K' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "grace", required_argument, NULL, 'G' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "drop", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -268,6 +280,7 @@ int cmd_query(int argc, char **argv)
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	struct cluster_run_opts co = { 0 };
+	const char *keep = NULL, *drop = NULL;
 	int c, err, rc = 2;
 	char *end;
 
@@ -333,6 +346,12 @@ int cmd_query(int argc, char **argv)
 		case 'C':
 			co.url = optarg;
 			break;
+		case 'k':
+			keep = optarg;
+			break;
+		case 'D':
+			drop = optarg;
+			break;
 		case 'G':
 			if (clock_parse_duration(optarg, &co.grace_ns)) {
 				fprintf(stderr, "error: --grace takes a duration (500ms, 2s), not '%s'\n",
@@ -344,13 +363,27 @@ int cmd_query(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			if (optopt && strchr("fpcBtCG", optopt))
+			if (optopt && strchr("fpcBtCGkD", optopt))
 				fprintf(stderr, "error: option '%s' needs a value\n", argv[optind - 1]);
 			else
 				fprintf(stderr, "error: unknown option '%s'\n", argv[optind - 1]);
 			fprintf(stderr, "usage: fay query [--emit=ast|plan|ir|bpf] [--json] [-p PID | -c CMD] 'QUERY' | -f FILE (see fay query --help)\n");
 			return 2;
 		}
+	}
+	if ((keep || drop) && !co.url) {
+		fprintf(stderr, "error: --keep and --drop need --cluster URL\n");
+		return 2;
+	}
+	if (drop) {
+		if (optind != argc) {
+			fprintf(stderr, "error: --drop NAME takes no query\n");
+			return 2;
+		}
+		co.out = stdout;
+		co.err = stderr;
+		co.token = getenv("FAY_TOKEN");
+		return cluster_drop(drop, &co);
 	}
 	if (co.url && (ro.pid || ro.cmd)) {
 		fprintf(stderr, "error: -p and -c trace this host; with --cluster use process(PID).function(...) or a where on pid\n");
@@ -396,7 +429,7 @@ int cmd_query(int argc, char **argv)
 		co.json = json;
 		co.quiet = ro.quiet;
 		co.token = getenv("FAY_TOKEN");
-		rc = cluster_run_query(text, &co);
+		rc = keep ? cluster_keep(text, keep, &co) : cluster_run_query(text, &co);
 		free(text);
 		return rc;
 	}

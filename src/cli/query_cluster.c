@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cli/query_run.h"
+#include "cli/traces.h"
 #include "common/lazy_curl.h"
 
 struct cl_state {
@@ -224,6 +225,83 @@ static int http_failure(struct cl_state *s)
 			e ? e : s->body ? s->body : "",
 			(e || (s->body && s->blen && s->body[s->blen - 1] != '\n')) ? "\n" : "");
 	json_decref(j);
+	return rc;
+}
+
+/* The collector's URL for path (PATH starts with '/'), into url. */
+static void url_of(const struct cluster_run_opts *o, const char *path, char *url, size_t len)
+{
+	size_t ul = strlen(o->url);
+
+	snprintf(url, len, "%s%.*s%s", strncmp(o->url, "http", 4) ? "http://" : "",
+		 (int)(ul && o->url[ul - 1] == '/' ? ul - 1 : ul), o->url, path);
+}
+
+/* One request with a JSON body (or none); the answer in r. */
+static int call(const struct cluster_run_opts *o, const char *method, const char *url,
+		const char *body, struct tr_http_resp *r)
+{
+	char err[CURL_ERROR_SIZE + 600];
+
+	if (tr_http(method, url, body, o->token, r, err, sizeof(err))) {
+		fprintf(o->err, "error: %s: %s\n", url, err);
+		return -1;
+	}
+	return 0;
+}
+
+int cluster_keep(const char *text, const char *name, const struct cluster_run_opts *o)
+{
+	struct tr_http_resp s = { 0 };
+	json_t *b = json_pack("{s:s, s:s}", "name", name, "query", text);
+	char url[2048], *bs;
+	int rc = 1;
+
+	if (b && o->grace_ns)
+		json_object_set_new(b, "grace_ms", json_integer((json_int_t)(o->grace_ns / 1000000)));
+	bs = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	json_decref(b);
+	url_of(o, "/api/queries", url, sizeof(url));
+	if (bs && !call(o, "POST", url, bs, &s)) {
+		if (s.status == 201) {
+			url_of(o, "/api/queries/", url, sizeof(url));
+			fprintf(o->out, "standing query %s: runs until fay query --cluster %s --drop %s\n"
+				"  history: %s%s/results\n  metrics: fay_query_%s on %s/metrics\n",
+				name, o->url, name, url, name, name, o->url);
+			rc = 0;
+		} else {
+			json_t *j = s.body ? json_loads(s.body, 0, NULL) : NULL;
+			const char *e = json_string_value(json_object_get(j, "error"));
+
+			fprintf(o->err, "%s%s%s", e && strstr(e, ": error: ") ? "" : "error: ",
+				e ? e : s.body ? s.body : "?",
+				e && e[0] && e[strlen(e) - 1] == '\n' ? "" : "\n");
+			rc = s.status == 400 ? 2 : 1;
+			json_decref(j);
+		}
+	}
+	free(bs);
+	free(s.body);
+	return rc;
+}
+
+int cluster_drop(const char *name, const struct cluster_run_opts *o)
+{
+	struct tr_http_resp s = { 0 };
+	char url[2048], path[128];
+	int rc = 1;
+
+	snprintf(path, sizeof(path), "/api/queries/%s", name);
+	url_of(o, path, url, sizeof(url));
+	if (!call(o, "DELETE", url, NULL, &s)) {
+		if (s.status == 200) {
+			fprintf(o->out, "standing query %s dropped\n", name);
+			rc = 0;
+		} else {
+			fprintf(o->err, "error: %s", s.body ? s.body : "?\n");
+		}
+	}
+	free(s.body);
 	return rc;
 }
 

@@ -58,5 +58,9 @@ struct cluster_run_opts {
  * error in the query, at its line:col).
  */
 int cluster_run_query(const char *text, const struct cluster_run_opts *o);
+/* --keep NAME: register the query as a standing query (POST
+ * /api/queries); --drop NAME: stop it.  Exit status as above. */
+int cluster_keep(const char *text, const char *name, const struct cluster_run_opts *o);
+int cluster_drop(const char *name, const struct cluster_run_opts *o);
 
 #endif

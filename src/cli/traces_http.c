@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* `fay traces`: GET from the collector's HTTP API with libcurl. */
+/* The CLI's requests to the collector's HTTP API with libcurl (`fay
+ * traces`, `fay query --cluster --keep/--drop`). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,14 @@ static int curl_errno(CURLcode c)
 int tr_http_get(const char *url, struct tr_http_resp *resp,
 		char *err, size_t errlen)
 {
-	char ebuf[CURL_ERROR_SIZE] = "";
+	return tr_http(NULL, url, NULL, NULL, resp, err, errlen);
+}
+
+int tr_http(const char *method, const char *url, const char *body, const char *token,
+	    struct tr_http_resp *resp, char *err, size_t errlen)
+{
+	char ebuf[CURL_ERROR_SIZE] = "", auth[600];
+	struct curl_slist *hdr = NULL;
 	CURL *c;
 	CURLcode rc;
 
@@ -70,6 +78,18 @@ int tr_http_get(const char *url, struct tr_http_resp *resp,
 		return -ENOMEM;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (method)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (body) {
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	}
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	if (hdr)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
@@ -90,6 +110,7 @@ int tr_http_get(const char *url, struct tr_http_resp *resp,
 		resp->len = 0;
 	}
 	curl_easy_cleanup(c);
+	curl_slist_free_all(hdr);
 	curl_global_cleanup();
 	if (rc != CURLE_OK)
 		return curl_errno(rc);

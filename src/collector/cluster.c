@@ -86,10 +86,17 @@ int cpeer_send_cancel(struct cpeer *p, uint32_t qid)
 /* A protocol violation: an ERROR frame naming it (best effort). */
 static void violation(struct cpeer *p, const char *why)
 {
+	struct wire_error e;
+	struct wire_buf b = { 0 };
+
 	pr_warn("query connection of %s (%s): %s; closing it", p->host, p->addr, why);
+	snprintf(e.error, sizeof(e.error), "%s", why);
+	if (wire_put_error(&b, &e))
+		return;
 	pthread_mutex_lock(&p->send_lock);
-	wire_send_frame(p->fd, WIRE_ERROR, 0, why, (uint32_t)strlen(why));
+	wire_buf_send(&b, p->fd);
 	pthread_mutex_unlock(&p->send_lock);
+	wire_buf_free(&b);
 }
 
 /* One frame; 0 to go on, -1 to close. */

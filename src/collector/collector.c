@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "collector/cluster.h"
+#include "collector/standing.h"
 #include "collector/collector.h"
 #include "collector/ext.h"
 #include "common/clock.h"
@@ -89,6 +90,17 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		c->retention_us / 1000000);
 	if (c->token)
 		pr_info("collector: agents must present the token");
+	{
+		char dir[4200];
+
+		snprintf(dir, sizeof(dir), "%s.queries", o->db);
+		c->standing = standing_new(c, dir, why, sizeof(why));
+		if (!c->standing) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "standing queries: %s", why);
+			goto err_out;
+		}
+	}
 	if (o->parent) {
 		r->tree = ctree_start(c, o->parent, o->host, c->token);
 		if (!r->tree) {
@@ -112,6 +124,7 @@ void collector_stop(struct collector *c)
 	if (!c)
 		return;
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
+	standing_free(c->standing);
 	http_server_free(r->hs);
 	wire_server_free(r->ws);
 	cluster_free(c->cluster);	/* after every connection and query ended */

@@ -84,6 +84,8 @@ struct collector {
 	struct coll_ext *ext;
 	/* Cluster queries: query connections, fan-out, merge (cluster.h). */
 	struct cluster *cluster;
+	/* Standing cluster queries, /metrics series (standing.h). */
+	struct standing *standing;
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */

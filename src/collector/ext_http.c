@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "collector/ext.h"
+#include "collector/standing.h"
 #include "collector/http_int.h"
 #include "common/err.h"
 #include "common/prom.h"
@@ -210,6 +211,7 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *con)
 	fwrite(core, 1, len, f);
 	free(core);
 	coll_ext_metrics(c, f);
+	standing_metrics(c->standing, f);
 	if (fclose(f)) {
 		free(buf);
 		return reply_text(c, con, 500, "out of memory\n");
@@ -249,6 +251,12 @@ int http_ext_route(struct collector *c, struct MHD_Connection *con,
 	} else if (!strcmp(url, "/api/ui/hosts")) {
 		if (get) {
 			*res = api_hosts(c, con);
+			return 1;
+		}
+	} else if (!strncmp(url, "/api/queries", 12) && (!url[12] || url[12] == '/')) {
+		allow = url[12] ? "GET, HEAD, DELETE" : "GET, HEAD, POST";
+		if (get || post || !strcmp(method, "DELETE")) {
+			*res = api_standing(c, con, url + 12, method, body);
 			return 1;
 		}
 	} else if (!strcmp(url, "/api/cluster/peers")) {

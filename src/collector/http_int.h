@@ -72,6 +72,10 @@ enum MHD_Result api_dependencies(struct collector *c, struct MHD_Connection *con
 /* api_query.c: POST /api/query */
 enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 			  const struct http_body *body);
+/* api_standing.c: /api/queries[/NAME[/results]] (rest: what follows
+ * "/api/queries") */
+enum MHD_Result api_standing(struct collector *c, struct MHD_Connection *con,
+			     const char *rest, const char *method, const struct http_body *body);
 /* otlp.c: POST /v1/traces */
 enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
 			 const struct http_body *body);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -219,28 +218,31 @@ static int dial(struct qlink *l)
 
 static int hello(struct qlink *l, int fd, unsigned char **buf, size_t *cap)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "agent_id", l->o.agent_id,
-			      "host", l->o.host, "version", FAY_VERSION, "role", "query",
-			      "token", l->o.token ? l->o.token : "", "collector", l->o.collector);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	struct wire_hdr h;
+	struct wire_hello m = { .role = "query", .collector = l->o.collector };
+	struct wire_buf wb = { 0 };
+	struct wire_frame f;
+	struct wire_error e;
 	char why[256];
 	int err;
 
-	json_decref(j);
-	if (!s)
-		return -ENOMEM;
-	err = wire_send_frame(fd, WIRE_HELLO, 0, s, (uint32_t)strlen(s));
-	free(s);
-	err = err ? : wire_recv_frame(fd, &h, buf, cap, 5000, why, sizeof(why));
+	snprintf(m.agent_id, sizeof(m.agent_id), "%s", l->o.agent_id);
+	snprintf(m.host, sizeof(m.host), "%s", l->o.host);
+	snprintf(m.version, sizeof(m.version), "%s", FAY_VERSION);
+	snprintf(m.token, sizeof(m.token), "%s", l->o.token ? l->o.token : "");
+	err = wire_put_hello(&wb, &m);
+	err = err ? : wire_buf_send(&wb, fd);
+	wire_buf_free(&wb);
+	err = err ? : wire_recv_frame(fd, &f.h, buf, cap, 5000, why, sizeof(why));
 	if (err)
 		return err > 0 ? -ECONNRESET : err;
-	if (h.type == WIRE_ERROR) {
-		pr_warn("%s: %s refused it: %.*s", l->o.what, l->o.upper, (int)h.len,
-			(const char *)*buf);
+	f.payload = *buf;
+	if (f.h.type == WIRE_ERROR) {
+		if (wire_get_error(&f, &e, why, sizeof(why)))
+			snprintf(e.error, sizeof(e.error), "(unreadable ERROR: %s)", why);
+		pr_warn("%s: %s refused it: %s", l->o.what, l->o.upper, e.error);
 		return -EACCES;
 	}
-	return h.type == WIRE_WELCOME ? 0 : -EPROTO;
+	return f.h.type == WIRE_WELCOME ? 0 : -EPROTO;
 }
 
 /* Serve one connection until it breaks or stop. */

@@ -6,10 +6,12 @@
  * wire_msg.c (JSON frames) and wire_batch.c (BATCH).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <zlib.h>
 
 #include "common/wire.h"
@@ -245,7 +247,8 @@ int wire_read(struct wire_reader *r, int fd, struct wire_frame *f,
 			r->buf = p;
 			r->cap = cap;
 		}
-		n = recv(fd, r->buf + r->len, r->cap - r->len, MSG_DONTWAIT);
+		n = recv(fd, r->buf + r->len, r->exact ? need - r->len : r->cap - r->len,
+			 MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -263,4 +266,90 @@ int wire_read(struct wire_reader *r, int fd, struct wire_frame *f,
 		}
 		r->len += (size_t)n;
 	}
+}
+
+/* ---- blocking frame I/O -------------------------------------------------- */
+
+int wire_send_frame(int fd, unsigned type, uint64_t seq, const void *payload,
+		    uint32_t len)
+{
+	struct wire_hdr h;
+	struct iovec iov[2] = {
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)payload, .iov_len = len },
+	};
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+
+	wire_hdr_init(&h, type, seq, payload, len);
+	while (m.msg_iovlen) {
+		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		while (m.msg_iovlen && (size_t)n >= m.msg_iov->iov_len) {
+			n -= (ssize_t)m.msg_iov->iov_len;
+			m.msg_iov++;
+			m.msg_iovlen--;
+		}
+		if (m.msg_iovlen) {
+			m.msg_iov->iov_base = (uint8_t *)m.msg_iov->iov_base + n;
+			m.msg_iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int wire_buf_send(struct wire_buf *b, int fd)
+{
+	int ret = 0;
+
+	while (b->off < b->len) {
+		ssize_t n = send(fd, b->p + b->off, b->len - b->off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		b->off += (size_t)n;
+	}
+	wire_buf_reset(b);
+	return ret;
+}
+
+int wire_recv_frame(int fd, struct wire_hdr *h, unsigned char **buf, size_t *cap,
+		    int timeout_ms, char *why, size_t whylen)
+{
+	struct wire_reader r = {
+		.buf = *buf, .cap = *cap, .max_payload = FAY_WIRE_MAX_PAYLOAD, .exact = 1,
+	};
+	struct wire_frame f;
+	int ret;
+
+	why[0] = '\0';
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		ret = wire_read(&r, fd, &f, why, whylen);
+		if (ret)
+			break;
+		ret = poll(&pf, 1, r.len ? WIRE_FRAME_MS : timeout_ms);
+		if (ret < 0 && errno == EINTR && r.len)
+			continue;
+		if (ret <= 0) {
+			ret = ret < 0 && errno != EINTR ? -errno : -ETIMEDOUT;
+			break;
+		}
+	}
+	*buf = r.buf;
+	*cap = r.cap;
+	if (ret == 1) {
+		*h = f.h;
+		memmove(*buf, f.payload, f.h.len);
+		return 0;
+	}
+	return ret == -ENOTCONN ? 1 : ret;
 }

@@ -158,6 +158,8 @@ struct wire_reader {
 	size_t cap, len, off;
 	size_t consumed;         /* bytes of the frame last returned */
 	uint32_t max_payload;
+	int exact;               /* never read past the frame being read (a
+				  * recv for the header, one for the payload) */
 };
 
 /* Returns 0 or -EINVAL (max_payload out of range). */
@@ -187,6 +189,33 @@ static inline size_t wire_reader_partial(const struct wire_reader *r)
 {
 	return r->len - r->off - r->consumed;
 }
+
+/* ---- blocking frame I/O (wire.c) -------------------------------------------
+ * For connections with a thread of their own that sleeps on them (the
+ * query connections of wire_cluster.h). */
+
+#define WIRE_FRAME_MS 10000      /* to finish a frame once begun */
+
+/* Write one frame (header + payload) entirely, waiting as long as the
+ * socket's SO_SNDTIMEO allows; 0 or -errno.  MSG_NOSIGNAL. */
+int wire_send_frame(int fd, unsigned type, uint64_t seq, const void *payload,
+		    uint32_t len);
+
+/* Send every frame in b (wire_put_X), blocking as wire_send_frame; b is
+ * empty afterwards whatever happened.  0 or -errno. */
+int wire_buf_send(struct wire_buf *b, int fd);
+
+/*
+ * Read one frame, and not a byte more (wire_reader in exact mode): wait
+ * up to timeout_ms for its first byte (-1: forever), then up to
+ * WIRE_FRAME_MS for the rest.  The header goes to *h, the payload to *buf
+ * (grown as needed, at most FAY_WIRE_MAX_PAYLOAD; free() it).  Returns 0,
+ * 1 on a clean EOF before a frame, -ETIMEDOUT when nothing began within
+ * timeout_ms (or a signal came), -EPROTO/-EBADMSG (reason in why),
+ * -ECONNRESET (EOF inside the frame) or -errno.
+ */
+int wire_recv_frame(int fd, struct wire_hdr *h, unsigned char **buf, size_t *cap,
+		    int timeout_ms, char *why, size_t whylen);
 
 /*
  * Messages.  Each frame type has a struct, an encoder wire_put_X(buf,

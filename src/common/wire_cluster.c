@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Cluster query frames: payload codecs and blocking frame I/O (wire_cluster.h). */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "common/wire_cluster.h"
 
@@ -166,94 +163,4 @@ int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t 
 	rbuf_init(&r, p, len);
 	*qid = rbuf_le32(&r, "qid");
 	return finish(&r, false, "CANCEL", why, whylen);
-}
-
-/* ---- frame I/O ------------------------------------------------------------ */
-
-static int send_all(int fd, const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-
-	while (n) {
-		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-int wire_send_frame(int fd, unsigned type, uint64_t seq, const void *payload, uint32_t len)
-{
-	struct wire_hdr h;
-	int err;
-
-	wire_hdr_init(&h, type, seq, payload, len);
-	err = send_all(fd, &h, sizeof(h));
-	return err ? err : send_all(fd, payload, len);
-}
-
-/* Read n bytes, waiting at most ms for each; 1 on EOF before any byte. */
-static int recv_all(int fd, void *buf, size_t n, int ms, bool eof_ok)
-{
-	unsigned char *p = buf;
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		int pr = poll(&pf, 1, ms);
-		ssize_t r;
-
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr < 0)
-			return -errno;
-		if (pr == 0)
-			return -ETIMEDOUT;
-		r = recv(fd, p + got, n - got, 0);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return got == 0 && eof_ok ? 1 : -ECONNRESET;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-int wire_recv_frame(int fd, struct wire_hdr *h, unsigned char **buf, size_t *cap,
-		    int timeout_ms, char *why, size_t whylen)
-{
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	int err;
-
-	why[0] = '\0';
-	err = poll(&pf, 1, timeout_ms);
-	if (err < 0)
-		return errno == EINTR ? -ETIMEDOUT : -errno;
-	if (err == 0)
-		return -ETIMEDOUT;
-	err = recv_all(fd, h, sizeof(*h), WIRE_FRAME_MS, true);
-	if (err)
-		return err;
-	err = wire_hdr_check(h, why, whylen);
-	if (err)
-		return err;
-	if (h->len > *cap) {
-		unsigned char *nb = realloc(*buf, h->len);
-
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = h->len;
-	}
-	err = h->len ? recv_all(fd, *buf, h->len, WIRE_FRAME_MS, false) : 0;
-	if (err)
-		return err == 1 ? -ECONNRESET : err;
-	return wire_crc_check(h, *buf, why, whylen);
 }

@@ -115,21 +115,7 @@ int wire_partial_decode(const void *p, size_t len, struct wire_partial *out,
 			char *why, size_t whylen);
 int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t whylen);
 
-/* ---- blocking frame I/O on a socket --------------------------------------
- * For the query connections, which each have a thread of their own. */
-
-/* Write one frame (header + payload) entirely; 0 or -errno.  MSG_NOSIGNAL. */
-int wire_send_frame(int fd, unsigned type, uint64_t seq, const void *payload,
-		    uint32_t len);
-/*
- * Read one frame: wait up to timeout_ms for its first byte (-1: forever),
- * then up to WIRE_FRAME_MS for the rest.  The payload goes to *buf
- * (grown as needed, at most FAY_WIRE_MAX_PAYLOAD; free() it).  Returns 0,
- * 1 on a clean EOF before a frame, -ETIMEDOUT when nothing began within
- * timeout_ms, -EPROTO/-EBADMSG (reason in why) or -errno.
- */
-#define WIRE_FRAME_MS		10000
-int wire_recv_frame(int fd, struct wire_hdr *h, unsigned char **buf, size_t *cap,
-		    int timeout_ms, char *why, size_t whylen);
+/* Blocking frame I/O for these connections: wire_send_frame() and
+ * wire_recv_frame() in wire.h. */
 
 #endif

@@ -214,6 +214,12 @@ static int check_field(struct sema *s, struct node *n)
 				return query_errorf(s->q, &n->loc,
 						    "tracepoint field '%s' is an array (%s); only integers and char arrays (strings) can be used",
 						    f->name, f->ctype);
+			/* tp_prog_is_valid_access() refuses the first 8 bytes */
+			if (f->offset < 8)
+				return query_errorf(s->q, &n->loc,
+						    "tracepoint field '%s' (offset %d) is in the record's common header, which the kernel does not let BPF programs read; use %s.pid, %s.tid or %s.comm",
+						    f->name, f->offset, s->aq->var, s->aq->var,
+						    s->aq->var);
 			n->sem = S_TPFIELD;
 			n->tpf = f;
 			n->per_event = true;

@@ -258,7 +258,7 @@ while time.time() < deadline:
     s.sendall(frame(12, b''))
 EOF
 python3 "$T_TMP/peer.py" "$WP" crc >"$T_TMP/peer.out" 2>&1
-grep -q 'got 7 BEAT frame .*checksum' "$T_TMP/peer.out" && coll_alive &&
+grep -q 'got 7 {"error":"BEAT frame .*checksum' "$T_TMP/peer.out" && coll_alive &&
 	pass "a frame with a bad crc: an ERROR frame names it, that connection closes, the collector stays up" ||
 	fail "bad crc" "$(cat "$T_TMP/peer.out")"
 python3 "$T_TMP/peer.py" "$WP" version >"$T_TMP/peer.out" 2>&1 &

@@ -3,7 +3,9 @@
 # fay query on kernel.function("vfs_read") in a QEMU guest with Debian's
 # stock kernel (this host allows neither fentry nor kprobes): K reads of
 # /dev/zero give an exact count through fentry/fexit and through
-# kprobe/kretprobe (tests/vm/query_kfunc.guest runs in the guest).
+# kprobe/kretprobe, and str() of a __user argument (getname's
+# filename) read as kernel memory, else user memory
+# (tests/vm/query_kfunc.guest runs in the guest).
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/lib.bash"
@@ -17,6 +19,6 @@ if ! vm_tap "$out" 900 FAY="$FAY" W="$W" bash "$TOP/tests/vm/query_kfunc.guest";
 	exit
 fi
 rc=$VM_RC
-ok "the guest ran every case (5)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 5 ]
+ok "the guest ran every case (7)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 7 ]
 ok "guest script exited 0" [ $rc -eq 0 ]
 done_testing

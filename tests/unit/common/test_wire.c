@@ -606,6 +606,61 @@ static void test_batch(void)
 	is_str(wire_type_name(WIRE_TYPE_MAX), "?", "unknown type has no name");
 }
 
+/* The blocking calls of the query connections: exact reads (the next
+ * frame stays in the socket for whoever reads next), timeouts, EOF. */
+static void test_blocking(void)
+{
+	struct wire_buf b = { 0 };
+	struct wire_reader r;
+	struct wire_frame f;
+	struct wire_hdr h;
+	unsigned char *buf = NULL;
+	size_t cap = 0;
+	char why[256];
+	int sv[2];
+
+	pair(sv);
+	is_int(wire_send_frame(sv[0], WIRE_BEAT, 0, NULL, 0), 0, "an empty frame sent");
+	is_int(wire_send_frame(sv[0], WIRE_STATS, 0, "{\"a\":1}", 7), 0, "a STATS frame sent");
+	wire_put_ack(&b, &(struct wire_ack){ .seq = 5, .stored = 1 });
+	is_int(wire_buf_send(&b, sv[0]), 0, "an ACK sent from a wire_buf");
+	is_int(wire_buf_pending(&b), 0, "the buffer is empty after");
+	is_int(wire_recv_frame(sv[1], &h, &buf, &cap, 1000, why, sizeof(why)), 0, "BEAT received");
+	ok(h.type == WIRE_BEAT && h.len == 0, "type BEAT, empty");
+	is_int(wire_recv_frame(sv[1], &h, &buf, &cap, 1000, why, sizeof(why)), 0, "STATS received");
+	ok(h.type == WIRE_STATS && h.len == 7 && !memcmp(buf, "{\"a\":1}", 7),
+	   "payload at the start of the buffer");
+	/* What follows is still in the socket: another reader gets it. */
+	wire_reader_init(&r, 1024);
+	ok(wire_read(&r, sv[1], &f, why, sizeof(why)) == 1 && f.h.type == WIRE_ACK && f.h.seq == 5,
+	   "exact reads: the next frame is left for another reader");
+	wire_reader_free(&r);
+	is_int(wire_recv_frame(sv[1], &h, &buf, &cap, 100, why, sizeof(why)), -ETIMEDOUT,
+	       "nothing within the timeout: -ETIMEDOUT");
+	wire_hdr_init(&h, WIRE_STATS, 0, "{}", 2);
+	h.crc ^= 1;
+	if (write(sv[0], &h, sizeof(h)) != sizeof(h) || write(sv[0], "{}", 2) != 2)
+		diag("short write");
+	is_int(wire_recv_frame(sv[1], &h, &buf, &cap, 1000, why, sizeof(why)), -EBADMSG,
+	       "bad crc: -EBADMSG");
+	ok(strstr(why, "checksum") != NULL, "  %s", why);
+	wire_hdr_init(&h, WIRE_STATS, 0, "{}", 2);
+	if (write(sv[0], &h, 10) != 10)
+		diag("short write");
+	close(sv[0]);
+	is_int(wire_recv_frame(sv[1], &h, &buf, &cap, 1000, why, sizeof(why)), -ECONNRESET,
+	       "EOF inside a frame: -ECONNRESET");
+	close(sv[1]);
+	pair(sv);
+	close(sv[0]);
+	is_int(wire_recv_frame(sv[1], &h, &buf, &cap, 1000, why, sizeof(why)), 1,
+	       "EOF between frames: 1");
+	is_int(wire_send_frame(sv[1], WIRE_BEAT, 0, NULL, 0), -EPIPE, "send to a closed peer: -EPIPE");
+	close(sv[1]);
+	free(buf);
+	wire_buf_free(&b);
+}
+
 int main(void)
 {
 	test_round_trips();
@@ -613,5 +668,6 @@ int main(void)
 	test_reader_stream();
 	test_decoders();
 	test_batch();
+	test_blocking();
 	return test_done();
 }

@@ -10,9 +10,12 @@
  * (issue #12).  The made-up event of the golden tests
  * (tests/golden/tracefs/events/fay_golden/text_offsets: one field at each
  * offset modulo 8, the residues no real kernel field has included) is
- * loaded the same way, under the name of a real event.
+ * loaded the same way, under the name of a real event.  Every field named
+ * like a FayQL keyword (order, group, from ...) is loaded in a filter, a
+ * key and an aggregate.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,7 +35,21 @@ static const char *const role_name[R_N] = { "a group key", "a filter", "a stream
 struct tally {
 	int fields, by_residue[8];
 	int loaded[R_N], failed[R_N];
+	int kw_fields, kw_loaded;	/* fields named like a FayQL keyword */
 };
+
+static const char *const keywords[] = {
+	"from", "in", "where", "let", "group", "by", "into", "select",
+	"window", "for", "order", "desc", "asc", "limit",
+};
+
+static bool is_keyword(const char *name)
+{
+	for (size_t i = 0; i < sizeof(keywords) / sizeof(keywords[0]); i++)
+		if (!strcmp(name, keywords[i]))
+			return true;
+	return false;
+}
 
 /* Compile and load one query; 0 when the kernel took every program. */
 static int load_one(const char *tracefs, const char *text, char *why, size_t n)
@@ -104,6 +121,28 @@ static void one_field(const char *tracefs, const char *sys, const char *ev,
 	}
 }
 
+/* A field named like a keyword (t.order, t.group) in a filter, a key
+ * and an aggregate: reachable after '.' (issue #12). */
+static void keyword_field(const char *tracefs, const char *sys, const char *ev,
+			  const struct tracefs_field *f, struct tally *t)
+{
+	char text[512], why[2048];
+
+	t->kw_fields++;
+	if (f->is_string)
+		snprintf(text, sizeof(text),
+			 "from t in tracepoint(\"%s:%s\") where t.%s != \"\" group t by t.%s into g select { k: g.key, n: g.count() }",
+			 sys, ev, f->name, f->name);
+	else
+		snprintf(text, sizeof(text),
+			 "from t in tracepoint(\"%s:%s\") where t.%s >= 0 group t by t.%s into g select { k: g.key, s: g.sum(t.%s) }",
+			 sys, ev, f->name, f->name, f->name);
+	if (load_one(tracefs, text, why, sizeof(why)))
+		diag("%s:%s %s (%s): %.600s", sys, ev, f->name, f->ctype, why);
+	else
+		t->kw_loaded++;
+}
+
 static void one_event(const char *tracefs, const char *sys, const char *ev,
 		      struct tally *t)
 {
@@ -117,9 +156,12 @@ static void one_event(const char *tracefs, const char *sys, const char *ev,
 	while (fgets(line, sizeof(line), fp)) {
 		struct tracefs_field f;
 
-		if (tracefs_parse_field(line, &f) == 1 && f.is_string &&
-		    strncmp(f.name, "common_", 7))
+		if (tracefs_parse_field(line, &f) != 1 || !strncmp(f.name, "common_", 7))
+			continue;
+		if (f.is_string)
 			one_field(tracefs, sys, ev, &f, t);
+		if (is_keyword(f.name) && !f.is_array)
+			keyword_field(tracefs, sys, ev, &f, t);
 	}
 	fclose(fp);
 }
@@ -233,6 +275,9 @@ int main(void)
 		misaligned += k.by_residue[i];
 	ok(misaligned > 0, "%d of them at offsets that are not a multiple of 8", misaligned);
 	report("this kernel", &k);
+	ok(k.kw_fields > 0 && k.kw_loaded == k.kw_fields,
+	   "every field named like a keyword loads in a filter, a key and an aggregate (%d of %d)",
+	   k.kw_loaded, k.kw_fields);
 
 	/* The golden tests' made-up event, a field at each offset mod 8,
 	 * under the name of a real one (the engine attaches by name; the

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Standing cluster queries: Fay's distributed performance counters.
+ *
+ * `fay query --cluster URL --keep NAME 'Q'` (POST /api/queries) registers
+ * a windowed cluster query that runs until dropped (DELETE
+ * /api/queries/NAME).  Definitions live in DIR/queries.json (written to a
+ * temporary file and renamed), so they survive a restart of the
+ * collector; agents that reconnect are asked again by the cluster layer.
+ * Every merged window is appended to DIR/NAME.ndjson (the query's
+ * history: GET /api/queries/NAME/results) and the latest is exported on
+ * /metrics as gauges:
+ *
+ *   fay_query_NAME{<key columns and string columns as labels>,column="C"} V
+ *
+ * one series per integer column C of each row.  Names are 1 to 64 of
+ * [A-Za-z0-9_] (Prometheus-safe).  DIR is the store's path + ".queries".
+ */
+#ifndef FAY_COLLECTOR_STANDING_H
+#define FAY_COLLECTOR_STANDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct collector;
+struct standing;
+
+#define STANDING_NAME_MAX	64
+#define STANDING_MAX		64	/* standing queries per collector */
+#define STANDING_HISTORY_MAX	(16u << 20)	/* bytes of NAME.ndjson before it rotates */
+
+/* Load DIR's definitions (creating DIR) and start each.  NULL with a
+ * reason in err: DIR unusable, or queries.json corrupt (named, never
+ * overwritten). */
+struct standing *standing_new(struct collector *c, const char *dir, char *err, size_t errlen);
+/* Stop every standing query (their probes are detached) and free. */
+void standing_free(struct standing *s);
+
+/*
+ * Register and start a standing query.  0; -EINVAL (a bad name, no
+ * 'window', or an error in the query: err holds the formatted line:col
+ * diagnostic; *line and *col its place, 0 if none); -EEXIST; -ENOSPC (64
+ * already); -errno (the definitions file).
+ */
+int standing_add(struct standing *s, const char *name, const char *text, uint64_t grace_ns,
+		 char *err, size_t errlen, int *line, int *col);
+/* Stop and forget NAME (its history file stays).  0 or -ENOENT. */
+int standing_drop(struct standing *s, const char *name);
+
+/* A JSON array: name, query, grace_ms, created_ms, windows, last (the
+ * latest window line); malloc'd. */
+char *standing_list_json(struct standing *s);
+/* {"name","query","windows":[the last limit window objects, oldest first]}
+ * into *json (malloc'd).  0, -ENOENT, -ENOMEM. */
+int standing_results(struct standing *s, const char *name, unsigned limit, char **json);
+/* The latest window of each as Prometheus gauges, appended to f. */
+void standing_metrics(struct standing *s, FILE *f);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inline probes: patch the entry of a function of this process with a
+ * jump to a trampoline that calls an entry handler, runs the function
+ * (its first instructions relocated into the trampoline) and, when asked,
+ * calls an exit handler when it returns.  No trap on the probed path.
+ *
+ *	struct patch_site *s = patch_site_new(func, size, err, sizeof(err));
+ *	patch_site_arm(s, on_entry, on_exit, arg, err, sizeof(err));
+ *	... every call of func runs on_entry / on_exit ...
+ *	patch_site_disarm(s);	 the original bytes again
+ *	patch_site_free(s);
+ *
+ * The site (patch_site_new): the first whole instructions covering 5
+ * bytes are decoded (capstone) and must be relocatable: no relative
+ * branch or call among them; a RIP-relative operand is re-based (the
+ * trampoline is mapped within +-2 GiB of the function).  The whole
+ * function is decoded and a site is refused when any instruction jumps
+ * into the patched bytes (after the first), or when the function is
+ * shorter than 5 bytes.  A function that starts with a 5-byte nop
+ * (-mfentry -mnop-mcount, -fpatchable-function-entry) needs no relocation.
+ *
+ * Live writes (arm and disarm) follow the int3-first protocol of the
+ * kernel's text_poke_bp(): int3 on the first byte, then the last four
+ * bytes, then the first byte, with membarrier(PRIVATE_EXPEDITED_SYNC_CORE)
+ * between the steps so that no core executes a half-written instruction;
+ * a thread that meets the int3 meanwhile is sent by a temporary SIGTRAP
+ * handler where the finished patch would send it (other SIGTRAPs are
+ * passed to the program's handler).  Trampolines are never unmapped: a
+ * thread may still be inside one after disarm.
+ *
+ * Exit probes are call-through: the trampoline calls the function, so the
+ * function returns into the trampoline, which runs the exit handler and
+ * returns to the caller.  The function sees copies of the first 8 stack
+ * argument slots (functions with more stack arguments are refused only
+ * when the caller knows: see docs/ARCHITECTURE.md).  A longjmp or an
+ * exception out of the function skips the exit handler; exceptions unwind
+ * through the trampoline with the call frame information registered for
+ * it (__register_frame).
+ *
+ * Handlers get the registers in the layout of the kernel's x86-64
+ * struct pt_regs, so programs generated for uprobes read arguments (di,
+ * si, ...), the return value (ax) and ip at the same offsets.  Handlers
+ * must not unwind or longjmp; the vector argument and return registers
+ * (xmm0-xmm7) are preserved around them.
+ */
+#ifndef FAY_PATCH_PATCH_H
+#define FAY_PATCH_PATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct patch_regs {
+	uint64_t r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	uint64_t ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+typedef void (*patch_fn)(struct patch_regs *regs, void *arg);
+
+struct patch_site;
+
+/* Analyse func (size bytes of code, from its symbol).  NULL with errno
+ * and a reason in err (EINVAL: the site cannot be patched safely). */
+struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t errlen);
+/* Build the trampoline and write the jump.  on_exit may be NULL (entry
+ * only).  0, or -errno with a reason in err.  A site is armed once. */
+int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
+		   void *arg, char *err, size_t errlen);
+/* Restore the original bytes.  0 or -errno. */
+int patch_site_disarm(struct patch_site *s);
+/* Whether the first instructions were a nop (no relocation needed). */
+bool patch_site_nop(const struct patch_site *s);
+/* The first instruction at the site ("push rbp"), for messages. */
+const char *patch_site_first(const struct patch_site *s);
+/* Disarm, free (the trampoline stays mapped).  Accepts NULL. */
+void patch_site_free(struct patch_site *s);
+
+#endif

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fay's in-process eBPF: a verifier, an interpreter and an x86-64 JIT for
+ * the instruction set and helpers fay's code generator emits, so that the
+ * programs the planner builds for function() sources run inside the traced
+ * process (inline probes) instead of behind a kernel uprobe trap.
+ *
+ *	struct vm_map *m = vm_map_new(&def, nslots);      per-thread slots
+ *	struct vm_prog *p = vm_prog_new(insns, n, maps, nmaps, ctx_size,
+ *					err, sizeof(err));   verifies
+ *	vm_prog_jit(p);                                   optional
+ *	vm_run(p, ctx, &env);                             per event
+ *	vm_map_lookup(m, key, slot) / vm_map_next_key()    the reader
+ *
+ * Programs are struct bpf_insn arrays as the kernel takes them, except that
+ * a map load (ld_imm64 with src_reg BPF_PSEUDO_MAP_FD) carries the index
+ * of the map in the maps[] array in imm, not a file descriptor.
+ *
+ * What the verifier accepts (docs/ARCHITECTURE.md, "Inline probes"):
+ *  - classes ALU/ALU64 (every op but BPF_END and signed div/mod), LDX,
+ *    STX, ST with BPF_MEM, ld_imm64 (a constant or a map), JMP (no JMP32,
+ *    no tail calls, no bpf-to-bpf calls), CALL of the helpers below, EXIT;
+ *  - forward jumps only: every program terminates within n instructions,
+ *    so no instruction budget is needed at run time;
+ *  - every register is written before it is read, on every path;
+ *  - loads and stores only through pointers whose bounds are proven on
+ *    every path: the context (read only, ctx_size bytes), the stack (512
+ *    bytes, reads of bytes never written are refused), a map value
+ *    (value_size bytes; a variable offset must be bounded by comparisons
+ *    or masks), after a map lookup was compared with 0;
+ *  - pointers never reach memory the reader sees (map values, rings), r0
+ *    at exit, or a helper argument that wants a number; pointer arithmetic
+ *    only adds or subtracts numbers to a stack or map value pointer;
+ *  - division and modulo follow BPF: x / 0 = 0, x % 0 = x.
+ * A rejection names the instruction and the reason: "insn 12: r3 is a
+ * map value pointer with offset up to 9368, the value is 9360 bytes".
+ *
+ * Helpers: map_lookup_elem, map_update_elem, map_delete_elem,
+ * ktime_get_ns (CLOCK_MONOTONIC), get_current_pid_tgid,
+ * get_current_uid_gid, get_current_comm, get_smp_processor_id (from the
+ * caller's struct vm_env), probe_read_user[_str] (process_vm_readv on
+ * this process: a bad address returns -EFAULT and never faults),
+ * probe_read_kernel[_str] (-EFAULT: no kernel memory in user space), and
+ * ringbuf_output (a per-slot ring).
+ *
+ * Per-CPU maps are per-slot maps: the caller gives each thread its own
+ * slot (struct vm_env.slot < nslots), a program sees that slot's values,
+ * and the reader merges the slots exactly as it merges a per-CPU map's
+ * CPUs.  Map memory is one mapping (vm_map_mem()) that can be shared.
+ */
+#ifndef FAY_VM_VM_H
+#define FAY_VM_VM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/bpf.h>
+
+/* Largest program the verifier takes. */
+#define VM_MAX_INSNS	8192
+#define VM_STACK_SIZE	512
+#define VM_MAX_MAPS	16
+
+/* What a map is; types: BPF_MAP_TYPE_ARRAY, PERCPU_ARRAY, HASH,
+ * PERCPU_HASH, RINGBUF (max_entries: bytes of ring per slot, a power of
+ * two >= 4096; key and value sizes 0). */
+struct vm_map_def {
+	uint32_t type;
+	uint32_t key_size;
+	uint32_t value_size;
+	uint32_t max_entries;
+};
+
+struct vm_map;
+
+/* A map with nslots per-thread slots (1..4096), zeroed.  NULL with errno
+ * (EINVAL: a type or size this VM does not support; ENOMEM). */
+struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots);
+/* Accepts NULL. */
+void vm_map_free(struct vm_map *m);
+const struct vm_map_def *vm_map_def(const struct vm_map *m);
+unsigned int vm_map_nslots(const struct vm_map *m);
+/* The map's memory (one mapping of *size bytes, everything included). */
+void *vm_map_mem(const struct vm_map *m, size_t *size);
+
+/* Reader side.  The value of key in slot (for a map that is not per-slot,
+ * slot is ignored), or NULL if the key is absent.  The pointer stays valid
+ * until the map is freed; a program may be updating it concurrently (as
+ * with a per-CPU map read from user space). */
+void *vm_map_lookup(const struct vm_map *m, const void *key, unsigned int slot);
+/* Iterate keys: prev NULL for the first.  0, or -ENOENT after the last. */
+int vm_map_next_key(const struct vm_map *m, const void *prev, void *next);
+/* Insert or replace key's value from a program's point of view: slot gets
+ * value, the other slots of a new key of a per-slot map get zeroes.
+ * flags BPF_ANY, BPF_NOEXIST, BPF_EXIST.  0, -EEXIST, -ENOENT, -E2BIG
+ * (full), -EINVAL. */
+int vm_map_update(struct vm_map *m, const void *key, const void *value,
+		  uint64_t flags, unsigned int slot);
+/* 0 or -ENOENT (arrays: -EINVAL, as BPF). */
+int vm_map_delete(struct vm_map *m, const void *key);
+/* Zero every value of every slot and drop every hash key. */
+void vm_map_clear(struct vm_map *m);
+/* Ring maps: call f on each record of slot, oldest first, and consume
+ * them.  Returns the number of records, or -EINVAL. */
+int vm_ring_drain(struct vm_map *m, unsigned int slot,
+		  void (*f)(const void *data, uint32_t size, void *arg), void *arg);
+
+/* What the helpers report about the calling thread, filled by the caller
+ * (the in-process runtime caches it per thread). */
+struct vm_env {
+	unsigned int slot;	/* per-thread slot of per-slot maps */
+	uint64_t pid_tgid;	/* tgid << 32 | tid */
+	uint64_t uid_gid;	/* gid << 32 | uid */
+	uint32_t cpu;		/* get_smp_processor_id() */
+	char comm[16];
+	/* ktime_get_ns(): NULL for CLOCK_MONOTONIC (as the kernel's); tests
+	 * give a deterministic clock. */
+	uint64_t (*now)(const struct vm_env *env);
+	void *arg;		/* the caller's, for now() */
+};
+
+struct vm_prog;
+
+/*
+ * Verify a program against its maps and context size (bytes of read-only
+ * context at r1).  Returns the program (insns, maps copied/referenced:
+ * the maps must outlive it), or NULL with errno EINVAL and a message
+ * "insn N: reason" in err (errlen bytes), ENOMEM.
+ */
+struct vm_prog *vm_prog_new(const struct bpf_insn *insns, size_t n,
+			    struct vm_map *const *maps, size_t nmaps,
+			    size_t ctx_size, char *err, size_t errlen);
+/* Accepts NULL. */
+void vm_prog_free(struct vm_prog *p);
+/* Compile to x86-64.  0, or -errno (the interpreter keeps running it). */
+int vm_prog_jit(struct vm_prog *p);
+bool vm_prog_jitted(const struct vm_prog *p);
+/* Machine code bytes of the JIT (0 when not compiled). */
+size_t vm_prog_jit_size(const struct vm_prog *p);
+
+/* Run the program once: r1 = ctx, the JIT when compiled, else the
+ * interpreter.  Returns r0. */
+uint64_t vm_run(const struct vm_prog *p, void *ctx, const struct vm_env *env);
+/* Always the interpreter (the reference). */
+uint64_t vm_interp(const struct vm_prog *p, void *ctx, const struct vm_env *env);
+
+#endif
