@@ -246,6 +246,9 @@ struct wire_hello {
 					  * collector, not an agent */
 	char kernel[65];                 /* query role: uname release ("" = not said) */
 	int btf;                         /* query role: kernel BTF present (-1 = not said) */
+	char session[WIRE_ID_LEN + 1];   /* random per agent process, "" = none:
+					  * tells the agent's own reconnect from
+					  * another agent with its id */
 };
 int wire_put_hello(struct wire_buf *b, const struct wire_hello *m);
 int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,

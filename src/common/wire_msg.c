@@ -134,7 +134,8 @@ int wire_put_hello(struct wire_buf *b, const struct wire_hello *m)
 		  (m->collector && json_object_set_new(o, "collector", json_true())) ||
 		  (m->kernel[0] && json_object_set_new(o, "kernel", json_string(m->kernel))) ||
 		  (m->btf >= 0 && m->role[0] &&
-		   json_object_set_new(o, "btf", json_boolean(m->btf))))) {
+		   json_object_set_new(o, "btf", json_boolean(m->btf))) ||
+		  (m->session[0] && json_object_set_new(o, "session", json_string(m->session))))) {
 		json_decref(o);
 		return -ENOMEM;
 	}
@@ -173,6 +174,9 @@ int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,
 		else
 			m->btf = json_is_true(json_object_get(o, "btf"));
 	}
+	if (!ret)
+		ret = get_str(o, "HELLO", "session", 0, m->session, sizeof(m->session), err,
+			      errlen);
 	m->collector = 0;
 	if (!ret && json_object_get(o, "collector")) {
 		json_t *v = json_object_get(o, "collector");
