@@ -35,8 +35,7 @@
 
 struct conn {
 	int fd;
-	uint8_t *buf;
-	size_t len, cap;
+	struct wire_reader rd;
 	char agent[33];
 };
 
@@ -179,11 +178,6 @@ static int on_frame(struct conn *c, const struct wire_hdr *h, const uint8_t *p)
 {
 	char err[256], js[256];
 
-	if (wire_crc_check(h, p, err, sizeof(err))) {
-		fprintf(stderr, "fake_collector: %s\n", err);
-		send_frame(c->fd, WIRE_ERROR, 0, "{\"error\":\"bad crc\"}", 0);
-		return -1;
-	}
 	switch (h->type) {
 	case WIRE_HELLO: {
 		uint64_t *l;
@@ -255,40 +249,20 @@ static int on_frame(struct conn *c, const struct wire_hdr *h, const uint8_t *p)
 
 static int on_readable(struct conn *c)
 {
-	size_t off = 0;
-	ssize_t n;
+	struct wire_frame f;
+	char err[256];
+	int ret;
 
-	if (c->cap - c->len < 65536) {
-		size_t cap = c->cap ? c->cap * 2 : 1 << 20;
-		uint8_t *b = realloc(c->buf, cap);
-
-		if (!b)
+	while ((ret = wire_read(&c->rd, c->fd, &f, err, sizeof(err))) == 1)
+		if (on_frame(c, &f.h, f.payload))
 			return -1;
-		c->buf = b;
-		c->cap = cap;
-	}
-	n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-	if (n <= 0)
-		return -1;
-	c->len += (size_t)n;
-	while (c->len - off >= FAY_WIRE_HDR_SIZE) {
-		struct wire_hdr h;
-		char err[256];
-
-		memcpy(&h, c->buf + off, sizeof(h));
-		if (wire_hdr_check(&h, err, sizeof(err))) {
-			fprintf(stderr, "fake_collector: %s\n", err);
-			return -1;
-		}
-		if (c->len - off < FAY_WIRE_HDR_SIZE + h.len)
-			break;
-		if (on_frame(c, &h, c->buf + off + FAY_WIRE_HDR_SIZE))
-			return -1;
-		off += FAY_WIRE_HDR_SIZE + h.len;
-	}
-	memmove(c->buf, c->buf + off, c->len - off);
-	c->len -= off;
-	return 0;
+	if (ret == 0)
+		return 0;
+	if (ret == -EPROTO || ret == -EBADMSG)
+		fprintf(stderr, "fake_collector: %s\n", err);
+	if (ret == -EBADMSG)
+		send_frame(c->fd, WIRE_ERROR, 0, "{\"error\":\"bad crc\"}", 0);
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -359,8 +333,10 @@ int main(int argc, char **argv)
 		fclose(f);
 		rename(tmp, port_file);
 	}
-	for (int i = 0; i < MAXC; i++)
+	for (int i = 0; i < MAXC; i++) {
 		cs[i].fd = -1;
+		wire_reader_init(&cs[i].rd, FAY_WIRE_MAX_PAYLOAD);
+	}
 	while (!stop) {
 		struct pollfd pf[MAXC + 1];
 		int n;
@@ -377,7 +353,7 @@ int main(int argc, char **argv)
 			for (int i = 0; fd >= 0 && i < MAXC; i++) {
 				if (cs[i].fd < 0) {
 					cs[i].fd = fd;
-					cs[i].len = 0;
+					wire_reader_reset(&cs[i].rd);
 					cs[i].agent[0] = '\0';
 					fd = -1;
 				}
