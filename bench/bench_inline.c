@@ -198,7 +198,7 @@ out:
 static int run_bpftrace(bool hist, long calls, double *ns)
 {
 	char prog[12288];
-	int out[2], st;
+	int st;
 	pid_t pid;
 	FILE *f;
 	char line[256];
@@ -215,29 +215,9 @@ static int run_bpftrace(bool hist, long calls, double *ns)
 			 "BEGIN { printf(\"ready\\n\"); } "
 			 "uprobe:%s:bench_target /pid == %d/ { @n = count(); }",
 			 self, (int)getpid());
-	if (pipe(out))
+	f = bench_bpftrace(prog, &pid);
+	if (!f)
 		return -1;
-	pid = fork();
-	if (pid == 0) {
-		struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-
-		dup2(out[1], 1);
-		close(out[0]);
-		close(out[1]);
-		setrlimit(RLIMIT_MEMLOCK, &rl);
-		execlp("bpftrace", "bpftrace", "-e", prog, (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	while (fgets(line, sizeof(line), f) && !strstr(line, "ready"))
-		;
-	if (feof(f)) {
-		fclose(f);
-		waitpid(pid, &st, 0);
-		fprintf(stderr, "bpftrace did not start\n");
-		return -1;
-	}
 	*ns = loop_ns(calls);
 	kill(pid, SIGINT);
 	while (fgets(line, sizeof(line), f))
