@@ -153,39 +153,16 @@ out:
 static int run_bpftrace(long calls, double *call_ns, double *setup_ns, uint64_t *count,
 			const double *base_ns, double *run_ns)
 {
-	int out[2];
 	double t0 = now_ns();
 	pid_t pid;
 	FILE *f;
 	char line[256];
 	int st;
 
-	if (pipe(out))
+	f = bench_bpftrace("BEGIN { printf(\"ready\\n\"); } "
+			   "tracepoint:syscalls:sys_enter_getppid { @[pid] = count(); }", &pid);
+	if (!f)
 		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(out[1], 1);
-		close(out[0]);
-		close(out[1]);
-		struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-
-		setrlimit(RLIMIT_MEMLOCK, &rl);
-		execlp("bpftrace", "bpftrace", "-e",
-		       "BEGIN { printf(\"ready\\n\"); } "
-		       "tracepoint:syscalls:sys_enter_getppid { @[pid] = count(); }",
-		       (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	while (fgets(line, sizeof(line), f) && !strstr(line, "ready"))
-		;
-	if (feof(f)) {
-		fclose(f);
-		waitpid(pid, &st, 0);
-		fprintf(stderr, "bpftrace did not start\n");
-		return -1;
-	}
 	*setup_ns = now_ns() - t0;
 	*call_ns = loop_ns(calls);
 	*run_ns = newest_tp_ns_per_run(calls);

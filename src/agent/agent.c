@@ -923,8 +923,14 @@ static int setup(struct agent *a)
 	{
 		struct wire_hello hm = { 0 };
 
+		uint64_t sess[2] = { rand_u64(), rand_u64() };
+
 		snprintf(hm.agent_id, sizeof(hm.agent_id), "%s", a->agent_id);
 		snprintf(hm.version, sizeof(hm.version), "%s", FAY_VERSION);
+		/* this process's: the collector tells our reconnects from another
+		 * agent that has our id (a cloned state directory) */
+		snprintf(hm.session, sizeof(hm.session), "%016" PRIx64 "%016" PRIx64,
+			 sess[0], sess[1]);
 		if (strlen(a->o->host) >= sizeof(hm.host) ||
 		    (a->o->token && strlen(a->o->token) >= sizeof(hm.token))) {
 			pr_err("%s is longer than %zu bytes", strlen(a->o->host) >= sizeof(hm.host) ?

@@ -275,11 +275,28 @@ void ship_pump(struct ship *s, uint64_t now)
 	}
 }
 
-static void on_welcome(struct ship *s, const struct wire_welcome *m, uint64_t now)
+/* Returns 0, or -ECONNABORTED when the collector has batches under our id
+ * that this agent never numbered (the caller resets the connection). */
+static int on_welcome(struct ship *s, const struct wire_welcome *m, uint64_t now)
 {
 	uint64_t last = m->last_seq;
 	unsigned dropped = 0;
 
+	if (last >= *s->next_seq) {
+		/* Batches this agent never numbered are committed under its
+		 * id: another agent has it (a cloned state directory), or this
+		 * one lost its state but kept its id.  Taking WELCOME at its
+		 * word would drop our spooled batches as "already committed"
+		 * and number new ones after the other agent's: keep them, say
+		 * why, and retry (with backoff) until the id is fixed. */
+		s->id_clashes++;
+		pr_err("collector %s: it has batches of this agent id up to %" PRIu64
+		       ", past any this agent numbered (next %" PRIu64 "): another agent uses "
+		       "this id (a cloned state directory?); not shipping, %" PRIu64 " batches "
+		       "kept in the spool; remove agent_id from the state directory of one of "
+		       "them", s->addr, last, *s->next_seq, s->sp->nbatches);
+		return -ECONNABORTED;
+	}
 	s->state = SHIP_READY;
 	if (!s->nacked)
 		s->attempt = 0;
@@ -301,13 +318,8 @@ static void on_welcome(struct ship *s, const struct wire_welcome *m, uint64_t no
 	if (dropped)
 		pr_info("collector %s: %u spooled batches were already committed; dropped",
 			s->addr, dropped);
-	if (last >= *s->next_seq) {
-		pr_warn("collector %s: it has batches of this agent up to %" PRIu64
-			", past our next seq %" PRIu64 " (state directory reset?): continuing at %" PRIu64,
-			s->addr, last, *s->next_seq, last + 1);
-		*s->next_seq = last + 1;
-	}
 	(void)now;
+	return 0;
 }
 
 static void on_ack(struct ship *s, const struct wire_ack *m)
@@ -377,7 +389,7 @@ static int on_frame(struct ship *s, const struct wire_frame *f, uint64_t now)
 		}
 		ret = wire_get_welcome(f, &m.welcome, err, sizeof(err));
 		if (!ret)
-			on_welcome(s, &m.welcome, now);
+			return on_welcome(s, &m.welcome, now);
 		break;
 	case WIRE_ACK:
 	case WIRE_NACK:

@@ -49,6 +49,7 @@ struct ship {
 	uint64_t connects, disconnects, errors;
 	uint64_t batches_sent, batches_acked, batches_nacked, batches_duplicate;
 	uint64_t spans_acked, spans_rejected, bytes_sent;
+	uint64_t id_clashes;    /* WELCOMEs past our seqs: another agent has our id */
 };
 
 

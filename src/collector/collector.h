@@ -33,6 +33,8 @@ struct coll_metrics {
 	uint64_t batches_duplicate;
 	uint64_t batches_nacked;     /* store failed: the agent resends */
 	uint64_t wire_errors;        /* ERROR frames sent (protocol violations) */
+	uint64_t agent_id_clashes;   /* HELLOs refused: the id is connected elsewhere */
+	uint64_t seq_jumps;          /* BATCHes refused: seq far past the last */
 	uint64_t wire_connections;   /* accepted, total */
 	uint64_t agents_connected;   /* gauge: HELLO done, connection open */
 	uint64_t http_requests;
@@ -53,6 +55,8 @@ struct coll_agent {
 	char version[64];
 	char peer[64];               /* address of its connection */
 	int connected;               /* open connections of this agent */
+	int conn_fd;                 /* the newest of them */
+	char session[33];            /* its HELLO's session ("" none) */
 	uint64_t batches, spans, rejected, duplicates;
 	uint64_t last_seq;
 	uint64_t last_seen_us;

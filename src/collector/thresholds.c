@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collector/ext.h"
@@ -145,21 +146,29 @@ const char *thresholds_path(const struct thresholds *t)
 	return t->path;
 }
 
-/* Write s to path through path.tmp + fsync + rename.  0 or -errno. */
+/*
+ * Write s to path through a new temporary file next to it + fsync +
+ * rename.  The temporary name is unpredictable and created with O_EXCL
+ * (mkostemp), so nothing planted in the directory (a symlink to a file the
+ * collector may write) can redirect the write; rename() replaces path
+ * itself, never what a link at path points to.  0 or -errno.
+ */
 static int write_atomic(const char *path, const char *s)
 {
 	size_t len = strlen(s), off = 0;
 	char *tmp = NULL;
 	int fd, ret = 0;
 
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
 		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		goto out;
 	}
-	while (off < len) {
+	if (fchmod(fd, 0644))
+		ret = -errno;
+	while (!ret && off < len) {
 		ssize_t w = write(fd, s + off, len - off);
 
 		if (w < 0) {

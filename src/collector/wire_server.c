@@ -37,6 +37,7 @@
 
 #define WIRE_MAX_CONNS        1024
 #define WIRE_FRAME_TIMEOUT_MS 30000  /* to finish a frame once begun */
+#define WIRE_MAX_SEQ_JUMP     (UINT64_C(1) << 32) /* past the last BATCH seq */
 #define WIRE_REJECT_LOG_MAX   10     /* rejected-span warnings per connection */
 
 struct wconn {
@@ -68,6 +69,8 @@ struct agent_conn {
 	bool query_role;              /* HELLO role "query": cluster.c serves it */
 	bool child_collector;
 	unsigned rejected_logged;
+	uint64_t hi_seq;              /* highest seq committed or announced */
+	char session[33];             /* HELLO's, "" none */
 	struct wire_reader rd;
 	struct wire_buf out;
 	/* Test point (tests only): FAY_WIRE_TEST_NACK_EVERY=N NACKs every
@@ -131,6 +134,64 @@ static int ct_equal(const char *a, const char *b)
 	return !d;
 }
 
+/* The address part of a peer ("1.2.3.4:5", "[::1]:5"): its length. */
+static size_t peer_ip_len(const char *peer)
+{
+	const char *colon = strrchr(peer, ':');
+
+	return colon ? (size_t)(colon - peer) : strlen(peer);
+}
+
+/*
+ * Take the agent id for this connection.  Two live connections of one id
+ * are two agents sharing it (a cloned state directory, or a client
+ * speaking for another agent): their seqs would interleave and the batches
+ * of the one behind be acknowledged as duplicates and never stored.  So a
+ * second connection is refused (nothing is lost: the refused agent keeps
+ * its spool and retries, and both sides log why), unless it is the same
+ * agent process reconnecting before the collector saw its old connection
+ * die (same HELLO session; for agents that send none, same address): the
+ * old one is then shut down.  Returns 0 (the id is this connection's,
+ * connected counted), or -EEXIST with err.
+ */
+static int claim_id(struct agent_conn *ac, char *err, size_t errlen)
+{
+	struct coll_agent *ag = ac->agent;
+	struct collector *c = ac->c;
+	size_t n = peer_ip_len(ac->w->peer);
+	int ret = 0;
+
+	pthread_mutex_lock(&c->agents_lock);
+	if (ag->host[0] && strcmp(ag->host, ac->host))
+		pr_warn("wire: agent id %s was host \"%s\", now \"%s\" from %s: two agents "
+			"with one id? (a cloned state directory)", ac->agent_id, ag->host,
+			ac->host, ac->w->peer);
+	if (ag->connected > 0) {
+		int same = ac->session[0] || ag->session[0] ?
+			!strcmp(ac->session, ag->session) :
+			peer_ip_len(ag->peer) == n && !strncmp(ag->peer, ac->w->peer, n);
+
+		if (same) {
+			pr_warn("wire: agent %s reconnected from %s while its connection from %s "
+				"is open: closing the old one", ac->agent_id, ac->w->peer, ag->peer);
+			shutdown(ag->conn_fd, SHUT_RDWR);
+		} else {
+			snprintf(err, errlen, "HELLO: agent id %s is already connected from %s "
+				 "(host \"%s\") by another agent process: two agents with "
+				 "one id (a cloned state directory? remove agent_id from one "
+				 "of them)", ac->agent_id, ag->peer, ag->host);
+			ret = -EEXIST;
+		}
+	}
+	if (!ret) {
+		ag->connected++;
+		ag->conn_fd = ac->w->fd;
+		memcpy(ag->session, ac->session, sizeof(ag->session));
+	}
+	pthread_mutex_unlock(&c->agents_lock);
+	return ret;
+}
+
 static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 {
 	struct collector *c = ac->c;
@@ -149,6 +210,12 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 				 m.token[0] ? "wrong" : "missing");
 	memcpy(ac->agent_id, m.agent_id, sizeof(ac->agent_id));
 	snprintf(ac->host, sizeof(ac->host), "%s", m.host);
+	/* It goes into logs and the UI: no control characters (a newline
+	 * would forge a log line). */
+	for (char *p = ac->host; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	memcpy(ac->session, m.session, sizeof(ac->session));
 	if (!strcmp(m.role, "query")) {
 		/* a query connection (cluster queries): cluster.c serves it */
 		ac->query_role = true;
@@ -165,19 +232,24 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 	if (m.role[0])
 		return violation(ac, "HELLO: unknown role \"%s\" (this collector knows \"query\")",
 				 m.role);
-	ret = ingest_hello(c->ingest, ac->agent_id, m.host[0] ? m.host : NULL,
+	ret = ingest_hello(c->ingest, ac->agent_id, ac->host[0] ? ac->host : NULL,
 			   m.version[0] ? m.version : NULL, &last_seq);
 	if (ret) {
 		ac->agent_id[0] = '\0';
 		return violation(ac, "HELLO: the store failed: %s", errstr(ret));
 	}
 	ac->agent = coll_agent_get(c, ac->agent_id);
+	if (ac->agent && claim_id(ac, err, sizeof(err))) {
+		ac->agent = NULL;
+		M_ADD(c, agent_id_clashes, 1);
+		return violation(ac, "%s", err);
+	}
+	ac->hi_seq = last_seq;
 	if (ac->agent) {
 		pthread_mutex_lock(&c->agents_lock);
 		snprintf(ac->agent->host, sizeof(ac->agent->host), "%s", ac->host);
 		snprintf(ac->agent->version, sizeof(ac->agent->version), "%s", m.version);
 		snprintf(ac->agent->peer, sizeof(ac->agent->peer), "%s", ac->w->peer);
-		ac->agent->connected++;
 		ac->agent->last_seq = last_seq;
 		ac->agent->last_seen_us = clock_realtime_ns() / 1000;
 		pthread_mutex_unlock(&c->agents_lock);
@@ -229,6 +301,15 @@ static int on_batch(struct agent_conn *ac, const struct wire_frame *f)
 
 	if (!ac->agent_id[0])
 		return violation(ac, "BATCH seq %" PRIu64 " before HELLO", f->h.seq);
+	/* A real agent numbers its batches one by one (evicted ones leave
+	 * gaps of at most its spool's size): a seq this far ahead would make
+	 * every later batch of the agent a "duplicate". */
+	if (f->h.seq > ac->hi_seq && f->h.seq - ac->hi_seq > WIRE_MAX_SEQ_JUMP) {
+		M_ADD(c, seq_jumps, 1);
+		return violation(ac, "BATCH seq %" PRIu64 " is %" PRIu64 " past the last one "
+				 "(%" PRIu64 "): refused, a jump of more than 2^32", f->h.seq,
+				 f->h.seq - ac->hi_seq, ac->hi_seq);
+	}
 	if (wire_get_batch(f, &rd, err, sizeof(err)))
 		return violation(ac, "%s", err);
 	spans = zarena_alloc(&a, sizeof(*spans) * (rd.count + 1));
@@ -301,6 +382,8 @@ static int on_batch(struct agent_conn *ac, const struct wire_frame *f)
 		}
 		pthread_mutex_unlock(&c->agents_lock);
 	}
+	if (!b.duplicate && f->h.seq > ac->hi_seq)
+		ac->hi_seq = f->h.seq;
 	ack.stored = b.stored;
 	ack.duplicate = b.duplicate;
 	ack.rejected = rejected;

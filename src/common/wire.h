@@ -244,6 +244,9 @@ struct wire_hello {
 					  * query connection (wire_cluster.h) */
 	int collector;                   /* query role: the peer is a child
 					  * collector, not an agent */
+	char session[WIRE_ID_LEN + 1];   /* random per agent process, "" = none:
+					  * tells the agent's own reconnect from
+					  * another agent with its id */
 };
 int wire_put_hello(struct wire_buf *b, const struct wire_hello *m);
 int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,

@@ -131,7 +131,8 @@ int wire_put_hello(struct wire_buf *b, const struct wire_hello *m)
 
 	if (o && ((m->token[0] && json_object_set_new(o, "token", json_string(m->token))) ||
 		  (m->role[0] && json_object_set_new(o, "role", json_string(m->role))) ||
-		  (m->collector && json_object_set_new(o, "collector", json_true())))) {
+		  (m->collector && json_object_set_new(o, "collector", json_true())) ||
+		  (m->session[0] && json_object_set_new(o, "session", json_string(m->session))))) {
 		json_decref(o);
 		return -ENOMEM;
 	}
@@ -161,6 +162,9 @@ int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,
 		ret = get_str(o, "HELLO", "token", 0, m->token, sizeof(m->token), err, errlen);
 	if (!ret)
 		ret = get_str(o, "HELLO", "role", 0, m->role, sizeof(m->role), err, errlen);
+	if (!ret)
+		ret = get_str(o, "HELLO", "session", 0, m->session, sizeof(m->session), err,
+			      errlen);
 	m->collector = 0;
 	if (!ret && json_object_get(o, "collector")) {
 		json_t *v = json_object_get(o, "collector");

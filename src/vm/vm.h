@@ -120,6 +120,13 @@ struct vm_env {
 	void *arg;		/* the caller's, for now() */
 };
 
+/* A cheaper clock for vm_env.now (clock.c): vm_tsc_init() calibrates
+ * the TSC against CLOCK_MONOTONIC once (~20 ms; 0, or -ENOTSUP without an
+ * invariant TSC), then vm_tsc_now() gives CLOCK_MONOTONIC nanoseconds from
+ * rdtsc (durations exact to ~1e-4; absolute times drift as slowly). */
+int vm_tsc_init(void);
+uint64_t vm_tsc_now(const struct vm_env *env);
+
 struct vm_prog;
 
 /*

@@ -5,7 +5,7 @@
  * bench/bench_ingest.  Built by mk/collector.mk.
  *
  *   fay-wire-client [-a ADDR] [-i AGENT_ID] [-t TOKEN] [-s SEQ] [-n BATCHES]
- *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-w] [-q] CMD
+ *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-w] [-q] CMD
  *
  * CMD:
  *   hello    HELLO, print "welcome last_seq=N"
@@ -48,6 +48,7 @@
 #include "store/store.h"
 
 static const char *addr = "127.0.0.1:9410", *token, *dbpath, *service = "wiretest";
+static const char *hostname = "testhost";
 static char agent_id[33] = "0123456789abcdef0123456789abcdef";
 static uint64_t first_seq = 1;
 static unsigned nbatches = 1, nspans = 10, nconns = 1, window = 8;
@@ -171,13 +172,24 @@ static int expect_error_close(int fd)
 
 static uint64_t hello(int fd, const char *id)
 {
-	char p[512], buf[4096];
+	char p[1024], buf[4096], host[256];
 	struct wire_hdr h;
+	size_t k = 0;
 	int n;
 	const char *s;
 
-	n = snprintf(p, sizeof(p), "{\"agent_id\":\"%s\",\"host\":\"testhost\",\"version\":\"test\"%s%s%s}",
-		     id, token ? ",\"token\":\"" : "", token ? token : "", token ? "\"" : "");
+	/* JSON-escape the host (-H may hold a newline) */
+	for (s = hostname; *s && k < sizeof(host) - 3; s++) {
+		if (*s == '\n' || *s == '"' || *s == '\\') {
+			host[k++] = '\\';
+			host[k++] = *s == '\n' ? 'n' : *s;
+		} else {
+			host[k++] = *s;
+		}
+	}
+	host[k] = '\0';
+	n = snprintf(p, sizeof(p), "{\"agent_id\":\"%s\",\"host\":\"%s\",\"version\":\"test\"%s%s%s}",
+		     id, host, token ? ",\"token\":\"" : "", token ? token : "", token ? "\"" : "");
 	send_frame(fd, WIRE_HELLO, 0, p, (uint32_t)n);
 	if (read_frame(fd, &h, buf, sizeof(buf))) {
 		printf("closed\n");
@@ -522,7 +534,7 @@ int main(int argc, char **argv)
 {
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:wq")) != -1) {
+	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:H:wq")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'i':
@@ -538,6 +550,7 @@ int main(int argc, char **argv)
 		case 'W': window = (unsigned)atoi(optarg); break;
 		case 'd': dbpath = optarg; break;
 		case 'S': service = optarg; break;
+		case 'H': hostname = optarg; break;
 		case 'w': verify = 1; break;
 		case 'q': quiet = 1; break;
 		default: return 2;

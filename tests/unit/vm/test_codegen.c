@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "bpf/ir_int.h"
 #include "engine/engine_int.h"
+#include "engine/inline.h"
 #include "query/plan.h"
 #include "query/query.h"
 #include "vm/vm.h"
@@ -29,55 +29,6 @@ __attribute__((noinline, noipa, used)) long fay_vm_target(long a, long b, const 
 
 #define NSLOTS 4
 #define NEV 600
-
-struct set {			/* one engine's maps (interpreter or JIT) */
-	struct bmap *bm[VM_MAX_MAPS];
-	struct vm_map *vm[VM_MAX_MAPS];
-	int n;
-};
-
-static int map_index(struct set *s, struct bmap *b)
-{
-	for (int i = 0; i < s->n; i++)
-		if (s->bm[i] == b)
-			return i;
-	struct vm_map_def d = { bmap_type(b), bmap_key_size(b), bmap_value_size(b),
-				bmap_max_entries(b) };
-
-	if (d.type == BPF_MAP_TYPE_RINGBUF)
-		d.key_size = d.value_size = 0;
-	s->bm[s->n] = b;
-	s->vm[s->n] = vm_map_new(&d, NSLOTS);
-	if (!s->vm[s->n])
-		return -1;
-	return s->n++;
-}
-
-/* The lowered program with its map loads turned into indices of s. */
-static struct vm_prog *to_vm(struct ir *ir, struct set *s, char *err, size_t len)
-{
-	size_t n;
-	const struct bpf_insn *in = ir_insns(ir, &n);
-	struct bpf_insn *c = malloc(n * sizeof(*c));
-	struct vm_prog *p;
-
-	memcpy(c, in, n * sizeof(*c));
-	for (size_t i = 0; i < n; i++)
-		if (ir->relo[i]) {
-			int k = map_index(s, ir->relo[i]);
-
-			if (k < 0) {
-				snprintf(err, len, "map %s: %s", bmap_name(ir->relo[i]),
-					 strerror(errno));
-				free(c);
-				return NULL;
-			}
-			c[i].imm = k;
-		}
-	p = vm_prog_new(c, n, s->vm, (size_t)s->n, 168, err, len);
-	free(c);
-	return p;
-}
 
 static uint64_t clock_ns;
 
@@ -162,8 +113,7 @@ static void one(const char *qfmt)
 	struct engine *e = NULL;
 	struct engine_opts o = { .sz = sizeof(o), .emit_only = true,
 				 .buffer = ENGINE_BUF_RINGBUF };
-	struct set sets[2];
-	struct vm_prog *progs[2][2] = { { 0 } };
+	struct engine_inline sets[2];
 	int verified = 1, same = 1;
 
 	const char *at = strstr(qfmt, "PID");
@@ -182,33 +132,19 @@ static void one(const char *qfmt)
 		query_free(q);
 		return;
 	}
-	for (int k = 0; k < 2; k++)
-		for (int i = 0; i < e->nprogs; i++) {
-			struct eprog *ep = &e->progs[i];
-
-			if (ir_lower(ep->ir)) {
-				ok(0, "%s lowers: %s", qfmt, ir_strerror(ep->ir));
-				goto out;
-			}
-			progs[k][ep->role] = to_vm(ep->ir, &sets[k], err, sizeof(err));
-			if (!progs[k][ep->role]) {
-				if (k == 0)
-					diag("%s program rejected: %.900s",
-					     ep->role == EP_ENTRY ? "entry" : "exit", err);
-				verified = 0;
-			} else if (k == 1 && vm_prog_jit(progs[k][ep->role])) {
-				verified = 0;
-			}
+	for (int k = 0; k < 2 && verified; k++)
+		if (engine_inline_new(e, NSLOTS, k == 1, &sets[k], err, sizeof(err))) {
+			diag("%.900s", err);
+			verified = 0;
 		}
-	ok(verified && progs[0][EP_ENTRY], "%s: %d program(s) verified and compiled",
-	   qfmt, e->nprogs);
-	if (!verified || !progs[0][EP_ENTRY])
+	ok(verified, "%s: %d program(s) verified and compiled", qfmt, e->nprogs);
+	if (!verified)
 		goto out;
-	run(progs[0][EP_ENTRY], progs[0][EP_EXIT], false);
-	run(progs[1][EP_ENTRY], progs[1][EP_EXIT], true);
-	for (int m = 0; m < sets[0].n; m++)
-		if (!same_map(sets[0].vm[m], sets[1].vm[m])) {
-			diag("map %s differs", bmap_name(sets[0].bm[m]));
+	run(sets[0].entry, sets[0].exit, false);
+	run(sets[1].entry, sets[1].exit, true);
+	for (int m = 0; m < sets[0].nmaps; m++)
+		if (!same_map(sets[0].maps[m], engine_inline_map(&sets[1], sets[0].bmaps[m]))) {
+			diag("map %s differs", bmap_name(sets[0].bmaps[m]));
 			same = 0;
 		}
 	ok(same, "%s: interpreter and JIT leave identical maps", qfmt);
@@ -218,10 +154,9 @@ static void one(const char *qfmt)
 		uint64_t sum = 0;
 		uint32_t key = 0;
 
-		for (int m = 0; m < sets[1].n; m++)
-			if (sets[1].bm[m] == e->vals)
-				for (unsigned s = 0; s < NSLOTS; s++)
-					sum += *(uint64_t *)vm_map_lookup(sets[1].vm[m], &key, s);
+		for (unsigned s = 0; s < NSLOTS; s++)
+			sum += *(uint64_t *)vm_map_lookup(engine_inline_map(&sets[1], e->vals),
+							  &key, s);
 		/* where arg(1) != 0: arg(1) is i % 11 */
 		is_u64(sum, strstr(qfmt, "where") ? NEV - (NEV + 10) / 11 : NEV,
 		       "%s: the slots add up to the events", qfmt);
@@ -229,20 +164,13 @@ static void one(const char *qfmt)
 	if (e->out) {
 		int recs = 0;
 
-		for (int m = 0; m < sets[1].n; m++)
-			if (sets[1].bm[m] == e->out)
-				for (unsigned s = 0; s < NSLOTS; s++) {
-					vm_ring_drain(sets[1].vm[m], s, count_rec, &recs);
-				}
+		for (unsigned s = 0; s < NSLOTS; s++)
+			vm_ring_drain(engine_inline_map(&sets[1], e->out), s, count_rec, &recs);
 		is_int(recs, NEV, "%s: one streamed row per event", qfmt);
 	}
 out:
-	for (int k = 0; k < 2; k++) {
-		vm_prog_free(progs[k][0]);
-		vm_prog_free(progs[k][1]);
-		for (int m = 0; m < sets[k].n; m++)
-			vm_map_free(sets[k].vm[m]);
-	}
+	engine_inline_free(&sets[0]);
+	engine_inline_free(&sets[1]);
 	engine_free(e);
 	query_free(q);
 }
