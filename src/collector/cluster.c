@@ -146,7 +146,7 @@ static int on_frame(struct cluster *cl, struct cpeer *p, const struct wire_hdr *
 }
 
 void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
-		   const char *host, bool collector)
+		   const struct cluster_peer_info *info)
 {
 	struct cpeer *p = calloc(1, sizeof(*p)), **pp;
 	unsigned char *buf = NULL;
@@ -155,8 +155,10 @@ void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
 	if (!p)
 		return;
 	p->fd = fd;
-	p->collector = collector;
-	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->collector = info->collector;
+	p->btf = info->btf;
+	snprintf(p->host, sizeof(p->host), "%s", info->host);
+	snprintf(p->kernel, sizeof(p->kernel), "%s", info->kernel ? info->kernel : "");
 	snprintf(p->addr, sizeof(p->addr), "%s", peer_addr);
 	p->last_beat = clock_monotonic_ns();
 	pthread_mutex_init(&p->send_lock, NULL);
@@ -177,8 +179,8 @@ void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
 	cl->npeers_threads++;
 	cquery_peer_joined(cl, p);
 	pthread_mutex_unlock(&cl->lock);
-	pr_info("query connection from %s (%s%s)", p->host, p->addr,
-		collector ? ", a collector" : "");
+	pr_info("query connection from %s (%s%s%s%s)", p->host, p->addr,
+		p->collector ? ", a collector" : "", p->kernel[0] ? ", kernel " : "", p->kernel);
 
 	while (!cl->stop) {
 		struct wire_hdr h;
@@ -250,8 +252,10 @@ char *cluster_peers_json(struct cluster *cl)
 					"qid", (json_int_t)q->qid, "query", q->text,
 					"state", st[m->state], "probes", m->info));
 			}
-		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o}", "host", p->host,
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s, s:o, s:o}", "host", p->host,
 						   "peer", p->addr, "collector", p->collector,
+						   "kernel", p->kernel,
+						   "btf", p->btf < 0 ? json_null() : json_boolean(p->btf),
 						   "queries", qs ? qs : json_array()));
 	}
 	pthread_mutex_unlock(&cl->lock);

@@ -37,19 +37,26 @@ struct cluster *cluster_new(void);
 /* Cancel every query, close every connection, wait for their threads. */
 void cluster_free(struct cluster *cl);
 
+/* What a query connection's HELLO said. */
+struct cluster_peer_info {
+	const char *host;	/* the host's name */
+	bool collector;		/* a child collector (its PARTIALs name its hosts) */
+	const char *kernel;	/* uname release, "" if not said */
+	int btf;		/* kernel BTF: 1, 0, -1 not said */
+};
+
 /*
  * Serve a query connection whose HELLO (role "query") was accepted: the
  * calling thread reads its frames until it closes, dies (no BEAT for
- * WIRE_DEAD_MS) or the cluster is freed; the caller closes fd.  host is the
- * name it reported; collector: it is a child collector (its PARTIALs name
- * the hosts under it).
+ * WIRE_DEAD_MS) or the cluster is freed; the caller closes fd.
  */
 void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
-		   const char *host, bool collector);
+		   const struct cluster_peer_info *info);
 
 /* Connected query peers, as a JSON array text
- * [{"host":..,"peer":..,"collector":B,"queries":[{"qid":N,"state":..,
- * "probes":..}]}]; malloc'd, NULL on ENOMEM. */
+ * [{"host":..,"peer":..,"collector":B,"kernel":..,"btf":B|null,
+ * "queries":[{"qid":N,"query":..,"state":..,"probes":..}]}]; malloc'd,
+ * NULL on ENOMEM. */
 char *cluster_peers_json(struct cluster *cl);
 
 struct cluster_qopts {

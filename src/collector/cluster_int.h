@@ -24,6 +24,8 @@ struct cpeer {
 	char host[WIRE_HOST_MAX + 1];
 	char addr[64];
 	bool collector;		/* a child collector */
+	char kernel[65];	/* what it said it has (HELLO) */
+	int btf;
 	bool dead;		/* its thread is leaving: send nothing more */
 	uint64_t last_beat;	/* monotonic ns */
 	pthread_mutex_t send_lock;

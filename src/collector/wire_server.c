@@ -68,6 +68,8 @@ struct agent_conn {
 	char host[256];
 	bool query_role;              /* HELLO role "query": cluster.c serves it */
 	bool child_collector;
+	char kernel[65];              /* query role: what the host said it has */
+	int btf;
 	unsigned rejected_logged;
 	uint64_t hi_seq;              /* highest seq committed or announced */
 	char session[33];             /* HELLO's, "" none */
@@ -220,6 +222,8 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 		/* a query connection (cluster queries): cluster.c serves it */
 		ac->query_role = true;
 		ac->child_collector = m.collector;
+		snprintf(ac->kernel, sizeof(ac->kernel), "%s", m.kernel);
+		ac->btf = m.btf;
 		if (!ac->host[0])
 			return violation(ac, "HELLO: a query connection needs a host name");
 		if (wire_reader_partial(&ac->rd))
@@ -494,7 +498,12 @@ static void *conn_main(void *arg)
 		ret = one_frame(&ac);
 	} while (!ret);
 	if (ret == 2 && ac.query_role) {
-		cluster_serve(ws->c->cluster, w->fd, w->peer, ac.host, ac.child_collector);
+		struct cluster_peer_info pi = {
+			.host = ac.host, .collector = ac.child_collector,
+			.kernel = ac.kernel, .btf = ac.btf,
+		};
+
+		cluster_serve(ws->c->cluster, w->fd, w->peer, &pi);
 		ret = 1;
 	}
 	if (ret < 0 && ret != -EPROTO && ret != -ECONNRESET)

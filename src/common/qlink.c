@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -218,7 +219,8 @@ static int dial(struct qlink *l)
 
 static int hello(struct qlink *l, int fd, unsigned char **buf, size_t *cap)
 {
-	struct wire_hello m = { .role = "query", .collector = l->o.collector };
+	struct wire_hello m = { .role = "query", .collector = l->o.collector, .btf = -1 };
+	struct utsname u;
 	struct wire_buf wb = { 0 };
 	struct wire_frame f;
 	struct wire_error e;
@@ -229,6 +231,11 @@ static int hello(struct qlink *l, int fd, unsigned char **buf, size_t *cap)
 	snprintf(m.host, sizeof(m.host), "%s", l->o.host);
 	snprintf(m.version, sizeof(m.version), "%s", FAY_VERSION);
 	snprintf(m.token, sizeof(m.token), "%s", l->o.token ? l->o.token : "");
+	/* what this host has: the collector lists it with the host */
+	if (!uname(&u))
+		snprintf(m.kernel, sizeof(m.kernel), "%s", u.release);
+	if (!l->o.collector)
+		m.btf = !access("/sys/kernel/btf/vmlinux", R_OK);
 	err = wire_put_hello(&wb, &m);
 	err = err ? : wire_buf_send(&wb, fd);
 	wire_buf_free(&wb);

@@ -244,6 +244,8 @@ struct wire_hello {
 					  * query connection (wire_cluster.h) */
 	int collector;                   /* query role: the peer is a child
 					  * collector, not an agent */
+	char kernel[65];                 /* query role: uname release ("" = not said) */
+	int btf;                         /* query role: kernel BTF present (-1 = not said) */
 	char session[WIRE_ID_LEN + 1];   /* random per agent process, "" = none:
 					  * tells the agent's own reconnect from
 					  * another agent with its id */

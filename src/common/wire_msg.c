@@ -132,6 +132,9 @@ int wire_put_hello(struct wire_buf *b, const struct wire_hello *m)
 	if (o && ((m->token[0] && json_object_set_new(o, "token", json_string(m->token))) ||
 		  (m->role[0] && json_object_set_new(o, "role", json_string(m->role))) ||
 		  (m->collector && json_object_set_new(o, "collector", json_true())) ||
+		  (m->kernel[0] && json_object_set_new(o, "kernel", json_string(m->kernel))) ||
+		  (m->btf >= 0 && m->role[0] &&
+		   json_object_set_new(o, "btf", json_boolean(m->btf))) ||
 		  (m->session[0] && json_object_set_new(o, "session", json_string(m->session))))) {
 		json_decref(o);
 		return -ENOMEM;
@@ -162,6 +165,15 @@ int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,
 		ret = get_str(o, "HELLO", "token", 0, m->token, sizeof(m->token), err, errlen);
 	if (!ret)
 		ret = get_str(o, "HELLO", "role", 0, m->role, sizeof(m->role), err, errlen);
+	if (!ret)
+		ret = get_str(o, "HELLO", "kernel", 0, m->kernel, sizeof(m->kernel), err, errlen);
+	m->btf = -1;
+	if (!ret && json_object_get(o, "btf")) {
+		if (!json_is_boolean(json_object_get(o, "btf")))
+			ret = bad(err, errlen, "HELLO: \"btf\" is not true or false");
+		else
+			m->btf = json_is_true(json_object_get(o, "btf"));
+	}
 	if (!ret)
 		ret = get_str(o, "HELLO", "session", 0, m->session, sizeof(m->session), err,
 			      errlen);

@@ -60,6 +60,10 @@ sum_to() { echo $(($1 * ($1 - 1) / 2)); }
 coll_start "$T_TMP/c.db"
 for h in $HOSTS; do agent_start "$h"; done
 ok "three agents open query connections" wait_for 15 all_connected
+k=$(uname -r)
+[ "$(curl -s "$URL/api/cluster/peers" | grep -o "\"kernel\":\"$k\",\"btf\":true" | wc -l)" -eq 3 ] &&
+	pass "each host says what it has: kernel $k, BTF (GET /api/cluster/peers)" ||
+	fail "peers' kernel and BTF" "$(curl -s "$URL/api/cluster/peers")"
 
 # ---- exact answers ----------------------------------------------------------
 Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g
