@@ -249,8 +249,13 @@ if mode == 'crc':
     sys.exit(0)
 # mode 'version': answer the next QUERY with a count state of format version 2
 deadline = time.time() + 20
+s.settimeout(0.5)
 while time.time() < deadline:
-    t, p = recv_frame(s)
+    try:
+        t, p = recv_frame(s)
+    except socket.timeout:
+        s.sendall(frame(12, b''))     # BEAT: alive while no QUERY comes
+        continue
     if t is None: break
     if t == 8:    # QUERY
         qid = struct.unpack('<I', p[:4])[0]
