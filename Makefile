@@ -2,7 +2,8 @@
 #
 # fay: one non-recursive GNU Makefile.
 #
-#   make              build/fay, build/libfay.a, build/libfay.so (+ examples)
+#   make              build/fay, build/libfay.a, build/libfay.so (and its soname
+#                     link libfay.so.0, what a program linked with -lfay loads)
 #   make check        install deps, build, run every test; ends "N passed, N failed"
 #   make demo         collector + agent + blockstack on SQLite, prints a trace
 #   make bench        build the benchmarks in bench/ (run them with bench/run)
@@ -85,7 +86,7 @@ LIBFAY_MAP     := src/lib/libfay.map
 
 .PHONY: all check demo bench clean deps tests
 
-all: $(FAY) $(LIBFAY_A) $(LIBFAY_SO)
+all: $(FAY) $(LIBFAY_A) $(LIBFAY_SO) $(B)/libfay.so.0
 
 $(B)/obj/%.o: %.c
 	$(call msg,CC,$<)
