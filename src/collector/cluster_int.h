@@ -59,6 +59,7 @@ struct cwin {
 	unsigned char *got;	/* per member: 1 when it reported */
 	size_t ngot;
 	unsigned answered;	/* hosts (a child collector counts its own) */
+	unsigned nreports;	/* members that reported it */
 	unsigned late;
 	bool emitted, amend;	/* amend: late rows merged since emission */
 };

@@ -289,9 +289,15 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 		err = ptable_merge_table(w->t, t);
 		for (unsigned k = 0; k < ENGINE_NCOUNTERS && k < wp->ncounters; k++)
 			w->counters[k] += wp->counters[k];
-		if (!w->got[i])
+		if (!w->got[i]) {
 			w->answered += answered_in(wp);
+			w->nreports++;
+		}
 		w->got[i] = 1;
+		/* wake the query thread when the window may be complete (or
+		 * must be amended); otherwise its tick finds it */
+		if (w->nreports >= q->nm || w->emitted)
+			pthread_cond_broadcast(&q->cond);
 		if (w->emitted) {
 			w->late++;
 			w->amend = true;
@@ -302,14 +308,16 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 		}
 		ptable_free(t);
 	} else {
+		pthread_cond_broadcast(&q->cond);
 		ptable_free(m->snap);
 		m->snap = t;
 		for (unsigned k = 0; k < ENGINE_NCOUNTERS; k++)
 			m->snap_counters[k] = k < wp->ncounters ? wp->counters[k] : 0;
 	}
-	if (wp->flags & WIRE_PF_FINAL)
+	if (wp->flags & WIRE_PF_FINAL) {
 		m->final = true;
-	pthread_cond_broadcast(&q->cond);
+		pthread_cond_broadcast(&q->cond);
+	}
 	return err;
 }
 
