@@ -23,6 +23,12 @@ windows() { curl -s "$URL/api/queries/$1/results?limit=1000" | grep -o '"type":"
 has_series() { [ "$(series "$1" "$2")" -eq 1 ]; }
 more_windows() { [ "$(windows "$1")" -gt "$2" ]; }
 
+W=$BUILD/tests/bin/query_work
+[ -x "$W" ] || skip_all "query_work is not built (make)"
+# getppid calls all along, so that every window has rows
+( while :; do "$W" getppid 20 >/dev/null; sleep 0.1; done ) &
+T_PIDS+=($!)
+
 coll_start "$T_TMP/c.db"
 agent_start a1
 agent_start a2
