@@ -731,6 +731,28 @@ static long walk_keys(struct engine *e, size_t vk, unsigned char **keys)
 	}
 }
 
+static bool has_str_key(const struct plan *p)
+{
+	for (int i = 0; i < p->nkeys; i++)
+		if (p->keys[i].e->type == VT_STR)
+			return true;
+	return false;
+}
+
+/* Zero the bytes after the NUL of every string key component. */
+static void clean_str_keys(const struct plan *p, unsigned char *key)
+{
+	for (int i = 0; i < p->nkeys; i++) {
+		const struct plan_key *k = &p->keys[i];
+		size_t n;
+
+		if (k->e->type != VT_STR)
+			continue;
+		n = strnlen((const char *)key + k->offset, (size_t)k->size);
+		memset(key + k->offset + n, 0, (size_t)k->size - n);
+	}
+}
+
 /* Move the window epoch on: from now on the probes write new keys. */
 static int next_epoch(struct engine *e)
 {
@@ -780,10 +802,14 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 	int ncpu = bpf_ncpus(), err = 0;
 	size_t stride, n = 0, cap = 0, nkeys = 0;
 	size_t ksize = (size_t)p->key_size, vk = ksize + (e->epochs ? 8 : 0);
-	unsigned char *buf = NULL, *keys = NULL, *merged = NULL;
+	unsigned char *buf = NULL, *keys = NULL, *merged = NULL, *ukey = NULL;
 	struct engine_row *rows = NULL;
 	struct ptable *t = NULL;
 	uint64_t raw[ENGINE_NCOUNTERS];
+	/* rows are merged by user key: over window epochs, and over string
+	 * keys that differ only after their NUL (a tracepoint's char[] field
+	 * holds whatever the kernel left there after the string) */
+	bool by_key = e->epochs || has_str_key(p);
 
 	memset(res, 0, sizeof(*res));
 	if (!e->vals || !e->loaded)
@@ -805,16 +831,17 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 		}
 		goto done;
 	}
-	if (e->epochs) {
+	if (by_key) {
 		t = ptable_new(p);
 		merged = calloc(1, stride);
-		if (!t || !merged) {
+		ukey = calloc(1, ksize + 1);
+		if (!t || !merged || !ukey) {
 			err = -ENOMEM;
 			goto done;
 		}
-		if (reset)
-			err = next_epoch(e);
 	}
+	if (e->epochs && reset)
+		err = next_epoch(e);
 	/* every key first (deleting while walking restarts the walk) */
 	if (!err) {
 		long got = walk_keys(e, vk, &keys);
@@ -841,17 +868,19 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 			err = lerr;
 			break;
 		}
-		if (e->epochs) {
+		if (by_key) {
 			memset(merged, 0, stride);
 			merge_cpus(p, merged, buf, ncpu, stride);
-			err = ptable_merge(t, k, merged);
+			memcpy(ukey, k, ksize);
+			clean_str_keys(p, ukey);
+			err = ptable_merge(t, ukey, merged);
 		} else {
 			err = add_row(e, &rows, &n, &cap, k, buf, ncpu, stride);
 		}
 		if (!err && reset)
 			bmap_delete(e->vals, k);
 	}
-	if (!err && e->epochs)
+	if (!err && by_key)
 		err = rows_of_table(p, t, &rows, &n);
 done:
 	if (!err)
@@ -863,6 +892,7 @@ done:
 	free(buf);
 	free(keys);
 	free(merged);
+	free(ukey);
 	ptable_free(t);
 	if (err) {
 		engine_result_clear(res);
