@@ -602,7 +602,7 @@ int query_plan(struct query *q, const struct plan **out)
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster." : "host(...).");
 	if (aq->src.kind == SRC_SPANS)
 		return query_errorf(q, &aq->src.loc,
-				    "spans(...) queries read libfay span rings through the agent and collector; they arrive with the cluster issue");
+				    "spans(...) queries are not available yet: fay agent does not evaluate queries over the spans it drains (cluster queries over eBPF sources work: cluster.syscall(...), cluster.function(...))");
 
 	if (!(p = arena_alloc(q->arena, sizeof(*p))))
 		return -ENOMEM;
