@@ -104,7 +104,7 @@ out:
 }
 
 /* One version 1 spans row through the write path. */
-static int copy_span(struct store *st, sqlite3_stmt *s, struct zarena *a)
+static int copy_span(struct store_be *st, sqlite3_stmt *s, struct zarena *a)
 {
 	struct zspan z = { 0 };
 
@@ -127,7 +127,7 @@ static int copy_span(struct store *st, sqlite3_stmt *s, struct zarena *a)
 }
 
 /* One version 1 span_parts row through the write path. */
-static int copy_part(struct store *st, sqlite3_stmt *s, struct zarena *a)
+static int copy_part(struct store_be *st, sqlite3_stmt *s, struct zarena *a)
 {
 	struct zs_part p = { 0 };
 
@@ -147,8 +147,8 @@ static int copy_part(struct store *st, sqlite3_stmt *s, struct zarena *a)
 
 /* Copy every row sql selects with fn, writing the trace rows every
  * COPY_CHUNK rows.  SQLite rc. */
-static int copy(struct store *st, const char *sql, const char *what,
-		int (*fn)(struct store *st, sqlite3_stmt *s, struct zarena *a))
+static int copy(struct store_be *st, const char *sql, const char *what,
+		int (*fn)(struct store_be *st, sqlite3_stmt *s, struct zarena *a))
 {
 	struct zarena a = { 0 };
 	sqlite3_stmt *s;
@@ -176,7 +176,7 @@ static int copy(struct store *st, const char *sql, const char *what,
 	return rc;
 }
 
-int sq_migrate_1_2(struct store *st)
+int sq_migrate_1_2(struct store_be *st)
 {
 	sqlite3 *db = sq_db(st);
 	int rc;

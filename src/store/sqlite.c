@@ -5,7 +5,7 @@
  * in src/store/schema.sql.
  *
  * Write path: one connection, prepared statements, one transaction per
- * store__write() call (which the collector's writer thread fills with every
+ * sq__write() call (which the collector's writer thread fills with every
  * batch waiting, a group commit).  Within a transaction the spans are
  * gathered per trace in memory (struct tsum: the trace's seq, timestamps,
  * Bloom filter ...), each span row is appended under its trace's seq, and
@@ -33,8 +33,8 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "store/backend.h"
 #include "store/sqlite_int.h"
-#include "store/store.h"
 
 /* Migrations: store_migrations[v - 1] takes schema version v to v + 1,
  * inside a transaction that then sets user_version to v + 1.  Append,
@@ -169,7 +169,7 @@ struct ckpt {
 	int pending, stop, running;
 };
 
-struct store {
+struct store_be {
 	sqlite3 *db;
 	char *path;
 	unsigned flags;
@@ -186,12 +186,7 @@ struct store {
 	struct ckpt ck;
 };
 
-int store__schema_version(void)
-{
-	return STORE_SCHEMA_VERSION;
-}
-
-const char *store__path(const struct store *st)
+const char *sq__path(const struct store_be *st)
 {
 	return st->path;
 }
@@ -427,7 +422,7 @@ static int create_schema(sqlite3 *db)
 	return rc;
 }
 
-static int migrate(struct store *st, int64_t from)
+static int migrate(struct store_be *st, int64_t from)
 {
 	char sql[64];
 	int rc = SQLITE_OK;
@@ -568,7 +563,7 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 }
 
 /* Start the checkpointer; without it SQLite's auto-checkpoint stays on. */
-static void ckpt_start(struct store *st)
+static void ckpt_start(struct store_be *st)
 {
 	struct ckpt *ck = &st->ck;
 
@@ -599,7 +594,7 @@ static void ckpt_start(struct store *st)
 	sqlite3_wal_hook(st->db, ckpt_hook, ck);
 }
 
-static void ckpt_stop(struct store *st)
+static void ckpt_stop(struct store_be *st)
 {
 	struct ckpt *ck = &st->ck;
 
@@ -617,12 +612,12 @@ static void ckpt_stop(struct store *st)
 	ck->running = 0;
 }
 
-sqlite3 *sq_db(struct store *st)
+sqlite3 *sq_db(struct store_be *st)
 {
 	return st->db;
 }
 
-int sq_prepare(struct store *st)
+int sq_prepare(struct store_be *st)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -643,9 +638,9 @@ int sq_prepare(struct store *st)
 	return rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
-struct store *store__open(const char *path, unsigned flags, char *err, size_t errlen)
+struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t errlen)
 {
-	struct store *st;
+	struct store_be *st;
 	int64_t ver;
 	int ret = -ENOMEM, rc;
 
@@ -684,11 +679,11 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 	return st;
 
 err_out:
-	store__close(st);
+	sq__close(st);
 	return fay_err_ptr(ret);
 }
 
-void store__close(struct store *st)
+void sq__close(struct store_be *st)
 {
 	if (!st)
 		return;
@@ -750,7 +745,7 @@ static int step_done(sqlite3_stmt *s)
 
 /* Make sure (kind, a, b) is in its name table with a last_us not older
  * than ts_us - NAME_LAST_SLACK_US. */
-static int note_name(struct store *st, int which, struct zs_str a, struct zs_str b,
+static int note_name(struct store_be *st, int which, struct zs_str a, struct zs_str b,
 		     uint64_t ts_us)
 {
 	char key[1024];
@@ -832,7 +827,7 @@ static int tm_room(struct tmap *m)
 }
 
 /* Forget the transaction's traces. */
-static void tm_reset(struct store *st)
+static void tm_reset(struct store_be *st)
 {
 	struct tmap *m = &st->tm;
 
@@ -851,7 +846,7 @@ static uint64_t col_u64(sqlite3_stmt *s, int i)
  * The index in st->tm of trace (hi, lo): known to the transaction, else
  * read from its row, else a new trace with the next seq.  SQLite rc.
  */
-static int trace_get(struct store *st, uint64_t hi, uint64_t lo, size_t *ti)
+static int trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 {
 	struct tmap *m = &st->tm;
 	sqlite3_stmt *s = st->st[ST_SEL_TRACE];
@@ -909,7 +904,7 @@ static int trace_get(struct store *st, uint64_t hi, uint64_t lo, size_t *ti)
 }
 
 /* Account span z to trace t (all but nspans). */
-static int trace_add(struct store *st, struct tsum *t, const struct zspan *z)
+static int trace_add(struct store_be *st, struct tsum *t, const struct zspan *z)
 {
 	uint64_t ts = z->timestamp_us;
 
@@ -934,7 +929,7 @@ static int trace_add(struct store *st, struct tsum *t, const struct zspan *z)
 }
 
 /* Rebuild the row of trace ti from its spans (after some were deleted). */
-static int trace_recompute(struct store *st, size_t ti)
+static int trace_recompute(struct store_be *st, size_t ti)
 {
 	struct tsum *t = &st->tm.v[ti];
 	sqlite3_stmt *s = st->st[ST_SEL_TRACE_SPANS];
@@ -961,7 +956,7 @@ static int trace_recompute(struct store *st, size_t ti)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int sq_flush_traces(struct store *st)
+int sq_flush_traces(struct store_be *st)
 {
 	int rc = SQLITE_OK;
 
@@ -999,7 +994,7 @@ int sq_flush_traces(struct store *st)
 
 /* ---- spans and parts ---------------------------------------------------- */
 
-int sq_insert_span(struct store *st, const struct zspan *z, int origin)
+int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 {
 	sqlite3_stmt *s = st->st[ST_INS_SPAN];
 	uint64_t name_us = z->timestamp_us ? z->timestamp_us : st->now_us;
@@ -1046,7 +1041,7 @@ int sq_insert_span(struct store *st, const struct zspan *z, int origin)
 	return rc;
 }
 
-int sq_insert_part(struct store *st, const struct zs_part *p)
+int sq_insert_part(struct store_be *st, const struct zs_part *p)
 {
 	sqlite3_stmt *s = st->st[ST_INS_PART];
 	size_t ti;
@@ -1089,7 +1084,7 @@ static int key_cmp(const void *x, const void *y)
 }
 
 /* Rebuild the merged spans of one span id from all its parts. */
-static int remerge(struct store *st, const struct span_key *k)
+static int remerge(struct store_be *st, const struct span_key *k)
 {
 	sqlite3_stmt *d = st->st[ST_DEL_MERGED], *s = st->st[ST_SEL_PARTS];
 	struct zarena *a = &st->merge_arena;
@@ -1150,7 +1145,7 @@ oom:
 	return SQLITE_NOMEM;
 }
 
-static int write_parts(struct store *st, struct store_batch *b)
+static int write_parts(struct store_be *st, struct store_batch *b)
 {
 	struct span_key *keys;
 	size_t nk = 0;
@@ -1175,7 +1170,7 @@ static int write_parts(struct store *st, struct store_batch *b)
 	return rc;
 }
 
-static int last_seq_of(struct store *st, const char *agent_id, uint64_t *seq)
+static int last_seq_of(struct store_be *st, const char *agent_id, uint64_t *seq)
 {
 	sqlite3_stmt *s = st->st[ST_LAST_SEQ];
 	int rc;
@@ -1187,7 +1182,7 @@ static int last_seq_of(struct store *st, const char *agent_id, uint64_t *seq)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int write_one(struct store *st, struct store_batch *b)
+static int write_one(struct store_be *st, struct store_batch *b)
 {
 	uint64_t last;
 	int rc = SQLITE_OK;
@@ -1227,7 +1222,7 @@ static int write_one(struct store *st, struct store_batch *b)
 	return rc;
 }
 
-static void rollback(struct store *st, int64_t max_seq)
+static void rollback(struct store_be *st, int64_t max_seq)
 {
 	step_done(st->st[ST_ROLLBACK]);
 	tm_reset(st);
@@ -1236,7 +1231,7 @@ static void rollback(struct store *st, int64_t max_seq)
 	nameset_clear(&st->names);
 }
 
-int store__write(struct store *st, struct store_batch **b, size_t n,
+int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen)
 {
 	int64_t max_seq = st->max_seq;
@@ -1273,7 +1268,7 @@ fail:
 	return sq_errno(rc);
 }
 
-int store__agent_hello(struct store *st, const char *agent_id, const char *host,
+int sq__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 		       const char *version, uint64_t *last_seq)
 {
 	sqlite3_stmt *s = st->st[ST_AGENT_HELLO];
@@ -1296,7 +1291,7 @@ int store__agent_hello(struct store *st, const char *agent_id, const char *host,
 	return 0;
 }
 
-int store__agent_stats(struct store *st, const char *agent_id, const char *json)
+int sq__agent_stats(struct store_be *st, const char *agent_id, const char *json)
 {
 	sqlite3_stmt *s = st->st[ST_AGENT_STATS];
 
@@ -1306,7 +1301,7 @@ int store__agent_stats(struct store *st, const char *agent_id, const char *json)
 	return sq_errno(step_done(s));
 }
 
-int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last_seq)
+int sq__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq)
 {
 	return sq_errno(last_seq_of(st, agent_id, last_seq));
 }
@@ -1315,7 +1310,7 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
 
 /* Forget names no span newer than cutoff_us carried (their last_us may lag
  * by NAME_LAST_SLACK_US, hence the margin). */
-static int prune_names(struct store *st, uint64_t cutoff_us)
+static int prune_names(struct store_be *st, uint64_t cutoff_us)
 {
 	uint64_t c = cutoff_us > NAME_LAST_SLACK_US ? cutoff_us - NAME_LAST_SLACK_US : 0;
 	char sql[512];
@@ -1334,7 +1329,7 @@ static int prune_names(struct store *st, uint64_t cutoff_us)
 	return rc;
 }
 
-int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
+int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 {
 	sqlite3_stmt *sel = st->st[ST_RETAIN_SEL];
 	int64_t seqs[256];
@@ -1378,3 +1373,25 @@ int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
 	}
 	return (int)total;
 }
+
+const struct store_ops sq_store_ops = {
+	.name = "sqlite",
+	.schema_version = STORE_SCHEMA_VERSION,
+	.open = sq__open,
+	.close = sq__close,
+	.write = sq__write,
+	.agent_hello = sq__agent_hello,
+	.agent_stats = sq__agent_stats,
+	.agent_last_seq = sq__agent_last_seq,
+	.retain = sq__retain,
+	.reader_new = sq__reader_new,
+	.reader_free = sq__reader_free,
+	.services = sq__services,
+	.span_names = sq__span_names,
+	.remote_services = sq__remote_services,
+	.trace = sq__trace,
+	.traces = sq__traces,
+	.counts = sq__counts,
+	.scan = sq__scan,
+	.agents = sq__agents,
+};
