@@ -32,7 +32,7 @@ static void usage(FILE *f)
 "    fay collector [--listen ADDR] [--http ADDR] [--db PATH] [--retention DUR]\n"
 "                  [--token T] [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
-"                  [--export zipkin=URL|otlp=URL]...\n"
+"                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
 "                  [--parent HOST:PORT [--host NAME]]\n"
 "\n"
 "DESCRIPTION\n"
@@ -68,6 +68,9 @@ static void usage(FILE *f)
 "                                     in the same encoding: 200 (partial_success\n"
 "                                     counts invalid spans), 400, 413, 429 + Retry-After\n"
 "      GET  /api/v2/dependencies?endTs=MS&lookback=MS  service call graph\n"
+"      GET  /api/v2/autocompleteKeys  the --autocomplete-keys ([] without)\n"
+"      GET  /api/v2/autocompleteValues?key=K  values of tag K seen (K one of\n"
+"                                     the --autocomplete-keys; else [])\n"
 "      POST /api/query                a FayQL query; 400 with line:col, or\n"
 "                                     NDJSON rows streamed as they come\n"
 "      GET  /api/ui/dashboard?window=S&step=S  per service/span latencies\n"
@@ -110,6 +113,11 @@ static void usage(FILE *f)
 "                      (Zipkin v2 JSON, e.g. http://zipkin:9411/api/v2/spans) or\n"
 "                      otlp=URL (OTLP/HTTP JSON, e.g. http://otel:4318/v1/traces);\n"
 "                      batched, retried 3 times, counted in /metrics; repeatable\n"
+"    --autocomplete-keys K1,K2\n"
+"                      tag keys whose values are kept for Zipkin's\n"
+"                      /api/v2/autocompleteValues (Lens offers them in its\n"
+"                      search); values are recorded as spans arrive (default\n"
+"                      none)\n"
 "    --parent HOST:PORT\n"
 "                      make this collector an intermediate aggregator of a\n"
 "                      cluster-query tree: it keeps a query connection to the\n"
@@ -182,6 +190,7 @@ int cmd_collector(int argc, char **argv)
 		{ "export", required_argument, NULL, 'x' },
 		{ "parent", required_argument, NULL, 'P' },
 		{ "host", required_argument, NULL, 'n' },
+		{ "autocomplete-keys", required_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -236,6 +245,7 @@ int cmd_collector(int argc, char **argv)
 		case 'T': o.ext.thresholds = optarg; break;
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;
+		case 'A': o.autocomplete_keys = optarg; break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);

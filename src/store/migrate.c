@@ -12,6 +12,10 @@
  * built exactly as for new data) and drops the old tables, all in the one
  * transaction that sets user_version to 2: an interrupted migration
  * leaves the file at version 1.
+ *
+ * 2 -> 3: the autocomplete table (values of the tags with configured
+ * keys, Zipkin's autocompleteValues), empty: values are recorded as spans
+ * arrive, as Zipkin's own storages do.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -104,7 +108,7 @@ out:
 }
 
 /* One version 1 spans row through the write path. */
-static int copy_span(struct store *st, sqlite3_stmt *s, struct zarena *a)
+static int copy_span(struct store_be *st, sqlite3_stmt *s, struct zarena *a)
 {
 	struct zspan z = { 0 };
 
@@ -127,7 +131,7 @@ static int copy_span(struct store *st, sqlite3_stmt *s, struct zarena *a)
 }
 
 /* One version 1 span_parts row through the write path. */
-static int copy_part(struct store *st, sqlite3_stmt *s, struct zarena *a)
+static int copy_part(struct store_be *st, sqlite3_stmt *s, struct zarena *a)
 {
 	struct zs_part p = { 0 };
 
@@ -147,8 +151,8 @@ static int copy_part(struct store *st, sqlite3_stmt *s, struct zarena *a)
 
 /* Copy every row sql selects with fn, writing the trace rows every
  * COPY_CHUNK rows.  SQLite rc. */
-static int copy(struct store *st, const char *sql, const char *what,
-		int (*fn)(struct store *st, sqlite3_stmt *s, struct zarena *a))
+static int copy(struct store_be *st, const char *sql, const char *what,
+		int (*fn)(struct store_be *st, sqlite3_stmt *s, struct zarena *a))
 {
 	struct zarena a = { 0 };
 	sqlite3_stmt *s;
@@ -176,7 +180,17 @@ static int copy(struct store *st, const char *sql, const char *what,
 	return rc;
 }
 
-int sq_migrate_1_2(struct store *st)
+int sq_migrate_2_3(struct store_be *st)
+{
+	/* schema.sql's objects are all IF NOT EXISTS: this adds the new table */
+	int rc = sqlite3_exec(sq_db(st), store_schema_sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		pr_warn("store: migration 2 -> 3: %s", sqlite3_errmsg(sq_db(st)));
+	return rc;
+}
+
+int sq_migrate_1_2(struct store_be *st)
 {
 	sqlite3 *db = sq_db(st);
 	int rc;

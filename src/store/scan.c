@@ -29,7 +29,7 @@ static struct zs_str col_str(sqlite3_stmt *s, int i)
 		   (struct zs_str){ "", 0 };
 }
 
-int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
+int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
 {
 	static const char sql_v1[] =
@@ -84,7 +84,7 @@ int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 	return ret;
 }
 
-int store__agents(struct store_reader *r,
+int sq__agents(struct store_rd *r,
 		  int (*fn)(void *ctx, const struct store_agent *a), void *ctx)
 {
 	static const char sql[] =

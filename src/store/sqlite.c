@@ -5,7 +5,7 @@
  * in src/store/schema.sql.
  *
  * Write path: one connection, prepared statements, one transaction per
- * store__write() call (which the collector's writer thread fills with every
+ * sq__write() call (which the collector's writer thread fills with every
  * batch waiting, a group commit).  Within a transaction the spans are
  * gathered per trace in memory (struct tsum: the trace's seq, timestamps,
  * Bloom filter ...), each span row is appended under its trace's seq, and
@@ -33,14 +33,15 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "store/backend.h"
 #include "store/sqlite_int.h"
-#include "store/store.h"
 
 /* Migrations: store_migrations[v - 1] takes schema version v to v + 1,
  * inside a transaction that then sets user_version to v + 1.  Append,
  * never edit. */
 static const sq_migration_fn store_migrations[] = {
 	sq_migrate_1_2,   /* src/store/migrate.c */
+	sq_migrate_2_3,
 };
 #define STORE_NMIGRATIONS ARRAY_SIZE(store_migrations)
 
@@ -48,7 +49,7 @@ enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_INS_SPAN, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
 	ST_AGENT_HELLO, ST_AGENT_STATS,
-	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE,
+	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE, ST_INS_AUTOCOMPLETE,
 	ST_DEL_MERGED, ST_SEL_PARTS,
 	ST_SEL_TRACE, ST_SEL_TRACE_SPANS, ST_INS_TRACE, ST_UPD_TRACE, ST_MAX_SEQ,
 	ST_RETAIN_SEL, ST_RETAIN_SPANS, ST_RETAIN_PARTS, ST_RETAIN_TRACE,
@@ -98,6 +99,9 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_INS_REMOTE] =
 		"INSERT INTO remote_services (service, remote, last_us) VALUES (?1, ?2, ?3)"
 		" ON CONFLICT (service, remote) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
+	[ST_INS_AUTOCOMPLETE] =
+		"INSERT INTO autocomplete (key, value, last_us) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT (key, value) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
 	[ST_DEL_MERGED] =
 		"DELETE FROM spans WHERE trace_seq = ? AND id = ? AND origin = 1",
 	[ST_SEL_PARTS] =
@@ -169,12 +173,14 @@ struct ckpt {
 	int pending, stop, running;
 };
 
-struct store {
+struct store_be {
 	sqlite3 *db;
 	char *path;
 	unsigned flags;
 	sqlite3_stmt *st[ST_MAX];
 	struct nameset names;
+	char **ac_keys;             /* --autocomplete-keys */
+	size_t nac_keys;
 	struct sq_buf extra;        /* spans.extra of the span being bound */
 	struct zarena merge_arena;  /* scratch for merging parts */
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
@@ -186,12 +192,7 @@ struct store {
 	struct ckpt ck;
 };
 
-int store__schema_version(void)
-{
-	return STORE_SCHEMA_VERSION;
-}
-
-const char *store__path(const struct store *st)
+const char *sq__path(const struct store_be *st)
 {
 	return st->path;
 }
@@ -427,7 +428,7 @@ static int create_schema(sqlite3 *db)
 	return rc;
 }
 
-static int migrate(struct store *st, int64_t from)
+static int migrate(struct store_be *st, int64_t from)
 {
 	char sql[64];
 	int rc = SQLITE_OK;
@@ -568,7 +569,7 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 }
 
 /* Start the checkpointer; without it SQLite's auto-checkpoint stays on. */
-static void ckpt_start(struct store *st)
+static void ckpt_start(struct store_be *st)
 {
 	struct ckpt *ck = &st->ck;
 
@@ -599,7 +600,7 @@ static void ckpt_start(struct store *st)
 	sqlite3_wal_hook(st->db, ckpt_hook, ck);
 }
 
-static void ckpt_stop(struct store *st)
+static void ckpt_stop(struct store_be *st)
 {
 	struct ckpt *ck = &st->ck;
 
@@ -617,12 +618,12 @@ static void ckpt_stop(struct store *st)
 	ck->running = 0;
 }
 
-sqlite3 *sq_db(struct store *st)
+sqlite3 *sq_db(struct store_be *st)
 {
 	return st->db;
 }
 
-int sq_prepare(struct store *st)
+int sq_prepare(struct store_be *st)
 {
 	sqlite3_stmt *s;
 	int rc;
@@ -643,9 +644,9 @@ int sq_prepare(struct store *st)
 	return rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
-struct store *store__open(const char *path, unsigned flags, char *err, size_t errlen)
+struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t errlen)
 {
-	struct store *st;
+	struct store_be *st;
 	int64_t ver;
 	int ret = -ENOMEM, rc;
 
@@ -684,11 +685,11 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 	return st;
 
 err_out:
-	store__close(st);
+	sq__close(st);
 	return fay_err_ptr(ret);
 }
 
-void store__close(struct store *st)
+void sq__close(struct store_be *st)
 {
 	if (!st)
 		return;
@@ -698,6 +699,7 @@ void store__close(struct store *st)
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
 		pr_warn("store: %s: close: %s", st->path, sqlite3_errmsg(st->db));
 	nameset_clear(&st->names);
+	sq__set_autocomplete_keys(st, NULL, 0);
 	free(st->extra.p);
 	free(st->tm.v);
 	free(st->tm.slot);
@@ -750,7 +752,7 @@ static int step_done(sqlite3_stmt *s)
 
 /* Make sure (kind, a, b) is in its name table with a last_us not older
  * than ts_us - NAME_LAST_SLACK_US. */
-static int note_name(struct store *st, int which, struct zs_str a, struct zs_str b,
+static int note_name(struct store_be *st, int which, struct zs_str a, struct zs_str b,
 		     uint64_t ts_us)
 {
 	char key[1024];
@@ -832,7 +834,7 @@ static int tm_room(struct tmap *m)
 }
 
 /* Forget the transaction's traces. */
-static void tm_reset(struct store *st)
+static void tm_reset(struct store_be *st)
 {
 	struct tmap *m = &st->tm;
 
@@ -851,7 +853,7 @@ static uint64_t col_u64(sqlite3_stmt *s, int i)
  * The index in st->tm of trace (hi, lo): known to the transaction, else
  * read from its row, else a new trace with the next seq.  SQLite rc.
  */
-static int trace_get(struct store *st, uint64_t hi, uint64_t lo, size_t *ti)
+static int trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 {
 	struct tmap *m = &st->tm;
 	sqlite3_stmt *s = st->st[ST_SEL_TRACE];
@@ -909,7 +911,7 @@ static int trace_get(struct store *st, uint64_t hi, uint64_t lo, size_t *ti)
 }
 
 /* Account span z to trace t (all but nspans). */
-static int trace_add(struct store *st, struct tsum *t, const struct zspan *z)
+static int trace_add(struct store_be *st, struct tsum *t, const struct zspan *z)
 {
 	uint64_t ts = z->timestamp_us;
 
@@ -934,7 +936,7 @@ static int trace_add(struct store *st, struct tsum *t, const struct zspan *z)
 }
 
 /* Rebuild the row of trace ti from its spans (after some were deleted). */
-static int trace_recompute(struct store *st, size_t ti)
+static int trace_recompute(struct store_be *st, size_t ti)
 {
 	struct tsum *t = &st->tm.v[ti];
 	sqlite3_stmt *s = st->st[ST_SEL_TRACE_SPANS];
@@ -961,7 +963,7 @@ static int trace_recompute(struct store *st, size_t ti)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int sq_flush_traces(struct store *st)
+int sq_flush_traces(struct store_be *st)
 {
 	int rc = SQLITE_OK;
 
@@ -999,7 +1001,7 @@ int sq_flush_traces(struct store *st)
 
 /* ---- spans and parts ---------------------------------------------------- */
 
-int sq_insert_span(struct store *st, const struct zspan *z, int origin)
+int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 {
 	sqlite3_stmt *s = st->st[ST_INS_SPAN];
 	uint64_t name_us = z->timestamp_us ? z->timestamp_us : st->now_us;
@@ -1037,6 +1039,11 @@ int sq_insert_span(struct store *st, const struct zspan *z, int origin)
 	t->next_no++;
 	t->nspans++;
 	rc = trace_add(st, t, z);
+	for (uint32_t i = 0; i < z->ntags && rc == SQLITE_OK && st->nac_keys; i++)
+		for (size_t k = 0; k < st->nac_keys && rc == SQLITE_OK; k++)
+			if (zs_str_eqc(z->tags[i].key, st->ac_keys[k]))
+				rc = note_name(st, ST_INS_AUTOCOMPLETE, z->tags[i].key,
+					       z->tags[i].value, name_us);
 	if (rc == SQLITE_OK)
 		rc = note_name(st, ST_INS_SERVICE, z->local.service, (struct zs_str){ 0 }, name_us);
 	if (rc == SQLITE_OK)
@@ -1046,7 +1053,7 @@ int sq_insert_span(struct store *st, const struct zspan *z, int origin)
 	return rc;
 }
 
-int sq_insert_part(struct store *st, const struct zs_part *p)
+int sq_insert_part(struct store_be *st, const struct zs_part *p)
 {
 	sqlite3_stmt *s = st->st[ST_INS_PART];
 	size_t ti;
@@ -1089,7 +1096,7 @@ static int key_cmp(const void *x, const void *y)
 }
 
 /* Rebuild the merged spans of one span id from all its parts. */
-static int remerge(struct store *st, const struct span_key *k)
+static int remerge(struct store_be *st, const struct span_key *k)
 {
 	sqlite3_stmt *d = st->st[ST_DEL_MERGED], *s = st->st[ST_SEL_PARTS];
 	struct zarena *a = &st->merge_arena;
@@ -1150,7 +1157,7 @@ oom:
 	return SQLITE_NOMEM;
 }
 
-static int write_parts(struct store *st, struct store_batch *b)
+static int write_parts(struct store_be *st, struct store_batch *b)
 {
 	struct span_key *keys;
 	size_t nk = 0;
@@ -1175,7 +1182,7 @@ static int write_parts(struct store *st, struct store_batch *b)
 	return rc;
 }
 
-static int last_seq_of(struct store *st, const char *agent_id, uint64_t *seq)
+static int last_seq_of(struct store_be *st, const char *agent_id, uint64_t *seq)
 {
 	sqlite3_stmt *s = st->st[ST_LAST_SEQ];
 	int rc;
@@ -1187,7 +1194,7 @@ static int last_seq_of(struct store *st, const char *agent_id, uint64_t *seq)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int write_one(struct store *st, struct store_batch *b)
+static int write_one(struct store_be *st, struct store_batch *b)
 {
 	uint64_t last;
 	int rc = SQLITE_OK;
@@ -1227,7 +1234,7 @@ static int write_one(struct store *st, struct store_batch *b)
 	return rc;
 }
 
-static void rollback(struct store *st, int64_t max_seq)
+static void rollback(struct store_be *st, int64_t max_seq)
 {
 	step_done(st->st[ST_ROLLBACK]);
 	tm_reset(st);
@@ -1236,7 +1243,7 @@ static void rollback(struct store *st, int64_t max_seq)
 	nameset_clear(&st->names);
 }
 
-int store__write(struct store *st, struct store_batch **b, size_t n,
+int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen)
 {
 	int64_t max_seq = st->max_seq;
@@ -1273,7 +1280,7 @@ fail:
 	return sq_errno(rc);
 }
 
-int store__agent_hello(struct store *st, const char *agent_id, const char *host,
+int sq__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 		       const char *version, uint64_t *last_seq)
 {
 	sqlite3_stmt *s = st->st[ST_AGENT_HELLO];
@@ -1296,7 +1303,7 @@ int store__agent_hello(struct store *st, const char *agent_id, const char *host,
 	return 0;
 }
 
-int store__agent_stats(struct store *st, const char *agent_id, const char *json)
+int sq__agent_stats(struct store_be *st, const char *agent_id, const char *json)
 {
 	sqlite3_stmt *s = st->st[ST_AGENT_STATS];
 
@@ -1306,7 +1313,7 @@ int store__agent_stats(struct store *st, const char *agent_id, const char *json)
 	return sq_errno(step_done(s));
 }
 
-int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last_seq)
+int sq__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq)
 {
 	return sq_errno(last_seq_of(st, agent_id, last_seq));
 }
@@ -1315,7 +1322,30 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
 
 /* Forget names no span newer than cutoff_us carried (their last_us may lag
  * by NAME_LAST_SLACK_US, hence the margin). */
-static int prune_names(struct store *st, uint64_t cutoff_us)
+int sq__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n)
+{
+	char **v = n ? calloc(n, sizeof(*v)) : NULL;
+
+	if (n && !v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = strdup(keys[i]);
+		if (!v[i]) {
+			while (i)
+				free(v[--i]);
+			free(v);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < st->nac_keys; i++)
+		free(st->ac_keys[i]);
+	free(st->ac_keys);
+	st->ac_keys = v;
+	st->nac_keys = n;
+	return 0;
+}
+
+static int prune_names(struct store_be *st, uint64_t cutoff_us)
 {
 	uint64_t c = cutoff_us > NAME_LAST_SLACK_US ? cutoff_us - NAME_LAST_SLACK_US : 0;
 	char sql[512];
@@ -1326,7 +1356,8 @@ static int prune_names(struct store *st, uint64_t cutoff_us)
 		 "DELETE FROM services WHERE last_us < %" PRIu64 ";"
 		 "DELETE FROM span_names WHERE last_us < %" PRIu64 ";"
 		 "DELETE FROM remote_services WHERE last_us < %" PRIu64 ";"
-		 "COMMIT;", c, c, c);
+		 "DELETE FROM autocomplete WHERE last_us < %" PRIu64 ";"
+		 "COMMIT;", c, c, c, c);
 	rc = exec(st->db, sql);
 	if (rc != SQLITE_OK)
 		exec(st->db, "ROLLBACK");
@@ -1334,7 +1365,7 @@ static int prune_names(struct store *st, uint64_t cutoff_us)
 	return rc;
 }
 
-int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
+int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 {
 	sqlite3_stmt *sel = st->st[ST_RETAIN_SEL];
 	int64_t seqs[256];
@@ -1378,3 +1409,27 @@ int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
 	}
 	return (int)total;
 }
+
+const struct store_ops sq_store_ops = {
+	.name = "sqlite",
+	.schema_version = STORE_SCHEMA_VERSION,
+	.open = sq__open,
+	.close = sq__close,
+	.write = sq__write,
+	.agent_hello = sq__agent_hello,
+	.agent_stats = sq__agent_stats,
+	.agent_last_seq = sq__agent_last_seq,
+	.retain = sq__retain,
+	.set_autocomplete_keys = sq__set_autocomplete_keys,
+	.autocomplete_values = sq__autocomplete_values,
+	.reader_new = sq__reader_new,
+	.reader_free = sq__reader_free,
+	.services = sq__services,
+	.span_names = sq__span_names,
+	.remote_services = sq__remote_services,
+	.trace = sq__trace,
+	.traces = sq__traces,
+	.counts = sq__counts,
+	.scan = sq__scan,
+	.agents = sq__agents,
+};

@@ -5,15 +5,51 @@
 
 #include "store/span.h"
 
-struct store_reader;
+struct store_rd;
 
 /* src/store/schema.sql, NUL-terminated (src/store/schema.c). */
 extern const char store_schema_sql[];
 
 #define STORE_APP_ID         0x46415953  /* "FAYS" */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store_query;
+struct store_be;
+struct store_rd;
+struct store_batch;
+struct store_names;
+struct store_traces;
+struct store_counts;
+struct store_row;
+struct store_agent;
+
+/* The SQLite backend's ops (store/backend.h; contracts in store.h).
+ * sqlite.c: opening and writing; sqlite_read.c, scan.c: reading. */
+struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t errlen);
+void sq__close(struct store_be *st);
+const char *sq__path(const struct store_be *st);
+int sq__write(struct store_be *st, struct store_batch **b, size_t n,
+	      char *err, size_t errlen);
+int sq__agent_hello(struct store_be *st, const char *agent_id, const char *host,
+		    const char *version, uint64_t *last_seq);
+int sq__agent_stats(struct store_be *st, const char *agent_id, const char *json);
+int sq__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
+int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
+int sq__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n);
+int sq__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out);
+struct store_rd *sq__reader_new(struct store_be *st);
+void sq__reader_free(struct store_rd *r);
+int sq__services(struct store_rd *r, struct store_names *out);
+int sq__span_names(struct store_rd *r, const char *service, struct store_names *out);
+int sq__remote_services(struct store_rd *r, const char *service,
+			struct store_names *out);
+int sq__trace(struct store_rd *r, uint64_t hi, uint64_t lo, struct store_traces *out);
+int sq__traces(struct store_rd *r, const struct store_query *q, struct store_traces *out);
+int sq__counts(struct store_rd *r, struct store_counts *c);
+int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+	     int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+int sq__agents(struct store_rd *r,
+	       int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 
 /* A growable byte buffer (zero-initialised is empty); free with free(p). */
 struct sq_buf {
@@ -55,24 +91,26 @@ int sq_col_str(sqlite3_stmt *s, int i, struct zarena *a, struct zs_str *out);
 /* Columns i..i+3 (service, ipv4, ipv6, port) as an endpoint. */
 int sq_col_ep(sqlite3_stmt *s, int i, struct zarena *a, struct zs_endpoint *e);
 /* The connection of a reader (store/scan.c prepares its own statements). */
-sqlite3 *sq_reader_db(struct store_reader *r);
+sqlite3 *sq_reader_db(struct store_rd *r);
 
 /* ---- the write path, for migrations (store/migrate.c) ---- */
-struct store;
+struct store_be;
 /* A migration: runs inside the transaction that then sets user_version.
  * Returns an SQLite result code. */
-typedef int (*sq_migration_fn)(struct store *st);
-int sq_migrate_1_2(struct store *st);
-sqlite3 *sq_db(struct store *st);
+typedef int (*sq_migration_fn)(struct store_be *st);
+int sq_migrate_1_2(struct store_be *st);
+/* 2 -> 3: the autocomplete table (schema.sql). */
+int sq_migrate_2_3(struct store_be *st);
+sqlite3 *sq_db(struct store_be *st);
 /* Prepare the write statements (the schema must be there).  SQLite rc. */
-int sq_prepare(struct store *st);
+int sq_prepare(struct store_be *st);
 /* Inside a write transaction: store a span (origin 0 received, 1 merged)
  * or a partial record under its trace; write the rows of the traces
  * touched so far and forget them (do it every few thousand spans).
  * SQLite result codes. */
-int sq_insert_span(struct store *st, const struct zspan *z, int origin);
-int sq_insert_part(struct store *st, const struct zs_part *p);
-int sq_flush_traces(struct store *st);
+int sq_insert_span(struct store_be *st, const struct zspan *z, int origin);
+int sq_insert_part(struct store_be *st, const struct zs_part *p);
+int sq_flush_traces(struct store_be *st);
 #endif
 
 #endif

@@ -16,7 +16,7 @@
 #include "store/store.h"
 
 enum {
-	RS_SERVICES, RS_SPAN_NAMES, RS_REMOTES,
+	RS_SERVICES, RS_SPAN_NAMES, RS_REMOTES, RS_AUTOCOMPLETE,
 	RS_TRACE_SEQ, RS_TRACE_ID, RS_TRACE_SPANS, RS_SEARCH,
 	RS_BEGIN, RS_COMMIT,
 	RS_COUNT_SPANS, RS_COUNT_PARTS, RS_COUNT_AGENTS,
@@ -27,6 +27,7 @@ static const char *const rs_sql[RS_MAX] = {
 	[RS_SERVICES] = "SELECT name FROM services ORDER BY name",
 	[RS_SPAN_NAMES] = "SELECT name FROM span_names WHERE service = ? ORDER BY name",
 	[RS_REMOTES] = "SELECT remote FROM remote_services WHERE service = ? ORDER BY remote",
+	[RS_AUTOCOMPLETE] = "SELECT value FROM autocomplete WHERE key = ? ORDER BY value",
 	[RS_TRACE_SEQ] = "SELECT seq FROM traces WHERE trace_hi = ? AND trace_lo = ?",
 	[RS_TRACE_ID] = "SELECT trace_hi, trace_lo FROM traces WHERE seq = ?",
 	[RS_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM spans WHERE trace_seq = ?"
@@ -43,19 +44,19 @@ static const char *const rs_sql[RS_MAX] = {
 	[RS_COUNT_AGENTS] = "SELECT count(*) FROM agents",
 };
 
-struct store_reader {
+struct store_rd {
 	sqlite3 *db;
 	sqlite3_stmt *st[RS_MAX];
 };
 
-struct store_reader *store__reader_new(struct store *st)
+struct store_rd *sq__reader_new(struct store_be *st)
 {
-	struct store_reader *r = calloc(1, sizeof(*r));
+	struct store_rd *r = calloc(1, sizeof(*r));
 	int rc;
 
 	if (!r)
 		return fay_err_ptr(-ENOMEM);
-	rc = sqlite3_open_v2(store__path(st), &r->db,
+	rc = sqlite3_open_v2(sq__path(st), &r->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_busy_timeout(r->db, 10000);
@@ -64,20 +65,20 @@ struct store_reader *store__reader_new(struct store *st)
 				  NULL, NULL, NULL);
 	}
 	if (rc != SQLITE_OK) {
-		pr_warn("store: %s: reader: %s", store__path(st),
+		pr_warn("store: %s: reader: %s", sq__path(st),
 			r->db ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
-		store__reader_free(r);
+		sq__reader_free(r);
 		return fay_err_ptr(-EIO);
 	}
 	return r;
 }
 
-sqlite3 *sq_reader_db(struct store_reader *r)
+sqlite3 *sq_reader_db(struct store_rd *r)
 {
 	return r->db;
 }
 
-void store__reader_free(struct store_reader *r)
+void sq__reader_free(struct store_rd *r)
 {
 	if (!r)
 		return;
@@ -87,25 +88,7 @@ void store__reader_free(struct store_reader *r)
 	free(r);
 }
 
-void store_names_free(struct store_names *n)
-{
-	if (!n)
-		return;
-	zarena_reset(&n->arena);
-	n->v = NULL;
-	n->n = 0;
-}
-
-void store_traces_free(struct store_traces *t)
-{
-	if (!t)
-		return;
-	zarena_reset(&t->arena);
-	t->v = NULL;
-	t->n = t->cap = 0;
-}
-
-static sqlite3_stmt *stmt(struct store_reader *r, int i)
+static sqlite3_stmt *stmt(struct store_rd *r, int i)
 {
 	if (!r->st[i] && sqlite3_prepare_v3(r->db, rs_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
 					    &r->st[i], NULL) != SQLITE_OK) {
@@ -115,13 +98,13 @@ static sqlite3_stmt *stmt(struct store_reader *r, int i)
 	return r->st[i];
 }
 
-static int rd_err(struct store_reader *r, int rc)
+static int rd_err(struct store_rd *r, int rc)
 {
 	pr_warn("store: read: %s", sqlite3_errmsg(r->db));
 	return rc == SQLITE_BUSY ? -EBUSY : rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
 }
 
-static int names(struct store_reader *r, int which, const char *arg,
+static int names(struct store_rd *r, int which, const char *arg,
 		 struct store_names *out)
 {
 	sqlite3_stmt *s = stmt(r, which);
@@ -152,21 +135,26 @@ oom:
 	return -ENOMEM;
 }
 
-int store__services(struct store_reader *r, struct store_names *out)
+int sq__services(struct store_rd *r, struct store_names *out)
 {
 	return names(r, RS_SERVICES, NULL, out);
 }
 
-int store__span_names(struct store_reader *r, const char *service,
+int sq__span_names(struct store_rd *r, const char *service,
 		      struct store_names *out)
 {
 	return names(r, RS_SPAN_NAMES, service, out);
 }
 
-int store__remote_services(struct store_reader *r, const char *service,
+int sq__remote_services(struct store_rd *r, const char *service,
 			   struct store_names *out)
 {
 	return names(r, RS_REMOTES, service, out);
+}
+
+int sq__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out)
+{
+	return names(r, RS_AUTOCOMPLETE, key, out);
 }
 
 /* ---- traces ----------------------------------------------------------- */
@@ -180,7 +168,7 @@ static struct store_trace *traces_add(struct store_traces *out)
 }
 
 /* Append the trace with this seq to out: 1, or 0 if it has no spans. */
-static int load_trace(struct store_reader *r, int64_t seq, uint64_t hi, uint64_t lo,
+static int load_trace(struct store_rd *r, int64_t seq, uint64_t hi, uint64_t lo,
 		      struct store_traces *out)
 {
 	sqlite3_stmt *s = stmt(r, RS_TRACE_SPANS);
@@ -224,7 +212,7 @@ oom:
 }
 
 /* Run a statement that returns nothing (BEGIN, COMMIT). */
-static int rd_exec(struct store_reader *r, int which)
+static int rd_exec(struct store_rd *r, int which)
 {
 	sqlite3_stmt *s = stmt(r, which);
 	int rc;
@@ -236,7 +224,7 @@ static int rd_exec(struct store_reader *r, int which)
 	return rc == SQLITE_DONE ? 0 : rd_err(r, rc);
 }
 
-int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,
+int sq__trace(struct store_rd *r, uint64_t hi, uint64_t lo,
 		 struct store_traces *out)
 {
 	sqlite3_stmt *s = stmt(r, RS_TRACE_SEQ);
@@ -271,7 +259,7 @@ static int trace_newer(const void *x, const void *y)
 }
 
 /* The trace id of seq into *hi, *lo: 1, 0 if gone, -errno. */
-static int trace_id(struct store_reader *r, int64_t seq, uint64_t *hi, uint64_t *lo)
+static int trace_id(struct store_rd *r, int64_t seq, uint64_t *hi, uint64_t *lo)
 {
 	sqlite3_stmt *s = stmt(r, RS_TRACE_ID);
 	int rc;
@@ -295,7 +283,7 @@ static int trace_id(struct store_reader *r, int64_t seq, uint64_t *hi, uint64_t 
  * the query, and let store_query_test() decide on the whole trace for the
  * rest, until limit traces matched.
  */
-int store__traces(struct store_reader *r, const struct store_query *q,
+int sq__traces(struct store_rd *r, const struct store_query *q,
 		  struct store_traces *out)
 {
 	uint64_t end_us = q->end_ts_ms * 1000;
@@ -344,7 +332,7 @@ out:
 	return ret;
 }
 
-int store__counts(struct store_reader *r, struct store_counts *c)
+int sq__counts(struct store_rd *r, struct store_counts *c)
 {
 	uint64_t *dst[] = { &c->spans, &c->parts, &c->agents };
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The span store: the interface the collector (wire ingest, HTTP API) talks
- * to.  SQLite (store/sqlite.c) implements it today; a ClickHouse store can
- * implement the same calls later.  No backend type leaks out of here.
+ * to.  Two backends implement it (store/backend.h): SQLite (store/sqlite*.c,
+ * the default, a file) and ClickHouse (store/ch*.c, "clickhouse:URL").
+ * store__open() picks one; no backend type leaks out of here.
  *
  * Threads: one writer.  store__write(), store__agent_hello(),
  * store__agent_stats() and store__retain() use the store's single write
@@ -34,7 +35,8 @@ enum store_open_flags {
 
 /*
  * Open (creating when absent) the store at path and bring its schema up to
- * date.  A file that is not a fay store (not SQLite, corrupt, another
+ * date.  path "clickhouse:URL" is a ClickHouse server's HTTP interface
+ * (see store/ch.c for the URL's form); anything else an SQLite file.  A file that is not a fay store (not SQLite, corrupt, another
  * program's database, a newer schema) is never touched: returns NULL,
  * errno set, and a message naming the file in err.
  * Free with store__close().
@@ -43,8 +45,21 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 void store__close(struct store *st);
 const char *store__path(const struct store *st);
 
-/* Schema version this build writes (PRAGMA user_version). */
+/* Schema version this build writes into an SQLite store (PRAGMA
+ * user_version). */
 int store__schema_version(void);
+/* The backend's name ("sqlite", "clickhouse") and the schema version this
+ * build writes in it. */
+const char *store__backend(const struct store *st);
+int store__backend_schema_version(const struct store *st);
+
+/*
+ * Can the backend take writes and answer reads right now?  0, or -errno
+ * (-ECONNREFUSED, -ETIMEDOUT, -EIO ...) with the reason in err.  An SQLite
+ * store is always healthy; a ClickHouse store asks its server (cheap: a
+ * ping, at most every second).
+ */
+int store__health(struct store *st, char *err, size_t errlen);
 
 /*
  * One unit of ingest.  agent_id NULL: spans from the HTTP API, stored
@@ -93,6 +108,14 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
  */
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk);
 
+/*
+ * Record the values of tags with these keys (Zipkin's autocompleteKeys),
+ * for store__autocomplete_values(): from the next store__write() on, with
+ * the names' retention.  Keys are copied; n 0 records none (the default).
+ * Call from the writer's thread.  0 or -ENOMEM.
+ */
+int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n);
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct store_reader *store__reader_new(struct store *st);   /* NULL + errno */
@@ -128,6 +151,12 @@ int store__span_names(struct store_reader *r, const char *service,
 		      struct store_names *out);
 int store__remote_services(struct store_reader *r, const char *service,
 			   struct store_names *out);
+
+/* Sorted distinct values of the tags with this key seen since the key was
+ * configured (store__set_autocomplete_keys()); none for other keys.
+ * 0 or -errno. */
+int store__autocomplete_values(struct store_reader *r, const char *key,
+			       struct store_names *out);
 
 /* Append the trace with this id to out if it has spans (1), else 0;
  * -errno on failure. */

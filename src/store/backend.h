@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to src/store/: what a span store backend provides.  store.c
+ * implements store.h by dispatching through the ops table that
+ * store__open() chose (SQLite for a path, ClickHouse for "clickhouse:URL");
+ * nothing above store.h sees a backend.
+ *
+ * struct store_be and struct store_rd are each backend's own writer and
+ * reader objects: every backend defines them in its own files and store.c
+ * only ever passes the pointers back to the backend that made them.  The
+ * contracts are those of the store.h function of the same name.
+ */
+#ifndef FAY_STORE_BACKEND_H
+#define FAY_STORE_BACKEND_H
+
+#include "store/store.h"
+
+struct store_be;
+struct store_rd;
+
+struct store_ops {
+	const char *name;                 /* "sqlite", "clickhouse" */
+	int schema_version;               /* the version this build writes */
+	/* where: a path (SQLite) or what follows "clickhouse:" */
+	struct store_be *(*open)(const char *where, unsigned flags, char *err,
+				 size_t errlen);
+	void (*close)(struct store_be *st);
+	int (*write)(struct store_be *st, struct store_batch **b, size_t n,
+		     char *err, size_t errlen);
+	int (*agent_hello)(struct store_be *st, const char *agent_id, const char *host,
+			   const char *version, uint64_t *last_seq);
+	int (*agent_stats)(struct store_be *st, const char *agent_id, const char *json);
+	int (*agent_last_seq)(struct store_be *st, const char *agent_id,
+			      uint64_t *last_seq);
+	int (*retain)(struct store_be *st, uint64_t before_us, unsigned chunk);
+	/* Is the backend reachable?  0, or -errno with a reason in err.
+	 * NULL: always. */
+	int (*health)(struct store_be *st, char *err, size_t errlen);
+	/* NULL: the backend records no tag values (autocomplete answers []) */
+	int (*set_autocomplete_keys)(struct store_be *st, const char *const *keys,
+				     size_t n);
+
+	struct store_rd *(*reader_new)(struct store_be *st);
+	void (*reader_free)(struct store_rd *r);
+	int (*services)(struct store_rd *r, struct store_names *out);
+	int (*span_names)(struct store_rd *r, const char *service,
+			  struct store_names *out);
+	int (*remote_services)(struct store_rd *r, const char *service,
+			       struct store_names *out);
+	int (*autocomplete_values)(struct store_rd *r, const char *key,
+				   struct store_names *out);
+	int (*trace)(struct store_rd *r, uint64_t hi, uint64_t lo,
+		     struct store_traces *out);
+	int (*traces)(struct store_rd *r, const struct store_query *q,
+		      struct store_traces *out);
+	int (*counts)(struct store_rd *r, struct store_counts *c);
+	int (*scan)(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+		    int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+	int (*agents)(struct store_rd *r,
+		      int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
+};
+
+extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
+
+#endif

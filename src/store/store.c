@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * store.h over the backends (store/backend.h): store__open() picks one by
+ * the form of its argument and every other call goes through its ops.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "store/backend.h"
+#include "store/store.h"
+
+#define CH_PREFIX "clickhouse:"
+
+struct store {
+	const struct store_ops *ops;
+	struct store_be *be;
+	char *path;
+};
+
+struct store_reader {
+	const struct store_ops *ops;
+	struct store_rd *rd;
+};
+
+static const struct store_ops *backend_of(const char **where)
+{
+	if (!strncmp(*where, CH_PREFIX, strlen(CH_PREFIX))) {
+		*where += strlen(CH_PREFIX);
+		return NULL;
+	}
+	return &sq_store_ops;
+}
+
+struct store *store__open(const char *path, unsigned flags, char *err, size_t errlen)
+{
+	struct store *st = calloc(1, sizeof(*st));
+	const char *where = path;
+
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return fay_err_ptr(-ENOMEM);
+	}
+	st->ops = backend_of(&where);
+	if (!st->ops) {
+		snprintf(err, errlen, "%s: no such store backend in this build", path);
+		free(st->path);
+		free(st);
+		return fay_err_ptr(-ENOTSUP);
+	}
+	st->be = st->ops->open(where, flags, err, errlen);
+	if (!st->be) {
+		int e = errno;
+
+		free(st->path);
+		free(st);
+		errno = e;
+		return NULL;
+	}
+	return st;
+}
+
+void store__close(struct store *st)
+{
+	if (!st)
+		return;
+	st->ops->close(st->be);
+	free(st->path);
+	free(st);
+}
+
+const char *store__path(const struct store *st)
+{
+	return st->path;
+}
+
+const char *store__backend(const struct store *st)
+{
+	return st->ops->name;
+}
+
+int store__schema_version(void)
+{
+	return sq_store_ops.schema_version;
+}
+
+int store__backend_schema_version(const struct store *st)
+{
+	return st->ops->schema_version;
+}
+
+int store__write(struct store *st, struct store_batch **b, size_t n,
+		 char *err, size_t errlen)
+{
+	return st->ops->write(st->be, b, n, err, errlen);
+}
+
+int store__agent_hello(struct store *st, const char *agent_id, const char *host,
+		       const char *version, uint64_t *last_seq)
+{
+	return st->ops->agent_hello(st->be, agent_id, host, version, last_seq);
+}
+
+int store__agent_stats(struct store *st, const char *agent_id, const char *json)
+{
+	return st->ops->agent_stats(st->be, agent_id, json);
+}
+
+int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last_seq)
+{
+	return st->ops->agent_last_seq(st->be, agent_id, last_seq);
+}
+
+int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
+{
+	return st->ops->retain(st->be, before_us, chunk);
+}
+
+int store__health(struct store *st, char *err, size_t errlen)
+{
+	if (!st->ops->health)
+		return 0;
+	return st->ops->health(st->be, err, errlen);
+}
+
+int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n)
+{
+	if (!st->ops->set_autocomplete_keys)
+		return 0;
+	return st->ops->set_autocomplete_keys(st->be, keys, n);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+struct store_reader *store__reader_new(struct store *st)
+{
+	struct store_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return fay_err_ptr(-ENOMEM);
+	r->ops = st->ops;
+	r->rd = st->ops->reader_new(st->be);
+	if (!r->rd) {
+		int e = errno;
+
+		free(r);
+		errno = e;
+		return NULL;
+	}
+	return r;
+}
+
+void store__reader_free(struct store_reader *r)
+{
+	if (!r)
+		return;
+	r->ops->reader_free(r->rd);
+	free(r);
+}
+
+void store_names_free(struct store_names *n)
+{
+	if (!n)
+		return;
+	zarena_reset(&n->arena);
+	n->v = NULL;
+	n->n = 0;
+}
+
+void store_traces_free(struct store_traces *t)
+{
+	if (!t)
+		return;
+	zarena_reset(&t->arena);
+	t->v = NULL;
+	t->n = t->cap = 0;
+}
+
+int store__services(struct store_reader *r, struct store_names *out)
+{
+	return r->ops->services(r->rd, out);
+}
+
+int store__span_names(struct store_reader *r, const char *service,
+		      struct store_names *out)
+{
+	return r->ops->span_names(r->rd, service, out);
+}
+
+int store__remote_services(struct store_reader *r, const char *service,
+			   struct store_names *out)
+{
+	return r->ops->remote_services(r->rd, service, out);
+}
+
+int store__autocomplete_values(struct store_reader *r, const char *key,
+			       struct store_names *out)
+{
+	if (!r->ops->autocomplete_values)
+		return 0;
+	return r->ops->autocomplete_values(r->rd, key, out);
+}
+
+int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,
+		 struct store_traces *out)
+{
+	return r->ops->trace(r->rd, hi, lo, out);
+}
+
+int store__traces(struct store_reader *r, const struct store_query *q,
+		  struct store_traces *out)
+{
+	return r->ops->traces(r->rd, q, out);
+}
+
+int store__counts(struct store_reader *r, struct store_counts *c)
+{
+	return r->ops->counts(r->rd, c);
+}
+
+int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
+		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	return r->ops->scan(r->rd, from_us, to_us, fn, ctx);
+}
+
+int store__agents(struct store_reader *r,
+		  int (*fn)(void *ctx, const struct store_agent *a), void *ctx)
+{
+	return r->ops->agents(r->rd, fn, ctx);
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The ClickHouse test harness itself (tests/lib/clickhouse.bash): one node
+# on its own ports and data directory, kill -9 and restart on the same
+# data, and a two-shard local cluster whose Distributed table sees both
+# shards.
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+. "$(dirname "$0")/../lib/clickhouse.bash"
+
+ok "one node starts" ch_start one
+v=$(ch_q one 'SELECT version()')
+diag "clickhouse-server version $v"
+ok "it answers SELECT version()" test -n "$v"
+ch_q one "CREATE TABLE default.t (d Date, x UInt64) ENGINE = MergeTree PARTITION BY d ORDER BY x" &&
+ch_q one "INSERT INTO default.t VALUES ('2026-01-01', 1), ('2026-01-02', 2)"
+ok "a MergeTree table takes rows" [ "$(ch_q one 'SELECT sum(x) FROM default.t')" = 3 ]
+ch_kill one
+ok "killed with -9, it is gone" bash -c "! curl -sf $(ch_url one)/ping"
+ok "restarts on the same data" ch_restart one
+ok "the rows are still there" [ "$(ch_q one 'SELECT sum(x) FROM default.t')" = 3 ]
+
+ok "a two-shard cluster starts" ch_cluster two
+for n in two1 two2; do
+	ch_q $n "CREATE TABLE default.l (x UInt64) ENGINE = MergeTree ORDER BY x"
+	ch_q $n "CREATE TABLE default.d AS default.l ENGINE = Distributed(two, default, l, x)"
+done
+ch_q two1 "INSERT INTO default.d VALUES (1), (2), (3), (4)"
+ch_q two1 "SYSTEM FLUSH DISTRIBUTED default.d" 2>/dev/null
+sleep 0.5
+ok "rows written through the Distributed table land on both shards" \
+	bash -c "[ \$(curl -s $(ch_url two1) --data-binary 'SELECT count() FROM default.l') -ge 1 ] && [ \$(curl -s $(ch_url two2) --data-binary 'SELECT count() FROM default.l') -ge 1 ]"
+ok "either node's Distributed table sees all of them" \
+	[ "$(ch_q two2 'SELECT sum(x) FROM default.d')" = 10 ]
+done_testing
