@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * OTLP protobuf through protobuf-c: the one file that includes it (and the
- * code protoc-c generates at build time from the .proto files of src/collector/proto
- * into $(B)/gen/otlp, see mk/otlp.mk).
+ * code protoc-c generates at build time from src/collector/proto's .proto
+ * files into $(B)/gen/src/collector/proto, see mk/proto.mk).
  *
  *   otlp_pb_decode()     ExportTraceServiceRequest -> struct otlp_req
  *   otlp_pb_response()   ExportTraceServiceResponse (partial_success)
