@@ -8,7 +8,9 @@ routes Zipkin's rules applied to the posted spans (zipkin2.Span's
 normalisation; services are local service names, remote services and span
 names per local service, a trace is found by any of its local services).
 TAP lines on stdout.  argv: URL FILE..."""
-import json, sys, time, urllib.parse, urllib.request
+import json, sys, time, urllib.parse
+
+import zapi
 
 url, files = sys.argv[1], sys.argv[2:]
 n = failed = 0
@@ -25,15 +27,7 @@ def check(cond, what, *diag):
 
 
 def get(path):
-    with urllib.request.urlopen(url + path) as r:
-        return json.load(r)
-
-
-def post(spans):
-    req = urllib.request.Request(url + "/api/v2/spans", data=json.dumps(spans).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req) as r:
-        return r.status
+    return zapi.get(url, path)
 
 
 def norm_id(t):
@@ -99,7 +93,7 @@ for path in files:
             s["timestamp"] += shift
             for a in s.get("annotations", []):
                 a["timestamp"] += shift
-    check(post(spans) == 202, "%s: POST /api/v2/spans (JSON): 202" % name)
+    check(zapi.post(url, spans) == 202, "%s: POST /api/v2/spans (JSON): 202" % name)
     traces.append((name, [norm(s) for s in spans], doc["expect"]))
 
 services, span_names, remotes = set(), {}, {}
