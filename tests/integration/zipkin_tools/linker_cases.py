@@ -4,20 +4,15 @@
 DependencyLinkerTest) to a running collector, each case in a time window of
 its own, and compare GET /api/v2/dependencies for that window with the
 links Zipkin's test asserts.  TAP lines on stdout.  argv: URL FIXTURE"""
-import json, sys, time, urllib.request
+import json, sys, time
+
+from zapi import get, post
 
 url, path = sys.argv[1], sys.argv[2]
 cases = json.load(open(path))["cases"]
 base_ms = (int(time.time()) - 3 * 3600) * 1000   # three hours ago
 n = 0
 failed = 0
-
-
-def post(spans):
-    req = urllib.request.Request(url + "/api/v2/spans", data=json.dumps(spans).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req) as r:
-        return r.status
 
 
 def hexid(s):
@@ -50,11 +45,10 @@ for k, case in enumerate(cases):
             if len(sp) > 7:
                 s["annotations"] = [{"timestamp": a[0], "value": a[1]} for a in sp[7]]
             body.append(s)
-    status = post(body)
+    status = post(url, body)
     end_ms = base_ms + k * 10000 + 5000
-    with urllib.request.urlopen("%s/api/v2/dependencies?endTs=%d&lookback=8000" % (url, end_ms)) as r:
-        got = sorted((l["parent"], l["child"], l["callCount"], l.get("errorCount", 0))
-                     for l in json.load(r))
+    got = sorted((l["parent"], l["child"], l["callCount"], l.get("errorCount", 0))
+                 for l in get(url, "/api/v2/dependencies?endTs=%d&lookback=8000" % end_ms))
     want = sorted(tuple(l) for l in case["links"])
     n += 1
     if status == 202 and got == want:
