@@ -50,7 +50,9 @@
 -- Where BlkKin partial records become spans: at insert.  span_parts keeps
 -- every partial record; the transaction that stores parts of a span id
 -- also replaces that id's spans with origin = 1 by the merge of all its
--- parts (Zipkin's V1SpanConverter rule, src/store/span.c zparts_merge()).
+-- parts (Zipkin's V1SpanConverter rule, src/store/span.c zparts_merge(); a
+-- span with annotations but none of cs/sr/ms/mr gets Zipkin 1.x's
+-- timestamp = first annotation, duration = last - first).
 
 -- One row per trace, kept up to date by every transaction that adds
 -- spans to it (the store aggregates a transaction's spans per trace in

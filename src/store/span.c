@@ -775,6 +775,15 @@ int zparts_merge(const struct zs_part *parts, size_t n, struct zarena *a,
 		s->tags = b->tags;
 		s->ntags = b->ntags;
 		zspan_normalize(s);
+		/* Zipkin 1.x (ApplyTimestampAndDuration): a span with no
+		 * timestamp of its own (a BlkKin program's "start"/"end",
+		 * no cs/sr) starts at its first annotation and lasts until
+		 * its last, so that search, dashboards and retention see it */
+		if (!s->timestamp_us && s->nannotations) {
+			s->timestamp_us = s->annotations[0].ts_us;
+			s->duration_us = s->annotations[s->nannotations - 1].ts_us -
+					 s->timestamp_us;
+		}
 	}
 	*out = spans;
 	return (int)c.nb;

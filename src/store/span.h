@@ -164,6 +164,10 @@ int zparts_from_rec(const struct spanrec *r, struct zarena *a,
  * difference: a server half with no cs is not marked shared, because a
  * partial record never carries a span timestamp, so "no timestamp" (V1's
  * convention for shared) says nothing here.
+ * A span that gets no timestamp from these rules but has annotations
+ * (a BlkKin program's own events, "start" ... "end") gets Zipkin 1.x's:
+ * timestamp = its first annotation, duration = last - first (absent when
+ * 0).
  * Writes up to nparts + 2 spans to out (arena-allocated array) and returns
  * how many, or -ENOMEM.  Every span is normalized.
  */

@@ -184,6 +184,27 @@ static void no_endpoint(void)
 	is_int(s[0].kind, SPAN_KIND_UNSET, "no endpoint: core annotations are plain (V1 needs an endpoint)");
 	is_int(s[0].nannotations, 2, "no endpoint: cs and cr kept as annotations");
 	is_str(tagval(&s[0], "k"), "v", "no endpoint: tag kept");
+	is_u64(s[0].timestamp_us, 10, "no endpoint: timestamp = first annotation (Zipkin 1.x)");
+	is_u64(s[0].duration_us, 10, "no endpoint: duration = last - first");
+}
+
+/* A BlkKin program's own events (no cs/sr): Zipkin 1.x's rule gives the
+ * span a timestamp and duration from its first and last annotation. */
+static void blkin_events(void)
+{
+	struct zs_part p[] = { ann("osd", "end", 950), ann("osd", "start", 200),
+			       ann("osd", "queued", 400), tag("osd", "bytes", "4096") };
+	struct zs_part q[] = { ann("osd", "only", 300) };
+	struct zspan *s;
+	int n = zparts_merge(p, 4, &A, &s);
+
+	is_int(n, 1, "start/queued/end: one span");
+	is_u64(s[0].timestamp_us, 200, "timestamp = the earliest annotation");
+	is_u64(s[0].duration_us, 750, "duration = last - first");
+	is_int(s[0].nannotations, 3, "the annotations stay");
+	n = zparts_merge(q, 1, &A, &s);
+	ok(n == 1 && s[0].timestamp_us == 300 && !s[0].duration_us,
+	   "one annotation: its timestamp, no duration");
 }
 
 static void messaging(void)
@@ -368,6 +389,7 @@ int main(void)
 	loopback();
 	incomplete();
 	no_endpoint();
+	blkin_events();
 	messaging();
 	from_record();
 	normalize();
