@@ -82,6 +82,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	c = &r->c;
 	c->token = o->token && *o->token ? o->token : NULL;
 	c->max_body = o->max_body;
+	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
 	c->retention_us = o->retention_us;
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);

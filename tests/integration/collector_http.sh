@@ -144,7 +144,7 @@ python3 -c 'print("[" + ",".join(["{\"traceId\":\"%016x\",\"id\":\"0000000000000
 expect "gzip body over the limit once inflated: 413" 413 "after gzip decoding" POST /api/v2/spans -H 'Content-Encoding: gzip' --data-binary @"$T_TMP/bomb.gz"
 echo 'not gzip' >"$T_TMP/notgz"
 expect "corrupt gzip: 400" 400 "body: gzip:" POST /api/v2/spans -H 'Content-Encoding: gzip' --data-binary @"$T_TMP/notgz"
-expect "thrift: 415" 415 "only JSON" POST /api/v2/spans -H 'Content-Type: application/x-thrift' --data-binary @"$T_TMP/notgz"
+expect "thrift: 415" 415 "only JSON (application/json) or protobuf" POST /api/v2/spans -H 'Content-Type: application/x-thrift' --data-binary @"$T_TMP/notgz"
 expect "empty array: 202" 202 "" POST /api/v2/spans --data '[]'
 expect "unknown route: 404" 404 "no such route" GET /api/v9/nothing
 expect "PUT on a route: 405" 405 "PUT is not allowed" PUT /api/v2/services
