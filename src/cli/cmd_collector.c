@@ -33,7 +33,7 @@ static void usage(FILE *f)
 "                  [--token T] [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
-"                  [--parent HOST:PORT [--host NAME]]\n"
+"                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -127,6 +127,11 @@ static void usage(FILE *f)
 "                      agents and sends up one merged partial per window naming\n"
 "                      every host under it (see CLUSTER QUERIES)\n"
 "    --host NAME       this collector's name to its parent (default: host name)\n"
+"    --max-conns N     connections on the agent port at once (default 8192; an\n"
+"                      agent holds two: spans and queries); more are refused\n"
+"                      with a reason the agent logs, and it retries.  The open\n"
+"                      file limit is raised to its hard limit at start; N is\n"
+"                      capped to fit it (a warning says so)\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -193,6 +198,7 @@ int cmd_collector(int argc, char **argv)
 		{ "parent", required_argument, NULL, 'P' },
 		{ "host", required_argument, NULL, 'n' },
 		{ "autocomplete-keys", required_argument, NULL, 'A' },
+		{ "max-conns", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -248,6 +254,14 @@ int cmd_collector(int argc, char **argv)
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;
 		case 'A': o.autocomplete_keys = optarg; break;
+		case 'C':
+			if (opt_parse_size(optarg, &size) || !size || size > 1000000) {
+				fprintf(stderr, "error: --max-conns '%s': expected a number from 1 to 1000000\n",
+					optarg);
+				return 2;
+			}
+			o.max_conns = (unsigned)size;
+			break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);

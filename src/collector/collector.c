@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/version.h"
 
 /*
@@ -57,6 +58,25 @@ static int set_autocomplete_keys(struct collector *c, const char *list)
 	}
 	return store__set_autocomplete_keys(c->store, (const char *const *)c->ac_keys,
 					     c->nac_keys);
+}
+
+/*
+ * How many agent-port connections to take: --max-conns, within the
+ * open-file limit (raised to its hard limit) less room for the store,
+ * HTTP clients and spool files.
+ */
+static unsigned conns_limit(unsigned want)
+{
+	uint64_t nofile = net_raise_nofile(), room = nofile > 256 ? nofile - 256 : 64;
+
+	if (!want)
+		want = COLL_MAX_CONNS;
+	if (want > room) {
+		pr_warn("--max-conns %u: the open file limit is %llu; taking at most %llu agent connections (raise LimitNOFILE)",
+			want, (unsigned long long)nofile, (unsigned long long)room);
+		want = (unsigned)room;
+	}
+	return want;
 }
 
 /* What collector_start() adds to struct collector. */
@@ -118,7 +138,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "cannot start the writer thread: %s", errstr(ret));
 		goto err_out;
 	}
-	r->ws = wire_server_new(c, o->listen, why, sizeof(why));
+	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), why, sizeof(why));
 	if (!r->ws) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "--listen %s", why);

@@ -119,7 +119,11 @@ struct collector_opts {
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
 	const char *host;            /* our name to the parent (NULL: gethostname) */
 	const char *autocomplete_keys;  /* "k1,k2": tags whose values are kept */
+	unsigned max_conns;          /* agent-port connections (0: COLL_MAX_CONNS) */
 };
+
+/* Default --max-conns: an agent holds two connections (spans, queries). */
+#define COLL_MAX_CONNS 8192
 
 /*
  * Open the store, start the writer thread, the extensions, the agent
@@ -174,7 +178,9 @@ int ingest_stats(struct ingest *in, const char *agent_id, const char *json);
 /* ---- wire_server.c ------------------------------------------------------ */
 
 struct wire_server;
-struct wire_server *wire_server_new(struct collector *c, const char *addr,
+/* Listen on addr; at most max_conns connections at once (more are
+ * refused with a reason the peer logs). */
+struct wire_server *wire_server_new(struct collector *c, const char *addr, unsigned max_conns,
 				    char *err, size_t errlen);
 void wire_server_free(struct wire_server *ws);
 /* The address it listens on. */
