@@ -50,6 +50,12 @@ q byname "from sp in cluster.spans group sp by sp.name into g select {n: g.key, 
 q tags "from sp in cluster.spans where sp.tag(\"object\") != \"\" group sp by {s: sp.service, n: sp.name, k: sp.kind} into g select {s: g.s, n: g.n, k: g.k, c: g.count(), e: g.sum(sp.error)} $D"
 q hosts "from sp in cluster.spans(\"vm-client\") where sp.kind == \"client\" && sp.tag(\"size\") == \"16384\" group sp by sp.host into g select {h: g.key, c: g.count()} $D"
 q unscoped "from sp in spans(\"mapp*\") where sp.tag(\"blocker\") == \"blocker-2\" select {c: count()} $D"
+q stream "from sp in cluster.spans(\"vm-client\") select {n: sp.name, d: sp.duration, h: sp.host, k: sp.kind} $D"
+q windows "from sp in cluster.spans group sp by sp.service into g select {s: g.key, c: g.count()} window 1s $D"
+"$FAY" query --cluster "$URL" --keep spanlayers \
+	'from sp in cluster.spans group sp by sp.service into g select { svc: g.key, n: g.count() } window 1s' \
+	>"$T_TMP/keep.out" 2>&1
+ok "--keep registers a standing spans(...) query" grep -q 'standing query spanlayers: runs until' "$T_TMP/keep.out"
 curl -sN -X POST -H 'Content-Type: application/json' \
 	-d "{\"query\":\"from sp in cluster.spans(\\\"mapper\\\") group sp by sp.name into g select { n: g.key, c: g.count() } $D\"}" \
 	"$URL/api/query" >"$T_TMP/post.out" 2>/dev/null &
@@ -59,7 +65,10 @@ attached() {
 	for x in "${QS[@]}"; do [ "$(grep -c ': attached' "$T_TMP/${x%%:*}.err")" -ge 3 ] || return 1; done
 	grep -q '"attached":3' "$T_TMP/post.out"
 }
+kept() { [ "$(grep -l 'spans group sp by sp.service into g select { svc' "$T_TMP"/h?.log | wc -l)" -eq 3 ]; }
 ok "every query attached on the three hosts" wait_for 20 attached
+ok "the standing query reached the three agents" wait_for 10 kept
+sleep 1
 
 for h in $HOSTS; do
 	FAY_SHM_DIR=$T_TMP/$h/shm "$BS" --requests ${N[$h]} --sample 1 --size 16k --seed 7 \
@@ -128,6 +137,13 @@ check hosts "vm-client client spans with tag size 16384, grouped by host: each h
 	'sorted((r["h"], r["c"]) for r in rows) == sorted(n.items())'
 check unscoped "spans(...) with --cluster and no scope: the mapper's calls to blocker-2" \
 	'rows == [{"c": sum(1 for s in spans if s.get("tags", {}).get("blocker") == "blocker-2")}] and rows[0]["c"] > 0'
+check stream "a stream of vm-client spans: one row per request, each with its host, kind and duration" \
+	'sorted((h, sum(1 for r in rows if r["h"] == h)) for h in n) == sorted(n.items()) and len(rows) == sum(n.values())
+	 and all(r["k"] == "client" and r["d"] > 0 and r["n"] in ("read", "write") for r in rows)'
+check windows "window 1s: the windows add up to the stored spans per service" \
+	'(lambda w: sorted(w.items()) == sorted((k, len(v)) for k, v in by(svc).items()))(
+	 __import__("functools").reduce(lambda acc, r: (acc.__setitem__(r["s"], acc.get(r["s"], 0) + r["c"]), acc)[1],
+	 {(r["window_start_ns"], r["s"]): r for r in rows}.values(), {}))'
 if python3 - "$T_TMP/post.out" "$T_TMP/traces.json" <<'PY'
 import json, sys
 rows = []
@@ -149,6 +165,34 @@ sys.exit(0 if got == want and got else 1)
 PY
 then pass "POST /api/query with cluster.spans(\"mapper\"): the mapper's spans per name"
 else fail "POST /api/query spans" "$(head -c 800 "$T_TMP/post.out")"; fi
+
+# The standing query: its history adds up (the last version of each
+# window), its latest window is on /metrics, and it can be dropped.
+sleep 2
+curl -s "$URL/api/queries/spanlayers/results?limit=1000" >"$T_TMP/keep.json"
+if python3 - "$T_TMP/keep.json" "$T_TMP/traces.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+last = {}
+for w in r["windows"]:
+    last[w["start_ns"]] = w
+got = {}
+for w in last.values():
+    for row in w["rows"]:
+        got[row[0]] = got.get(row[0], 0) + row[1]
+want = {}
+for t in json.load(open(sys.argv[2])):
+    for s in t:
+        k = s.get("localEndpoint", {}).get("serviceName", "")
+        want[k] = want.get(k, 0) + 1
+print("# got", got, "want", want)
+sys.exit(0 if got == want else 1)
+PY
+then pass "the standing query's windows add up to the stored spans per service"
+else fail "standing spans(...) history" "$(head -c 600 "$T_TMP/keep.json")"; fi
+ok "its latest window is exported on /metrics" bash -c "curl -s '$URL/metrics' | grep -q '^# TYPE fay_query_spanlayers gauge'"
+"$FAY" query --cluster "$URL" --drop spanlayers >"$T_TMP/drop.out" 2>&1
+ok "--drop stops it" test $? -eq 0
 
 # The agents' own counts: spans fed to queries, BlkKin spans never ended.
 sleep 1.5
