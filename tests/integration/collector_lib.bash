@@ -7,13 +7,14 @@ CLIENT=${CLIENT:-$BUILD/tests/fay-wire-client}
 [ -x "$CLIENT" ] || skip_all "no wire test client at $CLIENT (make builds it)"
 command -v curl >/dev/null || skip_all "needs curl"
 
-# coll_start DB [ARGS...]: sets CPID, WP (wire port), HP (HTTP port), URL
+# coll_start DB [ARGS...]: sets CPID, WP (wire port), HP (HTTP port), URL.
+# The OTLP listeners are off unless ARGS name them (the last option wins).
 coll_start() {
 	local db=$1; shift
 	WP=$(free_port)
 	HP=$(free_port)
 	URL=http://127.0.0.1:$HP
-	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$db" "$@" \
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --db "$db" "$@" \
 		>>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)
