@@ -103,7 +103,10 @@ struct coll_ext_opts {
 struct collector_opts {
 	const char *listen;          /* agent protocol address (net_parse_addr) */
 	const char *http;            /* HTTP address */
-	const char *db;              /* the SQLite store */
+	const char *db;              /* the SQLite store; with clickhouse, where the
+					collector's own files go (PATH.queries ...) */
+	const char *clickhouse;      /* NULL, or the ClickHouse store: URL[,URL...] */
+	const char *clickhouse_cluster;  /* NULL, or the cluster of its tables */
 	const char *token;           /* NULL: none */
 	size_t max_body;
 	uint64_t retention_us;       /* 0: keep forever */
