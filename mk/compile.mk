@@ -10,7 +10,8 @@ COMPILE_STRICT := -Wall -Wextra -Werror -pedantic
 COMPILE_LINK := -L$(B) -lfay -Wl,-rpath,$(abspath $(B))
 COMPILE_HDRS := include/fay/trace.h include/fay/blkin.h include/fay/zipkin_c.h
 COMPILE_OUT := $(COMPILE_DIR)/trace_c $(COMPILE_DIR)/trace_cc \
-               $(COMPILE_DIR)/blkin_prog $(COMPILE_DIR)/blkin_c.o
+               $(COMPILE_DIR)/blkin_prog $(COMPILE_DIR)/blkin_events \
+               $(COMPILE_DIR)/blkin_c.o
 
 # libfay.so's soname is libfay.so.0: what a linked program asks for.
 $(B)/libfay.so.0: $(LIBFAY_SO)
@@ -33,7 +34,8 @@ $(COMPILE_DIR)/blkin_c.o: tests/compile/blkin_c.c $(COMPILE_HDRS)
 
 # The BlkKin program: its own include path and ordinary warnings, as a
 # project that used ceph/blkin would build it.
-$(COMPILE_DIR)/blkin_prog: tests/compile/blkin_prog.c $(COMPILE_HDRS) $(B)/libfay.so.0
+$(COMPILE_DIR)/blkin_prog $(COMPILE_DIR)/blkin_events: $(COMPILE_DIR)/%: tests/compile/%.c \
+		$(COMPILE_HDRS) $(B)/libfay.so.0
 	$(call msg,BLKIN,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -Wall -Wextra -Werror -Iinclude/fay $(LDFLAGS) -o $@ $< $(COMPILE_LINK)

@@ -203,8 +203,10 @@ void bs_role_init(const char *service, int port, int blkin)
 {
 	int err;
 
-	/* A role never outlives the run that started it. */
+	/* A role never outlives the run that started it; its comm is its
+	 * service, so a query can group by layer (s.comm). */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	prctl(PR_SET_NAME, service);
 	if (getppid() == 1)
 		exit(1);
 	signal(SIGPIPE, SIG_IGN);

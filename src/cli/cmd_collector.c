@@ -31,7 +31,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay collector [--listen ADDR] [--http ADDR] [--db PATH] [--retention DUR]\n"
 "                  [--token T] [--max-body BYTES] [--thresholds FILE]\n"
-"                  [--export zipkin=URL|otlp=URL]...\n"
+"                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
 "                  [--parent HOST:PORT [--host NAME]]\n"
 "\n"
 "DESCRIPTION\n"
@@ -49,7 +49,9 @@ static void usage(FILE *f)
 "    as down on the Hosts page and in /api/ui/hosts until it reconnects.\n"
 "\n"
 "    HTTP routes (Zipkin v2 JSON model):\n"
-"      POST /api/v2/spans             JSON array of spans (gzip accepted); 202\n"
+"      POST /api/v2/spans             JSON array of spans, or protobuf (Content-\n"
+"                                     Type application/x-protobuf: Zipkin's\n"
+"                                     ListOfSpans); gzip accepted; 202\n"
 "      GET  /api/v2/services          service names\n"
 "      GET  /api/v2/spans?serviceName=S           span names of a service\n"
 "      GET  /api/v2/remoteServices?serviceName=S  remote services of a service\n"
@@ -64,6 +66,9 @@ static void usage(FILE *f)
 "                                     rejected, duplicate; batches; agents\n"
 "      POST /v1/traces                OTLP/HTTP JSON spans (chunked, gzip); 200 {}\n"
 "      GET  /api/v2/dependencies?endTs=MS&lookback=MS  service call graph\n"
+"      GET  /api/v2/autocompleteKeys  the --autocomplete-keys ([] without)\n"
+"      GET  /api/v2/autocompleteValues?key=K  values of tag K seen (K one of\n"
+"                                     the --autocomplete-keys; else [])\n"
 "      POST /api/query                a FayQL query; 400 with line:col, or\n"
 "                                     NDJSON rows streamed as they come\n"
 "      GET  /api/ui/dashboard?window=S&step=S  per service/span latencies\n"
@@ -115,6 +120,11 @@ static void usage(FILE *f)
 "                      (Zipkin v2 JSON, e.g. http://zipkin:9411/api/v2/spans) or\n"
 "                      otlp=URL (OTLP/HTTP JSON, e.g. http://otel:4318/v1/traces);\n"
 "                      batched, retried 3 times, counted in /metrics; repeatable\n"
+"    --autocomplete-keys K1,K2\n"
+"                      tag keys whose values are kept for Zipkin's\n"
+"                      /api/v2/autocompleteValues (Lens offers them in its\n"
+"                      search); values are recorded as spans arrive (default\n"
+"                      none)\n"
 "    --parent HOST:PORT\n"
 "                      make this collector an intermediate aggregator of a\n"
 "                      cluster-query tree: it keeps a query connection to the\n"
@@ -189,6 +199,7 @@ int cmd_collector(int argc, char **argv)
 		{ "export", required_argument, NULL, 'x' },
 		{ "parent", required_argument, NULL, 'P' },
 		{ "host", required_argument, NULL, 'n' },
+		{ "autocomplete-keys", required_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -242,6 +253,7 @@ int cmd_collector(int argc, char **argv)
 		case 'T': o.ext.thresholds = optarg; break;
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;
+		case 'A': o.autocomplete_keys = optarg; break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);

@@ -45,6 +45,7 @@
 #include "collector/ext.h"
 #include "collector/http_int.h"
 #include "collector/qengine.h"
+#include "collector/standing.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -193,17 +194,6 @@ static void free_cb(void *cls)
 	free(qr);
 }
 
-static json_t *columns_json(const struct plan *p)
-{
-	json_t *a = json_array();
-
-	for (int i = 0; a && i < p->ncols; i++)
-		json_array_append_new(a, json_pack("{s:s, s:s}", "name", p->cols[i].name,
-			"type", p->cols[i].type == VT_STR ? "string" :
-				p->cols[i].type == VT_DIST ? "distribution" : "int"));
-	return a;
-}
-
 /* Options of a JSON body (cluster queries): grace_ms, format, cluster. */
 static int body_opts(json_t *j, struct cluster_qopts *o, char *err, size_t errlen)
 {
@@ -325,7 +315,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 		query_free(q);
 		return res;
 	}
-	cols = columns_json(p);
+	cols = plan_columns_json(p);
 	qr = calloc(1, sizeof(*qr));
 	if (!qr || pipe2(fds, O_CLOEXEC)) {
 		free(qr);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "collector/cluster.h"
 #include "collector/standing.h"
@@ -18,6 +19,45 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/version.h"
+
+/*
+ * Split --autocomplete-keys "k1, k2" into c->ac_keys (blanks around a key
+ * and empty keys dropped, a repeated key kept once) and tell the store.
+ * 0 or -ENOMEM.
+ */
+static int set_autocomplete_keys(struct collector *c, const char *list)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *k, **nv;
+		int dup = 0;
+
+		while (len && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		for (size_t i = 0; i < c->nac_keys; i++)
+			dup |= strlen(c->ac_keys[i]) == len && !strncmp(c->ac_keys[i], p, len);
+		if (len && !dup) {
+			k = strndup(p, len);
+			nv = k ? realloc(c->ac_keys, sizeof(*nv) * (c->nac_keys + 1)) : NULL;
+			if (!nv) {
+				free(k);
+				return -ENOMEM;
+			}
+			c->ac_keys = nv;
+			c->ac_keys[c->nac_keys++] = k;
+		}
+		p = e ? e + 1 : NULL;
+	}
+	return store__set_autocomplete_keys(c->store, (const char *const *)c->ac_keys,
+					     c->nac_keys);
+}
 
 /* What collector_start() adds to struct collector. */
 struct collector_run {
@@ -57,6 +97,11 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	if (!c->store) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "store: %s", why);
+		goto err_out;
+	}
+	if (set_autocomplete_keys(c, o->autocomplete_keys)) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
 		goto err_out;
 	}
 	xo = o->ext;
@@ -141,6 +186,9 @@ void collector_stop(struct collector *c)
 		store__reader_free(c->readers[i]);
 	store__close(c->store);
 	coll_agents_free(c);
+	for (size_t i = 0; i < c->nac_keys; i++)
+		free(c->ac_keys[i]);
+	free(c->ac_keys);
 	pthread_mutex_destroy(&c->agents_lock);
 	pthread_mutex_destroy(&c->readers_lock);
 	free(r);

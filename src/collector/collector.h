@@ -86,6 +86,9 @@ struct collector {
 	struct cluster *cluster;
 	/* Standing cluster queries, /metrics series (standing.h). */
 	struct standing *standing;
+	/* --autocomplete-keys, in the order given (api_zipkin.c). */
+	char **ac_keys;
+	size_t nac_keys;
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */
@@ -113,6 +116,7 @@ struct collector_opts {
 	struct coll_ext_opts ext;
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
 	const char *host;            /* our name to the parent (NULL: gethostname) */
+	const char *autocomplete_keys;  /* "k1,k2": tags whose values are kept */
 };
 
 /*

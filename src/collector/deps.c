@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: MIT
 /*
  * The service dependency graph, as Zipkin's /api/v2/dependencies answers
- * it: links {parent, child, callCount, errorCount} derived from the spans
- * of each trace.
+ * it: links {parent, child, callCount, errorCount}, computed per trace by
+ * Zipkin's own algorithm (zipkin2.internal.DependencyLinker over the tree
+ * of zipkin2.internal.SpanNode.Builder, with Trace.merge's clean-up first;
+ * read openzipkin/zipkin for the original, this is a C reimplementation):
  *
- * For every span S of service B, its caller's service A is
- *  - the CLIENT (or PRODUCER) half that shares S's id, when S is the
- *    SERVER (CONSUMER) half of a shared span (BlkKin, Zipkin v1 style);
- *  - else the service of S's parent span (the one of S's own service when
- *    the parent id is shared by both halves, else the client half);
- *  - else, for a SERVER span with no parent in the trace, its
- *    remoteEndpoint service (an uninstrumented caller).
- * A != B makes one call A -> B, an error when S carries the error tag.
- * A CLIENT span whose callee left no span in the trace (no server half, no
- * child span in another service) calls its remoteEndpoint service.
+ * 1. Clean-up: spans of one id sent in pieces (same shared flag, same
+ *    local service or none) become one; a SERVER span after a CLIENT span
+ *    of its id is shared, and a shared span with no parent takes the
+ *    client's.
+ * 2. Tree: a span's node is keyed by its id, a shared span's by (id, its
+ *    service); a shared span's parent is the client of its id; a span
+ *    whose parent id is a shared span on its own service hangs under that
+ *    server half, else under the parent id's span; the first span with no
+ *    parent is the root and every span whose parent is missing hangs under
+ *    the root (or under a synthetic root when there is none).
+ * 3. Links, breadth first: a CLIENT span with children is skipped (the
+ *    server names the call); a span of no kind with both services counts
+ *    as a CLIENT; SERVER/CONSUMER link remote -> local (the root SERVER
+ *    only with a remote service), CLIENT/PRODUCER local -> remote;
+ *    messaging spans link to and from their broker as they are.  For RPC,
+ *    the nearest ancestor with a kind names the caller of a SERVER (or of
+ *    a span without a remote service), and a CLIENT on another service
+ *    than that ancestor also back-fills the missing link ancestor ->
+ *    client; a server whose parent is the client half of its call counts
+ *    that client's error.  A link is an error when its span has an
+ *    "error" tag.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,13 +36,30 @@
 
 struct dspan {
 	uint64_t id, parent_id;
-	uint8_t kind, error;
+	uint8_t kind, error, shared;
 	char *svc, *remote;
+	/* the tree */
+	int up;                      /* parent node, -1: none (a root child) */
+	int first, last, next;       /* children, siblings; -1: none */
 };
 
 struct link {
 	char *parent, *child;
 	uint64_t calls, errors;
+};
+
+/* A node key of SpanNode.Builder: an id, or (id, shared, service). */
+struct dkey {
+	uint64_t id;
+	uint8_t shared;
+	const char *svc;
+};
+
+/* An open-addressing map of dkey -> int. */
+struct dmap {
+	struct dkey *k;
+	int *v;
+	size_t cap;
 };
 
 struct deps {
@@ -46,6 +76,80 @@ static char *dup_zs(struct zs_str s)
 {
 	return s.len ? strndup(s.p, s.len) : NULL;
 }
+
+static int streq0(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* ---- the key map -------------------------------------------------------- */
+
+static size_t dkey_hash(const struct dkey *k)
+{
+	uint64_t h = k->id * 0x9e3779b97f4a7c15ull ^ k->shared;
+
+	for (const char *p = k->svc; p && *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 29);
+}
+
+static int dkey_eq(const struct dkey *a, const struct dkey *b)
+{
+	return a->id == b->id && a->shared == b->shared && streq0(a->svc, b->svc);
+}
+
+static int dmap_init(struct dmap *m, size_t n)
+{
+	m->cap = 16;
+	while (m->cap < 4 * n)
+		m->cap *= 2;
+	m->k = calloc(m->cap, sizeof(*m->k));
+	m->v = calloc(m->cap, sizeof(*m->v));
+	return m->k && m->v ? 0 : -ENOMEM;
+}
+
+static void dmap_free(struct dmap *m)
+{
+	free(m->k);
+	free(m->v);
+}
+
+/* The slot of k: holding it, or the empty one where it goes (ids are never
+ * 0, so id 0 marks an empty slot; the map is never more than 1/2 full). */
+static size_t dmap_slot(const struct dmap *m, const struct dkey *k)
+{
+	size_t i = dkey_hash(k) & (m->cap - 1);
+
+	while (m->k[i].id && !dkey_eq(&m->k[i], k))
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static int dmap_get(const struct dmap *m, const struct dkey *k)
+{
+	size_t i;
+
+	if (!k->id)
+		return -1;
+	i = dmap_slot(m, k);
+	return m->k[i].id ? m->v[i] : -1;
+}
+
+static void dmap_put(struct dmap *m, const struct dkey *k, int v)
+{
+	size_t i = dmap_slot(m, k);
+
+	m->k[i] = *k;
+	m->v[i] = v;
+}
+
+static struct dkey key_of(uint64_t id, int shared, const char *svc)
+{
+	/* createKey(): an id alone unless shared */
+	return (struct dkey){ id, (uint8_t)!!shared, shared ? svc : NULL };
+}
+
+/* ---- links -------------------------------------------------------------- */
 
 static void link_add(struct deps *d, const char *parent, const char *child, int error)
 {
@@ -84,86 +188,272 @@ static void link_add(struct deps *d, const char *parent, const char *child, int 
 	d->nl++;
 }
 
-static int is_callee(uint8_t k)
+/* ---- 1. Trace.merge ----------------------------------------------------- */
+
+/* CLEANUP_COMPARATOR: by id, client halves first and shared last, then
+ * spans without a service first. */
+static int cleanup_cmp(const void *x, const void *y)
 {
-	return k == SPAN_KIND_SERVER || k == SPAN_KIND_CONSUMER;
+	const struct dspan *a = x, *b = y;
+	int ac = a->kind == SPAN_KIND_CLIENT, bc = b->kind == SPAN_KIND_CLIENT;
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	if (a->shared != b->shared)
+		return a->shared ? 1 : -1;
+	if (!a->shared && ac != bc)
+		return ac ? -1 : 1;
+	if (!a->svc || !b->svc)
+		return !a->svc ? (b->svc ? -1 : 0) : 1;
+	return strcmp(a->svc, b->svc);
 }
 
-static int is_caller(uint8_t k)
+static void take(char **dst, char **src)
 {
-	return k == SPAN_KIND_CLIENT || k == SPAN_KIND_PRODUCER;
-}
-
-/* The caller's service of span i, or NULL. */
-static const char *caller_of(struct deps *d, size_t i)
-{
-	struct dspan *s = &d->s[i], *p = NULL;
-
-	if (is_callee(s->kind)) {
-		for (size_t j = 0; j < d->n; j++)
-			if (j != i && d->s[j].id == s->id && is_caller(d->s[j].kind) && d->s[j].svc)
-				return d->s[j].svc;
+	if (!*dst) {
+		*dst = *src;
+		*src = NULL;
 	}
-	if (s->parent_id) {
-		for (size_t j = 0; j < d->n; j++) {
-			struct dspan *c = &d->s[j];
+}
 
-			if (j == i || c->id != s->parent_id || !c->svc)
-				continue;
-			if (s->svc && !strcmp(c->svc, s->svc)) {
-				p = c;
-				break;
-			}
-			if (!p || is_caller(c->kind))
-				p = c;
+static size_t merge_pieces(struct dspan *s, size_t n)
+{
+	size_t out = 0;
+
+	qsort(s, n, sizeof(*s), cleanup_cmp);
+	for (size_t i = 0; i < n; i++) {
+		struct dspan *cur = &s[out];
+
+		if (i != out)
+			*cur = s[i];
+		/* the pieces of one span: same id and shared flag, services that agree */
+		while (i + 1 < n && s[i + 1].id == cur->id && s[i + 1].shared == cur->shared &&
+		       (!cur->svc || !s[i + 1].svc || !strcmp(cur->svc, s[i + 1].svc))) {
+			struct dspan *nx = &s[++i];
+
+			take(&cur->svc, &nx->svc);
+			take(&cur->remote, &nx->remote);
+			if (!cur->kind)
+				cur->kind = nx->kind;
+			if (!cur->parent_id)
+				cur->parent_id = nx->parent_id;
+			cur->error |= nx->error;
+			free(nx->svc);
+			free(nx->remote);
 		}
-		if (p)
-			return p->svc;
+		if (out && s[out - 1].id == cur->id) {
+			const struct dspan *last = &s[out - 1];
+
+			if (last->kind == SPAN_KIND_CLIENT && cur->kind == SPAN_KIND_SERVER)
+				cur->shared = 1;
+			if (cur->shared && !cur->parent_id)
+				cur->parent_id = last->parent_id;
+		}
+		out++;
 	}
-	if (is_callee(s->kind) && s->remote)
-		return s->remote;
+	return out;
+}
+
+/* ---- 2. SpanNode.Builder ------------------------------------------------ */
+
+static void add_child(struct dspan *s, int parent, int child)
+{
+	s[child].up = parent;
+	s[child].next = -1;
+	if (parent < 0)
+		return;
+	if (s[parent].last >= 0)
+		s[s[parent].last].next = child;
+	else
+		s[parent].first = child;
+	s[parent].last = child;
+}
+
+/*
+ * Link every span to its parent node (s[i].up; -1 with *root the root's
+ * index, or -1 for a synthetic root).  The spans whose parent is the
+ * (synthetic) root get up = -1 and are listed in top[] (*ntop).
+ */
+/* spanToParent: child key -> parent key in insertion order (a
+ * LinkedHashMap), entries marked removed. */
+struct s2p {
+	struct dkey *ck, *pk;
+	char *gone;
+	size_t n;
+	struct dmap at;             /* child key -> entry */
+};
+
+static void s2p_put(struct s2p *m, const struct dkey *c, const struct dkey *p)
+{
+	int e = dmap_get(&m->at, c);
+
+	if (e < 0) {
+		e = (int)m->n++;
+		m->ck[e] = *c;
+		dmap_put(&m->at, c, e);
+	}
+	m->pk[e] = *p;
+	m->gone[e] = 0;
+}
+
+static int build_tree(struct dspan *s, size_t n, int *root, int *top, size_t *ntop)
+{
+	struct s2p m = { calloc(n * 2 + 1, sizeof(*m.ck)), calloc(n * 2 + 1, sizeof(*m.pk)),
+			 calloc(n * 2 + 1, 1), 0, { 0 } };
+	struct dmap node = { 0 };   /* keyToNode */
+	int ret = -ENOMEM;
+
+	*root = -1;
+	*ntop = 0;
+	if (!m.ck || !m.pk || !m.gone || dmap_init(&m.at, 2 * n) || dmap_init(&node, 2 * n))
+		goto out;
+	/* index() */
+	for (size_t i = 0; i < n; i++) {
+		struct dkey c = key_of(s[i].id, s[i].shared, s[i].svc);
+		struct dkey p = key_of(s[i].shared ? s[i].id : s[i].parent_id, 0, NULL);
+
+		s2p_put(&m, &c, &p);
+	}
+	/* process() */
+	for (size_t i = 0; i < n; i++) {
+		struct dkey key = key_of(s[i].id, s[i].shared, s[i].svc);
+		struct dkey noep = s[i].svc ? key_of(s[i].id, s[i].shared, NULL) : key;
+		struct dkey parent = { 0 };
+		int e;
+
+		s[i].up = s[i].first = s[i].last = s[i].next = -1;
+		if (s[i].shared) {
+			parent = key_of(s[i].id, 0, NULL);
+		} else if (s[i].parent_id) {
+			/* the child of a shared server span on our own service? */
+			parent = key_of(s[i].parent_id, 1, s[i].svc);
+			if (dmap_get(&m.at, &parent) >= 0)
+				s2p_put(&m, &noep, &parent);
+			else
+				parent = key_of(s[i].parent_id, 0, NULL);
+		}
+		if (!parent.id && *root < 0) {
+			*root = (int)i;
+			if ((e = dmap_get(&m.at, &noep)) >= 0)
+				m.gone[e] = 1;
+		} else if (s[i].shared) {
+			dmap_put(&node, &key, (int)i);
+			dmap_put(&node, &noep, (int)i);
+		} else {
+			dmap_put(&node, &noep, (int)i);
+		}
+	}
+	/* attach, in the order of spanToParent */
+	for (size_t e = 0; e < m.n; e++) {
+		int c = m.gone[e] ? -1 : dmap_get(&node, &m.ck[e]);
+		int p = dmap_get(&node, &m.pk[e]);
+
+		if (c < 0 || s[c].up >= 0 || (int)c == *root)
+			continue; /* a key of no node, or a node already placed */
+		if (p < 0) {
+			if (*root >= 0)
+				add_child(s, *root, c);
+			else
+				top[(*ntop)++] = c;
+		} else if (p != c) {
+			add_child(s, p, c);
+		}
+	}
+	ret = 0;
+out:
+	dmap_free(&m.at);
+	dmap_free(&node);
+	free(m.ck);
+	free(m.pk);
+	free(m.gone);
+	return ret;
+}
+
+/* ---- 3. DependencyLinker ------------------------------------------------ */
+
+static const struct dspan *remote_ancestor(const struct dspan *s, int i)
+{
+	for (int a = s[i].up; a >= 0; a = s[a].up)
+		if (s[a].kind)
+			return &s[a];
 	return NULL;
 }
 
-/* Does client span i have its callee's span in the trace? */
-static int callee_traced(struct deps *d, size_t i)
+static void link_span(struct deps *d, const struct dspan *s, int i, int root)
 {
-	struct dspan *s = &d->s[i];
+	const struct dspan *cur = &s[i], *anc;
+	const char *parent, *child;
+	uint8_t kind = cur->kind;
+	int error = cur->error;
 
-	for (size_t j = 0; j < d->n; j++) {
-		struct dspan *c = &d->s[j];
-
-		if (j == i)
-			continue;
-		if (c->id == s->id && is_callee(c->kind))
-			return 1;
-		if (c->parent_id == s->id && c->svc && s->svc && strcmp(c->svc, s->svc))
-			return 1;
+	if (kind == SPAN_KIND_CLIENT && cur->first >= 0)
+		return; /* the server names the call */
+	if (!kind) {
+		if (!cur->svc || !cur->remote)
+			return; /* a local span */
+		kind = SPAN_KIND_CLIENT;
 	}
-	return 0;
+	if (kind == SPAN_KIND_SERVER || kind == SPAN_KIND_CONSUMER) {
+		child = cur->svc;
+		parent = cur->remote;
+		if (i == root && !parent)
+			return; /* the root's client is unknown */
+	} else {
+		parent = cur->svc;
+		child = cur->remote;
+	}
+	if (kind == SPAN_KIND_PRODUCER || kind == SPAN_KIND_CONSUMER) {
+		if (parent && child)
+			link_add(d, parent, child, error);
+		return;
+	}
+	anc = remote_ancestor(s, i);
+	if (anc && anc->svc) {
+		if (kind == SPAN_KIND_CLIENT && cur->svc && strcmp(anc->svc, cur->svc))
+			link_add(d, anc->svc, cur->svc, 0); /* the missing link to the client */
+		if (kind == SPAN_KIND_SERVER || !parent)
+			parent = anc->svc;
+		if (!error && anc->kind == SPAN_KIND_CLIENT && cur->parent_id &&
+		    cur->parent_id == anc->id)
+			error = anc->error;
+	}
+	if (parent && child)
+		link_add(d, parent, child, error);
 }
 
 static void trace_done(struct deps *d)
 {
-	for (size_t i = 0; i < d->n; i++) {
-		struct dspan *s = &d->s[i];
-		const char *a;
+	size_t n = merge_pieces(d->s, d->n), ntop = 0, head = 0, tail = 0;
+	int *queue = malloc(sizeof(*queue) * (n + 1)), *top = malloc(sizeof(*top) * (n + 1));
+	int root;
 
-		if (!s->svc)
-			continue;
-		a = caller_of(d, i);
-		if (a && strcmp(a, s->svc))
-			link_add(d, a, s->svc, s->error);
-		if (is_caller(s->kind) && s->remote && strcmp(s->remote, s->svc) &&
-		    !callee_traced(d, i))
-			link_add(d, s->svc, s->remote, s->error);
+	if (!queue || !top || build_tree(d->s, n, &root, top, &ntop)) {
+		d->oom = 1;
+		goto out;
 	}
-	for (size_t i = 0; i < d->n; i++) {
+	/* breadth first from the root, or from the synthetic root's children */
+	if (root >= 0)
+		queue[tail++] = root;
+	for (size_t i = 0; i < ntop; i++)
+		queue[tail++] = top[i];
+	while (head < tail) {
+		int i = queue[head++];
+
+		for (int c = d->s[i].first; c >= 0 && tail < n; c = d->s[c].next)
+			queue[tail++] = c;
+		link_span(d, d->s, i, root);
+	}
+out:
+	free(queue);
+	free(top);
+	for (size_t i = 0; i < n; i++) {
 		free(d->s[i].svc);
 		free(d->s[i].remote);
 	}
 	d->n = 0;
 }
+
+/* ---- the scan ----------------------------------------------------------- */
 
 static int on_row(void *ctx, const struct store_row *r)
 {
@@ -185,10 +475,12 @@ static int on_row(void *ctx, const struct store_row *r)
 		d->cap = cap;
 	}
 	s = &d->s[d->n++];
+	memset(s, 0, sizeof(*s));
 	s->id = r->id;
 	s->parent_id = r->parent_id;
 	s->kind = r->kind;
 	s->error = r->error;
+	s->shared = r->shared;
 	s->svc = dup_zs(r->service);
 	s->remote = dup_zs(r->remote_service);
 	return d->oom ? -ENOMEM : 0;

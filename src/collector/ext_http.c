@@ -269,6 +269,13 @@ int http_ext_route(struct collector *c, struct MHD_Connection *con,
 			*res = api_dependencies(c, con);
 			return 1;
 		}
+	} else if (!strcmp(url, "/api/v2/autocompleteKeys") ||
+		   !strcmp(url, "/api/v2/autocompleteValues")) {
+		if (get) {
+			*res = url[20] == 'K' ? api_autocomplete_keys(c, con) :
+						api_autocomplete_values(c, con);
+			return 1;
+		}
 	} else if (!strcmp(url, "/api/query")) {
 		allow = "POST";
 		if (post) {

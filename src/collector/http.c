@@ -2,7 +2,8 @@
 /*
  * The HTTP side of the collector (default 127.0.0.1:9411), on
  * libmicrohttpd (with the route files of http_int.h): Zipkin's v2 API
- * (zipkin-server's ZipkinQueryApiV2 and ZipkinHttpCollector), /health and
+ * (zipkin-server's ZipkinQueryApiV2 and ZipkinHttpCollector: spans as
+ * JSON or protobuf, zproto.c), /health and
  * /metrics.
  *
  * One thread per connection (MHD_USE_THREAD_PER_CONNECTION): a handler may
@@ -24,6 +25,7 @@
 #include "collector/collector.h"
 #include "collector/http_int.h"
 #include "collector/zjson.h"
+#include "collector/zproto.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -475,10 +477,10 @@ static enum MHD_Result post_spans(struct collector *c, struct MHD_Connection *co
 		return reply_text(c, con, 413, "body: larger than the %zu-byte limit (--max-body)\n",
 				  c->max_body);
 	}
-	if (type && (strcasestr(type, "protobuf") || strcasestr(type, "thrift"))) {
+	if (type && strcasestr(type, "thrift")) {
 		M_ADD(c, http_spans_dropped, 1);
-		return reply_text(c, con, 415, "Content-Type %s: only JSON (application/json) is accepted\n",
-				  type);
+		return reply_text(c, con, 415, "Content-Type %s: only JSON (application/json) or "
+				  "protobuf (application/x-protobuf) is accepted\n", type);
 	}
 	if (enc && !strcasecmp(enc, "gzip")) {
 		ret = gunzip(rq->body, rq->len, c->max_body, &plain, &len, err, sizeof(err));
@@ -491,7 +493,10 @@ static enum MHD_Result post_spans(struct collector *c, struct MHD_Connection *co
 		M_ADD(c, http_spans_dropped, 1);
 		return reply_text(c, con, 415, "Content-Encoding %s: only gzip is accepted\n", enc);
 	}
-	ret = zjson_parse_spans(body ? body : "", len, &a, &spans, &n, err, sizeof(err));
+	if (type && strcasestr(type, "protobuf"))
+		ret = zproto_parse_spans(body ? body : "", len, &a, &spans, &n, err, sizeof(err));
+	else
+		ret = zjson_parse_spans(body ? body : "", len, &a, &spans, &n, err, sizeof(err));
 	free(plain);
 	if (ret) {
 		M_ADD(c, spans_rejected, n ? n : 1);

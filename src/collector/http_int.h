@@ -76,6 +76,9 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
  * "/api/queries") */
 enum MHD_Result api_standing(struct collector *c, struct MHD_Connection *con,
 			     const char *rest, const char *method, const struct http_body *body);
+/* api_zipkin.c: GET /api/v2/autocompleteKeys, /api/v2/autocompleteValues?key=K */
+enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection *con);
+enum MHD_Result api_autocomplete_values(struct collector *c, struct MHD_Connection *con);
 /* otlp.c: POST /v1/traces */
 enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
 			 const struct http_body *body);

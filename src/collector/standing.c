@@ -361,6 +361,21 @@ int standing_drop(struct standing *s, const char *name)
 	return 0;
 }
 
+json_t *plan_columns_json(const struct plan *p)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < p->ncols; i++) {
+		const struct plan_col *pc = &p->cols[i];
+
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", pc->name,
+			"type", pc->type == VT_STR ? "string" :
+				pc->type == VT_DIST ? "distribution" : "int",
+			"key", pc->e && pc->e->op == PX_KEY));
+	}
+	return a;
+}
+
 char *standing_list_json(struct standing *s)
 {
 	json_t *a = json_array();
@@ -368,8 +383,8 @@ char *standing_list_json(struct standing *s)
 
 	pthread_mutex_lock(&s->lock);
 	for (struct sq *q = s->list; a && q; q = q->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:I, s:O?}", "name", q->name,
-			"query", q->text, "grace_ms", (json_int_t)(q->grace_ns / 1000000),
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o?, s:I, s:I, s:I, s:O?}", "name", q->name,
+			"query", q->text, "columns", plan_columns_json(q->p), "grace_ms", (json_int_t)(q->grace_ns / 1000000),
 			"created_ms", (json_int_t)q->created_ms, "windows", (json_int_t)q->windows,
 			"last", q->last));
 	pthread_mutex_unlock(&s->lock);
@@ -384,15 +399,19 @@ int standing_results(struct standing *s, const char *name, unsigned limit, char 
 	size_t cap = 0, n = 0;
 	json_t **ring = calloc(limit ? limit : 1, sizeof(*ring)), *a, *o;
 	const char *text = NULL;
+	const struct plan *p = NULL;
 	FILE *f;
 
 	if (!ring)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
 	for (struct sq *q = s->list; q; q = q->next)
-		if (!strcmp(q->name, name))
+		if (!strcmp(q->name, name)) {
 			text = q->text;
-	o = text ? json_pack("{s:s, s:s}", "name", name, "query", text) : NULL;
+			p = q->p;
+		}
+	o = text ? json_pack("{s:s, s:s, s:o?}", "name", name, "query", text,
+			     "columns", plan_columns_json(p)) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (!text) {
 		free(ring);

@@ -25,6 +25,8 @@
 
 struct collector;
 struct standing;
+struct plan;
+struct json_t;
 
 #define STANDING_NAME_MAX	64
 #define STANDING_MAX		64	/* standing queries per collector */
@@ -48,10 +50,19 @@ int standing_add(struct standing *s, const char *name, const char *text, uint64_
 /* Stop and forget NAME (its history file stays).  0 or -ENOENT. */
 int standing_drop(struct standing *s, const char *name);
 
-/* A JSON array: name, query, grace_ms, created_ms, windows, last (the
- * latest window line); malloc'd. */
+/*
+ * The columns of a plan's rows as a JSON array (NULL: no memory):
+ * {"name", "type": "int"|"string"|"distribution", "key": true for a
+ * group key}.  The header line of POST /api/query and the standing
+ * queries' listings carry it.
+ */
+struct json_t *plan_columns_json(const struct plan *p);
+
+/* A JSON array: name, query, columns, grace_ms, created_ms, windows, last
+ * (the latest window line); malloc'd. */
 char *standing_list_json(struct standing *s);
-/* {"name","query","windows":[the last limit window objects, oldest first]}
+/* {"name","query","columns","windows":[the last limit window objects,
+ * oldest first]}
  * into *json (malloc'd).  0, -ENOENT, -ENOMEM. */
 int standing_results(struct standing *s, const char *name, unsigned limit, char **json);
 /* The latest window of each as Prometheus gauges, appended to f. */

@@ -2,7 +2,8 @@
 /*
  * The web UI's files, from the table tools/ui-embed generated at build
  * time (ui_assets.h).  The UI is one page: every page path (/, /traces,
- * /trace/ID, /dependencies, /dashboard, /query, /hosts) answers
+ * /trace/ID, /dependencies, /dashboard, /query, /hosts, /queries,
+ * /queries/NAME) answers
  * index.html and the page's script draws what the path names, so a trace
  * has a stable URL that can be linked, bookmarked and reloaded.
  *
@@ -24,12 +25,15 @@ static int is_page(const char *url)
 {
 	static const char *const pages[] = {
 		"/", "/index.html", "/traces", "/dependencies", "/dashboard", "/query",
-		"/hosts",
+		"/hosts", "/queries",
 	};
 
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
 		if (!strcmp(url, pages[i]))
 			return 1;
+	if (!strncmp(url, "/queries/", 9))	/* a standing query's page */
+		return url[9] && strspn(url + 9, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					"abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(url + 9);
 	return !strncmp(url, "/trace/", 7) && url[7] && !strchr(url + 7, '/');
 }
 

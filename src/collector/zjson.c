@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Zipkin v2 JSON codec.  Reading validates every field and names the
- * first bad one; writing follows zipkin2's V2SpanWriter: field order
+ * first bad one, except where zipkin2's own reader is lenient: an IP that
+ * does not parse is dropped, a negative timestamp or duration is absent,
+ * a negative port is none (the span is kept); writing follows zipkin2's V2SpanWriter: field order
  * traceId, parentId, id, kind, name, timestamp, duration, localEndpoint,
  * remoteEndpoint, annotations, tags, debug, shared, with absent fields
  * (and false flags, empty lists) left out.
@@ -106,6 +108,16 @@ static int get_u64(struct zctx *z, json_t *v, const char *field, uint64_t *out)
 	return 0;
 }
 
+/* A span's timestamp or duration: as zipkin2's Span.Builder, a negative
+ * one is dropped (absent) and the span kept. */
+static int get_time(struct zctx *z, json_t *v, const char *field, uint64_t *out)
+{
+	if (!json_is_integer(v))
+		return bad(z, field, "must be an integer (microseconds)");
+	*out = json_integer_value(v) < 0 ? 0 : (uint64_t)json_integer_value(v);
+	return 0;
+}
+
 static int get_bool(struct zctx *z, json_t *v, const char *field, uint8_t *out)
 {
 	if (!json_is_boolean(v))
@@ -153,8 +165,10 @@ static int get_endpoint(struct zctx *z, json_t *o, const char *field,
 			return bad(z, f, "must be a string");
 		if (!json_string_length(v))
 			continue;
+		/* not an address: the field is dropped and the span kept, as
+		 * zipkin2's Endpoint.Builder.parseIp() does */
 		if (zs_ep_set_ip(&tmp, json_string_value(v), json_string_length(v)))
-			return bad(z, f, "'%.64s' is not an IP address", json_string_value(v));
+			continue;
 		if (tmp.ipv4[0])
 			memcpy(e->ipv4, tmp.ipv4, sizeof(e->ipv4));
 		if (tmp.ipv6[0])
@@ -164,7 +178,7 @@ static int get_endpoint(struct zctx *z, json_t *o, const char *field,
 	if (v && !json_is_null(v)) {
 		snprintf(f, sizeof(f), "%s.port", field);
 		if (!json_is_integer(v) || json_integer_value(v) > 65535)
-			return bad(z, f, "must be an integer from 0 to 65535");
+			return bad(z, f, "must be an integer up to 65535");
 		if (json_integer_value(v) > 0)
 			e->port = (uint16_t)json_integer_value(v);
 	}
@@ -296,10 +310,10 @@ static int parse_span(struct zctx *z, json_t *o, struct zspan *s)
 	    (ret = get_str(z, v, "name", &s->name, 1)))
 		return ret;
 	if ((v = json_object_get(o, "timestamp")) && !json_is_null(v) &&
-	    get_u64(z, v, "timestamp", &s->timestamp_us))
+	    get_time(z, v, "timestamp", &s->timestamp_us))
 		return -EINVAL;
 	if ((v = json_object_get(o, "duration")) && !json_is_null(v) &&
-	    get_u64(z, v, "duration", &s->duration_us))
+	    get_time(z, v, "duration", &s->duration_us))
 		return -EINVAL;
 	if ((v = json_object_get(o, "localEndpoint")) &&
 	    (ret = get_endpoint(z, v, "localEndpoint", &s->local)))

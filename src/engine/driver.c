@@ -22,6 +22,7 @@ struct drv {
 	struct engine *e;
 	uint64_t rows;		/* streamed rows delivered ('limit N') */
 	int sink_rc;		/* the first non-zero return of a sink */
+	bool fed;		/* spans_attach() was called */
 };
 
 struct query *engine_plan_text(const char *source, const char *text, size_t len,
@@ -146,6 +147,14 @@ static int start(struct drv *d)
 		keep_err(d->o, "", engine_error(d->e));
 		return err;
 	}
+	if (d->p->entry.kind == PA_SPANS) {
+		err = d->o->spans_attach(d->o->spans_ctx, d->e);
+		if (err) {
+			keep_err(d->o, "spans: ", strerror(-err));
+			return err;
+		}
+		d->fed = true;
+	}
 	return d->s->attached ? d->s->attached(d->s->ctx, d->e) : 0;
 }
 
@@ -160,6 +169,13 @@ int engine_drive(struct query *q, const struct plan *p,
 
 	if (o->err && o->errlen)
 		o->err[0] = '\0';
+	if (p->entry.kind == PA_SPANS && !o->spans_attach) {
+		keep_err(o, "", "spans(...) queries run in fay agent, over the spans it drains from "
+			 "libfay's rings: start fay collector and fay agent --collector HOST:PORT, then "
+			 "fay query --cluster URL 'from sp in cluster.spans(\"SERVICE\") ...' "
+			 "(host(\"NAME\").spans(...) for one host)");
+		return -EOPNOTSUPP;
+	}
 	eo.sz = sizeof(eo);
 	d.e = engine_new(q, p, &eo, o->err, o->errlen);
 	if (!d.e) {
@@ -270,6 +286,8 @@ int engine_drive(struct query *q, const struct plan *p,
 		rc = deliver(&d, windowed, &w);
 	}
 out:
+	if (d.fed)
+		o->spans_detach(o->spans_ctx, d.e);
 	engine_free(d.e);
 	return rc;
 }

@@ -80,8 +80,16 @@ struct engine_drive_opts {
 	unsigned tick_ms;		/* longest wait between checks of *stop (0: none) */
 	char *err;			/* a message for a failure (NULL: none kept) */
 	size_t errlen;
+	/* spans(...) plans (engine.h, engine_span_feed()): who feeds them
+	 * (fay agent).  spans_attach is called once the engine takes
+	 * feeds, spans_detach before the engine is freed (no feed may run
+	 * once it returns).  Without spans_attach such a plan is refused
+	 * with -EOPNOTSUPP and o->err says how to run it. */
+	int (*spans_attach)(void *ctx, struct engine *e);
+	void (*spans_detach)(void *ctx, struct engine *e);
+	void *spans_ctx;
 };
-#define engine_drive_opts__last_field errlen
+#define engine_drive_opts__last_field spans_ctx
 
 /* How engine_drive() ended. */
 enum engine_drive_rc {

@@ -141,6 +141,19 @@ int engine_consume(struct engine *e);
  * a perf buffer). */
 int engine_counters(struct engine *e, uint64_t out[ENGINE_NCOUNTERS]);
 
+/*
+ * spans(...) queries (plan entry PA_SPANS) load no BPF: engine_load()
+ * builds the programs in fay's in-process VM and engine_attach() opens
+ * the engine to feeds.  Then, from any thread, engine_span_feed() runs
+ * the program on one span's context (query/spanctx.h: plan ctx_size
+ * bytes, spanctx_fill()); it serialises with the reader.  A feeder calls
+ * engine_span_kick() after a run of feeds, so that a streaming query's
+ * stream fd wakes once per run and not per span.  -EINVAL when e is not a
+ * spans engine or not attached.
+ */
+int engine_span_feed(struct engine *e, void *ctx);
+void engine_span_kick(struct engine *e);
+
 /* "events dropped: the map of keys was full" ... */
 const char *engine_counter_desc(enum engine_counter c);
 

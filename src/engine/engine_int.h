@@ -68,6 +68,10 @@ struct engine {
 	void *rec_ctx;
 	uint64_t user_lost;		/* perf buffer: lost samples */
 	uint64_t counters_base[ENGINE_NCOUNTERS];	/* after a reset */
+
+	/* spans(...): the programs run in fay's VM, fed by the caller
+	 * (spans.c); NULL for kernel sources */
+	struct engine_vm *vm;
 };
 
 /* Set e->err (printf) and return err. */
@@ -79,5 +83,34 @@ int engine_resolve(struct engine *e, struct eprog *ep);
 /* Emit every program's IR; 0 or -errno (message in e->err, or a query
  * error through query_errorf()). */
 int engine_codegen(struct engine *e);
+
+/* ---- spans(...) in the VM (spans.c) ----------------------------------- */
+
+/* Whether e's plan runs in the VM (a spans(...) source) and not in the kernel. */
+bool engine_is_vm(const struct engine *e);
+/* Build the programs and maps in the VM; 0 or -errno with e->err set. */
+int engine_vm_load(struct engine *e);
+/* Free what engine_vm_load() made; accepts an engine without it. */
+void engine_vm_free(struct engine *e);
+/* The reader's lock: held around a whole read (run.c). */
+void engine_vm_lock(struct engine *e);
+void engine_vm_unlock(struct engine *e);
+/* The bmap_* calls of the reader, on b's VM map: a per-slot value is
+ * slots * stride bytes, as bmap_lookup() gives a per-CPU one.  0 or
+ * -errno (-ENOENT: no such key). */
+int engine_vm_lookup(const struct engine *e, const struct bmap *b, const void *key,
+		     void *buf, size_t stride);
+int engine_vm_next_key(const struct engine *e, const struct bmap *b, const void *prev,
+		       void *next);
+int engine_vm_update(const struct engine *e, const struct bmap *b, const void *key,
+		     const void *buf, size_t stride);
+int engine_vm_delete(const struct engine *e, const struct bmap *b, const void *key);
+int engine_vm_sum_u64(const struct engine *e, const struct bmap *b, const void *key,
+		      uint64_t *out);
+/* Slots of the VM maps (the reader's "CPUs"). */
+int engine_vm_ncpus(const struct engine *e);
+/* engine_stream_fd() and engine_consume() of a VM engine. */
+int engine_vm_stream_fd(const struct engine *e);
+int engine_vm_consume(struct engine *e);
 
 #endif

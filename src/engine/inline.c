@@ -31,7 +31,7 @@ static int map_index(struct engine_inline *in, struct bmap *b, unsigned int nslo
 }
 
 static struct vm_prog *build(struct engine_inline *in, struct ir *ir, unsigned int nslots,
-			     char *err, size_t errlen)
+			     size_t ctx_size, char *err, size_t errlen)
 {
 	size_t n;
 	const struct bpf_insn *insns = ir_insns(ir, &n);
@@ -56,13 +56,20 @@ static struct vm_prog *build(struct engine_inline *in, struct ir *ir, unsigned i
 		}
 		c[i].imm = k;
 	}
-	p = vm_prog_new(c, n, in->maps, (size_t)in->nmaps, 168, err, errlen);
+	p = vm_prog_new(c, n, in->maps, (size_t)in->nmaps, ctx_size, err, errlen);
 	free(c);
 	return p;
 }
 
 int engine_inline_new(struct engine *e, unsigned int nslots, bool jit,
 		      struct engine_inline *in, char *err, size_t errlen)
+{
+	/* the context of a function() probe: the saved registers */
+	return engine_inline_new_ctx(e, nslots, jit, 168, in, err, errlen);
+}
+
+int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_t ctx_size,
+			  struct engine_inline *in, char *err, size_t errlen)
 {
 	char why[512];
 	int rc = 0;
@@ -79,7 +86,7 @@ int engine_inline_new(struct engine *e, unsigned int nslots, bool jit,
 				 ir_strerror(ep->ir));
 			break;
 		}
-		p = build(in, ep->ir, nslots, why, sizeof(why));
+		p = build(in, ep->ir, nslots, ctx_size, why, sizeof(why));
 		if (!p) {
 			snprintf(err, errlen, "the %s program: %s", role, why);
 			rc = -EINVAL;

@@ -36,6 +36,11 @@ struct engine_inline {
  */
 int engine_inline_new(struct engine *e, unsigned int nslots, bool jit,
 		      struct engine_inline *in, char *err, size_t errlen);
+/* The same for a context of ctx_size bytes at r1 (engine_inline_new():
+ * the 168 bytes of saved registers of a function() probe; spans(...):
+ * plan.ctx_size). */
+int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_t ctx_size,
+			  struct engine_inline *in, char *err, size_t errlen);
 /* The VM map standing for b, or NULL. */
 struct vm_map *engine_inline_map(const struct engine_inline *in, const struct bmap *b);
 /* Accepts a zeroed or freed struct. */

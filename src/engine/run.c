@@ -109,6 +109,12 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 		ep->popts.hz = at->hz;
 		snprintf(ep->spec, sizeof(ep->spec), "%u", at->hz);
 		break;
+	case PA_SPANS:		/* no probe: fed spans in the VM (spans.c) */
+		if (p->target)
+			snprintf(ep->spec, sizeof(ep->spec), "spans(\"%s\")", p->target);
+		else
+			snprintf(ep->spec, sizeof(ep->spec), "spans()");
+		break;
 	default:
 		return engine_fail(e, -EOPNOTSUPP, "this source cannot run on this host");
 	}
@@ -251,14 +257,16 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		snprintf(e->host, sizeof(e->host), "localhost");
 	e->host[sizeof(e->host) - 1] = '\0';
 
-	if (!e->opts.emit_only && !bpf_have_privileges()) {
+	if (!e->opts.emit_only && !engine_is_vm(e) && !bpf_have_privileges()) {
 		rc = engine_fail(e, -EPERM, "running a query loads BPF programs: %s",
 				 bpf_privilege_hint());
 		goto err_out;
 	}
 	if (p->mode == PLAN_STREAM) {
 		e->use_ringbuf = e->opts.buffer != ENGINE_BUF_PERF;
-		if (e->opts.buffer == ENGINE_BUF_AUTO && !e->opts.emit_only)
+		if (engine_is_vm(e))
+			e->use_ringbuf = true;	/* the VM's per-slot ring */
+		else if (e->opts.buffer == ENGINE_BUF_AUTO && !e->opts.emit_only)
 			e->use_ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF,
 								   NULL) == 1;
 	}
@@ -279,7 +287,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		struct eprog *ep = &e->progs[i];
 
 		ep->assume_fentry_nargs = -1;
-		if (e->opts.emit_only && !needs_probe_for_codegen(ep))
+		if ((e->opts.emit_only && !needs_probe_for_codegen(ep)) || engine_is_vm(e))
 			continue;
 		rc = engine_resolve(e, ep);
 		if (rc && e->opts.emit_only && (rc == -EOPNOTSUPP || rc == -EPERM) &&
@@ -303,6 +311,7 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	engine_detach(e);
+	engine_vm_free(e);
 	ring_buffer__free(e->rb);
 	perf_buffer__free(e->pb);
 	for (int i = 0; i < e->nprogs; i++) {
@@ -366,6 +375,8 @@ static const char *ep_title(const struct eprog *ep)
 		[PROBE_PROFILE] = "profile",
 	};
 
+	if (ep->at->kind == PA_SPANS)
+		return "spans";
 	if (ep->probe)
 		return probe_describe(ep->probe);
 	if (ep->assume_fentry_nargs >= 0)
@@ -486,6 +497,11 @@ int engine_load(struct engine *e)
 
 	if (e->loaded)
 		return 0;
+	if (engine_is_vm(e)) {
+		err = engine_vm_load(e);
+		e->loaded = !err;
+		return err;
+	}
 	if (!bpf_have_privileges())
 		return engine_fail(e, -EPERM, "running a query loads BPF programs: %s",
 				   bpf_privilege_hint());
@@ -539,6 +555,10 @@ int engine_attach(struct engine *e)
 
 	if (!e->loaded)
 		return engine_fail(e, -EINVAL, "internal: attach before load");
+	if (e->vm) {		/* open to engine_span_feed() */
+		e->attached = true;
+		return 0;
+	}
 	/* exit first: every entry recorded from now on finds its exit */
 	for (int i = e->nprogs - 1; i >= 0; i--) {
 		struct eprog *ep = &e->progs[i];
@@ -575,6 +595,8 @@ const char *engine_probe_desc(const struct engine *e, int i)
 {
 	if (i < 0 || i >= e->nprogs)
 		return NULL;
+	if (e->progs[i].at->kind == PA_SPANS)
+		return e->progs[i].spec;
 	return ep_title(&e->progs[i]);
 }
 
@@ -609,7 +631,8 @@ static int counters_raw(struct engine *e, uint64_t out[ENGINE_NCOUNTERS])
 	if (!e->loaded)
 		return 0;
 	for (uint32_t c = 0; c < ENGINE_NCOUNTERS; c++) {
-		int err = bmap_sum_u64(e->counters, &c, 0, &out[c]);
+		int err = e->vm ? engine_vm_sum_u64(e, e->counters, &c, &out[c]) :
+			  bmap_sum_u64(e->counters, &c, 0, &out[c]);
 
 		if (err)
 			return err;
@@ -640,6 +663,8 @@ int engine_set_record_fn(struct engine *e, engine_record_fn fn, void *ctx)
 
 int engine_stream_fd(const struct engine *e)
 {
+	if (e->vm)
+		return engine_vm_stream_fd(e);
 	if (e->rb)
 		return ring_buffer__epoll_fd(e->rb);
 	if (e->pb)
@@ -651,6 +676,8 @@ int engine_consume(struct engine *e)
 {
 	int n = 0;
 
+	if (e->vm)
+		return engine_vm_consume(e);
 	if (e->rb)
 		n = ring_buffer__consume(e->rb);
 	else if (e->pb)
@@ -659,6 +686,32 @@ int engine_consume(struct engine *e)
 }
 
 /* ---- aggregates ------------------------------------------------------------- */
+
+/* The reader's map calls: the kernel's maps, or the VM's (spans.c). */
+static int vals_lookup(struct engine *e, const void *k, void *buf, size_t stride)
+{
+	return e->vm ? engine_vm_lookup(e, e->vals, k, buf, stride) : bmap_lookup(e->vals, k, buf);
+}
+
+static int vals_update(struct engine *e, const void *k, const void *buf, size_t stride)
+{
+	return e->vm ? engine_vm_update(e, e->vals, k, buf, stride) :
+	       bmap_update(e->vals, k, buf, BPF_ANY);
+}
+
+static int vals_next_key(struct engine *e, const void *prev, void *next)
+{
+	return e->vm ? engine_vm_next_key(e, e->vals, prev, next) :
+	       bmap_next_key(e->vals, prev, next);
+}
+
+static void vals_delete(struct engine *e, const void *k)
+{
+	if (e->vm)
+		engine_vm_delete(e, e->vals, k);
+	else
+		bmap_delete(e->vals, k);
+}
 
 /* Merge ncpu per-CPU values (stride bytes apart) into dst. */
 static void merge_cpus(const struct plan *p, unsigned char *dst,
@@ -720,7 +773,7 @@ static long walk_keys(struct engine *e, size_t vk, unsigned char **keys)
 			*keys = nk;
 			cap = nc;
 		}
-		err = bmap_next_key(e->vals, n ? *keys + (n - 1) * vk : NULL, *keys + n * vk);
+		err = vals_next_key(e, n ? *keys + (n - 1) * vk : NULL, *keys + n * vk);
 		if (err == -ENOENT)
 			return (long)n;
 		if (err)
@@ -758,11 +811,14 @@ static int next_epoch(struct engine *e)
 {
 	uint32_t k0 = 0;
 	uint64_t next = e->cur_epoch + 1;
-	int err = bmap_update(e->epoch, &k0, &next, BPF_ANY);
+	int err = e->vm ? engine_vm_update(e, e->epoch, &k0, &next, 8) :
+		  bmap_update(e->epoch, &k0, &next, BPF_ANY);
 
 	if (err)
 		return err;
 	e->cur_epoch = next;
+	if (e->vm)
+		return 0;	/* no program runs while the reader holds the lock */
 	/* let a probe that read the old epoch finish its update (one that
 	 * does not lands in the next read) */
 	usleep(1000);
@@ -795,11 +851,11 @@ static int rows_of_table(const struct plan *p, const struct ptable *t,
 	return 0;
 }
 
-int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
+static int read_rows(struct engine *e, bool reset, bool raw_rows,
 		     struct engine_result *res)
 {
 	const struct plan *p = e->p;
-	int ncpu = bpf_ncpus(), err = 0;
+	int ncpu = e->vm ? engine_vm_ncpus(e) : bpf_ncpus(), err = 0;
 	size_t stride, n = 0, cap = 0, nkeys = 0;
 	size_t ksize = (size_t)p->key_size, vk = ksize + (e->epochs ? 8 : 0);
 	unsigned char *buf = NULL, *keys = NULL, *merged = NULL, *ukey = NULL;
@@ -823,11 +879,11 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 	if (!vk) {
 		uint32_t k0 = 0;
 
-		err = bmap_lookup(e->vals, &k0, buf);
+		err = vals_lookup(e, &k0, buf, stride);
 		err = err ? : add_row(e, &rows, &n, &cap, NULL, buf, ncpu, stride);
 		if (!err && reset) {
 			memset(buf, 0, (size_t)ncpu * stride);
-			err = bmap_update(e->vals, &k0, buf, BPF_ANY);
+			err = vals_update(e, &k0, buf, stride);
 		}
 		goto done;
 	}
@@ -861,7 +917,7 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 			if (ep == e->cur_epoch)
 				continue;	/* the new window's */
 		}
-		lerr = bmap_lookup(e->vals, k, buf);
+		lerr = vals_lookup(e, k, buf, stride);
 		if (lerr == -ENOENT)
 			continue;
 		if (lerr) {
@@ -878,7 +934,7 @@ int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
 			err = add_row(e, &rows, &n, &cap, k, buf, ncpu, stride);
 		}
 		if (!err && reset)
-			bmap_delete(e->vals, k);
+			vals_delete(e, k);
 	}
 	if (!err && by_key)
 		err = rows_of_table(p, t, &rows, &n);
@@ -900,6 +956,19 @@ done:
 	}
 	if (!raw_rows)
 		err = engine_result_order(p, res);
+	return err;
+}
+
+int engine_read_rows(struct engine *e, bool reset, bool raw_rows,
+		     struct engine_result *res)
+{
+	int err;
+
+	if (!e->vm)
+		return read_rows(e, reset, raw_rows, res);
+	engine_vm_lock(e);
+	err = read_rows(e, reset, raw_rows, res);
+	engine_vm_unlock(e);
 	return err;
 }
 

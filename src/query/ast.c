@@ -122,6 +122,9 @@ static void put_sem(FILE *f, const struct query *q, const struct node *n)
 	case S_COL:
 		fprintf(f, " [column %d]", n->idx);
 		break;
+	case S_TAG:
+		fprintf(f, " [tag %d \"%s\"]", n->idx, aq->tags[n->idx]);
+		break;
 	default:
 		break;
 	}
@@ -317,7 +320,7 @@ static void json_node(FILE *f, const struct query *q, const struct node *n)
 		[S_NONE] = NULL, [S_FIELD] = "field", [S_ARG] = "arg",
 		[S_TPFIELD] = "tpfield", [S_LET] = "let", [S_STRREAD] = "str",
 		[S_KEY] = "key", [S_AGGR] = "aggregate", [S_NOW] = "time_limit",
-		[S_COL] = "column",
+		[S_COL] = "column", [S_TAG] = "tag",
 	};
 
 	fprintf(f, "{\"kind\":\"%s\",", kinds[n->kind]);

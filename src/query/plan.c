@@ -13,6 +13,7 @@
 #include "common/err.h"
 #include "query/plan.h"
 #include "query/query_int.h"
+#include "query/spanctx.h"
 
 struct planner {
 	struct query *q;
@@ -23,6 +24,7 @@ struct planner {
 	int nodes;		/* pexprs made so far */
 	int nconj;		/* where-conjuncts chained with PX_LAND */
 	int fail;		/* the error px_new reported, if any */
+	struct tp_field *tagf;	/* spans(...): the tag slots of the context */
 };
 
 /*
@@ -151,7 +153,11 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 
 	switch (n->sem) {
 	case S_FIELD:
-		if (n->field == F_TIME && cx.at_exit) {
+		if (aq->src.kind == SRC_SPANS && spanctx_field(n->field)) {
+			/* a span's fields are its context's (spanctx.h) */
+			TRYP(e = px_new(pl, PX_TPFIELD, n));
+			e->tpf = spanctx_field(n->field);
+		} else if (n->field == F_TIME && cx.at_exit) {
 			TRYP(e = px_new(pl, PX_SAVED, n));
 			e->idx = 0;
 		} else {
@@ -174,6 +180,10 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 	case S_TPFIELD:
 		TRYP(e = px_new(pl, PX_TPFIELD, n));
 		e->tpf = n->tpf;
+		break;
+	case S_TAG:
+		TRYP(e = px_new(pl, PX_TPFIELD, n));
+		e->tpf = &pl->tagf[n->idx];
 		break;
 	case S_LET:
 		if (cx.inline_lets)
@@ -339,6 +349,8 @@ static void plan_attach_points(struct planner *pl)
 		en->hz = (unsigned)src->num;
 		break;
 	case SRC_SPANS:
+		en->kind = PA_SPANS;
+		en->user = true;
 		break;
 	}
 	if (!p->paired) {
@@ -346,6 +358,28 @@ static void plan_attach_points(struct planner *pl)
 		ex->kind = PA_NONE;
 		ex->args_off = ex->ret_off = -1;
 	}
+}
+
+/* spans(...): the context layout, a field per tag key the query names. */
+static int plan_span_ctx(struct planner *pl)
+{
+	const struct ast_query *aq = pl->aq;
+	struct plan *p = pl->p;
+
+	TRYP(pl->tagf = arena_alloc(pl->a, (aq->ntags + 1) * sizeof(*pl->tagf)));
+	for (int i = 0; i < aq->ntags; i++) {
+		struct tp_field *f = &pl->tagf[i];
+
+		TRYP(f->name = arena_printf(pl->a, "tag(\"%s\")", aq->tags[i]));
+		f->ctype = "char[]";
+		f->offset = SPANCTX_FIXED + i * SPANCTX_STR;
+		f->size = SPANCTX_STR;
+		f->is_string = true;
+	}
+	p->ntags = aq->ntags;
+	p->tags = aq->tags;
+	p->ctx_size = (int)spanctx_size(aq->ntags);
+	return 0;
 }
 
 /* ---- predicates ---------------------------------------------------------- */
@@ -600,13 +634,14 @@ int query_plan(struct query *q, const struct plan **out)
 				    "%s queries run through a collector and its agents: fay query --cluster URL 'QUERY'. Drop '%s' to query this host",
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster" : "host(...)",
 				    aq->src.scope == SCOPE_CLUSTER ? "cluster." : "host(...).");
-	if (aq->src.kind == SRC_SPANS)
-		return query_errorf(q, &aq->src.loc,
-				    "spans(...) queries are not available yet: fay agent does not evaluate queries over the spans it drains (cluster queries over eBPF sources work: cluster.syscall(...), cluster.function(...))");
-
 	if (!(p = arena_alloc(q->arena, sizeof(*p))))
 		return -ENOMEM;
 	pl.p = p;
+	if (aq->src.kind == SRC_SPANS) {
+		err = plan_span_ctx(&pl);
+		if (err)
+			return err;
+	}
 	p->ast = aq;
 	p->source = aq->src.kind;
 	p->target = aq->src.arg;

@@ -77,6 +77,8 @@ enum plan_attach_kind {
 	PA_URETPROBE,		/* .binary .symbol .pid */
 	PA_USDT,		/* .binary .provider .name */
 	PA_PERF_SAMPLE,		/* .hz, every CPU */
+	PA_SPANS,		/* no probe: the agent runs the program in its
+				 * VM for each span it drains (query/spanctx.h) */
 };
 
 struct plan_attach {
@@ -220,6 +222,12 @@ struct plan {
 	struct pexpr *order;		/* NULL: key order */
 	bool order_desc;
 	uint64_t limit;			/* 0: no limit (rows, per window) */
+
+	/* spans(...): the context the program reads (query/spanctx.h):
+	 * ctx_size bytes, the fixed fields and one slot per tag key */
+	int ntags;
+	const char *const *tags;
+	int ctx_size;			/* 0 for other sources */
 };
 
 /*

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "query/plan.h"
+#include "query/spanctx.h"
 #include "query/query_int.h"
 
 static const char *const px_sym[PX_NOPS] = {
@@ -51,7 +52,7 @@ void pexpr_print(const struct plan *p, const struct pexpr *e, FILE *f)
 		fprintf(f, "saved[%d]", e->idx);
 		break;
 	case PX_TPFIELD:
-		fprintf(f, "tp.%s", e->tpf->name);
+		fprintf(f, "%s.%s", p->source == SRC_SPANS ? "span" : "tp", e->tpf->name);
 		break;
 	case PX_LET:
 		fprintf(f, "$%s", p->lets[e->idx].name);
@@ -118,6 +119,9 @@ static void put_attach(FILE *f, const char *what, const struct plan_attach *a)
 		break;
 	case PA_PERF_SAMPLE:
 		fprintf(f, "perf-sample %u Hz on every CPU", a->hz);
+		break;
+	case PA_SPANS:
+		fputs("spans drained by fay agent, run in its VM", f);
 		break;
 	}
 	fputc('\n', f);
@@ -187,6 +191,13 @@ int plan_dump(const struct plan *p, FILE *f)
 	fputc('\n', f);
 	put_attach(f, "entry", &p->entry);
 	put_attach(f, "exit", &p->exit);
+	if (p->ctx_size) {
+		fprintf(f, "  span context %d bytes: fixed fields at 0..%d", p->ctx_size,
+			SPANCTX_FIXED);
+		for (int i = 0; i < p->ntags; i++)
+			fprintf(f, ", tag \"%s\" at %d", p->tags[i], SPANCTX_FIXED + i * SPANCTX_STR);
+		fputc('\n', f);
+	}
 	if (p->paired) {
 		fprintf(f, "  pairing per-thread hash map (key tid, %d entries), record %d bytes:",
 			p->max_entries, p->saved_size);
@@ -383,6 +394,7 @@ static void jattach(FILE *f, const char *k, const struct plan_attach *a)
 		[PA_FENTRY] = "fentry", [PA_FEXIT] = "fexit",
 		[PA_UPROBE] = "uprobe", [PA_URETPROBE] = "uretprobe",
 		[PA_USDT] = "usdt", [PA_PERF_SAMPLE] = "perf_sample",
+		[PA_SPANS] = "spans",
 	};
 
 	fprintf(f, ",\"%s\":{\"kind\":\"%s\"", k, kinds[a->kind]);
@@ -414,6 +426,15 @@ int plan_dump_json(const struct plan *p, FILE *f)
 	jstr(f, "target", p->target);
 	jattach(f, "entry", &p->entry);
 	jattach(f, "exit", &p->exit);
+	if (p->ctx_size) {
+		fprintf(f, ",\"span_context\":{\"bytes\":%d,\"tags\":[", p->ctx_size);
+		for (int i = 0; i < p->ntags; i++) {
+			fprintf(f, "%s{\"key\":", i ? "," : "");
+			json_str(f, p->tags[i], strlen(p->tags[i]));
+			fprintf(f, ",\"offset\":%d}", SPANCTX_FIXED + i * SPANCTX_STR);
+		}
+		fputs("]}", f);
+	}
 	fprintf(f, ",\"paired\":%s,\"saved\":[", p->paired ? "true" : "false");
 	for (int i = 0; i < p->nsaved; i++)
 		fprintf(f, "%s{\"slot\":%d,\"kind\":\"%s\",\"arg\":%d}", i ? "," : "",

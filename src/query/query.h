@@ -33,6 +33,8 @@
 /* Bytes kept of a string: comm (the kernel's TASK_COMM_LEN), str(e). */
 #define QUERY_COMM_LEN	16
 #define QUERY_STR_MAX	64
+/* Tag keys one spans(...) query may name (sp.tag("KEY")). */
+#define QUERY_MAX_TAGS	16
 
 /* ---- arena ---------------------------------------------------------- */
 
@@ -117,13 +119,14 @@ enum sem_kind {
 	S_AGGR,		/* aggregate number .idx */
 	S_NOW,		/* 'now' (only in the time-limit form) */
 	S_COL,		/* order by NAME: select column .idx */
+	S_TAG,		/* sp.tag("KEY") of spans(...): tag key .idx (ast_query.tags) */
 };
 
 /* Built-in event fields. */
 enum field_id {
 	F_TIME, F_PID, F_TID, F_COMM, F_CPU, F_UID, F_RET, F_DURATION, F_HOST,
 	/* spans(...) */
-	F_NAME, F_SERVICE, F_TRACE_ID, F_SPAN_ID, F_PARENT_ID,
+	F_NAME, F_SERVICE, F_TRACE_ID, F_SPAN_ID, F_PARENT_ID, F_KIND, F_ERROR,
 	F_NFIELDS
 };
 const char *field_name(enum field_id f);
@@ -273,6 +276,9 @@ struct ast_query {
 	bool has_limit;
 	bool aggregating;	/* any aggregate, or a group */
 	bool needs_exit;
+	/* spans(...): the tag keys sp.tag("KEY") names, in order */
+	int ntags;
+	const char *tags[QUERY_MAX_TAGS];
 };
 
 /* ---- queries ------------------------------------------------------- */

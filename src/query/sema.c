@@ -50,7 +50,7 @@ static const struct {
 } fields[] = {
 	{ "time",      F_TIME,      VT_INT, 0, M_ALL },
 	{ "pid",       F_PID,       VT_INT, 0, M_ALL },
-	{ "tid",       F_TID,       VT_INT, 0, M_ALL },
+	{ "tid",       F_TID,       VT_INT, 0, M_PROBES },
 	{ "comm",      F_COMM,      VT_STR, QUERY_COMM_LEN, M_PROBES },
 	{ "cpu",       F_CPU,       VT_INT, 0, M_PROBES },
 	{ "uid",       F_UID,       VT_INT, 0, M_PROBES },
@@ -62,6 +62,8 @@ static const struct {
 	{ "trace_id",  F_TRACE_ID,  VT_INT, 0, M(SRC_SPANS) },
 	{ "span_id",   F_SPAN_ID,   VT_INT, 0, M(SRC_SPANS) },
 	{ "parent_id", F_PARENT_ID, VT_INT, 0, M(SRC_SPANS) },
+	{ "kind",      F_KIND,      VT_STR, 16, M(SRC_SPANS) },
+	{ "error",     F_ERROR,     VT_INT, 0, M(SRC_SPANS) },
 };
 
 const char *field_name(enum field_id f)
@@ -237,7 +239,7 @@ static int check_field(struct sema *s, struct node *n)
 		if (strcmp(fields[i].name, n->name))
 			continue;
 		if (!(fields[i].srcs & M(src->kind))) {
-			if (fields[i].srcs & M_EXIT)
+			if ((fields[i].srcs & M_EXIT) && !(fields[i].srcs & M(SRC_TRACEPOINT)))
 				return query_errorf(s->q, &n->loc,
 						    "'%s' needs a source with an exit (syscall, kernel.function, function, process(PID).function); %s has none",
 						    n->name, src_kind_name(src->kind));
@@ -307,6 +309,40 @@ static int check_arg(struct sema *s, struct node *n)
 	n->sem = S_ARG;
 	n->ival = (uint64_t)i;
 	n->type = VT_INT;
+	n->per_event = true;
+	return 0;
+}
+
+/* sp.tag("KEY") of a spans(...) event: a string, "" when absent. */
+static int check_tag(struct sema *s, struct node *n)
+{
+	struct ast_query *aq = s->aq;
+	const struct node *k = n->nargs == 1 ? n->args[0] : NULL;
+	int i;
+
+	if (aq->src.kind != SRC_SPANS)
+		return query_errorf(s->q, &n->loc,
+				    "tag() is a method of spans(...) events; %s events have no tags",
+				    src_kind_name(aq->src.kind));
+	if (!k || k->kind != N_STR)
+		return query_errorf(s->q, &n->loc,
+				    "tag() takes one constant string: %s.tag(\"KEY\")", aq->var);
+	if (!k->len || k->len >= QUERY_STR_MAX || memchr(k->str, '\0', k->len))
+		return query_errorf(s->q, &k->loc,
+				    "a tag key is 1 to %d bytes, with no NUL", QUERY_STR_MAX - 1);
+	for (i = 0; i < aq->ntags; i++)
+		if (!strcmp(aq->tags[i], k->str))
+			break;
+	if (i == aq->ntags) {
+		if (aq->ntags == QUERY_MAX_TAGS)
+			return query_errorf(s->q, &k->loc,
+					    "a query names at most %d tag keys", QUERY_MAX_TAGS);
+		aq->tags[aq->ntags++] = k->str;
+	}
+	n->sem = S_TAG;
+	n->idx = i;
+	n->type = VT_STR;
+	n->strsize = QUERY_STR_MAX;
 	n->per_event = true;
 	return 0;
 }
@@ -479,11 +515,17 @@ static int check_call(struct sema *s, struct node *n, enum cx cx)
 	if (n->a->kind == N_IDENT && !strcmp(n->a->name, aq->var)) {
 		if (!strcmp(n->name, "arg"))
 			return check_arg(s, n);
+		if (!strcmp(n->name, "tag"))
+			return check_tag(s, n);
 		if (k >= 0)
 			return query_errorf(s->q, &n->loc,
 					    "aggregates are called on the group (%s.%s(...)) or free (%s(...)), not on the event '%s'",
 					    aq->group ? aq->group->into : "g", n->name,
 					    n->name, aq->var);
+		if (aq->src.kind == SRC_SPANS)
+			return query_errorf(s->q, &n->loc,
+					    "unknown method '%s' on the span '%s' (it has %s.tag(\"KEY\") and fields)",
+					    n->name, aq->var, aq->var);
 		return query_errorf(s->q, &n->loc,
 				    "unknown method '%s' on the event '%s' (it has %s.arg(N) and fields)",
 				    n->name, aq->var, aq->var);

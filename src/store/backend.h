@@ -36,6 +36,9 @@ struct store_ops {
 	/* Is the backend reachable?  0, or -errno with a reason in err.
 	 * NULL: always. */
 	int (*health)(struct store_be *st, char *err, size_t errlen);
+	/* NULL: the backend records no tag values (autocomplete answers []) */
+	int (*set_autocomplete_keys)(struct store_be *st, const char *const *keys,
+				     size_t n);
 
 	struct store_rd *(*reader_new)(struct store_be *st);
 	void (*reader_free)(struct store_rd *r);
@@ -44,6 +47,8 @@ struct store_ops {
 			  struct store_names *out);
 	int (*remote_services)(struct store_rd *r, const char *service,
 			       struct store_names *out);
+	int (*autocomplete_values)(struct store_rd *r, const char *key,
+				   struct store_names *out);
 	int (*trace)(struct store_rd *r, uint64_t hi, uint64_t lo,
 		     struct store_traces *out);
 	int (*traces)(struct store_rd *r, const struct store_query *q,

@@ -12,6 +12,10 @@
  * built exactly as for new data) and drops the old tables, all in the one
  * transaction that sets user_version to 2: an interrupted migration
  * leaves the file at version 1.
+ *
+ * 2 -> 3: the autocomplete table (values of the tags with configured
+ * keys, Zipkin's autocompleteValues), empty: values are recorded as spans
+ * arrive, as Zipkin's own storages do.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -173,6 +177,16 @@ static int copy(struct store_be *st, const char *sql, const char *what,
 		rc = sq_flush_traces(st);
 	}
 	zarena_reset(&a);
+	return rc;
+}
+
+int sq_migrate_2_3(struct store_be *st)
+{
+	/* schema.sql's objects are all IF NOT EXISTS: this adds the new table */
+	int rc = sqlite3_exec(sq_db(st), store_schema_sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		pr_warn("store: migration 2 -> 3: %s", sqlite3_errmsg(sq_db(st)));
 	return rc;
 }
 

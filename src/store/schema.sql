@@ -5,13 +5,13 @@
 --
 -- The SQLite store of `fay collector` (src/store/sqlite.c embeds this file
 -- and runs it on a new database).  PRAGMA application_id is 0x46415953
--- ("FAYS"), PRAGMA user_version is the schema version (2).  A database
+-- ("FAYS"), PRAGMA user_version is the schema version (3).  A database
 -- with another application_id, or a user_version newer than the running
 -- fay knows, is refused and never modified.  An older user_version is
 -- brought up to date by the migrations in src/store/sqlite.c
 -- (store_migrations[]: the code that takes version N to N+1, each run in
--- its own transaction with the new user_version; 1 -> 2 is in
--- src/store/migrate.c); this file always holds the newest schema, for new
+-- its own transaction with the new user_version; 1 -> 2 and 2 -> 3 are
+-- in src/store/migrate.c); this file always holds the newest schema, for new
 -- databases (every statement is IF NOT EXISTS: a migration runs it too,
 -- to create the objects that are new).
 --
@@ -50,7 +50,9 @@
 -- Where BlkKin partial records become spans: at insert.  span_parts keeps
 -- every partial record; the transaction that stores parts of a span id
 -- also replaces that id's spans with origin = 1 by the merge of all its
--- parts (Zipkin's V1SpanConverter rule, src/store/span.c zparts_merge()).
+-- parts (Zipkin's V1SpanConverter rule, src/store/span.c zparts_merge(); a
+-- span with annotations but none of cs/sr/ms/mr gets Zipkin 1.x's
+-- timestamp = first annotation, duration = last - first).
 
 -- One row per trace, kept up to date by every transaction that adds
 -- spans to it (the store aggregates a transaction's spans per trace in
@@ -153,6 +155,16 @@ CREATE TABLE IF NOT EXISTS remote_services (
 	remote         TEXT NOT NULL,
 	last_us        INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (service, remote)
+) WITHOUT ROWID;
+
+-- Values of the tags whose key is one of `fay collector --autocomplete-keys`
+-- (Zipkin's /api/v2/autocompleteValues), recorded as spans arrive (schema
+-- version 3); last_us and retention as for the names above.
+CREATE TABLE IF NOT EXISTS autocomplete (
+	key            TEXT NOT NULL,
+	value          TEXT NOT NULL,
+	last_us        INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (key, value)
 ) WITHOUT ROWID;
 
 -- Agents that spoke to this collector.  last_seq is the highest batch seq

@@ -161,36 +161,118 @@ static int is_dotted_quad(const char *ip, size_t len)
 	return parts == 4;
 }
 
+/*
+ * IPv6 text as Zipkin writes it (zipkin2.Endpoint's writer): lower-case
+ * hex groups without leading zeros, the longest run of zero groups that
+ * ends before the last group written "::" (the first such run on a tie, a
+ * run of one group too), a trailing run only when there is no other, "::"
+ * for all zeros.  Embedded IPv4 is never written in dotted form.
+ */
+static void ipv6_text(const unsigned char b[16], char *out, size_t outlen)
+{
+	int best = -1, best_len = 0, run = -1, all_zero = 1;
+	size_t n = 0;
+
+	for (int g = 0; g < 8; g++) {
+		if (!b[2 * g] && !b[2 * g + 1]) {
+			if (run < 0)
+				run = g;
+			continue;
+		}
+		all_zero = 0;
+		if (run >= 0 && g - run > best_len) {
+			best = run;
+			best_len = g - run;
+		}
+		run = -1;
+	}
+	if (all_zero) {
+		snprintf(out, outlen, "::");
+		return;
+	}
+	if (best < 0 && run >= 0) {
+		best = run;
+		best_len = 8 - run;
+	}
+	for (int g = 0; g < 8 && n + 6 < outlen;) {
+		if (g == best) {
+			out[n++] = ':';
+			g += best_len;
+			if (g == 8)
+				out[n++] = ':';
+			continue;
+		}
+		if (g)
+			out[n++] = ':';
+		n += (size_t)snprintf(out + n, outlen - n, "%x",
+				      (unsigned)b[2 * g] << 8 | b[2 * g + 1]);
+		g++;
+	}
+	out[n] = '\0';
+}
+
+/* Is ip[0..len) "::a.b.c.d", or "::" + four of [0fF] + ":a.b.c.d" (an
+ * IPv4-compatible or -mapped address written with dots)?  Then *v4 points
+ * at the dotted quad (zipkin2.Endpoint's detectFamily(): IPv4Embedded). */
+static int embedded_v4(const char *ip, size_t len, const char **v4)
+{
+	const char *colon = NULL;
+
+	for (size_t i = 0; i < len; i++)
+		if (ip[i] == ':')
+			colon = ip + i;
+	if (!colon || len < 3 || ip[0] != ':' || ip[1] != ':')
+		return 0;
+	if (colon - ip != 1 && colon - ip != 6)
+		return 0;
+	for (const char *c = ip + 2; c < colon; c++)
+		if (*c != '0' && *c != 'f' && *c != 'F')
+			return 0;
+	*v4 = colon + 1;
+	return is_dotted_quad(*v4, len - (size_t)(*v4 - ip));
+}
+
 int zs_ep_set_ip(struct zs_endpoint *e, const char *ip, size_t len)
 {
 	unsigned char b[16];
+	const char *v4;
 	char txt[64];
 
 	if (len < sizeof(e->ipv4) && is_dotted_quad(ip, len)) {
-		/* the common case, without inet_pton/inet_ntop (sprintf) */
 		memcpy(e->ipv4, ip, len);
 		e->ipv4[len] = '\0';
 		return 0;
 	}
-	if (!len || len >= sizeof(txt))
+	if (embedded_v4(ip, len, &v4)) {
+		len -= (size_t)(v4 - ip);
+		memcpy(e->ipv4, v4, len);
+		e->ipv4[len] = '\0';
+		return 0;
+	}
+	if (!len || len >= sizeof(txt) || !memchr(ip, ':', len) || memchr(ip, '.', len))
 		return -EINVAL;
 	memcpy(txt, ip, len);
 	txt[len] = '\0';
-	if (inet_pton(AF_INET, txt, b) == 1) {
-		inet_ntop(AF_INET, b, e->ipv4, sizeof(e->ipv4));
-		return 0;
-	}
 	if (inet_pton(AF_INET6, txt, b) != 1)
 		return -EINVAL;
-	/* Embedded IPv4 (::a.b.c.d or ::ffff:a.b.c.d): Zipkin reports ipv4. */
-	static const unsigned char zero10[10];
-	if (!memcmp(b, zero10, 10) &&
-	    ((b[10] == 0 && b[11] == 0) || (b[10] == 0xff && b[11] == 0xff)) &&
-	    memcmp(b + 12, zero10, 4)) {
-		inet_ntop(AF_INET, b + 12, e->ipv4, sizeof(e->ipv4));
+	ipv6_text(b, e->ipv6, sizeof(e->ipv6));
+	return 0;
+}
+
+int zs_ep_set_ip_bytes(struct zs_endpoint *e, const unsigned char *ip, size_t len)
+{
+	static const unsigned char zero12[12];
+
+	if (len == 4) {
+		snprintf(e->ipv4, sizeof(e->ipv4), "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
 		return 0;
 	}
-	inet_ntop(AF_INET6, b, e->ipv6, sizeof(e->ipv6));
+	if (len != 16)
+		return -EINVAL;
+	/* IPv4-compatible (12 zero bytes), but not ::1 */
+	if (!memcmp(ip, zero12, 12) && !(!ip[12] && !ip[13] && !ip[14] && ip[15] == 1))
+		return zs_ep_set_ip_bytes(e, ip + 12, 4);
+	ipv6_text(ip, e->ipv6, sizeof(e->ipv6));
 	return 0;
 }
 
@@ -316,7 +398,9 @@ int zspan_from_rec(const struct spanrec *r, struct zarena *a, struct zspan *s)
 	s->shared = !!(r->f.flags & SPAN_F_SHARED);
 	s->debug = !!(r->f.flags & SPAN_F_DEBUG);
 	s->timestamp_us = ns_to_us(r->f.start_ns);
-	if (r->f.duration_ns)
+	/* a whole record is a finished span: under 1 us (even 0 ns, when
+	 * the clock did not move) is 1 us, never "no duration" */
+	if (r->f.start_ns)
 		s->duration_us = r->f.duration_ns < 1000 ? 1 : ns_to_us(r->f.duration_ns);
 	if (zarena_str(a, &s->name, r->name.p, r->name.len, 1))
 		return -ENOMEM;
@@ -691,6 +775,15 @@ int zparts_merge(const struct zs_part *parts, size_t n, struct zarena *a,
 		s->tags = b->tags;
 		s->ntags = b->ntags;
 		zspan_normalize(s);
+		/* Zipkin 1.x (ApplyTimestampAndDuration): a span with no
+		 * timestamp of its own (a BlkKin program's "start"/"end",
+		 * no cs/sr) starts at its first annotation and lasts until
+		 * its last, so that search, dashboards and retention see it */
+		if (!s->timestamp_us && s->nannotations) {
+			s->timestamp_us = s->annotations[0].ts_us;
+			s->duration_us = s->annotations[s->nannotations - 1].ts_us -
+					 s->timestamp_us;
+		}
 	}
 	*out = spans;
 	return (int)c.nb;

@@ -115,11 +115,20 @@ int zs_str_eq(struct zs_str a, struct zs_str b);
 int zs_str_eqc(struct zs_str a, const char *c);
 
 /*
- * Set e's address from ip text: IPv4 goes to ipv4, IPv6 to ipv6 (an
- * IPv4-mapped or -compatible IPv6 address to ipv4, as Zipkin does).
- * Returns 0, or -EINVAL when the text is not an address (e unchanged).
+ * Set e's address from ip text as zipkin2.Endpoint.parseIp(String) does:
+ * a dotted quad goes to ipv4; an IPv4-mapped or -compatible address
+ * written with dots (::ffff:1.2.3.4, ::1.2.3.4) to ipv4 as the quad; any
+ * other IPv6 text to ipv6 in Zipkin's form (lower case, zeros compressed:
+ * "::1" stays "::1").  Returns 0, or -EINVAL when the text is not an
+ * address (e unchanged).
  */
 int zs_ep_set_ip(struct zs_endpoint *e, const char *ip, size_t len);
+/*
+ * The same from 4 or 16 address bytes (zipkin2.Endpoint.parseIp(byte[]),
+ * as the protobuf encoding carries them): an IPv4-compatible address
+ * (12 zero bytes, but not ::1) goes to ipv4.  0 or -EINVAL (other length).
+ */
+int zs_ep_set_ip_bytes(struct zs_endpoint *e, const unsigned char *ip, size_t len);
 
 /*
  * Sort annotations by (timestamp, value) and drop exact duplicates; sort
@@ -155,6 +164,10 @@ int zparts_from_rec(const struct spanrec *r, struct zarena *a,
  * difference: a server half with no cs is not marked shared, because a
  * partial record never carries a span timestamp, so "no timestamp" (V1's
  * convention for shared) says nothing here.
+ * A span that gets no timestamp from these rules but has annotations
+ * (a BlkKin program's own events, "start" ... "end") gets Zipkin 1.x's:
+ * timestamp = its first annotation, duration = last - first (absent when
+ * 0).
  * Writes up to nparts + 2 spans to out (arena-allocated array) and returns
  * how many, or -ENOMEM.  Every span is normalized.
  */

@@ -41,6 +41,7 @@
  * never edit. */
 static const sq_migration_fn store_migrations[] = {
 	sq_migrate_1_2,   /* src/store/migrate.c */
+	sq_migrate_2_3,
 };
 #define STORE_NMIGRATIONS ARRAY_SIZE(store_migrations)
 
@@ -48,7 +49,7 @@ enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_INS_SPAN, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
 	ST_AGENT_HELLO, ST_AGENT_STATS,
-	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE,
+	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE, ST_INS_AUTOCOMPLETE,
 	ST_DEL_MERGED, ST_SEL_PARTS,
 	ST_SEL_TRACE, ST_SEL_TRACE_SPANS, ST_INS_TRACE, ST_UPD_TRACE, ST_MAX_SEQ,
 	ST_RETAIN_SEL, ST_RETAIN_SPANS, ST_RETAIN_PARTS, ST_RETAIN_TRACE,
@@ -98,6 +99,9 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_INS_REMOTE] =
 		"INSERT INTO remote_services (service, remote, last_us) VALUES (?1, ?2, ?3)"
 		" ON CONFLICT (service, remote) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
+	[ST_INS_AUTOCOMPLETE] =
+		"INSERT INTO autocomplete (key, value, last_us) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT (key, value) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
 	[ST_DEL_MERGED] =
 		"DELETE FROM spans WHERE trace_seq = ? AND id = ? AND origin = 1",
 	[ST_SEL_PARTS] =
@@ -175,6 +179,8 @@ struct store_be {
 	unsigned flags;
 	sqlite3_stmt *st[ST_MAX];
 	struct nameset names;
+	char **ac_keys;             /* --autocomplete-keys */
+	size_t nac_keys;
 	struct sq_buf extra;        /* spans.extra of the span being bound */
 	struct zarena merge_arena;  /* scratch for merging parts */
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
@@ -693,6 +699,7 @@ void sq__close(struct store_be *st)
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
 		pr_warn("store: %s: close: %s", st->path, sqlite3_errmsg(st->db));
 	nameset_clear(&st->names);
+	sq__set_autocomplete_keys(st, NULL, 0);
 	free(st->extra.p);
 	free(st->tm.v);
 	free(st->tm.slot);
@@ -1032,6 +1039,11 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 	t->next_no++;
 	t->nspans++;
 	rc = trace_add(st, t, z);
+	for (uint32_t i = 0; i < z->ntags && rc == SQLITE_OK && st->nac_keys; i++)
+		for (size_t k = 0; k < st->nac_keys && rc == SQLITE_OK; k++)
+			if (zs_str_eqc(z->tags[i].key, st->ac_keys[k]))
+				rc = note_name(st, ST_INS_AUTOCOMPLETE, z->tags[i].key,
+					       z->tags[i].value, name_us);
 	if (rc == SQLITE_OK)
 		rc = note_name(st, ST_INS_SERVICE, z->local.service, (struct zs_str){ 0 }, name_us);
 	if (rc == SQLITE_OK)
@@ -1310,6 +1322,29 @@ int sq__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last
 
 /* Forget names no span newer than cutoff_us carried (their last_us may lag
  * by NAME_LAST_SLACK_US, hence the margin). */
+int sq__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n)
+{
+	char **v = n ? calloc(n, sizeof(*v)) : NULL;
+
+	if (n && !v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = strdup(keys[i]);
+		if (!v[i]) {
+			while (i)
+				free(v[--i]);
+			free(v);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < st->nac_keys; i++)
+		free(st->ac_keys[i]);
+	free(st->ac_keys);
+	st->ac_keys = v;
+	st->nac_keys = n;
+	return 0;
+}
+
 static int prune_names(struct store_be *st, uint64_t cutoff_us)
 {
 	uint64_t c = cutoff_us > NAME_LAST_SLACK_US ? cutoff_us - NAME_LAST_SLACK_US : 0;
@@ -1321,7 +1356,8 @@ static int prune_names(struct store_be *st, uint64_t cutoff_us)
 		 "DELETE FROM services WHERE last_us < %" PRIu64 ";"
 		 "DELETE FROM span_names WHERE last_us < %" PRIu64 ";"
 		 "DELETE FROM remote_services WHERE last_us < %" PRIu64 ";"
-		 "COMMIT;", c, c, c);
+		 "DELETE FROM autocomplete WHERE last_us < %" PRIu64 ";"
+		 "COMMIT;", c, c, c, c);
 	rc = exec(st->db, sql);
 	if (rc != SQLITE_OK)
 		exec(st->db, "ROLLBACK");
@@ -1384,6 +1420,8 @@ const struct store_ops sq_store_ops = {
 	.agent_stats = sq__agent_stats,
 	.agent_last_seq = sq__agent_last_seq,
 	.retain = sq__retain,
+	.set_autocomplete_keys = sq__set_autocomplete_keys,
+	.autocomplete_values = sq__autocomplete_values,
 	.reader_new = sq__reader_new,
 	.reader_free = sq__reader_free,
 	.services = sq__services,

@@ -11,7 +11,7 @@ struct store_rd;
 extern const char store_schema_sql[];
 
 #define STORE_APP_ID         0x46415953  /* "FAYS" */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store_query;
 struct store_be;
@@ -35,6 +35,8 @@ int sq__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 int sq__agent_stats(struct store_be *st, const char *agent_id, const char *json);
 int sq__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
 int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
+int sq__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n);
+int sq__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out);
 struct store_rd *sq__reader_new(struct store_be *st);
 void sq__reader_free(struct store_rd *r);
 int sq__services(struct store_rd *r, struct store_names *out);
@@ -97,6 +99,8 @@ struct store_be;
  * Returns an SQLite result code. */
 typedef int (*sq_migration_fn)(struct store_be *st);
 int sq_migrate_1_2(struct store_be *st);
+/* 2 -> 3: the autocomplete table (schema.sql). */
+int sq_migrate_2_3(struct store_be *st);
 sqlite3 *sq_db(struct store_be *st);
 /* Prepare the write statements (the schema must be there).  SQLite rc. */
 int sq_prepare(struct store_be *st);

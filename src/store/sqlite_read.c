@@ -16,7 +16,7 @@
 #include "store/store.h"
 
 enum {
-	RS_SERVICES, RS_SPAN_NAMES, RS_REMOTES,
+	RS_SERVICES, RS_SPAN_NAMES, RS_REMOTES, RS_AUTOCOMPLETE,
 	RS_TRACE_SEQ, RS_TRACE_ID, RS_TRACE_SPANS, RS_SEARCH,
 	RS_BEGIN, RS_COMMIT,
 	RS_COUNT_SPANS, RS_COUNT_PARTS, RS_COUNT_AGENTS,
@@ -27,6 +27,7 @@ static const char *const rs_sql[RS_MAX] = {
 	[RS_SERVICES] = "SELECT name FROM services ORDER BY name",
 	[RS_SPAN_NAMES] = "SELECT name FROM span_names WHERE service = ? ORDER BY name",
 	[RS_REMOTES] = "SELECT remote FROM remote_services WHERE service = ? ORDER BY remote",
+	[RS_AUTOCOMPLETE] = "SELECT value FROM autocomplete WHERE key = ? ORDER BY value",
 	[RS_TRACE_SEQ] = "SELECT seq FROM traces WHERE trace_hi = ? AND trace_lo = ?",
 	[RS_TRACE_ID] = "SELECT trace_hi, trace_lo FROM traces WHERE seq = ?",
 	[RS_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM spans WHERE trace_seq = ?"
@@ -149,6 +150,11 @@ int sq__remote_services(struct store_rd *r, const char *service,
 			   struct store_names *out)
 {
 	return names(r, RS_REMOTES, service, out);
+}
+
+int sq__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out)
+{
+	return names(r, RS_AUTOCOMPLETE, key, out);
 }
 
 /* ---- traces ----------------------------------------------------------- */

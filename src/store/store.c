@@ -120,6 +120,13 @@ int store__health(struct store *st, char *err, size_t errlen)
 	return st->ops->health(st->be, err, errlen);
 }
 
+int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n)
+{
+	if (!st->ops->set_autocomplete_keys)
+		return 0;
+	return st->ops->set_autocomplete_keys(st->be, keys, n);
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct store_reader *store__reader_new(struct store *st)
@@ -181,6 +188,14 @@ int store__remote_services(struct store_reader *r, const char *service,
 			   struct store_names *out)
 {
 	return r->ops->remote_services(r->rd, service, out);
+}
+
+int store__autocomplete_values(struct store_reader *r, const char *key,
+			       struct store_names *out)
+{
+	if (!r->ops->autocomplete_values)
+		return 0;
+	return r->ops->autocomplete_values(r->rd, key, out);
 }
 
 int store__trace(struct store_reader *r, uint64_t hi, uint64_t lo,

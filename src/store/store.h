@@ -108,6 +108,14 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
  */
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk);
 
+/*
+ * Record the values of tags with these keys (Zipkin's autocompleteKeys),
+ * for store__autocomplete_values(): from the next store__write() on, with
+ * the names' retention.  Keys are copied; n 0 records none (the default).
+ * Call from the writer's thread.  0 or -ENOMEM.
+ */
+int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n);
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct store_reader *store__reader_new(struct store *st);   /* NULL + errno */
@@ -143,6 +151,12 @@ int store__span_names(struct store_reader *r, const char *service,
 		      struct store_names *out);
 int store__remote_services(struct store_reader *r, const char *service,
 			   struct store_names *out);
+
+/* Sorted distinct values of the tags with this key seen since the key was
+ * configured (store__set_autocomplete_keys()); none for other keys.
+ * 0 or -errno. */
+int store__autocomplete_values(struct store_reader *r, const char *key,
+			       struct store_names *out);
 
 /* Append the trace with this id to out if it has spans (1), else 0;
  * -errno on failure. */

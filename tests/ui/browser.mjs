@@ -8,7 +8,7 @@
 // env: URL (fay collector), FAKEQ_URL (tests/fay-ui-fakeq collector),
 //      IMG_DIR, AGENT_PID (a fay agent connected to URL's collector)
 import { mkdirSync } from 'node:fs';
-import { makeTraces, post, launch, ok, done } from './lib.mjs';
+import { makeTraces, post, launch, newPage, session, ok } from './lib.mjs';
 
 const URL = process.env.URL, FQ = process.env.FAKEQ_URL, IMG = process.env.IMG_DIR;
 const AGENT_PID = +process.env.AGENT_PID || 0;
@@ -20,15 +20,11 @@ const slow = traces.filter((t) => t[0].duration >= 100e3).length;
 const withErr = traces.filter((t) => t.some((s) => s.tags && s.tags.error)).length;
 
 const { context, close } = await launch();
-const errors = [];
-const page = await context.newPage();
-page.on('pageerror', (e) => errors.push(String(e)));
-page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) errors.push(m.text()); });
-const shot = (name) => page.screenshot({ path: `${IMG}/${name}.png`, fullPage: true });
-const count = (sel) => page.locator(sel).count();
+const pg = await newPage(context, IMG);
+const { page, shot, count } = pg;
 const T = { timeout: 10000 };
 
-try {
+await session('the browser session ran to the end', pg, close, async () => {
 	// ---- traces: search ----
 	await page.goto(URL + '/');
 	await page.waitForSelector('.trace-row', T);
@@ -217,11 +213,4 @@ try {
 		ok(down, 'a stopped agent shows down');
 	}
 
-	ok(errors.length === 0, 'no script errors in the pages', ...errors);
-} catch (e) {
-	ok(false, 'the browser session ran to the end', e.stack || e);
-	await shot('failure').catch(() => {});
-} finally {
-	await close();
-	done();
-}
+});

@@ -79,6 +79,34 @@ export async function launch(viewport = { width: 1360, height: 900 }) {
 	return { context, close };
 }
 
+// A page that records script errors (errors[]), with shot(name) (a full
+// page screenshot into imgDir) and count(selector).
+export async function newPage(context, imgDir) {
+	const errors = [];
+	const page = await context.newPage();
+	page.on('pageerror', (e) => errors.push(String(e)));
+	page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) errors.push(m.text()); });
+	const shot = (name) => page.screenshot({ path: `${imgDir}/${name}.png`, fullPage: true });
+	const count = (sel) => page.locator(sel).count();
+	return { page, errors, shot, count };
+}
+
+// Run a browser session's checks: an exception fails `what` (with a
+// screenshot "failure"), script errors seen in the page fail the end;
+// the browser is closed and the TAP plan printed whatever happens.
+export async function session(what, pg, close, body) {
+	try {
+		await body();
+		ok(pg.errors.length === 0, 'no script errors in the pages', ...pg.errors);
+	} catch (e) {
+		ok(false, what, e.stack || e);
+		await pg.shot('failure').catch(() => {});
+	} finally {
+		await close();
+		done();
+	}
+}
+
 // TAP
 let n = 0, failed = 0;
 export function ok(cond, what, ...diag) {

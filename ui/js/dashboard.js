@@ -8,7 +8,7 @@
 'use strict';
 
 const Dashboard = (() => {
-	const { el, svg } = U;
+	const { el } = U;
 	const metrics = [['p50_us', 'p50'], ['p99_us', 'p99'], ['avg_us', 'avg']];
 
 	function cell(row, key, text) {
@@ -19,22 +19,7 @@ const Dashboard = (() => {
 			lim === null ? null : el('span', { class: 'lim' }, '≤ ' + (key === 'error_rate' ? (100 * lim).toFixed(1) + '%' : U.dur(lim))));
 	}
 
-	function svgChart(times, series, w, h) {
-		const vals = series.flatMap((s) => s.data).filter((v) => v !== null);
-		const max = Math.max(1e-9, ...vals), t0 = times[0], t1 = times[times.length - 1] || t0 + 1;
-		const root = svg('svg', { width: w, height: h, class: 'mini-chart' });
-		for (const s of series) {
-			let d = '';
-			s.data.forEach((v, i) => {
-				if (v === null) return;
-				const x = 30 + (w - 40) * (times[i] - t0) / (t1 - t0 || 1), y = h - 20 - (h - 30) * v / max;
-				d += (d ? 'L' : 'M') + x.toFixed(1) + ',' + y.toFixed(1);
-			});
-			root.append(svg('path', { d, fill: 'none', stroke: s.stroke, 'stroke-width': 1.5, 'stroke-dasharray': s.dash ? '4 3' : null }));
-		}
-		root.append(svg('text', { x: 2, y: 12, class: 'axis' }, U.dur(max * 1000)));
-		return root;
-	}
+	const svgChart = (times, series, w, h) => U.svgLines(times, series, w, h, (max) => U.dur(max * 1000));
 
 	function chart(row, times, w) {
 		const ms = (a) => a.map((v) => (v === null ? null : v / 1000));

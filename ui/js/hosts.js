@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // fay UI: the agents this collector knows, from the HELLO and STATS
 // frames it keeps per agent: up/down, version, records lost on the host
-// (by reason), probes attached.
+// (by reason), probes attached; and the query connections of the cluster
+// (GET /api/cluster/peers): each host's kernel and BTF, and for every
+// cluster query it was asked to run, its state and the probes it attached.
 'use strict';
 
 const Hosts = (() => {
@@ -9,15 +11,31 @@ const Hosts = (() => {
 
 	async function render(main) {
 		const out = el('div', { id: 'hosts' });
-		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'), out);
-		async function load() {
-			let d;
-			try {
-				d = await U.api('/api/ui/hosts');
-			} catch (e) {
-				out.replaceChildren(U.errorBox(e));
+		const cl = el('div', { id: 'cluster' });
+		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'), out,
+			el('h3', {}, 'Cluster queries'), el('p', { class: 'muted' }, 'Hosts connected for queries (agents, and child collectors with their hosts), and what each runs for the cluster and standing queries.'), cl);
+		async function loadCluster() {
+			const d = await U.load('/api/cluster/peers', cl);
+			if (!d) return;
+			if (!d.peers.length) {
+				cl.replaceChildren(el('p', { class: 'muted', id: 'cluster-none' }, 'No host is connected for queries.'));
 				return;
 			}
+			cl.replaceChildren(el('table', { class: 'grid', id: 'cluster-table' },
+				el('thead', {}, el('tr', {}, ['Host', 'Role', 'Address', 'Kernel', 'BTF', 'Queries and probes'].map((h) => el('th', {}, h)))),
+				el('tbody', {}, d.peers.map((p) => el('tr', { 'data-host': p.host },
+					el('td', {}, p.host),
+					el('td', {}, p.collector ? 'collector' : 'agent'),
+					el('td', { class: 'mono' }, p.peer),
+					el('td', { class: 'mono' }, p.kernel || '–'),
+					el('td', {}, p.btf === null ? '–' : p.btf ? 'yes' : 'no'),
+					el('td', {}, p.queries.length ? p.queries.map((q) => el('div', { class: 'cluster-q', 'data-state': q.state, title: q.query },
+						el('span', { class: 'state ' + (q.state === 'failed' ? 'bad' : q.state === 'attached' ? 'ok-text' : '') }, q.state),
+						` #${q.qid} `, el('span', { class: 'mono' }, q.probes || '–'))) : el('span', { class: 'muted' }, 'none')))))));
+		}
+		async function load() {
+			const d = await U.load('/api/ui/hosts', out);
+			if (!d) return;
 			if (!d.agents.length) {
 				out.replaceChildren(el('p', { class: 'muted' }, 'No agent has connected yet. Start one with: fay agent --collector HOST:9410'));
 				return;
@@ -46,8 +64,8 @@ const Hosts = (() => {
 			t.append(tb);
 			out.replaceChildren(t);
 		}
-		await load();
-		const timer = setInterval(load, 5000);
+		await Promise.all([load(), loadCluster()]);
+		const timer = setInterval(() => { load(); loadCluster(); }, 5000);
 		return () => clearInterval(timer);
 	}
 

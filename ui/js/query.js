@@ -2,7 +2,10 @@
 // fay UI: live FayQL.  The editor marks an error at its line:col (gutter
 // marker, caret under the line, cursor moved there); a running query's
 // results stream in (POST /api/query answers NDJSON, read chunk by chunk)
-// and show as a table, a histogram or a time series.
+// and show as a table, a histogram or a time series.  "On the cluster"
+// runs the query on every agent of the collector (a cluster query: each
+// window says how many hosts answered, and an amended window replaces the
+// one it corrects).
 'use strict';
 
 const Query = (() => {
@@ -28,8 +31,12 @@ const Query = (() => {
 			examples.map(([t], i) => el('option', { value: i }, t)));
 		const run = el('button', { type: 'button', class: 'primary', id: 'q-run' }, 'Run ▶');
 		const stop = el('button', { type: 'button', id: 'q-stop', disabled: true }, 'Stop');
+		const onCluster = el('input', { type: 'checkbox', id: 'q-cluster' });
+		onCluster.checked = sessionStorage.getItem('fay.query.cluster') === '1';
+		onCluster.addEventListener('change', () => sessionStorage.setItem('fay.query.cluster', onCluster.checked ? '1' : '0'));
+		const hosts = el('div', { id: 'q-hosts', class: 'muted' });
 		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0;
-		let windowed = false, attached = '', failed = false;
+		let windowed = false, attached = '', failed = false, engine = 'host';
 		for (const m of ['table', 'histogram', 'time series']) {
 			view.append(el('button', { type: 'button', 'data-view': m, class: m === mode ? 'on' : '',
 				onclick: () => { mode = m; for (const b of view.children) b.classList.toggle('on', b.dataset.view === m); draw(); } }, m));
@@ -144,13 +151,14 @@ const Query = (() => {
 			if (ctrl) ctrl.abort();
 			ctrl = new AbortController();
 			cols = []; rows = []; windows = []; errLine = 0; windowed = false; attached = ''; failed = false;
-			diag.replaceChildren(); ta.classList.remove('has-error'); lines(); draw();
+			diag.replaceChildren(); hosts.replaceChildren(); ta.classList.remove('has-error'); lines(); draw();
 			status.textContent = 'compiling…';
 			run.disabled = true; stop.disabled = false;
 			const t0 = performance.now();
 			try {
-				const r = await fetch('/api/query', { method: 'POST', body: ta.value, signal: ctrl.signal,
-					headers: Object.assign({ 'Content-Type': 'text/plain' }, U.authHeaders()) });
+				const r = await fetch('/api/query', { method: 'POST', signal: ctrl.signal,
+					body: onCluster.checked ? JSON.stringify({ query: ta.value, cluster: true }) : ta.value,
+					headers: Object.assign({ 'Content-Type': onCluster.checked ? 'application/json' : 'text/plain' }, U.authHeaders()) });
 				if (!r.ok) {
 					const text = await r.text();
 					let body;
@@ -180,14 +188,22 @@ const Query = (() => {
 						buf = buf.slice(nl + 1);
 						if (!line.trim()) continue;
 						const m = JSON.parse(line);
-						if (m.type === 'columns') { cols = m.columns; windowed = m.window_ms > 0; }
+						if (m.type === 'columns') { cols = m.columns; windowed = m.window_ms > 0; engine = m.engine; }
 						else if (m.type === 'row') rows.push(m.values);
 						else if (m.type === 'window') {
 							// a 'window' result, or a snapshot of a query without one
-							if (windowed) { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
+							const old = m.amended ? windows.findIndex((w) => w.t === m.t) : -1;
+							if (old >= 0) { windows[old] = { t: m.t, rows: m.rows }; rows = windows.flatMap((w) => w.rows); }
+							else if (windowed) { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
 							else rows = m.rows;
+							if (m.hosts) {
+								const good = Queries.complete(m);
+								hosts.replaceChildren(el('span', { class: good ? 'ok-text' : 'bad' },
+									`${m.t ? U.time(m.t).slice(11) + ': ' : ''}${Queries.completeness(m)}${m.provisional ? ' · provisional' : ''}${m.amended ? ' · amended' : ''}`));
+							}
 						} else if (m.type === 'progress' && m.attached !== undefined) {
-							attached = `${m.attached} probe${m.attached === 1 ? '' : 's'} attached`;
+							const what = engine === 'cluster' ? 'host' : 'probe';
+							attached = `${m.attached} ${what}${m.attached === 1 ? '' : 's'} attached`;
 						} else if (m.type === 'dropped') {
 							diag.replaceChildren(el('div', { class: 'q-info', id: 'q-dropped' }, 'Events dropped: ' +
 								Object.entries(m.counters).map(([k, v]) => `${k}: ${v}`).join('; ')));
@@ -214,10 +230,10 @@ const Query = (() => {
 		stop.addEventListener('click', () => ctrl && ctrl.abort());
 
 		main.append(el('h2', {}, 'Live query'),
-			el('p', { class: 'muted' }, 'FayQL runs on the collector\'s host (POST /api/query: probes need root or CAP_BPF+CAP_PERFMON); results stream in; Stop or leaving the page detaches the probes. Ctrl+Enter runs.'),
+			el('p', { class: 'muted' }, 'FayQL runs on the collector\'s host (POST /api/query: probes need root or CAP_BPF+CAP_PERFMON), or on every agent of this collector with "on the cluster" (or a cluster. source); results stream in; Stop or leaving the page detaches the probes. Ctrl+Enter runs.'),
 			el('div', { class: 'editor' }, gutter, ta),
-			el('div', { class: 'toolbar' }, run, stop, ex, view, status),
-			diag, out);
+			el('div', { class: 'toolbar' }, run, stop, el('label', { class: 'toggle', for: 'q-cluster' }, onCluster, ' on the cluster'), ex, view, status),
+			hosts, diag, out);
 		lines();
 		return () => ctrl && ctrl.abort();
 	}

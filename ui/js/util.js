@@ -114,6 +114,36 @@ const U = (() => {
 		return el('span', { class: 'chip', style: `--c:${colour(service)}` }, service || '?');
 	}
 
+	// GET path as JSON into a page: the data, or null after putting the
+	// error in box.
+	async function load(path, box) {
+		try {
+			return await api(path);
+		} catch (e) {
+			box.replaceChildren(errorBox(e));
+			return null;
+		}
+	}
+
+	// A plain SVG line chart (when uPlot is not in the build): xs, and
+	// series [{data, stroke, dash}] (null: no point); fmt labels the top.
+	function svgLines(xs, series, w, h, fmt, id) {
+		const vals = series.flatMap((s) => s.data).filter((v) => v !== null);
+		const max = Math.max(1e-9, ...vals), x0 = xs[0], x1 = xs[xs.length - 1];
+		const root = svg('svg', { width: w, height: h, class: 'mini-chart', id });
+		for (const s of series) {
+			let d = '';
+			s.data.forEach((v, i) => {
+				if (v === null) return;
+				const x = 40 + (w - 50) * (xs[i] - x0) / (x1 - x0 || 1), y = h - 20 - (h - 30) * v / max;
+				d += (d ? 'L' : 'M') + x.toFixed(1) + ',' + y.toFixed(1);
+			});
+			root.append(svg('path', { d, fill: 'none', stroke: s.stroke, 'stroke-width': 1.5, 'stroke-dasharray': s.dash ? '4 3' : null }));
+		}
+		root.append(svg('text', { x: 2, y: 12, class: 'axis' }, fmt(max)));
+		return root;
+	}
+
 	function go(path) {
 		history.pushState(null, '', path);
 		window.dispatchEvent(new Event('fay:navigate'));
@@ -124,6 +154,6 @@ const U = (() => {
 			e && e.status ? `${e.status}: ${e.message}` : String(e && e.message || e));
 	}
 
-	return { el, svg, api, ApiError, dur, parseDur, time, ago, colour, chip, go, errorBox,
-		authHeaders };
+	return { el, svg, api, load, svgLines, ApiError, dur, parseDur, time, ago, colour, chip, go,
+		errorBox, authHeaders };
 })();

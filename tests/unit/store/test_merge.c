@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "store/store.h"
 #include "test.h"
 
@@ -183,6 +184,27 @@ static void no_endpoint(void)
 	is_int(s[0].kind, SPAN_KIND_UNSET, "no endpoint: core annotations are plain (V1 needs an endpoint)");
 	is_int(s[0].nannotations, 2, "no endpoint: cs and cr kept as annotations");
 	is_str(tagval(&s[0], "k"), "v", "no endpoint: tag kept");
+	is_u64(s[0].timestamp_us, 10, "no endpoint: timestamp = first annotation (Zipkin 1.x)");
+	is_u64(s[0].duration_us, 10, "no endpoint: duration = last - first");
+}
+
+/* A BlkKin program's own events (no cs/sr): Zipkin 1.x's rule gives the
+ * span a timestamp and duration from its first and last annotation. */
+static void blkin_events(void)
+{
+	struct zs_part p[] = { ann("osd", "end", 950), ann("osd", "start", 200),
+			       ann("osd", "queued", 400), tag("osd", "bytes", "4096") };
+	struct zs_part q[] = { ann("osd", "only", 300) };
+	struct zspan *s;
+	int n = zparts_merge(p, 4, &A, &s);
+
+	is_int(n, 1, "start/queued/end: one span");
+	is_u64(s[0].timestamp_us, 200, "timestamp = the earliest annotation");
+	is_u64(s[0].duration_us, 750, "duration = last - first");
+	is_int(s[0].nannotations, 3, "the annotations stay");
+	n = zparts_merge(q, 1, &A, &s);
+	ok(n == 1 && s[0].timestamp_us == 300 && !s[0].duration_us,
+	   "one annotation: its timestamp, no duration");
 }
 
 static void messaging(void)
@@ -238,6 +260,10 @@ static void from_record(void)
 	is_int(z.error, 1, "error flag");
 	is_int(z.shared, 1, "shared");
 	ok(z.nannotations == 2 && z.annotations[0].ts_us == 5200, "annotations sorted by time");
+	f.duration_ns = 0;
+	memcpy(buf, &f, 64);
+	ok(spanrec_decode(buf, off, &r, err, sizeof(err)) > 0 && zspan_from_rec(&r, &A, &z) == 1 &&
+	   z.duration_us == 1, "a record that ended in the ns it began: duration 1 us, not absent");
 }
 
 static void normalize(void)
@@ -255,6 +281,51 @@ static void normalize(void)
 	is_int(s.nannotations, 2, "duplicate annotations dropped");
 	is_u64(s.parent_id, 0, "parentId == id dropped");
 	is_int(s.shared, 0, "shared dropped on a CLIENT span");
+}
+
+/* zipkin2.Endpoint.parseIp(): the cases and answers of Zipkin's
+ * EndpointTest (openzipkin/zipkin zipkin/src/test/java/zipkin2). */
+static void endpoint_ips(void)
+{
+	static const struct { const char *in, *v4, *v6; } c[] = {
+		{ "43.0.192.2", "43.0.192.2", "" },
+		{ "2001:db8::c001", "", "2001:db8::c001" },
+		{ "2001:DB8::C001", "", "2001:db8::c001" },          /* ipv6_downcases */
+		{ "::FFFF:43.0.192.2", "43.0.192.2", "" },           /* mappedIpv4 */
+		{ "::0000:43.0.192.2", "43.0.192.2", "" },           /* compatIpv4 */
+		{ "::43.0.192.2", "43.0.192.2", "" },                /* compressed */
+		{ "::1", "", "::1" },                                /* ipv6_localhost */
+		{ "::2", "", "::2" },                                /* ipv6_notLocalhost */
+		{ "::", "", "::" },
+		{ "2001:0:0:4:0:0:0:8", "", "2001:0:0:4::8" },
+		{ "1:0:0:0:0:0:0:0", "", "1::" },
+		{ "fe80:0:0:0:0:0:0:1", "", "fe80::1" },
+	};
+	static const char *const bad[] = { "::ffef:43.0.192.2", "1.2.3", "", "x::1",
+					   "256.0.0.1", "1:2:3:4:5:6:7:8:9" };
+	static const unsigned char lo6[16] = { [15] = 1 }, compat[16] = { [12] = 43, [14] = 192, [15] = 2 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(c); i++) {
+		struct zs_endpoint e = { 0 };
+
+		ok(!zs_ep_set_ip(&e, c[i].in, strlen(c[i].in)) && !strcmp(e.ipv4, c[i].v4) &&
+		   !strcmp(e.ipv6, c[i].v6), "ip '%s' -> ipv4 '%s' ipv6 '%s' (got '%s' '%s')",
+		   c[i].in, c[i].v4, c[i].v6, e.ipv4, e.ipv6);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct zs_endpoint e = { 0 };
+
+		ok(zs_ep_set_ip(&e, bad[i], strlen(bad[i])) == -EINVAL && !e.ipv4[0] && !e.ipv6[0],
+		   "'%s' is not an address (dropped)", bad[i]);
+	}
+	{
+		struct zs_endpoint e = { 0 }, f = { 0 };
+
+		ok(!zs_ep_set_ip_bytes(&e, lo6, 16) && !strcmp(e.ipv6, "::1") && !e.ipv4[0],
+		   "bytes ::1 stay IPv6");
+		ok(!zs_ep_set_ip_bytes(&f, compat, 16) && !strcmp(f.ipv4, "43.0.192.2"),
+		   "bytes of an IPv4-compatible address -> ipv4");
+	}
 }
 
 static void query_match(void)
@@ -318,9 +389,11 @@ int main(void)
 	loopback();
 	incomplete();
 	no_endpoint();
+	blkin_events();
 	messaging();
 	from_record();
 	normalize();
+	endpoint_ips();
 	query_match();
 	zarena_reset(&A);
 	return test_done();

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spans(...) queries in the engine: no probe and no kernel.  The plan's
+ * programs (the same code generation as every source, reading the span
+ * context of query/spanctx.h at r1) are built for fay's in-process VM
+ * with one slot per map (engine/inline.h); whoever drains spans (fay
+ * agent) calls engine_span_feed() for each one, and the reader (run.c)
+ * reads the VM maps through the functions below exactly as it reads the
+ * kernel's per-CPU maps, one slot standing for one CPU.
+ *
+ * One lock per engine: a feed runs the program under it, and every read,
+ * reset and ring drain of the reader takes it, so the reader never sees a
+ * half-updated value and a window's reset loses no span.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "engine/engine_int.h"
+#include "engine/inline.h"
+
+#define VM_SLOTS 1
+
+struct engine_vm {
+	struct engine_inline in;
+	pthread_mutex_t lock;
+	int evfd;		/* readable when streamed rows wait */
+	bool pending;		/* rows written since the last kick */
+	unsigned char *recs;	/* engine_consume(): copies, delivered unlocked */
+	size_t nrecs_bytes, recs_cap;
+};
+
+bool engine_is_vm(const struct engine *e)
+{
+	return e->p->entry.kind == PA_SPANS;
+}
+
+int engine_vm_load(struct engine *e)
+{
+	struct engine_vm *v = calloc(1, sizeof(*v));
+	char why[1024];
+	int err;
+
+	if (!v)
+		return engine_fail(e, -ENOMEM, "out of memory");
+	v->evfd = -1;
+	pthread_mutex_init(&v->lock, NULL);
+	e->vm = v;
+	err = engine_inline_new_ctx(e, VM_SLOTS, false, (size_t)e->p->ctx_size, &v->in,
+				    why, sizeof(why));
+	if (err)
+		return engine_fail(e, err, "the spans program: %s", why);
+	/* the interpreter runs it where the JIT cannot (not x86-64) */
+	(void)vm_prog_jit(v->in.entry);
+	if (e->out) {
+		v->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (v->evfd < 0)
+			return engine_fail(e, -errno, "eventfd: %s", errstr(-errno));
+	}
+	return 0;
+}
+
+void engine_vm_free(struct engine *e)
+{
+	struct engine_vm *v = e->vm;
+
+	if (!v)
+		return;
+	engine_inline_free(&v->in);
+	if (v->evfd >= 0)
+		close(v->evfd);
+	pthread_mutex_destroy(&v->lock);
+	free(v->recs);
+	free(v);
+	e->vm = NULL;
+}
+
+int engine_span_feed(struct engine *e, void *ctx)
+{
+	struct engine_vm *v = e->vm;
+	struct vm_env env = { .slot = 0 };
+
+	if (!v || !e->attached)
+		return -EINVAL;
+	pthread_mutex_lock(&v->lock);
+	vm_run(v->in.entry, ctx, &env);
+	if (e->out)
+		v->pending = true;
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
+void engine_span_kick(struct engine *e)
+{
+	struct engine_vm *v = e->vm;
+	uint64_t one = 1;
+	bool kick;
+
+	if (!v || v->evfd < 0)
+		return;
+	pthread_mutex_lock(&v->lock);
+	kick = v->pending;
+	v->pending = false;
+	pthread_mutex_unlock(&v->lock);
+	if (kick && write(v->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the reader has plenty to read */
+	}
+}
+
+void engine_vm_lock(struct engine *e)
+{
+	pthread_mutex_lock(&e->vm->lock);
+}
+
+void engine_vm_unlock(struct engine *e)
+{
+	pthread_mutex_unlock(&e->vm->lock);
+}
+
+static struct vm_map *vmap(const struct engine *e, const struct bmap *b)
+{
+	return engine_inline_map(&e->vm->in, b);
+}
+
+int engine_vm_lookup(const struct engine *e, const struct bmap *b, const void *key,
+		     void *buf, size_t stride)
+{
+	struct vm_map *m = vmap(e, b);
+	size_t vsize = bmap_value_size(b);
+
+	if (!m)
+		return -ENOENT;
+	for (unsigned s = 0; s < vm_map_nslots(m); s++) {
+		const void *val = vm_map_lookup(m, key, s);
+
+		if (!val)
+			return -ENOENT;
+		memcpy((unsigned char *)buf + s * stride, val, vsize);
+	}
+	return 0;
+}
+
+int engine_vm_next_key(const struct engine *e, const struct bmap *b, const void *prev,
+		       void *next)
+{
+	struct vm_map *m = vmap(e, b);
+
+	return m ? vm_map_next_key(m, prev, next) : -ENOENT;
+}
+
+int engine_vm_update(const struct engine *e, const struct bmap *b, const void *key,
+		     const void *buf, size_t stride)
+{
+	struct vm_map *m = vmap(e, b);
+	bool per_slot = bmap_type(b) == BPF_MAP_TYPE_PERCPU_ARRAY ||
+			bmap_type(b) == BPF_MAP_TYPE_PERCPU_HASH;
+	int err = 0;
+
+	if (!m)
+		return -ENOENT;
+	for (unsigned s = 0; !err && s < (per_slot ? vm_map_nslots(m) : 1); s++)
+		err = vm_map_update(m, key, (const unsigned char *)buf + s * stride, BPF_ANY, s);
+	return err;
+}
+
+int engine_vm_delete(const struct engine *e, const struct bmap *b, const void *key)
+{
+	struct vm_map *m = vmap(e, b);
+
+	return m ? vm_map_delete(m, key) : -ENOENT;
+}
+
+int engine_vm_sum_u64(const struct engine *e, const struct bmap *b, const void *key,
+		      uint64_t *out)
+{
+	struct vm_map *m = vmap(e, b);
+
+	*out = 0;
+	if (!m)
+		return 0;	/* the program never counts: no map was made */
+	for (unsigned s = 0; s < vm_map_nslots(m); s++) {
+		const uint64_t *val = vm_map_lookup(m, key, s);
+
+		if (val)
+			*out += *val;
+	}
+	return 0;
+}
+
+int engine_vm_ncpus(const struct engine *e)
+{
+	return VM_SLOTS;
+}
+
+int engine_vm_stream_fd(const struct engine *e)
+{
+	return e->vm ? e->vm->evfd : -1;
+}
+
+static void copy_rec(const void *data, uint32_t size, void *arg)
+{
+	struct engine_vm *v = arg;
+	size_t need = v->nrecs_bytes + sizeof(uint32_t) + size;
+
+	if (need > v->recs_cap) {
+		size_t cap = v->recs_cap ? v->recs_cap : 65536;
+		unsigned char *n;
+
+		while (cap < need)
+			cap *= 2;
+		n = realloc(v->recs, cap);
+		if (!n)
+			return;		/* a row lost to memory: never a bad one */
+		v->recs = n;
+		v->recs_cap = cap;
+	}
+	memcpy(v->recs + v->nrecs_bytes, &size, sizeof(size));
+	memcpy(v->recs + v->nrecs_bytes + sizeof(size), data, size);
+	v->nrecs_bytes = need;
+}
+
+int engine_vm_consume(struct engine *e)
+{
+	struct engine_vm *v = e->vm;
+	struct vm_map *m;
+	uint64_t cnt;
+	int n = 0;
+
+	if (!v || !e->out || !(m = vmap(e, e->out)))
+		return 0;
+	if (read(v->evfd, &cnt, sizeof(cnt)) < 0) {
+		/* nothing was signalled; drain what is there all the same */
+	}
+	pthread_mutex_lock(&v->lock);
+	v->nrecs_bytes = 0;
+	for (unsigned s = 0; s < vm_map_nslots(m); s++)
+		vm_ring_drain(m, s, copy_rec, v);
+	pthread_mutex_unlock(&v->lock);
+	for (size_t off = 0; off < v->nrecs_bytes; n++) {
+		uint32_t size;
+
+		memcpy(&size, v->recs + off, sizeof(size));
+		if (e->rec_fn)
+			e->rec_fn(e->rec_ctx, v->recs + off + sizeof(size), size);
+		off += sizeof(size) + size;
+	}
+	return n;
+}

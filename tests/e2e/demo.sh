@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# End to end: scripts/demo (what `make demo` runs) on private ports and a
+# private directory: it stores every blockstack trace, shows one write
+# request's waterfall, and answers the live FayQL query through the agent
+# with one row per blockstack layer, counted for real.
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+export DEMO_DIR=$T_TMP/demo DEMO_HTTP=127.0.0.1:$(free_port)
+export DEMO_LISTEN=127.0.0.1:$(free_port) DEMO_REQUESTS=20
+[ -x "$FAY_BUILD/blockstack" ] || skip_all "$FAY_BUILD/blockstack is not built (make examples)"
+stop_demo() { "$TOP/scripts/demo" stop >/dev/null 2>&1; }
+trap stop_demo EXIT
+
+out=$("$TOP/scripts/demo" 2>&1)
+rc=$?
+diag "$(tail -n 30 <<<"$out")"
+ok "scripts/demo succeeds" test $rc -eq 0
+ok "it stores every trace" grep -q "demo: stored 20 traces" <<<"$out"
+ok "it shows a write request's waterfall" grep -q '^\$ fay traces show [0-9a-f]\{16,32\}$' <<<"$out"
+ok "it prints the live query" grep -q "^\$ fay query --cluster http://$DEMO_HTTP" <<<"$out"
+ok "the agent attached the query's probes" grep -q "attached: uprobe .*blockstack:bs_send" <<<"$out"
+ok "every host answered" grep -q "result: 1 of 1 hosts answered" <<<"$out"
+# One row per layer, each with a positive count.
+for layer in vm-client composer mapper blocker-1; do
+	ok "the answer has a $layer row with sends > 0" \
+		awk -v l="$layer" '$1 == l && $2 > 0 { f = 1 } END { exit !f }' <<<"$out"
+done
+ok "the collector and agent are still running" "$TOP/scripts/demo" status
+done_testing

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Post the cases of tests/data/zipkin/dependency_linker.json (Zipkin's own
+DependencyLinkerTest) to a running collector, each case in a time window of
+its own, and compare GET /api/v2/dependencies for that window with the
+links Zipkin's test asserts.  TAP lines on stdout.  argv: URL FIXTURE"""
+import json, sys, time
+
+from zapi import get, post
+
+url, path = sys.argv[1], sys.argv[2]
+cases = json.load(open(path))["cases"]
+base_ms = (int(time.time()) - 3 * 3600) * 1000   # three hours ago
+n = 0
+failed = 0
+
+
+def hexid(s):
+    return s.rjust(16, "0")
+
+
+trace_no = 0
+for k, case in enumerate(cases):
+    start_us = (base_ms + k * 10000) * 1000
+    body = []
+    for trace in case["traces"]:
+        trace_no += 1
+        tid = "%032x" % (0xf1000000 + trace_no)
+        for i, sp in enumerate(trace):
+            parent, sid, kind, local, remote, error, shared = sp[:7]
+            s = {"traceId": tid, "id": hexid(sid), "name": "op", "timestamp": start_us + i,
+                 "duration": 10}
+            if parent:
+                s["parentId"] = hexid(parent)
+            if kind:
+                s["kind"] = kind
+            if local:
+                s["localEndpoint"] = {"serviceName": local}
+            if remote:
+                s["remoteEndpoint"] = {"serviceName": remote}
+            if error:
+                s["tags"] = {"error": ""}
+            if shared:
+                s["shared"] = True
+            if len(sp) > 7:
+                s["annotations"] = [{"timestamp": a[0], "value": a[1]} for a in sp[7]]
+            body.append(s)
+    status = post(url, body)
+    end_ms = base_ms + k * 10000 + 5000
+    got = sorted((l["parent"], l["child"], l["callCount"], l.get("errorCount", 0))
+                 for l in get(url, "/api/v2/dependencies?endTs=%d&lookback=8000" % end_ms))
+    want = sorted(tuple(l) for l in case["links"])
+    n += 1
+    if status == 202 and got == want:
+        print("ok %d - DependencyLinkerTest.%s" % (n, case["name"]))
+    else:
+        failed += 1
+        print("not ok %d - DependencyLinkerTest.%s" % (n, case["name"]))
+        print("#   POST %d, want %s" % (status, want))
+        print("#   got  %s" % got)
+sys.exit(1 if failed else 0)
