@@ -11,10 +11,20 @@
  * BPF: this measures the collector, its merge and the fan-in.
  *
  *   cluster_scale --fay build/fay [--agents 1024] [--groups 100] [--windows 10]
- *                 [--tree K]
+ *                 [--tree K] [--real R]
  *
  * --tree K: K intermediate collectors (fay collector --parent) between
  * the agents (spread over them) and the root the client asks.
+ *
+ * --real R: R of the agents are real `fay agent` processes (root: they
+ * load and attach the query's BPF programs), the rest simulated.  The
+ * query is then a uprobe on cscale_work() of this binary, which a workload
+ * process calls BURST times in the middle of every wall-clock second, so
+ * every window's merged answer is known exactly: each group == the
+ * simulated agents, plus R x BURST in the workload's group (every real
+ * agent sees the same process).  (Not a syscall tracepoint: the kernel
+ * takes at most 64 BPF programs on one tracepoint, a limit a real fleet,
+ * one agent per kernel, never meets.)
  *
  * Prints, for the windows after the first: the delay from a window's end
  * to its merged line at the client (median, p99, max), the collector's
@@ -32,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -140,15 +151,93 @@ static long proc_rss_kb(pid_t pid)
 	return kb;
 }
 
+#define BURST 50
+
+/* What the real agents probe (a uprobe on it); noinline and global so
+ * that it is a symbol of its own. */
+__attribute__((noinline)) void cscale_work(void);
+__attribute__((noinline)) void cscale_work(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The real agents' workload: BURST calls at +500 ms of every wall-clock
+ * second, so that no window edge comes near them. */
+static pid_t workload(void)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	prctl(PR_SET_NAME, "fay-cscale-wl");
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	for (;;) {
+		uint64_t now = clock_realtime_ns(), at = now / 1000000000ull * 1000000000ull + 500000000ull;
+
+		if (at <= now)
+			at += 1000000000ull;
+		usleep((useconds_t)((at - now) / 1000));
+		for (int i = 0; i < BURST; i++)
+			cscale_work();
+	}
+}
+
+/* Start real agent i connected to 127.0.0.1:port, in its own directory. */
+static pid_t real_agent(const char *fay, const char *dir, int i, int port)
+{
+	char d[256], col[64], host[32];
+	pid_t pid;
+
+	snprintf(d, sizeof(d), "%s/a%03d", dir, i);
+	snprintf(col, sizeof(col), "127.0.0.1:%d", port);
+	snprintf(host, sizeof(host), "real-%03d", i);
+	mkdir(d, 0700);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(fay, fay, "agent", "--collector", col, "--host", host, "--state-dir", d,
+		      "--shm-dir", d, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* How many of the peers of the collector at http port hport are hosts
+ * named real-NNN (its /api/cluster/peers). */
+static int real_peers(int hport)
+{
+	char cmd[160], buf[65536];
+	size_t n;
+	int c = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "curl -s http://127.0.0.1:%d/api/cluster/peers", hport);
+	f = popen(cmd, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	pclose(f);
+	buf[n] = 0;
+	for (char *p = buf; (p = strstr(p, "\"host\":\"real-")); p++)
+		c++;
+	return c;
+}
+
 int main(int argc, char **argv)
 {
 	const char *fay = "build/fay";
-	int nagents = 1024, groups = 100, nwin = 10, tree = 0;
-	int cports[16];
+	int nagents = 1024, groups = 100, nwin = 10, tree = 0, nreal = 0, nsim;
+	int cports[16], chports[16];
+	pid_t *reals = NULL, wl = 0;
+	uint64_t rcpu0 = 0;
+	long real_rss = 0;
 	pid_t kids[16];
 	uint64_t kcpu0 = 0;
 	struct rlimit rl;
-	char dir[] = "/tmp/fay-cscale.XXXXXX", db[128], lst[64], http[64], qtext[512];
+	char dir[] = "/tmp/fay-cscale.XXXXXX", db[128], lst[64], http[64], qtext[1024];
 	int wport = port_free(), hport = port_free();
 	pid_t coll;
 	struct sim *sims;
@@ -174,11 +263,18 @@ int main(int argc, char **argv)
 			nwin = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--tree") && i + 1 < argc)
 			tree = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--real") && i + 1 < argc)
+			nreal = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: cluster_scale [--fay PATH] [--agents N] [--groups G] [--windows W]\n");
+			fprintf(stderr, "usage: cluster_scale [--fay PATH] [--agents N] [--groups G] [--windows W] [--tree K] [--real R]\n");
 			return 2;
 		}
 	}
+	if (nreal < 0 || nreal > nagents || nreal > 999 || (nreal && geteuid())) {
+		fprintf(stderr, "--real: 0 to min(--agents, 999), as root (the agents load BPF)\n");
+		return 2;
+	}
+	nsim = nagents - nreal;
 	getrlimit(RLIMIT_NOFILE, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
@@ -203,7 +299,7 @@ int main(int argc, char **argv)
 		tree = 16;
 	for (int k = 0; k < tree; k++) {
 		char kl[64], kh[64], kd[160], parent[64], name[16];
-		int khp = port_free();
+		int khp = chports[k] = port_free();
 
 		cports[k] = port_free();
 		snprintf(kl, sizeof(kl), "127.0.0.1:%d", cports[k]);
@@ -226,17 +322,46 @@ int main(int argc, char **argv)
 	}
 	if (tree)
 		sleep(2);	/* the children's links to the root */
-	sims = calloc((size_t)nagents, sizeof(*sims));
-	for (int i = 0; i < nagents; i++)
+	if (nreal) {
+		int have = 0;
+
+		reals = calloc((size_t)nreal, sizeof(*reals));
+		for (int i = 0; i < nreal; i++)
+			reals[i] = real_agent(fay, dir, i, tree ? cports[i % tree] : wport);
+		for (int t = 0; t < 600 && have < nreal; t++) {
+			usleep(100000);
+			have = 0;
+			for (int k = 0; k < (tree ? tree : 1); k++)
+				have += real_peers(tree ? chports[k] : hport);
+		}
+		if (have < nreal) {
+			fprintf(stderr, "only %d of %d real agents connected\n", have, nreal);
+			return 1;
+		}
+		fprintf(stderr, "%d real agents connected\n", nreal);
+		wl = workload();
+	}
+	sims = calloc((size_t)nsim + 1, sizeof(*sims));
+	for (int i = 0; i < nsim; i++)
 		if (hello(&sims[i], tree ? cports[i % tree] : wport, i)) {
 			fprintf(stderr, "agent %d: cannot connect (%s)\n", i, strerror(errno));
 			return 1;
 		}
-	fprintf(stderr, "%d simulated agents connected\n", nagents);
+	fprintf(stderr, "%d simulated agents connected\n", nsim);
 
-	snprintf(qtext, sizeof(qtext),
-		 "from s in cluster.syscall(\"getppid\") group s by s.pid %% %d into g select { k: g.key, n: g.count() } window 1s for %ds",
-		 groups, nwin + 2);
+	if (nreal) {
+		char self[400];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		self[n > 0 ? n : 0] = '\0';
+		snprintf(qtext, sizeof(qtext),
+			 "from s in cluster.function(\"%s:cscale_work\") group s by s.pid %% %d into g select { k: g.key, n: g.count() } window 1s for %ds",
+			 self, groups, nwin + 2);
+	} else {
+		snprintf(qtext, sizeof(qtext),
+			 "from s in cluster.syscall(\"getppid\") group s by s.pid %% %d into g select { k: g.key, n: g.count() } window 1s for %ds",
+			 groups, nwin + 2);
+	}
 	q = query_new("<bench>", qtext, strlen(qtext), &qo);
 	if (!q || query_plan(q, &p)) {
 		fprintf(stderr, "plan: %s\n", q ? query_error(q) : "oom");
@@ -258,19 +383,19 @@ int main(int argc, char **argv)
 
 	for (;;) {
 		uint64_t now = clock_realtime_ns();
-		struct pollfd *pf = calloc((size_t)nagents + 1, sizeof(*pf));
+		struct pollfd *pf = calloc((size_t)nsim + 1, sizeof(*pf));
 		int timeout = (int)((next_win > now ? next_win - now : 0) / 1000000);
 
 		if (timeout > 100)
 			timeout = 100;
-		for (int i = 0; i < nagents; i++) {
+		for (int i = 0; i < nsim; i++) {
 			pf[i].fd = sims[i].fd;
 			pf[i].events = POLLIN;
 		}
-		pf[nagents].fd = fileno(client);
-		pf[nagents].events = POLLIN;
-		poll(pf, (nfds_t)nagents + 1, timeout);
-		for (int i = 0; i < nagents; i++) {
+		pf[nsim].fd = fileno(client);
+		pf[nsim].events = POLLIN;
+		poll(pf, (nfds_t)nsim + 1, timeout);
+		for (int i = 0; i < nsim; i++) {
 			struct wire_hdr h;
 			unsigned char *buf = NULL;
 			size_t cap = 0;
@@ -300,6 +425,8 @@ int main(int argc, char **argv)
 						cpu0 = proc_cpu_ticks(coll);
 						for (int k = 0; k < tree; k++)
 							kcpu0 += proc_cpu_ticks(kids[k]);
+						for (int k = 0; k < nreal; k++)
+							rcpu0 += proc_cpu_ticks(reals[k]);
 					}
 				}
 			} else if (h.type == WIRE_CANCEL) {
@@ -310,13 +437,13 @@ int main(int argc, char **argv)
 		free(pf);
 		now = clock_realtime_ns();
 		if (now >= next_beat) {
-			for (int i = 0; i < nagents; i++)
+			for (int i = 0; i < nsim; i++)
 				wire_send_frame(sims[i].fd, WIRE_BEAT, 0, "", 0);
 			next_beat = now + 1000000000ull;
 		}
 		if (now >= next_win) {
 			/* every agent's partial of the window that just ended */
-			for (int i = 0; i < nagents; i++) {
+			for (int i = 0; i < nsim; i++) {
 				struct wire_phost me = { .state = WIRE_HS_ANSWERED };
 				struct wire_partial wp = {
 					.qid = sims[i].qid, .flags = WIRE_PF_WINDOW,
@@ -347,6 +474,9 @@ int main(int argc, char **argv)
 			next_win += wns;
 			if (proc_rss_kb(coll) > rss_max)
 				rss_max = proc_rss_kb(coll);
+			for (int k = 0; k < nreal; k++)
+				if (proc_rss_kb(reals[k]) > real_rss)
+					real_rss = proc_rss_kb(reals[k]);
 		}
 		while (getline(&line, &lcap, client) > 0) {
 			json_t *j = json_loads(line, 0, NULL), *rows;
@@ -356,12 +486,27 @@ int main(int argc, char **argv)
 			json_t *row;
 			bool ok = true;
 
+			if (type && !strcmp(type, "progress") && strstr(line, "\"failed\""))
+				fprintf(stderr, "%s", line);
 			if (type && !strcmp(type, "window") && end) {
 				rows = json_object_get(j, "rows");
-				json_array_foreach(rows, r, row)
-					if (json_integer_value(json_array_get(row, 1)) != nagents)
+				json_array_foreach(rows, r, row) {
+					json_int_t k = json_integer_value(json_array_get(row, 0));
+					json_int_t want = nsim + (nreal && k == wl % groups ? nreal * BURST : 0);
+
+					if (json_integer_value(json_array_get(row, 1)) != want) {
+						if (ok && windows_seen)
+							fprintf(stderr, "window %u: group %lld: %lld, expected %lld\n",
+								windows_seen, (long long)k,
+								(long long)json_integer_value(json_array_get(row, 1)),
+								(long long)want);
 						ok = false;
-				ok = ok && json_array_size(rows) == (size_t)groups &&
+					}
+				}
+				if (windows_seen && json_integer_value(json_object_get(json_object_get(j, "hosts"),
+									"answered")) != nagents)
+					fprintf(stderr, "window %u: %s", windows_seen, line);
+				ok = ok && json_array_size(rows) == (size_t)(nsim ? groups : 1) &&
 				     json_integer_value(json_object_get(json_object_get(j, "hosts"),
 									 "answered")) == nagents;
 				/* the first window is partial (the query started in
@@ -396,8 +541,18 @@ done:
 		mx = delays[nd - 1];
 		p99 = delays[(nd * 99) / 100 < nd ? (nd * 99) / 100 : nd - 1];
 		med = median(delays, nd);
-		printf("cluster_scale: %d agents, %d groups, %u windows measured, %s\n", nagents, groups, nd,
-		       tree ? "a two-level tree" : "flat");
+		printf("cluster_scale: %d agents (%d real fay agent processes, %d simulated), %d groups, %u windows measured, %s\n",
+		       nagents, nreal, nsim, groups, nd, tree ? "a two-level tree" : "flat");
+		if (nreal) {
+			uint64_t rc = 0;
+
+			for (int k = 0; k < nreal; k++)
+				rc += proc_cpu_ticks(reals[k]);
+			rc -= rcpu0;
+			printf("  real agents: %.2f%% of one core each on average; RSS max %ld KiB\n",
+			       100.0 * ((double)rc / (double)sysconf(_SC_CLK_TCK)) / ((double)dt / 1e9) / nreal,
+			       real_rss);
+		}
 		if (tree) {
 			uint64_t kc = 0;
 
@@ -413,17 +568,26 @@ done:
 		       cpu_pct, (double)dt / 1e9, rss_max);
 		printf("  bytes per host per window: %zu (PARTIAL frame, %d-group count; goal <= 2048)\n",
 		       frame_bytes, groups);
-		printf("  merged counts exact: %u of %u windows (every group == %d, answered == %d)\n",
-		       exact, nd, nagents, nagents);
+		printf("  merged counts exact: %u of %u windows (every group == %d%s, answered == %d)\n",
+		       exact, nd, nsim, nreal ? " plus real agents x workload calls in its group" : "",
+		       nagents);
 	}
 	pclose(client);
+	for (int k = 0; k < nreal; k++)
+		kill(reals[k], SIGTERM);
+	for (int k = 0; k < nreal; k++)
+		waitpid(reals[k], NULL, 0);
+	if (wl) {
+		kill(wl, SIGTERM);
+		waitpid(wl, NULL, 0);
+	}
 	for (int k = 0; k < tree; k++) {
 		kill(kids[k], SIGTERM);
 		waitpid(kids[k], NULL, 0);
 	}
 	kill(coll, SIGTERM);
 	waitpid(coll, NULL, 0);
-	for (int i = 0; i < nagents; i++)
+	for (int i = 0; i < nsim; i++)
 		close(sims[i].fd);
 	query_free(q);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -19,17 +19,21 @@ PROTO_STAMPS := $(PROTO_DIRS:%=$(B)/gen/%.stamp)
 
 CPPFLAGS += $(PROTO_DIRS:%=-I$(B)/gen/%)
 
+# proto_in DIR/: the .proto files directly in DIR (not in its subdirectories,
+# which have their own run and import root).
+proto_in = $(foreach f,$(PROTO_SRC),$(if $(filter $(1),$(dir $(f))),$(f)))
+
 # proto_dir DIR/: generate every .proto of DIR in one protoc-c run.
 define proto_dir
-$(B)/gen/$(1).stamp: $(filter $(1)%,$(PROTO_SRC)) mk/proto.mk
+$(B)/gen/$(1).stamp: $(call proto_in,$(1)) mk/proto.mk
 	$$(call msg,PROTOC-C,$(1))
 	@mkdir -p $(B)/gen/$(1)
 	$(Q)command -v protoc-c >/dev/null || { echo "error: protoc-c not found: run scripts/install-deps (protobuf-c-compiler)" >&2; exit 1; }
-	$(Q)protoc-c -I$(1) --c_out=$(B)/gen/$(1) $(filter $(1)%,$(PROTO_SRC))
+	$(Q)protoc-c -I$(1) --c_out=$(B)/gen/$(1) $(call proto_in,$(1))
 	@touch $$@
 
-$(patsubst %.proto,$(B)/gen/%.pb-c.c,$(filter $(1)%,$(PROTO_SRC))) \
-$(patsubst %.proto,$(B)/gen/%.pb-c.h,$(filter $(1)%,$(PROTO_SRC))): $(B)/gen/$(1).stamp
+$(patsubst %.proto,$(B)/gen/%.pb-c.c,$(call proto_in,$(1))) \
+$(patsubst %.proto,$(B)/gen/%.pb-c.h,$(call proto_in,$(1))): $(B)/gen/$(1).stamp
 endef
 $(foreach d,$(PROTO_DIRS),$(eval $(call proto_dir,$(d))))
 

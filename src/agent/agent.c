@@ -34,7 +34,6 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -52,6 +51,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/rand.h"
 #include "common/ring/ring.h"
 #include "common/version.h"
@@ -1013,23 +1013,6 @@ static void teardown(struct agent *a)
 		close(a->lockfd);
 }
 
-/*
- * One descriptor per traced process (its pidfd) and per spool file being
- * written: systemd's default soft limit of 1,024 is too few on a busy
- * host.  Raise the soft limit to the hard one.
- */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		pr_warn("cannot raise the open file limit to %llu: %s",
-			(unsigned long long)rl.rlim_max, errstr(errno));
-}
-
 int agent_run(const struct agent_opts *o)
 {
 	struct agent a = { .o = o };
@@ -1045,7 +1028,7 @@ int agent_run(const struct agent_opts *o)
 		pr_err("cannot install the SIGBUS handler: %s", errstr(ret));
 		goto out;
 	}
-	raise_nofile();
+	net_raise_nofile();	/* a pidfd per traced process, spool files */
 	ret = drain_start(&a.drain);
 	if (ret) {
 		pr_err("cannot start the drain thread: %s", errstr(ret));

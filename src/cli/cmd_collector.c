@@ -30,9 +30,10 @@ static void usage(FILE *f)
 "\n"
 "SYNOPSIS\n"
 "    fay collector [--listen ADDR] [--http ADDR] [--db PATH] [--retention DUR]\n"
-"                  [--token T] [--max-body BYTES] [--thresholds FILE]\n"
+"                  [--token T] [--max-body BYTES] [--ingest-queue SPANS]\n"
+"                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
-"                  [--parent HOST:PORT [--host NAME]]\n"
+"                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -64,7 +65,10 @@ static void usage(FILE *f)
 "      GET  /health                   {\"status\":\"UP\",...}\n"
 "      GET  /metrics                  Prometheus text: spans received, stored,\n"
 "                                     rejected, duplicate; batches; agents\n"
-"      POST /v1/traces                OTLP/HTTP JSON spans (chunked, gzip); 200 {}\n"
+"      POST /v1/traces                OTLP/HTTP spans, application/x-protobuf or\n"
+"                                     application/json (chunked, gzip); answered\n"
+"                                     in the same encoding: 200 (partial_success\n"
+"                                     counts invalid spans), 400, 413, 429 + Retry-After\n"
 "      GET  /api/v2/dependencies?endTs=MS&lookback=MS  service call graph\n"
 "      GET  /api/v2/autocompleteKeys  the --autocomplete-keys ([] without)\n"
 "      GET  /api/v2/autocompleteValues?key=K  values of tag K seen (K one of\n"
@@ -111,6 +115,11 @@ static void usage(FILE *f)
 "                      is read\n"
 "    --max-body BYTES  largest POST body, before and after gzip (default 16M;\n"
 "                      suffixes k, M, G; at most 2G)\n"
+"    --ingest-queue SPANS\n"
+"                      spans waiting for the store past which OTLP senders (HTTP,\n"
+"                      gRPC) are told to retry: 429 / UNAVAILABLE with\n"
+"                      Retry-After: 1 (default 100000; agents and Zipkin POSTs\n"
+"                      wait instead)\n"
 "    --thresholds FILE the dashboard's thresholds, JSON: {\"rules\": [{\"service\":\n"
 "                      \"S\", \"span\": \"N\", \"p50_us\": X, \"p99_us\": X, \"avg_us\": X,\n"
 "                      \"error_rate\": F}]} (\"*\" matches any; the most specific\n"
@@ -132,6 +141,11 @@ static void usage(FILE *f)
 "                      agents and sends up one merged partial per window naming\n"
 "                      every host under it (see CLUSTER QUERIES)\n"
 "    --host NAME       this collector's name to its parent (default: host name)\n"
+"    --max-conns N     connections on the agent port at once (default 8192; an\n"
+"                      agent holds two: spans and queries); more are refused\n"
+"                      with a reason the agent logs, and it retries.  The open\n"
+"                      file limit is raised to its hard limit at start; N is\n"
+"                      capped to fit it (a warning says so)\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -195,11 +209,13 @@ int cmd_collector(int argc, char **argv)
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'm' },
+		{ "ingest-queue", required_argument, NULL, 'Q' },
 		{ "thresholds", required_argument, NULL, 'T' },
 		{ "export", required_argument, NULL, 'x' },
 		{ "parent", required_argument, NULL, 'P' },
 		{ "host", required_argument, NULL, 'n' },
 		{ "autocomplete-keys", required_argument, NULL, 'A' },
+		{ "max-conns", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -243,17 +259,28 @@ int cmd_collector(int argc, char **argv)
 			o.retention_us = ns / 1000;
 			break;
 		case 'm':
+		case 'Q':
 			if (opt_parse_size(optarg, &size) || !size || size > (1ull << 31)) {
-				fprintf(stderr, "error: --max-body '%s': expected a size like 512k or 16M\n",
-					optarg);
+				fprintf(stderr, "error: %s '%s': expected %s\n",
+					opt == 'm' ? "--max-body" : "--ingest-queue", optarg,
+					opt == 'm' ? "a size like 512k or 16M" :
+						     "a number of spans like 100000 or 100k");
 				return 2;
 			}
-			o.max_body = (size_t)size;
+			*(opt == 'm' ? &o.max_body : &o.ingest_queue) = (size_t)size;
 			break;
 		case 'T': o.ext.thresholds = optarg; break;
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;
 		case 'A': o.autocomplete_keys = optarg; break;
+		case 'C':
+			if (opt_parse_size(optarg, &size) || !size || size > 1000000) {
+				fprintf(stderr, "error: --max-conns '%s': expected a number from 1 to 1000000\n",
+					optarg);
+				return 2;
+			}
+			o.max_conns = (unsigned)size;
+			break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);

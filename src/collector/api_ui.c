@@ -211,7 +211,8 @@ enum MHD_Result api_hosts(struct collector *c, struct MHD_Connection *con)
 		json_decref(h.a);
 		return reply_store_err(c, con, ret);
 	}
-	return reply_json(c, con, json_pack("{s:o, s:I}", "agents", h.a,
+	return reply_json(c, con, json_pack("{s:o, s:o, s:I}", "agents", h.a,
+		"otlp_senders", otlp_senders_json(c),
 		"now_ms", (json_int_t)(clock_realtime_ns() / 1000000)));
 }
 

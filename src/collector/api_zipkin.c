@@ -7,11 +7,30 @@
  *   GET /api/v2/autocompleteKeys          the --autocomplete-keys, as given
  *   GET /api/v2/autocompleteValues?key=K  sorted values of the tags K seen
  *                                         (K configured; else [])
+ *
+ * with Zipkin's Cache-Control: keys always, values once there are more
+ * than 3 (zipkin-server's ITZipkinServerAutocomplete).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "collector/http_int.h"
+
+/* zipkin-server's cache policy for autocomplete answers. */
+#define AC_CACHE "max-age=300, must-revalidate"
+
+/* Answer 200 with the array a (taken), cached when cache. */
+static enum MHD_Result reply_list(struct collector *c, struct MHD_Connection *con,
+				  json_t *a, int cache)
+{
+	char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+
+	json_decref(a);
+	if (!s)
+		return reply_text(c, con, 500, "out of memory\n");
+	return reply_hdr(con, 200, "application/json", s, strlen(s),
+			 cache ? "Cache-Control" : NULL, AC_CACHE);
+}
 
 enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection *con)
 {
@@ -23,7 +42,7 @@ enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection
 			a = NULL;
 		}
 	}
-	return reply_json(c, con, a);
+	return reply_list(c, con, a, 1);
 }
 
 enum MHD_Result api_autocomplete_values(struct collector *c, struct MHD_Connection *con)
@@ -59,5 +78,7 @@ enum MHD_Result api_autocomplete_values(struct collector *c, struct MHD_Connecti
 		}
 	}
 	store_names_free(&n);
-	return reply_json(c, con, a);
+	/* as Zipkin: cached once there are more than 3 values (a list
+	 * that is still filling up is asked again) */
+	return reply_list(c, con, a, json_array_size(a) > 3);
 }

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/version.h"
 
 /*
@@ -59,6 +60,25 @@ static int set_autocomplete_keys(struct collector *c, const char *list)
 					     c->nac_keys);
 }
 
+/*
+ * How many agent-port connections to take: --max-conns, within the
+ * open-file limit (raised to its hard limit) less room for the store,
+ * HTTP clients and spool files.
+ */
+static unsigned conns_limit(unsigned want)
+{
+	uint64_t nofile = net_raise_nofile(), room = nofile > 256 ? nofile - 256 : 64;
+
+	if (!want)
+		want = COLL_MAX_CONNS;
+	if (want > room) {
+		pr_warn("--max-conns %u: the open file limit is %llu; taking at most %llu agent connections (raise LimitNOFILE)",
+			want, (unsigned long long)nofile, (unsigned long long)room);
+		want = (unsigned)room;
+	}
+	return want;
+}
+
 /* What collector_start() adds to struct collector. */
 struct collector_run {
 	struct collector c;          /* first: collector_stop() gets &c */
@@ -82,6 +102,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	c = &r->c;
 	c->token = o->token && *o->token ? o->token : NULL;
 	c->max_body = o->max_body;
+	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
 	c->retention_us = o->retention_us;
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
@@ -124,7 +145,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "cannot start the writer thread: %s", errstr(ret));
 		goto err_out;
 	}
-	r->ws = wire_server_new(c, o->listen, why, sizeof(why));
+	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), why, sizeof(why));
 	if (!r->ws) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "--listen %s", why);

@@ -69,6 +69,8 @@ struct collector {
 	struct ingest *ingest;
 	const char *token;           /* NULL: none */
 	size_t max_body;
+	size_t ingest_queue;         /* spans waiting for the store before
+					HTTP/gRPC senders are told to retry */
 	uint64_t retention_us;
 	struct coll_metrics m;
 	uint64_t started_us;
@@ -94,6 +96,8 @@ struct collector {
 /* ---- collector.c: the whole service ------------------------------------ */
 
 #define EXT_MAX_EXPORTS 8
+/* Spans waiting for the store past which OTLP senders get 429/UNAVAILABLE. */
+#define COLL_INGEST_QUEUE 100000
 
 /* What `fay collector` options configure in ext.h's extensions. */
 struct coll_ext_opts {
@@ -112,12 +116,17 @@ struct collector_opts {
 	const char *clickhouse_cluster;  /* NULL, or the cluster of its tables */
 	const char *token;           /* NULL: none */
 	size_t max_body;
+	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */
 	struct coll_ext_opts ext;
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
 	const char *host;            /* our name to the parent (NULL: gethostname) */
 	const char *autocomplete_keys;  /* "k1,k2": tags whose values are kept */
+	unsigned max_conns;          /* agent-port connections (0: COLL_MAX_CONNS) */
 };
+
+/* Default --max-conns: an agent holds two connections (spans, queries). */
+#define COLL_MAX_CONNS 8192
 
 /*
  * Open the store, start the writer thread, the extensions, the agent
@@ -155,6 +164,16 @@ void ingest_free(struct ingest *in);
 /* Queue b and wait until it is committed (0) or failed (-errno, reason
  * in err).  Any thread. */
 int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen);
+/*
+ * The same for senders that can retry later (OTLP over HTTP and gRPC):
+ * when the spans already waiting for the store plus b's would pass
+ * c->ingest_queue, nothing is queued and -EAGAIN comes back at once
+ * ("ingest queue full ..." in err).  A batch is taken whenever the queue
+ * is empty, however large.
+ */
+int ingest_try_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen);
+/* Spans submitted and not yet committed or failed (a gauge). */
+size_t ingest_queued(struct ingest *in);
 int ingest_hello(struct ingest *in, const char *agent_id, const char *host,
 		 const char *version, uint64_t *last_seq);
 int ingest_stats(struct ingest *in, const char *agent_id, const char *json);
@@ -162,7 +181,9 @@ int ingest_stats(struct ingest *in, const char *agent_id, const char *json);
 /* ---- wire_server.c ------------------------------------------------------ */
 
 struct wire_server;
-struct wire_server *wire_server_new(struct collector *c, const char *addr,
+/* Listen on addr; at most max_conns connections at once (more are
+ * refused with a reason the peer logs). */
+struct wire_server *wire_server_new(struct collector *c, const char *addr, unsigned max_conns,
 				    char *err, size_t errlen);
 void wire_server_free(struct wire_server *ws);
 /* The address it listens on. */

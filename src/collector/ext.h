@@ -11,13 +11,15 @@
  *   deps.c         the service dependency graph from parent/child spans
  *   thresholds.c   the dashboard's thresholds (--thresholds FILE, JSON)
  *   api_query.c    POST /api/query: compile FayQL, stream NDJSON results
- *   otlp.c         POST /v1/traces: OTLP/HTTP JSON -> Zipkin spans
+ *   otlp*.c        OTLP/HTTP (JSON, protobuf) and OTLP/gRPC -> Zipkin
+ *                  spans (otlp_int.h)
  *   export.c       --export zipkin=URL / otlp=URL (libcurl, batched)
  */
 #ifndef FAY_COLLECTOR_EXT_H
 #define FAY_COLLECTOR_EXT_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +29,14 @@
 struct thresholds;
 struct exporter;
 
+#define OTLP_MAX_SENDERS 64
+
+/* OTLP counters of one client address (otlp_senders.c). */
+struct otlp_sender {
+	char name[64];
+	uint64_t requests, accepted, rejected, refused;
+};
+
 struct coll_ext {
 	struct thresholds *th;
 	struct exporter *exp[EXT_MAX_EXPORTS];
@@ -34,7 +44,12 @@ struct coll_ext {
 	/* counters (relaxed atomics) */
 	uint64_t queries_running, queries_total, queries_refused;
 	uint64_t otlp_requests, otlp_spans, otlp_rejected;
+	uint64_t otlp_spans_rejected, otlp_throttled;
 	uint64_t ui_requests;
+	/* per OTLP sender; [OTLP_MAX_SENDERS] is "other" */
+	pthread_mutex_t senders_lock;
+	struct otlp_sender senders[OTLP_MAX_SENDERS + 1];
+	int nsenders;
 };
 
 #define X_ADD(c, field, v) __atomic_add_fetch(&(c)->ext->field, (v), __ATOMIC_RELAXED)
@@ -132,18 +147,16 @@ void exporter_metrics(struct exporter *const *xs, int n, FILE *f);
 
 /* ---- otlp.c -------------------------------------------------------------- */
 
-/*
- * Parse an OTLP/HTTP JSON ExportTraceServiceRequest into Zipkin spans
- * (arena-allocated, normalized): resource service.name -> localEndpoint,
- * kind, attributes -> tags, events -> annotations, status ERROR -> the
- * error tag, ids hex (or base64, as older exporters sent them).  Returns
- * 0 or -EINVAL with the place in err ("resourceSpans[0].scopeSpans[1].
- * spans[3].traceId: ...").
- */
-int otlp_parse(const char *body, size_t len, struct zarena *a,
-	       struct zspan **out, size_t *n, char *err, size_t errlen);
 /* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
  * New reference, NULL on ENOMEM. */
 json_t *otlp_from_zspans_json(const json_t *zipkin_spans);
+
+/* ---- otlp_senders.c ------------------------------------------------------ */
+
+/* The per-sender lines of /metrics (fay_otlp_sender_*). */
+void otlp_sender_metrics(struct collector *c, FILE *f);
+/* [{"sender", "requests", "spans_accepted", "spans_rejected",
+ * "requests_refused"}] for /api/ui/hosts.  New reference. */
+json_t *otlp_senders_json(struct collector *c);
 
 #endif

@@ -47,6 +47,7 @@ struct coll_ext *coll_ext_new(struct collector *c, const struct coll_ext_opts *o
 
 	if (!e)
 		goto fail;
+	pthread_mutex_init(&e->senders_lock, NULL);
 	if (!o->thresholds && asprintf(&path, "%s.thresholds.json", o->db) < 0) {
 		path = NULL;
 		goto fail;
@@ -85,6 +86,7 @@ void coll_ext_free(struct coll_ext *e)
 	for (int i = 0; i < e->nexp; i++)
 		exporter_free(e->exp[i]);
 	thresholds_free(e->th);
+	pthread_mutex_destroy(&e->senders_lock);
 	free(e);
 }
 
@@ -185,11 +187,22 @@ void coll_ext_metrics(struct collector *c, FILE *f)
 		"FayQL queries refused (errors in the query, or no engine to run them).",
 		X_GET(c, queries_refused));
 	counter(f, "fay_collector_otlp_requests_total", "counter",
-		"OTLP/HTTP requests at /v1/traces.", X_GET(c, otlp_requests));
+		"OTLP export requests (HTTP /v1/traces and gRPC).", X_GET(c, otlp_requests));
 	counter(f, "fay_collector_otlp_spans_total", "counter",
-		"Spans received over OTLP/HTTP.", X_GET(c, otlp_spans));
+		"Spans received over OTLP (HTTP and gRPC).", X_GET(c, otlp_spans));
 	counter(f, "fay_collector_otlp_rejected_total", "counter",
-		"OTLP requests refused (bad body, type or encoding).", X_GET(c, otlp_rejected));
+		"OTLP requests refused (bad body, type or encoding; no valid span; queue full).",
+		X_GET(c, otlp_rejected));
+	counter(f, "fay_collector_otlp_spans_rejected_total", "counter",
+		"OTLP spans not stored (invalid, or refused while the ingest queue was full).",
+		X_GET(c, otlp_spans_rejected));
+	counter(f, "fay_collector_otlp_throttled_total", "counter",
+		"OTLP requests answered 429 / UNAVAILABLE because the ingest queue was full.",
+		X_GET(c, otlp_throttled));
+	counter(f, "fay_collector_ingest_queue_spans", "gauge",
+		"Spans waiting for the store (the ingest queue; --ingest-queue).",
+		(uint64_t)ingest_queued(c->ingest));
+	otlp_sender_metrics(c, f);
 	counter(f, "fay_collector_ui_requests_total", "counter",
 		"Web UI files served.", X_GET(c, ui_requests));
 	exporter_metrics(e->exp, e->nexp, f);

@@ -67,6 +67,12 @@ const char *http_server_addr(const struct http_server *hs)
 enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
 		      const char *type, char *body, size_t len)
 {
+	return reply_hdr(con, status, type, body, len, NULL, NULL);
+}
+
+enum MHD_Result reply_hdr(struct MHD_Connection *con, unsigned status, const char *type,
+			  char *body, size_t len, const char *hname, const char *hval)
+{
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
@@ -76,6 +82,8 @@ enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", type);
+	if (hname)
+		MHD_add_response_header(r, hname, hval);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, "Allow", "GET, HEAD, POST");
 	ret = MHD_queue_response(con, status, r);

@@ -24,6 +24,9 @@ struct http_body {
 /* Queue status + body (malloc'ed, always taken) with this Content-Type. */
 enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
 		      const char *type, char *body, size_t len);
+/* reply() with one more header (hname NULL: none). */
+enum MHD_Result reply_hdr(struct MHD_Connection *con, unsigned status, const char *type,
+			  char *body, size_t len, const char *hname, const char *hval);
 /* A plain-text answer, counted as a bad request when 4xx. */
 __attribute__((format(printf, 4, 5)))
 enum MHD_Result reply_text(struct collector *c, struct MHD_Connection *con,

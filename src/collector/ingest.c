@@ -53,6 +53,8 @@ struct ingest {
 	struct job *head, **tail;
 	int stop;
 	uint64_t next_retain_ns;
+	size_t queued_spans;        /* of batches submitted and not yet done
+				       (changed under lock, read without) */
 };
 
 static uint64_t retain_interval_ns(const struct collector *c)
@@ -180,6 +182,9 @@ static void *writer_main(void *arg)
 		for (j = group; j;) {
 			struct job *next = j->next;
 
+			if (j->type == JOB_BATCH)
+				__atomic_sub_fetch(&in->queued_spans, j->b->nspans + j->b->nparts,
+						   __ATOMIC_RELAXED);
 			j->done = 1; /* after this, j may be gone */
 			j = next;
 		}
@@ -229,15 +234,26 @@ void ingest_free(struct ingest *in)
 	free(in);
 }
 
-/* Queue j and wait for the writer to finish it. */
-static int submit(struct ingest *in, struct job *j)
+/* Queue j and wait for the writer to finish it.  With cap, a batch that
+ * would take the spans waiting past cap is refused (-EAGAIN) instead;
+ * one alone in the queue is always taken. */
+static int submit(struct ingest *in, struct job *j, size_t cap)
 {
+	size_t n = j->type == JOB_BATCH ? j->b->nspans + j->b->nparts : 0;
+
 	pthread_mutex_lock(&in->lock);
 	if (in->stop) {
 		pthread_mutex_unlock(&in->lock);
 		snprintf(j->err, sizeof(j->err), "collector shutting down");
 		return -ESHUTDOWN;
 	}
+	if (cap && in->queued_spans && in->queued_spans + n > cap) {
+		snprintf(j->err, sizeof(j->err), "ingest queue full: %zu spans waiting for the "
+			 "store, at most %zu (--ingest-queue)", in->queued_spans, cap);
+		pthread_mutex_unlock(&in->lock);
+		return -EAGAIN;
+	}
+	__atomic_add_fetch(&in->queued_spans, n, __ATOMIC_RELAXED); /* under lock; read by /metrics */
 	*in->tail = j;
 	in->tail = &j->next;
 	pthread_cond_signal(&in->wake);
@@ -250,7 +266,17 @@ static int submit(struct ingest *in, struct job *j)
 int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen)
 {
 	struct job j = { .type = JOB_BATCH, .b = b };
-	int ret = submit(in, &j);
+	int ret = submit(in, &j, 0);
+
+	if (ret)
+		snprintf(err, errlen, "%s", j.err);
+	return ret;
+}
+
+int ingest_try_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen)
+{
+	struct job j = { .type = JOB_BATCH, .b = b };
+	int ret = submit(in, &j, in->c->ingest_queue);
 
 	if (ret)
 		snprintf(err, errlen, "%s", j.err);
@@ -262,7 +288,7 @@ int ingest_hello(struct ingest *in, const char *agent_id, const char *host,
 {
 	struct job j = { .type = JOB_HELLO, .agent_id = agent_id, .host = host,
 			 .version = version };
-	int ret = submit(in, &j);
+	int ret = submit(in, &j, 0);
 
 	*last_seq = j.last_seq;
 	return ret;
@@ -272,5 +298,10 @@ int ingest_stats(struct ingest *in, const char *agent_id, const char *json)
 {
 	struct job j = { .type = JOB_STATS, .agent_id = agent_id, .json = json };
 
-	return submit(in, &j);
+	return submit(in, &j, 0);
+}
+
+size_t ingest_queued(struct ingest *in)
+{
+	return __atomic_load_n(&in->queued_spans, __ATOMIC_RELAXED);
 }

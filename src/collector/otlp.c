@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * OTLP/HTTP JSON (opentelemetry-proto, ExportTraceServiceRequest) <->
- * Zipkin v2 spans, the mapping of OpenTelemetry's Zipkin exporter:
+ * The OTLP/JSON front end (ExportTraceServiceRequest in proto3's JSON
+ * mapping -> struct otlp_req, see otlp_int.h), and Zipkin -> OTLP/JSON for
+ * --export otlp=URL.  What every front end's spans become (otlp_map.c,
+ * OpenTelemetry's Zipkin transformation):
  *
  *   resource attribute service.name  -> localEndpoint.serviceName
  *                                       ("unknown_service" when absent)
@@ -9,18 +11,19 @@
  *        INTERNAL, UNSPECIFIED        -> no kind
  *   startTimeUnixNano, endTimeUnixNano -> timestamp, duration (us)
  *   attributes                        -> tags (ints in decimal, bools
- *        true/false, arrays and maps as JSON); peer.service also names
- *        the remoteEndpoint
+ *        true/false, doubles shortest, bytes base64, arrays and maps as
+ *        JSON: ["a","b"], [1,2], {"k":"v"}); peer.service also names the
+ *        remoteEndpoint
  *   events                            -> annotations ("name", or
  *        "name: {attributes as JSON}")
  *   status ERROR                      -> tag error = the message (or
  *        "true"), otel.status_code = ERROR; OK -> otel.status_code = OK
  *   scope name/version                -> otel.scope.name/.version tags
+ *   links                             -> nothing (Zipkin has no links)
  *
  * Ids are hex in OTLP/JSON (the spec); 24/12-character base64 ids, which
- * older exporters wrote, are accepted too.  POST /v1/traces answers 200
- * {} when every span was stored, 400 {"code":3,"message":...} naming the
- * bad field, 415 for protobuf, 413 over --max-body.
+ * older exporters wrote, are accepted too.  The HTTP and gRPC answers
+ * are in otlp_http.c and otlp_grpc.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,31 +33,28 @@
 #include <strings.h>
 
 #include "collector/ext.h"
-#include "collector/http_int.h"
+#include "collector/otlp_int.h"
 #include "collector/zjson.h"
 #include "common/log.h"
 
-#define OTLP_MAX_TAGS 1024
-
-struct octx {
+struct jctx {
 	struct zarena *a;
-	char *err;
-	size_t errlen;
-	char where[160];          /* resourceSpans[i].scopeSpans[j].spans[k] */
-	uint32_t tagcap;          /* tags the span's array holds */
+	int depth;
 };
 
-__attribute__((format(printf, 2, 3)))
-static int bad(struct octx *o, const char *fmt, ...)
+/* A copy of a JSON string's bytes in the arena; -ENOMEM. */
+static int jstr(struct jctx *j, json_t *v, struct otlp_str *out)
 {
-	char msg[256];
-	va_list ap;
+	size_t len = json_string_length(v);
+	char *p = zarena_alloc(j->a, len + 1);
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(o->err, o->errlen, "%s%s%s", o->where, o->where[0] ? "." : "", msg);
-	return -EINVAL;
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, json_string_value(v), len);
+	p[len] = '\0';
+	out->p = p;
+	out->len = len;
+	return 0;
 }
 
 static int b64val(char ch)
@@ -117,15 +117,6 @@ static int parse_id(const char *s, size_t len, uint8_t *out, size_t n)
 	return -EINVAL;
 }
 
-static uint64_t be64(const uint8_t *b)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | b[i];
-	return v;
-}
-
 /* A uint64 from a JSON string of digits or an integer; -EINVAL. */
 static int u64_of(json_t *v, uint64_t *out)
 {
@@ -144,115 +135,129 @@ static int u64_of(json_t *v, uint64_t *out)
 	return !*s || *end || errno || *s == '-' ? -EINVAL : 0;
 }
 
-/* The text of an AnyValue (malloc'ed), NULL when it is not one. */
-static char *anyvalue_text(json_t *v)
+/* An int64 from a JSON integer or a string of digits (proto3 JSON). */
+static int i64_of(json_t *v, int64_t *out)
+{
+	const char *s;
+	char *end;
+
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return -EINVAL;
+	s = json_string_value(v);
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return !*s || *end || errno ? -EINVAL : 0;
+}
+
+static int attrs_of(struct jctx *j, json_t *arr, struct otlp_kv **out, size_t *n);
+
+/* An AnyValue ({"stringValue": ...}); what it is not is OTLP_V_BAD. */
+static int value_of(struct jctx *j, json_t *v, struct otlp_value *out)
 {
 	json_t *x;
-	char *s = NULL;
+	int ret = 0;
 
-	if ((x = json_object_get(v, "stringValue")) && json_is_string(x))
-		return strdup(json_string_value(x));
-	if ((x = json_object_get(v, "boolValue")) && json_is_boolean(x))
-		return strdup(json_is_true(x) ? "true" : "false");
-	if ((x = json_object_get(v, "intValue"))) {
-		uint64_t u;
-
-		if (json_is_string(x) && json_string_value(x)[0] == '-' &&
-		    asprintf(&s, "%s", json_string_value(x)) >= 0)
-			return s;
-		if (!u64_of(x, &u) && asprintf(&s, "%" PRIu64, u) >= 0)
-			return s;
-		if (json_is_integer(x) &&
-		    asprintf(&s, "%" JSON_INTEGER_FORMAT, json_integer_value(x)) >= 0)
-			return s;
-		return NULL;
+	memset(out, 0, sizeof(*out));
+	out->type = OTLP_V_BAD;
+	if (!json_is_object(v) || j->depth > OTLP_MAX_DEPTH)
+		return 0;
+	if ((x = json_object_get(v, "stringValue")) && json_is_string(x)) {
+		out->type = OTLP_V_STRING;
+		return jstr(j, x, &out->u.s);
 	}
-	if ((x = json_object_get(v, "doubleValue")) && json_is_number(x) &&
-	    asprintf(&s, "%.17g", json_number_value(x)) >= 0)
-		return s;
-	if ((x = json_object_get(v, "bytesValue")) && json_is_string(x))
-		return strdup(json_string_value(x));
-	if ((x = json_object_get(v, "arrayValue")) || (x = json_object_get(v, "kvlistValue")))
-		return json_dumps(x, JSON_COMPACT);
-	return NULL;
-}
+	if ((x = json_object_get(v, "boolValue")) && json_is_boolean(x)) {
+		out->type = OTLP_V_BOOL;
+		out->u.b = json_is_true(x);
+	} else if ((x = json_object_get(v, "intValue"))) {
+		if (!i64_of(x, &out->u.i))
+			out->type = OTLP_V_INT;
+	} else if ((x = json_object_get(v, "doubleValue")) && json_is_number(x)) {
+		out->type = OTLP_V_DOUBLE;
+		out->u.d = json_number_value(x);
+	} else if ((x = json_object_get(v, "bytesValue")) && json_is_string(x)) {
+		out->type = OTLP_V_BYTES_B64;
+		return jstr(j, x, &out->u.s);
+	} else if ((x = json_object_get(v, "arrayValue")) && json_is_object(x)) {
+		json_t *vals = json_object_get(x, "values"), *e;
+		size_t i;
 
-/* Append attributes [{key, value}] to the tag array. */
-static int add_attrs(struct octx *o, json_t *attrs, struct zs_tag *tags, uint32_t *n,
-		     struct zs_str *peer, const char *what)
-{
-	json_t *kv;
-	size_t i;
-
-	if (attrs && !json_is_array(attrs))
-		return bad(o, "%s: expected an array of {key, value}", what);
-	json_array_foreach(attrs, i, kv) {
-		const char *k = json_string_value(json_object_get(kv, "key"));
-		char *val;
-		int ret;
-
-		if (!k || !*k)
-			return bad(o, "%s[%zu].key: expected a non-empty string", what, i);
-		val = anyvalue_text(json_object_get(kv, "value"));
-		if (!val)
-			return bad(o, "%s[%zu].value: expected an AnyValue ({\"stringValue\": ...})",
-				   what, i);
-		if (*n == o->tagcap) {
-			free(val);
-			return bad(o, "%s: more than %d attributes", what, OTLP_MAX_TAGS);
-		}
-		ret = zarena_str(o->a, &tags[*n].key, k, strlen(k), 0) ||
-		      zarena_str(o->a, &tags[*n].value, val, strlen(val), 0);
-		if (!ret && peer && !strcmp(k, "peer.service"))
-			ret = zarena_str(o->a, peer, val, strlen(val), 1);
-		free(val);
-		if (ret)
+		if (vals && !json_is_array(vals))
+			return 0;
+		out->type = OTLP_V_ARRAY;
+		out->u.arr.n = json_array_size(vals);
+		out->u.arr.v = zarena_zalloc(j->a, sizeof(*out->u.arr.v) * (out->u.arr.n + 1));
+		if (!out->u.arr.v)
 			return -ENOMEM;
-		(*n)++;
+		j->depth++;
+		json_array_foreach(vals, i, e)
+			if ((ret = value_of(j, e, &out->u.arr.v[i])))
+				break;
+		j->depth--;
+	} else if ((x = json_object_get(v, "kvlistValue")) && json_is_object(x)) {
+		out->type = OTLP_V_KVLIST;
+		j->depth++;
+		ret = attrs_of(j, json_object_get(x, "values"), &out->u.kvl.kv, &out->u.kvl.n);
+		j->depth--;
+		if (ret == -EINVAL) {
+			out->type = OTLP_V_BAD;
+			ret = 0;
+		}
 	}
-	return 0;
+	return ret;
 }
 
-static int add_tag(struct octx *o, struct zs_tag *tags, uint32_t *n, const char *k,
-		   const char *v)
+/* [{key, value}]: -EINVAL when arr is not an array of objects with a
+ * string key (absent: none). */
+static int attrs_of(struct jctx *j, json_t *arr, struct otlp_kv **out, size_t *n)
 {
-	if (*n == o->tagcap)
-		return bad(o, "more than %d attributes", OTLP_MAX_TAGS);
-	if (zarena_str(o->a, &tags[*n].key, k, strlen(k), 0) ||
-	    zarena_str(o->a, &tags[*n].value, v, strlen(v), 0))
+	json_t *kv, *k;
+	size_t i;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return -EINVAL;
+	*out = zarena_zalloc(j->a, sizeof(**out) * (json_array_size(arr) + 1));
+	if (!*out)
 		return -ENOMEM;
-	(*n)++;
+	json_array_foreach(arr, i, kv) {
+		k = json_object_get(kv, "key");
+		if (!json_is_string(k))
+			return -EINVAL;
+		if ((ret = jstr(j, k, &(*out)[i].key)) ||
+		    (ret = value_of(j, json_object_get(kv, "value"), &(*out)[i].value)))
+			return ret;
+	}
+	*n = json_array_size(arr);
 	return 0;
 }
 
-static int span_kind(json_t *k, uint8_t *out)
+static int span_kind(json_t *k)
 {
 	static const char *const names[] = {
 		"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
 		"SPAN_KIND_CLIENT", "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER",
 	};
-	static const uint8_t map[] = {
-		SPAN_KIND_UNSET, SPAN_KIND_UNSET, SPAN_KIND_SERVER, SPAN_KIND_CLIENT,
-		SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER,
-	};
-	json_int_t v = -1;
 
-	if (!k) {
-		*out = SPAN_KIND_UNSET;
+	if (!k)
 		return 0;
-	}
 	if (json_is_integer(k))
-		v = json_integer_value(k);
+		return json_integer_value(k) < 0 || json_integer_value(k) > 5 ? -1 :
+		       (int)json_integer_value(k);
 	for (int i = 0; json_is_string(k) && i < 6; i++)
 		if (!strcmp(json_string_value(k), names[i]))
-			v = i;
-	if (v < 0 || v > 5)
-		return -EINVAL;
-	*out = map[v];
-	return 0;
+			return i;
+	return -1;
 }
 
-/* Status code: 0 unset, 1 ok, 2 error; -EINVAL. */
+/* Status code: 0 unset, 1 ok, 2 error; -1 unknown. */
 static int status_code(json_t *c)
 {
 	static const char *const names[] = {
@@ -266,218 +271,181 @@ static int status_code(json_t *c)
 	for (int i = 0; json_is_string(c) && i < 3; i++)
 		if (!strcmp(json_string_value(c), names[i]))
 			return i;
-	return -EINVAL;
+	return -1;
 }
 
-static int parse_span(struct octx *o, json_t *js, const struct zs_str *svc,
-		      json_t *scope, struct zspan *z)
+/* An id field: its bytes, 0 absent ("" too), or a length that the
+ * mapping refuses (1) when it is not hex/base64 of n bytes. */
+static size_t id_of(json_t *v, uint8_t *out, size_t n)
 {
-	uint8_t tid[16] = { 0 }, sid[8] = { 0 }, pid[8] = { 0 };
-	json_t *v, *ev, *status;
-	const char *s;
-	uint64_t start, end;
-	struct zs_tag *tags;
-	size_t i;
-	int ret, code;
+	if (!v || json_is_null(v) || (json_is_string(v) && !json_string_length(v)))
+		return 0;
+	if (!json_is_string(v) || parse_id(json_string_value(v), json_string_length(v), out, n))
+		return 1;
+	return n;
+}
 
-	memset(z, 0, sizeof(*z));
-	if (!json_is_object(js))
-		return bad(o, "expected a span object");
-	s = json_string_value(v = json_object_get(js, "traceId"));
-	if (!s || parse_id(s, json_string_length(v), tid, 16))
-		return bad(o, "traceId: expected 32 hex digits (or 16 bytes in base64)");
-	z->trace_hi = be64(tid);
-	z->trace_lo = be64(tid + 8);
-	if (!z->trace_hi && !z->trace_lo)
-		return bad(o, "traceId: all zeros is not a valid id");
-	s = json_string_value(v = json_object_get(js, "spanId"));
-	if (!s || parse_id(s, json_string_length(v), sid, 8) || !(z->id = be64(sid)))
-		return bad(o, "spanId: expected 16 hex digits, not all zeros (or 8 bytes in base64)");
-	v = json_object_get(js, "parentSpanId");
-	if (v && !json_is_null(v) && (!json_is_string(v) ||
-	    (json_string_length(v) && parse_id(json_string_value(v), json_string_length(v), pid, 8))))
-		return bad(o, "parentSpanId: expected 16 hex digits or \"\"");
-	z->parent_id = be64(pid);
+/* Mark the span unreadable (the mapping rejects it with this reason). */
+#define SPAN_BAD(s, why) do { if (!(s)->bad) (s)->bad = (why); } while (0)
+
+static int span_of(struct jctx *j, json_t *js, struct otlp_span *s)
+{
+	json_t *v, *ev, *status;
+	size_t i;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	if (!json_is_object(js)) {
+		s->bad = "expected a span object";
+		return 0;
+	}
+	s->trace_len = id_of(json_object_get(js, "traceId"), s->trace_id, 16);
+	if (s->trace_len != 16)
+		SPAN_BAD(s, "traceId: expected 32 hex digits (or 16 bytes in base64)");
+	s->span_len = id_of(json_object_get(js, "spanId"), s->span_id, 8);
+	s->parent_len = id_of(json_object_get(js, "parentSpanId"), s->parent_id, 8);
+	if (s->parent_len == 1)
+		SPAN_BAD(s, "parentSpanId: expected 16 hex digits or \"\"");
 	v = json_object_get(js, "name");
 	if (v && !json_is_string(v))
-		return bad(o, "name: expected a string");
-	if (v && zarena_str(o->a, &z->name, json_string_value(v), json_string_length(v), 1))
-		return -ENOMEM;
-	if (span_kind(json_object_get(js, "kind"), &z->kind))
-		return bad(o, "kind: expected 0..5 or SPAN_KIND_*");
-	if (u64_of(json_object_get(js, "startTimeUnixNano"), &start) || !start)
-		return bad(o, "startTimeUnixNano: expected nanoseconds since the epoch (a string of digits)");
-	if (u64_of(json_object_get(js, "endTimeUnixNano"), &end))
-		return bad(o, "endTimeUnixNano: expected nanoseconds since the epoch (a string of digits)");
-	if (end < start)
-		return bad(o, "endTimeUnixNano: %" PRIu64 " is before startTimeUnixNano %" PRIu64,
-			   end, start);
-	z->timestamp_us = start / 1000;
-	z->duration_us = (end - start) / 1000;
-	if (!z->duration_us)
-		z->duration_us = 1;
-	z->local.service = *svc;
-
-	v = json_object_get(js, "attributes");
-	if (json_array_size(v) > OTLP_MAX_TAGS)
-		return bad(o, "attributes: more than %d", OTLP_MAX_TAGS);
-	o->tagcap = (uint32_t)json_array_size(v) + 4; /* scope name, version, status x2 */
-	tags = zarena_alloc(o->a, sizeof(*tags) * o->tagcap);
-	if (!tags)
-		return -ENOMEM;
-	z->tags = tags;
-	ret = add_attrs(o, json_object_get(js, "attributes"), tags, &z->ntags,
-			&z->remote.service, "attributes");
-	if (ret)
+		SPAN_BAD(s, "name: expected a string");
+	else if (v && (ret = jstr(j, v, &s->name)))
 		return ret;
-	if ((s = json_string_value(json_object_get(scope, "name"))) && *s &&
-	    (ret = add_tag(o, tags, &z->ntags, "otel.scope.name", s)))
-		return ret;
-	if ((s = json_string_value(json_object_get(scope, "version"))) && *s &&
-	    (ret = add_tag(o, tags, &z->ntags, "otel.scope.version", s)))
+	s->kind = span_kind(json_object_get(js, "kind"));
+	if (u64_of(json_object_get(js, "startTimeUnixNano"), &s->start_ns))
+		s->start_ns = 0;
+	if (u64_of(json_object_get(js, "endTimeUnixNano"), &s->end_ns))
+		SPAN_BAD(s, "endTimeUnixNano: expected nanoseconds since the epoch (a string of digits)");
+	ret = attrs_of(j, json_object_get(js, "attributes"), &s->attrs, &s->nattrs);
+	if (ret == -EINVAL)
+		SPAN_BAD(s, "attributes: expected an array of {key, value}");
+	else if (ret)
 		return ret;
 	status = json_object_get(js, "status");
-	code = status_code(json_object_get(status, "code"));
-	if (code < 0)
-		return bad(o, "status.code: expected 0..2 or STATUS_CODE_*");
-	s = json_string_value(json_object_get(status, "message"));
-	if (code == 2) {
-		if ((ret = add_tag(o, tags, &z->ntags, "otel.status_code", "ERROR")) ||
-		    (ret = add_tag(o, tags, &z->ntags, "error", s && *s ? s : "true")))
-			return ret;
-	} else if (code == 1 && (ret = add_tag(o, tags, &z->ntags, "otel.status_code", "OK"))) {
+	s->status_code = status_code(json_object_get(status, "code"));
+	v = json_object_get(status, "message");
+	if (json_is_string(v) && (ret = jstr(j, v, &s->status_msg)))
 		return ret;
-	}
-
+	s->nlinks = json_array_size(json_object_get(js, "links"));
 	v = json_object_get(js, "events");
-	if (v && !json_is_array(v))
-		return bad(o, "events: expected an array");
-	if (json_array_size(v)) {
-		z->annotations = zarena_alloc(o->a, sizeof(*z->annotations) * json_array_size(v));
-		if (!z->annotations)
-			return -ENOMEM;
+	if (v && !json_is_array(v)) {
+		SPAN_BAD(s, "events: expected an array");
+		return 0;
 	}
+	s->events = zarena_zalloc(j->a, sizeof(*s->events) * (json_array_size(v) + 1));
+	if (!s->events)
+		return -ENOMEM;
 	json_array_foreach(v, i, ev) {
-		struct zs_annotation *an = &z->annotations[z->nannotations];
-		const char *name = json_string_value(json_object_get(ev, "name"));
-		json_t *attrs = json_object_get(ev, "attributes");
-		uint64_t t;
-		char *text = NULL;
+		struct otlp_event *e = &s->events[i];
+		json_t *name = json_object_get(ev, "name");
 
-		if (!name)
-			return bad(o, "events[%zu].name: expected a string", i);
-		if (u64_of(json_object_get(ev, "timeUnixNano"), &t) || !t)
-			return bad(o, "events[%zu].timeUnixNano: expected nanoseconds since the epoch", i);
-		an->ts_us = t / 1000;
-		if (json_array_size(attrs)) {
-			json_t *o2 = json_object(), *kv;
-			size_t k;
-			char *dump;
-
-			json_array_foreach(attrs, k, kv) {
-				const char *key = json_string_value(json_object_get(kv, "key"));
-				char *val = anyvalue_text(json_object_get(kv, "value"));
-
-				if (key && val)
-					json_object_set_new(o2, key, json_string(val));
-				free(val);
-			}
-			dump = json_dumps(o2, JSON_COMPACT | JSON_SORT_KEYS);
-			json_decref(o2);
-			if (!dump || asprintf(&text, "%s: %s", name, dump) < 0)
-				text = NULL;
-			free(dump);
-			if (!text)
-				return -ENOMEM;
+		if (json_is_string(name)) {
+			e->has_name = 1;
+			if ((ret = jstr(j, name, &e->name)))
+				return ret;
 		}
-		ret = zarena_str(o->a, &an->value, text ? text : name,
-				 strlen(text ? text : name), 0);
-		free(text);
-		if (ret)
-			return -ENOMEM;
-		z->nannotations++;
+		if (u64_of(json_object_get(ev, "timeUnixNano"), &e->time_ns))
+			e->time_ns = 0;
+		ret = attrs_of(j, json_object_get(ev, "attributes"), &e->attrs, &e->nattrs);
+		if (ret == -EINVAL)
+			SPAN_BAD(s, "events: attributes: expected an array of {key, value}");
+		else if (ret)
+			return ret;
 	}
-	zspan_normalize(z);
+	s->nevents = json_array_size(v);
 	return 0;
 }
 
-int otlp_parse(const char *body, size_t len, struct zarena *a,
-	       struct zspan **out, size_t *n, char *err, size_t errlen)
+/* An array member of o named name (or its older name), NULL when absent;
+ * -EINVAL in *ret when present but not an array. */
+static json_t *array_of(json_t *o, const char *name, const char *old, int *ret)
 {
-	struct octx o = { .a = a, .err = err, .errlen = errlen };
+	json_t *v = json_object_get(o, name);
+
+	if (!v && old)
+		v = json_object_get(o, old);
+	if (v && !json_is_array(v))
+		*ret = -EINVAL;
+	return v;
+}
+
+int otlp_json_decode(const char *body, size_t len, struct zarena *a,
+		     struct otlp_req *r, char *err, size_t errlen)
+{
+	struct jctx j = { .a = a };
 	json_t *root, *rss, *rs, *sss, *ss, *spans, *js;
-	size_t i, j, k, cap = 0;
+	size_t i, k, m;
 	json_error_t je;
 	int ret = 0;
 
-	*out = NULL;
-	*n = 0;
+	memset(r, 0, sizeof(*r));
 	root = json_loadb(body, len, 0, &je);
 	if (!root) {
 		snprintf(err, errlen, "body: line %d column %d: %s", je.line, je.column, je.text);
 		return -EINVAL;
 	}
-	rss = json_object_get(root, "resourceSpans");
-	if (!json_is_object(root) || (rss && !json_is_array(rss))) {
-		ret = bad(&o, "resourceSpans: expected {\"resourceSpans\": [...]}");
+	rss = array_of(root, "resourceSpans", NULL, &ret);
+	if (!json_is_object(root) || ret) {
+		snprintf(err, errlen, "resourceSpans: expected {\"resourceSpans\": [...]}");
+		ret = -EINVAL;
 		goto out;
 	}
+	r->rs = zarena_zalloc(a, sizeof(*r->rs) * (json_array_size(rss) + 1));
+	if (!r->rs)
+		goto oom;
 	json_array_foreach(rss, i, rs) {
-		struct zs_str svc = ZS_STR("unknown_service");
-		json_t *attrs = json_object_get(json_object_get(rs, "resource"), "attributes"), *kv;
-		size_t m;
+		struct otlp_resource_spans *o = &r->rs[i];
 
-		json_array_foreach(attrs, m, kv) {
-			const char *k2 = json_string_value(json_object_get(kv, "key"));
-			const char *v = json_string_value(json_object_get(json_object_get(kv, "value"),
-									 "stringValue"));
-
-			if (k2 && v && *v && !strcmp(k2, "service.name") &&
-			    zarena_str(a, &svc, v, strlen(v), 1)) {
-				ret = -ENOMEM;
-				goto out;
-			}
-		}
-		sss = json_object_get(rs, "scopeSpans");
-		if (!sss)
-			sss = json_object_get(rs, "instrumentationLibrarySpans");
-		if (sss && !json_is_array(sss)) {
-			snprintf(o.where, sizeof(o.where), "resourceSpans[%zu]", i);
-			ret = bad(&o, "scopeSpans: expected an array");
+		ret = attrs_of(&j, json_object_get(json_object_get(rs, "resource"), "attributes"),
+			       &o->attrs, &o->nattrs);
+		if (ret == -EINVAL)
+			snprintf(err, errlen, "resourceSpans[%zu].resource.attributes: expected an array of {key, value}", i);
+		sss = array_of(rs, "scopeSpans", "instrumentationLibrarySpans", &ret);
+		if (ret == -EINVAL && !err[0])
+			snprintf(err, errlen, "resourceSpans[%zu].scopeSpans: expected an array", i);
+		if (ret)
 			goto out;
-		}
-		json_array_foreach(sss, j, ss) {
-			json_t *scope = json_object_get(ss, "scope");
+		o->ss = zarena_zalloc(a, sizeof(*o->ss) * (json_array_size(sss) + 1));
+		if (!o->ss)
+			goto oom;
+		json_array_foreach(sss, k, ss) {
+			struct otlp_scope_spans *os = &o->ss[k];
+			json_t *scope = json_object_get(ss, "scope"), *v;
 
 			if (!scope)
 				scope = json_object_get(ss, "instrumentationLibrary");
-			spans = json_object_get(ss, "spans");
-			if (spans && !json_is_array(spans)) {
-				snprintf(o.where, sizeof(o.where), "resourceSpans[%zu].scopeSpans[%zu]", i, j);
-				ret = bad(&o, "spans: expected an array");
+			if (json_is_string(v = json_object_get(scope, "name")) &&
+			    jstr(&j, v, &os->scope_name))
+				goto oom;
+			if (json_is_string(v = json_object_get(scope, "version")) &&
+			    jstr(&j, v, &os->scope_version))
+				goto oom;
+			spans = array_of(ss, "spans", NULL, &ret);
+			if (ret) {
+				snprintf(err, errlen, "resourceSpans[%zu].scopeSpans[%zu].spans: expected an array",
+					 i, k);
 				goto out;
 			}
-			json_array_foreach(spans, k, js) {
-				snprintf(o.where, sizeof(o.where),
-					 "resourceSpans[%zu].scopeSpans[%zu].spans[%zu]", i, j, k);
-				if (zarena_grow(a, (void **)out, *n, &cap, sizeof(**out))) {
-					ret = -ENOMEM;
+			os->spans = zarena_zalloc(a, sizeof(*os->spans) * (json_array_size(spans) + 1));
+			if (!os->spans)
+				goto oom;
+			json_array_foreach(spans, m, js)
+				if ((ret = span_of(&j, js, &os->spans[m])))
 					goto out;
-				}
-				ret = parse_span(&o, js, &svc, scope, &(*out)[*n]);
-				if (ret)
-					goto out;
-				(*n)++;
-			}
+			os->nspans = json_array_size(spans);
 		}
+		o->nss = json_array_size(sss);
 	}
+	r->nrs = json_array_size(rss);
+	goto out;
+oom:
+	ret = -ENOMEM;
 out:
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	json_decref(root);
 	return ret;
 }
-
 /* ---- Zipkin JSON -> OTLP JSON (export.c) ----------------------------------- */
 
 static json_t *kv(const char *k, const char *v)
@@ -558,69 +526,3 @@ json_t *otlp_from_zspans_json(const json_t *spans)
 	return json_pack("{s:o}", "resourceSpans", rss);
 }
 
-/* ---- POST /v1/traces ---------------------------------------------------------- */
-
-static enum MHD_Result otlp_bad(struct collector *c, struct MHD_Connection *con,
-				unsigned status, const char *msg)
-{
-	X_ADD(c, otlp_rejected, 1);
-	M_ADD(c, http_spans_dropped, 1);
-	return reply_json_status(c, con, status, json_pack("{s:i, s:s}", "code",
-		status == 400 ? 3 : status == 413 ? 8 : status == 401 ? 16 : 3, "message", msg));
-}
-
-enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
-			 const struct http_body *body)
-{
-	const char *type = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Type");
-	const char *enc = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Encoding");
-	const char *p = body->p ? body->p : "";
-	struct store_batch b = { 0 };
-	struct zarena a = { 0 };
-	struct zspan *spans;
-	char err[512], *plain = NULL, msg[600];
-	size_t len = body->len, n = 0;
-	int ret;
-
-	X_ADD(c, otlp_requests, 1);
-	if (!http_token_ok(c, con))
-		return otlp_bad(c, con, 401, "POST needs 'Authorization: Bearer TOKEN' (the collector runs with --token)");
-	if (body->too_big) {
-		snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit (--max-body)", c->max_body);
-		return otlp_bad(c, con, 413, msg);
-	}
-	if (type && (strcasestr(type, "protobuf") || !strcasestr(type, "json"))) {
-		snprintf(msg, sizeof(msg), "Content-Type %.100s: only OTLP/JSON (application/json) is accepted", type);
-		return otlp_bad(c, con, 415, msg);
-	}
-	if (enc && !strcasecmp(enc, "gzip")) {
-		ret = gunzip(p, len, c->max_body, &plain, &len, err, sizeof(err));
-		if (ret)
-			return otlp_bad(c, con, ret == -E2BIG ? 413 : 400, err);
-		p = plain;
-	} else if (enc && strcasecmp(enc, "identity")) {
-		snprintf(msg, sizeof(msg), "Content-Encoding %.60s: only gzip is accepted", enc);
-		return otlp_bad(c, con, 415, msg);
-	}
-	ret = otlp_parse(p, len, &a, &spans, &n, err, sizeof(err));
-	free(plain);
-	if (ret) {
-		zarena_reset(&a);
-		M_ADD(c, spans_rejected, n + 1);
-		pr_debug("http: POST /v1/traces refused: %s", err);
-		return ret == -ENOMEM ? reply_text(c, con, 500, "out of memory\n") :
-					otlp_bad(c, con, 400, err);
-	}
-	M_ADD(c, spans_received, n);
-	X_ADD(c, otlp_spans, n);
-	b.spans = spans;
-	b.nspans = n;
-	ret = n ? ingest_write(c->ingest, &b, err, sizeof(err)) : 0;
-	zarena_reset(&a);
-	if (ret) {
-		M_ADD(c, http_spans_dropped, n);
-		return reply_text(c, con, 503, "store: %s\n", err);
-	}
-	M_ADD(c, spans_stored, b.stored);
-	return reply_json(c, con, json_object());
-}

@@ -35,7 +35,6 @@
 #include "common/version.h"
 #include "common/wire.h"
 
-#define WIRE_MAX_CONNS        1024
 #define WIRE_FRAME_TIMEOUT_MS 30000  /* to finish a frame once begun */
 #define WIRE_MAX_SEQ_JUMP     (UINT64_C(1) << 32) /* past the last BATCH seq */
 #define WIRE_REJECT_LOG_MAX   10     /* rejected-span warnings per connection */
@@ -55,7 +54,7 @@ struct wire_server {
 	pthread_mutex_t lock;
 	pthread_cond_t gone;
 	struct wconn *conns;
-	int nconns;
+	unsigned nconns, max_conns;
 	int stop;
 };
 
@@ -573,9 +572,13 @@ static void *accept_main(void *arg)
 		 * the agent show up). */
 		net_keepalive(fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
 		pthread_mutex_lock(&ws->lock);
-		if (ws->stop || ws->nconns >= WIRE_MAX_CONNS) {
+		if (ws->stop || ws->nconns >= ws->max_conns) {
+			char why[96];
+
 			pthread_mutex_unlock(&ws->lock);
-			refuse(fd, ws->stop ? "collector shutting down" : "too many connections");
+			snprintf(why, sizeof(why), "too many connections: %u, the collector's --max-conns",
+				 ws->max_conns);
+			refuse(fd, ws->stop ? "collector shutting down" : why);
 			continue;
 		}
 		w = calloc(1, sizeof(*w));
@@ -614,7 +617,7 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-struct wire_server *wire_server_new(struct collector *c, const char *addr,
+struct wire_server *wire_server_new(struct collector *c, const char *addr, unsigned max_conns,
 				    char *err, size_t errlen)
 {
 	struct wire_server *ws = calloc(1, sizeof(*ws));
@@ -624,6 +627,7 @@ struct wire_server *wire_server_new(struct collector *c, const char *addr,
 	if (!ws)
 		return fay_err_ptr(-ENOMEM);
 	ws->c = c;
+	ws->max_conns = max_conns;
 	pthread_mutex_init(&ws->lock, NULL);
 	pthread_cond_init(&ws->gone, NULL);
 	ws->fd = net_listen(addr, 128, &actual, err, errlen);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -170,4 +171,23 @@ int net_keepalive(int fd, int idle_s, int intvl_s, int cnt)
 	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)))
 		return -errno;
 	return 0;
+}
+
+uint64_t net_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl)) {
+			pr_warn("cannot raise the open file limit to %llu: %s",
+				(unsigned long long)want, errstr(errno));
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }

@@ -7,6 +7,7 @@
 #define FAY_COMMON_NET_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* Parse "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT" (loopback when no
@@ -38,6 +39,15 @@ int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t pl
  * long breaks it too (TCP_USER_TIMEOUT).  Returns 0 or -errno.
  */
 int net_keepalive(int fd, int idle_s, int intvl_s, int cnt);
+
+/*
+ * Raise this process's soft limit of open descriptors to its hard limit
+ * (systemd's default soft limit, 1,024, is too few for a collector with
+ * a thousand agents or an agent tracing many processes).  Returns the
+ * soft limit now in force (RLIM_INFINITY as UINT64_MAX); warns when it
+ * could not raise it.
+ */
+uint64_t net_raise_nofile(void);
 
 /* The keepalive both ends of the agent protocol use: a dead peer is
  * noticed within about 8 s. */

@@ -225,6 +225,10 @@ int probe_attach(struct probe *p, int prog_fd)
 		if (err == -EPERM && !p->err[0])
 			probe_fail(p, err, "cannot attach %s: %s", p->desc,
 				   bpf_privilege_hint());
+		else if (err == -E2BIG && !p->err[0])
+			/* perf_event_attach_bpf_prog(): BPF_TRACE_MAX_PROGS */
+			probe_fail(p, err, "cannot attach %s: the kernel takes at most 64 BPF programs on one tracepoint or probe, and other programs (other fay queries or agents, bpftrace, perf) hold them",
+				   p->desc);
 		else if (!p->err[0])
 			probe_fail(p, err, "cannot attach %s: %s", p->desc,
 				   errstr(err));

@@ -29,6 +29,17 @@ ok "collector with --autocomplete-keys 'environment, clnt/finagle.version,http.h
 	coll_start "$DB" --autocomplete-keys 'environment, clnt/finagle.version,http.host'
 ok "autocompleteKeys: the keys, in the order given" \
 	[ "$(get /api/v2/autocompleteKeys)" = '["environment","clnt/finagle.version","http.host"]' ]
+# cache_control PATH: the answer's Cache-Control header ("" when none)
+cache_control() { curl -s -D - -o /dev/null "$URL$1" | tr -d '\r' | sed -n 's/^[Cc]ache-[Cc]ontrol: //p'; }
+# ITZipkinServerAutocomplete: keys are cached; values once there are more than 3
+ok "autocompleteKeys: Cache-Control max-age=300, must-revalidate" \
+	[ "$(cache_control /api/v2/autocompleteKeys)" = "max-age=300, must-revalidate" ]
+ok "autocompleteValues with no values: not cached" \
+	[ -z "$(cache_control '/api/v2/autocompleteValues?key=clnt/finagle.version')" ]
+for i in 0 1 2; do
+	post "$(span "1$i" "{\"clnt/finagle.version\":\"6.45.$i\"}")" >/dev/null
+done
+ok "... nor with 3" [ -z "$(cache_control '/api/v2/autocompleteValues?key=clnt/finagle.version')" ]
 for i in 3 1 0 2; do
 	post "$(span "1$i" "{\"clnt/finagle.version\":\"6.45.$i\"}")" >/dev/null
 done
@@ -38,6 +49,8 @@ for i in 1 2; do
 done
 ok "values of clnt/finagle.version, sorted" \
 	[ "$(get '/api/v2/autocompleteValues?key=clnt/finagle.version')" = '["6.45.0","6.45.1","6.45.2","6.45.3"]' ]
+ok "... with 4 values: Cache-Control max-age=300, must-revalidate" \
+	[ "$(cache_control '/api/v2/autocompleteValues?key=clnt/finagle.version')" = "max-age=300, must-revalidate" ]
 ok "http.host: host1 once" [ "$(get '/api/v2/autocompleteValues?key=http.host')" = '["host1"]' ]
 ok "http.method (not configured): [] (ignores_when_key_not_in_autocompleteTags)" \
 	[ "$(get '/api/v2/autocompleteValues?key=http.method')" = '[]' ]

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+/*
+ * OTLP ingest whatever the transport (otlp_ingest(): decompress, decode
+ * JSON or protobuf, map, store through the ingest queue, count), and its
+ * HTTP answer, POST /v1/traces (OTLP/HTTP, on the Zipkin port and on
+ * --otlp-http), following the OTLP specification:
+ *
+ *   200  every span stored: {} / an empty ExportTraceServiceResponse
+ *   200  some spans invalid: partial_success {rejected_spans, error_message}
+ *        (the valid ones are stored)
+ *   400  undecodable body, or no span valid: google.rpc.Status (protobuf)
+ *        or {"code": 3, "message": ...} (JSON)
+ *   413  over --max-body, before or after gzip
+ *   415  neither application/json nor application/x-protobuf; unknown
+ *        Content-Encoding
+ *   429  the ingest queue is full (--ingest-queue): Retry-After: 1
+ *   503  the store failed: Retry-After: 1
+ *
+ * The answer is in the request's encoding.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "collector/ext.h"
+#include "collector/http_int.h"
+#include "collector/otlp_int.h"
+#include "common/log.h"
+
+#define OTLP_RETRY_AFTER_S 1
+
+void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf, int gzip,
+		 const char *sender, struct otlp_outcome *o)
+{
+	struct store_batch b = { 0 };
+	struct otlp_result res;
+	struct otlp_req req;
+	struct zarena a = { 0 };
+	char *plain = NULL, err[512];
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	X_ADD(c, otlp_requests, 1);
+	if (gzip) {
+		ret = gunzip(body, len, c->max_body, &plain, &len, err, sizeof(err));
+		if (ret) {
+			o->verdict = ret == -E2BIG ? OTLP_TOO_BIG : ret == -ENOMEM ? OTLP_NOMEM : OTLP_BAD;
+			snprintf(o->msg, sizeof(o->msg), "%s", err);
+			goto refused;
+		}
+		body = plain;
+	}
+	ret = protobuf ? otlp_pb_decode(body ? body : "", len, &a, &req, err, sizeof(err)) :
+			 otlp_json_decode(body ? body : "", len, &a, &req, err, sizeof(err));
+	free(plain);
+	if (!ret)
+		ret = otlp_map(&req, &a, &res);
+	if (ret) {
+		o->verdict = ret == -ENOMEM ? OTLP_NOMEM : OTLP_BAD;
+		snprintf(o->msg, sizeof(o->msg), "%s", ret == -ENOMEM ? "out of memory" : err);
+		goto refused;
+	}
+	o->spans = res.nspans + res.rejected;
+	o->rejected = res.rejected;
+	M_ADD(c, spans_received, o->spans);
+	X_ADD(c, otlp_spans, o->spans);
+	if (res.rejected) {
+		M_ADD(c, spans_rejected, res.rejected);
+		M_ADD(c, http_spans_dropped, res.rejected);
+		X_ADD(c, otlp_spans_rejected, res.rejected);
+		snprintf(o->msg, sizeof(o->msg), "%zu of %zu spans rejected; the first: %s",
+			 res.rejected, res.rejected + res.nspans, res.first_error);
+		pr_debug("otlp: %s", o->msg);
+	}
+	if (!res.nspans) {
+		o->verdict = res.rejected ? OTLP_BAD : OTLP_ACCEPTED;
+		if (res.rejected)
+			X_ADD(c, otlp_rejected, 1);
+		goto out;
+	}
+	b.spans = res.spans;
+	b.nspans = res.nspans;
+	ret = ingest_try_write(c->ingest, &b, err, sizeof(err));
+	if (ret) {
+		o->verdict = ret == -EAGAIN ? OTLP_BUSY : OTLP_UNAVAILABLE;
+		o->rejected = o->spans;
+		snprintf(o->msg, sizeof(o->msg), "%s", err);
+		M_ADD(c, http_spans_dropped, res.nspans);
+		X_ADD(c, otlp_spans_rejected, res.nspans);
+		X_ADD(c, otlp_rejected, 1);
+		if (ret == -EAGAIN)
+			X_ADD(c, otlp_throttled, 1);
+		goto out;
+	}
+	M_ADD(c, spans_stored, b.stored);
+	o->accepted = res.nspans;
+	o->verdict = res.rejected ? OTLP_PARTIAL : OTLP_ACCEPTED;
+	goto out;
+refused:
+	X_ADD(c, otlp_rejected, 1);
+	M_ADD(c, spans_rejected, 1);
+	M_ADD(c, http_spans_dropped, 1);
+	pr_debug("otlp: request refused: %s", o->msg);
+out:
+	zarena_reset(&a);
+	otlp_sender_count(c, sender, o);
+}
+
+/* ---- the HTTP answer -------------------------------------------------------- */
+
+static enum MHD_Result answer(struct collector *c, struct MHD_Connection *con,
+			      unsigned status, int protobuf, void *body, size_t len)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, body ? body : strdup(""),
+					    MHD_RESPMEM_MUST_FREE);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", protobuf ? "application/x-protobuf" :
+				"application/json");
+	if (status == 429 || status == 503)
+		MHD_add_response_header(r, "Retry-After", OTLP_RETRY_AFTER_S == 1 ? "1" : "2");
+	if (status >= 400 && status < 500)
+		M_ADD(c, http_bad_requests, 1);
+	ret = MHD_queue_response(con, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* An error answer: google.rpc.Status or {"code", "message"}, with the
+ * gRPC code the OTLP specification pairs with the status. */
+static enum MHD_Result refuse(struct collector *c, struct MHD_Connection *con,
+			      unsigned status, int protobuf, const char *msg)
+{
+	int code = status == 400 ? 3 : status == 413 ? 8 : status == 401 ? 16 :
+		   status == 429 ? 8 : status == 503 ? 14 : status == 415 ? 3 : 13;
+	void *body = NULL;
+	size_t len = 0;
+
+	if (protobuf) {
+		if (otlp_pb_status(code, msg, 0, &body, &len))
+			return MHD_NO;
+	} else {
+		json_t *j = json_pack("{s:i, s:s}", "code", code, "message", msg);
+
+		body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_decref(j);
+		if (!body)
+			return MHD_NO;
+		len = strlen(body);
+	}
+	return answer(c, con, status, protobuf, body, len);
+}
+
+/* The client's address, the sender of per-sender counters. */
+static void peer_of(struct MHD_Connection *con, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	snprintf(out, outlen, "unknown");
+	if (ci && ci->client_addr)
+		otlp_addr_str(ci->client_addr, out, outlen);
+}
+
+enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
+			 const struct http_body *body)
+{
+	const char *type = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Type");
+	const char *enc = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Encoding");
+	int protobuf = type && strcasestr(type, "protobuf");
+	struct otlp_outcome o;
+	char msg[640], sender[64];
+	void *out = NULL;
+	size_t len = 0;
+
+	if (!http_token_ok(c, con)) {
+		X_ADD(c, otlp_rejected, 1);
+		return refuse(c, con, 401, protobuf, "POST needs 'Authorization: Bearer TOKEN' "
+			      "(the collector runs with --token)");
+	}
+	if (body->too_big) {
+		X_ADD(c, otlp_rejected, 1);
+		snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit (--max-body)",
+			 c->max_body);
+		return refuse(c, con, 413, protobuf, msg);
+	}
+	if (type && !protobuf && !strcasestr(type, "json")) {
+		X_ADD(c, otlp_rejected, 1);
+		snprintf(msg, sizeof(msg), "Content-Type %.100s: expected application/x-protobuf "
+			 "or application/json", type);
+		return refuse(c, con, 415, 0, msg);
+	}
+	if (enc && strcasecmp(enc, "gzip") && strcasecmp(enc, "identity")) {
+		X_ADD(c, otlp_rejected, 1);
+		snprintf(msg, sizeof(msg), "Content-Encoding %.60s: only gzip is accepted", enc);
+		return refuse(c, con, 415, protobuf, msg);
+	}
+	peer_of(con, sender, sizeof(sender));
+	otlp_ingest(c, body->p, body->len, protobuf, enc && !strcasecmp(enc, "gzip"), sender, &o);
+	switch (o.verdict) {
+	case OTLP_ACCEPTED:
+	case OTLP_PARTIAL:
+		if (protobuf) {
+			if (otlp_pb_response(o.rejected, o.msg, &out, &len))
+				return MHD_NO;
+		} else {
+			json_t *j = o.rejected ?
+				json_pack("{s:{s:s, s:s}}", "partialSuccess", "rejectedSpans",
+					  "", "errorMessage", o.msg) : json_object();
+			char num[24];
+
+			snprintf(num, sizeof(num), "%llu", (unsigned long long)o.rejected);
+			if (j && o.rejected)
+				json_object_set_new(json_object_get(j, "partialSuccess"),
+						    "rejectedSpans", json_string(num));
+			out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+			json_decref(j);
+			if (!out)
+				return MHD_NO;
+			len = strlen(out);
+		}
+		return answer(c, con, 200, protobuf, out, len);
+	case OTLP_BAD:
+		return refuse(c, con, 400, protobuf, o.msg);
+	case OTLP_TOO_BIG:
+		return refuse(c, con, 413, protobuf, o.msg);
+	case OTLP_BUSY:
+		return refuse(c, con, 429, protobuf, o.msg);
+	case OTLP_UNAVAILABLE:
+		return refuse(c, con, 503, protobuf, o.msg);
+	default:
+		return refuse(c, con, 500, protobuf, "out of memory");
+	}
+}

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The one mapping of OTLP spans (struct otlp_req, from either front end)
+ * to Zipkin spans; the rules are listed at the top of otlp.c.  Attribute
+ * values follow OpenTelemetry's "mapping to non-OTLP formats": strings as
+ * they are, booleans true/false, integers in decimal, doubles in the
+ * shortest form that reads back the same, bytes in base64, arrays and
+ * maps as JSON (["a","b"], [1,2.5,true], {"k":"v"}).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/otlp_int.h"
+
+#define OTLP_MAX_TAGS 1024
+
+/* A growing text in malloc'ed memory. */
+struct mbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void mb_add(struct mbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+__attribute__((format(printf, 2, 3)))
+static void mb_printf(struct mbuf *b, const char *fmt, ...)
+{
+	char tmp[64];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		mb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* A double in the shortest %g form that reads back to the same value. */
+static void mb_double(struct mbuf *b, double d, int json)
+{
+	char tmp[40];
+
+	if (d != d || d - d != 0) {     /* NaN, Inf: not JSON numbers */
+		const char *s = d != d ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
+
+		if (json)
+			mb_printf(b, "\"%s\"", s);
+		else
+			mb_add(b, s, strlen(s));
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, d);
+		if (strtod(tmp, NULL) == d)
+			break;
+	}
+	mb_add(b, tmp, strlen(tmp));
+}
+
+static void mb_base64(struct mbuf *b, const struct otlp_str *s)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = (const unsigned char *)s->p;
+	char q[4];
+
+	for (size_t i = 0; i < s->len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+
+		if (i + 1 < s->len)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < s->len)
+			v |= p[i + 2];
+		q[0] = tab[v >> 18 & 63];
+		q[1] = tab[v >> 12 & 63];
+		q[2] = i + 1 < s->len ? tab[v >> 6 & 63] : '=';
+		q[3] = i + 2 < s->len ? tab[v & 63] : '=';
+		mb_add(b, q, 4);
+	}
+}
+
+/* A JSON string literal of s (escaped as RFC 8259 asks). */
+static void mb_json_str(struct mbuf *b, const char *p, size_t len)
+{
+	mb_add(b, "\"", 1);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)p[i];
+
+		if (ch == '"' || ch == '\\') {
+			mb_add(b, "\\", 1);
+			mb_add(b, p + i, 1);
+		} else if (ch < 0x20) {
+			mb_printf(b, "\\u%04x", ch);
+		} else {
+			mb_add(b, p + i, 1);
+		}
+	}
+	mb_add(b, "\"", 1);
+}
+
+/* v as text: a tag value (json 0) or a JSON value inside an array or map.
+ * -EINVAL for OTLP_V_NONE/BAD (inside arrays too). */
+static int value_text(struct mbuf *b, const struct otlp_value *v, int json, int depth)
+{
+	if (depth > OTLP_MAX_DEPTH)
+		return -EINVAL;
+	switch (v->type) {
+	case OTLP_V_STRING:
+		if (json)
+			mb_json_str(b, v->u.s.p, v->u.s.len);
+		else
+			mb_add(b, v->u.s.p, v->u.s.len);
+		return 0;
+	case OTLP_V_BOOL:
+		mb_printf(b, "%s", v->u.b ? "true" : "false");
+		return 0;
+	case OTLP_V_INT:
+		mb_printf(b, "%" PRId64, v->u.i);
+		return 0;
+	case OTLP_V_DOUBLE:
+		mb_double(b, v->u.d, json);
+		return 0;
+	case OTLP_V_BYTES:
+	case OTLP_V_BYTES_B64:
+		if (json)
+			mb_add(b, "\"", 1);
+		if (v->type == OTLP_V_BYTES)
+			mb_base64(b, &v->u.s);
+		else
+			mb_add(b, v->u.s.p, v->u.s.len);
+		if (json)
+			mb_add(b, "\"", 1);
+		return 0;
+	case OTLP_V_ARRAY:
+	case OTLP_V_KVLIST: {
+		int map = v->type == OTLP_V_KVLIST;
+		size_t n = map ? v->u.kvl.n : v->u.arr.n;
+
+		mb_add(b, map ? "{" : "[", 1);
+		for (size_t i = 0; i < n; i++) {
+			const struct otlp_kv *kv = map ? &v->u.kvl.kv[i] : NULL;
+
+			if (i)
+				mb_add(b, ",", 1);
+			if (kv) {
+				mb_json_str(b, kv->key.p, kv->key.len);
+				mb_add(b, ":", 1);
+			}
+			if (value_text(b, kv ? &kv->value : &v->u.arr.v[i], 1, depth + 1))
+				return -EINVAL;
+		}
+		mb_add(b, map ? "}" : "]", 1);
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+struct mctx {
+	struct zarena *a;
+	char *err;
+	size_t errlen;
+	const char *where;      /* resourceSpans[i].scopeSpans[j].spans[k] */
+	uint32_t tagcap;
+};
+
+__attribute__((format(printf, 2, 3)))
+static int bad(struct mctx *m, const char *fmt, ...)
+{
+	char msg[300];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(m->err, m->errlen, "%s.%s", m->where, msg);
+	return -EINVAL;
+}
+
+static int add_tag(struct mctx *m, struct zspan *z, const char *k, size_t klen,
+		   const char *v, size_t vlen)
+{
+	if (z->ntags == m->tagcap)
+		return bad(m, "attributes: more than %d", OTLP_MAX_TAGS);
+	if (zarena_str(m->a, &z->tags[z->ntags].key, k, klen, 0) ||
+	    zarena_str(m->a, &z->tags[z->ntags].value, v, vlen, 0))
+		return -ENOMEM;
+	z->ntags++;
+	return 0;
+}
+
+static int add_attrs(struct mctx *m, struct zspan *z, const struct otlp_kv *kv, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mbuf b = { 0 };
+		int ret;
+
+		if (!kv[i].key.len)
+			return bad(m, "attributes[%zu].key: expected a non-empty string", i);
+		if (value_text(&b, &kv[i].value, 0, 0)) {
+			free(b.p);
+			return bad(m, "attributes[%zu].value: expected an AnyValue ({\"stringValue\": ...})",
+				   i);
+		}
+		if (b.oom) {
+			free(b.p);
+			return -ENOMEM;
+		}
+		ret = add_tag(m, z, kv[i].key.p, kv[i].key.len, b.p ? b.p : "", b.len);
+		if (!ret && kv[i].key.len == 12 && !memcmp(kv[i].key.p, "peer.service", 12))
+			ret = zarena_str(m->a, &z->remote.service, b.p ? b.p : "", b.len, 1) ?
+			      -ENOMEM : 0;
+		free(b.p);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int add_event(struct mctx *m, struct zspan *z, const struct otlp_event *ev, size_t i)
+{
+	struct zs_annotation *an = &z->annotations[z->nannotations];
+	struct mbuf b = { 0 };
+	int ret;
+
+	if (!ev->has_name)
+		return bad(m, "events[%zu].name: expected a string", i);
+	if (!ev->time_ns)
+		return bad(m, "events[%zu].timeUnixNano: expected nanoseconds since the epoch", i);
+	an->ts_us = ev->time_ns / 1000;
+	mb_add(&b, ev->name.p, ev->name.len);
+	if (ev->nattrs) {
+		struct otlp_value map = { .type = OTLP_V_KVLIST,
+					  .u.kvl = { (struct otlp_kv *)ev->attrs, ev->nattrs } };
+
+		mb_add(&b, ": ", 2);
+		if (value_text(&b, &map, 0, 0)) {
+			free(b.p);
+			return bad(m, "events[%zu].attributes: expected {key, value: AnyValue}", i);
+		}
+	}
+	ret = b.oom ? -ENOMEM : zarena_str(m->a, &an->value, b.p ? b.p : "", b.len, 0);
+	free(b.p);
+	if (ret)
+		return -ENOMEM;
+	z->nannotations++;
+	return 0;
+}
+
+static uint64_t be64(const uint8_t *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static int map_span(struct mctx *m, const struct otlp_span *s, const struct zs_str *svc,
+		    const struct otlp_scope_spans *ss, struct zspan *z)
+{
+	static const uint8_t kinds[] = {
+		SPAN_KIND_UNSET, SPAN_KIND_UNSET, SPAN_KIND_SERVER, SPAN_KIND_CLIENT,
+		SPAN_KIND_PRODUCER, SPAN_KIND_CONSUMER,
+	};
+	int ret;
+
+	memset(z, 0, sizeof(*z));
+	if (s->bad)
+		return bad(m, "%s", s->bad);
+	if (s->trace_len != 16)
+		return bad(m, "traceId: expected 16 bytes (32 hex digits in JSON), got %zu",
+			   s->trace_len);
+	z->trace_hi = be64(s->trace_id);
+	z->trace_lo = be64(s->trace_id + 8);
+	if (!z->trace_hi && !z->trace_lo)
+		return bad(m, "traceId: all zeros is not a valid id");
+	if (s->span_len != 8 || !(z->id = be64(s->span_id)))
+		return bad(m, "spanId: expected 16 hex digits, not all zeros (8 bytes)");
+	if (s->parent_len && s->parent_len != 8)
+		return bad(m, "parentSpanId: expected 16 hex digits (8 bytes) or none");
+	z->parent_id = s->parent_len ? be64(s->parent_id) : 0;
+	if (s->name.len && zarena_str(m->a, &z->name, s->name.p, s->name.len, 1))
+		return -ENOMEM;
+	if (s->kind < 0 || s->kind > 5)
+		return bad(m, "kind: expected 0..5 or SPAN_KIND_*");
+	z->kind = kinds[s->kind];
+	if (!s->start_ns)
+		return bad(m, "startTimeUnixNano: expected nanoseconds since the epoch (a string of digits)");
+	if (s->end_ns < s->start_ns)
+		return bad(m, "endTimeUnixNano: %" PRIu64 " is before startTimeUnixNano %" PRIu64,
+			   s->end_ns, s->start_ns);
+	z->timestamp_us = s->start_ns / 1000;
+	z->duration_us = (s->end_ns - s->start_ns) / 1000;
+	if (!z->duration_us)
+		z->duration_us = 1;
+	z->local.service = *svc;
+
+	if (s->nattrs > OTLP_MAX_TAGS)
+		return bad(m, "attributes: more than %d", OTLP_MAX_TAGS);
+	m->tagcap = (uint32_t)s->nattrs + 4; /* scope name, version, status x2 */
+	z->tags = zarena_alloc(m->a, sizeof(*z->tags) * m->tagcap);
+	if (!z->tags)
+		return -ENOMEM;
+	if ((ret = add_attrs(m, z, s->attrs, s->nattrs)))
+		return ret;
+	if (ss->scope_name.len &&
+	    (ret = add_tag(m, z, "otel.scope.name", 15, ss->scope_name.p, ss->scope_name.len)))
+		return ret;
+	if (ss->scope_version.len &&
+	    (ret = add_tag(m, z, "otel.scope.version", 18, ss->scope_version.p,
+			   ss->scope_version.len)))
+		return ret;
+	if (s->status_code < 0 || s->status_code > 2)
+		return bad(m, "status.code: expected 0..2 or STATUS_CODE_*");
+	if (s->status_code == 2) {
+		if ((ret = add_tag(m, z, "otel.status_code", 16, "ERROR", 5)) ||
+		    (ret = add_tag(m, z, "error", 5, s->status_msg.len ? s->status_msg.p : "true",
+				   s->status_msg.len ? s->status_msg.len : 4)))
+			return ret;
+	} else if (s->status_code == 1 && (ret = add_tag(m, z, "otel.status_code", 16, "OK", 2))) {
+		return ret;
+	}
+	if (s->nevents) {
+		z->annotations = zarena_alloc(m->a, sizeof(*z->annotations) * s->nevents);
+		if (!z->annotations)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->nevents; i++)
+		if ((ret = add_event(m, z, &s->events[i], i)))
+			return ret;
+	zspan_normalize(z);
+	return 0;
+}
+
+/* The service.name resource attribute ("unknown_service" when none). */
+static int service_of(struct zarena *a, const struct otlp_resource_spans *rs, struct zs_str *svc)
+{
+	*svc = ZS_STR("unknown_service");
+	for (size_t i = 0; i < rs->nattrs; i++) {
+		const struct otlp_kv *kv = &rs->attrs[i];
+
+		if (kv->key.len == 12 && !memcmp(kv->key.p, "service.name", 12) &&
+		    kv->value.type == OTLP_V_STRING && kv->value.u.s.len)
+			return zarena_str(a, svc, kv->value.u.s.p, kv->value.u.s.len, 1) ?
+			       -ENOMEM : 0;
+	}
+	return 0;
+}
+
+size_t otlp_req_nspans(const struct otlp_req *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nrs; i++)
+		for (size_t j = 0; j < r->rs[i].nss; j++)
+			n += r->rs[i].ss[j].nspans;
+	return n;
+}
+
+int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res)
+{
+	size_t total = otlp_req_nspans(r);
+	char where[160], err[512];
+	struct mctx m = { .a = a, .err = err, .errlen = sizeof(err), .where = where };
+
+	memset(res, 0, sizeof(*res));
+	if (!total)
+		return 0;
+	res->spans = zarena_alloc(a, sizeof(*res->spans) * total);
+	if (!res->spans)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nrs; i++) {
+		const struct otlp_resource_spans *rs = &r->rs[i];
+		struct zs_str svc;
+
+		if (service_of(a, rs, &svc))
+			return -ENOMEM;
+		for (size_t j = 0; j < rs->nss; j++) {
+			const struct otlp_scope_spans *ss = &rs->ss[j];
+
+			for (size_t k = 0; k < ss->nspans; k++) {
+				int ret;
+
+				snprintf(where, sizeof(where),
+					 "resourceSpans[%zu].scopeSpans[%zu].spans[%zu]", i, j, k);
+				ret = map_span(&m, &ss->spans[k], &svc, ss, &res->spans[res->nspans]);
+				if (ret == -ENOMEM)
+					return ret;
+				if (!ret) {
+					res->nspans++;
+					continue;
+				}
+				if (!res->rejected++)
+					snprintf(res->first_error, sizeof(res->first_error), "%s", err);
+			}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The OTLP protobuf decoder (otlp_pb.c) and the shared mapping
+ * (otlp_map.c) against hostile and hand-encoded protobuf: truncated
+ * messages, wrong wire types, huge lengths, groups, AnyValues nested far
+ * past the limit (which would overflow protobuf-c's recursion), bad ids,
+ * invalid UTF-8; and a valid span mapped field by field.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/otlp_int.h"
+#include "test.h"
+
+struct buf {
+	uint8_t *p;
+	size_t len;
+};
+
+static void put(struct buf *b, const void *p, size_t n)
+{
+	b->p = realloc(b->p, b->len + n);
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+static void varint(struct buf *b, uint64_t v)
+{
+	uint8_t c;
+
+	do {
+		c = v & 0x7f;
+		v >>= 7;
+		if (v)
+			c |= 0x80;
+		put(b, &c, 1);
+	} while (v);
+}
+
+/* Field f, length-delimited, with the bytes of inner. */
+static void field(struct buf *b, unsigned f, const void *p, size_t n)
+{
+	varint(b, (uint64_t)f << 3 | 2);
+	varint(b, n);
+	put(b, p, n);
+}
+
+static void fixed64(struct buf *b, unsigned f, uint64_t v)
+{
+	varint(b, (uint64_t)f << 3 | 1);
+	put(b, &v, 8);  /* little-endian host */
+}
+
+/* b = field f wrapping b. */
+static void wrap(struct buf *b, unsigned f)
+{
+	struct buf o = { 0 };
+
+	field(&o, f, b->p, b->len);
+	free(b->p);
+	*b = o;
+}
+
+/* A request of one span: ids of the given lengths, name, times, plus
+ * attrs (the bytes of one KeyValue, or NULL). */
+static struct buf request(size_t tlen, const char *name, uint64_t start, uint64_t end,
+			  const struct buf *kv)
+{
+	static const uint8_t id[16] = { 0x5b, 0x8e, 0xff, 0xf7, 0x98, 3, 0x81, 3,
+					0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c };
+	struct buf s = { 0 }, res = { 0 }, kvs = { 0 };
+
+	field(&s, 1, id, tlen);
+	field(&s, 2, id + 8, 8);
+	field(&s, 5, name, strlen(name));
+	varint(&s, 6 << 3);
+	varint(&s, 3);                          /* kind CLIENT */
+	fixed64(&s, 7, start);
+	fixed64(&s, 8, end);
+	if (kv)
+		field(&s, 9, kv->p, kv->len);
+	wrap(&s, 2);                            /* ScopeSpans.spans */
+	field(&kvs, 1, "service.name", 12);
+	{
+		struct buf v = { 0 };
+
+		field(&v, 1, "Shop", 4);
+		field(&kvs, 2, v.p, v.len);
+		free(v.p);
+	}
+	field(&res, 1, kvs.p, kvs.len);          /* Resource.attributes */
+	{
+		struct buf rs = { 0 };
+
+		field(&rs, 1, res.p, res.len);
+		field(&rs, 2, s.p, s.len);
+		free(s.p);
+		s = rs;
+	}
+	wrap(&s, 1);                            /* Request.resource_spans */
+	free(res.p);
+	free(kvs.p);
+	return s;
+}
+
+static int decode_map(const struct buf *b, struct zarena *a, struct otlp_result *res,
+		      char *err, size_t errlen)
+{
+	struct otlp_req r;
+	int ret = otlp_pb_decode(b->p ? (const void *)b->p : "", b->len, a, &r, err, errlen);
+
+	return ret ? ret : otlp_map(&r, a, res);
+}
+
+static void hostile(void)
+{
+	static const struct {
+		const char *what;
+		const char *bytes;
+		size_t len;
+		const char *err;
+	} cases[] = {
+		{ "truncated message", "\x0a\x05\x0a", 3, "runs past the end" },
+		{ "huge length", "\x0a\xff\xff\xff\xff\x0f", 6, "runs past the end" },
+		{ "length past 2^64", "\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "runs past" },
+		{ "truncated key", "\x80", 1, "truncated field key" },
+		{ "group wire type", "\x0b\x0c", 2, "wire type 3" },
+		{ "wire type 7", "\x0f", 1, "wire type 7" },
+		{ "a varint where a message is", "\x08\x01", 2, "not a protobuf" },
+		{ "a fixed32 where a message is", "\x0d\x01\x02\x03\x04", 5, "not a protobuf" },
+		{ "a truncated fixed64", "\x0a\x03\x12\x01\x39", 5, "runs past" },
+	};
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b = { (uint8_t *)cases[i].bytes, cases[i].len };
+		struct zarena a = { 0 };
+		struct otlp_result res;
+
+		err[0] = '\0';
+		is_int(decode_map(&b, &a, &res, err, sizeof(err)), -EINVAL, "%s: refused",
+		       cases[i].what);
+		ok(strstr(err, cases[i].err) != NULL, "%s: the reason (%.200s)", cases[i].what, err);
+		zarena_reset(&a);
+	}
+}
+
+/* AnyValue { array_value { values: AnyValue ... } } depth levels deep. */
+static void deep(int depth, int want_ok)
+{
+	struct buf v = { 0 }, kv = { 0 }, b;
+	struct zarena a = { 0 };
+	struct otlp_result res;
+	char err[512] = "";
+	int ret;
+
+	field(&v, 1, "x", 1);
+	for (int i = 1; i < depth; i++) {
+		wrap(&v, 1);                    /* ArrayValue.values */
+		wrap(&v, 5);                    /* AnyValue.array_value */
+	}
+	field(&kv, 1, "deep", 4);
+	field(&kv, 2, v.p, v.len);
+	b = request(16, "deep", 1000, 2000, &kv);
+	ret = decode_map(&b, &a, &res, err, sizeof(err));
+	if (want_ok) {
+		is_int(ret, 0, "AnyValues nested %d deep: decoded", depth);
+		is_int(res.nspans, 1, "... and the span kept");
+	} else {
+		is_int(ret, -EINVAL, "AnyValues nested %d deep: refused before protobuf-c recurses",
+		       depth);
+		ok(strstr(err, "nested deeper than") != NULL, "... naming the limit (%.200s)", err);
+	}
+	zarena_reset(&a);
+	free(v.p);
+	free(kv.p);
+	free(b.p);
+}
+
+static void valid(void)
+{
+	struct buf kv = { 0 }, arr = { 0 }, v = { 0 }, b;
+	struct zarena a = { 0 };
+	struct otlp_result res;
+	char err[512] = "";
+
+	/* tags = AnyValue{array_value{values: ["a", 7, true]}} */
+	field(&v, 1, "a", 1);
+	varint(&v, 3 << 3);
+	varint(&v, 7);
+	varint(&v, 2 << 3);
+	varint(&v, 1);
+	/* three AnyValues of 3, 2 and 2 bytes, each an ArrayValue.values */
+	for (size_t off = 0, n; off < v.len; off += n) {
+		n = off ? 2 : 3;
+		field(&arr, 1, v.p + off, n);
+	}
+	free(v.p);
+	wrap(&arr, 5);
+	field(&kv, 1, "tags", 4);
+	field(&kv, 2, arr.p, arr.len);
+	b = request(16, "GET /x", 1500000000000000000ull, 1500000000002500000ull, &kv);
+	is_int(decode_map(&b, &a, &res, err, sizeof(err)), 0, "a valid request decodes (%.200s)", err);
+	is_int(res.nspans, 1, "one span");
+	is_int(res.rejected, 0, "none rejected");
+	if (res.nspans == 1) {
+		const struct zspan *z = &res.spans[0];
+
+		is_u64(z->trace_hi, 0x5b8efff798038103ull, "trace id high");
+		is_u64(z->trace_lo, 0xd269b633813fc60cull, "trace id low");
+		is_u64(z->id, 0xd269b633813fc60cull, "span id");
+		is_u64(z->timestamp_us, 1500000000000000ull, "timestamp in us");
+		is_u64(z->duration_us, 2500, "duration in us");
+		is_int(z->kind, SPAN_KIND_CLIENT, "kind CLIENT");
+		ok(z->name.len == 6 && !memcmp(z->name.p, "get /x", 6), "name lower-cased");
+		ok(z->local.service.len == 4 && !memcmp(z->local.service.p, "shop", 4),
+		   "service.name -> localEndpoint");
+		ok(z->ntags == 1 && z->tags[0].value.len == 12 &&
+		   !memcmp(z->tags[0].value.p, "[\"a\",7,true]", 12),
+		   "an array attribute becomes a JSON array");
+	}
+	zarena_reset(&a);
+	free(kv.p);
+	free(arr.p);
+	free(b.p);
+}
+
+static void rejected(void)
+{
+	struct buf b;
+	struct zarena a = { 0 };
+	struct otlp_result res;
+	char err[512] = "";
+
+	b = request(3, "short id", 1000, 2000, NULL);
+	is_int(decode_map(&b, &a, &res, err, sizeof(err)), 0, "a span with a 3-byte trace id: decoded");
+	is_int(res.rejected, 1, "... and rejected alone");
+	ok(strstr(res.first_error, "resourceSpans[0].scopeSpans[0].spans[0].traceId: expected 16 bytes") != NULL,
+	   "... with the place (%.200s)", res.first_error);
+	free(b.p);
+	zarena_reset(&a);
+
+	b = request(16, "bad \xff utf8", 1000, 2000, NULL);
+	is_int(decode_map(&b, &a, &res, err, sizeof(err)), 0, "a name that is not UTF-8: decoded");
+	is_int(res.rejected, 1, "... and the span rejected");
+	free(b.p);
+	zarena_reset(&a);
+
+	b = request(16, "backwards", 2000, 1000, NULL);
+	is_int(decode_map(&b, &a, &res, err, sizeof(err)), 0, "end before start: decoded");
+	ok(res.rejected == 1 && strstr(res.first_error, "is before startTimeUnixNano"),
+	   "... and rejected (%.200s)", res.first_error);
+	free(b.p);
+	zarena_reset(&a);
+
+	b = (struct buf){ 0 };
+	is_int(decode_map(&b, &a, &res, err, sizeof(err)), 0, "an empty body is an empty request");
+	is_int(res.nspans + res.rejected, 0, "... with no span");
+	zarena_reset(&a);
+}
+
+static void response(void)
+{
+	void *p = NULL;
+	size_t n = 0;
+
+	is_int(otlp_pb_response(0, NULL, &p, &n), 0, "full success response");
+	is_int(n, 0, "... is an empty message");
+	free(p);
+	is_int(otlp_pb_response(2, "why", &p, &n), 0, "partial success response");
+	/* partial_success (1) { rejected_spans (1) = 2, error_message (2) = "why" } */
+	ok(n == 9 && !memcmp(p, "\x0a\x07\x08\x02\x12\x03why", 9), "... encodes partial_success");
+	free(p);
+	is_int(otlp_pb_status(14, "full", 1, &p, &n), 0, "google.rpc.Status with RetryInfo");
+	ok(n > 10 && ((uint8_t *)p)[0] == 0x08 && ((uint8_t *)p)[1] == 14, "... code 14 first");
+	ok(memmem(p, n, "google.rpc.RetryInfo", 20) != NULL, "... RetryInfo in its details");
+	free(p);
+}
+
+int main(void)
+{
+	hostile();
+	deep(OTLP_MAX_DEPTH, 1);
+	deep(OTLP_MAX_DEPTH + 1, 0);
+	deep(5000, 0);
+	valid();
+	rejected();
+	response();
+	return test_done();
+}
