@@ -56,6 +56,9 @@ struct store_ops {
 	int (*counts)(struct store_rd *r, struct store_counts *c);
 	int (*scan)(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 		    int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+	/* NULL: store.c falls back to scan (spans in the window only) */
+	int (*scan_traces)(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+			   int (*fn)(void *ctx, const struct store_row *row), void *ctx);
 	int (*agents)(struct store_rd *r,
 		      int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 };

@@ -221,6 +221,14 @@ int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 	return r->ops->scan(r->rd, from_us, to_us, fn, ctx);
 }
 
+int store__scan_traces(struct store_reader *r, uint64_t from_us, uint64_t to_us,
+		       int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	if (!r->ops->scan_traces)
+		return r->ops->scan(r->rd, from_us, to_us + 1, fn, ctx);
+	return r->ops->scan_traces(r->rd, from_us, to_us, fn, ctx);
+}
+
 int store__agents(struct store_reader *r,
 		  int (*fn)(void *ctx, const struct store_agent *a), void *ctx)
 {
