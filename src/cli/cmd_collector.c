@@ -204,8 +204,8 @@ int cmd_collector(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "http", required_argument, NULL, 'H' },
 		{ "db", required_argument, NULL, 'd' },
-		{ "clickhouse", required_argument, NULL, 'C' },
-		{ "clickhouse-cluster", required_argument, NULL, 'K' },
+		{ "clickhouse", required_argument, NULL, 1001 },
+		{ "clickhouse-cluster", required_argument, NULL, 1002 },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'm' },
@@ -243,8 +243,8 @@ int cmd_collector(int argc, char **argv)
 		case 'l': o.listen = optarg; break;
 		case 'H': o.http = optarg; break;
 		case 'd': o.db = optarg; break;
-		case 'C': o.clickhouse = optarg; break;
-		case 'K': o.clickhouse_cluster = optarg; break;
+		case 1001: o.clickhouse = optarg; break;
+		case 1002: o.clickhouse_cluster = optarg; break;
 		case 't': o.token = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
