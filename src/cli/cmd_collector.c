@@ -29,7 +29,8 @@ static void usage(FILE *f)
 "    APIs, agent listener\n"
 "\n"
 "SYNOPSIS\n"
-"    fay collector [--listen ADDR] [--http ADDR] [--db PATH] [--retention DUR]\n"
+"    fay collector [--listen ADDR] [--http ADDR] [--otlp-http ADDR|off]\n"
+"                  [--db PATH] [--retention DUR]\n"
 "                  [--token T] [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
@@ -90,6 +91,13 @@ static void usage(FILE *f)
 "                      ADDR is HOST:PORT, [IPV6]:PORT, :PORT or PORT; without a\n"
 "                      host it binds 127.0.0.1; 0.0.0.0:PORT for every interface;\n"
 "                      port 0 picks a free one (printed at start)\n"
+"    --otlp-http ADDR  a second HTTP listener serving POST /v1/traces alone, where\n"
+"                      OpenTelemetry SDKs send by default (default %s);\n"
+"                      'off' for none.  When the default port is taken (another\n"
+"                      collector on this host) the collector warns and runs\n"
+"                      without it; an ADDR given must bind or the collector\n"
+"                      exits 1.  Tests and several collectors on one host pass\n"
+"                      port 0 (a free port, printed at start) or 'off'\n"
 "    --db PATH         the SQLite store (default ./fay.db); created if absent; a\n"
 "                      file that is not a fay store is refused, never replaced\n"
 "    --clickhouse URL[,URL...]\n"
@@ -188,7 +196,7 @@ static void usage(FILE *f)
 "FILES\n"
 "    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n"
 "    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n",
-		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT);
+		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT);
 }
 
 static volatile sig_atomic_t stop_sig;
@@ -210,6 +218,7 @@ int cmd_collector(int argc, char **argv)
 		{ "token", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
+		{ "otlp-http", required_argument, NULL, 'O' },
 		{ "thresholds", required_argument, NULL, 'T' },
 		{ "export", required_argument, NULL, 'x' },
 		{ "parent", required_argument, NULL, 'P' },
@@ -269,6 +278,7 @@ int cmd_collector(int argc, char **argv)
 			}
 			*(opt == 'm' ? &o.max_body : &o.ingest_queue) = (size_t)size;
 			break;
+		case 'O': o.otlp_http = optarg; break;
 		case 'T': o.ext.thresholds = optarg; break;
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;

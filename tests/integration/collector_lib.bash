@@ -25,7 +25,8 @@ coll_store_args() {
 	return 0
 }
 
-# coll_start DB [ARGS...]: sets CPID, WP (wire port), HP (HTTP port), URL
+# coll_start DB [ARGS...]: sets CPID, WP (wire port), HP (HTTP port), URL.
+# The OTLP listeners are off unless ARGS name them (the last option wins).
 coll_start() {
 	local db=$1; shift
 	local store
@@ -33,7 +34,7 @@ coll_start() {
 	WP=$(free_port)
 	HP=$(free_port)
 	URL=http://127.0.0.1:$HP
-	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP "${store[@]}" "$@" \
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off "${store[@]}" "$@" \
 		>>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)
