@@ -45,6 +45,7 @@
 #include "agent/drain.h"
 #include "agent/qclient.h"
 #include "agent/shmfile.h"
+#include "agent/spantap.h"
 #include "agent/spool.h"
 #include "agent/ship.h"
 #include "common/atomic.h"
@@ -90,6 +91,7 @@ struct agent {
 	int lockfd;
 	char agent_id[33];
 	struct qclient *qc;	/* the query connection (cluster queries) */
+	struct spantap *tap;	/* spans(...) queries: fed by the drain thread */
 	char cursors_path[PATH_MAX], stats_path[PATH_MAX];
 
 	/* Every process from discovery to retirement (the drain thread has
@@ -766,6 +768,14 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "fast_tick", ds.fast_tick);
 	if (!j)
 		return NULL;
+	if (a->tap) {
+		uint64_t fed, dropped;
+
+		spantap_counts(a->tap, &fed, &dropped);
+		json_object_set_new(j, "span_queries",
+				    json_pack("{s:I, s:I}", "spans_fed", (json_int_t)fed,
+					      "blkin_given_up", (json_int_t)dropped));
+	}
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -878,6 +888,11 @@ static int setup(struct agent *a)
 	}
 	a->drain_ready = 1;
 	a->drain.nice = a->o->drain_nice;
+	a->tap = spantap_new();
+	if (!a->tap)
+		pr_warn("cannot set up the span tap: %s; spans(...) queries will not run here",
+			errstr(-errno));
+	a->drain.tap = a->tap;
 
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -982,6 +997,8 @@ static void teardown(struct agent *a)
 	/* The drain thread first: it may still be reading the procs. */
 	if (a->drain_ready)
 		drain_free(&a->drain);
+	spantap_free(a->tap);	/* no query and no drain feeds it now */
+	a->tap = NULL;
 	free_dead(a);
 	while (a->procs) {
 		struct proc *p = a->procs;
@@ -1044,7 +1061,7 @@ int agent_run(const struct agent_opts *o)
 	{
 		struct qclient_opts qo = {
 			.collector = o->collector, .host = o->host,
-			.agent_id = a.agent_id, .token = o->token,
+			.agent_id = a.agent_id, .token = o->token, .tap = a.tap,
 		};
 
 		a.qc = qclient_start(&qo);

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "agent/drain.h"
+#include "agent/spantap.h"
 #include "common/atomic.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -267,6 +268,8 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 	}
 	p->in_batch[dc->ring] = 1;
 	p->n.drained++;
+	if (dc->d->tap)		/* spans(...) queries (nothing when none runs) */
+		spantap_feed(dc->d->tap, &r, p->service, p->pid);
 	return 0;
 }
 
@@ -438,6 +441,8 @@ void drain_pass(struct drain *d, uint64_t now)
 	    (d->cur->retired || stop || d->cur->b.count >= d->cur->b.max_count ||
 	     (!bqueue_len(d->q) && now - d->last_seal_ns >= d->flush_ns / 4 * 3)))
 		seal(d, now);
+	if (d->tap)
+		spantap_pass_end(d->tap);
 	publish(d);
 }
 

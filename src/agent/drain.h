@@ -31,6 +31,8 @@
 #include "agent/spool.h"
 #include "common/ring/ring.h"
 
+struct spantap;
+
 /* The epoll tag of agent.c: the first member of every event source. */
 struct evsrc {
 	int type;
@@ -118,6 +120,7 @@ struct drain {
 	int tickfd, wakefd;
 	pthread_t thread;
 	int started;
+	struct spantap *tap;    /* spans(...) queries; set before the start */
 
 	pthread_mutex_t lock;   /* guards the next four */
 	struct proc *incoming;  /* drain_add()ed, not yet taken */

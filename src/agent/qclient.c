@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agent/qclient.h"
+#include "agent/spantap.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/qlink.h"
@@ -158,6 +159,11 @@ static void run_job(struct qlink_job *job)
 	}
 	o.err = why;
 	o.errlen = sizeof(why);
+	if (c->tap) {		/* spans(...): the drain thread feeds them */
+		o.spans_attach = spantap_attach;
+		o.spans_detach = spantap_detach;
+		o.spans_ctx = c->tap;
+	}
 	rc = engine_drive(q, p, &o, &sink);
 	if (rc == ENGINE_DRIVE_QUERY || (rc < 0 && query_error(q)))
 		qlink_status(job, WIRE_QS_FAILED, query_error(q));

@@ -16,12 +16,16 @@
 #ifndef FAY_AGENT_QCLIENT_H
 #define FAY_AGENT_QCLIENT_H
 
+struct spantap;
+
 struct qclient_opts {
 	const char *collector;	/* host:port of the collector's agent port */
 	const char *host;	/* this host's name (HELLO, the host field) */
 	const char *agent_id;	/* 32 hex digits */
 	const char *token;	/* NULL: none */
 	const char *tracefs;	/* NULL: find it (tests) */
+	/* spans(...) queries attach here (NULL: they fail, saying so) */
+	struct spantap *tap;
 };
 
 /* A query link (common/qlink.h) that runs what it is sent here. */

@@ -251,7 +251,8 @@ enum MHD_Result api_dependencies(struct collector *c, struct MHD_Connection *con
 	r = coll_reader_get(c);
 	if (!r)
 		return reply_store_err(c, con, -errno);
-	j = deps_json(r, (end_ms - lookback) * 1000, end_ms * 1000 + 1, &ret);
+	/* Zipkin: span timestamps in ms within [endTs - lookback, endTs] */
+	j = deps_json(r, (end_ms - lookback) * 1000, end_ms * 1000 + 999, &ret);
 	coll_reader_put(c, r);
 	if (!j)
 		return reply_store_err(c, con, ret);

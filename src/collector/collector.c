@@ -22,6 +22,33 @@
 #include "common/version.h"
 
 /*
+ * Whether an OTLP listener's address may be skipped: "off" (skip, no
+ * word), NULL for the default (skip with a warning when the port is taken:
+ * another collector or OTLP receiver on this host has it).  An address
+ * given must bind.  Returns the address to try, NULL for none.
+ */
+static const char *otlp_addr(const char *opt, const char *dflt, int *optional)
+{
+	*optional = !opt;
+	if (opt && !strcmp(opt, "off"))
+		return NULL;
+	return opt ? opt : dflt;
+}
+
+/* Say why an optional OTLP listener is off, or fill err: 0 or -errno. */
+static int otlp_listen_failed(const char *flag, const char *addr, int optional, int ret,
+			      const char *why, char *err, size_t errlen)
+{
+	if (optional && ret == -EADDRINUSE) {
+		pr_warn("collector: %s %s: the port is in use; running without it (give %s "
+			"ADDR, or %s off)", flag, addr, flag, flag);
+		return 0;
+	}
+	snprintf(err, errlen, "%s %s", flag, why);
+	return ret;
+}
+
+/*
  * Split --autocomplete-keys "k1, k2" into c->ac_keys (blanks around a key
  * and empty keys dropped, a repeated key kept once) and tell the store.
  * 0 or -ENOMEM.
@@ -84,6 +111,7 @@ struct collector_run {
 	struct collector c;          /* first: collector_stop() gets &c */
 	struct wire_server *ws;
 	struct http_server *hs;
+	struct http_server *otlp_hs;  /* --otlp-http (NULL: off) */
 	struct ctree *tree;          /* --parent: this collector under another */
 };
 
@@ -92,8 +120,9 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	struct collector_run *r = calloc(1, sizeof(*r));
 	struct coll_ext_opts xo;
 	struct collector *c;
-	char why[512];
-	int ret = -EINVAL;
+	const char *addr;
+	char why[512], store_at[2048];
+	int ret = -EINVAL, optional;
 
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
@@ -107,7 +136,14 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;
-	c->store = store__open(o->db, 0, why, sizeof(why));
+	if (o->clickhouse) {
+		snprintf(store_at, sizeof(store_at), "clickhouse:%s%s%s", o->clickhouse,
+			 o->clickhouse_cluster ? "#" : "",
+			 o->clickhouse_cluster ? o->clickhouse_cluster : "");
+	} else {
+		snprintf(store_at, sizeof(store_at), "%s", o->db);
+	}
+	c->store = store__open(store_at, 0, why, sizeof(why));
 	if (!c->store) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "store: %s", why);
@@ -144,15 +180,24 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "--listen %s", why);
 		goto err_out;
 	}
-	r->hs = http_server_new(c, o->http, why, sizeof(why));
+	r->hs = http_server_new(c, o->http, 0, why, sizeof(why));
 	if (!r->hs) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "--http %s", why);
 		goto err_out;
 	}
-	pr_info("collector %s: agents on %s, HTTP on http://%s, store %s (schema %d), retention %s%" PRIu64 "s",
-		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs), o->db,
-		store__schema_version(), c->retention_us ? "" : "off ",
+	if ((addr = otlp_addr(o->otlp_http, COLL_OTLP_HTTP_DEFAULT, &optional))) {
+		r->otlp_hs = http_server_new(c, addr, 1, why, sizeof(why));
+		if (!r->otlp_hs && (ret = otlp_listen_failed("--otlp-http", addr, optional,
+							     errno ? -errno : -EINVAL, why,
+							     err, errlen)))
+			goto err_out;
+	}
+	pr_info("collector %s: agents on %s, HTTP on http://%s, OTLP/HTTP on %s%s, store %s "
+		"(schema %d), retention %s%" PRIu64 "s",
+		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs),
+		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off", store_at,
+		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
 	if (c->token)
 		pr_info("collector: agents must present the token");
@@ -191,6 +236,7 @@ void collector_stop(struct collector *c)
 		return;
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
 	standing_free(c->standing);
+	http_server_free(r->otlp_hs);
 	http_server_free(r->hs);
 	wire_server_free(r->ws);
 	cluster_free(c->cluster);	/* after every connection and query ended */

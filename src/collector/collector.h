@@ -98,6 +98,8 @@ struct collector {
 #define EXT_MAX_EXPORTS 8
 /* Spans waiting for the store past which OTLP senders get 429/UNAVAILABLE. */
 #define COLL_INGEST_QUEUE 100000
+/* OTLP/HTTP's default address (the OpenTelemetry SDKs' default endpoint). */
+#define COLL_OTLP_HTTP_DEFAULT "127.0.0.1:4318"
 
 /* What `fay collector` options configure in ext.h's extensions. */
 struct coll_ext_opts {
@@ -110,7 +112,11 @@ struct coll_ext_opts {
 struct collector_opts {
 	const char *listen;          /* agent protocol address (net_parse_addr) */
 	const char *http;            /* HTTP address */
-	const char *db;              /* the SQLite store */
+	const char *otlp_http;       /* --otlp-http: NULL the default, "off" none */
+	const char *db;              /* the SQLite store; with clickhouse, where the
+					collector's own files go (PATH.queries ...) */
+	const char *clickhouse;      /* NULL, or the ClickHouse store: URL[,URL...] */
+	const char *clickhouse_cluster;  /* NULL, or the cluster of its tables */
 	const char *token;           /* NULL: none */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
@@ -189,7 +195,12 @@ const char *wire_server_addr(const struct wire_server *ws);
 /* ---- http.c ------------------------------------------------------------- */
 
 struct http_server;
-struct http_server *http_server_new(struct collector *c, const char *addr,
+/*
+ * Listen on addr and serve the HTTP API (Zipkin, UI, OTLP, queries), or
+ * with otlp_only POST /v1/traces alone (--otlp-http).  NULL + errno
+ * (EADDRINUSE when the port is taken) with the reason in err.
+ */
+struct http_server *http_server_new(struct collector *c, const char *addr, int otlp_only,
 				    char *err, size_t errlen);
 void http_server_free(struct http_server *hs);
 const char *http_server_addr(const struct http_server *hs);

@@ -63,7 +63,7 @@ struct dmap {
 };
 
 struct deps {
-	uint64_t hi, lo;
+	uint64_t lo;
 	int have;
 	struct dspan *s;
 	size_t n, cap;
@@ -460,10 +460,10 @@ static int on_row(void *ctx, const struct store_row *r)
 	struct deps *d = ctx;
 	struct dspan *s;
 
-	if (d->have && (r->trace_hi != d->hi || r->trace_lo != d->lo))
+	/* one trace per low id half: Zipkin ignores the high half here */
+	if (d->have && r->trace_lo != d->lo)
 		trace_done(d);
 	d->have = 1;
-	d->hi = r->trace_hi;
 	d->lo = r->trace_lo;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 64;
@@ -491,7 +491,7 @@ json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int 
 	struct deps d = { 0 };
 	json_t *a = NULL;
 
-	*ret = store__scan(r, from_us, to_us, on_row, &d);
+	*ret = store__scan_traces(r, from_us, to_us, on_row, &d);
 	trace_done(&d); /* the last trace (and its strings, on error too) */
 	if (!*ret && d.oom)
 		*ret = -ENOMEM;

@@ -128,7 +128,8 @@ json_t *dashboard_json(struct store_reader *r, uint64_t end_us, uint64_t window_
 		       uint64_t step_us, const json_t *th_doc, int *ret);
 
 /* Zipkin's dependency links [{"parent","child","callCount","errorCount"}]
- * of the spans that started in [from_us, to_us).  NULL with *ret. */
+ * of the traces with a span that started in [from_us, to_us], every span
+ * of them (store__scan_traces()).  NULL with *ret. */
 json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int *ret);
 
 /* ---- export.c ------------------------------------------------------------ */

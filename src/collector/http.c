@@ -42,6 +42,7 @@ struct http_server {
 	struct collector *c;
 	struct MHD_Daemon *d;
 	int fd;
+	int otlp_only;          /* --otlp-http: POST /v1/traces alone */
 	int loopback;           /* listens on 127.0.0.0/8 or ::1 */
 	char addr[64];
 };
@@ -683,6 +684,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 	}
 	if (rq->status)
 		return answer(c, con, rq);
+	if (hs->otlp_only) {
+		struct http_body body = { rq->body, rq->len, rq->too_big };
+
+		if (strcmp(url, "/v1/traces"))
+			return reply_text(c, con, 404, "no such route: %s %s (this is the OTLP/HTTP "
+					  "listener, --otlp-http: POST /v1/traces only)\n", method, url);
+		if (strcmp(method, "POST"))
+			return reply_text(c, con, 405, "%s is not allowed on %s (allowed: POST)\n",
+					  method, url);
+		return api_otlp(c, con, &body);
+	}
 	return route(c, con, url, method, rq);
 }
 
@@ -698,7 +710,7 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 	}
 }
 
-struct http_server *http_server_new(struct collector *c, const char *addr,
+struct http_server *http_server_new(struct collector *c, const char *addr, int otlp_only,
 				    char *err, size_t errlen)
 {
 	struct http_server *hs = calloc(1, sizeof(*hs));
@@ -715,6 +727,7 @@ struct http_server *http_server_new(struct collector *c, const char *addr,
 		return fay_err_ptr(ret);
 	}
 	hs->c = c;
+	hs->otlp_only = otlp_only;
 	hs->fd = net_listen(addr, 128, &actual, err, errlen);
 	if (hs->fd < 0) {
 		ret = hs->fd;

@@ -113,7 +113,7 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 		if (p->target)
 			snprintf(ep->spec, sizeof(ep->spec), "spans(\"%s\")", p->target);
 		else
-			snprintf(ep->spec, sizeof(ep->spec), "spans()");
+			snprintf(ep->spec, sizeof(ep->spec), "spans");
 		break;
 	default:
 		return engine_fail(e, -EOPNOTSUPP, "this source cannot run on this host");

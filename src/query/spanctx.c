@@ -3,6 +3,7 @@
  * The spans(...) context (spanctx.h): its fields for the planner, and the
  * fill from a decoded span record for the agent.
  */
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,18 +59,22 @@ static bool str_is(struct spanrec_str s, const char *z)
 	return s.len == n && !memcmp(s.p, z, n);
 }
 
-bool spanctx_match(const struct plan *p, const struct spanrec *r,
-		   const char *proc_service, const char *comm)
+bool spanctx_match(const struct plan *p, const struct spanrec *r, const char *proc_service)
 {
-	const char *want = p->target;
+	char svc[SPANCTX_STR + 1];
 
-	if (!want)
+	if (!p->target)
 		return true;
-	if (r->local.present && r->local.service.len)
-		return str_is(r->local.service, want) || (comm && !strcmp(comm, want));
-	return (proc_service && !strcmp(proc_service, want)) || (comm && !strcmp(comm, want));
-}
+	if (r->local.present && r->local.service.len) {
+		size_t n = r->local.service.len < SPANCTX_STR ? r->local.service.len : SPANCTX_STR;
 
+		memcpy(svc, r->local.service.p, n);
+		svc[n] = '\0';
+	} else {
+		snprintf(svc, sizeof(svc), "%s", proc_service ? proc_service : "");
+	}
+	return !fnmatch(p->target, svc, 0);
+}
 /* Copy a string into a slot of size bytes (the rest stays zero: the
  * caller cleared it); a longer one is cut. */
 static void put_str(char *slot, size_t size, const char *s, size_t len)

@@ -57,15 +57,13 @@ size_t spanctx_size(int ntags);
 const char *spanctx_kind_name(unsigned kind);
 
 /*
- * Whether span r, recorded by a process whose service is proc_service and
- * whose program name (/proc/PID/comm) is comm, is one plan p asks for:
- * spans("X") takes the spans whose service is X, and every span of a
- * process whose program is X (spans("blockstack") takes every layer of
- * the blockstack example, each with its own service); spans() takes all.
- * proc_service and comm may be NULL.
+ * Whether span r, recorded by a process whose service is proc_service
+ * (may be NULL), is one plan p asks for: spans("X") takes the spans whose
+ * service (their local endpoint's, else their process's) matches X, a
+ * service name or a shell pattern (fnmatch(3): spans("blocker-*")); spans
+ * takes all.
  */
-bool spanctx_match(const struct plan *p, const struct spanrec *r,
-		   const char *proc_service, const char *comm);
+bool spanctx_match(const struct plan *p, const struct spanrec *r, const char *proc_service);
 
 /*
  * Fill ctx (spanctx_size(p->ntags) bytes, overwritten entirely) with span

@@ -56,10 +56,14 @@ struct store_ops {
 	int (*counts)(struct store_rd *r, struct store_counts *c);
 	int (*scan)(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 		    int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+	/* NULL: store.c falls back to scan (spans in the window only) */
+	int (*scan_traces)(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+			   int (*fn)(void *ctx, const struct store_row *row), void *ctx);
 	int (*agents)(struct store_rd *r,
 		      int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 };
 
 extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
+extern const struct store_ops ch_store_ops;     /* store/ch.c */
 
 #endif

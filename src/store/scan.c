@@ -29,31 +29,14 @@ static struct zs_str col_str(sqlite3_stmt *s, int i)
 		   (struct zs_str){ "", 0 };
 }
 
-int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
-		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+/* Bind [from_us, to_us] to sql's ?1 ?2 and call fn for each span row. */
+static int run_scan(sqlite3 *db, const char *sql, uint64_t from_us, uint64_t to_us,
+		    int (*fn)(void *ctx, const struct store_row *row), void *ctx)
 {
-	static const char sql_v1[] =
-		"SELECT trace_hi, trace_lo, id, parent_id, kind, shared, error,"
-		" local_service, remote_service, name, start_us, duration_us"
-		" FROM spans INDEXED BY spans_ts WHERE start_us >= ?1 AND start_us < ?2"
-		" ORDER BY trace_hi, trace_lo, start_us";
-	/* traces that end after the window starts, their spans in it */
-	static const char sql_v2[] =
-		"SELECT t.trace_hi, t.trace_lo, s.id, s.parent_id, s.kind, s.shared, s.error,"
-		" s.local_service, s.remote_service, s.name, s.start_us, s.duration_us"
-		" FROM traces t INDEXED BY traces_end JOIN spans s ON s.trace_seq = t.seq"
-		" WHERE t.end_us >= ?1 AND s.start_us >= ?1 AND s.start_us < ?2"
-		" ORDER BY t.seq, s.start_us";
-	sqlite3 *db = sq_reader_db(r);
 	sqlite3_stmt *s = NULL;
-	int rc, ret = 0, version = 0;
+	int rc, ret = 0;
 
-	rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
-	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		version = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	s = NULL;
-	rc = sqlite3_prepare_v2(db, version >= 2 ? sql_v2 : sql_v1, -1, &s, NULL);
+	rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return scan_err(db, rc);
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)from_us);
@@ -82,6 +65,59 @@ int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 		ret = scan_err(db, rc);
 	sqlite3_finalize(s);
 	return ret;
+}
+
+static int user_version(sqlite3 *db)
+{
+	sqlite3_stmt *s = NULL;
+	int version = 0;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		version = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return version;
+}
+
+#define SCAN_COLS \
+	"t.trace_hi, t.trace_lo, s.id, s.parent_id, s.kind, s.shared, s.error," \
+	" s.local_service, s.remote_service, s.name, s.start_us, s.duration_us"
+
+int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	static const char sql_v1[] =
+		"SELECT trace_hi, trace_lo, id, parent_id, kind, shared, error,"
+		" local_service, remote_service, name, start_us, duration_us"
+		" FROM spans INDEXED BY spans_ts WHERE start_us >= ?1 AND start_us < ?2"
+		" ORDER BY trace_hi, trace_lo, start_us";
+	/* traces that end after the window starts, their spans in it */
+	static const char sql_v2[] =
+		"SELECT " SCAN_COLS
+		" FROM traces t INDEXED BY traces_end JOIN spans s ON s.trace_seq = t.seq"
+		" WHERE t.end_us >= ?1 AND s.start_us >= ?1 AND s.start_us < ?2"
+		" ORDER BY t.seq, s.start_us";
+	sqlite3 *db = sq_reader_db(r);
+
+	return run_scan(db, user_version(db) >= 2 ? sql_v2 : sql_v1, from_us, to_us, fn, ctx);
+}
+
+int sq__scan_traces(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+		    int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	/* traces with a span that started in the window, every span of
+	 * them, traces of one low id half together */
+	static const char sql[] =
+		"SELECT " SCAN_COLS
+		" FROM traces t INDEXED BY traces_end JOIN spans s ON s.trace_seq = t.seq"
+		" WHERE t.end_us >= ?1 AND t.min_us <= ?2 AND EXISTS (SELECT 1 FROM spans w"
+		"  WHERE w.trace_seq = t.seq AND w.start_us >= ?1 AND w.start_us <= ?2)"
+		" ORDER BY t.trace_lo, t.seq, s.start_us";
+	sqlite3 *db = sq_reader_db(r);
+
+	if (user_version(db) < 2)
+		return sq__scan(r, from_us, to_us + 1, fn, ctx);
+	return run_scan(db, sql, from_us, to_us, fn, ctx);
 }
 
 int sq__agents(struct store_rd *r,

@@ -1431,5 +1431,6 @@ const struct store_ops sq_store_ops = {
 	.traces = sq__traces,
 	.counts = sq__counts,
 	.scan = sq__scan,
+	.scan_traces = sq__scan_traces,
 	.agents = sq__agents,
 };

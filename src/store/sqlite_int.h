@@ -48,6 +48,8 @@ int sq__traces(struct store_rd *r, const struct store_query *q, struct store_tra
 int sq__counts(struct store_rd *r, struct store_counts *c);
 int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 	     int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+int sq__scan_traces(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+		    int (*fn)(void *ctx, const struct store_row *row), void *ctx);
 int sq__agents(struct store_rd *r,
 	       int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 

@@ -222,6 +222,16 @@ struct store_row {
 int store__scan(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 		int (*fn)(void *ctx, const struct store_row *row), void *ctx);
 
+/*
+ * Call fn for every span of the traces with a span that started in
+ * [from_us, to_us] (Zipkin's dependency window: whole traces, even the
+ * parts outside it), the spans of traces whose ids share the low 64 bits
+ * together (a 128-bit trace and its 64-bit form are one, as Zipkin links
+ * them).  fn and the result as for store__scan().
+ */
+int store__scan_traces(struct store_reader *r, uint64_t from_us, uint64_t to_us,
+		       int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+
 /* One row of the agents table (strings valid during the callback). */
 struct store_agent {
 	const char *id, *host, *version;

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # End to end: scripts/demo (what `make demo` runs) on private ports and a
 # private directory: it stores every blockstack trace, shows one write
-# request's waterfall, and answers the live FayQL query through the agent
-# with one row per blockstack layer, counted for real.
+# request's waterfall, and answers the live FayQL queries through the
+# agent (bs_send per layer with eBPF; span latency per layer and span name
+# with spans(...)), with rows for every blockstack layer, counted for real.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,6 +27,12 @@ ok "every host answered" grep -q "result: 1 of 1 hosts answered" <<<"$out"
 for layer in vm-client composer mapper blocker-1; do
 	ok "the answer has a $layer row with sends > 0" \
 		awk -v l="$layer" '$1 == l && $2 > 0 { f = 1 } END { exit !f }' <<<"$out"
+done
+# The spans(...) answer: one row per layer and span name, durations > 0.
+ok "it prints the spans(...) query" grep -q "^\$ fay query --cluster http://$DEMO_HTTP 'from sp in cluster.spans" <<<"$out"
+for ls in "vm-client write" "composer write" "mapper map" "mapper replicate" "blocker-1 write"; do
+	ok "the spans answer has a '$ls' row with n > 0 and a latency" \
+		awk -v l="${ls% *}" -v n="${ls#* }" '$1 == l && $2 == n && $3 > 0 && $5 > 0 { f = 1 } END { exit !f }' <<<"$out"
 done
 ok "the collector and agent are still running" "$TOP/scripts/demo" status
 done_testing

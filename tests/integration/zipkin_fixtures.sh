@@ -4,7 +4,9 @@
 # openzipkin/zipkin it comes from) posted to a real collector and read back
 # through the v2 routes, compared with what Zipkin's tests assert:
 #  - dependency_linker.json: every case of Zipkin's DependencyLinkerTest,
-#    each in a time window of its own, through /api/v2/dependencies;
+#    each in a time window of its own, through /api/v2/dependencies, and
+#    itdependencies.json: ITDependencies' traces, and its window cases
+#    (whole traces, mixed 64/128-bit ids);
 #  - test_objects.json (Zipkin's TestObjects.TRACE: 128-bit id, IPv6, an
 #    error) and lens_*.json (zipkin-lens/testdata: skewed clocks, shared
 #    spans, messaging, kafka, yelp) through trace, traceMany, traces,
@@ -27,6 +29,10 @@ relay() {  # relay TAPFILE: renumber its ok/not ok lines into ours
 	done <"$1"
 }
 relay "$T_TMP/linker.tap"
+python3 "$TOOLS/linker_cases.py" "$URL" "$DATA/itdependencies.json" 6 ITDependencies >"$T_TMP/itd.tap" 2>&1
+relay "$T_TMP/itd.tap"
+python3 "$TOOLS/itdeps.py" "$URL" "$DATA/test_objects.json" >"$T_TMP/itdeps.tap" 2>&1
+relay "$T_TMP/itdeps.tap"
 coll_stop
 ok "a second collector, for the traces (a store of their own)" \
 	coll_start "$T_TMP/fay2.db" --autocomplete-keys environment,http.path --retention 0

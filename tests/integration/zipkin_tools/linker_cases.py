@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Post the cases of tests/data/zipkin/dependency_linker.json (Zipkin's own
-DependencyLinkerTest) to a running collector, each case in a time window of
-its own, and compare GET /api/v2/dependencies for that window with the
-links Zipkin's test asserts.  TAP lines on stdout.  argv: URL FIXTURE"""
+DependencyLinkerTest) or itdependencies.json (ITDependencies) to a running
+collector, each case in a time window of its own (HOURS ago, 10 s apart;
+a run of its own trace ids), and compare GET /api/v2/dependencies for that
+window with the links Zipkin's test asserts.  TAP lines on stdout.
+argv: URL FIXTURE [HOURS [TEST_CLASS]]"""
 import json, sys, time
 
 from zapi import get, post
 
 url, path = sys.argv[1], sys.argv[2]
+hours = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+cls = sys.argv[4] if len(sys.argv) > 4 else "DependencyLinkerTest"
 cases = json.load(open(path))["cases"]
-base_ms = (int(time.time()) - 3 * 3600) * 1000   # three hours ago
+base_ms = (int(time.time()) - hours * 3600) * 1000
 n = 0
 failed = 0
 
@@ -25,7 +29,7 @@ for k, case in enumerate(cases):
     body = []
     for trace in case["traces"]:
         trace_no += 1
-        tid = "%032x" % (0xf1000000 + trace_no)
+        tid = "%032x" % (hours << 32 | trace_no)
         for i, sp in enumerate(trace):
             parent, sid, kind, local, remote, error, shared = sp[:7]
             s = {"traceId": tid, "id": hexid(sid), "name": "op", "timestamp": start_us + i,
@@ -52,10 +56,10 @@ for k, case in enumerate(cases):
     want = sorted(tuple(l) for l in case["links"])
     n += 1
     if status == 202 and got == want:
-        print("ok %d - DependencyLinkerTest.%s" % (n, case["name"]))
+        print("ok %d - %s.%s" % (n, cls, case["name"]))
     else:
         failed += 1
-        print("not ok %d - DependencyLinkerTest.%s" % (n, case["name"]))
+        print("not ok %d - %s.%s" % (n, cls, case["name"]))
         print("#   POST %d, want %s" % (status, want))
         print("#   got  %s" % got)
 sys.exit(1 if failed else 0)

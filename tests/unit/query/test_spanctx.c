@@ -143,15 +143,25 @@ static void test_fill(void)
 	is_str(str_at(ctx, col_field(p, 9)), "mapper", "service: the span's endpoint");
 	is_str(str_at(ctx, col_field(p, 10)), "", "no tag: empty");
 
-	/* matching: the service of the span, else of the process, or the program */
-	ok(spanctx_match(p, &sr, "composer", "blockstack") == false, "mapper's span is not composer's");
-	r.f.flags = SPAN_F_ERROR;
-	ok(spanctx_match(p, &sr, "mapper", "composer"), "the program name matches");
+	/* matching: the service of the span, else of the process */
+	ok(!spanctx_match(p, &sr, "composer"), "mapper's span is not composer's");
 	free(ctx);
+	query_free(q);
+	q = compile("from sp in spans(\"mapp*\") select count()", &p);
+	ok(p && spanctx_match(p, &sr, "composer"), "a pattern matches the span's service");
+	query_free(q);
+	q = compile("from sp in spans(\"compo?er\") select count()", &p);
+	ok(p && !spanctx_match(p, &sr, "composer"), "the span's endpoint comes first");
+	used = 0;
+	memset(&r, 0, sizeof(r));
+	r.f.span_id = r.f.trace_lo = 1;
+	put(&r, SPAN_ITEM_NAME, 0, "x", NULL);
+	ok(spanrec_decode(&r, sizeof(r.f) + used, &sr, err, sizeof(err)) > 0, "decodes");
+	ok(p && spanctx_match(p, &sr, "composer"), "else the process's service");
 	query_free(q);
 
 	q = compile("from sp in spans select count()", &p);
-	ok(p && spanctx_match(p, &sr, NULL, NULL), "spans takes every span");
+	ok(p && spanctx_match(p, &sr, NULL), "spans takes every span");
 	query_free(q);
 }
 
