@@ -97,6 +97,7 @@ QW_WAIT=$go "$FAY" run -- "$W" calls 400 & wpid=$!
 wait_for 10 test -S /run/fay/inline/$wpid.sock
 ok "fay run: the runtime's socket /run/fay/inline/PID.sock, root only" \
 	test "$(stat -c %a /run/fay/inline/$wpid.sock)" = 600 -a "$(stat -c %a /run/fay/inline)" = 700
+: >"$T_TMP/err"
 ( wait_for 10 grep -q attached "$T_TMP/err"; touch "$go" ) &
 timeout 60 "$FAY" query --json -p $wpid "from f in process($wpid).function(\"fay_work_fn\") select { n: count(), pid: max(f.pid) }" >"$T_TMP/out" 2>"$T_TMP/err"
 RC=$?
