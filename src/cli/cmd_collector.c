@@ -101,8 +101,22 @@ static void usage(FILE *f)
 "                      port 0 (a free port, printed at start) or 'off'\n"
 "    --db PATH         the SQLite store (default ./fay.db); created if absent; a\n"
 "                      file that is not a fay store is refused, never replaced\n"
+"    --clickhouse URL[,URL...]\n"
+"                      store spans in ClickHouse instead (its HTTP interface,\n"
+"                      http://HOST:8123[/DATABASE], database fay by default):\n"
+"                      schema created on first start and migrated by version;\n"
+"                      several collectors may share one; --db PATH then only\n"
+"                      names where standing queries and thresholds are kept.\n"
+"                      Tables and SQL: docs/SQL.md\n"
+"    --clickhouse-cluster NAME\n"
+"                      tables local to every shard of the remote_servers\n"
+"                      cluster NAME, written and read through Distributed\n"
+"                      tables; list one URL per shard (the schema is created\n"
+"                      on each, 18.16 has no ON CLUSTER without ZooKeeper),\n"
+"                      the first is the one the collector talks to\n"
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
-"                      forever), checked in small chunks in the background\n"
+"                      forever), checked in small chunks in the background;\n"
+"                      ClickHouse drops whole days (partitions) older than DUR\n"
 "    --token T         agents must send T in their HELLO; HTTP requests must send\n"
 "                      'Authorization: Bearer T' (also: FAY_TOKEN): every method\n"
 "                      but GET/HEAD, and GET/HEAD of /api/, /v1/ and /metrics\n"
@@ -172,6 +186,7 @@ static void usage(FILE *f)
 "EXAMPLES\n"
 "    fay collector\n"
 "    fay collector --db /var/lib/fay/fay.db --retention 3d --listen 0.0.0.0:9410\n"
+"    fay collector --clickhouse http://127.0.0.1:8123/fay\n"
 "    curl -s localhost:9411/api/v2/services\n"
 "    curl -s 'localhost:9411/api/v2/traces?serviceName=mapperd&minDuration=1000&limit=5'\n"
 "    curl -s -X POST -H 'Content-Type: application/json' --data @spans.json \\\n"
@@ -224,6 +239,8 @@ int cmd_collector(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "http", required_argument, NULL, 'H' },
 		{ "db", required_argument, NULL, 'd' },
+		{ "clickhouse", required_argument, NULL, 1001 },
+		{ "clickhouse-cluster", required_argument, NULL, 1002 },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'm' },
@@ -265,6 +282,8 @@ int cmd_collector(int argc, char **argv)
 		case 'l': o.listen = optarg; break;
 		case 'H': o.http = optarg; break;
 		case 'd': o.db = optarg; break;
+		case 1001: o.clickhouse = optarg; break;
+		case 1002: o.clickhouse_cluster = optarg; break;
 		case 't': o.token = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
@@ -330,6 +349,10 @@ int cmd_collector(int argc, char **argv)
 	}
 	if (o.token && !*o.token)
 		o.token = NULL;
+	if (o.clickhouse_cluster && !o.clickhouse) {
+		fprintf(stderr, "error: --clickhouse-cluster needs --clickhouse URL\n");
+		return 2;
+	}
 
 	/* Threads inherit a blocked SIGINT/SIGTERM; main waits for them. */
 	sigemptyset(&set);

@@ -121,7 +121,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	struct coll_ext_opts xo;
 	struct collector *c;
 	const char *addr;
-	char why[512];
+	char why[512], store_at[2048];
 	int ret = -EINVAL, optional;
 
 	if (!r) {
@@ -137,7 +137,14 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;
-	c->store = store__open(o->db, 0, why, sizeof(why));
+	if (o->clickhouse) {
+		snprintf(store_at, sizeof(store_at), "clickhouse:%s%s%s", o->clickhouse,
+			 o->clickhouse_cluster ? "#" : "",
+			 o->clickhouse_cluster ? o->clickhouse_cluster : "");
+	} else {
+		snprintf(store_at, sizeof(store_at), "%s", o->db);
+	}
+	c->store = store__open(store_at, 0, why, sizeof(why));
 	if (!c->store) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "store: %s", why);
@@ -191,8 +198,8 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	pr_info("collector %s: agents on %s, HTTP on http://%s, OTLP/HTTP on %s%s, store %s "
 		"(schema %d), retention %s%" PRIu64 "s",
 		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs),
-		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off", o->db,
-		store__schema_version(), c->retention_us ? "" : "off ",
+		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off", store_at,
+		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
 	if (c->token)
 		pr_info("collector: agents must present the token");

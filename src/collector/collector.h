@@ -121,7 +121,10 @@ struct collector_opts {
 	const char *listen;          /* agent protocol address (net_parse_addr) */
 	const char *http;            /* HTTP address */
 	const char *otlp_http;       /* --otlp-http: NULL the default, "off" none */
-	const char *db;              /* the SQLite store */
+	const char *db;              /* the SQLite store; with clickhouse, where the
+					collector's own files go (PATH.queries ...) */
+	const char *clickhouse;      /* NULL, or the ClickHouse store: URL[,URL...] */
+	const char *clickhouse_cluster;  /* NULL, or the cluster of its tables */
 	const char *token;           /* NULL: none */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
