@@ -621,7 +621,6 @@ struct wire_server *wire_server_new(struct collector *c, const char *addr, unsig
 				    char *err, size_t errlen)
 {
 	struct wire_server *ws = calloc(1, sizeof(*ws));
-	struct sockaddr_storage actual;
 	int ret;
 
 	if (!ws)
@@ -630,12 +629,11 @@ struct wire_server *wire_server_new(struct collector *c, const char *addr, unsig
 	ws->max_conns = max_conns;
 	pthread_mutex_init(&ws->lock, NULL);
 	pthread_cond_init(&ws->gone, NULL);
-	ws->fd = net_listen(addr, 128, &actual, err, errlen);
+	ws->fd = net_listen_named(addr, 128, ws->addr, sizeof(ws->addr), err, errlen);
 	if (ws->fd < 0) {
 		ret = ws->fd;
 		goto err_out;
 	}
-	net_addr_str((struct sockaddr *)&actual, ws->addr, sizeof(ws->addr));
 	ret = -pthread_create(&ws->accept_thread, NULL, accept_main, ws);
 	if (ret) {
 		snprintf(err, errlen, "wire: cannot start a thread: %s", errstr(ret));
