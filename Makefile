@@ -8,6 +8,7 @@
 #   make demo         collector + agent + blockstack on SQLite, prints a trace
 #   make bench        build the benchmarks in bench/ (run them with bench/run)
 #   make SAN=1        build everything under ASan+UBSan into build/san/
+#   make fuzz         libFuzzer targets (tests/fuzz/), each FUZZ_SECONDS (60)
 #   make V=1          show full commands
 #   make O=DIR        build into DIR instead of build/
 #
@@ -38,7 +39,17 @@ LDLIBS  += $(PKG_LIBS) -lpthread -lm
 # O=DIR puts the whole build tree elsewhere (build/ by default); several
 # people working in one checkout each use their own.
 O       ?= build
-ifeq ($(SAN),1)
+ifeq ($(FUZZ),1)
+# make FUZZ=1: the whole tree again with clang, coverage for libFuzzer and
+# ASan+UBSan, into build/fuzz/ (mk/fuzz.mk: make fuzz).  Warnings are
+# gcc's business (-Werror there); clang's differ.
+B       := $(O)/fuzz
+CC      := clang
+WARN    := -Wall -Wno-unused-parameter
+CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SAN),1)
 B       := $(O)/san
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer \
            -fno-sanitize-recover=undefined
@@ -151,6 +162,7 @@ check:
 	@scripts/install-deps
 	@$(MAKE) --no-print-directory all examples
 	@$(MAKE) --no-print-directory SAN=1 all tests
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
 	@FAY_BUILD=$(O) tests/run
 
 deps:

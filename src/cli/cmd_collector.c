@@ -36,6 +36,7 @@ static void usage(FILE *f)
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
 "                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
+"                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -107,8 +108,22 @@ static void usage(FILE *f)
 "                      as --otlp-http for a taken port and 'off'\n"
 "    --db PATH         the SQLite store (default ./fay.db); created if absent; a\n"
 "                      file that is not a fay store is refused, never replaced\n"
+"    --clickhouse URL[,URL...]\n"
+"                      store spans in ClickHouse instead (its HTTP interface,\n"
+"                      http://HOST:8123[/DATABASE], database fay by default):\n"
+"                      schema created on first start and migrated by version;\n"
+"                      several collectors may share one; --db PATH then only\n"
+"                      names where standing queries and thresholds are kept.\n"
+"                      Tables and SQL: docs/SQL.md\n"
+"    --clickhouse-cluster NAME\n"
+"                      tables local to every shard of the remote_servers\n"
+"                      cluster NAME, written and read through Distributed\n"
+"                      tables; list one URL per shard (the schema is created\n"
+"                      on each, 18.16 has no ON CLUSTER without ZooKeeper),\n"
+"                      the first is the one the collector talks to\n"
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
-"                      forever), checked in small chunks in the background\n"
+"                      forever), checked in small chunks in the background;\n"
+"                      ClickHouse drops whole days (partitions) older than DUR\n"
 "    --token T         agents must send T in their HELLO; HTTP requests must send\n"
 "                      'Authorization: Bearer T' (also: FAY_TOKEN): every method\n"
 "                      but GET/HEAD, and GET/HEAD of /api/, /v1/ and /metrics\n"
@@ -147,6 +162,18 @@ static void usage(FILE *f)
 "                      with a reason the agent logs, and it retries.  The open\n"
 "                      file limit is raised to its hard limit at start; N is\n"
 "                      capped to fit it (a warning says so)\n"
+"    --max-conns-per-peer N\n"
+"                      connections on the agent port from one address at once\n"
+"                      (default 256; 0: no cap); more are refused with the reason\n"
+"    --max-memory BYTES\n"
+"                      what peers can make the collector hold at once: frames\n"
+"                      being received on the agent port and HTTP bodies being\n"
+"                      received (default 1G; suffixes k, M, G).  Past it a frame's\n"
+"                      connection is closed with \"busy\" (the agent keeps the\n"
+"                      batch and retries) and an HTTP body is answered 503 with\n"
+"                      Retry-After; /metrics: fay_collector_memory_bytes.  On\n"
+"                      the agent port a connection must also send HELLO within\n"
+"                      10 s and finish a frame within 30 s of its first byte\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -166,6 +193,7 @@ static void usage(FILE *f)
 "EXAMPLES\n"
 "    fay collector\n"
 "    fay collector --db /var/lib/fay/fay.db --retention 3d --listen 0.0.0.0:9410\n"
+"    fay collector --clickhouse http://127.0.0.1:8123/fay\n"
 "    curl -s localhost:9411/api/v2/services\n"
 "    curl -s 'localhost:9411/api/v2/traces?serviceName=mapperd&minDuration=1000&limit=5'\n"
 "    curl -s -X POST -H 'Content-Type: application/json' --data @spans.json \\\n"
@@ -199,12 +227,28 @@ static void on_signal(int sig)
 	stop_sig = sig;
 }
 
+/* --NAME N: a count from lo to 1000000 (0: no cap, when lo is 0). */
+static int count_arg(const char *name, const char *arg, unsigned lo, unsigned *out)
+{
+	uint64_t v;
+
+	if (opt_parse_size(arg, &v) || v < lo || v > 1000000) {
+		fprintf(stderr, "error: --%s '%s': expected a number from %s to 1000000\n",
+			name, arg, lo ? "1" : "0 (no cap)");
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 int cmd_collector(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "http", required_argument, NULL, 'H' },
 		{ "db", required_argument, NULL, 'd' },
+		{ "clickhouse", required_argument, NULL, 1001 },
+		{ "clickhouse-cluster", required_argument, NULL, 1002 },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'm' },
@@ -217,6 +261,8 @@ int cmd_collector(int argc, char **argv)
 		{ "host", required_argument, NULL, 'n' },
 		{ "autocomplete-keys", required_argument, NULL, 'A' },
 		{ "max-conns", required_argument, NULL, 'C' },
+		{ "max-conns-per-peer", required_argument, NULL, 'E' },
+		{ "max-memory", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -226,6 +272,7 @@ int cmd_collector(int argc, char **argv)
 		.db = "./fay.db",
 		.max_body = 16u << 20,
 		.retention_us = 7ull * 86400 * 1000000,
+		.max_conns_per_peer = COLL_MAX_CONNS_PER_PEER,
 	};
 	struct collector *c;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -244,6 +291,8 @@ int cmd_collector(int argc, char **argv)
 		case 'l': o.listen = optarg; break;
 		case 'H': o.http = optarg; break;
 		case 'd': o.db = optarg; break;
+		case 1001: o.clickhouse = optarg; break;
+		case 1002: o.clickhouse_cluster = optarg; break;
 		case 't': o.token = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
@@ -275,12 +324,20 @@ int cmd_collector(int argc, char **argv)
 		case 'n': o.host = optarg; break;
 		case 'A': o.autocomplete_keys = optarg; break;
 		case 'C':
-			if (opt_parse_size(optarg, &size) || !size || size > 1000000) {
-				fprintf(stderr, "error: --max-conns '%s': expected a number from 1 to 1000000\n",
+			if (count_arg("max-conns", optarg, 1, &o.max_conns))
+				return 2;
+			break;
+		case 'E':
+			if (count_arg("max-conns-per-peer", optarg, 0, &o.max_conns_per_peer))
+				return 2;
+			break;
+		case 'M':
+			if (opt_parse_size(optarg, &size) || size < (1u << 20)) {
+				fprintf(stderr, "error: --max-memory '%s': expected a size of at least 1M (like 256M or 2G)\n",
 					optarg);
 				return 2;
 			}
-			o.max_conns = (unsigned)size;
+			o.max_memory = size;
 			break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
@@ -302,6 +359,10 @@ int cmd_collector(int argc, char **argv)
 	}
 	if (o.token && !*o.token)
 		o.token = NULL;
+	if (o.clickhouse_cluster && !o.clickhouse) {
+		fprintf(stderr, "error: --clickhouse-cluster needs --clickhouse URL\n");
+		return 2;
+	}
 
 	/* Threads inherit a blocked SIGINT/SIGTERM; main waits for them. */
 	sigemptyset(&set);

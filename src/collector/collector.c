@@ -122,7 +122,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	struct coll_ext_opts xo;
 	struct collector *c;
 	const char *addr;
-	char why[512];
+	char why[512], store_at[2048];
 	int ret = -EINVAL, optional;
 
 	if (!r) {
@@ -134,10 +134,18 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	c->max_body = o->max_body;
 	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
 	c->retention_us = o->retention_us;
+	c->mem.max = o->max_memory ? o->max_memory : COLL_MAX_MEMORY;
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;
-	c->store = store__open(o->db, 0, why, sizeof(why));
+	if (o->clickhouse) {
+		snprintf(store_at, sizeof(store_at), "clickhouse:%s%s%s", o->clickhouse,
+			 o->clickhouse_cluster ? "#" : "",
+			 o->clickhouse_cluster ? o->clickhouse_cluster : "");
+	} else {
+		snprintf(store_at, sizeof(store_at), "%s", o->db);
+	}
+	c->store = store__open(store_at, 0, why, sizeof(why));
 	if (!c->store) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "store: %s", why);
@@ -168,7 +176,8 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "cannot start the writer thread: %s", errstr(ret));
 		goto err_out;
 	}
-	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), why, sizeof(why));
+	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), o->max_conns_per_peer,
+				why, sizeof(why));
 	if (!r->ws) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "--listen %s", why);
@@ -198,8 +207,8 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		"on %s, store %s (schema %d), retention %s%" PRIu64 "s",
 		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs),
 		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off",
-		r->grpc ? otlp_grpc_addr(r->grpc) : "off", o->db,
-		store__schema_version(), c->retention_us ? "" : "off ",
+		r->grpc ? otlp_grpc_addr(r->grpc) : "off", store_at,
+		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
 	if (c->token)
 		pr_info("collector: agents must present the token");

@@ -64,5 +64,6 @@ struct store_ops {
 };
 
 extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
+extern const struct store_ops ch_store_ops;     /* store/ch.c */
 
 #endif

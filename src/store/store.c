@@ -29,7 +29,7 @@ static const struct store_ops *backend_of(const char **where)
 {
 	if (!strncmp(*where, CH_PREFIX, strlen(CH_PREFIX))) {
 		*where += strlen(CH_PREFIX);
-		return NULL;
+		return &ch_store_ops;
 	}
 	return &sq_store_ops;
 }
@@ -45,12 +45,6 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 		return fay_err_ptr(-ENOMEM);
 	}
 	st->ops = backend_of(&where);
-	if (!st->ops) {
-		snprintf(err, errlen, "%s: no such store backend in this build", path);
-		free(st->path);
-		free(st);
-		return fay_err_ptr(-ENOTSUP);
-	}
 	st->be = st->ops->open(where, flags, err, errlen);
 	if (!st->be) {
 		int e = errno;

@@ -7,14 +7,34 @@ CLIENT=${CLIENT:-$BUILD/tests/fay-wire-client}
 [ -x "$CLIENT" ] || skip_all "no wire test client at $CLIENT (make builds it)"
 command -v curl >/dev/null || skip_all "needs curl"
 
+# The store backend of every collector these helpers start: SQLite (DB)
+# by default; with FAY_TEST_CH_URLS (comma-separated ClickHouse HTTP URLs,
+# see tests/integration/store_conformance.sh) a ClickHouse database of
+# its own per DB path, with FAY_TEST_CH_CLUSTER on that cluster.
+# coll_store_args DB: the options that select the store
+coll_store_args() {
+	local db=$1 name urls="" u
+	if [ -z "${FAY_TEST_CH_URLS:-}" ]; then
+		printf '%s\n' --db "$db"
+		return
+	fi
+	name=t_$(printf '%s' "$db" | md5sum | cut -c1-16)
+	for u in ${FAY_TEST_CH_URLS//,/ }; do urls+=${urls:+,}$u/$name; done
+	printf '%s\n' --db "$db" --clickhouse "$urls"
+	[ -n "${FAY_TEST_CH_CLUSTER:-}" ] && printf '%s\n' --clickhouse-cluster "$FAY_TEST_CH_CLUSTER"
+	return 0
+}
+
 # coll_start DB [ARGS...]: sets CPID, WP (wire port), HP (HTTP port), URL.
 # The OTLP listeners are off unless ARGS name them (the last option wins).
 coll_start() {
 	local db=$1; shift
+	local store
+	mapfile -t store < <(coll_store_args "$db")
 	WP=$(free_port)
 	HP=$(free_port)
 	URL=http://127.0.0.1:$HP
-	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off --db "$db" "$@" \
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off "${store[@]}" "$@" \
 		>>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)

@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ClickHouse store: opening (the URL, the schema) and the write path.
+ * The schema and its reasons are in store/ch_schema.c.
+ *
+ * "clickhouse:" URL[,URL...][#CLUSTER]
+ *   URL is a server's HTTP interface, http://host:port[/database]
+ *   (database "fay" when absent).  With #CLUSTER, the tables are local
+ *   tables on every shard of that cluster (remote_servers) under
+ *   Distributed tables; the schema is created on every URL listed (one a
+ *   shard: ClickHouse 18.16 has no ON CLUSTER without ZooKeeper) and the
+ *   store reads and writes through the first.
+ *
+ * Write path: store__write() turns every batch into RowBinary rows and
+ * sends each table's rows in ONE INSERT (ClickHouse makes one part per
+ * partition, i.e. per day, an insert touches: a group of batches is a
+ * few parts, never a part per span or per batch: TOO_MANY_PARTS is kept
+ * away by the collector's group commit).  Parts go first; then every span
+ * id they touched is merged from all its parts, read back, into spans
+ * (origin 1, replacing the previous merge by key).  An agent's last seq
+ * goes last, after every row was accepted: a failure in between leaves
+ * rows that the resent batch writes again under the same keys (see
+ * ch_schema.c), so nothing shows twice and nothing acknowledged is lost.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/rand.h"
+#include "store/backend.h"
+#include "store/ch_int.h"
+#include <stdarg.h>
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+uint64_t ch_hash(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static int valid_ident(const char *s, size_t n)
+{
+	if (!n || n >= 64)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+			return 0;
+	return 1;
+}
+
+/* Split "URL[,URL...][#CLUSTER]" into st's urls (each without a path),
+ * db and cluster. */
+static int parse_where(struct store_be *st, const char *where, char *err, size_t errlen)
+{
+	char *s = strdup(where), *hash, *tok, *save = NULL;
+	int ret = 0;
+
+	if (!s)
+		return -ENOMEM;
+	snprintf(st->db, sizeof(st->db), "fay");
+	hash = strchr(s, '#');
+	if (hash) {
+		*hash++ = '\0';
+		if (!valid_ident(hash, strlen(hash))) {
+			set_err(err, errlen, "clickhouse:%s: cluster name '%s': letters,"
+				" digits and _ only", where, hash);
+			ret = -EINVAL;
+			goto out;
+		}
+		st->cluster = strdup(hash);
+	}
+	for (tok = strtok_r(s, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		char *host, *path, **v;
+
+		if (strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
+			set_err(err, errlen, "clickhouse:%s: '%s' is not an http:// URL"
+				" of a ClickHouse server's HTTP interface", where, tok);
+			ret = -EINVAL;
+			break;
+		}
+		host = strstr(tok, "//") + 2;
+		path = strchr(host, '/');
+		if (path) {
+			*path++ = '\0';
+			path[strcspn(path, "/?")] = '\0';
+			if (*path && !valid_ident(path, strlen(path))) {
+				set_err(err, errlen, "clickhouse:%s: database '%s': letters,"
+					" digits and _ only", where, path);
+				ret = -EINVAL;
+				break;
+			}
+			if (*path)
+				snprintf(st->db, sizeof(st->db), "%s", path);
+		}
+		if (!*host) {
+			set_err(err, errlen, "clickhouse:%s: no host in '%s'", where, tok);
+			ret = -EINVAL;
+			break;
+		}
+		v = realloc(st->urls, (st->nurls + 1) * sizeof(*v));
+		if (!v || !(v[st->nurls] = strdup(tok))) {
+			if (v)
+				st->urls = v;
+			ret = -ENOMEM;
+			break;
+		}
+		st->urls = v;
+		st->nurls++;
+	}
+	if (!ret && !st->nurls) {
+		set_err(err, errlen, "clickhouse:%s: no URL", where);
+		ret = -EINVAL;
+	}
+out:
+	free(s);
+	return ret;
+}
+
+struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t errlen)
+{
+	struct store_be *st = calloc(1, sizeof(*st));
+	char why[400];
+	int ret = -ENOMEM;
+
+	if (!st || !(st->url = strdup(where))) {
+		set_err(err, errlen, "clickhouse:%s: out of memory", where);
+		free(st);
+		return fay_err_ptr(-ENOMEM);
+	}
+	pthread_mutex_init(&st->hlock, NULL);
+	st->flags = flags;
+	ret = parse_where(st, where, err, errlen);
+	if (ret)
+		goto fail;
+	st->w.db = st->db;
+	st->w.cluster = st->cluster;
+	st->c = ch_conn_new(st->urls[0], st->db,
+			    (flags & STORE_F_READONLY ? CH_READONLY : 0) |
+			    (st->cluster ? CH_SYNC_INSERT : 0), why, sizeof(why));
+	st->hc = st->c ? ch_conn_new(st->urls[0], st->db, 0, why, sizeof(why)) : NULL;
+	if (!st->hc) {
+		ret = -errno;
+		set_err(err, errlen, "clickhouse:%s: %s", where, why);
+		goto fail;
+	}
+	ch_conn_timeout(st->hc, 2000);
+	if (!(flags & STORE_F_READONLY)) {
+		for (size_t i = 0; i < st->nurls; i++) {
+			/* the database may not be there yet: names are qualified */
+			struct ch_conn *c = ch_conn_new(st->urls[i], "default", 0, why,
+							sizeof(why));
+
+			ret = c ? ch_schema_apply(c, &st->w, why, sizeof(why)) : -errno;
+			ch_conn_free(c);
+			if (ret) {
+				set_err(err, errlen, "clickhouse:%s: %s: schema: %s", where,
+					st->urls[i], why);
+				goto fail;
+			}
+		}
+	}
+	return st;
+fail:
+	ch__close(st);
+	return fay_err_ptr(ret);
+}
+
+void ch__close(struct store_be *st)
+{
+	if (!st)
+		return;
+	ch_conn_free(st->c);
+	ch_conn_free(st->hc);
+	for (size_t i = 0; i < st->nurls; i++)
+		free(st->urls[i]);
+	for (size_t i = 0; i < st->nagents; i++) {
+		free(st->agents[i].host);
+		free(st->agents[i].version);
+		free(st->agents[i].stats);
+	}
+	free(st->agents);
+	free(st->urls);
+	free(st->cluster);
+	free(st->url);
+	zarena_reset(&st->merge_arena);
+	pthread_mutex_destroy(&st->hlock);
+	free(st);
+}
+
+
+
+int ch__health(struct store_be *st, char *err, size_t errlen)
+{
+	uint64_t now = clock_monotonic_ns() / 1000;
+	int ret;
+
+	pthread_mutex_lock(&st->hlock);
+	if (!st->health_us || now - st->health_us >= CH_HEALTH_EVERY_US) {
+		st->health_ret = ch_query(st->hc, "SELECT 1", NULL, st->health_err,
+					  sizeof(st->health_err));
+		st->health_us = now;
+	}
+	ret = st->health_ret;
+	if (ret)
+		set_err(err, errlen, "%s", st->health_err);
+	pthread_mutex_unlock(&st->hlock);
+	return ret;
+}
+
+/* ---- agents ------------------------------------------------------------- */
+
+static int dup_str(char **dst, const char *p, size_t n)
+{
+	char *s = strndup(p, n);
+
+	if (!s)
+		return -ENOMEM;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+int ch_agent_host(struct ch_agent *a, const char *host)
+{
+	return dup_str(&a->host, host, strlen(host));
+}
+
+/* The agent's row: from the cache, else from the server (a new agent
+ * when it has none).  NULL + errno. */
+struct ch_agent *ch_agent_get(struct store_be *st, const char *id, char *err,
+				  size_t errlen)
+{
+	struct wbuf out = { 0 };
+	struct ch_agent *a, *v;
+	char sql[512];
+	struct rbuf r;
+	int ret;
+
+	for (size_t i = 0; i < st->nagents; i++)
+		if (!strcmp(st->agents[i].id, id))
+			return &st->agents[i];
+	if (!valid_ident(id, strlen(id))) {
+		set_err(err, errlen, "agent id '%.40s' is not hexadecimal", id);
+		return fay_err_ptr(-EINVAL);
+	}
+	snprintf(sql, sizeof(sql),
+		 "SELECT argMax(host, ver), argMax(version, ver), argMax(last_seq, ver),"
+		 " min(first_seen_us), argMax(last_seen_us, ver), argMax(batches, ver),"
+		 " argMax(spans, ver), argMax(has_stats, ver), argMax(stats, ver),"
+		 " argMax(stats_us, ver) FROM agents WHERE agent_id = '%s'"
+		 " GROUP BY agent_id FORMAT RowBinary", id);
+	ret = ch_query(st->c, sql, &out, err, errlen);
+	if (ret) {
+		wbuf_free(&out);
+		return fay_err_ptr(ret);
+	}
+	v = realloc(st->agents, (st->nagents + 1) * sizeof(*v));
+	if (!v) {
+		wbuf_free(&out);
+		return fay_err_ptr(-ENOMEM);
+	}
+	st->agents = v;
+	a = &v[st->nagents];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->id, sizeof(a->id), "%s", id);
+	rbuf_init(&r, out.p, out.len);
+	if (out.len) {
+		struct zarena ar = { 0 };
+		struct zs_str host, ver, stats;
+		uint8_t has_stats;
+
+		ret = ch_get_str(&r, &ar, &host);
+		ret = ret ? ret : ch_get_str(&r, &ar, &ver);
+		a->last_seq = rbuf_le64(&r, "last_seq");
+		a->first_seen_us = rbuf_le64(&r, "first_seen_us");
+		a->last_seen_us = rbuf_le64(&r, "last_seen_us");
+		a->batches = rbuf_le64(&r, "batches");
+		a->spans = rbuf_le64(&r, "spans");
+		has_stats = rbuf_u8(&r, "has_stats");
+		ret = ret ? ret : ch_get_str(&r, &ar, &stats);
+		a->stats_us = rbuf_le64(&r, "stats_us");
+		if (!ret && !r.err) {
+			if (dup_str(&a->host, host.p, host.len) ||
+			    dup_str(&a->version, ver.p, ver.len) ||
+			    (has_stats && dup_str(&a->stats, stats.p, stats.len)))
+				ret = -ENOMEM;
+		}
+		zarena_reset(&ar);
+		if (r.err) {
+			set_err(err, errlen, "agents: %s", r.why);
+			ret = r.err;
+		}
+	}
+	wbuf_free(&out);
+	if (ret) {
+		free(a->host);
+		free(a->version);
+		free(a->stats);
+		return fay_err_ptr(ret);
+	}
+	st->nagents++;
+	return a;
+}
+
+static void put_cstr(struct wbuf *w, const char *s)
+{
+	ch_put_str(w, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* The agent's row as it will be once the write under way is in. */
+void ch_put_agent(struct wbuf *w, const struct ch_agent *a, uint64_t now_us)
+{
+	put_cstr(w, a->id);
+	put_cstr(w, a->host);
+	put_cstr(w, a->version);
+	wbuf_le64(w, a->new_seq);
+	wbuf_le64(w, a->first_seen_us ? a->first_seen_us : now_us);
+	wbuf_le64(w, now_us);
+	wbuf_le64(w, a->new_batches);
+	wbuf_le64(w, a->new_spans);
+	wbuf_u8(w, a->stats != NULL);
+	put_cstr(w, a->stats);
+	wbuf_le64(w, a->stats_us);
+	wbuf_le64(w, now_us);
+}
+
+void ch_agent_begin(struct ch_agent *a)
+{
+	a->new_seq = a->last_seq;
+	a->new_batches = a->batches;
+	a->new_spans = a->spans;
+	a->touched = 0;
+}
+
+void ch_agent_commit(struct ch_agent *a, uint64_t now_us)
+{
+	a->last_seq = a->new_seq;
+	a->batches = a->new_batches;
+	a->spans = a->new_spans;
+	if (!a->first_seen_us)
+		a->first_seen_us = now_us;
+	a->last_seen_us = now_us;
+	a->touched = 0;
+}
+
+static int agent_write(struct store_be *st, struct ch_agent *a, char *err, size_t errlen)
+{
+	struct wbuf w = { 0 };
+	uint64_t now = clock_realtime_ns() / 1000;
+	int ret;
+
+	ch_put_agent(&w, a, now);
+	ret = w.err ? w.err : ch_insert(st->c, "INSERT INTO agents (" CH_AGENT_COLS
+					") FORMAT RowBinary", w.p, w.len, err, errlen);
+	wbuf_free(&w);
+	if (!ret)
+		ch_agent_commit(a, now);
+	return ret;
+}
+
+int ch__agent_hello(struct store_be *st, const char *agent_id, const char *host,
+		    const char *version, uint64_t *last_seq)
+{
+	char err[400];
+	struct ch_agent *a = ch_agent_get(st, agent_id, err, sizeof(err));
+	int ret;
+
+	if (!a) {
+		ret = -errno;
+		pr_warn("store: clickhouse: agent %s: %s", agent_id, err);
+		return ret;
+	}
+	if ((host && dup_str(&a->host, host, strlen(host))) ||
+	    (version && dup_str(&a->version, version, strlen(version))))
+		return -ENOMEM;
+	ch_agent_begin(a);
+	ret = agent_write(st, a, err, sizeof(err));
+	if (ret) {
+		pr_warn("store: clickhouse: agent %s: %s", agent_id, err);
+		return ret;
+	}
+	*last_seq = a->last_seq;
+	return 0;
+}
+
+int ch__agent_stats(struct store_be *st, const char *agent_id, const char *json)
+{
+	char err[400];
+	struct ch_agent *a = ch_agent_get(st, agent_id, err, sizeof(err));
+	int ret;
+
+	if (!a)
+		return -errno;
+	if (dup_str(&a->stats, json ? json : "", json ? strlen(json) : 0))
+		return -ENOMEM;
+	a->stats_us = clock_realtime_ns() / 1000;
+	ch_agent_begin(a);
+	ret = agent_write(st, a, err, sizeof(err));
+	if (ret)
+		pr_warn("store: clickhouse: agent %s: stats: %s", agent_id, err);
+	return ret;
+}
+
+int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq)
+{
+	char err[400];
+	struct ch_agent *a = ch_agent_get(st, agent_id, err, sizeof(err));
+
+	if (!a)
+		return -errno;
+	*last_seq = a->last_seq;
+	return 0;
+}
+
+/* ---- retention ---------------------------------------------------------- */
+
+/*
+ * Drop the oldest whole day of spans, span_index and span_parts on one
+ * server (the local tables of a cluster) if it ended before before_us.
+ * Returns the rows dropped, 0 when no such day is left, or -errno.
+ */
+static int retain_on(struct store_be *st, struct ch_conn *c, uint64_t before_us,
+		     char *err, size_t errlen)
+{
+	const char *sfx = st->cluster ? "_local" : "";
+	struct wbuf out = { 0 };
+	char sql[1024], day[16] = "";
+	time_t t = (time_t)(before_us / 1000000u / 86400u * 86400u);
+	struct tm tm;
+	uint64_t rows = 0;
+	int ret;
+
+	gmtime_r(&t, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	/* the oldest day before the cutoff's day: it ended before the cutoff */
+	snprintf(sql, sizeof(sql),
+		 "SELECT min(partition), sum(rows) FROM system.parts WHERE active AND"
+		 " database = '%s' AND table IN ('spans%s', 'span_index%s', 'span_parts%s')"
+		 " AND partition < '%s' AND partition = (SELECT min(partition) FROM"
+		 " system.parts WHERE active AND database = '%s' AND table IN"
+		 " ('spans%s', 'span_index%s', 'span_parts%s') AND partition < '%s')"
+		 " FORMAT TabSeparated", st->db, sfx, sfx, sfx, day, st->db, sfx, sfx, sfx, day);
+	ret = ch_query(c, sql, &out, err, errlen);
+	if (!ret) {
+		wbuf_u8(&out, 0);
+		if (sscanf((const char *)out.p, "%15s\t%" SCNu64, day, &rows) != 2 || !rows)
+			rows = 0;
+	}
+	wbuf_free(&out);
+	for (int i = 0; !ret && rows && i < 3; i++) {
+		static const char *const tables[] = { "spans", "span_index", "span_parts" };
+
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s.%s%s DROP PARTITION '%s'",
+			 st->db, tables[i], sfx, day);
+		ret = ch_query(c, sql, NULL, err, errlen);
+	}
+	if (!ret && rows)
+		pr_info("store: clickhouse: retention dropped day %s (%" PRIu64 " rows)",
+			day, rows);
+	return ret ? ret : (int)(rows > INT32_MAX ? INT32_MAX : rows);
+}
+
+int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
+{
+	char err[400] = "";
+	int total = 0, ret = 0;
+
+	(void)chunk;   /* a day partition goes at once: dropping costs no rewrite */
+	for (size_t i = 0; i < st->nurls && !ret; i++) {
+		struct ch_conn *c = i ? ch_conn_new(st->urls[i], st->db, 0, err,
+						    sizeof(err)) : st->c;
+
+		ret = c ? retain_on(st, c, before_us, err, sizeof(err)) : -errno;
+		if (c != st->c)
+			ch_conn_free(c);
+		if (ret > 0) {
+			total += ret;
+			ret = 0;
+		}
+	}
+	if (ret) {
+		pr_warn("store: clickhouse: retention: %s", err);
+		return ret;
+	}
+	if (!total) {
+		char sql[256];
+		uint64_t c = before_us > CH_NAME_SLACK_US ? before_us - CH_NAME_SLACK_US : 0;
+
+		/* names no span newer than the cutoff carried (a mutation) */
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s.names%s DELETE WHERE last_us < %"
+			 PRIu64, st->db, st->cluster ? "_local" : "", c);
+		for (size_t i = 0; i < st->nurls && st->retained; i++) {
+			struct ch_conn *cn = i ? ch_conn_new(st->urls[i], st->db, 0, err,
+							     sizeof(err)) : st->c;
+
+			if (cn && ch_query(cn, sql, NULL, err, sizeof(err)))
+				pr_warn("store: clickhouse: pruning names: %s", err);
+			if (cn != st->c)
+				ch_conn_free(cn);
+		}
+		st->retained = 0;
+		memset(st->names, 0, sizeof(st->names));
+	} else {
+		st->retained = 1;
+	}
+	return total;
+}
+
+const struct store_ops ch_store_ops = {
+	.name = "clickhouse",
+	.schema_version = CH_SCHEMA_VERSION,
+	.open = ch__open,
+	.close = ch__close,
+	.write = ch__write,
+	.agent_hello = ch__agent_hello,
+	.agent_stats = ch__agent_stats,
+	.agent_last_seq = ch__agent_last_seq,
+	.retain = ch__retain,
+	.health = ch__health,
+	.reader_new = ch__reader_new,
+	.reader_free = ch__reader_free,
+	.services = ch__services,
+	.span_names = ch__span_names,
+	.remote_services = ch__remote_services,
+	.trace = ch__trace,
+	.traces = ch__traces,
+	.counts = ch__counts,
+	.scan = ch__scan,
+	.agents = ch__agents,
+};

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the ClickHouse store (src/store/ch*.c).  The schema and the
+ * idempotency argument are in store/ch_schema.c and docs/ARCHITECTURE.md.
+ */
+#ifndef FAY_STORE_CH_INT_H
+#define FAY_STORE_CH_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common/bytes.h"
+#include "store/store.h"
+
+/* ---- the HTTP client (store/ch_http.c, the one file that sees curl) ---- */
+
+struct ch_conn;
+
+enum {
+	CH_READONLY = 1 << 0,     /* the readonly=1 setting on every request */
+	CH_SYNC_INSERT = 1 << 1,  /* insert_distributed_sync=1: an INSERT into a
+				     Distributed table returns once every shard
+				     has its rows */
+};
+
+/*
+ * A connection to the server at url ("http://host:port") using database
+ * db for unqualified names.  NULL + errno, a reason in err (libcurl
+ * missing, out of memory).  One thread at a time.
+ */
+struct ch_conn *ch_conn_new(const char *url, const char *db, unsigned flags,
+			    char *err, size_t errlen);
+void ch_conn_free(struct ch_conn *c);
+/* Give up on a request after ms milliseconds (default 30 s). */
+void ch_conn_timeout(struct ch_conn *c, long ms);
+/*
+ * Run one statement; its whole answer (when out is not NULL) replaces
+ * out's bytes.  0, or -errno (-ECONNREFUSED, -ETIMEDOUT, -EIO for an
+ * error of the server, whose first line goes to err).
+ */
+int ch_query(struct ch_conn *c, const char *sql, struct wbuf *out, char *err,
+	     size_t errlen);
+/* INSERT: the statement ("INSERT INTO t (...) FORMAT RowBinary") and its
+ * rows.  0 once the server accepted them, or -errno as ch_query(). */
+int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t len,
+	      char *err, size_t errlen);
+
+/* ---- the schema (store/ch_schema.c) ---- */
+
+#define CH_SCHEMA_VERSION 1
+
+/* Where the tables are: the database, and with a cluster the suffix of
+ * the local tables and the cluster's name. */
+struct ch_where {
+	const char *db;
+	const char *cluster;      /* NULL: one node */
+};
+
+/*
+ * Create the schema on a node (conn), or bring it up to CH_SCHEMA_VERSION
+ * (table fay_schema holds the versions applied).  With a cluster: the
+ * local tables (*_local) and the Distributed tables over them.  A newer
+ * schema is refused.  0, or -errno with a reason in err.
+ */
+int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
+		    size_t errlen);
+
+/* The spans columns, in the order of the RowBinary rows ch.c writes and
+ * ch_read.c reads (CH_SPAN_KEY_COLS first). */
+#define CH_SPAN_KEY_COLS "trace_hi, trace_lo, id, origin, src, seq, no, ver"
+#define CH_SPAN_COLS CH_SPAN_KEY_COLS ", parent_id, kind, name," \
+	" local_service, local_ipv4, local_ipv6, local_port," \
+	" remote_service, remote_ipv4, remote_ipv6, remote_port," \
+	" start_us, duration_us, shared, debug, error," \
+	" annotations.ts_us, annotations.value, tags.key, tags.value"
+
+/* A span's row key (what makes a resent row the same row). */
+struct ch_key {
+	uint64_t trace_hi, trace_lo, id;
+	uint8_t origin;           /* 0 received, 1 merged from partial records */
+	uint64_t src, seq;        /* agent (hash of its id) and batch seq; HTTP: random, 0 */
+	uint32_t no;              /* place in its batch / among the merged spans */
+	uint64_t ver;             /* the newest version of a key wins */
+};
+
+/* Append a spans row (CH_SPAN_COLS) to w / read one from r into z
+ * (strings in a). */
+void ch_put_span(struct wbuf *w, const struct ch_key *k, const struct zspan *z);
+int ch_get_span(struct rbuf *r, struct zarena *a, struct ch_key *k, struct zspan *z);
+/* Compare two keys of n numbers, the first that differs decides. */
+static inline int ch_cmp_keys(const uint64_t *a, const uint64_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+/* RowBinary numbers, endpoints and strings (ch_row.c). */
+void ch_put_le16(struct wbuf *w, uint16_t v);
+void ch_put_ep(struct wbuf *w, const struct zs_endpoint *e);
+static inline void ch_put_zs(struct wbuf *w, struct zs_str s)
+{
+	wbuf_uvar(w, s.len);
+	wbuf_put(w, s.p, s.len);
+}
+void ch_put_str(struct wbuf *w, const char *p, size_t n);
+int ch_get_str(struct rbuf *r, struct zarena *a, struct zs_str *out);
+/* Days since the epoch of a time in microseconds (a Date). */
+uint16_t ch_day(uint64_t us);
+
+/* A String into an endpoint (ch_row.c). */
+int ch_get_ep(struct rbuf *r, struct zarena *a, struct zs_endpoint *e);
+
+/* ---- the store (ch.c, ch_write.c, ch_read.c) ---- */
+
+#define CH_NAME_SLOTS 4096
+/* A name's last_us is rewritten when a span is this much newer. */
+#define CH_NAME_SLACK_US 60000000ull
+/* The health answer is cached this long. */
+#define CH_HEALTH_EVERY_US 1000000ull
+
+struct ch_agent {
+	char id[40];
+	char *host, *version, *stats;
+	uint64_t last_seq, first_seen_us, last_seen_us, batches, spans, stats_us;
+	uint64_t new_seq, new_batches, new_spans;   /* the write under way */
+	int touched;
+};
+
+struct store_be {
+	struct ch_conn *c;            /* the writer's */
+	char *url;                    /* what followed "clickhouse:" */
+	char **urls;                  /* each server listed */
+	size_t nurls;
+	struct ch_where w;
+	char db[64];
+	char *cluster;
+	unsigned flags;
+	uint64_t now_us;
+	struct ch_agent *agents;
+	size_t nagents;
+	struct { uint64_t h, last_us; } names[CH_NAME_SLOTS];
+	struct zarena merge_arena;
+	int retained;                 /* retention dropped days since names were pruned */
+	/* health: its own connection, any thread */
+	pthread_mutex_t hlock;
+	struct ch_conn *hc;
+	uint64_t health_us;
+	int health_ret;
+	char health_err[256];
+};
+
+
+/* Append printf-style text to a statement being built (ch_read.c). */
+void ch_sql_add(struct wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* FNV-1a of n bytes, continuing from h. */
+uint64_t ch_hash(const void *p, size_t n, uint64_t h);
+
+#define CH_AGENT_COLS "agent_id, host, version, last_seq, first_seen_us, last_seen_us," \
+	" batches, spans, has_stats, stats, stats_us, ver"
+/* The agent's row: from the cache, else from the server (a new agent
+ * when it has none).  NULL + errno, a reason in err. */
+struct ch_agent *ch_agent_get(struct store_be *st, const char *id, char *err,
+			      size_t errlen);
+/* Start a write (new_* from the committed values) / make it the agent's
+ * committed state. */
+void ch_agent_begin(struct ch_agent *a);
+void ch_agent_commit(struct ch_agent *a, uint64_t now_us);
+/* Replace the agent's host name.  0 or -ENOMEM. */
+int ch_agent_host(struct ch_agent *a, const char *host);
+/* The agents row (CH_AGENT_COLS) of a's state after the write under way. */
+void ch_put_agent(struct wbuf *w, const struct ch_agent *a, uint64_t now_us);
+
+/* The ClickHouse backend's ops (store/backend.h; contracts in store.h). */
+struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t errlen);
+void ch__close(struct store_be *st);
+int ch__health(struct store_be *st, char *err, size_t errlen);
+int ch__write(struct store_be *st, struct store_batch **b, size_t n,
+	      char *err, size_t errlen);
+int ch__agent_hello(struct store_be *st, const char *agent_id, const char *host,
+		    const char *version, uint64_t *last_seq);
+int ch__agent_stats(struct store_be *st, const char *agent_id, const char *json);
+int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
+int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
+struct store_rd *ch__reader_new(struct store_be *st);
+void ch__reader_free(struct store_rd *r);
+int ch__services(struct store_rd *r, struct store_names *out);
+int ch__span_names(struct store_rd *r, const char *service, struct store_names *out);
+int ch__remote_services(struct store_rd *r, const char *service,
+			struct store_names *out);
+int ch__trace(struct store_rd *r, uint64_t hi, uint64_t lo, struct store_traces *out);
+int ch__traces(struct store_rd *r, const struct store_query *q, struct store_traces *out);
+int ch__counts(struct store_rd *r, struct store_counts *c);
+int ch__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+	     int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+int ch__agents(struct store_rd *r,
+	       int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
+
+#endif

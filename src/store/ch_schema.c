@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ClickHouse store's schema, created on first start and migrated by
+ * version (table fay_schema).  Written for ClickHouse 18.16 (Debian 12):
+ * no TTL, no data-skipping indexes, no codecs, so both lookups are
+ * primary-key seeks on two tables (jaeger-clickhouse's and Uptrace's
+ * layout):
+ *
+ *   spans       every span, ReplacingMergeTree(ver) partitioned by day,
+ *               ordered by trace id: a trace is one seek.  A row's key
+ *               (trace, span id, origin, src, seq, no) is the same when a
+ *               batch is sent again, so a resent batch replaces rows
+ *               instead of adding them; readers keep the newest version
+ *               of a key (ch_read.c), so that holds before any merge ran.
+ *   span_index  one row per span: (service, name, start) -> trace id and
+ *               duration, MergeTree partitioned by day: trace search.
+ *   span_parts  BlkKin partial records, as spans; ch.c merges every span
+ *               id a batch touched from all its parts (zparts_merge())
+ *               into spans with origin 1.
+ *   names       services, span names and remote services (autocomplete).
+ *   agents      one row per agent and update (ReplacingMergeTree(ver)).
+ *
+ * Tags and annotations are Nested columns (parallel arrays tags.key /
+ * tags.value), so SQL reaches them: tags.value[indexOf(tags.key, 'k')].
+ * With a cluster, each table is NAME_local on every shard and NAME is a
+ * Distributed table over them, sharded by trace id (agents and names by
+ * a hash of their key), so a trace lives on one shard.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "store/ch_int.h"
+
+/* {L}: "" or "_local"; {E}: the engine clause placeholder is expanded by
+ * create() below.  Versions: ch_migrations[v - 1] takes v - 1 to v. */
+struct ch_table {
+	const char *name;
+	const char *cols;
+	const char *engine;       /* the MergeTree clause */
+	const char *shard_key;    /* the Distributed sharding expression */
+};
+
+static const struct ch_table ch_tables_v1[] = {
+	{ "spans",
+	  "day Date, trace_hi UInt64, trace_lo UInt64, id UInt64, origin UInt8,"
+	  " src UInt64, seq UInt64, no UInt32, ver UInt64, parent_id UInt64,"
+	  " kind UInt8, name String, local_service String, local_ipv4 String,"
+	  " local_ipv6 String, local_port UInt16, remote_service String,"
+	  " remote_ipv4 String, remote_ipv6 String, remote_port UInt16,"
+	  " start_us UInt64, duration_us UInt64, shared UInt8, debug UInt8,"
+	  " error UInt8, annotations Nested(ts_us UInt64, value String),"
+	  " tags Nested(key String, value String)",
+	  "ReplacingMergeTree(ver) PARTITION BY day"
+	  " ORDER BY (trace_lo, trace_hi, id, origin, src, seq, no)",
+	  "trace_lo" },
+	{ "span_index",
+	  "day Date, service String, name String, start_us UInt64,"
+	  " duration_us UInt64, trace_hi UInt64, trace_lo UInt64",
+	  "MergeTree PARTITION BY day ORDER BY (service, name, start_us)",
+	  "trace_lo" },
+	{ "span_parts",
+	  "day Date, trace_hi UInt64, trace_lo UInt64, id UInt64, src UInt64,"
+	  " seq UInt64, no UInt32, ver UInt64, parent_id UInt64, name String,"
+	  " service String, ipv4 String, ipv6 String, port UInt16,"
+	  " remote_service String, remote_ipv4 String, remote_ipv6 String,"
+	  " remote_port UInt16, debug UInt8, is_tag UInt8, ts_us UInt64,"
+	  " key String, value String",
+	  "ReplacingMergeTree(ver) PARTITION BY day"
+	  " ORDER BY (trace_lo, trace_hi, id, src, seq, no)",
+	  "trace_lo" },
+	{ "names",
+	  "kind UInt8, service String, name String, last_us UInt64",
+	  "ReplacingMergeTree(last_us) ORDER BY (kind, service, name)",
+	  "cityHash64(service)" },
+	{ "agents",
+	  "agent_id String, host String, version String, last_seq UInt64,"
+	  " first_seen_us UInt64, last_seen_us UInt64, batches UInt64, spans UInt64,"
+	  " has_stats UInt8, stats String, stats_us UInt64, ver UInt64",
+	  "ReplacingMergeTree(ver) ORDER BY agent_id",
+	  "cityHash64(agent_id)" },
+};
+
+static int run(struct ch_conn *c, const char *sql, char *err, size_t errlen)
+{
+	return ch_query(c, sql, NULL, err, errlen);
+}
+
+static int create(struct ch_conn *c, const struct ch_where *w,
+		  const struct ch_table *t, char *err, size_t errlen)
+{
+	char sql[2048];
+	int ret;
+
+	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s.%s%s (%s) ENGINE = %s",
+		 w->db, t->name, w->cluster ? "_local" : "", t->cols, t->engine);
+	ret = run(c, sql, err, errlen);
+	if (ret || !w->cluster)
+		return ret;
+	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
+		 " ENGINE = Distributed(%s, %s, %s_local, %s)", w->db, t->name,
+		 w->db, t->name, w->cluster, w->db, t->name, t->shard_key);
+	return run(c, sql, err, errlen);
+}
+
+static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, char *err,
+		       size_t errlen)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(ch_tables_v1); i++) {
+		int ret = create(c, w, &ch_tables_v1[i], err, errlen);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ch_migrations[v] takes the schema from version v to v + 1.  Append,
+ * never edit. */
+static int (*const ch_migrations[])(struct ch_conn *, const struct ch_where *,
+				    char *, size_t) = {
+	migrate_0_1,
+};
+
+_Static_assert(ARRAY_SIZE(ch_migrations) == CH_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
+		    size_t errlen)
+{
+	struct wbuf out = { 0 };
+	char sql[512];
+	long ver;
+	int ret;
+
+	snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s", w->db);
+	ret = run(c, sql, err, errlen);
+	if (!ret) {
+		snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s.fay_schema"
+			 " (version UInt32, applied_us UInt64) ENGINE = TinyLog", w->db);
+		ret = run(c, sql, err, errlen);
+	}
+	if (!ret) {
+		snprintf(sql, sizeof(sql), "SELECT max(version) FROM %s.fay_schema", w->db);
+		ret = ch_query(c, sql, &out, err, errlen);
+	}
+	if (ret)
+		goto out;
+	wbuf_u8(&out, 0);
+	ver = strtol((const char *)out.p, NULL, 10);
+	if (ver > CH_SCHEMA_VERSION) {
+		snprintf(err, errlen, "database %s has fay schema %ld, newer than this"
+			 " build's %d: not touched", w->db, ver, CH_SCHEMA_VERSION);
+		ret = -EPROTO;
+		goto out;
+	}
+	for (; ver < CH_SCHEMA_VERSION && !ret; ver++) {
+		ret = ch_migrations[ver](c, w, err, errlen);
+		if (ret)
+			break;
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.fay_schema VALUES (%ld,"
+			 " toUInt64(now()) * 1000000)", w->db, ver + 1);
+		ret = run(c, sql, err, errlen);
+	}
+out:
+	wbuf_free(&out);
+	return ret;
+}
