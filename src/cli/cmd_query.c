@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "cli/opts.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine/engine.h"
@@ -102,6 +103,11 @@ static void usage(FILE *f)
 "                    how streamed rows leave the kernel (default: ringbuf\n"
 "                    when the kernel has it)\n"
 "    --no-fentry     kernel functions: use kprobes, not fentry/fexit\n"
+"    --max-map-memory SIZE\n"
+"                    kernel memory the query's maps may take when they are\n"
+"                    created (default 256M; profile()'s map is preallocated,\n"
+"                    10,240+ keys x its aggregates x CPUs); over it the query\n"
+"                    is refused with the sizes\n"
 "    --probe-mode=auto|inline|uprobe\n"
 "                    how function(...) sources run (default auto).  inline:\n"
 "                    the programs run inside the traced process, reached by\n"
@@ -265,6 +271,7 @@ static int emit_code(struct query *q, const struct plan *plan, bool bpf,
 {
 	struct engine_opts eo = {
 		.sz = sizeof(eo), .pid = ro->pid, .no_fentry = ro->no_fentry,
+		.max_prealloc = ro->max_prealloc,
 		.buffer = ro->buffer, .emit_only = true,
 	};
 	char why[2048];
@@ -298,11 +305,12 @@ int cmd_query(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "buffer", required_argument, NULL, 'B' },
 		{ "no-fentry", no_argument, NULL, 'K' },
+		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
-		{ "probe-mode", required_argument, NULL, 'M' },
+		{ "probe-mode", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -381,6 +389,13 @@ int cmd_query(int argc, char **argv)
 			ro.no_fentry = true;
 			break;
 		case 'M':
+			if (opt_parse_size(optarg, &ro.max_prealloc) || ro.max_prealloc < (1u << 20)) {
+				fprintf(stderr, "error: --max-map-memory '%s': expected a size of at least 1M (like 512M or 2G)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'P':
 			if (parse_probe_mode(optarg, &ro.probe_mode))
 				return 2;
 			break;
@@ -404,7 +419,7 @@ int cmd_query(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			if (optopt && strchr("fpcBtCGkDM", optopt))
+			if (optopt && strchr("fpcBtCGkDMP", optopt))
 				fprintf(stderr, "error: option '%s' needs a value\n", argv[optind - 1]);
 			else
 				fprintf(stderr, "error: unknown option '%s'\n", argv[optind - 1]);

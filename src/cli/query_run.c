@@ -265,6 +265,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 	struct engine_drive_opts dopts = {
 		.sz = sizeof(dopts), .stop = &got_stop, .watch_fd = -1,
 		.eo = { .pid = o->pid, .no_fentry = o->no_fentry, .buffer = o->buffer,
+			.max_prealloc = o->max_prealloc,
 			.probe_mode = o->probe_mode },
 	};
 	sigset_t block, orig;

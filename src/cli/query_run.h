@@ -28,6 +28,7 @@ struct engine_run_opts {
 				 * trace only it, stop when it exits */
 	bool no_fentry;
 	enum engine_buffer buffer;
+	uint64_t max_prealloc;	/* --max-map-memory (0: the engine's default) */
 	/* function(...) sources: inline probes or uprobes (--probe-mode) */
 	enum engine_probe_mode probe_mode;
 	/* -c / argv: start the command with this runtime library preloaded

@@ -67,12 +67,16 @@ struct engine_opts {
 	/* The value of the host field (fay agent --host); NULL or "":
 	 * gethostname().  Cut to QUERY_STR_MAX bytes. */
 	const char *host;
+	/* Kernel memory the maps may take when they are created (0:
+	 * ENGINE_MAX_PREALLOC); a query over it is refused with the sizes. */
+	uint64_t max_prealloc;
 	enum engine_probe_mode probe_mode;
 	/* inline: wait this long for the process's runtime to open its
 	 * socket (a process fay run just started) */
 	int inline_wait_ms;
 };
 #define engine_opts__last_field inline_wait_ms
+#define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
 
