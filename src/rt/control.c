@@ -272,6 +272,13 @@ static void serve(void)
 			int other = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (other >= 0) {
+				struct pollfd op = { other, POLLIN, 0 };
+				char b[sizeof(struct inl_hdr)];
+
+				/* answer its first request (closing on unread data
+				 * would reset the connection before it reads this) */
+				if (poll(&op, 1, 1000) == 1)
+					(void)!recv(other, b, sizeof(b), MSG_DONTWAIT);
 				reply(other, -EBUSY, 0, "process %d is traced by another fay "
 				      "query", (int)getpid());
 				close(other);
