@@ -490,6 +490,12 @@ static int check_call(struct sema *s, struct node *n, enum cx cx)
 		if (k >= 0)
 			return check_aggr(s, n, cx, k);
 		if (!strcmp(n->name, "str")) {
+			/* the VM's user-memory reads would read the agent's
+			 * own memory: a span has no addresses to follow */
+			if (aq->src.kind == SRC_SPANS)
+				return query_errorf(s->q, &n->loc,
+						    "str() reads a string at an address; spans have none (their strings are fields: %s.name, %s.tag(\"KEY\"))",
+						    aq->var, aq->var);
 			if (n->nargs != 1)
 				return query_errorf(s->q, &n->loc,
 						    "str() takes one argument: the address of a string");

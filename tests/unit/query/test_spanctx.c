@@ -177,6 +177,7 @@ static void test_errors(void)
 		{ "from sp in spans select sp.comm", "field 'comm' is not available on spans" },
 		{ "from sp in spans select sp.arg(0)", "spans events have no arguments" },
 		{ "from sp in spans select sp.tags(\"a\")", "unknown method 'tags' on the span" },
+		{ "from sp in spans select str(sp.trace_id)", "str() reads a string at an address; spans have none" },
 		{ "from sp in spans where sp.kind == 1 select count()", NULL },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
