@@ -290,7 +290,8 @@ int main(int argc, char **argv)
 
 		dup2(null, 1);
 		dup2(null, 2);
-		execl(fay, fay, "collector", "--listen", lst, "--http", http, "--db", db, (char *)NULL);
+		execl(fay, fay, "collector", "--listen", lst, "--http", http, "--db", db,
+		      "--max-conns-per-peer", "0", (char *)NULL);
 		_exit(127);
 	}
 	for (int t = 0; t < 100 && dial(hport) < 0; t++)
@@ -314,6 +315,7 @@ int main(int argc, char **argv)
 			dup2(null, 1);
 			dup2(null, 2);
 			execl(fay, fay, "collector", "--listen", kl, "--http", kh, "--db", kd,
+			      "--max-conns-per-peer", "0",
 			      "--parent", parent, "--host", name, (char *)NULL);
 			_exit(127);
 		}

@@ -35,6 +35,7 @@ static void usage(FILE *f)
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL]... [--autocomplete-keys K1,K2]\n"
 "                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
+"                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -154,6 +155,18 @@ static void usage(FILE *f)
 "                      with a reason the agent logs, and it retries.  The open\n"
 "                      file limit is raised to its hard limit at start; N is\n"
 "                      capped to fit it (a warning says so)\n"
+"    --max-conns-per-peer N\n"
+"                      connections on the agent port from one address at once\n"
+"                      (default 256; 0: no cap); more are refused with the reason\n"
+"    --max-memory BYTES\n"
+"                      what peers can make the collector hold at once: frames\n"
+"                      being received on the agent port and HTTP bodies being\n"
+"                      received (default 1G; suffixes k, M, G).  Past it a frame's\n"
+"                      connection is closed with \"busy\" (the agent keeps the\n"
+"                      batch and retries) and an HTTP body is answered 503 with\n"
+"                      Retry-After; /metrics: fay_collector_memory_bytes.  On\n"
+"                      the agent port a connection must also send HELLO within\n"
+"                      10 s and finish a frame within 30 s of its first byte\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -206,6 +219,20 @@ static void on_signal(int sig)
 	stop_sig = sig;
 }
 
+/* --NAME N: a count from lo to 1000000 (0: no cap, when lo is 0). */
+static int count_arg(const char *name, const char *arg, unsigned lo, unsigned *out)
+{
+	uint64_t v;
+
+	if (opt_parse_size(arg, &v) || v < lo || v > 1000000) {
+		fprintf(stderr, "error: --%s '%s': expected a number from %s to 1000000\n",
+			name, arg, lo ? "1" : "0 (no cap)");
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 int cmd_collector(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -225,6 +252,8 @@ int cmd_collector(int argc, char **argv)
 		{ "host", required_argument, NULL, 'n' },
 		{ "autocomplete-keys", required_argument, NULL, 'A' },
 		{ "max-conns", required_argument, NULL, 'C' },
+		{ "max-conns-per-peer", required_argument, NULL, 'E' },
+		{ "max-memory", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -234,6 +263,7 @@ int cmd_collector(int argc, char **argv)
 		.db = "./fay.db",
 		.max_body = 16u << 20,
 		.retention_us = 7ull * 86400 * 1000000,
+		.max_conns_per_peer = COLL_MAX_CONNS_PER_PEER,
 	};
 	struct collector *c;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -284,12 +314,20 @@ int cmd_collector(int argc, char **argv)
 		case 'n': o.host = optarg; break;
 		case 'A': o.autocomplete_keys = optarg; break;
 		case 'C':
-			if (opt_parse_size(optarg, &size) || !size || size > 1000000) {
-				fprintf(stderr, "error: --max-conns '%s': expected a number from 1 to 1000000\n",
+			if (count_arg("max-conns", optarg, 1, &o.max_conns))
+				return 2;
+			break;
+		case 'E':
+			if (count_arg("max-conns-per-peer", optarg, 0, &o.max_conns_per_peer))
+				return 2;
+			break;
+		case 'M':
+			if (opt_parse_size(optarg, &size) || size < (1u << 20)) {
+				fprintf(stderr, "error: --max-memory '%s': expected a size of at least 1M (like 256M or 2G)\n",
 					optarg);
 				return 2;
 			}
-			o.max_conns = (unsigned)size;
+			o.max_memory = size;
 			break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {

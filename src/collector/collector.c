@@ -133,6 +133,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	c->max_body = o->max_body;
 	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
 	c->retention_us = o->retention_us;
+	c->mem.max = o->max_memory ? o->max_memory : COLL_MAX_MEMORY;
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;
@@ -174,7 +175,8 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "cannot start the writer thread: %s", errstr(ret));
 		goto err_out;
 	}
-	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), why, sizeof(why));
+	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), o->max_conns_per_peer,
+				why, sizeof(why));
 	if (!r->ws) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "--listen %s", why);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/budget.h"
 #include "store/store.h"
 
 struct ingest;
@@ -35,6 +36,10 @@ struct coll_metrics {
 	uint64_t wire_errors;        /* ERROR frames sent (protocol violations) */
 	uint64_t agent_id_clashes;   /* HELLOs refused: the id is connected elsewhere */
 	uint64_t seq_jumps;          /* BATCHes refused: seq far past the last */
+	uint64_t wire_timeouts;      /* connections closed: no HELLO, or a frame too slow */
+	uint64_t wire_busy;          /* connections closed: --max-memory taken */
+	uint64_t wire_peer_refused;  /* connections refused: --max-conns-per-peer */
+	uint64_t http_busy;          /* bodies refused 503: --max-memory taken */
 	uint64_t wire_connections;   /* accepted, total */
 	uint64_t agents_connected;   /* gauge: HELLO done, connection open */
 	uint64_t http_requests;
@@ -91,6 +96,9 @@ struct collector {
 	/* --autocomplete-keys, in the order given (api_zipkin.c). */
 	char **ac_keys;
 	size_t nac_keys;
+	/* --max-memory: what peers make the collector hold at once (frames
+	 * in flight on the agent port, HTTP bodies being received). */
+	struct mem_budget mem;
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */
@@ -126,10 +134,19 @@ struct collector_opts {
 	const char *host;            /* our name to the parent (NULL: gethostname) */
 	const char *autocomplete_keys;  /* "k1,k2": tags whose values are kept */
 	unsigned max_conns;          /* agent-port connections (0: COLL_MAX_CONNS) */
+	unsigned max_conns_per_peer; /* from one address (0: no cap) */
+	uint64_t max_memory;         /* bytes (0: COLL_MAX_MEMORY) */
 };
 
 /* Default --max-conns: an agent holds two connections (spans, queries). */
 #define COLL_MAX_CONNS 8192
+/* Default --max-conns-per-peer and --max-memory. */
+#define COLL_MAX_CONNS_PER_PEER 256
+#define COLL_MAX_MEMORY (1ull << 30)
+/* An agent-port connection must send HELLO this soon, and finish a frame
+ * it began this soon (in all, however it trickles). */
+#define COLL_HELLO_MS 10000
+#define COLL_FRAME_MS 30000
 
 /*
  * Open the store, start the writer thread, the extensions, the agent
@@ -187,7 +204,7 @@ struct wire_server;
 /* Listen on addr; at most max_conns connections at once (more are
  * refused with a reason the peer logs). */
 struct wire_server *wire_server_new(struct collector *c, const char *addr, unsigned max_conns,
-				    char *err, size_t errlen);
+				    unsigned max_per_peer, char *err, size_t errlen);
 void wire_server_free(struct wire_server *ws);
 /* The address it listens on. */
 const char *wire_server_addr(const struct wire_server *ws);

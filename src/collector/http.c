@@ -622,17 +622,31 @@ static enum MHD_Result route(struct collector *c, struct MHD_Connection *con,
 static enum MHD_Result answer(struct collector *c, struct MHD_Connection *con,
 			      struct req *rq)
 {
+	char *body;
+
 	rq->answered = 1;
-	return reply_text(c, con, rq->status, "%s", rq->msg);
+	if (rq->status != 503)
+		return reply_text(c, con, rq->status, "%s", rq->msg);
+	/* busy (--max-memory): the client may send it again shortly */
+	body = strdup(rq->msg);
+	return body ? reply_hdr(con, 503, "text/plain; charset=utf-8", body, strlen(body),
+				"Retry-After", "1") : MHD_NO;
 }
 
-static void refuse(struct req *rq, unsigned status, const char *msg)
+/* Drop what was received of the body, and its share of --max-memory. */
+static void body_free(struct collector *c, struct req *rq)
 {
-	rq->status = status;
-	snprintf(rq->msg, sizeof(rq->msg), "%s", msg);
+	mem_budget_give(&c->mem, rq->cap);
 	free(rq->body);
 	rq->body = NULL;
 	rq->len = rq->cap = 0;
+}
+
+static void refuse(struct collector *c, struct req *rq, unsigned status, const char *msg)
+{
+	rq->status = status;
+	snprintf(rq->msg, sizeof(rq->msg), "%s", msg);
+	body_free(c, rq);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
@@ -658,13 +672,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 		/* framing, Host, Origin, token: all before the body */
 		st = http_screen(c, con, url, method, hs->loopback, msg, sizeof(msg));
 		if (st) {
-			refuse(rq, st, msg);
+			refuse(c, rq, st, msg);
 			return st == 400 ? answer(c, con, rq) : MHD_YES;
 		}
 		if (cl && strtoull(cl, NULL, 10) > c->max_body) {
 			snprintf(msg, sizeof(msg), "body: %s bytes, larger than the %zu-byte "
 				 "limit (--max-body)\n", cl, c->max_body);
-			refuse(rq, 413, msg);
+			refuse(c, rq, 413, msg);
 		}
 		return MHD_YES;
 	}
@@ -677,7 +691,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 			/* a chunked body, or one longer than it said */
 			snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit "
 				 "(--max-body)\n", c->max_body);
-			refuse(rq, 413, msg);
+			refuse(c, rq, 413, msg);
 		}
 		if (rq->status) {
 			rq->dropped += *upload_size;
@@ -690,9 +704,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 
 			while (cap < rq->len + *upload_size)
 				cap *= 2;
+			if (mem_budget_take(&c->mem, cap - rq->cap)) {
+				M_ADD(c, http_busy, 1);
+				snprintf(msg, sizeof(msg), "busy: the collector holds its --max-memory (%llu bytes) of bodies and frames in flight; retry later\n",
+					 (unsigned long long)c->mem.max);
+				refuse(c, rq, 503, msg);
+				rq->dropped += *upload_size;
+				*upload_size = 0;
+				return MHD_YES;
+			}
 			nb = realloc(rq->body, cap);
-			if (!nb)
+			if (!nb) {
+				mem_budget_give(&c->mem, cap - rq->cap);
 				return MHD_NO;
+			}
 			rq->body = nb;
 			rq->cap = cap;
 		}
@@ -720,10 +745,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct collector *c = cls;	/* MHD_OPTION_NOTIFY_COMPLETED's */
 	struct req *rq = *con_cls;
 
 	if (rq) {
-		free(rq->body);
+		body_free(c, rq);
 		free(rq);
 		*con_cls = NULL;
 	}

@@ -131,6 +131,14 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 		  "Wire batches refused: seq more than 2^32 past the agent's last."),
 		C("fay_collector_wire_connections_total", wire_connections,
 		  "Agent connections accepted."),
+		C("fay_collector_wire_timeouts_total", wire_timeouts,
+		  "Agent-port connections closed: no HELLO in 10 s, or a frame not finished in 30 s."),
+		C("fay_collector_wire_busy_total", wire_busy,
+		  "Agent-port connections closed: a frame did not fit in --max-memory (the agent retries)."),
+		C("fay_collector_wire_peer_refused_total", wire_peer_refused,
+		  "Agent-port connections refused: --max-conns-per-peer from that address."),
+		C("fay_collector_http_busy_total", http_busy,
+		  "HTTP bodies refused 503 + Retry-After: they did not fit in --max-memory."),
 		C("fay_collector_http_requests_total", http_requests, "HTTP requests."),
 		C("fay_collector_http_bad_requests_total", http_bad_requests,
 		  "HTTP requests answered 4xx."),
@@ -155,6 +163,13 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 
 		counter(&b, cs[i].name, cs[i].gauge ? "gauge" : "counter", cs[i].help, v);
 	}
+	counter(&b, "fay_collector_memory_bytes", "gauge",
+		"Bytes peers make the collector hold now (frames in flight, HTTP bodies).",
+		__atomic_load_n(&c->mem.used, __ATOMIC_RELAXED));
+	counter(&b, "fay_collector_memory_peak_bytes", "gauge",
+		"The most fay_collector_memory_bytes has been.",
+		__atomic_load_n(&c->mem.peak, __ATOMIC_RELAXED));
+	counter(&b, "fay_collector_memory_limit_bytes", "gauge", "--max-memory.", c->mem.max);
 	counter(&b, "fay_collector_uptime_seconds", "gauge", "Seconds since start.",
 		(clock_realtime_ns() / 1000 - c->started_us) / 1000000);
 	counter(&b, "fay_collector_store_up", "gauge",

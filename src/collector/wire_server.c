@@ -28,6 +28,7 @@
 
 #include "collector/cluster.h"
 #include "collector/collector.h"
+#include "collector/wire_int.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -35,28 +36,9 @@
 #include "common/version.h"
 #include "common/wire.h"
 
-#define WIRE_FRAME_TIMEOUT_MS 30000  /* to finish a frame once begun */
+#define WIRE_FRAME_TIMEOUT_MS 30000  /* to send a frame (flush_out) */
 #define WIRE_MAX_SEQ_JUMP     (UINT64_C(1) << 32) /* past the last BATCH seq */
 #define WIRE_REJECT_LOG_MAX   10     /* rejected-span warnings per connection */
-
-struct wconn {
-	struct wire_server *ws;
-	int fd;
-	char peer[64];
-	struct wconn *next, **pprev;
-};
-
-struct wire_server {
-	struct collector *c;
-	int fd;
-	char addr[64];
-	pthread_t accept_thread;
-	pthread_mutex_t lock;
-	pthread_cond_t gone;
-	struct wconn *conns;
-	unsigned nconns, max_conns;
-	int stop;
-};
 
 /* Per-connection state. */
 struct agent_conn {
@@ -74,15 +56,12 @@ struct agent_conn {
 	char session[33];             /* HELLO's, "" none */
 	struct wire_reader rd;
 	struct wire_buf out;
+	uint64_t t0_ms;               /* connected (the HELLO deadline) */
+	uint64_t frame_t0_ms;         /* the frame begun began (0: none) */
 	/* Test point (tests only): FAY_WIRE_TEST_NACK_EVERY=N NACKs every
 	 * Nth batch of a connection as if the store had failed. */
 	unsigned long test_nack_every, test_nbatches;
 };
-
-const char *wire_server_addr(const struct wire_server *ws)
-{
-	return ws->addr;
-}
 
 /* ---- frames ------------------------------------------------------------- */
 
@@ -425,6 +404,32 @@ static int on_stats(struct agent_conn *ac, const struct wire_frame *f)
 
 /* ---- connection loop ---------------------------------------------------- */
 
+/*
+ * How long to wait for the next bytes: a frame once begun must be finished
+ * COLL_FRAME_MS after its first byte came, however slowly it trickles;
+ * before HELLO a connection has COLL_HELLO_MS in all; between frames an
+ * agent that said HELLO may be quiet as long as it likes (-1).  0: the
+ * deadline has passed.
+ */
+static int wait_ms(struct agent_conn *ac)
+{
+	uint64_t now = clock_monotonic_ns() / 1000000, end;
+
+	if (wire_reader_partial(&ac->rd)) {
+		if (!ac->frame_t0_ms)
+			ac->frame_t0_ms = now;
+		end = ac->frame_t0_ms + (uint64_t)ac->w->ws->frame_ms;
+	} else {
+		ac->frame_t0_ms = 0;
+		if (ac->agent || ac->query_role)
+			return -1;
+		end = ac->t0_ms + (uint64_t)ac->w->ws->hello_ms;
+	}
+	if (!ac->agent && !ac->query_role && end > ac->t0_ms + (uint64_t)ac->w->ws->hello_ms)
+		end = ac->t0_ms + (uint64_t)ac->w->ws->hello_ms;
+	return now >= end ? 0 : (int)(end - now);
+}
+
 /* The next frame: 0 (in f), 1 (the agent closed between frames), or
  * -errno (-EPROTO: a violation, reported). */
 static int next_frame(struct agent_conn *ac, struct wire_frame *f)
@@ -439,18 +444,25 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 			return 0;
 		if (ret == -ENOTCONN)
 			return 1;
+		if (ret == -ENOBUFS) {
+			M_ADD(ac->c, wire_busy, 1);
+			return violation(ac, "busy: %s", err);
+		}
 		if (ret == -EPROTO || ret == -EBADMSG || ret == -ENOMEM)
 			return violation(ac, "%s", err);
 		if (ret < 0)
 			return ret;
-		/* A frame once begun must be finished within the timeout;
-		 * between frames an agent may be quiet as long as it likes. */
-		ret = poll(&pfd, 1, wire_reader_partial(&ac->rd) ? WIRE_FRAME_TIMEOUT_MS : -1);
+		ret = poll(&pfd, 1, wait_ms(ac));
 		if (ret < 0 && errno != EINTR)
 			return -errno;
-		if (ret == 0)
-			return violation(ac, "a frame begun is not complete after %d s (%zu bytes came)",
-					 WIRE_FRAME_TIMEOUT_MS / 1000, wire_reader_partial(&ac->rd));
+		if (ret == 0 && wait_ms(ac) == 0) {
+			M_ADD(ac->c, wire_timeouts, 1);
+			if (wire_reader_partial(&ac->rd))
+				return violation(ac, "a frame begun is not complete after %d s (%zu bytes came)",
+						 ac->w->ws->frame_ms / 1000, wire_reader_partial(&ac->rd));
+			return violation(ac, "no HELLO within %d s of connecting",
+					 ac->w->ws->hello_ms / 1000);
+		}
 	}
 }
 
@@ -481,7 +493,7 @@ static int one_frame(struct agent_conn *ac)
 	}
 }
 
-static void *conn_main(void *arg)
+void *wire_conn_main(void *arg)
 {
 	struct wconn *w = arg;
 	struct wire_server *ws = w->ws;
@@ -490,6 +502,8 @@ static void *conn_main(void *arg)
 	int ret;
 
 	wire_reader_init(&ac.rd, FAY_WIRE_MAX_PAYLOAD);
+	ac.rd.budget = &ws->c->mem;
+	ac.t0_ms = clock_monotonic_ns() / 1000000;
 	if (tp)
 		ac.test_nack_every = strtoul(tp, NULL, 10);
 
@@ -527,148 +541,4 @@ static void *conn_main(void *arg)
 	pthread_cond_broadcast(&ws->gone);
 	pthread_mutex_unlock(&ws->lock);
 	return NULL;
-}
-
-/* Turn a connection away with an ERROR frame (best effort: a new
- * socket's buffer takes it at once). */
-static void refuse(int fd, const char *why)
-{
-	struct wire_buf b = { 0 };
-	struct wire_error e;
-
-	snprintf(e.error, sizeof(e.error), "%s", why);
-	if (!wire_put_error(&b, &e))
-		wire_buf_flush(&b, fd);
-	wire_buf_free(&b);
-	close(fd);
-}
-
-static void *accept_main(void *arg)
-{
-	struct wire_server *ws = arg;
-
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		struct wconn *w;
-		pthread_attr_t at;
-		pthread_t t;
-		int fd, one = 1;
-
-		fd = accept4(ws->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			    errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				if (errno != EINTR && errno != ECONNABORTED)
-					usleep(100000);
-				if (!__atomic_load_n(&ws->stop, __ATOMIC_RELAXED))
-					continue;
-			}
-			break; /* the listening socket was shut down */
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		/* An agent whose cable is pulled says nothing: without this
-		 * its connection would wait for its next frame forever (and
-		 * the agent show up). */
-		net_keepalive(fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
-		pthread_mutex_lock(&ws->lock);
-		if (ws->stop || ws->nconns >= ws->max_conns) {
-			char why[96];
-
-			pthread_mutex_unlock(&ws->lock);
-			snprintf(why, sizeof(why), "too many connections: %u, the collector's --max-conns",
-				 ws->max_conns);
-			refuse(fd, ws->stop ? "collector shutting down" : why);
-			continue;
-		}
-		w = calloc(1, sizeof(*w));
-		if (!w) {
-			pthread_mutex_unlock(&ws->lock);
-			refuse(fd, "out of memory");
-			continue;
-		}
-		w->ws = ws;
-		w->fd = fd;
-		net_addr_str((struct sockaddr *)&ss, w->peer, sizeof(w->peer));
-		w->next = ws->conns;
-		if (w->next)
-			w->next->pprev = &w->next;
-		w->pprev = &ws->conns;
-		ws->conns = w;
-		ws->nconns++;
-		M_ADD(ws->c, wire_connections, 1);
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&at, 256 << 10);
-		if (pthread_create(&t, &at, conn_main, w)) {
-			*w->pprev = w->next;
-			if (w->next)
-				w->next->pprev = w->pprev;
-			ws->nconns--;
-			pthread_mutex_unlock(&ws->lock);
-			free(w);
-			refuse(fd, "cannot start a thread");
-			pthread_attr_destroy(&at);
-			continue;
-		}
-		pthread_attr_destroy(&at);
-		pthread_mutex_unlock(&ws->lock);
-	}
-	return NULL;
-}
-
-struct wire_server *wire_server_new(struct collector *c, const char *addr, unsigned max_conns,
-				    char *err, size_t errlen)
-{
-	struct wire_server *ws = calloc(1, sizeof(*ws));
-	struct sockaddr_storage actual;
-	int ret;
-
-	if (!ws)
-		return fay_err_ptr(-ENOMEM);
-	ws->c = c;
-	ws->max_conns = max_conns;
-	pthread_mutex_init(&ws->lock, NULL);
-	pthread_cond_init(&ws->gone, NULL);
-	ws->fd = net_listen(addr, 128, &actual, err, errlen);
-	if (ws->fd < 0) {
-		ret = ws->fd;
-		goto err_out;
-	}
-	net_addr_str((struct sockaddr *)&actual, ws->addr, sizeof(ws->addr));
-	ret = -pthread_create(&ws->accept_thread, NULL, accept_main, ws);
-	if (ret) {
-		snprintf(err, errlen, "wire: cannot start a thread: %s", errstr(ret));
-		close(ws->fd);
-		goto err_out;
-	}
-	return ws;
-err_out:
-	pthread_mutex_destroy(&ws->lock);
-	pthread_cond_destroy(&ws->gone);
-	free(ws);
-	return fay_err_ptr(ret);
-}
-
-void wire_server_free(struct wire_server *ws)
-{
-	if (!ws)
-		return;
-	pthread_mutex_lock(&ws->lock);
-	__atomic_store_n(&ws->stop, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&ws->lock);
-	shutdown(ws->fd, SHUT_RDWR);
-	pthread_join(ws->accept_thread, NULL);
-	close(ws->fd);
-	/* Wake every connection thread; each finishes its frame (a batch in
-	 * the writer's hands is committed and acknowledged first). */
-	pthread_mutex_lock(&ws->lock);
-	for (struct wconn *w = ws->conns; w; w = w->next)
-		shutdown(w->fd, SHUT_RD);
-	while (ws->nconns)
-		pthread_cond_wait(&ws->gone, &ws->lock);
-	pthread_mutex_unlock(&ws->lock);
-	pthread_mutex_destroy(&ws->lock);
-	pthread_cond_destroy(&ws->gone);
-	free(ws);
 }

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <zlib.h>
 
+#include "common/budget.h"
 #include "common/wire.h"
 
 static const char *const type_names[] = {
@@ -177,6 +178,7 @@ void wire_reader_free(struct wire_reader *r)
 {
 	if (!r)
 		return;
+	mem_budget_give(r->budget, r->cap);
 	free(r->buf);
 	r->buf = NULL;
 	r->cap = r->len = r->off = r->consumed = 0;
@@ -221,6 +223,13 @@ int wire_read(struct wire_reader *r, int fd, struct wire_frame *f,
 
 	r->off += r->consumed;
 	r->consumed = 0;
+	if (r->off == r->len && r->cap > READER_MIN_CAP) {
+		/* between frames: give back what a large one took */
+		mem_budget_give(r->budget, r->cap);
+		free(r->buf);
+		r->buf = NULL;
+		r->cap = r->len = r->off = 0;
+	}
 	for (;;) {
 		ssize_t n;
 
@@ -234,13 +243,21 @@ int wire_read(struct wire_reader *r, int fd, struct wire_frame *f,
 			r->off = 0;
 		}
 		if (r->cap < need) {
-			size_t cap = r->cap ? r->cap : READER_MIN_CAP;
+			/* need is the whole frame once its header is in: take
+			 * that (in pages), not the next power of two */
+			size_t cap = need > READER_MIN_CAP ? (need + 4095) & ~(size_t)4095
+							   : READER_MIN_CAP;
 			uint8_t *p;
 
-			while (cap < need)
-				cap *= 2;
+			if (mem_budget_take(r->budget, cap - r->cap)) {
+				snprintf(err, errlen, "%zu-byte frame: the memory this side gives frames in flight is taken (%llu of %llu bytes); try again later",
+					 need, (unsigned long long)r->budget->used,
+					 (unsigned long long)r->budget->max);
+				return -ENOBUFS;
+			}
 			p = realloc(r->buf, cap);
 			if (!p) {
+				mem_budget_give(r->budget, cap - r->cap);
 				snprintf(err, errlen, "%zu-byte frame: out of memory", need);
 				return -ENOMEM;
 			}

@@ -153,6 +153,8 @@ int wire_buf_flush(struct wire_buf *b, int fd);
  * this side accepts (at most FAY_WIRE_MAX_PAYLOAD); the buffer grows to
  * it only while such a frame arrives.
  */
+struct mem_budget;
+
 struct wire_reader {
 	uint8_t *buf;
 	size_t cap, len, off;
@@ -160,6 +162,9 @@ struct wire_reader {
 	uint32_t max_payload;
 	int exact;               /* never read past the frame being read (a
 				  * recv for the header, one for the payload) */
+	struct mem_budget *budget; /* NULL: none; else the buffer's bytes are
+				  * taken from it (-ENOBUFS when it is out)
+				  * and given back when the buffer shrinks */
 };
 
 /* Returns 0 or -EINVAL (max_payload out of range). */
@@ -178,8 +183,11 @@ static inline void wire_reader_reset(struct wire_reader *r)
  * valid until the next call), 0 when fd has no more bytes for now (poll
  * for POLLIN and call again), -ENOTCONN when the peer closed between
  * frames, -ECONNRESET when it closed inside one, -EPROTO (bad header, or a
- * payload over max_payload) or -EBADMSG (crc) with a reason in err, or
- * -errno from recv.  After an error the connection is unusable.
+ * payload over max_payload) or -EBADMSG (crc) with a reason in err,
+ * -ENOBUFS when r->budget cannot give the room a frame announced (err
+ * says so: the peer may try again later), or -errno from recv.  After an
+ * error the connection is unusable.  Between frames a buffer grown past
+ * 64 KiB for a large frame is given back.
  */
 int wire_read(struct wire_reader *r, int fd, struct wire_frame *f,
 	      char *err, size_t errlen);

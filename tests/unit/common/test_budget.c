@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+/* src/common/budget.c: takes within the limit, refusals counted, the peak,
+ * give-backs, and 4 threads taking and giving at once never exceeding it. */
+#include <errno.h>
+#include <pthread.h>
+
+#include "common/budget.h"
+#include "test.h"
+
+static struct mem_budget shared = { .max = 1000 };
+static uint64_t over;
+
+static void *worker(void *arg)
+{
+	for (int i = 0; i < 200000; i++) {
+		size_t n = 1 + (size_t)(i % 300);
+
+		if (!mem_budget_take(&shared, n)) {
+			if (__atomic_load_n(&shared.used, __ATOMIC_RELAXED) > shared.max)
+				__atomic_add_fetch(&over, 1, __ATOMIC_RELAXED);
+			mem_budget_give(&shared, n);
+		}
+	}
+	return arg;
+}
+
+int main(void)
+{
+	struct mem_budget b = { .max = 100 };
+	pthread_t t[4];
+
+	ok(mem_budget_take(&b, 60) == 0, "60 of 100: taken");
+	ok(mem_budget_take(&b, 50) == -ENOBUFS, "50 more: -ENOBUFS");
+	ok(b.used == 60 && b.refused == 1, "nothing taken by the refusal, one refusal counted");
+	ok(mem_budget_take(&b, 40) == 0 && b.used == 100 && b.peak == 100, "up to the limit exactly; peak 100");
+	mem_budget_give(&b, 100);
+	ok(b.used == 0 && b.peak == 100, "all given back; the peak stays");
+	ok(mem_budget_take(NULL, 1u << 30) == 0, "no budget: always taken");
+	b.max = 0;
+	ok(mem_budget_take(&b, 1u << 30) == 0 && b.used == 1u << 30, "max 0: no limit, still counted");
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, worker, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ok(over == 0, "4 threads: used never seen over the limit (%llu times)", (unsigned long long)over);
+	ok(shared.used == 0 && shared.peak <= shared.max, "4 threads: all given back, peak %llu <= 1000",
+	   (unsigned long long)shared.peak);
+	return test_done();
+}
