@@ -121,6 +121,17 @@ int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	return fd;
 }
 
+int net_listen_named(const char *addr, int backlog, char *name, size_t namelen,
+		     char *err, size_t errlen)
+{
+	struct sockaddr_storage actual;
+	int fd = net_listen(addr, backlog, &actual, err, errlen);
+
+	if (fd >= 0)
+		net_addr_str((struct sockaddr *)&actual, name, namelen);
+	return fd;
+}
+
 int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
 {
 	const char *colon;

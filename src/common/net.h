@@ -25,6 +25,9 @@ void net_addr_str(const struct sockaddr *sa, char *buf, size_t len);
  * => the kernel's choice). */
 int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	       char *err, size_t errlen);
+/* net_listen(), with the bound address as text (net_addr_str) in name. */
+int net_listen_named(const char *addr, int backlog, char *name, size_t namelen,
+		     char *err, size_t errlen);
 
 /* Split "host:port" or "[v6]:port" (a name or an address, for
  * getaddrinfo) into host and port.  Returns 0 or -EINVAL. */
