@@ -294,6 +294,12 @@ int http_ext_route(struct collector *c, struct MHD_Connection *con,
 						api_autocomplete_values(c, con);
 			return 1;
 		}
+	} else if (!strcmp(url, "/api/sql")) {
+		allow = "POST";
+		if (post) {
+			*res = api_sql(c, con, body);
+			return 1;
+		}
 	} else if (!strcmp(url, "/api/query")) {
 		allow = "POST";
 		if (post) {

@@ -1422,6 +1422,7 @@ const struct store_ops sq_store_ops = {
 	.retain = sq__retain,
 	.set_autocomplete_keys = sq__set_autocomplete_keys,
 	.autocomplete_values = sq__autocomplete_values,
+	.sql = sq__sql,
 	.reader_new = sq__reader_new,
 	.reader_free = sq__reader_free,
 	.services = sq__services,
