@@ -6,8 +6,7 @@
 # run again, unchanged, against a ClickHouse node and a two-shard
 # ClickHouse cluster (collector_lib.bash's coll_start gives every
 # collector its own database there).  SQLite runs them in the suite
-# already (they are the same files).  store_compare.sh then puts the
-# answers of the backends side by side.
+# already (they are the same files, with the same expected answers).
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/../lib/clickhouse.bash"
