@@ -202,3 +202,14 @@ uint64_t net_raise_nofile(void)
 	}
 	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
+
+void net_addr_ip(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a = sa->sa_family == AF_INET6 ?
+		(const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
+		(const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+
+	if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+	    !inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
