@@ -9,12 +9,13 @@ a running collector with an empty store, through /api/v2/traces and
 ids, as in Zipkin.  TAP on stdout.  argv: URL"""
 import json, sys, time, urllib.parse
 
-from zapi import get, post
+from zapi import Tap, get, post
 
 url = sys.argv[1]
 DAY = 86400000
 TODAY = int(time.time()) // 86400 * 86400 * 1000
-n = failed = 0
+tap = Tap("ITSpanStore.")
+check = tap.check
 tid_no = 0
 
 
@@ -53,16 +54,6 @@ def key(s):
 
 def same(a, b):
     return sorted(map(key, a)) == sorted(map(key, b))
-
-
-def check(cond, what, *diag):
-    global n, failed
-    n += 1
-    print("%s %d - ITSpanStore.%s" % ("ok" if cond else "not ok", n, what))
-    if not cond:
-        failed += 1
-        for d in diag:
-            print("#   %s" % d)
 
 
 def found(ts, spans):
@@ -124,4 +115,4 @@ check(found(traces(serviceName="frontend_lower", remoteServiceName="BACKENDLOWER
       "names_goLowercase: remoteServiceName upper-cased")
 check(found(traces(serviceName="frontend_lower", spanName="GET /FOO"), [cs]),
       "names_goLowercase: spanName upper-cased")
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)
