@@ -169,6 +169,25 @@ int bmap_set_flags(struct bmap *m, uint32_t flags)
 	return 0;
 }
 
+uint64_t bmap_mem_bytes(const struct bmap *m, int ncpus, bool *prealloc)
+{
+	uint64_t v = (m->value_size + 7u) & ~7u, k = (m->key_size + 7u) & ~7u;
+	uint64_t copies = bmap_is_percpu(m) ? (uint64_t)(ncpus > 0 ? ncpus : 1) : 1;
+
+	*prealloc = !(m->flags & BPF_F_NO_PREALLOC);
+	switch (m->type) {
+	case BPF_MAP_TYPE_RINGBUF:
+		return m->max_entries;
+	case BPF_MAP_TYPE_ARRAY:
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+	case BPF_MAP_TYPE_PERF_EVENT_ARRAY:
+		*prealloc = true;
+		return (uint64_t)m->max_entries * v * copies;
+	default:
+		return (uint64_t)m->max_entries * (64 + k + v * copies);
+	}
+}
+
 const char *bmap_name(const struct bmap *m) { return m->name; }
 int bmap_fd(const struct bmap *m) { return m->fd; }
 enum bpf_map_type bmap_type(const struct bmap *m) { return m->type; }

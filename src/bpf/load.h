@@ -45,6 +45,14 @@ uint32_t bmap_key_size(const struct bmap *m);
 uint32_t bmap_value_size(const struct bmap *m);
 uint32_t bmap_max_entries(const struct bmap *m);
 bool bmap_is_percpu(const struct bmap *m);
+/*
+ * Kernel memory the map takes at creation (arrays, rings, preallocated
+ * hashes: everything) or at most once every key is in (a hash created with
+ * BPF_F_NO_PREALLOC takes nothing until keys come), with ncpus copies of a
+ * per-CPU value, each entry's bookkeeping counted as 64 bytes.  An
+ * estimate for limits and reports, within a few percent of the kernel's.
+ */
+uint64_t bmap_mem_bytes(const struct bmap *m, int ncpus, bool *prealloc);
 
 /* Number of possible CPUs: the number of values a per-CPU lookup returns. */
 int bpf_ncpus(void);

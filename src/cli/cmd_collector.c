@@ -30,6 +30,7 @@ static void usage(FILE *f)
 "\n"
 "SYNOPSIS\n"
 "    fay collector [--listen ADDR] [--http ADDR] [--otlp-http ADDR|off]\n"
+"                  [--otlp-grpc ADDR|off]\n"
 "                  [--db PATH] [--retention DUR]\n"
 "                  [--token T] [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
@@ -99,6 +100,12 @@ static void usage(FILE *f)
 "                      without it; an ADDR given must bind or the collector\n"
 "                      exits 1.  Tests and several collectors on one host pass\n"
 "                      port 0 (a free port, printed at start) or 'off'\n"
+"    --otlp-grpc ADDR  OTLP/gRPC (HTTP/2 cleartext): TraceService/Export with the\n"
+"                      answers of POST /v1/traces as gRPC statuses (partial_success,\n"
+"                      INVALID_ARGUMENT, RESOURCE_EXHAUSTED past --max-body,\n"
+"                      UNAVAILABLE + RetryInfo when the ingest queue is full;\n"
+"                      grpc-encoding gzip); default %s, the same rules\n"
+"                      as --otlp-http for a taken port and 'off'\n"
 "    --db PATH         the SQLite store (default ./fay.db); created if absent; a\n"
 "                      file that is not a fay store is refused, never replaced\n"
 "    --clickhouse URL[,URL...]\n"
@@ -209,7 +216,8 @@ static void usage(FILE *f)
 "FILES\n"
 "    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n"
 "    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n",
-		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT);
+		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT,
+		COLL_OTLP_GRPC_DEFAULT);
 }
 
 static volatile sig_atomic_t stop_sig;
@@ -246,6 +254,7 @@ int cmd_collector(int argc, char **argv)
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
 		{ "otlp-http", required_argument, NULL, 'O' },
+		{ "otlp-grpc", required_argument, NULL, 'G' },
 		{ "thresholds", required_argument, NULL, 'T' },
 		{ "export", required_argument, NULL, 'x' },
 		{ "parent", required_argument, NULL, 'P' },
@@ -309,6 +318,7 @@ int cmd_collector(int argc, char **argv)
 			*(opt == 'm' ? &o.max_body : &o.ingest_queue) = (size_t)size;
 			break;
 		case 'O': o.otlp_http = optarg; break;
+		case 'G': o.otlp_grpc = optarg; break;
 		case 'T': o.ext.thresholds = optarg; break;
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;

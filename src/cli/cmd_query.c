@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "cli/opts.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine/engine.h"
@@ -102,6 +103,11 @@ static void usage(FILE *f)
 "                    how streamed rows leave the kernel (default: ringbuf\n"
 "                    when the kernel has it)\n"
 "    --no-fentry     kernel functions: use kprobes, not fentry/fexit\n"
+"    --max-map-memory SIZE\n"
+"                    kernel memory the query's maps may take when they are\n"
+"                    created (default 256M; profile()'s map is preallocated,\n"
+"                    10,240+ keys x its aggregates x CPUs); over it the query\n"
+"                    is refused with the sizes\n"
 "    --cluster URL   run the query on the agents of the collector at URL\n"
 "                    (its HTTP address, e.g. http://10.0.0.1:9411): see\n"
 "                    CLUSTER QUERIES\n"
@@ -251,6 +257,7 @@ static int emit_code(struct query *q, const struct plan *plan, bool bpf,
 {
 	struct engine_opts eo = {
 		.sz = sizeof(eo), .pid = ro->pid, .no_fentry = ro->no_fentry,
+		.max_prealloc = ro->max_prealloc,
 		.buffer = ro->buffer, .emit_only = true,
 	};
 	char why[2048];
@@ -284,6 +291,7 @@ int cmd_query(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "buffer", required_argument, NULL, 'B' },
 		{ "no-fentry", no_argument, NULL, 'K' },
+		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
@@ -363,6 +371,13 @@ int cmd_query(int argc, char **argv)
 			break;
 		case 'K':
 			ro.no_fentry = true;
+			break;
+		case 'M':
+			if (opt_parse_size(optarg, &ro.max_prealloc) || ro.max_prealloc < (1u << 20)) {
+				fprintf(stderr, "error: --max-map-memory '%s': expected a size of at least 1M (like 512M or 2G)\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'C':
 			co.url = optarg;

@@ -188,7 +188,8 @@ int engine_run_query(struct query *q, const struct plan *p,
 	};
 	struct engine_drive_opts dopts = {
 		.sz = sizeof(dopts), .stop = &got_stop, .watch_fd = -1,
-		.eo = { .pid = o->pid, .no_fentry = o->no_fentry, .buffer = o->buffer },
+		.eo = { .pid = o->pid, .no_fentry = o->no_fentry, .buffer = o->buffer,
+			.max_prealloc = o->max_prealloc },
 	};
 	sigset_t block, orig;
 	struct sigaction sa = { 0 }, old[3];

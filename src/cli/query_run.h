@@ -28,6 +28,7 @@ struct engine_run_opts {
 				 * trace only it, stop when it exits */
 	bool no_fentry;
 	enum engine_buffer buffer;
+	uint64_t max_prealloc;	/* --max-map-memory (0: the engine's default) */
 	/* called once every probe is attached (benchmarks, tests) */
 	void (*attached_fn)(void *ctx);
 	void *attached_ctx;

@@ -48,6 +48,7 @@
 #include "collector/standing.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/net.h"
 
 #define QUERY_MAX_TEXT (1u << 20)
 
@@ -60,6 +61,7 @@ struct qrun {
 	struct cluster_qopts copts;
 	int rfd, wfd;
 	int client_fd;			/* the HTTP client's socket: gone = stop */
+	int slot;			/* in ext->qslots */
 	pthread_t thread;
 	volatile int stop;
 	uint64_t rows, start_ns;
@@ -181,6 +183,41 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/*
+ * A slot for a query from client ip: its index, or -1 with the reason in
+ * why (QUERY_MAX_PER_CLIENT of this client's, or QUERY_MAX_RUNNING in
+ * all, are running: each compiles, loads and holds kernel memory).
+ */
+static int slot_take(struct coll_ext *e, const char *ip, char *why, size_t len)
+{
+	int mine = 0, free_slot = -1;
+
+	pthread_mutex_lock(&e->qslots_lock);
+	for (int i = 0; i < QUERY_MAX_RUNNING; i++) {
+		if (!e->qslots[i][0])
+			free_slot = free_slot < 0 ? i : free_slot;
+		else
+			mine += !strcmp(e->qslots[i], ip);
+	}
+	if (mine >= QUERY_MAX_PER_CLIENT)
+		free_slot = -1, snprintf(why, len, "%d queries from %s are running, the most one client may run at once; stop one (or wait for it to end)\n",
+					 mine, ip);
+	else if (free_slot < 0)
+		snprintf(why, len, "%d queries are running, the most this collector runs at once; try again later\n",
+			 QUERY_MAX_RUNNING);
+	else
+		snprintf(e->qslots[free_slot], sizeof(e->qslots[free_slot]), "%s", ip);
+	pthread_mutex_unlock(&e->qslots_lock);
+	return free_slot;
+}
+
+static void slot_give(struct coll_ext *e, int slot)
+{
+	pthread_mutex_lock(&e->qslots_lock);
+	e->qslots[slot][0] = '\0';
+	pthread_mutex_unlock(&e->qslots_lock);
+}
+
 static void free_cb(void *cls)
 {
 	struct qrun *qr = cls;
@@ -188,6 +225,7 @@ static void free_cb(void *cls)
 	qr->stop = 1;
 	close(qr->rfd); /* the engine's next write fails: it stops */
 	pthread_join(qr->thread, NULL);
+	slot_give(qr->c->ext, qr->slot);
 	X_SUB(qr->c, queries_running, 1);
 	query_free(qr->q);
 	free(qr->text);
@@ -268,7 +306,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	struct qrun *qr = NULL;
 	struct query *q;
 	enum MHD_Result res;
-	int fds[2], line = 0, col = 0, ret;
+	int fds[2], line = 0, col = 0, ret, slot;
 	char err[300], *text;
 	json_t *cols, *head;
 
@@ -315,9 +353,28 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 		query_free(q);
 		return res;
 	}
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		char ip[64] = "?", why[200];
+
+		if (ci && ci->client_addr)
+			net_addr_ip(ci->client_addr, ip, sizeof(ip));
+		slot = slot_take(c->ext, ip, why, sizeof(why));
+		if (slot < 0) {
+			char *b = strdup(why);
+
+			X_ADD(c, queries_busy, 1);
+			free(text);
+			query_free(q);
+			return b ? reply_hdr(con, 429, "text/plain; charset=utf-8", b, strlen(b),
+					     "Retry-After", "5") : MHD_NO;
+		}
+	}
 	cols = plan_columns_json(p);
 	qr = calloc(1, sizeof(*qr));
 	if (!qr || pipe2(fds, O_CLOEXEC)) {
+		slot_give(c->ext, slot);
 		free(qr);
 		free(text);
 		json_decref(cols);
@@ -332,6 +389,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	qr->cluster = copts.all || query_ast(q)->src.scope != SCOPE_LOCAL;
 	qr->rfd = fds[0];
 	qr->wfd = fds[1];
+	qr->slot = slot;
 	{
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -345,6 +403,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 			 "for_ms", (json_int_t)(p->for_ns / 1000000),
 			 "engine", qr->cluster ? "cluster" : "host");
 	if (emit_json(qr, head) || pthread_create(&qr->thread, NULL, run_main, qr)) {
+		slot_give(c->ext, slot);
 		close(fds[0]);
 		close(fds[1]);
 		free(qr);

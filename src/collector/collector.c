@@ -112,6 +112,7 @@ struct collector_run {
 	struct wire_server *ws;
 	struct http_server *hs;
 	struct http_server *otlp_hs;  /* --otlp-http (NULL: off) */
+	struct otlp_grpc *grpc;       /* --otlp-grpc (NULL: off) */
 	struct ctree *tree;          /* --parent: this collector under another */
 };
 
@@ -195,10 +196,18 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 							     err, errlen)))
 			goto err_out;
 	}
-	pr_info("collector %s: agents on %s, HTTP on http://%s, OTLP/HTTP on %s%s, store %s "
-		"(schema %d), retention %s%" PRIu64 "s",
+	if ((addr = otlp_addr(o->otlp_grpc, COLL_OTLP_GRPC_DEFAULT, &optional))) {
+		r->grpc = otlp_grpc_new(c, addr, why, sizeof(why));
+		if (!r->grpc && (ret = otlp_listen_failed("--otlp-grpc", addr, optional,
+							  errno ? -errno : -EINVAL, why,
+							  err, errlen)))
+			goto err_out;
+	}
+	pr_info("collector %s: agents on %s, HTTP on http://%s, OTLP/HTTP on %s%s, OTLP/gRPC "
+		"on %s, store %s (schema %d), retention %s%" PRIu64 "s",
 		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs),
-		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off", store_at,
+		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off",
+		r->grpc ? otlp_grpc_addr(r->grpc) : "off", store_at,
 		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
 	if (c->token)
@@ -238,6 +247,7 @@ void collector_stop(struct collector *c)
 		return;
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
 	standing_free(c->standing);
+	otlp_grpc_free(r->grpc);
 	http_server_free(r->otlp_hs);
 	http_server_free(r->hs);
 	wire_server_free(r->ws);

@@ -108,6 +108,7 @@ struct collector {
 #define COLL_INGEST_QUEUE 100000
 /* OTLP/HTTP's default address (the OpenTelemetry SDKs' default endpoint). */
 #define COLL_OTLP_HTTP_DEFAULT "127.0.0.1:4318"
+#define COLL_OTLP_GRPC_DEFAULT "127.0.0.1:4317"
 
 /* What `fay collector` options configure in ext.h's extensions. */
 struct coll_ext_opts {
@@ -121,6 +122,7 @@ struct collector_opts {
 	const char *listen;          /* agent protocol address (net_parse_addr) */
 	const char *http;            /* HTTP address */
 	const char *otlp_http;       /* --otlp-http: NULL the default, "off" none */
+	const char *otlp_grpc;       /* --otlp-grpc: NULL the default, "off" none */
 	const char *db;              /* the SQLite store; with clickhouse, where the
 					collector's own files go (PATH.queries ...) */
 	const char *clickhouse;      /* NULL, or the ClickHouse store: URL[,URL...] */
@@ -221,5 +223,19 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 				    char *err, size_t errlen);
 void http_server_free(struct http_server *hs);
 const char *http_server_addr(const struct http_server *hs);
+
+/* ---- otlp_grpc.c -------------------------------------------------------- */
+
+struct otlp_grpc;
+/*
+ * Listen on addr for OTLP/gRPC (HTTP/2 cleartext, TraceService/Export) and
+ * serve it on threads of its own.  NULL + errno (EADDRINUSE when the port
+ * is taken) with the reason in err.  otlp_grpc_free() stops accepting and
+ * waits for the connections' threads (each notices within 200 ms).
+ */
+struct otlp_grpc *otlp_grpc_new(struct collector *c, const char *addr, char *err, size_t errlen);
+void otlp_grpc_free(struct otlp_grpc *g);
+/* The address it listens on. */
+const char *otlp_grpc_addr(const struct otlp_grpc *g);
 
 #endif

@@ -37,12 +37,19 @@ struct otlp_sender {
 	uint64_t requests, accepted, rejected, refused;
 };
 
+/* POST /api/query: queries running at once, in all and per client. */
+#define QUERY_MAX_RUNNING	32
+#define QUERY_MAX_PER_CLIENT	4
+
 struct coll_ext {
 	struct thresholds *th;
+	/* the clients of the running queries (api_query.c) */
+	pthread_mutex_t qslots_lock;
+	char qslots[QUERY_MAX_RUNNING][64];	/* client address, "" free */
 	struct exporter *exp[EXT_MAX_EXPORTS];
 	int nexp;
 	/* counters (relaxed atomics) */
-	uint64_t queries_running, queries_total, queries_refused;
+	uint64_t queries_running, queries_total, queries_refused, queries_busy;
 	uint64_t otlp_requests, otlp_spans, otlp_rejected;
 	uint64_t otlp_spans_rejected, otlp_throttled;
 	uint64_t ui_requests;

@@ -48,6 +48,7 @@ struct coll_ext *coll_ext_new(struct collector *c, const struct coll_ext_opts *o
 	if (!e)
 		goto fail;
 	pthread_mutex_init(&e->senders_lock, NULL);
+	pthread_mutex_init(&e->qslots_lock, NULL);
 	if (!o->thresholds && asprintf(&path, "%s.thresholds.json", o->db) < 0) {
 		path = NULL;
 		goto fail;
@@ -87,6 +88,7 @@ void coll_ext_free(struct coll_ext *e)
 		exporter_free(e->exp[i]);
 	thresholds_free(e->th);
 	pthread_mutex_destroy(&e->senders_lock);
+	pthread_mutex_destroy(&e->qslots_lock);
 	free(e);
 }
 
@@ -183,6 +185,9 @@ void coll_ext_metrics(struct collector *c, FILE *f)
 		"FayQL queries running now (POST /api/query).", X_GET(c, queries_running));
 	counter(f, "fay_collector_queries_total", "counter",
 		"FayQL queries received.", X_GET(c, queries_total));
+	counter(f, "fay_collector_queries_busy_total", "counter",
+		"FayQL queries refused 429: too many running (4 per client, 32 in all).",
+		X_GET(c, queries_busy));
 	counter(f, "fay_collector_queries_refused_total", "counter",
 		"FayQL queries refused (errors in the query, or no engine to run them).",
 		X_GET(c, queries_refused));

@@ -740,7 +740,6 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 				    char *err, size_t errlen)
 {
 	struct http_server *hs = calloc(1, sizeof(*hs));
-	struct sockaddr_storage actual;
 	char why[320];
 	int ret;
 
@@ -754,13 +753,12 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 	}
 	hs->c = c;
 	hs->otlp_only = otlp_only;
-	hs->fd = net_listen(addr, 128, &actual, err, errlen);
+	hs->fd = net_listen_named(addr, 128, hs->addr, sizeof(hs->addr), err, errlen);
 	if (hs->fd < 0) {
 		ret = hs->fd;
 		free(hs);
 		return fay_err_ptr(ret);
 	}
-	net_addr_str((struct sockaddr *)&actual, hs->addr, sizeof(hs->addr));
 	hs->loopback = !strncmp(hs->addr, "127.", 4) || !strncmp(hs->addr, "[::1]", 5);
 	/*
 	 * poll(), not select(): a collector with 1,000 agents connected holds

@@ -5,7 +5,6 @@
  * --max-conns-per-peer from one address with an ERROR frame naming the
  * limit, and starts a thread per connection (256 KiB stacks).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -40,17 +39,6 @@ static void refuse(int fd, const char *why)
 		wire_buf_flush(&b, fd);
 	wire_buf_free(&b);
 	close(fd);
-}
-
-/* The address of sa without its port ("10.0.0.7", "::1"). */
-static void peer_ip(const struct sockaddr *sa, char *buf, size_t len)
-{
-	const void *a = sa->sa_family == AF_INET6 ?
-		(const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
-		(const void *)&((const struct sockaddr_in *)sa)->sin_addr;
-
-	if (!inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
 }
 
 /* Connections open from ip (ws->lock held). */
@@ -92,7 +80,7 @@ static void *accept_main(void *arg)
 		 * its connection would wait for its next frame forever (and
 		 * the agent show up). */
 		net_keepalive(fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
-		peer_ip((struct sockaddr *)&ss, ip, sizeof(ip));
+		net_addr_ip((struct sockaddr *)&ss, ip, sizeof(ip));
 		pthread_mutex_lock(&ws->lock);
 		if (!ws->stop && ws->nconns < ws->max_conns && ws->max_per_peer &&
 		    peer_count(ws, ip) >= ws->max_per_peer) {

@@ -121,6 +121,17 @@ int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	return fd;
 }
 
+int net_listen_named(const char *addr, int backlog, char *name, size_t namelen,
+		     char *err, size_t errlen)
+{
+	struct sockaddr_storage actual;
+	int fd = net_listen(addr, backlog, &actual, err, errlen);
+
+	if (fd >= 0)
+		net_addr_str((struct sockaddr *)&actual, name, namelen);
+	return fd;
+}
+
 int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t plen)
 {
 	const char *colon;
@@ -190,4 +201,15 @@ uint64_t net_raise_nofile(void)
 		}
 	}
 	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+}
+
+void net_addr_ip(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a = sa->sa_family == AF_INET6 ?
+		(const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
+		(const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+
+	if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+	    !inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
 }

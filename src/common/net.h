@@ -19,12 +19,17 @@ int net_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
 
 /* Text of a socket address ("127.0.0.1:9410", "[::1]:9410"), cut at len. */
 void net_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* The address alone, no port ("10.0.0.7", "::1"); "?" for another family. */
+void net_addr_ip(const struct sockaddr *sa, char *buf, size_t len);
 
 /* A bound, listening TCP socket (SO_REUSEADDR, close-on-exec), or -errno
  * with a reason in err.  With actual non-NULL, the bound address (port 0
  * => the kernel's choice). */
 int net_listen(const char *addr, int backlog, struct sockaddr_storage *actual,
 	       char *err, size_t errlen);
+/* net_listen(), with the bound address as text (net_addr_str) in name. */
+int net_listen_named(const char *addr, int backlog, char *name, size_t namelen,
+		     char *err, size_t errlen);
 
 /* Split "host:port" or "[v6]:port" (a name or an address, for
  * getaddrinfo) into host and port.  Returns 0 or -EINVAL. */

@@ -61,8 +61,12 @@ struct engine_opts {
 	/* The value of the host field (fay agent --host); NULL or "":
 	 * gethostname().  Cut to QUERY_STR_MAX bytes. */
 	const char *host;
+	/* Kernel memory the maps may take when they are created (0:
+	 * ENGINE_MAX_PREALLOC); a query over it is refused with the sizes. */
+	uint64_t max_prealloc;
 };
-#define engine_opts__last_field host
+#define engine_opts__last_field max_prealloc
+#define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
 

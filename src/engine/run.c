@@ -229,6 +229,44 @@ static int make_maps(struct engine *e)
 	return 0;
 }
 
+/*
+ * Refuse a query whose maps the kernel would allocate beyond max_prealloc
+ * at creation (a profile() query's preallocated per-CPU hash of large
+ * aggregates: 10,240+ keys x 16 KiB x CPUs), naming the largest map.
+ */
+static int check_map_memory(struct engine *e)
+{
+	const struct bmap *maps[] = { e->vals, e->zero, e->epoch, e->pairs, e->out, e->counters };
+	uint64_t max = e->opts.max_prealloc ? e->opts.max_prealloc : ENGINE_MAX_PREALLOC;
+	uint64_t total = 0, big = 0;
+	const struct bmap *bigm = NULL;
+	int ncpus = bpf_ncpus();
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		bool pre;
+		uint64_t b;
+
+		if (!maps[i])
+			continue;
+		b = bmap_mem_bytes(maps[i], ncpus, &pre);
+		if (!pre)
+			continue;
+		total += b;
+		if (b > big) {
+			big = b;
+			bigm = maps[i];
+		}
+	}
+	if (total <= max)
+		return 0;
+	return engine_fail(e, -E2BIG,
+			   "the query's maps would take %llu MiB of kernel memory when created, over the limit of %llu MiB: %s holds %u keys of %u bytes%s on %d CPUs (%llu MiB); fewer or smaller aggregates per key (quantile and hist are the large ones), or a larger limit (fay query --max-map-memory)",
+			   (unsigned long long)(total >> 20), (unsigned long long)(max >> 20),
+			   bmap_name(bigm), bmap_max_entries(bigm), bmap_value_size(bigm),
+			   bmap_is_percpu(bigm) ? " per CPU" : "", ncpus,
+			   (unsigned long long)(big >> 20));
+}
+
 struct engine *engine_new(struct query *q, const struct plan *p,
 			  const struct engine_opts *opts, char *err, size_t errlen)
 {
@@ -275,6 +313,9 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		engine_fail(e, rc, "cannot set up the maps: %s", errstr(rc));
 		goto err_out;
 	}
+	rc = check_map_memory(e);
+	if (rc)
+		goto err_out;
 	rc = eprog_setup(e, &e->progs[0], &p->entry, EP_ENTRY);
 	e->nprogs = 1;
 	e->progs[0].is_main = !p->paired;

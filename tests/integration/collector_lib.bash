@@ -34,7 +34,7 @@ coll_start() {
 	WP=$(free_port)
 	HP=$(free_port)
 	URL=http://127.0.0.1:$HP
-	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off "${store[@]}" "$@" \
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off "${store[@]}" "$@" \
 		>>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)

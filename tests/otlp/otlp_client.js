@@ -18,6 +18,12 @@
 //        Drive /v1/traces past the ingest queue; print JSON counts; check
 //        429 + Retry-After, then acceptance of the refused requests after
 //        the burst, and sent == stored + rejected.
+//   node otlp_client.js grpc GRPC_ADDR READ_URL
+//        Raw unary calls with @grpc/grpc-js: partial_success, an unknown
+//        method (UNIMPLEMENTED), an undecodable message (INVALID_ARGUMENT),
+//        one past --max-body 1M (RESOURCE_EXHAUSTED), gzip.
+//   node otlp_client.js grpcburst GRPC_ADDR READ_URL REQUESTS SPANS CONCURRENCY
+//        burst over gRPC: UNAVAILABLE with a RetryInfo, then accepted.
 //
 // Exit 0 when every check passed; each failure is printed to stderr.
 'use strict';
@@ -259,7 +265,8 @@ async function partial(sendUrl, readUrl) {
 	      'partial: the valid span is stored', got.length, 1);
 }
 
-async function burst(sendUrl, readUrl, nreq, nspans, conc) {
+// nreq protobuf requests of nspans spans each, a trace per request.
+function burstRequests(nreq, nspans) {
 	const base = emit('burst-svc')[0];
 	const reqs = [];
 	for (let i = 0; i < nreq; i++) {
@@ -273,6 +280,22 @@ async function burst(sendUrl, readUrl, nreq, nspans, conc) {
 		}
 		reqs.push({ tid, body: ProtobufTraceSerializer.serializeRequest(spans) });
 	}
+	return reqs;
+}
+
+// The spans of these requests' traces in the store.
+async function storedSpans(readUrl, reqs) {
+	let n = 0;
+	for (const q of reqs) {
+		const r = await fetch(`${readUrl}/api/v2/trace/${q.tid}`);
+		if (r.status === 200)
+			n += (await r.json()).length;
+	}
+	return n;
+}
+
+async function burst(sendUrl, readUrl, nreq, nspans, conc) {
+	const reqs = burstRequests(nreq, nspans);
 	const out = { sent: nreq * nspans, accepted: 0, refused: 0, retryAfter: 0, other: 0,
 		      retried: 0, stored: 0 };
 	const refused = [];
@@ -295,11 +318,7 @@ async function burst(sendUrl, readUrl, nreq, nspans, conc) {
 	}
 	await Promise.all(Array.from({ length: conc }, worker));
 	// What was refused is not stored; what was accepted is, exactly.
-	for (const q of reqs) {
-		const r = await fetch(`${readUrl}/api/v2/trace/${q.tid}`);
-		if (r.status === 200)
-			out.stored += (await r.json()).length;
-	}
+	out.stored = await storedSpans(readUrl, reqs);
 	check(out.other === 0, 'burst: every answer is 200, 429 or 503', out.other, 0);
 	check(out.refused > 0, 'burst: the ingest queue overflowed (429/503 seen)', out.refused, '> 0');
 	check(out.retryAfter * nspans === out.refused, 'burst: every refusal carries Retry-After',
@@ -318,6 +337,167 @@ async function burst(sendUrl, readUrl, nreq, nspans, conc) {
 	console.log(JSON.stringify(out));
 }
 
+const EXPORT = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+
+// A unary call: {code, details, metadata, value}.
+function grpcCall(client, path, body, opts = {}) {
+	return new Promise(resolve => {
+		client.makeUnaryRequest(path, b => b, b => b, Buffer.from(body),
+			new (require('@grpc/grpc-js').Metadata)(), opts, (err, value) => resolve(err ?
+				{ code: err.code, details: err.details, metadata: err.metadata } :
+				{ code: 0, value }));
+	});
+}
+
+// Fields of a protobuf message: [[number, wiretype, value]] (values of
+// length-delimited fields as Buffers, varints as Numbers).
+function pbFields(buf) {
+	const out = [];
+	let i = 0;
+	const varint = () => {
+		let v = 0, m = 1;
+		for (;;) {
+			const b = buf[i++];
+			v += (b & 0x7f) * m;
+			m *= 128;
+			if (!(b & 0x80))
+				return v;
+		}
+	};
+	while (i < buf.length) {
+		const key = varint(), f = Math.floor(key / 8), wt = key & 7;
+		if (wt === 0)
+			out.push([f, wt, varint()]);
+		else if (wt === 2) {
+			const n = varint();
+			out.push([f, wt, buf.subarray(i, i + n)]);
+			i += n;
+		} else if (wt === 1) {
+			i += 8;
+		} else if (wt === 5) {
+			i += 4;
+		} else {
+			throw new Error(`wire type ${wt}`);
+		}
+	}
+	return out;
+}
+
+// The RetryInfo delay (seconds) in a grpc-status-details-bin, or -1.
+function retryDelay(md) {
+	const bin = md && md.get('grpc-status-details-bin')[0];
+	if (!bin)
+		return -1;
+	for (const [f, , any] of pbFields(bin)) {
+		if (f !== 3)
+			continue;
+		const a = pbFields(any);
+		const url = a.find(x => x[0] === 1), val = a.find(x => x[0] === 2);
+		if (url && String(url[2]) === 'type.googleapis.com/google.rpc.RetryInfo' && val) {
+			const d = pbFields(val[2]).find(x => x[0] === 1);
+			const secs = d ? pbFields(d[2]).find(x => x[0] === 1) : null;
+			return secs ? secs[2] : 0;
+		}
+	}
+	return -1;
+}
+
+function grpcClient(addr, gzip) {
+	const grpc = require('@grpc/grpc-js');
+	// a connection of its own (grpc-js shares one per target by default)
+	return new grpc.Client(addr, grpc.credentials.createInsecure(),
+		{ 'grpc.use_local_subchannel_pool': 1,
+		  ...(gzip ? { 'grpc.default_compression_algorithm': 2 } : {}) });
+}
+
+async function grpcChecks(addr, readUrl) {
+	const trace = process.env.OTLP_TRACE ? m => console.error(m) : () => {};
+	const S = require('@grpc/grpc-js').status;
+	const client = grpcClient(addr), gz = grpcClient(addr, true);
+	const good = emit('grpc-raw').slice(0, 1)[0];
+	const zero = variant(good, '00000000000000000000000000000000');
+	trace('step 1');
+	let r = await grpcCall(client, EXPORT, ProtobufTraceSerializer.serializeRequest([zero, good]));
+	check(r.code === 0, 'grpc: a request with one invalid span: OK', r.code, 0);
+	const ps = r.value ? ProtobufTraceSerializer.deserializeResponse(r.value).partialSuccess || {} : {};
+	check(Number(ps.rejectedSpans) === 1 && /traceId: all zeros/.test(ps.errorMessage || ''),
+	      'grpc: partial_success rejected_spans 1 with the reason', ps, { rejectedSpans: 1 });
+	const got = await readTrace(readUrl, good.spanContext().traceId, 1);
+	check(got.length === 1, 'grpc: the valid span stored', got.length, 1);
+	trace('step 2');
+	r = await grpcCall(client, '/opentelemetry.proto.collector.trace.v1.TraceService/Nope', Buffer.alloc(0));
+	check(r.code === S.UNIMPLEMENTED, 'grpc: an unknown method: UNIMPLEMENTED', r.code, S.UNIMPLEMENTED);
+	trace('step 3');
+	r = await grpcCall(client, EXPORT, Buffer.from('\x0a\x05\x0a', 'latin1'));
+	check(r.code === S.INVALID_ARGUMENT && /runs past the end/.test(r.details || ''),
+	      'grpc: a truncated message: INVALID_ARGUMENT with the reason', [r.code, r.details],
+	      S.INVALID_ARGUMENT);
+	trace('step 4');
+	r = await grpcCall(client, EXPORT, Buffer.alloc(2 << 20, 0));
+	check(r.code === S.RESOURCE_EXHAUSTED, 'grpc: a message past --max-body: RESOURCE_EXHAUSTED',
+	      [r.code, r.details], S.RESOURCE_EXHAUSTED);
+	check(retryDelay(r.metadata) === -1, 'grpc: ... without RetryInfo (not retryable)',
+	      retryDelay(r.metadata), -1);
+	// gzip: 3 MB of zeros inside a small compressed message, past 1M after inflating
+	trace('step 5');
+	r = await grpcCall(gz, EXPORT, Buffer.concat([Buffer.from([0x0a, 0x00]), Buffer.alloc(3 << 20, 0)]));
+	check(r.code === S.RESOURCE_EXHAUSTED && /after gzip decoding/.test(r.details || ''),
+	      'grpc: gzip message past --max-body after inflating: RESOURCE_EXHAUSTED',
+	      [r.code, r.details], S.RESOURCE_EXHAUSTED);
+	const second = emit('grpc-gzip').slice(0, 1)[0];
+	trace('step 6');
+	r = await grpcCall(gz, EXPORT, ProtobufTraceSerializer.serializeRequest([second]));
+	check(r.code === 0, 'grpc: a gzip-compressed request: OK', [r.code, r.details], 0);
+	client.close();
+	gz.close();
+}
+
+async function grpcBurst(addr, readUrl, nreq, nspans, conc) {
+	const S = require('@grpc/grpc-js').status;
+	const reqs = burstRequests(nreq, nspans);
+	const out = { sent: nreq * nspans, accepted: 0, refused: 0, retryInfo: 0, other: 0,
+		      retried: 0, stored: 0 };
+	const refused = [];
+	const clients = Array.from({ length: conc }, () => grpcClient(addr));
+	let next = 0;
+	async function worker(client) {
+		while (next < reqs.length) {
+			const q = reqs[next++];
+			const r = await grpcCall(client, EXPORT, q.body);
+			if (r.code === 0) {
+				out.accepted += nspans;
+			} else if (r.code === S.UNAVAILABLE) {
+				out.refused += nspans;
+				if (retryDelay(r.metadata) > 0)
+					out.retryInfo++;
+				refused.push(q);
+			} else {
+				out.other++;
+				console.error(`grpc burst: ${r.code} ${r.details}`);
+			}
+		}
+	}
+	await Promise.all(clients.map(worker));
+	out.stored = await storedSpans(readUrl, reqs);
+	check(out.other === 0, 'grpc burst: every answer is OK or UNAVAILABLE', out.other, 0);
+	check(out.refused > 0, 'grpc burst: the ingest queue overflowed (UNAVAILABLE seen)',
+	      out.refused, '> 0');
+	check(out.retryInfo * nspans === out.refused, 'grpc burst: every UNAVAILABLE carries RetryInfo',
+	      out.retryInfo * nspans, out.refused);
+	check(out.sent === out.stored + out.refused, 'grpc burst: sent == stored + rejected',
+	      out.sent, `${out.stored} + ${out.refused}`);
+	await new Promise(res => setTimeout(res, 1000));
+	for (const q of refused) {
+		const r = await grpcCall(clients[0], EXPORT, q.body);
+		if (r.code === 0)
+			out.retried += nspans;
+	}
+	check(out.retried === out.refused, 'grpc burst: refused requests accepted after the burst',
+	      out.retried, out.refused);
+	clients.forEach(c => c.close());
+	console.log(JSON.stringify(out));
+}
+
 async function main() {
 	const [cmd, ...a] = process.argv.slice(2);
 	if (cmd === 'roundtrip')
@@ -326,8 +506,12 @@ async function main() {
 		await partial(a[0], a[1]);
 	else if (cmd === 'burst')
 		await burst(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4]));
+	else if (cmd === 'grpc')
+		await grpcChecks(a[0], a[1]);
+	else if (cmd === 'grpcburst')
+		await grpcBurst(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4]));
 	else
-		throw new Error('usage: otlp_client.js roundtrip|partial|burst ...');
+		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcburst ...');
 	process.exit(failures ? 1 : 0);
 }
 

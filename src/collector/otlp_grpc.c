@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: MIT
+/*
+ * OTLP/gRPC (--otlp-grpc, default 127.0.0.1:4317): HTTP/2 cleartext
+ * through nghttp2 (this is the one file that includes it), serving the
+ * unary method /opentelemetry.proto.collector.trace.v1.TraceService/Export
+ * with the semantics of OTLP/HTTP (otlp_ingest() in otlp_http.c):
+ *
+ *   request   a gRPC message: 1 byte compressed flag, 4 bytes length
+ *             (big-endian), an ExportTraceServiceRequest; compressed with
+ *             grpc-encoding gzip (identity also taken)
+ *   answer    HEADERS :status 200, content-type application/grpc; DATA one
+ *             message (ExportTraceServiceResponse, partial_success when
+ *             some spans were invalid); trailers grpc-status 0
+ *   errors    trailers only: grpc-status, grpc-message (percent-encoded),
+ *             grpc-status-details-bin (a google.rpc.Status):
+ *               INVALID_ARGUMENT (3)    undecodable, no valid span
+ *               RESOURCE_EXHAUSTED (8)  over --max-body, after gzip too
+ *               UNAVAILABLE (14)        ingest queue full or store down,
+ *                                       with a RetryInfo of 1 s
+ *               UNIMPLEMENTED (12)      another method, an unknown
+ *                                       grpc-encoding
+ *               UNAUTHENTICATED (16)    --token and no matching
+ *                                       "authorization: Bearer T"
+ *
+ * One thread per connection (like the HTTP server: ingest blocks until
+ * the commit); at most GRPC_CONNS connections.  Every thread polls with a
+ * short timeout so that stopping takes at most that long.
+ */
+#include <errno.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "collector/otlp_int.h"
+#include "collector/collector.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/net.h"
+
+#define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+#define GRPC_CONNS      256
+#define GRPC_POLL_MS    200
+#define GRPC_IDLE_S     300     /* a connection with no frame for this long is closed */
+#define GRPC_RETRY_S    1
+
+enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
+       G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16 };
+
+struct otlp_grpc {
+	struct collector *c;
+	int fd;
+	char addr[64];
+	pthread_t thread;
+	int stop;                       /* atomic */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;            /* nconns dropped to 0 */
+	int nconns;
+};
+
+/* One request stream. */
+struct gstream {
+	int32_t id;
+	char path[128];
+	char encoding[32];              /* grpc-encoding */
+	int bad_type;                   /* content-type not application/grpc */
+	int authorized;
+	uint8_t *body;
+	size_t len, cap;
+	int too_big;
+	int answered;
+	uint8_t *out;                   /* the response message, framed */
+	size_t outlen, outoff;
+};
+
+struct gconn {
+	struct otlp_grpc *g;
+	int fd;
+	char peer[64];
+	nghttp2_session *s;
+};
+
+/* ---- answers ---------------------------------------------------------------- */
+
+#define NV(n, v) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
+
+/* grpc-message: percent-encode what is not printable ASCII, and '%'. */
+static void pct(const char *s, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (; *s && o + 4 < outlen; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch > 0x7e || ch == '%')
+			o += (size_t)snprintf(out + o, outlen - o, "%%%02X", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	out[o] = '\0';
+}
+
+static void b64(const uint8_t *p, size_t n, char *out, size_t outlen)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && o + 5 < outlen; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+
+		out[o++] = tab[v >> 18 & 63];
+		out[o++] = tab[v >> 12 & 63];
+		out[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* A trailers-only answer: grpc-status code, its message and details. */
+static int answer_error(struct gconn *k, struct gstream *st, int code, const char *msg)
+{
+	char status[8], text[1024], details[1400];
+	void *pb = NULL;
+	size_t pblen = 0;
+	int retry = code == G_UNAVAILABLE;
+
+	snprintf(status, sizeof(status), "%d", code);
+	pct(msg, text, sizeof(text));
+	details[0] = '\0';
+	if (!otlp_pb_status(code, msg, retry ? GRPC_RETRY_S : 0, &pb, &pblen))
+		b64(pb, pblen, details, sizeof(details));
+	free(pb);
+	nghttp2_nv nv[] = {
+		NV(":status", "200"), NV("content-type", "application/grpc"),
+		NV("grpc-status", status), NV("grpc-message", text),
+		NV("grpc-status-details-bin", details),
+	};
+	st->answered = 1;
+	return nghttp2_submit_response(k->s, st->id, nv, details[0] ? 5 : 4, NULL);
+}
+
+static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
+			uint32_t *flags, nghttp2_data_source *src, void *user)
+{
+	struct gstream *st = src->ptr;
+	size_t n = st->outlen - st->outoff;
+
+	if (n > length)
+		n = length;
+	memcpy(buf, st->out + st->outoff, n);
+	st->outoff += n;
+	if (st->outoff == st->outlen) {
+		nghttp2_nv tr[] = { NV("grpc-status", "0") };
+
+		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+		if (nghttp2_submit_trailer(s, id, tr, 1))
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+	}
+	return (ssize_t)n;
+}
+
+/* The whole request has arrived: take its one message. */
+static int handle(struct gconn *k, struct gstream *st)
+{
+	struct otlp_outcome o;
+	void *pb = NULL;
+	size_t pblen = 0, n;
+	int gz;
+
+	if (strcmp(st->path, GRPC_PATH)) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "unknown method %.120s (this port serves %s)", st->path,
+			 GRPC_PATH);
+		return answer_error(k, st, G_UNIMPLEMENTED, msg);
+	}
+	if (!st->authorized)
+		return answer_error(k, st, G_UNAUTHENTICATED,
+				    "needs 'authorization: Bearer TOKEN' (the collector runs with --token)");
+	if (st->bad_type)
+		return answer_error(k, st, G_INVALID_ARGUMENT, "content-type: expected application/grpc");
+	if (st->too_big) {
+		char msg[120];
+
+		snprintf(msg, sizeof(msg), "message: larger than the %zu-byte limit (--max-body)",
+			 k->g->c->max_body);
+		return answer_error(k, st, G_RESOURCE_EXHAUSTED, msg);
+	}
+	if (st->len < 5)
+		return answer_error(k, st, G_INVALID_ARGUMENT, "body: expected one gRPC message "
+				    "(a 5-byte prefix and an ExportTraceServiceRequest)");
+	n = (size_t)st->body[1] << 24 | (size_t)st->body[2] << 16 | (size_t)st->body[3] << 8 |
+	    st->body[4];
+	if (n != st->len - 5)
+		return answer_error(k, st, G_INVALID_ARGUMENT, "body: the gRPC message length does "
+				    "not match the stream (one unary message expected)");
+	gz = st->body[0] & 1;
+	if (gz && strcmp(st->encoding, "gzip"))
+		return answer_error(k, st, G_UNIMPLEMENTED, "grpc-encoding: a compressed message "
+				    "needs gzip (grpc-accept-encoding: identity, gzip)");
+	otlp_ingest(k->g->c, st->body + 5, n, 1, gz, k->peer, &o);
+	switch (o.verdict) {
+	case OTLP_ACCEPTED:
+	case OTLP_PARTIAL:
+		break;
+	case OTLP_BAD:
+		return answer_error(k, st, G_INVALID_ARGUMENT, o.msg);
+	case OTLP_TOO_BIG:
+		return answer_error(k, st, G_RESOURCE_EXHAUSTED, o.msg);
+	case OTLP_BUSY:
+	case OTLP_UNAVAILABLE:
+		return answer_error(k, st, G_UNAVAILABLE, o.msg);
+	default:
+		return answer_error(k, st, G_INTERNAL, "out of memory");
+	}
+	if (otlp_pb_response(o.rejected, o.msg, &pb, &pblen))
+		return answer_error(k, st, G_INTERNAL, "out of memory");
+	st->out = malloc(pblen + 5);
+	if (!st->out) {
+		free(pb);
+		return answer_error(k, st, G_INTERNAL, "out of memory");
+	}
+	st->out[0] = 0;
+	st->out[1] = (uint8_t)(pblen >> 24);
+	st->out[2] = (uint8_t)(pblen >> 16);
+	st->out[3] = (uint8_t)(pblen >> 8);
+	st->out[4] = (uint8_t)pblen;
+	if (pblen)
+		memcpy(st->out + 5, pb, pblen);
+	free(pb);
+	st->outlen = pblen + 5;
+	st->answered = 1;
+	nghttp2_nv nv[] = {
+		NV(":status", "200"), NV("content-type", "application/grpc"),
+		NV("grpc-encoding", "identity"), NV("grpc-accept-encoding", "identity,gzip"),
+	};
+	nghttp2_data_provider prd = { .source.ptr = st, .read_callback = read_out };
+
+	return nghttp2_submit_response(k->s, st->id, nv, 4, &prd);
+}
+
+/* ---- nghttp2 callbacks --------------------------------------------------------- */
+
+static ssize_t on_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags,
+		       void *user)
+{
+	struct gconn *k = user;
+	ssize_t n = send(k->fd, data, len, MSG_NOSIGNAL);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK :
+								 NGHTTP2_ERR_CALLBACK_FAILURE;
+	return n;
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user)
+{
+	struct gconn *k = user;
+	struct gstream *st;
+
+	if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	st->id = f->hd.stream_id;
+	st->authorized = !k->g->c->token;
+	nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+	return 0;
+}
+
+/* Is the header "authorization: Bearer <token>"? */
+static int bearer_ok(const char *token, const uint8_t *v, size_t n)
+{
+	size_t tl = strlen(token);
+	unsigned diff = 0;
+
+	if (n != tl + 7 || strncasecmp((const char *)v, "bearer ", 7))
+		return 0;
+	for (size_t i = 0; i < tl; i++)
+		diff |= (unsigned)(v[7 + i] ^ (uint8_t)token[i]);
+	return !diff;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
+		     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+		     void *user)
+{
+	struct gconn *k = user;
+	struct gstream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+
+	if (!st || f->hd.type != NGHTTP2_HEADERS)
+		return 0;
+#define IS(n) (namelen == sizeof(n) - 1 && !memcmp(name, n, namelen))
+	if (IS(":path"))
+		snprintf(st->path, sizeof(st->path), "%.*s", (int)valuelen, (const char *)value);
+	else if (IS("grpc-encoding"))
+		snprintf(st->encoding, sizeof(st->encoding), "%.*s", (int)valuelen,
+			 (const char *)value);
+	else if (IS("content-type"))
+		st->bad_type = valuelen < 16 || memcmp(value, "application/grpc", 16);
+	else if (IS("authorization") && k->g->c->token)
+		st->authorized = bearer_ok(k->g->c->token, value, valuelen);
+#undef IS
+	return 0;
+}
+
+static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
+		   size_t len, void *user)
+{
+	struct gconn *k = user;
+	struct gstream *st = nghttp2_session_get_stream_user_data(s, id);
+	size_t max = k->g->c->max_body + 5;
+
+	if (!st || st->too_big || st->answered)
+		return 0;
+	if (st->len + len > max) {
+		st->too_big = 1;
+		free(st->body);
+		st->body = NULL;
+		st->len = st->cap = 0;
+		/* answer now; once that is sent, RST_STREAM (NO_ERROR) tells the
+		 * client to stop sending (on_sent) */
+		return answer_error(k, st, G_RESOURCE_EXHAUSTED, "message: larger than --max-body") ?
+		       NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+	}
+	if (st->len + len > st->cap) {
+		size_t cap = st->cap ? st->cap : 16384;
+		uint8_t *nb;
+
+		while (cap < st->len + len)
+			cap *= 2;
+		nb = realloc(st->body, cap);
+		if (!nb)
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		st->body = nb;
+		st->cap = cap;
+	}
+	memcpy(st->body + st->len, data, len);
+	st->len += len;
+	return 0;
+}
+
+static int on_frame(nghttp2_session *s, const nghttp2_frame *f, void *user)
+{
+	struct gstream *st;
+
+	if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
+	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+	if (!st || st->answered)
+		return 0;
+	return handle(user, st) ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+}
+
+static int on_sent(nghttp2_session *s, const nghttp2_frame *f, void *user)
+{
+	struct gstream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+
+	if (st && st->too_big && f->hd.type == NGHTTP2_HEADERS &&
+	    (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+	return 0;
+}
+
+static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user)
+{
+	struct gstream *st = nghttp2_session_get_stream_user_data(s, id);
+
+	if (st) {
+		nghttp2_session_set_stream_user_data(s, id, NULL);
+		free(st->body);
+		free(st->out);
+		free(st);
+	}
+	return 0;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void serve(struct gconn *k)
+{
+	nghttp2_session_callbacks *cb;
+	nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 64 } };
+	uint8_t buf[16384];
+	int idle_ms = 0;
+
+	if (nghttp2_session_callbacks_new(&cb))
+		return;
+	nghttp2_session_callbacks_set_send_callback(cb, on_send);
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_sent);
+	if (nghttp2_session_server_new(&k->s, cb, k)) {
+		nghttp2_session_callbacks_del(cb);
+		return;
+	}
+	nghttp2_session_callbacks_del(cb);
+	if (nghttp2_submit_settings(k->s, NGHTTP2_FLAG_NONE, iv, 1) ||
+	    nghttp2_session_send(k->s))
+		goto out;
+	while (!__atomic_load_n(&k->g->stop, __ATOMIC_RELAXED) &&
+	       (nghttp2_session_want_read(k->s) || nghttp2_session_want_write(k->s))) {
+		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+		ssize_t n;
+
+		if (nghttp2_session_want_write(k->s))
+			p.events |= POLLOUT;
+		n = poll(&p, 1, GRPC_POLL_MS);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0) {
+			if ((idle_ms += GRPC_POLL_MS) > GRPC_IDLE_S * 1000)
+				break;
+			continue;
+		}
+		idle_ms = 0;
+		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+			n = recv(k->fd, buf, sizeof(buf), 0);
+			if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
+				break;
+			if (n > 0 && nghttp2_session_mem_recv(k->s, buf, (size_t)n) < 0)
+				break;
+		}
+		if (nghttp2_session_send(k->s))
+			break;
+	}
+out:
+	nghttp2_session_del(k->s);
+}
+
+static void *conn_main(void *arg)
+{
+	struct gconn *k = arg;
+	struct otlp_grpc *g = k->g;
+
+	serve(k);
+	close(k->fd);
+	free(k);
+	pthread_mutex_lock(&g->lock);
+	if (!--g->nconns)
+		pthread_cond_broadcast(&g->idle);
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct otlp_grpc *g = arg;
+
+	while (!__atomic_load_n(&g->stop, __ATOMIC_RELAXED)) {
+		struct pollfd p = { .fd = g->fd, .events = POLLIN };
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct timeval tv = { .tv_sec = 10 };
+		struct gconn *k;
+		pthread_t t;
+		int fd;
+
+		if (poll(&p, 1, GRPC_POLL_MS) <= 0)
+			continue;
+		fd = accept4(g->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		pthread_mutex_lock(&g->lock);
+		if (g->nconns >= GRPC_CONNS) {
+			pthread_mutex_unlock(&g->lock);
+			pr_warn("otlp-grpc: %d connections open; refusing one more", GRPC_CONNS);
+			close(fd);
+			continue;
+		}
+		g->nconns++;
+		pthread_mutex_unlock(&g->lock);
+		/* a peer that stops reading cannot hold a thread in send() forever */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		k = calloc(1, sizeof(*k));
+		if (k) {
+			k->g = g;
+			k->fd = fd;
+			otlp_addr_str((struct sockaddr *)&ss, k->peer, sizeof(k->peer));
+		}
+		if (!k || pthread_create(&t, NULL, conn_main, k)) {
+			free(k);
+			close(fd);
+			pthread_mutex_lock(&g->lock);
+			if (!--g->nconns)
+				pthread_cond_broadcast(&g->idle);
+			pthread_mutex_unlock(&g->lock);
+			continue;
+		}
+		pthread_detach(t);
+	}
+	return NULL;
+}
+
+struct otlp_grpc *otlp_grpc_new(struct collector *c, const char *addr, char *err, size_t errlen)
+{
+	struct otlp_grpc *g = calloc(1, sizeof(*g));
+	int ret;
+
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return fay_err_ptr(-ENOMEM);
+	}
+	g->c = c;
+	g->fd = net_listen_named(addr, 128, g->addr, sizeof(g->addr), err, errlen);
+	if (g->fd < 0) {
+		ret = g->fd;
+		free(g);
+		return fay_err_ptr(ret);
+	}
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->idle, NULL);
+	ret = pthread_create(&g->thread, NULL, accept_main, g);
+	if (ret) {
+		snprintf(err, errlen, "%s: cannot start a thread: %s", addr, errstr(-ret));
+		close(g->fd);
+		pthread_mutex_destroy(&g->lock);
+		pthread_cond_destroy(&g->idle);
+		free(g);
+		return fay_err_ptr(-ret);
+	}
+	return g;
+}
+
+const char *otlp_grpc_addr(const struct otlp_grpc *g)
+{
+	return g->addr;
+}
+
+void otlp_grpc_free(struct otlp_grpc *g)
+{
+	if (!g)
+		return;
+	__atomic_store_n(&g->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(g->thread, NULL);
+	close(g->fd);
+	pthread_mutex_lock(&g->lock);
+	while (g->nconns)
+		pthread_cond_wait(&g->idle, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->idle);
+	free(g);
+}

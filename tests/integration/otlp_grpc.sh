@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# OTLP/gRPC (--otlp-grpc): OpenTelemetry's JS gRPC exporter (plain and
+# gzip) round-trips every field as the Zipkin transformation says; raw
+# unary calls with @grpc/grpc-js get partial_success, UNIMPLEMENTED for
+# another method, INVALID_ARGUMENT with the reason, RESOURCE_EXHAUSTED
+# past --max-body (also after inflating); a burst past the ingest queue
+# gets UNAVAILABLE with a RetryInfo, sent == stored + rejected exactly,
+# then acceptance; an --otlp-grpc address in use: exit 1.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/collector_lib.bash"
+. "$(dirname "$0")/otlp_lib.bash"
+
+GP=$(free_port)
+FAY_STORE_SYNC=full coll_start "$T_TMP/fay.db" --otlp-grpc 127.0.0.1:$GP --max-body 1M --ingest-queue 60 ||
+	{ fail "collector starts"; done_testing; exit; }
+ok "the start line names the gRPC listener" grep -q "OTLP/gRPC on 127.0.0.1:$GP" "$T_TMP/collector.log"
+for mode in grpc grpc-gzip; do
+	otlp_node "OTLP/gRPC $mode exporter: every field round-trips as the Zipkin transformation says" \
+		roundtrip "$mode" "http://127.0.0.1:$GP" "$URL"
+done
+otlp_node "gRPC statuses: partial_success, UNIMPLEMENTED, INVALID_ARGUMENT, RESOURCE_EXHAUSTED, gzip" \
+	grpc "127.0.0.1:$GP" "$URL"
+otlp_node "gRPC burst past the queue: UNAVAILABLE + RetryInfo, sent == stored + rejected, then accepted" \
+	grpcburst "127.0.0.1:$GP" "$URL" 300 50 32
+diag "$(cat "$T_TMP/node.out")"
+curl -s "$URL/metrics" >"$T_TMP/m"
+ok "gRPC spans counted per sender" grep -q '^fay_otlp_sender_spans_accepted_total{sender="127.0.0.1"} [1-9]' "$T_TMP/m"
+
+"$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \
+	--otlp-grpc 127.0.0.1:$GP --db "$T_TMP/b.db" >"$T_TMP/b.log" 2>&1
+ok "an --otlp-grpc ADDR in use: exit 1 naming it" bash -c "[ $? = 1 ] && grep -q -- '--otlp-grpc 127.0.0.1:$GP' '$T_TMP/b.log'"
+ok "collector still up" coll_alive
+ok "it stops promptly with gRPC connections open" bash -c "kill $CPID; for i in \$(seq 50); do kill -0 $CPID 2>/dev/null || exit 0; sleep 0.1; done; exit 1"
+done_testing
