@@ -13,7 +13,8 @@
  *   api_query.c    POST /api/query: compile FayQL, stream NDJSON results
  *   otlp*.c        OTLP/HTTP (JSON, protobuf) and OTLP/gRPC -> Zipkin
  *                  spans (otlp_int.h)
- *   export.c       --export zipkin=URL / otlp=URL (libcurl, batched)
+ *   export.c       --export zipkin=URL / otlp=URL / otlp-protobuf=URL
+ *                  (libcurl, batched)
  */
 #ifndef FAY_COLLECTOR_EXT_H
 #define FAY_COLLECTOR_EXT_H
@@ -66,7 +67,7 @@ struct coll_ext {
 /* ---- ext_http.c ---------------------------------------------------------- */
 
 /*
- * Add one --export argument ("zipkin=URL", "otlp=URL") to o.  Returns 0,
+ * Add one --export argument ("zipkin=URL", "otlp=URL", "otlp-protobuf=URL") to o.  Returns 0,
  * or -EINVAL with the reason in err (unknown kind, not http(s)://, too
  * many).
  */
@@ -141,7 +142,7 @@ json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int 
 
 /* ---- export.c ------------------------------------------------------------ */
 
-enum export_kind { EXPORT_ZIPKIN, EXPORT_OTLP };
+enum export_kind { EXPORT_ZIPKIN, EXPORT_OTLP, EXPORT_OTLP_PROTOBUF };
 
 /* Start an exporter thread posting to url.  NULL + errno (ELIBACC, logged,
  * when libcurl cannot be loaded). */
@@ -158,6 +159,10 @@ void exporter_metrics(struct exporter *const *xs, int n, FILE *f);
 /* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
  * New reference, NULL on ENOMEM. */
 json_t *otlp_from_zspans_json(const json_t *zipkin_spans);
+/* The same request in protobuf (*out malloc'ed): the JSON above decoded
+ * by the receiver's own front end and encoded by otlp_pb_encode().  0,
+ * -ENOMEM, or -EINVAL if the spans do not make a valid request. */
+int otlp_from_zspans_pb(const json_t *zipkin_spans, void **out, size_t *outlen);
 
 /* ---- otlp_senders.c ------------------------------------------------------ */
 
