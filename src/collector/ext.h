@@ -38,9 +38,11 @@ struct otlp_sender {
 	uint64_t requests, accepted, rejected, refused;
 };
 
-/* POST /api/query: queries running at once, in all and per client. */
+/* POST /api/query: queries running at once, in all and per client (an
+ * address: every local client is 127.0.0.1, so for them the per-client
+ * cap is a second total). */
 #define QUERY_MAX_RUNNING	32
-#define QUERY_MAX_PER_CLIENT	4
+#define QUERY_MAX_PER_CLIENT	16
 
 struct coll_ext {
 	struct thresholds *th;

@@ -190,7 +190,7 @@ void coll_ext_metrics(struct collector *c, FILE *f)
 	counter(f, "fay_collector_queries_total", "counter",
 		"FayQL queries received.", X_GET(c, queries_total));
 	counter(f, "fay_collector_queries_busy_total", "counter",
-		"FayQL queries refused 429: too many running (4 per client, 32 in all).",
+		"FayQL queries refused 429: too many running (16 per client address, 32 in all).",
 		X_GET(c, queries_busy));
 	counter(f, "fay_collector_queries_refused_total", "counter",
 		"FayQL queries refused (errors in the query, or no engine to run them).",
@@ -296,6 +296,12 @@ int http_ext_route(struct collector *c, struct MHD_Connection *con,
 		if (get) {
 			*res = url[20] == 'K' ? api_autocomplete_keys(c, con) :
 						api_autocomplete_values(c, con);
+			return 1;
+		}
+	} else if (!strcmp(url, "/api/sql")) {
+		allow = "POST";
+		if (post) {
+			*res = api_sql(c, con, body);
 			return 1;
 		}
 	} else if (!strcmp(url, "/api/query")) {
