@@ -710,7 +710,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 	drain_get_stats(&a->drain, &ds);
 	t = ds.n;
 	j = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
-		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:I, s:I, s:I,"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
@@ -735,6 +735,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 		      "nested", (json_int_t)t.lost_nested,
 		      "bad_record", (json_int_t)t.bad,
 		      "spool_evicted", (json_int_t)a->spool.evicted_spans,
+		      "spool_damaged", (json_int_t)a->spool.damaged_spans,
 		      "collector_rejected", (json_int_t)a->ship.spans_rejected,
 		      "truncated", (json_int_t)t.truncated,
 		      "spans_started", (json_int_t)t.spans_started,

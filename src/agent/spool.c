@@ -518,6 +518,27 @@ static int seq_from_name(const char *name, uint64_t *seq)
 	return errno || end != name + 20 || !*seq ? -EINVAL : 0;
 }
 
+/*
+ * The span count of a damaged batch file, when its frame header and the
+ * count at the start of the payload are still believable (so the loss can
+ * be counted); 0 otherwise.
+ */
+static uint64_t damaged_count(const uint8_t *buf, size_t len)
+{
+	struct wire_hdr h;
+	uint32_t n;
+
+	if (!buf || len < FAY_WIRE_HDR_SIZE + WIRE_BATCH_COUNT_SIZE)
+		return 0;
+	memcpy(&h, buf, sizeof(h));
+	/* h.len, not len: a file cut short still says what it held */
+	if (h.magic != FAY_WIRE_MAGIC || h.type != WIRE_BATCH ||
+	    h.len < WIRE_BATCH_COUNT_SIZE || h.len > FAY_WIRE_MAX_PAYLOAD)
+		return 0;
+	memcpy(&n, buf + FAY_WIRE_HDR_SIZE, sizeof(n));
+	return (uint64_t)n * WIRE_BATCH_LEN_SIZE <= h.len - WIRE_BATCH_COUNT_SIZE ? n : 0;
+}
+
 int spool_open(struct spool *sp, const char *dir, const char *cursor_path,
 	       uint64_t max_bytes, int sync, struct cursor_tab *t)
 {
@@ -594,11 +615,19 @@ int spool_open(struct spool *sp, const char *dir, const char *cursor_path,
 			snprintf(err, sizeof(err), "%s", errstr(ret));
 		if (!ret && fixed)
 			ret = rewrite_hdr(sp->dfd, name, buf);
+		if (ret && ret != -ENOMEM) {
+			uint64_t n = damaged_count(buf, len);
+
+			pr_err("spool: %s/%s is damaged (%s); removing it: %s lost", dir, name, err,
+			       n ? "its spans are" : "what it held is");
+			if (n)
+				pr_err("spool: %s/%s held %" PRIu64 " spans", dir, name, n);
+			sp->damaged_spans += n;
+		}
 		free(buf);
 		if (ret == -ENOMEM)
 			goto err;
 		if (ret) {
-			pr_err("spool: %s/%s is damaged (%s); removing it", dir, name, err);
 			sp->corrupt_files++;
 			e->bytes = 0;
 			spool_drop(sp, e);

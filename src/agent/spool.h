@@ -70,6 +70,8 @@ struct spool {
 	uint64_t max_seq;       /* highest seq ever seen in the spool */
 	uint64_t evicted_batches, evicted_spans;
 	uint64_t corrupt_files;
+	uint64_t damaged_spans; /* spans of damaged files, as far as their
+				 * count could be read (0 when it could not) */
 	/* The cursor file.  tab covers every batch in the spool (tab->seq is
 	 * the newest spooled); the file on disk covers those <= saved_seq. */
 	struct cursor_tab *tab;

@@ -19,6 +19,7 @@ static const struct {
 	{ "agent",     cmd_agent,     "the per-host daemon: drains span rings, ships to a collector" },
 	{ "collector", cmd_collector, "the central service: store, HTTP API, Zipkin routes, UI" },
 	{ "traces",    cmd_traces,    "list and show stored traces in the terminal" },
+	{ "sql",       cmd_sql,       "run a read-only SQL statement on the span store" },
 };
 
 static void usage(FILE *f)

@@ -200,7 +200,7 @@ static int slot_take(struct coll_ext *e, const char *ip, char *why, size_t len)
 			mine += !strcmp(e->qslots[i], ip);
 	}
 	if (mine >= QUERY_MAX_PER_CLIENT)
-		free_slot = -1, snprintf(why, len, "%d queries from %s are running, the most one client may run at once; stop one (or wait for it to end)\n",
+		free_slot = -1, snprintf(why, len, "%d queries from %s are running, the most one client address may run at once; stop one (or wait for it to end)\n",
 					 mine, ip);
 	else if (free_slot < 0)
 		snprintf(why, len, "%d queries are running, the most this collector runs at once; try again later\n",

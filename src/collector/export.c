@@ -2,7 +2,8 @@
 /*
  * Forwarding to external backends: `fay collector --export zipkin=URL`
  * POSTs Zipkin v2 JSON (to a Zipkin's /api/v2/spans), `--export otlp=URL`
- * OTLP/HTTP JSON (to a collector's /v1/traces), with libcurl.
+ * OTLP/HTTP JSON and `--export otlp-protobuf=URL` OTLP/HTTP protobuf (to
+ * a collector's /v1/traces), with libcurl.
  *
  * The ingest thread hands every committed span to each exporter
  * (exporter_push: a copy into a bounded queue, never blocking the store).
@@ -48,7 +49,8 @@ struct exporter {
 
 static const char *kind_name(const struct exporter *x)
 {
-	return x->kind == EXPORT_OTLP ? "otlp" : "zipkin";
+	return x->kind == EXPORT_OTLP ? "otlp" : x->kind == EXPORT_OTLP_PROTOBUF ?
+	       "otlp-protobuf" : "zipkin";
 }
 
 static size_t discard(char *p, size_t size, size_t n, void *ctx)
@@ -57,16 +59,17 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 }
 
 /* One POST of body; 0 on a 2xx answer, else -EIO (status in *status). */
-static int post(struct exporter *x, CURL *curl, const char *body, long *status)
+static int post(struct exporter *x, CURL *curl, const void *body, size_t len, long *status)
 {
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	struct curl_slist *h = curl_slist_append(NULL, x->kind == EXPORT_OTLP_PROTOBUF ?
+		"Content-Type: application/x-protobuf" : "Content-Type: application/json");
 	CURLcode rc;
 
 	curl_easy_reset(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, x->url);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)len);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT, (long)EXPORT_TIMEOUT_S);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
@@ -86,16 +89,25 @@ static int post(struct exporter *x, CURL *curl, const char *body, long *status)
 /* Send batch (a JSON array of spans), retrying; counts the outcome. */
 static void send_batch(struct exporter *x, CURL *curl, json_t *batch, int stopping)
 {
-	size_t n = json_array_size(batch);
-	json_t *doc = x->kind == EXPORT_OTLP ? otlp_from_zspans_json(batch) : json_incref(batch);
-	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	size_t n = json_array_size(batch), len = 0;
+	void *body = NULL;
 	unsigned wait_ms = 250;
 	long status = 0;
 	int ret = -ENOMEM;
 
-	json_decref(doc);
+	if (x->kind == EXPORT_OTLP_PROTOBUF) {
+		if (otlp_from_zspans_pb(batch, &body, &len))
+			body = NULL;
+	} else {
+		json_t *doc = x->kind == EXPORT_OTLP ? otlp_from_zspans_json(batch) :
+						       json_incref(batch);
+
+		body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+		len = body ? strlen(body) : 0;
+		json_decref(doc);
+	}
 	for (int attempt = 0; body && attempt <= EXPORT_RETRIES; attempt++) {
-		ret = post(x, curl, body, &status);
+		ret = post(x, curl, body, len, &status);
 		x->last_status = status;
 		if (!ret || stopping)
 			break;

@@ -13,7 +13,8 @@
  *   api_query.c    POST /api/query: compile FayQL, stream NDJSON results
  *   otlp*.c        OTLP/HTTP (JSON, protobuf) and OTLP/gRPC -> Zipkin
  *                  spans (otlp_int.h)
- *   export.c       --export zipkin=URL / otlp=URL (libcurl, batched)
+ *   export.c       --export zipkin=URL / otlp=URL / otlp-protobuf=URL
+ *                  (libcurl, batched)
  */
 #ifndef FAY_COLLECTOR_EXT_H
 #define FAY_COLLECTOR_EXT_H
@@ -37,9 +38,11 @@ struct otlp_sender {
 	uint64_t requests, accepted, rejected, refused;
 };
 
-/* POST /api/query: queries running at once, in all and per client. */
+/* POST /api/query: queries running at once, in all and per client (an
+ * address: every local client is 127.0.0.1, so for them the per-client
+ * cap is a second total). */
 #define QUERY_MAX_RUNNING	32
-#define QUERY_MAX_PER_CLIENT	4
+#define QUERY_MAX_PER_CLIENT	16
 
 struct coll_ext {
 	struct thresholds *th;
@@ -66,7 +69,7 @@ struct coll_ext {
 /* ---- ext_http.c ---------------------------------------------------------- */
 
 /*
- * Add one --export argument ("zipkin=URL", "otlp=URL") to o.  Returns 0,
+ * Add one --export argument ("zipkin=URL", "otlp=URL", "otlp-protobuf=URL") to o.  Returns 0,
  * or -EINVAL with the reason in err (unknown kind, not http(s)://, too
  * many).
  */
@@ -141,7 +144,7 @@ json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int 
 
 /* ---- export.c ------------------------------------------------------------ */
 
-enum export_kind { EXPORT_ZIPKIN, EXPORT_OTLP };
+enum export_kind { EXPORT_ZIPKIN, EXPORT_OTLP, EXPORT_OTLP_PROTOBUF };
 
 /* Start an exporter thread posting to url.  NULL + errno (ELIBACC, logged,
  * when libcurl cannot be loaded). */
@@ -158,6 +161,10 @@ void exporter_metrics(struct exporter *const *xs, int n, FILE *f);
 /* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
  * New reference, NULL on ENOMEM. */
 json_t *otlp_from_zspans_json(const json_t *zipkin_spans);
+/* The same request in protobuf (*out malloc'ed): the JSON above decoded
+ * by the receiver's own front end and encoded by otlp_pb_encode().  0,
+ * -ENOMEM, or -EINVAL if the spans do not make a valid request. */
+int otlp_from_zspans_pb(const json_t *zipkin_spans, void **out, size_t *outlen);
 
 /* ---- otlp_senders.c ------------------------------------------------------ */
 

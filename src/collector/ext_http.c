@@ -22,8 +22,10 @@ int coll_ext_add_export(struct coll_ext_opts *o, const char *s, char *err, size_
 {
 	const char *eq = strchr(s, '=');
 
-	if (!eq || (strncmp(s, "zipkin=", 7) && strncmp(s, "otlp=", 5))) {
-		snprintf(err, errlen, "--export '%s': expected zipkin=URL or otlp=URL", s);
+	if (!eq || (strncmp(s, "zipkin=", 7) && strncmp(s, "otlp=", 5) &&
+		    strncmp(s, "otlp-protobuf=", 14))) {
+		snprintf(err, errlen, "--export '%s': expected zipkin=URL, otlp=URL or "
+			 "otlp-protobuf=URL", s);
 		return -EINVAL;
 	}
 	if (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8)) {
@@ -60,9 +62,11 @@ struct coll_ext *coll_ext_new(struct collector *c, const struct coll_ext_opts *o
 	}
 	for (int i = 0; i < o->nexports; i++) {
 		const char *s = o->exports[i];
-		int otlp = !strncmp(s, "otlp=", 5);
+		enum export_kind kind = !strncmp(s, "otlp=", 5) ? EXPORT_OTLP :
+					!strncmp(s, "otlp-protobuf=", 14) ? EXPORT_OTLP_PROTOBUF :
+					EXPORT_ZIPKIN;
 
-		e->exp[i] = exporter_new(otlp ? EXPORT_OTLP : EXPORT_ZIPKIN, strchr(s, '=') + 1);
+		e->exp[i] = exporter_new(kind, strchr(s, '=') + 1);
 		if (!e->exp[i]) {
 			ret = -errno;
 			snprintf(err, errlen, "--export %s: %s", s, errstr(ret));
@@ -186,7 +190,7 @@ void coll_ext_metrics(struct collector *c, FILE *f)
 	counter(f, "fay_collector_queries_total", "counter",
 		"FayQL queries received.", X_GET(c, queries_total));
 	counter(f, "fay_collector_queries_busy_total", "counter",
-		"FayQL queries refused 429: too many running (4 per client, 32 in all).",
+		"FayQL queries refused 429: too many running (16 per client address, 32 in all).",
 		X_GET(c, queries_busy));
 	counter(f, "fay_collector_queries_refused_total", "counter",
 		"FayQL queries refused (errors in the query, or no engine to run them).",
@@ -292,6 +296,12 @@ int http_ext_route(struct collector *c, struct MHD_Connection *con,
 		if (get) {
 			*res = url[20] == 'K' ? api_autocomplete_keys(c, con) :
 						api_autocomplete_values(c, con);
+			return 1;
+		}
+	} else if (!strcmp(url, "/api/sql")) {
+		allow = "POST";
+		if (post) {
+			*res = api_sql(c, con, body);
 			return 1;
 		}
 	} else if (!strcmp(url, "/api/query")) {

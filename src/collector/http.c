@@ -305,6 +305,27 @@ out:
 	return res;
 }
 
+/*
+ * GET /health: UP (200) while the store answers, DOWN (503) with the
+ * store's reason when it does not (a ClickHouse server down or slow; the
+ * agents' batches are NACKed meanwhile and resent once it is back).
+ */
+static enum MHD_Result get_health(struct collector *c, struct MHD_Connection *con)
+{
+	char why[256] = "";
+	int down = store__health(c->store, why, sizeof(why)) != 0;
+	json_t *store = json_pack("{ssss}", "backend", store__backend(c->store),
+				  "status", down ? "DOWN" : "UP");
+
+	if (store && down)
+		json_object_set_new(store, "error", json_string(why));
+	return reply_json_status(c, con, down ? 503 : 200,
+		json_pack("{sssssIso}", "status", down ? "DOWN" : "UP",
+			  "version", FAY_VERSION, "uptime_s",
+			  (json_int_t)((clock_realtime_ns() / 1000 - c->started_us) / 1000000),
+			  "store", store));
+}
+
 static enum MHD_Result get_trace(struct collector *c, struct MHD_Connection *con,
 				 const char *id)
 {
@@ -572,9 +593,7 @@ static enum MHD_Result route(struct collector *c, struct MHD_Connection *con,
 			return get_trace(c, con, url + 14);
 	} else if (!strcmp(url, "/health")) {
 		if (get)
-			return reply_json(c, con, json_pack("{sssssI}", "status", "UP",
-				"version", FAY_VERSION, "uptime_s",
-				(json_int_t)((clock_realtime_ns() / 1000 - c->started_us) / 1000000)));
+			return get_health(c, con);
 	} else if (!strcmp(url, "/metrics")) {
 		if (get) {
 			size_t len;

@@ -82,6 +82,9 @@ enum MHD_Result api_standing(struct collector *c, struct MHD_Connection *con,
 /* api_zipkin.c: GET /api/v2/autocompleteKeys, /api/v2/autocompleteValues?key=K */
 enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection *con);
 enum MHD_Result api_autocomplete_values(struct collector *c, struct MHD_Connection *con);
+/* api_sql.c: POST /api/sql[?format=table|json] (fay sql --collector) */
+enum MHD_Result api_sql(struct collector *c, struct MHD_Connection *con,
+			const struct http_body *body);
 /* otlp.c: POST /v1/traces */
 enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
 			 const struct http_body *body);

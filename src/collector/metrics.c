@@ -172,6 +172,9 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 	counter(&b, "fay_collector_memory_limit_bytes", "gauge", "--max-memory.", c->mem.max);
 	counter(&b, "fay_collector_uptime_seconds", "gauge", "Seconds since start.",
 		(clock_realtime_ns() / 1000 - c->started_us) / 1000000);
+	counter(&b, "fay_collector_store_up", "gauge",
+		"1 while the store answers (a ClickHouse server up), else 0.",
+		store__health(c->store, NULL, 0) == 0);
 
 	pthread_mutex_lock(&c->agents_lock);
 	tb_printf(&b, "# HELP fay_agent_spans_stored_total Spans stored per agent.\n"

@@ -369,21 +369,15 @@ static json_t *array_of(json_t *o, const char *name, const char *old, int *ret)
 	return v;
 }
 
-int otlp_json_decode(const char *body, size_t len, struct zarena *a,
-		     struct otlp_req *r, char *err, size_t errlen)
+int otlp_json_decode_doc(json_t *root, struct zarena *a, struct otlp_req *r,
+			 char *err, size_t errlen)
 {
 	struct jctx j = { .a = a };
-	json_t *root, *rss, *rs, *sss, *ss, *spans, *js;
+	json_t *rss, *rs, *sss, *ss, *spans, *js;
 	size_t i, k, m;
-	json_error_t je;
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
-	root = json_loadb(body, len, 0, &je);
-	if (!root) {
-		snprintf(err, errlen, "body: line %d column %d: %s", je.line, je.column, je.text);
-		return -EINVAL;
-	}
 	rss = array_of(root, "resourceSpans", NULL, &ret);
 	if (!json_is_object(root) || ret) {
 		snprintf(err, errlen, "resourceSpans: expected {\"resourceSpans\": [...]}");
@@ -443,6 +437,22 @@ oom:
 out:
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+int otlp_json_decode(const char *body, size_t len, struct zarena *a,
+		     struct otlp_req *r, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_loadb(body, len, 0, &je);
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (!root) {
+		snprintf(err, errlen, "body: line %d column %d: %s", je.line, je.column, je.text);
+		return -EINVAL;
+	}
+	ret = otlp_json_decode_doc(root, a, r, err, errlen);
 	json_decref(root);
 	return ret;
 }
@@ -496,6 +506,24 @@ static json_t *otlp_span(json_t *z)
 	if (s && parent)
 		json_object_set_new(s, "parentSpanId", json_string(parent));
 	return s;
+}
+
+int otlp_from_zspans_pb(const json_t *spans, void **out, size_t *outlen)
+{
+	json_t *doc = otlp_from_zspans_json(spans);
+	struct zarena a = { 0 };
+	struct otlp_req r;
+	char err[256];
+	int ret;
+
+	if (!doc)
+		return -ENOMEM;
+	ret = otlp_json_decode_doc(doc, &a, &r, err, sizeof(err));
+	if (!ret)
+		ret = otlp_pb_encode(&r, out, outlen);
+	zarena_reset(&a);
+	json_decref(doc);
+	return ret;
 }
 
 json_t *otlp_from_zspans_json(const json_t *spans)

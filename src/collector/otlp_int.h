@@ -187,6 +187,26 @@ void otlp_sender_count(struct collector *c, const char *sender, const struct otl
 #define OTLP_MAX_DEPTH 32
 
 /*
+ * otlp_scan.c: walk a protobuf ExportTraceServiceRequest without decoding
+ * it.  0, or -EINVAL with the first problem in err ("body: field 2 at
+ * byte 17 runs past the end of its message", "nested deeper than 32").
+ */
+int otlp_pb_scan(const void *body, size_t len, char *err, size_t errlen);
+
+/*
+ * The ExportTraceServiceRequest of r in protobuf (*out malloc'ed).  Values
+ * are written with their types (OTLP_V_BYTES_B64 as a string).  0 or
+ * -ENOMEM.
+ */
+int otlp_pb_encode(const struct otlp_req *r, void **out, size_t *outlen);
+
+/* otlp.c: decode an OTLP/JSON document already parsed (otlp_json_decode's
+ * rules). */
+struct json_t;
+int otlp_json_decode_doc(struct json_t *root, struct zarena *a, struct otlp_req *r,
+			 char *err, size_t errlen);
+
+/*
  * The ExportTraceServiceResponse in protobuf: empty when rejected is 0,
  * else partial_success {rejected_spans, error_message msg}.  *out is
  * malloc'ed (possibly NULL when *outlen is 0).  0 or -ENOMEM.

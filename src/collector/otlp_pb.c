@@ -7,13 +7,13 @@
  *   otlp_pb_decode()     ExportTraceServiceRequest -> struct otlp_req
  *   otlp_pb_response()   ExportTraceServiceResponse (partial_success)
  *   otlp_pb_status()     google.rpc.Status (+ RetryInfo): error bodies
- *   otlp_pb_export()     Zipkin spans -> ExportTraceServiceRequest
+ *   otlp_pb_encode()     struct otlp_req -> ExportTraceServiceRequest
+ *                        (--export otlp-protobuf=URL)
  *
  * protobuf-c checks lengths and wire types but recurses once per nested
  * message with no limit, so a body of nested AnyValues (2 bytes a level)
- * could overflow a connection thread's stack: scan() walks the message
- * first, along the schema, and refuses one nested deeper than
- * OTLP_MAX_DEPTH AnyValues.
+ * could overflow a connection thread's stack: otlp_pb_scan() (otlp_scan.c)
+ * walks the message first and refuses one nested too deep.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,101 +38,6 @@ typedef Opentelemetry__Proto__Common__V1__KeyValue PbKV;
 typedef Opentelemetry__Proto__Common__V1__AnyValue PbAny;
 typedef Opentelemetry__Proto__Common__V1__ArrayValue PbArr;
 typedef Opentelemetry__Proto__Common__V1__KeyValueList PbKVL;
-
-/* ---- the depth scan ------------------------------------------------------- */
-
-enum msg { M_REQ, M_RS, M_RES, M_SS, M_SCOPE, M_SPAN, M_EVENT, M_LINK, M_KV, M_ANY,
-	   M_ARR, M_KVL };
-
-/* The message type of field f of a t, or -1 when it is not a message
- * that can nest further. */
-static int child(int t, uint64_t f)
-{
-	switch (t) {
-	case M_REQ:   return f == 1 ? M_RS : -1;
-	case M_RS:    return f == 1 ? M_RES : f == 2 ? M_SS : -1;
-	case M_RES:   return f == 1 ? M_KV : -1;
-	case M_SS:    return f == 1 ? M_SCOPE : f == 2 ? M_SPAN : -1;
-	case M_SCOPE: return f == 3 ? M_KV : -1;
-	case M_SPAN:  return f == 9 ? M_KV : f == 11 ? M_EVENT : f == 13 ? M_LINK : -1;
-	case M_EVENT: return f == 3 ? M_KV : -1;
-	case M_LINK:  return f == 4 ? M_KV : -1;
-	case M_KV:    return f == 2 ? M_ANY : -1;
-	case M_ANY:   return f == 5 ? M_ARR : f == 6 ? M_KVL : -1;
-	case M_ARR:   return f == 1 ? M_ANY : -1;
-	case M_KVL:   return f == 1 ? M_KV : -1;
-	}
-	return -1;
-}
-
-static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return 0;
-	}
-	return -EINVAL;
-}
-
-/* Walk a message of type t in [p, end).  depth counts AnyValues. */
-static int scan(const uint8_t *p, const uint8_t *end, int t, int depth,
-		const uint8_t *base, char *err, size_t errlen)
-{
-	if (t == M_ANY && ++depth > OTLP_MAX_DEPTH) {
-		snprintf(err, errlen, "body: attribute values nested deeper than %d (at byte %td)",
-			 OTLP_MAX_DEPTH, p - base);
-		return -EINVAL;
-	}
-	while (p < end) {
-		const uint8_t *at = p;
-		uint64_t key, len;
-		int c, ret;
-
-		if (varint(&p, end, &key)) {
-			snprintf(err, errlen, "body: truncated field key at byte %td", at - base);
-			return -EINVAL;
-		}
-		switch (key & 7) {
-		case 0:
-			if (varint(&p, end, &len))
-				goto truncated;
-			break;
-		case 1:
-			if (end - p < 8)
-				goto truncated;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				goto truncated;
-			p += 4;
-			break;
-		case 2:
-			if (varint(&p, end, &len) || len > (uint64_t)(end - p))
-				goto truncated;
-			c = child(t, key >> 3);
-			if (c >= 0 && (ret = scan(p, p + len, c, depth, base, err, errlen)))
-				return ret;
-			p += len;
-			break;
-		default:
-			snprintf(err, errlen, "body: field %llu at byte %td: wire type %d is not "
-				 "used by OTLP", (unsigned long long)(key >> 3), at - base, (int)(key & 7));
-			return -EINVAL;
-		}
-		continue;
-truncated:
-		snprintf(err, errlen, "body: field %llu at byte %td runs past the end of its "
-			 "message (truncated, or a wrong length)", (unsigned long long)(key >> 3),
-			 at - base);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 /* ---- decode ------------------------------------------------------------- */
 
@@ -376,7 +281,7 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	ret = scan(body, (const uint8_t *)body + len, M_REQ, 0, body, err, errlen);
+	ret = otlp_pb_scan(body, len, err, errlen);
 	if (ret)
 		return ret;
 	pr = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(
@@ -453,4 +358,212 @@ int otlp_pb_status(int code, const char *msg, unsigned retry_s, void **out, size
 	*outlen = google__rpc__status__pack(&st, *out);
 	free(ribuf);
 	return 0;
+}
+
+/* ---- encode a request (--export otlp-protobuf=URL) ------------------------ */
+
+struct ectx {
+	struct zarena a;
+	int oom;
+};
+
+/* n zeroed elements in the arena (NULL and oom set on failure). */
+static void *enew(struct ectx *e, size_t size, size_t n)
+{
+	void *p = zarena_zalloc(&e->a, size * (n ? n : 1));
+
+	if (!p)
+		e->oom = 1;
+	return p;
+}
+
+/* A NUL-terminated copy of s for protobuf-c's string fields. */
+static char *ecstr(struct ectx *e, const struct otlp_str *s)
+{
+	char *p = enew(e, 1, s->len + 1);
+
+	if (p && s->len)
+		memcpy(p, s->p, s->len);
+	return p ? p : (char *)"";
+}
+
+static PbKV **ekvs(struct ectx *e, const struct otlp_kv *kv, size_t n);
+
+#define AV(c) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##c
+
+static PbAny *evalue(struct ectx *e, const struct otlp_value *v)
+{
+	static const Opentelemetry__Proto__Common__V1__AnyValue__ValueCase cases[] = {
+		[OTLP_V_STRING] = AV(STRING_VALUE), [OTLP_V_BYTES_B64] = AV(STRING_VALUE),
+		[OTLP_V_BOOL] = AV(BOOL_VALUE), [OTLP_V_INT] = AV(INT_VALUE),
+		[OTLP_V_DOUBLE] = AV(DOUBLE_VALUE), [OTLP_V_BYTES] = AV(BYTES_VALUE),
+		[OTLP_V_ARRAY] = AV(ARRAY_VALUE), [OTLP_V_KVLIST] = AV(KVLIST_VALUE),
+	};
+	PbAny *a = enew(e, sizeof(*a), 1);
+
+	if (!a)
+		return NULL;
+	opentelemetry__proto__common__v1__any_value__init(a);
+	if (v->type < sizeof(cases) / sizeof(cases[0]))
+		a->value_case = cases[v->type];
+	switch (v->type) {
+	case OTLP_V_STRING:
+	case OTLP_V_BYTES_B64:
+		a->string_value = ecstr(e, &v->u.s);
+		break;
+	case OTLP_V_BOOL:
+		a->bool_value = v->u.b;
+		break;
+	case OTLP_V_INT:
+		a->int_value = v->u.i;
+		break;
+	case OTLP_V_DOUBLE:
+		a->double_value = v->u.d;
+		break;
+	case OTLP_V_BYTES:
+		a->bytes_value.data = (uint8_t *)v->u.s.p;
+		a->bytes_value.len = v->u.s.len;
+		break;
+	case OTLP_V_ARRAY: {
+		PbArr *arr = enew(e, sizeof(*arr), 1);
+		PbAny **vs = enew(e, sizeof(*vs), v->u.arr.n);
+
+		if (!arr || !vs) {
+			a->value_case = AV(_NOT_SET);
+			return a;
+		}
+		opentelemetry__proto__common__v1__array_value__init(arr);
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			vs[i] = evalue(e, &v->u.arr.v[i]);
+		arr->values = vs;
+		arr->n_values = v->u.arr.n;
+		a->array_value = arr;
+		break;
+	}
+	case OTLP_V_KVLIST: {
+		PbKVL *l = enew(e, sizeof(*l), 1);
+
+		if (!l) {
+			a->value_case = AV(_NOT_SET);
+			return a;
+		}
+		opentelemetry__proto__common__v1__key_value_list__init(l);
+		l->values = ekvs(e, v->u.kvl.kv, v->u.kvl.n);
+		l->n_values = l->values ? v->u.kvl.n : 0;
+		a->kvlist_value = l;
+		break;
+	}
+	default:
+		break;
+	}
+	return a;
+}
+
+static PbKV **ekvs(struct ectx *e, const struct otlp_kv *kv, size_t n)
+{
+	PbKV **out = enew(e, sizeof(*out), n), *k = enew(e, sizeof(*k), n);
+
+	if (!out || !k)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		opentelemetry__proto__common__v1__key_value__init(&k[i]);
+		k[i].key = ecstr(e, &kv[i].key);
+		k[i].value = evalue(e, &kv[i].value);
+		out[i] = &k[i];
+	}
+	return out;
+}
+
+static PbSpan *espan(struct ectx *e, const struct otlp_span *s)
+{
+	PbSpan *p = enew(e, sizeof(*p), 1);
+	PbStatus *st = enew(e, sizeof(*st), 1);
+	PbEvent **evs = enew(e, sizeof(*evs), s->nevents), *ev = enew(e, sizeof(*ev), s->nevents);
+
+	if (!p || !st || !evs || !ev)
+		return p;
+	opentelemetry__proto__trace__v1__span__init(p);
+	opentelemetry__proto__trace__v1__status__init(st);
+	p->trace_id = (ProtobufCBinaryData){ s->trace_len, (uint8_t *)s->trace_id };
+	p->span_id = (ProtobufCBinaryData){ s->span_len, (uint8_t *)s->span_id };
+	p->parent_span_id = (ProtobufCBinaryData){ s->parent_len, (uint8_t *)s->parent_id };
+	p->name = ecstr(e, &s->name);
+	p->kind = (Opentelemetry__Proto__Trace__V1__Span__SpanKind)(s->kind < 0 ? 0 : s->kind);
+	p->start_time_unix_nano = s->start_ns;
+	p->end_time_unix_nano = s->end_ns;
+	p->attributes = ekvs(e, s->attrs, s->nattrs);
+	p->n_attributes = p->attributes ? s->nattrs : 0;
+	for (size_t i = 0; i < s->nevents; i++) {
+		opentelemetry__proto__trace__v1__span__event__init(&ev[i]);
+		ev[i].time_unix_nano = s->events[i].time_ns;
+		ev[i].name = ecstr(e, &s->events[i].name);
+		ev[i].attributes = ekvs(e, s->events[i].attrs, s->events[i].nattrs);
+		ev[i].n_attributes = ev[i].attributes ? s->events[i].nattrs : 0;
+		evs[i] = &ev[i];
+	}
+	p->events = evs;
+	p->n_events = s->nevents;
+	st->code = (Opentelemetry__Proto__Trace__V1__Status__StatusCode)
+		   (s->status_code < 0 ? 0 : s->status_code);
+	st->message = ecstr(e, &s->status_msg);
+	p->status = st;
+	return p;
+}
+
+int otlp_pb_encode(const struct otlp_req *r, void **out, size_t *outlen)
+{
+	PbReq req = OPENTELEMETRY__PROTO__COLLECTOR__TRACE__V1__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+	struct ectx e = { 0 };
+	PbRS **rss = enew(&e, sizeof(*rss), r->nrs), *rs = enew(&e, sizeof(*rs), r->nrs);
+	int ret = 0;
+
+	for (size_t i = 0; rss && rs && i < r->nrs; i++) {
+		const struct otlp_resource_spans *o = &r->rs[i];
+		PbResource *res = enew(&e, sizeof(*res), 1);
+		PbSS **sss = enew(&e, sizeof(*sss), o->nss), *ss = enew(&e, sizeof(*ss), o->nss);
+
+		if (!res || !sss || !ss)
+			break;
+		opentelemetry__proto__trace__v1__resource_spans__init(&rs[i]);
+		opentelemetry__proto__resource__v1__resource__init(res);
+		res->attributes = ekvs(&e, o->attrs, o->nattrs);
+		res->n_attributes = res->attributes ? o->nattrs : 0;
+		rs[i].resource = res;
+		for (size_t j = 0; j < o->nss; j++) {
+			const struct otlp_scope_spans *os = &o->ss[j];
+			PbScope *scope = enew(&e, sizeof(*scope), 1);
+			PbSpan **spans = enew(&e, sizeof(*spans), os->nspans);
+
+			if (!scope || !spans)
+				break;
+			opentelemetry__proto__trace__v1__scope_spans__init(&ss[j]);
+			opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
+			scope->name = ecstr(&e, &os->scope_name);
+			scope->version = ecstr(&e, &os->scope_version);
+			ss[j].scope = scope;
+			for (size_t k = 0; k < os->nspans; k++)
+				spans[k] = espan(&e, &os->spans[k]);
+			ss[j].spans = spans;
+			ss[j].n_spans = os->nspans;
+			sss[j] = &ss[j];
+		}
+		rs[i].scope_spans = sss;
+		rs[i].n_scope_spans = o->nss;
+		rss[i] = &rs[i];
+	}
+	*out = NULL;
+	*outlen = 0;
+	if (!e.oom) {
+		req.resource_spans = rss;
+		req.n_resource_spans = r->nrs;
+		*outlen = opentelemetry__proto__collector__trace__v1__export_trace_service_request__get_packed_size(&req);
+		*out = malloc(*outlen ? *outlen : 1);
+		if (*out)
+			opentelemetry__proto__collector__trace__v1__export_trace_service_request__pack(
+				&req, *out);
+	}
+	if (e.oom || !*out)
+		ret = -ENOMEM;
+	zarena_reset(&e.a);
+	return ret;
 }

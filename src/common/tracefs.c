@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -11,10 +12,17 @@
 bool tracefs_has_events(const char *dir)
 {
 	char path[512];
-	struct stat st;
+	int fd;
 
+	/* open(), not access(): access() checks the real uid without the
+	 * capabilities, so a non-root fay with CAP_DAC_READ_SEARCH (the
+	 * systemd units in dist/) would be told no and try to mount. */
 	snprintf(path, sizeof(path), "%s/events", dir);
-	return !stat(path, &st) && S_ISDIR(st.st_mode) && !access(path, R_OK);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 const char *tracefs_find(void)

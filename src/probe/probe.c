@@ -238,6 +238,10 @@ int probe_attach(struct probe *p, int prog_fd)
 		if (err == -EPERM && !p->err[0])
 			probe_fail(p, err, "cannot attach %s: %s", p->desc,
 				   bpf_privilege_hint());
+		else if (err == -EACCES && !p->err[0] && geteuid())
+			/* perf_event_open() of the uprobe PMU as non-root */
+			probe_fail(p, err, "cannot attach %s: %s (not root: this kernel's perf_event_open() of uprobes and kprobes asks for CAP_SYS_ADMIN, beyond CAP_BPF and CAP_PERFMON)",
+				   p->desc, errstr(err));
 		else if (err == -E2BIG && !p->err[0])
 			/* perf_event_attach_bpf_prog(): BPF_TRACE_MAX_PROGS */
 			probe_fail(p, err, "cannot attach %s: the kernel takes at most 64 BPF programs on one tracepoint or probe, and other programs (other fay queries or agents, bpftrace, perf) hold them",

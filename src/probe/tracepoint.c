@@ -55,7 +55,7 @@ static int tp_resolve(struct probe *p)
 	if (err)
 		return probe_fail(p, err, "cannot read the format of %s:%s: %s%s",
 				  sys, event, errstr(err), err == -EACCES ||
-				  err == -EPERM ? " (tracefs needs root)" : "");
+				  err == -EPERM ? " (/sys/kernel/tracing is root's: run fay as root, or give it CAP_DAC_READ_SEARCH besides CAP_BPF and CAP_PERFMON, as dist/systemd/fay-agent.service does)" : "");
 	snprintf(p->desc, sizeof(p->desc), "tracepoint %s:%s", sys, event);
 	p->prog_type = BPF_PROG_TYPE_TRACEPOINT;
 	p->mech = "tracepoint";

@@ -40,6 +40,8 @@ struct store_ops {
 	int (*set_autocomplete_keys)(struct store_be *st, const char *const *keys,
 				     size_t n);
 
+	int (*sql)(struct store_rd *r, const char *sql, const struct store_sql_cb *cb,
+		   char *err, size_t errlen);
 	struct store_rd *(*reader_new)(struct store_be *st);
 	void (*reader_free)(struct store_rd *r);
 	int (*services)(struct store_rd *r, struct store_names *out);

@@ -204,6 +204,7 @@ void ch__close(struct store_be *st)
 		free(st->agents[i].stats);
 	}
 	free(st->agents);
+	free(st->ac_keys);
 	free(st->urls);
 	free(st->cluster);
 	free(st->url);
@@ -531,6 +532,31 @@ int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 	return total;
 }
 
+/* ---- autocomplete ------------------------------------------------------- */
+
+int ch__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n)
+{
+	size_t size = (n + 1) * sizeof(char *);
+	char **v, *p;
+
+	for (size_t i = 0; i < n; i++)
+		size += strlen(keys[i]) + 1;
+	v = malloc(size);
+	if (!v)
+		return -ENOMEM;
+	/* the pointers, then the strings, in one block */
+	p = (char *)(v + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		v[i] = p;
+		p = stpcpy(p, keys[i]) + 1;
+	}
+	v[n] = NULL;
+	free(st->ac_keys);
+	st->ac_keys = v;
+	st->nac_keys = n;
+	return 0;
+}
+
 const struct store_ops ch_store_ops = {
 	.name = "clickhouse",
 	.schema_version = CH_SCHEMA_VERSION,
@@ -542,6 +568,9 @@ const struct store_ops ch_store_ops = {
 	.agent_last_seq = ch__agent_last_seq,
 	.retain = ch__retain,
 	.health = ch__health,
+	.sql = ch__sql,
+	.set_autocomplete_keys = ch__set_autocomplete_keys,
+	.autocomplete_values = ch__autocomplete_values,
 	.reader_new = ch__reader_new,
 	.reader_free = ch__reader_free,
 	.services = ch__services,
@@ -551,5 +580,6 @@ const struct store_ops ch_store_ops = {
 	.traces = ch__traces,
 	.counts = ch__counts,
 	.scan = ch__scan,
+	.scan_traces = ch__scan_traces,
 	.agents = ch__agents,
 };

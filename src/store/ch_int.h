@@ -142,6 +142,8 @@ struct store_be {
 	size_t nagents;
 	struct { uint64_t h, last_us; } names[CH_NAME_SLOTS];
 	struct zarena merge_arena;
+	char **ac_keys;               /* --autocomplete-keys: one block, NULL-ended */
+	size_t nac_keys;
 	int retained;                 /* retention dropped days since names were pruned */
 	/* health: its own connection, any thread */
 	pthread_mutex_t hlock;
@@ -184,6 +186,12 @@ int ch__agent_stats(struct store_be *st, const char *agent_id, const char *json)
 int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
 int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
 struct store_rd *ch__reader_new(struct store_be *st);
+/* The store a reader reads (ch_read.c). */
+struct store_be *ch_reader_store(struct store_rd *r);
+int ch__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n);
+int ch__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out);
+int ch__sql(struct store_rd *r, const char *sql, const struct store_sql_cb *cb,
+	    char *err, size_t errlen);      /* ch_sql.c */
 void ch__reader_free(struct store_rd *r);
 int ch__services(struct store_rd *r, struct store_names *out);
 int ch__span_names(struct store_rd *r, const char *service, struct store_names *out);
@@ -194,6 +202,8 @@ int ch__traces(struct store_rd *r, const struct store_query *q, struct store_tra
 int ch__counts(struct store_rd *r, struct store_counts *c);
 int ch__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 	     int (*fn)(void *ctx, const struct store_row *row), void *ctx);
+int ch__scan_traces(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+		    int (*fn)(void *ctx, const struct store_row *row), void *ctx);
 int ch__agents(struct store_rd *r,
 	       int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 

@@ -27,6 +27,7 @@
 #define KEY_ORDER "trace_lo, trace_hi, id, origin, src, seq, no, ver DESC"
 
 struct store_rd {
+	struct store_be *st;
 	struct ch_conn *c;
 	struct wbuf out;
 	char err[400];
@@ -38,6 +39,7 @@ struct store_rd *ch__reader_new(struct store_be *st)
 
 	if (!r)
 		return fay_err_ptr(-ENOMEM);
+	r->st = st;
 	r->c = ch_conn_new(st->urls[0], st->db,
 			   st->flags & STORE_F_READONLY ? CH_READONLY : 0,
 			   r->err, sizeof(r->err));
@@ -49,6 +51,11 @@ struct store_rd *ch__reader_new(struct store_be *st)
 		return fay_err_ptr(-e);
 	}
 	return r;
+}
+
+struct store_be *ch_reader_store(struct store_rd *r)
+{
+	return r->st;
 }
 
 void ch__reader_free(struct store_rd *r)
@@ -152,6 +159,13 @@ int ch__remote_services(struct store_rd *r, const char *service,
 			struct store_names *out)
 {
 	return names(r, 2, service, out);
+}
+
+/* Values of the tags of an --autocomplete-keys key: names of kind 3,
+ * the key in the service column. */
+int ch__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out)
+{
+	return names(r, 3, key, out);
 }
 
 /* ---- traces ------------------------------------------------------------- */
@@ -399,8 +413,14 @@ static void day_str(char out[16], uint64_t us)
 	strftime(out, 16, "%Y-%m-%d", &tm);
 }
 
-int ch__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
-	     int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+/*
+ * The traces with a span that started in the window (to_us included when
+ * whole), their spans in it (or all of them when whole), traces in order
+ * of their ids' low half so that a 128-bit trace and its 64-bit form come
+ * together.
+ */
+static int scan(struct store_rd *r, uint64_t from_us, uint64_t to_us, int whole,
+		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
 {
 	struct store_traces t = { 0 };
 	struct wbuf sql = { 0 };
@@ -416,7 +436,8 @@ int ch__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 	day_str(d1, to_us);
 	ch_sql_add(&sql, "SELECT DISTINCT trace_lo, trace_hi FROM spans WHERE"
 		   " day BETWEEN '%s' AND '%s' AND start_us >= %" PRIu64
-		   " AND start_us < %" PRIu64 " FORMAT RowBinary", d0, d1, from_us, to_us);
+		   " AND start_us %s %" PRIu64 " ORDER BY trace_lo, trace_hi FORMAT RowBinary",
+		   d0, d1, from_us, whole ? "<=" : "<", to_us);
 	ret = run(r, &sql);
 	if (ret)
 		return ret;
@@ -446,7 +467,7 @@ int ch__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 					.start_us = z->timestamp_us, .duration_us = z->duration_us,
 				};
 
-				if (z->timestamp_us < from_us || z->timestamp_us >= to_us)
+				if (!whole && (z->timestamp_us < from_us || z->timestamp_us >= to_us))
 					continue;
 				ret = fn(ctx, &row);
 			}
@@ -457,6 +478,18 @@ out:
 	store_traces_free(&t);
 	zarena_reset(&tmp);
 	return ret;
+}
+
+int ch__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+	     int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	return scan(r, from_us, to_us, 0, fn, ctx);
+}
+
+int ch__scan_traces(struct store_rd *r, uint64_t from_us, uint64_t to_us,
+		    int (*fn)(void *ctx, const struct store_row *row), void *ctx)
+{
+	return scan(r, from_us, to_us, 1, fn, ctx);
 }
 
 int ch__agents(struct store_rd *r,

@@ -69,6 +69,10 @@ static void add_span(struct store_be *st, struct ch_rows *rw, const struct ch_ke
 	note_name(st, rw, 0, z->local.service, (struct zs_str){ "", 0 }, ts);
 	note_name(st, rw, 1, z->local.service, z->name, ts);
 	note_name(st, rw, 2, z->local.service, z->remote.service, ts);
+	for (uint32_t i = 0; i < z->ntags && st->nac_keys; i++)
+		for (size_t j = 0; j < st->nac_keys; j++)
+			if (zs_str_eqc(z->tags[i].key, st->ac_keys[j]))
+				note_name(st, rw, 3, z->tags[i].key, z->tags[i].value, ts);
 }
 
 static int add_part(struct store_be *st, struct ch_rows *rw, uint64_t src, uint64_t seq,

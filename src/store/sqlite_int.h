@@ -22,6 +22,7 @@ struct store_traces;
 struct store_counts;
 struct store_row;
 struct store_agent;
+struct store_sql_cb;
 
 /* The SQLite backend's ops (store/backend.h; contracts in store.h).
  * sqlite.c: opening and writing; sqlite_read.c, scan.c: reading. */
@@ -38,6 +39,8 @@ int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
 int sq__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n);
 int sq__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out);
 struct store_rd *sq__reader_new(struct store_be *st);
+int sq__sql(struct store_rd *r, const char *sql, const struct store_sql_cb *cb,
+	    char *err, size_t errlen);      /* sqlite_sql.c */
 void sq__reader_free(struct store_rd *r);
 int sq__services(struct store_rd *r, struct store_names *out);
 int sq__span_names(struct store_rd *r, const char *service, struct store_names *out);

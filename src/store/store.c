@@ -229,6 +229,16 @@ int store__scan_traces(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 	return r->ops->scan_traces(r->rd, from_us, to_us, fn, ctx);
 }
 
+int store__sql(struct store_reader *r, const char *sql, const struct store_sql_cb *cb,
+	       char *err, size_t errlen)
+{
+	if (!r->ops->sql) {
+		snprintf(err, errlen, "this store has no SQL");
+		return -ENOTSUP;
+	}
+	return r->ops->sql(r->rd, sql, cb, err, errlen);
+}
+
 int store__agents(struct store_reader *r,
 		  int (*fn)(void *ctx, const struct store_agent *a), void *ctx)
 {

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "store/span.h"
 
@@ -201,6 +202,42 @@ struct store_counts {
 	uint64_t spans, parts, agents;
 };
 int store__counts(struct store_reader *r, struct store_counts *c);
+
+/* ---- ad-hoc SQL (fay sql) ---------------------------------------------- */
+
+/* Where store__sql() sends its answer: the column names once, then each
+ * row (values as text, NULL for SQL NULL), valid during the call.  A
+ * non-zero return stops and is returned. */
+struct store_sql_cb {
+	int (*columns)(void *ctx, size_t n, const char *const *names);
+	int (*row)(void *ctx, size_t n, const char *const *vals);
+	void *ctx;
+};
+
+/*
+ * Run one statement that only reads, on a read-only connection of its own
+ * (SQLite: opened read-only, refused unless sqlite3_stmt_readonly();
+ * ClickHouse: the readonly=1 setting).  0, or -EPERM (it would write),
+ * -EINVAL (a bad statement), -ECONNREFUSED/-ETIMEDOUT/-EIO, with the
+ * store's reason in err.
+ */
+int store__sql(struct store_reader *r, const char *sql, const struct store_sql_cb *cb,
+	       char *err, size_t errlen);
+
+/* The answer as text (store/sql_out.c): pass store_sql_out_columns/_row
+ * and an out as the callbacks, then _end() prints what is left (a table
+ * is printed at the end, JSON as it comes), _free() frees. */
+struct store_sql_out {
+	FILE *f;
+	int json;                 /* an array of objects; else an aligned table */
+	size_t ncols, nrows, cap;
+	char **names;
+	char ***rows;
+};
+int store_sql_out_columns(void *ctx, size_t n, const char *const *names);
+int store_sql_out_row(void *ctx, size_t n, const char *const *vals);
+int store_sql_out_end(struct store_sql_out *o);
+void store_sql_out_free(struct store_sql_out *o);
 
 /* ---- scans for the web UI (store/scan.c) -------------------------------- */
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # --export: a collector forwards what it stores to other backends, here
-# two more real collectors, one spoken to in Zipkin v2 JSON and one in
-# OTLP/HTTP JSON; spans arrive there intact; a backend that is down is
+# three more real collectors, spoken to in Zipkin v2 JSON, OTLP/HTTP JSON
+# and OTLP/HTTP protobuf; spans arrive there intact; a backend that is down is
 # retried, then the spans are counted as failed and the collector runs on.
 . "$(dirname "$0")/../lib/lib.sh"
 for f in collector_lib.bash collector_lib.sh; do
@@ -15,9 +15,12 @@ ok "downstream Zipkin-side collector" coll_start "$T_TMP/z.db"
 ZURL=$URL; ZPID=$CPID
 ok "downstream OTLP-side collector" coll_start "$T_TMP/o.db"
 OURL=$URL
+ok "downstream OTLP-protobuf-side collector" coll_start "$T_TMP/p.db"
+PURL=$URL
 DEAD=$(free_port)
 ok "the exporting collector starts" coll_start "$T_TMP/main.db" \
 	--export zipkin=$ZURL/api/v2/spans --export otlp=$OURL/v1/traces \
+	--export otlp-protobuf=$PURL/v1/traces \
 	--export zipkin=http://127.0.0.1:$DEAD/api/v2/spans
 
 NOW=$(( $(date +%s) * 1000000 ))
@@ -32,6 +35,12 @@ ok "the spans reach the Zipkin-side backend" wait_for 10 bash -c "curl -s $ZURL/
 ok "the spans reach the OTLP-side backend" wait_for 10 bash -c "curl -s $OURL/api/v2/trace/00000000000000000000000000000e01 | grep -q '\"id\":\"00000000000000a2\"'"
 curl -s "$ZURL/api/v2/trace/00000000000000000000000000000e01" >"$T_TMP/z"
 curl -s "$OURL/api/v2/trace/00000000000000000000000000000e01" >"$T_TMP/o"
+ok "the spans reach the OTLP-protobuf-side backend" wait_for 10 bash -c "curl -s $PURL/api/v2/trace/00000000000000000000000000000e01 | grep -q '\"id\":\"00000000000000a2\"'"
+curl -s "$PURL/api/v2/trace/00000000000000000000000000000e01" >"$T_TMP/p"
+ok "OTLP protobuf export: the same spans as OTLP JSON export" python3 -c "
+import json; o=sorted(json.load(open('$T_TMP/o')), key=lambda s: s['id']); p=sorted(json.load(open('$T_TMP/p')), key=lambda s: s['id'])
+assert o == p and len(p) == 2, (o, p)"
+ok "protobuf export counted as otlp-protobuf" wait_for 5 bash -c "curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp-protobuf\",url=\"$PURL/v1/traces\"} 2'"
 ok "Zipkin export: identical spans" python3 -c "
 import json; a=json.load(open('$T_TMP/z')); b=json.load(open('$T_TMP/spans.json'))
 key=lambda s: s['id']

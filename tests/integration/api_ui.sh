@@ -34,7 +34,7 @@ ok "collector starts with --thresholds" coll_start "$T_TMP/fay.db" --thresholds 
 "$FAY" collector --db "$T_TMP/x.db" --http 127.0.0.1:0 --listen 127.0.0.1:0 --export zipkin=ftp://x >/dev/null 2>"$T_TMP/err"
 ok "--export with a bad URL: exit 2 and the reason" bash -c "[ $? -eq 2 ] && grep -q 'http:// or https://' '$T_TMP/err'"
 "$FAY" collector --db "$T_TMP/x.db" --http 127.0.0.1:0 --listen 127.0.0.1:0 --export jaeger=http://x >/dev/null 2>"$T_TMP/err"
-ok "--export of an unknown kind: exit 2 and the reason" bash -c "[ $? -eq 2 ] && grep -q 'expected zipkin=URL or otlp=URL' '$T_TMP/err'"
+ok "--export of an unknown kind: exit 2 and the reason" bash -c "[ $? -eq 2 ] && grep -q 'expected zipkin=URL, otlp=URL or otlp-protobuf=URL' '$T_TMP/err'"
 echo '{"rules": [{"service": "osd", "p99_us": "fast"}]}' >"$T_TMP/bad-th.json"
 "$FAY" collector --db "$T_TMP/y.db" --http 127.0.0.1:0 --listen 127.0.0.1:0 --thresholds "$T_TMP/bad-th.json" >/dev/null 2>"$T_TMP/err"
 ok "a bad thresholds file is refused, naming the file and the rule" \

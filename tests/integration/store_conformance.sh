@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # One conformance suite, every store backend: the route tests (the Zipkin
-# v2 API and ingest, OTLP, the UI's API, export, agent metrics, agent ids)
+# v2 API and ingest, Zipkin's own storage cases (zipkin_fixtures.sh), the
+# UI's API, export, agent metrics, agent ids)
 # run again, unchanged, against a ClickHouse node and a two-shard
 # ClickHouse cluster (collector_lib.bash's coll_start gives every
 # collector its own database there).  SQLite runs them in the suite
-# already (they are the same files).  store_compare.sh then puts the
-# answers of the backends side by side.
+# already (they are the same files, with the same expected answers).
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/../lib/clickhouse.bash"
@@ -15,7 +15,7 @@ command -v python3 >/dev/null || skip_all "needs python3"
 ok "a ClickHouse node starts" ch_start one
 ok "a two-shard ClickHouse cluster starts" ch_cluster two
 
-SUITE=(collector_http collector_http_hostile api_ui api_export api_agent_metrics
+SUITE=(collector_http zipkin_fixtures api_ui api_export api_agent_metrics
        collector_agent_ids)
 HERE=$(dirname "$0")
 

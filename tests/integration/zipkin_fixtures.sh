@@ -10,7 +10,8 @@
 #  - test_objects.json (Zipkin's TestObjects.TRACE: 128-bit id, IPv6, an
 #    error) and lens_*.json (zipkin-lens/testdata: skewed clocks, shared
 #    spans, messaging, kafka, yelp) through trace, traceMany, traces,
-#    services, spans, remoteServices, dependencies and autocomplete.
+#    services, spans, remoteServices, dependencies and autocomplete;
+#  - cases of ITSpanStore (search and read-back) in an empty store.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -42,5 +43,9 @@ ok "autocompleteKeys: the configured keys" [ "$(curl -s "$URL/api/v2/autocomplet
 got=$(curl -s "$URL/api/v2/autocompleteValues?key=http.path")
 ok "autocompleteValues?key=http.path: TestObjects' '/api' and lens messaging's '/' ($got)" [ "$got" = '["/","/api"]' ]
 ok "autocompleteValues?key=clnt/finagle.version (not configured): []" [ "$(curl -s "$URL/api/v2/autocompleteValues?key=clnt/finagle.version")" = '[]' ]
+coll_stop
+ok "a third collector, empty, for ITSpanStore's searches" coll_start "$T_TMP/fay3.db" --retention 0
+python3 "$TOOLS/itspanstore.py" "$URL" >"$T_TMP/itss.tap" 2>&1
+relay "$T_TMP/itss.tap"
 ok "collector still up" coll_alive
 done_testing

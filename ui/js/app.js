@@ -57,7 +57,11 @@
 	window.addEventListener('fay:navigate', show);
 
 	fetch('/health').then((r) => r.json()).then((h) => {
-		document.getElementById('status').textContent = `collector ${h.version} · up ${h.uptime_s}s`;
+		const st = h.store || {};
+		const down = st.status === 'DOWN' ? ` · store ${st.backend} DOWN: ${st.error || ''}` : '';
+		const el = document.getElementById('status');
+		el.textContent = `collector ${h.version} · up ${h.uptime_s}s${down}`;
+		el.classList.toggle('down', !!down);
 	}).catch(() => {
 		document.getElementById('status').textContent = 'collector unreachable';
 	});

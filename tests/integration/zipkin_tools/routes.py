@@ -13,17 +13,8 @@ import json, sys, time, urllib.parse
 import zapi
 
 url, files = sys.argv[1], sys.argv[2:]
-n = failed = 0
-
-
-def check(cond, what, *diag):
-    global n, failed
-    n += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", n, what))
-    if not cond:
-        failed += 1
-        for d in diag:
-            print("#   %s" % d)
+tap = zapi.Tap()
+check = tap.check
 
 
 def get(path):
@@ -158,4 +149,4 @@ bad = [b for b in bad if b[1] != b[2]]
 check(not bad, "GET /api/v2/remoteServices?serviceName=S: each service's remote services",
       *map(str, bad))
 print("# %d traces, %d services" % (len(traces), len(services)))
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)

@@ -262,6 +262,44 @@ static void rejected(void)
 	zarena_reset(&a);
 }
 
+/* decode -> encode -> decode gives the same spans (the exporter's path). */
+static void reencode(void)
+{
+	struct buf v = { 0 }, kv = { 0 }, b;
+	struct zarena a = { 0 };
+	struct otlp_req r, r2;
+	struct otlp_result x, y;
+	void *out = NULL;
+	size_t outlen = 0;
+	char err[512] = "";
+
+	field(&v, 1, "x", 1);
+	wrap(&v, 1);
+	wrap(&v, 5);                            /* ["x"] */
+	field(&kv, 1, "arr", 3);
+	field(&kv, 2, v.p, v.len);
+	b = request(16, "Encode Me", 1000000, 3000000, &kv);
+	is_int(otlp_pb_decode(b.p, b.len, &a, &r, err, sizeof(err)), 0, "decoded");
+	is_int(otlp_pb_encode(&r, &out, &outlen), 0, "encoded again");
+	is_int(otlp_pb_decode(out, outlen, &a, &r2, err, sizeof(err)), 0,
+	       "what otlp_pb_encode wrote decodes (%.200s)", err);
+	ok(!otlp_map(&r, &a, &x) && !otlp_map(&r2, &a, &y) && x.nspans == 1 && y.nspans == 1,
+	   "both map to one span");
+	if (x.nspans == 1 && y.nspans == 1) {
+		ok(x.spans[0].trace_lo == y.spans[0].trace_lo && x.spans[0].id == y.spans[0].id &&
+		   x.spans[0].timestamp_us == y.spans[0].timestamp_us &&
+		   x.spans[0].duration_us == y.spans[0].duration_us &&
+		   x.spans[0].kind == y.spans[0].kind && y.spans[0].ntags == 1 &&
+		   y.spans[0].tags[0].value.len == 5 && !memcmp(y.spans[0].tags[0].value.p, "[\"x\"]", 5),
+		   "the same span, array attribute included");
+	}
+	free(out);
+	free(v.p);
+	free(kv.p);
+	free(b.p);
+	zarena_reset(&a);
+}
+
 static void response(void)
 {
 	void *p = NULL;
@@ -288,6 +326,7 @@ int main(void)
 	deep(5000, 0);
 	valid();
 	rejected();
+	reencode();
 	response();
 	return test_done();
 }
