@@ -71,6 +71,7 @@ RC=$?
 stop=$T_TMP/stop2
 "$FAY" run -- "$W" loop "$stop" >"$T_TMP/work.out" & wpid=$!
 wait_for 10 test -S /run/fay/inline/$wpid.sock
+: >"$T_TMP/err"
 "$FAY" query --json -p $wpid --probe-mode=inline "from f in process($wpid).function(\"fay_inline_fn\") select count()" >"$T_TMP/out" 2>"$T_TMP/err" & qpid=$!
 wait_for 10 grep -q attached "$T_TMP/err"
 # a second inline query meanwhile: refused, the process is taken
