@@ -10,3 +10,14 @@ $(BENCH_INGEST): bench/bench_ingest.c $(LIBINT)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBINT) $(LDLIBS)
 
 bench: $(BENCH_INGEST)
+
+# bench/bench_store.c: SQLite vs ClickHouse through store.h, same run
+# (bench/store.sh starts a ClickHouse server for it).
+BENCH_STORE := $(B)/bench/bench_store
+
+$(BENCH_STORE): bench/bench_store.c $(LIBINT)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBINT) $(LDLIBS)
+
+bench: $(BENCH_STORE)

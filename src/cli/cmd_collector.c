@@ -77,6 +77,8 @@ static void usage(FILE *f)
 "      GET  /api/v2/autocompleteKeys  the --autocomplete-keys ([] without)\n"
 "      GET  /api/v2/autocompleteValues?key=K  values of tag K seen (K one of\n"
 "                                     the --autocomplete-keys; else [])\n"
+"      POST /api/sql?format=table|json  one read-only SQL statement on the\n"
+"                                     store (fay sql --collector, docs/SQL.md)\n"
 "      POST /api/query                a FayQL query; 400 with line:col, or\n"
 "                                     NDJSON rows streamed as they come\n"
 "      GET  /api/ui/dashboard?window=S&step=S  per service/span latencies\n"

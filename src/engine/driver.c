@@ -150,7 +150,9 @@ static int start(struct drv *d)
 	if (d->p->entry.kind == PA_SPANS) {
 		err = d->o->spans_attach(d->o->spans_ctx, d->e);
 		if (err) {
-			keep_err(d->o, "spans: ", strerror(-err));
+			keep_err(d->o, "cannot take spans from this agent: ",
+				 err == -ENOSPC ? "too many spans(...) queries run here" :
+				 strerror(-err));
 			return err;
 		}
 		d->fed = true;

@@ -43,75 +43,101 @@ grep -q "fay query --cluster URL" "$T_TMP/local_post.out" && coll_alive &&
 	pass "POST /api/query of a local spans(...) query: refused with what to type" ||
 	fail "POST /api/query local spans" "$(head -c 600 "$T_TMP/local_post.out")"
 
-# The queries, all running over one workload (q NAME QUERY [ARGS]).
-QS=()
-q() {
-	local name=$1 text=$2
-	shift 2
-	timeout 60 "$FAY" query --cluster "$URL" --json "$@" "$text" >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
-	T_PIDS+=($!)
-	QS+=("$name:$!")
-}
+# The queries (QT[NAME]); a client may run 4 at once (the collector's
+# limit), so they run in rounds of up to 4, each over its own blockstack
+# workload on every host, each round's truth being the traces it added to
+# the store (traces.ROUND.json; RT[NAME] is the round of NAME).
 D='for 10s'
-q layers "from sp in cluster.spans group sp by {s: sp.service, n: sp.name} into g select {s: g.s, n: g.n, c: g.count(), d: g.avg(sp.duration)} $D"
-q byname "from sp in cluster.spans group sp by sp.name into g select {n: g.key, c: g.count(), d: g.avg(sp.duration)} $D"
-q tags "from sp in cluster.spans where sp.tag(\"object\") != \"\" group sp by {s: sp.service, n: sp.name, k: sp.kind} into g select {s: g.s, n: g.n, k: g.k, c: g.count(), e: g.sum(sp.error)} $D"
-q hosts "from sp in cluster.spans(\"vm-client\") where sp.kind == \"client\" && sp.tag(\"size\") == \"16384\" group sp by sp.host into g select {h: g.key, c: g.count()} $D"
-q unscoped "from sp in spans(\"mapp*\") where sp.tag(\"blocker\") == \"blocker-2\" select {c: count()} $D"
-q onehost "from sp in host(\"h2\").spans(\"vm-client\") select {c: count()} $D"
-q stream "from sp in cluster.spans(\"vm-client\") select {n: sp.name, d: sp.duration, h: sp.host, k: sp.kind} $D"
-q windows "from sp in cluster.spans group sp by sp.service into g select {s: g.key, c: g.count()} window 1s $D"
+declare -A QT RT
+QT[layers]="from sp in cluster.spans group sp by {s: sp.service, n: sp.name} into g select {s: g.s, n: g.n, c: g.count(), d: g.avg(sp.duration)} $D"
+QT[byname]="from sp in cluster.spans group sp by sp.name into g select {n: g.key, c: g.count(), d: g.avg(sp.duration)} $D"
+QT[tags]="from sp in cluster.spans where sp.tag(\"object\") != \"\" group sp by {s: sp.service, n: sp.name, k: sp.kind} into g select {s: g.s, n: g.n, k: g.k, c: g.count(), e: g.sum(sp.error)} $D"
+QT[hosts]="from sp in cluster.spans(\"vm-client\") where sp.kind == \"client\" && sp.tag(\"size\") == \"16384\" group sp by sp.host into g select {h: g.key, c: g.count()} $D"
+QT[unscoped]="from sp in spans(\"mapp*\") where sp.tag(\"blocker\") == \"blocker-2\" select {c: count()} $D"
+QT[onehost]="from sp in host(\"h2\").spans(\"vm-client\") select {c: count()} $D"
+QT[stream]="from sp in cluster.spans(\"vm-client\") select {n: sp.name, d: sp.duration, h: sp.host, k: sp.kind} $D"
+QT[windows]="from sp in cluster.spans group sp by sp.service into g select {s: g.key, c: g.count()} window 1s $D"
+QT[post]="from sp in cluster.spans(\\\"mapper\\\") group sp by sp.name into g select { n: g.key, c: g.count() } $D"
+
 "$FAY" query --cluster "$URL" --keep spanlayers \
 	'from sp in cluster.spans group sp by sp.service into g select { svc: g.key, n: g.count() } window 1s' \
 	>"$T_TMP/keep.out" 2>&1
 ok "--keep registers a standing spans(...) query" grep -q 'standing query spanlayers: runs until' "$T_TMP/keep.out"
-curl -sN -X POST -H 'Content-Type: application/json' \
-	-d "{\"query\":\"from sp in cluster.spans(\\\"mapper\\\") group sp by sp.name into g select { n: g.key, c: g.count() } $D\"}" \
-	"$URL/api/query" >"$T_TMP/post.out" 2>/dev/null &
-T_PIDS+=($!)
-post=$!
-attached() {
-	local x want
-	for x in "${QS[@]}"; do
-		want=3
-		[ "${x%%:*}" = onehost ] && want=1
-		[ "$(grep -c ': attached' "$T_TMP/${x%%:*}.err")" -ge $want ] || return 1
-	done
-	grep -q '"attached":3' "$T_TMP/post.out"
-}
 kept() { [ "$(grep -l 'spans group sp by sp.service into g select { svc' "$T_TMP"/h?.log | wc -l)" -eq 3 ]; }
-ok "every query attached on the three hosts" wait_for 20 attached
 ok "the standing query reached the three agents" wait_for 10 kept
-sleep 1
 
-for h in $HOSTS; do
-	FAY_SHM_DIR=$T_TMP/$h/shm "$BS" --requests ${N[$h]} --sample 1 --size 16k --seed 7 \
-		>"$T_TMP/$h.bs" 2>&1 &
-	T_PIDS+=($!)
-	eval "BS_$h=$!"
-done
-for h in $HOSTS; do
-	eval "wait \$BS_$h"
-	ok "blockstack on $h ran ${N[$h]} requests" grep -q "spans recorded" "$T_TMP/$h.bs"
-done
-total=0
-for h in $HOSTS; do total=$((total + $(sed -n 's/.* \([0-9][0-9]*\) spans recorded.*/\1/p' "$T_TMP/$h.bs"))); done
-for x in "${QS[@]}"; do wait "${x#*:}"; eval "RC_${x%%:*}=$?"; done
-wait $post
-
-# The store's truth: every span the agents shipped, as the collector merged them.
 stored() {
 	curl -sf "$URL/api/v2/traces?limit=1000000&lookback=86400000" |
 		python3 -c 'import json,sys; print(sum(map(len, json.load(sys.stdin))))'
 }
-ok "the collector stored every span recorded ($total)" wait_for 30 test "$(stored)" -ge "$total"
-curl -sf "$URL/api/v2/traces?limit=1000000&lookback=86400000" >"$T_TMP/traces.json"
+ROUND=0
+TOTAL=0
+round() {	# NAME...
+	local name x pids=() want
+	ROUND=$((ROUND + 1))
+	for name in "$@"; do
+		RT[$name]=$ROUND
+		if [ "$name" = post ]; then
+			curl -sN -X POST -H 'Content-Type: application/json' \
+				-d "{\"query\":\"${QT[post]}\"}" "$URL/api/query" >"$T_TMP/post.out" 2>/dev/null &
+		else
+			timeout 60 "$FAY" query --cluster "$URL" --json "${QT[$name]}" \
+				>"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
+		fi
+		T_PIDS+=($!)
+		pids+=($!)
+	done
+	attached() {
+		for name in "$@"; do
+			if [ "$name" = post ]; then
+				grep -q '"attached":3' "$T_TMP/post.out" || return 1
+				continue
+			fi
+			want=3
+			[ "$name" = onehost ] && want=1
+			[ "$(grep -c ': attached' "$T_TMP/$name.err")" -ge $want ] || return 1
+		done
+	}
+	ok "round $ROUND: $* attached on the hosts" wait_for 20 attached "$@"
+	sleep 0.5
+	for h in $HOSTS; do
+		FAY_SHM_DIR=$T_TMP/$h/shm "$BS" --requests ${N[$h]} --sample 1 --size 16k --seed 7 \
+			>"$T_TMP/$h.bs" 2>&1 &
+		T_PIDS+=($!)
+		eval "BS_$h=$!"
+	done
+	for h in $HOSTS; do
+		eval "wait \$BS_$h"
+		grep -q "spans recorded" "$T_TMP/$h.bs" || fail "round $ROUND: blockstack on $h" "$(cat "$T_TMP/$h.bs")"
+		TOTAL=$((TOTAL + $(sed -n 's/.* \([0-9][0-9]*\) spans recorded.*/\1/p' "$T_TMP/$h.bs")))
+	done
+	for x in "${!pids[@]}"; do
+		wait "${pids[$x]}"
+		eval "RC_${*:$((x + 1)):1}=$?"
+	done
+	ok "round $ROUND: the collector stored every span recorded so far ($TOTAL)" \
+		wait_for 30 test "$(stored)" -ge "$TOTAL"
+	curl -sf "$URL/api/v2/traces?limit=1000000&lookback=86400000" >"$T_TMP/traces.all.json"
+	# this round's traces: those not seen in an earlier round
+	python3 - "$T_TMP" "$ROUND" <<'PY'
+import json, os, sys
+d, r = sys.argv[1], int(sys.argv[2])
+seen = set()
+for k in range(1, r):
+    seen |= {t[0]["traceId"] for t in json.load(open(os.path.join(d, "traces.%d.json" % k)))}
+new = [t for t in json.load(open(os.path.join(d, "traces.all.json"))) if t[0]["traceId"] not in seen]
+json.dump(new, open(os.path.join(d, "traces.%d.json" % r), "w"))
+PY
+}
+round layers byname tags hosts
+round unscoped onehost stream windows
+round post
 
 # check NAME WHAT PYTHON: rows (the query's JSON rows), spans (the stored
 # Zipkin spans), n (requests per host) must satisfy PYTHON
 check() {
 	local name=$1 what=$2 rcv=RC_$1
-	if python3 - "$T_TMP/$name.out" "$T_TMP/traces.json" "$3" <<PY
+	if python3 - "$T_TMP/$name.out" "$T_TMP/traces.${RT[$name]}.json" "$3" <<PY
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
 spans = [s for t in json.load(open(sys.argv[2])) for s in t]
@@ -159,7 +185,7 @@ check windows "window 1s: the windows add up to the stored spans per service" \
 	'(lambda w: sorted(w.items()) == sorted((k, len(v)) for k, v in by(svc).items()))(
 	 __import__("functools").reduce(lambda acc, r: (acc.__setitem__(r["s"], acc.get(r["s"], 0) + r["c"]), acc)[1],
 	 {(r["window_start_ns"], r["s"]): r for r in rows}.values(), {}))'
-if python3 - "$T_TMP/post.out" "$T_TMP/traces.json" <<'PY'
+if python3 - "$T_TMP/post.out" "$T_TMP/traces.${RT[post]}.json" <<'PY'
 import json, sys
 rows = []
 for l in open(sys.argv[1]):
@@ -185,7 +211,7 @@ else fail "POST /api/query spans" "$(head -c 800 "$T_TMP/post.out")"; fi
 # window), its latest window is on /metrics, and it can be dropped.
 sleep 2
 curl -s "$URL/api/queries/spanlayers/results?limit=1000" >"$T_TMP/keep.json"
-if python3 - "$T_TMP/keep.json" "$T_TMP/traces.json" <<'PY'
+if python3 - "$T_TMP/keep.json" "$T_TMP/traces.all.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 last = {}

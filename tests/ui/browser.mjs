@@ -201,6 +201,9 @@ await session('the browser session ran to the end', pg, close, async () => {
 		ok(/up/.test(await up.getAttribute('class')), 'the connected agent is up');
 		const txt = await up.textContent();
 		ok(/\d+\.\d+/.test(txt), 'with its version', txt);
+		await page.waitForSelector('#otlp-table tbody tr[data-sender="127.0.0.1"]', T);
+		const snd = (await page.locator('#otlp-table tbody tr[data-sender="127.0.0.1"] td').allTextContents()).map((x) => x.trim());
+		ok(snd[2] === '1' && snd[3] === '1', 'the OTLP sender with 1 span stored and 1 rejected', snd);
 		await shot('hosts');
 		process.kill(AGENT_PID, 'SIGTERM');
 		let down = false;

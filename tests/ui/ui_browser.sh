@@ -30,6 +30,14 @@ APID=$!
 T_PIDS+=($APID)
 wait_for 10 bash -c "curl -s $MAIN_URL/api/ui/hosts | grep -q ui-test-host" || fail "agent connects"
 
+# One OTLP request of two spans, one invalid (a zero trace id): the Hosts
+# page lists the sender with 1 span stored and 1 rejected.  Three days
+# old, so the trace pages' searches (a day back) do not list it.
+NS=$(( ($(date +%s) - 3 * 86400) * 1000000000 ))
+curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary \
+	"{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"0000000000000000000000000000a0a0\",\"spanId\":\"00000000000000a1\",\"name\":\"ok\",\"startTimeUnixNano\":\"$NS\",\"endTimeUnixNano\":\"$((NS + 1000))\"},{\"traceId\":\"00000000000000000000000000000000\",\"spanId\":\"00000000000000a2\",\"startTimeUnixNano\":\"$NS\",\"endTimeUnixNano\":\"$NS\"}]}]}]}" \
+	"$MAIN_URL/v1/traces"
+
 IMG=${FAY_UI_IMG:-$BUILD/test-logs/ui-img}
 URL=$MAIN_URL FAKEQ_URL=http://127.0.0.1:$FP IMG_DIR=$IMG AGENT_PID=$APID \
 	node "$TOP/tests/ui/browser.mjs" >"$T_TMP/tap" 2>&1

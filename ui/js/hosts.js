@@ -3,7 +3,9 @@
 // frames it keeps per agent: up/down, version, records lost on the host
 // (by reason), probes attached; and the query connections of the cluster
 // (GET /api/cluster/peers): each host's kernel and BTF, and for every
-// cluster query it was asked to run, its state and the probes it attached.
+// cluster query it was asked to run, its state and the probes it attached;
+// and the OTLP senders (per client address: requests, spans accepted and
+// rejected).
 'use strict';
 
 const Hosts = (() => {
@@ -12,7 +14,9 @@ const Hosts = (() => {
 	async function render(main) {
 		const out = el('div', { id: 'hosts' });
 		const cl = el('div', { id: 'cluster' });
+		const ot = el('div', { id: 'otlp-senders' });
 		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'), out,
+			el('h3', {}, 'OTLP senders'), el('p', { class: 'muted' }, 'Clients that sent OTLP (HTTP or gRPC), by address: spans stored, and spans rejected (invalid, or refused while the ingest queue was full).'), ot,
 			el('h3', {}, 'Cluster queries'), el('p', { class: 'muted' }, 'Hosts connected for queries (agents, and child collectors with their hosts), and what each runs for the cluster and standing queries.'), cl);
 		async function loadCluster() {
 			const d = await U.load('/api/cluster/peers', cl);
@@ -36,6 +40,16 @@ const Hosts = (() => {
 		async function load() {
 			const d = await U.load('/api/ui/hosts', out);
 			if (!d) return;
+			const ss = d.otlp_senders || [];
+			ot.replaceChildren(ss.length ? el('table', { class: 'grid', id: 'otlp-table' },
+				el('thead', {}, el('tr', {}, ['Sender', 'Requests', 'Spans stored', 'Spans rejected', 'Requests refused'].map((h) => el('th', {}, h)))),
+				el('tbody', {}, ss.map((x) => el('tr', { 'data-sender': x.sender },
+					el('td', { class: 'mono' }, x.sender),
+					el('td', { class: 'num' }, x.requests),
+					el('td', { class: 'num' }, x.spans_accepted),
+					el('td', { class: 'num' + (x.spans_rejected ? ' bad' : '') }, x.spans_rejected),
+					el('td', { class: 'num' + (x.requests_refused ? ' bad' : '') }, x.requests_refused))))) :
+				el('p', { class: 'muted', id: 'otlp-none' }, 'No OTLP client has sent spans yet (POST /v1/traces, or gRPC TraceService/Export).'));
 			if (!d.agents.length) {
 				out.replaceChildren(el('p', { class: 'muted' }, 'No agent has connected yet. Start one with: fay agent --collector HOST:9410'));
 				return;
