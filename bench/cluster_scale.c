@@ -196,6 +196,9 @@ static pid_t real_agent(const char *fay, const char *dir, int i, int port)
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
+		/* never outlive the benchmark, however it ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+
 		dup2(null, 1);
 		dup2(null, 2);
 		execl(fay, fay, "agent", "--collector", col, "--host", host, "--state-dir", d,
@@ -288,6 +291,9 @@ int main(int argc, char **argv)
 	if (coll == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
+		/* never outlive the benchmark, however it ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+
 		dup2(null, 1);
 		dup2(null, 2);
 		execl(fay, fay, "collector", "--listen", lst, "--http", http, "--db", db,
@@ -312,6 +318,7 @@ int main(int argc, char **argv)
 		if (kids[k] == 0) {
 			int null = open("/dev/null", O_WRONLY);
 
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			dup2(null, 1);
 			dup2(null, 2);
 			execl(fay, fay, "collector", "--listen", kl, "--http", kh, "--db", kd,

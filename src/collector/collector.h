@@ -4,7 +4,9 @@
  * API and the ingest (writer) thread.
  *
  *   wire_server.c  TCP 9410: agents' HELLO / BATCH / STATS, ACK after commit
- *   http.c         HTTP 9411: Zipkin v2 API, /health, /metrics (libmicrohttpd)
+ *   http.c         HTTP 9411: Zipkin v2 API, /health, /metrics (libmicrohttpd);
+ *                  also --otlp-http 4318 (POST /v1/traces alone)
+ *   otlp_grpc.c    --otlp-grpc 4317: OTLP/gRPC over HTTP/2 (nghttp2)
  *   ingest.c       the one writer thread: a queue of batches, group commit,
  *                  retention
  *   zjson.c        Zipkin v2 JSON <-> struct zspan (jansson)

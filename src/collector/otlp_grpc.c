@@ -76,6 +76,7 @@ struct gstream {
 	int answered;
 	uint8_t *out;                   /* the response message, framed */
 	size_t outlen, outoff;
+	struct gstream *next, **pprev;  /* the connection's streams */
 };
 
 struct gconn {
@@ -83,6 +84,8 @@ struct gconn {
 	int fd;
 	char peer[64];
 	nghttp2_session *s;
+	struct gstream *streams;        /* freed at the end even when nghttp2
+					   never closed them (a broken session) */
 };
 
 /* ---- answers ---------------------------------------------------------------- */
@@ -272,6 +275,11 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	st->id = f->hd.stream_id;
 	st->authorized = !k->g->c->token;
+	st->next = k->streams;
+	st->pprev = &k->streams;
+	if (k->streams)
+		k->streams->pprev = &st->next;
+	k->streams = st;
 	nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
 	return 0;
 }
@@ -371,15 +379,23 @@ static int on_sent(nghttp2_session *s, const nghttp2_frame *f, void *user)
 	return 0;
 }
 
+static void stream_free(struct gstream *st)
+{
+	*st->pprev = st->next;
+	if (st->next)
+		st->next->pprev = st->pprev;
+	free(st->body);
+	free(st->out);
+	free(st);
+}
+
 static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user)
 {
 	struct gstream *st = nghttp2_session_get_stream_user_data(s, id);
 
 	if (st) {
 		nghttp2_session_set_stream_user_data(s, id, NULL);
-		free(st->body);
-		free(st->out);
-		free(st);
+		stream_free(st);
 	}
 	return 0;
 }
@@ -438,6 +454,8 @@ static void serve(struct gconn *k)
 	}
 out:
 	nghttp2_session_del(k->s);
+	while (k->streams)
+		stream_free(k->streams);
 }
 
 static void *conn_main(void *arg)

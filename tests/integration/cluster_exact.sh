@@ -35,7 +35,7 @@ cq() {
 	for h in $HOSTS; do QW_WAIT=$go "$T_TMP/$h/qw" $mode ${K[$h]} & T_PIDS+=($!); done
 	timeout 60 "$FAY" query --cluster "$URL" --json "$@" >"$T_TMP/out" 2>"$T_TMP/err" &
 	local q=$!
-	wait_for 15 n_attached "$T_TMP/err" && touch "$go"
+	wait_for 40 n_attached "$T_TMP/err" && touch "$go"	# slow on a loaded machine
 	wait $q
 	RC=$?
 }

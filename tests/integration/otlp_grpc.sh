@@ -24,6 +24,27 @@ otlp_node "gRPC statuses: partial_success, UNIMPLEMENTED, INVALID_ARGUMENT, RESO
 otlp_node "gRPC burst past the queue: UNAVAILABLE + RetryInfo, sent == stored + rejected, then accepted" \
 	grpcburst "127.0.0.1:$GP" "$URL" 300 50 32
 diag "$(cat "$T_TMP/node.out")"
+python3 - "$GP" <<'PY' >"$T_TMP/hostile" 2>&1
+# Hostile HTTP/2: not HTTP/2, bad HPACK, DATA on a stream never opened,
+# random frames after the preface.
+import os, random, socket, sys
+port = int(sys.argv[1])
+pre = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+bodies = [b"garbage" * 100, pre + b"\x00\x00\x05\x01\x05\x00\x00\x00\x01" + b"\xff" * 5,
+          pre + b"\x00\x00\x05\x00\x01\x00\x00\x00\x03" + b"\x00" * 5]
+random.seed(7)
+bodies += [pre + bytes(random.getrandbits(8) for _ in range(random.randint(1, 2000))) for _ in range(30)]
+for b in bodies:
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(2)
+    try:
+        s.sendall(b); s.recv(65536)
+    except OSError:
+        pass
+    s.close()
+print("sent", len(bodies))
+PY
+ok "hostile HTTP/2 input: the collector runs on" bash -c "grep -q '^sent' '$T_TMP/hostile' && curl -sf $URL/health >/dev/null"
+otlp_node "... and the gRPC exporter still works" roundtrip grpc "http://127.0.0.1:$GP" "$URL"
 curl -s "$URL/metrics" >"$T_TMP/m"
 ok "gRPC spans counted per sender" grep -q '^fay_otlp_sender_spans_accepted_total{sender="127.0.0.1"} [1-9]' "$T_TMP/m"
 
