@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Debian 12's own nodejs is 18: every npm package the tests and the UI
-# build use (ui/package-lock.json) must admit Node 18.20 by its "engines"
+# build use (ui/ and tests/otlp/ package-lock.json) must admit Node 18.20 by its "engines"
 # field (playwright-core 1.65 asks for >= 20 and stopped make check on a
 # stock Debian 12; #11).  The browser tests themselves were run under
 # Debian's node 18.20.4 when the pin was chosen (tests/ui/ui_browser.sh).
 . "$(dirname "$0")/../lib/lib.sh"
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-out=$(python3 - "${LOCK:-$TOP/ui/package-lock.json}" <<'PY'
+for lock in ${LOCK:-$TOP/ui/package-lock.json $TOP/tests/otlp/package-lock.json}; do
+out=$(python3 - "$lock" <<'PY'
 import json, re, sys
 lock = json.load(open(sys.argv[1]))
 bad = 0
 def admits(rng, v=(18, 20, 4)):
     # Each '||' alternative is a list of comparators, all of which must hold.
+    rng = re.sub(r"(>=|<=|>|<|\^|~|=)\s+", r"\1", rng).replace("*", "x")
     for alt in rng.split("||"):
         okall = True
         for c in alt.split():
@@ -43,6 +45,7 @@ PY
 )
 rc=$?
 while IFS= read -r l; do diag "$l"; done <<<"$out"
-ok "every package in ui/package-lock.json admits Node 18.20" test $rc -eq 0
-ok "the lock pins playwright-core" grep -q '"node_modules/playwright-core"' "$TOP/ui/package-lock.json"
+ok "every package in ${lock#$TOP/} admits Node 18.20" test $rc -eq 0
+done
+ok "ui/'s lock pins playwright-core" grep -q '"node_modules/playwright-core"' "$TOP/ui/package-lock.json"
 done_testing
