@@ -13,6 +13,7 @@ int cmd_collector(int argc, char **argv);  /* src/cli/cmd_collector.c */
 int cmd_traces(int argc, char **argv);     /* src/cli/cmd_traces.c */
 int cmd_query(int argc, char **argv);      /* src/cli/cmd_query.c */
 int cmd_probes(int argc, char **argv);     /* src/cli/cmd_probes.c */
+int cmd_run(int argc, char **argv);        /* src/cli/cmd_run.c */
 int cmd_sql(int argc, char **argv);        /* src/cli/cmd_sql.c */
 
 #endif

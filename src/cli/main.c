@@ -14,6 +14,7 @@ static const struct {
 	const char *what;
 } cmds[] = {
 	{ "query",     cmd_query,     "compile and run a FayQL query on this host" },
+	{ "run",       cmd_run,       "start a command with the inline probe runtime (fay run -- CMD)" },
 	{ "probes",    cmd_probes,    "list probe points: syscalls, tracepoints, functions" },
 	{ "agent",     cmd_agent,     "the per-host daemon: drains span rings, ships to a collector" },
 	{ "collector", cmd_collector, "the central service: store, HTTP API, Zipkin routes, UI" },

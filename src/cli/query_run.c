@@ -58,13 +58,15 @@ static int on_attached(void *ctx, struct engine *e)
 	const struct engine_run_opts *o = s->o;
 	const struct plan *p = engine_plan(e);
 
+	if (!o->quiet && engine_note(e)[0])
+		fprintf(o->err, "fay: %s\n", engine_note(e));
 	if (!o->quiet) {
 		fprintf(o->err, "fay: %d probe%s attached:", engine_nprobes(e),
 			engine_nprobes(e) == 1 ? "" : "s");
 		for (int i = 0; i < engine_nprobes(e); i++)
 			fprintf(o->err, "%s %s", i ? "," : "", engine_probe_desc(e, i));
 		fprintf(o->err, "; %s\n", p->for_ns ? "stops at the time limit or Ctrl-C" :
-			o->cmd ? "stops when the command exits or Ctrl-C" :
+			o->cmd || o->argv ? "stops when the command exits or Ctrl-C" :
 			"Ctrl-C prints the result and stops");
 	}
 	if (o->attached_fn)
@@ -117,9 +119,70 @@ static int on_stream_end(void *ctx, struct engine *e, const uint64_t c[ENGINE_NC
 	return 0;
 }
 
+int parse_probe_mode(const char *s, enum engine_probe_mode *m)
+{
+	static const char *const names[] = {
+		[ENGINE_PROBE_AUTO] = "auto", [ENGINE_PROBE_INLINE] = "inline",
+		[ENGINE_PROBE_UPROBE] = "uprobe",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*m = (enum engine_probe_mode)i;
+			return 0;
+		}
+	fprintf(stderr, "error: --probe-mode takes inline, uprobe or auto, not '%s'\n", s);
+	return -EINVAL;
+}
+
+int fay_probe_lib(char *buf, size_t len)
+{
+	const char *env = getenv("FAY_PROBE_LIB");
+	char exe[4096], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return access(buf, R_OK) ? -ENOENT : 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	snprintf(buf, len, "%s/libfay-probe.so", exe);
+	if (!access(buf, R_OK))
+		return 0;
+	snprintf(buf, len, "%s/../lib/fay/libfay-probe.so", exe);
+	return access(buf, R_OK) ? -ENOENT : 0;
+}
+
+int fay_preload_env(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+	char *v = malloc(n);
+	int rc;
+
+	if (!v)
+		return -ENOMEM;
+	snprintf(v, n, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
+	rc = setenv("LD_PRELOAD", v, 1) ? -errno : 0;
+	free(v);
+	return rc;
+}
+
 /* Fork the command, held until *go is written (or closed: then it
- * exits 127 without running anything).  Returns the pid or -errno. */
-static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
+ * exits 127 without running anything).  With preload, it runs at once
+ * with the runtime preloaded and held in the runtime's constructor
+ * (FAY_INLINE_HOLD) until the probes are armed; *go is -1 then.
+ * words: the command as words (cmd is ignored).  Returns the pid or
+ * -errno. */
+static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
+		       const sigset_t *mask, int *go)
 {
 	int fds[2];
 	pid_t pid;
@@ -136,7 +199,7 @@ static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
 	}
 	if (pid == 0) {
 		char c;
-		size_t n = strlen(cmd) + 6;
+		size_t n = cmd ? strlen(cmd) + 6 : 1;
 		char *full = malloc(n);
 
 		/* default dispositions before unblocking: a SIGTERM sent
@@ -148,9 +211,18 @@ static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
 		signal(SIGCHLD, SIG_DFL);
 		sigprocmask(SIG_SETMASK, mask, NULL);
 		close(fds[1]);
-		if (read(fds[0], &c, 1) != 1 || !full)
+		if (preload && (fay_preload_env(preload) || setenv("FAY_INLINE_HOLD", "1", 1)))
+			_exit(127);
+		if (!preload && (read(fds[0], &c, 1) != 1 || !full))
 			_exit(127);
 		close(fds[0]);
+		if (words) {
+			execvp(words[0], words);
+			fprintf(stderr, "error: cannot run %s: %s\n", words[0], strerror(errno));
+			_exit(127);
+		}
+		if (!full)
+			_exit(127);
 		if (!strpbrk(cmd, "'\"\\$`|&;<>(){}*?[]~#=\n")) {
 			/* plain words: no shell in between (a shell would make
 			 * system calls of its own under the traced pid) */
@@ -174,6 +246,10 @@ static pid_t start_cmd(const char *cmd, const sigset_t *mask, int *go)
 	}
 	close(fds[0]);
 	*go = fds[1];
+	if (preload) {		/* it runs already */
+		close(fds[1]);
+		*go = -1;
+	}
 	return pid;
 }
 
@@ -189,7 +265,8 @@ int engine_run_query(struct query *q, const struct plan *p,
 	struct engine_drive_opts dopts = {
 		.sz = sizeof(dopts), .stop = &got_stop, .watch_fd = -1,
 		.eo = { .pid = o->pid, .no_fentry = o->no_fentry, .buffer = o->buffer,
-			.max_prealloc = o->max_prealloc },
+			.max_prealloc = o->max_prealloc,
+			.probe_mode = o->probe_mode },
 	};
 	sigset_t block, orig;
 	struct sigaction sa = { 0 }, old[3];
@@ -212,14 +289,16 @@ int engine_run_query(struct query *q, const struct plan *p,
 	dopts.err = why;
 	dopts.errlen = sizeof(why);
 
-	if (o->cmd) {
-		child = start_cmd(o->cmd, &orig, &s.go);
+	if (o->cmd || o->argv) {
+		child = start_cmd(o->cmd, o->argv, o->preload, &orig, &s.go);
 		if (child < 0) {
 			fprintf(o->err, "error: cannot start the command: %s\n",
 				strerror((int)-child));
 			goto out;
 		}
 		dopts.eo.pid = child;
+		if (o->preload)
+			dopts.eo.inline_wait_ms = 10000;
 	}
 	if (dopts.eo.pid > 0) {
 		dopts.watch_fd = (int)syscall(SYS_pidfd_open, dopts.eo.pid, 0);
@@ -240,7 +319,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 		rc = 1;
 	}
 	if (child > 0) {
-		bool ran = s.go < 0;
+		bool ran = s.go < 0 && !(o->preload && rc);
 		int st;
 
 		if (!ran) {	/* never released: it exits without running */

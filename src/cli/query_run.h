@@ -29,6 +29,14 @@ struct engine_run_opts {
 	bool no_fentry;
 	enum engine_buffer buffer;
 	uint64_t max_prealloc;	/* --max-map-memory (0: the engine's default) */
+	/* function(...) sources: inline probes or uprobes (--probe-mode) */
+	enum engine_probe_mode probe_mode;
+	/* -c / argv: start the command with this runtime library preloaded
+	 * (fay run; --probe-mode=inline): it runs at once and its runtime
+	 * holds main() until the probes are armed */
+	const char *preload;
+	/* fay run -- CMD ARGS: the command as words (instead of cmd) */
+	char *const *argv;
 	/* called once every probe is attached (benchmarks, tests) */
 	void (*attached_fn)(void *ctx);
 	void *attached_ctx;
@@ -41,6 +49,15 @@ struct engine_run_opts {
  */
 int engine_run_query(struct query *q, const struct plan *p,
 		     const struct engine_run_opts *o);
+
+/* --probe-mode=auto|inline|uprobe into *m; -EINVAL after printing the
+ * usage error on stderr. */
+int parse_probe_mode(const char *s, enum engine_probe_mode *m);
+/* The path of libfay-probe.so into buf: $FAY_PROBE_LIB, else next to the
+ * fay binary, else ../lib/fay/ from it.  0 or -ENOENT. */
+int fay_probe_lib(char *buf, size_t len);
+/* Put lib in front of LD_PRELOAD in this process's environment.  0 or -errno. */
+int fay_preload_env(const char *lib);
 
 /* fay query --cluster URL (query_cluster.c). */
 struct cluster_run_opts {

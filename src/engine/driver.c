@@ -271,7 +271,11 @@ int engine_drive(struct query *q, const struct plan *p,
 	rc = d.sink_rc;
 	if (rc)
 		goto out;
-	/* the end: what is left */
+	/* the end: what is left, read once nothing runs any more (inline
+	 * probes write the maps in nanoseconds: a read while they run could
+	 * see a value half updated) */
+	if (d.p->entry.kind != PA_SPANS)
+		engine_detach(d.e);
 	if (stream) {
 		uint64_t c[ENGINE_NCOUNTERS];
 

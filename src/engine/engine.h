@@ -50,6 +50,12 @@ enum engine_counter {
 
 enum engine_buffer { ENGINE_BUF_AUTO, ENGINE_BUF_RINGBUF, ENGINE_BUF_PERF };
 
+/* How function(...) sources run (fay query --probe-mode): auto: inline
+ * in the one process they name when its fay runtime (libfay-probe.so,
+ * fay run) is loaded and its patcher takes the function, else a uprobe;
+ * inline: inline or fail with the reason; uprobe: always a uprobe. */
+enum engine_probe_mode { ENGINE_PROBE_AUTO, ENGINE_PROBE_INLINE, ENGINE_PROBE_UPROBE };
+
 struct engine_opts {
 	size_t sz;		/* sizeof(struct engine_opts) */
 	pid_t pid;		/* > 0: only events of this process (tgid) */
@@ -64,8 +70,12 @@ struct engine_opts {
 	/* Kernel memory the maps may take when they are created (0:
 	 * ENGINE_MAX_PREALLOC); a query over it is refused with the sizes. */
 	uint64_t max_prealloc;
+	enum engine_probe_mode probe_mode;
+	/* inline: wait this long for the process's runtime to open its
+	 * socket (a process fay run just started) */
+	int inline_wait_ms;
 };
-#define engine_opts__last_field max_prealloc
+#define engine_opts__last_field inline_wait_ms
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
@@ -98,6 +108,10 @@ int engine_load(struct engine *e);
 int engine_attach(struct engine *e);
 /* Undo engine_attach(); safe to call twice. */
 void engine_detach(struct engine *e);
+/* How the function(...) source runs and why, one line without '\n'
+ * ("pid 123: inline (handle: push rbp)", "pid 123: uprobe: the fay
+ * runtime is not loaded (start it with fay run)"); "" for other sources. */
+const char *engine_note(const struct engine *e);
 /* Number of kernel attachments and a description of each probe. */
 int engine_nprobes(const struct engine *e);
 const char *engine_probe_desc(const struct engine *e, int i);

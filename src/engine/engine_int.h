@@ -72,6 +72,9 @@ struct engine {
 	/* spans(...): the programs run in fay's VM, fed by the caller
 	 * (spans.c); NULL for kernel sources */
 	struct engine_vm *vm;
+	/* function(...) as inline probes in one process (inline_run.c) */
+	struct engine_inl *inl;
+	char note[1024];
 };
 
 /* Set e->err (printf) and return err. */
@@ -112,5 +115,22 @@ int engine_vm_ncpus(const struct engine *e);
 /* engine_stream_fd() and engine_consume() of a VM engine. */
 int engine_vm_stream_fd(const struct engine *e);
 int engine_vm_consume(struct engine *e);
+
+/* ---- function(...) as inline probes (inline_run.c) --------------------- */
+
+struct engine_inline;
+/* After the probes are resolved: inline or uprobe (e->note says which);
+ * 0, or -errno (--probe-mode=inline and it cannot) with e->err set. */
+int engine_inl_decide(struct engine *e);
+bool engine_inl_active(const struct engine *e);
+/* "inline /path/bin:sym@0x... (pid N)" */
+const char *engine_inl_desc(const struct engine *e);
+/* Send the maps and programs of in, arm the site.  0 or -errno (e->err). */
+int engine_inl_attach(struct engine *e, const struct engine_inline *in);
+/* Restore the site (nothing if not armed); close the session. */
+void engine_inl_detach(struct engine *e);
+void engine_inl_free(struct engine *e);
+/* The VM maps of an engine (spans.c), for engine_inl_attach(). */
+const struct engine_inline *engine_vm_inline(const struct engine *e);
 
 #endif

@@ -11,7 +11,8 @@
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 
-static int map_index(struct engine_inline *in, struct bmap *b, unsigned int nslots)
+static int map_index(struct engine_inline *in, struct bmap *b, unsigned int nslots,
+		     bool shared)
 {
 	struct vm_map_def d = { bmap_type(b), bmap_key_size(b), bmap_value_size(b),
 				bmap_max_entries(b) };
@@ -23,7 +24,7 @@ static int map_index(struct engine_inline *in, struct bmap *b, unsigned int nslo
 		return -E2BIG;
 	if (d.type == BPF_MAP_TYPE_RINGBUF)
 		d.key_size = d.value_size = 0;
-	in->maps[in->nmaps] = vm_map_new(&d, nslots);
+	in->maps[in->nmaps] = shared ? vm_map_new_fd(&d, nslots, -1) : vm_map_new(&d, nslots);
 	if (!in->maps[in->nmaps])
 		return -errno;
 	in->bmaps[in->nmaps] = b;
@@ -31,7 +32,7 @@ static int map_index(struct engine_inline *in, struct bmap *b, unsigned int nslo
 }
 
 static struct vm_prog *build(struct engine_inline *in, struct ir *ir, unsigned int nslots,
-			     size_t ctx_size, char *err, size_t errlen)
+			     bool shared, size_t ctx_size, int role, char *err, size_t errlen)
 {
 	size_t n;
 	const struct bpf_insn *insns = ir_insns(ir, &n);
@@ -48,7 +49,7 @@ static struct vm_prog *build(struct engine_inline *in, struct ir *ir, unsigned i
 
 		if (!ir->relo[i])
 			continue;
-		k = map_index(in, ir->relo[i], nslots);
+		k = map_index(in, ir->relo[i], nslots, shared);
 		if (k < 0) {
 			snprintf(err, errlen, "map %s: %s", bmap_name(ir->relo[i]), strerror(-k));
 			free(c);
@@ -57,7 +58,12 @@ static struct vm_prog *build(struct engine_inline *in, struct ir *ir, unsigned i
 		c[i].imm = k;
 	}
 	p = vm_prog_new(c, n, in->maps, (size_t)in->nmaps, ctx_size, err, errlen);
-	free(c);
+	if (p) {
+		in->insns[role] = c;
+		in->ninsns[role] = n;
+	} else {
+		free(c);
+	}
 	return p;
 }
 
@@ -68,8 +74,8 @@ int engine_inline_new(struct engine *e, unsigned int nslots, bool jit,
 	return engine_inline_new_ctx(e, nslots, jit, 168, in, err, errlen);
 }
 
-int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_t ctx_size,
-			  struct engine_inline *in, char *err, size_t errlen)
+static int make(struct engine *e, unsigned int nslots, bool jit, bool shared, size_t ctx_size,
+		struct engine_inline *in, char *err, size_t errlen)
 {
 	char why[512];
 	int rc = 0;
@@ -86,7 +92,8 @@ int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_
 				 ir_strerror(ep->ir));
 			break;
 		}
-		p = build(in, ep->ir, nslots, ctx_size, why, sizeof(why));
+		p = build(in, ep->ir, nslots, shared, ctx_size, ep->role == EP_ENTRY ? 0 : 1,
+			  why, sizeof(why));
 		if (!p) {
 			snprintf(err, errlen, "the %s program: %s", role, why);
 			rc = -EINVAL;
@@ -108,6 +115,18 @@ int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_
 	return rc;
 }
 
+int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_t ctx_size,
+			  struct engine_inline *in, char *err, size_t errlen)
+{
+	return make(e, nslots, jit, false, ctx_size, in, err, errlen);
+}
+
+int engine_inline_new_shared(struct engine *e, unsigned int nslots, size_t ctx_size,
+			     struct engine_inline *in, char *err, size_t errlen)
+{
+	return make(e, nslots, false, true, ctx_size, in, err, errlen);
+}
+
 struct vm_map *engine_inline_map(const struct engine_inline *in, const struct bmap *b)
 {
 	for (int i = 0; i < in->nmaps; i++)
@@ -120,6 +139,8 @@ void engine_inline_free(struct engine_inline *in)
 {
 	vm_prog_free(in->entry);
 	vm_prog_free(in->exit);
+	free(in->insns[0]);
+	free(in->insns[1]);
 	for (int i = 0; i < in->nmaps; i++)
 		vm_map_free(in->maps[i]);
 	memset(in, 0, sizeof(*in));

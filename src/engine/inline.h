@@ -26,6 +26,10 @@ struct engine_inline {
 	struct vm_map *maps[VM_MAX_MAPS];
 	int nmaps;
 	struct vm_prog *entry, *exit;	/* exit NULL when the query needs none */
+	/* The programs as verified, a map load's imm the index in maps[]
+	 * (what the control channel sends a runtime: common/inline_wire.h) */
+	struct bpf_insn *insns[2];	/* entry, exit */
+	size_t ninsns[2];
 };
 
 /*
@@ -41,6 +45,10 @@ int engine_inline_new(struct engine *e, unsigned int nslots, bool jit,
  * plan.ctx_size). */
 int engine_inline_new_ctx(struct engine *e, unsigned int nslots, bool jit, size_t ctx_size,
 			  struct engine_inline *in, char *err, size_t errlen);
+/* The same with the maps in memfds another process can map
+ * (vm_map_new_fd(); vm_map_fd() of each map gives its memfd). */
+int engine_inline_new_shared(struct engine *e, unsigned int nslots, size_t ctx_size,
+			     struct engine_inline *in, char *err, size_t errlen);
 /* The VM map standing for b, or NULL. */
 struct vm_map *engine_inline_map(const struct engine_inline *in, const struct bmap *b);
 /* Accepts a zeroed or freed struct. */

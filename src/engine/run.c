@@ -335,6 +335,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		    (ep->kind == PROBE_KFUNC || ep->kind == PROBE_KFUNC_EXIT))
 			rc = assume_fentry(e, ep);
 	}
+	rc = rc ? : engine_inl_decide(e);
 	rc = rc ? : engine_codegen(e);
 	if (rc)
 		goto err_out;
@@ -352,6 +353,7 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	engine_detach(e);
+	engine_inl_free(e);
 	engine_vm_free(e);
 	ring_buffer__free(e->rb);
 	perf_buffer__free(e->pb);
@@ -596,6 +598,8 @@ int engine_attach(struct engine *e)
 
 	if (!e->loaded)
 		return engine_fail(e, -EINVAL, "internal: attach before load");
+	if (e->inl)
+		return engine_inl_attach(e, engine_vm_inline(e));
 	if (e->vm) {		/* open to engine_span_feed() */
 		e->attached = true;
 		return 0;
@@ -621,6 +625,7 @@ int engine_attach(struct engine *e)
 
 void engine_detach(struct engine *e)
 {
+	engine_inl_detach(e);
 	for (int i = 0; i < e->nprogs; i++)
 		if (e->progs[i].probe)
 			probe_detach(e->progs[i].probe);
@@ -638,6 +643,8 @@ const char *engine_probe_desc(const struct engine *e, int i)
 		return NULL;
 	if (e->progs[i].at->kind == PA_SPANS)
 		return e->progs[i].spec;
+	if (e->inl)
+		return i ? "exit" : engine_inl_desc(e);
 	return ep_title(&e->progs[i]);
 }
 

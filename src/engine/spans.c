@@ -17,19 +17,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/inline_wire.h"
 #include "common/log.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 
 #define VM_SLOTS 1
+/* Threads of a traced process that can run inline probes at once (a
+ * slot each in every per-slot map; more threads are not traced). */
+#define INLINE_SLOTS 64
 
 struct engine_vm {
 	struct engine_inline in;
 	pthread_mutex_t lock;
-	int evfd;		/* readable when streamed rows wait */
+	unsigned int nslots;	/* the reader's "CPUs" */
+	int evfd;		/* readable when streamed rows wait (inline: a timer) */
 	bool pending;		/* rows written since the last kick */
 	unsigned char *recs;	/* engine_consume(): copies, delivered unlocked */
 	size_t nrecs_bytes, recs_cap;
@@ -37,7 +43,33 @@ struct engine_vm {
 
 bool engine_is_vm(const struct engine *e)
 {
-	return e->p->entry.kind == PA_SPANS;
+	return e->p->entry.kind == PA_SPANS || engine_inl_active(e);
+}
+
+const struct engine_inline *engine_vm_inline(const struct engine *e)
+{
+	return &e->vm->in;
+}
+
+/* function(...) inline: the maps in memfds the process maps, a slot per
+ * thread; streamed rows are polled (the programs run in another process:
+ * nothing here is told when they write). */
+static int inl_load(struct engine *e, struct engine_vm *v)
+{
+	struct itimerspec every = { { 0, 20000000 }, { 0, 20000000 } };
+	char why[1024];
+	int err;
+
+	v->nslots = INLINE_SLOTS;
+	err = engine_inline_new_shared(e, v->nslots, INLINE_CTX_SIZE, &v->in, why, sizeof(why));
+	if (err)
+		return engine_fail(e, err, "inline probes: %s", why);
+	if (e->out) {
+		v->evfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (v->evfd < 0 || timerfd_settime(v->evfd, 0, &every, NULL))
+			return engine_fail(e, -errno, "timerfd: %s", errstr(-errno));
+	}
+	return 0;
 }
 
 int engine_vm_load(struct engine *e)
@@ -49,8 +81,11 @@ int engine_vm_load(struct engine *e)
 	if (!v)
 		return engine_fail(e, -ENOMEM, "out of memory");
 	v->evfd = -1;
+	v->nslots = VM_SLOTS;
 	pthread_mutex_init(&v->lock, NULL);
 	e->vm = v;
+	if (engine_inl_active(e))
+		return inl_load(e, v);
 	err = engine_inline_new_ctx(e, VM_SLOTS, false, (size_t)e->p->ctx_size, &v->in,
 				    why, sizeof(why));
 	if (err)
@@ -194,7 +229,7 @@ int engine_vm_sum_u64(const struct engine *e, const struct bmap *b, const void *
 
 int engine_vm_ncpus(const struct engine *e)
 {
-	return VM_SLOTS;
+	return (int)e->vm->nslots;
 }
 
 int engine_vm_stream_fd(const struct engine *e)

@@ -74,13 +74,50 @@ static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 static bool is_nop(const struct dinsn *d)
 {
-	return d->bytes[0] == 0x90 || (d->size >= 3 && d->bytes[0] == 0x0f &&
-				       d->bytes[1] == 0x1f) ||
-	       (d->size >= 4 && d->bytes[0] == 0x66 && d->bytes[1] == 0x0f &&
-		d->bytes[2] == 0x1f);
+	int i = 0;
+
+	/* operand-size and segment prefixes of the long nops (66 2e 0f 1f) */
+	while (i < d->size && (d->bytes[i] == 0x66 || d->bytes[i] == 0x2e))
+		i++;
+	return (i == 0 && d->bytes[0] == 0x90) ||
+	       (d->size >= i + 3 && d->bytes[i] == 0x0f && d->bytes[i + 1] == 0x1f);
+}
+
+static bool is_plain_ret(const struct dinsn *d)
+{
+	return (d->size == 1 && d->bytes[0] == 0xc3) ||
+	       (d->size == 2 && d->bytes[0] == 0xf3 && d->bytes[1] == 0xc3);
 }
 
 struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t errlen)
+{
+	return patch_site_new_room(func, size, size, err, errlen);
+}
+
+/* Whether the bytes func[from, JMP_LEN) are alignment padding: nops or
+ * int3s after the function's last ret, inside room. */
+static bool padding(const uint8_t *func, size_t from, size_t room)
+{
+	struct dinsn d[JMP_LEN];
+	uint64_t bad;
+	char err[64];
+	size_t at = from;
+	int n;
+
+	if (room < JMP_LEN)
+		return false;
+	n = dec_range(func + from, room - from, (uint64_t)(uintptr_t)(func + from), d,
+		      JMP_LEN, &bad, err, sizeof(err));
+	for (int i = 0; i < n && at < JMP_LEN; i++) {
+		if (!is_nop(&d[i]) && d[i].bytes[0] != 0xcc)
+			return false;
+		at += d[i].size;
+	}
+	return at >= JMP_LEN;
+}
+
+struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, char *err,
+				       size_t errlen)
 {
 	struct patch_site *s;
 	struct dinsn *all;
@@ -88,7 +125,7 @@ struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t err
 	uint64_t bad, f = (uint64_t)(uintptr_t)func;
 	int n, rc = 0;
 
-	if (size < JMP_LEN) {
+	if (size < JMP_LEN && room < JMP_LEN) {
 		errf(err, errlen, 0, "the function is %zu bytes, shorter than the %d-byte jump",
 		     size, JMP_LEN);
 		errno = EINVAL;
@@ -113,6 +150,15 @@ struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t err
 	for (int i = 0; i < n && s->len < JMP_LEN; i++) {
 		const struct dinsn *d = &all[i];
 
+		/* A return that ends the patched bytes moves as it is: the
+		 * function ends there, nothing after it in the patched range
+		 * runs (gcc -O2's "lea (%rdi,%rsi),%rax; ret") */
+		if (is_plain_ret(d) && (s->len + d->size >= JMP_LEN ||
+					s->len + d->size == size)) {
+			s->head[s->nhead++] = *d;
+			s->len += d->size;
+			break;
+		}
 		if (d->branch || d->ret) {
 			rc = errf(err, errlen, -EINVAL, "instruction %d at +%zu (%s) is a %s: "
 				  "it cannot be moved into a trampoline", i, s->len, d->text,
@@ -121,6 +167,14 @@ struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t err
 		}
 		s->head[s->nhead++] = *d;
 		s->len += d->size;
+	}
+	if (s->len < JMP_LEN && s->len == size && s->nhead &&
+	    is_plain_ret(&s->head[s->nhead - 1]) && padding(func, s->len, room))
+		s->len = JMP_LEN;	/* the jump's tail lands in padding */
+	if (s->len < JMP_LEN && size < JMP_LEN) {
+		rc = errf(err, errlen, -EINVAL, "the function is %zu bytes, shorter than the "
+			  "%d-byte jump, and not followed by padding", size, JMP_LEN);
+		goto out;
 	}
 	if (s->len < JMP_LEN) {
 		rc = errf(err, errlen, -EINVAL, "cannot decode %d whole bytes at the start "

@@ -13,7 +13,8 @@
  *
  * The site (patch_site_new): the first whole instructions covering 5
  * bytes are decoded (capstone) and must be relocatable: no relative
- * branch or call among them; a RIP-relative operand is re-based (the
+ * branch or call among them, a return only as the last of them (a
+ * 5-byte function "lea (%rdi,%rsi),%rax; ret" moves whole); a RIP-relative operand is re-based (the
  * trampoline is mapped within +-2 GiB of the function).  The whole
  * function is decoded and a site is refused when any instruction jumps
  * into the patched bytes (after the first), or when the function is
@@ -63,6 +64,12 @@ struct patch_site;
 /* Analyse func (size bytes of code, from its symbol).  NULL with errno
  * and a reason in err (EINVAL: the site cannot be patched safely). */
 struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t errlen);
+/* The same when room bytes from func belong to it or to its alignment
+ * padding (up to the next symbol): a function shorter than the jump
+ * that ends in a ret followed by nops or int3s up to 5 bytes (gcc -O2's
+ * "mov %rsi,%rax; ret" getters) is patched over its padding. */
+struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, char *err,
+				       size_t errlen);
 /* Build the trampoline and write the jump.  on_exit may be NULL (entry
  * only).  0, or -errno with a reason in err.  A site is armed once. */
 int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,

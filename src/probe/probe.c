@@ -136,6 +136,19 @@ const char *probe_strerror(const struct probe *p) { return p->err; }
 int probe_nargs(const struct probe *p) { return p->nargs; }
 bool probe_attached(const struct probe *p) { return p->nfds > 0; }
 
+int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
+		      const char **sym)
+{
+	const char *c = strrchr(p->spec, ':');
+
+	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || !c)
+		return -EINVAL;
+	*path = p->path;
+	*offset = p->offset;
+	*sym = c + 1;
+	return 0;
+}
+
 void probe_prog_opts(const struct probe *p, struct bprog_opts *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -103,6 +103,11 @@ int probe_emit_field_copy(struct probe *p, struct ir *ir, int off,
 /* Tracepoint fields (without the common_ ones), NULL/0 for other kinds. */
 const struct probe_field *probe_fields(const struct probe *p, size_t *n);
 
+/* Uprobes: the binary, the function's file offset and its symbol name
+ * (inline probes patch the same function in memory).  0, or -EINVAL for
+ * other kinds. */
+int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
+		      const char **sym);
 /* Attach the loaded program prog_fd.  0 or -errno with the reason in
  * probe_strerror() (EPERM: the privilege hint). */
 int probe_attach(struct probe *p, int prog_fd);

@@ -22,7 +22,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "vm/vm_int.h"
 
@@ -40,6 +43,7 @@ struct vm_map {
 	unsigned int nslots;
 	void *mem;
 	size_t size;
+	int fd;				/* the memfd behind mem, or -1 */
 	uint32_t *lock;
 	uint32_t *count;
 	uint32_t *next_val;		/* values handed out so far */
@@ -68,8 +72,15 @@ static bool is_percpu(uint32_t t)
 
 struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots)
 {
+	return vm_map_new_fd(def, nslots, -2);
+}
+
+/* fd -2: anonymous shared memory; -1: a new memfd; >= 0: that file. */
+struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, int fd)
+{
 	struct vm_map *m;
 	size_t hdr = 64, sz;
+	struct stat st;
 
 	if (!def || nslots < 1 || nslots > 4096)
 		goto inval;
@@ -115,12 +126,26 @@ struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots)
 		sz = hdr + (is_percpu(def->type) ? nslots : 1) * m->slot_stride;
 	}
 	m->size = sz;
-	m->mem = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (m->mem == MAP_FAILED) {
-		free(m);
-		errno = ENOMEM;
-		return NULL;
+	m->fd = -1;
+	if (fd == -1) {
+		/* sparse: pages are allocated as they are touched */
+		m->fd = memfd_create("fay-vm-map", MFD_CLOEXEC);
+		if (m->fd < 0 || ftruncate(m->fd, (off_t)sz))
+			goto fail;
+	} else if (fd >= 0) {
+		if (fstat(fd, &st) || (uint64_t)st.st_size != sz) {
+			free(m);
+			errno = EINVAL;
+			return NULL;
+		}
+		m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (m->fd < 0)
+			goto fail;
 	}
+	m->mem = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | (m->fd < 0 ? MAP_ANONYMOUS : 0), m->fd, 0);
+	if (m->mem == MAP_FAILED)
+		goto fail;
 	m->lock = (uint32_t *)m->mem;
 	m->count = (uint32_t *)m->mem + 1;
 	m->next_val = (uint32_t *)m->mem + 2;
@@ -132,9 +157,20 @@ struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots)
 		m->values = (char *)m->free_vals + align8(4ull * def->max_entries);
 	}
 	return m;
+fail:
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m);
+	errno = ENOMEM;
+	return NULL;
 inval:
 	errno = EINVAL;
 	return NULL;
+}
+
+int vm_map_fd(const struct vm_map *m)
+{
+	return m->fd;
 }
 
 void vm_map_free(struct vm_map *m)
@@ -142,6 +178,8 @@ void vm_map_free(struct vm_map *m)
 	if (!m)
 		return;
 	munmap(m->mem, m->size);
+	if (m->fd >= 0)
+		close(m->fd);
 	free(m);
 }
 

@@ -77,6 +77,15 @@ struct vm_map;
 /* A map with nslots per-thread slots (1..4096), zeroed.  NULL with errno
  * (EINVAL: a type or size this VM does not support; ENOMEM). */
 struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots);
+/* The same in memory another process can map: fd -1 makes a new memfd
+ * (vm_map_fd() gives it, to pass with SCM_RIGHTS); fd >= 0 maps that
+ * file (what the other side passed: it must have exactly the size this
+ * def and nslots give, else EINVAL; the map keeps its own copy of fd).
+ * Both sides then see the same map: the reader in one process, the
+ * programs in the other. */
+struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, int fd);
+/* The memfd behind a map of vm_map_new_fd(), or -1. */
+int vm_map_fd(const struct vm_map *m);
 /* Accepts NULL. */
 void vm_map_free(struct vm_map *m);
 const struct vm_map_def *vm_map_def(const struct vm_map *m);

@@ -28,6 +28,8 @@ long f_push(long a, long b);
 long f_rip(long a);
 long f_nop(long a);
 long f_short(void);
+long f_lea_ret(long a, long b);
+long f_getter(long a, long b);
 long f_jmp(long a);
 long f_into(long a);
 long rip_var = 1000;
@@ -45,6 +47,13 @@ __asm__(
 	"f_nop:\n"
 	"  .byte 0x0f,0x1f,0x44,0x00,0x00\n  lea 1(%rdi),%rax\n  ret\n"
 	".size f_nop, .-f_nop\n"
+	".globl f_lea_ret\n.type f_lea_ret,@function\n"
+	"f_lea_ret:\n  lea (%rdi,%rsi,1),%rax\n  ret\n"
+	".size f_lea_ret, .-f_lea_ret\n"
+	".globl f_getter\n.type f_getter,@function\n"
+	"f_getter:\n  mov %rsi,%rax\n  ret\n"
+	".size f_getter, .-f_getter\n"
+	"  .byte 0x66,0x2e,0x0f,0x1f,0x84,0x00,0x00,0x00,0x00,0x00\n"
 	".globl f_short\n.type f_short,@function\n"
 	"f_short:\n  xor %eax,%eax\n  ret\n"
 	".size f_short, .-f_short\n"
@@ -189,6 +198,43 @@ static void basics(void)
 		ok(c.entries == 1 && c.exits == 1 && c.last_ax == 10, "nop site: probes ran");
 	}
 	patch_site_free(s);
+
+	memset(&c, 0, sizeof(c));
+	memcpy(before, (void *)f_lea_ret, 5);
+	s = arm((void *)f_lea_ret, 5, &c, true, "a 5-byte function ending in ret");
+	if (s) {
+		long (*volatile lr)(long, long) = f_lea_ret;
+
+		is_int(lr(40, 2), 42, "lea+ret: result through the trampoline");
+		ok(c.entries == 1 && c.exits == 1 && c.last_ax == 42, "lea+ret: both probes ran");
+		is_int(patch_site_disarm(s), 0, "lea+ret: disarm");
+		ok(!memcmp(before, (void *)f_lea_ret, 5), "lea+ret: the original bytes are back");
+	}
+	patch_site_free(s);
+
+	memset(&c, 0, sizeof(c));
+	memcpy(before, (void *)f_getter, 8);
+	refused((void *)f_getter, 4, "shorter than the 5-byte jump",
+		"a 4-byte function without room");
+	{
+		char err[256];
+
+		s = patch_site_new_room((void *)f_getter, 4, 14, err, sizeof(err));
+		ok(s != NULL, "a 4-byte function followed by a 10-byte nop: accepted%s%s",
+		   s ? "" : ": ", s ? "" : err);
+		if (s && !patch_site_arm(s, on_entry, on_exit_, &c, err, sizeof(err))) {
+			long (*volatile g)(long, long) = f_getter;
+
+			is_int(g(1, 42), 42, "mov+ret over padding: result through the trampoline");
+			ok(c.entries == 1 && c.exits == 1 && c.last_ax == 42,
+			   "mov+ret over padding: both probes ran");
+			is_int(patch_site_disarm(s), 0, "mov+ret over padding: disarm");
+			ok(!memcmp(before, (void *)f_getter, 8),
+			   "mov+ret over padding: the function and its padding are back");
+		}
+		patch_site_free(s);
+	}
+	refused((void *)f_short, 3, "shorter than", "a 3-byte function followed by code");
 
 	memset(&c, 0, sizeof(c));
 	s = arm((void *)f_args, 64, &c, true, "8 arguments, 2 on the stack, exit probe");

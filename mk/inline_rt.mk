@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+# libfay-probe.so: the in-process runtime of inline probes (src/rt/), with
+# the VM (src/vm/), the patcher (src/patch/) and the control channel's
+# framing; no libbpf.  A program loads it with LD_PRELOAD (fay run), so it
+# is never built with the sanitizers (ASan must come first in a process;
+# the traced program is not sanitized).  Everything in it is hidden: it
+# exports nothing but what the loader needs.
+RT_SRC := $(wildcard src/rt/*.c src/vm/*.c src/patch/*.c) src/common/inline_wire.c src/common/bytes.c
+RT_OBJ := $(RT_SRC:%.c=$(B)/rt/%.o)
+RT_SO  := $(B)/libfay-probe.so
+RT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=% -fno-omit-frame-pointer,$(CFLAGS)) \
+             -fPIC -fvisibility=hidden
+
+$(B)/rt/%.o: %.c
+	$(call msg,CC-RT,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(RT_CFLAGS) -MMD -MP -c $< -o $@
+
+$(RT_SO): $(RT_OBJ)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,-z,defs -Wl,-z,now -o $@ $(RT_OBJ) \
+		$(shell pkg-config --libs capstone) -lpthread
+
+all: $(RT_SO)
+
+# The inline probes' test workload (plain -O2: its symbols are probed).
+INLINE_WORK := $(B)/tests/bin/inline_work
+$(INLINE_WORK): tests/integration/inline_tools/inline_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -o $@ $<
+
+all: $(INLINE_WORK)
+bench: $(INLINE_WORK)

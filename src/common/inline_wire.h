@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control channel of inline probes (docs/ABI.md, "Inline probes:
+ * the control channel"): fay (query) and the in-process runtime
+ * (libfay-probe.so, src/rt/) talk over a unix SOCK_SEQPACKET socket at
+ * INLINE_RUN_DIR/PID.sock, one message per request and one reply each.
+ *
+ *	fay                                  runtime (process PID)
+ *	SITES  {addr, size, name}[]     ->   patch_site_new() of each: ok / reason
+ *	MAPS   nslots, defs[] + memfds  ->   maps the memfds (sizes checked)
+ *	PROG   role, ctx_size, insns    ->   verified AGAIN here: ok / "insn N: ..."
+ *	ARM                             ->   patches every site: ok / reason
+ *	DETACH                          ->   restores every site: ok
+ *	(close)                         ->   the same as DETACH
+ *
+ * Every message starts with struct inl_hdr; every request gets a struct
+ * inl_reply.  One session at a time: a second connection is answered
+ * with a reply of status -EBUSY and closed.
+ */
+#ifndef FAY_COMMON_INLINE_WIRE_H
+#define FAY_COMMON_INLINE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define INLINE_RUN_DIR		"/run/fay/inline"
+#define INLINE_MAGIC		0x6661796eu	/* "fayn" */
+#define INLINE_VERSION		1
+#define INLINE_MAX_SITES	64
+#define INLINE_MAX_MAPS		16
+/* The context of the programs: the saved registers (struct patch_regs,
+ * the layout of the kernel's x86-64 struct pt_regs). */
+#define INLINE_CTX_SIZE		168
+#define INLINE_MAX_MSG		(80u << 10)	/* a PROG of 8192 insns fits */
+
+enum inl_type {
+	INL_SITES = 1,
+	INL_MAPS = 2,
+	INL_PROG = 3,
+	INL_ARM = 4,
+	INL_DETACH = 5,
+	INL_REPLY = 100,
+};
+
+struct inl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t len;		/* bytes of the whole message, header included */
+	uint32_t count;		/* SITES: sites; MAPS: maps; PROG: insns */
+};
+
+struct inl_site {
+	uint64_t addr;		/* in the process's address space */
+	uint64_t size;		/* bytes of the function (its symbol's size) */
+	uint64_t room;		/* bytes up to the next symbol (>= size): the
+				 * function and its alignment padding */
+	char name[64];		/* for messages */
+};
+
+struct inl_map {
+	uint32_t type, key_size, value_size, max_entries;
+};
+
+/* MAPS: struct inl_hdr, uint32_t nslots, uint32_t pad, inl_map[count];
+ * the memfds in SCM_RIGHTS, one per map, in order. */
+/* PROG: struct inl_hdr, uint32_t role (0 entry, 1 exit), uint32_t
+ * ctx_size, struct bpf_insn[count] (a map load's imm: the map's index). */
+
+struct inl_reply {
+	struct inl_hdr h;
+	int32_t status;		/* 0 or -errno */
+	uint32_t nsites;	/* SITES: per-site results follow in msg */
+	uint32_t pid;		/* the runtime's process */
+	uint32_t nslots;	/* the slots the runtime can give threads */
+	char msg[3072];		/* reason(s), one line each */
+};
+
+/* The socket path of pid's runtime into buf (INLINE_RUN_DIR/PID.sock). */
+void inline_sock_path(pid_t pid, char *buf, size_t len);
+/* Send one message (len bytes) with nfds file descriptors.  0 or -errno. */
+int inline_send(int fd, const void *msg, size_t len, const int *fds, int nfds);
+/* Receive one message into buf (cap bytes); up to *nfds descriptors into
+ * fds (*nfds set to how many came; extra ones are closed).  Checks the
+ * header (magic, version, len == bytes received).  Returns the length,
+ * 0 at end of file, or -errno (-EPROTO: a malformed message). */
+ssize_t inline_recv(int fd, void *buf, size_t cap, int *fds, int *nfds);
+/* Fill a header for a message of type and len bytes. */
+void inline_hdr(struct inl_hdr *h, enum inl_type type, size_t len, uint32_t count);
+
+#endif

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+/*
+ * function(...) sources as inline probes (--probe-mode, issue #8): the
+ * engine's programs run in the traced process, in the runtime
+ * libfay-probe.so that `fay run` preloads, instead of behind a uprobe.
+ *
+ * engine_new() asks engine_inl_decide() which mechanism a function()
+ * source uses: inline when the source names one process (-p, -c,
+ * process(PID), fay run) whose runtime answers on its control socket and
+ * whose patcher accepts the function's entry; else a uprobe (auto) or an
+ * error (inline), with one line saying which and why (engine_note()).
+ * Then the maps are VM maps in memfds (engine_vm_load(): the reader of
+ * run.c reads them through spans.c's functions, one slot standing for one
+ * CPU) and engine_attach() sends the maps, the programs (verified here
+ * and again there) and arms the site; engine_detach() restores it.  When
+ * fay dies the socket closes and the runtime detaches by itself.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/inline_wire.h"
+#include "engine/engine_int.h"
+#include "engine/inline.h"
+#include "probe/elfsym.h"
+
+struct engine_inl {
+	int fd;
+	pid_t pid;
+	struct inl_site site;
+	char desc[700];
+	bool armed;
+};
+
+const char *engine_note(const struct engine *e)
+{
+	return e->note;
+}
+
+bool engine_inl_active(const struct engine *e)
+{
+	return e->inl != NULL;
+}
+
+const char *engine_inl_desc(const struct engine *e)
+{
+	return e->inl->desc;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Connect to pid's runtime, waiting up to wait_ms while pid lives. */
+static int connect_rt(pid_t pid, int wait_ms)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	inline_sock_path(pid, a.sun_path, sizeof(a.sun_path));
+	for (int waited = 0;; waited += 10) {
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
+			return fd;
+		err = -errno;
+		close(fd);
+		if (waited >= wait_ms || kill(pid, 0))
+			return err;
+		sleep_ms(10);
+	}
+}
+
+/* Send msg and wait for the reply (and any unrequested busy reply). */
+static int call(int fd, const void *msg, size_t len, const int *fds, int nfds,
+		struct inl_reply *r)
+{
+	ssize_t n;
+	int err = inline_send(fd, msg, len, fds, nfds);
+
+	/* a runtime busy with another query answers at once and closes:
+	 * its reply says so */
+	if (err && err != -EPIPE && err != -ECONNRESET)
+		return err;
+	n = inline_recv(fd, r, sizeof(*r), NULL, NULL);
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n != sizeof(*r) || r->h.type != INL_REPLY)
+		return -EPROTO;
+	r->msg[sizeof(r->msg) - 1] = '\0';
+	n = (ssize_t)strlen(r->msg);
+	while (n && r->msg[n - 1] == '\n')
+		r->msg[--n] = '\0';
+	return 0;
+}
+
+struct size_of {
+	const char *sym;
+	uint64_t addr, size, next;	/* next: the lowest symbol above addr */
+};
+
+static int size_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct size_of *s = arg;
+
+	if (!strcmp(name, s->sym) && size && !s->size) {
+		s->addr = addr;
+		s->size = size;
+	}
+	return 0;
+}
+
+static int next_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct size_of *s = arg;
+
+	if (addr > s->addr && addr < s->next)
+		s->next = addr;
+	return 0;
+}
+
+/* The address of file offset off of path in pid (its /proc/PID/maps). */
+static int map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr)
+{
+	char fn[64], line[4400];
+	struct stat want;
+	FILE *f;
+	int err = -ENOENT;
+
+	if (stat(path, &want))
+		return -errno;
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, pgoff, ino;
+		unsigned int maj, min;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &pgoff,
+			   &maj, &min, &ino) != 7 || perms[2] != 'x' || ino != want.st_ino)
+			continue;
+		if (off >= pgoff && off < pgoff + (hi - lo)) {
+			*addr = lo + (off - pgoff);
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+/* auto: a uprobe with a note; inline: an error.  Returns 0 or -errno. */
+static int no_inline(struct engine *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int no_inline(struct engine *e, int err, const char *fmt, ...)
+{
+	char why[sizeof(e->note) - 64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (e->opts.probe_mode == ENGINE_PROBE_INLINE)
+		return engine_fail(e, err, "--probe-mode=inline: %s", why);
+	if (!strncmp(why, "pid ", 4) && strchr(why, ':'))	/* "pid N: uprobe: why" */
+		snprintf(e->note, sizeof(e->note), "%.*s uprobe:%s",
+			 (int)(strchr(why, ':') - why + 1), why, strchr(why, ':') + 1);
+	else
+		snprintf(e->note, sizeof(e->note), "%s", why);
+	return 0;
+}
+
+int engine_inl_decide(struct engine *e)
+{
+	struct eprog *ep = &e->progs[0];
+	struct inl_reply r;
+	struct {
+		struct inl_hdr h;
+		struct inl_site s;
+	} m;
+	struct size_of so;
+	const char *path, *sym;
+	uint64_t off, addr = 0;
+	pid_t pid = ep->popts.pid;
+	int fd, err;
+
+	if (e->opts.emit_only || ep->kind != PROBE_UPROBE || !ep->probe ||
+	    probe_uprobe_site(ep->probe, &path, &off, &sym))
+		return 0;
+	if (e->opts.probe_mode == ENGINE_PROBE_UPROBE) {
+		snprintf(e->note, sizeof(e->note), "%s: uprobe (--probe-mode=uprobe)", sym);
+		return 0;
+	}
+	if (pid <= 0)
+		return no_inline(e, -EINVAL, "%s in every process: uprobe (inline probes run in "
+				 "one process that has the fay runtime: fay run, or -p, -c, "
+				 "process(PID) of such a process)", sym);
+	if (e->out && !e->use_ringbuf)
+		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
+				 "buffer (--buffer=perf)", (int)pid);
+	fd = connect_rt(pid, e->opts.inline_wait_ms);
+	if (fd < 0)
+		return no_inline(e, fd, "pid %d: the fay runtime is not loaded (start it "
+				 "with fay run)", (int)pid);
+	so.sym = sym;
+	so.size = 0;
+	err = map_addr(pid, path, off, &addr);
+	if (err) {
+		close(fd);
+		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
+				 (int)pid, path);
+	}
+	so.next = UINT64_MAX;
+	if (elf_foreach_func(path, size_cb, &so) || !so.size ||
+	    elf_foreach_func(path, next_cb, &so)) {
+		close(fd);
+		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols",
+				 (int)pid, sym, path);
+	}
+	memset(&m, 0, sizeof(m));
+	inline_hdr(&m.h, INL_SITES, sizeof(m), 1);
+	m.s.addr = addr;
+	m.s.size = so.size;
+	/* up to the next function, within the 16-byte alignment gcc pads to */
+	m.s.room = so.next - so.addr < 16 ? so.next - so.addr : 16;
+	if (m.s.room < so.size)
+		m.s.room = so.size;
+	snprintf(m.s.name, sizeof(m.s.name), "%s", sym);
+	err = call(fd, &m, sizeof(m), NULL, 0, &r);
+	if (err || r.status) {
+		close(fd);
+		if (err)
+			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
+					 (int)pid, strerror(-err));
+		return no_inline(e, r.status, "pid %d: %s", (int)pid, r.msg);
+	}
+	e->inl = calloc(1, sizeof(*e->inl));
+	if (!e->inl) {
+		close(fd);
+		return engine_fail(e, -ENOMEM, "out of memory");
+	}
+	e->inl->fd = fd;
+	e->inl->pid = pid;
+	e->inl->site = m.s;
+	snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s@0x%" PRIx64
+		 " (pid %d)", path, sym, addr, (int)pid);
+	snprintf(e->note, sizeof(e->note), "pid %d: inline (%.900s)", (int)pid, r.msg);
+	return 0;
+}
+
+int engine_inl_attach(struct engine *e, const struct engine_inline *in)
+{
+	struct engine_inl *s = e->inl;
+	struct inl_reply r;
+	unsigned char *buf;
+	size_t len;
+	int fds[INLINE_MAX_MAPS], err;
+	uint32_t *hd;
+
+	len = sizeof(struct inl_hdr) + 8 + (size_t)in->nmaps * sizeof(struct inl_map);
+	if (sizeof(struct inl_hdr) + 8 + in->ninsns[0] * sizeof(struct bpf_insn) > len)
+		len = sizeof(struct inl_hdr) + 8 + in->ninsns[0] * sizeof(struct bpf_insn);
+	if (sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn) > len)
+		len = sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn);
+	buf = calloc(1, len);
+	if (!buf)
+		return engine_fail(e, -ENOMEM, "out of memory");
+	hd = (uint32_t *)(buf + sizeof(struct inl_hdr));
+	/* the maps and their memfds */
+	len = sizeof(struct inl_hdr) + 8 + (size_t)in->nmaps * sizeof(struct inl_map);
+	inline_hdr((struct inl_hdr *)buf, INL_MAPS, len, (uint32_t)in->nmaps);
+	hd[0] = vm_map_nslots(in->maps[0]);
+	for (int i = 0; i < in->nmaps; i++) {
+		const struct vm_map_def *d = vm_map_def(in->maps[i]);
+		struct inl_map im = { d->type, d->key_size, d->value_size, d->max_entries };
+
+		memcpy(buf + sizeof(struct inl_hdr) + 8 + i * sizeof(im), &im, sizeof(im));
+		fds[i] = vm_map_fd(in->maps[i]);
+	}
+	err = call(s->fd, buf, len, fds, in->nmaps, &r);
+	/* the programs: verified by fay already, verified again there */
+	for (int role = 0; role < 2 && !err && !r.status; role++) {
+		if (!in->ninsns[role])
+			continue;
+		len = sizeof(struct inl_hdr) + 8 + in->ninsns[role] * sizeof(struct bpf_insn);
+		inline_hdr((struct inl_hdr *)buf, INL_PROG, len, (uint32_t)in->ninsns[role]);
+		hd[0] = (uint32_t)role;
+		hd[1] = (uint32_t)INLINE_CTX_SIZE;
+		memcpy(hd + 2, in->insns[role], in->ninsns[role] * sizeof(struct bpf_insn));
+		err = call(s->fd, buf, len, NULL, 0, &r);
+	}
+	if (!err && !r.status) {
+		struct inl_hdr h;
+
+		inline_hdr(&h, INL_ARM, sizeof(h), 0);
+		err = call(s->fd, &h, sizeof(h), NULL, 0, &r);
+	}
+	free(buf);
+	if (err)
+		return engine_fail(e, err, "pid %d: the fay runtime: %s", (int)s->pid,
+				   strerror(-err));
+	if (r.status)
+		return engine_fail(e, r.status, "pid %d: the fay runtime refuses: %s",
+				   (int)s->pid, r.msg);
+	s->armed = true;
+	e->attached = true;
+	return 0;
+}
+
+void engine_inl_detach(struct engine *e)
+{
+	struct engine_inl *s = e->inl;
+	struct inl_reply r;
+	struct inl_hdr h;
+
+	if (!s || !s->armed)
+		return;
+	inline_hdr(&h, INL_DETACH, sizeof(h), 0);
+	/* a process that exited has nothing left to restore */
+	(void)call(s->fd, &h, sizeof(h), NULL, 0, &r);
+	s->armed = false;
+	close(s->fd);
+	s->fd = -1;
+}
+
+void engine_inl_free(struct engine *e)
+{
+	if (!e->inl)
+		return;
+	engine_inl_detach(e);
+	if (e->inl->fd >= 0)
+		close(e->inl->fd);
+	free(e->inl);
+	e->inl = NULL;
+}

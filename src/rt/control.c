@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime's control channel (common/inline_wire.h, docs/ABI.md): the
+ * library constructor binds INLINE_RUN_DIR/PID.sock (directory 0700,
+ * socket 0600: root, or the process's own user when it cannot create the
+ * directory otherwise) and starts one thread, with every signal blocked
+ * so the program's signals never land on it, that serves one fay session
+ * at a time.  Nothing fay sends is trusted: the programs are verified
+ * again here, every map memfd must have the exact size its definition
+ * gives, and a site must lie inside an executable segment of a loaded
+ * object.  A session ends with DETACH or when its socket closes (fay
+ * killed): every site is restored and the session freed once no handler
+ * can be inside it (rt_unpublish()).
+ *
+ * FAY_INLINE_HOLD=1 in the environment (fay run sets it) holds the
+ * constructor, so the program's main() waits until the first session
+ * armed its probes (or ended; at most 30 s); it is removed from the
+ * environment so children do not hold.  fork: the child's handlers are
+ * inert and it closes the inherited sockets; exec: the runtime goes with
+ * the image (a preloaded one starts afresh in the new image).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt/rt.h"
+
+static int lfd = -1, sfd = -1;
+static pid_t owner;
+static char path[108];
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static bool holding;
+
+static union {
+	struct inl_hdr h;
+	char buf[INLINE_MAX_MSG];
+} in;
+
+static void release_hold(void)
+{
+	pthread_mutex_lock(&hold_lock);
+	holding = false;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+}
+
+static int reply(int fd, int status, uint32_t nslots, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int reply(int fd, int status, uint32_t nslots, const char *fmt, ...)
+{
+	struct inl_reply r;
+	va_list ap;
+
+	memset(&r, 0, sizeof(r));
+	inline_hdr(&r.h, INL_REPLY, sizeof(r), 0);
+	r.status = status;
+	r.pid = (uint32_t)getpid();
+	r.nslots = nslots;
+	va_start(ap, fmt);
+	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+	va_end(ap);
+	return inline_send(fd, &r, sizeof(r), NULL, 0);
+}
+
+struct exec_range {
+	uint64_t lo, hi;
+	bool ok;
+};
+
+static int in_exec_segment(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct exec_range *r = arg;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && r->lo >= a &&
+		    r->hi <= a + ph->p_memsz) {
+			r->ok = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void session_free(struct rt_session *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nsites; i++)
+		patch_site_disarm(s->sites[i]);
+	rt_unpublish();
+	for (int i = 0; i < s->nsites; i++)
+		patch_site_free(s->sites[i]);
+	vm_prog_free(s->entry);
+	vm_prog_free(s->exit);
+	for (int i = 0; i < s->nmaps; i++)
+		vm_map_free(s->maps[i]);
+	free(s);
+}
+
+static int do_sites(struct rt_session *s, size_t len)
+{
+	const struct inl_site *v = (const void *)(in.buf + sizeof(in.h));
+	uint32_t n = in.h.count;
+	char msg[3072] = "";
+	size_t off = 0;
+	int bad = 0;
+
+	if (s->nsites || !n || n > INLINE_MAX_SITES || len != sizeof(in.h) + n * sizeof(*v))
+		return reply(sfd, -EPROTO, 0, "SITES: %u sites in %zu bytes (at most %d, once)",
+			     n, len, INLINE_MAX_SITES);
+	for (uint32_t i = 0; i < n; i++) {
+		struct inl_site si = v[i];
+		uint64_t room = si.room > si.size ? si.room : si.size;
+		struct exec_range r = { si.addr, si.addr + room, false };
+		char why[256];
+		struct patch_site *ps = NULL;
+
+		si.name[sizeof(si.name) - 1] = '\0';
+		if (!si.size || room > (1u << 24) || r.hi < r.lo)
+			snprintf(why, sizeof(why), "a function of %llu bytes",
+				 (unsigned long long)si.size);
+		else if (dl_iterate_phdr(in_exec_segment, &r), !r.ok)
+			snprintf(why, sizeof(why), "0x%llx..0x%llx is not in an executable "
+				 "segment of an object loaded in process %d",
+				 (unsigned long long)r.lo, (unsigned long long)r.hi, (int)getpid());
+		else
+			ps = patch_site_new_room((void *)(uintptr_t)si.addr, si.size, room, why,
+						 sizeof(why));
+		if (!ps) {
+			bad++;
+			off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s: %s\n",
+						si.name, why);
+			if (off >= sizeof(msg))
+				off = sizeof(msg) - 1;
+			continue;
+		}
+		s->sites[s->nsites] = ps;
+		s->info[s->nsites++] = si;
+	}
+	if (bad) {
+		for (int i = 0; i < s->nsites; i++)
+			patch_site_free(s->sites[i]);
+		s->nsites = 0;
+		return reply(sfd, -EINVAL, 0, "%s", msg);
+	}
+	off = 0;
+	for (int i = 0; i < s->nsites; i++) {
+		off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s: %s%s\n",
+					s->info[i].name, patch_site_first(s->sites[i]),
+					patch_site_nop(s->sites[i]) ? " (a nop)" : "");
+		if (off >= sizeof(msg))
+			off = sizeof(msg) - 1;
+	}
+	return reply(sfd, 0, RT_MAX_SLOTS, "%s", msg);
+}
+
+static int do_maps(struct rt_session *s, size_t len, int *fds, int nfds)
+{
+	const uint32_t *hd = (const void *)(in.buf + sizeof(in.h));
+	const struct inl_map *d = (const void *)(hd + 2);
+	uint32_t n = in.h.count;
+	int rc = 0;
+
+	if (s->nmaps || !n || n > INLINE_MAX_MAPS || n != (uint32_t)nfds ||
+	    len != sizeof(in.h) + 8 + n * sizeof(*d) || !hd[0] || hd[0] > RT_MAX_SLOTS)
+		return reply(sfd, -EPROTO, 0, "MAPS: %u maps, %d memfds, %u slots in %zu bytes",
+			     n, nfds, len >= sizeof(in.h) + 8 ? hd[0] : 0, len);
+	s->nslots = hd[0];
+	for (uint32_t i = 0; i < n; i++) {
+		struct vm_map_def def = { d[i].type, d[i].key_size, d[i].value_size,
+					  d[i].max_entries };
+
+		s->maps[i] = vm_map_new_fd(&def, s->nslots, fds[i]);
+		if (!s->maps[i]) {
+			rc = -errno;
+			break;
+		}
+		s->nmaps++;
+	}
+	if (rc)
+		return reply(sfd, rc, 0, "map %d: %s (a type or size this VM refuses, "
+			     "or a memfd of another size)", s->nmaps, strerror(-rc));
+	return reply(sfd, 0, s->nslots, "%d maps, %u slots", s->nmaps, s->nslots);
+}
+
+static int do_prog(struct rt_session *s, size_t len)
+{
+	const uint32_t *hd = (const void *)(in.buf + sizeof(in.h));
+	const struct bpf_insn *insns = (const void *)(hd + 2);
+	uint32_t n = in.h.count;
+	char why[512];
+	struct vm_prog *p;
+	int rc;
+
+	if (!s->nmaps || hd[0] > 1 || (hd[0] ? s->exit : s->entry) || !n ||
+	    n > VM_MAX_INSNS || len != sizeof(in.h) + 8 + n * sizeof(*insns))
+		return reply(sfd, -EPROTO, 0, "PROG: role %u, %u insns in %zu bytes",
+			     hd[0], n, len);
+	/* the context is what the patcher gives the handlers: nothing else */
+	if (hd[1] != sizeof(struct patch_regs))
+		return reply(sfd, -EINVAL, 0, "PROG: a context of %u bytes (%zu here)",
+			     hd[1], sizeof(struct patch_regs));
+	p = vm_prog_new(insns, n, s->maps, (size_t)s->nmaps, sizeof(struct patch_regs),
+			why, sizeof(why));
+	if (!p)
+		return reply(sfd, -EINVAL, 0, "the %s program: %s", hd[0] ? "exit" : "entry", why);
+	rc = vm_prog_jit(p);	/* the interpreter runs it otherwise */
+	if (hd[0])
+		s->exit = p;
+	else
+		s->entry = p;
+	return reply(sfd, 0, s->nslots, "%s program verified, %s", hd[0] ? "exit" : "entry",
+		     rc ? "interpreted" : "compiled");
+}
+
+static int do_arm(struct rt_session *s)
+{
+	char why[256];
+
+	if (!s->nsites || !s->entry || s->narmed)
+		return reply(sfd, -EPROTO, 0, "ARM: sites, maps and an entry program first");
+	rt_publish(s);
+	for (; s->narmed < s->nsites; s->narmed++) {
+		int rc = patch_site_arm(s->sites[s->narmed], rt_on_entry,
+					s->exit ? rt_on_exit : NULL, NULL, why, sizeof(why));
+
+		if (rc) {
+			for (int i = 0; i < s->narmed; i++)
+				patch_site_disarm(s->sites[i]);
+			s->narmed = 0;
+			rt_unpublish();
+			return reply(sfd, rc, 0, "%s: %s", s->info[s->narmed].name, why);
+		}
+	}
+	return reply(sfd, 0, s->nslots, "%d sites armed", s->narmed);
+}
+
+/* Serve one session until DETACH or end of file. */
+static void serve(void)
+{
+	struct rt_session *s = calloc(1, sizeof(*s));
+	struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { lfd, POLLIN, 0 } };
+
+	if (!s) {
+		reply(sfd, -ENOMEM, 0, "out of memory");
+		return;
+	}
+	for (;;) {
+		int fds[INLINE_MAX_MAPS], nfds = INLINE_MAX_MAPS;
+		ssize_t n;
+
+		if (poll(pf, 2, -1) < 0)
+			continue;
+		if (pf[1].revents & POLLIN) {	/* one session at a time */
+			int other = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (other >= 0) {
+				struct pollfd op = { other, POLLIN, 0 };
+				char b[sizeof(struct inl_hdr)];
+
+				/* answer its first request (closing on unread data
+				 * would reset the connection before it reads this) */
+				if (poll(&op, 1, 1000) == 1)
+					(void)!recv(other, b, sizeof(b), MSG_DONTWAIT);
+				reply(other, -EBUSY, 0, "process %d is traced by another fay "
+				      "query", (int)getpid());
+				close(other);
+			}
+		}
+		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		n = inline_recv(sfd, in.buf, sizeof(in.buf), fds, &nfds);
+		if (n <= 0)
+			break;		/* fay closed (or was killed): detach */
+		if (in.h.type != INL_MAPS)
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+		switch (in.h.type) {
+		case INL_SITES:
+			do_sites(s, (size_t)n);
+			break;
+		case INL_MAPS:
+			do_maps(s, (size_t)n, fds, nfds);
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			break;
+		case INL_PROG:
+			do_prog(s, (size_t)n);
+			break;
+		case INL_ARM:
+			do_arm(s);
+			release_hold();
+			break;
+		case INL_DETACH:
+			session_free(s);
+			s = NULL;
+			reply(sfd, 0, 0, "detached");
+			return;
+		default:
+			reply(sfd, -EPROTO, 0, "unknown message type %u", in.h.type);
+		}
+	}
+	session_free(s);
+}
+
+static void *listener(void *arg)
+{
+	for (;;) {
+		sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (sfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break;
+		}
+		serve();
+		close(sfd);
+		sfd = -1;
+		release_hold();		/* a session that ended without arming */
+	}
+	return NULL;
+}
+
+static void in_child(void)
+{
+	/* the parent's session and its maps are not ours */
+	rt_probe_inert();
+	if (lfd >= 0)
+		close(lfd);
+	if (sfd >= 0)
+		close(sfd);
+	lfd = sfd = -1;
+}
+
+static int open_socket(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	mode_t old;
+
+	if (mkdir("/run/fay", 0755) && errno != EEXIST)
+		return -errno;
+	if (mkdir(INLINE_RUN_DIR, 0700) && errno != EEXIST)
+		return -errno;
+	inline_sock_path(owner, path, sizeof(path));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return -errno;
+	unlink(path);		/* a stale one of an earlier process with this pid */
+	old = umask(0177);
+	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 4)) {
+		int err = -errno;
+
+		umask(old);
+		close(lfd);
+		lfd = -1;
+		return err;
+	}
+	umask(old);
+	return 0;
+}
+
+__attribute__((constructor)) static void rt_init(void)
+{
+	const char *hold = getenv("FAY_INLINE_HOLD");
+	bool want_hold = hold && *hold == '1';
+	sigset_t all, orig;
+	pthread_t th;
+	int err;
+
+	if (want_hold)
+		unsetenv("FAY_INLINE_HOLD");
+	owner = getpid();
+	err = rt_probe_init();
+	err = err ? : open_socket();
+	if (err) {
+		if (want_hold)
+			fprintf(stderr, "libfay-probe: inline probes off: %s: %s\n", path[0] ?
+				path : INLINE_RUN_DIR, strerror(-err));
+		return;
+	}
+	pthread_atfork(NULL, NULL, in_child);
+	holding = want_hold;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &orig);
+	err = pthread_create(&th, NULL, listener, NULL);
+	pthread_sigmask(SIG_SETMASK, &orig, NULL);
+	if (err) {
+		close(lfd);
+		lfd = -1;
+		unlink(path);
+		return;
+	}
+	pthread_detach(th);
+	if (want_hold) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 30;
+		pthread_mutex_lock(&hold_lock);
+		while (holding && pthread_cond_timedwait(&hold_cond, &hold_lock, &until) == 0)
+			;
+		pthread_mutex_unlock(&hold_lock);
+	}
+}
+
+__attribute__((destructor)) static void rt_fini(void)
+{
+	if (lfd >= 0 && getpid() == owner)
+		unlink(path);
+}

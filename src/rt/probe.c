@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime's probe handlers: per-thread slots and the session the
+ * handlers run.
+ *
+ * A thread gets a slot on its first probed call (the lowest free one,
+ * released by a pthread key destructor when the thread exits: the
+ * slot's partial aggregates stay, the next owner adds to them, which is
+ * what the reader's merge wants) and fills its struct vm_env once.  A
+ * thread beyond RT_MAX_SLOTS, or beyond the session's nslots, is not
+ * traced.
+ *
+ * Detach without freeing under a running handler: a handler marks its
+ * slot busy (a plain store on the slot's own cache line), then reads the
+ * published session; rt_unpublish() clears the session, runs
+ * membarrier(PRIVATE_EXPEDITED) (a full barrier on every running thread
+ * of the process: the store of any handler that could have read the old
+ * session is visible afterwards) and waits for every busy slot.  The hot
+ * path has no atomic read-modify-write and no fence.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/membarrier.h>
+
+#include "rt/rt.h"
+
+struct rt_thread {
+	int state;		/* 0: not seen, 1: has a slot, -1: untraced */
+	struct vm_env env;
+};
+
+struct busy {
+	uint32_t v;
+	char pad[60];
+} __attribute__((aligned(64)));
+
+static __thread struct rt_thread tls __attribute__((tls_model("initial-exec")));
+static struct busy busy[RT_MAX_SLOTS];
+static uint64_t used[RT_MAX_SLOTS / 64];
+static unsigned int hiwater;		/* slots ever handed out */
+static struct rt_session *cur;
+static bool inert;
+static pthread_key_t key;
+
+static void release_slot(void *p)
+{
+	unsigned int s = (unsigned int)(uintptr_t)p - 1;
+
+	__atomic_fetch_and(&used[s / 64], ~(1ull << (s % 64)), __ATOMIC_RELEASE);
+	tls.state = 0;
+}
+
+int rt_probe_init(void)
+{
+	int err = pthread_key_create(&key, release_slot);
+
+	if (err)
+		return -err;
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+		return -errno;
+	return 0;
+}
+
+void rt_probe_inert(void)
+{
+	inert = true;
+}
+
+static bool thread_init(struct rt_thread *t)
+{
+	unsigned int s = RT_MAX_SLOTS, hw;
+
+	for (unsigned int w = 0; w < RT_MAX_SLOTS / 64 && s == RT_MAX_SLOTS; w++) {
+		uint64_t v = __atomic_load_n(&used[w], __ATOMIC_RELAXED);
+
+		while (~v) {
+			int b = __builtin_ctzll(~v);
+
+			if (__atomic_compare_exchange_n(&used[w], &v, v | 1ull << b, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				s = w * 64 + (unsigned int)b;
+				break;
+			}
+		}
+	}
+	if (s == RT_MAX_SLOTS) {
+		t->state = -1;
+		return false;
+	}
+	if (pthread_setspecific(key, (void *)(uintptr_t)(s + 1))) {
+		release_slot((void *)(uintptr_t)(s + 1));
+		t->state = -1;
+		return false;
+	}
+	hw = __atomic_load_n(&hiwater, __ATOMIC_RELAXED);
+	while (hw < s + 1 && !__atomic_compare_exchange_n(&hiwater, &hw, s + 1, false,
+							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	memset(&t->env, 0, sizeof(t->env));
+	t->env.slot = s;
+	t->env.pid_tgid = (uint64_t)getpid() << 32 | (uint32_t)syscall(SYS_gettid);
+	t->env.uid_gid = (uint64_t)getgid() << 32 | getuid();
+	t->env.cpu = (uint32_t)sched_getcpu();
+	prctl(PR_GET_NAME, t->env.comm, 0, 0, 0);
+	t->state = 1;
+	return true;
+}
+
+static inline void run(struct patch_regs *regs, bool exit)
+{
+	struct rt_thread *t = &tls;
+	struct rt_session *s;
+	const struct vm_prog *p;
+
+	if (__builtin_expect(t->state <= 0, 0) && (t->state < 0 || !thread_init(t)))
+		return;
+	if (__builtin_expect(inert, 0))
+		return;
+	__atomic_store_n(&busy[t->env.slot].v, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
+	if (s && t->env.slot < s->nslots) {
+		p = exit ? s->exit : s->entry;
+		if (p)
+			vm_run(p, regs, &t->env);
+	}
+	__atomic_store_n(&busy[t->env.slot].v, 0, __ATOMIC_RELEASE);
+}
+
+void rt_on_entry(struct patch_regs *regs, void *arg)
+{
+	run(regs, false);
+}
+
+void rt_on_exit(struct patch_regs *regs, void *arg)
+{
+	run(regs, true);
+}
+
+void rt_publish(struct rt_session *s)
+{
+	__atomic_store_n(&cur, s, __ATOMIC_RELEASE);
+}
+
+void rt_unpublish(void)
+{
+	unsigned int hw;
+
+	__atomic_store_n(&cur, NULL, __ATOMIC_SEQ_CST);
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
+		/* registered in rt_probe_init(); never fails then: wait a
+		 * scheduler round on every CPU instead */
+		for (int i = 0; i < 64; i++)
+			sched_yield();
+	}
+	hw = __atomic_load_n(&hiwater, __ATOMIC_ACQUIRE);
+	for (unsigned int i = 0; i < hw; i++)
+		while (__atomic_load_n(&busy[i].v, __ATOMIC_ACQUIRE))
+			sched_yield();
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libfay-probe.so, the in-process runtime of inline probes (issue #8).
+ * A process loads it (LD_PRELOAD, `fay run`); its constructor opens the
+ * control socket INLINE_RUN_DIR/PID.sock (common/inline_wire.h) and a
+ * thread serves fay's sessions on it (control.c); the probe handlers
+ * (probe.c) run the session's verified programs on each call of a
+ * patched function, each thread in its own slot of the shared maps.
+ *
+ * Internal to the runtime; nothing here is exported from the library.
+ */
+#ifndef FAY_RT_RT_H
+#define FAY_RT_RT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/inline_wire.h"
+#include "patch/patch.h"
+#include "vm/vm.h"
+
+/* Threads that can hold a slot at once (the maps have at most as many). */
+#define RT_MAX_SLOTS	1024
+
+/* What one fay session set up (control.c builds it, probe.c runs it). */
+struct rt_session {
+	struct vm_map *maps[INLINE_MAX_MAPS];
+	int nmaps;
+	unsigned int nslots;
+	struct vm_prog *entry, *exit;
+	struct patch_site *sites[INLINE_MAX_SITES];
+	struct inl_site info[INLINE_MAX_SITES];
+	int nsites, narmed;
+};
+
+/* The entry and exit handlers patched into the sites (probe.c). */
+void rt_on_entry(struct patch_regs *regs, void *arg);
+void rt_on_exit(struct patch_regs *regs, void *arg);
+/* Publish s to the handlers (NULL: none).  rt_unpublish() returns once
+ * no handler can still be running s's programs (membarrier, then every
+ * busy slot waited for): s may be freed afterwards. */
+void rt_publish(struct rt_session *s);
+void rt_unpublish(void);
+/* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
+int rt_probe_init(void);
+/* In a fork child: the handlers do nothing from now on (the maps are
+ * shared with the parent's fay session; the child must not write them). */
+void rt_probe_inert(void);
+
+#endif

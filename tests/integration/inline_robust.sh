@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Inline probes under stress, for real: 8 threads call the probed function
+# in a tight loop while fay query attaches and detaches INLINE_CYCLES times
+# (default 12: each cycle takes 3-15 s on the shared 2-core machine; the
+# patcher's own unit test does 100 arm/disarm rounds under 8 threads) (each
+# answer self-consistent, the process's own results all right, no crash);
+# fork + exec while attached (the answer counts the parent alone); fay
+# query killed with SIGKILL while attached (the process runs on, its
+# function's bytes restored).
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+W=$BUILD/tests/bin/inline_work
+[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
+[ -x "$W" ] || skip_all "inline_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+
+# first_bytes PID: the first 5 bytes of fay_inline_fn in PID, as hex
+first_bytes() {
+	python3 - "$1" "$W" <<'PY'
+import subprocess, sys
+pid, exe = sys.argv[1], sys.argv[2]
+off = None
+for l in subprocess.run(["nm", exe], capture_output=True, text=True).stdout.splitlines():
+    f = l.split()
+    if len(f) == 3 and f[2] == "fay_inline_fn":
+        off = int(f[0], 16)
+base = None
+for l in open(f"/proc/{pid}/maps"):
+    f = l.split()
+    if len(f) >= 6 and f[5].endswith("/inline_work") and int(f[2], 16) == 0:
+        base = int(f[0].split("-")[0], 16)
+        break
+with open(f"/proc/{pid}/mem", "rb") as m:
+    m.seek(base + off)
+    print(m.read(5).hex())
+PY
+}
+# ---- 8 threads, 100 attach/detach cycles --------------------------------------------
+stop=$T_TMP/stop
+"$FAY" run -- "$W" threads 8 "$stop" >"$T_TMP/work.out" & wpid=$!
+wait_for 10 test -S /run/fay/inline/$wpid.sock
+orig=$(first_bytes $wpid)
+bad=0 empty=0 N=${INLINE_CYCLES:-12}
+for i in $(seq $N); do
+	timeout 30 "$FAY" query -q --json -p $wpid --probe-mode=inline \
+		"from f in process($wpid).function(\"fay_inline_fn\") select { n: count(), b: sum(f.arg(1)), t: distinct(f.tid) } for 10ms" \
+		>"$T_TMP/out" 2>"$T_TMP/err" || { bad=$((bad + 1)); diag "run $i: $(head -c 300 "$T_TMP/err")"; continue; }
+	python3 -c "
+import json, sys
+r = json.loads(open('$T_TMP/out').read())
+sys.exit(0 if r['b'] == 7 * r['n'] else 1)" || { bad=$((bad + 1)); diag "run $i: $(cat "$T_TMP/out")"; }
+	grep -q '"n":0,' "$T_TMP/out" && empty=$((empty + 1))
+done
+ok "$N inline attach/detach cycles on 8 busy threads: every answer has sum(arg1) = 7 x count ($bad bad, $empty empty)" test $bad -eq 0
+ok "the probes counted calls in most cycles ($empty of $N empty: 8 spinning threads on a loaded machine)" test $((empty * 10)) -le $N
+ok "the process is still running" kill -0 $wpid
+ok "its function's bytes are the original ones after the last detach" test "$(first_bytes $wpid)" = "$orig"
+touch "$stop"
+wait $wpid; wrc=$?
+ok "every one of the threads' calls returned the right result ($(cat "$T_TMP/work.out"))" test $wrc -eq 0
+
+# ---- fork + exec while attached ------------------------------------------------------
+timeout 60 "$FAY" run --json --query "from f in function(\"$W:fay_inline_fn\") select { n: count(), mn: min(f.arg(0)), p: distinct(f.pid) }" -- "$W" forkexec 500 >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+[ $RC -eq 0 ] && [ "$(cat "$T_TMP/out")" = '{"n":500,"mn":1000,"p":1}' ] &&
+	pass "fork + exec while attached: the parent's 500 calls alone (the child's and the exec'd image's are not counted)" ||
+	fail "fork + exec while attached (rc=$RC)" "$(cat "$T_TMP/out")" "$(head -c 600 "$T_TMP/err")"
+
+# ---- kill -9 of fay query while attached ---------------------------------------------
+stop=$T_TMP/stop2
+"$FAY" run -- "$W" loop "$stop" >"$T_TMP/work.out" & wpid=$!
+wait_for 10 test -S /run/fay/inline/$wpid.sock
+: >"$T_TMP/err"
+"$FAY" query --json -p $wpid --probe-mode=inline "from f in process($wpid).function(\"fay_inline_fn\") select count()" >"$T_TMP/out" 2>"$T_TMP/err" & qpid=$!
+wait_for 10 grep -q attached "$T_TMP/err"
+# a second inline query meanwhile: refused, the process is taken
+timeout 30 "$FAY" query -q -p $wpid --probe-mode=inline "from f in process($wpid).function(\"fay_inline_fn\") select count() for 10ms" >/dev/null 2>"$T_TMP/err2"
+ok "a second inline query is refused while one is attached ($(head -c 200 "$T_TMP/err2"))" \
+	grep -q "traced by another fay query" "$T_TMP/err2"
+patched=$(first_bytes $wpid)
+ok "while attached the function starts with a jmp ($patched)" test "${patched:0:2}" = e9
+kill -9 $qpid
+wait $qpid 2>/dev/null
+for i in $(seq 50); do [ "$(first_bytes $wpid)" = "$orig" ] && break; sleep 0.1; done
+ok "after kill -9 of fay query the original bytes are back ($(first_bytes $wpid))" test "$(first_bytes $wpid)" = "$orig"
+ok "and the process runs on" kill -0 $wpid
+# a new query attaches again (the runtime took the end of the session)
+timeout 30 "$FAY" query -q --json -p $wpid --probe-mode=inline "from f in process($wpid).function(\"fay_inline_fn\") select { n: count() > 0 } for 20ms" >"$T_TMP/out" 2>"$T_TMP/err"
+same "$T_TMP/out" '{"n":1}' "a new inline query attaches after the killed one"
+touch "$stop"
+wait $wpid; wrc=$?
+ok "the process ends normally, every result right ($(cat "$T_TMP/work.out"))" test $wrc -eq 0
+done_testing

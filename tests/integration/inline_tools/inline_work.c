@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inline_work: workloads for inline probes (tests/integration/inline_*.sh,
+ * bench/bench_inline_run.sh), each checking its own results.
+ *
+ *   inline_work calls K          fay_inline_fn(i, 7) for i in 0..K-1
+ *   inline_work threads N FILE   N threads call fay_inline_fn(i, 7) in a
+ *                                tight loop until FILE exists; prints
+ *                                "calls C bad B" (B: wrong results)
+ *   inline_work loop FILE        the same on the main thread alone
+ *   inline_work forkexec K       fork: the child calls fay_inline_fn K
+ *                                times, then execs "inline_work calls K";
+ *                                the parent waits for it, then calls
+ *                                fay_inline_fn(1000 + i, 7) K times
+ *
+ * Exit status 0 when every call returned a + b, 1 otherwise.
+ * QW_WAIT=PATH waits until PATH exists before starting.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The probed function: "lea (%rdi,%rsi),%rax; ret" at -O2. */
+__attribute__((noinline, noipa, used)) long fay_inline_fn(long a, long b);
+long fay_inline_fn(long a, long b)
+{
+	__asm__ volatile("" ::: "memory");
+	return a + b;
+}
+
+static const char *stop_file;
+static long total_calls, total_bad;
+
+static void *spin(void *arg __attribute__((unused)))
+{
+	long calls = 0, bad = 0;
+
+	while (access(stop_file, F_OK)) {
+		for (long i = 0; i < 4096; i++, calls++)
+			bad += fay_inline_fn(i, 7) != i + 7;
+	}
+	__atomic_add_fetch(&total_calls, calls, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&total_bad, bad, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static long calls(long k, long base)
+{
+	long bad = 0;
+
+	for (long i = 0; i < k; i++)
+		bad += fay_inline_fn(base + i, 7) != base + i + 7;
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 2 ? argv[1] : "", *wait = getenv("QW_WAIT");
+	long k = argc > 2 ? atol(argv[2]) : 0, bad = 0;
+
+	while (wait && access(wait, F_OK))
+		usleep(1000);
+	if (!strcmp(mode, "calls")) {
+		bad = calls(k, 0);
+	} else if (!strcmp(mode, "threads") && argc > 3) {
+		pthread_t t[64];
+		long n = k < 1 ? 1 : k > 64 ? 64 : k;
+
+		stop_file = argv[3];
+		for (long i = 0; i < n; i++)
+			pthread_create(&t[i], NULL, spin, NULL);
+		for (long i = 0; i < n; i++)
+			pthread_join(t[i], NULL);
+		printf("calls %ld bad %ld\n", total_calls, total_bad);
+		bad = total_bad;
+	} else if (!strcmp(mode, "loop")) {
+		stop_file = argv[2];
+		spin(NULL);
+		printf("calls %ld bad %ld\n", total_calls, total_bad);
+		bad = total_bad;
+	} else if (!strcmp(mode, "forkexec")) {
+		int st = 1;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			char *av[] = { argv[0], "calls", argv[2], NULL };
+
+			if (calls(k, 0))
+				_exit(1);
+			execv("/proc/self/exe", av);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+		bad += calls(k, 1000);
+	} else {
+		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
+			"forkexec K\n");
+		return 2;
+	}
+	return bad ? 1 : 0;
+}
