@@ -271,10 +271,12 @@ int engine_drive(struct query *q, const struct plan *p,
 	rc = d.sink_rc;
 	if (rc)
 		goto out;
-	/* the end: what is left, read once nothing runs any more (inline
-	 * probes write the maps in nanoseconds: a read while they run could
-	 * see a value half updated) */
-	if (d.p->entry.kind != PA_SPANS)
+	/* the end: what is left.  Inline probes are detached first (they
+	 * write the maps in nanoseconds: a read while they run could see a
+	 * value half updated); kernel probes after the read (engine_free):
+	 * closing a uprobe takes ~0.1 s here, and a cluster agent's final
+	 * partial must reach the collector within its 1 s grace */
+	if (engine_runs_inline(d.e))
 		engine_detach(d.e);
 	if (stream) {
 		uint64_t c[ENGINE_NCOUNTERS];

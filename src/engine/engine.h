@@ -108,6 +108,10 @@ int engine_load(struct engine *e);
 int engine_attach(struct engine *e);
 /* Undo engine_attach(); safe to call twice. */
 void engine_detach(struct engine *e);
+/* Whether e's probes run inline in a traced process (fay's runtime), whose
+ * maps must be read after detaching (a read while they run can see a value
+ * half updated); kernel probes' maps are read while attached. */
+bool engine_runs_inline(const struct engine *e);
 /* How the function(...) source runs and why, one line without '\n'
  * ("pid 123: inline (handle: push rbp)", "pid 123: uprobe: the fay
  * runtime is not loaded (start it with fay run)"); "" for other sources. */

@@ -51,6 +51,11 @@ bool engine_inl_active(const struct engine *e)
 	return e->inl != NULL;
 }
 
+bool engine_runs_inline(const struct engine *e)
+{
+	return engine_inl_active(e);
+}
+
 const char *engine_inl_desc(const struct engine *e)
 {
 	return e->inl->desc;
