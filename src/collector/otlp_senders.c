@@ -6,27 +6,18 @@
  * (/api/ui/hosts "otlp_senders").  At most OTLP_MAX_SENDERS addresses
  * are kept; later ones are counted under "other".
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "collector/ext.h"
 #include "collector/otlp_int.h"
+#include "common/net.h"
 
 void otlp_addr_str(const struct sockaddr *sa, char *out, size_t outlen)
 {
-	char ip[INET6_ADDRSTRLEN];
-	const void *p = NULL;
-
-	if (sa->sa_family == AF_INET)
-		p = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa->sa_family == AF_INET6)
-		p = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (p && inet_ntop(sa->sa_family, p, ip, sizeof(ip)))
-		snprintf(out, outlen, "%s", ip);
-	else
+	net_addr_ip(sa, out, outlen);
+	if (!strcmp(out, "?"))
 		snprintf(out, outlen, "unknown");
 }
 
