@@ -413,7 +413,8 @@ static int on_stats(struct agent_conn *ac, const struct wire_frame *f)
  */
 static int wait_ms(struct agent_conn *ac)
 {
-	uint64_t now = clock_monotonic_ns() / 1000000, end;
+	uint64_t now = clock_monotonic_ns() / 1000000, end = UINT64_MAX;
+	bool said_hello = ac->agent || ac->query_role;
 
 	if (wire_reader_partial(&ac->rd)) {
 		if (!ac->frame_t0_ms)
@@ -421,12 +422,11 @@ static int wait_ms(struct agent_conn *ac)
 		end = ac->frame_t0_ms + (uint64_t)ac->w->ws->frame_ms;
 	} else {
 		ac->frame_t0_ms = 0;
-		if (ac->agent || ac->query_role)
-			return -1;
-		end = ac->t0_ms + (uint64_t)ac->w->ws->hello_ms;
 	}
-	if (!ac->agent && !ac->query_role && end > ac->t0_ms + (uint64_t)ac->w->ws->hello_ms)
+	if (!said_hello && ac->t0_ms + (uint64_t)ac->w->ws->hello_ms < end)
 		end = ac->t0_ms + (uint64_t)ac->w->ws->hello_ms;
+	if (end == UINT64_MAX)
+		return -1;
 	return now >= end ? 0 : (int)(end - now);
 }
 
