@@ -125,6 +125,7 @@ static void *run_main(void *arg)
 	struct qrun *qr = arg;
 	struct qengine_env env = {
 		.store = qr->c->store, .emit = emit, .ctx = qr, .stop = &qr->stop,
+		.allow_other_users = qr->c->allow_other_users,
 	};
 	char err[512] = "";
 	int ret;
