@@ -336,6 +336,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 			rc = assume_fentry(e, ep);
 	}
 	rc = rc ? : engine_inl_decide(e);
+	rc = rc ? : engine_inl_pairs(e);
 	rc = rc ? : engine_codegen(e);
 	if (rc)
 		goto err_out;
