@@ -1063,6 +1063,7 @@ int agent_run(const struct agent_opts *o)
 		struct qclient_opts qo = {
 			.collector = o->collector, .host = o->host,
 			.agent_id = a.agent_id, .token = o->token, .tap = a.tap,
+			.allow_other_users = o->allow_other_users,
 		};
 
 		a.qc = qclient_start(&qo);

@@ -56,6 +56,9 @@ struct agent_opts {
 	int drain_nice;         /* nice value of the drain thread (0: unchanged) */
 	int fsync;
 	int shm_any_owner;      /* accept shm files whatever their owner */
+	/* cluster queries probe every user's processes even when the agent
+	 * runs as a non-root user (--allow-other-users; engine.h) */
+	int allow_other_users;
 };
 
 /* Run the agent until SIGTERM/SIGINT.  Returns 0 or -errno (startup). */

@@ -149,10 +149,12 @@ static void run_job(struct qlink_job *job)
 	};
 	char why[4096] = "";
 	const struct plan *p;
-	struct query *q = engine_plan_text("<cluster query>", job->text, job->len, &qo, &p,
-					   why, sizeof(why));
+	struct query *q;
 	int rc;
 
+	engine_opts_requester(&o.eo, c->allow_other_users);
+	q = engine_plan_text("<cluster query>", job->text, job->len, &qo, &p, why,
+			     sizeof(why));
 	if (!q) {
 		qlink_status(job, WIRE_QS_FAILED, why);
 		return;

@@ -16,6 +16,8 @@
 #ifndef FAY_AGENT_QCLIENT_H
 #define FAY_AGENT_QCLIENT_H
 
+#include <stdbool.h>
+
 struct spantap;
 
 struct qclient_opts {
@@ -26,6 +28,9 @@ struct qclient_opts {
 	const char *tracefs;	/* NULL: find it (tests) */
 	/* spans(...) queries attach here (NULL: they fail, saying so) */
 	struct spantap *tap;
+	/* a non-root agent's cluster queries probe every user's processes
+	 * (the requester is the agent's user: engine_opts_requester()) */
+	bool allow_other_users;
 };
 
 /* A query link (common/qlink.h) that runs what it is sent here. */

@@ -28,6 +28,7 @@ static void usage(FILE *f)
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
+"              [--allow-other-users]\n"
 "              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
@@ -95,6 +96,10 @@ static void usage(FILE *f)
 "    --shm-any-owner     read shm files whatever their owner (default: a file\n"
 "                        naming a running process must belong to that\n"
 "                        process's user, the agent's user or root)\n"
+"    --allow-other-users  when the agent runs as a non-root user, let cluster\n"
+"                        queries probe every user's processes; without it they\n"
+"                        probe only those of the agent's own user (the\n"
+"                        requester: the collector's clients have no uid here)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -138,7 +143,8 @@ static void usage(FILE *f)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER };
+	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER,
+	       O_OTHERUSERS };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -147,6 +153,7 @@ int cmd_agent(int argc, char **argv)
 		{ "queue-max", required_argument, NULL, O_QUEUE },
 		{ "drain-nice", required_argument, NULL, O_NICE },
 		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
+		{ "allow-other-users", no_argument, NULL, O_OTHERUSERS },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -217,6 +224,9 @@ int cmd_agent(int argc, char **argv)
 		}
 		case O_ANYOWNER:
 			o.shm_any_owner = 1;
+			break;
+		case O_OTHERUSERS:
+			o.allow_other_users = 1;
 			break;
 		case O_FLUSH:
 		case O_STATS: {

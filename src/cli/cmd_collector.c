@@ -38,6 +38,7 @@ static void usage(FILE *f)
 "                  [--autocomplete-keys K1,K2]\n"
 "                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
 "                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
+"                  [--allow-other-users]\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -169,6 +170,11 @@ static void usage(FILE *f)
 "    --max-conns-per-peer N\n"
 "                      connections on the agent port from one address at once\n"
 "                      (default 256; 0: no cap); more are refused with the reason\n"
+"    --allow-other-users\n"
+"                      when the collector runs as a non-root user, let\n"
+"                      /api/query probe every user's processes; without it a\n"
+"                      query probes only the processes of the collector's own\n"
+"                      user (the requester: an HTTP client has no uid)\n"
 "    --max-memory BYTES\n"
 "                      what peers can make the collector hold at once: frames\n"
 "                      being received on the agent port and HTTP bodies being\n"
@@ -267,6 +273,7 @@ int cmd_collector(int argc, char **argv)
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "max-conns-per-peer", required_argument, NULL, 'E' },
 		{ "max-memory", required_argument, NULL, 'M' },
+		{ "allow-other-users", no_argument, NULL, 1003 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -297,6 +304,7 @@ int cmd_collector(int argc, char **argv)
 		case 'd': o.db = optarg; break;
 		case 1001: o.clickhouse = optarg; break;
 		case 1002: o.clickhouse_cluster = optarg; break;
+		case 1003: o.allow_other_users = true; break;
 		case 't': o.token = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {

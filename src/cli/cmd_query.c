@@ -122,6 +122,13 @@ static void usage(FILE *f)
 "                    it can, else a uprobe.  Either way one line on standard\n"
 "                    error says which and why (\"fay: pid 123: uprobe: the fay\n"
 "                    runtime is not loaded (start it with fay run)\")\n"
+"    --allow-other-users\n"
+"                    when fay runs as a non-root user (with CAP_BPF and\n"
+"                    CAP_PERFMON), probe every user's processes; without it\n"
+"                    only the user's own: other users' events are dropped in\n"
+"                    the kernel, and a uprobe/USDT probe of another user's\n"
+"                    process, or of a binary the user does not own in every\n"
+"                    process, is refused with the reason\n"
 "    --cluster URL   run the query on the agents of the collector at URL\n"
 "                    (its HTTP address, e.g. http://10.0.0.1:9411): see\n"
 "                    CLUSTER QUERIES\n"
@@ -311,6 +318,7 @@ int cmd_query(int argc, char **argv)
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
 		{ "probe-mode", required_argument, NULL, 'P' },
+		{ "allow-other-users", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -398,6 +406,9 @@ int cmd_query(int argc, char **argv)
 		case 'P':
 			if (parse_probe_mode(optarg, &ro.probe_mode))
 				return 2;
+			break;
+		case 'U':
+			ro.allow_other_users = true;
 			break;
 		case 'C':
 			co.url = optarg;

@@ -60,6 +60,9 @@ static int on_attached(void *ctx, struct engine *e)
 
 	if (!o->quiet && engine_note(e)[0])
 		fprintf(o->err, "fay: %s\n", engine_note(e));
+	if (!o->quiet && !o->allow_other_users && getuid() != 0)
+		fprintf(o->err, "fay: uid %u is not root: only its own processes are "
+			"probed (--allow-other-users: every user's)\n", (unsigned)getuid());
 	if (!o->quiet) {
 		fprintf(o->err, "fay: %d probe%s attached:", engine_nprobes(e),
 			engine_nprobes(e) == 1 ? "" : "s");
@@ -285,6 +288,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 		sigemptyset(&sa.sa_mask);
 		sigaction(sigs[i], &sa, &old[i]);
 	}
+	engine_opts_requester(&dopts.eo, o->allow_other_users);
 	dopts.wait_mask = &orig;
 	dopts.err = why;
 	dopts.errlen = sizeof(why);

@@ -40,6 +40,9 @@ struct engine_run_opts {
 	/* called once every probe is attached (benchmarks, tests) */
 	void (*attached_fn)(void *ctx);
 	void *attached_ctx;
+	/* --allow-other-users: a non-root user's query probes every user's
+	 * processes (engine_opts_requester()) */
+	bool allow_other_users;
 };
 
 /*

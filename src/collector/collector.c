@@ -134,6 +134,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	c->max_body = o->max_body;
 	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
 	c->retention_us = o->retention_us;
+	c->allow_other_users = o->allow_other_users;
 	c->mem.max = o->max_memory ? o->max_memory : COLL_MAX_MEMORY;
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);

@@ -16,6 +16,7 @@
 #define FAY_COLLECTOR_COLLECTOR_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -71,6 +72,13 @@ struct coll_agent {
 	struct coll_agent *next;
 };
 
+/* What a token allows (--token-file; auth.c): a route or a frame needs one. */
+enum coll_scope {
+	COLL_SCOPE_READ  = 1u << 0,     /* query API, UI, /api/v2 reads, /api/sql */
+	COLL_SCOPE_WRITE = 1u << 1,     /* ingest: Zipkin, OTLP, agents' batches */
+	COLL_SCOPE_PROBE = 1u << 2,     /* /api/query, cluster queries: load BPF */
+};
+
 struct collector {
 	struct store *store;
 	struct ingest *ingest;
@@ -101,6 +109,7 @@ struct collector {
 	/* --max-memory: what peers make the collector hold at once (frames
 	 * in flight on the agent port, HTTP bodies being received). */
 	struct mem_budget mem;
+	bool allow_other_users;      /* collector_opts.allow_other_users */
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */
@@ -140,6 +149,10 @@ struct collector_opts {
 	unsigned max_conns;          /* agent-port connections (0: COLL_MAX_CONNS) */
 	unsigned max_conns_per_peer; /* from one address (0: no cap) */
 	uint64_t max_memory;         /* bytes (0: COLL_MAX_MEMORY) */
+	/* --allow-other-users: /api/query probes every user's processes even
+	 * when the collector runs as a non-root user (engine.h,
+	 * engine_opts_requester()) */
+	bool allow_other_users;
 };
 
 /* Default --max-conns: an agent holds two connections (spans, queries). */

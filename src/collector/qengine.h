@@ -34,6 +34,9 @@ struct qengine_env {
 	qengine_emit_fn emit;
 	void *ctx;
 	const volatile int *stop;
+	/* a non-root collector's queries probe every user's processes
+	 * (fay collector --allow-other-users) */
+	bool allow_other_users;
 };
 
 /* Run the query on this host (qrun.c). */

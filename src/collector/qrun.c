@@ -165,7 +165,10 @@ int fay_query_engine_run(struct query *q, const struct plan *p,
 		.snapshot_ns = QRUN_SNAPSHOT_NS, .tick_ms = QRUN_TICK_MS,
 		.err = err, .errlen = errlen,
 	};
-	int ret = engine_drive(q, p, &o, &sink);
+	int ret;
+
+	engine_opts_requester(&o.eo, env->allow_other_users);
+	ret = engine_drive(q, p, &o, &sink);
 
 	if (ret && query_error(q)) {	/* at the query's line:col */
 		size_t n;

@@ -885,6 +885,26 @@ static void cg_pid_filter(struct cg *g)
 	ir_jmp(ir, BPF_JNE, r, IR_I(g->e->opts.pid), g->out);
 }
 
+/* A non-root requester's query (engine_opts.own_uid_only, owner.c): only
+ * events of tasks whose real uid is the requester's.  Not for spans(...):
+ * those are spans the agent drained, not events of a task. */
+static void cg_uid_filter(struct cg *g)
+{
+	struct ir *ir = g->ir;
+	ir_reg r, u;
+
+	if (!g->e->opts.own_uid_only || g->p->entry.kind == PA_SPANS)
+		return;
+	r = ir_vreg(ir);
+	u = ir_vreg(ir);
+	ir_comment(ir, "only processes of uid %u", (unsigned)g->e->opts.uid);
+	ir_call(ir, r, BPF_FUNC_get_current_uid_gid, 0);
+	ir_alu(ir, BPF_LSH, r, IR_I(32));
+	ir_alu(ir, BPF_RSH, r, IR_I(32));
+	ir_mov(ir, u, IR_I((uint64_t)g->e->opts.uid));
+	ir_jmp(ir, BPF_JNE, r, IR_R(u), g->out);
+}
+
 /* The per-thread key: the thread id as u32 in an 8-byte slot. */
 static int cg_tid_key(struct cg *g)
 {
@@ -1139,6 +1159,7 @@ static int cg_program(struct engine *e, struct eprog *ep)
 	g.out = ir_label_new(g.ir);
 	ir_comment(g.ir, "%s", ep->spec);
 	cg_pid_filter(&g);
+	cg_uid_filter(&g);
 	if (ep->role == EP_ENTRY && !ep->is_main) {
 		cg_entry(&g);
 	} else {

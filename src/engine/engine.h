@@ -74,11 +74,27 @@ struct engine_opts {
 	/* inline: wait this long for the process's runtime to open its
 	 * socket (a process fay run just started) */
 	int inline_wait_ms;
+	/* Probe only the processes of user 'uid' (a non-root requester,
+	 * engine_opts_requester()): every program drops the events of
+	 * other real uids; uprobes and USDT probes on one process are
+	 * refused unless the process is uid's; process-wide ones unless
+	 * the binary is uid's (run.c, owner.c). */
+	bool own_uid_only;
+	uid_t uid;
 };
-#define engine_opts__last_field inline_wait_ms
+#define engine_opts__last_field uid
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
+
+/*
+ * Who asks (#10): the requester is the real uid of this process (fay
+ * query: the user who runs it; fay collector's /api/query and fay
+ * agent's cluster queries: the user the daemon runs as, since an HTTP
+ * client has no uid).  Sets o->own_uid_only when that uid is not 0 and
+ * allow_other_users (--allow-other-users) is false, and o->uid.
+ */
+void engine_opts_requester(struct engine_opts *o, bool allow_other_users);
 
 /*
  * Generate the programs for plan p of query q (both must outlive the

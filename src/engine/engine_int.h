@@ -95,6 +95,14 @@ int engine_codegen(struct engine *e);
 
 /* Whether e's plan runs in the VM (a spans(...) source) and not in the kernel. */
 bool engine_is_vm(const struct engine *e);
+/* owner.c: a non-root requester's probes (engine_opts.own_uid_only).
+ * engine_check_pid(): ep's one process (popts.pid > 0) is the requester's,
+ * checked before anything reads it (name: the function or probe as the
+ * query names it); engine_check_owners(): once resolved, the binary of
+ * every process-wide uprobe/USDT probe is.  0 (also when not
+ * restricted), or -EPERM/-ESRCH with e->err set. */
+int engine_check_pid(struct engine *e, const struct eprog *ep, const char *name);
+int engine_check_owners(struct engine *e);
 /* Build the programs and maps in the VM; 0 or -errno with e->err set. */
 int engine_vm_load(struct engine *e);
 /* Free what engine_vm_load() made; accepts an engine without it. */

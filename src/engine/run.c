@@ -55,6 +55,7 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 		       const struct plan_attach *at, enum eprog_role role)
 {
 	const struct plan *p = e->p;
+	int rc;
 
 	ep->role = role;
 	ep->at = at;
@@ -79,6 +80,9 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 	case PA_URETPROBE:
 		ep->kind = at->kind == PA_UPROBE ? PROBE_UPROBE : PROBE_URETPROBE;
 		ep->popts.pid = at->pid > 0 ? at->pid : e->opts.pid;
+		rc = engine_check_pid(e, ep, at->symbol);
+		if (rc)
+			return rc;
 		if (at->binary) {
 			snprintf(ep->spec, sizeof(ep->spec), "%s:%s", at->binary, at->symbol);
 		} else {
@@ -98,6 +102,9 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 	case PA_USDT:
 		ep->kind = PROBE_USDT;
 		ep->popts.pid = e->opts.pid;
+		rc = engine_check_pid(e, ep, at->name);
+		if (rc)
+			return rc;
 		if (at->provider)
 			snprintf(ep->spec, sizeof(ep->spec), "%s:%s:%s", at->binary,
 				 at->provider, at->name);
@@ -335,6 +342,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		    (ep->kind == PROBE_KFUNC || ep->kind == PROBE_KFUNC_EXIT))
 			rc = assume_fentry(e, ep);
 	}
+	rc = rc ? : engine_check_owners(e);
 	rc = rc ? : engine_inl_decide(e);
 	rc = rc ? : engine_inl_pairs(e);
 	rc = rc ? : engine_codegen(e);

@@ -149,6 +149,13 @@ int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset
 	return 0;
 }
 
+const char *probe_binary(const struct probe *p)
+{
+	if (p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE && p->kind != PROBE_USDT)
+		return NULL;
+	return p->path[0] ? p->path : NULL;
+}
+
 void probe_prog_opts(const struct probe *p, struct bprog_opts *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -108,6 +108,9 @@ const struct probe_field *probe_fields(const struct probe *p, size_t *n);
  * other kinds. */
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym);
+/* Uprobes, uretprobes and USDT probes: the binary they resolved to (a
+ * path); NULL for other kinds. */
+const char *probe_binary(const struct probe *p);
 /* Attach the loaded program prog_fd.  0 or -errno with the reason in
  * probe_strerror() (EPERM: the privilege hint). */
 int probe_attach(struct probe *p, int prog_fd);

@@ -2,6 +2,7 @@
 # Shell helpers for integration tests: TAP output (ply's "case || fail"
 # style), skipping with a reason, and cleanup of what a test started.
 #   . "$(dirname "$0")/../lib/lib.sh"
+# FAY_TEST_KEEP=1 keeps the test's temporary directory (logs, databases).
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FAY_BUILD:-$TOP/build}
@@ -55,7 +56,11 @@ t_cleanup() {
 	for p in "${T_PIDS[@]:-}"; do
 		[ -n "$p" ] && wait "$p" 2>/dev/null
 	done
-	rm -rf "$T_TMP"
+	if [ -n "${FAY_TEST_KEEP:-}" ]; then
+		echo "# kept $T_TMP (FAY_TEST_KEEP)" >&2
+	else
+		rm -rf "$T_TMP"
+	fi
 }
 trap t_cleanup EXIT
 
