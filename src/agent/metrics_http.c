@@ -26,11 +26,11 @@
 #include "agent/metrics_http.h"
 #include "common/net.h"
 #include "common/err.h"
-#include "common/lazy_mhd.h"
+#include "common/httpd.h"
 #include "common/prom.h"
 
 struct agent_metrics {
-	struct MHD_Daemon *d;
+	struct httpd *d;
 	char *stats_path;
 	char addr[64];
 };
@@ -161,22 +161,15 @@ static char *slurp(const char *path, double *age_s)
 	return s;
 }
 
-static enum MHD_Result answer(struct MHD_Response *r, struct MHD_Connection *con,
-			      unsigned status, const char *type)
+static int answer(struct http_resp *r, struct http_con *con, unsigned status,
+		  const char *type)
 {
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", type);
-	ret = MHD_queue_response(con, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	http_resp_header(r, "Content-Type", type);
+	return http_resp_queue(con, status, r);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+static int on_request(void *cls, struct http_con *con, const char *url, const char *method,
+		      const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct agent_metrics *m = cls;
 	static const char notfound[] = "only GET /metrics here\n";
@@ -184,15 +177,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	char *stats, *text;
 
 	if (strcmp(url, "/metrics") || (strcmp(method, "GET") && strcmp(method, "HEAD")))
-		return answer(MHD_create_response_from_buffer(sizeof(notfound) - 1, (void *)notfound,
-							      MHD_RESPMEM_PERSISTENT),
+		return answer(http_resp_buf((void *)notfound, sizeof(notfound) - 1, 0),
 			      con, strcmp(url, "/metrics") ? 404 : 405, "text/plain");
 	stats = slurp(m->stats_path, &age);
 	text = agent_metrics_text(stats, age);
 	free(stats);
 	if (!text)
-		return MHD_NO;
-	return answer(MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE),
+		return HTTPD_NO;
+	return answer(http_resp_buf(text, strlen(text), 1),
 		      con, 200, "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -209,7 +201,7 @@ struct agent_metrics *agent_metrics_start(const char *addr, const char *stats_pa
 		snprintf(err, errlen, "out of memory");
 		return fay_err_ptr(-ENOMEM);
 	}
-	ret = lazy_mhd_load(why, sizeof(why));
+	ret = httpd_load(why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", addr, why);
 		goto fail;
@@ -220,14 +212,12 @@ struct agent_metrics *agent_metrics_start(const char *addr, const char *stats_pa
 		goto fail;
 	}
 	net_addr_str((struct sockaddr *)&actual, m->addr, sizeof(m->addr));
-	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, m,
-				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, 16u,
-				MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	m->d = httpd_start(&(struct httpd_opts){ .fd = fd, .max_conns = 16, .idle_s = 10,
+						 .on_request = on_request, .cls = m },
+			   why, sizeof(why));
 	if (!m->d) {
-		close(fd);
-		snprintf(err, errlen, "%s: cannot start the HTTP server (libmicrohttpd)", addr);
-		ret = -EIO;
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", addr, why);
 		goto fail;
 	}
 	return m;
@@ -241,7 +231,7 @@ void agent_metrics_stop(struct agent_metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d);
+	httpd_stop(m->d);
 	free(m->stats_path);
 	free(m);
 }

@@ -173,7 +173,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		if (qr->client_fd >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 			qr->stop = 1;
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return HTTP_STREAM_ERROR;
 		}
 	}
 	do
@@ -181,7 +181,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	while (n < 0 && errno == EINTR);
 	if (n > 0)
 		return n;
-	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+	return n == 0 ? HTTP_STREAM_END : HTTP_STREAM_ERROR;
 }
 
 /*
@@ -258,10 +258,10 @@ static int body_opts(json_t *j, struct cluster_qopts *o, char *err, size_t errle
 }
 
 /* The query text of the body: plain text, or {"query": "...", ...}. */
-static char *body_text(struct MHD_Connection *con, const struct http_body *b,
+static char *body_text(struct http_con *con, const struct http_body *b,
 		       struct cluster_qopts *o, char *err, size_t errlen)
 {
-	const char *type = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Type");
+	const char *type = http_header(con, "Content-Type");
 	json_error_t je;
 	json_t *j, *q;
 	char *s;
@@ -297,16 +297,16 @@ static char *body_text(struct MHD_Connection *con, const struct http_body *b,
 	return s;
 }
 
-enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
-			  const struct http_body *body)
+int api_query(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
+	const struct http_body *body = &rq->body;
 	struct query_opts opts = { .sz = sizeof(opts), .cluster = true };
 	struct cluster_qopts copts = { 0 };
-	struct MHD_Response *resp;
+	struct http_resp *resp;
 	const struct plan *p = NULL;
 	struct qrun *qr = NULL;
 	struct query *q;
-	enum MHD_Result res;
+	int res;
 	int fds[2], line = 0, col = 0, ret, slot;
 	char err[300], *text;
 	json_t *cols, *head;
@@ -355,12 +355,11 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 		return res;
 	}
 	{
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const struct sockaddr *peer = http_peer(con);
 		char ip[64] = "?", why[200];
 
-		if (ci && ci->client_addr)
-			net_addr_ip(ci->client_addr, ip, sizeof(ip));
+		if (peer)
+			net_addr_ip(peer, ip, sizeof(ip));
 		slot = slot_take(c->ext, ip, why, sizeof(why));
 		if (slot < 0) {
 			char *b = strdup(why);
@@ -369,7 +368,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 			free(text);
 			query_free(q);
 			return b ? reply_hdr(con, 429, "text/plain; charset=utf-8", b, strlen(b),
-					     "Retry-After", "5") : MHD_NO;
+					     "Retry-After", "5") : HTTPD_NO;
 		}
 	}
 	cols = plan_columns_json(p);
@@ -391,12 +390,7 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 	qr->rfd = fds[0];
 	qr->wfd = fds[1];
 	qr->slot = slot;
-	{
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-		qr->client_fd = ci ? ci->connect_fd : -1;
-	}
+	qr->client_fd = http_con_fd(con);
 	qr->start_ns = clock_monotonic_ns();
 	head = json_pack("{s:s, s:o, s:s, s:I, s:I, s:s}", "type", "columns", "columns", cols,
 			 "mode", p->mode == PLAN_AGGREGATE ? "aggregate" : "stream",
@@ -413,15 +407,13 @@ enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
 		return reply_text(c, con, 500, "cannot start the query\n");
 	}
 	X_ADD(c, queries_running, 1);
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, qr, free_cb);
+	resp = http_resp_stream(read_cb, qr, free_cb);
 	if (!resp) {
 		free_cb(qr);
-		return MHD_NO;
+		return HTTPD_NO;
 	}
-	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	res = MHD_queue_response(con, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
-	return res;
+	http_resp_header(resp, "Content-Type", "application/x-ndjson");
+	http_resp_header(resp, "Cache-Control", "no-store");
+	http_resp_header(resp, "X-Content-Type-Options", "nosniff");
+	return http_resp_queue(con, 200, resp);
 }

@@ -14,9 +14,9 @@
 
 #include "collector/http_int.h"
 
-enum MHD_Result api_sql(struct collector *c, struct MHD_Connection *con,
-			const struct http_body *body)
+int api_sql(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
+	const struct http_body *body = &rq->body;
 	const char *fmt = arg(con, "format");
 	struct store_sql_out o = { .json = !fmt || strcmp(fmt, "table") };
 	struct store_sql_cb cb = { store_sql_out_columns, store_sql_out_row, &o };

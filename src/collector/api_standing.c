@@ -24,8 +24,8 @@
 #include "collector/http_int.h"
 #include "collector/standing.h"
 
-static enum MHD_Result add(struct collector *c, struct MHD_Connection *con,
-			   const struct http_body *body)
+static int add(struct collector *c, struct http_con *con,
+	       const struct http_body *body)
 {
 	json_error_t je;
 	json_t *j = json_loadb(body->p ? body->p : "", body->len, 0, &je);
@@ -34,7 +34,7 @@ static enum MHD_Result add(struct collector *c, struct MHD_Connection *con,
 	json_t *g = json_object_get(j, "grace_ms");
 	char err[2048];
 	int ret, line = 0, col = 0;
-	enum MHD_Result res;
+	int res;
 
 	if (!j || !name || !text || (g && !json_is_integer(g))) {
 		json_decref(j);
@@ -54,9 +54,11 @@ static enum MHD_Result add(struct collector *c, struct MHD_Connection *con,
 	return res;
 }
 
-enum MHD_Result api_standing(struct collector *c, struct MHD_Connection *con,
-			     const char *rest, const char *method, const struct http_body *body)
+int api_standing(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
+	/* what follows "/api/queries" */
+	const char *rest = rq->url + 12, *method = rq->method;
+	const struct http_body *body = &rq->body;
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	char name[STANDING_NAME_MAX + 2], *json = NULL;
 	const char *slash;
@@ -87,7 +89,7 @@ enum MHD_Result api_standing(struct collector *c, struct MHD_Connection *con,
 		return reply_json(c, con, json_pack("{s:s}", "dropped", name));
 	}
 	if (slash && !strcmp(slash, "/results") && get) {
-		const char *l = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "limit");
+		const char *l = http_arg(con, "limit");
 		char *end;
 		unsigned long limit = l ? strtoul(l, &end, 10) : 100;
 

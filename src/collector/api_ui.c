@@ -25,7 +25,7 @@
 #define UP_STALE_US (120ull * 1000000)
 
 /* An optional positive integer parameter.  0 absent, 1 set, -EINVAL. */
-static int pos_arg(struct MHD_Connection *con, const char *k, uint64_t *v,
+static int pos_arg(struct http_con *con, const char *k, uint64_t *v,
 		   uint64_t max, char *err, size_t errlen, const char *unit)
 {
 	const char *s = arg(con, k);
@@ -45,7 +45,7 @@ static int pos_arg(struct MHD_Connection *con, const char *k, uint64_t *v,
 	return 1;
 }
 
-enum MHD_Result api_dashboard(struct collector *c, struct MHD_Connection *con)
+int api_dashboard(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	uint64_t window = 600, step = 30, end_ms = clock_realtime_ns() / 1000000;
 	struct store_reader *r;
@@ -84,9 +84,10 @@ enum MHD_Result api_dashboard(struct collector *c, struct MHD_Connection *con)
 	return reply_json(c, con, j);
 }
 
-enum MHD_Result api_thresholds(struct collector *c, struct MHD_Connection *con,
-			       int put, const struct http_body *body)
+int api_thresholds(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
+	const struct http_body *body = &rq->body;
+	int put = !strcmp(rq->method, "PUT");
 	json_error_t je;
 	json_t *doc;
 	char err[300];
@@ -118,7 +119,12 @@ enum MHD_Result api_thresholds(struct collector *c, struct MHD_Connection *con,
 	if (ret)
 		return reply_text(c, con, 500, "%s\n", err);
 	pr_info("collector: thresholds updated (%s)", thresholds_path(c->ext->th));
-	return api_thresholds(c, con, 0, body);
+	{
+		struct http_rq get = *rq;	/* answer what GET would */
+
+		get.method = "GET";
+		return api_thresholds(c, con, &get);
+	}
 }
 
 /* ---- hosts ---------------------------------------------------------------- */
@@ -182,7 +188,7 @@ static int stored_agent(void *ctx, const struct store_agent *sa)
 	return 0;
 }
 
-enum MHD_Result api_hosts(struct collector *c, struct MHD_Connection *con)
+int api_hosts(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	struct hosts_ctx h = { c, json_array() };
 	struct store_reader *r;
@@ -217,7 +223,7 @@ enum MHD_Result api_hosts(struct collector *c, struct MHD_Connection *con)
 }
 
 /* The query connections and what each runs (cluster.h). */
-enum MHD_Result api_cluster_peers(struct collector *c, struct MHD_Connection *con)
+int api_cluster_peers(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	char *s = cluster_peers_json(c->cluster);
 	json_t *a = s ? json_loads(s, 0, NULL) : NULL;
@@ -231,7 +237,7 @@ enum MHD_Result api_cluster_peers(struct collector *c, struct MHD_Connection *co
 
 /* ---- dependencies ---------------------------------------------------------- */
 
-enum MHD_Result api_dependencies(struct collector *c, struct MHD_Connection *con)
+int api_dependencies(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	uint64_t end_ms = 0, lookback = 86400000ull;
 	struct store_reader *r;

@@ -20,8 +20,8 @@
 #define AC_CACHE "max-age=300, must-revalidate"
 
 /* Answer 200 with the array a (taken), cached when cache. */
-static enum MHD_Result reply_list(struct collector *c, struct MHD_Connection *con,
-				  json_t *a, int cache)
+static int reply_list(struct collector *c, struct http_con *con,
+		      json_t *a, int cache)
 {
 	char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
 
@@ -32,7 +32,7 @@ static enum MHD_Result reply_list(struct collector *c, struct MHD_Connection *co
 			 cache ? "Cache-Control" : NULL, AC_CACHE);
 }
 
-enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection *con)
+int api_autocomplete_keys(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	json_t *a = json_array();
 
@@ -45,7 +45,7 @@ enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection
 	return reply_list(c, con, a, 1);
 }
 
-enum MHD_Result api_autocomplete_values(struct collector *c, struct MHD_Connection *con)
+int api_autocomplete_values(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	const char *key = arg(con, "key");
 	struct store_names n = { 0 };

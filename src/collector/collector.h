@@ -72,6 +72,13 @@ struct coll_agent {
 	struct coll_agent *next;
 };
 
+/* What a token allows (--token-file; auth.c): a route or a frame needs one. */
+enum coll_scope {
+	COLL_SCOPE_READ  = 1u << 0,     /* query API, UI, /api/v2 reads, /api/sql */
+	COLL_SCOPE_WRITE = 1u << 1,     /* ingest: Zipkin, OTLP, agents' batches */
+	COLL_SCOPE_PROBE = 1u << 2,     /* /api/query, cluster queries: load BPF */
+};
+
 struct collector {
 	struct store *store;
 	struct ingest *ingest;

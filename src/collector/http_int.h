@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the collector's HTTP server: the reply helpers of http.c, shared
- * with the route files added next to it (ui_http.c: the web UI; api_ui.c:
- * the UI's JSON API; api_query.c: FayQL; otlp.c: OTLP/HTTP ingest).  Only
- * these files include libmicrohttpd (common/lazy_mhd.h: loaded on first use).
+ * Inside the collector's HTTP server:
+ *
+ *   http.c         the server: a request's life (screen, body, answer)
+ *   http_routes.c  the route table: every route, its methods and scope
+ *   http_reply.c   the reply helpers and query-string arguments
+ *   http_zipkin.c  Zipkin's v2 API, /health, /metrics
+ *   http_screen.c  what every request passes before its route
+ *
+ * and the route files (ui_http.c, api_*.c, otlp_http.c).  libmicrohttpd
+ * stays behind common/httpd.h: no file here names one of its types.
  */
 #ifndef FAY_COLLECTOR_HTTP_INT_H
 #define FAY_COLLECTOR_HTTP_INT_H
@@ -12,7 +18,7 @@
 #include <stddef.h>
 
 #include "collector/collector.h"
-#include "common/lazy_mhd.h"
+#include "common/httpd.h"
 
 /* A request body as http.c collected it (NULL/0 when none). */
 struct http_body {
@@ -22,77 +28,115 @@ struct http_body {
 };
 
 /* Queue status + body (malloc'ed, always taken) with this Content-Type. */
-enum MHD_Result reply(struct MHD_Connection *con, unsigned status,
-		      const char *type, char *body, size_t len);
+int reply(struct http_con *con, unsigned status,
+	  const char *type, char *body, size_t len);
 /* reply() with one more header (hname NULL: none). */
-enum MHD_Result reply_hdr(struct MHD_Connection *con, unsigned status, const char *type,
-			  char *body, size_t len, const char *hname, const char *hval);
+int reply_hdr(struct http_con *con, unsigned status, const char *type,
+	      char *body, size_t len, const char *hname, const char *hval);
 /* A plain-text answer, counted as a bad request when 4xx. */
 __attribute__((format(printf, 4, 5)))
-enum MHD_Result reply_text(struct collector *c, struct MHD_Connection *con,
-			   unsigned status, const char *fmt, ...);
+int reply_text(struct collector *c, struct http_con *con,
+	       unsigned status, const char *fmt, ...);
 /* Answer 200 with JSON j (reference taken; NULL answers 500). */
-enum MHD_Result reply_json(struct collector *c, struct MHD_Connection *con,
-			   json_t *j);
+int reply_json(struct collector *c, struct http_con *con,
+	       json_t *j);
 /* Answer status with JSON j (reference taken; NULL answers 500); 4xx
  * counts as a bad request (ext_http.c). */
-enum MHD_Result reply_json_status(struct collector *c, struct MHD_Connection *con,
-				  unsigned status, json_t *j);
+int reply_json_status(struct collector *c, struct http_con *con,
+		      unsigned status, json_t *j);
 /* 503 for -EBUSY, else 500, naming the error. */
-enum MHD_Result reply_store_err(struct collector *c, struct MHD_Connection *con,
-				int err);
+int reply_store_err(struct collector *c, struct http_con *con,
+		    int err);
 /* A query-string argument, NULL when absent. */
-const char *arg(struct MHD_Connection *con, const char *k);
+const char *arg(struct http_con *con, const char *k);
 /* Inflate a gzip body into *out (malloc'ed, at most max bytes).
  * 0, -E2BIG, -EINVAL or -ENOMEM with the reason in err. */
 int gunzip(const char *in, size_t len, size_t max, char **out, size_t *outlen,
 	   char *err, size_t errlen);
 
+/* Scopes a token may carry (collector.h: enum coll_scope); a route
+ * needs one of them, or none (HTTP_OPEN). */
+#define HTTP_OPEN 0u
+
+/* A request as its handler sees it. */
+struct http_rq {
+	const char *url, *method;
+	const char *rest;               /* after a prefix route's path */
+	struct http_body body;
+};
+
+typedef int (*http_route_fn)(struct collector *c, struct http_con *con,
+			     const struct http_rq *rq);
+
+/* One route: methods ("GET" also answers HEAD), a path (exact, or a
+ * prefix followed by at least one byte), the scope it needs, the handler. */
+struct http_route {
+	const char *methods;            /* "GET POST": space-separated */
+	const char *path;
+	int prefix;
+	unsigned scope;                 /* HTTP_OPEN or one COLL_SCOPE_* */
+	http_route_fn fn;
+};
+
 /*
- * The routes added around http.c (ext_http.c): the web UI, its API,
- * /api/query, /v1/traces, /api/v2/dependencies, and the extra /metrics
- * lines.  Returns 1 with *res set when the request was answered, 0 when
- * url is none of them (http.c carries on with its own routes).
+ * The route for (url, method) from the one table (http_routes.c); the
+ * OTLP/HTTP listener (otlp_only) has only POST /v1/traces.  NULL when
+ * none: then *status is 404 or 405 with the reason in msg (for 405 the
+ * allowed methods too, in allow).
  */
-int http_ext_route(struct collector *c, struct MHD_Connection *con,
-		   const char *url, const char *method,
-		   const struct http_body *body, enum MHD_Result *res);
+const struct http_route *http_route_find(const char *url, const char *method, int otlp_only,
+					 unsigned *status, char *msg, size_t msglen,
+					 char *allow, size_t allowlen);
 
-/* ---- the handlers behind http_ext_route() -------------------------------- */
+/* ---- the handlers of the route table ------------------------------------- */
 
-/* ui_http.c: an embedded file or the UI page for an SPA path; 0 when url
- * is not the UI's. */
-int ui_serve(struct collector *c, struct MHD_Connection *con, const char *url,
-	     enum MHD_Result *res);
-/* api_ui.c */
-enum MHD_Result api_dashboard(struct collector *c, struct MHD_Connection *con);
-enum MHD_Result api_thresholds(struct collector *c, struct MHD_Connection *con,
-			       int put, const struct http_body *body);
-enum MHD_Result api_hosts(struct collector *c, struct MHD_Connection *con);
-/* GET /api/cluster/peers: the query connections and the queries each runs. */
-enum MHD_Result api_cluster_peers(struct collector *c, struct MHD_Connection *con);
-enum MHD_Result api_dependencies(struct collector *c, struct MHD_Connection *con);
+/*
+ * The handlers of the route table, each with the signature of
+ * http_route_fn (its answer queued, HTTPD_YES or HTTPD_NO).
+ */
+/* http_zipkin.c: GET /api/v2/services, /api/v2/spans?serviceName=S,
+ * /api/v2/remoteServices?serviceName=S */
+int http_zipkin_names(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* GET /api/v2/traces?serviceName=...&limit=... (Zipkin's search) */
+int http_zipkin_traces(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* GET /api/v2/trace/ID (the rest of the route) */
+int http_zipkin_trace(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* GET /api/v2/traceMany?traceIds=A,B */
+int http_zipkin_trace_many(struct collector *c, struct http_con *con,
+			   const struct http_rq *rq);
+/* POST /api/v2/spans: JSON or protobuf, maybe gzip; 202 after the commit */
+int http_zipkin_post(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* GET /health: UP (200) or DOWN (503) with the store's reason */
+int http_health(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* GET /metrics: Prometheus text */
+int http_metrics(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* ui_http.c: any GET no route takes: a UI page or file, else 404. */
+int ui_serve(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* api_ui.c: GET /api/ui/dashboard, GET|PUT /api/ui/thresholds,
+ * GET /api/ui/hosts, GET /api/cluster/peers, GET /api/v2/dependencies */
+int api_dashboard(struct collector *c, struct http_con *con, const struct http_rq *rq);
+int api_thresholds(struct collector *c, struct http_con *con, const struct http_rq *rq);
+int api_hosts(struct collector *c, struct http_con *con, const struct http_rq *rq);
+int api_cluster_peers(struct collector *c, struct http_con *con, const struct http_rq *rq);
+int api_dependencies(struct collector *c, struct http_con *con, const struct http_rq *rq);
 /* api_query.c: POST /api/query */
-enum MHD_Result api_query(struct collector *c, struct MHD_Connection *con,
-			  const struct http_body *body);
-/* api_standing.c: /api/queries[/NAME[/results]] (rest: what follows
- * "/api/queries") */
-enum MHD_Result api_standing(struct collector *c, struct MHD_Connection *con,
-			     const char *rest, const char *method, const struct http_body *body);
+int api_query(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* api_standing.c: /api/queries[/NAME[/results]] */
+int api_standing(struct collector *c, struct http_con *con, const struct http_rq *rq);
 /* api_zipkin.c: GET /api/v2/autocompleteKeys, /api/v2/autocompleteValues?key=K */
-enum MHD_Result api_autocomplete_keys(struct collector *c, struct MHD_Connection *con);
-enum MHD_Result api_autocomplete_values(struct collector *c, struct MHD_Connection *con);
+int api_autocomplete_keys(struct collector *c, struct http_con *con,
+			  const struct http_rq *rq);
+int api_autocomplete_values(struct collector *c, struct http_con *con,
+			    const struct http_rq *rq);
 /* api_sql.c: POST /api/sql[?format=table|json] (fay sql --collector) */
-enum MHD_Result api_sql(struct collector *c, struct MHD_Connection *con,
-			const struct http_body *body);
-/* otlp.c: POST /v1/traces */
-enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
-			 const struct http_body *body);
+int api_sql(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* otlp_http.c: POST /v1/traces */
+int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq);
 
 /* http_screen.c.  Does the request carry the token (Authorization:
  * Bearer TOKEN, compared in constant time), or is there none (no
  * --token)?  1 or 0. */
-int http_token_ok(struct collector *c, struct MHD_Connection *con);
+int http_token_ok(struct collector *c, struct http_con *con);
 /*
  * Screen a request on its headers, before any route or body: framing
  * (request smuggling), Host on a loopback listener (DNS rebinding), Origin
@@ -100,7 +144,7 @@ int http_token_ok(struct collector *c, struct MHD_Connection *con);
  * http_screen.c for the rules).  Returns 0 to go on, or the status to
  * answer (400, 401, 403) with the reason in msg.
  */
-unsigned http_screen(struct collector *c, struct MHD_Connection *con, const char *url,
-		     const char *method, int loopback, char *msg, size_t msglen);
+unsigned http_screen(struct collector *c, struct http_con *con, const char *method,
+		     int loopback, unsigned scope, char *msg, size_t msglen);
 
 #endif

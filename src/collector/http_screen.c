@@ -18,11 +18,10 @@
  * but GET and HEAD) carrying an Origin must come from this server's own
  * origin (a form or fetch from another site: CSRF).  Both get 403.
  *
- * Token.  With --token, every route that reads or writes data needs it
- * (Authorization: Bearer T, compared in constant time): every method but
- * GET/HEAD, and GET/HEAD of /api/, /v1/ and /metrics; /health and the web
- * UI's static files do not.  The check is made on the headers, so a body
- * is never read for a client without the token.
+ * Token.  With --token, every route with a scope in the route table
+ * (http_routes.c) needs it (Authorization: Bearer T, compared in constant
+ * time); /health and the web UI's static files do not.  The check is made
+ * on the headers, so a body is never read for a client without the token.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +30,9 @@
 
 #include "collector/http_int.h"
 
-int http_token_ok(struct collector *c, struct MHD_Connection *con)
+int http_token_ok(struct collector *c, struct http_con *con)
 {
-	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
+	const char *h = http_header(con, "Authorization");
 	size_t n, want;
 	unsigned diff;
 
@@ -58,14 +57,10 @@ struct framing {
 	char name[64];
 };
 
-static enum MHD_Result on_header(void *cls, enum MHD_ValueKind kind,
-				 const char *key, const char *value)
+static void on_header(void *cls, const char *key, const char *value)
 {
 	struct framing *f = cls;
 
-	(void)kind;
-	if (!key)
-		return MHD_YES;
 	if (strpbrk(key, " \t") && !f->ws_name) {
 		f->ws_name = 1;
 		snprintf(f->name, sizeof(f->name), "%s", key);
@@ -81,7 +76,6 @@ static enum MHD_Result on_header(void *cls, enum MHD_ValueKind kind,
 		if (!value || strcasecmp(value, "chunked"))
 			f->te_other = 1;
 	}
-	return MHD_YES;
 }
 
 /* Is host (a Host field: name or address, maybe with :port) loopback? */
@@ -109,23 +103,15 @@ static int origin_is(const char *origin, const char *host)
 	       !strcasecmp(p + 3, host);
 }
 
-static int needs_token(const char *url, int get)
-{
-	if (!get)
-		return 1;
-	return !strncmp(url, "/api/", 5) || !strncmp(url, "/v1/", 4) ||
-	       !strcmp(url, "/metrics");
-}
-
-unsigned http_screen(struct collector *c, struct MHD_Connection *con, const char *url,
-		     const char *method, int loopback, char *msg, size_t msglen)
+unsigned http_screen(struct collector *c, struct http_con *con, const char *method,
+		     int loopback, unsigned scope, char *msg, size_t msglen)
 {
 	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-	const char *host = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Host");
-	const char *origin = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
+	const char *host = http_header(con, "Host");
+	const char *origin = http_header(con, "Origin");
 	struct framing f = { 0 };
 
-	MHD_get_connection_values(con, MHD_HEADER_KIND, on_header, &f);
+	http_headers_each(con, on_header, &f);
 	if (f.ws_name) {
 		snprintf(msg, msglen, "header name '%s' has whitespace before its colon\n", f.name);
 		return 400;
@@ -153,9 +139,9 @@ unsigned http_screen(struct collector *c, struct MHD_Connection *con, const char
 			 "pages may change state (cross-site request?)\n", method, origin);
 		return 403;
 	}
-	if (c->token && needs_token(url, get) && !http_token_ok(c, con)) {
-		snprintf(msg, msglen, "%s %s needs 'Authorization: Bearer TOKEN' (the collector "
-			 "runs with --token)\n", method, url);
+	if (c->token && scope != HTTP_OPEN && !http_token_ok(c, con)) {
+		snprintf(msg, msglen, "%s needs 'Authorization: Bearer TOKEN' (the collector "
+			 "runs with --token)\n", method);
 		return 401;
 	}
 	return 0;

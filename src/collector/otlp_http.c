@@ -110,31 +110,27 @@ out:
 
 /* ---- the HTTP answer -------------------------------------------------------- */
 
-static enum MHD_Result answer(struct collector *c, struct MHD_Connection *con,
-			      unsigned status, int protobuf, void *body, size_t len)
+static int answer(struct collector *c, struct http_con *con,
+		  unsigned status, int protobuf, void *body, size_t len)
 {
-	struct MHD_Response *r;
-	enum MHD_Result ret;
+	struct http_resp *r;
 
-	r = MHD_create_response_from_buffer(len, body ? body : strdup(""),
-					    MHD_RESPMEM_MUST_FREE);
+	r = http_resp_buf(body ? body : strdup(""), len, 1);
 	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", protobuf ? "application/x-protobuf" :
+		return HTTPD_NO;
+	http_resp_header(r, "Content-Type", protobuf ? "application/x-protobuf" :
 				"application/json");
 	if (status == 429 || status == 503)
-		MHD_add_response_header(r, "Retry-After", OTLP_RETRY_AFTER_S == 1 ? "1" : "2");
+		http_resp_header(r, "Retry-After", OTLP_RETRY_AFTER_S == 1 ? "1" : "2");
 	if (status >= 400 && status < 500)
 		M_ADD(c, http_bad_requests, 1);
-	ret = MHD_queue_response(con, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return http_resp_queue(con, status, r);
 }
 
 /* An error answer: google.rpc.Status or {"code", "message"}, with the
  * gRPC code the OTLP specification pairs with the status. */
-static enum MHD_Result refuse(struct collector *c, struct MHD_Connection *con,
-			      unsigned status, int protobuf, const char *msg)
+static int refuse(struct collector *c, struct http_con *con,
+		  unsigned status, int protobuf, const char *msg)
 {
 	int code = status == 400 ? 3 : status == 413 ? 8 : status == 401 ? 16 :
 		   status == 429 ? 8 : status == 503 ? 14 : status == 415 ? 3 : 13;
@@ -143,35 +139,34 @@ static enum MHD_Result refuse(struct collector *c, struct MHD_Connection *con,
 
 	if (protobuf) {
 		if (otlp_pb_status(code, msg, 0, &body, &len))
-			return MHD_NO;
+			return HTTPD_NO;
 	} else {
 		json_t *j = json_pack("{s:i, s:s}", "code", code, "message", msg);
 
 		body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		json_decref(j);
 		if (!body)
-			return MHD_NO;
+			return HTTPD_NO;
 		len = strlen(body);
 	}
 	return answer(c, con, status, protobuf, body, len);
 }
 
 /* The client's address, the sender of per-sender counters. */
-static void peer_of(struct MHD_Connection *con, char *out, size_t outlen)
+static void peer_of(struct http_con *con, char *out, size_t outlen)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *peer = http_peer(con);
 
 	snprintf(out, outlen, "unknown");
-	if (ci && ci->client_addr)
-		otlp_addr_str(ci->client_addr, out, outlen);
+	if (peer)
+		otlp_addr_str(peer, out, outlen);
 }
 
-enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
-			 const struct http_body *body)
+int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
-	const char *type = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Type");
-	const char *enc = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Encoding");
+	const struct http_body *body = &rq->body;
+	const char *type = http_header(con, "Content-Type");
+	const char *enc = http_header(con, "Content-Encoding");
 	int protobuf = type && strcasestr(type, "protobuf");
 	struct otlp_outcome o;
 	char msg[640], sender[64];
@@ -207,7 +202,7 @@ enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
 	case OTLP_PARTIAL:
 		if (protobuf) {
 			if (otlp_pb_response(o.rejected, o.msg, &out, &len))
-				return MHD_NO;
+				return HTTPD_NO;
 		} else {
 			json_t *j = o.rejected ?
 				json_pack("{s:{s:s, s:s}}", "partialSuccess", "rejectedSpans",
@@ -221,7 +216,7 @@ enum MHD_Result api_otlp(struct collector *c, struct MHD_Connection *con,
 			out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 			json_decref(j);
 			if (!out)
-				return MHD_NO;
+				return HTTPD_NO;
 			len = strlen(out);
 		}
 		return answer(c, con, 200, protobuf, out, len);

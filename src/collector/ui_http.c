@@ -46,9 +46,9 @@ static const struct ui_asset *find(const char *path)
 }
 
 /* Does the Accept-Encoding header accept gzip (and not with q=0)? */
-static int accepts_gzip(struct MHD_Connection *con)
+static int accepts_gzip(struct http_con *con)
 {
-	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Accept-Encoding");
+	const char *h = http_header(con, "Accept-Encoding");
 	const char *g = h ? strcasestr(h, "gzip") : NULL;
 
 	if (!g)
@@ -63,58 +63,49 @@ static int accepts_gzip(struct MHD_Connection *con)
 	return strncmp(g, "q=", 2) || strtod(g + 2, NULL) > 0;
 }
 
-static enum MHD_Result send_asset(struct MHD_Connection *con, const struct ui_asset *a)
+static int send_asset(struct http_con *con, const struct ui_asset *a)
 {
-	const char *inm = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "If-None-Match");
+	const char *inm = http_header(con, "If-None-Match");
 	int gz = a->gz && accepts_gzip(con), not_modified;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
+	struct http_resp *r;
 
 	not_modified = inm && (strstr(inm, a->etag) || !strcmp(inm, "*"));
 	if (not_modified)
-		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		r = http_resp_buf((void *)"", 0, 0);
 	else
-		r = MHD_create_response_from_buffer(gz ? a->gzlen : a->len,
-						    (void *)(gz ? a->gz : a->data),
-						    MHD_RESPMEM_PERSISTENT);
+		r = http_resp_buf((void *)(gz ? a->gz : a->data), gz ? a->gzlen : a->len, 0);
 	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "ETag", a->etag);
-	MHD_add_response_header(r, "Cache-Control", "no-cache");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+		return HTTPD_NO;
+	http_resp_header(r, "ETag", a->etag);
+	http_resp_header(r, "Cache-Control", "no-cache");
+	http_resp_header(r, "X-Content-Type-Options", "nosniff");
 	if (a->gz)
-		MHD_add_response_header(r, "Vary", "Accept-Encoding");
+		http_resp_header(r, "Vary", "Accept-Encoding");
 	if (!not_modified) {
-		MHD_add_response_header(r, "Content-Type", a->type);
+		http_resp_header(r, "Content-Type", a->type);
 		if (gz)
-			MHD_add_response_header(r, "Content-Encoding", "gzip");
+			http_resp_header(r, "Content-Encoding", "gzip");
 	}
-	ret = MHD_queue_response(con, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return http_resp_queue(con, not_modified ? 304 : 200, r);
 }
 
-int ui_serve(struct collector *c, struct MHD_Connection *con, const char *url,
-	     enum MHD_Result *res)
+int ui_serve(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
+	const char *url = rq->url;
 	const struct ui_asset *a;
 
 	if (is_page(url)) {
 		a = find("/index.html");
-		if (!a) {
-			*res = reply_text(c, con, 500, "this fay was built without its UI (ui/index.html)\n");
-			return 1;
-		}
+		if (!a)
+			return reply_text(c, con, 500,
+					  "this fay was built without its UI (ui/index.html)\n");
 	} else if (!strncmp(url, "/ui/", 4)) {
 		a = find(url);
-		if (!a) {
-			*res = reply_text(c, con, 404, "no such UI file: %s\n", url);
-			return 1;
-		}
+		if (!a)
+			return reply_text(c, con, 404, "no such UI file: %s\n", url);
 	} else {
-		return 0;
+		return reply_text(c, con, 404, "no such route: %s %s\n", rq->method, url);
 	}
 	X_ADD(c, ui_requests, 1);
-	*res = send_asset(con, a);
-	return 1;
+	return send_asset(con, a);
 }

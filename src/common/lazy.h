@@ -6,7 +6,7 @@
  * cost ~10 ms at every launch, while only `fay traces`, the collector's
  * HTTP server and exporters and the agent's /metrics use them.
  *
- * lazy_curl.h and lazy_mhd.h describe each library as a struct lazy_lib:
+ * lazy_curl.h and httpd.c (libmicrohttpd) describe each library as a struct lazy_lib:
  * its SONAME, the Debian package that ships it, and the symbols to resolve
  * into correctly typed function pointers.  lazy_open() fills them in once.
  */

@@ -33,6 +33,9 @@ cq() {
 	local mode=$1 go=$T_TMP/go.$RANDOM
 	shift
 	for h in $HOSTS; do QW_WAIT=$go "$T_TMP/$h/qw" $mode ${K[$h]} & T_PIDS+=($!); done
+	# emptied here, not only by the child's redirection: the child may
+	# open it after wait_for has read the last query's "attached" lines
+	: >"$T_TMP/err"
 	timeout 60 "$FAY" query --cluster "$URL" --json "$@" >"$T_TMP/out" 2>"$T_TMP/err" &
 	local q=$!
 	wait_for 40 n_attached "$T_TMP/err" && touch "$go"	# slow on a loaded machine

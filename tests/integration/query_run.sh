@@ -187,6 +187,7 @@ ids_of() {	# "prog:ID" and "map:ID" of every BPF object process $1 holds
 	cat /proc/"$1"/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*/prog:/p; s/^map_id:[[:space:]]*/map:/p' | sort -u | tr '\n' ' '
 }
 for sig in INT TERM; do
+	: >"$T_TMP/err"	# the last round's "attached" must not be read as this one's
 	"$FAY" query --json 'from s in syscall("getppid") group s by s.comm into g select { c: g.key, n: g.count(), t: g.avg(s.duration) }' >"$T_TMP/out" 2>"$T_TMP/err" &
 	fpid=$!
 	wait_for 10 grep -q attached "$T_TMP/err"

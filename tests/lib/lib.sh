@@ -2,6 +2,7 @@
 # Shell helpers for integration tests: TAP output (ply's "case || fail"
 # style), skipping with a reason, and cleanup of what a test started.
 #   . "$(dirname "$0")/../lib/lib.sh"
+# FAY_TEST_KEEP=1 keeps the test's temporary directory (logs, databases).
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FAY_BUILD:-$TOP/build}
@@ -55,9 +56,26 @@ t_cleanup() {
 	for p in "${T_PIDS[@]:-}"; do
 		[ -n "$p" ] && wait "$p" 2>/dev/null
 	done
-	rm -rf "$T_TMP"
+	if [ -n "${FAY_TEST_KEEP:-}" ]; then
+		echo "# kept $T_TMP (FAY_TEST_KEEP)" >&2
+	else
+		rm -rf "$T_TMP"
+	fi
 }
 trap t_cleanup EXIT
+
+# tap_relay TAPFILE: another program's TAP lines as ours (renumbered);
+# everything else in it passes through
+tap_relay() {
+	local l
+	while IFS= read -r l; do
+		case "$l" in
+		"ok "*) pass "${l#ok * - }" ;;
+		"not ok "*) fail "${l#not ok * - }" ;;
+		*) echo "$l" ;;
+		esac
+	done <"$1"
+}
 
 done_testing() {
 	echo "1..$T_N"

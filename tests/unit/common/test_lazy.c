@@ -9,16 +9,31 @@
 
 #include "common/lazy.h"
 #include "common/lazy_curl.h"
-#include "common/lazy_mhd.h"
+#include "common/httpd.h"
+#include "common/net.h"
 #include "test.h"
 
 static void *slot_a, *slot_b;
 
-static enum MHD_Result no_answer(void *cls, struct MHD_Connection *con, const char *url,
-				 const char *method, const char *version,
-				 const char *data, size_t *size, void **con_cls)
+static int hello(void *cls, struct http_con *con, const char *url, const char *method,
+		 const char *data, size_t *size, void **req)
 {
-	return MHD_NO;
+	static char text[] = "hello\n";
+	struct http_resp *r;
+
+	if (!*req) {            /* the headers: keep a state, answer later */
+		*req = cls;
+		return HTTPD_YES;
+	}
+	r = http_resp_buf(text, sizeof(text) - 1, 0);
+	http_resp_header(r, "X-Url", url);
+	return http_resp_queue(con, 200, r);
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *cls)
+{
+	strncat(cls, p, sz * n < 60 ? sz * n : 60);
+	return sz * n;
 }
 
 int main(void)
@@ -35,8 +50,10 @@ int main(void)
 		.soname = LAZY_CURL_SONAME, .package = LAZY_CURL_PACKAGE,
 		.syms = syms, .nsyms = 2,
 	};
-	char err[400] = "";
-	struct MHD_Daemon *d;
+	char err[400] = "", url[96], got[64] = "";
+	struct sockaddr_storage ss;
+	struct httpd *d;
+	int fd;
 	CURL *c;
 
 	lazy_open(&nolib);
@@ -61,11 +78,21 @@ int main(void)
 	is_int(curl_easy_setopt(c, CURLOPT_URL, "http://127.0.0.1:9/"), CURLE_OK, "curl_easy_setopt");
 	curl_easy_cleanup(c);
 
-	is_int(lazy_mhd_load(err, sizeof(err)), 0, "libmicrohttpd loads: %s", err);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, no_answer, NULL,
-			     MHD_OPTION_END);
-	ok(d, "MHD_start_daemon through the pointer (an ephemeral port)");
-	if (d)
-		MHD_stop_daemon(d);
+	is_int(httpd_load(err, sizeof(err)), 0, "libmicrohttpd loads: %s", err);
+	fd = net_listen("127.0.0.1:0", 4, &ss, err, sizeof(err));
+	ok(fd >= 0, "listen: %s", err);
+	d = httpd_start(&(struct httpd_opts){ .fd = fd, .on_request = hello, .cls = &fd },
+			err, sizeof(err));
+	ok(d, "httpd_start through the pointers: %s", d ? "" : err);
+	net_addr_str((struct sockaddr *)&ss, err, sizeof(err));
+	snprintf(url, sizeof(url), "http://%s/x", err);
+	c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, got);
+	is_int(curl_easy_perform(c), CURLE_OK, "GET %s", url);
+	is_str(got, "hello\n", "the handler's answer arrives");
+	curl_easy_cleanup(c);
+	httpd_stop(d);
 	return test_done();
 }

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The HTTP(S) server of httpd.h on libmicrohttpd, the only file that
+ * includes <microhttpd.h>.  fay does not link the library: it is opened
+ * on first use (common/lazy.h) and every MHD_* call below goes through a
+ * function pointer typed with __typeof__ of the library's own prototype,
+ * so each call is type-checked as a direct one would be.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/httpd.h"
+#include "common/lazy.h"
+
+#define MHD_SONAME  "libmicrohttpd.so.12"
+#define MHD_PACKAGE "libmicrohttpd12"
+
+/* Minimum TLS 1.2 (GnuTLS priority string). */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+#define MHD_FUNCS(X)							\
+	X(MHD_start_daemon) X(MHD_stop_daemon)				\
+	X(MHD_create_response_from_buffer)				\
+	X(MHD_create_response_from_callback)				\
+	X(MHD_add_response_header) X(MHD_queue_response)		\
+	X(MHD_destroy_response) X(MHD_lookup_connection_value)		\
+	X(MHD_get_connection_values) X(MHD_get_connection_info)	\
+	X(MHD_is_feature_supported)
+
+#define MHD_FIELD(f) __typeof__(f) *f;
+static struct {
+	MHD_FUNCS(MHD_FIELD)
+} fn;
+#undef MHD_FIELD
+
+#define MHD_SYM(f) { #f, (void **)&fn.f },
+static const struct lazy_sym syms[] = { MHD_FUNCS(MHD_SYM) };
+#undef MHD_SYM
+
+static struct lazy_lib lib = {
+	.soname = MHD_SONAME,
+	.package = MHD_PACKAGE,
+	.syms = syms,
+	.nsyms = sizeof(syms) / sizeof(syms[0]),
+};
+
+_Static_assert(HTTP_STREAM_END == MHD_CONTENT_READER_END_OF_STREAM, "stream end");
+_Static_assert(HTTP_STREAM_ERROR == MHD_CONTENT_READER_END_WITH_ERROR, "stream error");
+_Static_assert(HTTPD_YES == MHD_YES && HTTPD_NO == MHD_NO, "results");
+
+struct httpd {
+	struct MHD_Daemon *d;
+	struct httpd_opts o;
+};
+
+/* Contract in httpd.h. */
+int httpd_load(char *err, size_t errlen)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static int opened;
+
+	pthread_mutex_lock(&lock);
+	if (!opened)
+		lazy_open(&lib);
+	opened = 1;
+	pthread_mutex_unlock(&lock);
+	return lazy_result(&lib, err, errlen);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *con, const char *url,
+				 const char *method, const char *version, const char *upload,
+				 size_t *upload_size, void **req)
+{
+	struct httpd *d = cls;
+
+	(void)version;
+	return d->o.on_request(d->o.cls, (struct http_con *)con, url, method, upload,
+			       upload_size, req) ? MHD_YES : MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *con, void **req,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct httpd *d = cls;
+
+	(void)con;
+	(void)toe;
+	if (*req && d->o.on_done)
+		d->o.on_done(d->o.cls, *req);
+	*req = NULL;
+}
+
+/* Contract in httpd.h. */
+struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	int tls = o->tls_cert || o->tls_key;
+	struct httpd *d;
+	int ret;
+
+	ret = httpd_load(err, errlen);
+	if (ret)
+		goto fail;
+	if (tls && (!o->tls_cert || !o->tls_key)) {
+		snprintf(err, errlen, "TLS needs both a certificate and its key");
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (tls && fn.MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		snprintf(err, errlen, "this libmicrohttpd was built without TLS");
+		ret = -ENOTSUP;
+		goto fail;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto fail;
+	}
+	d->o = *o;
+	if (o->thread_per_conn)
+		flags |= MHD_USE_THREAD_PER_CONNECTION;
+	if (tls)
+		flags |= MHD_USE_TLS;
+	{
+		struct MHD_OptionItem opt[] = {
+			{ MHD_OPTION_LISTEN_SOCKET, o->fd, NULL },
+			{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, d },
+			{ MHD_OPTION_CONNECTION_LIMIT, o->max_conns ? o->max_conns : 1024, NULL },
+			{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip, NULL },
+			{ MHD_OPTION_CONNECTION_TIMEOUT, o->idle_s, NULL },
+			/* from here on TLS only */
+			{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert },
+			{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key },
+			{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES },
+			{ MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)o->tls_client_ca },
+			{ MHD_OPTION_END, 0, NULL },
+		};
+		size_t n = sizeof(opt) / sizeof(opt[0]);
+
+		if (!tls)
+			opt[5] = opt[n - 1];
+		else if (!o->tls_client_ca)
+			opt[8] = opt[n - 1];
+		d->d = fn.MHD_start_daemon(flags, 0, NULL, NULL, on_access, d,
+					   MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
+	}
+	if (!d->d) {
+		snprintf(err, errlen, "cannot start the HTTP%s server (libmicrohttpd)%s",
+			 tls ? "S" : "", tls ? ": the certificate or key was refused" : "");
+		free(d);
+		ret = -EIO;
+		goto fail;
+	}
+	return d;
+fail:
+	close(o->fd);
+	errno = -ret;
+	return NULL;
+}
+
+/* Contract in httpd.h. */
+void httpd_stop(struct httpd *d)
+{
+	if (!d)
+		return;
+	fn.MHD_stop_daemon(d->d);	/* closes the listening socket too */
+	free(d);
+}
+
+/* ---- inside a handler ------------------------------------------------------ */
+
+#define MC(con) ((struct MHD_Connection *)(con))
+
+/* Contract in httpd.h. */
+const char *http_header(struct http_con *con, const char *name)
+{
+	return fn.MHD_lookup_connection_value(MC(con), MHD_HEADER_KIND, name);
+}
+
+/* Contract in httpd.h. */
+const char *http_arg(struct http_con *con, const char *name)
+{
+	return fn.MHD_lookup_connection_value(MC(con), MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct each {
+	void (*fn)(void *arg, const char *key, const char *value);
+	void *arg;
+};
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct each *e = cls;
+
+	(void)kind;
+	if (key)
+		e->fn(e->arg, key, value);
+	return MHD_YES;
+}
+
+/* Contract in httpd.h. */
+void http_headers_each(struct http_con *con,
+		       void (*f)(void *arg, const char *key, const char *value), void *arg)
+{
+	struct each e = { f, arg };
+
+	fn.MHD_get_connection_values(MC(con), MHD_HEADER_KIND, each_header, &e);
+}
+
+/* Contract in httpd.h. */
+const struct sockaddr *http_peer(struct http_con *con)
+{
+	const union MHD_ConnectionInfo *ci =
+		fn.MHD_get_connection_info(MC(con), MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	return ci ? ci->client_addr : NULL;
+}
+
+/* Contract in httpd.h. */
+int http_con_fd(struct http_con *con)
+{
+	const union MHD_ConnectionInfo *ci =
+		fn.MHD_get_connection_info(MC(con), MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return ci ? ci->connect_fd : -1;
+}
+
+/* ---- answers --------------------------------------------------------------- */
+
+/* Contract in httpd.h. */
+struct http_resp *http_resp_buf(void *body, size_t len, int owned)
+{
+	struct MHD_Response *r = fn.MHD_create_response_from_buffer(len, body,
+		owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+
+	if (!r && owned)
+		free(body);
+	return (struct http_resp *)r;
+}
+
+/* Contract in httpd.h. */
+struct http_resp *http_resp_stream(ssize_t (*read)(void *cls, uint64_t pos, char *buf,
+						   size_t max),
+				   void *cls, void (*done)(void *cls))
+{
+	return (struct http_resp *)fn.MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+									16384, read, cls, done);
+}
+
+/* Contract in httpd.h. */
+void http_resp_header(struct http_resp *r, const char *name, const char *value)
+{
+	if (r)
+		fn.MHD_add_response_header((struct MHD_Response *)r, name, value);
+}
+
+/* Contract in httpd.h. */
+int http_resp_queue(struct http_con *con, unsigned status, struct http_resp *r)
+{
+	enum MHD_Result ret;
+
+	if (!r)
+		return HTTPD_NO;
+	ret = fn.MHD_queue_response(MC(con), status, (struct MHD_Response *)r);
+	fn.MHD_destroy_response((struct MHD_Response *)r);
+	return ret == MHD_YES ? HTTPD_YES : HTTPD_NO;
+}
