@@ -260,6 +260,22 @@ int engine_inl_decide(struct engine *e)
 	return 0;
 }
 
+int engine_inl_pairs(struct engine *e)
+{
+	struct bmap *b;
+
+	if (!e->inl || !e->pairs)
+		return 0;
+	b = bmap_new("fay_pairs", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
+		     (uint32_t)e->p->saved_size + 8, 1);
+	if (!b)
+		return engine_fail(e, -errno, "cannot set up the maps: %s", strerror(errno));
+	bmap_free(e->pairs);
+	e->pairs = b;
+	e->slot_pairs = true;
+	return 0;
+}
+
 int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 {
 	struct engine_inl *s = e->inl;

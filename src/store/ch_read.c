@@ -280,13 +280,6 @@ int ch__trace(struct store_rd *r, uint64_t hi, uint64_t lo, struct store_traces 
 	return ret ? ret : out->n > before;
 }
 
-static int trace_newer(const void *x, const void *y)
-{
-	const struct store_trace *a = x, *b = y;
-
-	return a->ts_us > b->ts_us ? -1 : a->ts_us < b->ts_us;
-}
-
 /* The candidates of q, newest first, from offset off: their ids into ids
  * (lo, hi), how many into *n. */
 static int candidates(struct store_rd *r, const struct store_query *q, size_t off,
@@ -367,7 +360,7 @@ int ch__traces(struct store_rd *r, const struct store_query *q, struct store_tra
 	}
 	free(ids);
 	if (out->n > 1)
-		qsort(out->v, out->n, sizeof(*out->v), trace_newer);
+		qsort(out->v, out->n, sizeof(*out->v), store_trace_newer);
 	if (out->n > q->limit)
 		out->n = q->limit;
 	return ret;

@@ -147,3 +147,16 @@ int store_query_test(const struct store_query *q, const struct zspan *spans, siz
 	}
 	return service_ok && remote_ok && name_ok && !aq_left && dur_ok;
 }
+
+int store_trace_newer(const void *x, const void *y)
+{
+	const struct store_trace *a = x, *b = y;
+	uint64_t ahi = a->n ? a->spans[0].trace_hi : 0, alo = a->n ? a->spans[0].trace_lo : 0;
+	uint64_t bhi = b->n ? b->spans[0].trace_hi : 0, blo = b->n ? b->spans[0].trace_lo : 0;
+
+	if (a->ts_us != b->ts_us)
+		return a->ts_us > b->ts_us ? -1 : 1;
+	if (ahi != bhi)
+		return ahi < bhi ? -1 : 1;
+	return alo < blo ? -1 : alo > blo;
+}
