@@ -288,14 +288,13 @@ static int trace_id(struct store_rd *r, int64_t seq, uint64_t *hi, uint64_t *lo)
 int sq__traces(struct store_rd *r, const struct store_query *q,
 		  struct store_traces *out)
 {
-	uint64_t end_us = q->end_ts_ms * 1000;
-	uint64_t lb = q->lookback_ms < q->end_ts_ms ? q->lookback_ms : q->end_ts_ms;
-	uint64_t begin_us = (q->end_ts_ms - lb) * 1000;
+	uint64_t begin_us, end_us;
 	uint8_t mask[SQ_BLOOM_BYTES];
 	unsigned terms = sq_bloom_query(mask, q);
 	sqlite3_stmt *s = stmt(r, RS_SEARCH);
 	int rc = SQLITE_DONE, ret;
 
+	store_query_window(q, &begin_us, &end_us);
 	if (!s)
 		return -EIO;
 	ret = rd_exec(r, RS_BEGIN);
