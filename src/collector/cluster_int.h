@@ -40,6 +40,8 @@ struct cmember {
 	enum cm_state state;
 	char info[1024];	/* probes attached, or why it failed */
 	bool final;		/* its last result arrived */
+	unsigned nfinal;	/* final PARTIALs received (a child's may be amended) */
+	unsigned nfinal_seen;	/* nfinal when the final result was last emitted */
 	bool replied;		/* QSTATUS seen (since the last QUERY) */
 	struct ptable *snap;	/* latest cumulative snapshot (no window) */
 	uint64_t snap_counters[ENGINE_NCOUNTERS];
@@ -110,6 +112,8 @@ struct cq_run {
 	struct wbuf lines;		/* root: NDJSON to emit, '\n' separated */
 	struct wbuf frames;		/* tree: u8 type, le32 len, payload ... */
 	bool status_sent, done;
+	bool final_sent;		/* no window: the final result went out */
+	unsigned late;			/* no window: hosts whose final came after it */
 	unsigned nstatus;		/* statuses when the progress went */
 	uint64_t next_snapshot, rows;
 	char err[2048];			/* no host can run it: every reason */
@@ -128,7 +132,7 @@ static inline bool cq_expected(const struct cmember *m)
 void cq_emit_window(struct cq_run *run, struct cwin *w, bool amended);
 void cq_emit_snapshot(struct cq_run *run, const struct ptable *t, uint64_t now,
 		      const uint64_t counters[], const unsigned char *got, unsigned answered,
-		      bool final, bool provisional);
+		      unsigned late, bool final, bool provisional, bool amended);
 void cq_emit_progress(struct cq_run *run);
 void cq_emit_rows(struct cq_run *run);
 void cq_emit_end(struct cq_run *run);

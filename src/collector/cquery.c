@@ -21,7 +21,10 @@
  * Without a window, members send cumulative snapshots every second: the
  * latest of each is kept, their merge is emitted every second, and the
  * final merge once every member sent its last (or the deadline plus the
- * grace period passed).  A stream forwards records as they arrive.
+ * grace period passed: then it is provisional, merges only the members
+ * whose final came and lists the others missing; a final that comes
+ * within one more grace period is merged and the result emitted again,
+ * amended, counting it late).  A stream forwards records as they arrive.
  *
  * Lines are built under the cluster lock into a buffer and emitted after
  * it is released, so a slow HTTP client never holds up the peers.
@@ -316,6 +319,7 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 	}
 	if (wp->flags & WIRE_PF_FINAL) {
 		m->final = true;
+		m->nfinal++;
 		pthread_cond_broadcast(&q->cond);
 	}
 	return err;
@@ -365,14 +369,18 @@ static void tick_windows(struct cq_run *run, uint64_t now)
 	}
 }
 
-static void tick_snapshots(struct cq_run *run, uint64_t now)
+/* Emit the merge of the members' latest snapshots; the final result merges
+ * only the members whose final PARTIAL came (a host whose final is late is
+ * missing from it, not answered by a stale snapshot), and notes which
+ * finals it holds so that a late one is seen. */
+static void emit_snapshots(struct cq_run *run, uint64_t now, bool final, bool amended)
 {
 	struct cquery *q = run->q;
 	struct ptable *t = ptable_new(q->p);
 	unsigned char *got = calloc(q->nm + 1, 1);
 	uint64_t c[ENGINE_NCOUNTERS] = { 0 };
 	unsigned answered = 0;
-	bool all_final = q->nm > 0, final;
+	bool provisional = false;
 
 	if (!t || !got) {
 		ptable_free(t);
@@ -383,8 +391,10 @@ static void tick_snapshots(struct cq_run *run, uint64_t now)
 		struct cmember *m = &q->m[i];
 
 		if (cq_expected(m) && !m->final)
-			all_final = false;
-		if (!m->snap)
+			provisional = true;
+		if (final)
+			m->nfinal_seen = m->nfinal;
+		if (!m->snap || (final && !m->final))
 			continue;
 		got[i] = 1;
 		answered += m->nsubs ? m->nsubs : 1;
@@ -392,19 +402,46 @@ static void tick_snapshots(struct cq_run *run, uint64_t now)
 		for (int k = 0; k < ENGINE_NCOUNTERS; k++)
 			c[k] += m->snap_counters[k];
 	}
-	final = all_final || (q->deadline_rt && now >= q->deadline_rt + q->grace_ns);
-	if (final || now >= run->next_snapshot) {
-		bool provisional = false;
-
-		for (size_t i = 0; i < q->nm; i++)
-			if (cq_expected(&q->m[i]) && !q->m[i].final)
-				provisional = true;
-		cq_emit_snapshot(run, t, now, c, got, answered, final, provisional);
-		run->next_snapshot = now + CQ_SNAPSHOT_NS;
-		run->done = final;
-	}
+	cq_emit_snapshot(run, t, now, c, got, answered, run->late, final, provisional, amended);
 	ptable_free(t);
 	free(got);
+}
+
+/* A query without a window: a snapshot every second; the final result when
+ * every member sent its final or the deadline plus the grace period passed
+ * (a child collector's own grace first); then, for one grace period more,
+ * the final result again, amended, whenever a late final arrives. */
+static void tick_snapshots(struct cq_run *run, uint64_t now)
+{
+	struct cquery *q = run->q;
+	uint64_t due = q->deadline_rt + q->grace_ns * (q->has_collectors ? 2 : 1);
+	bool all_final = q->nm > 0;
+	unsigned late = 0;
+
+	for (size_t i = 0; i < q->nm; i++) {
+		const struct cmember *m = &q->m[i];
+
+		if (cq_expected(m) && !m->final)
+			all_final = false;
+		if (m->nfinal != m->nfinal_seen)
+			late += m->nsubs ? m->nsubs : 1;
+	}
+	if (run->final_sent) {
+		if (late) {
+			run->late += late;
+			emit_snapshots(run, now, true, true);
+		}
+		run->done = all_final || now >= due + q->grace_ns;
+		return;
+	}
+	if (all_final || (q->deadline_rt && now >= due)) {
+		emit_snapshots(run, now, true, false);
+		run->final_sent = true;
+		run->done = all_final;
+	} else if (now >= run->next_snapshot) {
+		emit_snapshots(run, now, false, false);
+		run->next_snapshot = now + CQ_SNAPSHOT_NS;
+	}
 }
 
 static void tick(struct cq_run *run)

@@ -412,16 +412,17 @@ void cq_emit_window(struct cq_run *run, struct cwin *w, bool amended)
 
 void cq_emit_snapshot(struct cq_run *run, const struct ptable *t, uint64_t now,
 		      const uint64_t counters[], const unsigned char *got, unsigned answered,
-		      bool final, bool provisional)
+		      unsigned late, bool final, bool provisional, bool amended)
 {
 	const struct cquery *q = run->q;
 
+	/* a parent keeps a child's latest snapshot: an amended final replaces it */
 	if (run->o->up)
 		up_partial(run, WIRE_PF_SNAPSHOT | (final ? WIRE_PF_FINAL : 0), q->start_rt, now,
 			   counters, got, t);
 	else
-		line_result(run, t, now, q->start_rt, now, counters, got, answered, 0, final,
-			    provisional, false);
+		line_result(run, t, now, q->start_rt, now, counters, got, answered, late, final,
+			    provisional, amended);
 }
 
 void cq_emit_progress(struct cq_run *run)

@@ -6,6 +6,7 @@
  *   unpaired:  [pid filter] lets; pred; body
  *   entry:     [pid filter] if (entry_pred) pairs[tid] = { now, args... }
  *   exit:      [pid filter] rec = pairs[tid] or return; load rec; delete;
+ *              (inline: pairs[0] of the thread's slot, with a set word)
  *              lets; pred; body
  *   body:      STREAM: a record on the stack -> ringbuf / perf buffer;
  *              AGGREGATE: key on the stack (windowed: and the window
@@ -916,6 +917,38 @@ static int cg_tid_key(struct cg *g)
 	return k;
 }
 
+/* Inline (e->slot_pairs): the calling thread's record in its slot of
+ * the pairs array (key 0), or g->out if none (never). */
+static ir_reg cg_slot_rec(struct cg *g)
+{
+	struct ir *ir = g->ir;
+	int k = ir_stack_alloc(ir, 8, 8);
+	ir_reg rec = ir_vreg(ir);
+
+	ir_store(ir, IR_S(k), 0, 8, IR_I(0));
+	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(k));
+	ir_jmp(ir, BPF_JEQ, rec, IR_I(0), g->out);
+	return rec;
+}
+
+/* The entry record's words (the time, the arguments the exit needs) at
+ * base (the stack, or the thread's slot of the pairs array). */
+static void cg_save(struct cg *g, struct ir_opnd base)
+{
+	const struct plan *p = g->p;
+	ir_reg r;
+
+	for (int i = 0; i < p->nsaved; i++) {
+		if (p->saved[i].kind == SAVE_TIME) {
+			r = ir_vreg(g->ir);
+			ir_call(g->ir, r, BPF_FUNC_ktime_get_ns, 0);
+		} else {
+			r = cg_arg(g, p->saved[i].arg, NULL);
+		}
+		ir_store(g->ir, base, 8 * i, 8, IR_R(r));
+	}
+}
+
 static void cg_entry(struct cg *g)
 {
 	const struct plan *p = g->p;
@@ -929,16 +962,14 @@ static void cg_entry(struct cg *g)
 		cg_cond(g, p->entry_pred, g->out, false);
 		ir_set_pos(ir, 0, 0);
 	}
-	rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
-	for (int i = 0; i < p->nsaved; i++) {
-		if (p->saved[i].kind == SAVE_TIME) {
-			r = ir_vreg(ir);
-			ir_call(ir, r, BPF_FUNC_ktime_get_ns, 0);
-		} else {
-			r = cg_arg(g, p->saved[i].arg, NULL);
-		}
-		ir_store(ir, IR_S(rec), 8 * i, 8, IR_R(r));
+	if (g->e->slot_pairs) {		/* inline: then the "set" word */
+		r = cg_slot_rec(g);
+		cg_save(g, IR_R(r));
+		ir_store(ir, IR_R(r), p->saved_size, 8, IR_I(1));
+		return;
 	}
+	rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
+	cg_save(g, IR_S(rec));
 	key = cg_tid_key(g);
 	r = ir_vreg(ir);
 	ir_call(ir, r, BPF_FUNC_map_update_elem, 4, IR_M(g->e->pairs), IR_S(key),
@@ -950,9 +981,24 @@ static void cg_exit_pairing(struct cg *g)
 {
 	const struct plan *p = g->p;
 	struct ir *ir = g->ir;
-	int key = cg_tid_key(g);
-	ir_reg rec = ir_vreg(ir);
+	int key;
+	ir_reg rec, set;
 
+	if (g->e->slot_pairs) {
+		ir_comment(ir, "exit: the entry record of this thread, if set");
+		rec = cg_slot_rec(g);
+		set = ir_vreg(ir);
+		ir_load(ir, set, IR_R(rec), p->saved_size, 8, 0);
+		ir_jmp(ir, BPF_JEQ, set, IR_I(0), g->out);
+		for (int i = 0; i < p->nsaved; i++) {
+			g->saved[i] = ir_vreg(ir);
+			ir_load(ir, g->saved[i], IR_R(rec), 8 * i, 8, 0);
+		}
+		ir_store(ir, IR_R(rec), p->saved_size, 8, IR_I(0));
+		return;
+	}
+	key = cg_tid_key(g);
+	rec = ir_vreg(ir);
 	ir_comment(ir, "exit: the entry record of this thread");
 	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(key));
 	ir_jmp(ir, BPF_JEQ, rec, IR_I(0), g->out);

@@ -42,6 +42,10 @@ struct engine {
 	bool use_ringbuf;
 
 	struct bmap *vals, *zero, *pairs, *out, *counters;
+	/* Inline probes: pairs is a per-slot (per-thread) array of one
+	 * record, the saved values then a "set" word, instead of a hash
+	 * keyed by the thread id (no lock, no hashing: engine_inl_pairs()). */
+	bool slot_pairs;
 	/* Windowed aggregates: vals keys end in an 8-byte window epoch the
 	 * probe reads from the epoch map (ARRAY of one u64).  At a window's
 	 * end the reader moves the epoch on, then reads and deletes every
@@ -75,6 +79,7 @@ struct engine {
 	/* function(...) as inline probes in one process (inline_run.c) */
 	struct engine_inl *inl;
 	char note[1024];
+	uint64_t inl_injected_us;	/* this query loaded the runtime with ptrace: how long */
 };
 
 /* Set e->err (printf) and return err. */
@@ -131,6 +136,11 @@ struct engine_inline;
  * 0, or -errno (--probe-mode=inline and it cannot) with e->err set. */
 int engine_inl_decide(struct engine *e);
 bool engine_inl_active(const struct engine *e);
+/* Inline: the entry records in the calling thread's slot (e->slot_pairs),
+ * a per-slot array instead of the kernel's hash by thread id; a thread
+ * keeps its slot from its first probe to its exit, so the records pair
+ * the same calls.  0 or -errno. */
+int engine_inl_pairs(struct engine *e);
 /* "inline /path/bin:sym@0x... (pid N)" */
 const char *engine_inl_desc(const struct engine *e);
 /* Send the maps and programs of in, arm the site.  0 or -errno (e->err). */

@@ -293,8 +293,10 @@ static void call_handler(struct wbuf *w, int frame, patch_fn fn, void *arg,
 	b(w, 2, 0xff, 0xd0);				/* call rax */
 	for (int x = 0; x < 8; x++)
 		movdqu_rsp(w, x, 168 + 16 * x, false);
+	/* the handler kept rbx, rbp, r12-r15 (the System V ABI) */
 	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
-		mov_rsp(w, saved[i].reg, saved[i].off, false);
+		if (saved[i].reg != 3 && saved[i].reg != 5 && saved[i].reg < 12)
+			mov_rsp(w, saved[i].reg, saved[i].off, false);
 	rsp_add(w, frame);
 }
 

@@ -43,6 +43,7 @@ static char path[108];
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
 static bool holding;
+static int tsc_err = -ENOTSUP;	/* vm_tsc_init()'s: 0 when probes read the TSC */
 
 static union {
 	struct inl_hdr h;
@@ -168,6 +169,10 @@ static int do_sites(struct rt_session *s, size_t len)
 		if (off >= sizeof(msg))
 			off = sizeof(msg) - 1;
 	}
+	if (off)
+		off--;		/* the last line's newline */
+	snprintf(msg + off, sizeof(msg) - off, "; clock: %s\n", tsc_err ? "clock_gettime "
+		 "(no invariant TSC: constant_tsc, nonstop_tsc)" : "TSC");
 	return reply(sfd, 0, RT_MAX_SLOTS, "%s", msg);
 }
 
@@ -221,6 +226,7 @@ static int do_prog(struct rt_session *s, size_t len)
 			why, sizeof(why));
 	if (!p)
 		return reply(sfd, -EINVAL, 0, "the %s program: %s", hd[0] ? "exit" : "entry", why);
+	vm_prog_set_now(p, vm_tsc_now);	/* every thread's env.now (probe.c) */
 	rc = vm_prog_jit(p);	/* the interpreter runs it otherwise */
 	if (hd[0])
 		s->exit = p;
@@ -252,12 +258,24 @@ static int do_arm(struct rt_session *s)
 	return reply(sfd, 0, s->nslots, "%d sites armed", s->narmed);
 }
 
-/* Serve one session until DETACH or end of file. */
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Serve one session until DETACH or end of file; the TSC clock is
+ * brought back to CLOCK_MONOTONIC about once a second meanwhile. */
 static void serve(void)
 {
 	struct rt_session *s = calloc(1, sizeof(*s));
 	struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { lfd, POLLIN, 0 } };
+	uint64_t synced = mono_ms();
 
+	if (!tsc_err)
+		vm_tsc_sync();
 	if (!s) {
 		reply(sfd, -ENOMEM, 0, "out of memory");
 		return;
@@ -266,7 +284,13 @@ static void serve(void)
 		int fds[INLINE_MAX_MAPS], nfds = INLINE_MAX_MAPS;
 		ssize_t n;
 
-		if (poll(pf, 2, -1) < 0)
+		int np = poll(pf, 2, 1000);
+
+		if (!tsc_err && mono_ms() - synced >= 1000) {
+			vm_tsc_sync();
+			synced = mono_ms();
+		}
+		if (np <= 0)
 			continue;
 		if (pf[1].revents & POLLIN) {	/* one session at a time */
 			int other = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -322,6 +346,7 @@ static void serve(void)
 
 static void *listener(void *arg)
 {
+	tsc_err = vm_tsc_init();	/* ~20 ms, before the first session */
 	for (;;) {
 		sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (sfd < 0) {

@@ -107,6 +107,7 @@ static bool thread_init(struct rt_thread *t)
 	t->env.pid_tgid = (uint64_t)getpid() << 32 | (uint32_t)syscall(SYS_gettid);
 	t->env.uid_gid = (uint64_t)getgid() << 32 | getuid();
 	t->env.cpu = (uint32_t)sched_getcpu();
+	t->env.now = vm_tsc_now;	/* clock_gettime() without an invariant TSC */
 	prctl(PR_GET_NAME, t->env.comm, 0, 0, 0);
 	t->state = 1;
 	return true;

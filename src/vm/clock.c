@@ -3,9 +3,19 @@
  * A ktime_get_ns() for inline probes from the TSC.  On this class of VM
  * clock_gettime(CLOCK_MONOTONIC) costs ~28 ns of CPU (kvm-clock through
  * the vDSO) and rdtsc ~13 ns; an entry+exit probe reads the clock twice.
- * Calibrated once against CLOCK_MONOTONIC (over ~20 ms): durations are
- * within the calibration's error (~1e-4), absolute times drift from
- * CLOCK_MONOTONIC by as much over long runs (NTP slewing is not followed).
+ *
+ * ns = ns0 + (tsc - tsc0) * mult >> 32, the three published under a
+ * sequence lock (one writer: whoever calls vm_tsc_init/vm_tsc_sync).
+ * vm_tsc_init() calibrates over ~20 ms (error ~1e-4); each
+ * vm_tsc_sync() (the runtime calls it about once a second while a
+ * session runs) measures the true rate over the time since the previous
+ * one and re-anchors the line where it is now (continuous: no step) with
+ * a rate that gains the error against CLOCK_MONOTONIC back over the next
+ * second, as NTP slews a clock; an error over 1 ms is stepped instead.
+ * So durations stay within ~1e-4 from the first second and ~1e-6 after,
+ * and absolute times stay within microseconds of CLOCK_MONOTONIC, NTP's
+ * slewing included.  Without an invariant TSC (constant_tsc and
+ * nonstop_tsc in /proc/cpuinfo) vm_tsc_now() is clock_gettime().
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +25,14 @@
 
 #include "vm/vm.h"
 
-static uint64_t tsc0, mono0, mult;	/* ns = mono0 + (tsc - tsc0) * mult >> 32 */
+#define SLEW_NS		1000000000ll	/* the error is gained back over this */
+#define STEP_NS		1000000ll	/* larger errors are stepped */
+
+static struct {
+	uint32_t seq;
+	uint64_t tsc0, ns0, mult;
+} clk;
+static uint64_t last_tsc, last_mono;	/* the writer's previous measurement */
 
 static uint64_t mono_ns(void)
 {
@@ -23,6 +40,23 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A (tsc, CLOCK_MONOTONIC) pair: the best of 5 tries, the TSC at the
+ * middle of the clock_gettime() call. */
+static void measure(uint64_t *tsc, uint64_t *mono)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = __rdtsc(), m = mono_ns(), b = __rdtsc();
+
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*mono = m;
+		}
+	}
 }
 
 static bool tsc_usable(void)
@@ -43,30 +77,94 @@ static bool tsc_usable(void)
 	return c && n;
 }
 
+static void publish(uint64_t tsc0, uint64_t ns0, uint64_t mult)
+{
+	__atomic_store_n(&clk.seq, clk.seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&clk.tsc0, tsc0, __ATOMIC_RELAXED);
+	__atomic_store_n(&clk.ns0, ns0, __ATOMIC_RELAXED);
+	__atomic_store_n(&clk.mult, mult, __ATOMIC_RELAXED);
+	__atomic_store_n(&clk.seq, clk.seq + 1, __ATOMIC_RELEASE);
+}
+
+/* mult for d_ns nanoseconds in d_tsc ticks */
+static uint64_t rate(uint64_t d_ns, uint64_t d_tsc)
+{
+	return (uint64_t)(((unsigned __int128)d_ns << 32) / d_tsc);
+}
+
 int vm_tsc_init(void)
 {
-	uint64_t t1, m1;
+	uint64_t t0, m0, t1, m1;
 	struct timespec d = { 0, 20 * 1000 * 1000 };
 
-	if (mult)
+	if (clk.mult)
 		return 0;
 	if (!tsc_usable())
 		return -ENOTSUP;
-	mono0 = mono_ns();
-	tsc0 = __rdtsc();
+	measure(&t0, &m0);
 	nanosleep(&d, NULL);
-	m1 = mono_ns();
-	t1 = __rdtsc();
-	if (t1 <= tsc0 || m1 <= mono0)
+	measure(&t1, &m1);
+	if (t1 <= t0 || m1 <= m0)
 		return -ENOTSUP;
-	__atomic_store_n(&mult, (uint64_t)(((unsigned __int128)(m1 - mono0) << 32) /
-					   (t1 - tsc0)), __ATOMIC_RELEASE);
+	last_tsc = t1;
+	last_mono = m1;
+	publish(t1, m1, rate(m1 - m0, t1 - t0));
+	return 0;
+}
+
+bool vm_tsc_active(void)
+{
+	return __atomic_load_n(&clk.mult, __ATOMIC_RELAXED) != 0;
+}
+
+/* The line's value at tsc (the writer's view). */
+static uint64_t line_at(uint64_t tsc)
+{
+	int64_t d = (int64_t)(tsc - clk.tsc0);
+
+	return clk.ns0 + (uint64_t)(int64_t)(((__int128)d * (__int128)clk.mult) >> 32);
+}
+
+int vm_tsc_sync(void)
+{
+	uint64_t t, m, now, r;
+	int64_t err;
+
+	if (!clk.mult)
+		return -ENOTSUP;
+	measure(&t, &m);
+	if (t <= last_tsc || m <= last_mono)
+		return -EAGAIN;
+	r = rate(m - last_mono, t - last_tsc);	/* the true rate, lately */
+	last_tsc = t;
+	last_mono = m;
+	now = line_at(t);
+	err = (int64_t)(m - now);
+	if (err > STEP_NS || err < -STEP_NS) {
+		publish(t, m, r);
+		return 0;
+	}
+	/* over the next SLEW_NS the line advances SLEW_NS + err */
+	publish(t, now, (uint64_t)(((__int128)r * (SLEW_NS + err)) / SLEW_NS));
 	return 0;
 }
 
 uint64_t vm_tsc_now(const struct vm_env *env)
 {
-	uint64_t d = __rdtsc() - tsc0;
+	uint64_t tsc0, ns0, mult, t;
+	uint32_t s;
 
-	return mono0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);
+	(void)env;
+	do {
+		s = __atomic_load_n(&clk.seq, __ATOMIC_ACQUIRE);
+		tsc0 = __atomic_load_n(&clk.tsc0, __ATOMIC_RELAXED);
+		ns0 = __atomic_load_n(&clk.ns0, __ATOMIC_RELAXED);
+		mult = __atomic_load_n(&clk.mult, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	} while ((s & 1) || s != __atomic_load_n(&clk.seq, __ATOMIC_RELAXED));
+	if (__builtin_expect(!mult, 0))
+		return mono_ns();
+	t = __rdtsc();
+	return ns0 + (uint64_t)(int64_t)(((__int128)(int64_t)(t - tsc0) * (__int128)mult) >> 32);
 }

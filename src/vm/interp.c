@@ -27,7 +27,10 @@ struct vm_prog *vm_prog_new(const struct bpf_insn *insns, size_t n,
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
-	if (!p || !(p->insns = malloc((n ? n : 1) * sizeof(*insns)))) {
+	if (!p || !(p->insns = malloc((n ? n : 1) * sizeof(*insns))) ||
+	    !(p->cmap = calloc(n ? n : 1, 1))) {
+		if (p)
+			free(p->insns);
 		free(p);
 		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
@@ -69,7 +72,13 @@ void vm_prog_free(struct vm_prog *p)
 	if (p->code)
 		munmap(p->code, p->code_map);
 	free(p->insns);
+	free(p->cmap);
 	free(p);
+}
+
+void vm_prog_set_now(struct vm_prog *p, uint64_t (*now)(const struct vm_env *env))
+{
+	p->now = now;
 }
 
 bool vm_prog_jitted(const struct vm_prog *p)

@@ -9,13 +9,16 @@
  *
  * r1..r5 are the System V argument registers, so a helper call is a plain
  * call with the struct vm_env pointer (kept in r12) as the sixth argument
- * (r9).  r10/r11 are scratch.  The frame: the callee-saved registers, then
+ * (r9); map_lookup_elem of an array map and get_current_pid_tgid are
+ * inlined (inline_lookup()), ktime_get_ns calls vm_prog_set_now()'s
+ * clock directly.  r10/r11 are scratch.  The frame: the callee-saved registers, then
  * 512 bytes of BPF stack below rbp; rsp stays 16-byte aligned at calls.
  * Division (rdx:rax) and variable shifts (cl) save and restore the BPF
  * registers they borrow.  Jumps are all rel32, patched once the offset of
  * every instruction is known (jumps go forward only).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,10 +30,8 @@ enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, 
 
 static const uint8_t xreg[11] = { RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP };
 
-/* What the prologue saves (the System V callee-saved registers). */
+/* What the prologue may save (the System V callee-saved registers). */
 static const uint8_t saved[] = { RBP, RBX, R12, R13, R14, R15 };
-
-#define FRAME 520		/* 512 bytes of stack + 8 to align rsp */
 
 struct jit {
 	struct wbuf w;		/* the code */
@@ -346,19 +347,76 @@ static void do_jmp(struct jit *j, const struct bpf_insn *in, size_t pc)
 	jump_to(j, opc, 2, t);
 }
 
+/* map_lookup_elem of an array map, inline (as the kernel's JIT does):
+ * rax = values + slot * stride + key * vsz, or 0 when the key (u32 at
+ * rsi, BPF r2) >= cap or the slot (env->slot, r12) >= nslots: exactly
+ * vm_map_lookup().  Uses rax, r10, r11 (scratch: BPF r1-r5 are dead after
+ * a call).  false: not an array map, or strides beyond imm32. */
+static bool inline_lookup(struct jit *j, const struct vm_map *m)
+{
+	struct vm_array_layout l;
+	size_t null_at[2], done_at;
+	int nnull = 0;
+
+	if (!vm_map_array_layout(m, &l) || l.vsz > INT32_MAX || l.stride > INT32_MAX)
+		return false;
+	emit(j, (const uint8_t[]){ 0x8b, 0x06 }, 2);		/* mov eax, [rsi] */
+	e1(j, 0x3d);						/* cmp eax, cap */
+	e4(j, l.cap);
+	emit(j, (const uint8_t[]){ 0x73, 0 }, 2);		/* jae null */
+	null_at[nnull++] = j->w.len;
+	emit(j, (const uint8_t[]){ 0x48, 0x69, 0xc0 }, 3);	/* imul rax, rax, vsz */
+	e4(j, (uint32_t)l.vsz);
+	if (l.percpu) {
+		/* mov r10d, [r12 + slot] */
+		emit(j, (const uint8_t[]){ 0x45, 0x8b, 0x54, 0x24,
+					   (uint8_t)offsetof(struct vm_env, slot) }, 5);
+		emit(j, (const uint8_t[]){ 0x41, 0x81, 0xfa }, 3);	/* cmp r10d, nslots */
+		e4(j, l.nslots);
+		emit(j, (const uint8_t[]){ 0x73, 0 }, 2);		/* jae null */
+		null_at[nnull++] = j->w.len;
+		emit(j, (const uint8_t[]){ 0x4d, 0x69, 0xd2 }, 3);	/* imul r10, r10, stride */
+		e4(j, (uint32_t)l.stride);
+		emit(j, (const uint8_t[]){ 0x4c, 0x01, 0xd0 }, 3);	/* add rax, r10 */
+	}
+	mov_ri64(j, R11, (uint64_t)(uintptr_t)l.values);
+	emit(j, (const uint8_t[]){ 0x4c, 0x01, 0xd8 }, 3);		/* add rax, r11 */
+	emit(j, (const uint8_t[]){ 0xeb, 0 }, 2);			/* jmp done */
+	done_at = j->w.len;
+	for (int i = 0; i < nnull && !j->w.err; i++)
+		j->w.p[null_at[i] - 1] = (uint8_t)(j->w.len - null_at[i]);
+	emit(j, (const uint8_t[]){ 0x31, 0xc0 }, 2);			/* null: xor eax, eax */
+	if (!j->w.err)
+		j->w.p[done_at - 1] = (uint8_t)(j->w.len - done_at);
+	return true;
+}
+
 int vm_prog_jit(struct vm_prog *p)
 {
 	struct jit j = { 0 };
 	size_t exit_at, mapsz;
-	int err;
+	uint8_t push_regs[sizeof(saved)];
+	int err, npush = 0, frame;
+	bool used[11] = { false };
+
+	/* only the callee-saved registers the program writes (BPF r6-r9);
+	 * 512 bytes of stack and rsp 16-byte aligned at calls */
+	for (size_t pc = 0; pc < p->n; pc++)
+		used[p->insns[pc].dst_reg % 11] = true;
+	for (size_t i = 0; i < sizeof(saved); i++)
+		if (saved[i] == RBP || saved[i] == R12 ||
+		    (saved[i] == RBX && used[6]) || (saved[i] == R13 && used[7]) ||
+		    (saved[i] == R14 && used[8]) || (saved[i] == R15 && used[9]))
+			push_regs[npush++] = saved[i];
+	frame = VM_STACK_SIZE + (npush % 2 ? 16 : 8);
 
 	j.off = calloc(p->n + 1, sizeof(*j.off));
 	if (!j.off)
 		return -ENOMEM;
 	/* prologue */
-	for (size_t i = 0; i < sizeof(saved); i++)
-		push(&j, saved[i]);
-	alu_ri(&j, true, 5, RSP, FRAME);		/* sub rsp, FRAME */
+	for (int i = 0; i < npush; i++)
+		push(&j, push_regs[i]);
+	alu_ri(&j, true, 5, RSP, frame);		/* sub rsp, frame */
 	rex(&j, true, RBP, RSP, false);			/* lea rbp, [rsp + 512] */
 	e1(&j, 0x8d);
 	modrm_mem(&j, RBP, RSP, VM_STACK_SIZE);
@@ -387,6 +445,19 @@ int vm_prog_jit(struct vm_prog *p)
 		case BPF_JMP:
 			if (op == BPF_EXIT) {
 				jump_to(&j, (const uint8_t[]){ 0xe9 }, 1, p->n);
+			} else if (op == BPF_CALL && in->imm == BPF_FUNC_map_lookup_elem &&
+				   p->cmap[pc] &&
+				   inline_lookup(&j, p->maps[p->cmap[pc] - 1])) {
+				;
+			} else if (op == BPF_CALL && in->imm == BPF_FUNC_get_current_pid_tgid) {
+				/* mov rax, [r12 + pid_tgid] */
+				emit(&j, (const uint8_t[]){ 0x49, 0x8b, 0x44, 0x24,
+					   (uint8_t)offsetof(struct vm_env, pid_tgid) }, 5);
+			} else if (op == BPF_CALL && in->imm == BPF_FUNC_ktime_get_ns && p->now) {
+				mov_rr(&j, true, RDI, R12);
+				mov_ri64(&j, RAX, (uint64_t)(uintptr_t)p->now);
+				e1(&j, 0xff);		/* call rax */
+				e1(&j, 0xd0);
 			} else if (op == BPF_CALL) {
 				mov_rr(&j, true, R9, R12);
 				mov_ri64(&j, RAX, (uint64_t)(uintptr_t)vm_helper(in->imm)->fn);
@@ -404,9 +475,9 @@ int vm_prog_jit(struct vm_prog *p)
 	/* epilogue */
 	exit_at = j.w.len;
 	j.off[p->n] = (uint32_t)exit_at;
-	alu_ri(&j, true, 0, RSP, FRAME);		/* add rsp, FRAME */
-	for (size_t i = sizeof(saved); i-- > 0;)
-		pop(&j, saved[i]);
+	alu_ri(&j, true, 0, RSP, frame);		/* add rsp, frame */
+	for (int i = npush; i-- > 0;)
+		pop(&j, push_regs[i]);
 	e1(&j, 0xc3);
 	err = j.w.err;
 	if (!err)

@@ -235,6 +235,15 @@ static char *value(const struct vm_map *m, uint32_t i, unsigned int slot)
 	return m->values + s * m->slot_stride + (size_t)i * m->vsz;
 }
 
+bool vm_map_array_layout(const struct vm_map *m, struct vm_array_layout *l)
+{
+	if (m->def.type != BPF_MAP_TYPE_ARRAY && m->def.type != BPF_MAP_TYPE_PERCPU_ARRAY)
+		return false;
+	*l = (struct vm_array_layout){ m->values, m->vsz, m->slot_stride, m->cap, m->nslots,
+				       is_percpu(m->def.type) };
+	return true;
+}
+
 static uint32_t vidx(const struct vm_map *m, uint32_t i)
 {
 	return ((uint32_t *)entry(m, i))[1];

@@ -203,6 +203,8 @@ int vv_do_call(struct vctx *v, struct state *s, const struct bpf_insn *in)
 					    vv_rt_name[x->type]);
 			mapidx = x->map;
 			md = vm_map_def(v->p->maps[mapidx]);
+			/* one map per call site: a join of two maps is no map */
+			v->p->cmap[v->pc] = (uint8_t)(mapidx + 1);
 			if ((h->map_type == -1) != (md->type == BPF_MAP_TYPE_RINGBUF))
 				return vv_fail(v, "%s: map %d has the wrong type (%u)", h->name,
 					    mapidx, md->type);

@@ -131,9 +131,16 @@ struct vm_env {
 
 /* A cheaper clock for vm_env.now (clock.c): vm_tsc_init() calibrates
  * the TSC against CLOCK_MONOTONIC once (~20 ms; 0, or -ENOTSUP without an
- * invariant TSC), then vm_tsc_now() gives CLOCK_MONOTONIC nanoseconds from
- * rdtsc (durations exact to ~1e-4; absolute times drift as slowly). */
+ * invariant TSC: constant_tsc and nonstop_tsc in /proc/cpuinfo), then
+ * vm_tsc_now() gives CLOCK_MONOTONIC nanoseconds from rdtsc (before, or
+ * without, a calibration: clock_gettime()).  vm_tsc_sync(), called about
+ * once a second by one thread, slews the TSC line back to CLOCK_MONOTONIC
+ * (no step under 1 ms): durations within ~1e-6, absolute times within
+ * microseconds.  vm_tsc_init() and vm_tsc_sync() have one caller at a
+ * time; vm_tsc_now() runs in any thread at any time (a sequence lock). */
 int vm_tsc_init(void);
+int vm_tsc_sync(void);
+bool vm_tsc_active(void);
 uint64_t vm_tsc_now(const struct vm_env *env);
 
 struct vm_prog;
@@ -149,6 +156,10 @@ struct vm_prog *vm_prog_new(const struct bpf_insn *insns, size_t n,
 			    size_t ctx_size, char *err, size_t errlen);
 /* Accepts NULL. */
 void vm_prog_free(struct vm_prog *p);
+/* The clock of ktime_get_ns() in the code vm_prog_jit() compiles from now
+ * on: now(env) is called directly instead of env->now (which the
+ * interpreter keeps using).  For a caller whose env->now is always now. */
+void vm_prog_set_now(struct vm_prog *p, uint64_t (*now)(const struct vm_env *env));
 /* Compile to x86-64.  0, or -errno (the interpreter keeps running it). */
 int vm_prog_jit(struct vm_prog *p);
 bool vm_prog_jitted(const struct vm_prog *p);

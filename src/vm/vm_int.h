@@ -43,6 +43,9 @@ const struct vm_helper *vm_helper(int id);
 struct vm_prog {
 	struct bpf_insn *insns;	/* map loads resolved to struct vm_map * */
 	size_t n;
+	uint64_t (*now)(const struct vm_env *);	/* vm_prog_set_now() */
+	uint8_t *cmap;		/* per insn: a call's map argument, index + 1
+				 * (the verifier's; 0: no map) */
 	struct vm_map *maps[VM_MAX_MAPS];
 	size_t nmaps;
 	size_t ctx_size;
@@ -113,6 +116,18 @@ static inline bool vm_cond(int op, uint64_t a, uint64_t b)
 	}
 	return false;
 }
+
+/* Where an array map's values are (map.c), for the JIT's inline lookup:
+ * &value of key k in slot s = values + (percpu ? s * stride : 0) + k * vsz,
+ * for k < cap and s < nslots.  false for other map types. */
+struct vm_array_layout {
+	char *values;
+	size_t vsz, stride;
+	uint32_t cap;
+	unsigned int nslots;
+	bool percpu;
+};
+bool vm_map_array_layout(const struct vm_map *m, struct vm_array_layout *l);
 
 /* Append a record of n bytes to slot's ring (map.c): 0, or -ENOSPC. */
 int vm_ring_output(struct vm_map *m, unsigned int slot, const void *data, uint64_t n);

@@ -192,6 +192,29 @@ kill -CONT "${APID[h3]}"
 	pass "SIGSTOP of h3: windows come out after the grace period without it ($((SECONDS - start)) s)" ||
 	fail "SIGSTOP (rc=$RC, $((SECONDS - start)) s)" "$(cat "$T_TMP/e7")"
 
+# ---- a final that comes late: a provisional result without it, then amended --
+wait_for 15 all_connected
+Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count() } for 3s'
+cq "$T_TMP/o9" "$T_TMP/e9" --json --grace 1s "$Q"
+work "$T_TMP/go9"
+attached 3 "$T_TMP/e9" && touch "$T_TMP/go9"
+sleep 1.5	# h3 has sent a snapshot with its counts: it must not stand in for its final
+kill -STOP "${APID[h3]}"
+wait_for 10 grep -q 'result (provisional)' "$T_TMP/e9"
+kill -CONT "${APID[h3]}"
+wait $QPID
+RC=$?
+grep -q '^fay: result (provisional): 2 of 3 hosts answered; missing: h3$' "$T_TMP/e9" &&
+	grep -q '^fay: result (amended): 3 of 3 hosts answered, 1 late$' "$T_TMP/e9" &&
+	python3 - "$T_TMP/o9" <<'PY' && pass "h3's final late: the result is provisional without h3 (not its stale snapshot), then amended with it, exact" || fail "late final (rc=$RC)" "$(cat "$T_TMP/o9" "$T_TMP/e9")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+want = {"h1": 100, "h2": 200, "h3": 300}
+first, second = rows[:2], rows[2:]
+assert first == [{"host": h, "n": want[h]} for h in ("h1", "h2")], rows
+assert second == [{"host": h, "n": want[h]} for h in ("h1", "h2", "h3")], rows
+PY
+
 # ---- a client that leaves: every agent detaches within 2 s ------------------
 wait_for 15 all_connected
 for h in $HOSTS; do : >"$T_TMP/$h.log.mark"; wc -l <"$T_TMP/$h.log" >"$T_TMP/$h.log.mark"; done

@@ -8,6 +8,14 @@
  *                                tight loop until FILE exists; prints
  *                                "calls C bad B" (B: wrong results)
  *   inline_work loop FILE        the same on the main thread alone
+ *   inline_work lat K            fay_inline_lat(i, 1) K times (8 bytes:
+ *                                "lea 1(%rdi),%rax; add %rsi,%rax; ret",
+ *                                patchable by uftrace -P too); QW_TIME=1
+ *                                prints "loop_ns N cpu_ns M" (the loop's
+ *                                wall and process CPU time)
+ *   inline_work sleep K MS       fay_inline_sleep(MS) K times; prints
+ *                                "sum_ns S max_ns M": each call's time as
+ *                                its caller measured it (CLOCK_MONOTONIC)
  *   inline_work forkexec K       fork: the child calls fay_inline_fn K
  *                                times, then execs "inline_work calls K";
  *                                the parent waits for it, then calls
@@ -22,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The probed function: "lea (%rdi,%rsi),%rax; ret" at -O2. */
@@ -30,6 +39,28 @@ long fay_inline_fn(long a, long b)
 {
 	__asm__ volatile("" ::: "memory");
 	return a + b;
+}
+
+long fay_inline_lat(long a, long b);
+__asm__(".text\n.globl fay_inline_lat\n.type fay_inline_lat,@function\n"
+	"fay_inline_lat:\n  lea 1(%rdi),%rax\n  add %rsi,%rax\n  ret\n"
+	".size fay_inline_lat, .-fay_inline_lat\n");
+
+/* Sleeps ms milliseconds. */
+__attribute__((noinline, noipa, used)) void fay_inline_sleep(long ms);
+void fay_inline_sleep(long ms)
+{
+	struct timespec d = { ms / 1000, ms % 1000 * 1000000 };
+
+	nanosleep(&d, NULL);
+}
+
+static long long ns_of(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 static const char *stop_file;
@@ -82,6 +113,26 @@ int main(int argc, char **argv)
 		spin(NULL);
 		printf("calls %ld bad %ld\n", total_calls, total_bad);
 		bad = total_bad;
+	} else if (!strcmp(mode, "lat")) {
+		long long t0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
+
+		for (long i = 0; i < k; i++)
+			bad += fay_inline_lat(i, 1) != i + 2;
+		if (getenv("QW_TIME"))
+			printf("loop_ns %lld cpu_ns %lld\n", ns_of(CLOCK_MONOTONIC) - t0,
+			       ns_of(CLOCK_PROCESS_CPUTIME_ID) - c0);
+	} else if (!strcmp(mode, "sleep") && argc > 3) {
+		long long sum = 0, max = 0;
+
+		for (long i = 0; i < k; i++) {
+			long long t = ns_of(CLOCK_MONOTONIC);
+
+			fay_inline_sleep(atol(argv[3]));
+			t = ns_of(CLOCK_MONOTONIC) - t;
+			sum += t;
+			max = t > max ? t : max;
+		}
+		printf("sum_ns %lld max_ns %lld\n", sum, max);
 	} else if (!strcmp(mode, "forkexec")) {
 		int st = 1;
 		pid_t pid = fork();
@@ -99,7 +150,7 @@ int main(int argc, char **argv)
 		bad += calls(k, 1000);
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
-			"forkexec K\n");
+			"lat K | sleep K MS | forkexec K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;
