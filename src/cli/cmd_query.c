@@ -116,12 +116,15 @@ static void usage(FILE *f)
 "                    each thread aggregating in its own slot of maps shared\n"
 "                    with fay; it needs one process (-p, -c, process(PID))\n"
 "                    that has fay's runtime loaded (fay run starts one; with\n"
-"                    -c, --probe-mode=inline preloads it) and a function\n"
-"                    entry the patcher accepts, and fails with the reason\n"
+"                    -c, --probe-mode=inline preloads it; with -p it loads\n"
+"                    it into the running process with ptrace: one thread\n"
+"                    calls dlopen at a safe point and is put back as it was;\n"
+"                    the runtime stays loaded, idle) and a function entry\n"
+"                    the patcher accepts, and fails with the reason\n"
 "                    otherwise.  uprobe: kernel uprobes.  auto: inline where\n"
-"                    it can, else a uprobe.  Either way one line on standard\n"
-"                    error says which and why (\"fay: pid 123: uprobe: the fay\n"
-"                    runtime is not loaded (start it with fay run)\")\n"
+"                    the runtime is loaded, else a uprobe.  Either way one\n"
+"                    line on standard error says which and why (\"fay: pid\n"
+"                    123: uprobe: the fay runtime is not loaded (...)\")\n"
 "    --allow-other-users\n"
 "                    when fay runs as a non-root user (with CAP_BPF and\n"
 "                    CAP_PERFMON), probe every user's processes; without it\n"
@@ -531,14 +534,17 @@ int cmd_query(int argc, char **argv)
 		rc = emit_code(q, plan, emit == EMIT_BPF, &ro);
 		break;
 	case EMIT_RUN:
-		if (ro.cmd && ro.probe_mode == ENGINE_PROBE_INLINE) {
+		if (ro.probe_mode == ENGINE_PROBE_INLINE) {
 			if (fay_probe_lib(lib, sizeof(lib))) {
-				fprintf(stderr, "error: --probe-mode=inline -c: libfay-probe.so is "
+				fprintf(stderr, "error: --probe-mode=inline: libfay-probe.so is "
 					"not next to fay nor in ../lib/fay (FAY_PROBE_LIB names it)\n");
 				rc = 1;
 				goto out;
 			}
-			ro.preload = lib;
+			if (ro.cmd)
+				ro.preload = lib;
+			else
+				ro.inject_lib = lib;	/* a running process: ptrace */
 		}
 		ro.out = stdout;
 		ro.err = stderr;

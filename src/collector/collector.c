@@ -17,6 +17,7 @@
 #include "collector/ext.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/version.h"
@@ -125,6 +126,9 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	char why[512], store_at[2048];
 	int ret = -EINVAL, optional;
 
+	/* Thread per HTTP connection, per agent connection: without a cap
+	 * each may keep an arena's high-water mark (common/heap.h). */
+	heap_limit_arenas(COLL_MALLOC_ARENAS);
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
 		return fay_err_ptr(-ENOMEM);

@@ -115,6 +115,8 @@ struct collector {
 /* ---- collector.c: the whole service ------------------------------------ */
 
 #define EXT_MAX_EXPORTS 8
+/* malloc arenas at most (common/heap.h; MALLOC_ARENA_MAX overrides). */
+#define COLL_MALLOC_ARENAS 4
 /* Spans waiting for the store past which OTLP senders get 429/UNAVAILABLE. */
 #define COLL_INGEST_QUEUE 100000
 /* OTLP/HTTP's default address (the OpenTelemetry SDKs' default endpoint). */

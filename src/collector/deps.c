@@ -486,6 +486,14 @@ static int on_row(void *ctx, const struct store_row *r)
 	return d->oom ? -ENOMEM : 0;
 }
 
+static int link_cmp(const void *x, const void *y)
+{
+	const struct link *a = x, *b = y;
+	int c = strcmp(a->parent, b->parent);
+
+	return c ? c : strcmp(a->child, b->child);
+}
+
 json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int *ret)
 {
 	struct deps d = { 0 };
@@ -497,6 +505,8 @@ json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int 
 		*ret = -ENOMEM;
 	if (!*ret) {
 		a = json_array();
+		if (d.nl > 1)
+			qsort(d.l, d.nl, sizeof(*d.l), link_cmp);
 		for (size_t i = 0; a && i < d.nl; i++)
 			json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I}",
 				"parent", d.l[i].parent, "child", d.l[i].child,

@@ -139,7 +139,9 @@ json_t *dashboard_json(struct store_reader *r, uint64_t end_us, uint64_t window_
 
 /* Zipkin's dependency links [{"parent","child","callCount","errorCount"}]
  * of the traces with a span that started in [from_us, to_us], every span
- * of them (store__scan_traces()).  NULL with *ret. */
+ * of them (store__scan_traces()), sorted by parent then child (the order
+ * the store hands traces over in is no part of the answer).  NULL with
+ * *ret. */
 json_t *deps_json(struct store_reader *r, uint64_t from_us, uint64_t to_us, int *ret);
 
 /* ---- export.c ------------------------------------------------------------ */

@@ -5,7 +5,11 @@
  * bench/bench_ingest.  Built by mk/collector.mk.
  *
  *   fay-wire-client [-a ADDR] [-i AGENT_ID] [-t TOKEN] [-s SEQ] [-n BATCHES]
- *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-w] [-q] CMD
+ *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-T NS] [-w] [-q] CMD
+ *
+ * -T NS: the spans' time (nanoseconds since the epoch) instead of now, so
+ * that the same batches can be sent to several collectors
+ * (tests/integration/store_same_answers.sh).
  *
  * CMD:
  *   hello    HELLO, print "welcome last_seq=N"
@@ -20,6 +24,9 @@
  *   dup      send batch SEQ twice: two ACKs, the second duplicate
  *   partial  one batch of BlkKin partial records (cs, sr, ss, cr, a
  *            custom annotation and a key-value) for trace (tag, SEQ)
+ *   partial-split  the same records in two batches, SEQ (the client's
+ *            cs and cr) and SEQ+1 (the server's), so the span is merged
+ *            from records the collector received apart
  *   badspan  a batch of 3 spans whose second is corrupt: ACK rejected=1
  *   stats    a STATS frame, then a HELLO round trip
  *   corrupt-crc | corrupt-magic | corrupt-len | corrupt-batch | batch-first
@@ -53,6 +60,12 @@ static char agent_id[33] = "0123456789abcdef0123456789abcdef";
 static uint64_t first_seq = 1;
 static unsigned nbatches = 1, nspans = 10, nconns = 1, window = 8;
 static int verify, quiet;
+static uint64_t fixed_ns;   /* -T: the spans' time; 0: now */
+
+static uint64_t span_time_ns(void)
+{
+	return fixed_ns ? fixed_ns : clock_realtime_ns();
+}
 
 static void die(const char *what)
 {
@@ -270,7 +283,7 @@ static void add_rec(struct bbuf *b, uint64_t hi, uint64_t lo, uint64_t id, uint6
 
 static void make_batch(struct bbuf *b, uint64_t tag, uint64_t seq, unsigned m)
 {
-	uint64_t now = clock_realtime_ns();
+	uint64_t now = span_time_ns();
 	char v[32];
 
 	b->len = 0;
@@ -421,35 +434,50 @@ static int cmd_dup(void)
 	return 0;
 }
 
-static int cmd_partial(void)
+/* Send batch seq (b) on fd and print its answer: 0 when ACKed. */
+static int send_and_ack(int fd, uint64_t seq, struct bbuf *b)
 {
-	uint64_t tag = agent_tag(agent_id), t = clock_realtime_ns() / 1000 * 1000;
-	struct bbuf b = { 0 };
 	char buf[4096];
 	struct wire_hdr h;
-	int fd = connect_to(addr);
-	const uint8_t P = SPAN_F_PARTIAL;
 
-	hello(fd, agent_id);
-	bb_u32(&b, 6);
-	/* span 0x10 of trace (tag, seq): client "frontend", server "backend" */
-	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "frontend", "cs", t, NULL, NULL, t, 0);
-	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "backend", "sr", t + 100000, NULL, NULL, t, 0);
-	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "backend", "cache miss", t + 150000, NULL, NULL, t, 0);
-	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "backend", NULL, 0, "rows", "42", t, 0);
-	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "backend", "ss", t + 400000, NULL, NULL, t, 0);
-	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "frontend", "cr", t + 500000, NULL, NULL, t, 0);
-	send_frame(fd, WIRE_BATCH, first_seq, b.p, (uint32_t)b.len);
+	send_frame(fd, WIRE_BATCH, seq, b->p, (uint32_t)b->len);
 	if (read_frame(fd, &h, buf, sizeof(buf)))
 		return printf("closed\n"), 1;
 	printf("%s %" PRIu64 " %s\n", h.type == WIRE_ACK ? "ack" : wire_type_name(h.type), h.seq, buf);
-	free(b.p);
 	return h.type != WIRE_ACK;
+}
+
+/* BlkKin partial records of span 0x10 of trace (tag, SEQ): client
+ * "frontend", server "backend"; split: the client's in batch SEQ, the
+ * server's in SEQ+1. */
+static int cmd_partial(int split)
+{
+	uint64_t tag = agent_tag(agent_id), t = span_time_ns() / 1000 * 1000;
+	struct bbuf b = { 0 }, s = { 0 }, *sv = split ? &s : &b;
+	int fd = connect_to(addr), ret;
+	const uint8_t P = SPAN_F_PARTIAL;
+
+	hello(fd, agent_id);
+	bb_u32(&b, split ? 2 : 6);
+	if (split)
+		bb_u32(&s, 4);
+	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "frontend", "cs", t, NULL, NULL, t, 0);
+	add_rec(sv, tag, first_seq, 0x10, 0, 0, P, "get", "backend", "sr", t + 100000, NULL, NULL, t, 0);
+	add_rec(sv, tag, first_seq, 0x10, 0, 0, P, "get", "backend", "cache miss", t + 150000, NULL, NULL, t, 0);
+	add_rec(sv, tag, first_seq, 0x10, 0, 0, P, "get", "backend", NULL, 0, "rows", "42", t, 0);
+	add_rec(sv, tag, first_seq, 0x10, 0, 0, P, "get", "backend", "ss", t + 400000, NULL, NULL, t, 0);
+	add_rec(&b, tag, first_seq, 0x10, 0, 0, P, "get", "frontend", "cr", t + 500000, NULL, NULL, t, 0);
+	ret = send_and_ack(fd, first_seq, &b);
+	if (!ret && split)
+		ret = send_and_ack(fd, first_seq + 1, &s);
+	free(b.p);
+	free(s.p);
+	return ret;
 }
 
 static int cmd_badspan(void)
 {
-	uint64_t tag = agent_tag(agent_id), now = clock_realtime_ns();
+	uint64_t tag = agent_tag(agent_id), now = span_time_ns();
 	struct bbuf b = { 0 };
 	char buf[4096];
 	struct wire_hdr h;
@@ -534,7 +562,7 @@ int main(int argc, char **argv)
 {
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:H:wq")) != -1) {
+	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:H:T:wq")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'i':
@@ -551,13 +579,14 @@ int main(int argc, char **argv)
 		case 'd': dbpath = optarg; break;
 		case 'S': service = optarg; break;
 		case 'H': hostname = optarg; break;
+		case 'T': fixed_ns = strtoull(optarg, NULL, 10); break;
 		case 'w': verify = 1; break;
 		case 'q': quiet = 1; break;
 		default: return 2;
 		}
 	}
 	if (optind >= argc)
-		die("no command (hello, send, dup, partial, badspan, stats, corrupt-*, check)");
+		die("no command (hello, send, dup, partial, partial-split, badspan, stats, corrupt-*, check)");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[optind], "hello")) {
 		int fd = connect_to(addr);
@@ -570,7 +599,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[optind], "dup"))
 		return cmd_dup();
 	if (!strcmp(argv[optind], "partial"))
-		return cmd_partial();
+		return cmd_partial(0);
+	if (!strcmp(argv[optind], "partial-split"))
+		return cmd_partial(1);
 	if (!strcmp(argv[optind], "badspan"))
 		return cmd_badspan();
 	if (!strcmp(argv[optind], "stats"))

@@ -20,25 +20,16 @@ DATA=$TOP/tests/data/zipkin
 
 ok "collector up" coll_start "$T_TMP/fay.db" --autocomplete-keys environment,http.path --retention 0
 python3 "$TOOLS/linker_cases.py" "$URL" "$DATA/dependency_linker.json" >"$T_TMP/linker.tap" 2>&1
-relay() {  # relay TAPFILE: renumber its ok/not ok lines into ours
-	while IFS= read -r l; do
-		case "$l" in
-		"ok "*) pass "${l#ok * - }" ;;
-		"not ok "*) fail "${l#not ok * - }" ;;
-		*) echo "$l" ;;
-		esac
-	done <"$1"
-}
-relay "$T_TMP/linker.tap"
+tap_relay "$T_TMP/linker.tap"
 python3 "$TOOLS/linker_cases.py" "$URL" "$DATA/itdependencies.json" 6 ITDependencies >"$T_TMP/itd.tap" 2>&1
-relay "$T_TMP/itd.tap"
+tap_relay "$T_TMP/itd.tap"
 python3 "$TOOLS/itdeps.py" "$URL" "$DATA/test_objects.json" >"$T_TMP/itdeps.tap" 2>&1
-relay "$T_TMP/itdeps.tap"
+tap_relay "$T_TMP/itdeps.tap"
 coll_stop
 ok "a second collector, for the traces (a store of their own)" \
 	coll_start "$T_TMP/fay2.db" --autocomplete-keys environment,http.path --retention 0
 python3 "$TOOLS/routes.py" "$URL" "$DATA/test_objects.json" "$DATA"/lens_*.json >"$T_TMP/routes.tap" 2>&1
-relay "$T_TMP/routes.tap"
+tap_relay "$T_TMP/routes.tap"
 ok "autocompleteKeys: the configured keys" [ "$(curl -s "$URL/api/v2/autocompleteKeys")" = '["environment","http.path"]' ]
 got=$(curl -s "$URL/api/v2/autocompleteValues?key=http.path")
 ok "autocompleteValues?key=http.path: TestObjects' '/api' and lens messaging's '/' ($got)" [ "$got" = '["/","/api"]' ]
@@ -46,6 +37,6 @@ ok "autocompleteValues?key=clnt/finagle.version (not configured): []" [ "$(curl 
 coll_stop
 ok "a third collector, empty, for ITSpanStore's searches" coll_start "$T_TMP/fay3.db" --retention 0
 python3 "$TOOLS/itspanstore.py" "$URL" >"$T_TMP/itss.tap" 2>&1
-relay "$T_TMP/itss.tap"
+tap_relay "$T_TMP/itss.tap"
 ok "collector still up" coll_alive
 done_testing

@@ -8,7 +8,7 @@ window with the links Zipkin's test asserts.  TAP lines on stdout.
 argv: URL FIXTURE [HOURS [TEST_CLASS]]"""
 import json, sys, time
 
-from zapi import get, post
+from zapi import case_spans, get, post
 
 url, path = sys.argv[1], sys.argv[2]
 hours = int(sys.argv[3]) if len(sys.argv) > 3 else 3
@@ -18,37 +18,13 @@ base_ms = (int(time.time()) - hours * 3600) * 1000
 n = 0
 failed = 0
 
-
-def hexid(s):
-    return s.rjust(16, "0")
-
-
 trace_no = 0
 for k, case in enumerate(cases):
     start_us = (base_ms + k * 10000) * 1000
     body = []
     for trace in case["traces"]:
         trace_no += 1
-        tid = "%032x" % (hours << 32 | trace_no)
-        for i, sp in enumerate(trace):
-            parent, sid, kind, local, remote, error, shared = sp[:7]
-            s = {"traceId": tid, "id": hexid(sid), "name": "op", "timestamp": start_us + i,
-                 "duration": 10}
-            if parent:
-                s["parentId"] = hexid(parent)
-            if kind:
-                s["kind"] = kind
-            if local:
-                s["localEndpoint"] = {"serviceName": local}
-            if remote:
-                s["remoteEndpoint"] = {"serviceName": remote}
-            if error:
-                s["tags"] = {"error": ""}
-            if shared:
-                s["shared"] = True
-            if len(sp) > 7:
-                s["annotations"] = [{"timestamp": a[0], "value": a[1]} for a in sp[7]]
-            body.append(s)
+        body += case_spans(trace, "%032x" % (hours << 32 | trace_no), start_us)
     status = post(url, body)
     end_ms = base_ms + k * 10000 + 5000
     got = sorted((l["parent"], l["child"], l["callCount"], l.get("errorCount", 0))

@@ -12,6 +12,34 @@ def post(url, spans):
         return r.status
 
 
+def case_spans(trace, tid, start_us):
+    """The Zipkin v2 spans of one trace of a dependency-linker case
+    (tests/data/zipkin/dependency_linker.json: [parent, id, kind, local,
+    remote, error, shared[, annotations]] each), trace id tid, the i-th
+    starting at start_us + i and lasting 10 us"""
+    out = []
+    for i, sp in enumerate(trace):
+        parent, sid, kind, local, remote, error, shared = sp[:7]
+        s = {"traceId": tid, "id": sid.rjust(16, "0"), "name": "op",
+             "timestamp": start_us + i, "duration": 10}
+        if parent:
+            s["parentId"] = parent.rjust(16, "0")
+        if kind:
+            s["kind"] = kind
+        if local:
+            s["localEndpoint"] = {"serviceName": local}
+        if remote:
+            s["remoteEndpoint"] = {"serviceName": remote}
+        if error:
+            s["tags"] = {"error": ""}
+        if shared:
+            s["shared"] = True
+        if len(sp) > 7:
+            s["annotations"] = [{"timestamp": a[0], "value": a[1]} for a in sp[7]]
+        out.append(s)
+    return out
+
+
 def get(url, path):
     """GET url + path: the decoded JSON answer"""
     with urllib.request.urlopen(url + path) as r:
