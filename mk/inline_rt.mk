@@ -39,3 +39,14 @@ $(INLINE_WORK_STATIC): tests/integration/inline_tools/inline_work.c
 
 all: $(INLINE_WORK) $(INLINE_WORK_STATIC)
 bench: $(INLINE_WORK)
+
+# A libfay program (against libfay.so, as an application links it) for
+# the trace_id / span_name fields of inline probes.
+INLINE_SPANS := $(B)/tests/bin/inline_spans
+$(INLINE_SPANS): tests/integration/inline_tools/inline_spans.c $(B)/libfay.so.0
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -o $@ $< \
+		-L$(B) -l:libfay.so.0 -Wl,-rpath,$(abspath $(B))
+
+all: $(INLINE_SPANS)
