@@ -30,5 +30,23 @@ $(INLINE_WORK): tests/integration/inline_tools/inline_work.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -o $@ $<
 
-all: $(INLINE_WORK)
+# The same, linked statically: a process fay cannot load its runtime into.
+INLINE_WORK_STATIC := $(B)/tests/bin/inline_work_static
+$(INLINE_WORK_STATIC): tests/integration/inline_tools/inline_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -static -o $@ $<
+
+all: $(INLINE_WORK) $(INLINE_WORK_STATIC)
 bench: $(INLINE_WORK)
+
+# A libfay program (against libfay.so, as an application links it) for
+# the trace_id / span_name fields of inline probes.
+INLINE_SPANS := $(B)/tests/bin/inline_spans
+$(INLINE_SPANS): tests/integration/inline_tools/inline_spans.c $(B)/libfay.so.0
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -o $@ $< \
+		-L$(B) -l:libfay.so.0 -Wl,-rpath,$(abspath $(B))
+
+all: $(INLINE_SPANS)

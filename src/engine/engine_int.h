@@ -79,6 +79,7 @@ struct engine {
 	/* function(...) as inline probes in one process (inline_run.c) */
 	struct engine_inl *inl;
 	char note[1024];
+	uint64_t inl_injected_us;	/* this query loaded the runtime with ptrace: how long */
 };
 
 /* Set e->err (printf) and return err. */

@@ -242,6 +242,7 @@ static int do_arm(struct rt_session *s)
 
 	if (!s->nsites || !s->entry || s->narmed)
 		return reply(sfd, -EPROTO, 0, "ARM: sites, maps and an entry program first");
+	rt_span_resolve();
 	rt_publish(s);
 	for (; s->narmed < s->nsites; s->narmed++) {
 		int rc = patch_site_arm(s->sites[s->narmed], rt_on_entry,

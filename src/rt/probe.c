@@ -18,6 +18,7 @@
  * session is visible afterwards) and waits for every busy slot.  The hot
  * path has no atomic read-modify-write and no fence.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -28,6 +29,7 @@
 
 #include <linux/membarrier.h>
 
+#include "fay/trace.h"
 #include "rt/rt.h"
 
 struct rt_thread {
@@ -47,6 +49,8 @@ static unsigned int hiwater;		/* slots ever handed out */
 static struct rt_session *cur;
 static bool inert;
 static pthread_key_t key;
+/* libfay's fay_current_span() (LIBFAY_0.2.0), when the process has it */
+static int (*fay_cur)(struct fay_current *out, size_t size, int version);
 
 static void release_slot(void *p)
 {
@@ -70,6 +74,33 @@ int rt_probe_init(void)
 void rt_probe_inert(void)
 {
 	inert = true;
+}
+
+void rt_span_resolve(void)
+{
+	void *f = dlvsym(RTLD_DEFAULT, "fay_current_span", "LIBFAY_0.2.0");
+
+	if (!f)		/* a static libfay exported with -rdynamic: no versions */
+		f = dlsym(RTLD_DEFAULT, "fay_current_span");
+
+	__atomic_store_n(&fay_cur, (__typeof__(fay_cur))f, __ATOMIC_RELEASE);
+}
+
+/* struct vm_env.span: what libfay says of this thread (docs/ABI.md) */
+static int rt_span(const struct vm_env *env, int which, void *dst, uint32_t size)
+{
+	__typeof__(fay_cur) f = __atomic_load_n(&fay_cur, __ATOMIC_ACQUIRE);
+	struct fay_current c;
+
+	if (!f || f(&c, sizeof(c), FAY_CURRENT_VERSION))
+		return -ENOENT;
+	if (which == VM_SPAN_TRACE_ID) {
+		memcpy(dst, &c.trace_lo, size < 8 ? size : 8);
+	} else if (size) {
+		memcpy(dst, c.name, size < sizeof(c.name) ? size : sizeof(c.name));
+		((char *)dst)[size - 1] = '\0';
+	}
+	return 0;
 }
 
 static bool thread_init(struct rt_thread *t)
@@ -108,6 +139,7 @@ static bool thread_init(struct rt_thread *t)
 	t->env.uid_gid = (uint64_t)getgid() << 32 | getuid();
 	t->env.cpu = (uint32_t)sched_getcpu();
 	t->env.now = vm_tsc_now;	/* clock_gettime() without an invariant TSC */
+	t->env.span = rt_span;
 	prctl(PR_GET_NAME, t->env.comm, 0, 0, 0);
 	t->state = 1;
 	return true;

@@ -41,6 +41,10 @@ void rt_on_exit(struct patch_regs *regs, void *arg);
  * busy slot waited for): s may be freed afterwards. */
 void rt_publish(struct rt_session *s);
 void rt_unpublish(void);
+/* Look up libfay's fay_current_span() (version LIBFAY_0.2.0) in the
+ * process, again at each session (libfay may have been loaded since):
+ * the trace_id / span_name fields read it. */
+void rt_span_resolve(void);
 /* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
 int rt_probe_init(void);
 /* In a fork child: the handlers do nothing from now on (the maps are

@@ -127,7 +127,20 @@ struct vm_env {
 	 * give a deterministic clock. */
 	uint64_t (*now)(const struct vm_env *env);
 	void *arg;		/* the caller's, for now() */
+	/* VM_FUNC_fay_span: part `which` (VM_SPAN_TRACE_ID: the low 64 bits
+	 * of the trace id as 8 bytes; VM_SPAN_NAME: the name, NUL padded)
+	 * of the span current on the calling thread into dst (size bytes,
+	 * zeroed by the helper before); 0, or -ENOENT (none).  NULL: never
+	 * a span. */
+	int (*span)(const struct vm_env *env, int which, void *dst, uint32_t size);
 };
+
+/* fay's own helper (not the kernel's): fay_span(dst, size, which) fills
+ * dst with a part of the current libfay span (struct vm_env.span),
+ * zeroes when there is none; returns 0 or -ENOENT. */
+#define VM_FUNC_fay_span	0x46590001
+#define VM_SPAN_TRACE_ID	0
+#define VM_SPAN_NAME		1
 
 /* A cheaper clock for vm_env.now (clock.c): vm_tsc_init() calibrates
  * the TSC against CLOCK_MONOTONIC once (~20 ms; 0, or -ENOTSUP without an

@@ -9,33 +9,9 @@
 # query killed with SIGKILL while attached (the process runs on, its
 # function's bytes restored).
 . "$(dirname "$0")/../lib/lib.sh"
-need_root
-W=$BUILD/tests/bin/inline_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "inline_work is not built (make)"
+. "$(dirname "$0")/inline_lib.bash"
 . "$(dirname "$0")/query_lib.bash"
 
-# first_bytes PID: the first 5 bytes of fay_inline_fn in PID, as hex
-first_bytes() {
-	python3 - "$1" "$W" <<'PY'
-import subprocess, sys
-pid, exe = sys.argv[1], sys.argv[2]
-off = None
-for l in subprocess.run(["nm", exe], capture_output=True, text=True).stdout.splitlines():
-    f = l.split()
-    if len(f) == 3 and f[2] == "fay_inline_fn":
-        off = int(f[0], 16)
-base = None
-for l in open(f"/proc/{pid}/maps"):
-    f = l.split()
-    if len(f) >= 6 and f[5].endswith("/inline_work") and int(f[2], 16) == 0:
-        base = int(f[0].split("-")[0], 16)
-        break
-with open(f"/proc/{pid}/mem", "rb") as m:
-    m.seek(base + off)
-    print(m.read(5).hex())
-PY
-}
 # ---- 8 threads, 100 attach/detach cycles --------------------------------------------
 stop=$T_TMP/stop
 "$FAY" run -- "$W" threads 8 "$stop" >"$T_TMP/work.out" & wpid=$!
