@@ -135,6 +135,9 @@ static void usage(FILE *f)
 "    --cluster URL   run the query on the agents of the collector at URL\n"
 "                    (its HTTP address, e.g. http://10.0.0.1:9411): see\n"
 "                    CLUSTER QUERIES\n"
+"    --token-file FILE  cluster: the collector's token (scope 'probe'): the\n"
+"                    first word of the file's first line that is not a\n"
+"                    comment (default $FAY_TOKEN)\n"
 "    --grace DUR     cluster: how long a window waits for late hosts\n"
 "                    before it is printed without them (default 1s)\n"
 "    --keep NAME     cluster: register the query as a standing query that\n"
@@ -317,6 +320,7 @@ int cmd_query(int argc, char **argv)
 		{ "no-fentry", no_argument, NULL, 'K' },
 		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
+		{ "token-file", required_argument, NULL, 'T' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
@@ -335,7 +339,8 @@ int cmd_query(int argc, char **argv)
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	struct cluster_run_opts co = { 0 };
-	const char *keep = NULL, *drop = NULL;
+	const char *keep = NULL, *drop = NULL, *token_file = NULL;
+	static char token_buf[256];
 	char lib[4096];
 	int c, err, rc = 2;
 	char *end;
@@ -416,6 +421,9 @@ int cmd_query(int argc, char **argv)
 		case 'C':
 			co.url = optarg;
 			break;
+		case 'T':
+			token_file = optarg;
+			break;
 		case 'k':
 			keep = optarg;
 			break;
@@ -452,7 +460,8 @@ int cmd_query(int argc, char **argv)
 		}
 		co.out = stdout;
 		co.err = stderr;
-		co.token = getenv("FAY_TOKEN");
+		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token))
+			return 2;
 		return cluster_drop(drop, &co);
 	}
 	if (co.url && (ro.pid || ro.cmd)) {
@@ -498,7 +507,10 @@ int cmd_query(int argc, char **argv)
 		co.err = stderr;
 		co.json = json;
 		co.quiet = ro.quiet;
-		co.token = getenv("FAY_TOKEN");
+		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token)) {
+			free(text);
+			return 2;
+		}
 		rc = keep ? cluster_keep(text, keep, &co) : cluster_run_query(text, &co);
 		free(text);
 		return rc;

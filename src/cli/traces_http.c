@@ -50,10 +50,18 @@ static int curl_errno(CURLcode c)
 	}
 }
 
+/* tr_http_auth()'s: the token and CA of requests that name none. */
+static const char *default_token;
+
+void tr_http_auth(const char *token)
+{
+	default_token = token;
+}
+
 int tr_http_get(const char *url, struct tr_http_resp *resp,
 		char *err, size_t errlen)
 {
-	return tr_http(NULL, url, NULL, NULL, resp, err, errlen);
+	return tr_http(NULL, url, NULL, default_token, resp, err, errlen);
 }
 
 int tr_http(const char *method, const char *url, const char *body, const char *token,

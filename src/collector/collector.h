@@ -82,7 +82,8 @@ enum coll_scope {
 struct collector {
 	struct store *store;
 	struct ingest *ingest;
-	const char *token;           /* NULL: none */
+	const char *token;           /* NULL: none (--token: our own, to --parent) */
+	struct auth *auth;           /* who may do what (auth.h) */
 	size_t max_body;
 	size_t ingest_queue;         /* spans waiting for the store before
 					HTTP/gRPC senders are told to retry */
@@ -141,6 +142,8 @@ struct collector_opts {
 	const char *clickhouse;      /* NULL, or the ClickHouse store: URL[,URL...] */
 	const char *clickhouse_cluster;  /* NULL, or the cluster of its tables */
 	const char *token;           /* NULL: none */
+	const char *token_file;      /* --token-file: tokens and scopes (auth.h) */
+	bool insecure;               /* --insecure: no token on a non-loopback address */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */

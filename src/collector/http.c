@@ -122,7 +122,7 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 		/* framing, Host, Origin, route, token: all before the body */
 		rq->route = http_route_find(url, method, hs->otlp_only, &st, msg, sizeof(msg),
 					    rq->allow, sizeof(rq->allow));
-		st = http_screen(c, con, method, hs->loopback, rq->route ? rq->route->scope :
+		st = http_screen(c, con, url, method, hs->loopback, rq->route ? rq->route->scope :
 				 HTTP_OPEN, msg, sizeof(msg)) ? : st;
 		if (st) {
 			refuse(c, rq, st, msg);
