@@ -145,6 +145,18 @@ static bool thread_init(struct rt_thread *t)
 	return true;
 }
 
+/* A slot's first run in session s: the reader merges the noted slots. */
+static void note_slot(struct rt_session *s, unsigned int slot)
+{
+	unsigned int v = __atomic_load_n(&s->seen, __ATOMIC_RELAXED);
+
+	for (int i = 0; i < s->nmaps; i++)
+		vm_map_note_slot(s->maps[i], slot);
+	while (v < slot + 1 && !__atomic_compare_exchange_n(&s->seen, &v, slot + 1, false,
+							    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 static inline void run(struct patch_regs *regs, bool exit)
 {
 	struct rt_thread *t = &tls;
@@ -159,6 +171,8 @@ static inline void run(struct patch_regs *regs, bool exit)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 	if (s && t->env.slot < s->nslots) {
+		if (__builtin_expect(t->env.slot >= __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 0))
+			note_slot(s, t->env.slot);
 		p = exit ? s->exit : s->entry;
 		if (p)
 			vm_run(p, regs, &t->env);

@@ -31,6 +31,7 @@ struct rt_session {
 	struct patch_site *sites[INLINE_MAX_SITES];
 	struct inl_site info[INLINE_MAX_SITES];
 	int nsites, narmed;
+	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 };
 
 /* The entry and exit handlers patched into the sites (probe.c). */

@@ -93,6 +93,14 @@ unsigned int vm_map_nslots(const struct vm_map *m);
 /* The map's memory (one mapping of *size bytes, everything included). */
 void *vm_map_mem(const struct vm_map *m, size_t *size);
 
+/* Slot bookkeeping of a shared per-slot map, kept in its header: the
+ * writer calls vm_map_note_slot(m, slot) before a slot's first program
+ * run (the in-process runtime does), the reader merges only the first
+ * vm_map_slots_used(m) slots (<= nslots; 0: none noted).  Slots past the
+ * noted ones hold zeroes (a new key zeroes only the noted slots). */
+void vm_map_note_slot(struct vm_map *m, unsigned int slot);
+unsigned int vm_map_slots_used(const struct vm_map *m);
+
 /* Reader side.  The value of key in slot (for a map that is not per-slot,
  * slot is ignored), or NULL if the key is absent.  The pointer stays valid
  * until the map is freed; a program may be updating it concurrently (as

@@ -5,7 +5,8 @@
 # (default 12: each cycle takes 3-15 s on the shared 2-core machine; the
 # patcher's own unit test does 100 arm/disarm rounds under 8 threads) (each
 # answer self-consistent, the process's own results all right, no crash);
-# fork + exec while attached (the answer counts the parent alone); fay
+# fork + exec while attached (the answer counts the parent alone); 2 x 200
+# short-lived threads (slots beyond the old 64, recycled); fay
 # query killed with SIGKILL while attached (the process runs on, its
 # function's bytes restored).
 . "$(dirname "$0")/../lib/lib.sh"
@@ -35,6 +36,12 @@ ok "its function's bytes are the original ones after the last detach" test "$(fi
 touch "$stop"
 wait $wpid; wrc=$?
 ok "every one of the threads' calls returned the right result ($(cat "$T_TMP/work.out"))" test $wrc -eq 0
+
+# ---- more threads than the old 64 slots, short-lived, slots recycled ----------------
+timeout 120 "$FAY" run --json --query "from f in function(\"$W:fay_inline_fn\") select { n: count(), s: sum(f.arg(1)) }" -- "$W" manythreads 200 1000 >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+same <(grep -v '^calls' "$T_TMP/out") '{"n":400000,"s":2800000}' "two waves of 200 threads alive at once, 1000 calls each: every call counted (a slot each, freed at exit and taken again)"
+ok "and every call returned the right result ($(grep '^calls' "$T_TMP/out"))" grep -q '^calls 400000 bad 0$' "$T_TMP/out"
 
 # ---- fork + exec while attached ------------------------------------------------------
 timeout 60 "$FAY" run --json --query "from f in function(\"$W:fay_inline_fn\") select { n: count(), mn: min(f.arg(0)), p: distinct(f.pid) }" -- "$W" forkexec 500 >"$T_TMP/out" 2>"$T_TMP/err"

@@ -8,6 +8,10 @@
  *                                tight loop until FILE exists; prints
  *                                "calls C bad B" (B: wrong results)
  *   inline_work loop FILE        the same on the main thread alone
+ *   inline_work manythreads N K  two waves of N threads (up to 1000), all
+ *                                of a wave alive at once (a barrier), each
+ *                                calling fay_inline_fn(i, 7) K times, then
+ *                                exiting; prints "calls C bad B"
  *   inline_work lat K            fay_inline_lat(i, 1) K times (8 bytes:
  *                                "lea 1(%rdi),%rax; add %rsi,%rax; ret",
  *                                patchable by uftrace -P too); QW_TIME=1
@@ -79,6 +83,21 @@ static void *spin(void *arg __attribute__((unused)))
 	return NULL;
 }
 
+static pthread_barrier_t wave;
+static long per_thread;
+
+static void *short_lived(void *arg __attribute__((unused)))
+{
+	long bad = 0;
+
+	pthread_barrier_wait(&wave);
+	for (long i = 0; i < per_thread; i++)
+		bad += fay_inline_fn(i, 7) != i + 7;
+	__atomic_add_fetch(&total_calls, per_thread, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&total_bad, bad, __ATOMIC_RELAXED);
+	return NULL;
+}
+
 static long calls(long k, long base)
 {
 	long bad = 0;
@@ -111,6 +130,22 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "loop")) {
 		stop_file = argv[2];
 		spin(NULL);
+		printf("calls %ld bad %ld\n", total_calls, total_bad);
+		bad = total_bad;
+	} else if (!strcmp(mode, "manythreads") && argc > 3) {
+		static pthread_t t[1000];
+		long n = k < 1 ? 1 : k > 1000 ? 1000 : k;
+
+		per_thread = atol(argv[3]);
+		for (int w = 0; w < 2; w++) {
+			pthread_barrier_init(&wave, NULL, (unsigned)n);
+			for (long i = 0; i < n; i++)
+				if (pthread_create(&t[i], NULL, short_lived, NULL))
+					return 3;
+			for (long i = 0; i < n; i++)
+				pthread_join(t[i], NULL);
+			pthread_barrier_destroy(&wave);
+		}
 		printf("calls %ld bad %ld\n", total_calls, total_bad);
 		bad = total_bad;
 	} else if (!strcmp(mode, "lat")) {
@@ -150,7 +185,7 @@ int main(int argc, char **argv)
 		bad += calls(k, 1000);
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
-			"lat K | sleep K MS | forkexec K\n");
+			"manythreads N K | lat K | sleep K MS | forkexec K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;
