@@ -171,7 +171,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 
 	/* Thread per HTTP connection, per agent connection: without a cap
 	 * each may keep an arena's high-water mark (common/heap.h). */
-	heap_limit_arenas(COLL_MALLOC_ARENAS);
+	heap_tune(COLL_MALLOC_ARENAS);
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
 		return fay_err_ptr(-ENOMEM);

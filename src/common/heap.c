@@ -6,10 +6,12 @@
 
 #include "common/heap.h"
 
-void heap_limit_arenas(int n)
+void heap_tune(int n)
 {
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, n);
+	if (!getenv("MALLOC_MMAP_THRESHOLD_"))
+		mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD);
 }
 
 int heap_trim_maybe(uint64_t now_ns)

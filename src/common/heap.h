@@ -9,7 +9,7 @@
  * collector's 125 MiB of anonymous memory were free chunks in two thread
  * arenas).
  *
- *	heap_limit_arenas(4);               at start, before threads
+ *	heap_tune(4);                       at start, before threads
  *	heap_trim_maybe(now_ns);            after big batches, from any thread
  */
 #ifndef FAY_COMMON_HEAP_H
@@ -17,9 +17,18 @@
 
 #include <stdint.h>
 
-/* At most n malloc arenas (mallopt(M_ARENA_MAX)), unless the environment
- * sets MALLOC_ARENA_MAX (the user's choice wins). */
-void heap_limit_arenas(int n);
+/*
+ * At most n malloc arenas (mallopt(M_ARENA_MAX)), and every allocation of
+ * HEAP_MMAP_THRESHOLD or more a mapping of its own, unmapped when freed
+ * (mallopt(M_MMAP_THRESHOLD); this also stops glibc from raising the
+ * threshold to the size of each big block freed, after which 16 MiB frame
+ * buffers came from the arenas and stayed resident: 300 MiB after 1,024
+ * hostile connections had gone, bench/hostile_mem).  Either is left alone
+ * when the environment sets MALLOC_ARENA_MAX or MALLOC_MMAP_THRESHOLD_
+ * (the user's choice wins).
+ */
+#define HEAP_MMAP_THRESHOLD (1 << 20)
+void heap_tune(int n);
 
 /* Every HEAP_TRIM_NS at most: give the free pages of every arena back to
  * the system (malloc_trim(0)); a call before that is a no-op.  Thread
