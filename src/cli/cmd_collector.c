@@ -33,6 +33,7 @@ static void usage(FILE *f)
 "                  [--otlp-grpc ADDR|off]\n"
 "                  [--db PATH] [--retention DUR]\n"
 "                  [--token-file FILE] [--token T] [--insecure]\n"
+"                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
 "                  [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL|otlp-protobuf=URL]...\n"
@@ -147,6 +148,15 @@ static void usage(FILE *f)
 "    --token T         one token with every scope (also FAY_TOKEN; it is seen in\n"
 "                      ps: prefer --token-file); with --parent, this collector's\n"
 "                      own token to its parent\n"
+"    --tls-cert FILE --tls-key FILE\n"
+"                      TLS (1.2 or 1.3; GnuTLS) on every port: the agent port,\n"
+"                      HTTP (https://), OTLP/HTTP and OTLP/gRPC.  PEM files: the\n"
+"                      certificate (chain) and its key, which must not be\n"
+"                      readable by every user.  A missing or unreadable file or\n"
+"                      a key that is not the certificate's refuses the start\n"
+"    --tls-client-ca FILE\n"
+"                      agents (the agent port) must present a certificate this\n"
+"                      CA signed (mutual TLS: fay agent --tls-cert --tls-key)\n"
 "    --insecure        allow a non-loopback --listen/--http/--otlp-* address with\n"
 "                      no token (refused otherwise: anyone who reaches the port\n"
 "                      could read traces and load BPF programs); logged loudly\n"
@@ -286,6 +296,9 @@ int cmd_collector(int argc, char **argv)
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
 		{ "insecure", no_argument, NULL, 1004 },
+		{ "tls-cert", required_argument, NULL, 1005 },
+		{ "tls-key", required_argument, NULL, 1006 },
+		{ "tls-client-ca", required_argument, NULL, 1007 },
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
 		{ "otlp-http", required_argument, NULL, 'O' },
@@ -333,6 +346,9 @@ int cmd_collector(int argc, char **argv)
 		case 't': o.token = optarg; break;
 		case 'K': o.token_file = optarg; break;
 		case 1004: o.insecure = true; break;
+		case 1005: o.tls_cert = optarg; break;
+		case 1006: o.tls_key = optarg; break;
+		case 1007: o.tls_client_ca = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
 				o.retention_us = 0;

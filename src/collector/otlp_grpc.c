@@ -44,6 +44,7 @@
 #include "collector/collector.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/net.h"
 
 #define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -504,7 +505,17 @@ static void *accept_main(void *arg)
 		pthread_mutex_unlock(&g->lock);
 		/* a peer that stops reading cannot hold a thread in send() forever */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		k = calloc(1, sizeof(*k));
+		if (g->c->tls) {
+			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
+			 * plaintext end (tls.h) */
+			char ip[64];
+
+			otlp_addr_str((struct sockaddr *)&ss, ip, sizeof(ip));
+			fd = tls_accept(g->c->tls, fd, ip, "h2", 0);
+			if (fd >= 0)
+				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		}
+		k = fd >= 0 ? calloc(1, sizeof(*k)) : NULL;
 		if (k) {
 			k->g = g;
 			k->fd = fd;
@@ -512,7 +523,8 @@ static void *accept_main(void *arg)
 		}
 		if (!k || pthread_create(&t, NULL, conn_main, k)) {
 			free(k);
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			pthread_mutex_lock(&g->lock);
 			if (!--g->nconns)
 				pthread_cond_broadcast(&g->idle);
