@@ -9,7 +9,8 @@
 # port while 1.2 works; mutual TLS on the agent port: a real fay agent with
 # its certificate ships, one without a certificate, one that trusts
 # another CA and one speaking plaintext are turned away with the reason;
-# OTLP/gRPC over TLS (grpc-js); a cluster query through TLS and tokens
+# OTLP/gRPC over TLS (grpc-js); a child collector under this one over
+# mutual TLS (--parent-tls-ca); a cluster query through TLS and tokens
 # end to end (fay query --cluster https://... --tls-ca --token-file).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
@@ -113,6 +114,15 @@ sleep 1
 ok "none of the three is connected" bash -c "! ($(declare -f hosts); CURL=(${CURL[*]}); URL=$URL; hosts) | grep -q '\"host\":\"\(nocert\|rogue\|plain\)\"'"
 ok "the collector runs on" "${CURL[@]}" -sf "$URL/health" -o /dev/null
 
+# ---- a child collector under this one (--parent) over mutual TLS ----
+"$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \
+	--otlp-grpc off --db "$T_TMP/child.db" --parent 127.0.0.1:$WP --host child1 --token agt \
+	--parent-tls-ca "$C/ca.pem" --tls-cert "$C/agent.pem" --tls-key "$C/agent.key" \
+	>>"$T_TMP/child.log" 2>&1 &
+T_PIDS+=($!)
+ok "a child collector with --parent-tls-ca: linked to its parent over TLS" \
+	wait_for 15 bash -c "'${CURL[0]}' -s --cacert '$C/ca.pem' -H 'Authorization: Bearer rt' $URL/api/cluster/peers | grep -q '\"host\":\"child1\"'"
+
 # ---- OTLP/gRPC over TLS ----
 if command -v node >/dev/null && [ -d "$TOP/tests/otlp/node_modules/@grpc" ]; then
 	OTLP_CA=$C/ca.pem node "$TOP/tests/otlp/otlp_client.js" grpcauth localhost:$GP - wt \
@@ -134,7 +144,7 @@ if [ "$(id -u)" = 0 ]; then
 		>"$T_TMP/q.out" 2>"$T_TMP/q.err"
 	RC=$?
 	ok "fay query --cluster https://... --tls-ca --token-file: answered by the agent (rc=$RC)" \
-		bash -c "[ $RC = 0 ] && grep -q '1 of 1 hosts' '$T_TMP/q.err'"
+		bash -c "[ $RC = 0 ] && grep -q 'good: attached' '$T_TMP/q.err' && grep -qE '^ *[0-9]+$' '$T_TMP/q.out'"
 	timeout 30 "$FAY" query --cluster "$URL" --token-file "$T_TMP/probe.tok" \
 		'from c in cluster.syscall("getppid") select { n: count() } for 1s' >/dev/null 2>"$T_TMP/q2.err"
 	ok "... and without --tls-ca the collector's certificate is refused" \
