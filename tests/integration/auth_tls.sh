@@ -88,6 +88,16 @@ ok "TLS 1.2 to the HTTP port: a cipher" bash -c "[ \"\$(echo | timeout 5 openssl
 ok "TLS 1.2 to the agent port with the agent's certificate: a cipher" \
 	bash -c "[ \"\$(echo | timeout 5 openssl s_client -connect 127.0.0.1:$WP -tls1_2 -cert '$C/agent.pem' -key '$C/agent.key' 2>&1 | grep -o 'Cipher is [^ ]*' | head -1)\" != 'Cipher is (NONE)' ]"
 
+# ---- the agent protocol through TLS (the test client) ----
+ID=cccccccccccccccccccccccccccccccc
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t agt hello 2>&1)
+ok "HELLO over mutual TLS with the agent's token: WELCOME" [ "$out" = "welcome last_seq=0" ]
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t rt hello 2>&1)
+ok "... with a read token: ERROR naming the write scope" grep -q "error.*lacks the 'write' scope" <<<"$out"
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/rogue.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t agt hello 2>&1)
+ok "... trusting another CA: the client refuses the collector's certificate" \
+	grep -q 'TLS: The certificate is NOT trusted' <<<"$out"
+
 # ---- agents --------------------------------------------------------------------
 printf 'agt\n' >"$T_TMP/agent.tok" && chmod 600 "$T_TMP/agent.tok"
 # agent NAME ARGS...: a fay agent as host NAME
