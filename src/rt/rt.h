@@ -27,11 +27,11 @@ struct rt_session {
 	struct vm_map *maps[INLINE_MAX_MAPS];
 	int nmaps;
 	unsigned int nslots;
+	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 	struct vm_prog *entry, *exit;
 	struct patch_site *sites[INLINE_MAX_SITES];
 	struct inl_site info[INLINE_MAX_SITES];
 	int nsites, narmed;
-	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 };
 
 /* The entry and exit handlers patched into the sites (probe.c); arg is
