@@ -33,11 +33,13 @@ static void usage(FILE *f)
 "                  [--otlp-grpc ADDR|off]\n"
 "                  [--db PATH] [--retention DUR]\n"
 "                  [--token-file FILE] [--token T] [--insecure]\n"
+"                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
 "                  [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL|otlp-protobuf=URL]...\n"
 "                  [--autocomplete-keys K1,K2]\n"
-"                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
+"                  [--parent HOST:PORT [--host NAME] [--parent-tls-ca FILE]]\n"
+"                  [--max-conns N]\n"
 "                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
 "                  [--allow-other-users]\n"
 "\n"
@@ -147,6 +149,19 @@ static void usage(FILE *f)
 "    --token T         one token with every scope (also FAY_TOKEN; it is seen in\n"
 "                      ps: prefer --token-file); with --parent, this collector's\n"
 "                      own token to its parent\n"
+"    --tls-cert FILE --tls-key FILE\n"
+"                      TLS (1.2 or 1.3; GnuTLS) on every port: the agent port,\n"
+"                      HTTP (https://), OTLP/HTTP and OTLP/gRPC.  PEM files: the\n"
+"                      certificate (chain) and its key, which must not be\n"
+"                      readable by every user.  A missing or unreadable file or\n"
+"                      a key that is not the certificate's refuses the start\n"
+"    --parent-tls-ca FILE\n"
+"                      speak TLS to --parent (a collector with --tls-cert),\n"
+"                      whose certificate this CA must have signed; our own\n"
+"                      --tls-cert/--tls-key go with it as our certificate\n"
+"    --tls-client-ca FILE\n"
+"                      agents (the agent port) must present a certificate this\n"
+"                      CA signed (mutual TLS: fay agent --tls-cert --tls-key)\n"
 "    --insecure        allow a non-loopback --listen/--http/--otlp-* address with\n"
 "                      no token (refused otherwise: anyone who reaches the port\n"
 "                      could read traces and load BPF programs); logged loudly\n"
@@ -286,6 +301,10 @@ int cmd_collector(int argc, char **argv)
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
 		{ "insecure", no_argument, NULL, 1004 },
+		{ "tls-cert", required_argument, NULL, 1005 },
+		{ "tls-key", required_argument, NULL, 1006 },
+		{ "tls-client-ca", required_argument, NULL, 1007 },
+		{ "parent-tls-ca", required_argument, NULL, 1008 },
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
 		{ "otlp-http", required_argument, NULL, 'O' },
@@ -333,6 +352,10 @@ int cmd_collector(int argc, char **argv)
 		case 't': o.token = optarg; break;
 		case 'K': o.token_file = optarg; break;
 		case 1004: o.insecure = true; break;
+		case 1005: o.tls_cert = optarg; break;
+		case 1006: o.tls_key = optarg; break;
+		case 1007: o.tls_client_ca = optarg; break;
+		case 1008: o.parent_tls_ca = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
 				o.retention_us = 0;

@@ -11,6 +11,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
+#include "cli/traces.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine/engine.h"
@@ -138,6 +139,8 @@ static void usage(FILE *f)
 "    --token-file FILE  cluster: the collector's token (scope 'probe'): the\n"
 "                    first word of the file's first line that is not a\n"
 "                    comment (default $FAY_TOKEN)\n"
+"    --tls-ca FILE   cluster: the CA of an https:// collector's certificate\n"
+"                    (default $FAY_TLS_CA, else the system's)\n"
 "    --grace DUR     cluster: how long a window waits for late hosts\n"
 "                    before it is printed without them (default 1s)\n"
 "    --keep NAME     cluster: register the query as a standing query that\n"
@@ -321,6 +324,7 @@ int cmd_query(int argc, char **argv)
 		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "token-file", required_argument, NULL, 'T' },
+		{ "tls-ca", required_argument, NULL, 'A' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
@@ -423,6 +427,9 @@ int cmd_query(int argc, char **argv)
 			break;
 		case 'T':
 			token_file = optarg;
+			break;
+		case 'A':
+			tr_http_set_ca(optarg);
 			break;
 		case 'k':
 			keep = optarg;

@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "    --token-file FILE with --collector: its token ('read' scope), the first\n"
 "                      word of the file's first line that is not a comment\n"
 "    --token T         with --collector: its token (also FAY_TOKEN)\n"
+"    --tls-ca FILE     with an https:// --collector: the CA of its certificate\n"
+"                      (also FAY_TLS_CA)\n"
 "    --json            JSON instead of a table\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -88,6 +90,7 @@ int cmd_sql(int argc, char **argv)
 		{ "collector", required_argument, NULL, 'c' },
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
+		{ "tls-ca", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -108,6 +111,9 @@ int cmd_sql(int argc, char **argv)
 		case 'C': ch = optarg; break;
 		case 'c': coll = optarg; break;
 		case 't': token = optarg; break;
+		case 'A':
+			tr_http_set_ca(optarg);
+			break;
 		case 'K':
 			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))
 				return 2;

@@ -40,6 +40,8 @@ static const char help_traces[] =
 "OPTIONS\n"
 "    --server URL   the collector's HTTP address (default $FAY_SERVER, else\n"
 "                   " DEFAULT_SERVER ")\n"
+"    --tls-ca FILE  the CA of an https:// collector's certificate (default\n"
+"                   $FAY_TLS_CA, else the system's)\n"
 "    --token-file FILE  the collector's token ('read' scope): the first word\n"
 "                   of the file's first line that is not a comment; the file\n"
 "                   must not be readable by every user (default $FAY_TOKEN)\n"
@@ -56,6 +58,7 @@ static const char help_traces[] =
 "ENVIRONMENT\n"
 "    FAY_SERVER   the collector's URL when --server is not given.\n"
 "    FAY_TOKEN    the collector's token when --token-file is not given.\n"
+"    FAY_TLS_CA   the CA file when --tls-ca is not given.\n"
 "    NO_COLOR     when set and not empty, never colour the output.\n";
 
 static const char help_ls[] =
@@ -303,7 +306,7 @@ static int add_param(char **q, const char *key, const char *val)
 	return 0;
 }
 
-enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE };
+enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE, OPT_TLS_CA };
 
 /*
  * The options `ls` and `show` share (--server, --color, --ascii), and
@@ -315,6 +318,9 @@ static int shared_opt(int c, struct opts *o, const char *sub)
 	switch (c) {
 	case OPT_SERVER:
 		o->server = optarg;
+		return 0;
+	case OPT_TLS_CA:
+		tr_http_set_ca(optarg);
 		return 0;
 	case OPT_TOKEN_FILE: {
 		static char buf[256];
@@ -381,6 +387,7 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },
@@ -540,6 +547,7 @@ static int traces_show(int argc, char **argv, struct opts *o)
 		{ "width", required_argument, NULL, 'w' },
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },

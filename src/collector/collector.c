@@ -21,6 +21,7 @@
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 /*
@@ -210,6 +211,15 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			goto err_out;
 		}
 	}
+	if (o->tls_cert || o->tls_key || o->tls_client_ca) {
+		c->tls = tls_server_conf(o->tls_cert, o->tls_key, o->tls_client_ca, why,
+					 sizeof(why));
+		if (!c->tls) {
+			ret = errno ? -errno : -EINVAL;
+			snprintf(err, errlen, "TLS: %s", why);
+			goto err_out;
+		}
+	}
 	if (set_autocomplete_keys(c, o->autocomplete_keys)) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -262,10 +272,12 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 							  err, errlen)))
 			goto err_out;
 	}
-	pr_info("collector %s: agents on %s, HTTP on http://%s, OTLP/HTTP on %s%s, OTLP/gRPC "
+	pr_info("collector %s: agents on %s%s, HTTP on %s%s, OTLP/HTTP on %s%s, OTLP/gRPC "
 		"on %s, store %s (schema %d), retention %s%" PRIu64 "s",
-		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs),
-		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off",
+		FAY_VERSION, wire_server_addr(r->ws), c->tls ? " (TLS)" : "",
+		c->tls ? "https://" : "http://", http_server_addr(r->hs),
+		r->otlp_hs ? c->tls ? "https://" : "http://" : "",
+		r->otlp_hs ? http_server_addr(r->otlp_hs) : "off",
 		r->grpc ? otlp_grpc_addr(r->grpc) : "off", store_at,
 		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
@@ -284,7 +296,17 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		}
 	}
 	if (o->parent) {
-		r->tree = ctree_start(c, o->parent, o->host, c->token);
+		if (o->parent_tls_ca) {
+			/* our own certificate, if any, for a parent that asks */
+			c->parent_tls = tls_client_conf(o->parent_tls_ca, o->tls_cert, o->tls_key,
+							why, sizeof(why));
+			if (!c->parent_tls) {
+				ret = errno ? -errno : -EINVAL;
+				snprintf(err, errlen, "--parent-tls-ca: %s", why);
+				goto err_out;
+			}
+		}
+		r->tree = ctree_start(c, o->parent, o->host, c->token, c->parent_tls);
 		if (!r->tree) {
 			ret = errno ? -errno : -EINVAL;
 			snprintf(err, errlen, "--parent %s: %s", o->parent,
@@ -315,6 +337,8 @@ void collector_stop(struct collector *c)
 	ingest_free(c->ingest);
 	coll_ext_free(c->ext);
 	auth_free(c->auth);
+	tls_conf_free(c->tls);
+	tls_conf_free(c->parent_tls);
 	for (int i = 0; i < c->nreaders; i++)
 		store__reader_free(c->readers[i]);
 	store__close(c->store);

@@ -79,11 +79,15 @@ enum coll_scope {
 	COLL_SCOPE_PROBE = 1u << 2,     /* /api/query, cluster queries: load BPF */
 };
 
+struct tls_conf;
+
 struct collector {
 	struct store *store;
 	struct ingest *ingest;
 	const char *token;           /* NULL: none (--token: our own, to --parent) */
 	struct auth *auth;           /* who may do what (auth.h) */
+	struct tls_conf *tls;        /* --tls-cert: every port speaks TLS (NULL: none) */
+	struct tls_conf *parent_tls; /* --parent-tls-ca: TLS to --parent (NULL: none) */
 	size_t max_body;
 	size_t ingest_queue;         /* spans waiting for the store before
 					HTTP/gRPC senders are told to retry */
@@ -144,6 +148,9 @@ struct collector_opts {
 	const char *token;           /* NULL: none */
 	const char *token_file;      /* --token-file: tokens and scopes (auth.h) */
 	bool insecure;               /* --insecure: no token on a non-loopback address */
+	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (PEM files) */
+	const char *tls_client_ca;   /* --tls-client-ca: agents must present a cert */
+	const char *parent_tls_ca;   /* --parent-tls-ca: the parent's CA (TLS to it) */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */

@@ -21,6 +21,7 @@
 #include "collector/http_int.h"
 #include "common/err.h"
 #include "common/net.h"
+#include "common/tls.h"
 
 #define HTTP_CONNS          1024u    /* connections at once */
 #define HTTP_PER_IP         64u      /* ... from one address (not loopback) */
@@ -237,6 +238,11 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 	o.per_ip = hs->loopback ? 0u : HTTP_PER_IP;
 	o.idle_s = HTTP_IDLE_S;
 	o.thread_per_conn = 1;
+	if (c->tls) {   /* libmicrohttpd's own TLS (GnuTLS): the same files */
+		const char *ca;
+
+		tls_conf_pem(c->tls, &o.tls_cert, &o.tls_key, &ca);
+	}
 	o.on_request = on_request;
 	o.on_done = on_done;
 	o.cls = hs;

@@ -44,6 +44,7 @@
 #include "collector/collector.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/net.h"
 
 #define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -173,6 +174,27 @@ static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
 	return (ssize_t)n;
 }
 
+/*
+ * Without a token that has the write scope: UNAUTHENTICATED or
+ * PERMISSION_DENIED, answered at the stream's first DATA (its body is
+ * then never kept) or at its end.  0: go on; 1: answered (or the answer
+ * could not be queued: st->answered is 0 then).
+ */
+static int refused(struct gconn *k, struct gstream *st)
+{
+	char msg[300];
+	unsigned ret = auth_check_bearer(k->g->c->auth, st->authlen ? st->auth : NULL,
+					 st->authlen, COLL_SCOPE_WRITE, GRPC_PATH, NULL, msg,
+					 sizeof(msg));
+
+	if (!ret)
+		return 0;
+	msg[strcspn(msg, "\n")] = '\0';
+	if (answer_error(k, st, ret == 403 ? G_PERMISSION_DENIED : G_UNAUTHENTICATED, msg))
+		st->answered = 0;
+	return 1;
+}
+
 /* The whole request has arrived: take its one message. */
 static int handle(struct gconn *k, struct gstream *st)
 {
@@ -188,18 +210,8 @@ static int handle(struct gconn *k, struct gstream *st)
 			 GRPC_PATH);
 		return answer_error(k, st, G_UNIMPLEMENTED, msg);
 	}
-	{
-		char msg[300];
-		unsigned st_auth = auth_check_bearer(k->g->c->auth, st->authlen ? st->auth : NULL,
-						     st->authlen, COLL_SCOPE_WRITE, GRPC_PATH,
-						     NULL, msg, sizeof(msg));
-
-		if (st_auth) {
-			msg[strcspn(msg, "\n")] = '\0';
-			return answer_error(k, st, st_auth == 403 ? G_PERMISSION_DENIED :
-					    G_UNAUTHENTICATED, msg);
-		}
-	}
+	if (refused(k, st))
+		return st->answered ? 0 : -1;
 	if (st->bad_type)
 		return answer_error(k, st, G_INVALID_ARGUMENT, "content-type: expected application/grpc");
 	if (st->too_big) {
@@ -331,6 +343,8 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 
 	if (!st || st->too_big || st->answered)
 		return 0;
+	if (!st->len && refused(k, st))
+		return st->answered ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st->len + len > max) {
 		st->too_big = 1;
 		free(st->body);
@@ -504,7 +518,17 @@ static void *accept_main(void *arg)
 		pthread_mutex_unlock(&g->lock);
 		/* a peer that stops reading cannot hold a thread in send() forever */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		k = calloc(1, sizeof(*k));
+		if (g->c->tls) {
+			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
+			 * plaintext end (tls.h) */
+			char ip[64];
+
+			otlp_addr_str((struct sockaddr *)&ss, ip, sizeof(ip));
+			fd = tls_accept(g->c->tls, fd, ip, "h2", 0);
+			if (fd >= 0)
+				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		}
+		k = fd >= 0 ? calloc(1, sizeof(*k)) : NULL;
 		if (k) {
 			k->g = g;
 			k->fd = fd;
@@ -512,7 +536,8 @@ static void *accept_main(void *arg)
 		}
 		if (!k || pthread_create(&t, NULL, conn_main, k)) {
 			free(k);
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			pthread_mutex_lock(&g->lock);
 			if (!--g->nconns)
 				pthread_cond_broadcast(&g->idle);

@@ -24,26 +24,24 @@ ag1-0123456789    write               agent-one   # a comment after a line
 ag2-0123456789    write               agent-two
 EOF
 chmod 644 "$TF"
-P1=$(free_port) P2=$(free_port)
-run_coll() { "$FAY" collector --listen 127.0.0.1:$P1 --http 127.0.0.1:$P2 --otlp-http off \
-	--otlp-grpc off --db "$T_TMP/x.db" "$@" >"$T_TMP/x.log" 2>&1; }
-run_coll --token-file "$TF"
+coll_try --token-file "$TF"
 ok "a world-readable token file: exit 1 naming the mode" \
-	bash -c "[ $? = 1 ] && grep -q 'mode 0644 lets every user of this host read' '$T_TMP/x.log'"
+	bash -c "[ $? = 1 ] && grep -q 'mode 0644 lets every user of this host read' '$T_TMP/try.log'"
 chmod 600 "$TF"
 printf 'good read\nbad-token reed\n' >"$T_TMP/bad" && chmod 600 "$T_TMP/bad"
-run_coll --token-file "$T_TMP/bad"
+coll_try --token-file "$T_TMP/bad"
 ok "an unknown scope: exit 1 naming the file, the line and the word" \
-	bash -c "[ $? = 1 ] && grep -q \"$T_TMP/bad:2: unknown scope 'reed'\" '$T_TMP/x.log'"
-run_coll --http 0.0.0.0:$P2
+	bash -c "[ $? = 1 ] && grep -q \"$T_TMP/bad:2: unknown scope 'reed'\" '$T_TMP/try.log'"
+P1=$(free_port) P2=$(free_port)
+coll_try --http 0.0.0.0:$P2
 ok "no token on a non-loopback address: refused with the reason" \
-	bash -c "[ $? = 1 ] && grep -q '0.0.0.0:$P2 is not a loopback address and the collector has no token' '$T_TMP/x.log'"
+	bash -c "[ $? = 1 ] && grep -q '0.0.0.0:$P2 is not a loopback address and the collector has no token' '$T_TMP/try.log'"
 "$FAY" collector --listen 127.0.0.1:$P1 --http 0.0.0.0:$P2 --otlp-http off --otlp-grpc off \
-	--db "$T_TMP/x.db" --insecure >"$T_TMP/x.log" 2>&1 &
+	--db "$T_TMP/x.db" --insecure >"$T_TMP/try.log" 2>&1 &
 XPID=$!
 T_PIDS+=($XPID)
 wait_for 10 curl -sf "http://127.0.0.1:$P2/health"
-ok "--insecure: it starts, and says so loudly" grep -q 'INSECURE: listening on 0.0.0.0' "$T_TMP/x.log"
+ok "--insecure: it starts, and says so loudly" grep -q 'INSECURE: listening on 0.0.0.0' "$T_TMP/try.log"
 kill $XPID; wait $XPID 2>/dev/null
 
 GP=$(free_port)

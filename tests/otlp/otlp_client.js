@@ -404,8 +404,12 @@ function retryDelay(md) {
 
 function grpcClient(addr, gzip) {
 	const grpc = require('@grpc/grpc-js');
+	// OTLP_CA: TLS, the server's certificate checked against that CA file
+	const creds = process.env.OTLP_CA ?
+		grpc.credentials.createSsl(require('fs').readFileSync(process.env.OTLP_CA)) :
+		grpc.credentials.createInsecure();
 	// a connection of its own (grpc-js shares one per target by default)
-	return new grpc.Client(addr, grpc.credentials.createInsecure(),
+	return new grpc.Client(addr, creds,
 		{ 'grpc.use_local_subchannel_pool': 1,
 		  ...(gzip ? { 'grpc.default_compression_algorithm': 2 } : {}) });
 }
