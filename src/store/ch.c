@@ -222,7 +222,10 @@ int ch__health(struct store_be *st, char *err, size_t errlen)
 
 	pthread_mutex_lock(&st->hlock);
 	if (!st->health_us || now - st->health_us >= CH_HEALTH_EVERY_US) {
-		st->health_ret = ch_query(st->hc, "SELECT 1", NULL, st->health_err,
+		/* with a cluster, through the Distributed table: every shard
+		 * must answer (a write needs them all) */
+		st->health_ret = ch_query(st->hc, st->cluster ? "SELECT count() FROM agents" :
+					  "SELECT 1", NULL, st->health_err,
 					  sizeof(st->health_err));
 		st->health_us = now;
 	}
