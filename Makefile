@@ -24,7 +24,7 @@ CC      ?= cc
 PKGS    := libbpf libelf zlib sqlite3 jansson capstone libprotobuf-c libnghttp2
 # Headers only: fay dlopen()s these on first use (src/common/lazy_*.h), so
 # that commands without HTTP do not pay for loading ~30 libraries.
-LAZY_PKGS := libmicrohttpd libcurl
+LAZY_PKGS := libmicrohttpd libcurl gnutls
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(LAZY_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

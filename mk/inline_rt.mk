@@ -30,5 +30,38 @@ $(INLINE_WORK): tests/integration/inline_tools/inline_work.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -o $@ $<
 
-all: $(INLINE_WORK)
+# The same, linked statically: a process fay cannot load its runtime into.
+INLINE_WORK_STATIC := $(B)/tests/bin/inline_work_static
+$(INLINE_WORK_STATIC): tests/integration/inline_tools/inline_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -static -DINLINE_WORK_STATIC -o $@ $<
+
+# The library inline_work dlopen()s (a patched function in an object
+# that goes away while attached).
+INLINE_LIB := $(B)/tests/bin/libinline_lib.so
+$(INLINE_LIB): tests/integration/inline_tools/inline_lib.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -shared -fPIC -Wall -Wextra -Werror -o $@ $<
+
+all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC)
 bench: $(INLINE_WORK)
+
+# A libfay program (against libfay.so, as an application links it) for
+# the trace_id / span_name fields of inline probes.
+INLINE_SPANS := $(B)/tests/bin/inline_spans
+$(INLINE_SPANS): tests/integration/inline_tools/inline_spans.c $(B)/libfay.so.0
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -Iinclude -o $@ $< \
+		-L$(B) -l:libfay.so.0 -Wl,-rpath,$(abspath $(B))
+
+all: $(INLINE_SPANS)
+
+# The issue's stress run: 100 attach/detach cycles of a query on a process
+# with 8 threads calling the probed function (CI's inline_robust.sh does
+# its default 12: a cycle takes 3-15 s on the shared 2-core machine).
+.PHONY: stress-inline
+stress-inline: all
+	INLINE_CYCLES=100 FAY_BUILD=$(B) tests/run tests/integration/inline_robust.sh

@@ -145,6 +145,29 @@ FAY_API void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value
  */
 FAY_API void fay_span_end(struct fay_span *s);
 
+/* What fay_current_span() fills (version 1; docs/ABI.md, "The current
+ * span"). */
+#define FAY_CURRENT_VERSION 1
+struct fay_current {
+	uint64_t trace_hi, trace_lo;
+	uint64_t span_id;
+	char name[64];		/* cut to 63 bytes, NUL padded */
+};
+
+/**
+ * fay_current_span() - the calling thread's current span, for tracers
+ * running in the process (fay's inline probes: trace_id and span_name of
+ * a function(...) event).  The current span is the innermost span this
+ * thread began (and libfay records) that has not ended; spans ended on
+ * another thread stop being current at once; up to 8 levels of nesting
+ * are tracked (deeper spans leave the 8th current).  Unsampled spans
+ * are not recorded and never current.  Async-signal-safe, no lock, no
+ * allocation; @version is FAY_CURRENT_VERSION.
+ * Return: 0 with *@out filled, -ENOENT (none: *@out zeroed), -EINVAL (a
+ * version or size this libfay does not know).
+ */
+FAY_API int fay_current_span(struct fay_current *out, size_t size, int version);
+
 #ifdef __cplusplus
 }
 #endif

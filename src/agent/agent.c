@@ -968,6 +968,7 @@ static int setup(struct agent *a)
 		}
 		ret = ship_init(&a->ship, a->o->collector, &hm, &a->spool,
 				&a->next_seq, a->epfd, &a->ev_sock);
+		a->ship.tls = a->o->tls;
 		if (ret == -ENOMEM)
 			return ret;
 		if (ret) {
@@ -1062,7 +1063,7 @@ int agent_run(const struct agent_opts *o)
 	{
 		struct qclient_opts qo = {
 			.collector = o->collector, .host = o->host,
-			.agent_id = a.agent_id, .token = o->token, .tap = a.tap,
+			.agent_id = a.agent_id, .token = o->token, .tls = o->tls, .tap = a.tap,
 			.allow_other_users = o->allow_other_users,
 		};
 

@@ -43,6 +43,8 @@
 
 #include <stdint.h>
 
+struct tls_conf;
+
 struct agent_opts {
 	const char *collector;  /* host:port */
 	const char *shm_dir;
@@ -52,6 +54,7 @@ struct agent_opts {
 	uint64_t stats_ns;
 	const char *host;
 	const char *token;
+	struct tls_conf *tls;   /* --tls-ca: TLS to the collector (NULL: none) */
 	uint64_t queue_max;     /* bytes of drained batches waiting for the spool */
 	int drain_nice;         /* nice value of the drain thread (0: unchanged) */
 	int fsync;

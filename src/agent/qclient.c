@@ -183,7 +183,7 @@ struct qclient *qclient_start(const struct qclient_opts *o)
 {
 	struct qlink_opts lo = {
 		.upper = o->collector, .host = o->host, .agent_id = o->agent_id,
-		.token = o->token, .run = run_job, .ctx = o, .ctx_size = sizeof(*o),
+		.token = o->token, .tls = o->tls, .run = run_job, .ctx = o, .ctx_size = sizeof(*o),
 	};
 
 	return (struct qclient *)qlink_start(&lo);

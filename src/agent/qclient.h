@@ -19,12 +19,14 @@
 #include <stdbool.h>
 
 struct spantap;
+struct tls_conf;
 
 struct qclient_opts {
 	const char *collector;	/* host:port of the collector's agent port */
 	const char *host;	/* this host's name (HELLO, the host field) */
 	const char *agent_id;	/* 32 hex digits */
 	const char *token;	/* NULL: none */
+	struct tls_conf *tls;	/* NULL: plaintext */
 	const char *tracefs;	/* NULL: find it (tests) */
 	/* spans(...) queries attach here (NULL: they fail, saying so) */
 	struct spantap *tap;

@@ -22,6 +22,7 @@
 
 #include "agent/ship.h"
 #include "common/net.h"
+#include "common/tls.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -125,6 +126,32 @@ static void conn_problem(struct ship *s, const char *fmt, ...)
 	s->down_logged = 1;
 }
 
+/*
+ * TLS on the connected socket (a handshake of at most 10 s, the collector's
+ * certificate checked): s->fd becomes the plaintext end (tls.h), in the
+ * epoll set in its place.  0, or -errno (logged; s->fd is -1).
+ */
+static int tls_up(struct ship *s)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = s->tag };
+	char err[512];
+	int fd;
+
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	fd = tls_connect(s->tls, s->fd, s->host, err, sizeof(err));
+	s->fd = -1;
+	if (fd < 0) {
+		conn_problem(s, "TLS: %s", err);
+		return fd;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	s->fd = fd;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	s->out_armed = 1;
+	return 0;
+}
+
 static void connected(struct ship *s, uint64_t now)
 {
 	int one = 1;
@@ -133,6 +160,10 @@ static void connected(struct ship *s, uint64_t now)
 	/* A collector gone silent (link down) is noticed in seconds, not at
 	 * the next ACK timeout, so reconnecting starts early. */
 	net_keepalive(s->fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
+	if (s->tls && tls_up(s)) {
+		reset(s, now);
+		return;
+	}
 	s->state = SHIP_HELLO;
 	s->hello_ns = now;
 	if (wire_put_hello(&s->tx, &s->hello))

@@ -23,6 +23,8 @@ enum ship_state {
 	SHIP_READY,      /* sending batches */
 };
 
+struct tls_conf;
+
 struct ship {
 	char addr[300], host[256], port[8];
 	struct wire_hello hello;
@@ -32,6 +34,7 @@ struct ship {
 	void *tag;              /* epoll data.ptr for the socket */
 
 	int fd;
+	struct tls_conf *tls;   /* NULL: plaintext; else TLS (set after ship_init) */
 	enum ship_state state;
 	int out_armed;
 	unsigned window;

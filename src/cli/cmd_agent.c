@@ -17,6 +17,8 @@
 #include "cli/opts.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/secret.h"
+#include "common/tls.h"
 
 static void usage(FILE *f)
 {
@@ -29,7 +31,9 @@ static void usage(FILE *f)
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
 "              [--allow-other-users]\n"
-"              [--host NAME] [--token T] [--fsync] [--metrics ADDR] [-v]\n"
+"              [--host NAME] [--token-file FILE | --token-env VAR | --token T]\n"
+"              [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
+"              [--fsync] [--metrics ADDR] [-v]\n"
 "\n"
 "DESCRIPTION\n"
 "    Every process using libfay records finished spans into lock-free rings in\n"
@@ -106,7 +110,23 @@ static void usage(FILE *f)
 "    --host NAME         this host's name: sent in HELLO, shown by the collector\n"
 "                        (Hosts page, /api/ui/hosts), the host of cluster\n"
 "                        queries (default: gethostname(); at most 255 bytes)\n"
-"    --token T           shared secret sent in HELLO (default $FAY_TOKEN, or none)\n"
+"    --token-file FILE   the token sent in HELLO: the first word of the first line\n"
+"                        that is not a comment ('#'); a collector's token file\n"
+"                        line (TOKEN SCOPES NAME) works too.  The collector needs\n"
+"                        its 'write' scope and binds this agent's id to it.  The\n"
+"                        file must not be readable by every user\n"
+"    --token-env VAR     the token is in environment variable VAR (systemd's\n"
+"                        LoadCredential= or EnvironmentFile=)\n"
+"    --token T           the token itself (default $FAY_TOKEN, or none; seen in\n"
+"                        ps: prefer --token-file)\n"
+"    --tls-ca FILE       speak TLS (1.2 or 1.3) to the collector (fay collector\n"
+"                        --tls-cert) and accept only a certificate that this CA\n"
+"                        (PEM) signed and that names the --collector host (a name\n"
+"                        or an address in its subjectAltName)\n"
+"    --tls-cert FILE --tls-key FILE\n"
+"                        this agent's certificate and key (PEM; the key not\n"
+"                        readable by every user), for a collector started with\n"
+"                        --tls-client-ca (mutual TLS)\n"
 "    --fsync             fsync each batch and the cursor file: the spool also\n"
 "                        survives power loss, at a cost per batch\n"
 "    --metrics ADDR      serve Prometheus text at http://ADDR/metrics: records\n"
@@ -119,7 +139,8 @@ static void usage(FILE *f)
 "EXAMPLES\n"
 "    fay agent\n"
 "        Defaults: /dev/shm, collector on 127.0.0.1:9410.\n"
-"    fay agent --collector traces.example:9410 --spool-max 1G --token s3cret\n"
+"    fay agent --collector traces.example:9410 --spool-max 1G \\\n"
+"        --token-file /etc/fay/agent-token\n"
 "    FAY_SHM_DIR=/tmp/fay fay agent --state-dir /tmp/fay-agent -v\n"
 "\n"
 "EXIT STATUS\n"
@@ -144,7 +165,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
 	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER,
-	       O_OTHERUSERS };
+	       O_OTHERUSERS, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -158,6 +179,11 @@ int cmd_agent(int argc, char **argv)
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "token", required_argument, NULL, O_TOKEN },
+		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+		{ "token-env", required_argument, NULL, O_TOKEN_ENV },
+		{ "tls-ca", required_argument, NULL, O_TLS_CA },
+		{ "tls-cert", required_argument, NULL, O_TLS_CERT },
+		{ "tls-key", required_argument, NULL, O_TLS_KEY },
 		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -175,8 +201,8 @@ int cmd_agent(int argc, char **argv)
 		.stats_ns = 10 * 1000000000ull,
 		.token = getenv("FAY_TOKEN"),
 	};
-	char hostname[256];
-	const char *metrics_addr = NULL;
+	char hostname[256], token[256];
+	const char *metrics_addr = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	struct agent_metrics *metrics = NULL;
 	int c, rc;
 
@@ -255,6 +281,33 @@ int cmd_agent(int argc, char **argv)
 		case O_TOKEN:
 			o.token = optarg;
 			break;
+		case O_TOKEN_FILE: {
+			char err[512];
+
+			if (secret_file_token(optarg, token, sizeof(token), err, sizeof(err))) {
+				fprintf(stderr, "error: --token-file %s\n", err);
+				return 2;
+			}
+			o.token = token;
+			break;
+		}
+		case O_TLS_CA:
+			tls_ca = optarg;
+			break;
+		case O_TLS_CERT:
+			tls_cert = optarg;
+			break;
+		case O_TLS_KEY:
+			tls_key = optarg;
+			break;
+		case O_TOKEN_ENV:
+			o.token = getenv(optarg);
+			if (!o.token || !*o.token) {
+				fprintf(stderr, "error: --token-env %s: the variable is not set or "
+					"empty\n", optarg);
+				return 2;
+			}
+			break;
 		case O_FSYNC:
 			o.fsync = 1;
 			break;
@@ -282,6 +335,20 @@ int cmd_agent(int argc, char **argv)
 			"Run 'fay agent --help' for the manual.\n", argv[optind]);
 		return 2;
 	}
+	if (tls_ca || tls_cert || tls_key) {
+		char err[600];
+
+		if (!tls_ca) {
+			fprintf(stderr, "error: --tls-cert/--tls-key need --tls-ca (the CA of the "
+				"collector's certificate)\n");
+			return 2;
+		}
+		o.tls = tls_client_conf(tls_ca, tls_cert, tls_key, err, sizeof(err));
+		if (!o.tls) {
+			fprintf(stderr, "error: TLS: %s\n", err);
+			return 2;
+		}
+	}
 	if (!o.host) {
 		if (gethostname(hostname, sizeof(hostname)))
 			snprintf(hostname, sizeof(hostname), "localhost");
@@ -300,6 +367,7 @@ int cmd_agent(int argc, char **argv)
 		pr_info("agent: metrics on http://%s/metrics", agent_metrics_addr(metrics));
 	}
 	rc = agent_run(&o) ? 1 : 0;
+	tls_conf_free(o.tls);
 	agent_metrics_stop(metrics);
 	return rc;
 }

@@ -32,7 +32,9 @@ static void usage(FILE *f)
 "    fay collector [--listen ADDR] [--http ADDR] [--otlp-http ADDR|off]\n"
 "                  [--otlp-grpc ADDR|off]\n"
 "                  [--db PATH] [--retention DUR]\n"
-"                  [--token T] [--max-body BYTES] [--ingest-queue SPANS]\n"
+"                  [--token-file FILE] [--token T] [--insecure]\n"
+"                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+"                  [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL|otlp-protobuf=URL]...\n"
 "                  [--autocomplete-keys K1,K2]\n"
@@ -128,11 +130,36 @@ static void usage(FILE *f)
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
 "                      forever), checked in small chunks in the background;\n"
 "                      ClickHouse drops whole days (partitions) older than DUR\n"
-"    --token T         agents must send T in their HELLO; HTTP requests must send\n"
-"                      'Authorization: Bearer T' (also: FAY_TOKEN): every method\n"
-"                      but GET/HEAD, and GET/HEAD of /api/, /v1/ and /metrics\n"
-"                      (not /health and the UI's files); checked before a body\n"
-"                      is read\n"
+"    --token-file FILE the tokens clients must present, one a line:\n"
+"                          TOKEN SCOPES [NAME]      # a comment\n"
+"                      SCOPES comma-separated: read (the query API, the UI's\n"
+"                      API, /api/v2 reads, /api/sql, /metrics), write (ingest:\n"
+"                      Zipkin POST, OTLP HTTP and gRPC, agents; the UI's\n"
+"                      thresholds), probe (/api/query, standing and cluster\n"
+"                      queries: they load BPF).  HTTP: 'Authorization: Bearer\n"
+"                      TOKEN' (gRPC: metadata authorization), 401 without a\n"
+"                      known token, 403 without the route's scope, checked\n"
+"                      before a body is read; /health and the UI's files need\n"
+"                      none.  Agents send theirs in HELLO; an agent id is\n"
+"                      bound to the token of its first HELLO (PATH.agent-tokens)\n"
+"                      and no other token may speak for it.  The file must not\n"
+"                      be readable by every user (chmod 600 or 640): a start is\n"
+"                      refused otherwise\n"
+"    --token T         one token with every scope (also FAY_TOKEN; it is seen in\n"
+"                      ps: prefer --token-file); with --parent, this collector's\n"
+"                      own token to its parent\n"
+"    --tls-cert FILE --tls-key FILE\n"
+"                      TLS (1.2 or 1.3; GnuTLS) on every port: the agent port,\n"
+"                      HTTP (https://), OTLP/HTTP and OTLP/gRPC.  PEM files: the\n"
+"                      certificate (chain) and its key, which must not be\n"
+"                      readable by every user.  A missing or unreadable file or\n"
+"                      a key that is not the certificate's refuses the start\n"
+"    --tls-client-ca FILE\n"
+"                      agents (the agent port) must present a certificate this\n"
+"                      CA signed (mutual TLS: fay agent --tls-cert --tls-key)\n"
+"    --insecure        allow a non-loopback --listen/--http/--otlp-* address with\n"
+"                      no token (refused otherwise: anyone who reaches the port\n"
+"                      could read traces and load BPF programs); logged loudly\n"
 "    --max-body BYTES  largest POST body, before and after gzip (default 16M;\n"
 "                      suffixes k, M, G; at most 2G)\n"
 "    --ingest-queue SPANS\n"
@@ -183,7 +210,10 @@ static void usage(FILE *f)
 "                      batch and retries) and an HTTP body is answered 503 with\n"
 "                      Retry-After; /metrics: fay_collector_memory_bytes.  On\n"
 "                      the agent port a connection must also send HELLO within\n"
-"                      10 s and finish a frame within 30 s of its first byte\n"
+"                      10 s and finish a frame within 30 s of its first byte.\n"
+"                      The collector's RSS stays under this plus ~75 KiB a\n"
+"                      connection and the store's caches (SQLite: 64 MiB and\n"
+"                      2 MiB per reader)\n"
 "    -v, --verbose     more log lines (debug)\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -202,7 +232,8 @@ static void usage(FILE *f)
 "\n"
 "EXAMPLES\n"
 "    fay collector\n"
-"    fay collector --db /var/lib/fay/fay.db --retention 3d --listen 0.0.0.0:9410\n"
+"    fay collector --db /var/lib/fay/fay.db --retention 3d --listen 0.0.0.0:9410 \\\n"
+"         --token-file /etc/fay/tokens\n"
 "    fay collector --clickhouse http://127.0.0.1:8123/fay\n"
 "    curl -s localhost:9411/api/v2/services\n"
 "    curl -s 'localhost:9411/api/v2/traces?serviceName=mapperd&minDuration=1000&limit=5'\n"
@@ -211,7 +242,8 @@ static void usage(FILE *f)
 "    fay collector --thresholds /etc/fay/thresholds.json \\\n"
 "         --export zipkin=http://127.0.0.1:9412/api/v2/spans\n"
 "    xdg-open http://127.0.0.1:9411/\n"
-"    fay collector --listen 0.0.0.0:9410 --parent root.example:9410 --host rack7\n"
+"    fay collector --listen 0.0.0.0:9410 --token-file /etc/fay/tokens \\\n"
+"         --parent root.example:9410 --host rack7\n"
 "\n"
 "EXIT STATUS\n"
 "    0 stopped by SIGINT/SIGTERM, 1 cannot start (address in use, store not\n"
@@ -225,7 +257,8 @@ static void usage(FILE *f)
 "\n"
 "FILES\n"
 "    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n"
-"    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n",
+"    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n"
+"    PATH.agent-tokens          agent id -> the token it is bound to (--token-file)\n",
 		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT,
 		COLL_OTLP_GRPC_DEFAULT);
 }
@@ -261,6 +294,11 @@ int cmd_collector(int argc, char **argv)
 		{ "clickhouse-cluster", required_argument, NULL, 1002 },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
+		{ "token-file", required_argument, NULL, 'K' },
+		{ "insecure", no_argument, NULL, 1004 },
+		{ "tls-cert", required_argument, NULL, 1005 },
+		{ "tls-key", required_argument, NULL, 1006 },
+		{ "tls-client-ca", required_argument, NULL, 1007 },
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
 		{ "otlp-http", required_argument, NULL, 'O' },
@@ -306,6 +344,11 @@ int cmd_collector(int argc, char **argv)
 		case 1002: o.clickhouse_cluster = optarg; break;
 		case 1003: o.allow_other_users = true; break;
 		case 't': o.token = optarg; break;
+		case 'K': o.token_file = optarg; break;
+		case 1004: o.insecure = true; break;
+		case 1005: o.tls_cert = optarg; break;
+		case 1006: o.tls_key = optarg; break;
+		case 1007: o.tls_client_ca = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
 				o.retention_us = 0;

@@ -11,6 +11,7 @@
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
+#include "cli/traces.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine/engine.h"
@@ -116,12 +117,15 @@ static void usage(FILE *f)
 "                    each thread aggregating in its own slot of maps shared\n"
 "                    with fay; it needs one process (-p, -c, process(PID))\n"
 "                    that has fay's runtime loaded (fay run starts one; with\n"
-"                    -c, --probe-mode=inline preloads it) and a function\n"
-"                    entry the patcher accepts, and fails with the reason\n"
+"                    -c, --probe-mode=inline preloads it; with -p it loads\n"
+"                    it into the running process with ptrace: one thread\n"
+"                    calls dlopen at a safe point and is put back as it was;\n"
+"                    the runtime stays loaded, idle) and a function entry\n"
+"                    the patcher accepts, and fails with the reason\n"
 "                    otherwise.  uprobe: kernel uprobes.  auto: inline where\n"
-"                    it can, else a uprobe.  Either way one line on standard\n"
-"                    error says which and why (\"fay: pid 123: uprobe: the fay\n"
-"                    runtime is not loaded (start it with fay run)\")\n"
+"                    the runtime is loaded, else a uprobe.  Either way one\n"
+"                    line on standard error says which and why (\"fay: pid\n"
+"                    123: uprobe: the fay runtime is not loaded (...)\")\n"
 "    --allow-other-users\n"
 "                    when fay runs as a non-root user (with CAP_BPF and\n"
 "                    CAP_PERFMON), probe every user's processes; without it\n"
@@ -132,6 +136,11 @@ static void usage(FILE *f)
 "    --cluster URL   run the query on the agents of the collector at URL\n"
 "                    (its HTTP address, e.g. http://10.0.0.1:9411): see\n"
 "                    CLUSTER QUERIES\n"
+"    --token-file FILE  cluster: the collector's token (scope 'probe'): the\n"
+"                    first word of the file's first line that is not a\n"
+"                    comment (default $FAY_TOKEN)\n"
+"    --tls-ca FILE   cluster: the CA of an https:// collector's certificate\n"
+"                    (default $FAY_TLS_CA, else the system's)\n"
 "    --grace DUR     cluster: how long a window waits for late hosts\n"
 "                    before it is printed without them (default 1s)\n"
 "    --keep NAME     cluster: register the query as a standing query that\n"
@@ -314,6 +323,8 @@ int cmd_query(int argc, char **argv)
 		{ "no-fentry", no_argument, NULL, 'K' },
 		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
+		{ "token-file", required_argument, NULL, 'T' },
+		{ "tls-ca", required_argument, NULL, 'A' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
@@ -332,7 +343,8 @@ int cmd_query(int argc, char **argv)
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	struct cluster_run_opts co = { 0 };
-	const char *keep = NULL, *drop = NULL;
+	const char *keep = NULL, *drop = NULL, *token_file = NULL;
+	static char token_buf[256];
 	char lib[4096];
 	int c, err, rc = 2;
 	char *end;
@@ -413,6 +425,12 @@ int cmd_query(int argc, char **argv)
 		case 'C':
 			co.url = optarg;
 			break;
+		case 'T':
+			token_file = optarg;
+			break;
+		case 'A':
+			tr_http_set_ca(optarg);
+			break;
 		case 'k':
 			keep = optarg;
 			break;
@@ -449,7 +467,8 @@ int cmd_query(int argc, char **argv)
 		}
 		co.out = stdout;
 		co.err = stderr;
-		co.token = getenv("FAY_TOKEN");
+		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token))
+			return 2;
 		return cluster_drop(drop, &co);
 	}
 	if (co.url && (ro.pid || ro.cmd)) {
@@ -495,7 +514,10 @@ int cmd_query(int argc, char **argv)
 		co.err = stderr;
 		co.json = json;
 		co.quiet = ro.quiet;
-		co.token = getenv("FAY_TOKEN");
+		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token)) {
+			free(text);
+			return 2;
+		}
 		rc = keep ? cluster_keep(text, keep, &co) : cluster_run_query(text, &co);
 		free(text);
 		return rc;
@@ -531,14 +553,17 @@ int cmd_query(int argc, char **argv)
 		rc = emit_code(q, plan, emit == EMIT_BPF, &ro);
 		break;
 	case EMIT_RUN:
-		if (ro.cmd && ro.probe_mode == ENGINE_PROBE_INLINE) {
+		if (ro.probe_mode == ENGINE_PROBE_INLINE) {
 			if (fay_probe_lib(lib, sizeof(lib))) {
-				fprintf(stderr, "error: --probe-mode=inline -c: libfay-probe.so is "
+				fprintf(stderr, "error: --probe-mode=inline: libfay-probe.so is "
 					"not next to fay nor in ../lib/fay (FAY_PROBE_LIB names it)\n");
 				rc = 1;
 				goto out;
 			}
-			ro.preload = lib;
+			if (ro.cmd)
+				ro.preload = lib;
+			else
+				ro.inject_lib = lib;	/* a running process: ptrace */
 		}
 		ro.out = stdout;
 		ro.err = stderr;

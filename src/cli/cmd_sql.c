@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/opts.h"
 #include "cli/cmds.h"
 #include "cli/traces.h"
 #include "common/err.h"
@@ -37,7 +38,11 @@ static void usage(FILE *f)
 "    --clickhouse URL  a ClickHouse store: http://HOST:8123[/DATABASE]\n"
 "                      (database fay by default), as fay collector --clickhouse\n"
 "    --collector URL   the store of a running collector (POST URL/api/sql)\n"
+"    --token-file FILE with --collector: its token ('read' scope), the first\n"
+"                      word of the file's first line that is not a comment\n"
 "    --token T         with --collector: its token (also FAY_TOKEN)\n"
+"    --tls-ca FILE     with an https:// --collector: the CA of its certificate\n"
+"                      (also FAY_TLS_CA)\n"
 "    --json            JSON instead of a table\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -84,11 +89,14 @@ int cmd_sql(int argc, char **argv)
 		{ "clickhouse", required_argument, NULL, 'C' },
 		{ "collector", required_argument, NULL, 'c' },
 		{ "token", required_argument, NULL, 't' },
+		{ "token-file", required_argument, NULL, 'K' },
+		{ "tls-ca", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = NULL, *ch = NULL, *coll = NULL, *token = getenv("FAY_TOKEN");
+	static char token_buf[256];
 	struct store_sql_out o = { .f = stdout };
 	struct store_sql_cb cb = { store_sql_out_columns, store_sql_out_row, &o };
 	char where[2048], err[512];
@@ -103,6 +111,13 @@ int cmd_sql(int argc, char **argv)
 		case 'C': ch = optarg; break;
 		case 'c': coll = optarg; break;
 		case 't': token = optarg; break;
+		case 'A':
+			tr_http_set_ca(optarg);
+			break;
+		case 'K':
+			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))
+				return 2;
+			break;
 		case 'j': o.json = 1; break;
 		case 'h': usage(stdout); return 0;
 		default:

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "cli/opts.h"
 #include "cli/traces.h"
 #include "common/clock.h"
 #include "common/lazy_curl.h"
@@ -26,9 +27,9 @@ static const char help_traces[] =
 "SYNOPSIS\n"
 "    fay traces ls [--service S] [--span NAME] [--min-duration D]\n"
 "                  [--max-duration D] [--lookback D] [--limit N] [--json]\n"
-"                  [--server URL]\n"
+"                  [--server URL] [--token-file FILE]\n"
 "    fay traces show TRACE_ID [--json] [-v] [--compact] [--width N]\n"
-"                  [--server URL]\n"
+"                  [--server URL] [--token-file FILE]\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads traces from a running `fay collector` through its Zipkin v2 HTTP\n"
@@ -39,6 +40,11 @@ static const char help_traces[] =
 "OPTIONS\n"
 "    --server URL   the collector's HTTP address (default $FAY_SERVER, else\n"
 "                   " DEFAULT_SERVER ")\n"
+"    --tls-ca FILE  the CA of an https:// collector's certificate (default\n"
+"                   $FAY_TLS_CA, else the system's)\n"
+"    --token-file FILE  the collector's token ('read' scope): the first word\n"
+"                   of the file's first line that is not a comment; the file\n"
+"                   must not be readable by every user (default $FAY_TOKEN)\n"
 "    -h, --help     this page\n"
 "\n"
 "EXAMPLES\n"
@@ -51,6 +57,8 @@ static const char help_traces[] =
 "\n"
 "ENVIRONMENT\n"
 "    FAY_SERVER   the collector's URL when --server is not given.\n"
+"    FAY_TOKEN    the collector's token when --token-file is not given.\n"
+"    FAY_TLS_CA   the CA file when --tls-ca is not given.\n"
 "    NO_COLOR     when set and not empty, never colour the output.\n";
 
 static const char help_ls[] =
@@ -298,7 +306,7 @@ static int add_param(char **q, const char *key, const char *val)
 	return 0;
 }
 
-enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR };
+enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE, OPT_TLS_CA };
 
 /*
  * The options `ls` and `show` share (--server, --color, --ascii), and
@@ -311,6 +319,18 @@ static int shared_opt(int c, struct opts *o, const char *sub)
 	case OPT_SERVER:
 		o->server = optarg;
 		return 0;
+	case OPT_TLS_CA:
+		tr_http_set_ca(optarg);
+		return 0;
+	case OPT_TOKEN_FILE: {
+		static char buf[256];
+		const char *token;
+
+		if (opt_token(optarg, buf, sizeof(buf), &token))
+			return -EINVAL;
+		tr_http_auth(token);
+		return 0;
+	}
 	case OPT_ASCII:
 		o->ascii = 1;
 		return 0;
@@ -366,6 +386,8 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 		{ "limit", required_argument, NULL, 'l' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "server", required_argument, NULL, OPT_SERVER },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },
@@ -524,6 +546,8 @@ static int traces_show(int argc, char **argv, struct opts *o)
 		{ "compact", no_argument, NULL, 'c' },
 		{ "width", required_argument, NULL, 'w' },
 		{ "server", required_argument, NULL, OPT_SERVER },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },
@@ -614,9 +638,11 @@ out:
 int cmd_traces(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	const char *env = getenv("FAY_SERVER");
+	const char *env = getenv("FAY_SERVER"), *token;
 
 	o.server = env && *env ? env : DEFAULT_SERVER;
+	opt_token(NULL, NULL, 0, &token);	/* $FAY_TOKEN, until --token-file */
+	tr_http_auth(token);
 	if (argc < 2) {
 		fputs("usage: fay traces ls|show ... (see 'fay traces --help')\n", stderr);
 		return 2;

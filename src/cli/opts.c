@@ -2,9 +2,11 @@
 /* Option values shared by the subcommands. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/opts.h"
+#include "common/secret.h"
 
 int opt_parse_size(const char *s, uint64_t *out)
 {
@@ -31,5 +33,22 @@ int opt_parse_size(const char *s, uint64_t *out)
 	if (*end || v > UINT64_MAX / mul)
 		return -EINVAL;
 	*out = v * mul;
+	return 0;
+}
+
+/* Contract in opts.h. */
+int opt_token(const char *file, char *buf, size_t len, const char **token)
+{
+	const char *env = getenv("FAY_TOKEN");
+	char err[600];
+
+	*token = env && *env ? env : NULL;
+	if (!file)
+		return 0;
+	if (secret_file_token(file, buf, len, err, sizeof(err))) {
+		fprintf(stderr, "error: --token-file %s\n", err);
+		return -1;
+	}
+	*token = buf;
 	return 0;
 }

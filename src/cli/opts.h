@@ -3,11 +3,20 @@
 #ifndef FAY_CLI_OPTS_H
 #define FAY_CLI_OPTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A size: "4096", "64k", "256M", "2G", "1T" (powers of 1024, an optional
  * trailing B).  Returns 0 with *out set, or -EINVAL (not a size, or it
  * overflows). */
 int opt_parse_size(const char *s, uint64_t *out);
+
+/*
+ * The token a client sends to the collector: the first token of file
+ * (--token-file, NULL: none) into buf, else $FAY_TOKEN when set and not
+ * empty, else none.  Returns 0 with *token set (NULL: none), or -1 after
+ * printing the reason (the file's mode, no token in it) on stderr.
+ */
+int opt_token(const char *file, char *buf, size_t len, const char **token);
 
 #endif

@@ -35,6 +35,9 @@ struct engine_run_opts {
 	 * (fay run; --probe-mode=inline): it runs at once and its runtime
 	 * holds main() until the probes are armed */
 	const char *preload;
+	/* a running process (inline mode): load this runtime into it with
+	 * ptrace when it has none (engine_opts.inject_lib) */
+	const char *inject_lib;
 	/* fay run -- CMD ARGS: the command as words (instead of cmd) */
 	char *const *argv;
 	/* called once every probe is attached (benchmarks, tests) */

@@ -146,6 +146,13 @@ int tr_http_get(const char *url, struct tr_http_resp *resp,
 		char *err, size_t errlen);
 /* The same with a method (NULL: GET, or POST when there is a body), a
  * JSON body (NULL: none) and a bearer token (NULL: none). */
+/* The bearer token of tr_http_get() (NULL: none; the string is kept). */
+void tr_http_auth(const char *token);
+/* The CA (PEM file) that signed an https:// collector's certificate, for
+ * every request (--tls-ca; the string is kept). */
+void tr_http_set_ca(const char *path);
+/* tr_http_set_ca()'s file, else $FAY_TLS_CA, else NULL (the system's). */
+const char *tr_http_ca(void);
 int tr_http(const char *method, const char *url, const char *body, const char *token,
 	    struct tr_http_resp *resp, char *err, size_t errlen);
 

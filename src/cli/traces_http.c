@@ -50,10 +50,30 @@ static int curl_errno(CURLcode c)
 	}
 }
 
+/* tr_http_auth()'s: the token of requests that name none; the CA. */
+static const char *default_token, *ca_file;
+
+void tr_http_auth(const char *token)
+{
+	default_token = token;
+}
+
+void tr_http_set_ca(const char *path)
+{
+	ca_file = path;
+}
+
+const char *tr_http_ca(void)
+{
+	const char *env = getenv("FAY_TLS_CA");
+
+	return ca_file ? ca_file : env && *env ? env : NULL;
+}
+
 int tr_http_get(const char *url, struct tr_http_resp *resp,
 		char *err, size_t errlen)
 {
-	return tr_http(NULL, url, NULL, NULL, resp, err, errlen);
+	return tr_http(NULL, url, NULL, default_token, resp, err, errlen);
 }
 
 int tr_http(const char *method, const char *url, const char *body, const char *token,
@@ -78,6 +98,8 @@ int tr_http(const char *method, const char *url, const char *body, const char *t
 		return -ENOMEM;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (tr_http_ca())	/* https://: the collector's certificate is checked against it */
+		curl_easy_setopt(c, CURLOPT_CAINFO, tr_http_ca());
 	if (method)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (body) {

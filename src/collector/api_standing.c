@@ -67,8 +67,6 @@ int api_standing(struct collector *c, struct http_con *con, const struct http_rq
 
 	if (!c->standing)
 		return reply_text(c, con, 503, "standing queries are not available\n");
-	if (!get && !http_token_ok(c, con))
-		return reply_text(c, con, 401, "needs 'Authorization: Bearer TOKEN' (the collector runs with --token)\n");
 	if (!*rest) {
 		if (!get)
 			return add(c, con, body);

@@ -100,9 +100,6 @@ int api_thresholds(struct collector *c, struct http_con *con, const struct http_
 			json_object_set_new(j, "file", json_string(thresholds_path(c->ext->th)));
 		return reply_json(c, con, j);
 	}
-	if (!http_token_ok(c, con))
-		return reply_text(c, con, 401,
-				  "PUT needs 'Authorization: Bearer TOKEN' (the collector runs with --token)\n");
 	if (body->too_big)
 		return reply_text(c, con, 413, "body: larger than the %zu-byte limit (--max-body)\n",
 				  c->max_body);

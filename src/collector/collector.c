@@ -14,11 +14,14 @@
 #include "collector/cluster.h"
 #include "collector/standing.h"
 #include "collector/collector.h"
+#include "collector/auth.h"
 #include "collector/ext.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 /*
@@ -116,6 +119,48 @@ struct collector_run {
 	struct ctree *tree;          /* --parent: this collector under another */
 };
 
+static int is_loopback(const char *addr)
+{
+	return !strncmp(addr, "127.", 4) || !strncmp(addr, "[::1]", 5);
+}
+
+/*
+ * Without tokens every client is trusted: then every listener must be on
+ * loopback, unless --insecure says otherwise (logged loudly).
+ */
+static int check_exposure(struct collector_run *r, const struct collector_opts *o,
+			  char *err, size_t errlen)
+{
+	const char *open_at = NULL;
+
+	if (auth_on(r->c.auth)) {
+		pr_info("collector: %zu token(s); every port but /health and the UI's files "
+			"needs one", auth_count(r->c.auth));
+		return 0;
+	}
+	if (!is_loopback(wire_server_addr(r->ws)))
+		open_at = wire_server_addr(r->ws);
+	else if (!is_loopback(http_server_addr(r->hs)))
+		open_at = http_server_addr(r->hs);
+	else if (r->otlp_hs && !is_loopback(http_server_addr(r->otlp_hs)))
+		open_at = http_server_addr(r->otlp_hs);
+	else if (r->grpc && !is_loopback(otlp_grpc_addr(r->grpc)))
+		open_at = otlp_grpc_addr(r->grpc);
+	if (!open_at)
+		return 0;
+	if (!o->insecure) {
+		snprintf(err, errlen, "%s is not a loopback address and the collector has no "
+			 "token: anyone who reaches it could read traces, send spans and load "
+			 "BPF programs here.  Give --token-file FILE (or listen on 127.0.0.1), "
+			 "or --insecure to accept that", open_at);
+		return -EPERM;
+	}
+	pr_warn("collector: INSECURE: listening on %s with no token (--insecure): anyone "
+		"who reaches this address may read traces, send spans and load BPF programs "
+		"on this host", open_at);
+	return 0;
+}
+
 struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen)
 {
 	struct collector_run *r = calloc(1, sizeof(*r));
@@ -125,6 +170,9 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	char why[512], store_at[2048];
 	int ret = -EINVAL, optional;
 
+	/* Thread per HTTP connection, per agent connection: without a cap
+	 * each may keep an arena's high-water mark (common/heap.h). */
+	heap_tune(COLL_MALLOC_ARENAS);
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
 		return fay_err_ptr(-ENOMEM);
@@ -151,6 +199,26 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "store: %s", why);
 		goto err_out;
+	}
+	{
+		char bind[4200];
+
+		snprintf(bind, sizeof(bind), "%s.agent-tokens", o->db);
+		c->auth = auth_new(o->token_file, c->token, bind, why, sizeof(why));
+		if (!c->auth) {
+			ret = errno ? -errno : -EINVAL;
+			snprintf(err, errlen, "--token-file %s", why);
+			goto err_out;
+		}
+	}
+	if (o->tls_cert || o->tls_key || o->tls_client_ca) {
+		c->tls = tls_server_conf(o->tls_cert, o->tls_key, o->tls_client_ca, why,
+					 sizeof(why));
+		if (!c->tls) {
+			ret = errno ? -errno : -EINVAL;
+			snprintf(err, errlen, "TLS: %s", why);
+			goto err_out;
+		}
 	}
 	if (set_autocomplete_keys(c, o->autocomplete_keys)) {
 		ret = -ENOMEM;
@@ -204,15 +272,18 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 							  err, errlen)))
 			goto err_out;
 	}
-	pr_info("collector %s: agents on %s, HTTP on http://%s, OTLP/HTTP on %s%s, OTLP/gRPC "
+	pr_info("collector %s: agents on %s%s, HTTP on %s%s, OTLP/HTTP on %s%s, OTLP/gRPC "
 		"on %s, store %s (schema %d), retention %s%" PRIu64 "s",
-		FAY_VERSION, wire_server_addr(r->ws), http_server_addr(r->hs),
-		r->otlp_hs ? "http://" : "", r->otlp_hs ? http_server_addr(r->otlp_hs) : "off",
+		FAY_VERSION, wire_server_addr(r->ws), c->tls ? " (TLS)" : "",
+		c->tls ? "https://" : "http://", http_server_addr(r->hs),
+		r->otlp_hs ? c->tls ? "https://" : "http://" : "",
+		r->otlp_hs ? http_server_addr(r->otlp_hs) : "off",
 		r->grpc ? otlp_grpc_addr(r->grpc) : "off", store_at,
 		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
-	if (c->token)
-		pr_info("collector: agents must present the token");
+	ret = check_exposure(r, o, err, errlen);
+	if (ret)
+		goto err_out;
 	{
 		char dir[4200];
 
@@ -255,6 +326,8 @@ void collector_stop(struct collector *c)
 	cluster_free(c->cluster);	/* after every connection and query ended */
 	ingest_free(c->ingest);
 	coll_ext_free(c->ext);
+	auth_free(c->auth);
+	tls_conf_free(c->tls);
 	for (int i = 0; i < c->nreaders; i++)
 		store__reader_free(c->readers[i]);
 	store__close(c->store);

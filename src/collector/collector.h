@@ -79,10 +79,14 @@ enum coll_scope {
 	COLL_SCOPE_PROBE = 1u << 2,     /* /api/query, cluster queries: load BPF */
 };
 
+struct tls_conf;
+
 struct collector {
 	struct store *store;
 	struct ingest *ingest;
-	const char *token;           /* NULL: none */
+	const char *token;           /* NULL: none (--token: our own, to --parent) */
+	struct auth *auth;           /* who may do what (auth.h) */
+	struct tls_conf *tls;        /* --tls-cert: every port speaks TLS (NULL: none) */
 	size_t max_body;
 	size_t ingest_queue;         /* spans waiting for the store before
 					HTTP/gRPC senders are told to retry */
@@ -115,6 +119,8 @@ struct collector {
 /* ---- collector.c: the whole service ------------------------------------ */
 
 #define EXT_MAX_EXPORTS 8
+/* malloc arenas at most (common/heap.h; MALLOC_ARENA_MAX overrides). */
+#define COLL_MALLOC_ARENAS 4
 /* Spans waiting for the store past which OTLP senders get 429/UNAVAILABLE. */
 #define COLL_INGEST_QUEUE 100000
 /* OTLP/HTTP's default address (the OpenTelemetry SDKs' default endpoint). */
@@ -139,6 +145,10 @@ struct collector_opts {
 	const char *clickhouse;      /* NULL, or the ClickHouse store: URL[,URL...] */
 	const char *clickhouse_cluster;  /* NULL, or the cluster of its tables */
 	const char *token;           /* NULL: none */
+	const char *token_file;      /* --token-file: tokens and scopes (auth.h) */
+	bool insecure;               /* --insecure: no token on a non-loopback address */
+	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (PEM files) */
+	const char *tls_client_ca;   /* --tls-client-ca: agents must present a cert */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */

@@ -21,6 +21,7 @@
 #include "collector/http_int.h"
 #include "common/err.h"
 #include "common/net.h"
+#include "common/tls.h"
 
 #define HTTP_CONNS          1024u    /* connections at once */
 #define HTTP_PER_IP         64u      /* ... from one address (not loopback) */
@@ -122,7 +123,7 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 		/* framing, Host, Origin, route, token: all before the body */
 		rq->route = http_route_find(url, method, hs->otlp_only, &st, msg, sizeof(msg),
 					    rq->allow, sizeof(rq->allow));
-		st = http_screen(c, con, method, hs->loopback, rq->route ? rq->route->scope :
+		st = http_screen(c, con, url, method, hs->loopback, rq->route ? rq->route->scope :
 				 HTTP_OPEN, msg, sizeof(msg)) ? : st;
 		if (st) {
 			refuse(c, rq, st, msg);
@@ -237,6 +238,11 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 	o.per_ip = hs->loopback ? 0u : HTTP_PER_IP;
 	o.idle_s = HTTP_IDLE_S;
 	o.thread_per_conn = 1;
+	if (c->tls) {   /* libmicrohttpd's own TLS (GnuTLS): the same files */
+		const char *ca;
+
+		tls_conf_pem(c->tls, &o.tls_cert, &o.tls_key, &ca);
+	}
 	o.on_request = on_request;
 	o.on_done = on_done;
 	o.cls = hs;

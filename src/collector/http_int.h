@@ -133,18 +133,15 @@ int api_sql(struct collector *c, struct http_con *con, const struct http_rq *rq)
 /* otlp_http.c: POST /v1/traces */
 int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq);
 
-/* http_screen.c.  Does the request carry the token (Authorization:
- * Bearer TOKEN, compared in constant time), or is there none (no
- * --token)?  1 or 0. */
-int http_token_ok(struct collector *c, struct http_con *con);
 /*
  * Screen a request on its headers, before any route or body: framing
  * (request smuggling), Host on a loopback listener (DNS rebinding), Origin
- * of state-changing methods (CSRF), the token where one is needed (see
- * http_screen.c for the rules).  Returns 0 to go on, or the status to
- * answer (400, 401, 403) with the reason in msg.
+ * of state-changing methods (CSRF), the token and its scope when the
+ * route (scope: its table entry's) needs one (see http_screen.c for the
+ * rules).  Returns 0 to go on, or the status to answer (400, 401, 403)
+ * with the reason in msg.
  */
-unsigned http_screen(struct collector *c, struct http_con *con, const char *method,
-		     int loopback, unsigned scope, char *msg, size_t msglen);
+unsigned http_screen(struct collector *c, struct http_con *con, const char *url,
+		     const char *method, int loopback, unsigned scope, char *msg, size_t msglen);
 
 #endif

@@ -18,38 +18,20 @@
  * but GET and HEAD) carrying an Origin must come from this server's own
  * origin (a form or fetch from another site: CSRF).  Both get 403.
  *
- * Token.  With --token, every route with a scope in the route table
- * (http_routes.c) needs it (Authorization: Bearer T, compared in constant
- * time); /health and the web UI's static files do not.  The check is made
- * on the headers, so a body is never read for a client without the token.
+ * Token.  With tokens (--token-file, --token), every route with a scope
+ * in the route table (http_routes.c) needs a token (Authorization: Bearer
+ * T, compared in constant time, auth.c) that has the scope: 401 with
+ * WWW-Authenticate without one or with an unknown one, 403 when it lacks
+ * the scope.  /health and the web UI's static files need none.  The check
+ * is made on the headers, so a body is never read for such a client.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "collector/auth.h"
 #include "collector/http_int.h"
-
-int http_token_ok(struct collector *c, struct http_con *con)
-{
-	const char *h = http_header(con, "Authorization");
-	size_t n, want;
-	unsigned diff;
-
-	if (!c->token)
-		return 1;
-	if (!h || strncmp(h, "Bearer ", 7))
-		return 0;
-	h += 7;
-	n = strlen(h);
-	want = strlen(c->token);
-	/* No early exit on the first different byte: the time taken says
-	 * nothing about how much of the token a guess got right. */
-	diff = n != want;
-	for (size_t i = 0; i < want; i++)
-		diff |= (unsigned char)c->token[i] ^ (unsigned char)(i < n ? h[i] : 0);
-	return !diff;
-}
 
 struct framing {
 	int ncl, bad_cl, te, te_other, ws_name;
@@ -103,8 +85,8 @@ static int origin_is(const char *origin, const char *host)
 	       !strcasecmp(p + 3, host);
 }
 
-unsigned http_screen(struct collector *c, struct http_con *con, const char *method,
-		     int loopback, unsigned scope, char *msg, size_t msglen)
+unsigned http_screen(struct collector *c, struct http_con *con, const char *url,
+		     const char *method, int loopback, unsigned scope, char *msg, size_t msglen)
 {
 	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	const char *host = http_header(con, "Host");
@@ -139,10 +121,12 @@ unsigned http_screen(struct collector *c, struct http_con *con, const char *meth
 			 "pages may change state (cross-site request?)\n", method, origin);
 		return 403;
 	}
-	if (c->token && scope != HTTP_OPEN && !http_token_ok(c, con)) {
-		snprintf(msg, msglen, "%s needs 'Authorization: Bearer TOKEN' (the collector "
-			 "runs with --token)\n", method);
-		return 401;
+	{
+		const char *h = http_header(con, "Authorization");
+		char what[200];
+
+		snprintf(what, sizeof(what), "%s %.160s", method, url);
+		return auth_check_bearer(c->auth, h, h ? strlen(h) : 0, scope, what, NULL, msg,
+					 msglen);
 	}
-	return 0;
 }

@@ -25,6 +25,7 @@
 #include "collector/ext.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/heap.h"
 #include "common/log.h"
 
 #define INGEST_GROUP_SPANS  200000
@@ -177,6 +178,9 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&in->lock);
 
 		run_group(in, group);
+		/* what decoding and storing the group freed, in every
+		 * thread's arena, back to the system (common/heap.h) */
+		heap_trim_maybe(clock_monotonic_ns());
 
 		pthread_mutex_lock(&in->lock);
 		for (j = group; j;) {

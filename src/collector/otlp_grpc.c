@@ -19,8 +19,10 @@
  *                                       with a RetryInfo of 1 s
  *               UNIMPLEMENTED (12)      another method, an unknown
  *                                       grpc-encoding
- *               UNAUTHENTICATED (16)    --token and no matching
- *                                       "authorization: Bearer T"
+ *               UNAUTHENTICATED (16)    tokens (--token-file, --token)
+ *                                       and no known "authorization:
+ *                                       Bearer T"
+ *               PERMISSION_DENIED (7)   a token without the write scope
  *
  * One thread per connection (like the HTTP server: ingest blocks until
  * the commit); at most GRPC_CONNS connections.  Every thread polls with a
@@ -37,10 +39,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "collector/auth.h"
 #include "collector/otlp_int.h"
 #include "collector/collector.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/net.h"
 
 #define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -50,7 +54,7 @@
 #define GRPC_RETRY_S    1
 
 enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
-       G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16 };
+       G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16, G_PERMISSION_DENIED = 7 };
 
 struct otlp_grpc {
 	struct collector *c;
@@ -69,7 +73,8 @@ struct gstream {
 	char path[128];
 	char encoding[32];              /* grpc-encoding */
 	int bad_type;                   /* content-type not application/grpc */
-	int authorized;
+	char auth[300];                 /* the authorization header ("" none) */
+	size_t authlen;
 	uint8_t *body;
 	size_t len, cap;
 	int too_big;
@@ -184,9 +189,18 @@ static int handle(struct gconn *k, struct gstream *st)
 			 GRPC_PATH);
 		return answer_error(k, st, G_UNIMPLEMENTED, msg);
 	}
-	if (!st->authorized)
-		return answer_error(k, st, G_UNAUTHENTICATED,
-				    "needs 'authorization: Bearer TOKEN' (the collector runs with --token)");
+	{
+		char msg[300];
+		unsigned st_auth = auth_check_bearer(k->g->c->auth, st->authlen ? st->auth : NULL,
+						     st->authlen, COLL_SCOPE_WRITE, GRPC_PATH,
+						     NULL, msg, sizeof(msg));
+
+		if (st_auth) {
+			msg[strcspn(msg, "\n")] = '\0';
+			return answer_error(k, st, st_auth == 403 ? G_PERMISSION_DENIED :
+					    G_UNAUTHENTICATED, msg);
+		}
+	}
 	if (st->bad_type)
 		return answer_error(k, st, G_INVALID_ARGUMENT, "content-type: expected application/grpc");
 	if (st->too_big) {
@@ -274,7 +288,6 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
 	if (!st)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	st->id = f->hd.stream_id;
-	st->authorized = !k->g->c->token;
 	st->next = k->streams;
 	st->pprev = &k->streams;
 	if (k->streams)
@@ -284,24 +297,10 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
 	return 0;
 }
 
-/* Is the header "authorization: Bearer <token>"? */
-static int bearer_ok(const char *token, const uint8_t *v, size_t n)
-{
-	size_t tl = strlen(token);
-	unsigned diff = 0;
-
-	if (n != tl + 7 || strncasecmp((const char *)v, "bearer ", 7))
-		return 0;
-	for (size_t i = 0; i < tl; i++)
-		diff |= (unsigned)(v[7 + i] ^ (uint8_t)token[i]);
-	return !diff;
-}
-
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
 		     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
 		     void *user)
 {
-	struct gconn *k = user;
 	struct gstream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
 
 	if (!st || f->hd.type != NGHTTP2_HEADERS)
@@ -314,8 +313,12 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
 			 (const char *)value);
 	else if (IS("content-type"))
 		st->bad_type = valuelen < 16 || memcmp(value, "application/grpc", 16);
-	else if (IS("authorization") && k->g->c->token)
-		st->authorized = bearer_ok(k->g->c->token, value, valuelen);
+	else if (IS("authorization")) {
+		/* longer than any token: kept cut, so it matches none */
+		st->authlen = valuelen < sizeof(st->auth) ? valuelen : sizeof(st->auth) - 1;
+		memcpy(st->auth, value, st->authlen);
+		st->auth[st->authlen] = '\0';
+	}
 #undef IS
 	return 0;
 }
@@ -502,7 +505,17 @@ static void *accept_main(void *arg)
 		pthread_mutex_unlock(&g->lock);
 		/* a peer that stops reading cannot hold a thread in send() forever */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		k = calloc(1, sizeof(*k));
+		if (g->c->tls) {
+			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
+			 * plaintext end (tls.h) */
+			char ip[64];
+
+			otlp_addr_str((struct sockaddr *)&ss, ip, sizeof(ip));
+			fd = tls_accept(g->c->tls, fd, ip, "h2", 0);
+			if (fd >= 0)
+				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		}
+		k = fd >= 0 ? calloc(1, sizeof(*k)) : NULL;
 		if (k) {
 			k->g = g;
 			k->fd = fd;
@@ -510,7 +523,8 @@ static void *accept_main(void *arg)
 		}
 		if (!k || pthread_create(&t, NULL, conn_main, k)) {
 			free(k);
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			pthread_mutex_lock(&g->lock);
 			if (!--g->nconns)
 				pthread_cond_broadcast(&g->idle);

@@ -173,11 +173,6 @@ int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq
 	void *out = NULL;
 	size_t len = 0;
 
-	if (!http_token_ok(c, con)) {
-		X_ADD(c, otlp_rejected, 1);
-		return refuse(c, con, 401, protobuf, "POST needs 'Authorization: Bearer TOKEN' "
-			      "(the collector runs with --token)");
-	}
 	if (body->too_big) {
 		X_ADD(c, otlp_rejected, 1);
 		snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit (--max-body)",

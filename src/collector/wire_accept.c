@@ -19,6 +19,7 @@
 #include "collector/wire_int.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/net.h"
 #include "common/wire.h"
 
@@ -101,6 +102,15 @@ static void *accept_main(void *arg)
 				 ws->max_conns);
 			refuse(fd, ws->stop ? "collector shutting down" : why);
 			continue;
+		}
+		if (ws->c->tls) {
+			/* the handshake runs on the TLS thread: fd becomes the
+			 * plaintext end of it (tls.h) */
+			fd = tls_accept(ws->c->tls, fd, ip, NULL, 1);
+			if (fd < 0) {
+				pthread_mutex_unlock(&ws->lock);
+				continue;
+			}
 		}
 		w = calloc(1, sizeof(*w));
 		if (!w) {

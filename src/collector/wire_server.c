@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "collector/auth.h"
 #include "collector/cluster.h"
 #include "collector/collector.h"
 #include "collector/wire_int.h"
@@ -104,16 +105,6 @@ static int violation(struct agent_conn *ac, const char *fmt, ...)
 
 /* ---- HELLO -------------------------------------------------------------- */
 
-static int ct_equal(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char d = (unsigned char)(la != lb);
-
-	for (size_t i = 0; i < la; i++)
-		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-	return !d;
-}
-
 /* The address part of a peer ("1.2.3.4:5", "[::1]:5"): its length. */
 static size_t peer_ip_len(const char *peer)
 {
@@ -177,6 +168,7 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 	struct collector *c = ac->c;
 	struct wire_hello m;
 	struct wire_welcome wm = { 0 };
+	const struct auth_token *tok;
 	char err[512];
 	uint64_t last_seq;
 	int ret;
@@ -185,9 +177,26 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 		return violation(ac, "HELLO: a second HELLO on one connection");
 	if (wire_get_hello(f, &m, err, sizeof(err)))
 		return violation(ac, "%s", err);
-	if (c->token && (!m.token[0] || !ct_equal(m.token, c->token)))
-		return violation(ac, "HELLO: %s token (start the agent with the collector's --token)",
-				 m.token[0] ? "wrong" : "missing");
+	if (auth_on(c->auth)) {
+		/* an agent, a query connection or a child collector: each
+		 * sends spans or results in, so each needs the write scope */
+		if (!m.token[0])
+			return violation(ac, "HELLO: missing token; this collector needs one with "
+					 "the 'write' scope (fay agent --token-file FILE)");
+		tok = auth_find(c->auth, m.token, strlen(m.token));
+		if (!tok)
+			return violation(ac, "HELLO: wrong token: unknown to this collector (fay "
+					 "agent --token-file FILE: one of the collector's "
+					 "--token-file)");
+		if (!(tok->scopes & COLL_SCOPE_WRITE))
+			return violation(ac, "HELLO: token%s%s lacks the 'write' scope agents need",
+					 tok->name[0] ? " " : "", tok->name);
+		if (m.agent_id[0] && (ret = auth_bind_agent(c->auth, m.agent_id, tok, err,
+							    sizeof(err)))) {
+			M_ADD(c, agent_id_clashes, 1);
+			return violation(ac, "HELLO: %s", err);
+		}
+	}
 	memcpy(ac->agent_id, m.agent_id, sizeof(ac->agent_id));
 	snprintf(ac->host, sizeof(ac->host), "%s", m.host);
 	/* It goes into logs and the UI: no control characters (a newline

@@ -32,22 +32,10 @@
 	X(MHD_get_connection_values) X(MHD_get_connection_info)	\
 	X(MHD_is_feature_supported)
 
-#define MHD_FIELD(f) __typeof__(f) *f;
-static struct {
-	MHD_FUNCS(MHD_FIELD)
-} fn;
-#undef MHD_FIELD
-
-#define MHD_SYM(f) { #f, (void **)&fn.f },
+static struct { MHD_FUNCS(LAZY_FIELD) } fn;     /* the library's functions */
+#define MHD_SYM(f) LAZY_SYM(fn, f)
 static const struct lazy_sym syms[] = { MHD_FUNCS(MHD_SYM) };
-#undef MHD_SYM
-
-static struct lazy_lib lib = {
-	.soname = MHD_SONAME,
-	.package = MHD_PACKAGE,
-	.syms = syms,
-	.nsyms = sizeof(syms) / sizeof(syms[0]),
-};
+static struct lazy_lib lib = LAZY_LIB(MHD_SONAME, MHD_PACKAGE, syms);
 
 _Static_assert(HTTP_STREAM_END == MHD_CONTENT_READER_END_OF_STREAM, "stream end");
 _Static_assert(HTTP_STREAM_ERROR == MHD_CONTENT_READER_END_WITH_ERROR, "stream error");
@@ -61,15 +49,7 @@ struct httpd {
 /* Contract in httpd.h. */
 int httpd_load(char *err, size_t errlen)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static int opened;
-
-	pthread_mutex_lock(&lock);
-	if (!opened)
-		lazy_open(&lib);
-	opened = 1;
-	pthread_mutex_unlock(&lock);
-	return lazy_result(&lib, err, errlen);
+	return lazy_load(&lib, err, errlen);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *con, const char *url,

@@ -2,6 +2,7 @@
 /* Libraries loaded on first use: see lazy.h. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "common/lazy.h"
@@ -41,4 +42,17 @@ int lazy_result(const struct lazy_lib *l, char *err, size_t errlen)
 	if (l->ret && err && errlen)
 		snprintf(err, errlen, "%s", l->msg);
 	return l->ret;
+}
+
+/* Contract in lazy.h. */
+int lazy_load(struct lazy_lib *l, char *err, size_t errlen)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&lock);
+	if (!l->opened)
+		lazy_open(l);
+	l->opened = 1;
+	pthread_mutex_unlock(&lock);
+	return lazy_result(l, err, errlen);
 }

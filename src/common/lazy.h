@@ -28,7 +28,27 @@ struct lazy_lib {
 	size_t nsyms;
 	int ret;                        /* lazy_open(): 0 or -ELIBACC */
 	char msg[320];                  /* why it failed, dlerror() included */
+	int opened;                     /* lazy_load() has run lazy_open() */
 };
+
+/*
+ * For a wrapper that lists its functions in an X-macro FUNCS(X): a struct
+ * of pointers typed as the library's own prototypes,
+ *     static struct { FUNCS(LAZY_FIELD) } fn;
+ * its symbol table, with #define SYM(f) LAZY_SYM(fn, f),
+ *     static const struct lazy_sym syms[] = { FUNCS(SYM) };
+ * and the library, static struct lazy_lib lib = LAZY_LIB(SONAME, PKG, syms).
+ */
+#define LAZY_FIELD(f) __typeof__(f) *f;
+#define LAZY_SYM(var, f) { #f, (void **)&(var).f },
+#define LAZY_LIB(so, pkg, syms) \
+	{ .soname = (so), .package = (pkg), .syms = (syms), .nsyms = sizeof(syms) / sizeof((syms)[0]) }
+
+/*
+ * lazy_open(l) the first time (thread-safe: one lock for every library),
+ * then lazy_result(l, err, errlen).
+ */
+int lazy_load(struct lazy_lib *l, char *err, size_t errlen);
 
 /*
  * dlopen() l->soname and resolve every symbol into its slot.  Sets l->ret

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/qlink.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 #define QL_TICK_MS		100
@@ -214,6 +215,16 @@ static int dial(struct qlink *l)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	/* a collector gone without a word (a pulled cable) breaks the link */
 	net_keepalive(fd, NET_KEEPALIVE_IDLE_S, NET_KEEPALIVE_INTVL_S, NET_KEEPALIVE_CNT);
+	if (l->o.tls) {
+		char why[512];
+
+		fd = tls_connect(l->o.tls, fd, l->host, why, sizeof(why));
+		if (fd < 0) {
+			pr_warn("%s to %s: TLS: %s", l->o.what, l->o.upper, why);
+			return fd;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
 	return fd;
 }
 

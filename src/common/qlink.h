@@ -35,11 +35,14 @@ struct qlink_job {
 	void *ctx;				/* qlink_opts.ctx */
 };
 
+struct tls_conf;
+
 struct qlink_opts {
 	const char *upper;	/* host:port of the collector's agent port */
 	const char *host;	/* our name in HELLO */
 	const char *agent_id;	/* 32 hex digits */
 	const char *token;	/* NULL: none */
+	struct tls_conf *tls;	/* NULL: plaintext; else TLS, the server checked */
 	bool collector;		/* we are a collector (HELLO "collector":true) */
 	const char *what;	/* "query connection", for log lines */
 	/* Run one query to its end or until job->stop. */

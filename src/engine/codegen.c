@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "vm/vm.h"
 
 struct cg {
 	struct engine *e;
@@ -224,6 +225,17 @@ static ir_reg cg_ret(struct cg *g, const struct pexpr *x)
 	return r;
 }
 
+/* trace_id / span_name of a function(...) event: the libfay span current
+ * on the thread, which only an inline probe (in the process) can read. */
+static bool cg_span_ok(struct cg *g, const struct pexpr *x)
+{
+	if (engine_inl_active(g->e))
+		return true;
+	cg_qfail(g, x, "the field '%s' of a function(...) event is the libfay span current on the calling thread, which only inline probes read: use --probe-mode=inline on a process started with fay run",
+		 field_name(x->field));
+	return false;
+}
+
 static ir_reg cg_field(struct cg *g, const struct pexpr *x)
 {
 	struct ir *ir = g->ir;
@@ -252,6 +264,16 @@ static ir_reg cg_field(struct cg *g, const struct pexpr *x)
 		break;
 	case F_RET:
 		return cg_ret(g, x);
+	case F_TRACE_ID: {
+		int k = ir_stack_alloc(ir, 8, 8);
+
+		if (!cg_span_ok(g, x))
+			break;
+		ir_call(ir, IR_NOREG, VM_FUNC_fay_span, 3, IR_S(k), IR_I(8),
+			IR_I(VM_SPAN_TRACE_ID));
+		ir_load(ir, r, IR_S(k), 0, 8, 0);
+		break;
+	}
 	case F_DURATION:
 		if (!g->p->paired || g->ep->role != EP_EXIT) {
 			cg_qfail(g, x, "duration is only known at the exit of a paired source");
@@ -318,6 +340,12 @@ static void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 	case PX_FIELD:
 		if (x->field == F_HOST) {
 			cg_host(g, off, size);
+			return;
+		}
+		if (x->field == F_SPAN_NAME) {
+			if (cg_span_ok(g, x))
+				ir_call(ir, IR_NOREG, VM_FUNC_fay_span, 3, IR_S(off), IR_I(size),
+					IR_I(VM_SPAN_NAME));
 			return;
 		}
 		if (x->field != F_COMM)

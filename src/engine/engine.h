@@ -81,8 +81,12 @@ struct engine_opts {
 	 * the binary is uid's (run.c, owner.c). */
 	bool own_uid_only;
 	uid_t uid;
+	/* inline mode, a process without the runtime: load this library
+	 * (libfay-probe.so) into it with ptrace (probe/inject.h); NULL: never
+	 * (auto mode then falls back to a uprobe) */
+	const char *inject_lib;
 };
-#define engine_opts__last_field uid
+#define engine_opts__last_field inject_lib
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;

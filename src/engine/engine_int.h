@@ -79,6 +79,7 @@ struct engine {
 	/* function(...) as inline probes in one process (inline_run.c) */
 	struct engine_inl *inl;
 	char note[1024];
+	uint64_t inl_injected_us;	/* this query loaded the runtime with ptrace: how long */
 };
 
 /* Set e->err (printf) and return err. */
@@ -122,7 +123,9 @@ int engine_vm_update(const struct engine *e, const struct bmap *b, const void *k
 int engine_vm_delete(const struct engine *e, const struct bmap *b, const void *key);
 int engine_vm_sum_u64(const struct engine *e, const struct bmap *b, const void *key,
 		      uint64_t *out);
-/* Slots of the VM maps (the reader's "CPUs"). */
+/* The reader's "CPUs": the maps' slots, or inline the slots threads have
+ * taken so far (vm_map_slots_used()), a snapshot engine_vm_lookup() and
+ * engine_vm_update() then read and write (its buffers are that long). */
 int engine_vm_ncpus(const struct engine *e);
 /* engine_stream_fd() and engine_consume() of a VM engine. */
 int engine_vm_stream_fd(const struct engine *e);

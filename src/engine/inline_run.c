@@ -9,6 +9,9 @@
  * process(PID), fay run) whose runtime answers on its control socket and
  * whose patcher accepts the function's entry; else a uprobe (auto) or an
  * error (inline), with one line saying which and why (engine_note()).
+ * In inline mode a process without the runtime gets it loaded with
+ * ptrace (engine_opts.inject_lib, probe/inject.h); it stays loaded, idle,
+ * after the query (its trampolines may still be returned into).
  * Then the maps are VM maps in memfds (engine_vm_load(): the reader of
  * run.c reads them through spans.c's functions, one slot standing for one
  * CPU) and engine_attach() sends the maps, the programs (verified here
@@ -28,10 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/inline_wire.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 #include "probe/elfsym.h"
+#include "probe/inject.h"
 
 struct engine_inl {
 	int fd;
@@ -140,37 +145,6 @@ static int next_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
 }
 
 /* The address of file offset off of path in pid (its /proc/PID/maps). */
-static int map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr)
-{
-	char fn[64], line[4400];
-	struct stat want;
-	FILE *f;
-	int err = -ENOENT;
-
-	if (stat(path, &want))
-		return -errno;
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, pgoff, ino;
-		unsigned int maj, min;
-		char perms[8];
-
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &pgoff,
-			   &maj, &min, &ino) != 7 || perms[2] != 'x' || ino != want.st_ino)
-			continue;
-		if (off >= pgoff && off < pgoff + (hi - lo)) {
-			*addr = lo + (off - pgoff);
-			err = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return err;
-}
-
 /* auto: a uprobe with a note; inline: an error.  Returns 0 or -errno. */
 static int no_inline(struct engine *e, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -222,12 +196,23 @@ int engine_inl_decide(struct engine *e)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
+	if (fd < 0 && e->opts.inject_lib) {
+		uint64_t t0 = clock_monotonic_ns();
+		char why[1024];
+
+		err = inject_library(pid, e->opts.inject_lib, why, sizeof(why));
+		if (err)
+			return no_inline(e, err, "%s", why);
+		e->inl_injected_us = (clock_monotonic_ns() - t0) / 1000 + 1;
+		fd = connect_rt(pid, 5000);	/* its constructor binds the socket */
+	}
 	if (fd < 0)
 		return no_inline(e, fd, "pid %d: the fay runtime is not loaded (start it "
-				 "with fay run)", (int)pid);
+				 "with fay run, or --probe-mode=inline to load it with ptrace)",
+				 (int)pid);
 	so.sym = sym;
 	so.size = 0;
-	err = map_addr(pid, path, off, &addr);
+	err = proc_map_addr(pid, path, off, &addr);
 	if (err) {
 		close(fd);
 		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
@@ -267,7 +252,11 @@ int engine_inl_decide(struct engine *e)
 	e->inl->site = m.s;
 	snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s@0x%" PRIx64
 		 " (pid %d)", path, sym, addr, (int)pid);
-	snprintf(e->note, sizeof(e->note), "pid %d: inline (%.900s)", (int)pid, r.msg);
+	if (e->inl_injected_us)
+		snprintf(e->note, sizeof(e->note), "pid %d: inline, runtime loaded with ptrace "
+			 "in %.1f ms (%.860s)", (int)pid, e->inl_injected_us / 1000.0, r.msg);
+	else
+		snprintf(e->note, sizeof(e->note), "pid %d: inline (%.900s)", (int)pid, r.msg);
 	return 0;
 }
 

@@ -28,13 +28,17 @@
 
 #define VM_SLOTS 1
 /* Threads of a traced process that can run inline probes at once (a
- * slot each in every per-slot map; more threads are not traced). */
-#define INLINE_SLOTS 64
+ * slot each in every per-slot map; more threads are not traced): the
+ * runtime's RT_MAX_SLOTS.  The maps are sparse memfds and the reader
+ * merges only the slots the runtime noted (vm_map_slots_used()), so
+ * unused slots cost neither memory nor reading time. */
+#define INLINE_SLOTS 1024
 
 struct engine_vm {
 	struct engine_inline in;
 	pthread_mutex_t lock;
-	unsigned int nslots;	/* the reader's "CPUs" */
+	unsigned int nslots;	/* slots of the maps */
+	unsigned int rslots;	/* the reader's "CPUs": engine_vm_ncpus()'s snapshot */
 	int evfd;		/* readable when streamed rows wait (inline: a timer) */
 	bool pending;		/* rows written since the last kick */
 	unsigned char *recs;	/* engine_consume(): copies, delivered unlocked */
@@ -81,7 +85,7 @@ int engine_vm_load(struct engine *e)
 	if (!v)
 		return engine_fail(e, -ENOMEM, "out of memory");
 	v->evfd = -1;
-	v->nslots = VM_SLOTS;
+	v->nslots = v->rslots = VM_SLOTS;
 	pthread_mutex_init(&v->lock, NULL);
 	e->vm = v;
 	if (engine_inl_active(e))
@@ -162,6 +166,13 @@ static struct vm_map *vmap(const struct engine *e, const struct bmap *b)
 	return engine_inline_map(&e->vm->in, b);
 }
 
+/* The slots of m the reader reads: the last engine_vm_ncpus() snapshot
+ * (its buffers are that many values long). */
+static unsigned int rslots(const struct engine *e, const struct vm_map *m)
+{
+	return e->vm->rslots < vm_map_nslots(m) ? e->vm->rslots : vm_map_nslots(m);
+}
+
 int engine_vm_lookup(const struct engine *e, const struct bmap *b, const void *key,
 		     void *buf, size_t stride)
 {
@@ -170,7 +181,7 @@ int engine_vm_lookup(const struct engine *e, const struct bmap *b, const void *k
 
 	if (!m)
 		return -ENOENT;
-	for (unsigned s = 0; s < vm_map_nslots(m); s++) {
+	for (unsigned s = 0; s < rslots(e, m); s++) {
 		const void *val = vm_map_lookup(m, key, s);
 
 		if (!val)
@@ -198,7 +209,7 @@ int engine_vm_update(const struct engine *e, const struct bmap *b, const void *k
 
 	if (!m)
 		return -ENOENT;
-	for (unsigned s = 0; !err && s < (per_slot ? vm_map_nslots(m) : 1); s++)
+	for (unsigned s = 0; !err && s < (per_slot ? rslots(e, m) : 1); s++)
 		err = vm_map_update(m, key, (const unsigned char *)buf + s * stride, BPF_ANY, s);
 	return err;
 }
@@ -218,7 +229,8 @@ int engine_vm_sum_u64(const struct engine *e, const struct bmap *b, const void *
 	*out = 0;
 	if (!m)
 		return 0;	/* the program never counts: no map was made */
-	for (unsigned s = 0; s < vm_map_nslots(m); s++) {
+	for (unsigned s = 0; s < (engine_inl_active(e) ? vm_map_slots_used(m) :
+				  vm_map_nslots(m)); s++) {
 		const uint64_t *val = vm_map_lookup(m, key, s);
 
 		if (val)
@@ -229,7 +241,18 @@ int engine_vm_sum_u64(const struct engine *e, const struct bmap *b, const void *
 
 int engine_vm_ncpus(const struct engine *e)
 {
-	return (int)e->vm->nslots;
+	struct engine_vm *v = e->vm;
+	unsigned int used = 1;
+
+	if (!engine_inl_active(e))
+		return (int)v->nslots;
+	/* inline: the slots threads have taken so far (the maps are noted
+	 * together), at least one */
+	for (int i = 0; i < v->in.nmaps; i++)
+		if (vm_map_slots_used(v->in.maps[i]) > used)
+			used = vm_map_slots_used(v->in.maps[i]);
+	v->rslots = used;
+	return (int)used;
 }
 
 int engine_vm_stream_fd(const struct engine *e)
@@ -273,7 +296,8 @@ int engine_vm_consume(struct engine *e)
 	}
 	pthread_mutex_lock(&v->lock);
 	v->nrecs_bytes = 0;
-	for (unsigned s = 0; s < vm_map_nslots(m); s++)
+	for (unsigned s = 0; s < (engine_inl_active(e) ? vm_map_slots_used(m) :
+				  vm_map_nslots(m)); s++)
 		vm_ring_drain(m, s, copy_rec, v);
 	pthread_mutex_unlock(&v->lock);
 	for (size_t off = 0; off < v->nrecs_bytes; n++) {

@@ -157,6 +157,13 @@ static inline uint32_t lib_slot_idx(const struct fay_pool_slot *s)
 	return (uint32_t)(((const uint8_t *)s - lib.pool) / lib.pool_stride);
 }
 
+/* current.c: sl, just opened by this thread, becomes its current span;
+ * pop: sl (about to end on this thread) is current no more.  Only the
+ * owning thread calls them (a reader on the same thread sees whole
+ * entries). */
+void lib_cur_push(const struct fay_pool_slot *sl) LIB_HIDDEN;
+void lib_cur_pop(const struct fay_pool_slot *sl) LIB_HIDDEN;
+
 /* shm.c: the file and the thread's ring. */
 struct fay_shm_hdr *lib_hdr_slow(void);
 /* The header to record into, or NULL.  Creates a fork child's file. */

@@ -151,6 +151,7 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
 	sl->fixed.start_ns = clock_realtime_ns();
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
+	lib_cur_push(sl);
 	if (unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
 		lib_flush_counters();
 	lib_leave();
@@ -328,6 +329,7 @@ static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 		lib_pool_push(lib_slot_idx(sl));
 		return;
 	}
+	lib_cur_pop(sl);
 	now = clock_realtime_ns();
 	sl->fixed.duration_ns = now > sl->fixed.start_ns ? now - sl->fixed.start_ns : 0;
 	lib_write_record(&sl->fixed, sl->buf, sl->used);

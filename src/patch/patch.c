@@ -668,6 +668,18 @@ int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
 	return 0;
 }
 
+bool patch_site_ours(const struct patch_site *s)
+{
+	int32_t rel = (int32_t)((intptr_t)s->tramp - (intptr_t)(s->func + JMP_LEN));
+
+	return s->armed && s->func[0] == 0xe9 && !memcmp(s->func + 1, &rel, 4);
+}
+
+void patch_site_forget(struct patch_site *s)
+{
+	s->armed = false;
+}
+
 int patch_site_disarm(struct patch_site *s)
 {
 	int rc;

@@ -76,6 +76,13 @@ int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
 		   void *arg, char *err, size_t errlen);
 /* Restore the original bytes.  0 or -errno. */
 int patch_site_disarm(struct patch_site *s);
+/* Whether the site is armed and its bytes are still the jump this site
+ * wrote (the caller knows the code is still mapped: the object was not
+ * unloaded, or another one loaded there since). */
+bool patch_site_ours(const struct patch_site *s);
+/* The code is gone (its object unloaded): disarm and free write nothing
+ * there. */
+void patch_site_forget(struct patch_site *s);
 /* Whether the first instructions were a nop (no relocation needed). */
 bool patch_site_nop(const struct patch_site *s);
 /* The first instruction at the site ("push rbp"), for messages. */

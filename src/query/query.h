@@ -127,6 +127,8 @@ enum field_id {
 	F_TIME, F_PID, F_TID, F_COMM, F_CPU, F_UID, F_RET, F_DURATION, F_HOST,
 	/* spans(...) */
 	F_NAME, F_SERVICE, F_TRACE_ID, F_SPAN_ID, F_PARENT_ID, F_KIND, F_ERROR,
+	/* function(...) in inline mode: the libfay span current on the thread */
+	F_SPAN_NAME,
 	F_NFIELDS
 };
 const char *field_name(enum field_id f);

@@ -99,12 +99,49 @@ static int in_exec_segment(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+struct site_arg {
+	struct patch_site *ps;
+	const struct inl_site *info;
+	bool loaded;
+};
+
+/* Under the loader's lock (dl_iterate_phdr holds it: no dlclose can
+ * unmap the object meanwhile): restore the site if its object is still
+ * loaded and the bytes are still this site's jump. */
+static int disarm_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct site_arg *a = arg;
+	uint64_t room = a->info->room > a->info->size ? a->info->room : a->info->size;
+	struct exec_range r = { a->info->addr, a->info->addr + room, false };
+
+	in_exec_segment(info, size, &r);
+	if (!r.ok)
+		return 0;
+	a->loaded = true;
+	if (patch_site_ours(a->ps))
+		patch_site_disarm(a->ps);
+	return 1;
+}
+
+/* Restore every site whose object is still loaded; a site of an object
+ * the program dlclose()d has nothing left to restore (and another object
+ * may be mapped there now: nothing is written). */
+static void disarm_all(struct rt_session *s)
+{
+	for (int i = 0; i < s->nsites; i++) {
+		struct site_arg a = { s->sites[i], &s->info[i], false };
+
+		dl_iterate_phdr(disarm_loaded, &a);
+		if (!a.loaded || patch_site_ours(a.ps))
+			patch_site_forget(a.ps);
+	}
+}
+
 static void session_free(struct rt_session *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < s->nsites; i++)
-		patch_site_disarm(s->sites[i]);
+	disarm_all(s);
 	rt_unpublish();
 	for (int i = 0; i < s->nsites; i++)
 		patch_site_free(s->sites[i]);
@@ -242,6 +279,7 @@ static int do_arm(struct rt_session *s)
 
 	if (!s->nsites || !s->entry || s->narmed)
 		return reply(sfd, -EPROTO, 0, "ARM: sites, maps and an entry program first");
+	rt_span_resolve();
 	rt_publish(s);
 	for (; s->narmed < s->nsites; s->narmed++) {
 		int rc = patch_site_arm(s->sites[s->narmed], rt_on_entry,

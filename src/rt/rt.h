@@ -31,6 +31,7 @@ struct rt_session {
 	struct patch_site *sites[INLINE_MAX_SITES];
 	struct inl_site info[INLINE_MAX_SITES];
 	int nsites, narmed;
+	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 };
 
 /* The entry and exit handlers patched into the sites (probe.c). */
@@ -41,6 +42,10 @@ void rt_on_exit(struct patch_regs *regs, void *arg);
  * busy slot waited for): s may be freed afterwards. */
 void rt_publish(struct rt_session *s);
 void rt_unpublish(void);
+/* Look up libfay's fay_current_span() (version LIBFAY_0.2.0) in the
+ * process, again at each session (libfay may have been loaded since):
+ * the trace_id / span_name fields read it. */
+void rt_span_resolve(void);
 /* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
 int rt_probe_init(void);
 /* In a fork child: the handlers do nothing from now on (the maps are

@@ -285,13 +285,12 @@ int ch__trace(struct store_rd *r, uint64_t hi, uint64_t lo, struct store_traces 
 static int candidates(struct store_rd *r, const struct store_query *q, size_t off,
 		      uint64_t (*ids)[2], size_t *n)
 {
-	uint64_t end_us = q->end_ts_ms * 1000;
-	uint64_t lb = q->lookback_ms < q->end_ts_ms ? q->lookback_ms : q->end_ts_ms;
-	uint64_t begin_us = (q->end_ts_ms - lb) * 1000;
+	uint64_t begin_us, end_us;
 	struct wbuf sql = { 0 };
 	struct rbuf rb;
 	int ret;
 
+	store_query_window(q, &begin_us, &end_us);
 	begin_us = begin_us > SEARCH_SLACK_US ? begin_us - SEARCH_SLACK_US : 0;
 	ch_sql_add(&sql, "SELECT trace_lo, trace_hi FROM span_index WHERE"
 		   " start_us BETWEEN %" PRIu64 " AND %" PRIu64,

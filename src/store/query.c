@@ -6,6 +6,7 @@
  * store_query_test() have the last word, so every backend answers alike.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,19 +101,32 @@ static int str_is(struct zs_str s, const char *c)
 	return c && zs_str_eqc(s, c);
 }
 
+static uint64_t ms_to_us(uint64_t ms)
+{
+	return ms > (uint64_t)INT64_MAX / 1000 ? (uint64_t)INT64_MAX : ms * 1000;
+}
+
+void store_query_window(const struct store_query *q, uint64_t *begin_us, uint64_t *end_us)
+{
+	uint64_t lb = q->lookback_ms < q->end_ts_ms ? q->lookback_ms : q->end_ts_ms;
+
+	*end_us = ms_to_us(q->end_ts_ms);
+	*begin_us = ms_to_us(q->end_ts_ms - lb);
+}
+
 int store_query_test(const struct store_query *q, const struct zspan *spans, size_t n)
 {
 	uint64_t ts = store_trace_ts(spans, n);
 	int service_ok = !q->service, remote_ok = !q->remote_service;
 	int name_ok = !q->span_name;
 	int dur_ok = !q->min_duration_us && !q->max_duration_us;
-	uint64_t lo = (q->end_ts_ms - (q->lookback_ms < q->end_ts_ms ?
-				       q->lookback_ms : q->end_ts_ms)) * 1000;
+	uint64_t lo, hi;
 	uint32_t aq_left = q->naq ? (UINT32_C(1) << q->naq) - 1 : 0;
 
+	store_query_window(q, &lo, &hi);
 	if (q->naq > 31)
 		return 0;
-	if (!ts || ts < lo || ts > q->end_ts_ms * 1000)
+	if (!ts || ts < lo || ts > hi)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct zspan *s = &spans[i];

@@ -187,6 +187,12 @@ struct store_query {
  */
 int store_query_parse_aq(struct store_query *q, char *s, char *err, size_t errlen);
 
+/* q's window in microseconds, [*begin_us, *end_us], from endTs and
+ * lookback (milliseconds), saturated at INT64_MAX: an endTs past
+ * INT64_MAX / 1000 ms used to wrap and find nothing, though spans are
+ * stored up to INT64_MAX us (#10). */
+void store_query_window(const struct store_query *q, uint64_t *begin_us, uint64_t *end_us);
+
 /* Does the trace match q (zipkin2.storage.QueryRequest.test())? */
 int store_query_test(const struct store_query *q, const struct zspan *spans, size_t n);
 

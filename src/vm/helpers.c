@@ -139,6 +139,18 @@ H(ringbuf_output)
 						 env->slot, (const void *)(uintptr_t)a2, a3);
 }
 
+H(fay_span)
+{
+	memset((void *)(uintptr_t)a1, 0, a2);
+	if (!env->span || a3 > VM_SPAN_NAME)
+		return (uint64_t)-ENOENT;
+	return (uint64_t)(int64_t)env->span(env, (int)a3, (void *)(uintptr_t)a1, (uint32_t)a2);
+}
+
+static const struct vm_helper fay_span_helper = {
+	"fay_span", h_fay_span, { VA_UNINIT_MEM, VA_SIZE, VA_ANY }, VR_SCALAR, 0
+};
+
 static const struct vm_helper helpers[] = {
 	[BPF_FUNC_map_lookup_elem] = { "map_lookup_elem", h_map_lookup_elem,
 		{ VA_MAP, VA_KEY }, VR_MAP_VALUE_OR_NULL, 0 },
@@ -169,6 +181,8 @@ static const struct vm_helper helpers[] = {
 
 const struct vm_helper *vm_helper(int id)
 {
+	if (id == VM_FUNC_fay_span)
+		return &fay_span_helper;
 	if (id < 0 || (size_t)id >= sizeof(helpers) / sizeof(helpers[0]) || !helpers[id].fn)
 		return NULL;
 	return &helpers[id];

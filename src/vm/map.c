@@ -48,6 +48,7 @@ struct vm_map {
 	uint32_t *count;
 	uint32_t *next_val;		/* values handed out so far */
 	uint32_t *nfree, *free_vals;	/* stack of freed value indices */
+	uint32_t *used;			/* slots noted (vm_map_note_slot), 0: not kept */
 	size_t vsz;			/* value stride */
 	size_t esz;			/* hash entry stride */
 	uint32_t cap;			/* hash capacity / entries of an array */
@@ -150,6 +151,7 @@ struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, 
 	m->count = (uint32_t *)m->mem + 1;
 	m->next_val = (uint32_t *)m->mem + 2;
 	m->nfree = (uint32_t *)m->mem + 3;
+	m->used = (uint32_t *)m->mem + 4;
 	m->entries = (char *)m->mem + hdr;
 	m->values = m->entries;
 	if (is_hash(def->type)) {
@@ -316,12 +318,34 @@ int vm_map_next_key(const struct vm_map *m, const void *prev, void *next)
 	return -ENOENT;
 }
 
+void vm_map_note_slot(struct vm_map *m, unsigned int slot)
+{
+	uint32_t u = __atomic_load_n(m->used, __ATOMIC_RELAXED);
+
+	while (u < slot + 1 && !__atomic_compare_exchange_n(m->used, &u, slot + 1, false,
+							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+unsigned int vm_map_slots_used(const struct vm_map *m)
+{
+	uint32_t u = __atomic_load_n(m->used, __ATOMIC_ACQUIRE);
+
+	return u < m->nslots ? u : m->nslots;
+}
+
 static void set_value(struct vm_map *m, uint32_t i, const void *v, unsigned int slot,
 		      bool fresh)
 {
-	if (fresh && is_percpu(m->def.type))
-		for (unsigned int s = 0; s < m->nslots; s++)
+	/* slots past the noted ones were never written: zero already */
+	unsigned int n = vm_map_slots_used(m) ? vm_map_slots_used(m) : m->nslots;
+
+	if (fresh && is_percpu(m->def.type)) {
+		for (unsigned int s = 0; s < n; s++)
 			memset(value(m, i, s), 0, m->vsz);
+		if (slot >= n && slot < m->nslots)
+			memset(value(m, i, slot), 0, m->vsz);
+	}
 	memcpy(value(m, i, slot), v, m->def.value_size);
 }
 

@@ -93,6 +93,14 @@ unsigned int vm_map_nslots(const struct vm_map *m);
 /* The map's memory (one mapping of *size bytes, everything included). */
 void *vm_map_mem(const struct vm_map *m, size_t *size);
 
+/* Slot bookkeeping of a shared per-slot map, kept in its header: the
+ * writer calls vm_map_note_slot(m, slot) before a slot's first program
+ * run (the in-process runtime does), the reader merges only the first
+ * vm_map_slots_used(m) slots (<= nslots; 0: none noted).  Slots past the
+ * noted ones hold zeroes (a new key zeroes only the noted slots). */
+void vm_map_note_slot(struct vm_map *m, unsigned int slot);
+unsigned int vm_map_slots_used(const struct vm_map *m);
+
 /* Reader side.  The value of key in slot (for a map that is not per-slot,
  * slot is ignored), or NULL if the key is absent.  The pointer stays valid
  * until the map is freed; a program may be updating it concurrently (as
@@ -127,7 +135,20 @@ struct vm_env {
 	 * give a deterministic clock. */
 	uint64_t (*now)(const struct vm_env *env);
 	void *arg;		/* the caller's, for now() */
+	/* VM_FUNC_fay_span: part `which` (VM_SPAN_TRACE_ID: the low 64 bits
+	 * of the trace id as 8 bytes; VM_SPAN_NAME: the name, NUL padded)
+	 * of the span current on the calling thread into dst (size bytes,
+	 * zeroed by the helper before); 0, or -ENOENT (none).  NULL: never
+	 * a span. */
+	int (*span)(const struct vm_env *env, int which, void *dst, uint32_t size);
 };
+
+/* fay's own helper (not the kernel's): fay_span(dst, size, which) fills
+ * dst with a part of the current libfay span (struct vm_env.span),
+ * zeroes when there is none; returns 0 or -ENOENT. */
+#define VM_FUNC_fay_span	0x46590001
+#define VM_SPAN_TRACE_ID	0
+#define VM_SPAN_NAME		1
 
 /* A cheaper clock for vm_env.now (clock.c): vm_tsc_init() calibrates
  * the TSC against CLOCK_MONOTONIC once (~20 ms; 0, or -ENOTSUP without an

@@ -193,20 +193,26 @@ kill -CONT "${APID[h3]}"
 	fail "SIGSTOP (rc=$RC, $((SECONDS - start)) s)" "$(cat "$T_TMP/e7")"
 
 # ---- a final that comes late: a provisional result without it, then amended --
+# h3 is stopped 0.1 s before the earliest the deadline can be (the query
+# is asked after t0), after its snapshot with its counts went out (when
+# attaching took under 2.8 s), and continued once the provisional result
+# is out: stopped about 1.5 s, within the 3.5 s after which a silent host
+# is dropped.
 wait_for 15 all_connected
-Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count() } for 3s'
-cq "$T_TMP/o9" "$T_TMP/e9" --json --grace 1s "$Q"
-work "$T_TMP/go9"
-attached 3 "$T_TMP/e9" && touch "$T_TMP/go9"
-sleep 1.5	# h3 has sent a snapshot with its counts: it must not stand in for its final
+Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count() } for 4s'
+t0=$(date +%s%N)
+cq "$T_TMP/olate" "$T_TMP/elate" --json --grace 1s "$Q"
+work "$T_TMP/golate"
+attached 3 "$T_TMP/elate" && touch "$T_TMP/golate"
+sleep "$(python3 -c "import time; print(max(0, ($t0 + 3.9e9 - time.time_ns()) / 1e9))")"
 kill -STOP "${APID[h3]}"
-wait_for 10 grep -q 'result (provisional)' "$T_TMP/e9"
+wait_for 10 grep -q 'result (provisional)' "$T_TMP/elate"
 kill -CONT "${APID[h3]}"
 wait $QPID
 RC=$?
-grep -q '^fay: result (provisional): 2 of 3 hosts answered; missing: h3$' "$T_TMP/e9" &&
-	grep -q '^fay: result (amended): 3 of 3 hosts answered, 1 late$' "$T_TMP/e9" &&
-	python3 - "$T_TMP/o9" <<'PY' && pass "h3's final late: the result is provisional without h3 (not its stale snapshot), then amended with it, exact" || fail "late final (rc=$RC)" "$(cat "$T_TMP/o9" "$T_TMP/e9")"
+grep -q '^fay: result (provisional): 2 of 3 hosts answered; missing: h3$' "$T_TMP/elate" &&
+	grep -q '^fay: result (amended): 3 of 3 hosts answered, 1 late$' "$T_TMP/elate" &&
+	python3 - "$T_TMP/olate" <<'PY' && pass "h3's final late: the result is provisional without h3 (not its stale snapshot), then amended with it, exact" || fail "late final (rc=$RC)" "$(cat "$T_TMP/olate" "$T_TMP/elate")"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 want = {"h1": 100, "h2": 200, "h3": 300}

@@ -41,6 +41,14 @@ coll_start() {
 	wait_for 10 curl -sf "$URL/health"
 }
 
+# coll_try ARGS...: a collector on free loopback ports (OTLP off, a scratch
+# store) that is expected to refuse to start: its exit status, its output
+# in $T_TMP/try.log.
+coll_try() {
+	"$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) \
+		--otlp-http off --otlp-grpc off --db "$T_TMP/try.db" "$@" >"$T_TMP/try.log" 2>&1
+}
+
 coll_stop() {
 	kill "$CPID" 2>/dev/null
 	wait "$CPID" 2>/dev/null

@@ -5,37 +5,16 @@
 # (default 12: each cycle takes 3-15 s on the shared 2-core machine; the
 # patcher's own unit test does 100 arm/disarm rounds under 8 threads) (each
 # answer self-consistent, the process's own results all right, no crash);
-# fork + exec while attached (the answer counts the parent alone); fay
+# fork + exec while attached (the answer counts the parent alone); 2 x 200
+# short-lived threads (slots beyond the old 64, recycled); signals landing
+# in trampolines and probes; dlclose of the patched library while
+# attached; fay
 # query killed with SIGKILL while attached (the process runs on, its
 # function's bytes restored).
 . "$(dirname "$0")/../lib/lib.sh"
-need_root
-W=$BUILD/tests/bin/inline_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "inline_work is not built (make)"
+. "$(dirname "$0")/inline_lib.bash"
 . "$(dirname "$0")/query_lib.bash"
 
-# first_bytes PID: the first 5 bytes of fay_inline_fn in PID, as hex
-first_bytes() {
-	python3 - "$1" "$W" <<'PY'
-import subprocess, sys
-pid, exe = sys.argv[1], sys.argv[2]
-off = None
-for l in subprocess.run(["nm", exe], capture_output=True, text=True).stdout.splitlines():
-    f = l.split()
-    if len(f) == 3 and f[2] == "fay_inline_fn":
-        off = int(f[0], 16)
-base = None
-for l in open(f"/proc/{pid}/maps"):
-    f = l.split()
-    if len(f) >= 6 and f[5].endswith("/inline_work") and int(f[2], 16) == 0:
-        base = int(f[0].split("-")[0], 16)
-        break
-with open(f"/proc/{pid}/mem", "rb") as m:
-    m.seek(base + off)
-    print(m.read(5).hex())
-PY
-}
 # ---- 8 threads, 100 attach/detach cycles --------------------------------------------
 stop=$T_TMP/stop
 "$FAY" run -- "$W" threads 8 "$stop" >"$T_TMP/work.out" & wpid=$!
@@ -59,6 +38,57 @@ ok "its function's bytes are the original ones after the last detach" test "$(fi
 touch "$stop"
 wait $wpid; wrc=$?
 ok "every one of the threads' calls returned the right result ($(cat "$T_TMP/work.out"))" test $wrc -eq 0
+
+# ---- more threads than the old 64 slots, short-lived, slots recycled ----------------
+timeout 120 "$FAY" run --json --query "from f in function(\"$W:fay_inline_fn\") select { n: count(), s: sum(f.arg(1)) }" -- "$W" manythreads 200 1000 >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+same <(grep -v '^calls' "$T_TMP/out") '{"n":400000,"s":2800000}' "two waves of 200 threads alive at once, 1000 calls each: every call counted (a slot each, freed at exit and taken again)"
+ok "and every call returned the right result ($(grep '^calls' "$T_TMP/out"))" grep -q '^calls 400000 bad 0$' "$T_TMP/out"
+
+# ---- signals landing inside trampolines and probes ----------------------------------
+# The main thread calls the function 5 M times while another thread sends
+# it SIGUSR1 as fast as it can; the handler calls the function too and
+# notes where it interrupted.  Entry probes: every call counted (a probe
+# nested in a running one gets a slot of its own); entry + exit: each
+# pair consistent, at most the calls interrupted by a signal lost (the
+# innermost call pairs, as with the kernel's uprobes).
+sig_run() {	# sig_run SELECT: fay run on inline_work signals 5000000
+	timeout 120 "$FAY" run -q --json --query "from f in function(\"$W:fay_inline_fn\") $1" -- "$W" signals 5000000 >"$T_TMP/out" 2>"$T_TMP/err"
+	RC=$?
+	work=$(grep '^calls' "$T_TMP/out") ans=$(grep '^{' "$T_TMP/out")
+	read -r _ calls _ sbad _ nsig _ inp <<<"$work"
+}
+sig_run "select { n: count(), s: sum(f.arg(1)) }"
+[ $RC -eq 0 ] && [ "$sbad" = 0 ] && [ "$ans" = "{\"n\":$calls,\"s\":$((7 * calls))}" ] &&
+	pass "signals into a probed loop, entry probes: every call counted ($work; $ans)" ||
+	fail "signals into a probed loop, entry probes (rc=$RC)" "$work" "$ans" "$(head -c 300 "$T_TMP/err")"
+ok "signals landed inside the probe machinery (runtime or trampoline/JIT code): $inp of $nsig" test "${inp:-0}" -gt 0
+sig_run "select { n: count(), r: sum(f.ret - f.arg(0)), d: min(f.duration) > 0 }"
+verdict=$(python3 -c "
+import json; a = json.loads('$ans')
+print('ok' if a['r'] == 7 * a['n'] and a['d'] == 1 and $calls - $nsig <= a['n'] <= $calls else 'bad')" 2>&1)
+[ $RC -eq 0 ] && [ "$sbad" = 0 ] && [ "$verdict" = ok ] &&
+	pass "signals into a probed loop, entry + exit probes: pairs consistent, at most the interrupted calls lost ($work; $ans)" ||
+	fail "signals into a probed loop, entry + exit (rc=$RC, $verdict)" "$work" "$ans" "$(head -c 300 "$T_TMP/err")"
+
+# ---- dlclose of the library holding the patched function, while attached -------------
+L=$BUILD/tests/bin/libinline_lib.so D=$T_TMP/dl
+mkdir -p "$D"
+"$FAY" run -- "$W" dlopen 1000 "$L" "$D" >"$T_TMP/work.out" & wpid=$!
+wait_for 10 test -e "$D/ready"
+: >"$T_TMP/err"
+"$FAY" query -q --json -p $wpid --probe-mode=inline "from f in process($wpid).function(\"$L:fay_lib_fn\") select { n: count(), s: sum(f.ret) }" >"$T_TMP/out" 2>"$T_TMP/err" & qpid=$!
+wait_for 10 grep -q attached "$T_TMP/err"
+touch "$D/go"
+wait_for 20 test -e "$D/closed"
+ok "the library was unloaded while the query is attached" sh -c "! grep -q libinline_lib /proc/$wpid/maps"
+kill -INT $qpid
+wait $qpid; RC=$?
+same "$T_TMP/out" '{"n":1000,"s":1000000}' "dlclose while attached: the 1000 calls counted, the detach after it restores nothing and harms nothing"
+ok "the process runs on after the detach" kill -0 $wpid
+touch "$D/end"
+wait $wpid; wrc=$?
+ok "dlopen again: the original code, 2 x 1000 right results ($(cat "$T_TMP/work.out"))" test $wrc -eq 0
 
 # ---- fork + exec while attached ------------------------------------------------------
 timeout 60 "$FAY" run --json --query "from f in function(\"$W:fay_inline_fn\") select { n: count(), mn: min(f.arg(0)), p: distinct(f.pid) }" -- "$W" forkexec 500 >"$T_TMP/out" 2>"$T_TMP/err"

@@ -64,10 +64,14 @@ diag "$out"
 CAPS=+bpf,+perfmon,+dac_read_search,+sys_ptrace
 # the workload is the user's own: a non-root query probes only its
 # user's processes (query_own_uid.sh)
-( sleep 1; as "" "$D/work" getppid 500 >/dev/null ) &
+# (its calls start once the query said it attached)
 before=$(prog_max_id)
-out=$(as "$CAPS" "$D/fay" query "$Q" 2>&1)
+: >"$T_TMP/q.out"
+as "$CAPS" "$D/fay" query "$Q" >"$T_TMP/q.out" 2>&1 & qpid=$!
+wait_for 20 grep -q 'attached' "$T_TMP/q.out" && as "" "$D/work" getppid 500 >/dev/null
+wait $qpid
 rc=$?
+out=$(cat "$T_TMP/q.out")
 diag "$out"
 ok "with fay-agent.service's capabilities a syscall query runs as $U" test $rc -eq 0
 ok "... and counts the 500 calls exactly" grep -qx " *500" <<<"$out"

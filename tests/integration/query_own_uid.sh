@@ -72,14 +72,24 @@ wait $QPID
 ok "$U's own process: the query runs (exit $?) and counts its 200 calls" grep -qx " *200" "$T_TMP/own.out"
 diag "$(cat "$T_TMP/own.out" "$T_TMP/own.err")"
 
-# nobody's binary run by nobody (200 times) and by root (300), 1.2 s
-# after the call: process-wide queries count nobody's calls alone
-mixed() { ( sleep 1.2; as "" "$D/wuser" "$1" 200 >/dev/null; "$D/wuser" "$1" 300 >/dev/null ) & }
+# started_bg NAME CMD...: CMD in the background (stdout NAME.out, stderr
+# NAME.err in $T_TMP), back once it says a probe is attached; QBG its pid
+started_bg() {
+	local f=$T_TMP/$1
+	shift
+	"$@" >"$f.out" 2>"$f.err" &
+	QBG=$!
+	wait_for 30 grep -q "attached" "$f.err"
+}
+# nobody's binary run by nobody (200 times) and by root (300): process-wide
+# queries count nobody's calls alone
+mixed() { as "" "$D/wuser" "$1" 200 >/dev/null; "$D/wuser" "$1" 300 >/dev/null; }
 counts() { # WHAT WORKLOAD EXPECTED QUERY [FAY-OPTION]
+	started_bg q as "$CAPS" "$D/fay" query ${5:-} "$4"
 	mixed "$2"
-	out=$(as "$CAPS" "$D/fay" query -q ${5:-} "$4" 2>&1)
-	ok "$1" grep -qx " *$3" <<<"$out"
-	diag "$out"
+	wait $QBG
+	ok "$1" grep -qx " *$3" "$T_TMP/q.out"
+	diag "$(cat "$T_TMP/q.out" "$T_TMP/q.err")"
 }
 counts "$U's binary in every process: only $U's 200 calls of 500" calls 200 \
 	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 3s"
@@ -87,18 +97,22 @@ counts "... and all 500 with --allow-other-users" calls 500 \
 	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 3s" --allow-other-users
 counts "a syscall query counts $U's 200 getppid calls of 500" getppid 200 \
 	'from s in syscall("getppid") where s.comm == "wuser" select { n: count() } for 3s'
-out=$(as "$CAPS" "$D/fay" query -q --allow-other-users -p $RPID "from f in function(\"$D/wroot:fay_work_fn\") select { n: count() }" 2>&1 &
-	sleep 1.5; touch "$D/go.root"; wait)
-ok "--allow-other-users: root's process is probed (300 calls)" grep -qx " *300" <<<"$out"
-diag "$out"
+started_bg r as "$CAPS" "$D/fay" query --allow-other-users -p $RPID \
+	"from f in function(\"$D/wroot:fay_work_fn\") select { n: count() }"
+touch "$D/go.root"
+wait $QBG
+ok "--allow-other-users: root's process is probed (300 calls)" grep -qx " *300" "$T_TMP/r.out"
+diag "$(cat "$T_TMP/r.out" "$T_TMP/r.err")"
 
 # a non-root agent: the requester is its user
 coll_start "$T_TMP/c.db" || { fail "collector starts"; done_testing; exit; }
 agent_as_user "$CAPS" ou-host
+started_bg cq "$FAY" query --cluster "$URL" \
+	'from s in cluster.syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s'
 mixed getppid
-out=$("$FAY" query --cluster "$URL" 'from s in cluster.syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s' 2>&1)
-ok "a cluster query on the $U agent counts $U's 200 calls alone" grep -qx " *200" <<<"$out"
-diag "$out"
+wait $QBG
+ok "a cluster query on the $U agent counts $U's 200 calls alone" grep -qx " *200" "$T_TMP/cq.out"
+diag "$(cat "$T_TMP/cq.out" "$T_TMP/cq.err")"
 out=$("$FAY" query --cluster "$URL" 'from f in cluster.function("libc:getppid") select { n: count() } for 2s' 2>&1)
 ok "a cluster uprobe of libc in every process is refused with the reason" \
 	grep -q "in every process: .*libc.* belongs to uid 0 (root).*asked by uid $UID_U" <<<"$out"

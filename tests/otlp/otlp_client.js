@@ -404,8 +404,12 @@ function retryDelay(md) {
 
 function grpcClient(addr, gzip) {
 	const grpc = require('@grpc/grpc-js');
+	// OTLP_CA: TLS, the server's certificate checked against that CA file
+	const creds = process.env.OTLP_CA ?
+		grpc.credentials.createSsl(require('fs').readFileSync(process.env.OTLP_CA)) :
+		grpc.credentials.createInsecure();
 	// a connection of its own (grpc-js shares one per target by default)
-	return new grpc.Client(addr, grpc.credentials.createInsecure(),
+	return new grpc.Client(addr, creds,
 		{ 'grpc.use_local_subchannel_pool': 1,
 		  ...(gzip ? { 'grpc.default_compression_algorithm': 2 } : {}) });
 }
@@ -498,6 +502,25 @@ async function grpcBurst(addr, readUrl, nreq, nspans, conc) {
 	console.log(JSON.stringify(out));
 }
 
+// One export per token ('-': none): the gRPC status each gets, as JSON
+// {token: {code, details}} (the auth tests).
+async function grpcAuth(addr, tokens) {
+	const grpc = require('@grpc/grpc-js');
+	const client = grpcClient(addr);
+	const body = Buffer.from(ProtobufTraceSerializer.serializeRequest(emit('grpc-raw').slice(0, 1)));
+	const out = {};
+	for (const t of tokens) {
+		const md = new grpc.Metadata();
+		if (t !== '-')
+			md.set('authorization', 'Bearer ' + t);
+		out[t] = await new Promise(resolve => client.makeUnaryRequest(EXPORT, b => b, b => b,
+			body, md, {}, err => resolve(err ? { code: err.code, details: err.details } :
+						     { code: 0 })));
+	}
+	client.close();
+	console.log(JSON.stringify(out));
+}
+
 async function main() {
 	const [cmd, ...a] = process.argv.slice(2);
 	if (cmd === 'roundtrip')
@@ -508,10 +531,12 @@ async function main() {
 		await burst(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4]));
 	else if (cmd === 'grpc')
 		await grpcChecks(a[0], a[1]);
+	else if (cmd === 'grpcauth')
+		await grpcAuth(a[0], a.slice(1));
 	else if (cmd === 'grpcburst')
 		await grpcBurst(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4]));
 	else
-		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcburst ...');
+		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcauth|grpcburst ...');
 	process.exit(failures ? 1 : 0);
 }
 

@@ -156,9 +156,15 @@ const Query = (() => {
 			run.disabled = true; stop.disabled = false;
 			const t0 = performance.now();
 			try {
-				const r = await fetch('/api/query', { method: 'POST', signal: ctrl.signal,
+				const send = () => fetch('/api/query', { method: 'POST', signal: ctrl.signal,
 					body: onCluster.checked ? JSON.stringify({ query: ta.value, cluster: true }) : ta.value,
 					headers: Object.assign({ 'Content-Type': onCluster.checked ? 'application/json' : 'text/plain' }, U.authHeaders()) });
+				let r = await send();
+				while (r.status === 401) {	/* sign in, then run it */
+					status.textContent = 'needs a token';
+					await U.login((await r.text()).trim());
+					r = await send();
+				}
 				if (!r.ok) {
 					const text = await r.text();
 					let body;

@@ -32,10 +32,56 @@ const U = (() => {
 		return e;
 	}
 
-	// The API token, when the collector runs with --token (asked once).
+	// The API token, when the collector has tokens (--token-file): kept
+	// in sessionStorage (this tab, until it is closed), asked for by a
+	// sign-in form on the first 401, or given in the URL's fragment
+	// (/#token=T: never sent to a server, removed from the address bar).
+	const TOKEN_KEY = 'fay.token';
+	(() => {
+		const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+		if (!m) return;
+		sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+		const rest = location.hash.replace(/(^#|&)token=[^&]*/, '$1').replace(/^#&?$/, '');
+		history.replaceState(history.state, '', location.pathname + location.search + rest);
+	})();
+
 	function authHeaders() {
-		const t = localStorage.getItem('fay.token');
+		const t = sessionStorage.getItem(TOKEN_KEY);
 		return t ? { Authorization: 'Bearer ' + t } : {};
+	}
+
+	// Show the sign-in form (once, however many requests wait on it);
+	// resolves when a token was entered.  reason: the server's answer.
+	let signingIn = null;
+	function login(reason) {
+		if (signingIn) return signingIn;
+		signingIn = new Promise((resolve) => {
+			const input = el('input', { id: 'login-token', type: 'password', autocomplete: 'off',
+				placeholder: 'token', 'aria-label': 'API token' });
+			const form = el('form', { id: 'login', class: 'login' },
+				el('h2', {}, 'Sign in'),
+				el('p', {}, 'This collector needs a token (fay collector --token-file): ' +
+					'one with the read scope to browse, write to save thresholds, ' +
+					'probe to run queries.'),
+				reason ? el('p', { id: 'login-reason', class: 'muted' }, reason) : null,
+				input, el('button', { type: 'submit', id: 'login-go' }, 'Sign in'));
+			form.addEventListener('submit', (ev) => {
+				ev.preventDefault();
+				const t = input.value.trim();
+				if (!t) return;
+				sessionStorage.setItem(TOKEN_KEY, t);
+				form.remove();
+				signingIn = null;
+				resolve();
+			});
+			document.body.append(form);
+			input.focus();
+		});
+		return signingIn;
+	}
+
+	function logout() {
+		sessionStorage.removeItem(TOKEN_KEY);
 	}
 
 	class ApiError extends Error {
@@ -48,14 +94,13 @@ const U = (() => {
 
 	// fetch JSON; throws ApiError with the server's reason on a non-2xx.
 	async function api(path, opts = {}) {
-		opts.headers = Object.assign({}, opts.headers, authHeaders());
-		let r = await fetch(path, opts);
-		if (r.status === 401 && !opts.retried) {
-			const t = prompt('This collector needs its API token (--token):');
-			if (t) {
-				localStorage.setItem('fay.token', t);
-				return api(path, Object.assign(opts, { retried: true }));
-			}
+		const headers = opts.headers;
+		let r = await fetch(path, Object.assign({}, opts,
+			{ headers: Object.assign({}, headers, authHeaders()) }));
+		while (r.status === 401) {
+			await login((await r.text()).trim());
+			r = await fetch(path, Object.assign({}, opts,
+				{ headers: Object.assign({}, headers, authHeaders()) }));
 		}
 		const text = await r.text();
 		let body = null;
@@ -155,5 +200,5 @@ const U = (() => {
 	}
 
 	return { el, svg, api, load, svgLines, ApiError, dur, parseDur, time, ago, colour, chip, go,
-		errorBox, authHeaders };
+		errorBox, authHeaders, login, logout };
 })();

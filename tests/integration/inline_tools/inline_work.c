@@ -8,6 +8,24 @@
  *                                tight loop until FILE exists; prints
  *                                "calls C bad B" (B: wrong results)
  *   inline_work loop FILE        the same on the main thread alone
+ *   inline_work manythreads N K  two waves of N threads (up to 1000), all
+ *                                of a wave alive at once (a barrier), each
+ *                                calling fay_inline_fn(i, 7) K times, then
+ *                                exiting; prints "calls C bad B"
+ *   inline_work signals K        the main thread calls fay_inline_fn(i, 7) K
+ *                                times while another sends it SIGUSR1 as
+ *                                fast as it can; the handler calls
+ *                                fay_inline_fn(1, 7) once and notes where
+ *                                it interrupted; prints "calls C bad B
+ *                                signals S in_probe P": P of the signals
+ *                                interrupted the probe machinery (the
+ *                                runtime library or anonymous executable
+ *                                memory: trampolines, JIT code)
+ *   inline_work dlopen K LIB DIR dlopen(LIB), create DIR/ready, wait for
+ *                                DIR/go; call its fay_lib_fn(i, 1) K times,
+ *                                dlclose it, create DIR/closed, wait for
+ *                                DIR/end; dlopen it again and call it K
+ *                                times; prints "calls C bad B"
  *   inline_work lat K            fay_inline_lat(i, 1) K times (8 bytes:
  *                                "lea 1(%rdi),%rax; add %rsi,%rax; ret",
  *                                patchable by uftrace -P too); QW_TIME=1
@@ -25,7 +43,12 @@
  * QW_WAIT=PATH waits until PATH exists before starting.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +102,125 @@ static void *spin(void *arg __attribute__((unused)))
 	return NULL;
 }
 
+static pthread_barrier_t wave;
+static long per_thread;
+
+static void *short_lived(void *arg __attribute__((unused)))
+{
+	long bad = 0;
+
+	pthread_barrier_wait(&wave);
+	for (long i = 0; i < per_thread; i++)
+		bad += fay_inline_fn(i, 7) != i + 7;
+	__atomic_add_fetch(&total_calls, per_thread, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&total_bad, bad, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+#define MAX_RIPS 100000
+static unsigned long long rips[MAX_RIPS];
+static volatile long nsig, sig_bad, main_done;
+
+static void on_usr1(int sig, siginfo_t *si, void *uc)
+{
+	long n = nsig;
+
+	(void)sig;
+	(void)si;
+	if (n < MAX_RIPS)
+		rips[n] = (unsigned long long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+	sig_bad += fay_inline_fn(1, 7) != 8;
+	nsig = n + 1;
+}
+
+static void *pester(void *arg)
+{
+	pthread_t main_thread = *(pthread_t *)arg;
+
+	while (!main_done) {
+		pthread_kill(main_thread, SIGUSR1);
+		for (int i = 0; i < 200; i++)
+			__asm__ volatile("pause");
+	}
+	return NULL;
+}
+
+/* Of the noted interrupted addresses, those in libfay-probe.so or in an
+ * anonymous executable mapping. */
+static long in_probe(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4400];
+	unsigned long long lo[512], hi[512];
+	int n = 0;
+	long in = 0;
+
+	while (f && n < 512 && fgets(line, sizeof(line), f)) {
+		char perms[8], path[4096] = "";
+
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %4095s", &lo[n], &hi[n], perms,
+			   path) < 3 || perms[2] != 'x')
+			continue;
+		if (!path[0] || strstr(path, "libfay-probe.so"))
+			n++;
+	}
+	if (f)
+		fclose(f);
+	for (long i = 0; i < nsig && i < MAX_RIPS; i++)
+		for (int j = 0; j < n; j++)
+			if (rips[i] >= lo[j] && rips[i] < hi[j]) {
+				in++;
+				break;
+			}
+	return in;
+}
+
+static void touch_in(const char *dir, const char *name)
+{
+	char p[4096];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	if (f)
+		fclose(f);
+}
+
+static void wait_in(const char *dir, const char *name)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	while (access(p, F_OK))
+		usleep(1000);
+}
+
+/* Open lib, call its fay_lib_fn k times, close it: wrong results (all
+ * of them in the static build: no dlopen there). */
+static long lib_calls(const char *lib, long k, const char *dir, bool first)
+{
+#ifdef INLINE_WORK_STATIC
+	(void)lib, (void)dir, (void)first;
+	return k;
+#else
+	void *h = dlopen(lib, RTLD_NOW);
+	long (*fn)(long, long), bad = 0;
+
+	if (!h || !(fn = (long (*)(long, long))dlsym(h, "fay_lib_fn"))) {
+		fprintf(stderr, "inline_work: %s\n", dlerror());
+		return k;
+	}
+	if (first) {
+		touch_in(dir, "ready");
+		wait_in(dir, "go");
+	}
+	for (long i = 0; i < k; i++)
+		bad += fn(i, 1) != 2 * i + 1;
+	dlclose(h);
+	return bad;
+#endif
+}
+
 static long calls(long k, long base)
 {
 	long bad = 0;
@@ -113,6 +255,42 @@ int main(int argc, char **argv)
 		spin(NULL);
 		printf("calls %ld bad %ld\n", total_calls, total_bad);
 		bad = total_bad;
+	} else if (!strcmp(mode, "manythreads") && argc > 3) {
+		static pthread_t t[1000];
+		long n = k < 1 ? 1 : k > 1000 ? 1000 : k;
+
+		per_thread = atol(argv[3]);
+		for (int w = 0; w < 2; w++) {
+			pthread_barrier_init(&wave, NULL, (unsigned)n);
+			for (long i = 0; i < n; i++)
+				if (pthread_create(&t[i], NULL, short_lived, NULL))
+					return 3;
+			for (long i = 0; i < n; i++)
+				pthread_join(t[i], NULL);
+			pthread_barrier_destroy(&wave);
+		}
+		printf("calls %ld bad %ld\n", total_calls, total_bad);
+		bad = total_bad;
+	} else if (!strcmp(mode, "signals")) {
+		struct sigaction sa = { .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO };
+		pthread_t self = pthread_self(), p;
+
+		sigaction(SIGUSR1, &sa, NULL);
+		pthread_create(&p, NULL, pester, &self);
+		bad = calls(k, 0);
+		main_done = 1;
+		pthread_join(p, NULL);
+		/* a signal sent last may still be pending: let it land */
+		usleep(10000);
+		bad += sig_bad;
+		printf("calls %ld bad %ld signals %ld in_probe %ld\n", k + nsig, bad, nsig,
+		       in_probe());
+	} else if (!strcmp(mode, "dlopen") && argc > 4) {
+		bad = lib_calls(argv[3], k, argv[4], true);
+		touch_in(argv[4], "closed");
+		wait_in(argv[4], "end");
+		bad += lib_calls(argv[3], k, argv[4], false);
+		printf("calls %ld bad %ld\n", 2 * k, bad);
 	} else if (!strcmp(mode, "lat")) {
 		long long t0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
 
@@ -150,7 +328,8 @@ int main(int argc, char **argv)
 		bad += calls(k, 1000);
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
-			"lat K | sleep K MS | forkexec K\n");
+			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
+			"forkexec K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loading a shared library into a running process with ptrace (x86-64,
+ * glibc): how fay puts its in-process runtime (libfay-probe.so) into a
+ * process it did not start.  One thread of the process is seized and
+ * stopped at a safe point, made to call its own libc's dlopen(), and put
+ * back exactly as it was; the other threads keep running.
+ */
+#ifndef FAY_PROBE_INJECT_H
+#define FAY_PROBE_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Load lib (an absolute path, as the process sees its file system) into
+ * process pid by calling dlopen(lib, RTLD_NOW) on one of its threads.
+ *
+ * The thread is seized (PTRACE_SEIZE, PTRACE_INTERRUPT) and used only at
+ * a safe point: its instruction pointer outside libc and the dynamic
+ * loader, or blocked in a system call that holds none of their locks
+ * (sleeps, waits, reads); else it runs on for a millisecond and is asked
+ * again, every thread in turn, for up to 2 s.  All its registers
+ * (general, x87/SSE/AVX state) and its signal mask are saved, every
+ * signal is blocked during the call, and all are restored before the
+ * detach, so an interrupted system call restarts as it would have.
+ *
+ * Returns 0 when dlopen returned a handle; otherwise -errno with the
+ * reason in err: -EPERM (no CAP_SYS_PTRACE, Yama, or already traced),
+ * -ENOEXEC (not a dynamically linked glibc program), -EAGAIN (no thread
+ * reached a safe point), -ENOENT (dlopen failed: dlerror()'s text),
+ * -EFAULT (the call faulted in the process: it was stopped and put back).
+ */
+int inject_library(pid_t pid, const char *lib, char *err, size_t errlen);
+
+/*
+ * The address at which file offset off of the file at path is mapped
+ * executable in process pid (matched by inode).  0, -ENOENT (not mapped
+ * there), -errno.
+ */
+int proc_map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr);
+
+#endif
