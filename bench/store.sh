@@ -10,6 +10,10 @@
 #   (run from the top of the tree after `make bench`; FAY_BUILD as for tests)
 . "$(dirname "$0")/../tests/lib/lib.sh"
 . "$(dirname "$0")/../tests/lib/clickhouse.bash"
+# the server's data and the SQLite file on disk, not in /tmp (tmpfs on
+# some machines, and test clean-ups sweep /tmp/fay-test.*)
+rmdir "$T_TMP"
+T_TMP=$(mktemp -d /var/tmp/fay-bench-store.XXXXXX)
 BENCH=$BUILD/bench/bench_store
 [ -x "$BENCH" ] || { echo "bench/store.sh: no $BENCH (make bench)" >&2; exit 1; }
 ch_start bench >/dev/null || { echo "bench/store.sh: clickhouse-server did not start" >&2; exit 1; }
