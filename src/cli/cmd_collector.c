@@ -38,7 +38,8 @@ static void usage(FILE *f)
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL|otlp-protobuf=URL]...\n"
 "                  [--autocomplete-keys K1,K2]\n"
-"                  [--parent HOST:PORT [--host NAME]] [--max-conns N]\n"
+"                  [--parent HOST:PORT [--host NAME] [--parent-tls-ca FILE]]\n"
+"                  [--max-conns N]\n"
 "                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
 "                  [--allow-other-users]\n"
 "\n"
@@ -154,6 +155,10 @@ static void usage(FILE *f)
 "                      certificate (chain) and its key, which must not be\n"
 "                      readable by every user.  A missing or unreadable file or\n"
 "                      a key that is not the certificate's refuses the start\n"
+"    --parent-tls-ca FILE\n"
+"                      speak TLS to --parent (a collector with --tls-cert),\n"
+"                      whose certificate this CA must have signed; our own\n"
+"                      --tls-cert/--tls-key go with it as our certificate\n"
 "    --tls-client-ca FILE\n"
 "                      agents (the agent port) must present a certificate this\n"
 "                      CA signed (mutual TLS: fay agent --tls-cert --tls-key)\n"
@@ -299,6 +304,7 @@ int cmd_collector(int argc, char **argv)
 		{ "tls-cert", required_argument, NULL, 1005 },
 		{ "tls-key", required_argument, NULL, 1006 },
 		{ "tls-client-ca", required_argument, NULL, 1007 },
+		{ "parent-tls-ca", required_argument, NULL, 1008 },
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
 		{ "otlp-http", required_argument, NULL, 'O' },
@@ -349,6 +355,7 @@ int cmd_collector(int argc, char **argv)
 		case 1005: o.tls_cert = optarg; break;
 		case 1006: o.tls_key = optarg; break;
 		case 1007: o.tls_client_ca = optarg; break;
+		case 1008: o.parent_tls_ca = optarg; break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
 				o.retention_us = 0;

@@ -85,9 +85,12 @@ struct ctree;
 
 /* Keep a query connection to the parent collector at parent (HOST:PORT
  * of its agent port) and run its queries on this collector's agents.
- * NULL with errno (EINVAL: a bad address).  The strings must outlive it. */
+ * NULL with errno (EINVAL: a bad address).  The strings must outlive it.
+ * tls: TLS to the parent (--parent-tls-ca; NULL: plaintext), must outlive it
+ * too. */
+struct tls_conf;
 struct ctree *ctree_start(struct collector *c, const char *parent, const char *host,
-			  const char *token);
+			  const char *token, struct tls_conf *tls);
 /* Stop the parent's queries, close, join.  Accepts NULL. */
 void ctree_stop(struct ctree *t);
 

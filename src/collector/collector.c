@@ -296,7 +296,17 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		}
 	}
 	if (o->parent) {
-		r->tree = ctree_start(c, o->parent, o->host, c->token);
+		if (o->parent_tls_ca) {
+			/* our own certificate, if any, for a parent that asks */
+			c->parent_tls = tls_client_conf(o->parent_tls_ca, o->tls_cert, o->tls_key,
+							why, sizeof(why));
+			if (!c->parent_tls) {
+				ret = errno ? -errno : -EINVAL;
+				snprintf(err, errlen, "--parent-tls-ca: %s", why);
+				goto err_out;
+			}
+		}
+		r->tree = ctree_start(c, o->parent, o->host, c->token, c->parent_tls);
 		if (!r->tree) {
 			ret = errno ? -errno : -EINVAL;
 			snprintf(err, errlen, "--parent %s: %s", o->parent,
@@ -328,6 +338,7 @@ void collector_stop(struct collector *c)
 	coll_ext_free(c->ext);
 	auth_free(c->auth);
 	tls_conf_free(c->tls);
+	tls_conf_free(c->parent_tls);
 	for (int i = 0; i < c->nreaders; i++)
 		store__reader_free(c->readers[i]);
 	store__close(c->store);

@@ -87,6 +87,7 @@ struct collector {
 	const char *token;           /* NULL: none (--token: our own, to --parent) */
 	struct auth *auth;           /* who may do what (auth.h) */
 	struct tls_conf *tls;        /* --tls-cert: every port speaks TLS (NULL: none) */
+	struct tls_conf *parent_tls; /* --parent-tls-ca: TLS to --parent (NULL: none) */
 	size_t max_body;
 	size_t ingest_queue;         /* spans waiting for the store before
 					HTTP/gRPC senders are told to retry */
@@ -149,6 +150,7 @@ struct collector_opts {
 	bool insecure;               /* --insecure: no token on a non-loopback address */
 	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (PEM files) */
 	const char *tls_client_ca;   /* --tls-client-ca: agents must present a cert */
+	const char *parent_tls_ca;   /* --parent-tls-ca: the parent's CA (TLS to it) */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */

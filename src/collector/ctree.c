@@ -56,11 +56,11 @@ static void run_job(struct qlink_job *job)
 }
 
 struct ctree *ctree_start(struct collector *c, const char *parent, const char *host,
-			  const char *token)
+			  const char *token, struct tls_conf *tls)
 {
 	struct tctx t = { .c = c };
 	struct qlink_opts lo = {
-		.upper = parent, .token = token, .collector = true,
+		.upper = parent, .token = token, .tls = tls, .collector = true,
 		.what = "link to the parent collector", .run = run_job,
 		.ctx = &t, .ctx_size = sizeof(t),
 	};

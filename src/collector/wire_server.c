@@ -191,7 +191,8 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 		if (!(tok->scopes & COLL_SCOPE_WRITE))
 			return violation(ac, "HELLO: token%s%s lacks the 'write' scope agents need",
 					 tok->name[0] ? " " : "", tok->name);
-		if (m.agent_id[0] && (ret = auth_bind_agent(c->auth, m.agent_id, tok, err,
+		/* a child collector's id is random per process: nothing to bind */
+		if (m.agent_id[0] && !m.collector && (ret = auth_bind_agent(c->auth, m.agent_id, tok, err,
 							    sizeof(err)))) {
 			M_ADD(c, agent_id_clashes, 1);
 			return violation(ac, "HELLO: %s", err);

@@ -9,7 +9,8 @@
 # port while 1.2 works; mutual TLS on the agent port: a real fay agent with
 # its certificate ships, one without a certificate, one that trusts
 # another CA and one speaking plaintext are turned away with the reason;
-# OTLP/gRPC over TLS (grpc-js); a cluster query through TLS and tokens
+# OTLP/gRPC over TLS (grpc-js); a child collector under this one over
+# mutual TLS (--parent-tls-ca); a cluster query through TLS and tokens
 # end to end (fay query --cluster https://... --tls-ca --token-file).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
@@ -59,11 +60,15 @@ ok "a missing client CA file: exit 1 naming it" \
 
 GP=$(free_port) OP=$(free_port)
 WP=$(free_port) HP=$(free_port)
-"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
-	--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
-	--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
-	>>"$T_TMP/collector.log" 2>&1 &
-T_PIDS+=($!)
+tls_coll() {
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
+		--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
+		--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
+		>>"$T_TMP/collector.log" 2>&1 &
+	CPID=$!
+	T_PIDS+=($CPID)
+}
+tls_coll
 URL=https://127.0.0.1:$HP
 CURL=(curl -s --cacert "$C/ca.pem")
 ok "collector with TLS on every port starts" wait_for 10 "${CURL[@]}" -f "$URL/health"
@@ -86,6 +91,16 @@ ok "... the collector says why" grep -q 'handshake refused: A packet with illega
 ok "TLS 1.2 to the HTTP port: a cipher" bash -c "[ \"\$(echo | timeout 5 openssl s_client -connect 127.0.0.1:$HP -tls1_2 2>&1 | grep -o 'Cipher is [^ ]*' | head -1)\" != 'Cipher is (NONE)' ]"
 ok "TLS 1.2 to the agent port with the agent's certificate: a cipher" \
 	bash -c "[ \"\$(echo | timeout 5 openssl s_client -connect 127.0.0.1:$WP -tls1_2 -cert '$C/agent.pem' -key '$C/agent.key' 2>&1 | grep -o 'Cipher is [^ ]*' | head -1)\" != 'Cipher is (NONE)' ]"
+
+# ---- the agent protocol through TLS (the test client) ----
+ID=cccccccccccccccccccccccccccccccc
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t agt hello 2>&1)
+ok "HELLO over mutual TLS with the agent's token: WELCOME" [ "$out" = "welcome last_seq=0" ]
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t rt hello 2>&1)
+ok "... with a read token: ERROR naming the write scope" grep -q "error.*lacks the 'write' scope" <<<"$out"
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/rogue.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t agt hello 2>&1)
+ok "... trusting another CA: the client refuses the collector's certificate" \
+	grep -q 'TLS: The certificate is NOT trusted' <<<"$out"
 
 # ---- agents --------------------------------------------------------------------
 printf 'agt\n' >"$T_TMP/agent.tok" && chmod 600 "$T_TMP/agent.tok"
@@ -113,6 +128,15 @@ sleep 1
 ok "none of the three is connected" bash -c "! ($(declare -f hosts); CURL=(${CURL[*]}); URL=$URL; hosts) | grep -q '\"host\":\"\(nocert\|rogue\|plain\)\"'"
 ok "the collector runs on" "${CURL[@]}" -sf "$URL/health" -o /dev/null
 
+# ---- a child collector under this one (--parent) over mutual TLS ----
+"$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \
+	--otlp-grpc off --db "$T_TMP/child.db" --parent 127.0.0.1:$WP --host child1 --token agt \
+	--parent-tls-ca "$C/ca.pem" --tls-cert "$C/agent.pem" --tls-key "$C/agent.key" \
+	>>"$T_TMP/child.log" 2>&1 &
+T_PIDS+=($!)
+ok "a child collector with --parent-tls-ca: linked to its parent over TLS" \
+	wait_for 15 bash -c "'${CURL[0]}' -s --cacert '$C/ca.pem' -H 'Authorization: Bearer rt' $URL/api/cluster/peers | grep -q '\"host\":\"child1\"'"
+
 # ---- OTLP/gRPC over TLS ----
 if command -v node >/dev/null && [ -d "$TOP/tests/otlp/node_modules/@grpc" ]; then
 	OTLP_CA=$C/ca.pem node "$TOP/tests/otlp/otlp_client.js" grpcauth localhost:$GP - wt \
@@ -122,6 +146,13 @@ if command -v node >/dev/null && [ -d "$TOP/tests/otlp/node_modules/@grpc" ]; th
 else
 	pass "gRPC over TLS: skipped (no node or tests/otlp packages)"
 fi
+
+# ---- the collector restarts: the agent comes back over TLS ----
+n0=$(grep -c 'agent .* (good) connected' "$T_TMP/collector.log")
+kill $CPID; wait $CPID 2>/dev/null
+tls_coll
+ok "after a restart of the collector the agent reconnects over TLS" \
+	wait_for 20 bash -c "[ \$(grep -c 'agent .* (good) connected' '$T_TMP/collector.log') -gt $n0 ]"
 
 # ---- a cluster query through TLS and tokens, end to end ----
 if [ "$(id -u)" = 0 ]; then
@@ -134,7 +165,7 @@ if [ "$(id -u)" = 0 ]; then
 		>"$T_TMP/q.out" 2>"$T_TMP/q.err"
 	RC=$?
 	ok "fay query --cluster https://... --tls-ca --token-file: answered by the agent (rc=$RC)" \
-		bash -c "[ $RC = 0 ] && grep -q '1 of 1 hosts' '$T_TMP/q.err'"
+		bash -c "[ $RC = 0 ] && grep -q 'good: attached' '$T_TMP/q.err' && grep -qE '^ *[0-9]+$' '$T_TMP/q.out'"
 	timeout 30 "$FAY" query --cluster "$URL" --token-file "$T_TMP/probe.tok" \
 		'from c in cluster.syscall("getppid") select { n: count() } for 1s' >/dev/null 2>"$T_TMP/q2.err"
 	ok "... and without --tls-ca the collector's certificate is refused" \

@@ -77,6 +77,7 @@ diag "$(cat "$T_TMP/own.out" "$T_TMP/own.err")"
 started_bg() {
 	local f=$T_TMP/$1
 	shift
+	rm -f "$f.out" "$f.err"	# not an earlier run's "attached"
 	"$@" >"$f.out" 2>"$f.err" &
 	QBG=$!
 	wait_for 30 grep -q "attached" "$f.err"
@@ -92,11 +93,11 @@ counts() { # WHAT WORKLOAD EXPECTED QUERY [FAY-OPTION]
 	diag "$(cat "$T_TMP/q.out" "$T_TMP/q.err")"
 }
 counts "$U's binary in every process: only $U's 200 calls of 500" calls 200 \
-	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 3s"
+	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 4s"
 counts "... and all 500 with --allow-other-users" calls 500 \
-	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 3s" --allow-other-users
+	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 4s" --allow-other-users
 counts "a syscall query counts $U's 200 getppid calls of 500" getppid 200 \
-	'from s in syscall("getppid") where s.comm == "wuser" select { n: count() } for 3s'
+	'from s in syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s'
 started_bg r as "$CAPS" "$D/fay" query --allow-other-users -p $RPID \
 	"from f in function(\"$D/wroot:fay_work_fn\") select { n: count() }"
 touch "$D/go.root"
