@@ -60,11 +60,15 @@ ok "a missing client CA file: exit 1 naming it" \
 
 GP=$(free_port) OP=$(free_port)
 WP=$(free_port) HP=$(free_port)
-"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
-	--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
-	--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
-	>>"$T_TMP/collector.log" 2>&1 &
-T_PIDS+=($!)
+tls_coll() {
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
+		--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
+		--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
+		>>"$T_TMP/collector.log" 2>&1 &
+	CPID=$!
+	T_PIDS+=($CPID)
+}
+tls_coll
 URL=https://127.0.0.1:$HP
 CURL=(curl -s --cacert "$C/ca.pem")
 ok "collector with TLS on every port starts" wait_for 10 "${CURL[@]}" -f "$URL/health"
@@ -142,6 +146,13 @@ if command -v node >/dev/null && [ -d "$TOP/tests/otlp/node_modules/@grpc" ]; th
 else
 	pass "gRPC over TLS: skipped (no node or tests/otlp packages)"
 fi
+
+# ---- the collector restarts: the agent comes back over TLS ----
+n0=$(grep -c 'agent .* (good) connected' "$T_TMP/collector.log")
+kill $CPID; wait $CPID 2>/dev/null
+tls_coll
+ok "after a restart of the collector the agent reconnects over TLS" \
+	wait_for 20 bash -c "[ \$(grep -c 'agent .* (good) connected' '$T_TMP/collector.log') -gt $n0 ]"
 
 # ---- a cluster query through TLS and tokens, end to end ----
 if [ "$(id -u)" = 0 ]; then
