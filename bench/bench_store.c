@@ -4,14 +4,20 @@
  * SQLite (a fresh file) and ClickHouse (a server's HTTP interface).
  *
  *   bench_store --clickhouse URL [-n SPANS] [-b BATCH] [-t SPANS_PER_TRACE]
- *               [-q QUERIES] [--db PATH]
+ *               [-q QUERIES] [-r RUNS] [--db PATH] [--ch-pid PID]
  *
  * 1. ingest: the same SPANS spans (traces of -t spans, 20 services, 50
  *    span names, a tag each, random durations) through store__write() in
- *    writes of -b spans (the collector's group commit), into each store;
- *    spans/s and the ClickHouse / SQLite ratio.
- * 2. trace by id: store__trace() of -q random stored traces on a warm
- *    reader: median and p99 milliseconds.
+ *    writes of -b spans (the collector's group commit), into each store,
+ *    RUNS times in turn (SQLite, ClickHouse, SQLite, ...; a fresh file and
+ *    a fresh database, URL's database with "_rN" appended, each run);
+ *    spans/s of each run, the medians and their ClickHouse / SQLite
+ *    ratio.  Where the time went: the CPU seconds of this process (all of
+ *    SQLite's work; ClickHouse's client side: rows and curl) and, with
+ *    --ch-pid, of the ClickHouse server (its /proc/PID/stat: parsing,
+ *    sorting, writing parts, background merges).
+ * 2. trace by id (after the last run): store__trace() of -q random stored
+ *    traces on a warm reader: median and p99 milliseconds.
  * 3. search: store__traces() for a service and a minimum duration
  *    (Zipkin's serviceName + minDuration, limit 10, the last 24 h):
  *    median milliseconds of -q queries, services in turn.
@@ -21,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,8 +35,9 @@
 #include "common/rand.h"
 #include "store/store.h"
 
-static unsigned nspans = 1000000, batch = 10000, per_trace = 8, nq = 50;
+static unsigned nspans = 1000000, batch = 10000, per_trace = 8, nq = 50, nruns = 3;
 static const char *ch_url, *db_path = "/tmp/fay-bench-store.db";
+static long ch_pid;
 static uint64_t base_us;
 
 static char services[20][16], names[50][16];
@@ -67,36 +75,50 @@ static int cmp_u64(const void *a, const void *b)
 
 struct result {
 	double rate, id_ms, id_p99_ms, search_ms;
+	double cpu_s, server_cpu_s;   /* during ingest: this process, the server */
 	size_t found;
 };
 
-static int run(const char *where, struct result *res)
+/* CPU seconds of this process so far */
+static double self_cpu(void)
 {
-	struct zspan *z = calloc(batch, sizeof(*z));
-	struct zs_tag *tags = calloc(batch, sizeof(*tags));
-	char (*vals)[24] = calloc(batch, 24);
-	uint64_t *lat = calloc(nq, sizeof(*lat)), t0;
-	char err[512];
-	struct store *st = store__open(where, 0, err, sizeof(err));
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+	       (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/* CPU seconds of the ClickHouse server so far (--ch-pid), else 0 */
+static double server_cpu(void)
+{
+	unsigned long ut = 0, st = 0;
+	char path[64], buf[1024], *p;
+	FILE *f;
+
+	if (!ch_pid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", ch_pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			 &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Trace by id and search latencies on st (after its ingest) into res;
+ * lat: room for nq numbers. */
+static int measure_queries(struct store *st, const char *where, uint64_t *lat,
+			   struct result *res)
+{
 	struct store_reader *r;
+	uint64_t t0;
 
-	if (!st || !z || !tags || !vals || !lat) {
-		fprintf(stderr, "bench_store: %s: %s\n", where, st ? "out of memory" : err);
-		return -1;
-	}
-	t0 = clock_monotonic_ns();
-	for (unsigned i = 0; i < nspans; i += batch) {
-		unsigned n = nspans - i < batch ? nspans - i : batch;
-		struct store_batch b = { .spans = z, .nspans = n }, *bp = &b;
-
-		for (unsigned j = 0; j < n; j++)
-			make_span(i + j, &z[j], &tags[j], vals[j]);
-		if (store__write(st, &bp, 1, err, sizeof(err))) {
-			fprintf(stderr, "bench_store: %s: %s\n", where, err);
-			return -1;
-		}
-	}
-	res->rate = nspans / ((clock_monotonic_ns() - t0) / 1e9);
 	r = store__reader_new(st);
 	if (!r)
 		return -1;
@@ -140,39 +162,119 @@ static int run(const char *where, struct result *res)
 	qsort(lat, nq, sizeof(*lat), cmp_u64);
 	res->search_ms = lat[nq / 2] / 1e6;
 	store__reader_free(r);
+	return 0;
+}
+
+static int run(const char *where, struct result *res, int queries)
+{
+	struct zspan *z = calloc(batch, sizeof(*z));
+	struct zs_tag *tags = calloc(batch, sizeof(*tags));
+	char (*vals)[24] = calloc(batch, 24);
+	uint64_t *lat = calloc(nq, sizeof(*lat)), t0;
+	char err[512];
+	struct store *st = store__open(where, 0, err, sizeof(err));
+	int ret;
+
+	if (!st || !z || !tags || !vals || !lat) {
+		fprintf(stderr, "bench_store: %s: %s\n", where, st ? "out of memory" : err);
+		return -1;
+	}
+	res->cpu_s = self_cpu();
+	res->server_cpu_s = server_cpu();
+	t0 = clock_monotonic_ns();
+	for (unsigned i = 0; i < nspans; i += batch) {
+		unsigned n = nspans - i < batch ? nspans - i : batch;
+		struct store_batch b = { .spans = z, .nspans = n }, *bp = &b;
+
+		for (unsigned j = 0; j < n; j++)
+			make_span(i + j, &z[j], &tags[j], vals[j]);
+		if (store__write(st, &bp, 1, err, sizeof(err))) {
+			fprintf(stderr, "bench_store: %s: %s\n", where, err);
+			return -1;
+		}
+	}
+	res->rate = nspans / ((clock_monotonic_ns() - t0) / 1e9);
+	res->cpu_s = self_cpu() - res->cpu_s;
+	res->server_cpu_s = server_cpu() - res->server_cpu_s;
+	ret = queries ? measure_queries(st, where, lat, res) : 0;
 	store__close(st);
 	free(z);
 	free(tags);
 	free(vals);
 	free(lat);
-	return 0;
+	return ret;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median_rate(const struct result *v, unsigned n)
+{
+	double r[64];
+
+	for (unsigned i = 0; i < n; i++)
+		r[i] = v[i].rate;
+	qsort(r, n, sizeof(*r), cmp_double);
+	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
+/* "clickhouse:" URL with the database of run k ("_rK" appended; "fay"
+ * when URL names none) */
+static void run_url(char *out, size_t len, unsigned k)
+{
+	const char *host = strstr(ch_url, "//");
+	const char *path = host ? strchr(host + 2, '/') : NULL;
+
+	if (path && path[1])
+		snprintf(out, len, "clickhouse:%s_r%u", ch_url, k);
+	else
+		snprintf(out, len, "clickhouse:%.*s/fay_r%u",
+			 (int)(path ? path - ch_url : (ptrdiff_t)strlen(ch_url)), ch_url, k);
+}
+
+static void print_run(const char *name, unsigned k, const struct result *r)
+{
+	printf("run %u %-10s ingest %9.0f spans/s  cpu: this process %6.2f s", k, name,
+	       r->rate, r->cpu_s);
+	if (ch_pid && !strcmp(name, "clickhouse"))
+		printf(", server %6.2f s", r->server_cpu_s);
+	printf("\n");
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
 {
-	struct result sq, ch;
+	struct result sq[64], ch[64];
 	char where[1024];
+	double msq, mch;
 	int opt;
 
 	static const char usage[] =
 		"usage: bench_store --clickhouse URL [-n SPANS] [-b BATCH] [-t SPANS_PER_TRACE]"
-		" [-q QUERIES] [--db PATH]\n";
+		" [-q QUERIES] [-r RUNS] [--db PATH] [--ch-pid PID]\n";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--clickhouse") && i + 1 < argc)
 			ch_url = argv[++i], argv[i - 1] = argv[i] = (char *)"-";
 		else if (!strcmp(argv[i], "--db") && i + 1 < argc)
 			db_path = argv[++i], argv[i - 1] = argv[i] = (char *)"-";
+		else if (!strcmp(argv[i], "--ch-pid") && i + 1 < argc)
+			ch_pid = strtol(argv[++i], NULL, 10), argv[i - 1] = argv[i] = (char *)"-";
 	}
-	while ((opt = getopt(argc, argv, "n:b:t:q:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:b:t:q:r:")) != -1) {
 		switch (opt) {
 		case 'n': nspans = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'b': batch = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 't': per_trace = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'q': nq = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'r': nruns = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
-	if (!ch_url || !nspans || !batch || !per_trace || !nq) {
+	if (!ch_url || !nspans || !batch || !per_trace || !nq || !nruns || nruns > 64) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -181,22 +283,31 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 50; i++)
 		snprintf(names[i], sizeof(names[i]), "op%02d", i);
 	base_us = clock_realtime_ns() / 1000 - (uint64_t)nspans / per_trace * 500;
-	unlink(db_path);
-	printf("# %u spans, traces of %u, writes of %u spans, %u queries\n",
-	       nspans, per_trace, batch, nq);
-	if (run(db_path, &sq))
-		return 1;
-	printf("sqlite      ingest %9.0f spans/s  trace-by-id median %7.2f ms p99 %7.2f ms"
+	printf("# %u spans, traces of %u, writes of %u spans, %u runs, %u queries\n",
+	       nspans, per_trace, batch, nruns, nq);
+	for (unsigned k = 0; k < nruns; k++) {
+		int last = k == nruns - 1;
+
+		unlink(db_path);
+		if (run(db_path, &sq[k], last))
+			return 1;
+		print_run("sqlite", k, &sq[k]);
+		run_url(where, sizeof(where), k);
+		if (run(where, &ch[k], last))
+			return 1;
+		print_run("clickhouse", k, &ch[k]);
+	}
+	msq = median_rate(sq, nruns);
+	mch = median_rate(ch, nruns);
+	printf("sqlite      ingest median %9.0f spans/s  trace-by-id median %7.2f ms p99 %7.2f ms"
 	       "  search median %8.2f ms (%zu traces)\n",
-	       sq.rate, sq.id_ms, sq.id_p99_ms, sq.search_ms, sq.found);
-	fflush(stdout);
-	snprintf(where, sizeof(where), "clickhouse:%s", ch_url);
-	if (run(where, &ch))
-		return 1;
-	printf("clickhouse  ingest %9.0f spans/s  trace-by-id median %7.2f ms p99 %7.2f ms"
+	       msq, sq[nruns - 1].id_ms, sq[nruns - 1].id_p99_ms, sq[nruns - 1].search_ms,
+	       sq[nruns - 1].found);
+	printf("clickhouse  ingest median %9.0f spans/s  trace-by-id median %7.2f ms p99 %7.2f ms"
 	       "  search median %8.2f ms (%zu traces)\n",
-	       ch.rate, ch.id_ms, ch.id_p99_ms, ch.search_ms, ch.found);
-	printf("ratio clickhouse/sqlite ingest %.2fx\n", ch.rate / sq.rate);
+	       mch, ch[nruns - 1].id_ms, ch[nruns - 1].id_p99_ms, ch[nruns - 1].search_ms,
+	       ch[nruns - 1].found);
+	printf("ratio clickhouse/sqlite ingest (medians) %.2fx\n", mch / msq);
 	unlink(db_path);
 	return 0;
 }

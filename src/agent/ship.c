@@ -127,21 +127,22 @@ static void conn_problem(struct ship *s, const char *fmt, ...)
 }
 
 /*
- * TLS on the connected socket (a handshake of at most 10 s, the collector's
- * certificate checked): s->fd becomes the plaintext end (tls.h), in the
- * epoll set in its place.  0, or -errno (logged; s->fd is -1).
+ * TLS on the connected socket: s->fd becomes the plaintext end (tls.h), in
+ * the epoll set in its place.  The handshake (the collector's certificate
+ * checked) runs on the TLS thread, so this loop never waits for it; when
+ * it fails the thread logs why and s->fd sees EOF, and the HELLO deadline
+ * covers a collector that never answers.  0, or -errno (s->fd is -1).
  */
 static int tls_up(struct ship *s)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = s->tag };
-	char err[512];
 	int fd;
 
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->fd, NULL);
-	fd = tls_connect(s->tls, s->fd, s->host, err, sizeof(err));
+	fd = tls_connect_bg(s->tls, s->fd, s->host);
 	s->fd = -1;
 	if (fd < 0) {
-		conn_problem(s, "TLS: %s", err);
+		conn_problem(s, "TLS: %s", errstr(fd));
 		return fd;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

@@ -174,6 +174,27 @@ static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
 	return (ssize_t)n;
 }
 
+/*
+ * Without a token that has the write scope: UNAUTHENTICATED or
+ * PERMISSION_DENIED, answered at the stream's first DATA (its body is
+ * then never kept) or at its end.  0: go on; 1: answered (or the answer
+ * could not be queued: st->answered is 0 then).
+ */
+static int refused(struct gconn *k, struct gstream *st)
+{
+	char msg[300];
+	unsigned ret = auth_check_bearer(k->g->c->auth, st->authlen ? st->auth : NULL,
+					 st->authlen, COLL_SCOPE_WRITE, GRPC_PATH, NULL, msg,
+					 sizeof(msg));
+
+	if (!ret)
+		return 0;
+	msg[strcspn(msg, "\n")] = '\0';
+	if (answer_error(k, st, ret == 403 ? G_PERMISSION_DENIED : G_UNAUTHENTICATED, msg))
+		st->answered = 0;
+	return 1;
+}
+
 /* The whole request has arrived: take its one message. */
 static int handle(struct gconn *k, struct gstream *st)
 {
@@ -189,18 +210,8 @@ static int handle(struct gconn *k, struct gstream *st)
 			 GRPC_PATH);
 		return answer_error(k, st, G_UNIMPLEMENTED, msg);
 	}
-	{
-		char msg[300];
-		unsigned st_auth = auth_check_bearer(k->g->c->auth, st->authlen ? st->auth : NULL,
-						     st->authlen, COLL_SCOPE_WRITE, GRPC_PATH,
-						     NULL, msg, sizeof(msg));
-
-		if (st_auth) {
-			msg[strcspn(msg, "\n")] = '\0';
-			return answer_error(k, st, st_auth == 403 ? G_PERMISSION_DENIED :
-					    G_UNAUTHENTICATED, msg);
-		}
-	}
+	if (refused(k, st))
+		return st->answered ? 0 : -1;
 	if (st->bad_type)
 		return answer_error(k, st, G_INVALID_ARGUMENT, "content-type: expected application/grpc");
 	if (st->too_big) {
@@ -332,6 +343,8 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 
 	if (!st || st->too_big || st->answered)
 		return 0;
+	if (!st->len && refused(k, st))
+		return st->answered ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st->len + len > max) {
 		st->too_big = 1;
 		free(st->body);

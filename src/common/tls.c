@@ -429,7 +429,7 @@ static void conn_free(struct conn *k)
 	free(k);
 }
 
-static void *server_main(void *arg)
+static void *handshake_main(void *arg)
 {
 	struct conn *k = arg;
 	char why[512];
@@ -471,8 +471,10 @@ static int start(struct conn *k, void *(*main)(void *))
 	return sp[0];
 }
 
-/* Contract in tls.h. */
-int tls_accept(struct tls_conf *c, int fd, const char *peer, const char *alpn, int mutual)
+/* A connection whose thread shakes hands, then pumps: the plaintext
+ * socket, or -errno (fd taken).  server: the name to check (clients). */
+static int conn_start(struct tls_conf *c, int fd, const char *peer, const char *server,
+		      const char *alpn, int mutual)
 {
 	struct conn *k = calloc(1, sizeof(*k));
 	int ret;
@@ -485,11 +487,17 @@ int tls_accept(struct tls_conf *c, int fd, const char *peer, const char *alpn, i
 	k->net = fd;
 	k->plain = -1;
 	snprintf(k->peer, sizeof(k->peer), "%s", peer);
-	ret = session_new(k, NULL, alpn, mutual);
-	ret = ret ? -EIO : start(k, server_main);
+	ret = session_new(k, server, alpn, mutual);
+	ret = ret ? -EIO : start(k, handshake_main);
 	if (ret < 0)
 		conn_free(k);
 	return ret;
+}
+
+/* Contract in tls.h. */
+int tls_accept(struct tls_conf *c, int fd, const char *peer, const char *alpn, int mutual)
+{
+	return conn_start(c, fd, peer, NULL, alpn, mutual);
 }
 
 /* Contract in tls.h. */
@@ -518,4 +526,10 @@ int tls_connect(struct tls_conf *c, int fd, const char *server, char *err, size_
 	if (ret < 0)
 		conn_free(k);
 	return ret;
+}
+
+/* Contract in tls.h. */
+int tls_connect_bg(struct tls_conf *c, int fd, const char *server)
+{
+	return conn_start(c, fd, server, server, NULL, 0);
 }

@@ -69,5 +69,13 @@ int tls_accept(struct tls_conf *c, int fd, const char *peer, const char *alpn, i
  * the reason in err (refused certificate: what is wrong with it).
  */
 int tls_connect(struct tls_conf *c, int fd, const char *server, char *err, size_t errlen);
+/*
+ * tls_connect() without waiting: the plaintext socket is returned at once
+ * and the handshake runs on the connection's thread; when it fails, the
+ * reason is logged ("tls: SERVER: handshake refused: ...") and the
+ * plaintext socket sees EOF.  For an event loop that must not stop for
+ * a collector slow to answer.  The socket or -errno (fd taken).
+ */
+int tls_connect_bg(struct tls_conf *c, int fd, const char *server);
 
 #endif

@@ -283,7 +283,8 @@ static int do_arm(struct rt_session *s)
 	rt_publish(s);
 	for (; s->narmed < s->nsites; s->narmed++) {
 		int rc = patch_site_arm(s->sites[s->narmed], rt_on_entry,
-					s->exit ? rt_on_exit : NULL, NULL, why, sizeof(why));
+					s->exit ? rt_on_exit : NULL, s->exit ? (void *)1 : NULL,
+					why, sizeof(why));
 
 		if (rc) {
 			for (int i = 0; i < s->narmed; i++)

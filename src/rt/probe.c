@@ -39,7 +39,9 @@ struct rt_thread {
 	int nstate;		/* the same for env2 */
 	struct vm_env env;
 	struct vm_env env2;	/* a probe nested in a running one (a signal
-				 * handler's): a slot of its own */
+				 * handler's), or a call nested in a probed
+				 * call: a slot of its own */
+	unsigned int depth;	/* probed calls entered and not yet left */
 };
 
 struct busy {
@@ -185,7 +187,7 @@ static bool nested_init(struct rt_thread *t)
 }
 
 /* A slot's first run in session s: the reader merges the noted slots. */
-static void note_slot(struct rt_session *s, unsigned int slot)
+static __attribute__((noinline, cold)) void note_slot(struct rt_session *s, unsigned int slot)
 {
 	unsigned int v = __atomic_load_n(&s->seen, __ATOMIC_RELAXED);
 
@@ -196,29 +198,52 @@ static void note_slot(struct rt_session *s, unsigned int slot)
 		;
 }
 
-static inline void run(struct patch_regs *regs, bool exit)
+/* The slot of a nested probe (lvl > 0: a call nested in a probed call;
+ * else a signal handler's probe while this thread runs one, *b != 0):
+ * the thread's second slot, NULL when that one is busy too (deeper
+ * nesting is not traced); *b gets its busy count. */
+static __attribute__((noinline, cold)) struct vm_env *nested_env(struct rt_thread *t, uint32_t *b)
+{
+	if (t->nstate != 1 && (t->nstate != 0 || !nested_init(t)))
+		return NULL;
+	*b = __atomic_load_n(&busy[t->env2.slot].v, __ATOMIC_RELAXED);
+	return *b ? NULL : &t->env2;
+}
+
+static inline __attribute__((always_inline)) void run(struct patch_regs *regs, bool exit,
+						      bool paired)
 {
 	struct rt_thread *t = &tls;
 	struct vm_env *env = &t->env;
 	struct rt_session *s;
 	const struct vm_prog *p;
+	unsigned int lvl = 0;
 	uint32_t b;
 
 	if (__builtin_expect(t->state != 1, 0) && (t->state != 0 || !thread_init(t)))
 		return;
 	if (__builtin_expect(inert, 0))
 		return;
+	if (paired) {
+		/* the outermost probed call pairs in the first slot, any call
+		 * nested in it (recursion, a signal handler's) in the second:
+		 * the entry record of each is its own.  Counted up before the
+		 * entry program and down after the exit program (a signal
+		 * meanwhile nests); after a skipped exit (longjmp) every call
+		 * uses the second: still paired, the innermost only. */
+		unsigned int d = t->depth;
+
+		lvl = exit ? d - (d != 0) : d;
+		if (!exit)
+			t->depth = d + 1;
+	}
 	b = __atomic_load_n(&busy[env->slot].v, __ATOMIC_RELAXED);
-	if (__builtin_expect(b != 0, 0)) {
-		/* a signal handler's probe while this thread runs one: its own
-		 * slot (one writer per slot, its own entry record); deeper
-		 * nesting is not traced */
-		if (t->nstate != 1 && (t->nstate != 0 || !nested_init(t)))
-			return;
-		env = &t->env2;
-		b = __atomic_load_n(&busy[env->slot].v, __ATOMIC_RELAXED);
-		if (b)
-			return;
+	if (__builtin_expect(lvl != 0 || b != 0, 0)) {
+		/* a nested call, or a signal handler's probe while this thread
+		 * runs one: one writer per slot, an entry record of its own */
+		env = nested_env(t, &b);
+		if (!env)
+			goto out;
 	}
 	/* a count, not a flag: a probe nested in a signal handler restores
 	 * what it found before this one goes on */
@@ -233,16 +258,19 @@ static inline void run(struct patch_regs *regs, bool exit)
 			vm_run(p, regs, env);
 	}
 	__atomic_store_n(&busy[env->slot].v, b, __ATOMIC_RELEASE);
+out:
+	if (paired && exit)
+		t->depth = lvl;	/* nested calls left it as they found it */
 }
 
 void rt_on_entry(struct patch_regs *regs, void *arg)
 {
-	run(regs, false);
+	run(regs, false, arg != NULL);
 }
 
 void rt_on_exit(struct patch_regs *regs, void *arg)
 {
-	run(regs, true);
+	run(regs, true, true);
 }
 
 void rt_publish(struct rt_session *s)

@@ -27,14 +27,15 @@ struct rt_session {
 	struct vm_map *maps[INLINE_MAX_MAPS];
 	int nmaps;
 	unsigned int nslots;
+	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 	struct vm_prog *entry, *exit;
 	struct patch_site *sites[INLINE_MAX_SITES];
 	struct inl_site info[INLINE_MAX_SITES];
 	int nsites, narmed;
-	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 };
 
-/* The entry and exit handlers patched into the sites (probe.c). */
+/* The entry and exit handlers patched into the sites (probe.c); arg is
+ * non-NULL when the site has both (the calls' nesting is counted). */
 void rt_on_entry(struct patch_regs *regs, void *arg);
 void rt_on_exit(struct patch_regs *regs, void *arg);
 /* Publish s to the handlers (NULL: none).  rt_unpublish() returns once

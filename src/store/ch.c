@@ -145,7 +145,8 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 {
 	struct store_be *st = calloc(1, sizeof(*st));
 	char why[400];
-	int ret = -ENOMEM;
+	int ret = -ENOMEM, ok = 1;
+	unsigned wflags;
 
 	if (!st || !(st->url = strdup(where))) {
 		set_err(err, errlen, "clickhouse:%s: out of memory", where);
@@ -159,10 +160,13 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 		goto fail;
 	st->w.db = st->db;
 	st->w.cluster = st->cluster;
-	st->c = ch_conn_new(st->urls[0], st->db,
-			    (flags & STORE_F_READONLY ? CH_READONLY : 0) |
-			    (st->cluster ? CH_SYNC_INSERT : 0), why, sizeof(why));
-	st->hc = st->c ? ch_conn_new(st->urls[0], st->db, 0, why, sizeof(why)) : NULL;
+	wflags = (flags & STORE_F_READONLY ? CH_READONLY : 0) |
+		 (st->cluster ? CH_SYNC_INSERT : 0);
+	st->c = ch_conn_new(st->urls[0], st->db, wflags, why, sizeof(why));
+	for (size_t i = 0; st->c && i < CH_PAR - 1 && ok; i++)
+		ok = (st->pc[i] = ch_conn_new(st->urls[0], st->db, wflags, why,
+					     sizeof(why))) != NULL;
+	st->hc = st->c && ok ? ch_conn_new(st->urls[0], st->db, 0, why, sizeof(why)) : NULL;
 	if (!st->hc) {
 		ret = -errno;
 		set_err(err, errlen, "clickhouse:%s: %s", where, why);
@@ -195,6 +199,8 @@ void ch__close(struct store_be *st)
 	if (!st)
 		return;
 	ch_conn_free(st->c);
+	for (size_t i = 0; i < CH_PAR - 1; i++)
+		ch_conn_free(st->pc[i]);
 	ch_conn_free(st->hc);
 	for (size_t i = 0; i < st->nurls; i++)
 		free(st->urls[i]);
@@ -222,7 +228,10 @@ int ch__health(struct store_be *st, char *err, size_t errlen)
 
 	pthread_mutex_lock(&st->hlock);
 	if (!st->health_us || now - st->health_us >= CH_HEALTH_EVERY_US) {
-		st->health_ret = ch_query(st->hc, "SELECT 1", NULL, st->health_err,
+		/* with a cluster, through the Distributed table: every shard
+		 * must answer (a write needs them all) */
+		st->health_ret = ch_query(st->hc, st->cluster ? "SELECT count() FROM agents" :
+					  "SELECT 1", NULL, st->health_err,
 					  sizeof(st->health_err));
 		st->health_us = now;
 	}

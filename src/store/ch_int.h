@@ -115,6 +115,7 @@ int ch_get_ep(struct rbuf *r, struct zarena *a, struct zs_endpoint *e);
 /* ---- the store (ch.c, ch_write.c, ch_read.c) ---- */
 
 #define CH_NAME_SLOTS 4096
+#define CH_NAME_WAYS 4        /* the slots a name may be in, in a row */
 /* A name's last_us is rewritten when a span is this much newer. */
 #define CH_NAME_SLACK_US 60000000ull
 /* The health answer is cached this long. */
@@ -128,8 +129,15 @@ struct ch_agent {
 	int touched;
 };
 
+/* INSERTs of one write sent at once, each on a connection of its own
+ * (spans, span_index, names: ch_write.c).  Splitting a table's rows over
+ * more INSERTs was tried: more parts, more merging, more server CPU
+ * (bench/RESULTS.md). */
+#define CH_PAR 3
+
 struct store_be {
 	struct ch_conn *c;            /* the writer's */
+	struct ch_conn *pc[CH_PAR - 1];   /* the writer's others, for parallel INSERTs */
 	char *url;                    /* what followed "clickhouse:" */
 	char **urls;                  /* each server listed */
 	size_t nurls;

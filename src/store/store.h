@@ -58,7 +58,8 @@ int store__backend_schema_version(const struct store *st);
  * Can the backend take writes and answer reads right now?  0, or -errno
  * (-ECONNREFUSED, -ETIMEDOUT, -EIO ...) with the reason in err.  An SQLite
  * store is always healthy; a ClickHouse store asks its server (cheap: a
- * ping, at most every second).
+ * ping, at most every second; on a cluster a count of the Distributed
+ * agents table, so that a shard down is unhealthy too).
  */
 int store__health(struct store *st, char *err, size_t errlen);
 

@@ -16,7 +16,7 @@ DISK=$T_TMP/disk
 mkdir -p "$DISK"
 mount -t tmpfs -o size=32m tmpfs "$DISK" || skip_all "cannot mount a tmpfs here"
 # lib.sh's cleanup stops the processes using it first
-trap 't_cleanup; umount -l "$DISK" 2>/dev/null; rm -rf "$T_TMP"' EXIT
+trap 't_cleanup; umount -l "$DISK" 2>/dev/null; [ -n "${FAY_TEST_KEEP:-}" ] || rm -rf "$T_TMP"' EXIT
 E2E_DB=$DISK/c.db
 e2e_ports
 ok "collector starts" e2e_collector

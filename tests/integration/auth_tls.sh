@@ -60,11 +60,15 @@ ok "a missing client CA file: exit 1 naming it" \
 
 GP=$(free_port) OP=$(free_port)
 WP=$(free_port) HP=$(free_port)
-"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
-	--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
-	--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
-	>>"$T_TMP/collector.log" 2>&1 &
-T_PIDS+=($!)
+tls_coll() {
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
+		--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
+		--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
+		>>"$T_TMP/collector.log" 2>&1 &
+	CPID=$!
+	T_PIDS+=($CPID)
+}
+tls_coll
 URL=https://127.0.0.1:$HP
 CURL=(curl -s --cacert "$C/ca.pem")
 ok "collector with TLS on every port starts" wait_for 10 "${CURL[@]}" -f "$URL/health"
@@ -87,6 +91,16 @@ ok "... the collector says why" grep -q 'handshake refused: A packet with illega
 ok "TLS 1.2 to the HTTP port: a cipher" bash -c "[ \"\$(echo | timeout 5 openssl s_client -connect 127.0.0.1:$HP -tls1_2 2>&1 | grep -o 'Cipher is [^ ]*' | head -1)\" != 'Cipher is (NONE)' ]"
 ok "TLS 1.2 to the agent port with the agent's certificate: a cipher" \
 	bash -c "[ \"\$(echo | timeout 5 openssl s_client -connect 127.0.0.1:$WP -tls1_2 -cert '$C/agent.pem' -key '$C/agent.key' 2>&1 | grep -o 'Cipher is [^ ]*' | head -1)\" != 'Cipher is (NONE)' ]"
+
+# ---- the agent protocol through TLS (the test client) ----
+ID=cccccccccccccccccccccccccccccccc
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t agt hello 2>&1)
+ok "HELLO over mutual TLS with the agent's token: WELCOME" [ "$out" = "welcome last_seq=0" ]
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t rt hello 2>&1)
+ok "... with a read token: ERROR naming the write scope" grep -q "error.*lacks the 'write' scope" <<<"$out"
+out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/rogue.pem" -E "$C/agent.pem" -Y "$C/agent.key" -i $ID -t agt hello 2>&1)
+ok "... trusting another CA: the client refuses the collector's certificate" \
+	grep -q 'TLS: The certificate is NOT trusted' <<<"$out"
 
 # ---- agents --------------------------------------------------------------------
 printf 'agt\n' >"$T_TMP/agent.tok" && chmod 600 "$T_TMP/agent.tok"
@@ -132,6 +146,13 @@ if command -v node >/dev/null && [ -d "$TOP/tests/otlp/node_modules/@grpc" ]; th
 else
 	pass "gRPC over TLS: skipped (no node or tests/otlp packages)"
 fi
+
+# ---- the collector restarts: the agent comes back over TLS ----
+n0=$(grep -c 'agent .* (good) connected' "$T_TMP/collector.log")
+kill $CPID; wait $CPID 2>/dev/null
+tls_coll
+ok "after a restart of the collector the agent reconnects over TLS" \
+	wait_for 20 bash -c "[ \$(grep -c 'agent .* (good) connected' '$T_TMP/collector.log') -gt $n0 ]"
 
 # ---- a cluster query through TLS and tokens, end to end ----
 if [ "$(id -u)" = 0 ]; then

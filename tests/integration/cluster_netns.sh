@@ -7,6 +7,7 @@
 # workload binary (its own truth; the hosts share a kernel).  Answers are
 # exact; pulling h2's cable during a windowed query makes h2 missing while
 # the others go on, and plugging it back brings h2 back into the query.
+# Off loopback a collector wants tokens: every hop here carries one.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$TOP/tests/lib/netns.bash"
 W=$BUILD/tests/bin/query_work
@@ -20,11 +21,19 @@ for h in root mid h1 h2 h3; do
 done
 pass "5 hosts: root $(ns_ip root), mid $(ns_ip mid), h1 $(ns_ip h1), h2 $(ns_ip h2), h3 $(ns_ip h3)"
 
+# beyond loopback, tokens: agents and the intermediate collector (its own
+# token to the root) write, the client reads and probes
+printf 'agt write agents\ncli read,probe client\n' >"$T_TMP/tokens.mid"
+printf 'agt write agents\nmidt write mid\ncli read,probe client\n' >"$T_TMP/tokens"
+echo agt >"$T_TMP/agent.tok"
+echo cli >"$T_TMP/cli.tok"
+chmod 600 "$T_TMP/tokens" "$T_TMP/tokens.mid" "$T_TMP/agent.tok" "$T_TMP/cli.tok"
 ns_bg root "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 --db "$T_TMP/root.db" \
-	>"$T_TMP/root.log" 2>&1
+	--token-file "$T_TMP/tokens" >"$T_TMP/root.log" 2>&1
 ok "root collector up" wait_for 15 ns_run root curl -sf http://127.0.0.1:9411/health
 ns_bg mid "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 --db "$T_TMP/mid.db" \
-	--parent "$(ns_ip root):9410" --host mid >"$T_TMP/mid.log" 2>&1
+	--token-file "$T_TMP/tokens.mid" --parent "$(ns_ip root):9410" --token midt --host mid \
+	>"$T_TMP/mid.log" 2>&1
 ok "intermediate collector up" wait_for 15 ns_run mid curl -sf http://127.0.0.1:9411/health
 
 declare -A K=([h1]=100 [h2]=200 [h3]=300) UP=([h1]=root [h2]=root [h3]=mid)
@@ -33,10 +42,10 @@ for h in h1 h2 h3; do
 	cp "$W" "$T_TMP/$h/qw"
 	( cd "$T_TMP/$h" && exec ip netns exec "$NS_PREFIX-$h" "$FAY" agent \
 		--collector "$(ns_ip ${UP[$h]}):9410" --host $h --shm-dir "$T_TMP/$h" \
-		--state-dir "$T_TMP/$h" ) >"$T_TMP/$h.log" 2>&1 &
+		--state-dir "$T_TMP/$h" --token-file "$T_TMP/agent.tok" ) >"$T_TMP/$h.log" 2>&1 &
 	T_PIDS+=($!)
 done
-peers() { [ "$(ns_run $1 curl -s http://127.0.0.1:9411/api/cluster/peers | grep -o '"host":' | wc -l)" -ge "$2" ]; }
+peers() { [ "$(ns_run $1 curl -s -H "Authorization: Bearer cli" http://127.0.0.1:9411/api/cluster/peers | grep -o '"host":' | wc -l)" -ge "$2" ]; }
 ok "the root has h1, h2 and mid" wait_for 20 peers root 3
 ok "mid has h3" wait_for 20 peers mid 1
 
@@ -44,7 +53,7 @@ n_attached() { [ "$(grep -c 'attached' "$2")" -ge "$1" ]; }
 Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count(), s: g.sum(c.arg(0)) } for 4s'
 go=$T_TMP/go1
 for h in h1 h2 h3; do QW_WAIT=$go "$T_TMP/$h/qw" calls ${K[$h]} & T_PIDS+=($!); done
-ns_run root timeout 60 "$FAY" query --cluster http://127.0.0.1:9411 --json "$Q" >"$T_TMP/o1" 2>"$T_TMP/e1" &
+ns_run root timeout 60 "$FAY" query --cluster http://127.0.0.1:9411 --token-file "$T_TMP/cli.tok" --json "$Q" >"$T_TMP/o1" 2>"$T_TMP/e1" &
 q=$!
 wait_for 20 n_attached 3 "$T_TMP/e1" && touch "$go"
 wait $q
@@ -57,7 +66,7 @@ want='{"host":"h1","n":100,"s":4950}
 
 # pull h2's cable during a windowed query, then plug it back
 QW='from c in cluster.syscall("getppid") group c by c.host into g select { host: g.key, n: g.count() >= 0 } window 1s for 16s'
-ns_run root timeout 60 "$FAY" query --cluster http://127.0.0.1:9411 --grace 500ms "$QW" >"$T_TMP/o2" 2>"$T_TMP/e2" &
+ns_run root timeout 60 "$FAY" query --cluster http://127.0.0.1:9411 --token-file "$T_TMP/cli.tok" --grace 500ms "$QW" >"$T_TMP/o2" 2>"$T_TMP/e2" &
 q=$!
 wait_for 20 n_attached 3 "$T_TMP/e2"
 sleep 2

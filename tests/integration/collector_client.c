@@ -5,7 +5,11 @@
  * bench/bench_ingest.  Built by mk/collector.mk.
  *
  *   fay-wire-client [-a ADDR] [-i AGENT_ID] [-t TOKEN] [-s SEQ] [-n BATCHES]
- *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-T NS] [-w] [-q] CMD
+ *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-T NS] [-w] [-q]
+ *                   [-C CA [-E CERT -Y KEY]] CMD
+ *
+ * -C: TLS to the collector (common/tls.h), its certificate checked against
+ * CA; -E/-Y: this client's certificate and key (mutual TLS).
  *
  * -T NS: the spans' time (nanoseconds since the epoch) instead of now, so
  * that the same batches can be sent to several collectors
@@ -51,6 +55,7 @@
 
 #include "common/clock.h"
 #include "common/spanrec.h"
+#include "common/tls.h"
 #include "common/wire.h"
 #include "store/store.h"
 
@@ -60,6 +65,7 @@ static char agent_id[33] = "0123456789abcdef0123456789abcdef";
 static uint64_t first_seq = 1;
 static unsigned nbatches = 1, nspans = 10, nconns = 1, window = 8;
 static int verify, quiet;
+static struct tls_conf *tls;
 static uint64_t fixed_ns;   /* -T: the spans' time; 0: now */
 
 static uint64_t span_time_ns(void)
@@ -104,6 +110,15 @@ static int connect_to(const char *a)
 		exit(1);
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (tls) {
+		char err[512];
+
+		fd = tls_connect(tls, fd, host, err, sizeof(err));
+		if (fd < 0) {
+			fprintf(stderr, "fay-wire-client: TLS: %s\n", err);
+			exit(1);
+		}
+	}
 	return fd;
 }
 
@@ -560,9 +575,10 @@ static int cmd_check(void)
 
 int main(int argc, char **argv)
 {
+	const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:H:T:wq")) != -1) {
+	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:H:T:C:E:Y:wq")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'i':
@@ -582,8 +598,18 @@ int main(int argc, char **argv)
 		case 'T': fixed_ns = strtoull(optarg, NULL, 10); break;
 		case 'w': verify = 1; break;
 		case 'q': quiet = 1; break;
+		case 'C': tls_ca = optarg; break;
+		case 'E': tls_cert = optarg; break;
+		case 'Y': tls_key = optarg; break;
 		default: return 2;
 		}
+	}
+	if (tls_ca) {
+		char err[512];
+
+		tls = tls_client_conf(tls_ca, tls_cert, tls_key, err, sizeof(err));
+		if (!tls)
+			die(err);
 	}
 	if (optind >= argc)
 		die("no command (hello, send, dup, partial, partial-split, badspan, stats, corrupt-*, check)");

@@ -23,8 +23,12 @@ done
 pass "4 hosts on one switch: coll $(ns_ip coll), h1 $(ns_ip h1), h2 $(ns_ip h2), h3 $(ns_ip h3)"
 
 # Own network stacks: the same fixed ports in every namespace.
+# Off loopback a collector wants tokens: the agents write, the checks read.
+printf 'agt write agents\nrdt read checks\n' >"$T_TMP/tokens"
+echo agt >"$T_TMP/agent.tok"
+chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
 ns_bg coll "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
-	--db "$T_TMP/fay.db" >"$T_TMP/collector.log" 2>&1
+	--db "$T_TMP/fay.db" --token-file "$T_TMP/tokens" >"$T_TMP/collector.log" 2>&1
 ok "collector up in its namespace" wait_for 15 ns_run coll curl -sf http://127.0.0.1:9411/health
 ok "the collector's agent port is reachable from h1" ns_reach h1 coll 9410
 ok "h1 is a stack of its own: nothing listens on its own port 9410" not ns_reach h1 h1 9410
@@ -34,14 +38,14 @@ for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm"
 	ns_bg $h env FAY_SHM_DIR="$T_TMP/$h/shm" "$FAY" agent \
 		--collector "$(ns_ip coll):9410" --host "$h" --state-dir "$T_TMP/$h/state" \
-		--stats-interval 1s >"$T_TMP/$h/agent.log" 2>&1
+		--token-file "$T_TMP/agent.tok" --stats-interval 1s >"$T_TMP/$h/agent.log" 2>&1
 	APID[$h]=$NS_PID
 	# About 100 spans a second for the whole test.
 	ns_bg $h env FAY_SHM_DIR="$T_TMP/$h/shm" "$PRODUCER" --count 100000 --rate 100 \
 		--service "svc-$h"
 done
 
-hosts() { ns_run coll curl -sf http://127.0.0.1:9411/api/ui/hosts; }
+hosts() { ns_run coll curl -sf -H "Authorization: Bearer rdt" http://127.0.0.1:9411/api/ui/hosts; }
 # field HOST KEY: KEY of HOST's agent in /api/ui/hosts
 field() { hosts | jq -r --arg h "$1" --arg k "$2" '.agents[] | select(.host == $h) | .[$k]'; }
 spans() { local n; n=$(field "$1" spans); echo "${n:-0}"; }
@@ -51,7 +55,7 @@ grew() { [ "$(spans "$1")" -gt "$2" ]; }
 peer_is_own() { [[ "$(field "$1" peer)" == "$(ns_ip "$1"):"* ]]; }
 has_services() {
 	local s
-	s=$(ns_run coll curl -sf http://127.0.0.1:9411/api/v2/services) &&
+	s=$(ns_run coll curl -sf -H "Authorization: Bearer rdt" http://127.0.0.1:9411/api/v2/services) &&
 	jq -e 'index("svc-h1") and index("svc-h2") and index("svc-h3")' <<<"$s" >/dev/null
 }
 
