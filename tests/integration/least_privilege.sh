@@ -20,7 +20,8 @@ W=$BUILD/tests/bin/query_work
 # a directory the user can use, and copies of the binaries it can execute
 D=$(mktemp -d /tmp/fay-lp.XXXXXX)
 chmod 755 "$D"
-trap 't_cleanup; rm -rf "$D"' EXIT
+# (as ... & is a subshell: the user's processes are found by their path)
+trap 'pkill -f "^$D/" 2>/dev/null; t_cleanup; rm -rf "$D"' EXIT
 cp "$FAY" "$D/fay"; cp "$W" "$D/work"; cp "$BUILD/blockstack" "$D/blockstack" 2>/dev/null
 chmod 755 "$D"/*
 # Programs left behind, counted without the other BPF users of this host

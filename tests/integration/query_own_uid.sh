@@ -22,7 +22,8 @@ W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
 D=$(mktemp -d /tmp/fay-ou.XXXXXX)
 chmod 755 "$D"
-trap 't_cleanup; rm -rf "$D"' EXIT
+# (as ... & is a subshell: the user's processes are found by their path)
+trap 'pkill -f "^$D/" 2>/dev/null; t_cleanup; rm -rf "$D"' EXIT
 cp "$FAY" "$D/fay"
 cp "$W" "$D/wroot"		# root's binary
 cp "$W" "$D/wuser"		# nobody's binary
