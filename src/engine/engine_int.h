@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the engine: shared by codegen.c (plan -> IR), run.c (load,
+ * Inside the engine: shared by codegen*.c (plan -> IR), run.c (load,
  * attach, read) and output.c (tables, JSON).
  */
 #ifndef FAY_ENGINE_ENGINE_INT_H

@@ -2,7 +2,7 @@
 /*
  * Whose processes a query may probe (#10).  A query asked by a non-root
  * user (engine_opts_requester()) sees that user's processes only: every
- * program drops events whose task has another real uid (codegen.c), and
+ * program drops events whose task has another real uid (codegen.c, cg_uid_filter), and
  * a user-space probe is refused before anything is loaded unless
  *   - it is scoped to one process (process(PID), -p, -c) of that user:
  *     every uid of the process (real, effective, saved, fs) is the

@@ -6,7 +6,8 @@
  * Trampoline, entry and exit probes (S = rsp at the function's entry):
  *
  *   entry:  sub rsp, 296; save the registers as struct patch_regs at
- *           [rsp] and xmm0-7 above; on_entry(regs, arg); restore; add
+ *           [rsp] and xmm0-7 above (unless PATCH_HANDLERS_KEEP_VECTORS);
+ *           on_entry(regs, arg); restore; add
  *   [exit]  sub rsp, 72; copy S+8..S+72 (stack arguments) to rsp..;
  *           call body                      <- return address with CFI
  *           sub rsp, 304; save; on_exit(regs, arg); restore; add;
@@ -265,12 +266,12 @@ static const struct { uint8_t reg, off; } saved[] = {
  * [rsp + ip_at] (exit); sp is rsp + sp_at.
  */
 static void call_handler(struct wbuf *w, int frame, patch_fn fn, void *arg,
-			 uint64_t ip, int ip_at, int sp_at)
+			 uint64_t ip, int ip_at, int sp_at, bool vec)
 {
 	rsp_add(w, -frame);
 	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
 		mov_rsp(w, saved[i].reg, saved[i].off, true);
-	for (int x = 0; x < 8; x++)
+	for (int x = 0; vec && x < 8; x++)
 		movdqu_rsp(w, x, 168 + 16 * x, true);
 	mov_rsp(w, 0, 120, true);			/* orig_ax = ax */
 	if (ip_at >= 0)
@@ -291,7 +292,7 @@ static void call_handler(struct wbuf *w, int frame, patch_fn fn, void *arg,
 	movabs(w, 6, (uint64_t)(uintptr_t)arg);		/* rsi */
 	movabs(w, 0, (uint64_t)(uintptr_t)fn);		/* rax */
 	b(w, 2, 0xff, 0xd0);				/* call rax */
-	for (int x = 0; x < 8; x++)
+	for (int x = 0; vec && x < 8; x++)
 		movdqu_rsp(w, x, 168 + 16 * x, false);
 	/* the handler kept rbx, rbp, r12-r15 (the System V ABI) */
 	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
@@ -359,8 +360,9 @@ static uint8_t *eh_frame(uint64_t pc, uint64_t len, int cfa)
 }
 
 static int build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
-		 char *err, size_t errlen)
+		 unsigned int flags, char *err, size_t errlen)
 {
+	bool vec = !(flags & PATCH_HANDLERS_KEEP_VECTORS);
 	struct wbuf w = { 0 };
 	uint8_t *t;
 	size_t call_at = 0, body_at, fix = 0;
@@ -371,7 +373,7 @@ static int build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void
 	if (!t)
 		return errf(err, errlen, -ENOMEM, "no room for a trampoline within 2 GiB "
 			    "of the function");
-	call_handler(&w, ENTRY_FRAME, on_entry, arg, f, -1, 0);
+	call_handler(&w, ENTRY_FRAME, on_entry, arg, f, -1, 0, vec);
 	if (on_exit) {
 		rsp_add(&w, -ARGS_COPY);
 		for (int i = 0; i < 8; i++) {
@@ -382,7 +384,7 @@ static int build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void
 		b(&w, 1, 0xe8);				/* call body */
 		fix = w.len;
 		wbuf_le32(&w, 0);
-		call_handler(&w, EXIT_FRAME, on_exit, arg, 0, ARGS_COPY, ARGS_COPY + 8);
+		call_handler(&w, EXIT_FRAME, on_exit, arg, 0, ARGS_COPY, ARGS_COPY + 8, vec);
 		rsp_add(&w, ARGS_COPY);
 		b(&w, 1, 0xc3);
 	}
@@ -649,13 +651,19 @@ static int live_write(struct patch_site *s, const uint8_t *new, bool to_patch)
 int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
 		   void *arg, char *err, size_t errlen)
 {
+	return patch_site_arm_flags(s, on_entry, on_exit, arg, 0, err, errlen);
+}
+
+int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
+			 void *arg, unsigned int flags, char *err, size_t errlen)
+{
 	uint8_t jmp[JMP_LEN];
 	int32_t rel;
 	int rc;
 
 	if (s->armed || s->tramp)
 		return errf(err, errlen, -EBUSY, "the site is already armed");
-	rc = build(s, on_entry, on_exit, arg, err, errlen);
+	rc = build(s, on_entry, on_exit, arg, flags, err, errlen);
 	if (rc)
 		return rc;
 	rel = (int32_t)((intptr_t)s->tramp - (intptr_t)(s->func + JMP_LEN));

@@ -265,6 +265,9 @@ static int do_prog(struct rt_session *s, size_t len)
 		return reply(sfd, -EINVAL, 0, "the %s program: %s", hd[0] ? "exit" : "entry", why);
 	vm_prog_set_now(p, vm_tsc_now);	/* every thread's env.now (probe.c) */
 	rc = vm_prog_jit(p);	/* the interpreter runs it otherwise */
+	/* the handlers run it without saving the vector registers when it
+	 * touches none (vm_prog_calls_out()) */
+	s->plain[hd[0]] = !rc && !vm_prog_calls_out(p) && !tsc_err;
 	if (hd[0])
 		s->exit = p;
 	else
@@ -282,9 +285,10 @@ static int do_arm(struct rt_session *s)
 	rt_span_resolve();
 	rt_publish(s);
 	for (; s->narmed < s->nsites; s->narmed++) {
-		int rc = patch_site_arm(s->sites[s->narmed], rt_on_entry,
-					s->exit ? rt_on_exit : NULL, s->exit ? (void *)1 : NULL,
-					why, sizeof(why));
+		int rc = patch_site_arm_flags(s->sites[s->narmed], rt_on_entry,
+					      s->exit ? rt_on_exit : NULL,
+					      s->exit ? (void *)1 : NULL,
+					      PATCH_HANDLERS_KEEP_VECTORS, why, sizeof(why));
 
 		if (rc) {
 			for (int i = 0; i < s->narmed; i++)

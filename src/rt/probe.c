@@ -19,6 +19,14 @@
  * of the process: the store of any handler that could have read the old
  * session is visible afterwards) and waits for every busy slot.  The hot
  * path has no atomic read-modify-write and no fence.
+ *
+ * Vector registers: the sites are armed with PATCH_HANDLERS_KEEP_VECTORS
+ * (the trampolines save no xmm register), so this file is compiled
+ * general-regs-only and everything that may run other code (a thread's
+ * first probe, the nested slot, noting a slot, a program that is
+ * interpreted or calls a helper out of line) goes through vec_call(),
+ * which saves xmm0-15 around it.  The common path (a compiled program
+ * using inlined helpers and the TSC clock) touches no vector register.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,6 +41,39 @@
 
 #include "fay/trace.h"
 #include "rt/rt.h"
+
+#pragma GCC target("general-regs-only")
+
+/* fn(a, b, c) with xmm0-15 saved and restored around it (the upper
+ * halves of ymm/zmm registers are not: code the runtime calls out to
+ * must not leave them changed, as glibc's vzeroupper-ending routines do
+ * not when the caller's upper halves are clean). */
+typedef uint64_t (*vec_fn)(uint64_t a, uint64_t b, uint64_t c);
+uint64_t rt_vec_call(vec_fn fn, uint64_t a, uint64_t b, uint64_t c)
+	__attribute__((visibility("hidden")));
+__asm__(".text\n.p2align 4\n.globl rt_vec_call\n.hidden rt_vec_call\n"
+	".type rt_vec_call,@function\nrt_vec_call:\n.cfi_startproc\n"
+	"sub $264, %rsp\n.cfi_adjust_cfa_offset 264\n"
+	"movdqu %xmm0, 0(%rsp)\nmovdqu %xmm1, 16(%rsp)\n"
+	"movdqu %xmm2, 32(%rsp)\nmovdqu %xmm3, 48(%rsp)\n"
+	"movdqu %xmm4, 64(%rsp)\nmovdqu %xmm5, 80(%rsp)\n"
+	"movdqu %xmm6, 96(%rsp)\nmovdqu %xmm7, 112(%rsp)\n"
+	"movdqu %xmm8, 128(%rsp)\nmovdqu %xmm9, 144(%rsp)\n"
+	"movdqu %xmm10, 160(%rsp)\nmovdqu %xmm11, 176(%rsp)\n"
+	"movdqu %xmm12, 192(%rsp)\nmovdqu %xmm13, 208(%rsp)\n"
+	"movdqu %xmm14, 224(%rsp)\nmovdqu %xmm15, 240(%rsp)\n"
+	"mov %rdi, %rax\nmov %rsi, %rdi\nmov %rdx, %rsi\nmov %rcx, %rdx\n"
+	"call *%rax\n"
+	"movdqu 0(%rsp), %xmm0\nmovdqu 16(%rsp), %xmm1\n"
+	"movdqu 32(%rsp), %xmm2\nmovdqu 48(%rsp), %xmm3\n"
+	"movdqu 64(%rsp), %xmm4\nmovdqu 80(%rsp), %xmm5\n"
+	"movdqu 96(%rsp), %xmm6\nmovdqu 112(%rsp), %xmm7\n"
+	"movdqu 128(%rsp), %xmm8\nmovdqu 144(%rsp), %xmm9\n"
+	"movdqu 160(%rsp), %xmm10\nmovdqu 176(%rsp), %xmm11\n"
+	"movdqu 192(%rsp), %xmm12\nmovdqu 208(%rsp), %xmm13\n"
+	"movdqu 224(%rsp), %xmm14\nmovdqu 240(%rsp), %xmm15\n"
+	"add $264, %rsp\n.cfi_adjust_cfa_offset -264\nret\n.cfi_endproc\n"
+	".size rt_vec_call, .-rt_vec_call\n");
 
 struct rt_thread {
 	int state;		/* 0: not seen, 1: has a slot, -1: untraced, 2: setting up */
@@ -89,6 +130,7 @@ int rt_probe_init(void)
 void rt_probe_inert(void)
 {
 	inert = true;
+	__atomic_store_n(&cur, NULL, __ATOMIC_RELEASE);	/* no program runs */
 }
 
 void rt_span_resolve(void)
@@ -149,6 +191,10 @@ static bool thread_init(struct rt_thread *t)
 {
 	unsigned int s;
 
+	if (inert) {		/* a fork child: untraced */
+		t->state = -1;
+		return false;
+	}
 	t->state = 2;		/* a signal handler's probe meanwhile: none */
 	s = take_slot();
 	if (s == RT_MAX_SLOTS || pthread_setspecific(key, t)) {
@@ -187,28 +233,54 @@ static bool nested_init(struct rt_thread *t)
 }
 
 /* A slot's first run in session s: the reader merges the noted slots. */
-static __attribute__((noinline, cold)) void note_slot(struct rt_session *s, unsigned int slot)
+static uint64_t note_slot(uint64_t s_, uint64_t slot_, uint64_t unused)
 {
+	struct rt_session *s = (struct rt_session *)(uintptr_t)s_;
+	unsigned int slot = (unsigned int)slot_;
 	unsigned int v = __atomic_load_n(&s->seen, __ATOMIC_RELAXED);
 
+	(void)unused;
 	for (int i = 0; i < s->nmaps; i++)
 		vm_map_note_slot(s->maps[i], slot);
 	while (v < slot + 1 && !__atomic_compare_exchange_n(&s->seen, &v, slot + 1, false,
 							    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+	return 0;
+}
+
+/* The thread's first probe (vec_call: it calls libc): 1 when traced. */
+static uint64_t first_probe(uint64_t t, uint64_t unused1, uint64_t unused2)
+{
+	struct rt_thread *th = (struct rt_thread *)(uintptr_t)t;
+
+	(void)unused1;
+	(void)unused2;
+	return th->state == 0 && thread_init(th);
 }
 
 /* The slot of a nested probe (lvl > 0: a call nested in a probed call;
  * else a signal handler's probe while this thread runs one, *b != 0):
  * the thread's second slot, NULL when that one is busy too (deeper
  * nesting is not traced); *b gets its busy count. */
-static __attribute__((noinline, cold)) struct vm_env *nested_env(struct rt_thread *t, uint32_t *b)
+static uint64_t nested_env(uint64_t t_, uint64_t b_, uint64_t unused)
 {
+	struct rt_thread *t = (struct rt_thread *)(uintptr_t)t_;
+	uint32_t *b = (uint32_t *)(uintptr_t)b_;
+
+	(void)unused;
 	if (t->nstate != 1 && (t->nstate != 0 || !nested_init(t)))
-		return NULL;
+		return 0;
 	*b = __atomic_load_n(&busy[t->env2.slot].v, __ATOMIC_RELAXED);
-	return *b ? NULL : &t->env2;
+	return *b ? 0 : (uint64_t)(uintptr_t)&t->env2;
 }
+
+static uint64_t run_prog(uint64_t p, uint64_t regs, uint64_t env)
+{
+	return vm_run((const struct vm_prog *)(uintptr_t)p, (void *)(uintptr_t)regs,
+		      (const struct vm_env *)(uintptr_t)env);
+}
+
+#define U(x)	((uint64_t)(uintptr_t)(x))
 
 static inline __attribute__((always_inline)) void run(struct patch_regs *regs, bool exit,
 						      bool paired)
@@ -220,9 +292,7 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	unsigned int lvl = 0;
 	uint32_t b;
 
-	if (__builtin_expect(t->state != 1, 0) && (t->state != 0 || !thread_init(t)))
-		return;
-	if (__builtin_expect(inert, 0))
+	if (__builtin_expect(t->state != 1, 0) && !rt_vec_call(first_probe, U(t), 0, 0))
 		return;
 	if (paired) {
 		/* the outermost probed call pairs in the first slot, any call
@@ -241,7 +311,7 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	if (__builtin_expect(lvl != 0 || b != 0, 0)) {
 		/* a nested call, or a signal handler's probe while this thread
 		 * runs one: one writer per slot, an entry record of its own */
-		env = nested_env(t, &b);
+		env = (struct vm_env *)(uintptr_t)rt_vec_call(nested_env, U(t), U(&b), 0);
 		if (!env)
 			goto out;
 	}
@@ -252,10 +322,12 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 	if (s && env->slot < s->nslots) {
 		if (__builtin_expect(env->slot >= __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 0))
-			note_slot(s, env->slot);
+			rt_vec_call(note_slot, U(s), env->slot, 0);
 		p = exit ? s->exit : s->entry;
-		if (p)
+		if (__builtin_expect(p && s->plain[exit], 1))
 			vm_run(p, regs, env);
+		else if (p)
+			rt_vec_call(run_prog, U(p), U(regs), U(env));
 	}
 	__atomic_store_n(&busy[env->slot].v, b, __ATOMIC_RELEASE);
 out:

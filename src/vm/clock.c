@@ -150,6 +150,9 @@ int vm_tsc_sync(void)
 	return 0;
 }
 
+/* No vector registers (vm.h: vm_prog_calls_out()); clock_gettime() only
+ * before a calibration or without an invariant TSC. */
+__attribute__((target("general-regs-only")))
 uint64_t vm_tsc_now(const struct vm_env *env)
 {
 	uint64_t tsc0, ns0, mult, t;

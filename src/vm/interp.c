@@ -91,6 +91,13 @@ size_t vm_prog_jit_size(const struct vm_prog *p)
 	return p->jitted ? p->code_size : 0;
 }
 
+bool vm_prog_calls_out(const struct vm_prog *p)
+{
+	return p->calls_out;
+}
+
+/* No vector registers on the compiled path (vm.h: vm_prog_calls_out()). */
+__attribute__((target("general-regs-only")))
 uint64_t vm_run(const struct vm_prog *p, void *ctx, const struct vm_env *env)
 {
 	if (p->jitted)

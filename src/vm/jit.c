@@ -413,6 +413,7 @@ int vm_prog_jit(struct vm_prog *p)
 	j.off = calloc(p->n + 1, sizeof(*j.off));
 	if (!j.off)
 		return -ENOMEM;
+	p->calls_out = false;
 	/* prologue */
 	for (int i = 0; i < npush; i++)
 		push(&j, push_regs[i]);
@@ -459,6 +460,7 @@ int vm_prog_jit(struct vm_prog *p)
 				e1(&j, 0xff);		/* call rax */
 				e1(&j, 0xd0);
 			} else if (op == BPF_CALL) {
+				p->calls_out = true;
 				mov_rr(&j, true, R9, R12);
 				mov_ri64(&j, RAX, (uint64_t)(uintptr_t)vm_helper(in->imm)->fn);
 				e1(&j, 0xff);		/* call rax */

@@ -184,6 +184,13 @@ void vm_prog_set_now(struct vm_prog *p, uint64_t (*now)(const struct vm_env *env
 /* Compile to x86-64.  0, or -errno (the interpreter keeps running it). */
 int vm_prog_jit(struct vm_prog *p);
 bool vm_prog_jitted(const struct vm_prog *p);
+/* Whether the compiled code calls any function but the clock of
+ * vm_prog_set_now() (a helper not compiled in place).  A program that is
+ * compiled and calls out to nothing but vm_tsc_now() with the TSC active
+ * runs, through vm_run(), without touching a vector register (the JIT
+ * emits none; vm_run() and vm_tsc_now()'s TSC path are compiled with
+ * gcc's general-regs-only): the inline runtime's handlers rely on it. */
+bool vm_prog_calls_out(const struct vm_prog *p);
 /* Machine code bytes of the JIT (0 when not compiled). */
 size_t vm_prog_jit_size(const struct vm_prog *p);
 

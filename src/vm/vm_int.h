@@ -53,6 +53,7 @@ struct vm_prog {
 	void *code;
 	size_t code_size, code_map;
 	uint64_t (*jitted)(void *ctx, const struct vm_env *env);
+	bool calls_out;		/* the code calls a helper (not inlined, not the clock) */
 };
 
 /* dst op src for a BPF ALU op (BPF_ADD ... BPF_ARSH, BPF_NEG, BPF_MOV)

@@ -6,7 +6,9 @@
  * function), sites refused with a reason (too short, a branch at the
  * start, a jump into the patched bytes), the original bytes back after
  * disarm, longjmp out of a probed function, pthread_exit unwinding
- * through the trampoline, a JIT-compiled VM program as the handler, and
+ * through the trampoline, a JIT-compiled VM program as the handler, the
+ * vector registers kept (by the trampoline, or by handlers that say
+ * they keep them: PATCH_HANDLERS_KEEP_VECTORS), and
  * 8 threads calling a function in a tight loop while it is armed and
  * disarmed 100 times.
  */
@@ -354,6 +356,86 @@ static void with_vm(void)
 	vm_map_free(m);
 }
 
+/* ---- vector registers ---------------------------------------------------- */
+
+__attribute__((noinline, noipa)) double f_fp(double a, double b, double c, double d,
+					     double e, double f, double g, double h);
+__attribute__((noinline, noipa)) double f_fp(double a, double b, double c, double d,
+					     double e, double f, double g, double h)
+{
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
+}
+
+static long vec_calls;
+
+/* A handler that changes every argument and return vector register. */
+static void clobber(struct patch_regs *r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	__atomic_add_fetch(&vec_calls, 1, __ATOMIC_RELAXED);
+	__asm__ volatile("pxor %%xmm0, %%xmm0\n pxor %%xmm1, %%xmm1\n pxor %%xmm2, %%xmm2\n"
+			 "pxor %%xmm3, %%xmm3\n pxor %%xmm4, %%xmm4\n pxor %%xmm5, %%xmm5\n"
+			 "pxor %%xmm6, %%xmm6\n pxor %%xmm7, %%xmm7\n" ::: "xmm0", "xmm1",
+			 "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7");
+}
+
+/* A handler that keeps them (no vector code at all). */
+__attribute__((target("general-regs-only"))) static void keeper(struct patch_regs *r,
+								 void *arg)
+{
+	(void)arg;
+	__atomic_add_fetch(&vec_calls, 1, __ATOMIC_RELAXED);
+	r->ax += 0;
+}
+
+static double fp_calls(int n, bool *all_right)
+{
+	double (*volatile f)(double, double, double, double, double, double, double,
+			     double) = f_fp;
+	double sum = 0;
+
+	*all_right = true;
+	for (int i = 0; i < n; i++) {
+		double v = f(i, 1, 2, 3, 4, 5, 6, 0.5);
+
+		*all_right &= v == i + 2 + 6 + 12 + 20 + 30 + 42 + 4;
+		sum += v;
+	}
+	return sum;
+}
+
+static void vectors(void)
+{
+	struct {
+		patch_fn h;
+		unsigned int flags;
+		bool want_right;
+		const char *what;
+	} cases[] = {
+		{ clobber, 0, true, "xmm0-7 saved around a handler that changes them" },
+		{ keeper, PATCH_HANDLERS_KEEP_VECTORS, true,
+		  "PATCH_HANDLERS_KEEP_VECTORS with a general-regs-only handler" },
+		{ clobber, PATCH_HANDLERS_KEEP_VECTORS, false,
+		  "PATCH_HANDLERS_KEEP_VECTORS: the trampoline saved no vector register" },
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct patch_site *s = patch_site_new((void *)f_fp, 64, err, sizeof(err));
+		bool right;
+
+		vec_calls = 0;
+		ok(s && !patch_site_arm_flags(s, cases[i].h, cases[i].h, NULL, cases[i].flags,
+					      err, sizeof(err)), "f_fp armed (flags %u)%s%s",
+		   cases[i].flags, s ? "" : ": ", s ? "" : err);
+		fp_calls(1000, &right);
+		patch_site_free(s);
+		ok(right == cases[i].want_right && vec_calls == 2000, "%s (%s, %ld handler calls)",
+		   cases[i].what, right ? "right results" : "wrong results", vec_calls);
+	}
+}
+
 /* ---- stress -------------------------------------------------------------- */
 
 static volatile int stop;
@@ -411,6 +493,7 @@ int main(void)
 	basics();
 	unwinding();
 	with_vm();
+	vectors();
 	stress();
 	return test_done();
 }

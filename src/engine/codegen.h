@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside code generation (codegen*.c): the state of one program being
+ * generated and the pieces the files share.
+ *
+ *   codegen.c        program assembly: filters, entry/exit pairing, main
+ *   codegen_value.c  errors, small pieces, context values, strings
+ *   codegen_expr.c   conditions and integers
+ *   codegen_body.c   the body: a streamed record or the aggregates
+ *
+ * Every cg_* function appends to g->ir.  On a problem it records it in
+ * g->err (the first one wins), reports it through the query / engine and
+ * still returns something usable (a fresh register), so generation can
+ * go on and the caller checks g->err once at the end.
+ */
+#ifndef FAY_ENGINE_CODEGEN_H
+#define FAY_ENGINE_CODEGEN_H
+
+#include "engine/engine_int.h"
+
+struct cg {
+	struct engine *e;
+	const struct plan *p;
+	struct eprog *ep;
+	struct ir *ir;
+	int out;			/* label: return 0 */
+	ir_reg saved[PLAN_MAX_SAVED];	/* exit: the entry record */
+	ir_reg *let_reg;		/* integer lets */
+	int *let_slot;			/* string lets: stack offset (< 0), 0: none */
+	int err;
+};
+
+/* n rounded up to a multiple of 8 (stack slots are 8-byte words). */
+static inline int round8(int n)
+{
+	return (n + 7) & ~7;
+}
+
+/* Tag the next instructions with x's query position (x may be NULL, or
+ * carry no position: then the current tag stays). */
+void cg_pos(struct cg *g, const struct pexpr *x);
+
+/* A problem with the query at x (NULL: no position): reported as a query
+ * error and an engine failure, g->err = -EINVAL.  Only the first problem
+ * is reported. */
+void cg_qfail(struct cg *g, const struct pexpr *x, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A fresh register holding the constant v. */
+ir_reg cg_imm(struct cg *g, int64_t v);
+
+/* Emit counters[c] += 1 (per CPU): something had to be dropped. */
+void cg_count_drop(struct cg *g, enum engine_counter c);
+
+/* Emit: if (r != 0) counters[c] += 1 (a helper's failure is a drop). */
+void cg_drop_if_failed(struct cg *g, ir_reg r, enum engine_counter c);
+
+/* A fresh register holding argument n of the event (x: the position for
+ * errors, may be NULL).  Tracepoints read their args array, --emit of
+ * fentry its u64 args, probes ask probe_emit_arg(). */
+ir_reg cg_arg(struct cg *g, int n, const struct pexpr *x);
+
+/* A fresh register holding the integer field x->field (time, pid, tid,
+ * uid, cpu, ret, trace_id, duration); a field a probe cannot read is a
+ * query error. */
+ir_reg cg_field(struct cg *g, const struct pexpr *x);
+
+/* A fresh register holding the integer tracepoint field x->tpf; a
+ * string or array field is a query error. */
+ir_reg cg_tpfield(struct cg *g, const struct pexpr *x);
+
+/* The string value x into the stack at off (8-aligned, < 0), size bytes
+ * (a multiple of 8), zero padded. */
+void cg_str(struct cg *g, const struct pexpr *x, int off, int size);
+
+/* Jump to label when the truth of x is jump_if; fall through otherwise. */
+void cg_cond(struct cg *g, const struct pexpr *x, int label, bool jump_if);
+
+/* A fresh register holding the integer value of x. */
+ir_reg cg_int(struct cg *g, const struct pexpr *x);
+
+/* The STREAM body: the plan's columns into a record on the stack, then
+ * out to the ring buffer (perf buffer); a failed output is counted lost. */
+void cg_stream(struct cg *g);
+
+/* The AGGREGATE body: the key on the stack (windowed: with the epoch),
+ * the per-CPU value (created from the zero map when missing; a full map
+ * is counted), then each aggregate's update. */
+void cg_aggregate(struct cg *g);
+
+#endif
