@@ -25,6 +25,9 @@ fq_pid() {
 	local q=$1 go=$T_TMP/go.$RANDOM
 	shift
 	QW_WAIT=$go "$W" "$@" & wpid=$!
+	# the child is bash until it has exec'd the workload: -p PID reads
+	# /proc/PID/exe
+	wait_for 10 test "$(readlink /proc/$wpid/exe)" = "$(readlink -f "$W")"
 	query_bg 1 "$T_TMP/out" "$T_TMP/err" timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}"
 	touch "$go"
 	wait $QBG
