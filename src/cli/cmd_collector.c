@@ -128,6 +128,16 @@ static void usage(FILE *f)
 "                      tables; list one URL per shard (the schema is created\n"
 "                      on each, 18.16 has no ON CLUSTER without ZooKeeper),\n"
 "                      the first is the one the collector talks to\n"
+"    --clickhouse-linger DUR\n"
+"                      with ClickHouse, wait up to DUR (default %s, 0 = never)\n"
+"                      after a batch arrives for more before writing, so that\n"
+"                      agents' small batches become one INSERT (every INSERT\n"
+"                      makes a part of each table: fewer, larger ones cost the\n"
+"                      server less); the wait ends early once every connected\n"
+"                      agent has a batch waiting.  ACKs still follow the INSERT\n"
+"                      that holds their batch\n"
+"    --clickhouse-batch SPANS\n"
+"                      stop lingering once this many spans wait (default %u)\n"
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
 "                      forever), checked in small chunks in the background;\n"
 "                      ClickHouse drops whole days (partitions) older than DUR\n"
@@ -265,7 +275,7 @@ static void usage(FILE *f)
 "    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n"
 "    PATH.agent-tokens          agent id -> the token it is bound to (--token-file)\n",
 		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT,
-		COLL_OTLP_GRPC_DEFAULT);
+		COLL_OTLP_GRPC_DEFAULT, COLL_CH_LINGER_DEFAULT, COLL_CH_BATCH_DEFAULT);
 }
 
 static volatile sig_atomic_t stop_sig;
@@ -297,6 +307,8 @@ int cmd_collector(int argc, char **argv)
 		{ "db", required_argument, NULL, 'd' },
 		{ "clickhouse", required_argument, NULL, 1001 },
 		{ "clickhouse-cluster", required_argument, NULL, 1002 },
+		{ "clickhouse-linger", required_argument, NULL, 1009 },
+		{ "clickhouse-batch", required_argument, NULL, 1010 },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
@@ -356,6 +368,23 @@ int cmd_collector(int argc, char **argv)
 		case 1006: o.tls_key = optarg; break;
 		case 1007: o.tls_client_ca = optarg; break;
 		case 1008: o.parent_tls_ca = optarg; break;
+		case 1009:
+			if (clock_parse_duration(optarg, &ns) || ns > 10000000000ull) {
+				fprintf(stderr, "error: --clickhouse-linger '%s': expected a duration"
+					" of at most 10s (50ms, 1s) or 0\n", optarg);
+				return 2;
+			}
+			o.ch_linger_ns = ns;
+			o.ch_linger_set = true;
+			break;
+		case 1010:
+			if (opt_parse_size(optarg, &size) || !size || size > 1000000) {
+				fprintf(stderr, "error: --clickhouse-batch '%s': expected a number of"
+					" spans from 1 to 1000000 (like 50000 or 50k)\n", optarg);
+				return 2;
+			}
+			o.ch_batch = (size_t)size;
+			break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
 				o.retention_us = 0;
@@ -423,6 +452,11 @@ int cmd_collector(int argc, char **argv)
 		o.token = NULL;
 	if (o.clickhouse_cluster && !o.clickhouse) {
 		fprintf(stderr, "error: --clickhouse-cluster needs --clickhouse URL\n");
+		return 2;
+	}
+	if ((o.ch_linger_set || o.ch_batch) && !o.clickhouse) {
+		fprintf(stderr, "error: --clickhouse-linger and --clickhouse-batch need"
+			" --clickhouse URL (SQLite commits many batches at once already)\n");
 		return 2;
 	}
 

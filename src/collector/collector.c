@@ -182,6 +182,10 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	c->max_body = o->max_body;
 	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
 	c->retention_us = o->retention_us;
+	if (o->clickhouse) {
+		c->write_linger_ns = o->ch_linger_set ? o->ch_linger_ns : COLL_CH_LINGER_DEFAULT_NS;
+		c->write_batch = o->ch_batch ? o->ch_batch : COLL_CH_BATCH_DEFAULT;
+	}
 	c->allow_other_users = o->allow_other_users;
 	c->mem.max = o->max_memory ? o->max_memory : COLL_MAX_MEMORY;
 	pthread_mutex_init(&c->agents_lock, NULL);

@@ -49,6 +49,7 @@ struct coll_metrics {
 	uint64_t http_bad_requests;  /* 4xx answers */
 	uint64_t http_spans_dropped; /* spans in POST bodies refused (400/413/...) */
 	uint64_t store_errors;
+	uint64_t store_writes;       /* store__write()s of batches (groups) committed */
 	uint64_t retention_deleted;
 };
 
@@ -91,6 +92,8 @@ struct collector {
 	size_t max_body;
 	size_t ingest_queue;         /* spans waiting for the store before
 					HTTP/gRPC senders are told to retry */
+	uint64_t write_linger_ns;    /* ingest.c's linger (0: none) */
+	size_t write_batch;          /* ... until this many spans wait */
 	uint64_t retention_us;
 	struct coll_metrics m;
 	uint64_t started_us;
@@ -153,6 +156,11 @@ struct collector_opts {
 	const char *parent_tls_ca;   /* --parent-tls-ca: the parent's CA (TLS to it) */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */
+	/* --clickhouse-linger, --clickhouse-batch (ingest.c); unset: the
+	 * defaults below with ClickHouse, no linger with SQLite */
+	uint64_t ch_linger_ns;
+	bool ch_linger_set;
+	size_t ch_batch;             /* 0: the default */
 	uint64_t retention_us;       /* 0: keep forever */
 	struct coll_ext_opts ext;
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
@@ -166,6 +174,11 @@ struct collector_opts {
 	 * engine_opts_requester()) */
 	bool allow_other_users;
 };
+
+/* Defaults of --clickhouse-linger (as printed) and --clickhouse-batch. */
+#define COLL_CH_LINGER_DEFAULT "100ms"
+#define COLL_CH_LINGER_DEFAULT_NS 100000000ull
+#define COLL_CH_BATCH_DEFAULT 50000u
 
 /* Default --max-conns: an agent holds two connections (spans, queries). */
 #define COLL_MAX_CONNS 8192
@@ -213,6 +226,14 @@ void ingest_free(struct ingest *in);
 /* Queue b and wait until it is committed (0) or failed (-errno, reason
  * in err).  Any thread. */
 int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen);
+/*
+ * Queue the n (1..64) batches of b, in order, to be written in ONE store
+ * write (never split over two: all are committed or none), and wait for
+ * it: 0, or -errno with the reason in err for all of them.  An agent
+ * connection's batches read ahead (wire_batch.c).
+ */
+int ingest_write_chain(struct ingest *in, struct store_batch **b, size_t n, char *err,
+		       size_t errlen);
 /*
  * The same for senders that can retry later (OTLP over HTTP and gRPC):
  * when the spans already waiting for the store plus b's would pass

@@ -10,6 +10,15 @@
  * failed transaction fails every job in it (the agents resend; nothing of
  * them was stored).
  *
+ * Linger (--clickhouse-linger, --clickhouse-batch): a store whose every
+ * write has a fixed cost (ClickHouse makes a part of each table per
+ * INSERT) is written in fewer, larger writes: once a job is queued the
+ * writer waits, up to c->write_linger_ns after that job arrived, for
+ * c->write_batch spans to gather, and stops waiting early when every
+ * connected agent already has a batch queued (each waits for its ACK, so
+ * nothing more can come from them).  The ACKs still follow the write that
+ * contains their batch: the guarantees are the same, only later.
+ *
  * Retention runs on the same thread between groups, in chunks of
  * INGEST_RETAIN_CHUNK rows, so a large delete never holds the writer for
  * long.
@@ -30,6 +39,7 @@
 
 #define INGEST_GROUP_SPANS  200000
 #define INGEST_GROUP_JOBS   256
+#define INGEST_CHAIN_MAX    64     /* batches ingest_write_chain() takes */
 #define INGEST_RETAIN_CHUNK 5000
 
 enum job_type { JOB_BATCH, JOB_HELLO, JOB_STATS };
@@ -42,6 +52,8 @@ struct job {
 	int ret;
 	char err[256];
 	int done;
+	uint64_t queued_ns;         /* when it was queued (monotonic) */
+	int chained;                /* goes in the same group as the job before */
 	struct job *next;
 };
 
@@ -56,6 +68,8 @@ struct ingest {
 	uint64_t next_retain_ns;
 	size_t queued_spans;        /* of batches submitted and not yet done
 				       (changed under lock, read without) */
+	size_t queued_senders;      /* submitters of batches waiting (a chain
+				       of batches is one) */
 };
 
 static uint64_t retain_interval_ns(const struct collector *c)
@@ -88,9 +102,25 @@ static void retain(struct ingest *in)
 		in->next_retain_ns = clock_monotonic_ns() + retain_interval_ns(c);
 }
 
+/* Whether the writer should wait for more before taking a group (the
+ * linger above); called with in->lock held and a job queued. */
+static int linger(const struct ingest *in, uint64_t now_ns)
+{
+	const struct collector *c = in->c;
+	uint64_t agents = __atomic_load_n(&c->m.agents_connected, __ATOMIC_RELAXED);
+
+	if (!c->write_linger_ns || in->stop || in->head->type != JOB_BATCH)
+		return 0;
+	if (in->queued_spans >= c->write_batch)
+		return 0;
+	if (agents && in->queued_senders >= agents)
+		return 0;
+	return now_ns < in->head->queued_ns + c->write_linger_ns;
+}
+
 static void run_group(struct ingest *in, struct job *jobs)
 {
-	struct store_batch *bs[INGEST_GROUP_JOBS];
+	struct store_batch *bs[INGEST_GROUP_JOBS + INGEST_CHAIN_MAX];
 	struct job *j;
 	size_t nb = 0;
 	char err[256];
@@ -120,6 +150,7 @@ static void run_group(struct ingest *in, struct job *jobs)
 			M_ADD(in->c, store_errors, 1);
 			pr_warn("ingest: %zu batches not stored: %s", nb, err);
 		} else {
+			M_ADD(in->c, store_writes, 1);
 			coll_ext_committed(in->c, bs, nb); /* --export */
 		}
 	}
@@ -160,11 +191,25 @@ static void *writer_main(void *arg)
 		}
 		if (!in->head && in->stop)
 			break;
+		for (;;) {
+			uint64_t now = clock_monotonic_ns(), until;
+			struct timespec ts;
+
+			if (!in->head || !linger(in, now))
+				break;
+			until = clock_realtime_ns() + (in->head->queued_ns +
+						       in->c->write_linger_ns - now);
+			ts.tv_sec = (time_t)(until / 1000000000u);
+			ts.tv_nsec = (long)(until % 1000000000u);
+			pthread_cond_timedwait(&in->wake, &in->lock, &ts);
+		}
 		/* Take a group off the queue. */
 		group = in->head;
 		pp = &in->head;
-		while (*pp && njobs < INGEST_GROUP_JOBS &&
-		       (!njobs || spans < INGEST_GROUP_SPANS)) {
+		/* never split a chain (ingest_write_chain()): it is all or
+		 * nothing */
+		while (*pp && ((*pp)->chained || (njobs < INGEST_GROUP_JOBS &&
+						  (!njobs || spans < INGEST_GROUP_SPANS)))) {
 			j = *pp;
 			if (j->type == JOB_BATCH)
 				spans += j->b->nspans + j->b->nparts;
@@ -186,9 +231,12 @@ static void *writer_main(void *arg)
 		for (j = group; j;) {
 			struct job *next = j->next;
 
-			if (j->type == JOB_BATCH)
+			if (j->type == JOB_BATCH) {
 				__atomic_sub_fetch(&in->queued_spans, j->b->nspans + j->b->nparts,
 						   __ATOMIC_RELAXED);
+				if (!j->chained)
+					in->queued_senders--;
+			}
 			j->done = 1; /* after this, j may be gone */
 			j = next;
 		}
@@ -238,13 +286,18 @@ void ingest_free(struct ingest *in)
 	free(in);
 }
 
-/* Queue j and wait for the writer to finish it.  With cap, a batch that
- * would take the spans waiting past cap is refused (-EAGAIN) instead;
- * one alone in the queue is always taken. */
-static int submit(struct ingest *in, struct job *j, size_t cap)
+/* Queue the n jobs of v (chained after the first) and wait for the
+ * writer to finish them.  With cap, jobs that would take the spans
+ * waiting past cap are refused (-EAGAIN) instead; jobs alone in the queue
+ * are always taken. */
+static int submit_n(struct ingest *in, struct job *v, size_t nj, size_t cap)
 {
-	size_t n = j->type == JOB_BATCH ? j->b->nspans + j->b->nparts : 0;
+	struct job *j = &v[nj - 1];
+	size_t n = 0;
 
+	for (size_t i = 0; i < nj; i++)
+		if (v[i].type == JOB_BATCH)
+			n += v[i].b->nspans + v[i].b->nparts;
 	pthread_mutex_lock(&in->lock);
 	if (in->stop) {
 		pthread_mutex_unlock(&in->lock);
@@ -258,13 +311,24 @@ static int submit(struct ingest *in, struct job *j, size_t cap)
 		return -EAGAIN;
 	}
 	__atomic_add_fetch(&in->queued_spans, n, __ATOMIC_RELAXED); /* under lock; read by /metrics */
-	*in->tail = j;
-	in->tail = &j->next;
+	for (size_t i = 0; i < nj; i++) {
+		if (v[i].type == JOB_BATCH && !i)
+			in->queued_senders++;
+		v[i].queued_ns = clock_monotonic_ns();
+		v[i].chained = i > 0;
+		*in->tail = &v[i];
+		in->tail = &v[i].next;
+	}
 	pthread_cond_signal(&in->wake);
-	while (!j->done)
+	while (!j->done)    /* the last is done once all are (one group) */
 		pthread_cond_wait(&in->done, &in->lock);
 	pthread_mutex_unlock(&in->lock);
 	return j->ret;
+}
+
+static int submit(struct ingest *in, struct job *j, size_t cap)
+{
+	return submit_n(in, j, 1, cap);
 }
 
 int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen)
@@ -274,6 +338,26 @@ int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t err
 
 	if (ret)
 		snprintf(err, errlen, "%s", j.err);
+	return ret;
+}
+
+int ingest_write_chain(struct ingest *in, struct store_batch **b, size_t n, char *err,
+		       size_t errlen)
+{
+	struct job v[INGEST_CHAIN_MAX] = { 0 };
+	int ret;
+
+	if (!n || n > INGEST_CHAIN_MAX) {
+		snprintf(err, errlen, "%zu batches in one chain (1 to %d)", n, INGEST_CHAIN_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i].type = JOB_BATCH;
+		v[i].b = b[i];
+	}
+	ret = submit_n(in, v, n, 0);
+	if (ret)
+		snprintf(err, errlen, "%s", v[n - 1].err[0] ? v[n - 1].err : v[0].err);
 	return ret;
 }
 

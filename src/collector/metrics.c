@@ -145,6 +145,9 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 		C("fay_collector_http_spans_dropped_total", http_spans_dropped,
 		  "Spans in POST bodies that were refused."),
 		C("fay_collector_store_errors_total", store_errors, "Failed store operations."),
+		C("fay_collector_store_writes_total", store_writes,
+		  "Writes of batches committed to the store: one per group of batches"
+		  " (fay_collector_spans_stored_total / this = spans a write)."),
 		C("fay_collector_retention_deleted_total", retention_deleted,
 		  "Rows deleted by retention."),
 #undef C

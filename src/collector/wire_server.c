@@ -38,37 +38,12 @@
 #include "common/wire.h"
 
 #define WIRE_FRAME_TIMEOUT_MS 30000  /* to send a frame (flush_out) */
-#define WIRE_MAX_SEQ_JUMP     (UINT64_C(1) << 32) /* past the last BATCH seq */
-#define WIRE_REJECT_LOG_MAX   10     /* rejected-span warnings per connection */
 
-/* Per-connection state. */
-struct agent_conn {
-	struct wconn *w;
-	struct collector *c;
-	struct coll_agent *agent;     /* after HELLO */
-	char agent_id[33];
-	char host[256];
-	bool query_role;              /* HELLO role "query": cluster.c serves it */
-	bool child_collector;
-	char kernel[65];              /* query role: what the host said it has */
-	int btf;
-	unsigned rejected_logged;
-	uint64_t hi_seq;              /* highest seq committed or announced */
-	char session[33];             /* HELLO's, "" none */
-	struct wire_reader rd;
-	struct wire_buf out;
-	uint64_t t0_ms;               /* connected (the HELLO deadline) */
-	uint64_t frame_t0_ms;         /* the frame begun began (0: none) */
-	/* Test point (tests only): FAY_WIRE_TEST_NACK_EVERY=N NACKs every
-	 * Nth batch of a connection as if the store had failed. */
-	unsigned long test_nack_every, test_nbatches;
-};
 
 /* ---- frames ------------------------------------------------------------- */
 
-/* Send what ac->out holds, waiting for the socket up to the frame
- * timeout.  Returns 0 or -errno. */
-static int flush_out(struct agent_conn *ac)
+/* wire_int.h */
+int wire_flush_out(struct agent_conn *ac)
 {
 	for (;;) {
 		struct pollfd pfd = { .fd = ac->w->fd, .events = POLLOUT };
@@ -84,10 +59,8 @@ static int flush_out(struct agent_conn *ac)
 	}
 }
 
-/* A protocol violation: say what, as an ERROR frame, and make the caller
- * close the connection.  Returns -EPROTO. */
-__attribute__((format(printf, 2, 3)))
-static int violation(struct agent_conn *ac, const char *fmt, ...)
+/* wire_int.h */
+int wire_violation(struct agent_conn *ac, const char *fmt, ...)
 {
 	struct wire_error e;
 	va_list ap;
@@ -99,7 +72,7 @@ static int violation(struct agent_conn *ac, const char *fmt, ...)
 	pr_warn("wire: %s%s%s: %s; closing the connection", ac->w->peer,
 		ac->agent_id[0] ? " agent " : "", ac->agent_id, e.error);
 	if (!wire_put_error(&ac->out, &e))
-		flush_out(ac);
+		wire_flush_out(ac);
 	return -EPROTO;
 }
 
@@ -174,28 +147,28 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 	int ret;
 
 	if (ac->agent)
-		return violation(ac, "HELLO: a second HELLO on one connection");
+		return wire_violation(ac, "HELLO: a second HELLO on one connection");
 	if (wire_get_hello(f, &m, err, sizeof(err)))
-		return violation(ac, "%s", err);
+		return wire_violation(ac, "%s", err);
 	if (auth_on(c->auth)) {
 		/* an agent, a query connection or a child collector: each
 		 * sends spans or results in, so each needs the write scope */
 		if (!m.token[0])
-			return violation(ac, "HELLO: missing token; this collector needs one with "
+			return wire_violation(ac, "HELLO: missing token; this collector needs one with "
 					 "the 'write' scope (fay agent --token-file FILE)");
 		tok = auth_find(c->auth, m.token, strlen(m.token));
 		if (!tok)
-			return violation(ac, "HELLO: wrong token: unknown to this collector (fay "
+			return wire_violation(ac, "HELLO: wrong token: unknown to this collector (fay "
 					 "agent --token-file FILE: one of the collector's "
 					 "--token-file)");
 		if (!(tok->scopes & COLL_SCOPE_WRITE))
-			return violation(ac, "HELLO: token%s%s lacks the 'write' scope agents need",
+			return wire_violation(ac, "HELLO: token%s%s lacks the 'write' scope agents need",
 					 tok->name[0] ? " " : "", tok->name);
 		/* a child collector's id is random per process: nothing to bind */
 		if (m.agent_id[0] && !m.collector && (ret = auth_bind_agent(c->auth, m.agent_id, tok, err,
 							    sizeof(err)))) {
 			M_ADD(c, agent_id_clashes, 1);
-			return violation(ac, "HELLO: %s", err);
+			return wire_violation(ac, "HELLO: %s", err);
 		}
 	}
 	memcpy(ac->agent_id, m.agent_id, sizeof(ac->agent_id));
@@ -213,28 +186,28 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 		snprintf(ac->kernel, sizeof(ac->kernel), "%s", m.kernel);
 		ac->btf = m.btf;
 		if (!ac->host[0])
-			return violation(ac, "HELLO: a query connection needs a host name");
+			return wire_violation(ac, "HELLO: a query connection needs a host name");
 		if (wire_reader_partial(&ac->rd))
-			return violation(ac, "HELLO: a query connection sent frames before WELCOME");
+			return wire_violation(ac, "HELLO: a query connection sent frames before WELCOME");
 		snprintf(wm.version, sizeof(wm.version), "%s", FAY_VERSION);
 		ret = wire_put_welcome(&ac->out, &wm);
-		ret = ret ? ret : flush_out(ac);
+		ret = ret ? ret : wire_flush_out(ac);
 		return ret ? ret : 2;
 	}
 	if (m.role[0])
-		return violation(ac, "HELLO: unknown role \"%s\" (this collector knows \"query\")",
+		return wire_violation(ac, "HELLO: unknown role \"%s\" (this collector knows \"query\")",
 				 m.role);
 	ret = ingest_hello(c->ingest, ac->agent_id, ac->host[0] ? ac->host : NULL,
 			   m.version[0] ? m.version : NULL, &last_seq);
 	if (ret) {
 		ac->agent_id[0] = '\0';
-		return violation(ac, "HELLO: the store failed: %s", errstr(ret));
+		return wire_violation(ac, "HELLO: the store failed: %s", errstr(ret));
 	}
 	ac->agent = coll_agent_get(c, ac->agent_id);
 	if (ac->agent && claim_id(ac, err, sizeof(err))) {
 		ac->agent = NULL;
 		M_ADD(c, agent_id_clashes, 1);
-		return violation(ac, "%s", err);
+		return wire_violation(ac, "%s", err);
 	}
 	ac->hi_seq = last_seq;
 	if (ac->agent) {
@@ -252,16 +225,13 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 	snprintf(wm.version, sizeof(wm.version), "%s", FAY_VERSION);
 	wm.last_seq = last_seq;
 	ret = wire_put_welcome(&ac->out, &wm);
-	return ret ? ret : flush_out(ac);
+	return ret ? ret : wire_flush_out(ac);
 }
 
 /* ---- BATCH -------------------------------------------------------------- */
 
-/*
- * Batch seq was not stored: say so, then close the connection (returns 1)
- * so that no batch the agent sent after it is committed before it is.
- */
-static int nack(struct agent_conn *ac, uint64_t seq, const char *why)
+/* wire_int.h */
+int wire_nack(struct agent_conn *ac, uint64_t seq, const char *why)
 {
 	struct wire_nack m = { .seq = seq };
 
@@ -271,119 +241,8 @@ static int nack(struct agent_conn *ac, uint64_t seq, const char *why)
 		seq, why);
 	snprintf(m.error, sizeof(m.error), "%s", why);
 	if (!wire_put_nack(&ac->out, &m))
-		flush_out(ac);
+		wire_flush_out(ac);
 	return 1;
-}
-
-static int on_batch(struct agent_conn *ac, const struct wire_frame *f)
-{
-	struct collector *c = ac->c;
-	struct zarena a = { 0 };
-	struct store_batch b = { 0 };
-	struct wire_batch_rd rd;
-	struct wire_ack ack = { .seq = f->h.seq };
-	struct zspan *spans = NULL;
-	struct zs_part *parts = NULL;
-	size_t nparts = 0, pcap = 0;
-	uint32_t rejected = 0;
-	const uint8_t *rec;
-	uint32_t rl;
-	char err[256];
-	int ret;
-
-	if (!ac->agent_id[0])
-		return violation(ac, "BATCH seq %" PRIu64 " before HELLO", f->h.seq);
-	/* A real agent numbers its batches one by one (evicted ones leave
-	 * gaps of at most its spool's size): a seq this far ahead would make
-	 * every later batch of the agent a "duplicate". */
-	if (f->h.seq > ac->hi_seq && f->h.seq - ac->hi_seq > WIRE_MAX_SEQ_JUMP) {
-		M_ADD(c, seq_jumps, 1);
-		return violation(ac, "BATCH seq %" PRIu64 " is %" PRIu64 " past the last one "
-				 "(%" PRIu64 "): refused, a jump of more than 2^32", f->h.seq,
-				 f->h.seq - ac->hi_seq, ac->hi_seq);
-	}
-	if (wire_get_batch(f, &rd, err, sizeof(err)))
-		return violation(ac, "%s", err);
-	spans = zarena_alloc(&a, sizeof(*spans) * (rd.count + 1));
-	if (!spans) {
-		ret = -ENOMEM;
-		goto nack;
-	}
-	while ((ret = wire_batch_next(&rd, &rec, &rl, err, sizeof(err))) > 0) {
-		struct spanrec r;
-		int n = spanrec_decode(rec, rl, &r, err, sizeof(err));
-
-		if (n >= 0 && (uint32_t)n != rl) {
-			snprintf(err, sizeof(err), "span record: %u bytes after its end", rl - (uint32_t)n);
-			n = -EBADMSG;
-		}
-		if (n < 0) {
-			rejected++;
-			if (ac->rejected_logged++ < WIRE_REJECT_LOG_MAX)
-				pr_warn("wire: agent %s (%s): BATCH seq %" PRIu64 ": span %u rejected: %s",
-					ac->agent_id, ac->host, f->h.seq, rd.i - 1, err);
-			continue;
-		}
-		if (r.f.flags & SPAN_F_PARTIAL)
-			ret = zparts_from_rec(&r, &a, &parts, &nparts, &pcap);
-		else
-			ret = zspan_from_rec(&r, &a, &spans[b.nspans]);
-		if (ret < 0)
-			goto nack;
-		if (!(r.f.flags & SPAN_F_PARTIAL))
-			b.nspans++;
-	}
-	if (ret < 0) {
-		zarena_reset(&a);
-		return violation(ac, "%s", err);
-	}
-	b.agent_id = ac->agent_id;
-	b.host = ac->host[0] ? ac->host : NULL;
-	b.seq = f->h.seq;
-	b.spans = spans;
-	b.parts = parts;
-	b.nparts = nparts;
-	M_ADD(c, spans_received, rd.count);
-	M_ADD(c, spans_rejected, rejected);
-	if (ac->test_nack_every && ++ac->test_nbatches % ac->test_nack_every == 0) {
-		snprintf(err, sizeof(err), "test point FAY_WIRE_TEST_NACK_EVERY");
-		ret = -EAGAIN;
-	} else {
-		ret = ingest_write(c->ingest, &b, err, sizeof(err));
-	}
-	zarena_reset(&a);
-	if (ret)
-		return nack(ac, f->h.seq, err);
-	if (b.duplicate) {
-		M_ADD(c, batches_duplicate, 1);
-		M_ADD(c, spans_duplicate, rd.count - rejected);
-	} else {
-		M_ADD(c, batches, 1);
-		M_ADD(c, spans_stored, b.stored);
-	}
-	if (ac->agent) {
-		pthread_mutex_lock(&c->agents_lock);
-		ac->agent->rejected += rejected;
-		ac->agent->last_seen_us = clock_realtime_ns() / 1000;
-		if (b.duplicate) {
-			ac->agent->duplicates++;
-		} else {
-			ac->agent->batches++;
-			ac->agent->spans += b.stored;
-			ac->agent->last_seq = f->h.seq;
-		}
-		pthread_mutex_unlock(&c->agents_lock);
-	}
-	if (!b.duplicate && f->h.seq > ac->hi_seq)
-		ac->hi_seq = f->h.seq;
-	ack.stored = b.stored;
-	ack.duplicate = b.duplicate;
-	ack.rejected = rejected;
-	ret = wire_put_ack(&ac->out, &ack);
-	return ret ? ret : flush_out(ac);
-nack:
-	zarena_reset(&a);
-	return nack(ac, f->h.seq, errstr(ret));
 }
 
 /* ---- STATS -------------------------------------------------------------- */
@@ -395,9 +254,9 @@ static int on_stats(struct agent_conn *ac, const struct wire_frame *f)
 	char err[256];
 
 	if (!ac->agent_id[0])
-		return violation(ac, "STATS before HELLO");
+		return wire_violation(ac, "STATS before HELLO");
 	if (wire_get_stats(f, &m, err, sizeof(err)))
-		return violation(ac, "%s", err);
+		return wire_violation(ac, "%s", err);
 	if (ingest_stats(c->ingest, ac->agent_id, m.json))
 		pr_warn("wire: agent %s: STATS not stored", ac->agent_id);
 	if (ac->agent) {
@@ -446,9 +305,22 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 {
 	char err[256];
 
+	if (ac->has_held) {     /* read ahead by wire_on_batch() */
+		*f = ac->held;
+		ac->has_held = false;
+		return 0;
+	}
 	for (;;) {
 		struct pollfd pfd = { .fd = ac->w->fd, .events = POLLIN };
-		int ret = wire_read(&ac->rd, ac->w->fd, f, err, sizeof(err));
+		int ret;
+
+		if (ac->held_ret) {
+			ret = ac->held_ret;
+			ac->held_ret = 0;
+			snprintf(err, sizeof(err), "%s", ac->held_err);
+		} else {
+			ret = wire_read(&ac->rd, ac->w->fd, f, err, sizeof(err));
+		}
 
 		if (ret == 1)
 			return 0;
@@ -456,10 +328,10 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 			return 1;
 		if (ret == -ENOBUFS) {
 			M_ADD(ac->c, wire_busy, 1);
-			return violation(ac, "busy: %s", err);
+			return wire_violation(ac, "busy: %s", err);
 		}
 		if (ret == -EPROTO || ret == -EBADMSG || ret == -ENOMEM)
-			return violation(ac, "%s", err);
+			return wire_violation(ac, "%s", err);
 		if (ret < 0)
 			return ret;
 		ret = poll(&pfd, 1, wait_ms(ac));
@@ -468,9 +340,9 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 		if (ret == 0 && wait_ms(ac) == 0) {
 			M_ADD(ac->c, wire_timeouts, 1);
 			if (wire_reader_partial(&ac->rd))
-				return violation(ac, "a frame begun is not complete after %d s (%zu bytes came)",
+				return wire_violation(ac, "a frame begun is not complete after %d s (%zu bytes came)",
 						 ac->w->ws->frame_ms / 1000, wire_reader_partial(&ac->rd));
-			return violation(ac, "no HELLO within %d s of connecting",
+			return wire_violation(ac, "no HELLO within %d s of connecting",
 					 ac->w->ws->hello_ms / 1000);
 		}
 	}
@@ -490,7 +362,7 @@ static int one_frame(struct agent_conn *ac)
 	case WIRE_HELLO:
 		return on_hello(ac, &f);
 	case WIRE_BATCH:
-		return on_batch(ac, &f);
+		return wire_on_batch(ac, &f);
 	case WIRE_STATS:
 		return on_stats(ac, &f);
 	case WIRE_ERROR:
@@ -499,7 +371,7 @@ static int one_frame(struct agent_conn *ac)
 		pr_warn("wire: %s agent %s sent ERROR: %s", ac->w->peer, ac->agent_id, e.error);
 		return 1;
 	default:
-		return violation(ac, "unexpected %s frame from an agent", wire_type_name(f.h.type));
+		return wire_violation(ac, "unexpected %s frame from an agent", wire_type_name(f.h.type));
 	}
 }
 

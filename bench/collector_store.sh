@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The collector's whole write path, SQLite vs ClickHouse, in one run: a
+# real `fay collector` receives the same batches over the agent protocol
+# (tests' fay-wire-client: AGENTS connections, BATCHES batches of SPANS
+# spans each, WINDOW in flight, fixed span times so both stores get the
+# same spans), ACK after the store accepted them; once with --db (SQLite),
+# once with --clickhouse (a clickhouse-server of its own, fresh database
+# each run), RUNS times alternating.  Prints per run the spans/s the
+# client measured (first BATCH to last ACK), the CPU seconds of the
+# collector and of the ClickHouse server, then the medians and their
+# ratio.  Extra ARGS go to the ClickHouse collector (--clickhouse-linger
+# 0 to compare without the linger).
+#
+#   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW]
+#                            [-r RUNS] [-- COLLECTOR_ARGS...]
+#   (run from the top of the tree after `make`; FAY_BUILD as for tests)
+. "$(dirname "$0")/../tests/lib/lib.sh"
+. "$(dirname "$0")/../tests/lib/clickhouse.bash"
+CLIENT=$BUILD/tests/fay-wire-client
+[ -x "$FAY" ] && [ -x "$CLIENT" ] || { echo "collector_store.sh: build first (make)" >&2; exit 1; }
+rmdir "$T_TMP"
+T_TMP=$(mktemp -d /var/tmp/fay-bench-cstore.XXXXXX)
+conns=8 nb=50 m=500 win=8 runs=3
+while [ $# -gt 0 ]; do
+	case $1 in
+	-c) conns=$2; shift 2 ;;
+	-n) nb=$2; shift 2 ;;
+	-m) m=$2; shift 2 ;;
+	-W) win=$2; shift 2 ;;
+	-r) runs=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "usage: bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW] [-r RUNS] [-- ARGS]" >&2
+	   exit 2 ;;
+	esac
+done
+extra=("$@")
+ch_start bench >/dev/null || { echo "collector_store.sh: clickhouse-server did not start" >&2; exit 1; }
+spans=$((conns * nb * m))
+echo "# $(date -u '+%F %T UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+	"ClickHouse $(ch_q bench 'SELECT version()')"
+echo "# $conns agents x $nb batches x $m spans = $spans spans, window $win, runs $runs," \
+	"ClickHouse collector args: ${extra[*]:-(defaults)}"
+
+# cpu_s PID: user+system CPU seconds of a process so far
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"; }
+
+# one STORE N: start a collector on STORE, send, print "rate cpu server_cpu"
+one() {
+	local store=$1 k=$2 wp hp pid args rate c0 s0 s1 ccpu writes
+	wp=$(free_port) hp=$(free_port)
+	if [ "$store" = sqlite ]; then
+		args=(--db "$T_TMP/s$k.db")
+	else
+		args=(--db "$T_TMP/c$k.db" --clickhouse "$(ch_url bench)/b$k" "${extra[@]}")
+	fi
+	"$FAY" collector --listen 127.0.0.1:$wp --http 127.0.0.1:$hp --otlp-http off \
+		--otlp-grpc off --retention 0 "${args[@]}" >>"$T_TMP/collector.log" 2>&1 &
+	pid=$!
+	wait_for 30 curl -sf "http://127.0.0.1:$hp/health" || { echo "collector did not start" >&2; kill $pid; return 1; }
+	s0=$(cpu_s "${CH_PID[bench]}")
+	c0=$(cpu_s $pid)
+	rate=$("$CLIENT" -a 127.0.0.1:$wp -c "$conns" -n "$nb" -m "$m" -W "$win" \
+		-T 1764000000000000000 -q send | awk '/^rate/ { print $2 }')
+	ccpu=$(awk -v a="$(cpu_s $pid)" -v b="$c0" 'BEGIN { printf "%.2f", a - b }')
+	writes=$(curl -s "http://127.0.0.1:$hp/metrics" | awk '$1 == "fay_collector_store_writes_total" { print $2 }')
+	s1=$(awk -v a="$(cpu_s "${CH_PID[bench]}")" -v b="$s0" 'BEGIN { printf "%.2f", a - b }')
+	kill $pid; wait $pid 2>/dev/null
+	rm -rf "$T_TMP/s$k.db"*
+	[ "$store" = sqlite ] && s1=0
+	echo "$rate $ccpu $s1 $writes"
+}
+
+med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+: >"$T_TMP/sqlite" ; : >"$T_TMP/ch"
+for ((k = 0; k < runs; k++)); do
+	for store in sqlite ch; do
+		[ $((k % 2)) = 1 ] && store=$([ $store = sqlite ] && echo ch || echo sqlite)
+		read -r rate ccpu scpu writes < <(one $store $k) || exit 1
+		echo "$rate" >>"$T_TMP/$store"
+		printf 'run %d %-10s %9.0f spans/s  cpu: collector %6.2f s (%.2f us/span)' $k \
+			"$([ $store = ch ] && echo clickhouse || echo sqlite)" "$rate" "$ccpu" \
+			"$(awk -v c="$ccpu" -v n=$spans 'BEGIN { print c * 1e6 / n }')"
+		[ $store = ch ] && printf ', server %6.2f s (%.2f us/span)' "$scpu" \
+			"$(awk -v c="$scpu" -v n=$spans 'BEGIN { print c * 1e6 / n }')"
+		printf '  %s writes (%d spans each)  load %s\n' "$writes" $((spans / (writes ? writes : 1))) \
+			"$(cut -d' ' -f1 /proc/loadavg)"
+	done
+done
+ms=$(med <"$T_TMP/sqlite") mc=$(med <"$T_TMP/ch")
+echo "sqlite     collector median $ms spans/s"
+echo "clickhouse collector median $mc spans/s"
+awk -v a="$mc" -v b="$ms" 'BEGIN { printf "ratio clickhouse/sqlite (medians) %.2fx\n", a / b }'
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+rm -rf "$T_TMP"

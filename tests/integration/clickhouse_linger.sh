@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The collector's write path into ClickHouse makes few, large INSERTs out
+# of agents' small batches: a connection's pipelined batches are read
+# ahead and stored as one chain (src/collector/wire_batch.c), and the
+# writer lingers (--clickhouse-linger / --clickhouse-batch) for more.
+# Checked on a real collector and server: many batches become few store
+# writes (fay_collector_store_writes_total), every ACKed span is stored
+# once, the linger ends early when every connected agent waits (one
+# agent is not slowed), two HTTP senders lingered into one write, and
+# the options are refused without --clickhouse.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/clickhouse.bash"
+. "$(dirname "$0")/collector_lib.bash"
+
+ok "ClickHouse starts" ch_start one
+start() {
+	local db=$1; shift
+	WP=$(free_port) HP=$(free_port) URL=http://127.0.0.1:$HP
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off \
+		--db "$T_TMP/$db.db" --clickhouse "$(ch_url one)/$db" "$@" >>"$T_TMP/collector.log" 2>&1 &
+	CPID=$!
+	T_PIDS+=($CPID)
+	wait_for 30 curl -sf "$URL/health"
+}
+
+# 1. four agents, 40 batches of 100 spans each, 8 in flight: few writes
+ok "collector up (linger 2s, batch 100000)" start many --clickhouse-linger 2s --clickhouse-batch 100000
+: >"$T_TMP/send.out"
+"$CLIENT" -a 127.0.0.1:$WP -c 4 -n 40 -m 100 -W 8 send >"$T_TMP/send.out" 2>&1
+ok "160 batches sent, 160 ACKs, none refused" \
+	[ "$(grep -c '^ack .*"stored":100,"duplicate":false' "$T_TMP/send.out")" = 160 ]
+writes=$(metric fay_collector_store_writes_total)
+diag "store writes: $writes for 160 batches"
+ok "160 batches in at most 30 store writes" [ "${writes:-999}" -le 30 ]
+ok "... at least one" [ "${writes:-0}" -ge 1 ]
+ok "every ACKed span stored once (16000)" \
+	[ "$(ch_q one 'SELECT count() FROM many.spans FINAL')" = 16000 ]
+ok "... and no resent copies" [ "$(ch_q one 'SELECT count() FROM many.spans')" = 16000 ]
+ok "fay_collector_spans_stored_total 16000" [ "$(metric fay_collector_spans_stored_total)" = 16000 ]
+coll_stop
+
+# 2. one agent with a long linger: it is the only sender, so its batches
+# are written at once (the whole run far below one linger per batch)
+ok "collector up (linger 10s)" start one_agent --clickhouse-linger 10s
+t0=$(date +%s)
+"$CLIENT" -a 127.0.0.1:$WP -c 1 -n 6 -m 50 -W 1 send >"$T_TMP/one.out" 2>&1
+t1=$(date +%s)
+diag "6 batches, one at a time, in $((t1 - t0)) s"
+ok "6 ACKs" [ "$(grep -c '^ack .*"stored":50,' "$T_TMP/one.out")" = 6 ]
+ok "no linger when the one agent waits (6 batches in < 30 s, a linger each is 60 s)" \
+	[ $((t1 - t0)) -lt 30 ]
+coll_stop
+
+# 3. two HTTP posts (no agent connected) within the linger: one write
+ok "collector up (linger 4s)" start http --clickhouse-linger 4s
+now=$(( $(date +%s) * 1000000 ))
+post() {
+	curl -sf -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
+		"$URL/api/v2/spans" --data-binary \
+		"[{\"traceId\":\"00000000000000a$1\",\"id\":\"000000000000000$1\",\"name\":\"get\",\"timestamp\":$now,\"duration\":5,\"localEndpoint\":{\"serviceName\":\"web\"}}]"
+}
+: >"$T_TMP/codes"
+t0=$(date +%s%N)
+post 1 >>"$T_TMP/codes" &
+p1=$!
+post 2 >>"$T_TMP/codes" &
+p2=$!
+wait $p1 $p2
+t1=$(date +%s%N)
+diag "two POSTs answered in $(( (t1 - t0) / 1000000 )) ms"
+ok "both POSTs 202" [ "$(grep -c 202 "$T_TMP/codes")" = 2 ]
+ok "... answered after the linger (>= 3 s: they waited for more)" [ $(( (t1 - t0) / 1000000 )) -ge 3000 ]
+ok "... in one store write" [ "$(metric fay_collector_store_writes_total)" = 1 ]
+ok "both spans there" [ "$(ch_q one 'SELECT count() FROM http.spans FINAL')" = 2 ]
+coll_stop
+
+# 4. the options need --clickhouse; bad values are refused
+coll_try --clickhouse-linger 50ms
+ok "--clickhouse-linger without --clickhouse: exit 2" [ $? = 2 ]
+ok "... saying why" grep -q -- "--clickhouse-linger and --clickhouse-batch need --clickhouse" "$T_TMP/try.log"
+coll_try --clickhouse "$(ch_url one)/x" --clickhouse-linger soon
+ok "--clickhouse-linger soon: exit 2" [ $? = 2 ]
+ok "... naming the value" grep -q -- "--clickhouse-linger 'soon'" "$T_TMP/try.log"
+coll_try --clickhouse "$(ch_url one)/x" --clickhouse-batch 0
+ok "--clickhouse-batch 0: exit 2" [ $? = 2 ]
+done_testing
