@@ -116,16 +116,24 @@ static void usage(FILE *f)
 "                    per call instead of microseconds), verified again there,\n"
 "                    each thread aggregating in its own slot of maps shared\n"
 "                    with fay; it needs one process (-p, -c, process(PID))\n"
-"                    that has fay's runtime loaded (fay run starts one; with\n"
-"                    -c, --probe-mode=inline preloads it; with -p it loads\n"
-"                    it into the running process with ptrace: one thread\n"
-"                    calls dlopen at a safe point and is put back as it was;\n"
-"                    the runtime stays loaded, idle) and a function entry\n"
-"                    the patcher accepts, and fails with the reason\n"
-"                    otherwise.  uprobe: kernel uprobes.  auto: inline where\n"
-"                    the runtime is loaded, else a uprobe.  Either way one\n"
-"                    line on standard error says which and why (\"fay: pid\n"
-"                    123: uprobe: the fay runtime is not loaded (...)\")\n"
+"                    with fay's runtime loaded (fay run starts one; with\n"
+"                    -c, --probe-mode=inline preloads it; a running process\n"
+"                    gets it loaded with ptrace: one thread calls dlopen at\n"
+"                    a safe point and is put back as it was; the runtime\n"
+"                    stays loaded, idle) and a function entry the patcher\n"
+"                    accepts, and fails with the reason otherwise.  uprobe:\n"
+"                    kernel uprobes.  auto: inline when it can, loading the\n"
+"                    runtime into a running process (-p, process(PID)) when\n"
+"                    fay may ptrace it (CAP_SYS_PTRACE or the same user,\n"
+"                    Yama's ptrace_scope, --allow-other-users' rule) and it\n"
+"                    is a dynamically linked glibc program; else a uprobe.\n"
+"                    A function in every process (no -p) and -c CMD in auto\n"
+"                    mode use a uprobe.  Either way one line on standard\n"
+"                    error says which and why (\"fay: pid 123: uprobe:\n"
+"                    cannot load the fay runtime: static binary (...)\")\n"
+"    --no-inject     never load fay's runtime into a running process: auto\n"
+"                    uses a uprobe where the runtime is not loaded already\n"
+"                    (fay run), inline fails\n"
 "    --allow-other-users\n"
 "                    when fay runs as a non-root user (with CAP_BPF and\n"
 "                    CAP_PERFMON), probe every user's processes; without it\n"
@@ -330,6 +338,7 @@ int cmd_query(int argc, char **argv)
 		{ "drop", required_argument, NULL, 'D' },
 		{ "probe-mode", required_argument, NULL, 'P' },
 		{ "allow-other-users", no_argument, NULL, 'U' },
+		{ "no-inject", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -338,7 +347,7 @@ int cmd_query(int argc, char **argv)
 	const char *file = NULL, *source = "<query>";
 	char *text = NULL;
 	size_t len;
-	bool json = false;
+	bool json = false, have_lib;
 	struct query *q = NULL;
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
@@ -421,6 +430,9 @@ int cmd_query(int argc, char **argv)
 			break;
 		case 'U':
 			ro.allow_other_users = true;
+			break;
+		case 'I':
+			ro.no_inject = true;
 			break;
 		case 'C':
 			co.url = optarg;
@@ -553,18 +565,19 @@ int cmd_query(int argc, char **argv)
 		rc = emit_code(q, plan, emit == EMIT_BPF, &ro);
 		break;
 	case EMIT_RUN:
-		if (ro.probe_mode == ENGINE_PROBE_INLINE) {
-			if (fay_probe_lib(lib, sizeof(lib))) {
-				fprintf(stderr, "error: --probe-mode=inline: libfay-probe.so is "
-					"not next to fay nor in ../lib/fay (FAY_PROBE_LIB names it)\n");
-				rc = 1;
-				goto out;
-			}
-			if (ro.cmd)
-				ro.preload = lib;
-			else
-				ro.inject_lib = lib;	/* a running process: ptrace */
+		/* the runtime: preloaded into -c's command (inline), loaded with
+		 * ptrace into a running process (inline, and auto when found) */
+		have_lib = ro.probe_mode != ENGINE_PROBE_UPROBE && !fay_probe_lib(lib, sizeof(lib));
+		if (ro.probe_mode == ENGINE_PROBE_INLINE && !have_lib) {
+			fprintf(stderr, "error: --probe-mode=inline: libfay-probe.so is "
+				"not next to fay nor in ../lib/fay (FAY_PROBE_LIB names it)\n");
+			rc = 1;
+			goto out;
 		}
+		if (have_lib && ro.cmd && ro.probe_mode == ENGINE_PROBE_INLINE)
+			ro.preload = lib;
+		else if (have_lib && !ro.cmd && !ro.no_inject)
+			ro.inject_lib = lib;
 		ro.out = stdout;
 		ro.err = stderr;
 		ro.json = json;

@@ -35,8 +35,8 @@ struct engine_run_opts {
 	 * (fay run; --probe-mode=inline): it runs at once and its runtime
 	 * holds main() until the probes are armed */
 	const char *preload;
-	/* a running process (inline mode): load this runtime into it with
-	 * ptrace when it has none (engine_opts.inject_lib) */
+	/* a running process (auto and inline modes): load this runtime into
+	 * it with ptrace when it has none (engine_opts.inject_lib) */
 	const char *inject_lib;
 	/* fay run -- CMD ARGS: the command as words (instead of cmd) */
 	char *const *argv;
@@ -46,6 +46,9 @@ struct engine_run_opts {
 	/* --allow-other-users: a non-root user's query probes every user's
 	 * processes (engine_opts_requester()) */
 	bool allow_other_users;
+	/* --no-inject: never load a library into a running process (auto
+	 * falls back to a uprobe, inline fails: engine_opts.no_inject) */
+	bool no_inject;
 };
 
 /*

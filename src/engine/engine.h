@@ -55,8 +55,10 @@ enum engine_buffer { ENGINE_BUF_AUTO, ENGINE_BUF_RINGBUF, ENGINE_BUF_PERF };
 
 /* How function(...) sources run (fay query --probe-mode): auto: inline
  * in the one process they name when its fay runtime (libfay-probe.so,
- * fay run) is loaded and its patcher takes the function, else a uprobe;
- * inline: inline or fail with the reason; uprobe: always a uprobe. */
+ * fay run) is loaded, or can be loaded with ptrace (inject_lib set, no
+ * no_inject, inject_check() allows it), and its patcher takes the
+ * function, else a uprobe; inline: inline or fail with the reason;
+ * uprobe: always a uprobe. */
 enum engine_probe_mode { ENGINE_PROBE_AUTO, ENGINE_PROBE_INLINE, ENGINE_PROBE_UPROBE };
 
 struct engine_opts {
@@ -88,8 +90,11 @@ struct engine_opts {
 	 * (libfay-probe.so) into it with ptrace (probe/inject.h); NULL: never
 	 * (auto mode then falls back to a uprobe) */
 	const char *inject_lib;
+	/* Never load a library into a process (fay query --no-inject):
+	 * auto mode falls back to a uprobe saying so, inline fails */
+	bool no_inject;
 };
-#define engine_opts__last_field inject_lib
+#define engine_opts__last_field no_inject
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;

@@ -9,9 +9,11 @@
  * process(PID), fay run) whose runtime answers on its control socket and
  * whose patcher accepts the function's entry; else a uprobe (auto) or an
  * error (inline), with one line saying which and why (engine_note()).
- * In inline mode a process without the runtime gets it loaded with
- * ptrace (engine_opts.inject_lib, probe/inject.h); it stays loaded, idle,
- * after the query (its trampolines may still be returned into).
+ * A process without the runtime gets it loaded with ptrace (auto and
+ * inline modes, engine_opts.inject_lib unless no_inject; inject_check()
+ * first, so auto falls back to a uprobe naming what forbids it:
+ * probe/inject.h); it stays loaded, idle, after the query (its
+ * trampolines may still be returned into).
  * Then the maps are VM maps in memfds (engine_vm_load(): the reader of
  * run.c reads them through spans.c's functions, one slot standing for one
  * CPU) and engine_attach() sends the maps, the programs (verified here
@@ -167,6 +169,50 @@ static int no_inline(struct engine *e, int err, const char *fmt, ...)
 	return 0;
 }
 
+/* The reason inject_*() gave, without its leading "pid N: ". */
+static const char *strip_pid(const char *why, pid_t pid)
+{
+	char pre[32];
+	int n = snprintf(pre, sizeof(pre), "pid %d: ", (int)pid);
+
+	return strncmp(why, pre, (size_t)n) ? why : why + n;
+}
+
+/*
+ * pid answers on no control socket: load the runtime into it with ptrace
+ * when that is allowed (engine_opts.inject_lib and no no_inject;
+ * inject_check()), then connect.  0 with *fd connected, or no_inline()'s
+ * answer with *fd < 0 (auto: 0 and the note saying why; inline: -errno).
+ */
+static int load_rt(struct engine *e, pid_t pid, int *fd)
+{
+	struct inject_who who = { e->opts.own_uid_only, e->opts.uid };
+	uint64_t t0 = clock_monotonic_ns();
+	char why[1024];
+	int err;
+
+	*fd = -1;
+	if (e->opts.no_inject)
+		return no_inline(e, -EPERM, "pid %d: the fay runtime is not loaded and "
+				 "--no-inject forbids loading it", (int)pid);
+	if (!e->opts.inject_lib)
+		return no_inline(e, -ENOENT, "pid %d: the fay runtime is not loaded (start it "
+				 "with fay run, or --probe-mode=inline to load it with ptrace)",
+				 (int)pid);
+	err = inject_check(pid, &who, why, sizeof(why));
+	if (!err)
+		err = inject_library(pid, e->opts.inject_lib, why, sizeof(why));
+	if (err)
+		return no_inline(e, err, "pid %d: cannot load the fay runtime: %s", (int)pid,
+				 strip_pid(why, pid));
+	e->inl_injected_us = (clock_monotonic_ns() - t0) / 1000 + 1;
+	*fd = connect_rt(pid, 5000);	/* its constructor binds the socket */
+	if (*fd < 0)
+		return no_inline(e, *fd, "pid %d: the fay runtime, loaded with ptrace, does "
+				 "not answer: %s", (int)pid, strerror(-*fd));
+	return 0;
+}
+
 int engine_inl_decide(struct engine *e)
 {
 	struct eprog *ep = &e->progs[0];
@@ -196,20 +242,11 @@ int engine_inl_decide(struct engine *e)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
-	if (fd < 0 && e->opts.inject_lib) {
-		uint64_t t0 = clock_monotonic_ns();
-		char why[1024];
-
-		err = inject_library(pid, e->opts.inject_lib, why, sizeof(why));
-		if (err)
-			return no_inline(e, err, "%s", why);
-		e->inl_injected_us = (clock_monotonic_ns() - t0) / 1000 + 1;
-		fd = connect_rt(pid, 5000);	/* its constructor binds the socket */
+	if (fd < 0) {
+		err = load_rt(e, pid, &fd);
+		if (err || fd < 0)
+			return err;
 	}
-	if (fd < 0)
-		return no_inline(e, fd, "pid %d: the fay runtime is not loaded (start it "
-				 "with fay run, or --probe-mode=inline to load it with ptrace)",
-				 (int)pid);
 	so.sym = sym;
 	so.size = 0;
 	err = proc_map_addr(pid, path, off, &addr);
@@ -240,6 +277,9 @@ int engine_inl_decide(struct engine *e)
 		if (err)
 			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
 					 (int)pid, strerror(-err));
+		if (e->inl_injected_us)
+			return no_inline(e, r.status, "pid %d: %s (the fay runtime, loaded with "
+					 "ptrace, stays loaded, idle)", (int)pid, r.msg);
 		return no_inline(e, r.status, "pid %d: %s", (int)pid, r.msg);
 	}
 	e->inl = calloc(1, sizeof(*e->inl));

@@ -26,3 +26,14 @@ with open(f"/proc/{pid}/mem", "rb") as m:
     print(m.read(5).hex())
 PY
 }
+# busy N: N threads of W calling fay_inline_fn until $stop exists (the
+# process's pid in wpid, its output in $T_TMP/work.out); orig: the
+# function's first bytes before any query
+busy() {
+	stop=$T_TMP/stop
+	rm -f "$stop"
+	"$W" threads "$1" "$stop" >"$T_TMP/work.out" & wpid=$!
+	T_PIDS+=($wpid)
+	sleep 0.3
+	orig=$(first_bytes $wpid)
+}
