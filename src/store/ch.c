@@ -495,6 +495,20 @@ static int retain_on(struct store_be *st, struct ch_conn *c, uint64_t before_us,
 	return ret ? ret : (int)(rows > INT32_MAX ? INT32_MAX : rows);
 }
 
+int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
+		      size_t errlen)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < st->nurls; i++) {
+		struct ch_conn *c = ch_conn_new(st->urls[i], st->db, 0, err, errlen);
+
+		ret = c ? ch_schema_ttl(c, &st->w, retention_us, err, errlen) : -errno;
+		ch_conn_free(c);
+	}
+	return ret;
+}
+
 int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 {
 	char err[400] = "";
@@ -576,6 +590,7 @@ const struct store_ops ch_store_ops = {
 	.agent_stats = ch__agent_stats,
 	.agent_last_seq = ch__agent_last_seq,
 	.retain = ch__retain,
+	.set_retention = ch__set_retention,
 	.health = ch__health,
 	.sql = ch__sql,
 	.set_autocomplete_keys = ch__set_autocomplete_keys,
