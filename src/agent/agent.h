@@ -62,6 +62,11 @@ struct agent_opts {
 	/* cluster queries probe every user's processes even when the agent
 	 * runs as a non-root user (--allow-other-users; engine.h) */
 	int allow_other_users;
+	/* cluster queries on a process without fay's runtime: load this
+	 * library (libfay-probe.so) with ptrace when allowed (engine.h
+	 * engine_opts.inject_lib; NULL: never); no_inject: never (--no-inject) */
+	const char *inject_lib;
+	int no_inject;
 };
 
 /* Run the agent until SIGTERM/SIGINT.  Returns 0 or -errno (startup). */

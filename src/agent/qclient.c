@@ -66,6 +66,9 @@ static int on_attached(void *ctx, struct engine *e)
 	for (int i = 0; i < engine_nprobes(e) && n < sizeof(desc) - 1; i++)
 		n += (size_t)snprintf(desc + n, sizeof(desc) - n, "%s%s", i ? ", " : "",
 				      engine_probe_desc(e, i));
+	/* how a function(...) source runs and why (inline, uprobe: ...) */
+	if (engine_note(e)[0] && n < sizeof(desc) - 1)
+		snprintf(desc + n, sizeof(desc) - n, "; %s", engine_note(e));
 	return qlink_status(r->job, WIRE_QS_ATTACHED, desc);
 }
 
@@ -145,7 +148,7 @@ static void run_job(struct qlink_job *job)
 		.sz = sizeof(o), .stop = &job->stop, .watch_fd = -1, .align = true,
 		.raw = true, .snapshot_ns = 1000000000ull, .tick_ms = QC_TICK_MS,
 		.deadline_realtime_ns = job->deadline_ns,
-		.eo = { .host = c->host },
+		.eo = { .host = c->host, .inject_lib = c->inject_lib, .no_inject = c->no_inject },
 	};
 	char why[4096] = "";
 	const struct plan *p;

@@ -33,6 +33,10 @@ struct qclient_opts {
 	/* a non-root agent's cluster queries probe every user's processes
 	 * (the requester is the agent's user: engine_opts_requester()) */
 	bool allow_other_users;
+	/* function(...) in a running process without fay's runtime: load it
+	 * (engine_opts.inject_lib, .no_inject) */
+	const char *inject_lib;
+	bool no_inject;
 };
 
 /* A query link (common/qlink.h) that runs what it is sent here. */

@@ -15,6 +15,7 @@
 #include "agent/metrics_http.h"
 #include "cli/cmds.h"
 #include "cli/opts.h"
+#include "cli/query_run.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/secret.h"
@@ -30,7 +31,7 @@ static void usage(FILE *f)
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
-"              [--allow-other-users]\n"
+"              [--allow-other-users] [--no-inject]\n"
 "              [--host NAME] [--token-file FILE | --token-env VAR | --token T]\n"
 "              [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
 "              [--fsync] [--metrics ADDR] [-v]\n"
@@ -104,6 +105,11 @@ static void usage(FILE *f)
 "                        queries probe every user's processes; without it they\n"
 "                        probe only those of the agent's own user (the\n"
 "                        requester: the collector's clients have no uid here)\n"
+"    --no-inject         never load fay's runtime (libfay-probe.so) into a\n"
+"                        running process: a cluster query's\n"
+"                        process(PID).function(...) on a process not started\n"
+"                        with fay run uses a uprobe (by default it is loaded\n"
+"                        with ptrace when allowed, as fay query's auto mode)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -165,7 +171,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
 	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER,
-	       O_OTHERUSERS, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
+	       O_OTHERUSERS, O_NOINJECT, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -175,6 +181,7 @@ int cmd_agent(int argc, char **argv)
 		{ "drain-nice", required_argument, NULL, O_NICE },
 		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
 		{ "allow-other-users", no_argument, NULL, O_OTHERUSERS },
+		{ "no-inject", no_argument, NULL, O_NOINJECT },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -201,7 +208,7 @@ int cmd_agent(int argc, char **argv)
 		.stats_ns = 10 * 1000000000ull,
 		.token = getenv("FAY_TOKEN"),
 	};
-	char hostname[256], token[256];
+	char hostname[256], token[256], probe_lib[4096];
 	const char *metrics_addr = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	struct agent_metrics *metrics = NULL;
 	int c, rc;
@@ -253,6 +260,9 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case O_OTHERUSERS:
 			o.allow_other_users = 1;
+			break;
+		case O_NOINJECT:
+			o.no_inject = 1;
 			break;
 		case O_FLUSH:
 		case O_STATS: {
@@ -366,6 +376,8 @@ int cmd_agent(int argc, char **argv)
 		}
 		pr_info("agent: metrics on http://%s/metrics", agent_metrics_addr(metrics));
 	}
+	if (!o.no_inject && !fay_probe_lib(probe_lib, sizeof(probe_lib)))
+		o.inject_lib = probe_lib;
 	rc = agent_run(&o) ? 1 : 0;
 	tls_conf_free(o.tls);
 	agent_metrics_stop(metrics);

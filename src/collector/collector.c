@@ -204,6 +204,10 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "store: %s", why);
 		goto err_out;
 	}
+	/* a TTL where the store has one; retention's deletes work without */
+	if (store__set_retention(c->store, c->retention_us, why, sizeof(why)))
+		pr_warn("store: the retention as a TTL: %s (old spans are still deleted"
+			" by retention)", why);
 	{
 		char bind[4200];
 

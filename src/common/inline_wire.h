@@ -29,6 +29,12 @@
 #define INLINE_VERSION		1
 #define INLINE_MAX_SITES	64
 #define INLINE_MAX_MAPS		16
+/* A paired source's entry records per thread: one per level of nested
+ * probed calls (recursion, signal handlers); deeper calls are not paired
+ * (the programs count them: EC_DEPTH).  The pairs map is a per-slot
+ * array of this many records, indexed by the call's level (fay_depth). */
+#define INLINE_DEPTH		16
+#define INLINE_DEPTH_STR	"16"
 /* The context of the programs: the saved registers (struct patch_regs,
  * the layout of the kernel's x86-64 struct pt_regs). */
 #define INLINE_CTX_SIZE		168

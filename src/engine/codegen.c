@@ -6,7 +6,9 @@
  *   unpaired:  [pid filter] lets; pred; body
  *   entry:     [pid filter] if (entry_pred) pairs[tid] = { now, args... }
  *   exit:      [pid filter] rec = pairs[tid] or return; load rec; delete;
- *              (inline: pairs[0] of the thread's slot, with a set word)
+ *              (inline: pairs[level] of the thread's slot, with a set
+ *              word; level: fay_depth(), the runtime's count of the
+ *              thread's open probed calls)
  *              lets; pred; body
  *   body:      STREAM: a record on the stack -> ringbuf / perf buffer;
  *              AGGREGATE: key on the stack (windowed: and the window
@@ -24,6 +26,7 @@
 #include <stdio.h>
 
 #include "engine/codegen.h"
+#include "vm/vm.h"
 
 /* ---- filters and pairing ------------------------------------------------- */
 
@@ -32,7 +35,8 @@ static void cg_pid_filter(struct cg *g)
 	struct ir *ir = g->ir;
 	ir_reg r = ir_vreg(ir);
 
-	if (g->e->opts.pid <= 0)
+	/* inline probes run in that process only (a fork child's are inert) */
+	if (g->e->opts.pid <= 0 || g->e->inl)
 		return;
 	ir_comment(ir, "only process %d", (int)g->e->opts.pid);
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
@@ -72,17 +76,24 @@ static int cg_tid_key(struct cg *g)
 	return k;
 }
 
-/* Inline (e->slot_pairs): the calling thread's record in its slot of
- * the pairs array (key 0), or g->out if none (never). */
-static ir_reg cg_slot_rec(struct cg *g)
+/* Inline (e->slot_pairs): the record of the call's level (fay_depth(),
+ * which the runtime sets) in the thread's slot of the pairs array.  None
+ * past INLINE_DEPTH levels: the entry counts the call (EC_DEPTH) and
+ * both go to g->out (the runtime runs no exit program for it). */
+static ir_reg cg_slot_rec(struct cg *g, bool entry)
 {
 	struct ir *ir = g->ir;
-	int k = ir_stack_alloc(ir, 8, 8);
-	ir_reg rec = ir_vreg(ir);
+	int k = ir_stack_alloc(ir, 8, 8), found = ir_label_new(ir);
+	ir_reg rec = ir_vreg(ir), d = ir_vreg(ir);
 
-	ir_store(ir, IR_S(k), 0, 8, IR_I(0));
+	ir_call(ir, d, VM_FUNC_fay_depth, 0);
+	ir_store(ir, IR_S(k), 0, 8, IR_R(d));
 	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(k));
-	ir_jmp(ir, BPF_JEQ, rec, IR_I(0), g->out);
+	ir_jmp(ir, BPF_JNE, rec, IR_I(0), found);
+	if (entry)
+		cg_count_drop(g, EC_DEPTH);
+	ir_goto(ir, g->out);
+	ir_label(ir, found);
 	return rec;
 }
 
@@ -112,16 +123,22 @@ static void cg_entry(struct cg *g)
 	ir_reg r;
 
 	ir_comment(ir, "entry: record the entry for the exit");
+	if (g->e->slot_pairs) {		/* inline: then the "set" word */
+		r = cg_slot_rec(g, true);
+		if (p->entry_pred) {	/* not a record an exit skipped left */
+			ir_store(ir, IR_R(r), p->saved_size, 8, IR_I(0));
+			cg_pos(g, p->entry_pred);
+			cg_cond(g, p->entry_pred, g->out, false);
+			ir_set_pos(ir, 0, 0);
+		}
+		cg_save(g, IR_R(r));
+		ir_store(ir, IR_R(r), p->saved_size, 8, IR_I(1));
+		return;
+	}
 	if (p->entry_pred) {
 		cg_pos(g, p->entry_pred);
 		cg_cond(g, p->entry_pred, g->out, false);
 		ir_set_pos(ir, 0, 0);
-	}
-	if (g->e->slot_pairs) {		/* inline: then the "set" word */
-		r = cg_slot_rec(g);
-		cg_save(g, IR_R(r));
-		ir_store(ir, IR_R(r), p->saved_size, 8, IR_I(1));
-		return;
 	}
 	rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
 	cg_save(g, IR_S(rec));
@@ -140,8 +157,8 @@ static void cg_exit_pairing(struct cg *g)
 	ir_reg rec, set;
 
 	if (g->e->slot_pairs) {
-		ir_comment(ir, "exit: the entry record of this thread, if set");
-		rec = cg_slot_rec(g);
+		ir_comment(ir, "exit: the entry record of this call, if set");
+		rec = cg_slot_rec(g, false);
 		set = ir_vreg(ir);
 		ir_load(ir, set, IR_R(rec), p->saved_size, 8, 0);
 		ir_jmp(ir, BPF_JEQ, set, IR_I(0), g->out);

@@ -17,7 +17,8 @@
  *   zero      ARRAY of one value_size entry of zeroes: the initial value
  *             of a new key (values may be far larger than the 512-byte
  *             BPF stack);
- *   pairs     HASH u32 tid -> entry record (paired sources);
+ *   pairs     HASH u32 tid -> entry record (paired sources; inline:
+ *             PERCPU_ARRAY of INLINE_DEPTH records, one per call level);
  *   out       RINGBUF (or PERF_EVENT_ARRAY on kernels without it): rows
  *             of streaming queries;
  *   counters  PERCPU_ARRAY of ENGINE_NCOUNTERS u64: what was dropped.
@@ -45,6 +46,8 @@ enum engine_counter {
 	EC_PAIRS_FULL,		/* an entry not recorded: pairs was full */
 	EC_LOST,		/* a streamed row the output buffer had no room for */
 	EC_READ_FAIL,		/* a str() whose address could not be read ("" kept) */
+	EC_DEPTH,		/* inline: a call nested deeper than INLINE_DEPTH
+				 * probed calls (not paired: not timed) */
 	ENGINE_NCOUNTERS
 };
 

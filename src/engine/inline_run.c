@@ -307,7 +307,7 @@ int engine_inl_pairs(struct engine *e)
 	if (!e->inl || !e->pairs)
 		return 0;
 	b = bmap_new("fay_pairs", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
-		     (uint32_t)e->p->saved_size + 8, 1);
+		     (uint32_t)e->p->saved_size + 8, INLINE_DEPTH);
 	if (!b)
 		return engine_fail(e, -errno, "cannot set up the maps: %s", strerror(errno));
 	bmap_free(e->pairs);

@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "common/err.h"
+#include "common/inline_wire.h"
 #include "common/log.h"
 #include "engine/engine_int.h"
 #include "query/partial.h"
@@ -677,6 +678,9 @@ const char *engine_counter_desc(enum engine_counter c)
 		return "rows lost: the output buffer was full";
 	case EC_READ_FAIL:
 		return "string reads failed (bad, NULL or paged-out address; the value is \"\")";
+	case EC_DEPTH:
+		return "calls not timed: nested deeper than " INLINE_DEPTH_STR
+		       " probed calls on their thread (inline)";
 	default:
 		return "?";
 	}

@@ -80,10 +80,33 @@ struct rt_thread {
 	int nstate;		/* the same for env2 */
 	struct vm_env env;
 	struct vm_env env2;	/* a probe nested in a running one (a signal
-				 * handler's), or a call nested in a probed
-				 * call: a slot of its own */
-	unsigned int depth;	/* probed calls entered and not yet left */
+				 * handler's): a slot of its own */
 };
+
+/*
+ * Pairing (a source with entry and exit probes): each slot keeps a stack
+ * of the probed calls its thread entered and has not left, one level per
+ * call (recursion, a signal handler calling the function in the middle
+ * of a call), with the stack pointer each entered with (S: the address
+ * of its return address).  The entry program writes the record of its
+ * level (vm_env.depth, which the programs read with fay_depth()) in the
+ * slot's pairs array, the exit program of the same call reads the same
+ * level.  A call whose exit was skipped (longjmp, an exception) leaves
+ * its level behind: a live caller's S is always above its callees', so
+ * an entry drops the levels whose S is not above its own, and an exit
+ * (at S + 8) drops those below its own and pairs only with a level of
+ * exactly its S; an exit with none (the call entered before the probes
+ * were armed, or deeper than INLINE_DEPTH levels) runs no program.
+ * Entries past INLINE_DEPTH levels run the entry program with depth
+ * INLINE_DEPTH, whose record lookup fails: it counts the call (EC_DEPTH).
+ * The stack is only touched while the slot is busy, so a signal
+ * handler's probe in the middle of it runs on the thread's second slot,
+ * with that slot's own stack.
+ */
+struct rt_stack {
+	unsigned int n;		/* levels in use */
+	uint64_t sp[INLINE_DEPTH];
+} __attribute__((aligned(64)));
 
 struct busy {
 	uint32_t v;
@@ -92,6 +115,7 @@ struct busy {
 
 static __thread struct rt_thread tls __attribute__((tls_model("initial-exec")));
 static struct busy busy[RT_MAX_SLOTS];
+static struct rt_stack stacks[RT_MAX_SLOTS];
 static uint64_t used[RT_MAX_SLOTS / 64];
 static unsigned int hiwater;		/* slots ever handed out */
 static struct rt_session *cur;
@@ -205,6 +229,7 @@ static bool thread_init(struct rt_thread *t)
 	}
 	memset(&t->env, 0, sizeof(t->env));
 	t->env.slot = s;
+	stacks[s].n = 0;	/* an earlier owner's calls are not ours */
 	t->env.pid_tgid = (uint64_t)getpid() << 32 | (uint32_t)syscall(SYS_gettid);
 	t->env.uid_gid = (uint64_t)getgid() << 32 | getuid();
 	t->env.cpu = (uint32_t)sched_getcpu();
@@ -228,6 +253,7 @@ static bool nested_init(struct rt_thread *t)
 	}
 	t->env2 = t->env;
 	t->env2.slot = s;
+	stacks[s].n = 0;
 	t->nstate = 1;
 	return true;
 }
@@ -258,10 +284,9 @@ static uint64_t first_probe(uint64_t t, uint64_t unused1, uint64_t unused2)
 	return th->state == 0 && thread_init(th);
 }
 
-/* The slot of a nested probe (lvl > 0: a call nested in a probed call;
- * else a signal handler's probe while this thread runs one, *b != 0):
- * the thread's second slot, NULL when that one is busy too (deeper
- * nesting is not traced); *b gets its busy count. */
+/* The slot of a signal handler's probe while this thread runs one (*b
+ * != 0): the thread's second slot, NULL when that one is busy too
+ * (deeper nesting is not traced); *b gets its busy count. */
 static uint64_t nested_env(uint64_t t_, uint64_t b_, uint64_t unused)
 {
 	struct rt_thread *t = (struct rt_thread *)(uintptr_t)t_;
@@ -282,6 +307,54 @@ static uint64_t run_prog(uint64_t p, uint64_t regs, uint64_t env)
 
 #define U(x)	((uint64_t)(uintptr_t)(x))
 
+/* Levels of calls that were left without their exit (cold: longjmp,
+ * exceptions; recursion only compares): the new top's S is above sp
+ * (at = true: or at it). */
+static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_stack *st,
+							     unsigned int d, uint64_t sp,
+							     bool at)
+{
+	while (d && (st->sp[d - 1] < sp || (at && st->sp[d - 1] == sp)))
+		d--;
+	return d;
+}
+
+/* An entry at S = sp: its level (INLINE_DEPTH when too deep). */
+static inline __attribute__((always_inline)) void push(struct vm_env *env, uint64_t sp)
+{
+	struct rt_stack *st = &stacks[env->slot];
+	unsigned int d = st->n;
+
+	if (__builtin_expect(d != 0, 0) && st->sp[d - 1] <= sp)
+		d = drop_left(st, d, sp, true);
+	if (__builtin_expect(d < INLINE_DEPTH, 1)) {
+		st->sp[d] = sp;
+		st->n = d + 1;
+	} else {
+		st->n = d;
+	}
+	env->depth = d;
+}
+
+/* An exit (S = sp - 8): whether its entry's level is on the stack; if so
+ * env->depth is that level and it is popped. */
+static inline __attribute__((always_inline)) bool pop(struct vm_env *env, uint64_t sp)
+{
+	struct rt_stack *st = &stacks[env->slot];
+	unsigned int d = st->n;
+
+	sp -= 8;
+	if (__builtin_expect(d != 0 && st->sp[d - 1] != sp, 0))
+		d = drop_left(st, d, sp, false);
+	if (__builtin_expect(d == 0 || st->sp[d - 1] != sp, 0)) {
+		st->n = d;
+		return false;
+	}
+	st->n = d - 1;
+	env->depth = d - 1;
+	return true;
+}
+
 static inline __attribute__((always_inline)) void run(struct patch_regs *regs, bool exit,
 						      bool paired)
 {
@@ -289,36 +362,28 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	struct vm_env *env = &t->env;
 	struct rt_session *s;
 	const struct vm_prog *p;
-	unsigned int lvl = 0;
 	uint32_t b;
 
 	if (__builtin_expect(t->state != 1, 0) && !rt_vec_call(first_probe, U(t), 0, 0))
 		return;
-	if (paired) {
-		/* the outermost probed call pairs in the first slot, any call
-		 * nested in it (recursion, a signal handler's) in the second:
-		 * the entry record of each is its own.  Counted up before the
-		 * entry program and down after the exit program (a signal
-		 * meanwhile nests); after a skipped exit (longjmp) every call
-		 * uses the second: still paired, the innermost only. */
-		unsigned int d = t->depth;
-
-		lvl = exit ? d - (d != 0) : d;
-		if (!exit)
-			t->depth = d + 1;
-	}
 	b = __atomic_load_n(&busy[env->slot].v, __ATOMIC_RELAXED);
-	if (__builtin_expect(lvl != 0 || b != 0, 0)) {
-		/* a nested call, or a signal handler's probe while this thread
-		 * runs one: one writer per slot, an entry record of its own */
+	if (__builtin_expect(b != 0, 0)) {
+		/* a signal handler's probe while this thread runs one: one
+		 * writer per slot, a pairing stack of its own */
 		env = (struct vm_env *)(uintptr_t)rt_vec_call(nested_env, U(t), U(&b), 0);
 		if (!env)
-			goto out;
+			return;
 	}
 	/* a count, not a flag: a probe nested in a signal handler restores
 	 * what it found before this one goes on */
 	__atomic_store_n(&busy[env->slot].v, b + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (paired) {
+		if (!exit)
+			push(env, regs->sp);
+		else if (!pop(env, regs->sp))
+			goto out;	/* no entry to pair with */
+	}
 	s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 	if (s && env->slot < s->nslots) {
 		if (__builtin_expect(env->slot >= __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 0))
@@ -329,10 +394,8 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 		else if (p)
 			rt_vec_call(run_prog, U(p), U(regs), U(env));
 	}
-	__atomic_store_n(&busy[env->slot].v, b, __ATOMIC_RELEASE);
 out:
-	if (paired && exit)
-		t->depth = lvl;	/* nested calls left it as they found it */
+	__atomic_store_n(&busy[env->slot].v, b, __ATOMIC_RELEASE);
 }
 
 void rt_on_entry(struct patch_regs *regs, void *arg)

@@ -33,6 +33,9 @@ struct store_ops {
 	int (*agent_last_seq)(struct store_be *st, const char *agent_id,
 			      uint64_t *last_seq);
 	int (*retain)(struct store_be *st, uint64_t before_us, unsigned chunk);
+	/* NULL: nothing to do (store__retain() does all of retention) */
+	int (*set_retention)(struct store_be *st, uint64_t retention_us, char *err,
+			     size_t errlen);
 	/* Is the backend reachable?  0, or -errno with a reason in err.
 	 * NULL: always. */
 	int (*health)(struct store_be *st, char *err, size_t errlen);

@@ -155,6 +155,11 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 	}
 	pthread_mutex_init(&st->hlock, NULL);
 	st->flags = flags;
+	if (getenv("FAY_CH_TEST_KILL_FILE") && *getenv("FAY_CH_TEST_KILL_FILE") &&
+	    !(st->test_kill_file = strdup(getenv("FAY_CH_TEST_KILL_FILE")))) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	ret = parse_where(st, where, err, errlen);
 	if (ret)
 		goto fail;
@@ -214,6 +219,7 @@ void ch__close(struct store_be *st)
 	free(st->urls);
 	free(st->cluster);
 	free(st->url);
+	free(st->test_kill_file);
 	zarena_reset(&st->merge_arena);
 	pthread_mutex_destroy(&st->hlock);
 	free(st);
@@ -495,6 +501,20 @@ static int retain_on(struct store_be *st, struct ch_conn *c, uint64_t before_us,
 	return ret ? ret : (int)(rows > INT32_MAX ? INT32_MAX : rows);
 }
 
+int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
+		      size_t errlen)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < st->nurls; i++) {
+		struct ch_conn *c = ch_conn_new(st->urls[i], st->db, 0, err, errlen);
+
+		ret = c ? ch_schema_ttl(c, &st->w, retention_us, err, errlen) : -errno;
+		ch_conn_free(c);
+	}
+	return ret;
+}
+
 int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 {
 	char err[400] = "";
@@ -576,6 +596,7 @@ const struct store_ops ch_store_ops = {
 	.agent_stats = ch__agent_stats,
 	.agent_last_seq = ch__agent_last_seq,
 	.retain = ch__retain,
+	.set_retention = ch__set_retention,
 	.health = ch__health,
 	.sql = ch__sql,
 	.set_autocomplete_keys = ch__set_autocomplete_keys,

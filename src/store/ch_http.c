@@ -61,6 +61,19 @@ struct ch_conn *ch_conn_new(const char *url, const char *db, unsigned flags,
 	return c;
 }
 
+int ch_conn_setting(struct ch_conn *c, const char *name, const char *value)
+{
+	size_t n = strlen(c->base) + strlen(name) + strlen(value) + 3;
+	char *b = malloc(n);
+
+	if (!b)
+		return -ENOMEM;
+	snprintf(b, n, "%s&%s=%s", c->base, name, value);
+	free(c->base);
+	c->base = b;
+	return 0;
+}
+
 void ch_conn_free(struct ch_conn *c)
 {
 	if (!c)

@@ -31,6 +31,9 @@ enum {
 struct ch_conn *ch_conn_new(const char *url, const char *db, unsigned flags,
 			    char *err, size_t errlen);
 void ch_conn_free(struct ch_conn *c);
+/* Send the setting name=value (URL-safe text) with every later request
+ * of c.  0 or -ENOMEM. */
+int ch_conn_setting(struct ch_conn *c, const char *name, const char *value);
 /* Give up on a request after ms milliseconds (default 30 s). */
 void ch_conn_timeout(struct ch_conn *c, long ms);
 /*
@@ -59,11 +62,66 @@ struct ch_where {
 /*
  * Create the schema on a node (conn), or bring it up to CH_SCHEMA_VERSION
  * (table fay_schema holds the versions applied).  With a cluster: the
- * local tables (*_local) and the Distributed tables over them.  A newer
- * schema is refused.  0, or -errno with a reason in err.
+ * local tables (*_local) and the Distributed tables over them.  Tables it
+ * creates get the codecs and skip indexes of the node's version (logged).
+ * A newer schema is refused.  0, or -errno with a reason in err.
  */
 int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
 		    size_t errlen);
+/*
+ * Make retention_us the TTL of the node's spans, span_index and
+ * span_parts (local tables with a cluster) where the server has TTL
+ * (CH_FEAT_TTL); 0 removes a TTL set before where it can, else warns.
+ * Nothing on a server without TTL.  0 or -errno with a reason in err.
+ */
+int ch_schema_ttl(struct ch_conn *c, const struct ch_where *w, uint64_t retention_us,
+		  char *err, size_t errlen);
+/* The server's version and CH_FEAT_* bits (ch_ddl.c), its "SELECT
+ * version()".  0 or -errno with a reason in err. */
+int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *feats,
+		       char *err, size_t errlen);
+
+/* A table of the schema (ch_schema.c): its columns, its MergeTree
+ * clause and the Distributed sharding expression. */
+struct ch_table {
+	const char *name;
+	const char *cols;
+	const char *engine;
+	const char *shard_key;
+};
+
+/* The schema's tables (ch_schema.c), n of them. */
+const struct ch_table *ch_schema_tables(size_t *n);
+
+/* ---- what the server offers (ch_ddl.c) ---- */
+
+struct ch_version {
+	unsigned major, minor;
+};
+
+enum {
+	CH_FEAT_TTL = 1 << 0,                /* table TTL (19.6) */
+	CH_FEAT_SKIP_INDEX = 1 << 1,         /* minmax, bloom_filter (19.8) */
+	CH_FEAT_SKIP_EXPERIMENTAL = 1 << 2,  /* ... behind a setting (< 20.1) */
+	CH_FEAT_CODECS = 1 << 3,             /* column codecs (19.10) */
+	CH_FEAT_REMOVE_TTL = 1 << 4,         /* ALTER TABLE ... REMOVE TTL */
+};
+
+/* "18.16.1", "23.8.2.7" (SELECT version()) into v.  0 or -EINVAL. */
+int ch_version_parse(const char *s, struct ch_version *v);
+/* The CH_FEAT_* bits a server of version v has. */
+unsigned ch_features(const struct ch_version *v);
+/* "TTL yes, codecs no, skip indexes no" for the log. */
+void ch_features_str(unsigned feats, char *buf, size_t len);
+/* Append to out the CREATE TABLE IF NOT EXISTS of t (NAME_local with a
+ * cluster) with the codecs and skip indexes feats allow. */
+void ch_ddl_create(struct wbuf *out, const struct ch_table *t, const struct ch_where *w,
+		   unsigned feats);
+/* Append to out the ALTER TABLE db.table that makes its TTL the
+ * retention (0: none).  0, or -EOPNOTSUPP when the server cannot (no
+ * TTL; no REMOVE TTL for 0): nothing appended. */
+int ch_ddl_ttl(struct wbuf *out, const char *db, const char *table, uint64_t retention_us,
+	       unsigned feats);
 
 /* The spans columns, in the order of the RowBinary rows ch.c writes and
  * ch_read.c reads (CH_SPAN_KEY_COLS first). */
@@ -153,6 +211,12 @@ struct store_be {
 	char **ac_keys;               /* --autocomplete-keys: one block, NULL-ended */
 	size_t nac_keys;
 	int retained;                 /* retention dropped days since names were pruned */
+	/* Test point (tests only, every build): FAY_CH_TEST_KILL_FILE=PATH:
+	 * once PATH exists, the next write removes it and SIGKILLs the
+	 * process after ClickHouse accepted its data INSERTs, before the
+	 * agents' seq row and the ACKs: the agents must resend batches the
+	 * store already has (tests/integration/clickhouse_cluster_kill.sh) */
+	char *test_kill_file;
 	/* health: its own connection, any thread */
 	pthread_mutex_t hlock;
 	struct ch_conn *hc;
@@ -193,6 +257,8 @@ int ch__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 int ch__agent_stats(struct store_be *st, const char *agent_id, const char *json);
 int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
 int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
+int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
+		      size_t errlen);
 struct store_rd *ch__reader_new(struct store_be *st);
 /* The store a reader reads (ch_read.c). */
 struct store_be *ch_reader_store(struct store_rd *r);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The ClickHouse store's schema, created on first start and migrated by
- * version (table fay_schema).  Written for ClickHouse 18.16 (Debian 12):
- * no TTL, no data-skipping indexes, no codecs, so both lookups are
+ * version (table fay_schema).  Made to work on ClickHouse 18.16 (Debian
+ * 12): no TTL, no data-skipping indexes, no codecs, so both lookups are
  * primary-key seeks on two tables (jaeger-clickhouse's and Uptrace's
- * layout):
+ * layout); newer servers get codecs, skip indexes and a TTL on top
+ * (ch_ddl.c: SELECT version() decides):
  *
  *   spans       every span, ReplacingMergeTree(ver) partitioned by day,
  *               ordered by trace id: a trace is one seek.  A row's key
@@ -33,17 +34,10 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/log.h"
 #include "store/ch_int.h"
 
-/* {L}: "" or "_local"; {E}: the engine clause placeholder is expanded by
- * create() below.  Versions: ch_migrations[v - 1] takes v - 1 to v. */
-struct ch_table {
-	const char *name;
-	const char *cols;
-	const char *engine;       /* the MergeTree clause */
-	const char *shard_key;    /* the Distributed sharding expression */
-};
-
+/* Versions: ch_migrations[v - 1] takes v - 1 to v. */
 static const struct ch_table ch_tables_v1[] = {
 	{ "spans",
 	  "day Date, trace_hi UInt64, trace_lo UInt64, id UInt64, origin UInt8,"
@@ -89,28 +83,36 @@ static int run(struct ch_conn *c, const char *sql, char *err, size_t errlen)
 	return ch_query(c, sql, NULL, err, errlen);
 }
 
-static int create(struct ch_conn *c, const struct ch_where *w,
-		  const struct ch_table *t, char *err, size_t errlen)
+const struct ch_table *ch_schema_tables(size_t *n)
 {
-	char sql[2048];
-	int ret;
-
-	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s.%s%s (%s) ENGINE = %s",
-		 w->db, t->name, w->cluster ? "_local" : "", t->cols, t->engine);
-	ret = run(c, sql, err, errlen);
-	if (ret || !w->cluster)
-		return ret;
-	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
-		 " ENGINE = Distributed(%s, %s, %s_local, %s)", w->db, t->name,
-		 w->db, t->name, w->cluster, w->db, t->name, t->shard_key);
-	return run(c, sql, err, errlen);
+	*n = ARRAY_SIZE(ch_tables_v1);
+	return ch_tables_v1;
 }
 
-static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, char *err,
-		       size_t errlen)
+static int create(struct ch_conn *c, const struct ch_where *w,
+		  const struct ch_table *t, unsigned feats, char *err, size_t errlen)
+{
+	struct wbuf sql = { 0 };
+	char dist[1024];
+	int ret;
+
+	ch_ddl_create(&sql, t, w, feats);
+	wbuf_u8(&sql, 0);
+	ret = sql.err ? -ENOMEM : run(c, (const char *)sql.p, err, errlen);
+	wbuf_free(&sql);
+	if (ret || !w->cluster)
+		return ret;
+	snprintf(dist, sizeof(dist), "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
+		 " ENGINE = Distributed(%s, %s, %s_local, %s)", w->db, t->name,
+		 w->db, t->name, w->cluster, w->db, t->name, t->shard_key);
+	return run(c, dist, err, errlen);
+}
+
+static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, unsigned feats,
+		       char *err, size_t errlen)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(ch_tables_v1); i++) {
-		int ret = create(c, w, &ch_tables_v1[i], err, errlen);
+		int ret = create(c, w, &ch_tables_v1[i], feats, err, errlen);
 
 		if (ret)
 			return ret;
@@ -118,10 +120,32 @@ static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, char *err,
 	return 0;
 }
 
+int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *feats,
+		       char *err, size_t errlen)
+{
+	struct wbuf out = { 0 };
+	struct ch_version v;
+	int ret = ch_query(c, "SELECT version()", &out, err, errlen);
+
+	if (!ret) {
+		wbuf_u8(&out, 0);
+		snprintf(version, vlen, "%.*s", (int)strcspn((const char *)out.p, "\r\n"),
+			 (const char *)out.p);
+		if (out.err || ch_version_parse(version, &v)) {
+			snprintf(err, errlen, "SELECT version(): '%s' is not a version", version);
+			ret = -EPROTO;
+		} else {
+			*feats = ch_features(&v);
+		}
+	}
+	wbuf_free(&out);
+	return ret;
+}
+
 /* ch_migrations[v] takes the schema from version v to v + 1.  Append,
  * never edit. */
 static int (*const ch_migrations[])(struct ch_conn *, const struct ch_where *,
-				    char *, size_t) = {
+				    unsigned, char *, size_t) = {
 	migrate_0_1,
 };
 
@@ -132,10 +156,17 @@ int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
 		    size_t errlen)
 {
 	struct wbuf out = { 0 };
-	char sql[512];
+	char sql[512], version[64], what[128];
+	unsigned feats = 0;
 	long ver;
 	int ret;
 
+	ret = ch_server_features(c, version, sizeof(version), &feats, err, errlen);
+	if (ret)
+		return ret;
+	if ((feats & CH_FEAT_SKIP_EXPERIMENTAL) &&
+	    ch_conn_setting(c, "allow_experimental_data_skipping_indices", "1"))
+		return -ENOMEM;
 	snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s", w->db);
 	ret = run(c, sql, err, errlen);
 	if (!ret) {
@@ -157,8 +188,11 @@ int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
 		ret = -EPROTO;
 		goto out;
 	}
+	ch_features_str(feats, what, sizeof(what));
+	pr_info("store: clickhouse %s, database %s at schema %ld: %s%s", version, w->db, ver,
+		what, ver < CH_SCHEMA_VERSION ? " (for the tables created now)" : "");
 	for (; ver < CH_SCHEMA_VERSION && !ret; ver++) {
-		ret = ch_migrations[ver](c, w, err, errlen);
+		ret = ch_migrations[ver](c, w, feats, err, errlen);
 		if (ret)
 			break;
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.fay_schema VALUES (%ld,"
@@ -167,5 +201,59 @@ int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
 	}
 out:
 	wbuf_free(&out);
+	return ret;
+}
+
+/* Whether db.table has a TTL (its engine_full says so). */
+static int has_ttl(struct ch_conn *c, const char *db, const char *table, char *err,
+		   size_t errlen)
+{
+	struct wbuf out = { 0 };
+	char sql[512];
+	int ret;
+
+	snprintf(sql, sizeof(sql), "SELECT count() FROM system.tables WHERE database = '%s'"
+		 " AND name = '%s' AND engine_full LIKE '%% TTL %%'", db, table);
+	ret = ch_query(c, sql, &out, err, errlen);
+	if (!ret)
+		ret = out.len && out.p[0] == '1';
+	wbuf_free(&out);
+	return ret;
+}
+
+int ch_schema_ttl(struct ch_conn *c, const struct ch_where *w, uint64_t retention_us,
+		  char *err, size_t errlen)
+{
+	static const char *const tables[] = { "spans", "span_index", "span_parts" };
+	char version[64];
+	unsigned feats = 0;
+	int ret = ch_server_features(c, version, sizeof(version), &feats, err, errlen);
+
+	for (size_t i = 0; !ret && i < ARRAY_SIZE(tables); i++) {
+		struct wbuf sql = { 0 };
+		char table[96];
+
+		snprintf(table, sizeof(table), "%s%s", tables[i], w->cluster ? "_local" : "");
+		if (!retention_us) {
+			ret = has_ttl(c, w->db, table, err, errlen);
+			if (ret <= 0)
+				continue;       /* none to remove, or an error */
+			ret = 0;
+		}
+		if (ch_ddl_ttl(&sql, w->db, table, retention_us, feats)) {
+			if (!retention_us && (feats & CH_FEAT_TTL))
+				pr_warn("store: clickhouse %s: %s.%s keeps the TTL an earlier"
+					" --retention set (no REMOVE TTL before 21.1): rows"
+					" past it are still deleted", version, w->db, table);
+			continue;
+		}
+		wbuf_u8(&sql, 0);
+		ret = sql.err ? -ENOMEM : run(c, (const char *)sql.p, err, errlen);
+		wbuf_free(&sql);
+	}
+	if (!ret && (feats & CH_FEAT_TTL) && retention_us)
+		pr_info("store: clickhouse %s: spans, span_index, span_parts have a TTL of"
+			" the retention (%" PRIu64 " s) besides the days retention drops",
+			version, retention_us / 1000000);
 	return ret;
 }

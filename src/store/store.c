@@ -120,6 +120,14 @@ int store__health(struct store *st, char *err, size_t errlen)
 	return st->ops->health(st->be, err, errlen);
 }
 
+int store__set_retention(struct store *st, uint64_t retention_us, char *err,
+			 size_t errlen)
+{
+	if (!st->ops->set_retention)
+		return 0;
+	return st->ops->set_retention(st->be, retention_us, err, errlen);
+}
+
 int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n)
 {
 	if (!st->ops->set_autocomplete_keys)

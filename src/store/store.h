@@ -111,6 +111,17 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk);
 
 /*
+ * Tell the store the retention (0: keep forever), so that it expires old
+ * spans by itself where the backend can: ClickHouse 19.6+ gets a table
+ * TTL on spans, span_index and span_parts (and 0 removes one, 21.1+);
+ * SQLite and older servers nothing (store__retain() does it all).  Call
+ * after opening, from the writer's thread.  0, or -errno with a reason in
+ * err.
+ */
+int store__set_retention(struct store *st, uint64_t retention_us, char *err,
+			 size_t errlen);
+
+/*
  * Record the values of tags with these keys (Zipkin's autocompleteKeys),
  * for store__autocomplete_values(): from the next store__write() on, with
  * the names' retention.  Keys are copied; n 0 records none (the default).

@@ -141,12 +141,18 @@ struct vm_env {
 	 * zeroed by the helper before); 0, or -ENOENT (none).  NULL: never
 	 * a span. */
 	int (*span)(const struct vm_env *env, int which, void *dst, uint32_t size);
+	/* VM_FUNC_fay_depth: the level of the probed call being run in its
+	 * thread's stack of paired calls (the inline runtime sets it). */
+	uint32_t depth;
 };
 
 /* fay's own helper (not the kernel's): fay_span(dst, size, which) fills
  * dst with a part of the current libfay span (struct vm_env.span),
  * zeroes when there is none; returns 0 or -ENOENT. */
 #define VM_FUNC_fay_span	0x46590001
+/* fay's own helper: fay_depth() returns struct vm_env.depth (no
+ * arguments; the JIT compiles it in place, a load). */
+#define VM_FUNC_fay_depth	0x46590002
 #define VM_SPAN_TRACE_ID	0
 #define VM_SPAN_NAME		1
 

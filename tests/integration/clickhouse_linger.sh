@@ -26,6 +26,8 @@ start() {
 
 # 1. four agents, 40 batches of 100 spans each, 8 in flight: few writes
 ok "collector up (linger 2s, batch 100000)" start many --clickhouse-linger 2s --clickhouse-batch 100000
+ok "the log names the server's version and the DDL features it has (18.16: none)" \
+	grep -q "store: clickhouse $(ch_q one 'SELECT version()'), database many at schema 0: TTL no, codecs no, skip indexes no" "$T_TMP/collector.log"
 : >"$T_TMP/send.out"
 "$CLIENT" -a 127.0.0.1:$WP -c 4 -n 40 -m 100 -W 8 send >"$T_TMP/send.out" 2>&1
 ok "160 batches sent, 160 ACKs, none refused" \

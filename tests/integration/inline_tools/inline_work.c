@@ -38,6 +38,20 @@
  *                                times, then execs "inline_work calls K";
  *                                the parent waits for it, then calls
  *                                fay_inline_fn(1000 + i, 7) K times
+ *   inline_work fp K             fay_inline_fp(i, 1, 2, 3, 4, 5, 6, 0.5)
+ *                                K times (eight double arguments in
+ *                                xmm0-7, a double result in xmm0)
+ *   inline_work rec K D US       K rounds of fay_inline_rec(d, US, 0) for
+ *                                d = 1..D: a recursion d calls deep (args
+ *                                d, d-1, .., 1), each call sleeping US
+ *                                microseconds after its inner call (a
+ *                                call with arg v lasts >= v * US us); the
+ *                                calls with arg v: K * (D - v + 1)
+ *   inline_work jump K D J US    K rounds of: fay_inline_rec(J, 0, 1),
+ *                                whose innermost call longjmp()s out of
+ *                                all J (no exit returns), then
+ *                                fay_inline_rec(D, US, 0): K calls of
+ *                                each arg 1..D return
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
  * QW_WAIT=PATH waits until PATH exists before starting.
@@ -45,6 +59,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,6 +91,39 @@ void fay_inline_sleep(long ms)
 	struct timespec d = { ms / 1000, ms % 1000 * 1000000 };
 
 	nanosleep(&d, NULL);
+}
+
+/* Vector arguments and result: the probes must keep xmm0-7. */
+__attribute__((noinline, noipa, used)) double fay_inline_fp(double a, double b, double c,
+							    double d, double e, double f,
+							    double g, double h);
+double fay_inline_fp(double a, double b, double c, double d, double e, double f, double g,
+		     double h)
+{
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
+}
+
+static jmp_buf rec_jb;
+
+/* A recursion d calls deep; the innermost longjmp()s to rec_jb when
+ * jump, else each call sleeps us microseconds after its inner call.
+ * Returns d. */
+__attribute__((noinline, noipa, used)) long fay_inline_rec(long d, long us, long jump);
+long fay_inline_rec(long d, long us, long jump)
+{
+	long r = 0;
+
+	if (d > 1)
+		r = fay_inline_rec(d - 1, us, jump);
+	else if (jump)
+		longjmp(rec_jb, 1);
+	if (us) {
+		struct timespec t = { us / 1000000, us % 1000000 * 1000 };
+
+		nanosleep(&t, NULL);
+	}
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
 }
 
 static long long ns_of(clockid_t c)
@@ -230,6 +278,23 @@ static long calls(long k, long base)
 	return bad;
 }
 
+/* The jump mode: returns the wrong results. */
+static long jumps(long k, long depth, long j, long us)
+{
+	static volatile long jumped, bad, r;
+
+	for (r = 0; r < k; r++) {
+		if (!setjmp(rec_jb))
+			fay_inline_rec(j, 0, 1);
+		else
+			jumped++;
+		bad += fay_inline_rec(depth, us, 0) != depth;
+	}
+	bad += jumped != k;
+	printf("calls %ld bad %ld jumped %ld\n", k * (depth + j), bad, jumped);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[1] : "", *wait = getenv("QW_WAIT");
@@ -327,10 +392,26 @@ int main(int argc, char **argv)
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 		bad += calls(k, 1000);
+	} else if (!strcmp(mode, "fp")) {
+		double (*volatile f)(double, double, double, double, double, double, double,
+				     double) = fay_inline_fp;
+
+		for (long i = 0; i < k; i++)
+			bad += f((double)i, 1, 2, 3, 4, 5, 6, 0.5) != (double)i + 116;
+		printf("calls %ld bad %ld\n", k, bad);
+	} else if (!strcmp(mode, "rec") && argc > 4) {
+		long depth = atol(argv[3]), us = atol(argv[4]), n = 0;
+
+		for (long r = 0; r < k; r++)
+			for (long d = 1; d <= depth; d++, n += d - 1)
+				bad += fay_inline_rec(d, us, 0) != d;
+		printf("calls %ld bad %ld\n", n, bad);
+	} else if (!strcmp(mode, "jump") && argc > 5) {
+		bad = jumps(k, atol(argv[3]), atol(argv[4]), atol(argv[5]));
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
 			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
-			"forkexec K\n");
+			"forkexec K | fp K | rec K D US | jump K D J US\n");
 		return 2;
 	}
 	return bad ? 1 : 0;

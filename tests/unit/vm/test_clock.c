@@ -4,8 +4,9 @@
  * vm_tsc_now() stays within microseconds of CLOCK_MONOTONIC while
  * vm_tsc_sync() re-anchors it, never goes backwards across a sync, and
  * counts nanoseconds; the JIT calls vm_prog_set_now()'s clock directly,
- * inlines get_current_pid_tgid and array lookups with the helper's
- * bounds (a key past the array, a slot past the map's slots: NULL).
+ * inlines get_current_pid_tgid, fay_depth and array lookups with the
+ * helper's bounds (a key past the array, a slot past the map's slots:
+ * NULL).
  */
 #include <errno.h>
 #include <string.h>
@@ -84,6 +85,37 @@ static uint64_t fake_now(const struct vm_env *env)
 	return 4242 + env->slot;
 }
 
+/* fay_depth(): env->depth, compiled in place; as a lookup key of the
+ * pairs array (the inline runtime's levels), NULL past its end. */
+static void depth_tests(struct vm_map *m, const struct bpf_insn *lk, size_t n)
+{
+	struct bpf_insn dk[16];
+	char err[256], ctx[8] = { 0 };
+	struct vm_prog *p;
+	int right = 0;
+
+	/* jit_tests()'s lookup with the key from fay_depth() */
+	memcpy(dk, lk, n * sizeof(*lk));
+	dk[0] = (struct bpf_insn)CALL_HELPER(VM_FUNC_fay_depth);
+	dk[1] = (struct bpf_insn)STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -8);
+	p = vm_prog_new(dk, n, &m, 1, sizeof(ctx), err, sizeof(err));
+
+	ok(p && vm_prog_jit(p) == 0 && !vm_prog_calls_out(p),
+	   "fay_depth and the lookup compiled in place (no call out)%s%s", p ? "" : ": ",
+	   p ? "" : err);
+	if (!p)
+		return;
+	for (uint32_t d = 0; d < 5; d++) {
+		struct vm_env e = { .slot = 2, .depth = d };
+		uint64_t want = d < 3 ? d * 10 + 3 : 999;
+
+		right += vm_run(p, ctx, &e) == want && vm_interp(p, ctx, &e) == want;
+	}
+	ok(right == 5, "fay_depth as the key: levels 0-2 found, 3 and 4 past the array (%d/5)",
+	   right);
+	vm_prog_free(p);
+}
+
 static void jit_tests(void)
 {
 	static const struct vm_map_def def = { BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 3 };
@@ -151,6 +183,7 @@ static void jit_tests(void)
 			vm_prog_free(p);
 		}
 	ok(1, "inline array lookups: 30 key/slot pairs as vm_map_lookup(), NULL past the ends");
+	depth_tests(m, lk, N(lk));
 	vm_map_free(m);
 }
 

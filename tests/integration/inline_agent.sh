@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Cluster queries go inline through the agent as fay query's auto mode
+# does on one host: a real collector, a real agent, a cluster query on
+# process(PID).function(...) of (1) a process started with fay run (its
+# runtime preloaded) and (2) a process started normally (the agent loads
+# the runtime with ptrace); exact counts, equal to uprobe mode, and the
+# agent's progress line says inline and why.  An agent started with
+# --no-inject uses a uprobe on the normal process and says why.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/inline_lib.bash"
+. "$(dirname "$0")/collector_lib.bash"
+
+coll_start "$T_TMP/c.db"
+# agent NAME [ARGS...]: an agent as host NAME; its pid in APID
+agent() {
+	local h=$1
+	shift
+	mkdir -p "$T_TMP/$h"
+	"$FAY" agent --collector 127.0.0.1:$WP --host "$h" --shm-dir "$T_TMP/$h" \
+		--state-dir "$T_TMP/$h" "$@" >>"$T_TMP/$h.log" 2>&1 &
+	APID=$!
+	T_PIDS+=($APID)
+	wait_for 15 peer "$h"
+}
+peer() { curl -s "$URL/api/cluster/peers" | grep -q "\"host\":\"$1\""; }
+agent h1
+ok "an agent with a query connection" peer h1
+
+# cq HOW K [FAY RUN ARGS]: K calls of fay_inline_fn(i, 7) by a process
+# started by HOW (run: fay run; plain: directly), held until the cluster
+# query attached; the answer in $T_TMP/out, the progress in $T_TMP/err,
+# the process's pid in wpid
+cq() {
+	local how=$1 k=$2 go=$T_TMP/go.$RANDOM
+	if [ "$how" = run ]; then
+		QW_WAIT=$go "$FAY" run -- "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
+		wait_for 10 test -S /run/fay/inline/$wpid.sock
+	else
+		QW_WAIT=$go "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
+		sleep 0.2
+	fi
+	: >"$T_TMP/err"
+	timeout 60 "$FAY" query --cluster "$URL" --json \
+		"from f in process($wpid).function(\"fay_inline_fn\") select { n: count(), s: sum(f.arg(0)) } for 5s" \
+		>"$T_TMP/out" 2>"$T_TMP/err" & local q=$!
+	wait_for 40 grep -q ': attached' "$T_TMP/err"
+	touch "$go"
+	wait $wpid
+	WRC=$?
+	wait $q
+}
+TRUTH='{"n":1000,"s":499500}'
+# answered WHAT PATTERN: the last answer is the truth and the progress
+# lines match PATTERN (wpid in it expanded by the caller)
+answered() {
+	local a
+	a=$(grep -o '{"n":[0-9]*,"s":[0-9]*}' "$T_TMP/out" | tail -1)
+	[ "$a" = "$TRUTH" ] && grep -q "$2" "$T_TMP/err" && pass "$1 ($a)" ||
+		fail "$1" "$a" "$(cat "$T_TMP/out" "$T_TMP/err")"
+}
+
+cq run 1000
+answered "a process started with fay run: inline through the agent, exact, the progress says so" \
+	"h1: attached: inline .*(pid $wpid); pid $wpid: inline (fay_inline_fn"
+ok "... and it ran to its end (exit 0)" test $WRC -eq 0
+
+cq plain 1000
+answered "a process started normally: the agent loaded the runtime, inline, exact, the progress says so" \
+	"h1: attached: inline .*(pid $wpid); pid $wpid: inline, runtime loaded with ptrace in [0-9.]* ms (fay_inline_fn"
+ok "... and it ran to its end (exit 0)" test $WRC -eq 0
+
+kill $APID
+wait $APID 2>/dev/null
+agent h2 --no-inject
+cq plain 1000
+answered "an agent with --no-inject: a uprobe, exact, the progress says why" \
+	"h2: attached: uprobe .*; pid $wpid: uprobe: the fay runtime is not loaded and --no-inject forbids loading it"
+done_testing
