@@ -155,6 +155,11 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 	}
 	pthread_mutex_init(&st->hlock, NULL);
 	st->flags = flags;
+	if (getenv("FAY_CH_TEST_KILL_FILE") && *getenv("FAY_CH_TEST_KILL_FILE") &&
+	    !(st->test_kill_file = strdup(getenv("FAY_CH_TEST_KILL_FILE")))) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	ret = parse_where(st, where, err, errlen);
 	if (ret)
 		goto fail;
@@ -214,6 +219,7 @@ void ch__close(struct store_be *st)
 	free(st->urls);
 	free(st->cluster);
 	free(st->url);
+	free(st->test_kill_file);
 	zarena_reset(&st->merge_arena);
 	pthread_mutex_destroy(&st->hlock);
 	free(st);

@@ -211,6 +211,12 @@ struct store_be {
 	char **ac_keys;               /* --autocomplete-keys: one block, NULL-ended */
 	size_t nac_keys;
 	int retained;                 /* retention dropped days since names were pruned */
+	/* Test point (tests only, every build): FAY_CH_TEST_KILL_FILE=PATH:
+	 * once PATH exists, the next write removes it and SIGKILLs the
+	 * process after ClickHouse accepted its data INSERTs, before the
+	 * agents' seq row and the ACKs: the agents must resend batches the
+	 * store already has (tests/integration/clickhouse_cluster_kill.sh) */
+	char *test_kill_file;
 	/* health: its own connection, any thread */
 	pthread_mutex_t hlock;
 	struct ch_conn *hc;

@@ -8,12 +8,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "common/rand.h"
 #include "store/backend.h"
 #include "store/ch_int.h"
@@ -419,6 +422,11 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 		};
 
 		ret = insert_all(st, par, ARRAY_SIZE(par), err, errlen);
+	}
+	if (!ret && st->test_kill_file && unlink(st->test_kill_file) == 0) {
+		pr_warn("store: clickhouse: test point FAY_CH_TEST_KILL_FILE: killed after"
+			" the data INSERTs of %zu batches, before their agents' seq and ACKs", n);
+		raise(SIGKILL);
 	}
 	for (size_t i = 0; i < rw.nagents; i++)
 		ch_put_agent(&ag, rw.agents[i], st->now_us);

@@ -9,6 +9,12 @@
 # there exactly once: in both collectors' trace search, and in SQL on
 # each shard's own local table (spans_local FINAL, summed over the two
 # shards, no span id on both, and fay's counts answer the same).
+# The collector dies at the worst point for sure: its test point
+# (FAY_CH_TEST_KILL_FILE) SIGKILLs it once ClickHouse accepted a write's
+# spans and before the agents' seq row and the ACKs, so agent a resends
+# batches the store already has; with merges stopped on spans_local those
+# copies are physically there (count() > count() FINAL), and no answer
+# shows them; merged (OPTIMIZE ... FINAL) they are gone.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -20,11 +26,11 @@ DB=fay_kill
 CH="$(ch_url two1)/$DB,$(ch_url two2)/$DB"
 declare -A C_WP C_HP C_PID A_PID
 
-# collector NAME: start it (again) on its ports
+# collector NAME [ENV=VALUE...]: start it (again) on its ports
 collector() {
-	local n=$1
+	local n=$1; shift
 	: "${C_WP[$n]:=$(free_port)}" "${C_HP[$n]:=$(free_port)}"
-	"$FAY" collector --listen "127.0.0.1:${C_WP[$n]}" --http "127.0.0.1:${C_HP[$n]}" \
+	env "$@" "$FAY" collector --listen "127.0.0.1:${C_WP[$n]}" --http "127.0.0.1:${C_HP[$n]}" \
 		--otlp-http off --otlp-grpc off --db "$T_TMP/$n.db" \
 		--clickhouse "$CH" --clickhouse-cluster two 2>>"$T_TMP/coll-$n.log" &
 	C_PID[$n]=$!
@@ -60,7 +66,7 @@ for l in sys.stdin:
     if l.strip():
         [print(s["id"]) for t in json.loads(l) for s in t]'
 }
-want_ids() { cat "$T_TMP"/ids-a "$T_TMP"/ids-b | sort -u; }
+want_ids() { cat "$T_TMP"/ids-a "$T_TMP"/ids-a2 "$T_TMP"/ids-b | sort -u; }
 all_answered() { [ "$(ids_in "$1" | sort -u | wc -l)" -ge "$(want_ids | wc -l)" ]; }
 exactly_once_in() {
 	ids_in "$1" | sort >"$T_TMP/got"
@@ -74,8 +80,12 @@ errors_of() {
 		awk '$1 == "fay_collector_store_errors_total" { print $2 }'
 }
 
-ok "collector A on the cluster" collector A
+ok "collector A on the cluster (its test point armed)" collector A FAY_CH_TEST_KILL_FILE="$T_TMP/kill-A"
 ok "collector B on the same cluster database" collector B
+# merges would fold resent rows away at any time: keep them apart
+stop_merges() { ch_q "$1" "SYSTEM STOP MERGES $DB.spans_local"; }
+both_stop() { stop_merges two1 && stop_merges two2; }
+ok "merges of spans_local stopped on both shards" both_stop
 agent a A
 agent b B
 PRODS=()
@@ -94,17 +104,27 @@ ok "both collectors' writes fail while a shard is down" \
 		[ \"\$(curl -s http://127.0.0.1:${C_HP[B]}/metrics | awk '\$1 == \"fay_collector_store_errors_total\" { print \$2 }')\" -gt 0 ]"
 ok "... and the agents spool meanwhile" bash -c "[ -n \"\$(ls '$T_TMP/state-a/spool')\" ]"
 ok "the shard restarted on its data" ch_restart two2
+ok "... merges of its spans_local stopped again" stop_merges two2
 ok "... and both say UP again by themselves" wait_for 15 both health_up
-sleep 2
-kill -9 "${C_PID[A]}"
+touch "$T_TMP/kill-A"
+# more spans for agent a, so that collector A has a write to die in
+FAY_SHM_DIR=$T_TMP/shm-a "$TOOLS/span_producer" --count 2000 --threads 1 --rate 1000 \
+	--service svc-a --ids "$T_TMP/ids-a2" &
+PRODS+=($!)
+T_PIDS+=($!)
+dead() { ! kill -0 "${C_PID[A]}" 2>/dev/null; }
+ok "collector A killed itself at its test point" wait_for 60 dead
 wait "${C_PID[A]}" 2>/dev/null
-diag "$SECONDS s: collector A killed -9"
-sleep 1
+diag "$SECONDS s: collector A killed (SIGKILL) after a write's spans, before its ACKs"
+ok "... after ClickHouse accepted the write's spans, before the ACKs (its log)" \
+	grep -q "test point FAY_CH_TEST_KILL_FILE: killed after the data INSERTs" "$T_TMP/coll-A.log"
+raw_of() { echo $(( $(ch_q two1 "SELECT count() FROM $DB.spans_local") + $(ch_q two2 "SELECT count() FROM $DB.spans_local") )); }
+raw_before=$(raw_of)
 ok "collector A restarted" collector A
 for p in "${PRODS[@]}"; do wait "$p"; done
 diag "$SECONDS s: the processes are done"
 N=$(want_ids | wc -l)
-ok "the processes ended $N spans" [ "$N" -eq 24000 ]
+ok "the processes ended $N spans" [ "$N" -eq 26000 ]
 ok "all of them answered by collector A" wait_for 120 all_answered "${C_HP[A]}"
 diag "$SECONDS s: answered"
 ok "agent a's spool drained (all acknowledged)" \
@@ -130,7 +150,17 @@ ok "SQL: no span id on both shards (a trace lives on one)" \
 	[ "$(comm -12 "$T_TMP/s1" "$T_TMP/s2" | wc -l)" -eq 0 ]
 ok "SQL through the Distributed table: $N distinct spans" \
 	[ "$(ch_q two1 "SELECT count() FROM (SELECT DISTINCT trace_lo, trace_hi, id FROM $DB.spans WHERE local_service IN ('svc-a', 'svc-b'))")" -eq "$N" ]
+dups=$(( raw - n1 - n2 ))
+diag "rows the resends wrote again under the same keys: $dups (rows at the kill: $raw_before)"
+ok "duplicates physically present: count() $raw > count() FINAL $((n1 + n2)) (the resent batches)" \
+	[ "$raw" -gt $((n1 + n2)) ]
+ok "... and every answer above had each span once" [ "$((n1 + n2))" -eq "$N" ]
 ok "fay sql through collector B agrees" bash -c "\"$FAY\" sql --collector http://127.0.0.1:${C_HP[B]} \
 	\"SELECT count() FROM spans FINAL WHERE local_service IN ('svc-a', 'svc-b')\" | grep -qw $N"
+for n in two1 two2; do
+	ch_q $n "SYSTEM START MERGES $DB.spans_local"
+	ch_q $n "OPTIMIZE TABLE $DB.spans_local FINAL"
+done
+ok "merged (OPTIMIZE ... FINAL), the copies are gone: count() = $N" [ "$(raw_of)" -eq "$N" ]
 kill "${A_PID[a]}" "${A_PID[b]}" 2>/dev/null
 done_testing
