@@ -65,6 +65,9 @@ int parse_probe_mode(const char *s, enum engine_probe_mode *m);
 /* The path of libfay-probe.so into buf: $FAY_PROBE_LIB, else next to the
  * fay binary, else ../lib/fay/ from it.  0 or -ENOENT. */
 int fay_probe_lib(char *buf, size_t len);
+
+/* fay query's manual page (--help) onto f. */
+void query_usage(FILE *f);
 /* Put lib in front of LD_PRELOAD in this process's environment.  0 or -errno. */
 int fay_preload_env(const char *lib);
 

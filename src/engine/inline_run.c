@@ -236,8 +236,9 @@ int engine_inl_decide(struct engine *e)
 	}
 	if (pid <= 0)
 		return no_inline(e, -EINVAL, "%s in every process: uprobe (inline probes run in "
-				 "one process that has the fay runtime: fay run, or -p, -c, "
-				 "process(PID) of such a process)", sym);
+				 "one process: name it with -p or process(PID), or start it "
+				 "with fay run; a uprobe also sees the processes that start "
+				 "later)", sym);
 	if (e->out && !e->use_ringbuf)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);

@@ -138,4 +138,13 @@ if command -v setpriv >/dev/null && id $U >/dev/null 2>&1; then
 else
 	pass "non-root requester # SKIP needs setpriv and the user $U"
 fi
+"$FAY" query --help >"$T_TMP/h1"
+"$FAY" agent --help >"$T_TMP/h2"
+ok "fay query --help documents --no-inject" grep -q -- '--no-inject' "$T_TMP/h1"
+ok "fay agent --help documents --no-inject" grep -q -- '--no-inject' "$T_TMP/h2"
+"$FAY" query --cluster http://127.0.0.1:1 --no-inject 'from f in function("a:b") select count()' 2>"$T_TMP/e"
+RC=$?
+[ $RC -eq 2 ] && grep -q 'fay agent --no-inject' "$T_TMP/e" &&
+	pass "--cluster with --no-inject: a usage error pointing at fay agent --no-inject" ||
+	fail "--cluster --no-inject (rc=$RC)" "$(cat "$T_TMP/e")"
 done_testing

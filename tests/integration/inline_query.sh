@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Inline probes (issue #8) for real: the function(...) exact-answer
-# questions of query_run.sh asked of the same workload in uprobe mode and
-# in inline mode (the runtime preloaded by --probe-mode=inline -c and by
-# fay run): both answers must be the known truth, hence identical; the
+# questions of query_run.sh and query_questions.sh asked of the same
+# workload in uprobe mode and in inline mode (the runtime preloaded by
+# --probe-mode=inline -c, by fay run, or loaded with ptrace into a
+# running process by auto mode): both answers must be the known truth,
+# hence identical; approximate aggregates (quantiles, distinct) must be
+# the same bytes in both modes and within their bounds; the
 # mode line (auto picks inline only where the runtime is loaded; inline
 # fails with the reason); fay run --help.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -107,6 +110,68 @@ for mode in uprobe inline; do
 	[ "$n" = 30000 ] && [ $RC -eq 0 ] && pass "$mode: windows of 100ms add up to 30000 calls" ||
 		fail "$mode: windowed counts add up (rc=$RC, sum $n)" "$(head -c 300 "$T_TMP/out")" "$(head -c 300 "$T_TMP/err")"
 done
+
+# ---- approximate aggregates, where on arguments, limits: byte for byte ------------
+# alike CMD QUERY CHECK WHAT: the answers in uprobe and inline mode (-c
+# CMD) are the same bytes (the sketches merge per CPU or per thread slot
+# alike) and the python expression CHECK holds for them (r: the rows).
+# A uprobe run that reports a drop (a per-CPU hash's value not allocated
+# in time under memory pressure: "warning: N events dropped ...") is
+# asked again, up to three times.
+alike() {
+	local cmd=$1 q=$2 check=$3 what=$4 urc
+	for try in 1 2 3; do
+		timeout 60 "$FAY" query --json --probe-mode=uprobe -c "$cmd" "$q" >"$T_TMP/up" 2>"$T_TMP/err"
+		urc=$?
+		grep -q '^warning: ' "$T_TMP/err" || break
+		diag "uprobe run $try: $(grep '^warning: ' "$T_TMP/err" | head -1)"
+	done
+	timeout 60 "$FAY" query --json --probe-mode=inline -c "$cmd" "$q" >"$T_TMP/out" 2>"$T_TMP/err"
+	RC=$?
+	if [ $urc -eq 0 ] && [ $RC -eq 0 ] && cmp -s "$T_TMP/up" "$T_TMP/out" &&
+	   grep -q '^fay: pid [0-9]*: inline (' "$T_TMP/err" &&
+	   python3 - "$T_TMP/out" "$check" 2>"$T_TMP/perr" <<'PY'
+import json, math, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert eval(sys.argv[2]), r
+PY
+	then
+		pass "uprobe = inline, byte for byte: $what ($(wc -l <"$T_TMP/out") rows, the first $(head -1 "$T_TMP/out" | head -c 160))"
+	else
+		fail "uprobe = inline: $what (rc $urc, $RC)" "uprobe: $(head -c 600 "$T_TMP/up")" \
+			"inline: $(head -c 600 "$T_TMP/out")" "$(head -c 600 "$T_TMP/perr" "$T_TMP/err")"
+	fi
+}
+alike "$W calls $K" "from f in $F select { p50: quantile(f.arg(0), 0.5), p99: quantile(f.arg(0), 0.99), d: distinct(f.arg(0)), d10: distinct(f.arg(0) % 10) }" \
+	'abs(r[0]["p50"] - 499) <= 499 / 32 and abs(r[0]["p99"] - 989) <= 989 / 32 and abs(r[0]["d"] - 1000) <= 3 * 0.0325 * 1000 and r[0]["d10"] == 10' \
+	"function: quantile within 3.125%, distinct within 3 standard errors"
+alike "$W calls 20000" "from c in $F select { p10: quantile(c.arg(0), 0.1), p50: quantile(c.arg(0), 0.5), p90: quantile(c.arg(0), 0.9), p99: quantile(c.arg(0), 0.99), p999: quantile(c.arg(0), 0.999), d0: distinct(c.arg(0)), d2: distinct(c.arg(0) / 2), d100: distinct(c.arg(0) % 100), n: count() }" \
+	'r[0]["n"] == 20000 and all(abs(r[0][k] - (math.ceil(p * 20000) - 1)) <= (math.ceil(p * 20000) - 1) / 32 + 1 for k, p in (("p10", .1), ("p50", .5), ("p90", .9), ("p99", .99), ("p999", .999))) and all(abs(r[0][k] - t) <= 3 * 0.0325 * t + 1 for k, t in (("d0", 20000), ("d2", 10000), ("d100", 100)))' \
+	"function: five quantiles sharing one sketch and three distincts over 20,000 calls"
+alike "$W calls $K" "from f in $F where f.arg(0) >= 100 && f.arg(0) < 900 group f by f.arg(0) % 4 into g select { k: g.key, n: g.count(), q: g.quantile(f.arg(0), 0.5), r: g.sum(f.ret), h: g.hist(f.arg(0)) }" \
+	'[(x["k"], x["n"], x["r"]) for x in r] == [(k, 200, sum(i + 7 for i in range(100, 900) if i % 4 == k)) for k in range(4)] and all(abs(x["q"] - 499) <= 499 / 32 + 4 and sum(b["count"] for b in x["h"]) == 200 for x in r)' \
+	"function: where on arguments, group by, per-key quantile, sum of ret, hist"
+alike "$W calls $K" "from f in $F where f.arg(0) % 100 == 7 select { a: f.arg(0), r: f.ret, c: f.comm } limit 4" \
+	'r == [{"a": a, "r": a + 7, "c": "query_work"} for a in (7, 107, 207, 307)]' \
+	"function: a stream filtered on an argument, with limit"
+
+# process(PID).function of a process fay did not start, -p: auto loads the
+# runtime with ptrace (inline_auto.sh) and answers as uprobe mode does
+for mode in uprobe auto; do
+	go=$T_TMP/go.$RANDOM
+	: >"$T_TMP/err"
+	QW_WAIT=$go "$W" calls 400 & wpid=$!
+	( wait_for 20 grep -q attached "$T_TMP/err"; touch "$go" ) &
+	timeout 60 "$FAY" query --json --probe-mode=$mode -p $wpid \
+		"from f in process($wpid).function(\"fay_work_fn\") where f.arg(0) >= 100 select { n: count(), s: sum(f.arg(0)), r: sum(f.ret), pid: max(f.pid) }" \
+		>"$T_TMP/out" 2>"$T_TMP/err"
+	RC=$?
+	wait $wpid
+	same "$T_TMP/out" "{\"n\":300,\"s\":74850,\"r\":76950,\"pid\":$wpid}" \
+		"$mode: process(PID).function of a running process, where on an argument, -p"
+done
+ok "auto: that process got the runtime loaded with ptrace and ran inline" \
+	grep -q "^fay: pid $wpid: inline, runtime loaded with ptrace" "$T_TMP/err"
 
 # ---- fay run ------------------------------------------------------------------
 timeout 60 "$FAY" run --json --query "from f in $F group f by f.arg(0) % 3 into g select { k: g.key, n: g.count(), s: g.sum(f.arg(1)) }" -- "$W" calls 3000 >"$T_TMP/out" 2>"$T_TMP/err"
