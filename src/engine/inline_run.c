@@ -222,7 +222,8 @@ static int site_ok(pid_t pid, const struct inl_site *s, char *why, size_t len)
  * when that is allowed (engine_opts.inject_lib and no no_inject;
  * inject_check()) and the patcher would take site s (site_ok()), then
  * connect.  0 with *fd connected, or no_inline()'s answer with *fd < 0
- * (auto: 0 and the note saying why; inline: -errno).
+ * (auto: 0 and the note saying why; inline: -errno).  s may be NULL when
+ * no load is allowed (no inject_lib, or no_inject): only the note then.
  */
 static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *fd)
 {
@@ -289,6 +290,8 @@ int engine_inl_decide(struct engine *e)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
+	if (fd < 0 && (e->opts.no_inject || !e->opts.inject_lib))
+		return load_rt(e, pid, NULL, &fd);	/* says why it will not */
 	so.sym = sym;
 	so.size = 0;
 	err = proc_map_addr(pid, path, off, &addr);
