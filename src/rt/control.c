@@ -267,7 +267,7 @@ static int do_prog(struct rt_session *s, size_t len)
 	rc = vm_prog_jit(p);	/* the interpreter runs it otherwise */
 	/* the handlers run it without saving the vector registers when it
 	 * touches none (vm_prog_calls_out()) */
-	s->plain[hd[0]] = !rc && !vm_prog_calls_out(p) && !tsc_err;
+	s->fast[hd[0]] = !rc && !vm_prog_calls_out(p) && !tsc_err ? vm_prog_code(p) : NULL;
 	if (hd[0])
 		s->exit = p;
 	else

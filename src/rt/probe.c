@@ -44,12 +44,12 @@
 
 #pragma GCC target("general-regs-only")
 
-/* fn(a, b, c) with xmm0-15 saved and restored around it (the upper
+/* fn(a, b, c, d) with xmm0-15 saved and restored around it (the upper
  * halves of ymm/zmm registers are not: code the runtime calls out to
  * must not leave them changed, as glibc's vzeroupper-ending routines do
  * not when the caller's upper halves are clean). */
-typedef uint64_t (*vec_fn)(uint64_t a, uint64_t b, uint64_t c);
-uint64_t rt_vec_call(vec_fn fn, uint64_t a, uint64_t b, uint64_t c)
+typedef uint64_t (*vec_fn)(uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+uint64_t rt_vec_call(vec_fn fn, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 	__attribute__((visibility("hidden")));
 __asm__(".text\n.p2align 4\n.globl rt_vec_call\n.hidden rt_vec_call\n"
 	".type rt_vec_call,@function\nrt_vec_call:\n.cfi_startproc\n"
@@ -62,7 +62,7 @@ __asm__(".text\n.p2align 4\n.globl rt_vec_call\n.hidden rt_vec_call\n"
 	"movdqu %xmm10, 160(%rsp)\nmovdqu %xmm11, 176(%rsp)\n"
 	"movdqu %xmm12, 192(%rsp)\nmovdqu %xmm13, 208(%rsp)\n"
 	"movdqu %xmm14, 224(%rsp)\nmovdqu %xmm15, 240(%rsp)\n"
-	"mov %rdi, %rax\nmov %rsi, %rdi\nmov %rdx, %rsi\nmov %rcx, %rdx\n"
+	"mov %rdi, %rax\nmov %rsi, %rdi\nmov %rdx, %rsi\nmov %rcx, %rdx\nmov %r8, %rcx\n"
 	"call *%rax\n"
 	"movdqu 0(%rsp), %xmm0\nmovdqu 16(%rsp), %xmm1\n"
 	"movdqu 32(%rsp), %xmm2\nmovdqu 48(%rsp), %xmm3\n"
@@ -103,19 +103,14 @@ struct rt_thread {
  * handler's probe in the middle of it runs on the thread's second slot,
  * with that slot's own stack.
  */
-struct rt_stack {
-	unsigned int n;		/* levels in use */
+struct rt_slot {
+	uint32_t busy;		/* handlers running on the slot (above) */
+	unsigned int n;		/* pairing levels in use */
 	uint64_t sp[INLINE_DEPTH];
-} __attribute__((aligned(64)));
-
-struct busy {
-	uint32_t v;
-	char pad[60];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(64)));	/* its own cache lines */
 
 static __thread struct rt_thread tls __attribute__((tls_model("initial-exec")));
-static struct busy busy[RT_MAX_SLOTS];
-static struct rt_stack stacks[RT_MAX_SLOTS];
+static struct rt_slot slots[RT_MAX_SLOTS];
 static uint64_t used[RT_MAX_SLOTS / 64];
 static unsigned int hiwater;		/* slots ever handed out */
 static struct rt_session *cur;
@@ -229,7 +224,7 @@ static bool thread_init(struct rt_thread *t)
 	}
 	memset(&t->env, 0, sizeof(t->env));
 	t->env.slot = s;
-	stacks[s].n = 0;	/* an earlier owner's calls are not ours */
+	slots[s].n = 0;	/* an earlier owner's calls are not ours */
 	t->env.pid_tgid = (uint64_t)getpid() << 32 | (uint32_t)syscall(SYS_gettid);
 	t->env.uid_gid = (uint64_t)getgid() << 32 | getuid();
 	t->env.cpu = (uint32_t)sched_getcpu();
@@ -253,56 +248,63 @@ static bool nested_init(struct rt_thread *t)
 	}
 	t->env2 = t->env;
 	t->env2.slot = s;
-	stacks[s].n = 0;
+	slots[s].n = 0;
 	t->nstate = 1;
 	return true;
 }
 
 /* A slot's first run in session s: the reader merges the noted slots. */
-static uint64_t note_slot(uint64_t s_, uint64_t slot_, uint64_t unused)
+static void note_slot(struct rt_session *s, unsigned int slot)
 {
-	struct rt_session *s = (struct rt_session *)(uintptr_t)s_;
-	unsigned int slot = (unsigned int)slot_;
 	unsigned int v = __atomic_load_n(&s->seen, __ATOMIC_RELAXED);
 
-	(void)unused;
 	for (int i = 0; i < s->nmaps; i++)
 		vm_map_note_slot(s->maps[i], slot);
 	while (v < slot + 1 && !__atomic_compare_exchange_n(&s->seen, &v, slot + 1, false,
 							    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
-	return 0;
 }
 
 /* The thread's first probe (vec_call: it calls libc): 1 when traced. */
-static uint64_t first_probe(uint64_t t, uint64_t unused1, uint64_t unused2)
+static uint64_t first_probe(uint64_t t, uint64_t unused1, uint64_t unused2, uint64_t unused3)
 {
 	struct rt_thread *th = (struct rt_thread *)(uintptr_t)t;
 
 	(void)unused1;
 	(void)unused2;
+	(void)unused3;
 	return th->state == 0 && thread_init(th);
 }
 
 /* The slot of a signal handler's probe while this thread runs one (*b
  * != 0): the thread's second slot, NULL when that one is busy too
  * (deeper nesting is not traced); *b gets its busy count. */
-static uint64_t nested_env(uint64_t t_, uint64_t b_, uint64_t unused)
+static uint64_t nested_env(uint64_t t_, uint64_t b_, uint64_t unused1, uint64_t unused2)
 {
 	struct rt_thread *t = (struct rt_thread *)(uintptr_t)t_;
 	uint32_t *b = (uint32_t *)(uintptr_t)b_;
 
-	(void)unused;
+	(void)unused1;
+	(void)unused2;
 	if (t->nstate != 1 && (t->nstate != 0 || !nested_init(t)))
 		return 0;
-	*b = __atomic_load_n(&busy[t->env2.slot].v, __ATOMIC_RELAXED);
+	*b = __atomic_load_n(&slots[t->env2.slot].busy, __ATOMIC_RELAXED);
 	return *b ? 0 : (uint64_t)(uintptr_t)&t->env2;
 }
 
-static uint64_t run_prog(uint64_t p, uint64_t regs, uint64_t env)
+/* The program of role exit (0, 1) of session s_ on the slot of env_,
+ * noted first if this is its first run: the slow path (vec_call). */
+static uint64_t run_slow(uint64_t s_, uint64_t regs, uint64_t env_, uint64_t exit)
 {
-	return vm_run((const struct vm_prog *)(uintptr_t)p, (void *)(uintptr_t)regs,
-		      (const struct vm_env *)(uintptr_t)env);
+	struct rt_session *s = (struct rt_session *)(uintptr_t)s_;
+	const struct vm_env *env = (const struct vm_env *)(uintptr_t)env_;
+	const struct vm_prog *p = exit ? s->exit : s->entry;
+
+	if (env->slot >= s->nslots)
+		return 0;
+	if (env->slot >= __atomic_load_n(&s->seen, __ATOMIC_RELAXED))
+		note_slot(s, env->slot);
+	return p ? vm_run(p, (void *)(uintptr_t)regs, env) : 0;
 }
 
 #define U(x)	((uint64_t)(uintptr_t)(x))
@@ -310,7 +312,7 @@ static uint64_t run_prog(uint64_t p, uint64_t regs, uint64_t env)
 /* Levels of calls that were left without their exit (cold: longjmp,
  * exceptions; recursion only compares): the new top's S is above sp
  * (at = true: or at it). */
-static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_stack *st,
+static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_slot *st,
 							     unsigned int d, uint64_t sp,
 							     bool at)
 {
@@ -320,9 +322,9 @@ static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_st
 }
 
 /* An entry at S = sp: its level (INLINE_DEPTH when too deep). */
-static inline __attribute__((always_inline)) void push(struct vm_env *env, uint64_t sp)
+static inline __attribute__((always_inline)) void push(struct rt_slot *st,
+						       struct vm_env *env, uint64_t sp)
 {
-	struct rt_stack *st = &stacks[env->slot];
 	unsigned int d = st->n;
 
 	if (__builtin_expect(d != 0, 0) && st->sp[d - 1] <= sp)
@@ -338,9 +340,9 @@ static inline __attribute__((always_inline)) void push(struct vm_env *env, uint6
 
 /* An exit (S = sp - 8): whether its entry's level is on the stack; if so
  * env->depth is that level and it is popped. */
-static inline __attribute__((always_inline)) bool pop(struct vm_env *env, uint64_t sp)
+static inline __attribute__((always_inline)) bool pop(struct rt_slot *st,
+						      struct vm_env *env, uint64_t sp)
 {
-	struct rt_stack *st = &stacks[env->slot];
 	unsigned int d = st->n;
 
 	sp -= 8;
@@ -361,41 +363,43 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	struct rt_thread *t = &tls;
 	struct vm_env *env = &t->env;
 	struct rt_session *s;
-	const struct vm_prog *p;
+	struct rt_slot *sl;
+	vm_code_fn f;
 	uint32_t b;
 
-	if (__builtin_expect(t->state != 1, 0) && !rt_vec_call(first_probe, U(t), 0, 0))
+	if (__builtin_expect(t->state != 1, 0) && !rt_vec_call(first_probe, U(t), 0, 0, 0))
 		return;
-	b = __atomic_load_n(&busy[env->slot].v, __ATOMIC_RELAXED);
+	sl = &slots[env->slot];
+	b = __atomic_load_n(&sl->busy, __ATOMIC_RELAXED);
 	if (__builtin_expect(b != 0, 0)) {
 		/* a signal handler's probe while this thread runs one: one
 		 * writer per slot, a pairing stack of its own */
-		env = (struct vm_env *)(uintptr_t)rt_vec_call(nested_env, U(t), U(&b), 0);
+		env = (struct vm_env *)(uintptr_t)rt_vec_call(nested_env, U(t), U(&b), 0, 0);
 		if (!env)
 			return;
+		sl = &slots[env->slot];
 	}
 	/* a count, not a flag: a probe nested in a signal handler restores
 	 * what it found before this one goes on */
-	__atomic_store_n(&busy[env->slot].v, b + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->busy, b + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (paired) {
 		if (!exit)
-			push(env, regs->sp);
-		else if (!pop(env, regs->sp))
+			push(sl, env, regs->sp);
+		else if (!pop(sl, env, regs->sp))
 			goto out;	/* no entry to pair with */
 	}
 	s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
-	if (s && env->slot < s->nslots) {
-		if (__builtin_expect(env->slot >= __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 0))
-			rt_vec_call(note_slot, U(s), env->slot, 0);
-		p = exit ? s->exit : s->entry;
-		if (__builtin_expect(p && s->plain[exit], 1))
-			vm_run(p, regs, env);
-		else if (p)
-			rt_vec_call(run_prog, U(p), U(regs), U(env));
+	if (s) {
+		/* seen <= nslots: a slot below it is in the maps and noted */
+		f = s->fast[exit];
+		if (__builtin_expect(f && env->slot < __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 1))
+			f(regs, env);
+		else
+			rt_vec_call(run_slow, U(s), U(regs), U(env), exit);
 	}
 out:
-	__atomic_store_n(&busy[env->slot].v, b, __ATOMIC_RELEASE);
+	__atomic_store_n(&sl->busy, b, __ATOMIC_RELEASE);
 }
 
 void rt_on_entry(struct patch_regs *regs, void *arg)
@@ -426,6 +430,6 @@ void rt_unpublish(void)
 	}
 	hw = __atomic_load_n(&hiwater, __ATOMIC_ACQUIRE);
 	for (unsigned int i = 0; i < hw; i++)
-		while (__atomic_load_n(&busy[i].v, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE))
 			sched_yield();
 }

@@ -29,9 +29,10 @@ struct rt_session {
 	unsigned int nslots;
 	unsigned int seen;	/* slots noted in the maps (vm_map_note_slot) */
 	struct vm_prog *entry, *exit;
-	/* [0] entry, [1] exit: compiled, calling out to nothing but the TSC
-	 * clock, so no vector register is touched (probe.c) */
-	bool plain[2];
+	/* [0] entry, [1] exit: the compiled code of a program that calls out
+	 * to nothing but the TSC clock, so touches no vector register
+	 * (probe.c runs it directly), else NULL */
+	vm_code_fn fast[2];
 	struct patch_site *sites[INLINE_MAX_SITES];
 	struct inl_site info[INLINE_MAX_SITES];
 	int nsites, narmed;

@@ -91,6 +91,11 @@ size_t vm_prog_jit_size(const struct vm_prog *p)
 	return p->jitted ? p->code_size : 0;
 }
 
+vm_code_fn vm_prog_code(const struct vm_prog *p)
+{
+	return p->jitted;
+}
+
 bool vm_prog_calls_out(const struct vm_prog *p)
 {
 	return p->calls_out;

@@ -197,6 +197,10 @@ bool vm_prog_jitted(const struct vm_prog *p);
  * emits none; vm_run() and vm_tsc_now()'s TSC path are compiled with
  * gcc's general-regs-only): the inline runtime's handlers rely on it. */
 bool vm_prog_calls_out(const struct vm_prog *p);
+/* The compiled code (NULL when not compiled): code(ctx, env) is what
+ * vm_run() calls. */
+typedef uint64_t (*vm_code_fn)(void *ctx, const struct vm_env *env);
+vm_code_fn vm_prog_code(const struct vm_prog *p);
 /* Machine code bytes of the JIT (0 when not compiled). */
 size_t vm_prog_jit_size(const struct vm_prog *p);
 
