@@ -329,6 +329,11 @@ err_out:
 	return fay_err_ptr(ret);
 }
 
+size_t coll_conn_mem(const struct collector *c)
+{
+	return COLL_CONN_MEM + (c->tls ? COLL_CONN_TLS_MEM : 0);
+}
+
 void collector_stop(struct collector *c)
 {
 	struct collector_run *r = (struct collector_run *)c;

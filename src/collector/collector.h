@@ -43,6 +43,7 @@ struct coll_metrics {
 	uint64_t wire_busy;          /* connections closed: --max-memory taken */
 	uint64_t wire_peer_refused;  /* connections refused: --max-conns-per-peer */
 	uint64_t http_busy;          /* bodies refused 503: --max-memory taken */
+	uint64_t conn_busy;          /* connections refused at accept: --max-memory taken */
 	uint64_t wire_connections;   /* accepted, total */
 	uint64_t agents_connected;   /* gauge: HELLO done, connection open */
 	uint64_t http_requests;
@@ -121,6 +122,22 @@ struct collector {
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */
+
+/*
+ * What one connection costs against --max-memory, on every port: taken
+ * when it is accepted, given back when it closes; a connection that does
+ * not fit is turned away at once (agent port: an ERROR "busy" frame; HTTP
+ * and OTLP/gRPC: closed), counted in conn_busy.  COLL_CONN_MEM: its
+ * thread's touched stack, the protocol's buffers and the library's state
+ * (libmicrohttpd's 32 KiB pool, an nghttp2 session); COLL_CONN_TLS_MEM
+ * more for TLS (the session's record buffers, the pump's two 16 KiB
+ * buffers and its thread).  Measured with bench/hostile_mem --idle
+ * (bench/RESULTS.md): 15-30 KiB and 40-72 KiB idle.
+ */
+#define COLL_CONN_MEM     (64u << 10)
+#define COLL_CONN_TLS_MEM (64u << 10)
+/* The cost of one connection of c (with its TLS when c has TLS). */
+size_t coll_conn_mem(const struct collector *c);
 
 #define EXT_MAX_EXPORTS 8
 /* malloc arenas at most (common/heap.h; MALLOC_ARENA_MAX overrides). */

@@ -238,6 +238,9 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 	o.per_ip = hs->loopback ? 0u : HTTP_PER_IP;
 	o.idle_s = HTTP_IDLE_S;
 	o.thread_per_conn = 1;
+	o.budget = &c->mem;
+	o.conn_mem = coll_conn_mem(c);
+	o.busy = &c->m.conn_busy;
 	if (c->tls) {   /* libmicrohttpd's own TLS (GnuTLS): the same files */
 		const char *ca;
 

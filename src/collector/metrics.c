@@ -137,6 +137,8 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 		  "Agent-port connections closed: a frame did not fit in --max-memory (the agent retries)."),
 		C("fay_collector_wire_peer_refused_total", wire_peer_refused,
 		  "Agent-port connections refused: --max-conns-per-peer from that address."),
+		C("fay_collector_conn_busy_total", conn_busy,
+		  "Connections refused at accept on any port: their memory did not fit in --max-memory."),
 		C("fay_collector_http_busy_total", http_busy,
 		  "HTTP bodies refused 503 + Retry-After: they did not fit in --max-memory."),
 		C("fay_collector_http_requests_total", http_requests, "HTTP requests."),

@@ -25,7 +25,11 @@
  *               PERMISSION_DENIED (7)   a token without the write scope
  *
  * One thread per connection (like the HTTP server: ingest blocks until
- * the commit); at most GRPC_CONNS connections.  Every thread polls with a
+ * the commit); at most GRPC_CONNS connections, GRPC_PER_IP of them from
+ * one address on a listener beyond loopback.  A connection's memory
+ * (coll_conn_mem()) and every message body as it grows are taken from
+ * --max-memory: a connection that does not fit is closed at accept, a
+ * body that does not fit is answered UNAVAILABLE (the client retries).  Every thread polls with a
  * short timeout so that stopping takes at most that long.
  */
 #include <errno.h>
@@ -49,6 +53,7 @@
 
 #define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 #define GRPC_CONNS      256
+#define GRPC_PER_IP     64      /* from one address (not on loopback) */
 #define GRPC_POLL_MS    200
 #define GRPC_IDLE_S     300     /* a connection with no frame for this long is closed */
 #define GRPC_RETRY_S    1
@@ -65,6 +70,8 @@ struct otlp_grpc {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;            /* nconns dropped to 0 */
 	int nconns;
+	int loopback;                   /* listens on 127.0.0.0/8 or ::1 */
+	struct gconn *conns;            /* under lock */
 };
 
 /* One request stream. */
@@ -88,6 +95,9 @@ struct gconn {
 	struct otlp_grpc *g;
 	int fd;
 	char peer[64];
+	char ip[64];                    /* peer without its port */
+	size_t mem;                     /* taken from --max-memory at accept */
+	struct gconn *next, **pprev;    /* g->conns */
 	nghttp2_session *s;
 	struct gstream *streams;        /* freed at the end even when nghttp2
 					   never closed them (a broken session) */
@@ -347,6 +357,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 		return st->answered ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st->len + len > max) {
 		st->too_big = 1;
+		mem_budget_give(&k->g->c->mem, st->cap);
 		free(st->body);
 		st->body = NULL;
 		st->len = st->cap = 0;
@@ -361,9 +372,17 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 
 		while (cap < st->len + len)
 			cap *= 2;
+		if (mem_budget_take(&k->g->c->mem, cap - st->cap)) {
+			M_ADD(k->g->c, http_busy, 1);
+			return answer_error(k, st, G_UNAVAILABLE, "busy: the collector holds its "
+					    "--max-memory of bodies and frames in flight; retry later") ?
+			       NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+		}
 		nb = realloc(st->body, cap);
-		if (!nb)
+		if (!nb) {
+			mem_budget_give(&k->g->c->mem, cap - st->cap);
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		}
 		st->body = nb;
 		st->cap = cap;
 	}
@@ -395,11 +414,12 @@ static int on_sent(nghttp2_session *s, const nghttp2_frame *f, void *user)
 	return 0;
 }
 
-static void stream_free(struct gstream *st)
+static void stream_free(struct gconn *k, struct gstream *st)
 {
 	*st->pprev = st->next;
 	if (st->next)
 		st->next->pprev = st->pprev;
+	mem_budget_give(&k->g->c->mem, st->cap);
 	free(st->body);
 	free(st->out);
 	free(st);
@@ -411,7 +431,7 @@ static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user)
 
 	if (st) {
 		nghttp2_session_set_stream_user_data(s, id, NULL);
-		stream_free(st);
+		stream_free(user, st);
 	}
 	return 0;
 }
@@ -471,22 +491,61 @@ static void serve(struct gconn *k)
 out:
 	nghttp2_session_del(k->s);
 	while (k->streams)
-		stream_free(k->streams);
+		stream_free(k, k->streams);
+}
+
+/* k leaves: its memory back to the budget, out of the list, freed. */
+static void leave(struct otlp_grpc *g, struct gconn *k)
+{
+	mem_budget_give(&g->c->mem, k->mem);
+	pthread_mutex_lock(&g->lock);
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	free(k);
+	if (!--g->nconns)
+		pthread_cond_broadcast(&g->idle);
+	pthread_mutex_unlock(&g->lock);
 }
 
 static void *conn_main(void *arg)
 {
 	struct gconn *k = arg;
-	struct otlp_grpc *g = k->g;
 
 	serve(k);
 	close(k->fd);
-	free(k);
-	pthread_mutex_lock(&g->lock);
-	if (!--g->nconns)
-		pthread_cond_broadcast(&g->idle);
-	pthread_mutex_unlock(&g->lock);
+	leave(k->g, k);
 	return NULL;
+}
+
+/* Let k in (0: counted, listed, its memory taken) or say why not (-1). */
+static int admit(struct otlp_grpc *g, struct gconn *k)
+{
+	unsigned same = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (const struct gconn *o = g->conns; o && !g->loopback; o = o->next)
+		same += !strcmp(o->ip, k->ip);
+	if (g->nconns >= GRPC_CONNS || same >= GRPC_PER_IP) {
+		pthread_mutex_unlock(&g->lock);
+		pr_warn("otlp-grpc: %s: %d connections open (%u from that address); refusing one "
+			"more", k->peer, GRPC_CONNS, same);
+		return -1;
+	}
+	k->mem = coll_conn_mem(g->c);
+	if (mem_budget_take(&g->c->mem, k->mem)) {
+		pthread_mutex_unlock(&g->lock);
+		M_ADD(g->c, conn_busy, 1);
+		return -1;
+	}
+	g->nconns++;
+	k->next = g->conns;
+	if (k->next)
+		k->next->pprev = &k->next;
+	k->pprev = &g->conns;
+	g->conns = k;
+	pthread_mutex_unlock(&g->lock);
+	return 0;
 }
 
 static void *accept_main(void *arg)
@@ -507,41 +566,33 @@ static void *accept_main(void *arg)
 		fd = accept4(g->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		pthread_mutex_lock(&g->lock);
-		if (g->nconns >= GRPC_CONNS) {
-			pthread_mutex_unlock(&g->lock);
-			pr_warn("otlp-grpc: %d connections open; refusing one more", GRPC_CONNS);
+		k = calloc(1, sizeof(*k));
+		if (!k) {
 			close(fd);
 			continue;
 		}
-		g->nconns++;
-		pthread_mutex_unlock(&g->lock);
+		k->g = g;
+		net_addr_ip((struct sockaddr *)&ss, k->ip, sizeof(k->ip));
+		otlp_addr_str((struct sockaddr *)&ss, k->peer, sizeof(k->peer));
+		if (admit(g, k)) {
+			close(fd);
+			free(k);
+			continue;
+		}
 		/* a peer that stops reading cannot hold a thread in send() forever */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (g->c->tls) {
 			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
 			 * plaintext end (tls.h) */
-			char ip[64];
-
-			otlp_addr_str((struct sockaddr *)&ss, ip, sizeof(ip));
-			fd = tls_accept(g->c->tls, fd, ip, "h2", 0);
+			fd = tls_accept(g->c->tls, fd, k->ip, "h2", 0);
 			if (fd >= 0)
 				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		}
-		k = fd >= 0 ? calloc(1, sizeof(*k)) : NULL;
-		if (k) {
-			k->g = g;
-			k->fd = fd;
-			otlp_addr_str((struct sockaddr *)&ss, k->peer, sizeof(k->peer));
-		}
-		if (!k || pthread_create(&t, NULL, conn_main, k)) {
-			free(k);
+		k->fd = fd;
+		if (fd < 0 || pthread_create(&t, NULL, conn_main, k)) {
 			if (fd >= 0)
 				close(fd);
-			pthread_mutex_lock(&g->lock);
-			if (!--g->nconns)
-				pthread_cond_broadcast(&g->idle);
-			pthread_mutex_unlock(&g->lock);
+			leave(g, k);
 			continue;
 		}
 		pthread_detach(t);
@@ -565,6 +616,7 @@ struct otlp_grpc *otlp_grpc_new(struct collector *c, const char *addr, char *err
 		free(g);
 		return fay_err_ptr(ret);
 	}
+	g->loopback = !strncmp(g->addr, "127.", 4) || !strncmp(g->addr, "[::1]", 5);
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->idle, NULL);
 	ret = pthread_create(&g->thread, NULL, accept_main, g);

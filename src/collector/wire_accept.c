@@ -3,7 +3,9 @@
  * The agent port's listener (wire_server.c serves each connection): one
  * thread accepts, turns away what is over --max-conns or over
  * --max-conns-per-peer from one address with an ERROR frame naming the
- * limit, and starts a thread per connection (256 KiB stacks).
+ * limit, and what does not fit in --max-memory (coll_conn_mem(), taken
+ * here and given back when the connection closes) with "busy", and starts
+ * a thread per connection (256 KiB stacks).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -103,23 +105,33 @@ static void *accept_main(void *arg)
 			refuse(fd, ws->stop ? "collector shutting down" : why);
 			continue;
 		}
+		if (mem_budget_take(&ws->c->mem, coll_conn_mem(ws->c))) {
+			pthread_mutex_unlock(&ws->lock);
+			M_ADD(ws->c, conn_busy, 1);
+			refuse(fd, "busy: the collector holds its --max-memory in connections, "
+			       "frames and bodies; retry later");
+			continue;
+		}
 		if (ws->c->tls) {
 			/* the handshake runs on the TLS thread: fd becomes the
 			 * plaintext end of it (tls.h) */
 			fd = tls_accept(ws->c->tls, fd, ip, NULL, 1);
 			if (fd < 0) {
 				pthread_mutex_unlock(&ws->lock);
+				mem_budget_give(&ws->c->mem, coll_conn_mem(ws->c));
 				continue;
 			}
 		}
 		w = calloc(1, sizeof(*w));
 		if (!w) {
 			pthread_mutex_unlock(&ws->lock);
+			mem_budget_give(&ws->c->mem, coll_conn_mem(ws->c));
 			refuse(fd, "out of memory");
 			continue;
 		}
 		w->ws = ws;
 		w->fd = fd;
+		w->mem = coll_conn_mem(ws->c);
 		net_addr_str((struct sockaddr *)&ss, w->peer, sizeof(w->peer));
 		snprintf(w->ip, sizeof(w->ip), "%s", ip);
 		w->next = ws->conns;
@@ -138,6 +150,7 @@ static void *accept_main(void *arg)
 				w->next->pprev = w->pprev;
 			ws->nconns--;
 			pthread_mutex_unlock(&ws->lock);
+			mem_budget_give(&ws->c->mem, w->mem);
 			free(w);
 			refuse(fd, "cannot start a thread");
 			pthread_attr_destroy(&at);

@@ -20,6 +20,7 @@ struct wconn {
 	int fd;
 	char peer[64];
 	char ip[64];                  /* peer without its port */
+	size_t mem;                   /* taken from --max-memory at accept */
 	struct wconn *next, **pprev;
 };
 

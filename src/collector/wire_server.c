@@ -419,6 +419,7 @@ void *wire_conn_main(void *arg)
 		w->next->pprev = w->pprev;
 	ws->nconns--;
 	close(w->fd);
+	mem_budget_give(&ws->c->mem, w->mem);
 	free(w);
 	pthread_cond_broadcast(&ws->gone);
 	pthread_mutex_unlock(&ws->lock);

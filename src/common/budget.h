@@ -25,6 +25,12 @@ struct mem_budget {
 /* Take n bytes: 0, or -ENOBUFS (the budget would go over max; nothing
  * taken, refused counted).  b NULL: always 0. */
 int mem_budget_take(struct mem_budget *b, size_t n);
+/* Take n bytes even past max: for memory already in use that must be
+ * counted (the check was made before, with mem_budget_fits()).  b NULL:
+ * nothing. */
+void mem_budget_charge(struct mem_budget *b, size_t n);
+/* Whether n more bytes fit now (1) or not (0: refused counted).  b NULL: 1. */
+int mem_budget_fits(struct mem_budget *b, size_t n);
 /* Give back n bytes taken before.  b NULL: nothing. */
 void mem_budget_give(struct mem_budget *b, size_t n);
 

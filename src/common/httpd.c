@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/budget.h"
 #include "common/httpd.h"
 #include "common/lazy.h"
 
@@ -75,6 +76,37 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **req,
 	*req = NULL;
 }
 
+/* A new connection: in when its memory fits the budget.  Checked here,
+ * taken once libmicrohttpd has set the connection up (on_conn), so that
+ * what it refuses after this (its own limits) never holds any. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct httpd *d = cls;
+
+	(void)addr;
+	(void)len;
+	if (mem_budget_fits(d->o.budget, d->o.conn_mem))
+		return MHD_YES;
+	if (d->o.busy)
+		__atomic_add_fetch(d->o.busy, 1, __ATOMIC_RELAXED);
+	return MHD_NO;
+}
+
+static void on_conn(void *cls, struct MHD_Connection *con, void **sock,
+		    enum MHD_ConnectionNotificationCode code)
+{
+	struct httpd *d = cls;
+
+	(void)con;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		mem_budget_charge(d->o.budget, d->o.conn_mem);
+		*sock = d;      /* taken: given back when it closes */
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *sock) {
+		mem_budget_give(d->o.budget, d->o.conn_mem);
+		*sock = NULL;
+	}
+}
+
 /* Contract in httpd.h. */
 struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 {
@@ -114,6 +146,7 @@ struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 			{ MHD_OPTION_CONNECTION_LIMIT, o->max_conns ? o->max_conns : 1024, NULL },
 			{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip, NULL },
 			{ MHD_OPTION_CONNECTION_TIMEOUT, o->idle_s, NULL },
+			{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_conn, d },
 			/* from here on TLS only */
 			{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert },
 			{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key },
@@ -124,10 +157,10 @@ struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 		size_t n = sizeof(opt) / sizeof(opt[0]);
 
 		if (!tls)
-			opt[5] = opt[n - 1];
+			opt[6] = opt[n - 1];
 		else if (!o->tls_client_ca)
-			opt[8] = opt[n - 1];
-		d->d = fn.MHD_start_daemon(flags, 0, NULL, NULL, on_access, d,
+			opt[9] = opt[n - 1];
+		d->d = fn.MHD_start_daemon(flags, 0, on_accept, d, on_access, d,
 					   MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
 	}
 	if (!d->d) {

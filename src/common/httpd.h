@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+struct mem_budget;
 struct httpd;           /* a running server */
 struct http_con;        /* the connection of one request, inside a callback */
 struct http_resp;       /* an answer being built */
@@ -42,6 +43,12 @@ struct httpd_opts {
 	unsigned per_ip;                /* connections from one address, 0: any */
 	unsigned idle_s;                /* an idle connection is closed after, 0: never */
 	int thread_per_conn;            /* handlers may block */
+	/* Each connection takes conn_mem bytes from budget (NULL: none) for
+	 * its life; one that does not fit is closed at accept and counted in
+	 * *busy (when not NULL; atomically). */
+	struct mem_budget *budget;
+	size_t conn_mem;
+	uint64_t *busy;
 	/* TLS (PEM text, NUL-terminated): both or neither; client_ca asks
 	 * every client for a certificate it signed. */
 	const char *tls_cert, *tls_key, *tls_client_ca;

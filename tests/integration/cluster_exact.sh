@@ -10,6 +10,7 @@
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/collector_lib.bash"
+. "$(dirname "$0")/../lib/query_bg.bash"
 W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
 
@@ -25,7 +26,6 @@ for h in $HOSTS; do
 done
 peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":' | wc -l)" -ge 3 ]; }
 ok "three agents with query connections" wait_for 15 peers
-n_attached() { [ "$(grep -c ': attached' "$1")" -ge 3 ]; }
 
 # cq MODE QUERY: run the workloads (MODE: calls or usdt) under a cluster
 # query; --json output in $T_TMP/out
@@ -33,13 +33,10 @@ cq() {
 	local mode=$1 go=$T_TMP/go.$RANDOM
 	shift
 	for h in $HOSTS; do QW_WAIT=$go "$T_TMP/$h/qw" $mode ${K[$h]} & T_PIDS+=($!); done
-	# emptied here, not only by the child's redirection: the child may
-	# open it after wait_for has read the last query's "attached" lines
-	: >"$T_TMP/err"
-	timeout 60 "$FAY" query --cluster "$URL" --json "$@" >"$T_TMP/out" 2>"$T_TMP/err" &
-	local q=$!
-	wait_for 40 n_attached "$T_TMP/err" && touch "$go"	# slow on a loaded machine
-	wait $q
+	# one "attached" line per host
+	query_bg 3 "$T_TMP/out" "$T_TMP/err" timeout 60 "$FAY" query --cluster "$URL" --json "$@" &&
+		touch "$go"
+	wait $QBG
 	RC=$?
 }
 # check WHAT PYTHON: the python expression (rows: the JSON lines; ks: the

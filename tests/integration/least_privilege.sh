@@ -11,6 +11,7 @@
 need_root
 . "$(dirname "$0")/collector_lib.bash"
 . "$(dirname "$0")/unpriv_lib.bash"
+. "$(dirname "$0")/../lib/query_bg.bash"
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 command -v setpriv >/dev/null || skip_all "needs setpriv (util-linux)"
 U=nobody
@@ -18,10 +19,7 @@ id "$U" >/dev/null 2>&1 || skip_all "no user $U"
 W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
 # a directory the user can use, and copies of the binaries it can execute
-D=$(mktemp -d /tmp/fay-lp.XXXXXX)
-chmod 755 "$D"
-# (as ... & is a subshell: the user's processes are found by their path)
-trap 'pkill -f "^$D/" 2>/dev/null; t_cleanup; rm -rf "$D"' EXIT
+unpriv_dir lp
 cp "$FAY" "$D/fay"; cp "$W" "$D/work"; cp "$BUILD/blockstack" "$D/blockstack" 2>/dev/null
 chmod 755 "$D"/*
 # Programs left behind, counted without the other BPF users of this host
@@ -67,10 +65,9 @@ CAPS=+bpf,+perfmon,+dac_read_search,+sys_ptrace
 # user's processes (query_own_uid.sh)
 # (its calls start once the query said it attached)
 before=$(prog_max_id)
-: >"$T_TMP/q.out"
-as "$CAPS" "$D/fay" query "$Q" >"$T_TMP/q.out" 2>&1 & qpid=$!
-wait_for 20 grep -q 'attached' "$T_TMP/q.out" && as "" "$D/work" getppid 500 >/dev/null
-wait $qpid
+query_bg 1 "$T_TMP/q.out" "$T_TMP/q.out" as "$CAPS" "$D/fay" query "$Q" &&
+	as "" "$D/work" getppid 500 >/dev/null
+wait $QBG
 rc=$?
 out=$(cat "$T_TMP/q.out")
 diag "$out"

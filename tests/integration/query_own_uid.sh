@@ -14,16 +14,14 @@
 need_root
 . "$(dirname "$0")/collector_lib.bash"
 . "$(dirname "$0")/unpriv_lib.bash"
+. "$(dirname "$0")/../lib/query_bg.bash"
 command -v setpriv >/dev/null || skip_all "needs setpriv (util-linux)"
 U=nobody
 id "$U" >/dev/null 2>&1 || skip_all "no user $U"
 UID_U=$(id -u "$U")
 W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
-D=$(mktemp -d /tmp/fay-ou.XXXXXX)
-chmod 755 "$D"
-# (as ... & is a subshell: the user's processes are found by their path)
-trap 'pkill -f "^$D/" 2>/dev/null; t_cleanup; rm -rf "$D"' EXIT
+unpriv_dir ou
 cp "$FAY" "$D/fay"
 cp "$W" "$D/wroot"		# root's binary
 cp "$W" "$D/wuser"		# nobody's binary
@@ -61,11 +59,9 @@ refused "a USDT probe of root's binary in every process" $? "$out" "usdt(.*) in 
 ok "root's process was not disturbed" kill -0 $RPID
 
 # nobody's own process: allowed, counted exactly
-as "$CAPS" "$D/fay" query -p $UPID "from f in function(\"$D/wuser:fay_work_fn\") select { n: count() }" \
-	>"$T_TMP/own.out" 2>"$T_TMP/own.err" &
-QPID=$!
-attached() { grep -q "probe attached" "$T_TMP/own.err"; }
-wait_for 10 attached
+query_bg 1 "$T_TMP/own.out" "$T_TMP/own.err" \
+	as "$CAPS" "$D/fay" query -p $UPID "from f in function(\"$D/wuser:fay_work_fn\") select { n: count() }"
+QPID=$QBG
 grep -q "only its own processes are probed" "$T_TMP/own.err" && pass "the query says it probes $U's processes alone" ||
 	fail "the query says it probes $U's processes alone" "$(cat "$T_TMP/own.err")"
 touch "$D/go.user"
@@ -73,21 +69,11 @@ wait $QPID
 ok "$U's own process: the query runs (exit $?) and counts its 200 calls" grep -qx " *200" "$T_TMP/own.out"
 diag "$(cat "$T_TMP/own.out" "$T_TMP/own.err")"
 
-# started_bg NAME CMD...: CMD in the background (stdout NAME.out, stderr
-# NAME.err in $T_TMP), back once it says a probe is attached; QBG its pid
-started_bg() {
-	local f=$T_TMP/$1
-	shift
-	rm -f "$f.out" "$f.err"	# not an earlier run's "attached"
-	"$@" >"$f.out" 2>"$f.err" &
-	QBG=$!
-	wait_for 30 grep -q "attached" "$f.err"
-}
 # nobody's binary run by nobody (200 times) and by root (300): process-wide
 # queries count nobody's calls alone
 mixed() { as "" "$D/wuser" "$1" 200 >/dev/null; "$D/wuser" "$1" 300 >/dev/null; }
 counts() { # WHAT WORKLOAD EXPECTED QUERY [FAY-OPTION]
-	started_bg q as "$CAPS" "$D/fay" query ${5:-} "$4"
+	query_bg 1 "$T_TMP/q.out" "$T_TMP/q.err" as "$CAPS" "$D/fay" query ${5:-} "$4"
 	mixed "$2"
 	wait $QBG
 	ok "$1" grep -qx " *$3" "$T_TMP/q.out"
@@ -99,7 +85,7 @@ counts "... and all 500 with --allow-other-users" calls 500 \
 	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 4s" --allow-other-users
 counts "a syscall query counts $U's 200 getppid calls of 500" getppid 200 \
 	'from s in syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s'
-started_bg r as "$CAPS" "$D/fay" query --allow-other-users -p $RPID \
+query_bg 1 "$T_TMP/r.out" "$T_TMP/r.err" as "$CAPS" "$D/fay" query --allow-other-users -p $RPID \
 	"from f in function(\"$D/wroot:fay_work_fn\") select { n: count() }"
 touch "$D/go.root"
 wait $QBG
@@ -109,7 +95,7 @@ diag "$(cat "$T_TMP/r.out" "$T_TMP/r.err")"
 # a non-root agent: the requester is its user
 coll_start "$T_TMP/c.db" || { fail "collector starts"; done_testing; exit; }
 agent_as_user "$CAPS" ou-host
-started_bg cq "$FAY" query --cluster "$URL" \
+query_bg 1 "$T_TMP/cq.out" "$T_TMP/cq.err" "$FAY" query --cluster "$URL" \
 	'from s in cluster.syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s'
 mixed getppid
 wait $QBG

@@ -13,6 +13,7 @@ W=$BUILD/tests/bin/query_work
 K=1000
 
 . "$(dirname "$0")/query_lib.bash"
+. "$(dirname "$0")/../lib/query_bg.bash"
 
 # ---- system calls ------------------------------------------------------------
 fq --json -c "$W getppid $K" 'from s in syscall("getppid") group s by s.comm into g select { comm: g.key, n: g.count() }'
@@ -23,10 +24,13 @@ same "$T_TMP/out" '{"comm":"query_work","n":1000}' "syscall: K getppid grouped b
 fq_pid() {
 	local q=$1 go=$T_TMP/go.$RANDOM
 	shift
-	: >"$T_TMP/err"
 	QW_WAIT=$go "$W" "$@" & wpid=$!
-	( wait_for 10 grep -q attached "$T_TMP/err"; touch "$go" ) &
-	timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}" >"$T_TMP/out" 2>"$T_TMP/err"
+	# the child is bash until it has exec'd the workload: -p PID reads
+	# /proc/PID/exe
+	wait_for 10 test "$(readlink /proc/$wpid/exe)" = "$(readlink -f "$W")"
+	query_bg 1 "$T_TMP/out" "$T_TMP/err" timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}"
+	touch "$go"
+	wait $QBG
 	RC=$?
 	wait $wpid 2>/dev/null
 }
@@ -187,10 +191,8 @@ ids_of() {	# "prog:ID" and "map:ID" of every BPF object process $1 holds
 	cat /proc/"$1"/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*/prog:/p; s/^map_id:[[:space:]]*/map:/p' | sort -u | tr '\n' ' '
 }
 for sig in INT TERM; do
-	: >"$T_TMP/err"	# the last round's "attached" must not be read as this one's
-	"$FAY" query --json 'from s in syscall("getppid") group s by s.comm into g select { c: g.key, n: g.count(), t: g.avg(s.duration) }' >"$T_TMP/out" 2>"$T_TMP/err" &
-	fpid=$!
-	wait_for 10 grep -q attached "$T_TMP/err"
+	query_bg 1 "$T_TMP/out" "$T_TMP/err" "$FAY" query --json 'from s in syscall("getppid") group s by s.comm into g select { c: g.key, n: g.count(), t: g.avg(s.duration) }'
+	fpid=$QBG
 	ids=$(ids_of $fpid)
 	"$W" getppid 100 >/dev/null
 	kill -$sig $fpid

@@ -3,6 +3,9 @@
 # after lib.sh and collector_lib.bash; they set U, the user, and D, a
 # directory of copies of the binaries the user can execute).
 #
+#   unpriv_dir NAME       D: a new directory /tmp/fay-NAME.XXXXXX the user
+#                         can enter, removed at exit with every process
+#                         run from it (their path starts with $D/)
 #   as CAPS CMD...        run CMD as $U with CAPS ("+bpf,+perfmon", "" for
 #                         none) inheritable and ambient, nothing else
 #   agent_as_user CAPS HOST
@@ -10,6 +13,14 @@
 #                         coll_start started (state and shm in $D), as
 #                         host HOST; APID is its pid; passes or fails
 #                         "the agent as $U connects"
+
+unpriv_dir() {
+	D=$(mktemp -d "/tmp/fay-$1.XXXXXX")
+	chmod 755 "$D"
+	# as ... & is a subshell: killing its pid leaves setpriv's command
+	# running, so the user's processes are found by their path
+	trap 'pkill -f "^$D/" 2>/dev/null; t_cleanup; rm -rf "$D"' EXIT
+}
 
 as() {
 	local caps=$1

@@ -54,6 +54,9 @@
  *                                all J (no exit returns), then
  *                                fay_inline_rec(D, US, 0): K calls of
  *                                each arg 1..D return
+ *   inline_work branchy K        fay_inline_branchy(i, 7) K times: it
+ *                                starts with a jmp (a site the patcher
+ *                                refuses: a branch in the first 5 bytes)
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
  * QW_WAIT=PATH waits until PATH exists before starting.
@@ -81,6 +84,13 @@ long fay_inline_fn(long a, long b)
 	__asm__ volatile("" ::: "memory");
 	return a + b;
 }
+
+/* A function that starts with a branch ("jmp 1f; 1: lea (%rdi,%rsi),%rax;
+ * ret"): the patcher refuses it, a uprobe takes it. */
+long fay_inline_branchy(long a, long b);
+__asm__(".text\n.globl fay_inline_branchy\n.type fay_inline_branchy, @function\n"
+	"fay_inline_branchy:\n\tjmp 1f\n1:\tlea (%rdi,%rsi),%rax\n\tret\n"
+	".size fay_inline_branchy, .-fay_inline_branchy\n");
 
 long fay_inline_lat(long a, long b);
 __asm__(".text\n.globl fay_inline_lat\n.type fay_inline_lat,@function\n"
@@ -423,10 +433,14 @@ int main(int argc, char **argv)
 		printf("calls %ld bad %ld\n", n, bad);
 	} else if (!strcmp(mode, "jump") && argc > 5) {
 		bad = jumps(k, atol(argv[3]), atol(argv[4]), atol(argv[5]));
+	} else if (!strcmp(mode, "branchy")) {
+		for (long i = 0; i < k; i++)
+			bad += fay_inline_branchy(i, 7) != i + 7;
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
 			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
-			"forkexec K | tsc K | fp K | rec K D US | jump K D J US\n");
+			"forkexec K | tsc K | fp K | rec K D US | jump K D J US | branchy K
+");
 		return 2;
 	}
 	return bad ? 1 : 0;
