@@ -439,8 +439,7 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
 			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
-			"forkexec K | tsc K | fp K | rec K D US | jump K D J US | branchy K
-");
+			"forkexec K | tsc K | fp K | rec K D US | jump K D J US | branchy K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;
