@@ -24,6 +24,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay run [OPTIONS] -- CMD [ARGS...]\n"
 "    fay run [OPTIONS] --query 'QUERY' -- CMD [ARGS...]\n"
+"    fay run --agent -- CMD [ARGS...]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs CMD with libfay-probe.so preloaded (LD_PRELOAD, kept for the\n"
@@ -52,6 +53,12 @@ static void usage(FILE *f)
 "\n"
 "OPTIONS\n"
 "    --query Q       run the FayQL query Q on CMD (see fay query --help)\n"
+"    --agent         CMD is for the agent's cluster queries: as without\n"
+"                    --query (fay run becomes CMD with the runtime loaded),\n"
+"                    said explicitly; a cluster query's\n"
+"                    process(PID).function(...) then runs inline in it\n"
+"                    (fay agent on this host, in auto mode: its progress line\n"
+"                    says \"inline\")\n"
 "    -f FILE         read the query from FILE\n"
 "    --json          results as JSON lines (as fay query --json)\n"
 "    --probe-mode=auto|inline|uprobe\n"
@@ -82,6 +89,7 @@ int cmd_run(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "probe-mode", required_argument, NULL, 'M' },
+		{ "agent", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -92,6 +100,7 @@ int cmd_run(int argc, char **argv)
 	char lib[4096], why[2048], *buf = NULL;
 	const struct plan *plan;
 	struct query *q;
+	bool agent = false;
 	int c, rc;
 
 	optind = 1;
@@ -110,6 +119,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'j':
 			ro.json = true;
+			break;
+		case 'A':
+			agent = true;
 			break;
 		case 'q':
 			ro.quiet = true;
@@ -130,6 +142,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (text && file) {
 		fprintf(stderr, "error: give --query or -f, not both\n");
+		return 2;
+	}
+	if (agent && (text || file)) {
+		fprintf(stderr, "error: --agent leaves the queries to the agent: give --agent or --query/-f, not both\n");
 		return 2;
 	}
 	if (fay_probe_lib(lib, sizeof(lib))) {

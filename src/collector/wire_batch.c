@@ -7,7 +7,9 @@
  * in the socket.  After a BATCH, the BATCHes that are already there (read
  * without blocking, at most WIRE_AHEAD_BATCHES / WIRE_AHEAD_SPANS) are
  * stored with it as one chain (ingest_write_chain(): one store write,
- * all or none), then ACKed in order.  Without it a connection had one
+ * all or none), then ACKed in order; each batch read ahead takes its
+ * frame's size from --max-memory's budget until it is ACKed (a full
+ * budget just ends the read-ahead).  Without it a connection had one
  * batch in the store's hands at a time, so a store write held at most one
  * batch per agent, whatever --clickhouse-linger waited for.  The rule of
  * wire_server.c is kept: what is committed of a connection is a prefix of
@@ -23,6 +25,7 @@
 
 #include "collector/collector.h"
 #include "collector/wire_int.h"
+#include "common/budget.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -165,7 +168,7 @@ static int ack_one(struct agent_conn *ac, const struct pend *p)
 /* Read ahead the BATCHes waiting behind the first into v[1..]: their
  * number in all.  What stops it (another frame, a batch that does not
  * decode, a read error) is kept for next_frame(). */
-static size_t read_ahead(struct agent_conn *ac, struct pend *v)
+static size_t read_ahead(struct agent_conn *ac, struct pend *v, size_t *taken)
 {
 	size_t n = 1, spans = v[0].b.nspans + v[0].b.nparts;
 	struct wire_frame f;
@@ -179,11 +182,18 @@ static size_t read_ahead(struct agent_conn *ac, struct pend *v)
 			ac->held_ret = ret;
 			break;
 		}
-		if (f.h.type != WIRE_BATCH || decode(ac, &f, &v[n], true)) {
+		if (f.h.type != WIRE_BATCH || mem_budget_take(&ac->c->mem, f.h.len)) {
 			ac->held = f;
 			ac->has_held = true;
 			break;
 		}
+		if (decode(ac, &f, &v[n], true)) {
+			mem_budget_give(&ac->c->mem, f.h.len);
+			ac->held = f;
+			ac->has_held = true;
+			break;
+		}
+		*taken += f.h.len;
 		spans += v[n].b.nspans + v[n].b.nparts;
 		n++;
 	}
@@ -194,7 +204,7 @@ int wire_on_batch(struct agent_conn *ac, const struct wire_frame *f)
 {
 	struct pend *v = calloc(WIRE_AHEAD_BATCHES, sizeof(*v));
 	struct store_batch *bs[WIRE_AHEAD_BATCHES];
-	size_t n, store_n;
+	size_t n, store_n, taken = 0;
 	char err[256];
 	int ret;
 
@@ -205,7 +215,7 @@ int wire_on_batch(struct agent_conn *ac, const struct wire_frame *f)
 		free(v);
 		return ret;
 	}
-	n = read_ahead(ac, v);
+	n = read_ahead(ac, v, &taken);
 	for (size_t i = 0; i < n; i++) {
 		M_ADD(ac->c, spans_received, v[i].count);
 		M_ADD(ac->c, spans_rejected, v[i].rejected);
@@ -235,5 +245,6 @@ out:
 	for (size_t i = 0; i < n; i++)
 		zarena_reset(&v[i].a);
 	free(v);
+	mem_budget_give(&ac->c->mem, taken);
 	return ret;
 }

@@ -11,8 +11,9 @@
  * error (inline), with one line saying which and why (engine_note()).
  * A process without the runtime gets it loaded with ptrace (auto and
  * inline modes, engine_opts.inject_lib unless no_inject; inject_check()
- * first, so auto falls back to a uprobe naming what forbids it:
- * probe/inject.h); it stays loaded, idle, after the query (its
+ * first, and the patcher's verdict on the site's bytes read from the
+ * process (site_ok()), so auto falls back to a uprobe naming what forbids
+ * it without loading anything: probe/inject.h); it stays loaded, idle, after the query (its
  * trampolines may still be returned into).
  * Then the maps are VM maps in memfds (engine_vm_load(): the reader of
  * run.c reads them through spans.c's functions, one slot standing for one
@@ -21,6 +22,7 @@
  * fay dies the socket closes and the runtime detaches by itself.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +39,7 @@
 #include "common/inline_wire.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
+#include "patch/patch.h"
 #include "probe/elfsym.h"
 #include "probe/inject.h"
 
@@ -179,12 +182,50 @@ static const char *strip_pid(const char *why, pid_t pid)
 }
 
 /*
+ * The patcher's verdict on site s of pid, given in fay before anything is
+ * loaded: the site's bytes read from the process (/proc/PID/mem) and
+ * analysed as the runtime would (patch_site_new_room() on the copy: the
+ * analysis decodes, it writes nothing), so a site it would refuse costs
+ * no load.  0 (patchable, or the bytes could not be read: the runtime
+ * decides), -EINVAL with the reason in why, -ENOMEM.
+ */
+static int site_ok(pid_t pid, const struct inl_site *s, char *why, size_t len)
+{
+	size_t scan = s->size < 65536 ? (size_t)s->size : 65536;
+	size_t n = scan > s->room ? scan : (size_t)s->room;
+	unsigned char *buf = malloc(n);
+	struct patch_site *ps;
+	char fn[64];
+	ssize_t got = -1;
+	int fd, err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(fn, sizeof(fn), "/proc/%d/mem", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = pread(fd, buf, n, (off_t)s->addr);
+		close(fd);
+	}
+	if (got == (ssize_t)n) {
+		ps = patch_site_new_room(buf, (size_t)s->size, (size_t)s->room, why, len);
+		if (!ps && errno != ENOMEM)
+			err = -EINVAL;
+		patch_site_free(ps);
+	}
+	free(buf);
+	return err;
+}
+
+/*
  * pid answers on no control socket: load the runtime into it with ptrace
  * when that is allowed (engine_opts.inject_lib and no no_inject;
- * inject_check()), then connect.  0 with *fd connected, or no_inline()'s
- * answer with *fd < 0 (auto: 0 and the note saying why; inline: -errno).
+ * inject_check()) and the patcher would take site s (site_ok()), then
+ * connect.  0 with *fd connected, or no_inline()'s answer with *fd < 0
+ * (auto: 0 and the note saying why; inline: -errno).  s may be NULL when
+ * no load is allowed (no inject_lib, or no_inject): only the note then.
  */
-static int load_rt(struct engine *e, pid_t pid, int *fd)
+static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *fd)
 {
 	struct inject_who who = { e->opts.own_uid_only, e->opts.uid };
 	uint64_t t0 = clock_monotonic_ns();
@@ -200,6 +241,12 @@ static int load_rt(struct engine *e, pid_t pid, int *fd)
 				 "with fay run, or --probe-mode=inline to load it with ptrace)",
 				 (int)pid);
 	err = inject_check(pid, &who, why, sizeof(why));
+	if (!err) {
+		err = site_ok(pid, s, why, sizeof(why));
+		if (err == -EINVAL)
+			return no_inline(e, err, "pid %d: site refused: %s: %s (nothing loaded)",
+					 (int)pid, s->name, why);
+	}
 	if (!err)
 		err = inject_library(pid, e->opts.inject_lib, why, sizeof(why));
 	if (err)
@@ -243,23 +290,22 @@ int engine_inl_decide(struct engine *e)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
-	if (fd < 0) {
-		err = load_rt(e, pid, &fd);
-		if (err || fd < 0)
-			return err;
-	}
+	if (fd < 0 && (e->opts.no_inject || !e->opts.inject_lib))
+		return load_rt(e, pid, NULL, &fd);	/* says why it will not */
 	so.sym = sym;
 	so.size = 0;
 	err = proc_map_addr(pid, path, off, &addr);
 	if (err) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
 				 (int)pid, path);
 	}
 	so.next = UINT64_MAX;
 	if (elf_foreach_func(path, size_cb, &so) || !so.size ||
 	    elf_foreach_func(path, next_cb, &so)) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols",
 				 (int)pid, sym, path);
 	}
@@ -272,6 +318,11 @@ int engine_inl_decide(struct engine *e)
 	if (m.s.room < so.size)
 		m.s.room = so.size;
 	snprintf(m.s.name, sizeof(m.s.name), "%s", sym);
+	if (fd < 0) {
+		err = load_rt(e, pid, &m.s, &fd);
+		if (err || fd < 0)
+			return err;
+	}
 	err = call(fd, &m, sizeof(m), NULL, 0, &r);
 	if (err || r.status) {
 		close(fd);

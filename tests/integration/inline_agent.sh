@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Cluster queries go inline through the agent as fay query's auto mode
 # does on one host: a real collector, a real agent, a cluster query on
-# process(PID).function(...) of (1) a process started with fay run (its
-# runtime preloaded) and (2) a process started normally (the agent loads
+# process(PID).function(...) of (1) a process started with fay run
+# --agent (its runtime preloaded) and (2) a process started normally (the agent loads
 # the runtime with ptrace); exact counts, equal to uprobe mode, and the
 # agent's progress line says inline and why.  An agent started with
 # --no-inject uses a uprobe on the normal process and says why.
@@ -28,13 +28,13 @@ agent h1
 ok "an agent with a query connection" peer h1
 
 # cq HOW K [FAY RUN ARGS]: K calls of fay_inline_fn(i, 7) by a process
-# started by HOW (run: fay run; plain: directly), held until the cluster
+# started by HOW (run: fay run --agent; plain: directly), held until the cluster
 # query attached; the answer in $T_TMP/out, the progress in $T_TMP/err,
 # the process's pid in wpid
 cq() {
 	local how=$1 k=$2 go=$T_TMP/go.$RANDOM
 	if [ "$how" = run ]; then
-		QW_WAIT=$go "$FAY" run -- "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
+		QW_WAIT=$go "$FAY" run --agent -- "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
 		wait_for 10 test -S /run/fay/inline/$wpid.sock
 	else
 		QW_WAIT=$go "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
@@ -61,7 +61,7 @@ answered() {
 }
 
 cq run 1000
-answered "a process started with fay run: inline through the agent, exact, the progress says so" \
+answered "a process started with fay run --agent: inline through the agent, exact, the progress says so" \
 	"h1: attached: inline .*(pid $wpid); pid $wpid: inline (fay_inline_fn"
 ok "... and it ran to its end (exit 0)" test $WRC -eq 0
 
@@ -76,4 +76,8 @@ agent h2 --no-inject
 cq plain 1000
 answered "an agent with --no-inject: a uprobe, exact, the progress says why" \
 	"h2: attached: uprobe .*; pid $wpid: uprobe: the fay runtime is not loaded and --no-inject forbids loading it"
+"$FAY" run --agent --query 'from f in function("a:b") select count()' -- true 2>"$T_TMP/e"
+RC=$?
+[ $RC -eq 2 ] && grep -q 'give --agent or --query/-f, not both' "$T_TMP/e" &&
+	pass "fay run --agent with --query: a usage error" || fail "run --agent --query (rc=$RC)" "$(cat "$T_TMP/e")"
 done_testing

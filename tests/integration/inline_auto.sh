@@ -5,13 +5,15 @@
 # it falls back to a uprobe with one line saying exactly why.  Exact
 # counts in auto and uprobe mode on the same workload; the function's
 # bytes restored after the query and the process's own results right;
-# the fallbacks: a static binary, --no-inject, Yama's ptrace_scope=3
+# the fallbacks: a static binary, a site the patcher refuses, another
+# tracer (strace), --no-inject, Yama's ptrace_scope=3
 # (restored by a trap; skipped where the kernel has no Yama) and a
 # non-root requester without CAP_SYS_PTRACE on root's process.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
 
-Q() { echo "from f in process($1).function(\"fay_inline_fn\") select { n: count(), s: sum(f.arg(0)) }"; }
+# (FN: the probed function, WMODE: the workload's mode calling it)
+Q() { echo "from f in process($1).function(\"${FN:-fay_inline_fn}\") select { n: count(), s: sum(f.arg(0)) }"; }
 
 # count EXE MODE K [FAY ARGS...]: K calls by EXE started without fay,
 # waiting in nanosleep until the query attached; prints the query's
@@ -21,13 +23,20 @@ Q() { echo "from f in process($1).function(\"fay_inline_fn\") select { n: count(
 count() {
 	local exe=$1 mode=$2 k=$3 go=$T_TMP/go.$RANDOM
 	shift 3
-	QW_WAIT=$go "$exe" calls "$k" >"$T_TMP/w.out" 2>&1 & local wpid=$!
+	QW_WAIT=$go "$exe" "${WMODE:-calls}" "$k" >"$T_TMP/w.out" 2>&1 & local wpid=$!
 	echo $wpid >"$T_TMP/w.pid"
 	sleep 0.2
+	if [ -n "${TRACER:-}" ]; then	# strace holds it (it ends with the process)
+		strace -o /dev/null -p $wpid 2>/dev/null & echo $! >"$T_TMP/t.pid"
+		traced() { ! grep -q '^TracerPid:[[:space:]]*0$' /proc/$wpid/status; }
+		wait_for 10 traced
+	fi
 	: >"$T_TMP/c.err"
 	timeout 60 "$FAY" query --json --probe-mode="$mode" "$@" -p $wpid "$(Q $wpid)" \
 		>"$T_TMP/c.out" 2>"$T_TMP/c.err" & local q=$!
-	wait_for 30 grep -q 'attached' "$T_TMP/c.err"
+	# until it attached, or ended (a refusal)
+	attached_or_gone() { grep -q 'attached' "$T_TMP/c.err" || ! kill -0 $q 2>/dev/null; }
+	wait_for 30 attached_or_gone
 	grep -c libfay-probe.so /proc/$wpid/maps >"$T_TMP/w.lib"
 	touch "$go"
 	wait $wpid
@@ -82,6 +91,22 @@ fellback "a static binary" "cannot load the fay runtime: static binary (no glibc
 a=$(count "$W" auto 1000 --no-inject)
 fellback "--no-inject" "the fay runtime is not loaded and --no-inject forbids loading it" "$a"
 ok "--no-inject: nothing was loaded into the process" test "$(cat "$T_TMP/w.lib")" = 0
+
+a=$(FN=fay_inline_branchy WMODE=branchy count "$W" auto 1000)
+fellback "a site the patcher refuses (a jmp first)" \
+	"site refused: fay_inline_branchy: instruction 0 at +0 (jmp .*) is a branch: it cannot be moved into a trampoline (nothing loaded)" "$a"
+ok "a refused site: the refusal came from fay, nothing was loaded into the process" test "$(cat "$T_TMP/w.lib")" = 0
+a=$(FN=fay_inline_branchy WMODE=branchy count "$W" inline 1000)
+grep -q "error: --probe-mode=inline: pid $(cat "$T_TMP/w.pid"): site refused: fay_inline_branchy: " "$T_TMP/c.err" &&
+	pass "inline mode: the same refusal is an error" || fail "inline mode, refused site" "$(cat "$T_TMP/c.err")"
+
+if command -v strace >/dev/null; then
+	a=$(TRACER=1 count "$W" auto 1000)
+	fellback "a process another tracer holds (strace)" \
+		"cannot load the fay runtime: traced by pid $(cat "$T_TMP/t.pid") (a debugger?)" "$a"
+else
+	pass "another tracer # SKIP no strace"
+fi
 
 YAMA=/proc/sys/kernel/yama/ptrace_scope
 if [ -w "$YAMA" ]; then

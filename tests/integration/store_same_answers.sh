@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Same answers from every store backend, side by side: the same spans
-# (Zipkin's fixtures as Zipkin v2 JSON, OTLP/JSON plain and gzip, and
+# (Zipkin's fixtures as Zipkin v2 JSON, OTLP/JSON plain and gzip, OTLP
+# protobuf over HTTP (plain, gzip) and OTLP/gRPC (plain, gzip) sent by
+# OpenTelemetry's JS exporters (tests/otlp, when node is there), and
 # agent batches over the wire: whole spans, BlkKin partial records in one
 # batch and split over two, a resent batch, a corrupt span, agent stats),
 # all with fixed times, go into three collectors: SQLite, one ClickHouse
@@ -25,13 +27,14 @@ NAMES=(sqlite clickhouse clickhouse-2-shards)
 declare -A CH_URLS=([sqlite]="" [clickhouse]="$(ch_url one)" \
 	[clickhouse-2-shards]="$(ch_url two1),$(ch_url two2)")
 declare -A CH_CL=([sqlite]="" [clickhouse]="" [clickhouse-2-shards]=two)
-declare -A C_URL C_WP C_PID
+declare -A C_URL C_WP C_PID C_GP
 
-# start NAME: its collector (again) on its store
+# start NAME: its collector (again) on its store, OTLP/gRPC on its port
 start() {
+	: "${C_GP[$1]:=$(free_port)}"
 	FAY_TEST_CH_URLS=${CH_URLS[$1]} FAY_TEST_CH_CLUSTER=${CH_CL[$1]} \
-		coll_start "$T_TMP/$1.db" --autocomplete-keys environment,http.path --retention 0 ||
-		return 1
+		coll_start "$T_TMP/$1.db" --autocomplete-keys environment,http.path --retention 0 \
+		--otlp-grpc "127.0.0.1:${C_GP[$1]}" || return 1
 	C_URL[$1]=$URL C_WP[$1]=$WP C_PID[$1]=$CPID
 }
 stop() { kill "${C_PID[$1]}"; wait "${C_PID[$1]}" 2>/dev/null; return 0; }
@@ -61,8 +64,43 @@ wire() {
 for n in "${NAMES[@]}"; do
 	ok "$n: agent batches acknowledged (16)" wire "$n"
 done
+# otlp_there NAME: the spans of the four OTLP exporters are answered
+otlp_there() {
+	local s n=0
+	for s in same-proto same-proto-gzip same-grpc same-grpc-gzip; do
+		n=$((n + $(curl -sf "${C_URL[$1]}/api/v2/traces?serviceName=$s&endTs=$((BASE_MS + 3 * 3600000))&lookback=14400000&limit=1000" |
+			python3 -c 'import json,sys; print(sum(len(t) for t in json.load(sys.stdin)))')))
+	done
+	[ "$n" = 48 ]
+}
 ok "the same Zipkin and OTLP requests to each, all accepted" \
 	python3 "$SAME" post "$BASE_MS" "${C_URL[sqlite]}" "${C_URL[clickhouse]}" "${C_URL[clickhouse-2-shards]}"
+# OTLP protobuf and gRPC from OpenTelemetry's own exporters, the same
+# spans (fixed ids and times) to each
+OTLP_DIR=$TOP/tests/otlp
+if command -v node >/dev/null && [ -f "$OTLP_DIR/node_modules/.package-lock.json" ]; then
+	# to_all MODE SUFFIX HOSTS...: MODE's exporter, the same spans to each
+	to_all() {
+		local mode=$1 sfx=$2; shift 2
+		timeout 120 node "$OTLP_DIR/otlp_client.js" same "$mode" "$BASE_MS" \
+			$(for h in "$@"; do echo "http://$h$sfx"; done)
+	}
+	hp() { echo "${C_URL[$1]#http://}"; }
+	for mode in proto proto-gzip; do
+		ok "OTLP/HTTP $mode (the JS SDK's exporter): the same spans to each, accepted" \
+			to_all $mode /v1/traces "$(hp sqlite)" "$(hp clickhouse)" "$(hp clickhouse-2-shards)"
+	done
+	for mode in grpc grpc-gzip; do
+		ok "OTLP/gRPC $mode (the JS SDK's exporter): the same spans to each, accepted" \
+			to_all $mode "" "127.0.0.1:${C_GP[sqlite]}" "127.0.0.1:${C_GP[clickhouse]}" \
+			"127.0.0.1:${C_GP[clickhouse-2-shards]}"
+	done
+	for n in "${NAMES[@]}"; do
+		ok "$n: the four OTLP exporters' 48 spans are there" wait_for 30 otlp_there "$n"
+	done
+else
+	diag "no node or no tests/otlp/node_modules (make tests installs them): OTLP protobuf/gRPC not sent"
+fi
 
 for n in "${NAMES[@]}"; do
 	stop "$n"

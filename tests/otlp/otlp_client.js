@@ -24,6 +24,12 @@
 //        one past --max-body 1M (RESOURCE_EXHAUSTED), gzip.
 //   node otlp_client.js grpcburst GRPC_ADDR READ_URL REQUESTS SPANS CONCURRENCY
 //        burst over gRPC: UNAVAILABLE with a RetryInfo, then accepted.
+//   node otlp_client.js same MODE BASE_MS SEND_URL...
+//        The same spans to every SEND_URL with MODE's exporter (proto,
+//        proto-gzip, grpc, grpc-gzip, json...): the spans of emit() with ids
+//        from a counter seeded by MODE and fixed times after BASE_MS + 2 h,
+//        so that several collectors get byte-identical requests
+//        (tests/integration/store_same_answers.sh compares their answers).
 //
 // Exit 0 when every check passed; each failure is printed to stderr.
 'use strict';
@@ -96,6 +102,75 @@ function emit(service) {
 	internal.end();
 	root.end();
 	return mem.getFinishedSpans();
+}
+
+// emit()'s kinds of spans, with fixed ids (a counter seeded by seed) and
+// fixed times from t0_ms (hrtime pairs: microseconds survive).
+function emitFixed(service, seed, t0_ms) {
+	const mem = new InMemorySpanExporter();
+	let n = 0;
+	const hex = (v, len) => v.toString(16).padStart(len, '0');
+	const provider = new BasicTracerProvider({
+		resource: resourceFromAttributes({ 'service.name': service, 'host.name': 'test-host' }),
+		spanProcessors: [new SimpleSpanProcessor(mem)],
+		idGenerator: {
+			generateTraceId: () => hex(seed, 16) + hex(++n, 16),
+			generateSpanId: () => hex(seed * 4096 + ++n, 16),
+		},
+	});
+	const tracer = provider.getTracer('fay-otlp-test', '1.2.3');
+	const K = api.SpanKind;
+	const at = us => {
+		const total = t0_ms * 1000 + us;     // < 2^53
+		return [Math.floor(total / 1e6), (total % 1e6) * 1000];
+	};
+	const out = [];
+	for (let t = 0; t < 3; t++) {
+		const base = t * 20e6;
+		const root = tracer.startSpan(`GET /Checkout/${t}`, {
+			kind: K.SERVER, startTime: at(base),
+			attributes: { 'http.method': 'GET', 'http.status_code': 200 + t, 'ratio': 0.25,
+				      'cached': false, 'tags.str': ['a', 'b'], 'tags.int': [1, 2, 3],
+				      'http.path': '/api', 'environment': `prod${t}` },
+		});
+		const rctx = api.trace.setSpan(api.context.active(), root);
+		root.addEvent('received', { 'bytes': 512, 'ok': true }, at(base + 100));
+		const client = tracer.startSpan('charge card', {
+			kind: K.CLIENT, startTime: at(base + 200),
+			attributes: { 'peer.service': 'Bank', 'retry': 2 },
+		}, rctx);
+		if (t === 1)
+			client.setStatus({ code: api.SpanStatusCode.ERROR, message: 'card declined' });
+		client.end(at(base + 200 + 1500 * (t + 1)));
+		const producer = tracer.startSpan('publish order', { kind: K.PRODUCER,
+								    startTime: at(base + 5000) }, rctx);
+		producer.setStatus({ code: api.SpanStatusCode.OK });
+		producer.end(at(base + 5077));
+		const consumer = tracer.startSpan('consume order', {
+			kind: K.CONSUMER, startTime: at(base + 6000),
+			links: [{ context: producer.spanContext(), attributes: { 'l': 1 } }],
+		}, rctx);
+		consumer.end(at(base + 6000 + 300 * t));
+		root.end(at(base + 10000 + 1000 * t));
+	}
+	out.push(...mem.getFinishedSpans());
+	return out;
+}
+
+// The same spans to every URL with mode's exporter.
+async function same(mode, baseMs, urls) {
+	const seeds = { proto: 1, 'proto-gzip': 2, grpc: 3, 'grpc-gzip': 4, json: 5, 'json-gzip': 6 };
+	const seed = seeds[mode] || 7;
+	const spans = emitFixed(`Same-${mode}`, seed, baseMs + 2 * 3600000 + seed * 60000);
+	for (const url of urls) {
+		const exporter = exporterFor(mode, url);
+		const res = await exportAll(exporter, spans);
+		check(res.code === 0, `${mode} to ${url}: export succeeded`,
+		      res.error && String(res.error), 'success');
+		await exporter.shutdown();
+	}
+	console.log(`${spans.length} spans in ${new Set(spans.map(s => s.spanContext().traceId)).size}` +
+		    ` traces to ${urls.length} collectors`);
 }
 
 function ns(hr) {
@@ -537,10 +612,12 @@ async function main() {
 		await grpcChecks(a[0], a[1]);
 	else if (cmd === 'grpcauth')
 		await grpcAuth(a[0], a.slice(1));
+	else if (cmd === 'same')
+		await same(a[0], Number(a[1]), a.slice(2));
 	else if (cmd === 'grpcburst')
 		await grpcBurst(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4]));
 	else
-		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcauth|grpcburst ...');
+		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcauth|grpcburst|same ...');
 	process.exit(failures ? 1 : 0);
 }
 

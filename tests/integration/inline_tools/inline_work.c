@@ -38,6 +38,8 @@
  *                                times, then execs "inline_work calls K";
  *                                the parent waits for it, then calls
  *                                fay_inline_fn(1000 + i, 7) K times
+ *   inline_work tsc K            K pairs of rdtsc (the floor of timing a
+ *                                call from two TSC reads); QW_TIME=1 as lat
  *   inline_work fp K             fay_inline_fp(i, 1, 2, 3, 4, 5, 6, 0.5)
  *                                K times (eight double arguments in
  *                                xmm0-7, a double result in xmm0)
@@ -52,6 +54,9 @@
  *                                all J (no exit returns), then
  *                                fay_inline_rec(D, US, 0): K calls of
  *                                each arg 1..D return
+ *   inline_work branchy K        fay_inline_branchy(i, 7) K times: it
+ *                                starts with a jmp (a site the patcher
+ *                                refuses: a branch in the first 5 bytes)
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
  * QW_WAIT=PATH waits until PATH exists before starting.
@@ -70,6 +75,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 /* The probed function: "lea (%rdi,%rsi),%rax; ret" at -O2. */
 __attribute__((noinline, noipa, used)) long fay_inline_fn(long a, long b);
@@ -78,6 +84,13 @@ long fay_inline_fn(long a, long b)
 	__asm__ volatile("" ::: "memory");
 	return a + b;
 }
+
+/* A function that starts with a branch ("jmp 1f; 1: lea (%rdi,%rsi),%rax;
+ * ret"): the patcher refuses it, a uprobe takes it. */
+long fay_inline_branchy(long a, long b);
+__asm__(".text\n.globl fay_inline_branchy\n.type fay_inline_branchy, @function\n"
+	"fay_inline_branchy:\n\tjmp 1f\n1:\tlea (%rdi,%rsi),%rax\n\tret\n"
+	".size fay_inline_branchy, .-fay_inline_branchy\n");
 
 long fay_inline_lat(long a, long b);
 __asm__(".text\n.globl fay_inline_lat\n.type fay_inline_lat,@function\n"
@@ -392,6 +405,18 @@ int main(int argc, char **argv)
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 		bad += calls(k, 1000);
+	} else if (!strcmp(mode, "tsc")) {
+		long long t0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
+		uint64_t sum = 0;
+
+		for (long i = 0; i < k; i++) {
+			uint64_t a = __rdtsc();
+
+			sum += __rdtsc() - a;
+		}
+		if (getenv("QW_TIME"))
+			printf("loop_ns %lld cpu_ns %lld ticks %llu\n", ns_of(CLOCK_MONOTONIC) - t0,
+			       ns_of(CLOCK_PROCESS_CPUTIME_ID) - c0, (unsigned long long)sum);
 	} else if (!strcmp(mode, "fp")) {
 		double (*volatile f)(double, double, double, double, double, double, double,
 				     double) = fay_inline_fp;
@@ -408,10 +433,13 @@ int main(int argc, char **argv)
 		printf("calls %ld bad %ld\n", n, bad);
 	} else if (!strcmp(mode, "jump") && argc > 5) {
 		bad = jumps(k, atol(argv[3]), atol(argv[4]), atol(argv[5]));
+	} else if (!strcmp(mode, "branchy")) {
+		for (long i = 0; i < k; i++)
+			bad += fay_inline_branchy(i, 7) != i + 7;
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
 			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
-			"forkexec K | fp K | rec K D US | jump K D J US\n");
+			"forkexec K | tsc K | fp K | rec K D US | jump K D J US | branchy K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;
