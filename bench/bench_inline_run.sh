@@ -17,6 +17,17 @@
 # process (inline: the whole cost; uprobe: the trap is charged to the
 # thread); uftrace's writer and fay's and bpftrace's readers are other
 # processes.  K calls for inline and uftrace, KU for the kernel's probes.
+#
+# The whole cost (fay run inline and uftrace alike): the CPU time of every
+# process and thread of the command (wait4()'s rusage of the tree: the
+# traced program, fay and its reader, uftrace and its writer threads),
+# run with K and with 2K calls; (tree(2K) - tree(K)) / K, minus the
+# same of the program alone, is the added CPU per call of everything
+# involved, the fixed costs (startup, planning, symbol loading, the
+# final write) cancelled.  The loop's wall time per call is printed
+# too; on a loaded machine it counts other processes' time slices.
+# The floor: two TSC reads (inline_work tsc: rdtsc; rdtsc), what timing
+# a call costs at the least.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 B=${FAY_BUILD:-$TOP/build}
@@ -28,6 +39,31 @@ trap 'rm -rf "$T"' EXIT
 export QW_TIME=1
 
 cpu() { sed -n 's/.*cpu_ns \([0-9]*\).*/\1/p' "$1"; }
+wall() { sed -n 's/.*loop_ns \([0-9]*\).*/\1/p' "$1"; }
+# tree FILE CMD...: run CMD (its output in $T/o); FILE gets the CPU ns of
+# its whole process tree (children and threads included)
+tree() {
+	local f=$1
+	shift
+	python3 - "$@" >"$T/o" 3>"$f" <<'PY'
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, st, ru = os.wait4(pid, 0)
+os.write(3, b"%d\n" % int((ru.ru_utime + ru.ru_stime) * 1e9))
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+}
+# whole NAME CMD... (K and 2K substituted for @K@): added tree CPU per call
+# against the program alone (the base arrays of this round)
+whole() {
+	local a b
+	tree "$T/t1" "${@//@K@/$K}"
+	tree "$T/t2" "${@//@K@/$((2 * K))}"
+	a=$(cat "$T/t1") b=$(cat "$T/t2")
+	python3 -c "print('%.1f' % ((($b - $a) - ($wb2 - $wb1)) / $K))"
+}
 median() { python3 -c 'import sys; v=sorted(float(x) for x in sys.argv[1:]); print("%.1f" % v[len(v)//2])' "$@"; }
 added() { python3 -c "print('%.1f' % (($1 - $2 * $3 / $K) / $3))"; }	# CPU BASE CALLS
 check() {	# check FILE WANT: the query's answer
@@ -35,16 +71,25 @@ check() {	# check FILE WANT: the query's answer
 }
 Q="from f in function(\"$W:$F\")"
 
-base=() inl=() inlh=() up=() uph=() bt=() bth=() uft=()
+base=() inl=() inlh=() up=() uph=() bt=() bth=() uft=() tsc=()
+winl=() winlh=() wuft=() lbase=() linlh=() luft=()
 for r in $(seq "$R"); do
+	"$W" tsc "$K" >"$T/o"
+	tsc+=("$(python3 -c "print($(cpu "$T/o") / $K)")")
+	tree "$T/t1" "$W" lat "$K"; tree "$T/t2" "$W" lat "$((2 * K))"
+	wb1=$(cat "$T/t1") wb2=$(cat "$T/t2")
 	"$W" lat "$K" >"$T/o"
 	b=$(cpu "$T/o"); base+=("$(python3 -c "print($b / $K)")")
+	lbase+=("$(python3 -c "print($(wall "$T/o") / $K)")")
 	"$FAY" run -q --json --query "$Q select { n: count() }" -- "$W" lat "$K" >"$T/o"
 	check <(grep '"n"' "$T/o") "{\"n\":$K}"
 	inl+=("$(added "$(cpu "$T/o")" "$b" "$K")")
 	"$FAY" run -q --json --query "$Q select { n: count(), h: hist(f.duration) }" -- "$W" lat "$K" >"$T/o"
 	grep -q "\"n\":$K," "$T/o" || { echo "hist: wrong count: $(cat "$T/o")" >&2; exit 1; }
 	inlh+=("$(added "$(cpu "$T/o")" "$b" "$K")")
+	linlh+=("$(python3 -c "print($(wall "$T/o") / $K)")")
+	winl+=("$(whole "$FAY" run -q --json --query "$Q select { n: count() }" -- "$W" lat @K@)")
+	winlh+=("$(whole "$FAY" run -q --json --query "$Q select { n: count(), h: hist(f.duration) }" -- "$W" lat @K@)")
 	"$FAY" query -q --json --probe-mode=uprobe -c "$W lat $KU" "$Q select { n: count() }" >"$T/o"
 	check <(grep '"n"' "$T/o") "{\"n\":$KU}"
 	up+=("$(added "$(cpu "$T/o")" "$b" "$KU")")
@@ -61,6 +106,9 @@ for r in $(seq "$R"); do
 	if command -v uftrace >/dev/null; then
 		uftrace record --no-libcall -d "$T/uft" -P "$F" "$W" lat "$K" >"$T/o" 2>/dev/null
 		uft+=("$(added "$(cpu "$T/o")" "$b" "$K")")
+		luft+=("$(python3 -c "print($(wall "$T/o") / $K)")")
+		rm -rf "$T/uft"
+		wuft+=("$(whole uftrace record --no-libcall -d "$T/uft" -P "$F" "$W" lat @K@ 2>/dev/null)")
 		rm -rf "$T/uft"
 	fi
 done
@@ -81,4 +129,18 @@ if [ ${#uft[@]} -gt 0 ]; then
 	ratios="$ratios, inline hist / uftrace $(python3 -c "print('%.3f' % ($mh / $mf))")"
 fi
 echo "ratios: $ratios"
+mt=$(median "${tsc[@]}")
+echo "floor: two rdtsc back to back: $mt ns (rounds: ${tsc[*]})"
+echo "whole cost (CPU of every process and thread per call, fixed costs cancelled):"
+echo "  fay run, inline count:            $(median "${winl[@]}") ns/call (rounds: ${winl[*]})"
+wh=$(median "${winlh[@]}")
+echo "  fay run, inline count+hist(dur):  $wh ns/call (rounds: ${winlh[*]})"
+echo "loop wall time per call (the load's time slices included): unprobed $(median "${lbase[@]}"), inline count+hist $(median "${linlh[@]}")"
+if [ ${#wuft[@]} -gt 0 ]; then
+	wf=$(median "${wuft[@]}")
+	echo "  uftrace record -P (entry+exit):   $wf ns/call (rounds: ${wuft[*]})"
+	echo "  uftrace loop wall time per call:  $(median "${luft[@]}") ns"
+	echo "whole-cost ratio: inline hist / uftrace $(python3 -c "print('%.3f' % ($wh / $wf))")"
+	echo "0.15 x uftrace: $(python3 -c "print('%.1f' % (0.15 * $mf))") ns of the calling thread's CPU, $(python3 -c "print('%.1f' % (0.15 * $wf))") ns whole; the floor of two TSC reads is $mt ns"
+fi
 echo "goals: inline count <= 20 ns, inline hist <= 50 ns, hist / uftrace <= 0.15, count / uprobe <= 0.01"

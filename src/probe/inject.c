@@ -432,8 +432,7 @@ int inject_check(pid_t pid, const struct inject_who *who, char *why, size_t len)
 			    "uid %u without CAP_SYS_PTRACE", (int)pid, uids[0],
 			    (unsigned)getuid());
 	if (status_nums(pid, "TracerPid", &tracer, 1) == 1 && tracer)
-		return fail(why, len, -EBUSY, "pid %d is traced by pid %llu (a debugger?)",
-			    (int)pid, tracer);
+		return fail(why, len, -EBUSY, "traced by pid %llu (a debugger?)", tracer);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;

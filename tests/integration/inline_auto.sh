@@ -5,7 +5,8 @@
 # it falls back to a uprobe with one line saying exactly why.  Exact
 # counts in auto and uprobe mode on the same workload; the function's
 # bytes restored after the query and the process's own results right;
-# the fallbacks: a static binary, --no-inject, Yama's ptrace_scope=3
+# the fallbacks: a static binary, a site the patcher refuses, another
+# tracer (strace), --no-inject, Yama's ptrace_scope=3
 # (restored by a trap; skipped where the kernel has no Yama) and a
 # non-root requester without CAP_SYS_PTRACE on root's process.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -25,6 +26,11 @@ count() {
 	QW_WAIT=$go "$exe" "${WMODE:-calls}" "$k" >"$T_TMP/w.out" 2>&1 & local wpid=$!
 	echo $wpid >"$T_TMP/w.pid"
 	sleep 0.2
+	if [ -n "${TRACER:-}" ]; then	# strace holds it (it ends with the process)
+		strace -o /dev/null -p $wpid 2>/dev/null & echo $! >"$T_TMP/t.pid"
+		traced() { ! grep -q '^TracerPid:[[:space:]]*0$' /proc/$wpid/status; }
+		wait_for 10 traced
+	fi
 	: >"$T_TMP/c.err"
 	timeout 60 "$FAY" query --json --probe-mode="$mode" "$@" -p $wpid "$(Q $wpid)" \
 		>"$T_TMP/c.out" 2>"$T_TMP/c.err" & local q=$!
@@ -93,6 +99,14 @@ ok "a refused site: the refusal came from fay, nothing was loaded into the proce
 a=$(FN=fay_inline_branchy WMODE=branchy count "$W" inline 1000)
 grep -q "error: --probe-mode=inline: pid $(cat "$T_TMP/w.pid"): site refused: fay_inline_branchy: " "$T_TMP/c.err" &&
 	pass "inline mode: the same refusal is an error" || fail "inline mode, refused site" "$(cat "$T_TMP/c.err")"
+
+if command -v strace >/dev/null; then
+	a=$(TRACER=1 count "$W" auto 1000)
+	fellback "a process another tracer holds (strace)" \
+		"cannot load the fay runtime: traced by pid $(cat "$T_TMP/t.pid") (a debugger?)" "$a"
+else
+	pass "another tracer # SKIP no strace"
+fi
 
 YAMA=/proc/sys/kernel/yama/ptrace_scope
 if [ -w "$YAMA" ]; then

@@ -38,6 +38,8 @@
  *                                times, then execs "inline_work calls K";
  *                                the parent waits for it, then calls
  *                                fay_inline_fn(1000 + i, 7) K times
+ *   inline_work tsc K            K pairs of rdtsc (the floor of timing a
+ *                                call from two TSC reads); QW_TIME=1 as lat
  *   inline_work fp K             fay_inline_fp(i, 1, 2, 3, 4, 5, 6, 0.5)
  *                                K times (eight double arguments in
  *                                xmm0-7, a double result in xmm0)
@@ -73,6 +75,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 /* The probed function: "lea (%rdi,%rsi),%rax; ret" at -O2. */
 __attribute__((noinline, noipa, used)) long fay_inline_fn(long a, long b);
@@ -402,6 +405,18 @@ int main(int argc, char **argv)
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 		bad += calls(k, 1000);
+	} else if (!strcmp(mode, "tsc")) {
+		long long t0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
+		uint64_t sum = 0;
+
+		for (long i = 0; i < k; i++) {
+			uint64_t a = __rdtsc();
+
+			sum += __rdtsc() - a;
+		}
+		if (getenv("QW_TIME"))
+			printf("loop_ns %lld cpu_ns %lld ticks %llu\n", ns_of(CLOCK_MONOTONIC) - t0,
+			       ns_of(CLOCK_PROCESS_CPUTIME_ID) - c0, (unsigned long long)sum);
 	} else if (!strcmp(mode, "fp")) {
 		double (*volatile f)(double, double, double, double, double, double, double,
 				     double) = fay_inline_fp;
@@ -424,7 +439,7 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
 			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
-			"forkexec K | fp K | rec K D US | jump K D J US | branchy K\n");
+			"forkexec K | tsc K | fp K | rec K D US | jump K D J US | branchy K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The patcher's internals, shared by its three files: patch.c (site
+ * analysis and the public calls), tramp.c (trampolines: code emission
+ * and unwind information), live.c (the live write protocol: int3 first,
+ * membarrier, the SIGTRAP and thread-moving handlers).
+ */
+#ifndef FAY_PATCH_PATCH_INT_H
+#define FAY_PATCH_PATCH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "patch/decode.h"
+#include "patch/patch.h"
+
+#define JMP_LEN		5
+
+struct patch_site {
+	uint8_t *func;
+	size_t size;
+	struct dinsn head[JMP_LEN];	/* the relocated instructions */
+	int nhead;
+	size_t len;			/* bytes they cover (>= 5) */
+	uint8_t orig[16];
+	bool nop, armed;
+	uint8_t *tramp;			/* mapping, never unmapped */
+	size_t tramp_map;
+	uint8_t *body;			/* where the relocated code starts */
+	uint8_t *eh;			/* registered .eh_frame, or NULL */
+	int trap_slot;			/* in trap_sites, -1 before the first write */
+};
+
+/* printf into err (errlen bytes, when err is not NULL); returns rc. */
+int patch_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Map and fill s's trampoline for these handlers (s->tramp, s->body,
+ * s->eh set).  0, or -errno with a reason in err. */
+int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
+		unsigned int flags, char *err, size_t errlen);
+/* Replace s's first JMP_LEN bytes with new[] while other threads run
+ * (int3, tail, head, each step serialised on every core); to_patch: the
+ * jump goes in (a trapped thread is sent to the trampoline), else the
+ * original bytes (to the relocated copy).  On a failure the original
+ * bytes are put back.  0 or -errno. */
+int patch_live_write(struct patch_site *s, const uint8_t *new, bool to_patch);
+
+#endif

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Trampolines (patch_int.h: patch_build()): the code that calls the
+ * handlers around the relocated first instructions, and its unwind
+ * information.
+ *
+ * Trampoline, entry and exit probes (S = rsp at the function's entry):
+ *
+ *   entry:  sub rsp, 296; save the registers as struct patch_regs at
+ *           [rsp] and xmm0-7 above (unless PATCH_HANDLERS_KEEP_VECTORS);
+ *           on_entry(regs, arg); restore; add
+ *   [exit]  sub rsp, 72; copy S+8..S+72 (stack arguments) to rsp..;
+ *           call body                      <- return address with CFI
+ *           sub rsp, 304; save; on_exit(regs, arg); restore; add;
+ *           add rsp, 72; ret               (to the original caller)
+ *   body:   the relocated first instructions; jmp func + patched bytes
+ *
+ * Without an exit probe the entry part falls through into body.  rsp is
+ * 16-byte aligned at each handler call.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/bytes.h"
+#include "patch/patch_int.h"
+
+#define ENTRY_FRAME	296	/* struct patch_regs + xmm0-7; rsp % 16 == 0 */
+#define EXIT_FRAME	304
+#define ARGS_COPY	72	/* 8 stack argument slots + 8 to align */
+
+void __register_frame(void *begin);
+
+static void b(struct wbuf *w, int n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		wbuf_u8(w, (uint8_t)va_arg(ap, int));
+	va_end(ap);
+}
+
+/* mov [rsp + d], reg64 (store) or mov reg64, [rsp + d] (load) */
+static void mov_rsp(struct wbuf *w, int reg, int32_t d, bool store)
+{
+	b(w, 4, 0x48 | (reg & 8 ? 4 : 0), store ? 0x89 : 0x8b, 0x84 | (reg & 7) << 3, 0x24);
+	wbuf_le32(w, (uint32_t)d);
+}
+
+/* movdqu [rsp + d], xmmN / movdqu xmmN, [rsp + d] */
+static void movdqu_rsp(struct wbuf *w, int x, int32_t d, bool store)
+{
+	b(w, 5, 0xf3, 0x0f, store ? 0x7f : 0x6f, 0x84 | (x & 7) << 3, 0x24);
+	wbuf_le32(w, (uint32_t)d);
+}
+
+static void rsp_add(struct wbuf *w, int32_t v)	/* add rsp, imm32 */
+{
+	b(w, 3, 0x48, 0x81, 0xc4);
+	wbuf_le32(w, (uint32_t)v);
+}
+
+static void movabs(struct wbuf *w, int reg, uint64_t v)
+{
+	b(w, 2, 0x48 | (reg & 8 ? 1 : 0), 0xb8 + (reg & 7));
+	wbuf_le64(w, v);
+}
+
+/* x86 register number and its struct patch_regs offset. */
+static const struct { uint8_t reg, off; } saved[] = {
+	{ 15, 0 }, { 14, 8 }, { 13, 16 }, { 12, 24 }, { 5, 32 }, { 3, 40 },
+	{ 11, 48 }, { 10, 56 }, { 9, 64 }, { 8, 72 }, { 0, 80 }, { 1, 88 },
+	{ 2, 96 }, { 6, 104 }, { 7, 112 },
+};
+
+/*
+ * Save the registers in a frame of `frame` bytes, call fn(regs, arg),
+ * restore.  ip is the function (entry) or the return address at
+ * [rsp + ip_at] (exit); sp is rsp + sp_at.
+ */
+static void call_handler(struct wbuf *w, int frame, patch_fn fn, void *arg,
+			 uint64_t ip, int ip_at, int sp_at, bool vec)
+{
+	rsp_add(w, -frame);
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+		mov_rsp(w, saved[i].reg, saved[i].off, true);
+	for (int x = 0; vec && x < 8; x++)
+		movdqu_rsp(w, x, 168 + 16 * x, true);
+	mov_rsp(w, 0, 120, true);			/* orig_ax = ax */
+	if (ip_at >= 0)
+		mov_rsp(w, 11, frame + ip_at, false);
+	else
+		movabs(w, 11, ip);
+	mov_rsp(w, 11, 128, true);			/* ip */
+	b(w, 4, 0x4c, 0x8d, 0x9c, 0x24);		/* lea r11, [rsp + d] */
+	wbuf_le32(w, (uint32_t)(frame + sp_at));
+	mov_rsp(w, 11, 152, true);			/* sp */
+	for (int off = 136; off <= 160; off += 8)	/* cs flags ss: 0 */
+		if (off != 152) {
+			b(w, 4, 0x48, 0xc7, 0x84, 0x24);
+			wbuf_le32(w, (uint32_t)off);
+			wbuf_le32(w, 0);
+		}
+	b(w, 3, 0x48, 0x89, 0xe7);			/* mov rdi, rsp */
+	movabs(w, 6, (uint64_t)(uintptr_t)arg);		/* rsi */
+	movabs(w, 0, (uint64_t)(uintptr_t)fn);		/* rax */
+	b(w, 2, 0xff, 0xd0);				/* call rax */
+	for (int x = 0; vec && x < 8; x++)
+		movdqu_rsp(w, x, 168 + 16 * x, false);
+	/* the handler kept rbx, rbp, r12-r15 (the System V ABI) */
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+		if (saved[i].reg != 3 && saved[i].reg != 5 && saved[i].reg < 12)
+			mov_rsp(w, saved[i].reg, saved[i].off, false);
+	rsp_add(w, frame);
+}
+
+/* A mapping within +-2 GiB of near (RIP-relative operands must reach). */
+static void *map_near(uint8_t *near, size_t size)
+{
+	uintptr_t base = (uintptr_t)near & ~(uintptr_t)0xfffff;
+
+	for (uintptr_t d = 1u << 20; d < (1u << 30); d += 1u << 20)
+		for (int sgn = -1; sgn <= 1; sgn += 2) {
+			uintptr_t a = sgn < 0 ? base - d : base + d;
+			void *p = mmap((void *)a, size, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+			if (p != MAP_FAILED) {
+				if ((uintptr_t)p == a)
+					return p;
+				munmap(p, size);
+			}
+		}
+	return NULL;
+}
+
+/* An .eh_frame (CIE + FDE + end) saying: at [pc, pc+len) the CFA is
+ * rsp + cfa and the return address is at CFA - 8. */
+static uint8_t *eh_frame(uint64_t pc, uint64_t len, int cfa)
+{
+	struct wbuf w = { 0 };
+	size_t fde;
+
+	/* CIE */
+	wbuf_le32(&w, 0);			/* length, below */
+	wbuf_le32(&w, 0);			/* CIE id */
+	b(&w, 4, 1, 'z', 'R', 0);		/* version, augmentation */
+	b(&w, 3, 1, 0x78, 16);			/* code 1, data -8, RA = r16 */
+	b(&w, 2, 1, 0x00);			/* aug data: FDE ptrs absptr */
+	b(&w, 3, 0x0c, 7, cfa);			/* def_cfa rsp, cfa */
+	b(&w, 2, 0x90, 1);			/* offset r16, cfa-8 */
+	while (w.len % 8 != 4 && !w.err)
+		wbuf_u8(&w, 0);			/* DW_CFA_nop */
+	if (!w.err)
+		memcpy(w.p, &(uint32_t){ (uint32_t)w.len - 4 }, 4);
+	/* FDE */
+	fde = w.len;
+	wbuf_le32(&w, 0);
+	wbuf_le32(&w, (uint32_t)(w.len));	/* back to the CIE */
+	wbuf_le64(&w, pc);
+	wbuf_le64(&w, len);
+	wbuf_u8(&w, 0);				/* aug data length */
+	while ((w.len - fde) % 8 && !w.err)
+		wbuf_u8(&w, 0);
+	if (!w.err)
+		memcpy(w.p + fde, &(uint32_t){ (uint32_t)(w.len - fde - 4) }, 4);
+	wbuf_le32(&w, 0);			/* end */
+	if (w.err) {
+		wbuf_free(&w);
+		return NULL;
+	}
+	return w.p;
+}
+
+int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
+		unsigned int flags, char *err, size_t errlen)
+{
+	bool vec = !(flags & PATCH_HANDLERS_KEEP_VECTORS);
+	struct wbuf w = { 0 };
+	uint8_t *t;
+	size_t call_at = 0, body_at, fix = 0;
+	uint64_t f = (uint64_t)(uintptr_t)s->func;
+
+	s->tramp_map = 4096;
+	t = map_near(s->func, s->tramp_map);
+	if (!t)
+		return patch_errf(err, errlen, -ENOMEM, "no room for a trampoline within 2 GiB "
+			    "of the function");
+	call_handler(&w, ENTRY_FRAME, on_entry, arg, f, -1, 0, vec);
+	if (on_exit) {
+		rsp_add(&w, -ARGS_COPY);
+		for (int i = 0; i < 8; i++) {
+			mov_rsp(&w, 11, ARGS_COPY + 8 + 8 * i, false);
+			mov_rsp(&w, 11, 8 * i, true);
+		}
+		call_at = w.len;
+		b(&w, 1, 0xe8);				/* call body */
+		fix = w.len;
+		wbuf_le32(&w, 0);
+		call_handler(&w, EXIT_FRAME, on_exit, arg, 0, ARGS_COPY, ARGS_COPY + 8, vec);
+		rsp_add(&w, ARGS_COPY);
+		b(&w, 1, 0xc3);
+	}
+	body_at = w.len;
+	for (int i = 0; i < s->nhead; i++) {
+		struct dinsn d = s->head[i];
+
+		if (d.rip_rel) {
+			int32_t disp;
+			int64_t nd;
+
+			memcpy(&disp, d.bytes + d.disp_off, 4);
+			nd = (int64_t)disp + (int64_t)d.addr - (int64_t)((uint64_t)(uintptr_t)t + w.len);
+			if (nd < INT32_MIN || nd > INT32_MAX) {
+				munmap(t, s->tramp_map);
+				wbuf_free(&w);
+				return patch_errf(err, errlen, -ERANGE, "%s: the RIP-relative operand "
+					    "is out of reach of the trampoline", d.text);
+			}
+			disp = (int32_t)nd;
+			memcpy(d.bytes + d.disp_off, &disp, 4);
+		}
+		wbuf_put(&w, d.bytes, d.size);
+	}
+	b(&w, 6, 0xff, 0x25, 0, 0, 0, 0);		/* jmp [rip+0] */
+	wbuf_le64(&w, f + s->len);
+	if (w.err || w.len > s->tramp_map) {
+		munmap(t, s->tramp_map);
+		wbuf_free(&w);
+		return -ENOMEM;
+	}
+	if (on_exit) {
+		int32_t rel = (int32_t)(body_at - (fix + 4));
+
+		memcpy(w.p + fix, &rel, 4);
+	}
+	memcpy(t, w.p, w.len);
+	wbuf_free(&w);
+	if (mprotect(t, s->tramp_map, PROT_READ | PROT_EXEC)) {
+		munmap(t, s->tramp_map);
+		return patch_errf(err, errlen, -errno, "mprotect of the trampoline: %s",
+			    strerror(errno));
+	}
+	s->tramp = t;
+	s->body = t + body_at;
+	if (on_exit) {
+		/* The return address after "call body": CFA = rsp + 72 + 8. */
+		s->eh = eh_frame((uint64_t)(uintptr_t)t + call_at, 5 + 1, ARGS_COPY + 8);
+		if (s->eh)
+			__register_frame(s->eh);
+	}
+	return 0;
+}
+
