@@ -54,6 +54,8 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/rand.h"
+#include "common/secret.h"
+#include "common/tls.h"
 #include "common/ring/ring.h"
 #include "common/version.h"
 
@@ -917,6 +919,7 @@ static int setup(struct agent *a)
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	a->sigfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -1032,6 +1035,35 @@ static void teardown(struct agent *a)
 		close(a->lockfd);
 }
 
+
+/* SIGHUP: the token file and the TLS files again, for the next HELLOs and
+ * handshakes (the connections open now keep theirs). */
+static void reload(struct agent *a)
+{
+	char tok[512], why[600] = "";
+
+	if (a->o->token_file) {
+		if (secret_file_token(a->o->token_file, tok, sizeof(tok), why, sizeof(why)) ||
+		    strlen(tok) >= sizeof(a->ship.hello.token)) {
+			pr_warn("reload: --token-file refused, the token stays as it was: %s",
+				*why ? why : "longer than a HELLO carries");
+		} else {
+			snprintf(a->ship.hello.token, sizeof(a->ship.hello.token), "%s", tok);
+			qclient_set_token(a->qc, tok);
+			pr_info("reload: --token-file %s read again; the next HELLO sends it",
+				a->o->token_file);
+		}
+		explicit_bzero(tok, sizeof(tok));
+	}
+	if (a->o->tls) {
+		if (tls_conf_reload(a->o->tls, a->o->tls_cert, a->o->tls_key, a->o->tls_ca, why,
+				    sizeof(why)))
+			pr_warn("reload: TLS files refused, new connections go on with the old ones: %s",
+				why);
+		else
+			pr_info("reload: TLS files read again; new connections use them");
+	}
+}
 int agent_run(const struct agent_opts *o)
 {
 	struct agent a = { .o = o };
@@ -1108,6 +1140,10 @@ int agent_run(const struct agent_opts *o)
 				struct signalfd_siginfo si;
 
 				while (read(a.sigfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP) {
+						reload(&a);
+						continue;
+					}
 					if (!a.stopping)
 						pr_info("%s: draining, flushing, shipping for up to %llu s",
 							strsignal((int)si.ssi_signo),
@@ -1115,7 +1151,8 @@ int agent_run(const struct agent_opts *o)
 					a.stopping = 1;
 					a.stop_deadline = now + SHUTDOWN_SEND_NS;
 				}
-				drain_stop(&a.drain);
+				if (a.stopping)
+					drain_stop(&a.drain);
 				break;
 			}
 			case EV_SOCK:

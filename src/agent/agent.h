@@ -55,6 +55,9 @@ struct agent_opts {
 	const char *host;
 	const char *token;
 	struct tls_conf *tls;   /* --tls-ca: TLS to the collector (NULL: none) */
+	/* What SIGHUP reads again (NULL: not given): --token-file, and the
+	 * files of tls (--tls-ca, --tls-cert, --tls-key). */
+	const char *token_file, *tls_ca, *tls_cert, *tls_key;
 	uint64_t queue_max;     /* bytes of drained batches waiting for the spool */
 	int drain_nice;         /* nice value of the drain thread (0: unchanged) */
 	int fsync;
@@ -69,7 +72,10 @@ struct agent_opts {
 	int no_inject;
 };
 
-/* Run the agent until SIGTERM/SIGINT.  Returns 0 or -errno (startup). */
+/* Run the agent until SIGTERM/SIGINT; SIGHUP reads the token file and
+ * the TLS files again for the next connections (a file that cannot be
+ * used is refused, logged, and the old one kept).  Returns 0 or -errno
+ * (startup). */
 int agent_run(const struct agent_opts *o);
 
 #endif

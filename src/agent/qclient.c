@@ -196,3 +196,8 @@ void qclient_stop(struct qclient *c)
 {
 	qlink_stop((struct qlink *)c);
 }
+
+void qclient_set_token(struct qclient *c, const char *token)
+{
+	qlink_set_token((struct qlink *)c, token);
+}

@@ -48,5 +48,7 @@ struct qclient;
 struct qclient *qclient_start(const struct qclient_opts *o);
 /* Stop every query (probes detached), close, join.  Accepts NULL. */
 void qclient_stop(struct qclient *c);
+/* The token of its next HELLO (qlink_set_token()). */
+void qclient_set_token(struct qclient *c, const char *token);
 
 #endif

@@ -81,7 +81,11 @@ static void usage(FILE *f)
 "    span_queries (spans_fed, blkin_given_up).\n"
 "\n"
 "    SIGTERM or SIGINT: drain everything, spool it, try to send it for up to\n"
-"    2 s, and exit 0.\n"
+"    2 s, and exit 0.  SIGHUP: read --token-file and the TLS files (--tls-ca,\n"
+"    --tls-cert, --tls-key) again; the next connections to the collector\n"
+"    use them (those open now keep theirs).  A file that cannot be used is\n"
+"    refused with the reason in the log (\"reload: ...\") and the old one\n"
+"    kept.\n"
 "\n"
 "OPTIONS\n"
 "    --collector HOST:PORT  the collector's agent port (default 127.0.0.1:9410;\n"
@@ -290,6 +294,7 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case O_TOKEN:
 			o.token = optarg;
+			o.token_file = NULL;
 			break;
 		case O_TOKEN_FILE: {
 			char err[512];
@@ -299,6 +304,7 @@ int cmd_agent(int argc, char **argv)
 				return 2;
 			}
 			o.token = token;
+			o.token_file = optarg;
 			break;
 		}
 		case O_TLS_CA:
@@ -311,6 +317,7 @@ int cmd_agent(int argc, char **argv)
 			tls_key = optarg;
 			break;
 		case O_TOKEN_ENV:
+			o.token_file = NULL;
 			o.token = getenv(optarg);
 			if (!o.token || !*o.token) {
 				fprintf(stderr, "error: --token-env %s: the variable is not set or "
@@ -354,6 +361,9 @@ int cmd_agent(int argc, char **argv)
 			return 2;
 		}
 		o.tls = tls_client_conf(tls_ca, tls_cert, tls_key, err, sizeof(err));
+		o.tls_ca = tls_ca;
+		o.tls_cert = tls_cert;
+		o.tls_key = tls_key;
 		if (!o.tls) {
 			fprintf(stderr, "error: TLS: %s\n", err);
 			return 2;

@@ -48,6 +48,14 @@ struct qlink {
 	void *ctx;			/* the copy of o.ctx, or o.ctx */
 };
 
+void qlink_set_token(struct qlink *l, const char *token)
+{
+	pthread_mutex_lock(&l->lock);
+	snprintf(l->token, sizeof(l->token), "%s", token ? token : "");
+	l->o.token = token ? l->token : NULL;
+	pthread_mutex_unlock(&l->lock);
+}
+
 int qlink_send(struct qlink *l, unsigned type, const struct wbuf *w)
 {
 	int err;
@@ -241,7 +249,9 @@ static int hello(struct qlink *l, int fd, unsigned char **buf, size_t *cap)
 	snprintf(m.agent_id, sizeof(m.agent_id), "%s", l->o.agent_id);
 	snprintf(m.host, sizeof(m.host), "%s", l->o.host);
 	snprintf(m.version, sizeof(m.version), "%s", FAY_VERSION);
+	pthread_mutex_lock(&l->lock);   /* qlink_set_token() */
 	snprintf(m.token, sizeof(m.token), "%s", l->o.token ? l->o.token : "");
+	pthread_mutex_unlock(&l->lock);
 	/* what this host has: the collector lists it with the host */
 	if (!uname(&u))
 		snprintf(m.kernel, sizeof(m.kernel), "%s", u.release);

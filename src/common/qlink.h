@@ -60,6 +60,10 @@ struct qlink *qlink_start(const struct qlink_opts *o);
 /* Stop every runner, close, join.  Accepts NULL. */
 void qlink_stop(struct qlink *l);
 
+/* The token of the next HELLO (SIGHUP read it again; NULL: none): the
+ * connection open now keeps the one it said HELLO with. */
+void qlink_set_token(struct qlink *l, const char *token);
+
 /* Send one frame (w's bytes) up; from any thread.  0, -ENOTCONN when the
  * link is down (the frame is dropped: the upper collector resends the
  * query once the link is back), or -errno.  Frees nothing. */

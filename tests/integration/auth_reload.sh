@@ -5,7 +5,9 @@
 # one 200), a rotated server certificate (new handshakes see the new
 # serial, a connection opened before keeps its session and is served); a
 # broken certificate file or a token file readable by everyone is refused
-# with the reason in the log and the previous configuration goes on.
+# with the reason in the log and the previous configuration goes on.  The
+# agent too: its rotated token file is sent in the HELLO after a
+# reconnect, a broken CA file on its SIGHUP is refused and logged.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 . "$(dirname "$0")/../lib/certs.bash"
@@ -84,4 +86,56 @@ ok "handshakes go on with the certificate read before" test "$(seen)" = "$S2"
 ok "the tokens read before still hold: new-secret 200" test "$(code new-secret)" = 200
 ok "... and the refused file's token is not taken (401)" test "$(code third-secret)" = 401
 ok "the collector runs on" "${CURL[@]}" -sf "$URL/health" -o /dev/null
+
+# ---- the agent: its token file and TLS files on SIGHUP ----
+# a fresh collector on fixed ports (restarted below to make the agent
+# reconnect), the agent's token named so that its secret can change
+cp "$C/s2.pem" "$C/server.pem"
+coll_stop
+chmod 600 "$T_TMP/tokens"
+printf 'rt read reader\nagent-old write the-agent\n' >"$T_TMP/tokens"
+WP=$(free_port) HP=$(free_port)
+URL=https://127.0.0.1:$HP
+coll_run() {
+	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off \
+		--otlp-grpc off --db "$T_TMP/a.db" --token-file "$T_TMP/tokens" \
+		--tls-cert "$C/server.pem" --tls-key "$C/server.key" >>"$T_TMP/collector.log" 2>&1 &
+	CPID=$!
+	T_PIDS+=($CPID)
+	wait_for 10 "${CURL[@]}" -f "$URL/health"
+}
+coll_run
+printf 'agent-old\n' >"$T_TMP/agent.tok"
+chmod 600 "$T_TMP/agent.tok"
+mkdir -p "$T_TMP/ag"
+"$FAY" agent --collector 127.0.0.1:$WP --host reloaded --shm-dir "$T_TMP/ag" --state-dir "$T_TMP/ag" \
+	--token-file "$T_TMP/agent.tok" --tls-ca "$C/ca.pem" >>"$T_TMP/agent.log" 2>&1 &
+APID=$!
+T_PIDS+=($APID)
+connected() { grep -c "agent .* (reloaded) connected" "$T_TMP/collector.log"; }
+connected_ge() { [ "$(connected)" -ge "$1" ]; }
+ok "an agent with a token file and TLS connects" wait_for 15 connected_ge 1
+# rotate the agent's secret on both sides, then make it reconnect
+printf 'rt read reader\nagent-new write the-agent\n' >"$T_TMP/tokens"
+printf 'agent-new\n' >"$T_TMP/agent.tok"
+kill -HUP "$CPID" "$APID"
+ok "the agent logs that it read its token file again" \
+	wait_for 10 grep -q "reload: --token-file $T_TMP/agent.tok read again" "$T_TMP/agent.log"
+ok "... and its TLS files" grep -q "reload: TLS files read again" "$T_TMP/agent.log"
+ok "the agent is the same process" kill -0 "$APID"
+n=$(connected)
+kill "$CPID"
+wait "$CPID" 2>/dev/null
+coll_run
+ok "after the collector restarts the agent says HELLO with its new token: connected" \
+	wait_for 20 connected_ge $((n + 1))
+ok "... and no HELLO was refused for its token" \
+	bash -c "! grep -q 'unknown token\|not a known token' '$T_TMP/agent.log'"
+printf 'not a certificate\n' >"$T_TMP/bad.pem"
+cp "$T_TMP/bad.pem" "$C/ca.pem"
+kill -HUP "$APID"
+ok "a broken CA file on the agent's SIGHUP: refused, the log says why" \
+	wait_for 10 grep -q "reload: TLS files refused, new connections go on with the old ones: .*ca.pem" \
+	"$T_TMP/agent.log"
+ok "the agent runs on" kill -0 "$APID"
 done_testing
