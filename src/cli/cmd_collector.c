@@ -33,7 +33,8 @@ static void usage(FILE *f)
 "                  [--otlp-grpc ADDR|off]\n"
 "                  [--db PATH] [--retention DUR]\n"
 "                  [--token-file FILE] [--token T] [--insecure]\n"
-"                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+"                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE\n"
+"                  [--tls-client-ca-ports LIST]]]\n"
 "                  [--max-body BYTES] [--ingest-queue SPANS]\n"
 "                  [--thresholds FILE]\n"
 "                  [--export zipkin=URL|otlp=URL|otlp-protobuf=URL]...\n"
@@ -170,8 +171,16 @@ static void usage(FILE *f)
 "                      whose certificate this CA must have signed; our own\n"
 "                      --tls-cert/--tls-key go with it as our certificate\n"
 "    --tls-client-ca FILE\n"
-"                      agents (the agent port) must present a certificate this\n"
-"                      CA signed (mutual TLS: fay agent --tls-cert --tls-key)\n"
+"                      every client must present a certificate this CA signed\n"
+"                      (mutual TLS: fay agent --tls-cert --tls-key, curl --cert\n"
+"                      --key, a gRPC client's key pair), or its handshake is\n"
+"                      refused; tokens are still checked on top.  On every\n"
+"                      port unless --tls-client-ca-ports says which\n"
+"    --tls-client-ca-ports LIST\n"
+"                      the ports that require a client certificate, comma-\n"
+"                      separated: agent, http, otlp-http, otlp-grpc (default:\n"
+"                      all; \"agent\": agents only, as --tls-client-ca was\n"
+"                      before, HTTP and gRPC clients identified by tokens)\n"
 "    --insecure        allow a non-loopback --listen/--http/--otlp-* address with\n"
 "                      no token (refused otherwise: anyone who reaches the port\n"
 "                      could read traces and load BPF programs); logged loudly\n"
@@ -325,6 +334,7 @@ int cmd_collector(int argc, char **argv)
 		{ "tls-cert", required_argument, NULL, 1005 },
 		{ "tls-key", required_argument, NULL, 1006 },
 		{ "tls-client-ca", required_argument, NULL, 1007 },
+		{ "tls-client-ca-ports", required_argument, NULL, 1011 },
 		{ "parent-tls-ca", required_argument, NULL, 1008 },
 		{ "max-body", required_argument, NULL, 'm' },
 		{ "ingest-queue", required_argument, NULL, 'Q' },
@@ -377,6 +387,12 @@ int cmd_collector(int argc, char **argv)
 		case 1006: o.tls_key = optarg; break;
 		case 1007: o.tls_client_ca = optarg; break;
 		case 1008: o.parent_tls_ca = optarg; break;
+		case 1011:
+			if (coll_ports_parse(optarg, &o.tls_client_ca_ports, err, sizeof(err))) {
+				fprintf(stderr, "error: --tls-client-ca-ports %s\n", err);
+				return 2;
+			}
+			break;
 		case 1009:
 			if (clock_parse_duration(optarg, &ns) || ns > 10000000000ull) {
 				fprintf(stderr, "error: --clickhouse-linger '%s': expected a duration"

@@ -228,6 +228,11 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			goto err_out;
 		}
 	}
+	if (o->tls_client_ca_ports && !o->tls_client_ca) {
+		snprintf(err, errlen, "--tls-client-ca-ports without --tls-client-ca");
+		goto err_out;
+	}
+	c->mtls_ports = o->tls_client_ca_ports ? o->tls_client_ca_ports : COLL_PORTS_ALL;
 	if (set_autocomplete_keys(c, o->autocomplete_keys)) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -327,6 +332,34 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 err_out:
 	collector_stop(c);
 	return fay_err_ptr(ret);
+}
+
+int coll_ports_parse(const char *list, unsigned *ports, char *err, size_t errlen)
+{
+	static const char *const names[] = { "agent", "http", "otlp-http", "otlp-grpc" };
+	const char *p = list;
+
+	*ports = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		unsigned i;
+
+		for (i = 0; i < 4; i++)
+			if (strlen(names[i]) == n && !strncmp(p, names[i], n))
+				break;
+		if (i == 4) {
+			snprintf(err, errlen, "'%.*s': not a port (agent, http, otlp-http, otlp-grpc)",
+				 (int)n, p);
+			return -EINVAL;
+		}
+		*ports |= 1u << i;
+		p += n + (p[n] == ',');
+	}
+	if (!*ports) {
+		snprintf(err, errlen, "no port named (agent, http, otlp-http, otlp-grpc)");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 size_t coll_conn_mem(const struct collector *c)

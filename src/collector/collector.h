@@ -89,6 +89,8 @@ struct collector {
 	const char *token;           /* NULL: none (--token: our own, to --parent) */
 	struct auth *auth;           /* who may do what (auth.h) */
 	struct tls_conf *tls;        /* --tls-cert: every port speaks TLS (NULL: none) */
+	unsigned mtls_ports;         /* COLL_PORT_*: those where a client must present
+					a certificate --tls-client-ca signed */
 	struct tls_conf *parent_tls; /* --parent-tls-ca: TLS to --parent (NULL: none) */
 	size_t max_body;
 	size_t ingest_queue;         /* spans waiting for the store before
@@ -148,6 +150,16 @@ size_t coll_conn_mem(const struct collector *c);
 #define COLL_OTLP_HTTP_DEFAULT "127.0.0.1:4318"
 #define COLL_OTLP_GRPC_DEFAULT "127.0.0.1:4317"
 
+/* The ports, as --tls-client-ca-ports names them (bits). */
+#define COLL_PORT_AGENT     1u
+#define COLL_PORT_HTTP      2u
+#define COLL_PORT_OTLP_HTTP 4u
+#define COLL_PORT_OTLP_GRPC 8u
+#define COLL_PORTS_ALL      15u
+/* "agent,http,otlp-http,otlp-grpc" (a comma-separated subset) as bits in
+ * *ports: 0, or -EINVAL naming the word not understood in err. */
+int coll_ports_parse(const char *list, unsigned *ports, char *err, size_t errlen);
+
 /* What `fay collector` options configure in ext.h's extensions. */
 struct coll_ext_opts {
 	const char *thresholds;         /* --thresholds FILE, NULL: DB.thresholds.json */
@@ -169,7 +181,9 @@ struct collector_opts {
 	const char *token_file;      /* --token-file: tokens and scopes (auth.h) */
 	bool insecure;               /* --insecure: no token on a non-loopback address */
 	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (PEM files) */
-	const char *tls_client_ca;   /* --tls-client-ca: agents must present a cert */
+	const char *tls_client_ca;   /* --tls-client-ca: clients must present a cert */
+	unsigned tls_client_ca_ports; /* --tls-client-ca-ports: where (COLL_PORT_*);
+					0: every port */
 	const char *parent_tls_ca;   /* --parent-tls-ca: the parent's CA (TLS to it) */
 	size_t max_body;
 	size_t ingest_queue;         /* --ingest-queue SPANS (0: the default) */

@@ -241,11 +241,8 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 	o.budget = &c->mem;
 	o.conn_mem = coll_conn_mem(c);
 	o.busy = &c->m.conn_busy;
-	if (c->tls) {   /* libmicrohttpd's own TLS (GnuTLS): the same files */
-		const char *ca;
-
-		tls_conf_pem(c->tls, &o.tls_cert, &o.tls_key, &ca);
-	}
+	o.tls = c->tls;  /* the agent port's TLS, its client CA where asked */
+	o.tls_mutual = !!(c->mtls_ports & (otlp_only ? COLL_PORT_OTLP_HTTP : COLL_PORT_HTTP));
 	o.on_request = on_request;
 	o.on_done = on_done;
 	o.cls = hs;

@@ -584,7 +584,8 @@ static void *accept_main(void *arg)
 		if (g->c->tls) {
 			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
 			 * plaintext end (tls.h) */
-			fd = tls_accept(g->c->tls, fd, k->ip, "h2", 0);
+			fd = tls_accept(g->c->tls, fd, k->ip, "h2",
+					!!(g->c->mtls_ports & COLL_PORT_OTLP_GRPC));
 			if (fd >= 0)
 				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		}

@@ -115,7 +115,8 @@ static void *accept_main(void *arg)
 		if (ws->c->tls) {
 			/* the handshake runs on the TLS thread: fd becomes the
 			 * plaintext end of it (tls.h) */
-			fd = tls_accept(ws->c->tls, fd, ip, NULL, 1);
+			fd = tls_accept(ws->c->tls, fd, ip, NULL,
+					!!(ws->c->mtls_ports & COLL_PORT_AGENT));
 			if (fd < 0) {
 				pthread_mutex_unlock(&ws->lock);
 				mem_budget_give(&ws->c->mem, coll_conn_mem(ws->c));

@@ -12,17 +12,18 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/budget.h"
 #include "common/httpd.h"
 #include "common/lazy.h"
+#include "common/net.h"
+#include "common/tls.h"
 
 #define MHD_SONAME  "libmicrohttpd.so.12"
 #define MHD_PACKAGE "libmicrohttpd12"
-
-/* Minimum TLS 1.2 (GnuTLS priority string). */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 #define MHD_FUNCS(X)							\
 	X(MHD_start_daemon) X(MHD_stop_daemon)				\
@@ -31,7 +32,7 @@
 	X(MHD_add_response_header) X(MHD_queue_response)		\
 	X(MHD_destroy_response) X(MHD_lookup_connection_value)		\
 	X(MHD_get_connection_values) X(MHD_get_connection_info)	\
-	X(MHD_is_feature_supported)
+	X(MHD_add_connection)
 
 static struct { MHD_FUNCS(LAZY_FIELD) } fn;     /* the library's functions */
 #define MHD_SYM(f) LAZY_SYM(fn, f)
@@ -45,6 +46,9 @@ _Static_assert(HTTPD_YES == MHD_YES && HTTPD_NO == MHD_NO, "results");
 struct httpd {
 	struct MHD_Daemon *d;
 	struct httpd_opts o;
+	pthread_t acceptor;             /* TLS: accepts, shakes hands */
+	int has_acceptor;
+	int stop;                       /* atomic */
 };
 
 /* Contract in httpd.h. */
@@ -107,27 +111,47 @@ static void on_conn(void *cls, struct MHD_Connection *con, void **sock,
 	}
 }
 
+/* With TLS: accept here, refuse what does not fit the budget before
+ * shaking hands, and give libmicrohttpd the plaintext end. */
+static void *accept_main(void *arg)
+{
+	struct httpd *d = arg;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char ip[64];
+		int fd = accept4(d->o.fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED))
+				break;
+			if (errno != EINTR && errno != ECONNABORTED)
+				usleep(100000);      /* EMFILE and the like */
+			continue;
+		}
+		if (on_accept(d, (struct sockaddr *)&ss, sl) != MHD_YES) {
+			close(fd);
+			continue;
+		}
+		net_addr_ip((struct sockaddr *)&ss, ip, sizeof(ip));
+		fd = tls_accept(d->o.tls, fd, ip, NULL, d->o.tls_mutual);
+		if (fd >= 0)    /* closed by libmicrohttpd when it cannot take it */
+			fn.MHD_add_connection(d->d, fd, (struct sockaddr *)&ss, sl);
+	}
+	return NULL;
+}
+
 /* Contract in httpd.h. */
 struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
-	int tls = o->tls_cert || o->tls_key;
 	struct httpd *d;
 	int ret;
 
 	ret = httpd_load(err, errlen);
 	if (ret)
 		goto fail;
-	if (tls && (!o->tls_cert || !o->tls_key)) {
-		snprintf(err, errlen, "TLS needs both a certificate and its key");
-		ret = -EINVAL;
-		goto fail;
-	}
-	if (tls && fn.MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-		snprintf(err, errlen, "this libmicrohttpd was built without TLS");
-		ret = -ENOTSUP;
-		goto fail;
-	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(err, errlen, "out of memory");
@@ -137,38 +161,40 @@ struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 	d->o = *o;
 	if (o->thread_per_conn)
 		flags |= MHD_USE_THREAD_PER_CONNECTION;
-	if (tls)
-		flags |= MHD_USE_TLS;
+	if (o->tls)     /* connections come from accept_main() */
+		flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	{
 		struct MHD_OptionItem opt[] = {
-			{ MHD_OPTION_LISTEN_SOCKET, o->fd, NULL },
 			{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, d },
 			{ MHD_OPTION_CONNECTION_LIMIT, o->max_conns ? o->max_conns : 1024, NULL },
 			{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip, NULL },
 			{ MHD_OPTION_CONNECTION_TIMEOUT, o->idle_s, NULL },
 			{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_conn, d },
-			/* from here on TLS only */
-			{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert },
-			{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key },
-			{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES },
-			{ MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)o->tls_client_ca },
+			{ MHD_OPTION_LISTEN_SOCKET, o->fd, NULL },      /* plaintext only */
 			{ MHD_OPTION_END, 0, NULL },
 		};
-		size_t n = sizeof(opt) / sizeof(opt[0]);
 
-		if (!tls)
-			opt[6] = opt[n - 1];
-		else if (!o->tls_client_ca)
-			opt[9] = opt[n - 1];
+		if (o->tls)
+			opt[5] = opt[6];
 		d->d = fn.MHD_start_daemon(flags, 0, on_accept, d, on_access, d,
 					   MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
 	}
 	if (!d->d) {
-		snprintf(err, errlen, "cannot start the HTTP%s server (libmicrohttpd)%s",
-			 tls ? "S" : "", tls ? ": the certificate or key was refused" : "");
+		snprintf(err, errlen, "cannot start the HTTP%s server (libmicrohttpd)",
+			 o->tls ? "S" : "");
 		free(d);
 		ret = -EIO;
 		goto fail;
+	}
+	if (o->tls) {
+		ret = -pthread_create(&d->acceptor, NULL, accept_main, d);
+		if (ret) {
+			snprintf(err, errlen, "cannot start a thread: %s", strerror(-ret));
+			fn.MHD_stop_daemon(d->d);
+			free(d);
+			goto fail;
+		}
+		d->has_acceptor = 1;
 	}
 	return d;
 fail:
@@ -182,6 +208,12 @@ void httpd_stop(struct httpd *d)
 {
 	if (!d)
 		return;
+	if (d->has_acceptor) {
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
+		shutdown(d->o.fd, SHUT_RDWR);
+		pthread_join(d->acceptor, NULL);
+		close(d->o.fd);
+	}
 	fn.MHD_stop_daemon(d->d);	/* closes the listening socket too */
 	free(d);
 }

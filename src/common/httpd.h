@@ -5,8 +5,11 @@
  * an MHD_* type.  A request reaches the caller's handler through opaque
  * types (struct http_con, struct http_resp) and plain status numbers.
  *
- * TLS is libmicrohttpd's own (GnuTLS): certificate, key and an optional CA
- * whose certificates clients must present, TLS 1.2 or later only.
+ * TLS is common/tls.h's, as on fay's other ports: the server accepts on
+ * its own thread, tls_accept() shakes hands (refusing a client without a
+ * certificate the conf's client CA signed, when it has one) and hands
+ * libmicrohttpd the plaintext end (MHD_add_connection()), so one TLS
+ * configuration, reloaded in one place, serves every port.
  */
 #ifndef FAY_COMMON_HTTPD_H
 #define FAY_COMMON_HTTPD_H
@@ -17,6 +20,7 @@
 #include <sys/types.h>
 
 struct mem_budget;
+struct tls_conf;
 struct httpd;           /* a running server */
 struct http_con;        /* the connection of one request, inside a callback */
 struct http_resp;       /* an answer being built */
@@ -49,9 +53,11 @@ struct httpd_opts {
 	struct mem_budget *budget;
 	size_t conn_mem;
 	uint64_t *busy;
-	/* TLS (PEM text, NUL-terminated): both or neither; client_ca asks
-	 * every client for a certificate it signed. */
-	const char *tls_cert, *tls_key, *tls_client_ca;
+	/* TLS (NULL: plaintext): the conf must outlive the server; with
+	 * tls_mutual its client CA, when it has one, is required of every
+	 * client. */
+	struct tls_conf *tls;
+	int tls_mutual;
 	httpd_request_fn on_request;
 	httpd_done_fn on_done;          /* may be NULL */
 	void *cls;                      /* passed to both */
@@ -64,8 +70,8 @@ struct httpd_opts {
 int httpd_load(char *err, size_t errlen);
 /*
  * Serve o->fd.  Returns the server, or NULL with errno set and the reason
- * in err (the library cannot be loaded; TLS without support in it; the
- * daemon does not start: a certificate or key libmicrohttpd refuses).
+ * in err (the library cannot be loaded; the daemon or the accepting
+ * thread does not start).
  */
 struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen);
 /* Stop serving (waits for running handlers) and close the socket.  NULL: no-op. */

@@ -242,15 +242,6 @@ struct tls_conf *tls_client_conf(const char *ca, const char *cert, const char *k
 	return c;
 }
 
-/* Contract in tls.h. */
-void tls_conf_pem(const struct tls_conf *c, const char **cert, const char **key,
-		  const char **ca)
-{
-	*cert = c->cert_pem;
-	*key = c->key_pem;
-	*ca = c->ca_pem;
-}
-
 /* ---- connections -------------------------------------------------------------- */
 
 struct conn {

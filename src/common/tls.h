@@ -46,10 +46,6 @@ struct tls_conf *tls_server_conf(const char *cert, const char *key, const char *
 struct tls_conf *tls_client_conf(const char *ca, const char *cert, const char *key,
 				 char *err, size_t errlen);
 void tls_conf_free(struct tls_conf *c);
-/* The PEM text a server conf was read from (NUL-terminated, owned by c;
- * *ca NULL without a client CA): for libmicrohttpd's own TLS. */
-void tls_conf_pem(const struct tls_conf *c, const char **cert, const char **key,
-		  const char **ca);
 
 /*
  * Serve TLS on the accepted socket fd (taken, even on failure): returns a

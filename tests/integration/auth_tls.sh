@@ -14,24 +14,8 @@
 # end to end (fay query --cluster https://... --tls-ca --token-file).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
-command -v openssl >/dev/null || skip_all "needs openssl (scripts/install-deps)"
+. "$(dirname "$0")/../lib/certs.bash"
 
-C=$T_TMP/certs
-mkdir -p "$C"
-# mkcert NAME CA SUBJECT-ALT-NAMES: NAME.pem signed by CA (self-signed: CA = -)
-mkcert() {
-	local n=$1 ca=$2 san=$3
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$C/$n.key" \
-		-out "$C/$n.csr" -subj "/CN=$n" 2>/dev/null
-	if [ "$ca" = - ]; then
-		openssl x509 -req -in "$C/$n.csr" -signkey "$C/$n.key" -out "$C/$n.pem" -days 2 \
-			-extfile <(printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign\n') 2>/dev/null
-	else
-		openssl x509 -req -in "$C/$n.csr" -CA "$C/$ca.pem" -CAkey "$C/$ca.key" -CAcreateserial \
-			-out "$C/$n.pem" -days 2 -extfile <(printf '%s\n' "$san") 2>/dev/null
-	fi
-	chmod 600 "$C/$n.key"
-}
 mkcert ca - ""
 mkcert rogue - ""
 mkcert server ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
@@ -63,7 +47,8 @@ WP=$(free_port) HP=$(free_port)
 tls_coll() {
 	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --db "$T_TMP/fay.db" \
 		--token-file "$T_TMP/tokens" --tls-cert "$C/server.pem" --tls-key "$C/server.key" \
-		--tls-client-ca "$C/ca.pem" --otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
+		--tls-client-ca "$C/ca.pem" --tls-client-ca-ports agent \
+		--otlp-grpc 127.0.0.1:$GP --otlp-http 127.0.0.1:$OP \
 		>>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)

@@ -479,9 +479,13 @@ function retryDelay(md) {
 
 function grpcClient(addr, gzip) {
 	const grpc = require('@grpc/grpc-js');
-	// OTLP_CA: TLS, the server's certificate checked against that CA file
-	const creds = process.env.OTLP_CA ?
-		grpc.credentials.createSsl(require('fs').readFileSync(process.env.OTLP_CA)) :
+	// OTLP_CA: TLS, the server's certificate checked against that CA file;
+	// OTLP_KEY and OTLP_CERT: this client's own (mutual TLS)
+	const fs = require('fs'), e = process.env;
+	const creds = e.OTLP_CA ?
+		grpc.credentials.createSsl(fs.readFileSync(e.OTLP_CA),
+					   e.OTLP_KEY ? fs.readFileSync(e.OTLP_KEY) : null,
+					   e.OTLP_CERT ? fs.readFileSync(e.OTLP_CERT) : null) :
 		grpc.credentials.createInsecure();
 	// a connection of its own (grpc-js shares one per target by default)
 	return new grpc.Client(addr, creds,
