@@ -272,6 +272,16 @@ static void usage(FILE *f)
 "    fay collector --listen 0.0.0.0:9410 --token-file /etc/fay/tokens \\\n"
 "         --parent root.example:9410 --host rack7\n"
 "\n"
+"SIGNALS\n"
+"    SIGHUP reads --token-file and the TLS files (--tls-cert, --tls-key,\n"
+"    --tls-client-ca) again, without a restart: new requests, agents' HELLOs\n"
+"    and handshakes use them at once (a rotated token: the old one gets 401;\n"
+"    a renewed certificate: new handshakes present it); connections already\n"
+"    open keep their session.  A file that cannot be used (unreadable, not\n"
+"    PEM, a key that is not the certificate's, a mode every user can read)\n"
+"    is refused: the log says why (\"reload: ...\") and what was read before\n"
+"    goes on.  SIGINT/SIGTERM stop: what is in flight is finished first.\n"
+"\n"
 "EXIT STATUS\n"
 "    0 stopped by SIGINT/SIGTERM, 1 cannot start (address in use, store not\n"
 "    usable: the message names the file), 2 usage error.\n"
@@ -296,11 +306,14 @@ static void usage(FILE *f)
 		COLL_OTLP_GRPC_DEFAULT, COLL_CH_LINGER_DEFAULT, COLL_CH_BATCH_DEFAULT);
 }
 
-static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t stop_sig, hup;
 
 static void on_signal(int sig)
 {
-	stop_sig = sig;
+	if (sig == SIGHUP)
+		hup = 1;
+	else
+		stop_sig = sig;
 }
 
 /* --NAME N: a count from lo to 1000000 (0: no cap, when lo is 0). */
@@ -489,8 +502,10 @@ int cmd_collector(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 
@@ -500,8 +515,13 @@ int cmd_collector(int argc, char **argv)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return 1;
 	}
-	while (!stop_sig)
+	while (!stop_sig) {
 		sigsuspend(&old);
+		if (hup) {
+			hup = 0;
+			collector_reload(c);
+		}
+	}
 	pr_info("collector: signal %d, stopping", (int)stop_sig);
 	collector_stop(c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -22,9 +22,17 @@ struct binding {
 	char ident[80];
 };
 
-struct auth {
+/* The tokens of one reading of the file (and --token). */
+struct tokset {
 	struct auth_token *v;
 	size_t n;
+	struct tokset *older;           /* replaced by this one at a reload */
+};
+
+struct auth {
+	/* The tokens now (atomic).  Those a reload replaced are kept until
+	 * auth_free(): a request may still hold one of their tokens. */
+	struct tokset *ts;
 	char *bind_path;
 	pthread_mutex_t lock;           /* the bindings */
 	struct binding *b;
@@ -74,7 +82,26 @@ static int parse_scopes(const char *s, unsigned *bits, char *err, size_t errlen)
 	return 0;
 }
 
-static int add_token(struct auth *a, const char *secret, size_t len, unsigned scopes,
+/* The token of s whose secret is the n bytes at p, or NULL: every byte
+ * of every token compared, so the time says nothing about how much of
+ * one a guess got right. */
+static const struct auth_token *find(const struct tokset *s, const char *p, size_t n)
+{
+	const struct auth_token *hit = NULL;
+
+	for (size_t k = 0; s && k < s->n; k++) {
+		const struct auth_token *t = &s->v[k];
+		unsigned diff = t->len != n;
+
+		for (size_t i = 0; i < t->len; i++)
+			diff |= (unsigned char)t->secret[i] ^ (unsigned char)(i < n ? p[i] : 0);
+		if (!diff)
+			hit = t;
+	}
+	return hit;
+}
+
+static int add_token(struct tokset *a, const char *secret, size_t len, unsigned scopes,
 		     const char *name, char *err, size_t errlen)
 {
 	struct auth_token *nv = realloc(a->v, (a->n + 1) * sizeof(*a->v)), *t;
@@ -92,7 +119,7 @@ static int add_token(struct auth *a, const char *secret, size_t len, unsigned sc
 		snprintf(err, errlen, "the token is longer than %d bytes", TOKEN_MAX);
 		return -EINVAL;
 	}
-	if (auth_find(a, secret, len)) {
+	if (find(a, secret, len)) {
 		snprintf(err, errlen, "the same token is given twice");
 		return -EINVAL;
 	}
@@ -124,7 +151,7 @@ static int add_token(struct auth *a, const char *secret, size_t len, unsigned sc
 }
 
 /* The lines of the token file. */
-static int parse_file(struct auth *a, const char *path, char *text, char *err,
+static int parse_file(struct tokset *a, const char *path, char *text, char *err,
 		      size_t errlen)
 {
 	char why[200];
@@ -207,45 +234,57 @@ static int load_bindings(struct auth *a, char *err, size_t errlen)
 	return 0;
 }
 
+static void tokset_free(struct tokset *s)
+{
+	while (s) {
+		struct tokset *older = s->older;
+
+		for (size_t i = 0; i < s->n; i++) {
+			explicit_bzero(s->v[i].secret, s->v[i].len);
+			free(s->v[i].secret);
+		}
+		free(s->v);
+		free(s);
+		s = older;
+	}
+}
+
 /* Contract in auth.h. */
 void auth_free(struct auth *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->n; i++) {
-		explicit_bzero(a->v[i].secret, a->v[i].len);
-		free(a->v[i].secret);
-	}
-	free(a->v);
+	tokset_free(a->ts);
 	free(a->b);
 	free(a->bind_path);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
 
-/* Contract in auth.h. */
-struct auth *auth_new(const char *path, const char *token, const char *bind_path,
-		      char *err, size_t errlen)
+/* The tokens of path (NULL: none; when given, it must hold one) and
+ * token (every scope; NULL: none): a new set, or NULL + errno with the
+ * reason in err. */
+static struct tokset *tokens_read(const char *path, const char *token, char *err,
+				  size_t errlen)
 {
-	struct auth *a = calloc(1, sizeof(*a));
+	struct tokset *s = calloc(1, sizeof(*s));
 	char *text = NULL;
 	int ret = -ENOMEM;
 
-	if (!a || (bind_path && !(a->bind_path = strdup(bind_path)))) {
+	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	pthread_mutex_init(&a->lock, NULL);
 	if (path) {
 		ret = secret_file_read(path, &text, err, errlen);
 		if (ret)
 			goto fail;
-		ret = parse_file(a, path, text, err, errlen);
+		ret = parse_file(s, path, text, err, errlen);
 		explicit_bzero(text, strlen(text));
 		free(text);
 		if (ret)
 			goto fail;
-		if (!a->n) {
+		if (!s->n) {
 			snprintf(err, errlen, "%s: no token in it (lines TOKEN SCOPES [NAME])", path);
 			ret = -EINVAL;
 			goto fail;
@@ -254,14 +293,43 @@ struct auth *auth_new(const char *path, const char *token, const char *bind_path
 	if (token) {
 		char why[200];
 
-		ret = add_token(a, token, strlen(token), COLL_SCOPE_READ | COLL_SCOPE_WRITE |
+		ret = add_token(s, token, strlen(token), COLL_SCOPE_READ | COLL_SCOPE_WRITE |
 				COLL_SCOPE_PROBE, "token", why, sizeof(why));
 		if (ret) {
 			snprintf(err, errlen, "--token: %s", why);
 			goto fail;
 		}
 	}
-	ret = a->n && a->bind_path ? load_bindings(a, err, errlen) : 0;
+	return s;
+fail:
+	tokset_free(s);
+	errno = -ret;
+	return NULL;
+}
+
+static struct tokset *tokens_now(const struct auth *a)
+{
+	return a ? __atomic_load_n(&a->ts, __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* Contract in auth.h. */
+struct auth *auth_new(const char *path, const char *token, const char *bind_path,
+		      char *err, size_t errlen)
+{
+	struct auth *a = calloc(1, sizeof(*a));
+	int ret = -ENOMEM;
+
+	if (!a || (bind_path && !(a->bind_path = strdup(bind_path)))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	a->ts = tokens_read(path, token, err, errlen);
+	if (!a->ts) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = a->ts->n && a->bind_path ? load_bindings(a, err, errlen) : 0;
 	if (!ret)
 		return a;
 fail:
@@ -271,34 +339,43 @@ fail:
 }
 
 /* Contract in auth.h. */
+int auth_reload(struct auth *a, const char *path, const char *token, char *err,
+		size_t errlen)
+{
+	struct tokset *s;
+
+	if (!path)
+		return 0;       /* nothing read from a file: nothing changes */
+	s = tokens_read(path, token, err, errlen);
+	if (!s)
+		return -errno;
+	pthread_mutex_lock(&a->lock);
+	s->older = a->ts;
+	__atomic_store_n(&a->ts, s, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+/* Contract in auth.h. */
 int auth_on(const struct auth *a)
 {
-	return a && a->n;
+	struct tokset *s = tokens_now(a);
+
+	return s && s->n;
 }
 
 /* Contract in auth.h. */
 size_t auth_count(const struct auth *a)
 {
-	return a ? a->n : 0;
+	struct tokset *s = tokens_now(a);
+
+	return s ? s->n : 0;
 }
 
 /* Contract in auth.h. */
 const struct auth_token *auth_find(const struct auth *a, const char *s, size_t n)
 {
-	const struct auth_token *hit = NULL;
-
-	for (size_t k = 0; a && k < a->n; k++) {
-		const struct auth_token *t = &a->v[k];
-		unsigned diff = t->len != n;
-
-		/* every byte of every token: the time says nothing about
-		 * how much of one a guess got right */
-		for (size_t i = 0; i < t->len; i++)
-			diff |= (unsigned char)t->secret[i] ^ (unsigned char)(i < n ? s[i] : 0);
-		if (!diff)
-			hit = t;
-	}
-	return hit;
+	return find(tokens_now(a), s, n);
 }
 
 /* Contract in auth.h. */

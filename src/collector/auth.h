@@ -40,6 +40,16 @@ struct auth_token {
 struct auth *auth_new(const char *path, const char *token, const char *bind_path,
 		      char *err, size_t errlen);
 void auth_free(struct auth *a);
+/*
+ * Read path (and token) again, as auth_new() did (SIGHUP): new requests
+ * and HELLOs see the new tokens at once; a token already found stays
+ * valid (the old ones are kept until auth_free()); bindings are kept, so
+ * a token that keeps its NAME keeps its agents.  A file that cannot be
+ * used (unreadable, its mode, a bad line, no token) changes nothing: -errno
+ * with the reason in err.  path NULL: 0, nothing read.
+ */
+int auth_reload(struct auth *a, const char *path, const char *token, char *err,
+		size_t errlen);
 /* Are tokens required (1), or is everyone trusted (0; a NULL a too)? */
 int auth_on(const struct auth *a);
 /* How many tokens were loaded. */

@@ -233,6 +233,10 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		goto err_out;
 	}
 	c->mtls_ports = o->tls_client_ca_ports ? o->tls_client_ca_ports : COLL_PORTS_ALL;
+	c->token_file = o->token_file;
+	c->tls_cert = o->tls_cert;
+	c->tls_key = o->tls_key;
+	c->tls_client_ca = o->tls_client_ca;
 	if (set_autocomplete_keys(c, o->autocomplete_keys)) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -360,6 +364,37 @@ int coll_ports_parse(const char *list, unsigned *ports, char *err, size_t errlen
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int collector_reload(struct collector *c)
+{
+	char why[512];
+	int ret = 0, r;
+
+	if (c->token_file) {
+		r = auth_reload(c->auth, c->token_file, c->token, why, sizeof(why));
+		if (r)
+			pr_warn("reload: --token-file refused, the tokens stay as they were: %s", why);
+		else
+			pr_info("reload: --token-file %s: %zu tokens", c->token_file,
+				auth_count(c->auth));
+		ret = ret ? ret : r;
+	}
+	if (c->tls) {
+		r = tls_conf_reload(c->tls, c->tls_cert, c->tls_key, c->tls_client_ca, why,
+				    sizeof(why));
+		if (r)
+			pr_warn("reload: TLS files refused, new handshakes go on with the old ones: %s",
+				why);
+		else
+			pr_info("reload: TLS: %s%s%s read again; new handshakes use them",
+				c->tls_cert, c->tls_client_ca ? " and " : "",
+				c->tls_client_ca ? c->tls_client_ca : "");
+		ret = ret ? ret : r;
+	}
+	if (!c->token_file && !c->tls)
+		pr_info("reload: no --token-file and no TLS: nothing to read again");
+	return ret;
 }
 
 size_t coll_conn_mem(const struct collector *c)

@@ -89,6 +89,8 @@ struct collector {
 	const char *token;           /* NULL: none (--token: our own, to --parent) */
 	struct auth *auth;           /* who may do what (auth.h) */
 	struct tls_conf *tls;        /* --tls-cert: every port speaks TLS (NULL: none) */
+	/* What SIGHUP reads again (collector_reload()); NULL: not given. */
+	const char *token_file, *tls_cert, *tls_key, *tls_client_ca;
 	unsigned mtls_ports;         /* COLL_PORT_*: those where a client must present
 					a certificate --tls-client-ca signed */
 	struct tls_conf *parent_tls; /* --parent-tls-ca: TLS to --parent (NULL: none) */
@@ -232,6 +234,15 @@ struct collector_opts {
  */
 struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen);
 void collector_stop(struct collector *c);
+/*
+ * SIGHUP: read --token-file and the TLS files (--tls-cert, --tls-key,
+ * --tls-client-ca) again.  New requests, HELLOs and handshakes use what
+ * was read; connections already open keep their session.  A file that
+ * cannot be used leaves that part as it was; each outcome is logged
+ * ("reload: ..." with the reason).  Returns 0 when everything was taken,
+ * -errno when a part was refused.
+ */
+int collector_reload(struct collector *c);
 
 /* ---- readers.c ---------------------------------------------------------- */
 

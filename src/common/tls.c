@@ -61,6 +61,12 @@ struct tls_conf {
 	int server;
 	int require_client;             /* server: --tls-client-ca given */
 	char *cert_pem, *key_pem, *ca_pem;
+	/* tls_conf_reload(): cred and require_client change under lock;
+	 * the credentials replaced stay until tls_conf_free() (sessions made
+	 * with them go on using them) */
+	pthread_mutex_t lock;
+	gnutls_certificate_credentials_t *retired;
+	size_t nretired;
 };
 
 /* Contract in tls.h. */
@@ -120,6 +126,10 @@ void tls_conf_free(struct tls_conf *c)
 		return;
 	if (c->cred)
 		fn.gnutls_certificate_free_credentials(c->cred);
+	for (size_t i = 0; i < c->nretired; i++)
+		fn.gnutls_certificate_free_credentials(c->retired[i]);
+	free(c->retired);
+	pthread_mutex_destroy(&c->lock);
 	if (c->prio)
 		fn.gnutls_priority_deinit(c->prio);
 	free(c->cert_pem);
@@ -149,6 +159,8 @@ static struct tls_conf *conf_new(const char *cert, const char *key, char *err, s
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
+	if (c)
+		pthread_mutex_init(&c->lock, NULL);
 	if (!c || fn.gnutls_certificate_allocate_credentials(&c->cred) < 0 ||
 	    fn.gnutls_priority_init(&c->prio, TLS_PRIORITIES, NULL) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -242,6 +254,34 @@ struct tls_conf *tls_client_conf(const char *ca, const char *cert, const char *k
 	return c;
 }
 
+/* Contract in tls.h. */
+int tls_conf_reload(struct tls_conf *c, const char *cert, const char *key, const char *ca,
+		    char *err, size_t errlen)
+{
+	struct tls_conf *n = c->server ? tls_server_conf(cert, key, ca, err, errlen) :
+			     tls_client_conf(ca, cert, key, err, errlen);
+	gnutls_certificate_credentials_t *r;
+
+	if (!n)
+		return -errno;
+	pthread_mutex_lock(&c->lock);
+	r = realloc(c->retired, (c->nretired + 1) * sizeof(*r));
+	if (!r) {
+		pthread_mutex_unlock(&c->lock);
+		tls_conf_free(n);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->retired = r;
+	c->retired[c->nretired++] = c->cred;
+	c->cred = n->cred;
+	c->require_client = n->require_client;
+	n->cred = NULL;
+	pthread_mutex_unlock(&c->lock);
+	tls_conf_free(n);
+	return 0;
+}
+
 /* ---- connections -------------------------------------------------------------- */
 
 struct conn {
@@ -262,14 +302,19 @@ static void set_nonblock(int fd, int on)
 static int session_new(struct conn *k, const char *server, const char *alpn, int mutual)
 {
 	unsigned flags = k->c->server ? GNUTLS_SERVER : GNUTLS_CLIENT;
-	int ret = fn.gnutls_init(&k->s, flags);
+	gnutls_certificate_credentials_t cred;
+	int ret = fn.gnutls_init(&k->s, flags), require_client;
 
 	if (ret < 0)
 		return ret;
+	pthread_mutex_lock(&k->c->lock);        /* the files read last */
+	cred = k->c->cred;
+	require_client = k->c->require_client;
+	pthread_mutex_unlock(&k->c->lock);
 	ret = fn.gnutls_priority_set(k->s, k->c->prio);
 	if (ret >= 0)
-		ret = fn.gnutls_credentials_set(k->s, GNUTLS_CRD_CERTIFICATE, k->c->cred);
-	if (ret >= 0 && k->c->require_client && mutual) {
+		ret = fn.gnutls_credentials_set(k->s, GNUTLS_CRD_CERTIFICATE, cred);
+	if (ret >= 0 && require_client && mutual) {
 		fn.gnutls_certificate_server_set_request(k->s, GNUTLS_CERT_REQUIRE);
 		fn.gnutls_session_set_verify_cert(k->s, NULL, 0);
 	}

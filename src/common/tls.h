@@ -46,6 +46,16 @@ struct tls_conf *tls_server_conf(const char *cert, const char *key, const char *
 struct tls_conf *tls_client_conf(const char *ca, const char *cert, const char *key,
 				 char *err, size_t errlen);
 void tls_conf_free(struct tls_conf *c);
+/*
+ * Read c's files again (SIGHUP): a server conf from cert, key and ca (its
+ * client CA, NULL: none), a client conf from ca (NULL: the system's
+ * store), cert and key, as tls_server_conf() / tls_client_conf() do.
+ * Handshakes that start afterwards use the new files; sessions already
+ * made keep theirs (the replaced credentials are freed with c).  Files
+ * that cannot be used change nothing: -errno with the reason in err.
+ */
+int tls_conf_reload(struct tls_conf *c, const char *cert, const char *key, const char *ca,
+		    char *err, size_t errlen);
 
 /*
  * Serve TLS on the accepted socket fd (taken, even on failure): returns a

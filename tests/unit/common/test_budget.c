@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* src/common/budget.c: takes within the limit, refusals counted, the peak,
- * give-backs, and 4 threads taking and giving at once never exceeding it. */
+ * give-backs, fits and charges (connections: checked, then taken), and 4 threads taking and giving at once never exceeding it. */
 #include <errno.h>
 #include <pthread.h>
 
@@ -36,6 +36,15 @@ int main(void)
 	mem_budget_give(&b, 100);
 	ok(b.used == 0 && b.peak == 100, "all given back; the peak stays");
 	ok(mem_budget_take(NULL, 1u << 30) == 0, "no budget: always taken");
+	ok(mem_budget_fits(&b, 100) && b.refused == 1, "100 fits an empty 100");
+	ok(!mem_budget_fits(&b, 101) && b.refused == 2 && b.used == 0,
+	   "101 does not: refusal counted, nothing taken");
+	mem_budget_charge(&b, 80);
+	mem_budget_charge(&b, 80);
+	ok(b.used == 160 && b.peak == 160, "charge: taken even past the limit (memory in use), peak 160");
+	ok(mem_budget_take(&b, 1) == -ENOBUFS, "... and takes are refused until it is given back");
+	mem_budget_give(&b, 160);
+	ok(mem_budget_fits(NULL, 1u << 30), "no budget: always fits");
 	b.max = 0;
 	ok(mem_budget_take(&b, 1u << 30) == 0 && b.used == 1u << 30, "max 0: no limit, still counted");
 	for (int i = 0; i < 4; i++)
