@@ -75,7 +75,10 @@ both "$W sleep 20 3000" "from f in function(\"$W:fay_work_sleep\") select { n: c
 # durations are nanoseconds of CLOCK_MONOTONIC in both modes (inline:
 # the TSC, calibrated and slewed to it): 20 sleeps of 3 ms; each mode's
 # total lies between the 60 ms asked for and what the caller measured
-# around the calls, its maximum at most the caller's largest call
+# around the calls, its maximum at most the caller's largest call.  The
+# inline clock is the TSC calibrated against CLOCK_MONOTONIC at load, so
+# it may run a few ppm apart from the caller's clock (a 3 ms call once
+# measured 16 ns longer than the caller saw it): 100 ppm plus 1 us slack.
 IW=$BUILD/tests/bin/inline_work
 for mode in uprobe inline; do
 	fq --json --probe-mode=$mode -c "$IW sleep 20 3" \
@@ -85,7 +88,8 @@ import json, sys
 lines = open(sys.argv[1]).read().split("\n")
 w = dict(zip(*[iter(next(l for l in lines if l.startswith("sum_ns")).split())] * 2))
 q = json.loads(next(l for l in lines if l.startswith("{")))
-ok = q["n"] == 20 and 60000000 <= q["s"] <= int(w["sum_ns"]) and q["mx"] <= int(w["max_ns"])
+slack = lambda ns: ns + ns // 10000 + 1000
+ok = q["n"] == 20 and 60000000 <= q["s"] <= slack(int(w["sum_ns"])) and q["mx"] <= slack(int(w["max_ns"]))
 print(("ok" if ok else "bad") + " probe %s ns, max %s; caller %s ns, max %s" %
       (q["s"], q["mx"], w["sum_ns"], w["max_ns"]))
 PY
