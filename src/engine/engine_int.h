@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the engine: shared by codegen*.c (plan -> IR), run.c (load,
- * attach, read) and output.c (tables, JSON).
+ * Inside the engine: shared by codegen*.c (plan -> IR), run.c (set-up,
+ * dumps, tear-down), run_load.c (load, attach, stream), run_read.c
+ * (counters, aggregates) and output.c (tables, JSON).
  */
 #ifndef FAY_ENGINE_ENGINE_INT_H
 #define FAY_ENGINE_ENGINE_INT_H
@@ -51,7 +52,7 @@ struct engine {
 	 * end the reader moves the epoch on, then reads and deletes every
 	 * key of an older epoch: no event is lost between a read and a
 	 * delete; a probe that read the old epoch just before the move lands
-	 * in the next read (run.c). */
+	 * in the next read (run_read.c). */
 	struct bmap *epoch;
 	bool epochs;
 	uint64_t cur_epoch;
@@ -88,6 +89,10 @@ int engine_fail(struct engine *e, int err, const char *fmt, ...)
 
 /* Resolve prog's probe (probe_new); 0 or -errno with e->err set. */
 int engine_resolve(struct engine *e, struct eprog *ep);
+/* run.c: what ep probes, for --emit's titles and messages ("spans", the
+ * probe's own description once resolved, "fentry (assumed)", else the
+ * kind); a static string or one ep's probe owns. */
+const char *engine_ep_title(const struct eprog *ep);
 /* Emit every program's IR; 0 or -errno (message in e->err, or a query
  * error through query_errorf()). */
 int engine_codegen(struct engine *e);
@@ -108,7 +113,7 @@ int engine_check_owners(struct engine *e);
 int engine_vm_load(struct engine *e);
 /* Free what engine_vm_load() made; accepts an engine without it. */
 void engine_vm_free(struct engine *e);
-/* The reader's lock: held around a whole read (run.c). */
+/* The reader's lock: held around a whole read (run_read.c). */
 void engine_vm_lock(struct engine *e);
 void engine_vm_unlock(struct engine *e);
 /* The bmap_* calls of the reader, on b's VM map: a per-slot value is

@@ -4,7 +4,7 @@
  * programs (the same code generation as every source, reading the span
  * context of query/spanctx.h at r1) are built for fay's in-process VM
  * with one slot per map (engine/inline.h); whoever drains spans (fay
- * agent) calls engine_span_feed() for each one, and the reader (run.c)
+ * agent) calls engine_span_feed() for each one, and the reader (run_read.c)
  * reads the VM maps through the functions below exactly as it reads the
  * kernel's per-CPU maps, one slot standing for one CPU.
  *

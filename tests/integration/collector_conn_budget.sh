@@ -108,7 +108,7 @@ check() {
 	ok "$label: OTLP/HTTP connections too" grep -q "^otlp-http refused 3 of 3" "$T_TMP/hold.$label"
 	ok "$label: OTLP/gRPC connections too" grep -q "^grpc refused 3 of 3" "$T_TMP/hold.$label"
 	ok "$label: every byte is given back once they close (only this curl's own connection, $conn KiB)" \
-		wait_for 20 test "$(metric fay_collector_memory_bytes)" = $((conn * 1024))
+		wait_for 20 metric_is fay_collector_memory_bytes $((conn * 1024))
 	ok "$label: the refusals are counted: fay_collector_conn_busy_total $((nbusy + 9))" \
 		test "$(metric fay_collector_conn_busy_total)" = $((nbusy + 9))
 	ok "$label: the budget never went past the limit" \

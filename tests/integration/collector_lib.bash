@@ -58,3 +58,6 @@ coll_alive() { kill -0 "$CPID" 2>/dev/null && curl -sf "$URL/health" >/dev/null;
 
 # metric NAME: its value from /metrics
 metric() { curl -s "$URL/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
+# metric_is NAME VALUE: it is that now (for wait_for, which runs it again
+# each time: `wait_for N test "$(metric X)" = V` would test one reading)
+metric_is() { [ "$(metric "$1")" = "$2" ]; }

@@ -109,7 +109,7 @@ ok "connections past --max-memory 48M are told busy and closed ($nbusy of 30)" t
 ok "the collector's RSS stays bounded (${peak:-?} MiB, 30 x 16 MiB announced)" test "${peak:-9999}" -lt 150
 ok "/metrics counts them: fay_collector_wire_busy_total" test "$(metric fay_collector_wire_busy_total)" = "$nbusy"
 ok "every byte taken was given back (fay_collector_memory_bytes: only curl's own connection, 64 KiB)" \
-	wait_for 10 test "$(metric fay_collector_memory_bytes)" = 65536
+	wait_for 10 metric_is fay_collector_memory_bytes 65536
 ok "... after peaking at most the limit" test "$(metric fay_collector_memory_peak_bytes)" -le $((48 << 20))
 ok "a real client's batch is still stored" bash -c \
 	"'$BUILD/tests/fay-wire-client' -a 127.0.0.1:$WP -n 2 -m 5 send | grep -c '^ack' | grep -qx 2"

@@ -27,7 +27,8 @@ fq_pid() {
 	QW_WAIT=$go "$W" "$@" & wpid=$!
 	# the child is bash until it has exec'd the workload: -p PID reads
 	# /proc/PID/exe
-	wait_for 10 test "$(readlink /proc/$wpid/exe)" = "$(readlink -f "$W")"
+	execd() { [ "$(readlink /proc/$wpid/exe)" = "$(readlink -f "$W")" ]; }
+	wait_for 10 execd
 	query_bg 1 "$T_TMP/out" "$T_TMP/err" timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}"
 	touch "$go"
 	wait $QBG

@@ -135,6 +135,12 @@ e2e_bs_finish() {
 	spans=$(bs_spans "$out")
 	ok "all spans reach the collector" wait_stored 60 "${spans:-1}"
 	check_traces --traces "$2" --spans "${spans:--1}"
-	ok "no ring overwrote records" \
-		bash -c "! grep -E 'gone.*lost:' '$T_TMP/agent.log' | grep -v 'lost: 0 ring overwrite'"
+	ok "no ring overwrote records" e2e_no_ring_loss
+}
+
+# e2e_no_ring_loss: no process the agent saw go lost records to a ring
+# overwrite (the agent's drain fell behind the workload: counted, and not
+# the store's doing)
+e2e_no_ring_loss() {
+	! grep -E 'gone.*lost:' "$T_TMP/agent.log" | grep -v 'lost: 0 ring overwrite'
 }
