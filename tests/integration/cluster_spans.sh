@@ -70,6 +70,9 @@ stored() {
 	curl -sf "$URL/api/v2/traces?limit=1000000&lookback=86400000" |
 		python3 -c 'import json,sys; print(sum(map(len, json.load(sys.stdin))))'
 }
+# stored_ge N: the collector holds N spans or more now (wait_for runs it
+# again each time; `test "$(stored)" -ge N` would test one reading)
+stored_ge() { [ "$(stored)" -ge "$1" ]; }
 ROUND=0
 TOTAL=0
 round() {	# NAME...
@@ -116,7 +119,7 @@ round() {	# NAME...
 		eval "RC_${*:$((x + 1)):1}=$?"
 	done
 	ok "round $ROUND: the collector stored every span recorded so far ($TOTAL)" \
-		wait_for 30 test "$(stored)" -ge "$TOTAL"
+		wait_for 30 stored_ge "$TOTAL"
 	curl -sf "$URL/api/v2/traces?limit=1000000&lookback=86400000" >"$T_TMP/traces.all.json"
 	# this round's traces: those not seen in an earlier round
 	python3 - "$T_TMP" "$ROUND" <<'PY'
