@@ -43,6 +43,9 @@ static void usage(FILE *f)
 "    --token T         with --collector: its token (also FAY_TOKEN)\n"
 "    --tls-ca FILE     with an https:// --collector: the CA of its certificate\n"
 "                      (also FAY_TLS_CA)\n"
+"    --tls-cert FILE --tls-key FILE\n"
+"                      this client's certificate and key, for a collector\n"
+"                      with --tls-client-ca (also FAY_TLS_CERT, FAY_TLS_KEY)\n"
 "    --json            JSON instead of a table\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -91,11 +94,14 @@ int cmd_sql(int argc, char **argv)
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
 		{ "tls-ca", required_argument, NULL, 'A' },
+		{ "tls-cert", required_argument, NULL, 'E' },
+		{ "tls-key", required_argument, NULL, 'Y' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = NULL, *ch = NULL, *coll = NULL, *token = getenv("FAY_TOKEN");
+	const char *tls_cert = NULL, *tls_key = NULL;
 	static char token_buf[256];
 	struct store_sql_out o = { .f = stdout };
 	struct store_sql_cb cb = { store_sql_out_columns, store_sql_out_row, &o };
@@ -113,6 +119,14 @@ int cmd_sql(int argc, char **argv)
 		case 't': token = optarg; break;
 		case 'A':
 			tr_http_set_ca(optarg);
+			break;
+		case 'E':
+			tls_cert = optarg;
+			tr_http_set_cert(tls_cert, tls_key);
+			break;
+		case 'Y':
+			tls_key = optarg;
+			tr_http_set_cert(tls_cert, tls_key);
 			break;
 		case 'K':
 			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))

@@ -42,6 +42,9 @@ static const char help_traces[] =
 "                   " DEFAULT_SERVER ")\n"
 "    --tls-ca FILE  the CA of an https:// collector's certificate (default\n"
 "                   $FAY_TLS_CA, else the system's)\n"
+"    --tls-cert FILE --tls-key FILE\n"
+"                   this client's certificate and key, for a collector with\n"
+"                   --tls-client-ca (default $FAY_TLS_CERT, $FAY_TLS_KEY)\n"
 "    --token-file FILE  the collector's token ('read' scope): the first word\n"
 "                   of the file's first line that is not a comment; the file\n"
 "                   must not be readable by every user (default $FAY_TOKEN)\n"
@@ -306,7 +309,11 @@ static int add_param(char **q, const char *key, const char *val)
 	return 0;
 }
 
-enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE, OPT_TLS_CA };
+/* --tls-cert, --tls-key (tr_http_set_cert() takes both at once) */
+static const char *tls_cert, *tls_key;
+
+enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE, OPT_TLS_CA,
+       OPT_TLS_CERT, OPT_TLS_KEY };
 
 /*
  * The options `ls` and `show` share (--server, --color, --ascii), and
@@ -321,6 +328,14 @@ static int shared_opt(int c, struct opts *o, const char *sub)
 		return 0;
 	case OPT_TLS_CA:
 		tr_http_set_ca(optarg);
+		return 0;
+	case OPT_TLS_CERT:
+		tls_cert = optarg;
+		tr_http_set_cert(tls_cert, tls_key);
+		return 0;
+	case OPT_TLS_KEY:
+		tls_key = optarg;
+		tr_http_set_cert(tls_cert, tls_key);
 		return 0;
 	case OPT_TOKEN_FILE: {
 		static char buf[256];
@@ -388,6 +403,8 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
+		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },
@@ -548,6 +565,8 @@ static int traces_show(int argc, char **argv, struct opts *o)
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
+		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },

@@ -343,8 +343,7 @@ int cluster_run_query(const char *text, const struct cluster_run_opts *o)
 		hdr = curl_slist_append(hdr, auth);
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (tr_http_ca())
-		curl_easy_setopt(c, CURLOPT_CAINFO, tr_http_ca());
+	tr_http_tls(c);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, bs);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);

@@ -153,6 +153,13 @@ void tr_http_auth(const char *token);
 void tr_http_set_ca(const char *path);
 /* tr_http_set_ca()'s file, else $FAY_TLS_CA, else NULL (the system's). */
 const char *tr_http_ca(void);
+/* This client's certificate and key (PEM files) for a collector that asks
+ * for one (--tls-cert, --tls-key: fay collector --tls-client-ca; the
+ * strings are kept).  Unset: $FAY_TLS_CERT and $FAY_TLS_KEY, else none. */
+void tr_http_set_cert(const char *cert, const char *key);
+/* Set the TLS options of the libcurl handle c (a CURL *): the CA
+ * (tr_http_ca()) and the client's certificate and key, when given. */
+void tr_http_tls(void *c);
 int tr_http(const char *method, const char *url, const char *body, const char *token,
 	    struct tr_http_resp *resp, char *err, size_t errlen);
 

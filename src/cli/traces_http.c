@@ -51,7 +51,7 @@ static int curl_errno(CURLcode c)
 }
 
 /* tr_http_auth()'s: the token of requests that name none; the CA. */
-static const char *default_token, *ca_file;
+static const char *default_token, *ca_file, *cert_file, *key_file;
 
 void tr_http_auth(const char *token)
 {
@@ -63,11 +63,36 @@ void tr_http_set_ca(const char *path)
 	ca_file = path;
 }
 
+/* The option's value, else the environment's (NULL: neither). */
+static const char *opt_or_env(const char *opt, const char *var)
+{
+	const char *env = getenv(var);
+
+	return opt ? opt : env && *env ? env : NULL;
+}
+
 const char *tr_http_ca(void)
 {
-	const char *env = getenv("FAY_TLS_CA");
+	return opt_or_env(ca_file, "FAY_TLS_CA");
+}
 
-	return ca_file ? ca_file : env && *env ? env : NULL;
+void tr_http_set_cert(const char *cert, const char *key)
+{
+	cert_file = cert;
+	key_file = key;
+}
+
+void tr_http_tls(void *c)
+{
+	const char *cert = opt_or_env(cert_file, "FAY_TLS_CERT");
+	const char *key = opt_or_env(key_file, "FAY_TLS_KEY");
+
+	if (tr_http_ca())	/* https://: the collector's certificate is checked against it */
+		curl_easy_setopt(c, CURLOPT_CAINFO, tr_http_ca());
+	if (cert)		/* for a collector with --tls-client-ca */
+		curl_easy_setopt(c, CURLOPT_SSLCERT, cert);
+	if (key)
+		curl_easy_setopt(c, CURLOPT_SSLKEY, key);
 }
 
 int tr_http_get(const char *url, struct tr_http_resp *resp,
@@ -98,8 +123,7 @@ int tr_http(const char *method, const char *url, const char *body, const char *t
 		return -ENOMEM;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (tr_http_ca())	/* https://: the collector's certificate is checked against it */
-		curl_easy_setopt(c, CURLOPT_CAINFO, tr_http_ca());
+	tr_http_tls(c);
 	if (method)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (body) {

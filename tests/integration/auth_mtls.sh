@@ -101,6 +101,21 @@ out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -i $ID -t wt hello 2>&1)
 ok "the agent port without a certificate: refused" bash -c "! grep -q welcome <<<'$out'"
 out=$("$CLIENT" -a 127.0.0.1:$WP -C "$C/ca.pem" -E "$C/client.pem" -Y "$C/client.key" -i $ID -t wt hello 2>&1)
 ok "... with it and a write token: WELCOME" [ "$out" = "welcome last_seq=0" ]
+
+# ---- fay's own HTTP clients (libcurl) ----
+printf 'rt\n' >"$T_TMP/rt.tok"
+chmod 600 "$T_TMP/rt.tok"
+out=$("$FAY" sql --collector "$URL" --token rt --tls-ca "$C/ca.pem" 'SELECT 40 + 2 AS answer' 2>&1)
+ok "fay sql without a certificate: refused" bash -c "! grep -q 42 <<<'$out'"
+diag "$out"
+out=$("$FAY" sql --collector "$URL" --token rt --tls-ca "$C/ca.pem" --tls-cert "$C/client.pem" \
+	--tls-key "$C/client.key" 'SELECT 40 + 2 AS answer' 2>&1)
+ok "fay sql --tls-cert --tls-key: answered" grep -q 42 <<<"$out"
+out=$(FAY_TLS_CERT=$C/client.pem FAY_TLS_KEY=$C/client.key "$FAY" traces list --server "$URL" \
+	--tls-ca "$C/ca.pem" --token-file "$T_TMP/rt.tok" 2>&1)
+rc=$?
+ok "fay traces with FAY_TLS_CERT/FAY_TLS_KEY: answered (exit $rc)" test $rc = 0
+diag "$out"
 ok "the collector runs on" "${CURL[@]}" "${ME[@]}" -sf "$URL/health" -o /dev/null
 coll_stop
 
