@@ -3,6 +3,8 @@
 #ifndef FAY_STORE_SQLITE_INT_H
 #define FAY_STORE_SQLITE_INT_H
 
+#include <pthread.h>
+
 #include "store/span.h"
 
 struct store_rd;
@@ -25,7 +27,8 @@ struct store_agent;
 struct store_sql_cb;
 
 /* The SQLite backend's ops (store/backend.h; contracts in store.h).
- * sqlite.c: opening and writing; sqlite_read.c, scan.c: reading. */
+ * sqlite.c: opening; sqlite_write.c, sqlite_batch.c: writing; sqlite_read.c,
+ * scan.c: reading. */
 struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t errlen);
 void sq__close(struct store_be *st);
 const char *sq__path(const struct store_be *st);
@@ -98,8 +101,108 @@ int sq_col_ep(sqlite3_stmt *s, int i, struct zarena *a, struct zs_endpoint *e);
 /* The connection of a reader (store/scan.c prepares its own statements). */
 sqlite3 *sq_reader_db(struct store_rd *r);
 
+/* ---- the writer's state (sqlite.c, sqlite_write.c, sqlite_batch.c) ---- */
+
+/* The write statements, prepared by sq_prepare() (SQL in sqlite.c). */
+enum {
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
+	ST_INS_SPAN, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
+	ST_AGENT_HELLO, ST_AGENT_STATS,
+	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE, ST_INS_AUTOCOMPLETE,
+	ST_DEL_MERGED, ST_SEL_PARTS,
+	ST_SEL_TRACE, ST_SEL_TRACE_SPANS, ST_INS_TRACE, ST_UPD_TRACE, ST_MAX_SEQ,
+	ST_RETAIN_SEL, ST_RETAIN_SPANS, ST_RETAIN_PARTS, ST_RETAIN_TRACE,
+	ST_MAX,
+};
+
+/* A map of strings to a time (the names already in the name tables, with
+ * the last_us written for them). */
+struct nameset {
+	char **slot;
+	uint64_t *val;
+	size_t cap, n;
+};
+
+/*
+ * A trace touched by the transaction under way: its row as it will be
+ * written at the end (ts_us is root_us, else min_us).  Strings are in the
+ * store's txn arena.
+ */
+struct tsum {
+	uint64_t hi, lo;
+	int64_t seq, nspans, next_no;
+	uint64_t root_us, min_us, end_us, max_dur_us;
+	struct zs_str root_service, root_name;
+	uint8_t error;
+	uint8_t exists;       /* the row is in the table (UPDATE, not INSERT) */
+	uint8_t recompute;    /* spans were deleted: rebuild from the rows */
+	uint8_t bloom[SQ_BLOOM_BYTES];
+};
+
+/* The traces of a transaction, by id (open addressing over v). */
+struct tmap {
+	struct tsum *v;
+	size_t n, cap;
+	uint32_t *slot;       /* index in v + 1; 0 empty */
+	size_t nslot;
+};
+
+/* A name's last_us is rewritten when a span is this much newer. */
+#define NAME_LAST_SLACK_US 60000000ull
+
+/* The background checkpointer (see the top of sqlite.c). */
+struct ckpt {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	sqlite3 *db;
+	int pending, stop, running;
+};
+
+struct store_be {
+	sqlite3 *db;
+	char *path;
+	unsigned flags;
+	sqlite3_stmt *st[ST_MAX];
+	struct nameset names;
+	char **ac_keys;             /* --autocomplete-keys */
+	size_t nac_keys;
+	struct sq_buf extra;        /* spans.extra of the span being bound */
+	struct zarena merge_arena;  /* scratch for merging parts */
+	struct zarena txn_arena;    /* strings of the transaction's tsums */
+	struct tmap tm;
+	int64_t max_seq;            /* highest traces.seq given */
+	uint64_t now_us;            /* the transaction's time */
+	uint64_t retained;          /* rows retention deleted since the last prune */
+	uint64_t retain_cutoff_us;  /* the cutoff of that retention */
+	struct ckpt ck;
+};
+
+
+/* Map an SQLite result code to -errno. */
+int sq_errno(int rc);
+/* Format a message into err (nothing when err is NULL or errlen 0). */
+__attribute__((format(printf, 3, 4)))
+void sq_set_err(char *err, size_t errlen, const char *fmt, ...);
+/* sqlite3_exec() of sql, no callback.  SQLite rc. */
+int sq_exec(sqlite3 *db, const char *sql);
+/* Step a write statement to completion and reset it.  SQLite rc (a row
+ * counts as done). */
+int sq_step_done(sqlite3_stmt *s);
+/* Bind the C string v at parameter i of s (NULL or "" as NULL); v must
+ * outlive the statement's next reset.  SQLite rc. */
+int sq_bind_cstr(sqlite3_stmt *s, int i, const char *v);
+/* Forget every name of s and free its memory (s is then empty). */
+void sq_nameset_clear(struct nameset *s);
+/* Forget the transaction's traces (st->tm and the txn arena). */
+void sq_tm_reset(struct store_be *st);
+/*
+ * The index in st->tm of trace (hi, lo): known to the transaction, else
+ * read from its row, else a new trace with the next seq.  SQLite rc.
+ */
+int sq_trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti);
+
 /* ---- the write path, for migrations (store/migrate.c) ---- */
-struct store_be;
 /* A migration: runs inside the transaction that then sets user_version.
  * Returns an SQLite result code. */
 typedef int (*sq_migration_fn)(struct store_be *st);
