@@ -5,291 +5,16 @@
  * the entry record carries to the exit, which where-conjuncts can be
  * decided at entry (so unwanted calls leave no per-thread state), the key
  * and value layouts, and how each column is computed at read time.
+ * Expressions become pexpr trees in plan_expr.c; the read side computes
+ * them in plan_eval.c.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "common/err.h"
-#include "query/plan.h"
-#include "query/query_int.h"
+#include "query/plan_int.h"
 #include "query/spanctx.h"
-
-struct planner {
-	struct query *q;
-	const struct ast_query *aq;
-	struct plan *p;
-	struct arena *a;
-	int depth;		/* conv() recursion, lets and columns inlined */
-	int nodes;		/* pexprs made so far */
-	int nconj;		/* where-conjuncts chained with PX_LAND */
-	int fail;		/* the error px_new reported, if any */
-	struct tp_field *tagf;	/* spans(...): the tag slots of the context */
-};
-
-/*
- * Bounds on what the planner builds.  The parser bounds each expression
- * tree (QUERY_MAX_DEPTH), but inlining lets into the entry predicate and
- * columns into order by nests trees into one another, and the where
- * conjuncts are chained: these keep the trees that codegen walks
- * recursively shallow and small whatever the query text.
- */
-#define PLAN_MAX_DEPTH	1024
-#define PLAN_MAX_NODES	(1 << 16)
-#define PLAN_MAX_CONJ	1024
-
-/* Where an expression runs. */
-struct pctx {
-	bool at_exit;		/* main program of a paired source */
-	bool inline_lets;	/* entry_pred: no lets are computed there */
-	bool read_side;		/* columns, order by */
-};
-
-#define TRYP(x) do { if (!(x)) return pl->fail ? pl->fail : -ENOMEM; } while (0)
-
-static struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node *n)
-{
-	struct pexpr *e;
-
-	if (++pl->nodes > PLAN_MAX_NODES) {
-		pl->fail = query_errorf(pl->q, n ? &n->loc : &pl->aq->loc,
-					"query too large once its lets are expanded (more than %d operations); use fewer lets built from lets",
-					PLAN_MAX_NODES);
-		return NULL;
-	}
-	e = arena_alloc(pl->a, sizeof(*e));
-
-	if (e) {
-		e->op = op;
-		e->type = VT_INT;
-		e->idx = -1;
-		if (n)
-			e->loc = n->loc;
-	}
-	return e;
-}
-
-/*
- * Which memory str() reads.  System call arguments (syscall sources and
- * the fields of syscalls:sys_enter_*) and the arguments of user functions
- * and USDT sites are user addresses.  Tracefs formats do not say which
- * pointer fields are __user, nor does a kernel function's register: there
- * the kernel is read first and, when that fails, user memory (a user
- * address fails the kernel read on x86-64: copy_from_kernel_nofault
- * refuses it).  A read that fails both ways is counted, not hidden.
- */
-static void str_memory(const struct ast_query *aq, struct pexpr *e)
-{
-	switch (aq->src.kind) {
-	case SRC_SYSCALL:
-	case SRC_UFUNC:
-	case SRC_PFUNC:
-	case SRC_USDT:
-		e->user = true;
-		return;
-	case SRC_TRACEPOINT:
-		if (!strcmp(aq->src.part[0], "syscalls")) {
-			e->user = true;
-			return;
-		}
-		break;
-	default:
-		break;
-	}
-	e->either = true;
-}
-
-/* The entry record slot holding argument n, added when new. */
-static int saved_arg(struct planner *pl, int n, const struct node *at)
-{
-	struct plan *p = pl->p;
-
-	for (int i = 0; i < p->nsaved; i++)
-		if (p->saved[i].kind == SAVE_ARG && p->saved[i].arg == n)
-			return i;
-	if (p->nsaved == PLAN_MAX_SAVED)
-		return query_errorf(pl->q, &at->loc,
-				    "too many arguments to carry from entry to exit (at most %d)",
-				    PLAN_MAX_SAVED - 1);
-	p->saved[p->nsaved].kind = SAVE_ARG;
-	p->saved[p->nsaved].arg = n;
-	return p->nsaved++;
-}
-
-static enum px_op binop(enum tok_kind t)
-{
-	switch (t) {
-	case T_PLUS: return PX_ADD;
-	case T_MINUS: return PX_SUB;
-	case T_STAR: return PX_MUL;
-	case T_SLASH: return PX_DIV;
-	case T_PERCENT: return PX_MOD;
-	case T_AMP: return PX_AND;
-	case T_PIPE: return PX_OR;
-	case T_CARET: return PX_XOR;
-	case T_SHL: return PX_SHL;
-	case T_SHR: return PX_SHR;
-	case T_EQ: return PX_EQ;
-	case T_NE: return PX_NE;
-	case T_LT: return PX_LT;
-	case T_LE: return PX_LE;
-	case T_GT: return PX_GT;
-	case T_GE: return PX_GE;
-	case T_ANDAND: return PX_LAND;
-	case T_OROR: return PX_LOR;
-	default: return PX_NOPS;
-	}
-}
-
-static int conv(struct planner *pl, const struct node *n, struct pctx cx,
-		struct pexpr **out);
-
-static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
-		    struct pexpr **out)
-{
-	const struct ast_query *aq = pl->aq;
-	struct pexpr *e = NULL;
-	int slot, err;
-
-	switch (n->sem) {
-	case S_FIELD:
-		if (aq->src.kind == SRC_SPANS && spanctx_field(n->field)) {
-			/* a span's fields are its context's (spanctx.h) */
-			TRYP(e = px_new(pl, PX_TPFIELD, n));
-			e->tpf = spanctx_field(n->field);
-		} else if (n->field == F_TIME && cx.at_exit) {
-			TRYP(e = px_new(pl, PX_SAVED, n));
-			e->idx = 0;
-		} else {
-			TRYP(e = px_new(pl, PX_FIELD, n));
-			e->field = n->field;
-		}
-		break;
-	case S_ARG:
-		if (cx.at_exit) {
-			slot = saved_arg(pl, (int)n->ival, n);
-			if (slot < 0)
-				return slot;
-			TRYP(e = px_new(pl, PX_SAVED, n));
-			e->idx = slot;
-		} else {
-			TRYP(e = px_new(pl, PX_ARG, n));
-			e->idx = (int)n->ival;
-		}
-		break;
-	case S_TPFIELD:
-		TRYP(e = px_new(pl, PX_TPFIELD, n));
-		e->tpf = n->tpf;
-		break;
-	case S_TAG:
-		TRYP(e = px_new(pl, PX_TPFIELD, n));
-		e->tpf = &pl->tagf[n->idx];
-		break;
-	case S_LET:
-		if (cx.inline_lets)
-			return conv(pl, aq->lets[n->idx]->e, cx, out);
-		TRYP(e = px_new(pl, PX_LET, n));
-		e->idx = n->idx;
-		break;
-	case S_STRREAD:
-		TRYP(e = px_new(pl, PX_STRREAD, n));
-		str_memory(aq, e);
-		err = conv(pl, n->args[0], cx, &e->a);
-		if (err)
-			return err;
-		break;
-	case S_KEY:
-		TRYP(e = px_new(pl, PX_KEY, n));
-		e->idx = n->idx;
-		break;
-	case S_AGGR:
-		TRYP(e = px_new(pl, PX_AGG, n));
-		e->idx = n->idx;
-		break;
-	case S_COL:
-		return conv(pl, aq->cols[n->idx].e, cx, out);
-	case S_NOW:
-		TRYP(e = px_new(pl, PX_CONST, n));
-		e->val = 1;
-		break;
-	default:
-		return query_errorf(pl->q, &n->loc, "internal: cannot plan '%s'",
-				    n->name ? n->name : "?");
-	}
-	e->type = n->type;
-	e->size = n->strsize;
-	*out = e;
-	return 0;
-}
-
-static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
-		     struct pexpr **out);
-
-/* n as a pexpr tree, at most PLAN_MAX_DEPTH deep. */
-static int conv(struct planner *pl, const struct node *n, struct pctx cx,
-		struct pexpr **out)
-{
-	int err;
-
-	if (pl->depth >= PLAN_MAX_DEPTH)
-		return query_errorf(pl->q, &n->loc,
-				    "expression nested too deeply once its lets are expanded (more than %d levels); use fewer lets built from lets",
-				    PLAN_MAX_DEPTH);
-	pl->depth++;
-	err = n->sem != S_NONE ? conv_sem(pl, n, cx, out) : conv_node(pl, n, cx, out);
-	pl->depth--;
-	return err;
-}
-
-static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
-		     struct pexpr **out)
-{
-	struct pexpr *e;
-	int err;
-
-	switch (n->kind) {
-	case N_INT:
-		TRYP(e = px_new(pl, PX_CONST, n));
-		e->val = (int64_t)n->ival;
-		break;
-	case N_STR:
-		TRYP(e = px_new(pl, PX_STR, n));
-		e->str = n->str;
-		e->len = n->len;
-		e->type = VT_STR;
-		e->size = (int)n->len + 1;
-		break;
-	case N_UNARY:
-		TRYP(e = px_new(pl, n->op == T_MINUS ? PX_NEG :
-				 n->op == T_BANG ? PX_NOT : PX_BNOT, n));
-		err = conv(pl, n->a, cx, &e->a);
-		if (err)
-			return err;
-		break;
-	case N_BINARY: {
-		const struct node *l = n->a, *r = n->b;
-		enum px_op op = binop(n->op);
-
-		if (l->type == VT_STR || r->type == VT_STR) {
-			op = n->op == T_EQ ? PX_STREQ : PX_STRNE;
-			if (l->kind == N_STR) {	/* literal goes on the right */
-				l = n->b;
-				r = n->a;
-			}
-		}
-		TRYP(e = px_new(pl, op, n));
-		err = conv(pl, l, cx, &e->a);
-		err = err ? : conv(pl, r, cx, &e->b);
-		if (err)
-			return err;
-		break;
-	}
-	default:
-		return query_errorf(pl->q, &n->loc, "internal: cannot plan this expression");
-	}
-	*out = e;
-	return 0;
-}
 
 /* ---- attach points ------------------------------------------------------- */
 
@@ -420,10 +145,10 @@ static int plan_conjuncts(struct planner *pl, const struct node *n)
 	if (p->paired && !n->needs_exit) {
 		struct pctx cx = { .inline_lets = true };
 
-		err = conv(pl, n, cx, &e);
+		err = plan_conv(pl, n, cx, &e);
 		return err ? : add_conj(pl, &p->entry_pred, e);
 	}
-	err = conv(pl, n, (struct pctx){ .at_exit = p->paired }, &e);
+	err = plan_conv(pl, n, (struct pctx){ .at_exit = p->paired }, &e);
 	return err ? : add_conj(pl, &p->pred, e);
 }
 
@@ -449,7 +174,7 @@ static int plan_keys(struct planner *pl, struct pctx cx)
 		const struct node *e = g->keys[i].e;
 
 		k->name = g->keys[i].name;
-		err = conv(pl, e, cx, &k->e);
+		err = plan_conv(pl, e, cx, &k->e);
 		if (err)
 			return err;
 		k->offset = off;
@@ -546,7 +271,7 @@ static int plan_aggrs(struct planner *pl, struct pctx cx)
 					 n->loc.end - n->loc.start);
 		TRYP(ag->text);
 		if (n->nargs) {
-			err = conv(pl, n->args[0], cx, &ag->arg);
+			err = plan_conv(pl, n->args[0], cx, &ag->arg);
 			if (err)
 				return err;
 		}
@@ -578,7 +303,7 @@ static int plan_cols(struct planner *pl, struct pctx cx)
 			c->aggr = e->idx;
 			continue;
 		}
-		err = conv(pl, e, p->mode == PLAN_STREAM ? cx : rd, &c->e);
+		err = plan_conv(pl, e, p->mode == PLAN_STREAM ? cx : rd, &c->e);
 		if (err)
 			return err;
 		if (p->mode == PLAN_STREAM) {
@@ -659,7 +384,7 @@ int query_plan(struct query *q, const struct plan **out)
 	p->nlets = aq->nlets;
 	for (int i = 0; i < aq->nlets && !err; i++) {
 		p->lets[i].name = aq->lets[i]->name;
-		err = conv(&pl, aq->lets[i]->e, cx, &p->lets[i].e);
+		err = plan_conv(&pl, aq->lets[i]->e, cx, &p->lets[i].e);
 	}
 	for (int i = 0; i < aq->nclauses && !err; i++)
 		if (aq->clauses[i].kind == C_WHERE)
@@ -671,7 +396,7 @@ int query_plan(struct query *q, const struct plan **out)
 	err = err ? : plan_aggrs(&pl, cx);
 	err = err ? : plan_cols(&pl, cx);
 	if (!err && aq->order)
-		err = conv(&pl, aq->order, (struct pctx){ .read_side = true }, &p->order);
+		err = plan_conv(&pl, aq->order, (struct pctx){ .read_side = true }, &p->order);
 	if (err)
 		return err;
 	p->order_desc = aq->order_desc;
@@ -682,104 +407,4 @@ int query_plan(struct query *q, const struct plan **out)
 	q->plan = p;
 	*out = p;
 	return 0;
-}
-
-/* ---- read side ----------------------------------------------------------- */
-
-int64_t plan_binop(enum px_op op, int64_t a, int64_t b)
-{
-	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-
-	switch (op) {
-	case PX_ADD: return (int64_t)(ua + ub);
-	case PX_SUB: return (int64_t)(ua - ub);
-	case PX_MUL: return (int64_t)(ua * ub);
-	case PX_DIV: return !b ? 0 : b == -1 ? (int64_t)(0 - ua) : a / b;
-	case PX_MOD: return !b ? a : b == -1 ? 0 : a % b;
-	case PX_AND: return a & b;
-	case PX_OR: return a | b;
-	case PX_XOR: return a ^ b;
-	case PX_SHL: return (int64_t)(ua << (ub & 63));
-	case PX_SHR: return (int64_t)(ua >> (ub & 63));
-	case PX_EQ: return a == b;
-	case PX_NE: return a != b;
-	case PX_LT: return a < b;
-	case PX_LE: return a <= b;
-	case PX_GT: return a > b;
-	case PX_GE: return a >= b;
-	case PX_LAND: return a && b;
-	case PX_LOR: return a || b;
-	default: return 0;
-	}
-}
-
-int plan_eval(const struct plan *p, const struct pexpr *e, const void *key,
-	      const void *value, struct plan_val *out)
-{
-	struct plan_val a, b;
-	int err;
-
-	memset(out, 0, sizeof(*out));
-	out->type = VT_INT;
-	switch (e->op) {
-	case PX_CONST:
-		out->i = e->val;
-		return 0;
-	case PX_STR:
-		out->type = VT_STR;
-		out->s = e->str;
-		out->len = e->len;
-		return 0;
-	case PX_KEY: {
-		const struct plan_key *k;
-		const unsigned char *kp;
-
-		if (e->idx < 0 || e->idx >= p->nkeys)
-			return -EINVAL;
-		k = &p->keys[e->idx];
-		kp = (const unsigned char *)key + k->offset;
-		if (k->e->type == VT_STR) {
-			out->type = VT_STR;
-			out->s = (const char *)kp;
-			out->len = strnlen(out->s, k->size);
-		} else {
-			memcpy(&out->i, kp, 8);
-		}
-		return 0;
-	}
-	case PX_AGG:
-		if (e->idx < 0 || e->idx >= p->naggrs)
-			return -EINVAL;
-		return aggr_final(&p->aggrs[e->idx].desc,
-				  (const char *)value + p->aggrs[e->idx].offset,
-				  &out->i);
-	case PX_NEG:
-	case PX_NOT:
-	case PX_BNOT:
-		err = plan_eval(p, e->a, key, value, &a);
-		if (err)
-			return err;
-		out->i = e->op == PX_NEG ? (int64_t)(0 - (uint64_t)a.i) :
-			 e->op == PX_NOT ? !a.i : ~a.i;
-		return 0;
-	case PX_STREQ:
-	case PX_STRNE:
-		err = plan_eval(p, e->a, key, value, &a);
-		err = err ? : plan_eval(p, e->b, key, value, &b);
-		if (err)
-			return err;
-		out->i = a.len == b.len && !memcmp(a.s, b.s, a.len);
-		if (e->op == PX_STRNE)
-			out->i = !out->i;
-		return 0;
-	default:
-		if (e->op < PX_ADD || e->op > PX_LOR)
-			return -EINVAL;
-		err = plan_eval(p, e->a, key, value, &a);
-		err = err ? : plan_eval(p, e->b, key, value, &b);
-		if (err)
-			return err;
-		out->i = plan_binop(e->op, a.i, b.i);
-		return 0;
-	}
 }

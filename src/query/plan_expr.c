@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The planner's expressions: checked AST nodes to pexpr trees (plan.h),
+ * bounded in size and depth, lets inlined where no let is computed,
+ * arguments an exit program reads carried in the entry record, str()
+ * reading user or kernel memory as the source says.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "query/plan_int.h"
+#include "query/spanctx.h"
+
+struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node *n)
+{
+	struct pexpr *e;
+
+	if (++pl->nodes > PLAN_MAX_NODES) {
+		pl->fail = query_errorf(pl->q, n ? &n->loc : &pl->aq->loc,
+					"query too large once its lets are expanded (more than %d operations); use fewer lets built from lets",
+					PLAN_MAX_NODES);
+		return NULL;
+	}
+	e = arena_alloc(pl->a, sizeof(*e));
+
+	if (e) {
+		e->op = op;
+		e->type = VT_INT;
+		e->idx = -1;
+		if (n)
+			e->loc = n->loc;
+	}
+	return e;
+}
+
+/*
+ * Which memory str() reads.  System call arguments (syscall sources and
+ * the fields of syscalls:sys_enter_*) and the arguments of user functions
+ * and USDT sites are user addresses.  Tracefs formats do not say which
+ * pointer fields are __user, nor does a kernel function's register: there
+ * the kernel is read first and, when that fails, user memory (a user
+ * address fails the kernel read on x86-64: copy_from_kernel_nofault
+ * refuses it).  A read that fails both ways is counted, not hidden.
+ */
+static void str_memory(const struct ast_query *aq, struct pexpr *e)
+{
+	switch (aq->src.kind) {
+	case SRC_SYSCALL:
+	case SRC_UFUNC:
+	case SRC_PFUNC:
+	case SRC_USDT:
+		e->user = true;
+		return;
+	case SRC_TRACEPOINT:
+		if (!strcmp(aq->src.part[0], "syscalls")) {
+			e->user = true;
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	e->either = true;
+}
+
+/* The entry record slot holding argument n, added when new. */
+static int saved_arg(struct planner *pl, int n, const struct node *at)
+{
+	struct plan *p = pl->p;
+
+	for (int i = 0; i < p->nsaved; i++)
+		if (p->saved[i].kind == SAVE_ARG && p->saved[i].arg == n)
+			return i;
+	if (p->nsaved == PLAN_MAX_SAVED)
+		return query_errorf(pl->q, &at->loc,
+				    "too many arguments to carry from entry to exit (at most %d)",
+				    PLAN_MAX_SAVED - 1);
+	p->saved[p->nsaved].kind = SAVE_ARG;
+	p->saved[p->nsaved].arg = n;
+	return p->nsaved++;
+}
+
+static enum px_op binop(enum tok_kind t)
+{
+	switch (t) {
+	case T_PLUS: return PX_ADD;
+	case T_MINUS: return PX_SUB;
+	case T_STAR: return PX_MUL;
+	case T_SLASH: return PX_DIV;
+	case T_PERCENT: return PX_MOD;
+	case T_AMP: return PX_AND;
+	case T_PIPE: return PX_OR;
+	case T_CARET: return PX_XOR;
+	case T_SHL: return PX_SHL;
+	case T_SHR: return PX_SHR;
+	case T_EQ: return PX_EQ;
+	case T_NE: return PX_NE;
+	case T_LT: return PX_LT;
+	case T_LE: return PX_LE;
+	case T_GT: return PX_GT;
+	case T_GE: return PX_GE;
+	case T_ANDAND: return PX_LAND;
+	case T_OROR: return PX_LOR;
+	default: return PX_NOPS;
+	}
+}
+
+static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
+		    struct pexpr **out)
+{
+	const struct ast_query *aq = pl->aq;
+	struct pexpr *e = NULL;
+	int slot, err;
+
+	switch (n->sem) {
+	case S_FIELD:
+		if (aq->src.kind == SRC_SPANS && spanctx_field(n->field)) {
+			/* a span's fields are its context's (spanctx.h) */
+			TRYP(e = px_new(pl, PX_TPFIELD, n));
+			e->tpf = spanctx_field(n->field);
+		} else if (n->field == F_TIME && cx.at_exit) {
+			TRYP(e = px_new(pl, PX_SAVED, n));
+			e->idx = 0;
+		} else {
+			TRYP(e = px_new(pl, PX_FIELD, n));
+			e->field = n->field;
+		}
+		break;
+	case S_ARG:
+		if (cx.at_exit) {
+			slot = saved_arg(pl, (int)n->ival, n);
+			if (slot < 0)
+				return slot;
+			TRYP(e = px_new(pl, PX_SAVED, n));
+			e->idx = slot;
+		} else {
+			TRYP(e = px_new(pl, PX_ARG, n));
+			e->idx = (int)n->ival;
+		}
+		break;
+	case S_TPFIELD:
+		TRYP(e = px_new(pl, PX_TPFIELD, n));
+		e->tpf = n->tpf;
+		break;
+	case S_TAG:
+		TRYP(e = px_new(pl, PX_TPFIELD, n));
+		e->tpf = &pl->tagf[n->idx];
+		break;
+	case S_LET:
+		if (cx.inline_lets)
+			return plan_conv(pl, aq->lets[n->idx]->e, cx, out);
+		TRYP(e = px_new(pl, PX_LET, n));
+		e->idx = n->idx;
+		break;
+	case S_STRREAD:
+		TRYP(e = px_new(pl, PX_STRREAD, n));
+		str_memory(aq, e);
+		err = plan_conv(pl, n->args[0], cx, &e->a);
+		if (err)
+			return err;
+		break;
+	case S_KEY:
+		TRYP(e = px_new(pl, PX_KEY, n));
+		e->idx = n->idx;
+		break;
+	case S_AGGR:
+		TRYP(e = px_new(pl, PX_AGG, n));
+		e->idx = n->idx;
+		break;
+	case S_COL:
+		return plan_conv(pl, aq->cols[n->idx].e, cx, out);
+	case S_NOW:
+		TRYP(e = px_new(pl, PX_CONST, n));
+		e->val = 1;
+		break;
+	default:
+		return query_errorf(pl->q, &n->loc, "internal: cannot plan '%s'",
+				    n->name ? n->name : "?");
+	}
+	e->type = n->type;
+	e->size = n->strsize;
+	*out = e;
+	return 0;
+}
+
+static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
+		     struct pexpr **out);
+
+/* n as a pexpr tree, at most PLAN_MAX_DEPTH deep (plan_int.h). */
+int plan_conv(struct planner *pl, const struct node *n, struct pctx cx,
+	      struct pexpr **out)
+{
+	int err;
+
+	if (pl->depth >= PLAN_MAX_DEPTH)
+		return query_errorf(pl->q, &n->loc,
+				    "expression nested too deeply once its lets are expanded (more than %d levels); use fewer lets built from lets",
+				    PLAN_MAX_DEPTH);
+	pl->depth++;
+	err = n->sem != S_NONE ? conv_sem(pl, n, cx, out) : conv_node(pl, n, cx, out);
+	pl->depth--;
+	return err;
+}
+
+static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
+		     struct pexpr **out)
+{
+	struct pexpr *e;
+	int err;
+
+	switch (n->kind) {
+	case N_INT:
+		TRYP(e = px_new(pl, PX_CONST, n));
+		e->val = (int64_t)n->ival;
+		break;
+	case N_STR:
+		TRYP(e = px_new(pl, PX_STR, n));
+		e->str = n->str;
+		e->len = n->len;
+		e->type = VT_STR;
+		e->size = (int)n->len + 1;
+		break;
+	case N_UNARY:
+		TRYP(e = px_new(pl, n->op == T_MINUS ? PX_NEG :
+				 n->op == T_BANG ? PX_NOT : PX_BNOT, n));
+		err = plan_conv(pl, n->a, cx, &e->a);
+		if (err)
+			return err;
+		break;
+	case N_BINARY: {
+		const struct node *l = n->a, *r = n->b;
+		enum px_op op = binop(n->op);
+
+		if (l->type == VT_STR || r->type == VT_STR) {
+			op = n->op == T_EQ ? PX_STREQ : PX_STRNE;
+			if (l->kind == N_STR) {	/* literal goes on the right */
+				l = n->b;
+				r = n->a;
+			}
+		}
+		TRYP(e = px_new(pl, op, n));
+		err = plan_conv(pl, l, cx, &e->a);
+		err = err ? : plan_conv(pl, r, cx, &e->b);
+		if (err)
+			return err;
+		break;
+	}
+	default:
+		return query_errorf(pl->q, &n->loc, "internal: cannot plan this expression");
+	}
+	*out = e;
+	return 0;
+}
