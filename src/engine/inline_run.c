@@ -227,7 +227,6 @@ static int site_ok(pid_t pid, const struct inl_site *s, char *why, size_t len)
  */
 static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *fd)
 {
-	struct inject_who who = { e->opts.own_uid_only, e->opts.uid };
 	uint64_t t0 = clock_monotonic_ns();
 	char why[1024];
 	int err;
@@ -240,7 +239,7 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *f
 		return no_inline(e, -ENOENT, "pid %d: the fay runtime is not loaded (start it "
 				 "with fay run, or --probe-mode=inline to load it with ptrace)",
 				 (int)pid);
-	err = inject_check(pid, &who, why, sizeof(why));
+	err = inject_check(pid, why, sizeof(why));
 	if (!err) {
 		err = site_ok(pid, s, why, sizeof(why));
 		if (err == -EINVAL)

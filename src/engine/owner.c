@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/procstat.h"
 #include "engine/engine_int.h"
 
 void engine_opts_requester(struct engine_opts *o, bool allow_other_users)
@@ -45,21 +46,13 @@ static const char *uid_name(uid_t uid, char *buf, size_t len)
  * file.  0, -ESRCH (gone) or -EIO (unreadable line). */
 static int proc_uids(pid_t pid, unsigned uids[4])
 {
-	char path[64], line[256];
-	FILE *f;
-	int n = 0;
+	unsigned long long v[4];
+	int n = proc_status_nums(pid, "Uid", v, 4);
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (n < 0)
 		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Uid:", 4)) {
-			n = sscanf(line + 4, "%u %u %u %u", &uids[0], &uids[1], &uids[2],
-				   &uids[3]);
-			break;
-		}
-	fclose(f);
+	for (int i = 0; i < n; i++)
+		uids[i] = (unsigned)v[i];
 	return n == 4 ? 0 : -EIO;
 }
 

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/procstat.h"
 #include "probe/elfsym.h"
 #include "probe/inject.h"
 
@@ -360,43 +361,7 @@ out:
 
 /* ---- may fay load it? -------------------------------------------------------- */
 
-/* The numbers after "Key:" in /proc/PID/status (PID 0: self), up to n of
- * them; CapEff is read as hex.  The count read, or -errno. */
-static int status_nums(pid_t pid, const char *key, unsigned long long *v, int n)
-{
-	char fn[64], line[512];
-	size_t kl = strlen(key);
-	FILE *f;
-	int got = -ENOENT;
-
-	if (pid)
-		snprintf(fn, sizeof(fn), "/proc/%d/status", (int)pid);
-	else
-		snprintf(fn, sizeof(fn), "/proc/self/status");
-	f = fopen(fn, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + kl;
-
-		if (strncmp(line, key, kl) || *p != ':')
-			continue;
-		p++;
-		for (got = 0; got < n; got++) {
-			char *end;
-
-			v[got] = strtoull(p, &end, strcmp(key, "CapEff") ? 10 : 16);
-			if (end == p)
-				break;
-			p = end;
-		}
-		break;
-	}
-	fclose(f);
-	return got;
-}
-
-int inject_check(pid_t pid, const struct inject_who *who, char *why, size_t len)
+int inject_check(pid_t pid, char *why, size_t len)
 {
 	unsigned long long scope = 0, cap = 0, uids[3], gids[3], tracer = 0;
 	bool can_ptrace, same;
@@ -412,16 +377,12 @@ int inject_check(pid_t pid, const struct inject_who *who, char *why, size_t len)
 	}
 	if (scope >= 3)
 		return fail(why, len, -EPERM, "ptrace_scope=3 (Yama lets no process be traced)");
-	can_ptrace = status_nums(0, "CapEff", &cap, 1) == 1 && (cap >> 19 & 1);
-	if (status_nums(pid, "Uid", uids, 3) != 3 || status_nums(pid, "Gid", gids, 3) != 3)
+	can_ptrace = proc_status_nums(0, "CapEff", &cap, 1) == 1 && (cap >> 19 & 1);
+	if (proc_status_nums(pid, "Uid", uids, 3) != 3 ||
+	    proc_status_nums(pid, "Gid", gids, 3) != 3)
 		return fail(why, len, -ESRCH, "pid %d: no such process", (int)pid);
 	same = uids[0] == getuid() && uids[1] == getuid() && uids[2] == getuid() &&
 	       gids[0] == getgid() && gids[1] == getgid() && gids[2] == getgid();
-	if (who && who->own_uid_only && (uids[0] != who->uid || uids[1] != who->uid ||
-					 uids[2] != who->uid))
-		return fail(why, len, -EPERM, "not permitted: pid %d runs as uid %llu, the "
-			    "query is uid %u's (--allow-other-users)", (int)pid, uids[0],
-			    (unsigned)who->uid);
 	if (!can_ptrace && scope == 2)
 		return fail(why, len, -EPERM, "ptrace_scope=2 and no CAP_SYS_PTRACE");
 	if (!can_ptrace && scope == 1)
@@ -431,7 +392,7 @@ int inject_check(pid_t pid, const struct inject_who *who, char *why, size_t len)
 		return fail(why, len, -EPERM, "not permitted: pid %d runs as uid %llu, fay as "
 			    "uid %u without CAP_SYS_PTRACE", (int)pid, uids[0],
 			    (unsigned)getuid());
-	if (status_nums(pid, "TracerPid", &tracer, 1) == 1 && tracer)
+	if (proc_status_nums(pid, "TracerPid", &tracer, 1) == 1 && tracer)
 		return fail(why, len, -EBUSY, "traced by pid %llu (a debugger?)", tracer);
 	t = calloc(1, sizeof(*t));
 	if (!t)

@@ -35,23 +35,17 @@
  */
 int inject_library(pid_t pid, const char *lib, char *err, size_t errlen);
 
-/* Who asks (engine_opts_requester()): with own_uid_only, only processes
- * whose uids are all uid may be loaded into. */
-struct inject_who {
-	bool own_uid_only;
-	uid_t uid;
-};
-
 /*
  * Whether inject_library() may be tried on pid, without touching it: Yama's
  * ptrace_scope (3: never; 2: CAP_SYS_PTRACE; 1: CAP_SYS_PTRACE, pid not
  * being a descendant), the kernel's same-credentials rule without
- * CAP_SYS_PTRACE, who's own-uid rule (who may be NULL), another tracer,
- * and a glibc mapped in it.  0, or -errno with a short reason in why
+ * CAP_SYS_PTRACE, another tracer, and a glibc mapped in it.  (A non-root
+ * requester's own-uid rule is the engine's: engine_check_pid() refuses
+ * another user's pid at set-up, before any load is considered.)  0, or -errno with a short reason in why
  * ("ptrace_scope=3 (...)", "static binary (...)", "not permitted: ...";
  * -EPERM, -EBUSY, -ENOEXEC, -ESRCH).
  */
-int inject_check(pid_t pid, const struct inject_who *who, char *why, size_t len);
+int inject_check(pid_t pid, char *why, size_t len);
 
 /*
  * The address at which file offset off of the file at path is mapped

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef FAY_COMMON_PROCSTAT_H
+#define FAY_COMMON_PROCSTAT_H
+
+#include <sys/types.h>
+
+/*
+ * The numbers after "KEY:" in /proc/PID/status (pid 0: this process), up
+ * to n of them, into v; the Cap* lines are read as hex, the rest as
+ * decimal.  Returns how many were read (0 when the line is absent or has
+ * none), or -errno when the file cannot be opened (-ENOENT: no such
+ * process).
+ */
+int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n);
+
+#endif
