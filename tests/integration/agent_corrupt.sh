@@ -33,7 +33,12 @@ def hdr(pid, inst, nrings=2, slots=64, npool=4, stride=1024, **kw):
     b += f['service'].ljust(64, b'\0')[:64] + f['ip'].ljust(48, b'\0')[:48]
     return bytearray(b.ljust(size, b'\0')), size
 def put(pid, inst, data):
-    open(os.path.join(d, 'fay-%d-%016x.shm' % (pid, inst)), 'wb').write(data)
+    # whole, then renamed into place: the agent must see each damage as
+    # written, not a file python is still writing (its first 8 KiB
+    # alone read as "file_size is 16640 but the file is 16384 bytes")
+    name = os.path.join(d, 'fay-%d-%016x.shm' % (pid, inst))
+    open(name + '.part', 'wb').write(data)
+    os.rename(name + '.part', name)
 cases = [
     ('magic', dict(magic=0x1122334455667788)),
     ('version', dict(version=7)),
