@@ -7,7 +7,7 @@
 
 #include "common/bytes.h"
 
-void wbuf_put(struct wbuf *w, const void *p, size_t n)
+void wbuf_put_grow(struct wbuf *w, const void *p, size_t n)
 {
 	if (w->err || !n)
 		return;
@@ -27,49 +27,6 @@ void wbuf_put(struct wbuf *w, const void *p, size_t n)
 	}
 	memcpy(w->p + w->len, p, n);
 	w->len += n;
-}
-
-void wbuf_u8(struct wbuf *w, uint8_t v)
-{
-	wbuf_put(w, &v, 1);
-}
-
-void wbuf_le32(struct wbuf *w, uint32_t v)
-{
-	unsigned char b[4];
-
-	for (int i = 0; i < 4; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-	wbuf_put(w, b, 4);
-}
-
-void wbuf_le64(struct wbuf *w, uint64_t v)
-{
-	unsigned char b[8];
-
-	for (int i = 0; i < 8; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-	wbuf_put(w, b, 8);
-}
-
-void wbuf_uvar(struct wbuf *w, uint64_t v)
-{
-	unsigned char b[10];
-	size_t n = 0;
-
-	do {
-		b[n] = (unsigned char)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	wbuf_put(w, b, n);
-}
-
-void wbuf_svar(struct wbuf *w, int64_t v)
-{
-	wbuf_uvar(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 void wbuf_free(struct wbuf *w)

@@ -30,14 +30,74 @@ struct rbuf {
 	char why[96];		/* "truncated <what> at byte N" */
 };
 
+/* wbuf_put()'s slow path: grow (doubling) and append; sets w->err on
+ * allocation failure.  Call wbuf_put() instead. */
+void wbuf_put_grow(struct wbuf *w, const void *p, size_t n);
+
 /* Append; on allocation failure w->err is set and later appends do
- * nothing.  Free w->p with free() (or wbuf_free). */
-void wbuf_put(struct wbuf *w, const void *p, size_t n);
-void wbuf_u8(struct wbuf *w, uint8_t v);
-void wbuf_le32(struct wbuf *w, uint32_t v);
-void wbuf_le64(struct wbuf *w, uint64_t v);
-void wbuf_uvar(struct wbuf *w, uint64_t v);
-void wbuf_svar(struct wbuf *w, int64_t v);	/* zigzag */
+ * nothing.  Free w->p with free() (or wbuf_free).  Inline: encoders call
+ * these per field (a ClickHouse row is ~30 of them), so the common case
+ * (room left) is a compare and a copy of a known size. */
+static inline void wbuf_put(struct wbuf *w, const void *p, size_t n)
+{
+	if (__builtin_expect(n && n <= w->cap - w->len && !w->err, 1)) {
+		__builtin_memcpy(w->p + w->len, p, n);
+		w->len += n;
+		return;
+	}
+	wbuf_put_grow(w, p, n);
+}
+
+static inline void wbuf_u8(struct wbuf *w, uint8_t v)
+{
+	wbuf_put(w, &v, 1);
+}
+
+static inline void wbuf_le32(struct wbuf *w, uint32_t v)
+{
+	unsigned char b[4];
+
+	for (int i = 0; i < 4; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	wbuf_put(w, b, 4);
+}
+
+static inline void wbuf_le64(struct wbuf *w, uint64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	wbuf_put(w, b, 8);
+}
+
+/* LEB128 unsigned varint. */
+static inline void wbuf_uvar(struct wbuf *w, uint64_t v)
+{
+	unsigned char b[10];
+	size_t n = 0;
+
+	if (v < 0x80) {
+		wbuf_u8(w, (uint8_t)v);
+		return;
+	}
+	do {
+		b[n] = (unsigned char)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	wbuf_put(w, b, n);
+}
+
+/* Zigzag-encoded signed varint. */
+static inline void wbuf_svar(struct wbuf *w, int64_t v)
+{
+	wbuf_uvar(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* Give the buffer back; w is empty and usable again. */
 void wbuf_free(struct wbuf *w);
 
 static inline void rbuf_init(struct rbuf *r, const void *p, size_t len)
