@@ -139,6 +139,11 @@ static void usage(FILE *f)
 "                      that holds their batch\n"
 "    --clickhouse-batch SPANS\n"
 "                      stop lingering once this many spans wait (default %u)\n"
+"    --clickhouse-writers N\n"
+"                      write with N threads (1 to 4, default %u): one prepares\n"
+"                      its rows while the others' INSERTs run, so the collector\n"
+"                      and the server work at once; each keeps a connection\n"
+"                      a table.  What one agent sent is still stored in order\n"
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
 "                      forever), checked in small chunks in the background;\n"
 "                      ClickHouse drops whole days (partitions) older than DUR\n"
@@ -303,7 +308,8 @@ static void usage(FILE *f)
 "    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n"
 "    PATH.agent-tokens          agent id -> the token it is bound to (--token-file)\n",
 		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT,
-		COLL_OTLP_GRPC_DEFAULT, COLL_CH_LINGER_DEFAULT, COLL_CH_BATCH_DEFAULT);
+		COLL_OTLP_GRPC_DEFAULT, COLL_CH_LINGER_DEFAULT, COLL_CH_BATCH_DEFAULT,
+		COLL_CH_WRITERS_DEFAULT);
 }
 
 static volatile sig_atomic_t stop_sig, hup;
@@ -340,6 +346,7 @@ int cmd_collector(int argc, char **argv)
 		{ "clickhouse-cluster", required_argument, NULL, 1002 },
 		{ "clickhouse-linger", required_argument, NULL, 1009 },
 		{ "clickhouse-batch", required_argument, NULL, 1010 },
+		{ "clickhouse-writers", required_argument, NULL, 1012 },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
@@ -423,6 +430,14 @@ int cmd_collector(int argc, char **argv)
 			}
 			o.ch_batch = (size_t)size;
 			break;
+		case 1012:
+			if (opt_parse_size(optarg, &size) || !size || size > 4) {
+				fprintf(stderr, "error: --clickhouse-writers '%s': expected a number"
+					" of writer threads from 1 to 4\n", optarg);
+				return 2;
+			}
+			o.ch_writers = (unsigned)size;
+			break;
 		case 'r':
 			if (!strcmp(optarg, "0")) {
 				o.retention_us = 0;
@@ -490,6 +505,11 @@ int cmd_collector(int argc, char **argv)
 		o.token = NULL;
 	if (o.clickhouse_cluster && !o.clickhouse) {
 		fprintf(stderr, "error: --clickhouse-cluster needs --clickhouse URL\n");
+		return 2;
+	}
+	if (o.ch_writers && !o.clickhouse) {
+		fprintf(stderr, "error: --clickhouse-writers needs --clickhouse URL (SQLite"
+			" has one writer: one write transaction at a time)\n");
 		return 2;
 	}
 	if ((o.ch_linger_set || o.ch_batch) && !o.clickhouse) {

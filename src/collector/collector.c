@@ -256,6 +256,12 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "out of memory");
 		goto err_out;
 	}
+	c->writers = 1;
+	if (o->clickhouse) {
+		c->writers = o->ch_writers ? o->ch_writers : COLL_CH_WRITERS_DEFAULT;
+		if (c->writers > store__writers(c->store))
+			c->writers = store__writers(c->store);
+	}
 	c->ingest = ingest_new(c);
 	if (!c->ingest) {
 		ret = -errno;

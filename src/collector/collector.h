@@ -51,6 +51,7 @@ struct coll_metrics {
 	uint64_t http_spans_dropped; /* spans in POST bodies refused (400/413/...) */
 	uint64_t store_errors;
 	uint64_t store_writes;       /* store__write()s of batches (groups) committed */
+	uint64_t store_writes_overlapped; /* ... started while another was under way */
 	uint64_t retention_deleted;
 };
 
@@ -99,6 +100,7 @@ struct collector {
 					HTTP/gRPC senders are told to retry */
 	uint64_t write_linger_ns;    /* ingest.c's linger (0: none) */
 	size_t write_batch;          /* ... until this many spans wait */
+	unsigned writers;            /* ingest writer threads (1 with SQLite) */
 	uint64_t retention_us;
 	struct coll_metrics m;
 	uint64_t started_us;
@@ -194,6 +196,7 @@ struct collector_opts {
 	uint64_t ch_linger_ns;
 	bool ch_linger_set;
 	size_t ch_batch;             /* 0: the default */
+	unsigned ch_writers;         /* --clickhouse-writers (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */
 	struct coll_ext_opts ext;
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
@@ -212,6 +215,9 @@ struct collector_opts {
 #define COLL_CH_LINGER_DEFAULT "100ms"
 #define COLL_CH_LINGER_DEFAULT_NS 100000000ull
 #define COLL_CH_BATCH_DEFAULT 50000u
+/* Default --clickhouse-writers: two, one preparing a write while the
+ * other's INSERTs run (bench/RESULTS.md). */
+#define COLL_CH_WRITERS_DEFAULT 2u
 
 /* Default --max-conns: an agent holds two connections (spans, queries). */
 #define COLL_MAX_CONNS 8192
@@ -261,7 +267,8 @@ char *coll_metrics_text(struct collector *c, size_t *len);
 
 /* ---- ingest.c ----------------------------------------------------------- */
 
-/* Start the writer thread over c->store.  NULL + errno. */
+/* Start c->writers writer threads (at least one) over c->store.  NULL +
+ * errno. */
 struct ingest *ingest_new(struct collector *c);
 /* Stop (finishing queued work) and free. */
 void ingest_free(struct ingest *in);

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * The ingest thread: the store's one writer.
+ * The ingest threads: the store's writers.
  *
  * Connection threads (wire agents, HTTP POSTs) queue jobs and sleep until
- * theirs is done.  The writer takes every waiting batch at once (up to
+ * theirs is done.  A writer takes every waiting batch at once (up to
  * INGEST_GROUP_SPANS spans) and stores them with ONE store__write(): one
  * transaction, one COMMIT for many batches (group commit).  Only then are
  * the jobs marked done, so an ACK is never sent before its COMMIT.  A
  * failed transaction fails every job in it (the agents resend; nothing of
  * them was stored).
+ *
+ * Writers: one for SQLite (one write transaction at a time); with
+ * ClickHouse, --clickhouse-writers (default 2, at most what
+ * store__writers() allows), each taking the next group while the others'
+ * INSERTs run, so the collector prepares a write while the server stores
+ * the one before and both cores work.  A connection has one chain in the
+ * store's hands at a time, so what a connection sent is still committed
+ * in order; groups of different connections may commit in either order.
  *
  * Linger (--clickhouse-linger, --clickhouse-batch): a store whose every
  * write has a fixed cost (ClickHouse makes a part of each table per
@@ -41,6 +49,7 @@
 #define INGEST_GROUP_JOBS   256
 #define INGEST_CHAIN_MAX    64     /* batches ingest_write_chain() takes */
 #define INGEST_RETAIN_CHUNK 5000
+#define INGEST_WRITERS_MAX  8
 
 enum job_type { JOB_BATCH, JOB_HELLO, JOB_STATS };
 
@@ -59,7 +68,8 @@ struct job {
 
 struct ingest {
 	struct collector *c;
-	pthread_t thread;
+	pthread_t threads[INGEST_WRITERS_MAX];
+	unsigned nthreads;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;        /* writer: work queued or stop */
 	pthread_cond_t done;        /* submitters: some job finished */
@@ -68,8 +78,17 @@ struct ingest {
 	uint64_t next_retain_ns;
 	size_t queued_spans;        /* of batches submitted and not yet done
 				       (changed under lock, read without) */
-	size_t queued_senders;      /* submitters of batches waiting (a chain
-				       of batches is one) */
+	size_t waiting_spans;       /* of batches queued and not yet taken */
+	size_t waiting_senders;     /* submitters of batches queued and not
+				       taken (a chain of batches is one) */
+	size_t writing_senders;     /* ... taken by a writer, not yet done */
+	unsigned writing;           /* groups of batches taken, not yet done */
+};
+
+/* A writer thread's start: which one it is. */
+struct writer_arg {
+	struct ingest *in;
+	unsigned no;                /* 0 also runs retention */
 };
 
 static uint64_t retain_interval_ns(const struct collector *c)
@@ -111,9 +130,10 @@ static int linger(const struct ingest *in, uint64_t now_ns)
 
 	if (!c->write_linger_ns || in->stop || in->head->type != JOB_BATCH)
 		return 0;
-	if (in->queued_spans >= c->write_batch)
+	if (in->waiting_spans >= c->write_batch)
 		return 0;
-	if (agents && in->queued_senders >= agents)
+	/* the senders another writer has are waiting for their ACKs too */
+	if (agents && in->waiting_senders + in->writing_senders >= agents)
 		return 0;
 	return now_ns < in->head->queued_ns + c->write_linger_ns;
 }
@@ -165,25 +185,29 @@ static void run_group(struct ingest *in, struct job *jobs)
 
 static void *writer_main(void *arg)
 {
-	struct ingest *in = arg;
+	struct writer_arg *wa = arg;
+	struct ingest *in = wa->in;
+	unsigned no = wa->no;
 
+	free(wa);
 	pthread_mutex_lock(&in->lock);
 	for (;;) {
 		struct job *group, *j, **pp;
-		size_t spans = 0, njobs = 0;
+		size_t spans = 0, njobs = 0, senders = 0;
+		int batches = 0;
 
 		while (!in->head && !in->stop) {
 			uint64_t now = clock_monotonic_ns();
 			struct timespec ts;
 			uint64_t until;
 
-			if (in->c->retention_us && now >= in->next_retain_ns) {
+			if (!no && in->c->retention_us && now >= in->next_retain_ns) {
 				pthread_mutex_unlock(&in->lock);
 				retain(in);
 				pthread_mutex_lock(&in->lock);
 				continue;
 			}
-			until = clock_realtime_ns() + (in->c->retention_us ?
+			until = clock_realtime_ns() + (!no && in->c->retention_us ?
 				in->next_retain_ns - now : 60000000000ull);
 			ts.tv_sec = (time_t)(until / 1000000000u);
 			ts.tv_nsec = (long)(until % 1000000000u);
@@ -203,6 +227,8 @@ static void *writer_main(void *arg)
 			ts.tv_nsec = (long)(until % 1000000000u);
 			pthread_cond_timedwait(&in->wake, &in->lock, &ts);
 		}
+		if (!in->head)
+			continue;   /* another writer took it while this one waited */
 		/* Take a group off the queue. */
 		group = in->head;
 		pp = &in->head;
@@ -211,8 +237,11 @@ static void *writer_main(void *arg)
 		while (*pp && ((*pp)->chained || (njobs < INGEST_GROUP_JOBS &&
 						  (!njobs || spans < INGEST_GROUP_SPANS)))) {
 			j = *pp;
-			if (j->type == JOB_BATCH)
+			if (j->type == JOB_BATCH) {
 				spans += j->b->nspans + j->b->nparts;
+				senders += !j->chained;
+				batches = 1;
+			}
 			njobs++;
 			pp = &j->next;
 		}
@@ -220,6 +249,16 @@ static void *writer_main(void *arg)
 		*pp = NULL;
 		if (!in->head)
 			in->tail = &in->head;
+		in->waiting_spans -= spans;
+		in->waiting_senders -= senders;
+		in->writing_senders += senders;
+		if (batches) {
+			if (in->writing)
+				M_ADD(in->c, store_writes_overlapped, 1);
+			in->writing++;
+		}
+		if (in->head)   /* more for another writer */
+			pthread_cond_signal(&in->wake);
 		pthread_mutex_unlock(&in->lock);
 
 		run_group(in, group);
@@ -231,15 +270,14 @@ static void *writer_main(void *arg)
 		for (j = group; j;) {
 			struct job *next = j->next;
 
-			if (j->type == JOB_BATCH) {
+			if (j->type == JOB_BATCH)
 				__atomic_sub_fetch(&in->queued_spans, j->b->nspans + j->b->nparts,
 						   __ATOMIC_RELAXED);
-				if (!j->chained)
-					in->queued_senders--;
-			}
 			j->done = 1; /* after this, j may be gone */
 			j = next;
 		}
+		in->writing_senders -= senders;
+		in->writing -= (unsigned)batches;
 		pthread_cond_broadcast(&in->done);
 	}
 	pthread_mutex_unlock(&in->lock);
@@ -249,6 +287,7 @@ static void *writer_main(void *arg)
 struct ingest *ingest_new(struct collector *c)
 {
 	struct ingest *in = calloc(1, sizeof(*in));
+	unsigned n;
 	int ret;
 
 	if (!in)
@@ -260,13 +299,24 @@ struct ingest *ingest_new(struct collector *c)
 	pthread_cond_init(&in->done, NULL);
 	/* first retention pass soon after start */
 	in->next_retain_ns = clock_monotonic_ns() + 1000000000ull;
-	ret = pthread_create(&in->thread, NULL, writer_main, in);
-	if (ret) {
-		pthread_mutex_destroy(&in->lock);
-		pthread_cond_destroy(&in->wake);
-		pthread_cond_destroy(&in->done);
-		free(in);
-		return fay_err_ptr(-ret);
+	n = c->writers ? c->writers : 1;
+	if (n > INGEST_WRITERS_MAX)
+		n = INGEST_WRITERS_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		struct writer_arg *wa = malloc(sizeof(*wa));
+
+		ret = wa ? 0 : ENOMEM;
+		if (wa) {
+			*wa = (struct writer_arg){ .in = in, .no = i };
+			ret = pthread_create(&in->threads[i], NULL, writer_main, wa);
+			if (ret)
+				free(wa);
+		}
+		if (ret) {
+			ingest_free(in);
+			return fay_err_ptr(-ret);
+		}
+		in->nthreads++;
 	}
 	return in;
 }
@@ -277,9 +327,10 @@ void ingest_free(struct ingest *in)
 		return;
 	pthread_mutex_lock(&in->lock);
 	in->stop = 1;
-	pthread_cond_signal(&in->wake);
+	pthread_cond_broadcast(&in->wake);
 	pthread_mutex_unlock(&in->lock);
-	pthread_join(in->thread, NULL);
+	for (unsigned i = 0; i < in->nthreads; i++)
+		pthread_join(in->threads[i], NULL);
 	pthread_mutex_destroy(&in->lock);
 	pthread_cond_destroy(&in->wake);
 	pthread_cond_destroy(&in->done);
@@ -311,9 +362,10 @@ static int submit_n(struct ingest *in, struct job *v, size_t nj, size_t cap)
 		return -EAGAIN;
 	}
 	__atomic_add_fetch(&in->queued_spans, n, __ATOMIC_RELAXED); /* under lock; read by /metrics */
+	in->waiting_spans += n;
 	for (size_t i = 0; i < nj; i++) {
 		if (v[i].type == JOB_BATCH && !i)
-			in->queued_senders++;
+			in->waiting_senders++;
 		v[i].queued_ns = clock_monotonic_ns();
 		v[i].chained = i > 0;
 		*in->tail = &v[i];

@@ -150,6 +150,9 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 		C("fay_collector_store_writes_total", store_writes,
 		  "Writes of batches committed to the store: one per group of batches"
 		  " (fay_collector_spans_stored_total / this = spans a write)."),
+		C("fay_collector_store_writes_overlapped_total", store_writes_overlapped,
+		  "Writes of batches started while another writer's was under way"
+		  " (--clickhouse-writers)."),
 		C("fay_collector_retention_deleted_total", retention_deleted,
 		  "Rows deleted by retention."),
 #undef C

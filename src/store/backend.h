@@ -21,6 +21,7 @@ struct store_rd;
 struct store_ops {
 	const char *name;                 /* "sqlite", "clickhouse" */
 	int schema_version;               /* the version this build writes */
+	unsigned writers;                 /* store__writers() (0: one) */
 	/* where: a path (SQLite) or what follows "clickhouse:" */
 	struct store_be *(*open)(const char *where, unsigned flags, char *err,
 				 size_t errlen);

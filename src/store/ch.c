@@ -154,6 +154,8 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 		return fay_err_ptr(-ENOMEM);
 	}
 	pthread_mutex_init(&st->hlock, NULL);
+	pthread_mutex_init(&st->wlock, NULL);
+	pthread_cond_init(&st->wcv, NULL);
 	st->flags = flags;
 	if (getenv("FAY_CH_TEST_KILL_FILE") && *getenv("FAY_CH_TEST_KILL_FILE") &&
 	    !(st->test_kill_file = strdup(getenv("FAY_CH_TEST_KILL_FILE")))) {
@@ -168,9 +170,10 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 	wflags = (flags & STORE_F_READONLY ? CH_READONLY : 0) |
 		 (st->cluster ? CH_SYNC_INSERT : 0);
 	st->c = ch_conn_new(st->urls[0], st->db, wflags, why, sizeof(why));
-	for (size_t i = 0; st->c && i < CH_PAR - 1 && ok; i++)
-		ok = (st->pc[i] = ch_conn_new(st->urls[0], st->db, wflags, why,
-					     sizeof(why))) != NULL;
+	/* (a connection connects at its first request: idle slots cost none) */
+	for (size_t i = 0; st->c && ok && i < CH_WRITERS * CH_PAR; i++)
+		ok = (st->slot[i / CH_PAR].c[i % CH_PAR] =
+		      ch_conn_new(st->urls[0], st->db, wflags, why, sizeof(why))) != NULL;
 	st->hc = st->c && ok ? ch_conn_new(st->urls[0], st->db, 0, why, sizeof(why)) : NULL;
 	if (!st->hc) {
 		ret = -errno;
@@ -204,17 +207,16 @@ void ch__close(struct store_be *st)
 	if (!st)
 		return;
 	ch_conn_free(st->c);
-	for (size_t i = 0; i < CH_PAR - 1; i++)
-		ch_conn_free(st->pc[i]);
+	for (size_t i = 0; i < CH_WRITERS; i++) {
+		for (size_t j = 0; j < CH_PAR; j++)
+			ch_conn_free(st->slot[i].c[j]);
+		for (size_t j = 0; j < ARRAY_SIZE(st->slot[i].keep); j++)
+			wbuf_free(&st->slot[i].keep[j]);
+	}
 	ch_conn_free(st->hc);
 	for (size_t i = 0; i < st->nurls; i++)
 		free(st->urls[i]);
-	for (size_t i = 0; i < st->nagents; i++) {
-		free(st->agents[i].host);
-		free(st->agents[i].version);
-		free(st->agents[i].stats);
-	}
-	free(st->agents);
+	ch_agents_free(st);
 	free(st->ac_keys);
 	free(st->urls);
 	free(st->cluster);
@@ -222,6 +224,8 @@ void ch__close(struct store_be *st)
 	free(st->test_kill_file);
 	zarena_reset(&st->merge_arena);
 	pthread_mutex_destroy(&st->hlock);
+	pthread_mutex_destroy(&st->wlock);
+	pthread_cond_destroy(&st->wcv);
 	free(st);
 }
 
@@ -246,211 +250,6 @@ int ch__health(struct store_be *st, char *err, size_t errlen)
 		set_err(err, errlen, "%s", st->health_err);
 	pthread_mutex_unlock(&st->hlock);
 	return ret;
-}
-
-/* ---- agents ------------------------------------------------------------- */
-
-static int dup_str(char **dst, const char *p, size_t n)
-{
-	char *s = strndup(p, n);
-
-	if (!s)
-		return -ENOMEM;
-	free(*dst);
-	*dst = s;
-	return 0;
-}
-
-int ch_agent_host(struct ch_agent *a, const char *host)
-{
-	return dup_str(&a->host, host, strlen(host));
-}
-
-/* The agent's row: from the cache, else from the server (a new agent
- * when it has none).  NULL + errno. */
-struct ch_agent *ch_agent_get(struct store_be *st, const char *id, char *err,
-				  size_t errlen)
-{
-	struct wbuf out = { 0 };
-	struct ch_agent *a, *v;
-	char sql[512];
-	struct rbuf r;
-	int ret;
-
-	for (size_t i = 0; i < st->nagents; i++)
-		if (!strcmp(st->agents[i].id, id))
-			return &st->agents[i];
-	if (!valid_ident(id, strlen(id))) {
-		set_err(err, errlen, "agent id '%.40s' is not hexadecimal", id);
-		return fay_err_ptr(-EINVAL);
-	}
-	snprintf(sql, sizeof(sql),
-		 "SELECT argMax(host, ver), argMax(version, ver), argMax(last_seq, ver),"
-		 " min(first_seen_us), argMax(last_seen_us, ver), argMax(batches, ver),"
-		 " argMax(spans, ver), argMax(has_stats, ver), argMax(stats, ver),"
-		 " argMax(stats_us, ver) FROM agents WHERE agent_id = '%s'"
-		 " GROUP BY agent_id FORMAT RowBinary", id);
-	ret = ch_query(st->c, sql, &out, err, errlen);
-	if (ret) {
-		wbuf_free(&out);
-		return fay_err_ptr(ret);
-	}
-	v = realloc(st->agents, (st->nagents + 1) * sizeof(*v));
-	if (!v) {
-		wbuf_free(&out);
-		return fay_err_ptr(-ENOMEM);
-	}
-	st->agents = v;
-	a = &v[st->nagents];
-	memset(a, 0, sizeof(*a));
-	snprintf(a->id, sizeof(a->id), "%s", id);
-	rbuf_init(&r, out.p, out.len);
-	if (out.len) {
-		struct zarena ar = { 0 };
-		struct zs_str host, ver, stats;
-		uint8_t has_stats;
-
-		ret = ch_get_str(&r, &ar, &host);
-		ret = ret ? ret : ch_get_str(&r, &ar, &ver);
-		a->last_seq = rbuf_le64(&r, "last_seq");
-		a->first_seen_us = rbuf_le64(&r, "first_seen_us");
-		a->last_seen_us = rbuf_le64(&r, "last_seen_us");
-		a->batches = rbuf_le64(&r, "batches");
-		a->spans = rbuf_le64(&r, "spans");
-		has_stats = rbuf_u8(&r, "has_stats");
-		ret = ret ? ret : ch_get_str(&r, &ar, &stats);
-		a->stats_us = rbuf_le64(&r, "stats_us");
-		if (!ret && !r.err) {
-			if (dup_str(&a->host, host.p, host.len) ||
-			    dup_str(&a->version, ver.p, ver.len) ||
-			    (has_stats && dup_str(&a->stats, stats.p, stats.len)))
-				ret = -ENOMEM;
-		}
-		zarena_reset(&ar);
-		if (r.err) {
-			set_err(err, errlen, "agents: %s", r.why);
-			ret = r.err;
-		}
-	}
-	wbuf_free(&out);
-	if (ret) {
-		free(a->host);
-		free(a->version);
-		free(a->stats);
-		return fay_err_ptr(ret);
-	}
-	st->nagents++;
-	return a;
-}
-
-static void put_cstr(struct wbuf *w, const char *s)
-{
-	ch_put_str(w, s ? s : "", s ? strlen(s) : 0);
-}
-
-/* The agent's row as it will be once the write under way is in. */
-void ch_put_agent(struct wbuf *w, const struct ch_agent *a, uint64_t now_us)
-{
-	put_cstr(w, a->id);
-	put_cstr(w, a->host);
-	put_cstr(w, a->version);
-	wbuf_le64(w, a->new_seq);
-	wbuf_le64(w, a->first_seen_us ? a->first_seen_us : now_us);
-	wbuf_le64(w, now_us);
-	wbuf_le64(w, a->new_batches);
-	wbuf_le64(w, a->new_spans);
-	wbuf_u8(w, a->stats != NULL);
-	put_cstr(w, a->stats);
-	wbuf_le64(w, a->stats_us);
-	wbuf_le64(w, now_us);
-}
-
-void ch_agent_begin(struct ch_agent *a)
-{
-	a->new_seq = a->last_seq;
-	a->new_batches = a->batches;
-	a->new_spans = a->spans;
-	a->touched = 0;
-}
-
-void ch_agent_commit(struct ch_agent *a, uint64_t now_us)
-{
-	a->last_seq = a->new_seq;
-	a->batches = a->new_batches;
-	a->spans = a->new_spans;
-	if (!a->first_seen_us)
-		a->first_seen_us = now_us;
-	a->last_seen_us = now_us;
-	a->touched = 0;
-}
-
-static int agent_write(struct store_be *st, struct ch_agent *a, char *err, size_t errlen)
-{
-	struct wbuf w = { 0 };
-	uint64_t now = clock_realtime_ns() / 1000;
-	int ret;
-
-	ch_put_agent(&w, a, now);
-	ret = w.err ? w.err : ch_insert(st->c, "INSERT INTO agents (" CH_AGENT_COLS
-					") FORMAT RowBinary", w.p, w.len, err, errlen);
-	wbuf_free(&w);
-	if (!ret)
-		ch_agent_commit(a, now);
-	return ret;
-}
-
-int ch__agent_hello(struct store_be *st, const char *agent_id, const char *host,
-		    const char *version, uint64_t *last_seq)
-{
-	char err[400];
-	struct ch_agent *a = ch_agent_get(st, agent_id, err, sizeof(err));
-	int ret;
-
-	if (!a) {
-		ret = -errno;
-		pr_warn("store: clickhouse: agent %s: %s", agent_id, err);
-		return ret;
-	}
-	if ((host && dup_str(&a->host, host, strlen(host))) ||
-	    (version && dup_str(&a->version, version, strlen(version))))
-		return -ENOMEM;
-	ch_agent_begin(a);
-	ret = agent_write(st, a, err, sizeof(err));
-	if (ret) {
-		pr_warn("store: clickhouse: agent %s: %s", agent_id, err);
-		return ret;
-	}
-	*last_seq = a->last_seq;
-	return 0;
-}
-
-int ch__agent_stats(struct store_be *st, const char *agent_id, const char *json)
-{
-	char err[400];
-	struct ch_agent *a = ch_agent_get(st, agent_id, err, sizeof(err));
-	int ret;
-
-	if (!a)
-		return -errno;
-	if (dup_str(&a->stats, json ? json : "", json ? strlen(json) : 0))
-		return -ENOMEM;
-	a->stats_us = clock_realtime_ns() / 1000;
-	ch_agent_begin(a);
-	ret = agent_write(st, a, err, sizeof(err));
-	if (ret)
-		pr_warn("store: clickhouse: agent %s: stats: %s", agent_id, err);
-	return ret;
-}
-
-int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq)
-{
-	char err[400];
-	struct ch_agent *a = ch_agent_get(st, agent_id, err, sizeof(err));
-
-	if (!a)
-		return -errno;
-	*last_seq = a->last_seq;
-	return 0;
 }
 
 /* ---- retention ---------------------------------------------------------- */
@@ -515,12 +314,11 @@ int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
 	return ret;
 }
 
-int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
+static int retain(struct store_be *st, uint64_t before_us)
 {
 	char err[400] = "";
 	int total = 0, ret = 0;
 
-	(void)chunk;   /* a day partition goes at once: dropping costs no rewrite */
 	for (size_t i = 0; i < st->nurls && !ret; i++) {
 		struct ch_conn *c = i ? ch_conn_new(st->urls[i], st->db, 0, err,
 						    sizeof(err)) : st->c;
@@ -561,6 +359,17 @@ int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 	return total;
 }
 
+int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
+{
+	int ret;
+
+	(void)chunk;   /* a day partition goes at once: dropping costs no rewrite */
+	pthread_mutex_lock(&st->wlock);
+	ret = retain(st, before_us);
+	pthread_mutex_unlock(&st->wlock);
+	return ret;
+}
+
 /* ---- autocomplete ------------------------------------------------------- */
 
 int ch__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n)
@@ -580,15 +389,18 @@ int ch__set_autocomplete_keys(struct store_be *st, const char *const *keys, size
 		p = stpcpy(p, keys[i]) + 1;
 	}
 	v[n] = NULL;
+	pthread_mutex_lock(&st->wlock);
 	free(st->ac_keys);
 	st->ac_keys = v;
 	st->nac_keys = n;
+	pthread_mutex_unlock(&st->wlock);
 	return 0;
 }
 
 const struct store_ops ch_store_ops = {
 	.name = "clickhouse",
 	.schema_version = CH_SCHEMA_VERSION,
+	.writers = CH_WRITERS,
 	.open = ch__open,
 	.close = ch__close,
 	.write = ch__write,

@@ -193,9 +193,36 @@ struct ch_agent {
  * (bench/RESULTS.md). */
 #define CH_PAR 3
 
+/* The largest row buffer kept between writes (see ch_slot.keep). */
+#define CH_KEEP_ROWS_MAX (32u << 20)
+
+/* Writes that may be under way at once (store__writers()): each has a
+ * slot, the connections of its parallel INSERTs and its row buffers. */
+#define CH_WRITERS 4
+
+struct ch_slot {
+	struct ch_conn *c[CH_PAR];
+	/* The row buffers of the slot's last write (spans, span_index,
+	 * names, span_parts), emptied and kept for the next one up to
+	 * CH_KEEP_ROWS_MAX bytes each: a 50 000-span write is ~15 MB of
+	 * rows, and fresh buffers cost a page fault every 4 KiB (a sixth
+	 * of the writer's CPU in a profile). */
+	struct wbuf keep[4];
+	int busy;
+};
+
+/*
+ * Writers: what every write shares (st->c, the agents and names caches,
+ * the merge arena, now_us, the slots' busy flags) is used under wlock; a
+ * write holds it to make its rows and store the partial records, lets it
+ * go for its data INSERTs (on its slot's connections), and takes it again
+ * for its agents' rows (ch_agent.c).  wcv: an agent or a slot came free.
+ */
 struct store_be {
-	struct ch_conn *c;            /* the writer's */
-	struct ch_conn *pc[CH_PAR - 1];   /* the writer's others, for parallel INSERTs */
+	struct ch_conn *c;            /* the write side's, under wlock */
+	struct ch_slot slot[CH_WRITERS];
+	pthread_mutex_t wlock;
+	pthread_cond_t wcv;
 	char *url;                    /* what followed "clickhouse:" */
 	char **urls;                  /* each server listed */
 	size_t nurls;
@@ -204,7 +231,7 @@ struct store_be {
 	char *cluster;
 	unsigned flags;
 	uint64_t now_us;
-	struct ch_agent *agents;
+	struct ch_agent **agents;     /* each allocated on its own */
 	size_t nagents;
 	struct { uint64_t h, last_us; } names[CH_NAME_SLOTS];
 	struct zarena merge_arena;
@@ -245,6 +272,10 @@ void ch_agent_commit(struct ch_agent *a, uint64_t now_us);
 int ch_agent_host(struct ch_agent *a, const char *host);
 /* The agents row (CH_AGENT_COLS) of a's state after the write under way. */
 void ch_put_agent(struct wbuf *w, const struct ch_agent *a, uint64_t now_us);
+/* Under st->wlock: wait until no write under way has an agent of b. */
+void ch_agents_wait(struct store_be *st, struct store_batch **b, size_t n);
+/* Forget every cached agent. */
+void ch_agents_free(struct store_be *st);
 
 /* The ClickHouse backend's ops (store/backend.h; contracts in store.h). */
 struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t errlen);

@@ -4,6 +4,12 @@
  * INSERT a table (spans, span_index and names at once, on three
  * connections), partial records merged into spans (see store/ch.c for the
  * order and why a failure anywhere is safe to retry).
+ *
+ * Several writes may be under way at once (store__writers(), ch_int.h):
+ * one makes its rows and stores its partial records under st->wlock,
+ * then sends its data INSERTs on its own slot's connections without it
+ * while the next write makes its rows, then takes it again for its
+ * agents' rows.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -321,6 +327,47 @@ static int add_batch(struct store_be *st, struct ch_rows *rw, struct store_batch
 	return 0;
 }
 
+/* A free slot, taken (under st->wlock), its kept row buffers into rw,
+ * empty. */
+static struct ch_slot *slot_take(struct store_be *st, struct ch_rows *rw)
+{
+	struct wbuf *w[] = { &rw->spans, &rw->index, &rw->names, &rw->parts };
+	struct ch_slot *sl = NULL;
+
+	for (;;) {
+		for (size_t i = 0; i < CH_WRITERS && !sl; i++)
+			if (!st->slot[i].busy)
+				sl = &st->slot[i];
+		if (sl)
+			break;
+		/* more writers than store__writers() said */
+		pthread_cond_wait(&st->wcv, &st->wlock);
+	}
+	sl->busy = 1;
+	for (size_t i = 0; i < ARRAY_SIZE(w); i++) {
+		*w[i] = sl->keep[i];
+		w[i]->len = 0;
+		w[i]->err = 0;
+		memset(&sl->keep[i], 0, sizeof(sl->keep[i]));
+	}
+	return sl;
+}
+
+/* rw's row buffers back into the slot, or freed when large; the slot
+ * free (under st->wlock). */
+static void slot_give(struct store_be *st, struct ch_slot *sl, struct ch_rows *rw)
+{
+	struct wbuf *w[] = { &rw->spans, &rw->index, &rw->names, &rw->parts };
+
+	for (size_t i = 0; i < ARRAY_SIZE(w); i++) {
+		if (w[i]->cap > CH_KEEP_ROWS_MAX)
+			wbuf_free(w[i]);
+		sl->keep[i] = *w[i];
+	}
+	sl->busy = 0;
+	pthread_cond_broadcast(&st->wcv);
+}
+
 static int insert(struct store_be *st, const char *sql, struct wbuf *w, char *err,
 		  size_t errlen)
 {
@@ -357,7 +404,7 @@ static void *ins_run(void *arg)
  * have been accepted: their rows come again under the same keys when the
  * batch is resent).
  */
-static int insert_all(struct store_be *st, struct ch_ins *v, size_t n, char *err,
+static int insert_all(struct ch_slot *sl, struct ch_ins *v, size_t n, char *err,
 		      size_t errlen)
 {
 	pthread_t t[CH_PAR];
@@ -373,7 +420,7 @@ static int insert_all(struct store_be *st, struct ch_ins *v, size_t n, char *err
 			run[k++] = &v[i];
 	}
 	for (size_t i = 0; i < k; i++) {
-		run[i]->c = i ? st->pc[i - 1] : st->c;
+		run[i]->c = sl->c[i];
 		run[i]->ret = 0;
 		if (i && pthread_create(&t[i], NULL, ins_run, run[i]) == 0)
 			started[i] = 1;
@@ -397,13 +444,18 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 {
 	struct ch_rows rw = { 0 };
 	struct wbuf ag = { 0 };
+	struct ch_slot *sl;
+	uint64_t now_us;
 	int ret = 0;
 
 	if (st->flags & STORE_F_READONLY) {
 		snprintf(err, errlen, "clickhouse:%s: opened read-only", st->url);
 		return -EROFS;
 	}
-	st->now_us = clock_realtime_ns() / 1000;
+	pthread_mutex_lock(&st->wlock);
+	ch_agents_wait(st, b, n);
+	sl = slot_take(st, &rw);
+	now_us = st->now_us = clock_realtime_ns() / 1000;
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = add_batch(st, &rw, b[i], err, errlen);
 	if (!ret)
@@ -411,6 +463,8 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 			     &rw.parts, err, errlen);
 	if (!ret && rw.nkeys)
 		ret = merge_parts(st, &rw, err, errlen);
+	zarena_reset(&st->merge_arena);
+	pthread_mutex_unlock(&st->wlock);
 	if (!ret) {
 		struct ch_ins par[] = {
 			{ .sql = "INSERT INTO spans (day, " CH_SPAN_COLS ") FORMAT RowBinary",
@@ -421,21 +475,22 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 			  .rows = &rw.names },
 		};
 
-		ret = insert_all(st, par, ARRAY_SIZE(par), err, errlen);
+		ret = insert_all(sl, par, ARRAY_SIZE(par), err, errlen);
 	}
+	pthread_mutex_lock(&st->wlock);
 	if (!ret && st->test_kill_file && unlink(st->test_kill_file) == 0) {
 		pr_warn("store: clickhouse: test point FAY_CH_TEST_KILL_FILE: killed after"
 			" the data INSERTs of %zu batches, before their agents' seq and ACKs", n);
 		raise(SIGKILL);
 	}
 	for (size_t i = 0; i < rw.nagents; i++)
-		ch_put_agent(&ag, rw.agents[i], st->now_us);
+		ch_put_agent(&ag, rw.agents[i], now_us);
 	if (!ret)
 		ret = insert(st, "INSERT INTO agents (" CH_AGENT_COLS ") FORMAT RowBinary",
 			     &ag, err, errlen);
 	for (size_t i = 0; i < rw.nagents; i++) {
 		if (!ret)
-			ch_agent_commit(rw.agents[i], st->now_us);
+			ch_agent_commit(rw.agents[i], now_us);
 		rw.agents[i]->touched = 0;
 	}
 	if (ret) {
@@ -446,12 +501,9 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 		if (ret == -ENOMEM)
 			snprintf(err, errlen, "out of memory");
 	}
-	wbuf_free(&rw.spans);
-	wbuf_free(&rw.index);
-	wbuf_free(&rw.names);
-	wbuf_free(&rw.parts);
+	slot_give(st, sl, &rw);   /* and wakes who waits for its agents */
+	pthread_mutex_unlock(&st->wlock);
 	wbuf_free(&ag);
 	free(rw.keys);
-	zarena_reset(&st->merge_arena);
 	return ret;
 }

@@ -92,6 +92,11 @@ int store__write(struct store *st, struct store_batch **b, size_t n,
 	return st->ops->write(st->be, b, n, err, errlen);
 }
 
+unsigned store__writers(const struct store *st)
+{
+	return st->ops->writers ? st->ops->writers : 1;
+}
+
 int store__agent_hello(struct store *st, const char *agent_id, const char *host,
 		       const char *version, uint64_t *last_seq)
 {

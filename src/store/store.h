@@ -5,12 +5,15 @@
  * the default, a file) and ClickHouse (store/ch*.c, "clickhouse:URL").
  * store__open() picks one; no backend type leaks out of here.
  *
- * Threads: one writer.  store__write(), store__agent_hello(),
- * store__agent_stats() and store__retain() use the store's single write
- * connection and must be called from one thread at a time (the collector's
- * ingest thread).  Readers are separate objects (store__reader_new()), one
- * per thread at a time, each with its own connection; they see what the
- * writer committed.
+ * Threads: store__writers() writers.  store__write(), store__agent_hello(),
+ * store__agent_stats() and store__retain() are the write side: SQLite
+ * takes them from one thread at a time (the collector's ingest thread);
+ * ClickHouse from up to store__writers() threads at once (it serializes
+ * what must be, and lets the INSERTs of different writes overlap).  A
+ * caller never has batches of one agent in two writes at once (the
+ * collector: a connection has one chain in the store's hands).  Readers
+ * are separate objects (store__reader_new()), one per thread at a time,
+ * each with its own connection; they see what the writers committed.
  *
  * Where the BlkKin partial records are merged: at insert.  store__write()
  * keeps the parts (table span_parts) and, in the same transaction, rebuilds
@@ -89,6 +92,10 @@ struct store_batch {
  */
 int store__write(struct store *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen);
+
+/* How many threads may call the write side at once (>= 1; see Threads
+ * above). */
+unsigned store__writers(const struct store *st);
 
 /* Register an agent's HELLO (host, version, seen now) and return the seq
  * of its last committed batch (0 if none). */

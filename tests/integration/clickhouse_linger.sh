@@ -14,24 +14,15 @@
 . "$(dirname "$0")/collector_lib.bash"
 
 ok "ClickHouse starts" ch_start one
-start() {
-	local db=$1; shift
-	WP=$(free_port) HP=$(free_port) URL=http://127.0.0.1:$HP
-	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off \
-		--db "$T_TMP/$db.db" --clickhouse "$(ch_url one)/$db" "$@" >>"$T_TMP/collector.log" 2>&1 &
-	CPID=$!
-	T_PIDS+=($CPID)
-	wait_for 30 curl -sf "$URL/health"
-}
 
 # 1. four agents, 40 batches of 100 spans each, 8 in flight: few writes
-ok "collector up (linger 2s, batch 100000)" start many --clickhouse-linger 2s --clickhouse-batch 100000
+ok "collector up (linger 2s, batch 100000)" ch_coll_start one many --clickhouse-linger 2s --clickhouse-batch 100000
 ok "the log names the server's version and the DDL features it has (18.16: none)" \
 	grep -q "store: clickhouse $(ch_q one 'SELECT version()'), database many at schema 0: TTL no, codecs no, skip indexes no" "$T_TMP/collector.log"
 : >"$T_TMP/send.out"
 "$CLIENT" -a 127.0.0.1:$WP -c 4 -n 40 -m 100 -W 8 send >"$T_TMP/send.out" 2>&1
 ok "160 batches sent, 160 ACKs, none refused" \
-	[ "$(grep -c '^ack .*"stored":100,"duplicate":false' "$T_TMP/send.out")" = 160 ]
+	[ "$(acked "$T_TMP/send.out" 100)" = 160 ]
 writes=$(metric fay_collector_store_writes_total)
 diag "store writes: $writes for 160 batches"
 ok "160 batches in at most 30 store writes" [ "${writes:-999}" -le 30 ]
@@ -44,7 +35,7 @@ coll_stop
 
 # 2. one agent with a long linger: it is the only sender, so its batches
 # are written at once (the whole run far below one linger per batch)
-ok "collector up (linger 10s)" start one_agent --clickhouse-linger 10s
+ok "collector up (linger 10s)" ch_coll_start one one_agent --clickhouse-linger 10s
 t0=$(date +%s)
 "$CLIENT" -a 127.0.0.1:$WP -c 1 -n 6 -m 50 -W 1 send >"$T_TMP/one.out" 2>&1
 t1=$(date +%s)
@@ -55,7 +46,7 @@ ok "no linger when the one agent waits (6 batches in < 30 s, a linger each is 60
 coll_stop
 
 # 3. two HTTP posts (no agent connected) within the linger: one write
-ok "collector up (linger 4s)" start http --clickhouse-linger 4s
+ok "collector up (linger 4s)" ch_coll_start one http --clickhouse-linger 4s
 now=$(( $(date +%s) * 1000000 ))
 post() {
 	curl -sf -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \

@@ -61,3 +61,7 @@ metric() { curl -s "$URL/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 # metric_is NAME VALUE: it is that now (for wait_for, which runs it again
 # each time: `wait_for N test "$(metric X)" = V` would test one reading)
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
+
+# acked FILE M: how many ACKs fay-wire-client's send printed to FILE for
+# batches stored whole (M spans each, not duplicates)
+acked() { grep -c "^ack .*\"stored\":$2,\"duplicate\":false" "$1"; }
