@@ -6,7 +6,9 @@
 #                     link libfay.so.0, what a program linked with -lfay loads)
 #   make check        install deps, build, run every test; ends "N passed, N failed"
 #   make demo         collector + agent + blockstack on SQLite, prints a trace
-#   make bench        build the benchmarks in bench/ (run them with bench/run)
+#   make bench        build the benchmarks in bench/ into build/bench/; each one's
+#                     run command (root, peers, duration) heads its section of
+#                     bench/RESULTS.md, with its figures
 #   make SAN=1        build everything under ASan+UBSan into build/san/
 #   make fuzz         libFuzzer targets (tests/fuzz/), each FUZZ_SECONDS (60)
 #   make V=1          show full commands

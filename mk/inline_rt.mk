@@ -45,7 +45,15 @@ $(INLINE_LIB): tests/integration/inline_tools/inline_lib.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -shared -fPIC -Wall -Wextra -Werror -o $@ $<
 
-all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC)
+# 256- and 512-bit vector arguments (target attributes: the build needs
+# no AVX, the test skips on a CPU without it).
+INLINE_VEC := $(B)/tests/bin/inline_vec
+$(INLINE_VEC): tests/integration/inline_tools/inline_vec.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -o $@ $<
+
+all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC) $(INLINE_VEC)
 bench: $(INLINE_WORK)
 
 # A libfay program (against libfay.so, as an application links it) for

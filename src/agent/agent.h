@@ -8,10 +8,15 @@
  *   bqueue.c/h the bounded queue of sealed batches between the two threads
  *   drain.c/h  the drain thread: rings -> batches, nothing else
  *   spool.c/h  the on-disk spool of unacknowledged batches and the cursor
- *              file (the durability protocol, see below and docs/ABI.md)
+ *              file (the durability protocol, see below and docs/ABI.md);
+ *              spool_load.c reads it back at start, spool_cursor.c holds
+ *              the cursor table and file (spool_int.h: what they share)
  *   ship.c/h   the connection to the collector (HELLO, BATCH window, ACK)
  *   agent.c/h  the main thread's epoll loop: discovery, spool writes,
- *              shipping, stats, signals
+ *              shipping, stats, signals; agent.c sets it up and runs it,
+ *              agent_files.c finds and follows the shm files,
+ *              agent_spool.c spools batches and makes the stats
+ *              (agent_int.h: what the three share)
  *   metrics_http.c  --metrics: Prometheus text from STATE-DIR/stats.json
  * (option parsing and --help are in src/cli/cmd_agent.c)
  *

@@ -2,7 +2,7 @@
 /*
  * The drain thread (drain.c): reads every ring of every traced process
  * into sealed in-memory batches (struct bqueue), and nothing else.  The
- * main thread (agent.c) finds the files, writes the batches to the spool,
+ * main thread (agent*.c) finds the files, writes the batches to the spool,
  * persists cursors, ships, and watches processes; it hands each process
  * over with drain_add() and tells the drain thread when it is gone with
  * drain_gone().

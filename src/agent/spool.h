@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The agent's durable state (spool.c): the on-disk spool of unacknowledged
- * batches and the cursor file (the durability protocol is in agent.h and
- * docs/ABI.md, "Agent spool and cursor files").
+ * The agent's durable state (spool.c, spool_load.c, spool_cursor.c): the
+ * on-disk spool of unacknowledged batches and the cursor file (the
+ * durability protocol is in agent.h and docs/ABI.md, "Agent spool and
+ * cursor files").
  */
 #ifndef FAY_AGENT_SPOOL_H
 #define FAY_AGENT_SPOOL_H

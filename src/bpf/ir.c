@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * IR construction and the two textual dumps (IR and lowered bytecode).
- * Register allocation and lowering live in regalloc.c.
+ * Register allocation and lowering live in regalloc.c and regalloc_emit.c.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -39,6 +39,7 @@ struct http_server {
 struct req {
 	char *body;
 	size_t len, cap;
+	size_t said;            /* its Content-Length (0: none) */
 	int too_big;
 	int answered;           /* a response is queued */
 	const struct http_route *route;
@@ -133,6 +134,8 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 			snprintf(msg, sizeof(msg), "body: %s bytes, larger than the %zu-byte "
 				 "limit (--max-body)\n", cl, c->max_body);
 			refuse(c, rq, 413, msg);
+		} else if (cl) {
+			rq->said = strtoull(cl, NULL, 10);
 		}
 		return HTTPD_YES;
 	}
@@ -153,12 +156,17 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 			return rq->dropped > 2 * c->max_body ? answer(c, con, rq) : HTTPD_YES;
 		}
 		if (rq->len + *upload_size > rq->cap) {
-			size_t cap = rq->cap ? rq->cap : 16384;
+			size_t need = rq->len + *upload_size, cap = rq->cap ? rq->cap : 16384;
 			char *nb;
 
-			while (cap < rq->len + *upload_size)
+			while (cap < need)
 				cap *= 2;
-			if (mem_budget_take(&c->mem, cap - rq->cap)) {
+			/* a body that said its length is held in no more; growing,
+			 * the old and the new buffer are both charged (realloc) */
+			if (rq->said >= need && rq->said < cap)
+				cap = rq->said;
+			nb = mem_budget_realloc(&c->mem, rq->body, rq->cap, cap);
+			if (!nb && errno == ENOBUFS) {
 				M_ADD(c, http_busy, 1);
 				snprintf(msg, sizeof(msg), "busy: the collector holds its --max-memory (%llu bytes) of bodies and frames in flight; retry later\n",
 					 (unsigned long long)c->mem.max);
@@ -167,11 +175,8 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 				*upload_size = 0;
 				return HTTPD_YES;
 			}
-			nb = realloc(rq->body, cap);
-			if (!nb) {
-				mem_budget_give(&c->mem, cap - rq->cap);
+			if (!nb)
 				return HTTPD_NO;
-			}
 			rq->body = nb;
 			rq->cap = cap;
 		}

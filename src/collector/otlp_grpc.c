@@ -372,17 +372,16 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 
 		while (cap < st->len + len)
 			cap *= 2;
-		if (mem_budget_take(&k->g->c->mem, cap - st->cap)) {
+		/* the old and the new buffer both charged while realloc() copies */
+		nb = mem_budget_realloc(&k->g->c->mem, st->body, st->cap, cap);
+		if (!nb && errno == ENOBUFS) {
 			M_ADD(k->g->c, http_busy, 1);
 			return answer_error(k, st, G_UNAVAILABLE, "busy: the collector holds its "
 					    "--max-memory of bodies and frames in flight; retry later") ?
 			       NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 		}
-		nb = realloc(st->body, cap);
-		if (!nb) {
-			mem_budget_give(&k->g->c->mem, cap - st->cap);
+		if (!nb)
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
-		}
 		st->body = nb;
 		st->cap = cap;
 	}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdlib.h>
 
 #include "common/atomic.h"
 #include "common/budget.h"
@@ -49,4 +50,22 @@ void mem_budget_give(struct mem_budget *b, size_t n)
 {
 	if (b && n)
 		__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+}
+
+void *mem_budget_realloc(struct mem_budget *b, void *p, size_t cap, size_t newcap)
+{
+	void *np;
+
+	if (mem_budget_take(b, newcap)) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	np = realloc(p, newcap);
+	if (!np) {
+		mem_budget_give(b, newcap);
+		errno = ENOMEM;
+		return NULL;
+	}
+	mem_budget_give(b, cap);
+	return np;
 }

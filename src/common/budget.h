@@ -8,6 +8,8 @@
  *	static struct mem_budget b = { .max = 1 << 30 };
  *	if (mem_budget_take(&b, n)) ... refuse: busy, retry later
  *	... mem_budget_give(&b, n);
+ *
+ * A buffer that grows as bytes arrive grows with mem_budget_realloc().
  */
 #ifndef FAY_COMMON_BUDGET_H
 #define FAY_COMMON_BUDGET_H
@@ -33,5 +35,16 @@ void mem_budget_charge(struct mem_budget *b, size_t n);
 int mem_budget_fits(struct mem_budget *b, size_t n);
 /* Give back n bytes taken before.  b NULL: nothing. */
 void mem_budget_give(struct mem_budget *b, size_t n);
+/*
+ * Grow a buffer of cap bytes, taken from b, to newcap (> 0) bytes, the
+ * charge covering the peak: realloc() may copy, and while it does the old
+ * and the new buffer are both resident, so newcap is taken whole before it
+ * and cap given back only after.  p NULL and cap 0: a first allocation.
+ * Returns the new buffer (p is no longer valid), newcap taken; or NULL
+ * with errno ENOBUFS (newcap does not fit next to what is held now: the
+ * refusal counted) or ENOMEM, and then p is still valid and cap still
+ * taken.  b NULL: a plain realloc().
+ */
+void *mem_budget_realloc(struct mem_budget *b, void *p, size_t cap, size_t newcap);
 
 #endif

@@ -75,11 +75,12 @@ struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, cha
  * only).  0, or -errno with a reason in err.  A site is armed once. */
 int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
 		   void *arg, char *err, size_t errlen);
-/* The handlers keep the vector registers (xmm0-15) themselves: the
- * trampoline saves and restores only the general registers around them,
- * which is cheaper (16 loads and stores less per handler call).  Only for
- * handlers whose every path is compiled without vector code (gcc's
- * general-regs-only) or saves the registers before it calls other code. */
+/* The handlers keep the vector registers themselves (all of them, the
+ * upper halves of ymm/zmm too): the trampoline saves and restores only
+ * the general registers around them, which is cheaper (16 loads and
+ * stores less per handler call).  Only for handlers whose every path is
+ * compiled without vector code (gcc's general-regs-only) or saves the
+ * extended state before it calls other code (the runtime's rt_vec_call()). */
 #define PATCH_HANDLERS_KEEP_VECTORS	1u
 /* patch_site_arm() with flags (PATCH_HANDLERS_KEEP_VECTORS or 0). */
 int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,

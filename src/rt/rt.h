@@ -51,6 +51,20 @@ void rt_unpublish(void);
  * process, again at each session (libfay may have been loaded since):
  * the trace_id / span_name fields read it. */
 void rt_span_resolve(void);
+/* fn(a, b, c, d) with the thread's whole extended state (every component
+ * XCR0 enables: x87, xmm, the upper halves of ymm and zmm, opmask, PKRU,
+ * AMX; FXSAVE's x87 and xmm0-15 without XSAVE) saved before and restored
+ * after, so that fn may run any code (libc, the interpreter) under a
+ * handler the trampoline saved no vector register for (vec_call.c).
+ * Uses an area of rt_vec_init()'s size on the stack (2.5 KiB with
+ * AVX-512, 11 KiB with AMX). */
+typedef uint64_t (*vec_fn)(uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+uint64_t rt_vec_call(vec_fn fn, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+/* Size rt_vec_call()'s area and pick its instructions from CPUID and
+ * XCR0 (FXSAVE until then): once, before any site is armed.  The
+ * environment's FAY_RT_VECSAVE=xsave picks XSAVE where XSAVEC would do
+ * (for tests). */
+void rt_vec_init(void);
 /* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
 int rt_probe_init(void);
 /* In a fork child: the handlers do nothing from now on (the maps are

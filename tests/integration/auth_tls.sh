@@ -21,7 +21,7 @@ mkcert rogue - ""
 mkcert server ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
 mkcert agent ca "extendedKeyUsage=clientAuth"
 mkcert other ca "subjectAltName=DNS:other.example"
-ok "openssl made the certificates" [ -s "$C/server.pem" ] && [ -s "$C/agent.pem" ]
+ok "openssl made the certificates" bash -c '[ -s "$1" ] && [ -s "$2" ]' _ "$C/server.pem" "$C/agent.pem"
 
 printf 'rt read reader\nwt write writer\npt probe prober\nagt write the-agent\n' >"$T_TMP/tokens"
 chmod 600 "$T_TMP/tokens"

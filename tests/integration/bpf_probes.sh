@@ -31,7 +31,7 @@ rc=$?
 ok "unknown library: exit 1" [ $rc -eq 1 ]
 ok "... and says so" grep -q 'cannot find "libnothere"' "$err"
 "$FAY" probes 'zzz_no_such_probe_*' >"$out" 2>"$err"
-ok "no match: exit 1, nothing printed" [ $? -eq 1 ] && [ ! -s "$out" ]
+ok "no match: exit 1, nothing printed" bash -c '[ "$1" -eq 1 ] && [ ! -s "$2" ]' _ $? "$out"
 "$FAY" probes a b >"$out" 2>"$err"
 ok "two patterns: usage error 2" [ $? -eq 2 ]
 

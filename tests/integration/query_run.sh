@@ -237,7 +237,7 @@ fq 'from s in syscall("getppid") select count('
 ok "a bad query exits 2" [ $RC -eq 2 ]
 ok "a bad query says line:col" grep -q '^<query>:1:' "$T_TMP/err"
 fq "from f in function(\"$W:no_such_fn\") select count()"
-ok "a missing function: exit 1 and says so" [ $RC -eq 1 ] && grep -q 'no function "no_such_fn"' "$T_TMP/err"
+ok "a missing function: exit 1 and says so" bash -c '[ "$1" -eq 1 ] && grep -q "no function \"no_such_fn\"" "$2"' _ $RC "$T_TMP/err"
 fq -p 999999999 'from s in syscall("getppid") select count()'
 ok "-p of no process: exit 1" [ $RC -eq 1 ]
 setpriv --reuid=65534 --regid=65534 --clear-groups "$FAY" query -q 'from s in syscall("getppid") select count()' >"$T_TMP/out" 2>"$T_TMP/err"

@@ -12,15 +12,21 @@ T_FAILED=0
 T_PIDS=()
 T_TMP=$(mktemp -d /tmp/fay-test.XXXXXX)
 
-ok() {   # ok "what" cmd...   (runs cmd; passes if it exits 0)
+# ok "what" cmd...: runs cmd, one TAP line; passes if cmd exits 0, and
+# returns that verdict, so a test can stop where going on makes no sense
+# (ok "builds" make ... || { done_testing; exit; }).  cmd is ONE command:
+# in `ok "x" [ a ] && [ b ]` the shell runs [ b ] after ok, unchecked;
+# write a compound check as ok "x" bash -c '[ "$1" ] && [ "$2" ]' _ a b.
+ok() {
 	local what=$1; shift
 	T_N=$((T_N + 1))
 	if "$@"; then
 		echo "ok $T_N - $what"
-	else
-		T_FAILED=$((T_FAILED + 1))
-		echo "not ok $T_N - $what"
+		return 0
 	fi
+	T_FAILED=$((T_FAILED + 1))
+	echo "not ok $T_N - $what"
+	return 1
 }
 
 pass() { T_N=$((T_N + 1)); echo "ok $T_N - $1"; }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* src/common/budget.c: takes within the limit, refusals counted, the peak,
- * give-backs, fits and charges (connections: checked, then taken), and 4 threads taking and giving at once never exceeding it. */
+ * give-backs, fits and charges (connections: checked, then taken), and 4 threads taking and giving at once never exceeding it;
+ * a growing buffer charged its peak (old and new held at once) and refused at exactly that boundary. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/budget.h"
 #include "test.h"
@@ -22,6 +25,36 @@ static void *worker(void *arg)
 		}
 	}
 	return arg;
+}
+
+/* A body growing 16 KiB -> 32 KiB -> 64 KiB, as the collector's HTTP and
+ * gRPC bodies grow: each step needs the old and the new buffer at once. */
+static void grow(void)
+{
+	struct mem_budget b = { .max = 16384 + 32768 - 1 };
+	char *p, *q;
+
+	p = mem_budget_realloc(&b, NULL, 0, 16384);
+	ok(p && b.used == 16384 && b.peak == 16384, "first allocation: 16 KiB taken, no transient");
+	memset(p, 'x', 16384);
+	errno = 0;
+	q = mem_budget_realloc(&b, p, 16384, 32768);
+	ok(!q && errno == ENOBUFS && b.refused == 1,
+	   "16 -> 32 KiB with 48 KiB - 1 of budget: -ENOBUFS (old and new would be held at once)");
+	ok(b.used == 16384 && b.peak == 16384 && p[16383] == 'x',
+	   "... nothing taken, the old buffer still held and charged");
+	b.max = 16384 + 32768;
+	q = mem_budget_realloc(&b, p, 16384, 32768);
+	ok(q && q[16383] == 'x' && b.used == 32768, "with 48 KiB: grown, the bytes kept, 32 KiB taken after");
+	ok(b.peak == 16384 + 32768, "the peak is old + new: %llu (48 KiB)", (unsigned long long)b.peak);
+	p = mem_budget_realloc(&b, q, 32768, 65536);
+	ok(!p && errno == ENOBUFS && b.used == 32768, "32 -> 64 KiB needs 96 KiB: refused, 32 KiB still taken");
+	b.max = 0;
+	p = mem_budget_realloc(&b, q, 32768, 65536);
+	ok(p && b.used == 65536 && b.peak == 32768 + 65536, "no limit: still the peak counted (96 KiB)");
+	q = mem_budget_realloc(NULL, p, 65536, 100);
+	ok(q != NULL, "no budget: a plain realloc");
+	free(q);
 }
 
 int main(void)
@@ -47,6 +80,7 @@ int main(void)
 	ok(mem_budget_fits(NULL, 1u << 30), "no budget: always fits");
 	b.max = 0;
 	ok(mem_budget_take(&b, 1u << 30) == 0 && b.used == 1u << 30, "max 0: no limit, still counted");
+	grow();
 	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, worker, NULL);
 	for (int i = 0; i < 4; i++)
