@@ -10,9 +10,12 @@
 # client measured (first BATCH to last ACK), the CPU seconds of the
 # collector and of the ClickHouse server, then the medians and their
 # ratio.  Extra ARGS go to the ClickHouse collector (--clickhouse-linger
-# 0 to compare without the linger).
+# 0 to compare without the linger).  -d DIR: where both stores and the
+# server's data go (default /var/tmp; e.g. a journaled ext4: on ext4
+# without a journal every new file's inode is checked against the ones
+# deleted in the last minutes, and ClickHouse makes ~100 files a write).
 #
-#   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW]
+#   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW] [-d DIR]
 #                            [-r RUNS] [-- COLLECTOR_ARGS...]
 #   (run from the top of the tree after `make`; FAY_BUILD as for tests)
 . "$(dirname "$0")/../tests/lib/lib.sh"
@@ -20,20 +23,21 @@
 CLIENT=$BUILD/tests/fay-wire-client
 [ -x "$FAY" ] && [ -x "$CLIENT" ] || { echo "collector_store.sh: build first (make)" >&2; exit 1; }
 rmdir "$T_TMP"
-T_TMP=$(mktemp -d /var/tmp/fay-bench-cstore.XXXXXX)
-conns=8 nb=50 m=500 win=8 runs=3
+conns=8 nb=50 m=500 win=8 runs=3 dir=/var/tmp
 while [ $# -gt 0 ]; do
 	case $1 in
+	-d) dir=$2; shift 2 ;;
 	-c) conns=$2; shift 2 ;;
 	-n) nb=$2; shift 2 ;;
 	-m) m=$2; shift 2 ;;
 	-W) win=$2; shift 2 ;;
 	-r) runs=$2; shift 2 ;;
 	--) shift; break ;;
-	*) echo "usage: bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW] [-r RUNS] [-- ARGS]" >&2
+	*) echo "usage: bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW] [-r RUNS] [-d DIR] [-- ARGS]" >&2
 	   exit 2 ;;
 	esac
 done
+T_TMP=$(mktemp -d "$dir/fay-bench-cstore.XXXXXX")
 extra=("$@")
 ch_start bench >/dev/null || { echo "collector_store.sh: clickhouse-server did not start" >&2; exit 1; }
 spans=$((conns * nb * m))

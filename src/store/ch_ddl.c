@@ -107,10 +107,16 @@ static const char *codec_of(const char *table, const char *col, size_t n)
 void ch_ddl_create(struct wbuf *out, const struct ch_table *t, const struct ch_where *w,
 		   unsigned feats)
 {
+	ch_ddl_create_as(out, t, t->name, w, feats);
+}
+
+void ch_ddl_create_as(struct wbuf *out, const struct ch_table *t, const char *as,
+		      const struct ch_where *w, unsigned feats)
+{
 	const char *p = t->cols;
 	int first = 1;
 
-	ch_sql_add(out, "CREATE TABLE IF NOT EXISTS %s.%s%s (", w->db, t->name,
+	ch_sql_add(out, "CREATE TABLE IF NOT EXISTS %s.%s%s (", w->db, as,
 		   w->cluster ? "_local" : "");
 	/* the columns, split at the commas outside parentheses (Nested) */
 	while (*p) {

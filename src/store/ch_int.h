@@ -50,7 +50,7 @@ int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t le
 
 /* ---- the schema (store/ch_schema.c) ---- */
 
-#define CH_SCHEMA_VERSION 1
+#define CH_SCHEMA_VERSION 2
 
 /* Where the tables are: the database, and with a cluster the suffix of
  * the local tables and the cluster's name. */
@@ -90,7 +90,8 @@ struct ch_table {
 	const char *shard_key;
 };
 
-/* The schema's tables (ch_schema.c), n of them. */
+/* The schema's tables as this build creates them (ch_schema.c), n of
+ * them. */
 const struct ch_table *ch_schema_tables(size_t *n);
 
 /* ---- what the server offers (ch_ddl.c) ---- */
@@ -117,6 +118,13 @@ void ch_features_str(unsigned feats, char *buf, size_t len);
  * cluster) with the codecs and skip indexes feats allow. */
 void ch_ddl_create(struct wbuf *out, const struct ch_table *t, const struct ch_where *w,
 		   unsigned feats);
+/* The same, the table named as instead of t->name (a migration's new
+ * table, with t's codecs and indexes). */
+void ch_ddl_create_as(struct wbuf *out, const struct ch_table *t, const char *as,
+		      const struct ch_where *w, unsigned feats);
+/* ClickHouse's murmurHash2_64(s) (MurmurHash64A, seed 0): the service and
+ * span name keys of span_index, so SQL can compute them too. */
+uint64_t ch_murmur64(const void *p, size_t n);
 /* Append to out the ALTER TABLE db.table that makes its TTL the
  * retention (0: none).  0, or -EOPNOTSUPP when the server cannot (no
  * TTL; no REMOVE TTL for 0): nothing appended. */

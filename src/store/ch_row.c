@@ -5,6 +5,7 @@
  * days, a String as a LEB128 length and its bytes, an Array as a LEB128
  * count and its elements.  A Nested column is its parallel arrays.
  */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -181,4 +182,32 @@ int ch_get_span(struct rbuf *r, struct zarena *a, struct ch_key *k, struct zspan
 	if (r->err)
 		return r->err;
 	return ret ? -ENOMEM : 0;
+}
+
+/*
+ * MurmurHash64A with seed 0, as ClickHouse's murmurHash2_64(String): the
+ * message is read in little-endian 8-byte words, then its 0-7 last bytes;
+ * each word is mixed (times M, xor its top bits down, times M) into h.
+ */
+uint64_t ch_murmur64(const void *p, size_t n)
+{
+	const uint64_t m = 0xc6a4a7935bd1e995ull;
+	const unsigned char *s = p, *end = s + n / 8 * 8;
+	uint64_t h = (uint64_t)n * m, k;
+
+	for (; s < end; s += 8) {
+		memcpy(&k, s, 8);
+		k = le64toh(k) * m;
+		k ^= k >> 47;
+		h = (h ^ (k * m)) * m;
+	}
+	if (n & 7) {
+		for (size_t i = n & 7; i-- > 0;)
+			h ^= (uint64_t)s[i] << (8 * i);
+		h *= m;
+	}
+	h ^= h >> 47;
+	h *= m;
+	h ^= h >> 47;
+	return h;
 }

@@ -15,6 +15,12 @@
  *               of a key (ch_read.c), so that holds before any merge ran.
  *   span_index  one row per span: (service, name, start) -> trace id and
  *               duration, MergeTree partitioned by day: trace search.
+ *               Since schema 2 the service and the span name are their
+ *               murmurHash2_64 (service_h, name_h): a part of integers
+ *               is sorted and merged without string compares, which
+ *               made this table a third of the server's CPU at ingest
+ *               (bench/RESULTS.md); a hash that collides only adds a
+ *               candidate, and every candidate trace is tested whole.
  *   span_parts  BlkKin partial records, as spans; ch.c merges every span
  *               id a batch touched from all its parts (zparts_merge())
  *               into spans with origin 1.
@@ -78,6 +84,15 @@ static const struct ch_table ch_tables_v1[] = {
 	  "cityHash64(agent_id)" },
 };
 
+/* Schema 2's span_index (the other tables are v1's). */
+static const struct ch_table ch_span_index_v2 = {
+	"span_index",
+	"day Date, service_h UInt64, name_h UInt64, start_us UInt64,"
+	" duration_us UInt64, trace_hi UInt64, trace_lo UInt64",
+	"MergeTree PARTITION BY day ORDER BY (service_h, name_h, start_us)",
+	"trace_lo"
+};
+
 static int run(struct ch_conn *c, const char *sql, char *err, size_t errlen)
 {
 	return ch_query(c, sql, NULL, err, errlen);
@@ -85,27 +100,50 @@ static int run(struct ch_conn *c, const char *sql, char *err, size_t errlen)
 
 const struct ch_table *ch_schema_tables(size_t *n)
 {
-	*n = ARRAY_SIZE(ch_tables_v1);
-	return ch_tables_v1;
+	static struct ch_table now[ARRAY_SIZE(ch_tables_v1)];
+
+	if (!now[0].name) {
+		for (size_t i = 0; i < ARRAY_SIZE(ch_tables_v1); i++)
+			now[i] = strcmp(ch_tables_v1[i].name, "span_index") ? ch_tables_v1[i] :
+				 ch_span_index_v2;
+	}
+	*n = ARRAY_SIZE(now);
+	return now;
+}
+
+/* The Distributed table t over its local tables (with a cluster). */
+static int create_dist(struct ch_conn *c, const struct ch_where *w,
+		       const struct ch_table *t, char *err, size_t errlen)
+{
+	char dist[1024];
+
+	snprintf(dist, sizeof(dist), "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
+		 " ENGINE = Distributed(%s, %s, %s_local, %s)", w->db, t->name,
+		 w->db, t->name, w->cluster, w->db, t->name, t->shard_key);
+	return run(c, dist, err, errlen);
+}
+
+/* Create t as table as (NAME_local with a cluster, without its
+ * Distributed table). */
+static int create_as(struct ch_conn *c, const struct ch_where *w, const struct ch_table *t,
+		     const char *as, unsigned feats, char *err, size_t errlen)
+{
+	struct wbuf sql = { 0 };
+	int ret;
+
+	ch_ddl_create_as(&sql, t, as, w, feats);
+	wbuf_u8(&sql, 0);
+	ret = sql.err ? -ENOMEM : run(c, (const char *)sql.p, err, errlen);
+	wbuf_free(&sql);
+	return ret;
 }
 
 static int create(struct ch_conn *c, const struct ch_where *w,
 		  const struct ch_table *t, unsigned feats, char *err, size_t errlen)
 {
-	struct wbuf sql = { 0 };
-	char dist[1024];
-	int ret;
+	int ret = create_as(c, w, t, t->name, feats, err, errlen);
 
-	ch_ddl_create(&sql, t, w, feats);
-	wbuf_u8(&sql, 0);
-	ret = sql.err ? -ENOMEM : run(c, (const char *)sql.p, err, errlen);
-	wbuf_free(&sql);
-	if (ret || !w->cluster)
-		return ret;
-	snprintf(dist, sizeof(dist), "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local"
-		 " ENGINE = Distributed(%s, %s, %s_local, %s)", w->db, t->name,
-		 w->db, t->name, w->cluster, w->db, t->name, t->shard_key);
-	return run(c, dist, err, errlen);
+	return ret || !w->cluster ? ret : create_dist(c, w, t, err, errlen);
 }
 
 static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, unsigned feats,
@@ -118,6 +156,74 @@ static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, unsigned fea
 			return ret;
 	}
 	return 0;
+}
+
+/* Whether db.table (the local one with a cluster) has column col. */
+static int has_column(struct ch_conn *c, const struct ch_where *w, const char *table,
+		      const char *col, char *err, size_t errlen)
+{
+	struct wbuf out = { 0 };
+	char sql[512];
+	int ret;
+
+	snprintf(sql, sizeof(sql), "SELECT count() FROM system.columns WHERE database = '%s'"
+		 " AND table = '%s%s' AND name = '%s'", w->db, table,
+		 w->cluster ? "_local" : "", col);
+	ret = ch_query(c, sql, &out, err, errlen);
+	if (!ret)
+		ret = out.len && out.p[0] == '1';
+	wbuf_free(&out);
+	return ret;
+}
+
+/*
+ * 1 -> 2: span_index keyed by the hashes of service and span name.  Its
+ * rows are copied into a new table, which then takes the old one's name
+ * (and, with a cluster, gets a new Distributed table: the old one names
+ * the old columns).  Done again after a failure anywhere: a table
+ * already converted is left alone, a copy begun again starts empty.
+ */
+static int migrate_1_2(struct ch_conn *c, const struct ch_where *w, unsigned feats,
+		       char *err, size_t errlen)
+{
+	const char *sfx = w->cluster ? "_local" : "";
+	char sql[1024];
+	int ret = has_column(c, w, "span_index", "service_h", err, errlen);
+
+	if (ret > 0) {   /* converted: what a failure may have left undone */
+		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index_v1%s", w->db, sfx);
+		ret = run(c, sql, err, errlen);
+		return ret || !w->cluster ? ret : create_dist(c, w, &ch_span_index_v2, err, errlen);
+	}
+	if (ret)
+		return ret;
+	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index_v2%s", w->db, sfx);
+	ret = run(c, sql, err, errlen);
+	if (!ret)
+		ret = create_as(c, w, &ch_span_index_v2, "span_index_v2", feats, err, errlen);
+	if (!ret) {
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.span_index_v2%s SELECT day,"
+			 " murmurHash2_64(service), murmurHash2_64(name), start_us, duration_us,"
+			 " trace_hi, trace_lo FROM %s.span_index%s", w->db, sfx, w->db, sfx);
+		ret = run(c, sql, err, errlen);
+	}
+	if (!ret && w->cluster) {
+		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index", w->db);
+		ret = run(c, sql, err, errlen);
+	}
+	if (!ret) {
+		snprintf(sql, sizeof(sql), "RENAME TABLE %s.span_index%s TO %s.span_index_v1%s,"
+			 " %s.span_index_v2%s TO %s.span_index%s", w->db, sfx, w->db, sfx,
+			 w->db, sfx, w->db, sfx);
+		ret = run(c, sql, err, errlen);
+	}
+	if (!ret) {
+		snprintf(sql, sizeof(sql), "DROP TABLE %s.span_index_v1%s", w->db, sfx);
+		ret = run(c, sql, err, errlen);
+	}
+	if (!ret && w->cluster)
+		ret = create_dist(c, w, &ch_span_index_v2, err, errlen);
+	return ret;
 }
 
 int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *feats,
@@ -147,6 +253,7 @@ int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *
 static int (*const ch_migrations[])(struct ch_conn *, const struct ch_where *,
 				    unsigned, char *, size_t) = {
 	migrate_0_1,
+	migrate_1_2,
 };
 
 _Static_assert(ARRAY_SIZE(ch_migrations) == CH_SCHEMA_VERSION,

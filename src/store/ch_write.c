@@ -85,8 +85,8 @@ static void add_span(struct store_be *st, struct ch_rows *rw, const struct ch_ke
 
 	ch_put_span(&rw->spans, k, z);
 	ch_put_le16(&rw->index, ch_day(ts));
-	ch_put_zs(&rw->index, z->local.service);
-	ch_put_zs(&rw->index, z->name);
+	wbuf_le64(&rw->index, ch_murmur64(z->local.service.p, z->local.service.len));
+	wbuf_le64(&rw->index, ch_murmur64(z->name.p, z->name.len));
 	wbuf_le64(&rw->index, ts);
 	wbuf_le64(&rw->index, z->duration_us);
 	wbuf_le64(&rw->index, z->trace_hi);
@@ -469,7 +469,7 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 		struct ch_ins par[] = {
 			{ .sql = "INSERT INTO spans (day, " CH_SPAN_COLS ") FORMAT RowBinary",
 			  .rows = &rw.spans },
-			{ .sql = "INSERT INTO span_index (day, service, name, start_us,"
+			{ .sql = "INSERT INTO span_index (day, service_h, name_h, start_us,"
 			  " duration_us, trace_hi, trace_lo) FORMAT RowBinary", .rows = &rw.index },
 			{ .sql = "INSERT INTO names (kind, service, name, last_us) FORMAT RowBinary",
 			  .rows = &rw.names },

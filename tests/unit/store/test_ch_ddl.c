@@ -94,25 +94,25 @@ static void features(void)
 	" tags Nested(key String, value String)"
 #define SPANS_ENGINE ") ENGINE = ReplacingMergeTree(ver) PARTITION BY day" \
 	" ORDER BY (trace_lo, trace_hi, id, origin, src, seq, no)"
-#define INDEX_ENGINE ") ENGINE = MergeTree PARTITION BY day ORDER BY (service, name, start_us)"
+#define INDEX_ENGINE ") ENGINE = MergeTree PARTITION BY day ORDER BY (service_h, name_h, start_us)"
 
 static void creates(void)
 {
 	create_is("18.16.1", "spans", NULL,
 		  "CREATE TABLE IF NOT EXISTS fay.spans (" SPANS_COLS_PLAIN SPANS_ENGINE);
 	create_is("18.16.1", "span_index", NULL,
-		  "CREATE TABLE IF NOT EXISTS fay.span_index (day Date, service String,"
-		  " name String, start_us UInt64, duration_us UInt64, trace_hi UInt64,"
+		  "CREATE TABLE IF NOT EXISTS fay.span_index (day Date, service_h UInt64,"
+		  " name_h UInt64, start_us UInt64, duration_us UInt64, trace_hi UInt64,"
 		  " trace_lo UInt64" INDEX_ENGINE);
 	create_is("18.16.1", "span_index", "c2",
-		  "CREATE TABLE IF NOT EXISTS fay.span_index_local (day Date, service String,"
-		  " name String, start_us UInt64, duration_us UInt64, trace_hi UInt64,"
+		  "CREATE TABLE IF NOT EXISTS fay.span_index_local (day Date, service_h UInt64,"
+		  " name_h UInt64, start_us UInt64, duration_us UInt64, trace_hi UInt64,"
 		  " trace_lo UInt64" INDEX_ENGINE);
 	create_is("19.8.3.8", "spans", NULL,
 		  "CREATE TABLE IF NOT EXISTS fay.spans (" SPANS_COLS_PLAIN SPANS_ENGINE);
 	create_is("19.8.3.8", "span_index", NULL,
-		  "CREATE TABLE IF NOT EXISTS fay.span_index (day Date, service String,"
-		  " name String, start_us UInt64, duration_us UInt64, trace_hi UInt64,"
+		  "CREATE TABLE IF NOT EXISTS fay.span_index (day Date, service_h UInt64,"
+		  " name_h UInt64, start_us UInt64, duration_us UInt64, trace_hi UInt64,"
 		  " trace_lo UInt64,"
 		  " INDEX idx_trace trace_lo TYPE bloom_filter GRANULARITY 4,"
 		  " INDEX idx_duration duration_us TYPE minmax GRANULARITY 1" INDEX_ENGINE);
@@ -134,14 +134,14 @@ static void creates(void)
 			  " tags Nested(key String, value String)" SPANS_ENGINE);
 		create_is(ver, "span_index", i ? "c2" : NULL, i ?
 			  "CREATE TABLE IF NOT EXISTS fay.span_index_local (day Date,"
-			  " service String, name String,"
+			  " service_h UInt64, name_h UInt64,"
 			  " start_us UInt64 CODEC(DoubleDelta, ZSTD(1)),"
 			  " duration_us UInt64 CODEC(T64, ZSTD(1)), trace_hi UInt64,"
 			  " trace_lo UInt64,"
 			  " INDEX idx_trace trace_lo TYPE bloom_filter GRANULARITY 4,"
 			  " INDEX idx_duration duration_us TYPE minmax GRANULARITY 1" INDEX_ENGINE :
 			  "CREATE TABLE IF NOT EXISTS fay.span_index (day Date,"
-			  " service String, name String,"
+			  " service_h UInt64, name_h UInt64,"
 			  " start_us UInt64 CODEC(DoubleDelta, ZSTD(1)),"
 			  " duration_us UInt64 CODEC(T64, ZSTD(1)), trace_hi UInt64,"
 			  " trace_lo UInt64,"
@@ -153,6 +153,20 @@ static void creates(void)
 		  " version String, last_seq UInt64, first_seen_us UInt64, last_seen_us UInt64,"
 		  " batches UInt64, spans UInt64, has_stats UInt8, stats String, stats_us UInt64,"
 		  " ver UInt64) ENGINE = ReplacingMergeTree(ver) ORDER BY agent_id");
+}
+
+/* ch_murmur64() is ClickHouse's murmurHash2_64(): values the 18.16
+ * server gave (SELECT murmurHash2_64('...')), a tail alone, whole words
+ * alone, and both (integration: clickhouse_schema2.sh asks the server). */
+static void murmur(void)
+{
+	is_u64(ch_murmur64("", 0), 0, "murmurHash2_64('') = 0");
+	is_u64(ch_murmur64("a", 1), 510903276987443985ull, "murmurHash2_64('a')");
+	is_u64(ch_murmur64("frontend", 8), 9232993194920183797ull, "murmurHash2_64('frontend')");
+	is_u64(ch_murmur64("frontend-api", 12), 14459217260263146265ull,
+	       "murmurHash2_64('frontend-api')");
+	is_u64(ch_murmur64("0123456789abcdef", 16), 10640085186775239623ull,
+	       "murmurHash2_64('0123456789abcdef')");
 }
 
 static void ttls(void)
@@ -173,6 +187,7 @@ int main(void)
 {
 	features();
 	creates();
+	murmur();
 	ttls();
 	return test_done();
 }
