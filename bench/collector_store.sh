@@ -10,12 +10,14 @@
 # client measured (first BATCH to last ACK), the CPU seconds of the
 # collector and of the ClickHouse server, then the medians and their
 # ratio.  Extra ARGS go to the ClickHouse collector (--clickhouse-linger
-# 0 to compare without the linger).  -d DIR: where both stores and the
+# 0 to compare without the linger).  -k K: traces of K spans over 5
+# services (default: a batch's spans are one trace).  -d DIR: where both stores and the
 # server's data go (default /var/tmp; e.g. a journaled ext4: on ext4
 # without a journal every new file's inode is checked against the ones
 # deleted in the last minutes, and ClickHouse makes ~100 files a write).
 #
-#   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW] [-d DIR]
+#   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-k SPANS_A_TRACE]
+#                            [-W WINDOW] [-d DIR]
 #                            [-r RUNS] [-- COLLECTOR_ARGS...]
 #   (run from the top of the tree after `make`; FAY_BUILD as for tests)
 . "$(dirname "$0")/../tests/lib/lib.sh"
@@ -23,17 +25,18 @@
 CLIENT=$BUILD/tests/fay-wire-client
 [ -x "$FAY" ] && [ -x "$CLIENT" ] || { echo "collector_store.sh: build first (make)" >&2; exit 1; }
 rmdir "$T_TMP"
-conns=8 nb=50 m=500 win=8 runs=3 dir=/var/tmp
+conns=8 nb=50 m=500 win=8 runs=3 dir=/var/tmp k=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-d) dir=$2; shift 2 ;;
+	-k) k=$2; shift 2 ;;
 	-c) conns=$2; shift 2 ;;
 	-n) nb=$2; shift 2 ;;
 	-m) m=$2; shift 2 ;;
 	-W) win=$2; shift 2 ;;
 	-r) runs=$2; shift 2 ;;
 	--) shift; break ;;
-	*) echo "usage: bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-W WINDOW] [-r RUNS] [-d DIR] [-- ARGS]" >&2
+	*) echo "usage: bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-k K] [-W WINDOW] [-r RUNS] [-d DIR] [-- ARGS]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -43,7 +46,7 @@ ch_start bench >/dev/null || { echo "collector_store.sh: clickhouse-server did n
 spans=$((conns * nb * m))
 echo "# $(date -u '+%F %T UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
 	"ClickHouse $(ch_q bench 'SELECT version()')"
-echo "# $conns agents x $nb batches x $m spans = $spans spans, window $win, runs $runs," \
+echo "# $conns agents x $nb batches x $m spans = $spans spans${k:+ in traces of $k}, window $win, runs $runs," \
 	"ClickHouse collector args: ${extra[*]:-(defaults)}"
 
 # cpu_s PID: user+system CPU seconds of a process so far
@@ -64,7 +67,7 @@ one() {
 	wait_for 30 curl -sf "http://127.0.0.1:$hp/health" || { echo "collector did not start" >&2; kill $pid; return 1; }
 	s0=$(cpu_s "${CH_PID[bench]}")
 	c0=$(cpu_s $pid)
-	rate=$("$CLIENT" -a 127.0.0.1:$wp -c "$conns" -n "$nb" -m "$m" -W "$win" \
+	rate=$("$CLIENT" -a 127.0.0.1:$wp -c "$conns" -n "$nb" -m "$m" ${k:+-k "$k"} -W "$win" \
 		-T 1764000000000000000 -q send | awk '/^rate/ { print $2 }')
 	ccpu=$(awk -v a="$(cpu_s $pid)" -v b="$c0" 'BEGIN { printf "%.2f", a - b }')
 	writes=$(curl -s "http://127.0.0.1:$hp/metrics" | awk '$1 == "fay_collector_store_writes_total" { print $2 }')

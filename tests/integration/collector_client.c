@@ -5,7 +5,7 @@
  * bench/bench_ingest.  Built by mk/collector.mk.
  *
  *   fay-wire-client [-a ADDR] [-i AGENT_ID] [-t TOKEN] [-s SEQ] [-n BATCHES]
- *                   [-m SPANS] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-T NS] [-w] [-q]
+ *                   [-m SPANS] [-k SPANS_A_TRACE] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-T NS] [-w] [-q]
  *                   [-C CA [-E CERT -Y KEY]] CMD
  *
  * -C: TLS to the collector (common/tls.h), its certificate checked against
@@ -18,7 +18,9 @@
  * CMD:
  *   hello    HELLO, print "welcome last_seq=N"
  *   send     HELLO, then BATCHes seq SEQ.. (N of them, M spans each; the
- *            spans of batch S are trace (agent tag, S), ids 1..M); prints
+ *            spans of batch S are trace (agent tag, S), ids 1..M; with
+ *            -k K traces of K spans instead, (tag, S << 20 | j), ids 1..K,
+ *            services SERVICE-0..4 by place in the trace); prints
  *            "ack S stored=.. duplicate=.. rejected=.." per ACK as it
  *            arrives.  -w: after each ACK, read the store (-d DB, its own
  *            connection) and fail unless all M spans are already there
@@ -64,6 +66,7 @@ static const char *hostname = "testhost";
 static char agent_id[33] = "0123456789abcdef0123456789abcdef";
 static uint64_t first_seq = 1;
 static unsigned nbatches = 1, nspans = 10, nconns = 1, window = 8;
+static unsigned per_trace;   /* -k: spans a trace (0: the whole batch) */
 static int verify, quiet;
 static struct tls_conf *tls;
 static uint64_t fixed_ns;   /* -T: the spans' time; 0: now */
@@ -299,15 +302,19 @@ static void add_rec(struct bbuf *b, uint64_t hi, uint64_t lo, uint64_t id, uint6
 static void make_batch(struct bbuf *b, uint64_t tag, uint64_t seq, unsigned m)
 {
 	uint64_t now = span_time_ns();
-	char v[32];
+	char v[32], svc[96];
 
 	b->len = 0;
 	bb_u32(b, m);
 	for (unsigned i = 0; i < m; i++) {
+		unsigned k = per_trace ? i % per_trace : i;   /* place in its trace */
+		uint64_t lo = per_trace ? seq << 20 | i / per_trace : seq;
+
 		snprintf(v, sizeof(v), "%u", i);
-		add_rec(b, tag, seq, i + 1, i ? 1 : 0, i ? SPAN_KIND_CLIENT : SPAN_KIND_SERVER, 0,
-			i % 2 ? "read" : "write", service, "queued", now + 1000, "i", v,
-			now + i * 1000, 1000000);
+		snprintf(svc, sizeof(svc), "%s-%u", service, k % 5);
+		add_rec(b, tag, lo, k + 1, k ? 1 : 0, k ? SPAN_KIND_CLIENT : SPAN_KIND_SERVER, 0,
+			i % 2 ? "read" : "write", per_trace ? svc : service, "queued", now + 1000,
+			"i", v, now + i * 1000, 1000000);
 	}
 }
 
@@ -578,7 +585,7 @@ int main(int argc, char **argv)
 	const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:c:W:d:S:H:T:C:E:Y:wq")) != -1) {
+	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:k:c:W:d:S:H:T:C:E:Y:wq")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'i':
@@ -590,6 +597,7 @@ int main(int argc, char **argv)
 		case 's': first_seq = strtoull(optarg, NULL, 10); break;
 		case 'n': nbatches = (unsigned)atoi(optarg); break;
 		case 'm': nspans = (unsigned)atoi(optarg); break;
+		case 'k': per_trace = (unsigned)atoi(optarg); break;
 		case 'c': nconns = (unsigned)atoi(optarg); break;
 		case 'W': window = (unsigned)atoi(optarg); break;
 		case 'd': dbpath = optarg; break;
@@ -604,6 +612,8 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	if (verify && per_trace)
+		die("-w checks each batch's trace (tag, SEQ): not with -k");
 	if (tls_ca) {
 		char err[512];
 
