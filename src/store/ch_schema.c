@@ -43,8 +43,9 @@
 #include "common/log.h"
 #include "store/ch_int.h"
 
-/* Versions: ch_migrations[v - 1] takes v - 1 to v. */
-static const struct ch_table ch_tables_v1[] = {
+/* The tables as this build makes them (schema CH_SCHEMA_VERSION);
+ * ch_migrations[v - 1] takes a database from v - 1 to v. */
+static const struct ch_table ch_tables[] = {
 	{ "spans",
 	  "day Date, trace_hi UInt64, trace_lo UInt64, id UInt64, origin UInt8,"
 	  " src UInt64, seq UInt64, no UInt32, ver UInt64, parent_id UInt64,"
@@ -57,10 +58,10 @@ static const struct ch_table ch_tables_v1[] = {
 	  "ReplacingMergeTree(ver) PARTITION BY day"
 	  " ORDER BY (trace_lo, trace_hi, id, origin, src, seq, no)",
 	  "trace_lo" },
-	{ "span_index",
-	  "day Date, service String, name String, start_us UInt64,"
+	{ "span_index",     /* schema 1: service String, name String */
+	  "day Date, service_h UInt64, name_h UInt64, start_us UInt64,"
 	  " duration_us UInt64, trace_hi UInt64, trace_lo UInt64",
-	  "MergeTree PARTITION BY day ORDER BY (service, name, start_us)",
+	  "MergeTree PARTITION BY day ORDER BY (service_h, name_h, start_us)",
 	  "trace_lo" },
 	{ "span_parts",
 	  "day Date, trace_hi UInt64, trace_lo UInt64, id UInt64, src UInt64,"
@@ -84,14 +85,15 @@ static const struct ch_table ch_tables_v1[] = {
 	  "cityHash64(agent_id)" },
 };
 
-/* Schema 2's span_index (the other tables are v1's). */
-static const struct ch_table ch_span_index_v2 = {
-	"span_index",
-	"day Date, service_h UInt64, name_h UInt64, start_us UInt64,"
-	" duration_us UInt64, trace_hi UInt64, trace_lo UInt64",
-	"MergeTree PARTITION BY day ORDER BY (service_h, name_h, start_us)",
-	"trace_lo"
-};
+/* The table called name in ch_tables (there is one). */
+static const struct ch_table *table(const char *name)
+{
+	size_t i = 0;
+
+	while (i < ARRAY_SIZE(ch_tables) - 1 && strcmp(ch_tables[i].name, name))
+		i++;
+	return &ch_tables[i];
+}
 
 static int run(struct ch_conn *c, const char *sql, char *err, size_t errlen)
 {
@@ -100,15 +102,8 @@ static int run(struct ch_conn *c, const char *sql, char *err, size_t errlen)
 
 const struct ch_table *ch_schema_tables(size_t *n)
 {
-	static struct ch_table now[ARRAY_SIZE(ch_tables_v1)];
-
-	if (!now[0].name) {
-		for (size_t i = 0; i < ARRAY_SIZE(ch_tables_v1); i++)
-			now[i] = strcmp(ch_tables_v1[i].name, "span_index") ? ch_tables_v1[i] :
-				 ch_span_index_v2;
-	}
-	*n = ARRAY_SIZE(now);
-	return now;
+	*n = ARRAY_SIZE(ch_tables);
+	return ch_tables;
 }
 
 /* The Distributed table t over its local tables (with a cluster). */
@@ -146,11 +141,21 @@ static int create(struct ch_conn *c, const struct ch_where *w,
 	return ret || !w->cluster ? ret : create_dist(c, w, t, err, errlen);
 }
 
+/*
+ * 0 -> 1 on a new database creates the tables as this build has them
+ * (ch_schema_tables()), so the later steps find them done and change
+ * nothing: every statement of a new database's set-up is CREATE ... IF
+ * NOT EXISTS, and collectors started at once on it do not race.  (A
+ * database made at schema 1 by an older build goes through 1 -> 2.)
+ */
 static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, unsigned feats,
 		       char *err, size_t errlen)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(ch_tables_v1); i++) {
-		int ret = create(c, w, &ch_tables_v1[i], feats, err, errlen);
+	size_t n;
+	const struct ch_table *t = ch_schema_tables(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		int ret = create(c, w, &t[i], feats, err, errlen);
 
 		if (ret)
 			return ret;
@@ -193,14 +198,14 @@ static int migrate_1_2(struct ch_conn *c, const struct ch_where *w, unsigned fea
 	if (ret > 0) {   /* converted: what a failure may have left undone */
 		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index_v1%s", w->db, sfx);
 		ret = run(c, sql, err, errlen);
-		return ret || !w->cluster ? ret : create_dist(c, w, &ch_span_index_v2, err, errlen);
+		return ret || !w->cluster ? ret : create_dist(c, w, table("span_index"), err, errlen);
 	}
 	if (ret)
 		return ret;
 	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index_v2%s", w->db, sfx);
 	ret = run(c, sql, err, errlen);
 	if (!ret)
-		ret = create_as(c, w, &ch_span_index_v2, "span_index_v2", feats, err, errlen);
+		ret = create_as(c, w, table("span_index"), "span_index_v2", feats, err, errlen);
 	if (!ret) {
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.span_index_v2%s SELECT day,"
 			 " murmurHash2_64(service), murmurHash2_64(name), start_us, duration_us,"
@@ -222,7 +227,7 @@ static int migrate_1_2(struct ch_conn *c, const struct ch_where *w, unsigned fea
 		ret = run(c, sql, err, errlen);
 	}
 	if (!ret && w->cluster)
-		ret = create_dist(c, w, &ch_span_index_v2, err, errlen);
+		ret = create_dist(c, w, table("span_index"), err, errlen);
 	return ret;
 }
 
