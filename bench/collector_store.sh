@@ -9,12 +9,16 @@
 # each run), RUNS times alternating.  Prints per run the spans/s the
 # client measured (first BATCH to last ACK), the CPU seconds of the
 # collector and of the ClickHouse server, then the medians and their
-# ratio.  Extra ARGS go to the ClickHouse collector (--clickhouse-linger
-# 0 to compare without the linger).  -k K: traces of K spans over 5
-# services (default: a batch's spans are one trace).  -d DIR: where both stores and the
-# server's data go (default /var/tmp; e.g. a journaled ext4: on ext4
-# without a journal every new file's inode is checked against the ones
-# deleted in the last minutes, and ClickHouse makes ~100 files a write).
+# ratio.  After a ClickHouse run the bench waits until the server has no
+# merge left (the next run must not share the CPU with them), counts
+# their CPU too, and gives a second rate: the spans over the client's
+# time plus that tail (until idle), and its ratio.  Extra ARGS go to the
+# ClickHouse collector (--clickhouse-linger 0 to compare without the
+# linger).  -k K: traces of K spans over 5 services (default: a batch's
+# spans are one trace).  -d DIR: where both stores and the server's data
+# go (default /var/tmp; e.g. a journaled ext4: on ext4 without a journal
+# every new file's inode is checked against the ones deleted in the last
+# minutes, and ClickHouse makes ~100 files a write).
 #
 #   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-k SPANS_A_TRACE]
 #                            [-W WINDOW] [-d DIR]
@@ -74,29 +78,49 @@ one() {
 	s1=$(awk -v a="$(cpu_s "${CH_PID[bench]}")" -v b="$s0" 'BEGIN { printf "%.2f", a - b }')
 	kill $pid; wait $pid 2>/dev/null
 	rm -rf "$T_TMP/s$k.db"*
-	[ "$store" = sqlite ] && s1=0
-	echo "$rate $ccpu $s1 $writes"
+	tail=0 s2=0
+	if [ "$store" = ch ]; then
+		# the merges the run left behind: until the server has none
+		# (part of the ingest's cost; the next run must not share the
+		# CPU with them), then the database goes
+		t0=$(date +%s%N)
+		while [ "$(ch_q bench 'SELECT count() FROM system.merges')" != 0 ] &&
+		      [ $(( ($(date +%s%N) - t0) / 1000000000 )) -lt 300 ]; do
+			sleep 0.05
+		done
+		tail=$(( ($(date +%s%N) - t0) / 1000000 ))
+		s2=$(awk -v a="$(cpu_s "${CH_PID[bench]}")" -v b="$s0" 'BEGIN { printf "%.2f", a - b }')
+		ch_q bench "DROP DATABASE b$k" >/dev/null
+	fi
+	# until idle: the spans over the client's time plus the merge tail
+	idle=$(awk -v r="$rate" -v n="$spans" -v t="$tail" 'BEGIN { printf "%.0f", n / (n / r + t / 1000) }')
+	echo "$rate $ccpu $s1 $writes $idle $tail $s2"
 }
 
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-: >"$T_TMP/sqlite" ; : >"$T_TMP/ch"
+: >"$T_TMP/sqlite" ; : >"$T_TMP/ch" ; : >"$T_TMP/sqlite.idle" ; : >"$T_TMP/ch.idle"
 for ((k = 0; k < runs; k++)); do
 	for store in sqlite ch; do
 		[ $((k % 2)) = 1 ] && store=$([ $store = sqlite ] && echo ch || echo sqlite)
-		read -r rate ccpu scpu writes < <(one $store $k) || exit 1
+		read -r rate ccpu scpu writes idle tail s2 < <(one $store $k) || exit 1
 		echo "$rate" >>"$T_TMP/$store"
+		echo "$idle" >>"$T_TMP/$store.idle"
 		printf 'run %d %-10s %9.0f spans/s  cpu: collector %6.2f s (%.2f us/span)' $k \
 			"$([ $store = ch ] && echo clickhouse || echo sqlite)" "$rate" "$ccpu" \
 			"$(awk -v c="$ccpu" -v n=$spans 'BEGIN { print c * 1e6 / n }')"
-		[ $store = ch ] && printf ', server %6.2f s (%.2f us/span)' "$scpu" \
-			"$(awk -v c="$scpu" -v n=$spans 'BEGIN { print c * 1e6 / n }')"
+		[ $store = ch ] && printf ', server %6.2f s (%.2f us/span), %6.2f s (%.2f us/span) with the %d ms of merges after: %.0f spans/s until idle' \
+			"$scpu" "$(awk -v c="$scpu" -v n=$spans 'BEGIN { print c * 1e6 / n }')" \
+			"$s2" "$(awk -v c="$s2" -v n=$spans 'BEGIN { print c * 1e6 / n }')" "$tail" "$idle"
+		[ $store = sqlite ] && printf ' (the idle ClickHouse server meanwhile: %.2f s)' "$scpu"
 		printf '  %s writes (%d spans each)  load %s\n' "$writes" $((spans / (writes ? writes : 1))) \
 			"$(cut -d' ' -f1 /proc/loadavg)"
 	done
 done
 ms=$(med <"$T_TMP/sqlite") mc=$(med <"$T_TMP/ch")
+mci=$(med <"$T_TMP/ch.idle")
 echo "sqlite     collector median $ms spans/s"
-echo "clickhouse collector median $mc spans/s"
+echo "clickhouse collector median $mc spans/s (ACKed), $mci spans/s until the server is idle"
 awk -v a="$mc" -v b="$ms" 'BEGIN { printf "ratio clickhouse/sqlite (medians) %.2fx\n", a / b }'
+awk -v a="$mci" -v b="$ms" 'BEGIN { printf "ratio clickhouse/sqlite until idle (medians) %.2fx\n", a / b }'
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -rf "$T_TMP"

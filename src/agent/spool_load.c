@@ -35,10 +35,6 @@ static int rewrite_hdr(int dfd, const char *name, const void *hdr)
 	return ret;
 }
 
-struct count_ctx {
-	uint32_t n;
-};
-
 /*
  * Check one spool file (whole content buf, len bytes, named for seq):
  * frame header, crc, batch structure, trailer.  Fills *e and moves the

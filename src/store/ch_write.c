@@ -30,8 +30,8 @@
 /* The rows of one store__write(), a buffer a table. */
 struct ch_rows {
 	struct wbuf spans, index, names, parts;
-	struct ch_agent *agents[64];
-	size_t nagents;
+	struct ch_agent **agents;     /* the agents of its batches */
+	size_t nagents, capagents;
 	uint64_t (*keys)[3];      /* span ids touched by parts */
 	size_t nkeys, capkeys;
 };
@@ -287,8 +287,15 @@ static int add_batch(struct store_be *st, struct ch_rows *rw, struct store_batch
 		if (!ag)
 			return -errno;
 		if (!ag->touched) {
-			if (rw->nagents == sizeof(rw->agents) / sizeof(rw->agents[0]))
-				return -E2BIG;
+			if (rw->nagents == rw->capagents) {
+				size_t cap = rw->capagents ? rw->capagents * 2 : 16;
+				void *v = realloc(rw->agents, cap * sizeof(*rw->agents));
+
+				if (!v)
+					return -ENOMEM;
+				rw->agents = v;
+				rw->capagents = cap;
+			}
 			ch_agent_begin(ag);
 			ag->touched = 1;
 			rw->agents[rw->nagents++] = ag;
@@ -505,5 +512,6 @@ int ch__write(struct store_be *st, struct store_batch **b, size_t n, char *err,
 	pthread_mutex_unlock(&st->wlock);
 	wbuf_free(&ag);
 	free(rw.keys);
+	free(rw.agents);
 	return ret;
 }

@@ -7,7 +7,8 @@
 # (fay_collector_store_writes_overlapped_total; none with one writer):
 # every ACKed span is stored once, each agent's seq row (HELLO's
 # last_seq, table agents) ends at its last batch, a resent batch is a
-# duplicate, later batches go on from there, and the option is checked.
+# duplicate, later batches go on from there; 200 agents fit in one write;
+# and the option is checked.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/clickhouse.bash"
 . "$(dirname "$0")/collector_lib.bash"
@@ -70,7 +71,21 @@ ok "no overlapping writes with --clickhouse-writers 1" \
 ok "48000 spans" [ "$(ch_q one 'SELECT count() FROM w1.spans FINAL')" = 48000 ]
 coll_stop
 
-# 3. the option
+# 3. 200 agents, one batch each in flight, a long linger: a write holds
+# batches of more than 64 agents (a write had room for 64 agents' rows and
+# failed whole past that: NACKed, resent, failed again)
+ok "collector up (linger 2s)" ch_coll_start one many --clickhouse-linger 2s
+timeout 120 "$CLIENT" -a "127.0.0.1:$WP" -c 200 -n 3 -m 10 -W 1 send >"$T_TMP/many.out" 2>&1
+ok "200 agents x 3 batches: 600 ACKs, each stored whole" [ "$(acked "$T_TMP/many.out" 10)" = 600 ]
+diag "store writes: $(metric fay_collector_store_writes_total)"
+ok "... in at most 9 writes (so a write held more than 64 agents)" \
+	[ "$(metric fay_collector_store_writes_total)" -le 9 ]
+ok "... and no store error" [ "$(metric fay_collector_store_errors_total)" = 0 ]
+ok "every agent's row at seq 3" [ "$(ch_q one 'SELECT count() FROM (SELECT agent_id,
+	argMax(last_seq, ver) AS s FROM many.agents GROUP BY agent_id) WHERE s = 3')" = 200 ]
+coll_stop
+
+# 4. the option
 coll_try --clickhouse "$(ch_url one)/bad" --clickhouse-writers 0
 ok "--clickhouse-writers 0: exit 2" [ $? = 2 ]
 coll_try --clickhouse "$(ch_url one)/bad" --clickhouse-writers 5

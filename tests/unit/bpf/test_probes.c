@@ -109,32 +109,78 @@ static pid_t spawn_getppid(int n, int *go)
 	return pid;
 }
 
+/*
+ * Let the child run and wait until it has exited, leaving it a zombie so
+ * that its pid cannot be reused before reap_child().
+ */
 static void run_child(pid_t pid, int go)
 {
-	int st;
+	siginfo_t si;
 
 	if (write(go, "x", 1) != 1)
 		diag("write: %s", strerror(errno));
 	close(go);
+	if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT))
+		diag("waitid %d: %s", (int)pid, strerror(errno));
+}
+
+static void reap_child(pid_t pid)
+{
+	int st;
+
 	waitpid(pid, &st, 0);
 }
 
+/*
+ * Two getppid() children, decoy forked before child so decoy < child (a
+ * pair the pid counter wrapped between is thrown away).  0, or -1 if fork
+ * or pipe failed.
+ */
+static int spawn_pair(int n, pid_t *decoy, int *dgo, pid_t *child, int *cgo)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		*decoy = spawn_getppid(n, dgo);
+		*child = *decoy > 0 ? spawn_getppid(n, cgo) : -1;
+		if (*child > *decoy)
+			return 0;
+		if (*decoy > 0) {
+			close(*dgo);
+			reap_child(*decoy);
+		}
+		if (*child > 0) {
+			close(*cgo);
+			reap_child(*child);
+		}
+	}
+	return -1;
+}
+
+/*
+ * Count getppid() per tgid above min_pid = child - 1 while a decoy, an
+ * older child of ours, makes the same K calls.  Other processes on the
+ * machine may call getppid() too, and those with a pid above min_pid are
+ * rightly counted: the checks look only at our pids and at the filter's
+ * bound, never at how many keys the map holds.
+ */
 static void test_syscall_count(void)
 {
-	struct bmap *m = bmap_new("counts", BPF_MAP_TYPE_PERCPU_HASH, 8, 8, 64);
+	struct bmap *m = bmap_new("counts", BPF_MAP_TYPE_PERCPU_HASH, 8, 8, 8192);
 	char err[300];
 	struct probe *p = probe_new(PROBE_SYSCALL, "getppid", NULL, err, sizeof(err));
 	struct probe *px = probe_new(PROBE_SYSCALL_EXIT, "getppid", NULL, err, sizeof(err));
 	struct bprog *prog = NULL, *progx = NULL;
 	struct ir *ir = NULL, *irx = NULL;
 	uint64_t key, sum = 0;
-	int go = -1, out, k, z;
-	pid_t child;
+	int go = -1, dgo = -1, out, k, z;
+	pid_t child, decoy;
 
 	ok(p && px, "syscall(\"getppid\") resolves: %s", p && px ? probe_describe(p) : err);
 	if (!p || !px)
 		goto out;
-	child = spawn_getppid(K, &go);
+	if (spawn_pair(K, &decoy, &dgo, &child, &go)) {
+		ok(0, "fork two children: %s", strerror(errno));
+		goto out;
+	}
 	/* entry: count per tgid (key 0 = entry) */
 	ir = prog_count_per_pid(m, child - 1);
 	prog = load_attach(p, ir, "sys_enter_getppid");
@@ -159,23 +205,36 @@ static void test_syscall_count(void)
 		ir_exit(irx, IR_I(0));
 	}
 	progx = load_attach(px, irx, "sys_exit_getppid");
+	run_child(decoy, dgo);
 	run_child(child, go);
 	key = (uint64_t)child;
 	is_int(bmap_sum_u64(m, &key, 0, &sum), 0, "child's key present");
 	is_u64(sum, K, "per-CPU counts of getppid() by the child sum to K");
+	key = (uint64_t)decoy;
+	ok(bmap_sum_u64(m, &key, 0, &sum) != 0,
+	   "decoy (pid %d <= min_pid %d) not counted", (int)decoy, (int)child - 1);
 	key = 1;
 	sum = 0;
 	bmap_sum_u64(m, &key, 0, &sum);
-	is_u64(sum, K, "sys_exit_getppid saw ret == our pid K times");
+	is_u64(sum, K, "sys_exit_getppid saw ret == our pid K times (child only)");
 	{
-		/* Only the child's key and key 1: filter by pid worked. */
+		/* Key 1 aside, no key at or below min_pid: the filter held. */
 		uint64_t a, b;
-		int n = 0;
+		int low = 0, above = 0;
 
-		for (int r = bmap_next_key(m, NULL, &a); !r; r = bmap_next_key(m, &a, &b), a = b)
-			n++;
-		is_int(n, 2, "no other process counted");
+		for (int r = bmap_next_key(m, NULL, &a); !r; r = bmap_next_key(m, &a, &b), a = b) {
+			if (a == 1 || a == (uint64_t)child)
+				continue;
+			if (a <= (uint64_t)child - 1)
+				low++;
+			else
+				above++;
+		}
+		is_int(low, 0, "no other process at or below min_pid counted");
+		diag("%d other processes above min_pid called getppid()", above);
 	}
+	reap_child(decoy);
+	reap_child(child);
 out:
 	teardown(p, prog, "getppid entry");
 	teardown(px, progx, "getppid exit");
