@@ -335,7 +335,7 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 	struct zspan *spans;
 	const char *body = rq->p;
 	char *plain = NULL;
-	size_t len = rq->len, n = 0;
+	size_t len = rq->len, n = 0, charged = 0;
 	char err[512];
 	int res;
 	int ret;
@@ -351,10 +351,21 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 				  "protobuf (application/x-protobuf) is accepted\n", type);
 	}
 	if (enc && !strcasecmp(enc, "gzip")) {
-		ret = gunzip(rq->p, rq->len, c->max_body, &plain, &len, err, sizeof(err));
+		ret = gunzip(&c->mem, rq->p, rq->len, c->max_body, &plain, &len, &charged, err,
+			     sizeof(err));
+		if (ret == -ENOBUFS) {
+			/* like a body that did not fit: busy, retry */
+			char *s = NULL;
+			int sl = asprintf(&s, "%s\n", err);
+
+			M_ADD(c, http_busy, 1);
+			return sl < 0 ? HTTPD_NO : reply_hdr(con, 503, "text/plain; charset=utf-8",
+							     s, (size_t)sl, "Retry-After", "1");
+		}
 		if (ret) {
 			M_ADD(c, http_spans_dropped, 1);
-			return reply_text(c, con, ret == -E2BIG ? 413 : 400, "%s\n", err);
+			return reply_text(c, con, ret == -E2BIG ? 413 : ret == -ENOMEM ? 500 : 400,
+					  "%s\n", err);
 		}
 		body = plain;
 	} else if (enc && strcasecmp(enc, "identity")) {
@@ -366,6 +377,7 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 	else
 		ret = zjson_parse_spans(body ? body : "", len, &a, &spans, &n, err, sizeof(err));
 	free(plain);
+	mem_budget_give(&c->mem, charged);
 	if (ret) {
 		M_ADD(c, spans_rejected, n ? n : 1);
 		M_ADD(c, http_spans_dropped, n ? n : 1);

@@ -16,7 +16,8 @@
  *               INVALID_ARGUMENT (3)    undecodable, no valid span
  *               RESOURCE_EXHAUSTED (8)  over --max-body, after gzip too
  *               UNAVAILABLE (14)        ingest queue full or store down,
- *                                       with a RetryInfo of 1 s
+ *                                       the body (gzip-decoded too) past
+ *                                       --max-memory; with a RetryInfo of 1 s
  *               UNIMPLEMENTED (12)      another method, an unknown
  *                                       grpc-encoding
  *               UNAUTHENTICATED (16)    tokens (--token-file, --token)
@@ -27,9 +28,10 @@
  * One thread per connection (like the HTTP server: ingest blocks until
  * the commit); at most GRPC_CONNS connections, GRPC_PER_IP of them from
  * one address on a listener beyond loopback.  A connection's memory
- * (coll_conn_mem()) and every message body as it grows are taken from
- * --max-memory: a connection that does not fit is closed at accept, a
- * body that does not fit is answered UNAVAILABLE (the client retries).  Every thread polls with a
+ * (coll_conn_mem()) and every message body as it grows (a gzip one's
+ * decoded bytes too, otlp_ingest()) are taken from --max-memory: a
+ * connection that does not fit is closed at accept, a body that does not
+ * fit is answered UNAVAILABLE (the client retries).  Every thread polls with a
  * short timeout so that stopping takes at most that long.
  */
 #include <errno.h>
@@ -254,6 +256,7 @@ static int handle(struct gconn *k, struct gstream *st)
 		return answer_error(k, st, G_RESOURCE_EXHAUSTED, o.msg);
 	case OTLP_BUSY:
 	case OTLP_UNAVAILABLE:
+	case OTLP_FULL:
 		return answer_error(k, st, G_UNAVAILABLE, o.msg);
 	default:
 		return answer_error(k, st, G_INTERNAL, "out of memory");

@@ -14,7 +14,8 @@
  *   415  neither application/json nor application/x-protobuf; unknown
  *        Content-Encoding
  *   429  the ingest queue is full (--ingest-queue): Retry-After: 1
- *   503  the store failed: Retry-After: 1
+ *   503  the store failed, or the gzip-decoded body did not fit in
+ *        --max-memory: Retry-After: 1
  *
  * The answer is in the request's encoding.
  */
@@ -39,12 +40,22 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	struct otlp_req req;
 	struct zarena a = { 0 };
 	char *plain = NULL, err[512];
+	size_t charged = 0;
 	int ret;
 
 	memset(o, 0, sizeof(*o));
 	X_ADD(c, otlp_requests, 1);
 	if (gzip) {
-		ret = gunzip(body, len, c->max_body, &plain, &len, err, sizeof(err));
+		ret = gunzip(&c->mem, body, len, c->max_body, &plain, &len, &charged, err,
+			     sizeof(err));
+		if (ret == -ENOBUFS) {
+			/* busy, like a body that did not fit: no span judged */
+			o->verdict = OTLP_FULL;
+			snprintf(o->msg, sizeof(o->msg), "%s", err);
+			M_ADD(c, http_busy, 1);
+			X_ADD(c, otlp_rejected, 1);
+			goto out;
+		}
 		if (ret) {
 			o->verdict = ret == -E2BIG ? OTLP_TOO_BIG : ret == -ENOMEM ? OTLP_NOMEM : OTLP_BAD;
 			snprintf(o->msg, sizeof(o->msg), "%s", err);
@@ -55,6 +66,7 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	ret = protobuf ? otlp_pb_decode(body ? body : "", len, &a, &req, err, sizeof(err)) :
 			 otlp_json_decode(body ? body : "", len, &a, &req, err, sizeof(err));
 	free(plain);
+	mem_budget_give(&c->mem, charged);
 	if (!ret)
 		ret = otlp_map(&req, &a, &res);
 	if (ret) {
@@ -222,6 +234,7 @@ int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq
 	case OTLP_BUSY:
 		return refuse(c, con, 429, protobuf, o.msg);
 	case OTLP_UNAVAILABLE:
+	case OTLP_FULL:
 		return refuse(c, con, 503, protobuf, o.msg);
 	default:
 		return refuse(c, con, 500, protobuf, "out of memory");

@@ -156,6 +156,9 @@ enum otlp_verdict {
 				   RESOURCE_EXHAUSTED */
 	OTLP_BUSY,              /* the ingest queue is full: 429 / UNAVAILABLE */
 	OTLP_UNAVAILABLE,       /* the store failed: 503 / UNAVAILABLE */
+	OTLP_FULL,              /* the gzip-decoded body did not fit in
+				   --max-memory: 503 / UNAVAILABLE, like a
+				   body that did not */
 	OTLP_NOMEM,
 };
 
@@ -169,7 +172,7 @@ struct otlp_outcome {
 
 /*
  * Take one ExportTraceServiceRequest (protobuf or JSON; gzip: inflate it
- * first, at most c->max_body bytes): decode, map, store through
+ * first, at most c->max_body bytes, held inside c->mem until decoded): decode, map, store through
  * ingest_try_write() and count (collector and per-sender counters).  The
  * caller answers from *o in its transport.
  */

@@ -24,6 +24,11 @@
 //        one past --max-body 1M (RESOURCE_EXHAUSTED), gzip.
 //   node otlp_client.js grpcburst GRPC_ADDR READ_URL REQUESTS SPANS CONCURRENCY
 //        burst over gRPC: UNAVAILABLE with a RetryInfo, then accepted.
+//   node otlp_client.js grpcbomb GRPC_ADDR MIB CALLS
+//        CALLS gzip calls at once, each a valid request (one unknown field)
+//        that inflates to MIB MiB, on a connection of its own: each answer
+//        is OK or UNAVAILABLE with a RetryInfo; an UNAVAILABLE call is made
+//        again after that delay (and a jitter) until OK; print JSON counts.
 //   node otlp_client.js same MODE BASE_MS SEND_URL...
 //        The same spans to every SEND_URL with MODE's exporter (proto,
 //        proto-gzip, grpc, grpc-gzip, json...): the spans of emit() with ids
@@ -535,6 +540,46 @@ async function grpcChecks(addr, readUrl) {
 	gz.close();
 }
 
+async function grpcBomb(addr, mib, calls) {
+	const S = require('@grpc/grpc-js').status;
+	const n = mib << 20;
+	// field 15, length-delimited, n - 5 zero bytes (a 4-byte length varint)
+	const body = Buffer.alloc(n, 0);
+	const len = n - 5;
+	body[0] = 0x7a;
+	body[1] = len & 0x7f | 0x80;
+	body[2] = len >> 7 & 0x7f | 0x80;
+	body[3] = len >> 14 & 0x7f | 0x80;
+	body[4] = len >> 21 & 0x7f;
+	const out = { first: {}, final: {}, maxTries: 0, noRetryInfo: 0 };
+	async function one() {
+		const client = grpcClient(addr, true);
+		let r, tries = 0;
+		do {
+			if (tries)
+				await new Promise(res => setTimeout(res, 1000 * Math.max(retryDelay(r.metadata), 1) +
+								     Math.random() * 1000));
+			r = await grpcCall(client, EXPORT, body);
+			if (!tries)
+				out.first[r.code] = (out.first[r.code] || 0) + 1;
+			if (r.code === S.UNAVAILABLE && retryDelay(r.metadata) < 0)
+				out.noRetryInfo++;
+			tries++;
+		} while (r.code === S.UNAVAILABLE && tries < 60);
+		out.final[r.code] = (out.final[r.code] || 0) + 1;
+		out.maxTries = Math.max(out.maxTries, tries);
+		if (r.code)
+			console.error(`grpcbomb: ${r.code} ${r.details}`);
+		client.close();
+	}
+	await Promise.all(Array.from({ length: calls }, one));
+	const firstOk = Object.keys(out.first).every(c => c == 0 || c == S.UNAVAILABLE);
+	check(firstOk, 'grpcbomb: every first answer OK or UNAVAILABLE', out.first, 'OK|UNAVAILABLE');
+	check(!out.noRetryInfo, 'grpcbomb: each UNAVAILABLE with a RetryInfo', out.noRetryInfo, 0);
+	check(out.final[0] === calls, 'grpcbomb: every call OK in the end', out.final, calls);
+	console.log(JSON.stringify(out));
+}
+
 async function grpcBurst(addr, readUrl, nreq, nspans, conc) {
 	const S = require('@grpc/grpc-js').status;
 	const reqs = burstRequests(nreq, nspans);
@@ -614,10 +659,12 @@ async function main() {
 		await grpcAuth(a[0], a.slice(1));
 	else if (cmd === 'same')
 		await same(a[0], Number(a[1]), a.slice(2));
+	else if (cmd === 'grpcbomb')
+		await grpcBomb(a[0], Number(a[1]), Number(a[2]));
 	else if (cmd === 'grpcburst')
 		await grpcBurst(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4]));
 	else
-		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcauth|grpcburst|same ...');
+		throw new Error('usage: otlp_client.js roundtrip|partial|burst|grpc|grpcauth|grpcburst|grpcbomb|same ...');
 	process.exit(failures ? 1 : 0);
 }
 
