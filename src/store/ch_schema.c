@@ -253,8 +253,10 @@ int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *
 	return ret;
 }
 
-/* ch_migrations[v] takes the schema from version v to v + 1.  Append,
- * never edit. */
+/* ch_migrations[v] takes the schema from version v to v + 1.  Append;
+ * what a step does to a database at its version never changes (0 -> 1
+ * makes the current tables, but a database at 0 has none: see
+ * migrate_0_1()). */
 static int (*const ch_migrations[])(struct ch_conn *, const struct ch_where *,
 				    unsigned, char *, size_t) = {
 	migrate_0_1,
