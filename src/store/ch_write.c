@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "common/rand.h"
 #include "store/backend.h"
@@ -122,15 +123,8 @@ static int add_part(struct store_be *st, struct ch_rows *rw, uint64_t src, uint6
 	wbuf_le64(w, p->ts_us);
 	ch_put_zs(w, p->key);
 	ch_put_zs(w, p->value);
-	if (rw->nkeys == rw->capkeys) {
-		size_t cap = rw->capkeys ? rw->capkeys * 2 : 64;
-		void *v = realloc(rw->keys, cap * sizeof(*rw->keys));
-
-		if (!v)
-			return -ENOMEM;
-		rw->keys = v;
-		rw->capkeys = cap;
-	}
+	if (array_grow((void **)&rw->keys, rw->nkeys, &rw->capkeys, sizeof(*rw->keys), 64))
+		return -ENOMEM;
 	rw->keys[rw->nkeys][0] = p->trace_lo;
 	rw->keys[rw->nkeys][1] = p->trace_hi;
 	rw->keys[rw->nkeys][2] = p->id;
@@ -287,15 +281,9 @@ static int add_batch(struct store_be *st, struct ch_rows *rw, struct store_batch
 		if (!ag)
 			return -errno;
 		if (!ag->touched) {
-			if (rw->nagents == rw->capagents) {
-				size_t cap = rw->capagents ? rw->capagents * 2 : 16;
-				void *v = realloc(rw->agents, cap * sizeof(*rw->agents));
-
-				if (!v)
-					return -ENOMEM;
-				rw->agents = v;
-				rw->capagents = cap;
-			}
+			if (array_grow((void **)&rw->agents, rw->nagents, &rw->capagents,
+				       sizeof(*rw->agents), 16))
+				return -ENOMEM;
 			ch_agent_begin(ag);
 			ag->touched = 1;
 			rw->agents[rw->nagents++] = ag;
