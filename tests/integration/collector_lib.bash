@@ -27,6 +27,7 @@ coll_store_args() {
 
 # coll_start DB [ARGS...]: sets CPID, WP (wire port), HP (HTTP port), URL.
 # The OTLP listeners are off unless ARGS name them (the last option wins).
+# Waits COLL_WAIT seconds (default 10) for /health.
 coll_start() {
 	local db=$1; shift
 	local store
@@ -38,7 +39,7 @@ coll_start() {
 		>>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)
-	wait_for 10 curl -sf "$URL/health"
+	wait_for "${COLL_WAIT:-10}" curl -sf "$URL/health"
 }
 
 # coll_try ARGS...: a collector on free loopback ports (OTLP off, a scratch

@@ -121,14 +121,10 @@ ch_kill() {
 	return 0
 }
 
-# ch_coll_start NODE DB [ARGS...]: a collector on NODE's database DB (and
-# $T_TMP/DB.db), OTLP off; sets CPID, WP, HP, URL like coll_start
+# ch_coll_start NODE DB [ARGS...]: coll_start (collector_lib.bash) on
+# NODE's database DB (and $T_TMP/DB.db), up to 30 s for the schema
 ch_coll_start() {
-	local n=$1 db=$2; shift 2
-	WP=$(free_port) HP=$(free_port) URL=http://127.0.0.1:$HP
-	"$FAY" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off \
-		--db "$T_TMP/$db.db" --clickhouse "$(ch_url "$n")/$db" "$@" >>"$T_TMP/collector.log" 2>&1 &
-	CPID=$!
-	T_PIDS+=($CPID)
-	wait_for 30 curl -sf "$URL/health"
+	local n=$1 db=$2
+	shift 2
+	COLL_WAIT=30 coll_start "$T_TMP/$db.db" --clickhouse "$(ch_url "$n")/$db" "$@"
 }
