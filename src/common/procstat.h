@@ -12,5 +12,12 @@
  * process).
  */
 int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n);
+/*
+ * The start time of process pid (0: this process), in clock ticks after
+ * boot (field 22 of /proc/PID/stat), into *ticks: with the pid it names a
+ * process, whose pid a later one may reuse.  0, or -errno (-ENOENT: no
+ * such process, -EPROTO: a line it cannot read).
+ */
+int proc_start_ticks(pid_t pid, unsigned long long *ticks);
 
 #endif
