@@ -21,6 +21,8 @@ struct ch_conn {
 	CURL *curl;
 	char *base;            /* http://host:port/?database=db&... */
 	long timeout_ms;
+	char *qid;             /* ch_conn_query_id(): the query ids' prefix */
+	unsigned long nq;      /* ... and the number of the last one */
 };
 
 static void curl_init_once(void)
@@ -81,7 +83,19 @@ void ch_conn_free(struct ch_conn *c)
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
+	free(c->qid);
 	free(c);
+}
+
+int ch_conn_query_id(struct ch_conn *c, const char *prefix)
+{
+	char *q = strdup(prefix);
+
+	if (!q)
+		return -ENOMEM;
+	free(c->qid);
+	c->qid = q;
+	return 0;
 }
 
 void ch_conn_timeout(struct ch_conn *c, long ms)
@@ -173,12 +187,36 @@ static int perform(struct ch_conn *c, const char *url, const void *body, size_t 
 	return ret;
 }
 
+/* c's URL for its next request onto url (with its query id, if any). */
+static void base_url(struct ch_conn *c, struct wbuf *url)
+{
+	wbuf_put(url, c->base, strlen(c->base));
+	if (c->qid) {
+		char n[32];
+
+		wbuf_put(url, "&query_id=", 10);
+		url_escape(url, c->qid);
+		snprintf(n, sizeof(n), "-%lu", ++c->nq);
+		wbuf_put(url, n, strlen(n));
+	}
+}
+
 int ch_query(struct ch_conn *c, const char *sql, struct wbuf *out, char *err,
 	     size_t errlen)
 {
+	struct wbuf url = { 0 };
+	int ret;
+
 	if (out)
 		out->len = 0;
-	return perform(c, c->base, sql, strlen(sql), out, err, errlen);
+	if (!c->qid)
+		return perform(c, c->base, sql, strlen(sql), out, err, errlen);
+	base_url(c, &url);
+	wbuf_u8(&url, 0);
+	ret = url.err ? -ENOMEM : perform(c, (const char *)url.p, sql, strlen(sql), out,
+					  err, errlen);
+	wbuf_free(&url);
+	return ret;
 }
 
 int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t len,
@@ -187,7 +225,7 @@ int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t le
 	struct wbuf url = { 0 };
 	int ret;
 
-	wbuf_put(&url, c->base, strlen(c->base));
+	base_url(c, &url);
 	wbuf_put(&url, "&query=", 7);
 	url_escape(&url, insert);
 	wbuf_u8(&url, 0);
