@@ -34,6 +34,9 @@ void ch_conn_free(struct ch_conn *c);
 /* Send the setting name=value (URL-safe text) with every later request
  * of c.  0 or -ENOMEM. */
 int ch_conn_setting(struct ch_conn *c, const char *name, const char *value);
+/* Give every later request of c the query id "prefix-N", N counting
+ * from 1 (system.processes shows who runs what).  0 or -ENOMEM. */
+int ch_conn_query_id(struct ch_conn *c, const char *prefix);
 /* Give up on a request after ms milliseconds (default 30 s). */
 void ch_conn_timeout(struct ch_conn *c, long ms);
 /*
@@ -80,6 +83,49 @@ int ch_schema_ttl(struct ch_conn *c, const struct ch_where *w, uint64_t retentio
  * version()".  0 or -errno with a reason in err. */
 int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *feats,
 		       char *err, size_t errlen);
+
+/* ---- the migration lock (store/ch_lock.c, the design in its head) ---- */
+
+/* Who holds a migration lock (a row of its table). */
+struct ch_holder {
+	char holder[96];          /* "HOST pid PID", for the log */
+	char boot_id[48];         /* this machine's boot */
+	char pidns[48];           /* "pid:[INODE]": its pid namespace */
+	unsigned pid;
+	unsigned long long start; /* its start time (proc_start_ticks()) */
+	char qid[160];            /* the prefix of its query ids */
+};
+
+struct ch_lock {
+	struct ch_conn *c;
+	const struct ch_where *w;
+	unsigned gen;             /* DB.fay_migrate_lock_<gen> is ours; 0: none */
+	struct ch_holder me;
+};
+
+/*
+ * Take the migration lock of the node's database w->db through c (whose
+ * later requests carry this process's query ids), waiting while a live
+ * collector holds it (logged: whom it waits for) and breaking it when its
+ * holder is dead (logged: why).  The caller reads the schema's version
+ * again: the last holder may have migrated it.  0 with the lock in *lk,
+ * or -errno with a reason in err.
+ */
+int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w,
+		 char *err, size_t errlen);
+/*
+ * A point of the migration, named point ("locked", "copied", "stepped"):
+ * -EBUSY with a reason in err when another collector broke the lock
+ * (the holder must stop; the lock is no longer its own, and
+ * ch_lock_give() leaves the table alone), -errno when the check fails,
+ * else 0.  Test
+ * point (tests only, every build): FAY_CH_TEST_MIGRATE_KILL=POINT makes
+ * the process SIGKILL itself there.
+ */
+int ch_lock_point(struct ch_lock *lk, const char *point, char *err, size_t errlen);
+/* Give the lock back (drop its table); a failure is logged.  A lock not
+ * held is ignored. */
+void ch_lock_give(struct ch_lock *lk);
 
 /* A table of the schema (ch_schema.c): its columns, its MergeTree
  * clause and the Distributed sharding expression. */

@@ -32,6 +32,14 @@
  * With a cluster, each table is NAME_local on every shard and NAME is a
  * Distributed table over them, sharded by trace id (agents and names by
  * a hash of their key), so a trace lives on one shard.
+ *
+ * Migrating: a collector that finds the schema behind takes the
+ * database's migration lock (ch_lock.c: a table only one CREATE makes;
+ * the others wait, a dead holder's lock is broken), reads the version
+ * again and runs the steps left.  Collectors started at once on one
+ * database (systemd after an upgrade) thus migrate it once and all
+ * start.  Every step can be run again from any point it was stopped at
+ * (a holder killed -9), so the next holder finishes it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -141,21 +149,31 @@ static int create(struct ch_conn *c, const struct ch_where *w,
 	return ret || !w->cluster ? ret : create_dist(c, w, t, err, errlen);
 }
 
+/* What a migration step works with: the node's connection, where the
+ * tables are, the server's features, the lock it holds, the reason of a
+ * failure. */
+struct step {
+	struct ch_conn *c;
+	const struct ch_where *w;
+	unsigned feats;
+	struct ch_lock *lk;
+	char *err;
+	size_t errlen;
+};
+
 /*
  * 0 -> 1 on a new database creates the tables as this build has them
  * (ch_schema_tables()), so the later steps find them done and change
- * nothing: every statement of a new database's set-up is CREATE ... IF
- * NOT EXISTS, and collectors started at once on it do not race.  (A
- * database made at schema 1 by an older build goes through 1 -> 2.)
+ * nothing.  (A database made at schema 1 by an older build goes through
+ * 1 -> 2.)
  */
-static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, unsigned feats,
-		       char *err, size_t errlen)
+static int migrate_0_1(const struct step *s)
 {
 	size_t n;
 	const struct ch_table *t = ch_schema_tables(&n);
 
 	for (size_t i = 0; i < n; i++) {
-		int ret = create(c, w, &t[i], feats, err, errlen);
+		int ret = create(s->c, s->w, &t[i], s->feats, s->err, s->errlen);
 
 		if (ret)
 			return ret;
@@ -163,71 +181,103 @@ static int migrate_0_1(struct ch_conn *c, const struct ch_where *w, unsigned fea
 	return 0;
 }
 
-/* Whether db.table (the local one with a cluster) has column col. */
-static int has_column(struct ch_conn *c, const struct ch_where *w, const char *table,
-		      const char *col, char *err, size_t errlen)
+/* The count() of a query (a number: whether a table or column is there),
+ * or -errno. */
+static int count_of(const struct step *s, const char *sql)
 {
 	struct wbuf out = { 0 };
-	char sql[512];
-	int ret;
+	int ret = ch_query(s->c, sql, &out, s->err, s->errlen);
 
-	snprintf(sql, sizeof(sql), "SELECT count() FROM system.columns WHERE database = '%s'"
-		 " AND table = '%s%s' AND name = '%s'", w->db, table,
-		 w->cluster ? "_local" : "", col);
-	ret = ch_query(c, sql, &out, err, errlen);
 	if (!ret)
-		ret = out.len && out.p[0] == '1';
+		ret = out.len && out.p[0] != '0';
 	wbuf_free(&out);
 	return ret;
+}
+
+/* Whether db.table (the local one with a cluster) is there: 1, 0, -errno. */
+static int has_table(const struct step *s, const char *table)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count() FROM system.tables WHERE database = '%s'"
+		 " AND name = '%s%s'", s->w->db, table, s->w->cluster ? "_local" : "");
+	return count_of(s, sql);
+}
+
+/* Whether db.table (the local one with a cluster) has column col. */
+static int has_column(const struct step *s, const char *table, const char *col)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count() FROM system.columns WHERE database = '%s'"
+		 " AND table = '%s%s' AND name = '%s'", s->w->db, table,
+		 s->w->cluster ? "_local" : "", col);
+	return count_of(s, sql);
 }
 
 /*
  * 1 -> 2: span_index keyed by the hashes of service and span name.  Its
  * rows are copied into a new table, which then takes the old one's name
  * (and, with a cluster, gets a new Distributed table: the old one names
- * the old columns).  Done again after a failure anywhere: a table
- * already converted is left alone, a copy begun again starts empty.
+ * the old columns).  Run under the migration lock (ch_lock.c), and again
+ * from the start after a failure or a holder killed at any point: a
+ * table already converted is left alone (what was left undone is done),
+ * a copy begun again starts empty, and a span_index renamed away without
+ * its successor (a server that died in the RENAME of two tables) is put
+ * back first.
  */
-static int migrate_1_2(struct ch_conn *c, const struct ch_where *w, unsigned feats,
-		       char *err, size_t errlen)
+static int migrate_1_2(const struct step *s)
 {
+	const struct ch_where *w = s->w;
 	const char *sfx = w->cluster ? "_local" : "";
 	char sql[1024];
-	int ret = has_column(c, w, "span_index", "service_h", err, errlen);
+	int ret = has_table(s, "span_index");
 
+	if (!ret && has_table(s, "span_index_v1") > 0) {
+		snprintf(sql, sizeof(sql), "RENAME TABLE %s.span_index_v1%s TO %s.span_index%s",
+			 w->db, sfx, w->db, sfx);
+		ret = run(s->c, sql, s->err, s->errlen);
+	}
+	if (ret < 0)
+		return ret;
+	ret = has_column(s, "span_index", "service_h");
 	if (ret > 0) {   /* converted: what a failure may have left undone */
 		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index_v1%s", w->db, sfx);
-		ret = run(c, sql, err, errlen);
-		return ret || !w->cluster ? ret : create_dist(c, w, table("span_index"), err, errlen);
+		ret = run(s->c, sql, s->err, s->errlen);
+		return ret || !w->cluster ? ret :
+		       create_dist(s->c, w, table("span_index"), s->err, s->errlen);
 	}
 	if (ret)
 		return ret;
 	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index_v2%s", w->db, sfx);
-	ret = run(c, sql, err, errlen);
+	ret = run(s->c, sql, s->err, s->errlen);
 	if (!ret)
-		ret = create_as(c, w, table("span_index"), "span_index_v2", feats, err, errlen);
+		ret = create_as(s->c, w, table("span_index"), "span_index_v2", s->feats,
+				s->err, s->errlen);
 	if (!ret) {
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.span_index_v2%s SELECT day,"
 			 " murmurHash2_64(service), murmurHash2_64(name), start_us, duration_us,"
 			 " trace_hi, trace_lo FROM %s.span_index%s", w->db, sfx, w->db, sfx);
-		ret = run(c, sql, err, errlen);
+		ret = run(s->c, sql, s->err, s->errlen);
 	}
+	if (!ret)
+		ret = ch_lock_point(s->lk, "copied", s->err, s->errlen);
 	if (!ret && w->cluster) {
 		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s.span_index", w->db);
-		ret = run(c, sql, err, errlen);
+		ret = run(s->c, sql, s->err, s->errlen);
 	}
 	if (!ret) {
 		snprintf(sql, sizeof(sql), "RENAME TABLE %s.span_index%s TO %s.span_index_v1%s,"
 			 " %s.span_index_v2%s TO %s.span_index%s", w->db, sfx, w->db, sfx,
 			 w->db, sfx, w->db, sfx);
-		ret = run(c, sql, err, errlen);
+		ret = run(s->c, sql, s->err, s->errlen);
 	}
 	if (!ret) {
 		snprintf(sql, sizeof(sql), "DROP TABLE %s.span_index_v1%s", w->db, sfx);
-		ret = run(c, sql, err, errlen);
+		ret = run(s->c, sql, s->err, s->errlen);
 	}
 	if (!ret && w->cluster)
-		ret = create_dist(c, w, table("span_index"), err, errlen);
+		ret = create_dist(s->c, w, table("span_index"), s->err, s->errlen);
 	return ret;
 }
 
@@ -257,8 +307,7 @@ int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *
  * what a step does to a database at its version never changes (0 -> 1
  * makes the current tables, but a database at 0 has none: see
  * migrate_0_1()). */
-static int (*const ch_migrations[])(struct ch_conn *, const struct ch_where *,
-				    unsigned, char *, size_t) = {
+static int (*const ch_migrations[])(const struct step *) = {
 	migrate_0_1,
 	migrate_1_2,
 };
@@ -266,19 +315,73 @@ static int (*const ch_migrations[])(struct ch_conn *, const struct ch_where *,
 _Static_assert(ARRAY_SIZE(ch_migrations) == CH_SCHEMA_VERSION,
 	       "one migration per schema version");
 
+/* The database's schema version (fay_schema) into *ver: 0, -EPROTO when
+ * it is newer than this build's, or -errno; a reason in err. */
+static int schema_version(struct ch_conn *c, const struct ch_where *w, long *ver,
+			  char *err, size_t errlen)
+{
+	struct wbuf out = { 0 };
+	char sql[256];
+	int ret;
+
+	snprintf(sql, sizeof(sql), "SELECT max(version) FROM %s.fay_schema", w->db);
+	ret = ch_query(c, sql, &out, err, errlen);
+	wbuf_u8(&out, 0);
+	if (!ret && out.err)
+		ret = -ENOMEM;
+	if (!ret)
+		*ver = strtol((const char *)out.p, NULL, 10);
+	if (!ret && *ver > CH_SCHEMA_VERSION) {
+		snprintf(err, errlen, "database %s has fay schema %ld, newer than this"
+			 " build's %d: not touched", w->db, *ver, CH_SCHEMA_VERSION);
+		ret = -EPROTO;
+	}
+	wbuf_free(&out);
+	return ret;
+}
+
+/* Migrate from *ver (read again under the lock) to CH_SCHEMA_VERSION,
+ * holding the migration lock: its points between the steps. */
+static int migrate(struct step *s, long ver)
+{
+	const struct ch_where *w = s->w;
+	char sql[256];
+	int ret = ch_lock_point(s->lk, "locked", s->err, s->errlen);
+
+	if (!ret)
+		ret = schema_version(s->c, w, &ver, s->err, s->errlen);
+	if (!ret && ver == CH_SCHEMA_VERSION)
+		pr_info("store: clickhouse: database %s: at schema %d now (another"
+			" collector migrated it)", w->db, CH_SCHEMA_VERSION);
+	else if (!ret)
+		pr_info("store: clickhouse: database %s: migrating from schema %ld to %d",
+			w->db, ver, CH_SCHEMA_VERSION);
+	for (; ver < CH_SCHEMA_VERSION && !ret; ver++) {
+		ret = ch_migrations[ver](s);
+		if (!ret)
+			ret = ch_lock_point(s->lk, "stepped", s->err, s->errlen);
+		if (ret)
+			break;
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.fay_schema VALUES (%ld,"
+			 " toUInt64(now()) * 1000000)", w->db, ver + 1);
+		ret = run(s->c, sql, s->err, s->errlen);
+	}
+	return ret;
+}
+
 int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
 		    size_t errlen)
 {
-	struct wbuf out = { 0 };
+	struct ch_lock lk;
+	struct step s = { .c = c, .w = w, .lk = &lk, .err = err, .errlen = errlen };
 	char sql[512], version[64], what[128];
-	unsigned feats = 0;
-	long ver;
+	long ver = 0;
 	int ret;
 
-	ret = ch_server_features(c, version, sizeof(version), &feats, err, errlen);
+	ret = ch_server_features(c, version, sizeof(version), &s.feats, err, errlen);
 	if (ret)
 		return ret;
-	if ((feats & CH_FEAT_SKIP_EXPERIMENTAL) &&
+	if ((s.feats & CH_FEAT_SKIP_EXPERIMENTAL) &&
 	    ch_conn_setting(c, "allow_experimental_data_skipping_indices", "1"))
 		return -ENOMEM;
 	snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s", w->db);
@@ -288,33 +391,24 @@ int ch_schema_apply(struct ch_conn *c, const struct ch_where *w, char *err,
 			 " (version UInt32, applied_us UInt64) ENGINE = TinyLog", w->db);
 		ret = run(c, sql, err, errlen);
 	}
-	if (!ret) {
-		snprintf(sql, sizeof(sql), "SELECT max(version) FROM %s.fay_schema", w->db);
-		ret = ch_query(c, sql, &out, err, errlen);
-	}
+	if (!ret)
+		ret = schema_version(c, w, &ver, err, errlen);
 	if (ret)
-		goto out;
-	wbuf_u8(&out, 0);
-	ver = strtol((const char *)out.p, NULL, 10);
-	if (ver > CH_SCHEMA_VERSION) {
-		snprintf(err, errlen, "database %s has fay schema %ld, newer than this"
-			 " build's %d: not touched", w->db, ver, CH_SCHEMA_VERSION);
-		ret = -EPROTO;
-		goto out;
-	}
-	ch_features_str(feats, what, sizeof(what));
+		return ret;
+	ch_features_str(s.feats, what, sizeof(what));
 	pr_info("store: clickhouse %s, database %s at schema %ld: %s%s", version, w->db, ver,
 		what, ver < CH_SCHEMA_VERSION ? " (for the tables created now)" : "");
-	for (; ver < CH_SCHEMA_VERSION && !ret; ver++) {
-		ret = ch_migrations[ver](c, w, feats, err, errlen);
+	if (ver == CH_SCHEMA_VERSION)
+		return 0;
+	do {    /* a holder whose lock was broken waits for the new one */
+		ret = ch_lock_take(&lk, c, w, err, errlen);
 		if (ret)
-			break;
-		snprintf(sql, sizeof(sql), "INSERT INTO %s.fay_schema VALUES (%ld,"
-			 " toUInt64(now()) * 1000000)", w->db, ver + 1);
-		ret = run(c, sql, err, errlen);
-	}
-out:
-	wbuf_free(&out);
+			return ret;
+		ret = migrate(&s, ver);
+		ch_lock_give(&lk);
+		if (ret == -EBUSY)
+			pr_warn("store: clickhouse: %s", err);
+	} while (ret == -EBUSY);
 	return ret;
 }
 

@@ -12,38 +12,9 @@
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/clickhouse.bash"
 . "$(dirname "$0")/collector_lib.bash"
+. "$(dirname "$0")/ch_schema_lib.bash"
 
 ok "ClickHouse starts" ch_start one
-NOW=$(( $(date +%s) * 1000000 ))
-SERVICES="a bc frontend frontend-api 0123456789abcdef checkout-service-eu1"
-# post_all: 6 services x 5 traces x 2 spans (names "get" and "op-N")
-post_all() {
-	local s t json=
-	for s in $SERVICES; do
-		for t in 1 2 3 4 5; do
-			local tid
-			tid=$(printf '%016x' $(( ${#s} * 100 + t )))
-			json+="${json:+,}{\"traceId\":\"$tid\",\"id\":\"$(printf '%016x' $((t * 10 + 1)))\",\"name\":\"get\",\"timestamp\":$((NOW - t * 1000)),\"duration\":$((t * 1000)),\"localEndpoint\":{\"serviceName\":\"$s\"}}"
-			json+=",{\"traceId\":\"$tid\",\"id\":\"$(printf '%016x' $((t * 10 + 2)))\",\"parentId\":\"$(printf '%016x' $((t * 10 + 1)))\",\"name\":\"op-$t\",\"timestamp\":$((NOW - t * 1000 + 10)),\"duration\":$((t * 100)),\"localEndpoint\":{\"serviceName\":\"$s\"}}"
-		done
-	done
-	curl -sf -o /dev/null -w '%{http_code}' -X POST "$URL/api/v2/spans" \
-		-H 'Content-Type: application/json' --data-binary "[$json]"
-}
-# ids QUERY: the trace ids /api/v2/traces answers, sorted, one line
-ids() {
-	curl -sf "$URL/api/v2/traces?$1&lookback=86400000&endTs=$((NOW / 1000 + 1000))&limit=100" |
-		python3 -c 'import json,sys; print(" ".join(sorted(t[0]["traceId"] for t in json.load(sys.stdin))))'
-}
-# answers: the search answers this test compares, one per line
-answers() {
-	ids "serviceName=frontend"
-	ids "serviceName=checkout-service-eu1&spanName=op-3"
-	ids "serviceName=bc&minDuration=3000"
-	ids "spanName=op-2"
-	ids "serviceName=a&spanName=nothing"
-}
-
 # 1. a new database
 ok "collector up on a new database" ch_coll_start one s2
 ok "the log says schema 0, then the server's features" \
@@ -73,15 +44,11 @@ coll_stop
 # 2. a database at schema 1: put s2 back as a schema-1 build left it
 # (span_index with the names as strings, its rows from spans; fay_schema 1)
 ch_q one "RENAME TABLE s2.span_index TO s2.span_index_new" &&
-ch_q one "CREATE TABLE s2.span_index (day Date, service String, name String,
-	start_us UInt64, duration_us UInt64, trace_hi UInt64, trace_lo UInt64)
-	ENGINE = MergeTree PARTITION BY day ORDER BY (service, name, start_us)" &&
+ch_q one "CREATE TABLE s2.span_index $V1_INDEX" &&
 ch_q one "INSERT INTO s2.span_index SELECT day, local_service, name, start_us,
 	duration_us, trace_hi, trace_lo FROM s2.spans FINAL" &&
 ch_q one "DROP TABLE s2.span_index_new" &&
-ch_q one "DROP TABLE s2.fay_schema" &&
-ch_q one "CREATE TABLE s2.fay_schema (version UInt32, applied_us UInt64) ENGINE = TinyLog" &&
-ch_q one "INSERT INTO s2.fay_schema VALUES (1, 0)"
+schema1_fay one s2
 ok "a schema-1 database made (60 rows in its span_index)" \
 	[ "$(ch_q one 'SELECT count() FROM s2.span_index')" = 60 ]
 : >"$T_TMP/collector.log"

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Collectors started at the same instant on one ClickHouse database
+# (src/store/ch_lock.c, ch_schema.c): the migration runs once, under a
+# lock made of CREATE TABLE, and every collector starts.  On a real
+# server: a new database and rounds of a schema-1 database with rows
+# (each round made anew) under 3 collectors released at once from a
+# gate: each answers /health, fay_schema says 1 then 2 once, span_index
+# has exactly the rows of the schema-1 table keyed by their hashes,
+# no table is left behind and the searches answer as on a database
+# created at schema 2.  Then the holder killed -9 between the copy and
+# the rename (test point FAY_CH_TEST_MIGRATE_KILL=copied): the next two
+# collectors find its process gone, one breaks the lock (logged) and
+# finishes the migration, the other waits (logged) and starts too.  Then
+# a lock of a holder on another machine that runs no query: broken after
+# FAY_CH_MIGRATE_STALE_S seconds.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/clickhouse.bash"
+. "$(dirname "$0")/collector_lib.bash"
+. "$(dirname "$0")/ch_schema_lib.bash"
+command -v flock >/dev/null || skip_all "needs flock (util-linux)"
+command -v python3 >/dev/null || skip_all "needs python3"
+
+ROUNDS=${ROUNDS:-4}
+BULK=200000     # rows besides the posted spans': a copy long enough to race in
+ok "ClickHouse starts" ch_start one
+
+# the base: a database made at schema 2, its spans, its answers
+ok "collector up on a new database (base)" ch_coll_start one base
+ok "60 spans posted" [ "$(post_all)" = 202 ]
+answers >"$T_TMP/base.txt"
+coll_stop
+# tpl.v1: span_index as a schema-1 build had it: the posted spans, BULK more
+ch_q one "CREATE DATABASE tpl" &&
+ch_q one "CREATE TABLE tpl.v1 $V1_INDEX" &&
+ch_q one "INSERT INTO tpl.v1 SELECT day, local_service, name, start_us, duration_us,
+	trace_hi, trace_lo FROM base.spans FINAL" &&
+ch_q one "INSERT INTO tpl.v1 SELECT today(), concat('bulk-', toString(number % 37)),
+	concat('bulk-op-', toString(number % 11)), $NOW - number, number % 5000,
+	number, cityHash64(number) FROM numbers($BULK)"
+ok "a schema-1 span_index of $((BULK + 60)) rows" \
+	[ "$(ch_q one 'SELECT count() FROM tpl.v1')" = $((BULK + 60)) ]
+WANT=$(ch_q one "SELECT count(), sum(cityHash64(day, murmurHash2_64(service),
+	murmurHash2_64(name), start_us, duration_us, trace_hi, trace_lo)) FROM tpl.v1")
+
+# make_v1 DB: DB as a schema-1 build left it, with base's rows
+make_v1() {
+	local db=$1 t
+	ch_q one "DROP DATABASE IF EXISTS $db" && ch_q one "CREATE DATABASE $db" || return 1
+	for t in spans span_parts names agents; do
+		ch_q one "CREATE TABLE $db.$t AS base.$t" &&
+		ch_q one "INSERT INTO $db.$t SELECT * FROM base.$t" || return 1
+	done
+	ch_q one "CREATE TABLE $db.span_index $V1_INDEX" &&
+	ch_q one "INSERT INTO $db.span_index SELECT * FROM tpl.v1" &&
+	schema1_fay one "$db"
+}
+
+# race DB N [VAR=VALUE...]: N collectors on DB, each held at a gate
+# (flock) until all are there, then released at once.  RPID[i], RURL[i],
+# $T_TMP/race-i.log.
+declare -a RPID RURL
+race() {
+	local db=$1 n=$2 gate i p
+	gate=$T_TMP/gate-$db
+	shift 2
+	exec 9>"$gate"
+	flock -x 9
+	for ((i = 1; i <= n; i++)); do
+		local hp wp
+		hp=$(free_port)
+		wp=$(free_port)
+		RURL[i]=http://127.0.0.1:$hp
+		: >"$T_TMP/race-$i.log"
+		env "$@" bash -c 'flock -s "$0" true && exec "$@"' "$gate" \
+			"$FAY" collector --listen 127.0.0.1:$wp --http 127.0.0.1:$hp \
+			--otlp-http off --otlp-grpc off --db "$T_TMP/$db-$i.db" \
+			--clickhouse "$(ch_url one)/$db" >"$T_TMP/race-$i.log" 2>&1 &
+		RPID[i]=$!
+		T_PIDS+=($!)
+	done
+	# every one waits at the gate (its flock child) before the release
+	for ((i = 1; i <= n; i++)); do
+		p=${RPID[i]}
+		wait_for 30 bash -c "ps --ppid $p -o comm= | grep -qx flock" ||
+			diag "collector $i not seen at the gate"
+	done
+	flock -u 9
+	exec 9>&-
+}
+# up I: collector I answers /health (30 s), or says why it is not running
+up() {
+	local i=$1 end=$((SECONDS + 30))
+	while [ $SECONDS -lt $end ]; do
+		curl -sf "${RURL[i]}/health" >/dev/null && return 0
+		if ! kill -0 "${RPID[i]}" 2>/dev/null; then
+			diag "collector $i exited: $(grep -m2 -i 'error\|schema' "$T_TMP/race-$i.log")"
+			return 1
+		fi
+		sleep 0.1
+	done
+	diag "collector $i: no /health in 30 s: $(tail -2 "$T_TMP/race-$i.log")"
+	return 1
+}
+stop_all() {
+	local i
+	for i in "${!RPID[@]}"; do
+		kill "${RPID[i]}" 2>/dev/null
+		wait "${RPID[i]}" 2>/dev/null
+	done
+	RPID=()
+}
+versions() {
+	ch_q one "SELECT groupArray(version) FROM (SELECT version FROM $1.fay_schema ORDER BY version)"
+}
+# leftovers DB: tables of DB other than the schema's
+leftovers() {
+	ch_q one "SELECT groupArray(name) FROM system.tables WHERE database = '$1'
+		AND name NOT IN ('spans', 'span_index', 'span_parts', 'names', 'agents', 'fay_schema')"
+}
+index_sum() {
+	ch_q one "SELECT count(), sum(cityHash64(day, service_h, name_h, start_us, duration_us,
+		trace_hi, trace_lo)) FROM $1.span_index"
+}
+# migrated DB N WHAT: the checks after N collectors migrated DB
+migrated() {
+	local db=$1 n=$2 what=$3 i bad=0
+	for ((i = 1; i <= n; i++)); do
+		up $i || bad=1
+	done
+	ok "$what: all $n collectors up" [ $bad = 0 ]
+	ok "$what: fay_schema 1, 2: migrated once" [ "$(versions "$db")" = "[1,2]" ]
+	local got
+	got=$(index_sum "$db")
+	ok "$what: span_index has each schema-1 row once, by its hashes" [ "$got" = "$WANT" ] ||
+		diag "count, sum: $(echo $got) want $(echo $WANT)"
+	ok "$what: no table left behind" [ "$(leftovers "$db")" = "[]" ] ||
+		diag "left: $(leftovers "$db")"
+	bad=0
+	for ((i = 1; i <= n; i++)); do
+		[ -n "${RPID[i]:-}" ] || continue
+		answers "${RURL[i]}" >"$T_TMP/got-$i.txt" 2>/dev/null
+		cmp -s "$T_TMP/base.txt" "$T_TMP/got-$i.txt" || { diag "collector $i answers otherwise"; bad=1; }
+	done
+	ok "$what: every collector's searches answer as before" [ $bad = 0 ]
+	grep -h "migrat\|lock" "$T_TMP"/race-*.log | sed 's/^/#   /' | head -8
+}
+
+# 1. a new database: 3 collectors at once
+race fresh 3
+bad=0
+for i in 1 2 3; do up $i || bad=1; done
+ok "new database: all 3 collectors up" [ $bad = 0 ]
+ok "new database: fay_schema 1, 2 once" [ "$(versions fresh)" = "[1,2]" ] ||
+	diag "fay_schema: $(versions fresh)"
+ok "new database: no table left behind" [ "$(leftovers fresh)" = "[]" ]
+stop_all
+
+# 2. rounds of a schema-1 database, 3 collectors at once
+for ((r = 1; r <= ROUNDS; r++)); do
+	ok "round $r: a schema-1 database" make_v1 r$r || continue
+	race r$r 3
+	migrated r$r 3 "round $r"
+	stop_all
+done
+
+# 3. the holder killed -9 between the copy and the rename
+make_v1 k1
+race k1 1 FAY_CH_TEST_MIGRATE_KILL=copied
+wait "${RPID[1]}" 2>/dev/null
+rc=$?
+ok "killed at the test point: SIGKILL (rc $rc)" [ $rc = 137 ]
+ok "... after the copy: its log says so" \
+	grep -q "test point FAY_CH_TEST_MIGRATE_KILL: killed at 'copied'" "$T_TMP/race-1.log"
+ok "... left the copy and its lock (span_index_v2, fay_migrate_lock_1)" \
+	[ "$(leftovers k1)" = "['fay_migrate_lock_1','span_index_v2']" ]
+ok "... fay_schema still 1" [ "$(versions k1)" = "[1]" ]
+RPID=()
+race k1 2
+migrated k1 2 "after the kill"
+ok "... one broke the dead holder's lock, saying why" \
+	grep -q "breaking the migration lock fay_migrate_lock_1 of .*: its process is gone" \
+	"$T_TMP/race-1.log" "$T_TMP/race-2.log"
+stop_all
+
+# 4. a lock whose holder, on another machine, runs no query
+make_v1 k2
+ch_q one "CREATE TABLE k2.fay_migrate_lock_1 ENGINE = TinyLog AS SELECT
+	'elsewhere pid 4242' AS holder, 'no-such-boot' AS boot_id, '' AS pidns,
+	toUInt32(4242) AS pid, toUInt64(1) AS start, toUInt64(now()) * 1000000 AS since_us,
+	'fay-migrate-elsewhere-4242' AS qid"
+race k2 1 FAY_CH_MIGRATE_STALE_S=3
+migrated k2 1 "foreign stale lock"
+ok "... it said what it waited for" \
+	grep -q "waiting for the migration lock fay_migrate_lock_1 of elsewhere pid 4242" "$T_TMP/race-1.log"
+ok "... and broke it after 3 s without a query of the holder" \
+	grep -q "breaking the migration lock fay_migrate_lock_1 of elsewhere pid 4242: no query of it for 3 s" \
+	"$T_TMP/race-1.log"
+stop_all
+done_testing
