@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of the IR shared by ir.c (emission, dumps) and regalloc.c,
- * regalloc_emit.c (register allocation, lowering, label resolution).  Not
- * for users. */
+/* Internals of the IR shared by ir.c (emission), ir_dump.c (dumps) and
+ * regalloc.c, regalloc_emit.c (register allocation, lowering, label
+ * resolution).  Not for users. */
 #ifndef FAY_BPF_IR_INT_H
 #define FAY_BPF_IR_INT_H
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * fay traces ls | show: list and show stored traces in the terminal,
- * reading the collector's Zipkin v2 HTTP API (traces.h has the map).
+ * reading the collector's Zipkin v2 HTTP API (traces.h has the map): the
+ * options and the two subcommands.  The requests are in traces_fetch.c,
+ * the --help pages in traces_help.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,170 +18,12 @@
 #include "cli/opts.h"
 #include "cli/traces.h"
 #include "common/clock.h"
-#include "common/lazy_curl.h"
-
-#define DEFAULT_SERVER "http://127.0.0.1:9411"
-
-static const char help_traces[] =
-"NAME\n"
-"    fay traces - list and show stored traces in the terminal\n"
-"\n"
-"SYNOPSIS\n"
-"    fay traces ls [--service S] [--span NAME] [--min-duration D]\n"
-"                  [--max-duration D] [--lookback D] [--limit N] [--json]\n"
-"                  [--server URL] [--token-file FILE]\n"
-"    fay traces show TRACE_ID [--json] [-v] [--compact] [--width N]\n"
-"                  [--server URL] [--token-file FILE]\n"
-"\n"
-"DESCRIPTION\n"
-"    Reads traces from a running `fay collector` through its Zipkin v2 HTTP\n"
-"    API (/api/v2/traces, /api/v2/trace/{id}) and prints them: `ls` one\n"
-"    line per trace, `show` one trace as a waterfall.  Run\n"
-"    `fay traces ls --help` and `fay traces show --help` for each.\n"
-"\n"
-"OPTIONS\n"
-"    --server URL   the collector's HTTP address (default $FAY_SERVER, else\n"
-"                   " DEFAULT_SERVER ")\n"
-"    --tls-ca FILE  the CA of an https:// collector's certificate (default\n"
-"                   $FAY_TLS_CA, else the system's)\n"
-"    --tls-cert FILE --tls-key FILE\n"
-"                   this client's certificate and key, for a collector with\n"
-"                   --tls-client-ca (default $FAY_TLS_CERT, $FAY_TLS_KEY)\n"
-"    --token-file FILE  the collector's token ('read' scope): the first word\n"
-"                   of the file's first line that is not a comment; the file\n"
-"                   must not be readable by every user (default $FAY_TOKEN)\n"
-"    -h, --help     this page\n"
-"\n"
-"EXAMPLES\n"
-"    fay traces ls --service mapper --min-duration 5ms --limit 20\n"
-"    fay traces show 4bf92f3577b34da6a3ce929d0e0e4736\n"
-"\n"
-"EXIT STATUS\n"
-"    0 success; 1 the collector is unreachable, answered an error, or has no\n"
-"    such trace; 2 bad arguments.\n"
-"\n"
-"ENVIRONMENT\n"
-"    FAY_SERVER   the collector's URL when --server is not given.\n"
-"    FAY_TOKEN    the collector's token when --token-file is not given.\n"
-"    FAY_TLS_CA   the CA file when --tls-ca is not given.\n"
-"    NO_COLOR     when set and not empty, never colour the output.\n";
-
-static const char help_ls[] =
-"NAME\n"
-"    fay traces ls - list stored traces, newest first\n"
-"\n"
-"SYNOPSIS\n"
-"    fay traces ls [--service S] [--span NAME] [--min-duration D]\n"
-"                  [--max-duration D] [--lookback D] [--limit N] [--json]\n"
-"                  [--color WHEN] [--ascii] [--server URL]\n"
-"\n"
-"DESCRIPTION\n"
-"    Asks the collector for traces (GET /api/v2/traces) and prints one line\n"
-"    per trace: start time (local), trace id, the root span's service and\n"
-"    name, the number of spans, the services it crosses (in tree order),\n"
-"    its duration, and ERROR when a span carries an \"error\" tag.\n"
-"    Filters combine (all must hold), as in Zipkin's query API.\n"
-"\n"
-"OPTIONS\n"
-"    -s, --service S       traces with a span of service S\n"
-"    -n, --span NAME       traces with a span named NAME (needs --service on\n"
-"                          a strict Zipkin server; fay's does not)\n"
-"    -d, --min-duration D  traces with a span lasting at least D\n"
-"                          (250us, 5ms, 2s ...)\n"
-"        --max-duration D  ... and at most D\n"
-"    -b, --lookback D      only traces that started within D before now\n"
-"                          (default: all that the collector keeps)\n"
-"    -l, --limit N         at most N traces (default 10)\n"
-"    -j, --json            print a JSON array of summaries instead: traceId,\n"
-"                          timestamp and duration (us), rootService,\n"
-"                          rootName, spanCount, services, error\n"
-"        --color WHEN      auto (default: when stdout is a terminal and\n"
-"                          NO_COLOR is unset), always or never\n"
-"        --ascii           ASCII only\n"
-"        --server URL      the collector (default $FAY_SERVER, else\n"
-"                          " DEFAULT_SERVER ")\n"
-"    -h, --help            this page\n"
-"\n"
-"EXAMPLES\n"
-"    fay traces ls --limit 5\n"
-"    fay traces ls --service blocker-1 --min-duration 1ms --lookback 10m\n"
-"    fay traces ls --json | jq -r '.[].traceId'\n"
-"\n"
-"EXIT STATUS\n"
-"    0 the list was printed (also when it is empty); 1 the collector is\n"
-"    unreachable or answered an error; 2 bad arguments.\n"
-"\n"
-"ENVIRONMENT\n"
-"    FAY_SERVER, NO_COLOR as in `fay traces --help`.\n";
-
-static const char help_show[] =
-"NAME\n"
-"    fay traces show - show one trace as a waterfall\n"
-"\n"
-"SYNOPSIS\n"
-"    fay traces show TRACE_ID [--json] [-v] [--compact] [--width N]\n"
-"                  [--color WHEN] [--ascii] [--server URL]\n"
-"\n"
-"DESCRIPTION\n"
-"    Fetches the trace (GET /api/v2/trace/TRACE_ID) and prints a header\n"
-"    (root, start, duration, services), a time axis, and one line per span\n"
-"    in tree order: children under their parent by start time, indented by\n"
-"    depth, `service name`, a bar scaled to the trace's time axis (Unicode\n"
-"    eighth blocks) with a mark for each annotation, and the duration.\n"
-"    Under each span: its annotations with their offsets from the span's\n"
-"    start, and its tags.  A span whose parent is not in the trace is shown\n"
-"    as a root, marked (orphan).  Each service has its own colour when\n"
-"    stdout is a terminal.\n"
-"\n"
-"OPTIONS\n"
-"    -j, --json        print the trace as the collector returned it (a JSON\n"
-"                      array of Zipkin v2 spans), indented\n"
-"    -v, --verbose     also span ids, parent ids, kind, endpoints; tags in\n"
-"                      full\n"
-"    -c, --compact     only the bars: no annotations or tags\n"
-"    -w, --width N     the bar is N cells wide (default: fit the terminal,\n"
-"                      or 60 when stdout is not a terminal)\n"
-"        --color WHEN  auto (default), always or never\n"
-"        --ascii       ASCII only ('#' bars, '+' annotation marks)\n"
-"        --server URL  the collector (default $FAY_SERVER, else\n"
-"                      " DEFAULT_SERVER ")\n"
-"    -h, --help        this page\n"
-"\n"
-"EXAMPLES\n"
-"    fay traces show $(fay traces ls --json --limit 1 | jq -r '.[0].traceId')\n"
-"    fay traces show 4bf92f3577b34da6a3ce929d0e0e4736 -v --width 100\n"
-"\n"
-"EXIT STATUS\n"
-"    0 shown; 1 the collector is unreachable, answered an error, or has no\n"
-"    trace with that id; 2 bad arguments (e.g. an id that is not 16 or 32\n"
-"    hex digits).\n"
-"\n"
-"ENVIRONMENT\n"
-"    FAY_SERVER, NO_COLOR as in `fay traces --help`.\n";
 
 struct opts {
 	const char *server;
 	int json, verbose, compact, ascii, width;
 	enum tr_color color;
 };
-
-/* The server URL without a trailing '/', with a scheme; malloc'd. */
-static char *server_url(const char *s)
-{
-	size_t n = strlen(s);
-	char *u;
-
-	while (n && s[n - 1] == '/')
-		n--;
-	if (strstr(s, "://")) {
-		u = strndup(s, n);
-	} else if ((u = malloc(n + 8))) {
-		memcpy(u, "http://", 7);
-		memcpy(u + 7, s, n);
-		u[n + 7] = '\0';
-	}
-	return u;
-}
 
 static void view_init(struct tr_view *v, const struct opts *o)
 {
@@ -204,109 +48,6 @@ static void view_init(struct tr_view *v, const struct opts *o)
 	} else {
 		v->bar_width = 60;
 	}
-}
-
-/*
- * GET server + path and parse the JSON answer.  Prints the error and
- * returns the exit status (1, or 2 when the collector calls the request
- * bad) on failure, 0 with *out set on success; *status gets the HTTP status
- * so the caller can treat 404 itself (then *out is NULL).
- */
-static int fetch_json(const char *server, const char *path, json_t **out,
-		      long *status)
-{
-	struct tr_http_resp r;
-	json_error_t je;
-	char err[CURL_ERROR_SIZE + 64], *url;
-	int ret;
-
-	*out = NULL;
-	if (asprintf(&url, "%s%s", server, path) < 0) {
-		fprintf(stderr, "error: out of memory\n");
-		return 1;
-	}
-	ret = tr_http_get(url, &r, err, sizeof(err));
-	if (ret == -ELIBACC) {
-		fprintf(stderr, "error: fay traces: %s\n", err);
-		free(url);
-		return 1;
-	}
-	if (ret) {
-		fprintf(stderr,
-			"error: cannot reach the fay collector at %s: %s\n"
-			"  Is `fay collector` running there?  Start it with `fay collector`,\n"
-			"  or point --server or FAY_SERVER at the one that runs.\n",
-			server, err);
-		free(url);
-		return ret == -EINVAL ? 2 : 1;
-	}
-	*status = r.status;
-	if (r.status == 404) {
-		free(r.body);
-		free(url);
-		return 0;
-	}
-	if (r.status != 200) {
-		size_t n = strcspn(r.body, "\n");
-
-		fprintf(stderr, "error: the collector at %s answered HTTP %ld for %s%s%.*s\n",
-			server, r.status, path, n ? ": " : "", (int)(n > 300 ? 300 : n),
-			r.body);
-		free(r.body);
-		free(url);
-		return r.status == 400 ? 2 : 1;
-	}
-	*out = json_loadb(r.body, r.len, 0, &je);
-	if (!*out)
-		fprintf(stderr, "error: %s: the answer is not JSON: line %d column %d: %s\n",
-			url, je.line, je.column, je.text);
-	free(r.body);
-	free(url);
-	return *out ? 0 : 1;
-}
-
-/*
- * s percent-encoded but for RFC 3986's unreserved characters (what
- * curl_easy_escape() does, without loading libcurl); malloc'ed, NULL when
- * out of memory.
- */
-static char *url_escape(const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char *e = malloc(3 * strlen(s) + 1), *p = e;
-
-	for (; e && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
-			*p++ = (char)ch;
-		} else {
-			*p++ = '%';
-			*p++ = hex[ch >> 4];
-			*p++ = hex[ch & 15];
-		}
-	}
-	if (e)
-		*p = '\0';
-	return e;
-}
-
-/* Append "&key=value" (value URL-escaped) to *q. */
-static int add_param(char **q, const char *key, const char *val)
-{
-	char *e = url_escape(val), *nq;
-	int n;
-
-	if (!e)
-		return -ENOMEM;
-	n = asprintf(&nq, "%s%s%s=%s", *q, strchr(*q, '?') ? "&" : "?", key, e);
-	free(e);
-	if (n < 0)
-		return -ENOMEM;
-	free(*q);
-	*q = nq;
-	return 0;
 }
 
 /* --tls-cert, --tls-key (tr_http_set_cert() takes both at once) */
@@ -449,7 +190,7 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 			snprintf(lim, sizeof(lim), "%ld", l);
 			break;
 		case 'j': o->json = 1; break;
-		case 'h': fputs(help_ls, stdout); return 0;
+		case 'h': fputs(tr_help_ls, stdout); return 0;
 		default:
 			if (shared_opt(c, o, "ls"))
 				return 2;
@@ -460,20 +201,20 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 		return 2;
 	}
 
-	server = server_url(o->server);
+	server = tr_server_url(o->server);
 	q = strdup("/api/v2/traces");
 	if (!server || !q ||
-	    (service && add_param(&q, "serviceName", service)) ||
-	    (span && add_param(&q, "spanName", span)) ||
-	    (*mind && add_param(&q, "minDuration", mind)) ||
-	    (*maxd && add_param(&q, "maxDuration", maxd)) ||
-	    (*lookback && add_param(&q, "lookback", lookback)) ||
-	    add_param(&q, "limit", lim)) {
+	    (service && tr_add_param(&q, "serviceName", service)) ||
+	    (span && tr_add_param(&q, "spanName", span)) ||
+	    (*mind && tr_add_param(&q, "minDuration", mind)) ||
+	    (*maxd && tr_add_param(&q, "maxDuration", maxd)) ||
+	    (*lookback && tr_add_param(&q, "lookback", lookback)) ||
+	    tr_add_param(&q, "limit", lim)) {
 		fprintf(stderr, "error: out of memory\n");
 		ret = 1;
 		goto out;
 	}
-	ret = fetch_json(server, q, &arr, &status);
+	ret = tr_fetch_json(server, q, &arr, &status);
 	if (ret)
 		goto out;
 	ret = 1;
@@ -595,7 +336,7 @@ static int traces_show(int argc, char **argv, struct opts *o)
 			}
 			o->width = (int)w;
 			break;
-		case 'h': fputs(help_show, stdout); return 0;
+		case 'h': fputs(tr_help_show, stdout); return 0;
 		default:
 			if (shared_opt(c, o, "show"))
 				return 2;
@@ -612,13 +353,13 @@ static int traces_show(int argc, char **argv, struct opts *o)
 			argv[optind]);
 		return 2;
 	}
-	server = server_url(o->server);
+	server = tr_server_url(o->server);
 	if (!server) {
 		fprintf(stderr, "error: out of memory\n");
 		return 1;
 	}
 	snprintf(path, sizeof(path), "/api/v2/trace/%s", id);
-	ret = fetch_json(server, path, &arr, &status);
+	ret = tr_fetch_json(server, path, &arr, &status);
 	if (ret)
 		goto out;
 	ret = 1;
@@ -659,7 +400,7 @@ int cmd_traces(int argc, char **argv)
 	struct opts o = { 0 };
 	const char *env = getenv("FAY_SERVER"), *token;
 
-	o.server = env && *env ? env : DEFAULT_SERVER;
+	o.server = env && *env ? env : TR_DEFAULT_SERVER;
 	opt_token(NULL, NULL, 0, &token);	/* $FAY_TOKEN, until --token-file */
 	tr_http_auth(token);
 	if (argc < 2) {
@@ -673,7 +414,7 @@ int cmd_traces(int argc, char **argv)
 		return traces_show(argc - 1, argv + 1, &o);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
-		fputs(help_traces, stdout);
+		fputs(tr_help_traces, stdout);
 		return 0;
 	}
 	fprintf(stderr, "error: fay traces: unknown subcommand '%s' (want ls or show)\n",

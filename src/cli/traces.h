@@ -9,7 +9,10 @@
  *                    depth, time axis, services, error mark
  *   traces_render.c  the terminal views: waterfall (show) and list (ls)
  *   traces_http.c    GET from the collector (libcurl)
- *   cmd_traces.c     options, --help pages, exit status
+ *   traces_fetch.c   the collector's URL, the query string, the GET of a
+ *                    JSON answer with the errors the user sees
+ *   traces_help.c    the --help pages
+ *   cmd_traces.c     options, the subcommands, exit status
  *
  * Times are Zipkin's: microseconds since the epoch.
  */
@@ -162,5 +165,42 @@ void tr_http_set_cert(const char *cert, const char *key);
 void tr_http_tls(void *c);
 int tr_http(const char *method, const char *url, const char *body, const char *token,
 	    struct tr_http_resp *resp, char *err, size_t errlen);
+
+/* The collector `fay traces` asks when neither --server nor $FAY_SERVER
+ * names one. */
+#define TR_DEFAULT_SERVER "http://127.0.0.1:9411"
+
+/*
+ * tr_server_url() - the collector's URL @s without a trailing '/', with
+ * "http://" in front when it names no scheme.
+ * Return: a malloc'd string (the caller frees it), or NULL (ENOMEM).
+ */
+char *tr_server_url(const char *s);
+
+/*
+ * tr_add_param() - append "?key=value", or "&key=value" once *@q has a
+ * query, to the malloc'd path *@q, @val percent-encoded (all but RFC
+ * 3986's unreserved characters).  *@q is freed and replaced on success,
+ * and is no longer valid then.
+ * Return: 0, or -ENOMEM (*@q is left as it was).
+ */
+int tr_add_param(char **q, const char *key, const char *val);
+
+/*
+ * tr_fetch_json() - GET @server + @path and parse the JSON answer.
+ * Return: 0 with *@out set (a new reference) and *@status the HTTP status;
+ * 0 with *@out NULL when the collector answered 404 (the caller words that
+ * error itself); else the exit status, 1 (unreachable, an HTTP error, not
+ * JSON) or 2 (a malformed URL, or the collector calls the request bad),
+ * after printing the error to stderr.
+ */
+int tr_fetch_json(const char *server, const char *path, json_t **out,
+		  long *status);
+
+/* The manual pages of `fay traces --help`, `fay traces ls --help` and
+ * `fay traces show --help` (traces_help.c). */
+extern const char tr_help_traces[];
+extern const char tr_help_ls[];
+extern const char tr_help_show[];
 
 #endif

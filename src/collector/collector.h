@@ -6,7 +6,8 @@
  *   wire_server.c  TCP 9410: agents' HELLO / BATCH / STATS, ACK after commit
  *   http.c         HTTP 9411: Zipkin v2 API, /health, /metrics (libmicrohttpd);
  *                  also --otlp-http 4318 (POST /v1/traces alone)
- *   otlp_grpc.c    --otlp-grpc 4317: OTLP/gRPC over HTTP/2 (nghttp2)
+ *   otlp_grpc.c    --otlp-grpc 4317: OTLP/gRPC over HTTP/2 (nghttp2);
+ *                  its listener and connection threads in otlp_grpc_conn.c
  *   ingest.c       the one writer thread: a queue of batches, group commit,
  *                  retention
  *   zjson.c        Zipkin v2 JSON <-> struct zspan (jansson)
@@ -321,7 +322,7 @@ struct http_server *http_server_new(struct collector *c, const char *addr, int o
 void http_server_free(struct http_server *hs);
 const char *http_server_addr(const struct http_server *hs);
 
-/* ---- otlp_grpc.c -------------------------------------------------------- */
+/* ---- otlp_grpc_conn.c --------------------------------------------------- */
 
 struct otlp_grpc;
 /*

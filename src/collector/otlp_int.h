@@ -19,6 +19,7 @@
 #ifndef FAY_COLLECTOR_OTLP_INT_H
 #define FAY_COLLECTOR_OTLP_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -223,5 +224,48 @@ int otlp_pb_response(uint64_t rejected, const char *msg, void **out, size_t *out
  * 0 or -ENOMEM.
  */
 int otlp_pb_status(int code, const char *msg, unsigned retry_s, void **out, size_t *outlen);
+
+/* ---- otlp_grpc.c, otlp_grpc_conn.c: OTLP/gRPC ----------------------------- */
+
+#define GRPC_POLL_MS    200     /* every thread polls this long at most */
+
+struct nghttp2_session;
+struct gstream;
+
+/* The listener (otlp_grpc_new()). */
+struct otlp_grpc {
+	struct collector *c;
+	int fd;
+	char addr[64];
+	pthread_t thread;
+	int stop;                       /* atomic */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;            /* nconns dropped to 0 */
+	int nconns;
+	int loopback;                   /* listens on 127.0.0.0/8 or ::1 */
+	struct gconn *conns;            /* under lock */
+};
+
+/* One connection, on a thread of its own. */
+struct gconn {
+	struct otlp_grpc *g;
+	int fd;
+	char peer[64];
+	char ip[64];                    /* peer without its port */
+	size_t mem;                     /* taken from --max-memory at accept */
+	struct gconn *next, **pprev;    /* g->conns */
+	struct nghttp2_session *s;
+	struct gstream *streams;        /* freed at the end even when nghttp2
+					   never closed them (a broken session) */
+};
+
+/*
+ * otlp_grpc_serve() - speak HTTP/2 on k->fd (a connected socket, or the
+ * plaintext end of its TLS) until the peer closes it, an error, GRPC_IDLE_S
+ * without a frame, or k->g->stop; answer every Export stream on the way.
+ * Frees every stream and the session; k itself, its fd and its memory are
+ * the caller's.
+ */
+void otlp_grpc_serve(struct gconn *k);
 
 #endif

@@ -169,7 +169,7 @@ int zparts_from_rec(const struct spanrec *r, struct zarena *a,
  * timestamp = its first annotation, duration = last - first (absent when
  * 0).
  * Writes up to nparts + 2 spans to out (arena-allocated array) and returns
- * how many, or -ENOMEM.  Every span is normalized.
+ * how many, or -ENOMEM.  Every span is normalized.  (span_v1.c)
  */
 int zparts_merge(const struct zs_part *parts, size_t nparts, struct zarena *a,
 		 struct zspan **out);

@@ -155,8 +155,10 @@ struct ckpt {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t restarted;   /* restart went back to 0 */
 	sqlite3 *db;
 	int pending, stop, running;
+	int restart;                /* the writer waits for a RESTART checkpoint */
 };
 
 struct store_be {

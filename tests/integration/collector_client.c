@@ -19,8 +19,11 @@
  *   hello    HELLO, print "welcome last_seq=N"
  *   send     HELLO, then BATCHes seq SEQ.. (N of them, M spans each; the
  *            spans of batch S are trace (agent tag, S), ids 1..M; with
- *            -k K traces of K spans instead, (tag, S << 20 | j), ids 1..K,
- *            services SERVICE-0..4 by place in the trace); prints
+ *            -k K traces of K spans instead, shaped like real ones:
+ *            random-looking 64-bit ids (a mix of S << 20 | j and the
+ *            agent id, distinct for distinct traces),
+ *            span ids 1..K, services SERVICE-0..19, 50 span names, a
+ *            status-code tag, durations of 0.1-100 ms); prints
  *            "ack S stored=.. duplicate=.. rejected=.." per ACK as it
  *            arrives.  -w: after each ACK, read the store (-d DB, its own
  *            connection) and fail unless all M spans are already there
@@ -299,21 +302,48 @@ static void add_rec(struct bbuf *b, uint64_t hi, uint64_t lo, uint64_t id, uint6
 	b->len += sizeof(f) + off;
 }
 
-static void make_batch(struct bbuf *b, uint64_t tag, uint64_t seq, unsigned m)
+/* splitmix64's finalizer: a bijection, so distinct inputs stay distinct */
+static uint64_t mix64(uint64_t x)
+{
+	x = (x ^ x >> 30) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ x >> 27) * 0x94d049bb133111ebull;
+	return x ^ x >> 31;
+}
+
+/* Span i of a -k batch of the agent whose id ends in the 16 hex digits
+ * salt: trace j = i / K of batch seq, place k = i % K. */
+static void add_traced(struct bbuf *b, uint64_t tag, uint64_t salt, uint64_t seq, unsigned i,
+		       uint64_t now)
+{
+	static const char *const verbs[] = { "get", "put", "list", "scan", "lock",
+					     "read", "write", "open", "sync", "send" };
+	unsigned k = i % per_trace;
+	uint64_t t = seq << 20 | i / per_trace, h = mix64(t ^ mix64(tag ^ salt));
+	char v[32], svc[96], name[32];
+
+	snprintf(v, sizeof(v), "%u", 200 + (t % 5 == 0) * 300);
+	snprintf(svc, sizeof(svc), "%s-%u", service, (unsigned)((t + k) % 20));
+	snprintf(name, sizeof(name), "%s-%u", verbs[(t * 7 + k) % 10], (unsigned)((t + k) % 5));
+	add_rec(b, tag, h, k + 1, k ? 1 : 0, k ? SPAN_KIND_CLIENT : SPAN_KIND_SERVER, 0, name,
+		svc, "queued", now + i * 1000 + 500, "http.status_code", v, now + i * 1000,
+		(100 + (h >> 40) % 100000 / (k + 1)) * 1000);
+}
+
+static void make_batch(struct bbuf *b, uint64_t tag, uint64_t salt, uint64_t seq, unsigned m)
 {
 	uint64_t now = span_time_ns();
-	char v[32], svc[96];
+	char v[32];
 
 	b->len = 0;
 	bb_u32(b, m);
 	for (unsigned i = 0; i < m; i++) {
-		unsigned k = per_trace ? i % per_trace : i;   /* place in its trace */
-		uint64_t lo = per_trace ? seq << 20 | i / per_trace : seq;
-
+		if (per_trace) {
+			add_traced(b, tag, salt, seq, i, now);
+			continue;
+		}
 		snprintf(v, sizeof(v), "%u", i);
-		snprintf(svc, sizeof(svc), "%s-%u", service, k % 5);
-		add_rec(b, tag, lo, k + 1, k ? 1 : 0, k ? SPAN_KIND_CLIENT : SPAN_KIND_SERVER, 0,
-			i % 2 ? "read" : "write", per_trace ? svc : service, "queued", now + 1000,
+		add_rec(b, tag, seq, i + 1, i ? 1 : 0, i ? SPAN_KIND_CLIENT : SPAN_KIND_SERVER, 0,
+			i % 2 ? "read" : "write", service, "queued", now + 1000,
 			"i", v, now + i * 1000, 1000000);
 	}
 }
@@ -363,7 +393,7 @@ static void *sender_main(void *arg)
 		struct wire_hdr h;
 
 		while (next < end && inflight < window) {
-			make_batch(&b, tag, next, nspans);
+			make_batch(&b, tag, agent_tag(s->id + 16), next, nspans);
 			send_frame(fd, WIRE_BATCH, next, b.p, (uint32_t)b.len);
 			next++;
 			inflight++;
@@ -444,7 +474,7 @@ static int cmd_dup(void)
 	int fd = connect_to(addr);
 
 	hello(fd, agent_id);
-	make_batch(&b, agent_tag(agent_id), first_seq, nspans);
+	make_batch(&b, agent_tag(agent_id), agent_tag(agent_id + 16), first_seq, nspans);
 	for (int i = 0; i < 2; i++) {
 		send_frame(fd, WIRE_BATCH, first_seq, b.p, (uint32_t)b.len);
 		if (read_frame(fd, &h, buf, sizeof(buf)))
@@ -530,7 +560,7 @@ static int cmd_corrupt(const char *kind)
 
 	if (strcmp(kind, "batch-first"))
 		hello(fd, agent_id);
-	make_batch(&b, agent_tag(agent_id), first_seq, 2);
+	make_batch(&b, agent_tag(agent_id), agent_tag(agent_id + 16), first_seq, 2);
 	wire_hdr_init(&h, WIRE_BATCH, first_seq, b.p, (uint32_t)b.len);
 	if (!strcmp(kind, "corrupt-crc"))
 		h.crc ^= 1;
