@@ -18,9 +18,12 @@ U=nobody
 id "$U" >/dev/null 2>&1 || skip_all "no user $U"
 W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
-# a directory the user can use, and copies of the binaries it can execute
+# a directory the user can use, and copies of the binaries it can execute;
+# the workload's name (its comm, which the queries filter on) is this
+# run's own: no other process of the machine or of another test has it
 unpriv_dir lp
-cp "$FAY" "$D/fay"; cp "$W" "$D/work"; cp "$BUILD/blockstack" "$D/blockstack" 2>/dev/null
+WN=lpwork$$
+cp "$FAY" "$D/fay"; cp "$W" "$D/$WN"; cp "$BUILD/blockstack" "$D/blockstack" 2>/dev/null
 chmod 755 "$D"/*
 # Programs left behind, counted without the other BPF users of this host
 # (other tests, other people's tracers): fay's programs ("fay_*") loaded
@@ -45,7 +48,7 @@ lost = [p["id"] for p in json.load(sys.stdin) if p["id"] > int(sys.argv[1])
 print(len(lost), *lost)' "$1"
 }
 none_left() { [ "$(orphans_since "$1")" = 0 ]; }
-Q='from s in syscall("getppid") where s.comm == "work" select { n: count() } for 2s'
+Q="from s in syscall(\"getppid\") where s.comm == \"$WN\" select { n: count() } for 2s"
 
 before=$(prog_max_id)
 out=$(as "" "$D/fay" query "$Q" 2>&1)
@@ -66,7 +69,7 @@ CAPS=+bpf,+perfmon,+dac_read_search,+sys_ptrace
 # (its calls start once the query said it attached)
 before=$(prog_max_id)
 query_bg 1 "$T_TMP/q.out" "$T_TMP/q.out" as "$CAPS" "$D/fay" query "$Q" &&
-	as "" "$D/work" getppid 500 >/dev/null
+	as "" "$D/$WN" getppid 500 >/dev/null
 wait $QBG
 rc=$?
 out=$(cat "$T_TMP/q.out")
@@ -76,7 +79,7 @@ ok "... and counts the 500 calls exactly" grep -qx " *500" <<<"$out"
 ok "... and nothing stays loaded after it" none_left "$before"
 diag "fay programs loaded since and held by nobody: $(orphans_since "$before")"
 
-out=$(as "$CAPS" "$D/fay" query -c "$D/work getppid 10" 'from f in function("libc:getppid") select { n: count() }' 2>&1)
+out=$(as "$CAPS" "$D/fay" query -c "$D/$WN getppid 10" 'from f in function("libc:getppid") select { n: count() }' 2>&1)
 ok "a uprobe as $U says what this kernel asks for" grep -q "CAP_SYS_ADMIN, beyond CAP_BPF and CAP_PERFMON\|^ *n$" <<<"$out"
 diag "$out"
 
@@ -90,8 +93,8 @@ if [ -x "$D/blockstack" ]; then
 	got() { [ "$(curl -s "$URL/api/v2/traces?limit=1000&lookback=86400000" | python3 -c 'import json,sys; print(sum(map(len,json.load(sys.stdin))))')" = "$n" ]; }
 	ok "it ships every span of the user's blockstack ($n)" wait_for 20 got
 fi
-( sleep 1.5; as "" "$D/work" getppid 300 >/dev/null ) &
-out=$("$FAY" query --cluster "$URL" 'from s in cluster.syscall("getppid") where s.comm == "work" select { n: count() } for 3s' 2>&1)
+( sleep 1.5; as "" "$D/$WN" getppid 300 >/dev/null ) &
+out=$("$FAY" query --cluster "$URL" "from s in cluster.syscall(\"getppid\") where s.comm == \"$WN\" select { n: count() } for 3s" 2>&1)
 diag "$out"
 ok "a cluster query runs on the unprivileged agent and counts exactly" grep -qx " *300" <<<"$out"
 ok "the agent is still running" kill -0 "$APID"

@@ -24,8 +24,11 @@ W=$BUILD/tests/bin/query_work
 unpriv_dir ou
 cp "$FAY" "$D/fay"
 cp "$W" "$D/wroot"		# root's binary
-cp "$W" "$D/wuser"		# nobody's binary
-chown "$U" "$D/wuser"
+# nobody's binary, named for this run alone: the syscall queries filter
+# on its comm, which no other process of the machine or test then has
+UN=ouwork$$
+cp "$W" "$D/$UN"
+chown "$U" "$D/$UN"
 chmod 755 "$D"/*
 # the capabilities a uprobe needs here (this kernel's perf_event_open()
 # of uprobes asks for CAP_SYS_ADMIN; least_privilege.sh shows that)
@@ -35,7 +38,7 @@ QW_WAIT=$D/go.root "$D/wroot" calls 300 >/dev/null &
 RPID=$!; T_PIDS+=($RPID)
 # (setpriv itself in the background: $! of a function is a root subshell)
 setpriv --reuid "$U" --regid nogroup --clear-groups --bounding-set -all \
-	env QW_WAIT="$D/go.user" "$D/wuser" calls 200 >/dev/null &
+	env QW_WAIT="$D/go.user" "$D/$UN" calls 200 >/dev/null &
 UPID=$!; T_PIDS+=($UPID)
 is_user() { [ "$(awk '/^Uid:/ { print $2 }' /proc/$UPID/status 2>/dev/null)" = "$UID_U" ]; }
 wait_for 5 is_user
@@ -60,7 +63,7 @@ ok "root's process was not disturbed" kill -0 $RPID
 
 # nobody's own process: allowed, counted exactly
 query_bg 1 "$T_TMP/own.out" "$T_TMP/own.err" \
-	as "$CAPS" "$D/fay" query -p $UPID "from f in function(\"$D/wuser:fay_work_fn\") select { n: count() }"
+	as "$CAPS" "$D/fay" query -p $UPID "from f in function(\"$D/$UN:fay_work_fn\") select { n: count() }"
 QPID=$QBG
 grep -q "only its own processes are probed" "$T_TMP/own.err" && pass "the query says it probes $U's processes alone" ||
 	fail "the query says it probes $U's processes alone" "$(cat "$T_TMP/own.err")"
@@ -71,7 +74,7 @@ diag "$(cat "$T_TMP/own.out" "$T_TMP/own.err")"
 
 # nobody's binary run by nobody (200 times) and by root (300): process-wide
 # queries count nobody's calls alone
-mixed() { as "" "$D/wuser" "$1" 200 >/dev/null; "$D/wuser" "$1" 300 >/dev/null; }
+mixed() { as "" "$D/$UN" "$1" 200 >/dev/null; "$D/$UN" "$1" 300 >/dev/null; }
 counts() { # WHAT WORKLOAD EXPECTED QUERY [FAY-OPTION]
 	query_bg 1 "$T_TMP/q.out" "$T_TMP/q.err" as "$CAPS" "$D/fay" query ${5:-} "$4"
 	mixed "$2"
@@ -80,11 +83,11 @@ counts() { # WHAT WORKLOAD EXPECTED QUERY [FAY-OPTION]
 	diag "$(cat "$T_TMP/q.out" "$T_TMP/q.err")"
 }
 counts "$U's binary in every process: only $U's 200 calls of 500" calls 200 \
-	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 4s"
+	"from f in function(\"$D/$UN:fay_work_fn\") select { n: count() } for 4s"
 counts "... and all 500 with --allow-other-users" calls 500 \
-	"from f in function(\"$D/wuser:fay_work_fn\") select { n: count() } for 4s" --allow-other-users
+	"from f in function(\"$D/$UN:fay_work_fn\") select { n: count() } for 4s" --allow-other-users
 counts "a syscall query counts $U's 200 getppid calls of 500" getppid 200 \
-	'from s in syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s'
+	"from s in syscall(\"getppid\") where s.comm == \"$UN\" select { n: count() } for 4s"
 query_bg 1 "$T_TMP/r.out" "$T_TMP/r.err" as "$CAPS" "$D/fay" query --allow-other-users -p $RPID \
 	"from f in function(\"$D/wroot:fay_work_fn\") select { n: count() }"
 touch "$D/go.root"
@@ -96,7 +99,7 @@ diag "$(cat "$T_TMP/r.out" "$T_TMP/r.err")"
 coll_start "$T_TMP/c.db" || { fail "collector starts"; done_testing; exit; }
 agent_as_user "$CAPS" ou-host
 query_bg 1 "$T_TMP/cq.out" "$T_TMP/cq.err" "$FAY" query --cluster "$URL" \
-	'from s in cluster.syscall("getppid") where s.comm == "wuser" select { n: count() } for 4s'
+	"from s in cluster.syscall(\"getppid\") where s.comm == \"$UN\" select { n: count() } for 4s"
 mixed getppid
 wait $QBG
 ok "a cluster query on the $U agent counts $U's 200 calls alone" grep -qx " *200" "$T_TMP/cq.out"
