@@ -7,7 +7,7 @@
  * client (the server's DDL guard on the name): the others get
  * TABLE_ALREADY_EXISTS (code 57).  So:
  *
- *   the lock     table DB.fay_migrate_lock_G (TinyLog), made by CREATE
+ *   the lock     table DB.fay_migrate_lock_G (Log), made by CREATE
  *                TABLE ... AS SELECT with one row: who holds it (host,
  *                pid, the process's start time, boot id and pid
  *                namespace), since when, and the prefix of its query ids
@@ -141,8 +141,28 @@ static int lock_gens(struct ch_lock *lk, unsigned *gens, size_t *n, unsigned *to
 	return ret;
 }
 
-/* The holder of lock gen into *h: 0, 1 when it has no row (yet), -ENOENT
- * when it is gone, else -errno with a reason in err. */
+/* Whether lock gen is there: 1, 0 or -errno. */
+static int lock_there(struct ch_lock *lk, unsigned gen, char *err, size_t errlen)
+{
+	struct wbuf out = { 0 };
+	char sql[512];
+	int ret;
+
+	snprintf(sql, sizeof(sql), "SELECT count() FROM system.tables WHERE database = '%s'"
+		 " AND name = '" LOCK_NAME "%u'", lk->w->db, gen);
+	ret = ch_query(lk->c, sql, &out, err, errlen);
+	if (!ret)
+		ret = out.len && out.p[0] != '0';
+	wbuf_free(&out);
+	return ret;
+}
+
+/*
+ * The holder of lock gen into *h: 0, 1 when it has no row to read (being
+ * written, or unreadable: then it is judged as a lock without a row),
+ * -ENOENT when it is gone (a read that fails as the table is dropped,
+ * "File not found" or UNKNOWN_TABLE), else -errno with a reason in err.
+ */
 static int read_holder(struct ch_lock *lk, unsigned gen, struct ch_holder *h, char *err,
 		       size_t errlen)
 {
@@ -154,8 +174,14 @@ static int read_holder(struct ch_lock *lk, unsigned gen, struct ch_holder *h, ch
 	snprintf(sql, sizeof(sql), "SELECT holder, boot_id, pidns, pid, start, qid FROM"
 		 " %s." LOCK_NAME "%u LIMIT 1", lk->w->db, gen);
 	ret = ch_query(lk->c, sql, &out, err, errlen);
-	if (ret && ch_code(err) == 60)   /* UNKNOWN_TABLE: released meanwhile */
-		ret = -ENOENT;
+	if (ret == -EIO) {
+		pr_debug("store: clickhouse: reading " LOCK_NAME "%u: %s", gen, err);
+		ret = lock_there(lk, gen, err, errlen);
+		if (ret >= 0)
+			ret = ret ? 1 : -ENOENT;
+		wbuf_free(&out);
+		return ret;
+	}
 	wbuf_u8(&out, 0);
 	if (!ret && out.err)
 		ret = -ENOMEM;
@@ -208,7 +234,7 @@ static int create_lock(struct ch_lock *lk, unsigned gen, char *err, size_t errle
 	char sql[1024];
 	int ret;
 
-	snprintf(sql, sizeof(sql), "CREATE TABLE %s." LOCK_NAME "%u ENGINE = TinyLog AS"
+	snprintf(sql, sizeof(sql), "CREATE TABLE %s." LOCK_NAME "%u ENGINE = Log AS"
 		 " SELECT '%s' AS holder, '%s' AS boot_id, '%s' AS pidns, toUInt32(%u) AS pid,"
 		 " toUInt64(%llu) AS start, toUInt64(now()) * 1000000 AS since_us,"
 		 " '%s' AS qid", lk->w->db, gen, m->holder, m->boot_id, m->pidns, m->pid,
@@ -354,8 +380,6 @@ int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w
 int ch_lock_point(struct ch_lock *lk, const char *point, char *err, size_t errlen)
 {
 	const char *kill_at = getenv("FAY_CH_TEST_MIGRATE_KILL");
-	struct wbuf out = { 0 };
-	char sql[512];
 	int ret;
 
 	if (kill_at && !strcmp(kill_at, point)) {
@@ -363,17 +387,14 @@ int ch_lock_point(struct ch_lock *lk, const char *point, char *err, size_t errle
 			" '%s' of the migration of database %s", point, lk->w->db);
 		raise(SIGKILL);
 	}
-	snprintf(sql, sizeof(sql), "SELECT count() FROM system.tables WHERE database = '%s'"
-		 " AND name = '" LOCK_NAME "%u'", lk->w->db, lk->gen + 1);
-	ret = ch_query(lk->c, sql, &out, err, errlen);
-	if (!ret && out.len && out.p[0] != '0') {
+	ret = lock_there(lk, lk->gen + 1, err, errlen);
+	if (ret > 0) {
 		snprintf(err, errlen, "the migration lock of database %s was broken (by "
 			 LOCK_NAME "%u) at '%s': stopped, another collector goes on",
 			 lk->w->db, lk->gen + 1, point);
 		lk->gen = 0;    /* dropped by the breaker: a new lock may take its name */
 		ret = -EBUSY;
 	}
-	wbuf_free(&out);
 	return ret;
 }
 

@@ -167,6 +167,8 @@ done
 # 3. the holder killed -9 between the copy and the rename
 make_v1 k1
 race k1 1 FAY_CH_TEST_MIGRATE_KILL=copied
+gone() { ! kill -0 "${RPID[1]}" 2>/dev/null; }
+wait_for 60 gone || { diag "the holder did not stop at the test point: killed"; kill "${RPID[1]}"; }
 wait "${RPID[1]}" 2>/dev/null
 rc=$?
 ok "killed at the test point: SIGKILL (rc $rc)" [ $rc = 137 ]
@@ -185,7 +187,7 @@ stop_all
 
 # 4. a lock whose holder, on another machine, runs no query
 make_v1 k2
-ch_q one "CREATE TABLE k2.fay_migrate_lock_1 ENGINE = TinyLog AS SELECT
+ch_q one "CREATE TABLE k2.fay_migrate_lock_1 ENGINE = Log AS SELECT
 	'elsewhere pid 4242' AS holder, 'no-such-boot' AS boot_id, '' AS pidns,
 	toUInt32(4242) AS pid, toUInt64(1) AS start, toUInt64(now()) * 1000000 AS since_us,
 	'fay-migrate-elsewhere-4242' AS qid"
