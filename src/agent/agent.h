@@ -6,7 +6,9 @@
  *   shmfile.c/h  validating and inspecting a process's shm file (ring.h ABI)
  *   batch.c/h  encoding drained span records into a wire BATCH frame
  *   bqueue.c/h the bounded queue of sealed batches between the two threads
- *   drain.c/h  the drain thread: rings -> batches, nothing else
+ *   drain.c/h  the drain thread: rings -> batches, nothing else; drain.c
+ *              makes a pass, drain_thread.c runs the thread (drain_int.h:
+ *              what they share)
  *   spool.c/h  the on-disk spool of unacknowledged batches and the cursor
  *              file (the durability protocol, see below and docs/ABI.md);
  *              spool_load.c reads it back at start, spool_cursor.c holds

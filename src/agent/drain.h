@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The drain thread (drain.c): reads every ring of every traced process
- * into sealed in-memory batches (struct bqueue), and nothing else.  The
- * main thread (agent*.c) finds the files, writes the batches to the spool,
- * persists cursors, ships, and watches processes; it hands each process
- * over with drain_add() and tells the drain thread when it is gone with
- * drain_gone().
+ * The drain thread (drain.c, drain_thread.c): reads every ring of every
+ * traced process into sealed in-memory batches (struct bqueue), and
+ * nothing else.  The main thread (agent*.c) finds the files, writes the
+ * batches to the spool, persists cursors, ships, and watches processes;
+ * it hands each process over with drain_add() and tells the drain thread
+ * when it is gone with drain_gone().
  *
  * Ownership of a struct proc: the main thread fills it and initialises
  * its consumers (proc_init_cons), then drain_add() gives it to the drain

@@ -9,7 +9,8 @@
  *               BEAT liveness, QSTATUS and PARTIAL into the queries
  *   cquery.c    one query: members, windows, grace, emission as NDJSON
  *               lines (the same lines as POST /api/query on one host,
- *               plus each window's "hosts" completeness)
+ *               plus each window's "hosts" completeness); its thread and
+ *               run in cquery_run.c, its output in cquery_out.c
  *   ctree.c     --parent: this collector as a member of its parent's
  *               queries (its merged windows go up as PARTIALs)
  *

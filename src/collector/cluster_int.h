@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside cluster queries (cluster.h): shared by cluster.c and cquery.c. */
+/* Inside cluster queries (cluster.h): shared by cluster.c, cquery.c,
+ * cquery_run.c and cquery_out.c. */
 #ifndef FAY_COLLECTOR_CLUSTER_INT_H
 #define FAY_COLLECTOR_CLUSTER_INT_H
 
@@ -151,5 +152,21 @@ void cquery_peer_left(struct cluster *cl, struct cpeer *p);
 void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qstatus *s);
 int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_partial *wp,
 		      char *why, size_t len);
+
+/* ---- cquery.c, for the query thread (cquery_run.c) ---- */
+
+/* Is p within q's scope (every host, or the one host(...) names; a child
+ * collector always is)? */
+bool cq_in_scope(const struct cquery *q, const struct cpeer *p);
+/* Under cl->lock: ask p to run q, as a new member or a member back after a
+ * reconnect (its state, reason and snapshot start again).  0, or -ENOMEM,
+ * or cpeer_send_query()'s error. */
+int cq_ask(struct cquery *q, struct cpeer *p);
+/* q's window starting at start (wall clock, ns); made (empty, ending at
+ * start + the window or the deadline) and linked in order when create is
+ * set.  NULL: none, or out of memory. */
+struct cwin *cq_window_at(struct cquery *q, uint64_t start, bool create);
+/* Free w (already unlinked) and its tables. */
+void cq_window_free(struct cwin *w);
 
 #endif
