@@ -14,8 +14,10 @@
 # their CPU too, and gives a second rate: the spans over the client's
 # time plus that tail (until idle), and its ratio.  Extra ARGS go to the
 # ClickHouse collector (--clickhouse-linger 0 to compare without the
-# linger).  -k K: traces of K spans over 5 services (default: a batch's
-# spans are one trace).  -d DIR: where both stores and the server's data
+# linger).  -k K: traces of K spans shaped like real ones (fay-wire-client
+# -k: random-looking ids, 20 services, 50 span names; default 8); -k 0: a
+# batch's spans are one trace with an id in sequence (the shape of results
+# before 2026-11-26 evening: it lets SQLite's trace-id index append).  -d DIR: where both stores and the server's data
 # go (default /var/tmp; e.g. a journaled ext4: on ext4 without a journal
 # every new file's inode is checked against the ones deleted in the last
 # minutes, and ClickHouse makes ~100 files a write).
@@ -29,11 +31,11 @@
 CLIENT=$BUILD/tests/fay-wire-client
 [ -x "$FAY" ] && [ -x "$CLIENT" ] || { echo "collector_store.sh: build first (make)" >&2; exit 1; }
 rmdir "$T_TMP"
-conns=8 nb=50 m=500 win=8 runs=3 dir=/var/tmp k=
+conns=8 nb=50 m=500 win=8 runs=3 dir=/var/tmp per_trace=8
 while [ $# -gt 0 ]; do
 	case $1 in
 	-d) dir=$2; shift 2 ;;
-	-k) k=$2; shift 2 ;;
+	-k) per_trace=$2; shift 2 ;;
 	-c) conns=$2; shift 2 ;;
 	-n) nb=$2; shift 2 ;;
 	-m) m=$2; shift 2 ;;
@@ -50,7 +52,7 @@ ch_start bench >/dev/null || { echo "collector_store.sh: clickhouse-server did n
 spans=$((conns * nb * m))
 echo "# $(date -u '+%F %T UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
 	"ClickHouse $(ch_q bench 'SELECT version()')"
-echo "# $conns agents x $nb batches x $m spans = $spans spans${k:+ in traces of $k}, window $win, runs $runs," \
+echo "# $conns agents x $nb batches x $m spans = $spans spans, $([ "$per_trace" = 0 ] && echo "a batch one trace" || echo "traces of $per_trace"), window $win, runs $runs," \
 	"ClickHouse collector args: ${extra[*]:-(defaults)}"
 
 # cpu_s PID: user+system CPU seconds of a process so far
@@ -71,7 +73,7 @@ one() {
 	wait_for 30 curl -sf "http://127.0.0.1:$hp/health" || { echo "collector did not start" >&2; kill $pid; return 1; }
 	s0=$(cpu_s "${CH_PID[bench]}")
 	c0=$(cpu_s $pid)
-	rate=$("$CLIENT" -a 127.0.0.1:$wp -c "$conns" -n "$nb" -m "$m" ${k:+-k "$k"} -W "$win" \
+	rate=$("$CLIENT" -a 127.0.0.1:$wp -c "$conns" -n "$nb" -m "$m" -k "$per_trace" -W "$win" \
 		-T 1764000000000000000 -q send | awk '/^rate/ { print $2 }')
 	ccpu=$(awk -v a="$(cpu_s $pid)" -v b="$c0" 'BEGIN { printf "%.2f", a - b }')
 	writes=$(curl -s "http://127.0.0.1:$hp/metrics" | awk '$1 == "fay_collector_store_writes_total" { print $2 }')

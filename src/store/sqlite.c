@@ -7,24 +7,7 @@
  * write call, the agents table, retention); reading in sqlite_read.c,
  * scan.c and sqlite_sql.c.
  *
- * Checkpoints run off the write path: the writer connection has SQLite's
- * auto-checkpoint off, its WAL hook wakes a checkpoint thread once the WAL
- * holds CKPT_PAGES pages, and that thread copies the WAL into the database
- * (PASSIVE: never blocks the writer or readers) on its own connection.
- * The fsyncs of a checkpoint thus no longer stall ingest.
- *
- * PASSIVE checkpoints alone never let the WAL start again from its
- * beginning while the writer keeps committing: each copy ends behind the
- * newest frames, so the next commit appends again, and under sustained
- * ingest the WAL grew without bound (345-630 MB for 1.6 M spans, each
- * frame written into new blocks the kernel first zeroes, and all of it
- * read back at the next open).  So once a commit leaves CKPT_RESTART_PAGES
- * in the WAL, the writer waits in its WAL hook (after the commit, holding
- * no lock) while the thread copies what is left and runs a RESTART
- * checkpoint, which waits for readers to leave the WAL: the next commit
- * then writes from the WAL's start, over blocks the file already has.
- * The writer waits at most CKPT_RESTART_WAIT_S; if a reader keeps the WAL
- * longer, the WAL grows until a later RESTART gets through.
+ * Checkpoints: sqlite_ckpt.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "common/clock.h"
 #include "common/err.h"
@@ -124,9 +106,6 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_RETAIN_TRACE] = "DELETE FROM traces WHERE seq = ?",
 };
 
-#define CKPT_PAGES 4096
-#define CKPT_RESTART_PAGES (4 * CKPT_PAGES)   /* 64 MiB of 4 KiB pages */
-#define CKPT_RESTART_WAIT_S 5
 
 const char *sq__path(const struct store_be *st)
 {
@@ -374,117 +353,6 @@ static sqlite3 *open_conn(const char *path, int create, int writer,
 	return db;
 }
 
-static void *ckpt_main(void *arg)
-{
-	struct ckpt *ck = arg;
-
-	pthread_mutex_lock(&ck->lock);
-	for (;;) {
-		int restart, ok;
-
-		while (!ck->pending && !ck->stop)
-			pthread_cond_wait(&ck->wake, &ck->lock);
-		if (ck->stop)
-			break;
-		restart = ck->restart;
-		ck->pending = 0;
-		pthread_mutex_unlock(&ck->lock);
-		/* with restart the writer waits: this copies every frame left */
-		if (sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-					      NULL, NULL) != SQLITE_OK)
-			pr_debug("store: checkpoint: %s", sqlite3_errmsg(ck->db));
-		ok = restart && sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_RESTART,
-							  NULL, NULL) == SQLITE_OK;
-		if (restart && !ok)
-			pr_debug("store: restart checkpoint: %s", sqlite3_errmsg(ck->db));
-		pthread_mutex_lock(&ck->lock);
-		if (restart) {
-			ck->restart = 0;
-			pthread_cond_broadcast(&ck->restarted);
-		}
-	}
-	ck->restart = 0;
-	pthread_cond_broadcast(&ck->restarted);
-	pthread_mutex_unlock(&ck->lock);
-	return NULL;
-}
-
-/* sqlite3_wal_hook: called after each commit with the WAL's page count. */
-static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
-{
-	struct ckpt *ck = arg;
-	struct timespec until;
-
-	if (pages < CKPT_PAGES)
-		return SQLITE_OK;
-	pthread_mutex_lock(&ck->lock);
-	ck->pending = 1;
-	if (pages >= CKPT_RESTART_PAGES && !ck->stop)
-		ck->restart = 1;
-	pthread_cond_signal(&ck->wake);
-	if (ck->restart) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += CKPT_RESTART_WAIT_S;
-		while (ck->restart &&
-		       pthread_cond_timedwait(&ck->restarted, &ck->lock, &until) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&ck->lock);
-	return SQLITE_OK;
-}
-
-/* Start the checkpointer; without it SQLite's auto-checkpoint stays on. */
-static void ckpt_start(struct store_be *st)
-{
-	struct ckpt *ck = &st->ck;
-
-	pthread_mutex_init(&ck->lock, NULL);
-	pthread_cond_init(&ck->wake, NULL);
-	pthread_cond_init(&ck->restarted, NULL);
-	if (sqlite3_open_v2(st->path, &ck->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		sqlite3_close(ck->db);
-		ck->db = NULL;
-		return;
-	}
-	sqlite3_busy_timeout(ck->db, 1000);
-	/* Read once: before its first read a connection has not opened the
-	 * WAL, and SQLite 3.40 (Debian 12) makes sqlite3_wal_checkpoint_v2()
-	 * on such a connection a silent no-op; the WAL then grew forever. */
-	if (sq_exec(ck->db, "SELECT count(*) FROM sqlite_master") != SQLITE_OK) {
-		sqlite3_close(ck->db);
-		ck->db = NULL;
-		return;
-	}
-	if (pthread_create(&ck->thread, NULL, ckpt_main, ck)) {
-		sqlite3_close(ck->db);
-		ck->db = NULL;
-		return;
-	}
-	ck->running = 1;
-	sq_exec(st->db, "PRAGMA wal_autocheckpoint = 0");
-	sqlite3_wal_hook(st->db, ckpt_hook, ck);
-}
-
-static void ckpt_stop(struct store_be *st)
-{
-	struct ckpt *ck = &st->ck;
-
-	if (!ck->running)
-		return;
-	sqlite3_wal_hook(st->db, NULL, NULL);
-	pthread_mutex_lock(&ck->lock);
-	ck->stop = 1;
-	pthread_cond_signal(&ck->wake);
-	pthread_mutex_unlock(&ck->lock);
-	pthread_join(ck->thread, NULL);
-	sqlite3_close(ck->db);
-	pthread_mutex_destroy(&ck->lock);
-	pthread_cond_destroy(&ck->wake);
-	pthread_cond_destroy(&ck->restarted);
-	ck->running = 0;
-}
-
 sqlite3 *sq_db(struct store_be *st)
 {
 	return st->db;
@@ -548,7 +416,7 @@ struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t er
 		ret = open_fail(st->db, rc, path, "preparing statements", err, errlen);
 		goto err_out;
 	}
-	ckpt_start(st);
+	sq_ckpt_start(st);
 	return st;
 
 err_out:
@@ -560,7 +428,7 @@ void sq__close(struct store_be *st)
 {
 	if (!st)
 		return;
-	ckpt_stop(st);
+	sq_ckpt_stop(st);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(st->st[i]);
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)

@@ -181,6 +181,11 @@ struct store_be {
 };
 
 
+/* Start st's checkpoint thread (sqlite_ckpt.c) and hook it to st->db's
+ * commits; if it cannot start, SQLite's own auto-checkpoint stays on. */
+void sq_ckpt_start(struct store_be *st);
+/* Stop and join it (nothing when it never started); st->db stays open. */
+void sq_ckpt_stop(struct store_be *st);
 /* Map an SQLite result code to -errno. */
 int sq_errno(int rc);
 /* Format a message into err (nothing when err is NULL or errlen 0). */

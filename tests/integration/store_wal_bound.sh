@@ -7,7 +7,8 @@
 # spans).  A real collector takes 1.2 M spans from 8 agents as fast as
 # they come, shaped like real traces (random trace ids); the WAL, sampled
 # every 50 ms, must stay under 128 MiB (a RESTART checkpoint at 64 MiB
-# plus the commit that crossed it), and every ACKed span is in the store.
+# plus the commit that crossed it) while trace searches and service lists
+# read the store all along, and every ACKed span is in the store.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 [ -z "${FAY_TEST_CH_URLS:-}" ] || skip_all "the SQLite store's WAL (no ClickHouse run)"
@@ -24,8 +25,21 @@ ok "collector up" coll_start "$DB"
 	done
 ) &
 T_PIDS+=($!)
+# readers all along: searches and service lists on the HTTP API
+(
+	n=0
+	while [ ! -e "$T_TMP/stop" ]; do
+		curl -sf "$URL/api/v2/traces?serviceName=wiretest-3&limit=10" >/dev/null &&
+		curl -sf "$URL/api/v2/services" >/dev/null && n=$((n + 2))
+	done
+	echo "$n" >"$T_TMP/queries"
+) &
+T_PIDS+=($!)
 "$CLIENT" -a "127.0.0.1:$WP" -c 8 -n 150 -m 1000 -k 8 -W 16 send >"$T_TMP/send.out" 2>&1
 touch "$T_TMP/stop"
+wait_for 10 test -s "$T_TMP/queries"
+diag "queries answered meanwhile: $(cat "$T_TMP/queries")"
+ok "the store answered queries during the ingest" [ "$(cat "$T_TMP/queries")" -gt 10 ]
 ok "1200 batches of 1000 spans, each ACKed stored whole" \
 	[ "$(acked "$T_TMP/send.out" 1000)" = 1200 ]
 diag "$(grep '^rate' "$T_TMP/send.out")"
