@@ -59,7 +59,7 @@ struct ch_conn *ch_conn_new(const char *url, const char *db, unsigned flags,
 	snprintf(c->base, n, "%s/?database=%s&wait_end_of_query=1%s%s", url, db,
 		 flags & CH_READONLY ? "&readonly=1" : "",
 		 flags & CH_SYNC_INSERT ? "&insert_distributed_sync=1" : "");
-	c->timeout_ms = 30000;
+	c->timeout_ms = CH_TIMEOUT_MS;
 	return c;
 }
 

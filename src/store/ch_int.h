@@ -37,7 +37,8 @@ int ch_conn_setting(struct ch_conn *c, const char *name, const char *value);
 /* Give every later request of c the query id "prefix-N", N counting
  * from 1 (system.processes shows who runs what).  0 or -ENOMEM. */
 int ch_conn_query_id(struct ch_conn *c, const char *prefix);
-/* Give up on a request after ms milliseconds (default 30 s). */
+#define CH_TIMEOUT_MS 30000     /* a connection's timeout unless set */
+/* Give up on a request after ms milliseconds (default CH_TIMEOUT_MS). */
 void ch_conn_timeout(struct ch_conn *c, long ms);
 /*
  * Run one statement; its whole answer (when out is not NULL) replaces

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "store/ch_int.h"
@@ -148,6 +149,11 @@ static int create(struct ch_conn *c, const struct ch_where *w,
 
 	return ret || !w->cluster ? ret : create_dist(c, w, t, err, errlen);
 }
+
+/* A copy of a table (INSERT ... SELECT) may take this long before the
+ * client gives up (a day): its time grows with the table, and the
+ * server goes on with it anyway after a client gave up. */
+#define CH_COPY_TIMEOUT_MS (24 * 3600 * 1000L)
 
 /* What a migration step works with: the node's connection, where the
  * tables are, the server's features, the lock it holds, the reason of a
@@ -255,10 +261,13 @@ static int migrate_1_2(const struct step *s)
 		ret = create_as(s->c, w, table("span_index"), "span_index_v2", s->feats,
 				s->err, s->errlen);
 	if (!ret) {
+		/* as long as the table's size makes it: waiters see it run */
+		ch_conn_timeout(s->c, CH_COPY_TIMEOUT_MS);
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.span_index_v2%s SELECT day,"
 			 " murmurHash2_64(service), murmurHash2_64(name), start_us, duration_us,"
 			 " trace_hi, trace_lo FROM %s.span_index%s", w->db, sfx, w->db, sfx);
 		ret = run(s->c, sql, s->err, s->errlen);
+		ch_conn_timeout(s->c, CH_TIMEOUT_MS);
 	}
 	if (!ret)
 		ret = ch_lock_point(s->lk, "copied", s->err, s->errlen);
@@ -357,6 +366,8 @@ static int migrate(struct step *s, long ver)
 		pr_info("store: clickhouse: database %s: migrating from schema %ld to %d",
 			w->db, ver, CH_SCHEMA_VERSION);
 	for (; ver < CH_SCHEMA_VERSION && !ret; ver++) {
+		uint64_t t0 = clock_monotonic_ns();
+
 		ret = ch_migrations[ver](s);
 		if (!ret)
 			ret = ch_lock_point(s->lk, "stepped", s->err, s->errlen);
@@ -365,6 +376,9 @@ static int migrate(struct step *s, long ver)
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.fay_schema VALUES (%ld,"
 			 " toUInt64(now()) * 1000000)", w->db, ver + 1);
 		ret = run(s->c, sql, s->err, s->errlen);
+		if (!ret)
+			pr_info("store: clickhouse: database %s: schema %ld -> %ld done in %.1f s",
+				w->db, ver, ver + 1, (clock_monotonic_ns() - t0) / 1e9);
 	}
 	return ret;
 }

@@ -12,8 +12,9 @@
 # the rename (test point FAY_CH_TEST_MIGRATE_KILL=copied): the next two
 # collectors find its process gone, one breaks the lock (logged) and
 # finishes the migration, the other waits (logged) and starts too.  Then
-# a lock of a holder on another machine that runs no query: broken after
-# FAY_CH_MIGRATE_STALE_S seconds.
+# a lock of a holder on another machine: kept while a query of its runs
+# (system.processes, by its query ids), broken FAY_CH_MIGRATE_STALE_S
+# seconds after.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/clickhouse.bash"
 . "$(dirname "$0")/collector_lib.bash"
@@ -185,18 +186,29 @@ ok "... one broke the dead holder's lock, saying why" \
 	"$T_TMP/race-1.log" "$T_TMP/race-2.log"
 stop_all
 
-# 4. a lock whose holder, on another machine, runs no query
+# 4. a lock whose holder, on another machine, runs a query for 6 s (as a
+# long copy would) and then none: not broken while the query runs, broken
+# FAY_CH_MIGRATE_STALE_S=2 seconds after
 make_v1 k2
+QID=fay-migrate-elsewhere-4242-1
 ch_q one "CREATE TABLE k2.fay_migrate_lock_1 ENGINE = Log AS SELECT
 	'elsewhere pid 4242' AS holder, 'no-such-boot' AS boot_id, '' AS pidns,
 	toUInt32(4242) AS pid, toUInt64(1) AS start, toUInt64(now()) * 1000000 AS since_us,
-	'fay-migrate-elsewhere-4242' AS qid"
-race k2 1 FAY_CH_MIGRATE_STALE_S=3
+	'$QID' AS qid"
+curl -sf "$(ch_url one)/?query_id=$QID-7&max_block_size=1" \
+	--data-binary "SELECT sleep(2) FROM numbers(3)" >/dev/null &
+QPID=$!
+running() { [ "$(ch_q one "SELECT count() FROM system.processes WHERE query_id = '$QID-7'")" = 1 ]; }
+wait_for 10 running || diag "the holder's query is not seen running"
+race k2 1 FAY_CH_MIGRATE_STALE_S=2
+wait $QPID
+ok "a lock whose holder runs a query (6 s) is not broken (bound 2 s)" \
+	[ "$(leftovers k2)" = "['fay_migrate_lock_1']" ]
 migrated k2 1 "foreign stale lock"
 ok "... it said what it waited for" \
 	grep -q "waiting for the migration lock fay_migrate_lock_1 of elsewhere pid 4242" "$T_TMP/race-1.log"
-ok "... and broke it after 3 s without a query of the holder" \
-	grep -q "breaking the migration lock fay_migrate_lock_1 of elsewhere pid 4242: no query of it for 3 s" \
+ok "... and broke it 2 s after the holder's last query" \
+	grep -q "breaking the migration lock fay_migrate_lock_1 of elsewhere pid 4242: no query of it for 2 s" \
 	"$T_TMP/race-1.log"
 stop_all
 done_testing
