@@ -101,6 +101,7 @@ struct ch_lock {
 	struct ch_conn *c;
 	const struct ch_where *w;
 	unsigned gen;             /* DB.fay_migrate_lock_<gen> is ours; 0: none */
+	unsigned stale_s;         /* FAY_CH_MIGRATE_STALE_S */
 	struct ch_holder me;
 };
 

@@ -18,14 +18,15 @@
  *                two collectors breaking the same dead lock cannot both
  *                win: the CREATE decides again), then dropping the lower
  *                ones.  A holder checks at each point of its migration
- *                (ch_lock_point()) that no G + 1 exists, and stops if one
- *                does.
+ *                (ch_lock_point()) that no G + 1 exists; if one does it
+ *                stops and waits like the others.
  *   waiting      a collector that finds the lock taken polls (200 ms),
  *                saying what it waits for (first, then every 10 s).  A
  *                holder is dead when it ran on this machine (same boot
  *                id and pid namespace) and its pid is gone or is another
- *                process (start time); or, elsewhere, when the waiter has
- *                seen no query of it in system.processes for
+ *                process (start time); or, elsewhere (or where /proc did
+ *                not say who it is), when the waiter has seen no query
+ *                of it in system.processes for
  *                FAY_CH_MIGRATE_STALE_S seconds (60 unless set: a holder
  *                only runs statements, one after the other, the copy of
  *                a big table visible all along).  A lock with no row yet
@@ -279,11 +280,11 @@ static int dead(struct ch_lock *lk, const struct ch_holder *h, int norow, uint64
 		uint64_t *seen_ns, char *why, size_t whylen, char *err, size_t errlen)
 {
 	unsigned long long start;
-	uint64_t bound = stale_s() * 1000000000ull;
+	uint64_t bound = lk->stale_s * 1000000000ull;
 	int ret;
 
-	if (!norow && !strcmp(h->boot_id, lk->me.boot_id) &&
-	    !strcmp(h->pidns, lk->me.pidns)) {
+	if (!norow && h->boot_id[0] && h->pidns[0] && h->start &&
+	    !strcmp(h->boot_id, lk->me.boot_id) && !strcmp(h->pidns, lk->me.pidns)) {
 		if (!proc_start_ticks((pid_t)h->pid, &start) && start == h->start)
 			return 0;
 		snprintf(why, whylen, "its process is gone");
@@ -299,7 +300,7 @@ static int dead(struct ch_lock *lk, const struct ch_holder *h, int norow, uint64
 	if (now - *seen_ns < bound)
 		return 0;
 	snprintf(why, whylen, norow ? "no holder written in it for %u s" :
-		 "no query of it for %u s", stale_s());
+		 "no query of it for %u s", lk->stale_s);
 	return 1;
 }
 
@@ -314,6 +315,7 @@ int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w
 	lk->c = c;
 	lk->w = w;
 	whoami(&lk->me);
+	lk->stale_s = stale_s();
 	ret = ch_conn_query_id(c, lk->me.qid);
 	while (!ret) {
 		struct ch_holder h;
