@@ -314,6 +314,8 @@ static void usage(FILE *f)
 "                      tests only: the collector holding the migration lock\n"
 "                      kills itself (SIGKILL) at POINT: 'locked', 'copied'\n"
 "                      (schema 1 -> 2, rows copied, not yet renamed), 'stepped'\n"
+"    FAY_CH_TEST_MIGRATE_STOP POINT\n"
+"                      tests only: ... stops itself (SIGSTOP) at POINT instead\n"
 "\n"
 "FILES\n"
 "    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n"

@@ -120,9 +120,9 @@ int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w
  * -EBUSY with a reason in err when another collector broke the lock
  * (the holder must stop; the lock is no longer its own, and
  * ch_lock_give() leaves the table alone), -errno when the check fails,
- * else 0.  Test
- * point (tests only, every build): FAY_CH_TEST_MIGRATE_KILL=POINT makes
- * the process SIGKILL itself there.
+ * else 0.  Test points (tests only, every build): the process SIGKILLs
+ * itself there with FAY_CH_TEST_MIGRATE_KILL=POINT, SIGSTOPs itself with
+ * FAY_CH_TEST_MIGRATE_STOP=POINT.
  */
 int ch_lock_point(struct ch_lock *lk, const char *point, char *err, size_t errlen);
 /* Give the lock back (drop its table); a failure is logged.  A lock not

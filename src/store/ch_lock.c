@@ -18,8 +18,10 @@
  *                two collectors breaking the same dead lock cannot both
  *                win: the CREATE decides again), then dropping the lower
  *                ones.  A holder checks at each point of its migration
- *                (ch_lock_point()) that no G + 1 exists; if one does it
- *                stops and waits like the others.
+ *                (ch_lock_point()) that its table is still there with its
+ *                row (a later holder may have taken the name again); if
+ *                not, it was judged dead (stopped, cut off): it stops and
+ *                waits like the others.
  *   waiting      a collector that finds the lock taken polls (200 ms),
  *                saying what it waits for (first, then every 10 s).  A
  *                holder is dead when it ran on this machine (same boot
@@ -382,6 +384,8 @@ int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w
 int ch_lock_point(struct ch_lock *lk, const char *point, char *err, size_t errlen)
 {
 	const char *kill_at = getenv("FAY_CH_TEST_MIGRATE_KILL");
+	const char *stop_at = getenv("FAY_CH_TEST_MIGRATE_STOP");
+	struct ch_holder h;
 	int ret;
 
 	if (kill_at && !strcmp(kill_at, point)) {
@@ -389,13 +393,21 @@ int ch_lock_point(struct ch_lock *lk, const char *point, char *err, size_t errle
 			" '%s' of the migration of database %s", point, lk->w->db);
 		raise(SIGKILL);
 	}
-	ret = lock_there(lk, lk->gen + 1, err, errlen);
-	if (ret > 0) {
-		snprintf(err, errlen, "the migration lock of database %s was broken (by "
-			 LOCK_NAME "%u) at '%s': stopped, another collector goes on",
-			 lk->w->db, lk->gen + 1, point);
-		lk->gen = 0;    /* dropped by the breaker: a new lock may take its name */
-		ret = -EBUSY;
+	if (stop_at && !strcmp(stop_at, point)) {
+		pr_warn("store: clickhouse: test point FAY_CH_TEST_MIGRATE_STOP: stopped at"
+			" '%s' of the migration of database %s", point, lk->w->db);
+		raise(SIGSTOP);
+	}
+	/* ours is still there with our row: a breaker drops it, and a lock
+	 * taken after the breaker's may have its name, not its row */
+	ret = read_holder(lk, lk->gen, &h, err, errlen);
+	if (ret == -ENOENT || ret == 1 || (!ret && strcmp(h.qid, lk->me.qid))) {
+		snprintf(err, errlen, "database %s: the migration lock " LOCK_NAME "%u is no"
+			 " longer ours at '%s' (another collector judged us dead and broke"
+			 " it): stopped there, waiting for the lock again", lk->w->db, lk->gen,
+			 point);
+		lk->gen = 0;
+		return -EBUSY;
 	}
 	return ret;
 }

@@ -14,8 +14,11 @@
 # finishes the migration, the other waits (logged) and starts too.  Then
 # a lock of a holder on another machine: kept while a query of its runs
 # (system.processes, by its query ids), broken FAY_CH_MIGRATE_STALE_S
-# seconds after.  Last, 2 rounds of 3 collectors on a two-shard cluster
+# seconds after.  Then 2 rounds of 3 collectors on a two-shard cluster
 # (a lock on each node; span_index_local and its Distributed table).
+# Last, a holder stopped between the copy and the rename (judged dead by
+# its queries) whose lock another breaks: continued, it leaves the
+# migration to that one, and both start.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/clickhouse.bash"
 . "$(dirname "$0")/collector_lib.bash"
@@ -287,4 +290,53 @@ for r in 1 2; do
 	ok "cluster round $r: every collector's searches answer as on one node" [ $bad = 0 ]
 	stop_all
 done
+
+# 6. a holder stopped (SIGSTOP, test point FAY_CH_TEST_MIGRATE_STOP) between
+# the copy and the rename, in a pid namespace of its own (a holder
+# "elsewhere": judged by its queries): a second collector breaks its lock
+# FAY_CH_MIGRATE_STALE_S=2 s after its last query and migrates; the first,
+# continued, finds its lock gone at that point, leaves its migration there
+# and starts on the database the second made
+CLUSTER=
+make_v1 k3
+mapfile -t ST < <(store k3)
+AHP=$(free_port)
+FAY_CH_TEST_MIGRATE_STOP=copied unshare --pid --fork --kill-child bash -c '"$@"; exit $?' _ \
+	"$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$AHP --otlp-http off \
+	--otlp-grpc off --db "$T_TMP/k3-a.db" "${ST[@]}" >"$T_TMP/stop-a.log" 2>&1 &
+UPID=$!
+# unshare --fork blocks SIGTERM (t_cleanup's): SIGKILL takes it, and
+# --kill-child the namespace, down
+trap 'kill -9 $UPID 2>/dev/null; t_cleanup' EXIT
+# the collector's pid here: unshare's grandchild (bash is the namespace's 1)
+APID=
+stopped() {
+	local b
+	b=$(ps --ppid $UPID -o pid= | tr -d ' ')
+	[ -n "$b" ] && APID=$(ps --ppid "$b" -o pid= | tr -d ' ')
+	[ -n "$APID" ] && [ "$(awk '{ print $3 }' "/proc/$APID/stat" 2>/dev/null)" = T ]
+}
+ok "a holder in its own pid namespace stopped itself after the copy" wait_for 60 stopped
+ok "... its log says so" grep -q "test point FAY_CH_TEST_MIGRATE_STOP: stopped at 'copied'" \
+	"$T_TMP/stop-a.log"
+race k3 1 FAY_CH_MIGRATE_STALE_S=2
+ok "a second collector starts" up 1
+ok "... having broken the stopped holder's lock 2 s after its last query" \
+	grep -q "breaking the migration lock fay_migrate_lock_1 of .*: no query of it for 2 s" \
+	"$T_TMP/race-1.log"
+kill -CONT "$APID" 2>/dev/null
+ok "the first, continued, starts too" wait_for 30 curl -sf "http://127.0.0.1:$AHP/health"
+ok "... having found its lock gone at 'copied' and stopped its migration there" \
+	grep -q "fay_migrate_lock_1 is no longer ours at 'copied'" "$T_TMP/stop-a.log"
+ok "fay_schema 1, 2: migrated once" [ "$(versions k3)" = "[1,2]" ]
+ok "span_index has each schema-1 row once, by its hashes" [ "$(index_sum k3)" = "$WANT" ]
+ok "no table left behind" [ "$(leftovers k3)" = "[]" ] || diag "left: $(leftovers k3)"
+answers "http://127.0.0.1:$AHP" >"$T_TMP/got-a.txt" 2>/dev/null
+answers "${RURL[1]}" >"$T_TMP/got-b.txt" 2>/dev/null
+ok "both answer as before" bash -c 'cmp -s "$1" "$2" && cmp -s "$1" "$3"' _ \
+	"$T_TMP/base.txt" "$T_TMP/got-a.txt" "$T_TMP/got-b.txt"
+grep -h "migrat\|lock" "$T_TMP/stop-a.log" | sed 's/^/#   /'
+stop_all
+kill -9 "$UPID" 2>/dev/null
+wait "$UPID" 2>/dev/null
 done_testing
