@@ -14,7 +14,8 @@
 # finishes the migration, the other waits (logged) and starts too.  Then
 # a lock of a holder on another machine: kept while a query of its runs
 # (system.processes, by its query ids), broken FAY_CH_MIGRATE_STALE_S
-# seconds after.
+# seconds after.  Last, 2 rounds of 3 collectors on a two-shard cluster
+# (a lock on each node; span_index_local and its Distributed table).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/clickhouse.bash"
 . "$(dirname "$0")/collector_lib.bash"
@@ -32,13 +33,14 @@ ok "60 spans posted" [ "$(post_all)" = 202 ]
 answers >"$T_TMP/base.txt"
 coll_stop
 # tpl.v1: span_index as a schema-1 build had it: the posted spans, BULK more
+BULK_ROWS="SELECT today(), concat('bulk-', toString(number % 37)),
+	concat('bulk-op-', toString(number % 11)), $NOW - number, number % 5000,
+	number, cityHash64(number) FROM numbers($BULK)"
 ch_q one "CREATE DATABASE tpl" &&
 ch_q one "CREATE TABLE tpl.v1 $V1_INDEX" &&
 ch_q one "INSERT INTO tpl.v1 SELECT day, local_service, name, start_us, duration_us,
 	trace_hi, trace_lo FROM base.spans FINAL" &&
-ch_q one "INSERT INTO tpl.v1 SELECT today(), concat('bulk-', toString(number % 37)),
-	concat('bulk-op-', toString(number % 11)), $NOW - number, number % 5000,
-	number, cityHash64(number) FROM numbers($BULK)"
+ch_q one "INSERT INTO tpl.v1 $BULK_ROWS"
 ok "a schema-1 span_index of $((BULK + 60)) rows" \
 	[ "$(ch_q one 'SELECT count() FROM tpl.v1')" = $((BULK + 60)) ]
 WANT=$(ch_q one "SELECT count(), sum(cityHash64(day, murmurHash2_64(service),
@@ -57,14 +59,26 @@ make_v1() {
 	schema1_fay one "$db"
 }
 
+# store DB: the collector options of database DB on node one, or with
+# CLUSTER set on both nodes of that cluster
+CLUSTER=
+store() {
+	if [ -z "$CLUSTER" ]; then
+		printf '%s\n' --clickhouse "$(ch_url one)/$1"
+	else
+		printf '%s\n' --clickhouse "$(ch_url ${CLUSTER}1)/$1,$(ch_url ${CLUSTER}2)/$1" \
+			--clickhouse-cluster "$CLUSTER"
+	fi
+}
 # race DB N [VAR=VALUE...]: N collectors on DB, each held at a gate
 # (flock) until all are there, then released at once.  RPID[i], RURL[i],
 # $T_TMP/race-i.log.
 declare -a RPID RURL
 race() {
-	local db=$1 n=$2 gate i p
+	local db=$1 n=$2 gate i p st
 	gate=$T_TMP/gate-$db
 	shift 2
+	mapfile -t st < <(store "$db")
 	exec 9>"$gate"
 	flock -x 9
 	for ((i = 1; i <= n; i++)); do
@@ -76,7 +90,7 @@ race() {
 		env "$@" bash -c 'flock -s "$0" true && exec "$@"' "$gate" \
 			"$FAY" collector --listen 127.0.0.1:$wp --http 127.0.0.1:$hp \
 			--otlp-http off --otlp-grpc off --db "$T_TMP/$db-$i.db" \
-			--clickhouse "$(ch_url one)/$db" >"$T_TMP/race-$i.log" 2>&1 &
+			"${st[@]}" >"$T_TMP/race-$i.log" 2>&1 &
 		RPID[i]=$!
 		T_PIDS+=($!)
 	done
@@ -211,4 +225,66 @@ ok "... and broke it 2 s after the holder's last query" \
 	grep -q "breaking the migration lock fay_migrate_lock_1 of elsewhere pid 4242: no query of it for 2 s" \
 	"$T_TMP/race-1.log"
 stop_all
+
+# 5. a two-shard cluster (span_index_local on each node under a
+# Distributed span_index; the posted spans' rows where they were written,
+# BULK_ROWS split between the nodes): a lock a node, 3
+# collectors at once, 2 rounds
+ok "a two-shard ClickHouse cluster starts" ch_cluster two
+CLUSTER=two
+mapfile -t CST < <(store cb)
+COLL_WAIT=30
+ok "collector up on a new database of the cluster" coll_start "$T_TMP/cb.db" "${CST[@]}"
+ok "60 spans posted to it" [ "$(post_all)" = 202 ]
+coll_stop
+# cluster_v1: cb as a schema-1 build left it, on both nodes; WANT_n the
+# count and sum of node n's rows by their hashes
+declare -A CWANT
+cluster_v1() {
+	local n
+	for n in two1 two2; do
+		ch_q $n "DROP TABLE IF EXISTS cb.span_index" &&
+		ch_q $n "DROP TABLE IF EXISTS cb.span_index_local" &&
+		ch_q $n "CREATE TABLE cb.span_index_local $V1_INDEX" &&
+		ch_q $n "INSERT INTO cb.span_index_local SELECT day, local_service, name, start_us,
+			duration_us, trace_hi, trace_lo FROM cb.spans_local FINAL" &&
+		ch_q $n "INSERT INTO cb.span_index_local $BULK_ROWS
+			WHERE number % 2 = ${n#two} - 1" &&
+		ch_q $n "CREATE TABLE cb.span_index AS cb.span_index_local
+			ENGINE = Distributed(two, cb, span_index_local, trace_lo)" &&
+		schema1_fay $n cb || return 1
+		CWANT[$n]=$(ch_q $n "SELECT count(), sum(cityHash64(day, murmurHash2_64(service),
+			murmurHash2_64(name), start_us, duration_us, trace_hi, trace_lo))
+			FROM cb.span_index_local")
+	done
+	[ "$(ch_q two1 'SELECT count() FROM cb.span_index')" = $((BULK + 60)) ]
+}
+for r in 1 2; do
+	ok "cluster round $r: a schema-1 database on both shards ($((BULK + 60)) rows)" cluster_v1 || continue
+	race cb 3
+	bad=0
+	for i in 1 2 3; do up $i || bad=1; done
+	ok "cluster round $r: all 3 collectors up" [ $bad = 0 ]
+	bad=0
+	for n in two1 two2; do
+		[ "$(ch_q $n 'SELECT groupArray(version) FROM (SELECT version FROM cb.fay_schema ORDER BY version)')" = "[1,2]" ] ||
+			{ diag "$n: fay_schema $(ch_q $n 'SELECT groupArray(version) FROM cb.fay_schema')"; bad=1; }
+		got=$(ch_q $n "SELECT count(), sum(cityHash64(day, service_h, name_h, start_us,
+			duration_us, trace_hi, trace_lo)) FROM cb.span_index_local")
+		[ "$got" = "${CWANT[$n]}" ] || { diag "$n: span_index_local $(echo $got), want $(echo ${CWANT[$n]})"; bad=1; }
+		left=$(ch_q $n "SELECT groupArray(name) FROM system.tables WHERE database = 'cb'
+			AND (name LIKE 'span_index_v%' OR name LIKE 'fay_migrate_lock%')")
+		[ "$left" = "[]" ] || { diag "$n: left $left"; bad=1; }
+	done
+	ok "cluster round $r: on each shard fay_schema 1, 2, every row once by its hashes, nothing left" [ $bad = 0 ]
+	ok "cluster round $r: the Distributed span_index reads the new columns" \
+		[ "$(ch_q two1 "SELECT count() FROM cb.span_index WHERE service_h = murmurHash2_64('frontend')")" = 10 ]
+	bad=0
+	for i in 1 2 3; do
+		answers "${RURL[i]}" >"$T_TMP/got-$i.txt" 2>/dev/null
+		cmp -s "$T_TMP/base.txt" "$T_TMP/got-$i.txt" || { diag "collector $i answers otherwise"; bad=1; }
+	done
+	ok "cluster round $r: every collector's searches answer as on one node" [ $bad = 0 ]
+	stop_all
+done
 done_testing
