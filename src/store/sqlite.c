@@ -106,7 +106,6 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_RETAIN_TRACE] = "DELETE FROM traces WHERE seq = ?",
 };
 
-
 const char *sq__path(const struct store_be *st)
 {
 	return st->path;

@@ -159,6 +159,7 @@ struct ckpt {
 	sqlite3 *db;
 	int pending, stop, running;
 	int restart;                /* the writer waits for a RESTART checkpoint */
+	uint64_t retry_ns;          /* no RESTART before (monotonic): one failed */
 };
 
 struct store_be {

@@ -8,7 +8,10 @@
 # they come, shaped like real traces (random trace ids); the WAL, sampled
 # every 50 ms, must stay under 128 MiB (a RESTART checkpoint at 64 MiB
 # plus the commit that crossed it) while trace searches and service lists
-# read the store all along, and every ACKed span is in the store.
+# read the store all along, and every ACKed span is in the store.  Then
+# a reader keeps a read transaction open through another 600 000 spans:
+# the WAL cannot start again meanwhile, and the writer must not wait for
+# it at every commit.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 [ -z "${FAY_TEST_CH_URLS:-}" ] || skip_all "the SQLite store's WAL (no ClickHouse run)"
@@ -49,6 +52,30 @@ ok "the WAL grew (the sampler saw it)" [ "$max" -gt $((16 * 1048576)) ]
 ok "the WAL stayed under 128 MiB" [ "$max" -lt $((128 * 1048576)) ]
 ok "every span is in the store" \
 	[ "$("$FAY" sql --db "$DB" 'SELECT count(*) FROM spans' | sed -n 3p | tr -d ' ')" = 1200000 ]
+
+# a reader that keeps the WAL (a read transaction open for the whole
+# ingest): no RESTART can get through, and the writer must not wait for
+# one at every commit (it did: 68 000 spans/s instead of 250 000)
+rate1=$(awk '/^rate/ { print $2 }' "$T_TMP/send.out")
+python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN")
+c.execute("SELECT count(*) FROM traces").fetchone()
+open(sys.argv[2], "w").write("reading\n")
+time.sleep(60)
+' "$DB" "$T_TMP/reading" &
+reader=$!
+T_PIDS+=($reader)
+wait_for 10 test -s "$T_TMP/reading"
+"$CLIENT" -a "127.0.0.1:$WP" -c 8 -s 151 -n 75 -m 1000 -k 8 -W 16 send >"$T_TMP/send2.out" 2>&1
+kill $reader
+rate2=$(awk '/^rate/ { print $2 }' "$T_TMP/send2.out")
+diag "with a reader holding the WAL: $rate2 spans/s, without: $rate1"
+ok "600 more batches ACKed with the reader holding the WAL" \
+	[ "$(acked "$T_TMP/send2.out" 1000)" = 600 ]
+ok "... at more than 40% of the rate without it" [ $((rate2 * 5)) -gt $((rate1 * 2)) ]
 coll_stop
-ok "the store opens again" [ "$("$FAY" sql --db "$DB" 'SELECT count(*) FROM traces' | sed -n 3p | tr -d ' ')" = 150000 ]
+ok "the store opens again, with every trace" \
+	[ "$("$FAY" sql --db "$DB" 'SELECT count(*) FROM traces' | sed -n 3p | tr -d ' ')" = 225000 ]
 done_testing
