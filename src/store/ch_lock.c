@@ -311,6 +311,7 @@ int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w
 {
 	uint64_t t0 = clock_monotonic_ns(), seen_ns = 0, said_ns = 0;
 	unsigned gens[MAX_GENS], seen = 0;
+	char seen_qid[sizeof(lk->me.qid)] = "";
 	int ret;
 
 	memset(lk, 0, sizeof(*lk));
@@ -346,8 +347,9 @@ int ch_lock_take(struct ch_lock *lk, struct ch_conn *c, const struct ch_where *w
 		if (ret < 0)
 			break;
 		now = clock_monotonic_ns();
-		if (top != seen) {
+		if (top != seen || strcmp(h.qid, seen_qid)) {  /* another lock */
 			seen = top;
+			snprintf(seen_qid, sizeof(seen_qid), "%s", h.qid);
 			seen_ns = now;
 		}
 		ret = dead(lk, &h, ret == 1, now, &seen_ns, why, sizeof(why), err, errlen);
