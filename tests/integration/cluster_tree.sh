@@ -110,9 +110,15 @@ RC=$?
 grep -q '3 of 3 hosts answered' "$T_TMP/e3" && grep -q 'answered; missing: h3$' "$T_TMP/e3" &&
 	pass "c2 killed: its host h3 is reported missing in the following windows" ||
 	fail "c2 killed (rc=$RC)" "$(cat "$T_TMP/e3")"
-if tail -n 4 "$T_TMP/o3" | grep -q 'h3'; then
+# the last window with rows: the query's last window ends with it (for
+# 7s from a start not on a second) and may be too short to hold a call
+last_rows() {
+	awk '/^window / { cur = "" } /^h[0-9]/ { cur = cur $1 " " } cur != "" { last = cur }
+	     END { print last }' "$T_TMP/o3"
+}
+if last_rows | grep -q 'h3'; then
 	fail "h3 rows after c2 died" "$(cat "$T_TMP/o3")"
-elif tail -n 4 "$T_TMP/o3" | grep -q 'h1'; then
+elif last_rows | grep -q 'h1'; then
 	pass "windows after c2 died carry h1 and h2 only, not stale h3 rows"
 else
 	fail "no rows in the last windows" "$(cat "$T_TMP/o3")"
