@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "collector/ext.h"
+#include "common/grow.h"
 
 struct dspan {
 	uint64_t id, parent_id;
@@ -163,16 +164,9 @@ static void link_add(struct deps *d, const char *parent, const char *child, int 
 			return;
 		}
 	}
-	if (d->nl == d->capl) {
-		size_t cap = d->capl ? d->capl * 2 : 32;
-		struct link *nl = realloc(d->l, cap * sizeof(*nl));
-
-		if (!nl) {
-			d->oom = 1;
-			return;
-		}
-		d->l = nl;
-		d->capl = cap;
+	if (array_grow((void **)&d->l, d->nl, &d->capl, sizeof(*d->l), 32)) {
+		d->oom = 1;
+		return;
 	}
 	l = &d->l[d->nl];
 	l->parent = strdup(parent);
@@ -465,15 +459,8 @@ static int on_row(void *ctx, const struct store_row *r)
 		trace_done(d);
 	d->have = 1;
 	d->lo = r->trace_lo;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 64;
-		struct dspan *ns = realloc(d->s, cap * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		d->s = ns;
-		d->cap = cap;
-	}
+	if (array_grow((void **)&d->s, d->n, &d->cap, sizeof(*d->s), 64))
+		return -ENOMEM;
 	s = &d->s[d->n++];
 	memset(s, 0, sizeof(*s));
 	s->id = r->id;

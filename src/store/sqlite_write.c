@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "store/sqlite_int.h"
 
 /* ---- name set ----------------------------------------------------------- */
@@ -219,15 +220,8 @@ static size_t tm_slot(const struct tmap *m, uint64_t hi, uint64_t lo)
 /* Room for one more trace.  0 or -ENOMEM. */
 static int tm_room(struct tmap *m)
 {
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct tsum *v = realloc(m->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		m->v = v;
-		m->cap = cap;
-	}
+	if (array_grow((void **)&m->v, m->n, &m->cap, sizeof(*m->v), 256))
+		return -ENOMEM;
 	if ((m->n + 1) * 2 > m->nslot) {
 		size_t nslot = m->nslot ? m->nslot * 2 : 1024;
 		uint32_t *slot = calloc(nslot, sizeof(*slot));
