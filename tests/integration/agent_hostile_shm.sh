@@ -33,7 +33,10 @@ python3 - "$SHM" "$SLEEPER" <<'PY'
 import os, struct, sys
 d, sleeper = sys.argv[1], int(sys.argv[2])
 HDR, SLOT, CTL = 4096, 64, 128
-def put(pid, inst, nrings, slots, npool=4, stride=1024):
+# Each file is made whole (size, owner) under a name the agent ignores and
+# then renamed into place: the agent's scan must never see it half made (a
+# scan between the write and the chown saw a file of root's, and took it).
+def put(pid, inst, nrings, slots, npool=4, stride=1024, owner=None):
     pool_off = HDR
     rings_off = pool_off + npool * stride
     ring_stride = CTL + slots * SLOT
@@ -42,12 +45,14 @@ def put(pid, inst, nrings, slots, npool=4, stride=1024):
                     rings_off, ring_stride, nrings, slots, pool_off, npool, stride)
     b += b'hostile'.ljust(64, b'\0') + b'127.0.0.1'.ljust(48, b'\0')
     path = os.path.join(d, 'fay-%d-%016x.shm' % (pid, inst))
-    with open(path, 'wb') as f:
+    with open(path + '.tmp', 'wb') as f:
         f.write(b)
         f.truncate(size)           # sparse: only the header page exists
-    return path
+    if owner is not None:
+        os.chown(path + '.tmp', owner, owner)
+    os.rename(path + '.tmp', path)
 put(910000, 0x300, 2, 1 << 24)
-os.chown(put(sleeper, 0x301, 1, 64), 65534, 65534)
+put(sleeper, 0x301, 1, 64, owner=65534)
 PY
 ok "a 1 GiB ring refused, naming the limit" \
 	wait_for 3 grep -q "fay-910000-.*ring_slots is 16777216, want a power of two in 2..1048576" \
