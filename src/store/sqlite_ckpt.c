@@ -25,7 +25,10 @@
  * query (a `fay sql` over the whole store) costs the writer one short
  * wait every few seconds, not one a commit (which made ingest 3.7-6.5 times
  * slower); the WAL grows meanwhile.  The writer never waits more than
- * CKPT_RESTART_WAIT_S.
+ * CKPT_RESTART_WAIT_S.  A WAL that grew past CKPT_RESTART_PAGES (behind
+ * a long reader) is cut back to that size by the first commit after the
+ * next RESTART (SQLite's journal_size_limit), so the disk it took is given
+ * back once the reader is gone.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -134,6 +137,8 @@ void sq_ckpt_start(struct store_be *st)
 	}
 	ck->running = 1;
 	sq_exec(st->db, "PRAGMA wal_autocheckpoint = 0");
+	/* CKPT_RESTART_PAGES' 64 MiB */
+	sq_exec(st->db, "PRAGMA journal_size_limit = 67108864");
 	sqlite3_wal_hook(st->db, ckpt_hook, ck);
 }
 
