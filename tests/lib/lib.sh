@@ -39,9 +39,32 @@ need_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root"; }
 # bg cmd...: start in the background, remember the pid for cleanup.
 bg() { "$@" & T_PIDS+=($!); }
 
-# A free TCP port on 127.0.0.1.
+# A free TCP port on 127.0.0.1, never one this test was given before.
+# The kernel picks bind(0)'s port at random among the free odd ones and
+# the port is released before the caller binds it, so two calls in a row
+# could get the same one (7 pairs in 100,000 here: 1 in 14,000), e.g.
+# coll_start's WP and HP, and then the collector cannot start (a CI run
+# starts well over a hundred collectors).  The ports handed
+# out are noted in $T_TMP/.free_ports (a file: callers run $(free_port)
+# in a subshell) and a repeat is drawn again.
 free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+	python3 - "$T_TMP/.free_ports" <<'PY'
+import socket, sys
+try:
+    given = set(open(sys.argv[1]).read().split())
+except OSError:
+    given = set()
+while True:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = str(s.getsockname()[1])
+    s.close()
+    if port not in given:
+        break
+with open(sys.argv[1], "a") as f:
+    f.write(port + "\n")
+print(port)
+PY
 }
 
 # wait_for SECONDS cmd...: poll until cmd succeeds.
