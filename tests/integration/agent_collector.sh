@@ -51,7 +51,7 @@ sleep 0.5
 ok "each exactly once" stored_exactly_once "$T_TMP/ids"
 ok "the process's endpoint is the Zipkin service" \
 	bash -c "curl -sf -H 'Authorization: Bearer s3cret' 'http://127.0.0.1:$HTTP/api/v2/services' | grep -q '\"producer\"'"
-ok "agent spool empty (all acknowledged)" wait_for 5 bash -c "[ -z \"\$(ls '$STATE/spool')\" ]"
+ok "agent spool empty (all acknowledged)" wait_for 30 bash -c "[ -z \"\$(ls '$STATE/spool')\" ]"
 stop_agent; rc=$?
 ok "agent exits 0" test $rc -eq 0
 
@@ -60,12 +60,12 @@ before=$(stored)
 start_agent --token wrong
 produce --count 200 --ids "$T_TMP/ids2"
 ok "collector's refusal logged by the agent" \
-	wait_for 5 grep -q "collector 127.0.0.1:$PORT: ERROR" "$T_TMP/agent.log"
-ok "spans kept in the spool" wait_for 5 bash -c "ls '$STATE/spool' | grep -q batch"
+	wait_for 30 grep -q "collector 127.0.0.1:$PORT: ERROR" "$T_TMP/agent.log"
+ok "spans kept in the spool" wait_for 30 bash -c "ls '$STATE/spool' | grep -q batch"
 ok "nothing stored" test "$(stored)" -eq "$before"
 stop_agent
 start_agent --token s3cret
-ok "with the right token the spool drains" wait_for 10 stored_ge $((before + 200))
+ok "with the right token the spool drains" wait_for 30 stored_ge $((before + 200))
 sleep 0.3
 ok "all exactly once" stored_exactly_once "$T_TMP/ids" "$T_TMP/ids2"
 stop_agent

@@ -48,7 +48,7 @@ ok "testpoint killed the agent after its 3rd spooled batch (rc $rc)" test $rc -e
 ok "testpoint logged" agent_log_has "testpoint: batch"
 start_agent
 wait_for 10 test -e "$T_TMP/ready2"
-ok "6000 spans after the crash" wait_delivered 6000 20
+ok "6000 spans after the crash" wait_delivered 6000 30
 sleep 0.5
 ok "exactly once across the crash window" exactly_once "$T_TMP/ids2"
 ok "no span in two batches" one_batch_each
@@ -62,16 +62,16 @@ produce_bg --count 3000 --ids "$T_TMP/ids3" --ready "$T_TMP/ready3"
 P3=$PROD
 wait $P3
 ok "spans spooled while the collector is down" \
-	wait_for 10 bash -c "ls '$STATE/spool' | grep -q batch"
+	wait_for 30 bash -c "ls '$STATE/spool' | grep -q batch"
 ok "the exited process's file is removed" \
-	wait_for 5 bash -c "! ls '$SHM'/fay-$P3-*.shm >/dev/null 2>&1"
+	wait_for 30 bash -c "! ls '$SHM'/fay-$P3-*.shm >/dev/null 2>&1"
 kill9_agent
 start_collector
 start_agent
-ok "3000 spooled spans delivered after restart" wait_delivered 3000 20
+ok "3000 spooled spans delivered after restart" wait_delivered 3000 30
 sleep 0.5
 ok "exactly once" exactly_once "$T_TMP/ids3"
-ok "spool emptied" wait_for 5 bash -c "[ -z \"\$(ls '$STATE/spool')\" ]"
+ok "spool emptied" wait_for 30 bash -c "[ -z \"\$(ls '$STATE/spool')\" ]"
 stop_agent
 
 [ $T_FAILED -eq 0 ] || show_logs 40

@@ -15,7 +15,7 @@ start_agent --flush-interval 100ms
 produce_bg --count 3000 --rate 1500 --ids "$T_TMP/ids" --ready "$T_TMP/ready"
 wait $PROD
 ok "spans spooled while the collector is away" \
-	wait_for 10 bash -c "[ \$(ls '$STATE/spool' | grep -c batch) -ge 3 ]"
+	wait_for 30 bash -c "[ \$(ls '$STATE/spool' | grep -c batch) -ge 3 ]"
 sleep 1
 kill9_agent
 files=($(ls "$STATE/spool" | grep batch | sort))
@@ -35,16 +35,16 @@ start_collector
 start_agent --flush-interval 100ms
 # the producer is gone and its rings with it: both batches' spans are lost
 want=$((3000 - n1 - n2))
-ok "every other spooled span arrives: 3000 - $n1 (flipped) - $n2 (cut) = $want" wait_delivered "$want" 20
+ok "every other spooled span arrives: 3000 - $n1 (flipped) - $n2 (cut) = $want" wait_delivered "$want" 30
 sleep 1
 ok "... exactly once" test "$(delivered)" -eq "$want" -a "$(awk '{print $2}' "$OUT" | sort | uniq -d | wc -l)" -eq 0
 ok "the flipped batch is named, with its checksum" agent_log_has "${files[0]} is damaged (.*checksum"
 ok "the cut batch is named, with where it ends" agent_log_has "${files[1]} is damaged (.*is cut at"
 ok "each loss is counted in spans ($n1, $n2)" \
 	bash -c "grep -q '${files[0]} held $n1 spans' '$T_TMP/agent.log' && grep -q '${files[1]} held $n2 spans' '$T_TMP/agent.log'"
-ok "stats: spool.damaged_files 2" wait_for 5 bash -c "grep -q '\"damaged_files\":2' '$STATE/stats.json'"
+ok "stats: spool.damaged_files 2" wait_for 30 bash -c "grep -q '\"damaged_files\":2' '$STATE/stats.json'"
 ok "stats: lost.spool_damaged $((n1 + n2)), so delivered + lost == produced" \
-	wait_for 5 bash -c "grep -q '\"spool_damaged\":$((n1 + n2))' '$STATE/stats.json'"
+	wait_for 30 bash -c "grep -q '\"spool_damaged\":$((n1 + n2))' '$STATE/stats.json'"
 stop_agent
 [ $T_FAILED -eq 0 ] || show_logs 30
 done_testing

@@ -130,12 +130,17 @@ expect "query: JSON body" 400 '"line":1' POST /api/query -H 'Content-Type: appli
 expect "query: JSON body without query: 400" 400 'expected {\"query\"' POST /api/query -H 'Content-Type: application/json' --data '{"q":1}'
 expect "query: empty body: 400" 400 'body: empty' POST /api/query --data-binary ' '
 if [ "$(id -u)" -eq 0 ]; then
+	# the reads must come once the probes are attached (the progress
+	# line; "for 1s" counts from there): a fixed 0.3 s pause before them
+	# was shorter than the attach under load; reading until the query
+	# ends puts 5 and more in its window
+	: >"$T_TMP/nd"
 	curl -sN -D "$T_TMP/qh" -X POST --data-binary \
 		'from s in syscall("read") group s by s.comm into g select { comm: g.key, calls: g.count() } for 1s' \
 		"$URL/api/query" >"$T_TMP/nd" &
 	QPID=$!
-	sleep 0.3
-	for i in 1 2 3 4 5; do cat /etc/hostname >/dev/null; done
+	wait_for 60 grep -q '"type":"progress"' "$T_TMP/nd"
+	while kill -0 $QPID 2>/dev/null; do cat /etc/hostname >/dev/null; done
 	wait $QPID
 	ok "a real query on this host: 200, chunked NDJSON" grep -qi '^transfer-encoding: chunked' "$T_TMP/qh"
 	ok "columns, probes attached, the final window with our reads, end" python3 -c "
@@ -145,11 +150,12 @@ assert ls[1]['type']=='progress' and ls[1]['attached']>=1, ls[1]
 fin=[l for l in ls if l['type']=='window' and l['final']]
 assert len(fin)==1 and any(r[0]=='cat' and r[1]>=5 for r in fin[0]['rows']), fin
 assert ls[-1]['type']=='end', ls[-1]"
+	: >"$T_TMP/nd2"
 	curl -sN -X POST --data-binary 'from s in syscall("openat") select { pid: s.pid, comm: s.comm } limit 2' \
 		"$URL/api/query" >"$T_TMP/nd2" &
 	QPID=$!
-	sleep 0.3
-	cat /etc/hostname /etc/hostname >/dev/null
+	wait_for 60 grep -q '"type":"progress"' "$T_TMP/nd2"
+	while kill -0 $QPID 2>/dev/null; do cat /etc/hostname /etc/hostname >/dev/null; done
 	wait $QPID
 	ok "a stream query: rows, ended by its limit" python3 -c "
 import json; ls=[json.loads(l) for l in open('$T_TMP/nd2')]

@@ -50,8 +50,9 @@ ok "curl without a certificate: the handshake is refused (curl exit $rc)" refuse
 "${CURL[@]}" --cert "$C/stranger.pem" --key "$C/stranger.key" -o /dev/null "$URL/health"
 rc=$?
 ok "curl with a certificate another CA signed: refused (exit $rc)" refused_rc $rc
+# logged once the handshake has failed, after the alert curl exits on
 ok "... and the collector logs why, with the peer" \
-	grep -q 'tls: 127.0.0.1: handshake refused: .*[Cc]ertificate' "$T_TMP/collector.log"
+	wait_for 10 grep -q 'tls: 127.0.0.1: handshake refused: .*[Cc]ertificate' "$T_TMP/collector.log"
 code=$("${CURL[@]}" "${ME[@]}" -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer rt' "$URL/api/v2/services")
 ok "curl with the client certificate and a read token: 200" [ "$code" = 200 ]
 code=$("${CURL[@]}" "${ME[@]}" -o /dev/null -w '%{http_code}' "$URL/api/v2/services")

@@ -52,14 +52,14 @@ produce_bg --count 9000 --threads 3 --rate 1500 --ids "$T_TMP/ids" --ready "$T_T
 P=$PROD
 sleep 1.5
 ch_kill one
-ok "ClickHouse killed -9: /health says DOWN" wait_for 5 health_is DOWN
+ok "ClickHouse killed -9: /health says DOWN" wait_for 30 health_is DOWN
 ok "... with 503 and the reason" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HTTP/health) = 503 ]"
 ok "... /metrics fay_collector_store_up 0" [ "$(metric_of fay_collector_store_up)" = 0 ]
 sleep 1.5
 ok "batches NACKed or refused while it is down" \
-	bash -c "[ \$(curl -s http://127.0.0.1:$HTTP/metrics | awk '\$1 == \"fay_collector_store_errors_total\" { print \$2 }') -gt 0 ]"
+	wait_for 30 bash -c "[ \$(curl -s http://127.0.0.1:$HTTP/metrics | awk '\$1 == \"fay_collector_store_errors_total\" { print \$2 }') -gt 0 ]"
 ok "ClickHouse restarted on its data" ch_restart one
-ok "the collector says UP again by itself" wait_for 10 health_is UP
+ok "the collector says UP again by itself" wait_for 30 health_is UP
 sleep 1
 kill -9 "$CPID"; wait "$CPID" 2>/dev/null
 ok "collector killed -9 mid-ingest and restarted" start_real

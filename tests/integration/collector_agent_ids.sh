@@ -33,8 +33,14 @@ kill $PID_a; wait $PID_a
 cp -a "$T_TMP/a" "$T_TMP/b"          # the clone
 rm -f "$T_TMP/b"/*.lock 2>/dev/null
 
+# a must hold the id before the clone says HELLO: a fixed pause was not
+# enough under load (a slow to start, b connected first and a was the one
+# refused); wait for the collector to log a's new connection
+connected_a() { grep -c "wire: agent .* (host-a) connected" "$T_TMP/collector.log"; }
+connected_a_gt() { [ "$(connected_a)" -gt "$1" ]; }
+n=$(connected_a)
 agent a --host host-a
-sleep 0.5
+ok "a connected again" wait_for 30 connected_a_gt "$n"
 agent b --host host-b
 ok "the clone's HELLO is refused while a is connected" \
 	wait_for 10 grep -q "already connected from .*by another agent process" "$T_TMP/b.log"
