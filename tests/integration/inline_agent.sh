@@ -21,7 +21,7 @@ agent() {
 		--state-dir "$T_TMP/$h" "$@" >>"$T_TMP/$h.log" 2>&1 &
 	APID=$!
 	T_PIDS+=($APID)
-	wait_for 15 peer "$h"
+	wait_for 30 peer "$h"
 }
 peer() { curl -s "$URL/api/cluster/peers" | grep -q "\"host\":\"$1\""; }
 agent h1
@@ -32,13 +32,13 @@ ok "an agent with a query connection" peer h1
 # query attached; the answer in $T_TMP/out, the progress in $T_TMP/err,
 # the process's pid in wpid
 cq() {
-	local how=$1 k=$2 go=$T_TMP/go.$RANDOM
+	local how=$1 k=$2 go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM
 	if [ "$how" = run ]; then
 		QW_WAIT=$go "$FAY" run --agent -- "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
-		wait_for 10 test -S /run/fay/inline/$wpid.sock
+		wait_for 60 test -S /run/fay/inline/$wpid.sock
 	else
-		QW_WAIT=$go "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
-		sleep 0.2
+		QW_READY=$ready QW_WAIT=$go "$W" calls "$k" >/dev/null 2>&1 & wpid=$!
+		in_main "$ready"
 	fi
 	: >"$T_TMP/err"
 	timeout 60 "$FAY" query --cluster "$URL" --json \

@@ -15,13 +15,20 @@
 # count MODE K: K calls by a process started without fay, waiting in
 # nanosleep until the query attached; prints the query's count
 count() {
-	local go=$T_TMP/go.$RANDOM n
-	QW_WAIT=$go "$W" calls "$2" >"$T_TMP/w.out" 2>&1 & local wpid=$!
-	sleep 0.2
+	local go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM n
+	QW_READY=$ready QW_WAIT=$go "$W" calls "$2" >"$T_TMP/w.out" 2>&1 & local wpid=$!
+	in_main "$ready"
+	# emptied here: the query's own redirection may come after the poll
+	# below has read the previous query's "attached"
+	: >"$T_TMP/c.err"
 	timeout 30 "$FAY" query --json --probe-mode="$1" -p $wpid \
 		"from f in process($wpid).function(\"fay_inline_fn\") select { n: count(), s: sum(f.arg(0)) }" \
 		>"$T_TMP/c.out" 2>"$T_TMP/c.err" & local q=$!
-	wait_for 20 grep -q 'attached' "$T_TMP/c.err" && touch "$go"
+	# until it attached, or failed: the workload is let go either way
+	# (a query that failed left it waiting for ever)
+	attached_or_gone() { grep -q 'attached' "$T_TMP/c.err" || ! kill -0 $q 2>/dev/null; }
+	wait_for 60 attached_or_gone
+	touch "$go"
 	wait $wpid
 	echo $? >"$T_TMP/w.rc"
 	kill -INT $q 2>/dev/null
@@ -71,9 +78,9 @@ ok "the 8 threads' own results are all right (exit 0: $(cat "$T_TMP/work.out"))"
 # ---- a program without glibc ------------------------------------------------------------
 WS=$BUILD/tests/bin/inline_work_static
 rm -f "$stop"
-"$WS" threads 1 "$stop" >/dev/null & spid=$!
+QW_READY=$T_TMP/ready.static "$WS" threads 1 "$stop" >/dev/null & spid=$!
 T_PIDS+=($spid)
-sleep 0.2
+in_main "$T_TMP/ready.static"
 timeout 30 "$FAY" query --probe-mode=inline -p $spid \
 	"from f in process($spid).function(\"fay_inline_fn\") select { n: count() } for 100ms" \
 	>/dev/null 2>"$T_TMP/e5"

@@ -21,22 +21,22 @@ Q() { echo "from f in process($1).function(\"${FN:-fay_inline_fn}\") select { n:
 # $T_TMP/w.rc, its pid in $T_TMP/w.pid, the number of its mappings of
 # libfay-probe.so once the query attached in $T_TMP/w.lib
 count() {
-	local exe=$1 mode=$2 k=$3 go=$T_TMP/go.$RANDOM
+	local exe=$1 mode=$2 k=$3 go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM
 	shift 3
-	QW_WAIT=$go "$exe" "${WMODE:-calls}" "$k" >"$T_TMP/w.out" 2>&1 & local wpid=$!
+	QW_READY=$ready QW_WAIT=$go "$exe" "${WMODE:-calls}" "$k" >"$T_TMP/w.out" 2>&1 & local wpid=$!
 	echo $wpid >"$T_TMP/w.pid"
-	sleep 0.2
+	in_main "$ready"
 	if [ -n "${TRACER:-}" ]; then	# strace holds it (it ends with the process)
 		strace -o /dev/null -p $wpid 2>/dev/null & echo $! >"$T_TMP/t.pid"
 		traced() { ! grep -q '^TracerPid:[[:space:]]*0$' /proc/$wpid/status; }
-		wait_for 10 traced
+		wait_for 30 traced
 	fi
 	: >"$T_TMP/c.err"
 	timeout 60 "$FAY" query --json --probe-mode="$mode" "$@" -p $wpid "$(Q $wpid)" \
 		>"$T_TMP/c.out" 2>"$T_TMP/c.err" & local q=$!
 	# until it attached, or ended (a refusal)
 	attached_or_gone() { grep -q 'attached' "$T_TMP/c.err" || ! kill -0 $q 2>/dev/null; }
-	wait_for 30 attached_or_gone
+	wait_for 60 attached_or_gone
 	grep -c libfay-probe.so /proc/$wpid/maps >"$T_TMP/w.lib"
 	touch "$go"
 	wait $wpid
@@ -140,10 +140,10 @@ if command -v setpriv >/dev/null && id $U >/dev/null 2>&1; then
 	cp "$W" "$D/wroot"
 	chmod 755 "$D"/*
 	go=$D/go
-	QW_WAIT=$go "$D/wroot" calls 1000 >"$T_TMP/w.out" 2>&1 & wpid=$!
+	QW_READY=$D/ready QW_WAIT=$go "$D/wroot" calls 1000 >"$T_TMP/w.out" 2>&1 & wpid=$!
 	T_PIDS+=($wpid)
 	echo $wpid >"$T_TMP/w.pid"
-	sleep 0.2
+	in_main "$D/ready"
 	: >"$T_TMP/c.err"
 	# the capabilities a uprobe needs on this kernel (query_own_uid.sh),
 	# not sys_ptrace (without it /proc/PID/exe is closed: the binary by path)
@@ -152,7 +152,7 @@ if command -v setpriv >/dev/null && id $U >/dev/null 2>&1; then
 		"from f in function(\"$D/wroot:fay_inline_fn\") select { n: count(), s: sum(f.arg(0)) }" \
 		>"$T_TMP/c.out" 2>"$T_TMP/c.err" &
 	q=$!
-	wait_for 30 grep -q 'attached' "$T_TMP/c.err"
+	wait_for 60 grep -q 'attached' "$T_TMP/c.err"
 	touch "$go"
 	wait $wpid
 	wait $q

@@ -26,14 +26,24 @@ with open(f"/proc/{pid}/mem", "rb") as m:
     print(m.read(5).hex())
 PY
 }
+# in_main READY: wait until a workload started with QW_READY=READY has
+# reached its main (glibc mapped and started): until then the child of
+# `W ... &` may still be the shell that forked it (-p PID's
+# process(PID).function(...) then looks in bash or dash: "no function")
+# or ld.so may not have mapped glibc yet (no runtime can be loaded).  A
+# fixed sleep 0.2 was this wait: a child that took 0.5 s to exec made
+# inline_attach.sh hang on its held workload.  Up to 60 s (a loaded
+# machine); the check returns at once when it is there.
+in_main() { wait_for 60 test -e "$1"; }
 # busy N: N threads of W calling fay_inline_fn until $stop exists (the
 # process's pid in wpid, its output in $T_TMP/work.out); orig: the
 # function's first bytes before any query
 busy() {
+	local ready=$T_TMP/ready.$RANDOM
 	stop=$T_TMP/stop
 	rm -f "$stop"
-	"$W" threads "$1" "$stop" >"$T_TMP/work.out" & wpid=$!
+	QW_READY=$ready "$W" threads "$1" "$stop" >"$T_TMP/work.out" & wpid=$!
 	T_PIDS+=($wpid)
-	sleep 0.3
+	in_main "$ready"
 	orig=$(first_bytes $wpid)
 }

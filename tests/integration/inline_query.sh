@@ -161,11 +161,14 @@ alike "$W calls $K" "from f in $F where f.arg(0) % 100 == 7 select { a: f.arg(0)
 
 # process(PID).function of a process fay did not start, -p: auto loads the
 # runtime with ptrace (inline_auto.sh) and answers as uprobe mode does
+# (QW_READY: -p PID reads /proc/PID/exe, the shell's until the fork has
+# exec'd the workload, and auto needs glibc mapped to load the runtime)
 for mode in uprobe auto; do
-	go=$T_TMP/go.$RANDOM
+	go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM
 	: >"$T_TMP/err"
-	QW_WAIT=$go "$W" calls 400 & wpid=$!
-	( wait_for 20 grep -q attached "$T_TMP/err"; touch "$go" ) &
+	QW_READY=$ready QW_WAIT=$go "$W" calls 400 & wpid=$!
+	wait_for 60 test -e "$ready"
+	( wait_for 60 grep -q attached "$T_TMP/err"; touch "$go" ) &
 	timeout 60 "$FAY" query --json --probe-mode=$mode -p $wpid \
 		"from f in process($wpid).function(\"fay_work_fn\") where f.arg(0) >= 100 select { n: count(), s: sum(f.arg(0)), r: sum(f.ret), pid: max(f.pid) }" \
 		>"$T_TMP/out" 2>"$T_TMP/err"
@@ -187,11 +190,11 @@ same "$T_TMP/out" '{"k":0,"n":1000,"s":7000}
 # fay run without a query; fay query -p finds the runtime (auto: inline)
 go=$T_TMP/go.run
 QW_WAIT=$go "$FAY" run -- "$W" calls 400 & wpid=$!
-wait_for 10 test -S /run/fay/inline/$wpid.sock
+wait_for 60 test -S /run/fay/inline/$wpid.sock
 ok "fay run: the runtime's socket /run/fay/inline/PID.sock, root only" \
 	test "$(stat -c %a /run/fay/inline/$wpid.sock)" = 600 -a "$(stat -c %a /run/fay/inline)" = 700
 : >"$T_TMP/err"
-( wait_for 10 grep -q attached "$T_TMP/err"; touch "$go" ) &
+( wait_for 60 grep -q attached "$T_TMP/err"; touch "$go" ) &
 timeout 60 "$FAY" query --json -p $wpid "from f in process($wpid).function(\"fay_work_fn\") select { n: count(), pid: max(f.pid) }" >"$T_TMP/out" 2>"$T_TMP/err"
 RC=$?
 wait $wpid; wrc=$?
@@ -209,7 +212,8 @@ fay_note=$(timeout 60 "$FAY" query --json -c "$W calls 10" "from f in $F select 
 
 # inline without the runtime: loaded with ptrace (inline_attach.sh tests
 # it); without a process: an error with the reason
-QW_WAIT=$T_TMP/never "$W" calls 1 & wpid=$!
+QW_READY=$T_TMP/ready.never QW_WAIT=$T_TMP/never "$W" calls 1 & wpid=$!
+wait_for 60 test -e "$T_TMP/ready.never"
 timeout 60 "$FAY" query --probe-mode=inline -p $wpid "from f in $F select count() for 100ms" >"$T_TMP/out" 2>"$T_TMP/err"
 RC=$?
 kill $wpid; wait $wpid 2>/dev/null

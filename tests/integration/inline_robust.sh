@@ -18,7 +18,7 @@
 # ---- 8 threads, 100 attach/detach cycles --------------------------------------------
 stop=$T_TMP/stop
 "$FAY" run -- "$W" threads 8 "$stop" >"$T_TMP/work.out" & wpid=$!
-wait_for 10 test -S /run/fay/inline/$wpid.sock
+wait_for 60 test -S /run/fay/inline/$wpid.sock
 orig=$(first_bytes $wpid)
 bad=0 empty=0 N=${INLINE_CYCLES:-12}
 for i in $(seq $N); do
@@ -71,12 +71,12 @@ sig_run "select { n: count(), r: sum(f.ret - f.arg(0)), d: min(f.duration) > 0 }
 L=$BUILD/tests/bin/libinline_lib.so D=$T_TMP/dl
 mkdir -p "$D"
 "$FAY" run -- "$W" dlopen 1000 "$L" "$D" >"$T_TMP/work.out" & wpid=$!
-wait_for 10 test -e "$D/ready"
+wait_for 60 test -e "$D/ready"
 : >"$T_TMP/err"
 "$FAY" query -q --json -p $wpid --probe-mode=inline "from f in process($wpid).function(\"$L:fay_lib_fn\") select { n: count(), s: sum(f.ret) }" >"$T_TMP/out" 2>"$T_TMP/err" & qpid=$!
-wait_for 10 grep -q attached "$T_TMP/err"
+wait_for 60 grep -q attached "$T_TMP/err"
 touch "$D/go"
-wait_for 20 test -e "$D/closed"
+wait_for 60 test -e "$D/closed"
 ok "the library was unloaded while the query is attached" sh -c "! grep -q libinline_lib /proc/$wpid/maps"
 kill -INT $qpid
 wait $qpid; RC=$?
@@ -96,10 +96,10 @@ RC=$?
 # ---- kill -9 of fay query while attached ---------------------------------------------
 stop=$T_TMP/stop2
 "$FAY" run -- "$W" loop "$stop" >"$T_TMP/work.out" & wpid=$!
-wait_for 10 test -S /run/fay/inline/$wpid.sock
+wait_for 60 test -S /run/fay/inline/$wpid.sock
 : >"$T_TMP/err"
 "$FAY" query --json -p $wpid --probe-mode=inline "from f in process($wpid).function(\"fay_inline_fn\") select count()" >"$T_TMP/out" 2>"$T_TMP/err" & qpid=$!
-wait_for 10 grep -q attached "$T_TMP/err"
+wait_for 60 grep -q attached "$T_TMP/err"
 # a second inline query meanwhile: refused, the process is taken
 timeout 30 "$FAY" query -q -p $wpid --probe-mode=inline "from f in process($wpid).function(\"fay_inline_fn\") select count() for 10ms" >/dev/null 2>"$T_TMP/err2"
 ok "a second inline query is refused while one is attached ($(head -c 200 "$T_TMP/err2"))" \
@@ -108,7 +108,8 @@ patched=$(first_bytes $wpid)
 ok "while attached the function starts with a jmp ($patched)" test "${patched:0:2}" = e9
 kill -9 $qpid
 wait $qpid 2>/dev/null
-for i in $(seq 50); do [ "$(first_bytes $wpid)" = "$orig" ] && break; sleep 0.1; done
+restored() { [ "$(first_bytes $wpid)" = "$orig" ]; }
+wait_for 30 restored
 ok "after kill -9 of fay query the original bytes are back ($(first_bytes $wpid))" test "$(first_bytes $wpid)" = "$orig"
 ok "and the process runs on" kill -0 $wpid
 # a new query attaches again (the runtime took the end of the session)

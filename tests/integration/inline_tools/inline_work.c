@@ -59,10 +59,14 @@
  *                                refuses: a branch in the first 5 bytes)
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
- * QW_WAIT=PATH waits until PATH exists before starting.
+ * QW_WAIT=PATH waits until PATH exists before starting; QW_READY=PATH
+ * creates PATH first, in main (glibc mapped and started: fay may attach
+ * to or load its runtime into the process; before that /proc/PID/exe may
+ * still be the shell that forked it).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -313,6 +317,8 @@ int main(int argc, char **argv)
 	const char *mode = argc > 2 ? argv[1] : "", *wait = getenv("QW_WAIT");
 	long k = argc > 2 ? atol(argv[2]) : 0, bad = 0;
 
+	if (getenv("QW_READY"))
+		close(open(getenv("QW_READY"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
 	while (wait && access(wait, F_OK))
 		usleep(1000);
 	if (!strcmp(mode, "calls")) {

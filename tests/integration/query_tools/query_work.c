@@ -22,6 +22,8 @@
  *                             sites that keep i in %rax and in %rcx
  *
  * Environment: QW_WAIT=PATH waits until PATH exists before starting;
+ * QW_READY=PATH creates PATH first, in main (the workload is exec'd and
+ * glibc started: fay may attach to it or load its runtime into it);
  * QW_TIME=1 prints "loop_ns N cpu_ns M" on stdout: the loop's wall-clock
  * time and the CPU time the process spent in it (probes run in the
  * traced process's context: their cost is in M, the time other processes
@@ -150,6 +152,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|getppid|read|spin|lat|signal|open|pages|dwrite K [N|FILE]\n");
 		return 2;
 	}
+	if (getenv("QW_READY"))
+		close(open(getenv("QW_READY"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
 	while (wait && access(wait, F_OK))
 		usleep(1000);
 	t0 = now_ns();
