@@ -33,8 +33,8 @@ cq() {
 	local mode=$1 go=$T_TMP/go.$RANDOM
 	shift
 	for h in $HOSTS; do QW_WAIT=$go "$T_TMP/$h/qw" $mode ${K[$h]} & T_PIDS+=($!); done
-	# one "attached" line per host
-	query_bg 3 "$T_TMP/out" "$T_TMP/err" timeout 60 "$FAY" query --cluster "$URL" --json "$@" &&
+	# every host attached (QUERY_BG_HOSTS: hosts, not lines)
+	QUERY_BG_HOSTS=1 query_bg 3 "$T_TMP/out" "$T_TMP/err" timeout 60 "$FAY" query --cluster "$URL" --json "$@" &&
 		touch "$go"
 	wait $QBG
 	RC=$?
