@@ -25,10 +25,10 @@
  * query (a `fay sql` over the whole store) costs the writer one short
  * wait every few seconds, not one a commit (which made ingest 3.7-6.5 times
  * slower); the WAL grows meanwhile.  The writer never waits more than
- * CKPT_RESTART_WAIT_S.  A WAL that grew past CKPT_RESTART_PAGES (behind
- * a long reader) is cut back to that size by the first commit after the
- * next RESTART (SQLite's journal_size_limit), so the disk it took is given
- * back once the reader is gone.
+ * CKPT_RESTART_WAIT_S.  A WAL file that grew past 128 MiB (behind a long
+ * reader) is cut back to that size by the first commit after the next
+ * RESTART (SQLite's journal_size_limit), so the disk it took is given back
+ * once the reader is gone.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -137,8 +137,10 @@ void sq_ckpt_start(struct store_be *st)
 	}
 	ck->running = 1;
 	sq_exec(st->db, "PRAGMA wal_autocheckpoint = 0");
-	/* CKPT_RESTART_PAGES' 64 MiB */
-	sq_exec(st->db, "PRAGMA journal_size_limit = 67108864");
+	/* 128 MiB: above the 64-93 MiB a WAL reaches between RESTARTs
+	 * without a long reader, which must not be cut (and grown again
+	 * into new blocks) every time */
+	sq_exec(st->db, "PRAGMA journal_size_limit = 134217728");
 	sqlite3_wal_hook(st->db, ckpt_hook, ck);
 }
 

@@ -161,13 +161,17 @@ RC=$?
 	pass "no host can run it: an error with each host's reason" || fail "nobody can run it (rc=$RC)" "$(cat "$T_TMP/e")"
 
 # ---- an agent killed mid-query, then restarted ---------------------------------
-Q='from c in cluster.syscall("getppid") group c by c.host into g select { host: g.key, n: g.count() } window 1s for 8s'
+# each step waits for what it needs (a complete window; then h2 missing)
+# instead of fixed pauses of 2 and 2.5 s, and the query runs 15 s, not 8:
+# the restarted agent has to start, connect and attach before the last
+# windows, and an agent 5 s slower to start (load) missed them
+Q='from c in cluster.syscall("getppid") group c by c.host into g select { host: g.key, n: g.count() } window 1s for 15s'
 cq "$T_TMP/o6" "$T_TMP/e6" "$Q"
 attached 3 "$T_TMP/e6"
-sleep 2
+wait_for 30 grep -q ': 3 of 3 hosts answered$' "$T_TMP/e6"
 kill -9 "${APID[h2]}"
 wait "${APID[h2]}" 2>/dev/null
-sleep 2.5
+wait_for 30 grep -q 'hosts answered; missing: h2$' "$T_TMP/e6"
 agent_start h2
 wait $QPID
 RC=$?
