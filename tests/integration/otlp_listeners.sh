@@ -25,7 +25,9 @@ ok "GET /v1/traces on it: 405" bash -c "[ \$(curl -s -o /dev/null -w '%{http_cod
 	--otlp-http 127.0.0.1:$OP --db "$T_TMP/b.db" >"$T_TMP/b.log" 2>&1
 ok "an --otlp-http ADDR in use: exit 1 naming it" bash -c "[ $? = 1 ] && grep -q -- '--otlp-http 127.0.0.1:$OP' '$T_TMP/b.log'"
 
-# The default address taken (held here if free; else someone holds it).
+# The default address taken (held here if free; else someone holds it),
+# until this test ends (killed at exit: 30 s could run out before the
+# collector below tried it, on a loaded machine).
 python3 -c '
 import socket, time, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -33,20 +35,20 @@ try:
     s.bind(("127.0.0.1", 4318)); s.listen(1)
 except OSError:
     pass
-print("held", flush=True); time.sleep(30)' >"$T_TMP/hold" &
+print("held", flush=True); time.sleep(600)' >"$T_TMP/hold" &
 T_PIDS+=($!)
-wait_for 5 grep -q held "$T_TMP/hold"
+wait_for 30 grep -q held "$T_TMP/hold"
 P2=$(free_port)
 "$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$P2 --db "$T_TMP/c.db" >"$T_TMP/c.log" 2>&1 &
 C2=$!
 T_PIDS+=($C2)
-ok "the default OTLP port taken: the collector runs" wait_for 10 curl -sf "http://127.0.0.1:$P2/health"
+ok "the default OTLP port taken: the collector runs" wait_for 30 curl -sf "http://127.0.0.1:$P2/health"
 ok "... and says so" grep -q -- '--otlp-http 127.0.0.1:4318: the port is in use; running without it' "$T_TMP/c.log"
 kill $C2
 "$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \
 	--db "$T_TMP/d.db" >"$T_TMP/d.log" 2>&1 &
 T_PIDS+=($!)
-ok "--otlp-http off: none" wait_for 10 grep -q 'OTLP/HTTP on off' "$T_TMP/d.log"
+ok "--otlp-http off: none" wait_for 30 grep -q 'OTLP/HTTP on off' "$T_TMP/d.log"
 ok "... and no warning about it" bash -c "! grep -q -- '--otlp-http.*in use' '$T_TMP/d.log'"
 ok "collector still up" coll_alive
 done_testing

@@ -42,5 +42,5 @@ agent_as_user() {
 	APID=$!
 	T_PIDS+=($APID)
 	peers() { curl -s "$URL/api/cluster/peers" | grep -q "\"host\":\"$host\""; }
-	ok "the agent as $U connects" wait_for 10 peers
+	ok "the agent as $U connects" wait_for 30 peers
 }
