@@ -48,6 +48,13 @@ lost = [p["id"] for p in json.load(sys.stdin) if p["id"] > int(sys.argv[1])
 print(len(lost), *lost)' "$1"
 }
 none_left() { [ "$(orphans_since "$1")" = 0 ]; }
+# A program whose last fd closed can stay listed a moment longer (the
+# kernel frees it after an RCU grace period: query_run.sh polls for the
+# same reason): read once right after fay exited, one counted as left
+# behind (seen at a load of 9, other tests loading fay programs beside
+# this one: "not ok ... nothing stays loaded after it", then "held by
+# nobody: 0" on the next line).  Polled for 10 s: one left behind for
+# real stays.
 Q="from s in syscall(\"getppid\") where s.comm == \"$WN\" select { n: count() } for 2s"
 
 before=$(prog_max_id)
@@ -55,7 +62,7 @@ out=$(as "" "$D/fay" query "$Q" 2>&1)
 rc=$?
 ok "no capability: refused (exit $rc)" test $rc -ne 0
 ok "... saying it needs root, or CAP_BPF and CAP_PERFMON" grep -q "CAP_BPF and CAP_PERFMON" <<<"$out"
-ok "... and nothing stays loaded" none_left "$before"
+ok "... and nothing stays loaded" wait_for 10 none_left "$before"
 diag "$out"
 
 out=$(as +bpf,+perfmon "$D/fay" query "$Q" 2>&1)
@@ -76,7 +83,7 @@ out=$(cat "$T_TMP/q.out")
 diag "$out"
 ok "with fay-agent.service's capabilities a syscall query runs as $U" test $rc -eq 0
 ok "... and counts the 500 calls exactly" grep -qx " *500" <<<"$out"
-ok "... and nothing stays loaded after it" none_left "$before"
+ok "... and nothing stays loaded after it" wait_for 10 none_left "$before"
 diag "fay programs loaded since and held by nobody: $(orphans_since "$before")"
 
 out=$(as "$CAPS" "$D/fay" query -c "$D/$WN getppid 10" 'from f in function("libc:getppid") select { n: count() }' 2>&1)

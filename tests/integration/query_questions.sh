@@ -28,11 +28,15 @@ BT=$(command -v bpftrace || true)
 # in either program is its pid), release it once both are attached.  fay's
 # JSON in $T_TMP/out, bpftrace's maps in $T_TMP/bt.
 both() {
-	local q=$1 bt=$2 go=$T_TMP/go.$RANDOM fpid bpid
+	local q=$1 bt=$2 go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM fpid bpid
 	shift 2
 	: >"$T_TMP/err"
 	: >"$T_TMP/bt"
-	QW_WAIT=$go "$W" "$@" & wpid=$!
+	QW_READY=$ready QW_WAIT=$go "$W" "$@" & wpid=$!
+	# traced once it is in main: before its exec the pid is the shell's,
+	# and bpftrace -p PID finds no USDT probe there ("No probes to
+	# attach": a workload exec'd 2 s late made the usdt case fail)
+	wait_for 60 test -e "$ready"
 	timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}" >"$T_TMP/out" 2>"$T_TMP/err" &
 	fpid=$!
 	if [ -n "$BT" ]; then
