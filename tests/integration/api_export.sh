@@ -40,7 +40,7 @@ curl -s "$PURL/api/v2/trace/00000000000000000000000000000e01" >"$T_TMP/p"
 ok "OTLP protobuf export: the same spans as OTLP JSON export" python3 -c "
 import json; o=sorted(json.load(open('$T_TMP/o')), key=lambda s: s['id']); p=sorted(json.load(open('$T_TMP/p')), key=lambda s: s['id'])
 assert o == p and len(p) == 2, (o, p)"
-ok "protobuf export counted as otlp-protobuf" wait_for 5 bash -c "curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp-protobuf\",url=\"$PURL/v1/traces\"} 2'"
+ok "protobuf export counted as otlp-protobuf" wait_for 30 bash -c "curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp-protobuf\",url=\"$PURL/v1/traces\"} 2'"
 ok "Zipkin export: identical spans" python3 -c "
 import json; a=json.load(open('$T_TMP/z')); b=json.load(open('$T_TMP/spans.json'))
 key=lambda s: s['id']
@@ -53,8 +53,8 @@ r=a['00000000000000a1']; c=a['00000000000000a2']
 assert r['localEndpoint']['serviceName']=='web' and r['kind']=='SERVER' and r['duration']==5000 and r['timestamp']==$NOW, r
 assert r['tags']['http.path']=='/x' and r['tags']['error']=='boom' and [x['value'] for x in r['annotations']]==['ws'], r
 assert c['parentId']=='00000000000000a1' and c['kind']=='CLIENT', c"
-ok "sent spans are counted per exporter" wait_for 5 bash -c "curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp\",url=\"$OURL/v1/traces\"} 2'"
-ok "the dead backend is retried, then its spans are counted failed" wait_for 15 bash -c \
+ok "sent spans are counted per exporter" wait_for 30 bash -c "curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp\",url=\"$OURL/v1/traces\"} 2'"
+ok "the dead backend is retried, then its spans are counted failed" wait_for 30 bash -c \
 	"curl -s $URL/metrics | grep -q 'fay_export_spans_failed_total{exporter=\"zipkin\",url=\"http://127.0.0.1:$DEAD/api/v2/spans\"} 2'"
 ok "retries counted" bash -c "curl -s $URL/metrics | grep -q 'fay_export_retries_total{exporter=\"zipkin\",url=\"http://127.0.0.1:$DEAD/api/v2/spans\"} 3'"
 kill "$ZPID"; wait "$ZPID" 2>/dev/null

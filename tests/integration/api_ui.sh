@@ -179,7 +179,7 @@ assert ls[0]['type']=='columns' and [c['name'] for c in ls[0]['columns']]==['pid
 assert [l['type'] for l in ls[1:]] == ['row']*12 + ['end'] and ls[-1]['rows']==12, ls"
 	timeout 5 curl -sN -X POST --data-binary 'from s in syscall("read") select { pid: s.pid }' \
 		"http://127.0.0.1:$FP/api/query" | head -c 100 >/dev/null
-	ok "a client leaving mid-query stops it (queries_running back to 0)" wait_for 5 bash -c \
+	ok "a client leaving mid-query stops it (queries_running back to 0)" wait_for 30 bash -c \
 		"curl -s http://127.0.0.1:$FP/metrics | grep -q '^fay_collector_queries_running 0'"
 fi
 

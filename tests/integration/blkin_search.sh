@@ -25,8 +25,16 @@ ok "the BlkKin program ran: trace $TID" [ -n "$TID" ]
 HEX=$(printf '%016x' "$TID")
 have_trace() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/v2/trace/$HEX")" = 200 ]; }
 ok "its trace reaches the store through the agent" wait_for 20 have_trace
-# both spans' partial records (7) may come in more than one batch
-sleep 0.5
+# both spans' partial records (7) may come in more than one batch: waited
+# for until both spans hold their last annotation (a fixed 0.5 s was the
+# only wait for the later batches)
+complete() {
+	curl -s "$URL/api/v2/trace/$HEX" | python3 -c '
+import json, sys
+v = {a["value"] for s in json.load(sys.stdin) for a in s.get("annotations", [])}
+sys.exit(0 if {"end", "journal done"} <= v else 1)'
+}
+wait_for 30 complete
 curl -s "$URL/api/v2/trace/$HEX" >"$T_TMP/trace.json"
 python3 - "$T_TMP/trace.json" <<'PY' && pass "each span: timestamp = first annotation, duration = last - first" || fail "each span: timestamp = first annotation, duration = last - first" "$(cat "$T_TMP/trace.json")"
 import json, sys

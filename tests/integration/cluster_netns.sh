@@ -49,8 +49,12 @@ peers() { [ "$(ns_run $1 curl -s -H "Authorization: Bearer cli" http://127.0.0.1
 ok "the root has h1, h2 and mid" wait_for 20 peers root 3
 ok "mid has h3" wait_for 20 peers mid 1
 
-n_attached() { [ "$(grep -c 'attached' "$2")" -ge "$1" ]; }
-Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count(), s: g.sum(c.arg(0)) } for 4s'
+# n_attached N ERR: N of the root's members (h1, h2, mid) attached: members,
+# not lines (each time one more answers, fay query prints every attached
+# one again, and after 2 s without all answers the lines add up early)
+n_attached() { [ "$(grep -o '^fay: [^:]*: attached' "$2" | sort -u | wc -l)" -ge "$1" ]; }
+# 8 s: a query's time counts from its start, the attach comes out of it
+Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count(), s: g.sum(c.arg(0)) } for 8s'
 go=$T_TMP/go1
 for h in h1 h2 h3; do QW_WAIT=$go "$T_TMP/$h/qw" calls ${K[$h]} & T_PIDS+=($!); done
 ns_run root timeout 60 "$FAY" query --cluster http://127.0.0.1:9411 --token-file "$T_TMP/cli.tok" --json "$Q" >"$T_TMP/o1" 2>"$T_TMP/e1" &

@@ -13,6 +13,21 @@
 #       on a loaded machine).  QBG: its pid (also in T_PIDS, killed at
 #       exit).  Returns 0 once attached; 1 when the deadline passed or
 #       CMD exited first.
+#       With QUERY_BG_HOSTS set (a fay query --cluster), N is a number of
+#       hosts: distinct "fay: HOST: attached" lines, for the query prints
+#       every attached host again each time one more answers (after 2 s
+#       without all answers, as under load), so its lines add up to N
+#       before N hosts have attached.
+
+# _qbg_attached ERR: the "attached" lines of ERR, or with QUERY_BG_HOSTS
+# the hosts they name
+_qbg_attached() {
+	if [ -n "${QUERY_BG_HOSTS:-}" ]; then
+		grep -o '^fay: [^:]*: attached' "$1" | sort -u | wc -l
+	else
+		grep -c attached "$1"
+	fi
+}
 
 query_bg() {
 	local n=$1 out=$2 err=$3 end
@@ -28,9 +43,9 @@ query_bg() {
 	T_PIDS+=($QBG)
 	end=$((SECONDS + ${QUERY_BG_WAIT:-40}))
 	while [ $SECONDS -lt $end ]; do
-		[ "$(grep -c attached "$err")" -ge "$n" ] && return 0
+		[ "$(_qbg_attached "$err")" -ge "$n" ] && return 0
 		kill -0 "$QBG" 2>/dev/null || break
 		sleep 0.1
 	done
-	[ "$(grep -c attached "$err")" -ge "$n" ]
+	[ "$(_qbg_attached "$err")" -ge "$n" ]
 }
