@@ -21,7 +21,12 @@ mkdir -p "$T_TMP/state" "$T_TMP/shm"
 	--host nofile-host >"$T_TMP/agent.log" 2>&1 &
 APID=$!; T_PIDS+=($APID)
 up() { [ -s "$T_TMP/state/agent_id" ]; }
-ok "the agent starts" wait_for 10 up
+ok "the agent starts" wait_for 30 up
+# polled: the agent writes agent_id in its setup and raises the limit
+# after it, so a reading right after agent_id appeared could see 1024
+# (with the raise delayed 2 s by strace -e inject it did: "got 1024")
+raised() { [ "$(soft_of "$APID")" = 8192 ]; }
+wait_for 30 raised
 ok "the agent started under 1024/8192 runs with a soft limit of 8192 (got $(soft_of "$APID"))" \
 	test "$(soft_of "$APID")" = 8192
 ok "and this shell's soft limit was 1024 (the test's premise)" test "$(ulimit -Sn)" = 1024

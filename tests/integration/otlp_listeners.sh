@@ -11,7 +11,9 @@
 
 OP=$(free_port)
 coll_start "$T_TMP/fay.db" --otlp-http 127.0.0.1:$OP || { fail "collector starts"; done_testing; exit; }
-ok "the start line names the OTLP/HTTP listener" grep -q "OTLP/HTTP on http://127.0.0.1:$OP" "$T_TMP/collector.log"
+# polled: /health (coll_start's wait) answers before the collector opens
+# its OTLP listeners; this line is printed once they are all open
+ok "the start line names the OTLP/HTTP listener" wait_for 30 grep -q "OTLP/HTTP on http://127.0.0.1:$OP" "$T_TMP/collector.log"
 otlp_node "OTLP/HTTP protobuf exporter on --otlp-http: every field round-trips" \
 	roundtrip proto "http://127.0.0.1:$OP/v1/traces" "$URL"
 otlp_node "OTLP/HTTP JSON exporter on --otlp-http (gzip)" \
