@@ -110,8 +110,10 @@ else
 fi
 
 # ---- windows ---------------------------------------------------------------
+# 9 s (was 5), and the windows before the hosts attached are not counted:
+# under load their attach took some of the 5 windows (as "0 of 3")
 Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g
-   select { host: g.key, n: g.count() } window 1s for 5s'
+   select { host: g.key, n: g.count() } window 1s for 9s'
 cq "$T_TMP/o3" "$T_TMP/e3" --json "$Q"
 work "$T_TMP/go3"
 attached 3 "$T_TMP/e3" && touch "$T_TMP/go3"
@@ -125,9 +127,11 @@ done
 grep -q '"window_start_ns":[0-9]*000000000,' "$T_TMP/o3" &&
 	pass "windows start on wall-clock second boundaries on every host" ||
 	fail "aligned windows" "$(head -3 "$T_TMP/o3")"
-nw=$(grep -c '^fay: window .*: 3 of 3 hosts answered$' "$T_TMP/e3")
-[ "$nw" -ge 5 ] && pass "every window complete: 3 of 3 hosts answered ($nw windows)" ||
-	fail "complete windows: $nw" "$(cat "$T_TMP/e3")"
+# from the first complete window on: every window complete, 5 or more
+read -r nw nall < <(awk '/^fay: window / { if (/: 3 of 3 hosts answered$/) { on = 1; c++ } if (on) a++ }
+	END { print c + 0, a + 0 }' "$T_TMP/e3")
+[ "$nw" -ge 5 ] && [ "$nw" = "$nall" ] && pass "every window complete: 3 of 3 hosts answered ($nw windows)" ||
+	fail "complete windows: $nw of $nall" "$(cat "$T_TMP/e3")"
 
 # ---- scope: one host ------------------------------------------------------
 Q='from c in host("h2").function("./qw:fay_work_fn") group c by c.host into g
