@@ -5,7 +5,8 @@
  * bench/bench_ingest.  Built by mk/collector.mk.
  *
  *   fay-wire-client [-a ADDR] [-i AGENT_ID] [-t TOKEN] [-s SEQ] [-n BATCHES]
- *                   [-m SPANS] [-k SPANS_A_TRACE] [-c CONNS] [-W WINDOW] [-d DB] [-H HOST] [-T NS] [-w] [-q]
+ *                   [-m SPANS] [-k SPANS_A_TRACE] [-c CONNS] [-W WINDOW] [-P USEC] [-d DB] [-H HOST]
+ *                   [-T NS] [-w] [-q]
  *                   [-C CA [-E CERT -Y KEY]] CMD
  *
  * -C: TLS to the collector (common/tls.h), its certificate checked against
@@ -29,6 +30,8 @@
  *            connection) and fail unless all M spans are already there
  *            (ACK only after COMMIT).  -c: that many agents in parallel
  *            (agent ids differ in the last digit).  -W: batches in flight.
+ *            -P: a pause of USEC microseconds after each batch sent (a
+ *            stream long enough to be interrupted mid-way under load).
  *            Prints "rate SPANS/s" at the end.
  *   dup      send batch SEQ twice: two ACKs, the second duplicate
  *   partial  one batch of BlkKin partial records (cs, sr, ss, cr, a
@@ -68,7 +71,7 @@ static const char *addr = "127.0.0.1:9410", *token, *dbpath, *service = "wiretes
 static const char *hostname = "testhost";
 static char agent_id[33] = "0123456789abcdef0123456789abcdef";
 static uint64_t first_seq = 1;
-static unsigned nbatches = 1, nspans = 10, nconns = 1, window = 8;
+static unsigned nbatches = 1, nspans = 10, nconns = 1, window = 8, pace_us;
 static unsigned per_trace;   /* -k: spans a trace (0: the whole batch) */
 static int verify, quiet;
 static struct tls_conf *tls;
@@ -395,6 +398,8 @@ static void *sender_main(void *arg)
 		while (next < end && inflight < window) {
 			make_batch(&b, tag, agent_tag(s->id + 16), next, nspans);
 			send_frame(fd, WIRE_BATCH, next, b.p, (uint32_t)b.len);
+			if (pace_us)
+				usleep(pace_us);
 			next++;
 			inflight++;
 		}
@@ -615,7 +620,7 @@ int main(int argc, char **argv)
 	const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:k:c:W:d:S:H:T:C:E:Y:wq")) != -1) {
+	while ((opt = getopt(argc, argv, "a:i:t:s:n:m:k:c:W:P:d:S:H:T:C:E:Y:wq")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'i':
@@ -630,6 +635,7 @@ int main(int argc, char **argv)
 		case 'k': per_trace = (unsigned)atoi(optarg); break;
 		case 'c': nconns = (unsigned)atoi(optarg); break;
 		case 'W': window = (unsigned)atoi(optarg); break;
+		case 'P': pace_us = (unsigned)atoi(optarg); break;
 		case 'd': dbpath = optarg; break;
 		case 'S': service = optarg; break;
 		case 'H': hostname = optarg; break;

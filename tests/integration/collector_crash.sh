@@ -14,7 +14,11 @@ N=400 M=200
 for round in 1 2; do
 	ok "round $round: collector starts" coll_start "$DB"
 	A=127.0.0.1:$WP
-	"$CLIENT" -a "$A" -i "$ID" -s $(( (round - 1) * N + 1 )) -n $N -m $M -W 8 send \
+	# paced (25 ms a batch: 10 s for the 400) so that the kill lands
+	# mid-stream: unpaced, the 400 batches took under a second, and at a
+	# load of 18 every one was ACKed before the poll below saw 20 and
+	# the kill came (CI at aa3f401: 'killed mid-stream (400 of 400)')
+	"$CLIENT" -a "$A" -i "$ID" -s $(( (round - 1) * N + 1 )) -n $N -m $M -W 8 -P 25000 send \
 		>"$T_TMP/send$round.out" 2>&1 &
 	SPID=$!
 	# let some batches through, then SIGKILL mid-stream

@@ -45,7 +45,8 @@ P2=$(free_port)
 C2=$!
 T_PIDS+=($C2)
 ok "the default OTLP port taken: the collector runs" wait_for 30 curl -sf "http://127.0.0.1:$P2/health"
-ok "... and says so" grep -q -- '--otlp-http 127.0.0.1:4318: the port is in use; running without it' "$T_TMP/c.log"
+# (polled: the warning comes after /health answers, as the start line)
+ok "... and says so" wait_for 30 grep -q -- '--otlp-http 127.0.0.1:4318: the port is in use; running without it' "$T_TMP/c.log"
 kill $C2
 "$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \
 	--db "$T_TMP/d.db" >"$T_TMP/d.log" 2>&1 &
