@@ -34,7 +34,7 @@ produce_bg --count 3000 --rate 3000 --ids "$T_TMP/ids1" --ready "$T_TMP/ready1" 
 	--hold "$T_TMP/release1"
 P1=$PROD
 wait_for 10 test -e "$T_TMP/ready1"
-ok "the drain thread read all 3000 spans into memory" wait_for 5 drained_ge 3000
+ok "the drain thread read all 3000 spans into memory" wait_for 30 drained_ge 3000
 ok "none reached the spool (writer held)" test -z "$(ls "$STATE/spool")"
 kill9_agent
 rm -f "$HOLD"
