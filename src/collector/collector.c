@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collector/cluster.h"
 #include "collector/standing.h"
@@ -338,6 +339,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		}
 		pr_info("collector: an intermediate aggregator under %s", o->parent);
 	}
+	__atomic_store_n(&c->gate, 1, __ATOMIC_RELEASE);
 	return c;
 err_out:
 	collector_stop(c);
@@ -408,12 +410,24 @@ size_t coll_conn_mem(const struct collector *c)
 	return COLL_CONN_MEM + (c->tls ? COLL_CONN_TLS_MEM : 0);
 }
 
+int coll_gate_wait(struct collector *c)
+{
+	const struct timespec tick = { 0, 2000000 };
+	int g;
+
+	/* collector_start() takes milliseconds once the listeners are open */
+	while (!(g = __atomic_load_n(&c->gate, __ATOMIC_ACQUIRE)))
+		nanosleep(&tick, NULL);
+	return g > 0;
+}
+
 void collector_stop(struct collector *c)
 {
 	struct collector_run *r = (struct collector_run *)c;
 
 	if (!c)
 		return;
+	__atomic_store_n(&c->gate, -1, __ATOMIC_RELEASE);	/* no new connection served */
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
 	standing_free(c->standing);
 	otlp_grpc_free(r->grpc);

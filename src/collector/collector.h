@@ -105,6 +105,8 @@ struct collector {
 	uint64_t retention_us;
 	struct coll_metrics m;
 	uint64_t started_us;
+	int gate;                    /* atomic: 0 starting, 1 serving, -1 stopping
+					(coll_gate_wait()) */
 
 	pthread_mutex_t agents_lock;
 	struct coll_agent *agents;
@@ -241,6 +243,17 @@ struct collector_opts {
  */
 struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen);
 void collector_stop(struct collector *c);
+
+/*
+ * For every listener's connection (or new HTTP request) before it is
+ * served: wait until collector_start() has finished (every listener open,
+ * the exposure checked, the standing queries loaded), so that nothing is
+ * answered -- /health included -- by a collector that is not whole yet or
+ * that will refuse to run (a non-loopback address without a token).
+ * 1: serve it; 0: the collector is stopping (or its start failed): close
+ * it unserved.
+ */
+int coll_gate_wait(struct collector *c);
 /*
  * SIGHUP: read --token-file and the TLS files (--tls-cert, --tls-key,
  * --tls-client-ca) again.  New requests, HELLOs and handshakes use what

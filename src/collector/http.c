@@ -116,6 +116,8 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 		const char *cl = http_header(con, "Content-Length");
 		unsigned st = 0;
 
+		if (!coll_gate_wait(c))
+			return HTTPD_NO;	/* stopping, or its start failed */
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return HTTPD_NO;

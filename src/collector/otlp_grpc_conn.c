@@ -51,7 +51,8 @@ static void *conn_main(void *arg)
 {
 	struct gconn *k = arg;
 
-	otlp_grpc_serve(k);
+	if (coll_gate_wait(k->g->c))	/* unserved if the collector stops instead */
+		otlp_grpc_serve(k);
 	close(k->fd);
 	leave(k->g, k);
 	return NULL;

@@ -389,9 +389,10 @@ void *wire_conn_main(void *arg)
 	if (tp)
 		ac.test_nack_every = strtoul(tp, NULL, 10);
 
-	do {
+	/* not before the collector is whole; unserved if it stops instead */
+	ret = coll_gate_wait(ws->c) ? 0 : -ECONNRESET;
+	while (!ret)
 		ret = one_frame(&ac);
-	} while (!ret);
 	if (ret == 2 && ac.query_role) {
 		struct cluster_peer_info pi = {
 			.host = ac.host, .collector = ac.child_collector,
