@@ -52,7 +52,7 @@ ok "mid has h3" wait_for 20 peers mid 1
 # n_attached N ERR: N of the root's members (h1, h2, mid) attached: members,
 # not lines (each time one more answers, fay query prints every attached
 # one again, and after 2 s without all answers the lines add up early)
-n_attached() { [ "$(grep -o '^fay: [^:]*: attached' "$2" | sort -u | wc -l)" -ge "$1" ]; }
+n_attached() { [ "$(hosts_attached "$2")" -ge "$1" ]; }
 # 8 s: a query's time counts from its start, the attach comes out of it
 Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g select { host: g.key, n: g.count(), s: g.sum(c.arg(0)) } for 8s'
 go=$T_TMP/go1

@@ -47,7 +47,7 @@ cq() {
 # attached N ERR: wait until N hosts said attached: hosts, not lines (each
 # time one more answers, fay query prints every attached host again; after
 # 2 s without all answers, as under load, 2 of 3 attached made 3 lines)
-n_attached() { [ "$(grep -o '^fay: [^:]*: attached' "$2" | sort -u | wc -l)" -ge "$1" ]; }
+n_attached() { [ "$(hosts_attached "$2")" -ge "$1" ]; }
 attached() { wait_for 15 n_attached "$1" "$2"; }
 # work GO: start each host's workload, held until GO exists
 work() {

@@ -67,6 +67,12 @@ print(port)
 PY
 }
 
+# hosts_attached ERR: how many hosts fay query --cluster's stderr ERR says
+# attached: distinct "fay: HOST: attached" lines, not lines (each time one
+# more host answers, the query prints every attached host again, and
+# after 2 s without all answers the lines add up before all attached)
+hosts_attached() { grep -o '^fay: [^:]*: attached' "$1" | sort -u | wc -l; }
+
 # wait_for SECONDS cmd...: poll until cmd succeeds.
 wait_for() {
 	local t=$1; shift

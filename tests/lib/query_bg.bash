@@ -23,7 +23,7 @@
 # the hosts they name
 _qbg_attached() {
 	if [ -n "${QUERY_BG_HOSTS:-}" ]; then
-		grep -o '^fay: [^:]*: attached' "$1" | sort -u | wc -l
+		hosts_attached "$1"
 	else
 		grep -c attached "$1"
 	fi
