@@ -14,10 +14,10 @@
 GP=$(free_port)
 FAY_STORE_SYNC=full coll_start "$T_TMP/fay.db" --otlp-grpc 127.0.0.1:$GP --max-body 1M --ingest-queue 60 ||
 	{ fail "collector starts"; done_testing; exit; }
-# polled: the collector answers /health (coll_start's wait) before it
-# opens its OTLP listeners and prints this line once they are all open;
-# with the gRPC bind() 2 s late (strace -e inject) the line was not there
-# yet and the exporter's spans were refused
+# (since the collector serves nothing before its start is done,
+# coll_start's /health means every listener is open and this line logged:
+# collector_ready_gate.sh; the poll stays from before, when /health could
+# answer first)
 ok "the start line names the gRPC listener" wait_for 30 grep -q "OTLP/gRPC on 127.0.0.1:$GP" "$T_TMP/collector.log"
 for mode in grpc grpc-gzip; do
 	otlp_node "OTLP/gRPC $mode exporter: every field round-trips as the Zipkin transformation says" \

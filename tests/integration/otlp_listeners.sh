@@ -11,8 +11,8 @@
 
 OP=$(free_port)
 coll_start "$T_TMP/fay.db" --otlp-http 127.0.0.1:$OP || { fail "collector starts"; done_testing; exit; }
-# polled: /health (coll_start's wait) answers before the collector opens
-# its OTLP listeners; this line is printed once they are all open
+# (logged before /health answers since the collector's start gate,
+# collector_ready_gate.sh; the poll stays from before)
 ok "the start line names the OTLP/HTTP listener" wait_for 30 grep -q "OTLP/HTTP on http://127.0.0.1:$OP" "$T_TMP/collector.log"
 otlp_node "OTLP/HTTP protobuf exporter on --otlp-http: every field round-trips" \
 	roundtrip proto "http://127.0.0.1:$OP/v1/traces" "$URL"
@@ -45,7 +45,7 @@ P2=$(free_port)
 C2=$!
 T_PIDS+=($C2)
 ok "the default OTLP port taken: the collector runs" wait_for 30 curl -sf "http://127.0.0.1:$P2/health"
-# (polled: the warning comes after /health answers, as the start line)
+# (logged before /health answers, as the start line)
 ok "... and says so" wait_for 30 grep -q -- '--otlp-http 127.0.0.1:4318: the port is in use; running without it' "$T_TMP/c.log"
 kill $C2
 "$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \

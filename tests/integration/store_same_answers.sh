@@ -31,17 +31,12 @@ declare -A C_URL C_WP C_PID C_GP
 
 # start NAME: its collector (again) on its store, OTLP/gRPC on its port
 start() {
-	local line n0
 	: "${C_GP[$1]:=$(free_port)}"
-	line="OTLP/gRPC on 127.0.0.1:${C_GP[$1]}"
-	n0=$(grep -c "$line" "$T_TMP/collector.log" 2>/dev/null)
+	# coll_start waits for /health, which the collector answers once every
+	# listener is open, OTLP/gRPC too (collector_ready_gate.sh)
 	FAY_TEST_CH_URLS=${CH_URLS[$1]} FAY_TEST_CH_CLUSTER=${CH_CL[$1]} \
 		coll_start "$T_TMP/$1.db" --autocomplete-keys environment,http.path --retention 0 \
 		--otlp-grpc "127.0.0.1:${C_GP[$1]}" || return 1
-	# its start line: /health answers before the OTLP/gRPC listener is
-	# open, the line once it is (otlp_grpc.sh)
-	started() { [ "$(grep -c "$line" "$T_TMP/collector.log")" -gt "${n0:-0}" ]; }
-	wait_for 30 started || return 1
 	C_URL[$1]=$URL C_WP[$1]=$WP C_PID[$1]=$CPID
 }
 stop() { kill "${C_PID[$1]}"; wait "${C_PID[$1]}" 2>/dev/null; return 0; }
