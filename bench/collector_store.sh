@@ -18,10 +18,10 @@
 # -k: random-looking ids, 20 services, 50 span names; default 8); -k 0: a
 # batch's spans are one trace with an id in sequence (the shape of results
 # before 2026-11-26 evening: it lets SQLite's trace-id index append).
-# -d DIR: where both stores and the server's data
-# go (default /var/tmp; e.g. a journaled ext4: on ext4 without a journal
-# every new file's inode is checked against the ones deleted in the last
-# minutes, and ClickHouse makes ~100 files a write).
+# -d DIR: where both stores and the server's data go (default /var/tmp;
+# e.g. a journaled ext4: on ext4 without a journal every new file's inode
+# is checked against the ones deleted in the last minutes, and ClickHouse
+# makes ~100 files a write).
 #
 #   bench/collector_store.sh [-c AGENTS] [-n BATCHES] [-m SPANS] [-k SPANS_A_TRACE]
 #                            [-W WINDOW] [-d DIR]
