@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# s.name, the probe's name (issue #27), for real (root, BPF): syscall("*")
+# grouped by the system call's name on a workload whose counts are known
+# (query_work sysmix K: K getppid, K/2 getuid, ceil(K/3) dup), the same
+# counts as bpftrace's tracepoint:syscalls:sys_enter_* { @[probe] =
+# count(); } on the same run, where s.name == "..." as a filter (also at
+# the entry of a paired query), streamed as a column, and across a
+# cluster (two agents, merged by name at the collector).
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+W=$BUILD/tests/bin/query_work
+[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
+[ -x "$W" ] || skip_all "query_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+
+K=300
+getuid=$((K / 2))
+dups=$(((K + 2) / 3))
+
+# ---- the counts by name: the workload's truth ---------------------------------
+fq --json -c "$W sysmix $K" 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }'
+for want in "getppid\",\"n\":$K" "getuid\",\"n\":$getuid" "dup\",\"n\":$dups"; do
+	ok "syscall(\"*\") by s.name: {\"name\":\"$want}" grep -q "^{\"name\":\"$want}\$" "$T_TMP/out"
+done
+ok "no id is left unnamed" test -z "$(grep -E '"name":"(syscall_[0-9]+|)"' "$T_TMP/out")"
+
+# ---- where s.name == ..., at the entry of a paired query ---------------------
+fq --json -c "$W sysmix $K" 'from s in syscall("*") where s.name == "getuid" || s.name == "dup" group s by s.name into g select { name: g.key, n: g.count(), ok: g.min(s.ret) >= 0 && g.max(s.duration) > 0 }'
+same "$T_TMP/out" "{\"name\":\"dup\",\"n\":$dups,\"ok\":1}"$'\n'"{\"name\":\"getuid\",\"n\":$getuid,\"ok\":1}" \
+	"where s.name == \"getuid\" || s.name == \"dup\" with ret and duration (paired): only those, exactly"
+
+# ---- streamed as a column, and a let of it -----------------------------------------
+fq --json -c "$W sysmix 6" 'from s in syscall("*") let n = s.name where n == "getuid" select { call: n, r: s.ret >= 0 }'
+row='{"call":"getuid","r":1}'
+same "$T_TMP/out" "$row"$'\n'"$row"$'\n'"$row" "s.name through a let, streamed: 3 getuid rows"
+
+# ---- a one-point source names its probe --------------------------------------------
+fq --json -c "$W sysmix 10" 'from s in syscall("getppid") group s by s.name into g select { name: g.key, n: g.count() }'
+same "$T_TMP/out" '{"name":"getppid","n":10}' "syscall(\"getppid\"): s.name is \"getppid\""
+
+# ---- the same counts as bpftrace ------------------------------------------------------
+# Both trace one run held at a file until both are attached.  bpftrace
+# prints "Attaching N probes" before it attaches them: it is attached when
+# it holds a perf event per sys_enter tracepoint.  The workload's wait for
+# the file (access, clock_nanosleep) is counted from each tracer's own
+# attach, so those two are left out of the comparison.
+bt_attached() {
+	local n
+	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
+	[ "$n" -ge "$2" ]
+}
+BT=$(command -v bpftrace || true)
+if [ -n "$BT" ]; then
+	TFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
+	nenter=$(find "$TFS/events/syscalls" -maxdepth 1 -name 'sys_enter_*' | wc -l)
+	go=$T_TMP/go ready=$T_TMP/ready
+	QW_READY=$ready QW_WAIT=$go "$W" sysmix 500 & wpid=$!
+	wait_for 30 test -e "$ready"
+	timeout 90 "$FAY" query --json -p $wpid 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }' \
+		>"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
+	timeout 90 "$BT" -p $wpid -e "tracepoint:syscalls:sys_enter_* /pid == $wpid/ { @[probe] = count(); }" \
+		>"$T_TMP/bt" 2>&1 & bpid=$!
+	wait_for 30 grep -q attached "$T_TMP/err"
+	wait_for 60 bt_attached $bpid "$nenter"
+	touch "$go"
+	wait $wpid
+	wait $fpid
+	RC=$?
+	wait $bpid
+	if [ $RC -eq 0 ] && python3 - "$T_TMP/out" "$T_TMP/bt" >"$T_TMP/cmp" 2>&1 <<'EOF'
+import json, re, sys
+skip = {"access", "clock_nanosleep"}
+fay = {r["name"]: r["n"] for r in map(json.loads, open(sys.argv[1])) if r["name"] not in skip}
+bt = {}
+for l in open(sys.argv[2]):
+    m = re.match(r"@\[tracepoint:syscalls:sys_enter_(\w+)\]: (\d+)", l)
+    if m and m.group(1) not in skip:
+        bt[m.group(1)] = int(m.group(2))
+assert fay.get("getppid") == 500 and bt.get("getppid") == 500, (fay, bt)
+assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
+print(len(fay), "system calls,", sum(fay.values()), "calls")
+EOF
+	then
+		pass "syscall(\"*\") by s.name equals bpftrace's @[probe] of sys_enter_* for the pid ($(cat "$T_TMP/cmp"))"
+	else
+		fail "syscall(\"*\") by s.name equals bpftrace's @[probe] (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
+			"$(head -c 400 "$T_TMP/err")" "$(head -c 400 "$T_TMP/bt")"
+	fi
+else
+	diag "no bpftrace: the comparison with it is not made"
+fi
+
+# ---- a cluster: two agents, names merged at the collector ------------------------------
+. "$(dirname "$0")/collector_lib.bash"
+coll_start "$T_TMP/c.db"
+for h in h1 h2; do
+	mkdir -p "$T_TMP/$h"
+	( cd "$T_TMP/$h" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+		--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ) >>"$T_TMP/$h.log" 2>&1 &
+	T_PIDS+=($!)
+done
+peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":"h[12]"' | sort -u | wc -l)" -eq 2 ]; }
+ok "two agents open query connections" wait_for 30 peers
+cp "$W" "$T_TMP/qwnames"
+timeout 60 "$FAY" query --cluster "$URL" --json \
+	'from s in cluster.syscall("*") where s.comm == "qwnames" && (s.name == "getppid" || s.name == "getuid" || s.name == "dup") group s by s.name into g select { name: g.key, n: g.count() } for 8s' \
+	>"$T_TMP/co" 2>"$T_TMP/ce" & qpid=$!
+n_att() { [ "$(hosts_attached "$T_TMP/ce")" -ge 2 ]; }
+wait_for 30 n_att
+QW_WAIT=$T_TMP/cgo "$T_TMP/qwnames" sysmix 100 & T_PIDS+=($!)
+QW_WAIT=$T_TMP/cgo "$T_TMP/qwnames" sysmix 200 & T_PIDS+=($!)
+touch "$T_TMP/cgo"
+wait $qpid
+RC=$?
+# both hosts share this kernel: each counts both workloads, 2 x (100 + 200)
+want="{\"name\":\"dup\",\"n\":$((2 * (34 + 67)))}"$'\n'"{\"name\":\"getppid\",\"n\":600}"$'\n'"{\"name\":\"getuid\",\"n\":$((2 * (50 + 100)))}"
+same "$T_TMP/co" "$want" "cluster.syscall(\"*\") by s.name: the hosts' partials carry names and merge by name"
+ok "cluster: 2 of 2 hosts answered" grep -q 'result: 2 of 2 hosts answered' "$T_TMP/ce"
+done_testing
