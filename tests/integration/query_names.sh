@@ -39,6 +39,11 @@ same "$T_TMP/out" "$row"$'\n'"$row"$'\n'"$row" "s.name through a let, streamed: 
 fq --json -c "$W sysmix 10" 'from s in syscall("getppid") group s by s.name into g select { name: g.key, n: g.count() }'
 same "$T_TMP/out" '{"name":"getppid","n":10}' "syscall(\"getppid\"): s.name is \"getppid\""
 
+fq --json -c "$W calls 100" "from f in function(\"$W:fay_work_fn\") where f.name == \"fay_work_fn\" group f by f.name into g select { f: g.key, n: g.count() }"
+same "$T_TMP/out" '{"f":"fay_work_fn","n":100}' "function(...): s.name is the function, in where and as the key"
+fq --json -c "$W usdt2 7" "from u in usdt(\"$W:fayq:multi\") group u by u.name into g select { p: g.key, n: g.count() }"
+same "$T_TMP/out" '{"p":"multi","n":14}' "usdt(...): s.name is the probe's name"
+
 # ---- the same counts as bpftrace ------------------------------------------------------
 # Both trace one run held at a file until both are attached.  bpftrace
 # prints "Attaching N probes" before it attaches them: it is attached when
