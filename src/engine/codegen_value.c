@@ -183,6 +183,9 @@ static ir_reg cg_name_id(struct cg *g, const struct pexpr *x)
 	case PN_CTX:
 		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), t->ctx_off, 8, 0);
 		break;
+	case PN_COOKIE:
+		ir_call(g->ir, r, BPF_FUNC_get_attach_cookie, 1, IR_R(ir_ctx(g->ir)));
+		break;
 	}
 	return r;
 }

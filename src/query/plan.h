@@ -203,6 +203,10 @@ enum plan_name_src {
 	PN_CTX,			/* the 8-byte word at context offset ctx_off
 				 * (raw_syscalls:sys_enter/sys_exit: the
 				 * system call's number) */
+	PN_COOKIE,		/* the attachment's BPF cookie: a wildcard
+				 * function's index among the functions it
+				 * matched; the names are known once the probe
+				 * resolved (query_plan_set_names()) */
 };
 
 struct plan_names {
@@ -302,6 +306,12 @@ int64_t plan_name_id(const struct plan *p, const char *name, size_t len);
  * of a streamed record (record_size bytes) by its name, NUL padded. */
 void plan_names_key(const struct plan *p, void *key);
 void plan_names_record(const struct plan *p, void *rec);
+
+/*
+ * PN_COOKIE: the names of ids 0..n-1 (copied), given by whoever resolved
+ * the probe.  0, -EINVAL (no such table, or names already set) or -ENOMEM.
+ */
+int query_plan_set_names(struct query *q, const char *const *names, int n);
 
 /* The integer operators with the plan's semantics (BPF's). */
 int64_t plan_binop(enum px_op op, int64_t a, int64_t b);

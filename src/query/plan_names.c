@@ -93,6 +93,14 @@ int plan_names_build(struct planner *pl)
 		pl->p->names = t;
 		return 0;
 	}
+	if ((src->kind == SRC_UFUNC || src->kind == SRC_PFUNC) &&
+	    strpbrk(src->part[1], "*?[")) {
+		t->src = PN_COOKIE;
+		t->what = "function";
+		t->how = "the functions the pattern matches, by their attachment's cookie";
+		pl->p->names = t;
+		return 0;
+	}
 	t->src = PN_CONST;
 	t->n = 1;
 	t->how = "one probe point";
@@ -128,6 +136,23 @@ int plan_names_build(struct planner *pl)
 	return 0;
 }
 
+int query_plan_set_names(struct query *q, const char *const *names, int n)
+{
+	struct plan_names *t = q->plan ? (struct plan_names *)q->plan->names : NULL;
+	const char **v;
+
+	if (!t || t->src != PN_COOKIE || t->n || n < 0)
+		return -EINVAL;
+	if (!(v = arena_alloc(q->arena, ((size_t)n + 1) * sizeof(*v))))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (!(v[i] = arena_strndup(q->arena, names[i], strlen(names[i]))))
+			return -ENOMEM;
+	t->name = v;
+	t->n = n;
+	return 0;
+}
+
 const char *plan_name_of(const struct plan *p, int64_t id, char *buf, size_t len)
 {
 	const struct plan_names *t = p->names;
@@ -135,7 +160,7 @@ const char *plan_name_of(const struct plan *p, int64_t id, char *buf, size_t len
 	if (t && id >= 0 && id < t->n && t->name[id])
 		return t->name[id];
 	snprintf(buf, len, "%s_%" PRId64,
-		 t && t->src == PN_CTX ? "syscall" : "probe", id);
+		 t && t->src == PN_CTX ? "syscall" : "site", id);
 	return buf;
 }
 

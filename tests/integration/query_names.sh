@@ -6,7 +6,9 @@
 # counts as bpftrace's tracepoint:syscalls:sys_enter_* { @[probe] =
 # count(); } on the same run, where s.name == "..." as a filter (also at
 # the entry of a paired query), streamed as a column, and across a
-# cluster (two agents, merged by name at the collector).
+# cluster (two agents, merged by name at the collector); a wildcard
+# function("libc:pthread_mutex_*") (a uprobe per function, s.name by its
+# cookie) against the workload's counts and bpftrace's.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 W=$BUILD/tests/bin/query_work
@@ -45,55 +47,97 @@ fq --json -c "$W usdt2 7" "from u in usdt(\"$W:fayq:multi\") group u by u.name i
 same "$T_TMP/out" '{"p":"multi","n":14}' "usdt(...): s.name is the probe's name"
 
 # ---- the same counts as bpftrace ------------------------------------------------------
-# Both trace one run held at a file until both are attached.  bpftrace
-# prints "Attaching N probes" before it attaches them: it is attached when
-# it holds a perf event per sys_enter tracepoint.  The workload's wait for
-# the file (access, clock_nanosleep) is counted from each tracer's own
-# attach, so those two are left out of the comparison.
+# versus FAYQ BTPROG NPROBES MODE K: fay and bpftrace trace one run of
+# query_work MODE K, held at a file until both are attached (@PID@ in
+# BTPROG is its pid).  bpftrace prints "Attaching N probes" before it
+# attaches them: it is attached when it holds NPROBES perf events.  fay's
+# JSON in $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC.
 bt_attached() {
 	local n
 	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
 	[ "$n" -ge "$2" ]
 }
-BT=$(command -v bpftrace || true)
-if [ -n "$BT" ]; then
-	TFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
-	nenter=$(find "$TFS/events/syscalls" -maxdepth 1 -name 'sys_enter_*' | wc -l)
-	go=$T_TMP/go ready=$T_TMP/ready
-	QW_READY=$ready QW_WAIT=$go "$W" sysmix 500 & wpid=$!
+versus() {
+	local go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM wpid fpid bpid
+	QW_READY=$ready QW_WAIT=$go "$W" "$4" "$5" & wpid=$!
 	wait_for 30 test -e "$ready"
-	timeout 90 "$FAY" query --json -p $wpid 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }' \
-		>"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
-	timeout 90 "$BT" -p $wpid -e "tracepoint:syscalls:sys_enter_* /pid == $wpid/ { @[probe] = count(); }" \
-		>"$T_TMP/bt" 2>&1 & bpid=$!
+	: >"$T_TMP/err"
+	timeout 90 "$FAY" query --json -p $wpid "$1" >"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
+	timeout 90 "$BT" -p $wpid -e "${2//@PID@/$wpid}" >"$T_TMP/bt" 2>&1 & bpid=$!
 	wait_for 30 grep -q attached "$T_TMP/err"
-	wait_for 60 bt_attached $bpid "$nenter"
+	wait_for 60 bt_attached $bpid "$3"
 	touch "$go"
 	wait $wpid
 	wait $fpid
 	RC=$?
 	wait $bpid
-	if [ $RC -eq 0 ] && python3 - "$T_TMP/out" "$T_TMP/bt" >"$T_TMP/cmp" 2>&1 <<'EOF'
+}
+# compare SKIP PREFIX WANT: fay's rows (name, n) against bpftrace's
+# @[PREFIXname] counts, names matching the regex SKIP left out; WANT
+# "name=n" must hold in both.  The verdict in $T_TMP/cmp.
+compare() {
+	python3 -c '
 import json, re, sys
-skip = {"access", "clock_nanosleep"}
-fay = {r["name"]: r["n"] for r in map(json.loads, open(sys.argv[1])) if r["name"] not in skip}
+out, bt_file, skip, prefix, want = sys.argv[1:]
+keep = lambda n: not re.fullmatch(skip, n)
+fay = {r["name"]: r["n"] for r in map(json.loads, open(out)) if keep(r["name"])}
 bt = {}
-for l in open(sys.argv[2]):
-    m = re.match(r"@\[tracepoint:syscalls:sys_enter_(\w+)\]: (\d+)", l)
-    if m and m.group(1) not in skip:
+for l in open(bt_file):
+    m = re.match(r"@\[" + re.escape(prefix) + r"(\w+)\]: (\d+)", l)
+    if m and keep(m.group(1)):
         bt[m.group(1)] = int(m.group(2))
-assert fay.get("getppid") == 500 and bt.get("getppid") == 500, (fay, bt)
+w, n = want.split("=")
+assert fay.get(w) == int(n) and bt.get(w) == int(n), (fay, bt)
 assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
-print(len(fay), "system calls,", sum(fay.values()), "calls")
-EOF
-	then
+print(len(fay), "names,", sum(fay.values()), "events")
+' "$T_TMP/out" "$T_TMP/bt" "$1" "$2" "$3" >"$T_TMP/cmp" 2>&1
+}
+BT=$(command -v bpftrace || true)
+TFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
+if [ -n "$BT" ] && [ -n "$TFS" ]; then
+	# the workload's wait for the file (access, clock_nanosleep) counts
+	# from each tracer's own attach: those two are left out
+	versus 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }' \
+		'tracepoint:syscalls:sys_enter_* /pid == @PID@/ { @[probe] = count(); }' \
+		"$(find "$TFS/events/syscalls" -maxdepth 1 -name 'sys_enter_*' | wc -l)" sysmix 500
+	if [ $RC -eq 0 ] && compare 'access|clock_nanosleep' tracepoint:syscalls:sys_enter_ getppid=500; then
 		pass "syscall(\"*\") by s.name equals bpftrace's @[probe] of sys_enter_* for the pid ($(cat "$T_TMP/cmp"))"
 	else
 		fail "syscall(\"*\") by s.name equals bpftrace's @[probe] (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
 			"$(head -c 400 "$T_TMP/err")" "$(head -c 400 "$T_TMP/bt")"
 	fi
 else
-	diag "no bpftrace: the comparison with it is not made"
+	diag "no bpftrace (or no tracefs): the comparisons with it are not made"
+fi
+
+# ---- a wildcard function: one uprobe per function, s.name by its cookie ----------------
+fq --json -c "$W mutex 100" 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }'
+ok "function(\"libc:pthread_mutex_*\"): 50 trylocks, by name" grep -qx '{"name":"pthread_mutex_trylock","n":50}' "$T_TMP/out"
+ok "function(\"libc:pthread_mutex_*\"): at least 100 locks and 150 unlocks" python3 -c "
+import json
+r = {x['name']: x['n'] for x in map(json.loads, open('$T_TMP/out'))}
+assert r['pthread_mutex_lock'] >= 100 and r['pthread_mutex_unlock'] >= 150, r"
+"$FAY" query -c "$W mutex 1" 'from f in function("libc:pthread_mutex_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
+ok "the attach line says how many functions the pattern matched" \
+	grep -qE 'uprobe [^ ]*libc[^ ]*:pthread_mutex_\* \([0-9]+ functions\)' "$T_TMP/err"
+"$FAY" query 'from f in function("libc:no_such_fn_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
+ok "an empty match is refused with the reason" grep -q 'no function matches "no_such_fn_\*" in ' "$T_TMP/err"
+"$FAY" query 'from f in function("libc:pthread_mutex_*") where f.name == "pthread_mutex_lock" select { n: count() }' >/dev/null 2>"$T_TMP/err"
+ok "a wildcard's s.name compared with a literal is refused, with the reason" grep -q 'known once the probe attaches' "$T_TMP/err"
+if [ -n "$BT" ]; then
+	# bpftrace 0.17 attaches pthread_mutex_* once per versioned alias
+	# (28 probes for 11 functions: each call counted twice), so it is
+	# given the three functions the workload calls, by name
+	versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+		'uprobe:libc:pthread_mutex_lock,uprobe:libc:pthread_mutex_unlock,uprobe:libc:pthread_mutex_trylock /pid == @PID@/ { @[probe] = count(); }' \
+		3 mutex 300
+	libc=$(readlink -f "$(ldconfig -p | awk '/libc.so.6 .*x86-64/ { print $NF; exit }')")
+	if [ $RC -eq 0 ] && compare 'pthread_mutex_(?!lock$|unlock$|trylock$).*' "uprobe:$libc:" pthread_mutex_trylock=150; then
+		pass "function(\"libc:pthread_mutex_*\") by s.name equals bpftrace's @[probe] for the pid ($(cat "$T_TMP/cmp"))"
+	else
+		fail "function(\"libc:pthread_mutex_*\") by s.name equals bpftrace's (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
+			"$(head -c 400 "$T_TMP/err")" "$(head -c 600 "$T_TMP/bt")"
+	fi
 fi
 
 # ---- a cluster: two agents, names merged at the collector ------------------------------
