@@ -120,6 +120,15 @@ assert r['pthread_mutex_lock'] >= 100 and r['pthread_mutex_unlock'] >= 150, r"
 "$FAY" query -c "$W mutex 1" 'from f in function("libc:pthread_mutex_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
 ok "the attach line says how many functions the pattern matched" \
 	grep -qE 'uprobe [^ ]*libc[^ ]*:pthread_mutex_\* \([0-9]+ functions\)' "$T_TMP/err"
+QW_WAIT=$T_TMP/pgo "$W" calls 50 & pw=$!
+timeout 60 "$FAY" query --json "from f in process($pw).function(\"fay_work_*\") group f by f.name into g select { f: g.key, n: g.count() } for 5s" \
+	>"$T_TMP/out" 2>"$T_TMP/err" & qp=$!
+wait_for 30 grep -q attached "$T_TMP/err"
+touch "$T_TMP/pgo"
+wait $pw
+wait $qp
+RC=$?
+same "$T_TMP/out" '{"f":"fay_work_fn","n":50}' "process(PID).function(\"fay_work_*\"): the one function called, by name"
 "$FAY" query 'from f in function("libc:no_such_fn_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
 ok "an empty match is refused with the reason" grep -q 'no function matches "no_such_fn_\*" in ' "$T_TMP/err"
 "$FAY" query 'from f in function("libc:pthread_mutex_*") where f.name == "pthread_mutex_lock" select { n: count() }' >/dev/null 2>"$T_TMP/err"
