@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the OTLP receiver: one intermediate form of an
- * ExportTraceServiceRequest that both front ends produce,
+ * OTLP traces <-> fay's span model (struct zspan), both directions, for
+ * any transport: the collector's OTLP/HTTP and OTLP/gRPC receivers
+ * (src/collector/otlp_*.c) and its --export otlp=URL.  Nothing here knows
+ * the collector.
  *
- *   otlp.c       OTLP/JSON  (jansson)    -> struct otlp_req
+ * One intermediate form of an ExportTraceServiceRequest that both front
+ * ends produce,
+ *
+ *   otlp_json.c  OTLP/JSON  (jansson)    -> struct otlp_req
  *   otlp_pb.c    OTLP/protobuf (protobuf-c, the one file that includes it)
  *                                        -> struct otlp_req
+ *   otlp_scan.c  a protobuf request checked before it is decoded
  *
  * and the one mapping to Zipkin spans (otlp_map.c) that both share, so
  * JSON, protobuf and gRPC requests give the same spans and the same
@@ -16,17 +22,15 @@
  * span alone and counts it; the rest of the request is kept.  Everything
  * lives in the request's arena.
  */
-#ifndef FAY_COLLECTOR_OTLP_INT_H
-#define FAY_COLLECTOR_OTLP_INT_H
+#ifndef FAY_OTLP_OTLP_H
+#define FAY_OTLP_OTLP_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "store/span.h"
 
-struct collector;
-struct sockaddr;
+struct json_t;
 
 /* Bytes (not NUL-terminated). */
 struct otlp_str {
@@ -130,7 +134,7 @@ struct otlp_result {
 
 /*
  * Map r to Zipkin spans (OpenTelemetry's Zipkin transformation, see
- * otlp.c's header): every span that passes is kept, every other one is
+ * otlp_json.c's header): every span that passes is kept, every other one is
  * counted in res->rejected.  Returns 0, or -ENOMEM (nothing kept).
  */
 int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res);
@@ -146,46 +150,6 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		     struct otlp_req *r, char *err, size_t errlen);
 int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 		   struct otlp_req *r, char *err, size_t errlen);
-
-/* ---- otlp_http.c: one export request, any transport ---------------------- */
-
-enum otlp_verdict {
-	OTLP_ACCEPTED,          /* every span stored */
-	OTLP_PARTIAL,           /* the valid spans stored, rejected > 0 */
-	OTLP_BAD,               /* undecodable, or no valid span: 400 / INVALID_ARGUMENT */
-	OTLP_TOO_BIG,           /* over --max-body after decompression: 413 /
-				   RESOURCE_EXHAUSTED */
-	OTLP_BUSY,              /* the ingest queue is full: 429 / UNAVAILABLE */
-	OTLP_UNAVAILABLE,       /* the store failed: 503 / UNAVAILABLE */
-	OTLP_FULL,              /* the gzip-decoded body did not fit in
-				   --max-memory: 503 / UNAVAILABLE, like a
-				   body that did not */
-	OTLP_NOMEM,
-};
-
-struct otlp_outcome {
-	enum otlp_verdict verdict;
-	uint64_t spans;         /* in the request (0 when it was not decoded) */
-	uint64_t accepted;      /* stored */
-	uint64_t rejected;      /* not stored: invalid, or all when BUSY/UNAVAILABLE */
-	char msg[640];          /* why, for the answer */
-};
-
-/*
- * Take one ExportTraceServiceRequest (protobuf or JSON; gzip: inflate it
- * first, at most c->max_body bytes, held inside c->mem until decoded): decode, map, store through
- * ingest_try_write() and count (collector and per-sender counters).  The
- * caller answers from *o in its transport.
- */
-void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf, int gzip,
-		 const char *sender, struct otlp_outcome *o);
-
-/* ---- otlp_senders.c ------------------------------------------------------ */
-
-/* The IP address of sa as text ("127.0.0.1", "::1"). */
-void otlp_addr_str(const struct sockaddr *sa, char *out, size_t outlen);
-/* Count o for sender (its address). */
-void otlp_sender_count(struct collector *c, const char *sender, const struct otlp_outcome *o);
 
 /* AnyValues nest (arrays of arrays, maps of maps) at most this deep. */
 #define OTLP_MAX_DEPTH 32
@@ -204,9 +168,8 @@ int otlp_pb_scan(const void *body, size_t len, char *err, size_t errlen);
  */
 int otlp_pb_encode(const struct otlp_req *r, void **out, size_t *outlen);
 
-/* otlp.c: decode an OTLP/JSON document already parsed (otlp_json_decode's
- * rules). */
-struct json_t;
+/* otlp_json.c: decode an OTLP/JSON document already parsed
+ * (otlp_json_decode's rules). */
 int otlp_json_decode_doc(struct json_t *root, struct zarena *a, struct otlp_req *r,
 			 char *err, size_t errlen);
 
@@ -225,47 +188,14 @@ int otlp_pb_response(uint64_t rejected, const char *msg, void **out, size_t *out
  */
 int otlp_pb_status(int code, const char *msg, unsigned retry_s, void **out, size_t *outlen);
 
-/* ---- otlp_grpc.c, otlp_grpc_conn.c: OTLP/gRPC ----------------------------- */
+/* ---- otlp_json.c: Zipkin JSON -> OTLP (--export) -------------------------- */
 
-#define GRPC_POLL_MS    200     /* every thread polls this long at most */
-
-struct nghttp2_session;
-struct gstream;
-
-/* The listener (otlp_grpc_new()). */
-struct otlp_grpc {
-	struct collector *c;
-	int fd;
-	char addr[64];
-	pthread_t thread;
-	int stop;                       /* atomic */
-	pthread_mutex_t lock;
-	pthread_cond_t idle;            /* nconns dropped to 0 */
-	int nconns;
-	int loopback;                   /* listens on 127.0.0.0/8 or ::1 */
-	struct gconn *conns;            /* under lock */
-};
-
-/* One connection, on a thread of its own. */
-struct gconn {
-	struct otlp_grpc *g;
-	int fd;
-	char peer[64];
-	char ip[64];                    /* peer without its port */
-	size_t mem;                     /* taken from --max-memory at accept */
-	struct gconn *next, **pprev;    /* g->conns */
-	struct nghttp2_session *s;
-	struct gstream *streams;        /* freed at the end even when nghttp2
-					   never closed them (a broken session) */
-};
-
-/*
- * otlp_grpc_serve() - speak HTTP/2 on k->fd (a connected socket, or the
- * plaintext end of its TLS) until the peer closes it, an error, GRPC_IDLE_S
- * without a frame, or k->g->stop; answer every Export stream on the way.
- * Frees every stream and the session; k itself, its fd and its memory are
- * the caller's.
- */
-void otlp_grpc_serve(struct gconn *k);
+/* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
+ * New reference, NULL on ENOMEM. */
+struct json_t *otlp_from_zspans_json(const struct json_t *zipkin_spans);
+/* The same request in protobuf (*out malloc'ed): the JSON above decoded
+ * by the receiver's own front end and encoded by otlp_pb_encode().  0,
+ * -ENOMEM, or -EINVAL if the spans do not make a valid request. */
+int otlp_from_zspans_pb(const struct json_t *zipkin_spans, void **out, size_t *outlen);
 
 #endif
