@@ -93,7 +93,7 @@ static int trap_slot(struct patch_site *s)
  * the first) would resume in the middle of the jump: once the int3 keeps
  * newcomers out, each other thread is sent MOVE_SIG and its handler moves
  * a PC found inside the patched bytes to the same instruction in the
- * trampoline's relocated copy (same sizes, same offsets), which runs on
+ * trampoline's relocated copy (patch_body_pc()), which runs on
  * and jumps back past the patch.  The handler is installed only for this
  * round; a MOVE_SIG that is not ours goes to the program's handler.
  */
@@ -124,8 +124,8 @@ static void on_move(int sig, siginfo_t *si, void *uc_)
 	uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
 	uint64_t f = (uint64_t)(uintptr_t)s->func;
 
-	if (pc > f && pc < f + s->len)
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)((uintptr_t)s->body + (pc - f));
+	if (pc > f && pc < f + s->len && patch_body_pc(s, pc))
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)patch_body_pc(s, pc);
 	for (int i = 0; i < move_n; i++)
 		if (move_tids[i] == me)
 			__atomic_store_n(&move_acked[i], 1, __ATOMIC_RELEASE);

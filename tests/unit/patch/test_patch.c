@@ -3,8 +3,8 @@
  * The patcher on functions of this very program: entry and exit probes
  * through a trampoline (prologues relocated, a RIP-relative operand
  * re-based, a 5-byte nop site, stack arguments seen by an exit-probed
- * function), sites refused with a reason (too short, a branch at the
- * start, a jump into the patched bytes), the original bytes back after
+ * function), sites refused with a reason (too short, a jump into the
+ * patched bytes; test_reloc.c has the branches that move), the original bytes back after
  * disarm, longjmp out of a probed function, pthread_exit unwinding
  * through the trampoline, a JIT-compiled VM program as the handler, the
  * vector registers kept (by the trampoline, or by handlers that say
@@ -32,7 +32,6 @@ long f_nop(long a);
 long f_short(void);
 long f_lea_ret(long a, long b);
 long f_getter(long a, long b);
-long f_jmp(long a);
 long f_into(long a);
 long rip_var = 1000;
 __asm__(
@@ -59,9 +58,6 @@ __asm__(
 	".globl f_short\n.type f_short,@function\n"
 	"f_short:\n  xor %eax,%eax\n  ret\n"
 	".size f_short, .-f_short\n"
-	".globl f_jmp\n.type f_jmp,@function\n"
-	"f_jmp:\n  jmp 1f\n  nop\n  nop\n  nop\n1: mov %rdi,%rax\n  ret\n"
-	".size f_jmp, .-f_jmp\n"
 	".globl f_into\n.type f_into,@function\n"
 	"f_into:\n  push %rbx\n2: add $1,%rdi\n  cmp $10,%rdi\n  jl 2b\n"
 	"  mov %rdi,%rax\n  pop %rbx\n  ret\n"
@@ -249,7 +245,6 @@ static void basics(void)
 
 	refused((void *)f_short, fsize("f_short"), "shorter than the 5-byte jump",
 		"a 3-byte function");
-	refused((void *)f_jmp, fsize("f_jmp"), "is a branch", "a function starting with jmp");
 	refused((void *)f_into, fsize("f_into"), "jumps into the patched bytes",
 		"a loop back into the prologue");
 }
