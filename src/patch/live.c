@@ -93,7 +93,7 @@ static int trap_slot(struct patch_site *s)
  * the first) would resume in the middle of the jump: once the int3 keeps
  * newcomers out, each other thread is sent MOVE_SIG and its handler moves
  * a PC found inside the patched bytes to the same instruction in the
- * trampoline's relocated copy (patch_body_pc()), which runs on
+ * trampoline's relocated copy (same sizes, same offsets), which runs on
  * and jumps back past the patch.  The handler is installed only for this
  * round; a MOVE_SIG that is not ours goes to the program's handler.
  */
