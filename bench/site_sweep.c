@@ -406,7 +406,7 @@ static int sweep_lib(const char *lib, size_t batch, uint64_t want, bool verbose)
 {
 	struct find_lib fl = { .want = lib };
 	struct sweep w = { 0 };
-	struct { char what[160]; int n; } reasons[64];
+	struct { char what[160]; int n; } reasons[64] = { 0 };
 	int nreasons = 0, inl = 0, crashed = 0, wrong = 0, rc;
 
 	if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL) || !dl_iterate_phdr(find_lib_cb, &fl)) {
