@@ -10,16 +10,12 @@
  * (functions built in mappings 2 GiB apart) take the absolute forms.
  * Refusals name their reason: a call that is not the last patched
  * instruction, xbegin, a branch into the middle of a patched
- * instruction.  8 threads call a function whose first instruction is a
- * jmp to the second (the copies sit at other offsets than the
- * originals) while it is armed and disarmed 50 times.
+ * instruction.  (test_patch.c's stress runs 8 threads through a
+ * function whose first instruction is a jmp to the second.)
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "test.h"
 #include "patch/patch.h"
@@ -33,7 +29,6 @@ long r_loopin(long n, long b);	/* refused: loop back into the patched bytes */
 long r_jrcxz(long a);		/* a == 0 ? -7 : a + 1 */
 long r_call(long a);		/* a + 101 (endbr64; call r_helper) */
 long r_callind(long a);		/* a + 101 (call *r_helper_ptr(%rip)) */
-long r_hop(long a, long b);	/* a + b (jmp to the next instruction) */
 long r_helper(long a);
 long r_callfirst(long a);	/* refused: call *%rdx first */
 long r_xbegin(long a);		/* refused */
@@ -74,9 +69,6 @@ __asm__(
 	".globl r_callind\n.type r_callind,@function\n"
 	"r_callind:\n  call *r_helper_ptr(%rip)\n  add $1,%rax\n  ret\n"
 	".size r_callind, .-r_callind\n"
-	".globl r_hop\n.type r_hop,@function\n"
-	"r_hop:\n  .byte 0xeb, 0\n  lea (%rdi,%rsi),%rax\n  ret\n"
-	".size r_hop, .-r_hop\n"
 	".globl r_callfirst\n.type r_callfirst,@function\n"
 	"r_callfirst:\n  call *%rdx\n  add $1,%rax\n  ret\n"
 	".size r_callfirst, .-r_callfirst\n"
@@ -242,64 +234,9 @@ static void far_targets(void)
 	       (const long[]){ 0, 3 }, (const long[]){ -1, -1 }, 2, true);
 }
 
-/* ---- threads inside the patched bytes while they change ------------------ */
-
-static volatile int stop;
-static long bad_results;
-
-static void *hammer(void *arg)
-{
-	long (*volatile hop)(long, long) = r_hop;
-	long calls = 0;
-
-	while (!stop) {
-		long a = calls & 0xffff, b = (long)(uintptr_t)arg;
-
-		if (hop(a, b) != a + b)
-			__atomic_add_fetch(&bad_results, 1, __ATOMIC_RELAXED);
-		calls++;
-	}
-	return (void *)calls;
-}
-
-static void stress(void)
-{
-	pthread_t t[8];
-	struct counts c = { 0 };
-	long calls = 0;
-	int armed = 0;
-	char err[256];
-
-	for (long i = 0; i < 8; i++)
-		pthread_create(&t[i], NULL, hammer, (void *)i);
-	for (int round = 0; round < 50; round++) {
-		struct patch_site *s = patch_site_new((void *)r_hop, 32, err, sizeof(err));
-
-		if (s && !patch_site_arm(s, on_entry, on_exit_, &c, err, sizeof(err)))
-			armed++;
-		else
-			diag("round %d: %s", round, err);
-		usleep(2000);
-		patch_site_free(s);
-	}
-	stop = 1;
-	for (int i = 0; i < 8; i++) {
-		void *r;
-
-		pthread_join(t[i], &r);
-		calls += (long)r;
-	}
-	usleep(10000);
-	is_int(armed, 50, "jmp-first function armed and disarmed 50 times under 8 threads");
-	is_int(bad_results, 0, "every one of %ld calls returned the right result", calls);
-	ok(c.entries > 0 && c.entries == c.exits, "entries (%ld) = exits (%ld)", c.entries,
-	   c.exits);
-}
-
 int main(void)
 {
 	kinds();
 	far_targets();
-	stress();
 	return test_done();
 }
