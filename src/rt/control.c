@@ -3,9 +3,14 @@
  * The runtime's control channel (common/inline_wire.h, docs/ABI.md): the
  * library constructor binds INLINE_RUN_DIR/PID.sock (directory 0700,
  * socket 0600: root, or the process's own user when it cannot create the
- * directory otherwise) and starts one thread, with every signal blocked
- * so the program's signals never land on it, that serves one fay session
- * at a time.  Nothing fay sends is trusted: the programs are verified
+ * directory otherwise) and starts one thread, with every signal but
+ * SIGTRAP blocked so the program's signals never land on it, that serves
+ * one fay session at a time (untraced: its calls of patched functions
+ * run no program).  SIGTRAP stays open because the thread calls libc,
+ * whose functions may be the sites being written: a thread meeting the
+ * int3 of a live write with SIGTRAP blocked kills the process (so a
+ * session whose threads keep it blocked is refused: a uprobe in auto
+ * mode).  Nothing fay sends is trusted: the programs are verified
  * again here, every map memfd must have the exact size its definition
  * gives, and a site must lie inside an executable segment of a loaded
  * object.  A session ends with DETACH or when its socket closes (fay
@@ -159,10 +164,17 @@ static int do_sites(struct rt_session *s, size_t len)
 	char msg[3072] = "";
 	size_t off = 0;
 	int bad = 0;
+	pid_t blocker;
 
 	if (s->nsites || !n || n > INLINE_MAX_SITES || len != sizeof(in.h) + n * sizeof(*v))
 		return reply(sfd, -EPROTO, 0, "SITES: %u sites in %zu bytes (at most %d, once)",
 			     n, len, INLINE_MAX_SITES);
+	blocker = patch_trap_blocker(200);
+	if (blocker)	/* a uprobe in auto mode */
+		return reply(sfd, -EAGAIN, 0, "thread %d of process %d blocks SIGTRAP: it would "
+			     "die on the int3 of the live write (the kernel kills a thread "
+			     "that meets an int3 with SIGTRAP blocked)", (int)blocker,
+			     (int)getpid());
 	for (uint32_t i = 0; i < n; i++) {
 		struct inl_site si = v[i];
 		uint64_t room = si.room > si.size ? si.room : si.size;
@@ -389,6 +401,7 @@ static void serve(void)
 
 static void *listener(void *arg)
 {
+	rt_probe_untraced();	/* fay's own calls are not the program's */
 	tsc_err = vm_tsc_init();	/* ~20 ms, before the first session */
 	for (;;) {
 		sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -465,7 +478,11 @@ __attribute__((constructor)) static void rt_init(void)
 	}
 	pthread_atfork(NULL, NULL, in_child);
 	holding = want_hold;
+	/* every signal blocked but SIGTRAP: the thread meets the int3 of a
+	 * site being written when it calls that function (libc's), and a
+	 * blocked SIGTRAP raised by an int3 kills the process */
 	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &all, &orig);
 	err = pthread_create(&th, NULL, listener, NULL);
 	pthread_sigmask(SIG_SETMASK, &orig, NULL);
