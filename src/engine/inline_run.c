@@ -172,6 +172,31 @@ static int no_inline(struct engine *e, int err, const char *fmt, ...)
 	return 0;
 }
 
+/*
+ * A session on the runtime that will not run inline: closed, except in
+ * auto mode, where it stays open until the uprobe that replaces it is
+ * attached (engine_inl_release()): under fay run the runtime holds the
+ * program's main() until its first session arms or ends, so closing it
+ * now let main() run before the uprobe was there (calls missed; a short
+ * program exited first: "no process N").
+ */
+static void hold_or_close(struct engine *e, int fd)
+{
+	if (e->opts.probe_mode != ENGINE_PROBE_INLINE && !e->inl_hold) {
+		e->inl_hold = fd + 1;
+		return;
+	}
+	close(fd);
+}
+
+void engine_inl_release(struct engine *e)
+{
+	if (e->inl_hold) {
+		close(e->inl_hold - 1);
+		e->inl_hold = 0;
+	}
+}
+
 /* The reason inject_*() gave, without its leading "pid N: ". */
 static const char *strip_pid(const char *why, pid_t pid)
 {
@@ -296,7 +321,7 @@ int engine_inl_decide(struct engine *e)
 	err = proc_map_addr(pid, path, off, &addr);
 	if (err) {
 		if (fd >= 0)
-			close(fd);
+			hold_or_close(e, fd);
 		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
 				 (int)pid, path);
 	}
@@ -304,7 +329,7 @@ int engine_inl_decide(struct engine *e)
 	if (elf_foreach_func(path, size_cb, &so) || !so.size ||
 	    elf_foreach_func(path, next_cb, &so)) {
 		if (fd >= 0)
-			close(fd);
+			hold_or_close(e, fd);
 		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols",
 				 (int)pid, sym, path);
 	}
@@ -324,7 +349,7 @@ int engine_inl_decide(struct engine *e)
 	}
 	err = call(fd, &m, sizeof(m), NULL, 0, &r);
 	if (err || r.status) {
-		close(fd);
+		hold_or_close(e, fd);
 		if (err)
 			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
 					 (int)pid, strerror(-err));
@@ -335,7 +360,7 @@ int engine_inl_decide(struct engine *e)
 	}
 	e->inl = calloc(1, sizeof(*e->inl));
 	if (!e->inl) {
-		close(fd);
+		hold_or_close(e, fd);
 		return engine_fail(e, -ENOMEM, "out of memory");
 	}
 	e->inl->fd = fd;
@@ -444,6 +469,7 @@ void engine_inl_detach(struct engine *e)
 
 void engine_inl_free(struct engine *e)
 {
+	engine_inl_release(e);
 	if (!e->inl)
 		return;
 	engine_inl_detach(e);
