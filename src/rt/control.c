@@ -20,8 +20,10 @@
  * FAY_INLINE_HOLD=1 in the environment (fay run sets it) holds the
  * constructor, so the program's main() waits until the first session
  * armed its probes (or ended; at most 30 s); it is removed from the
- * environment so children do not hold.  fork: the child's handlers are
- * inert and it closes the inherited sockets; exec: the runtime goes with
+ * environment so children do not hold.  INL_NEXT (fay run on a wrapper
+ * that execs the program) sets it to the process's pid: the image the
+ * process execs next holds again, a forked child's does not.  fork:
+ * the child's handlers are inert and it closes the inherited sockets; exec: the runtime goes with
  * the image (a preloaded one starts afresh in the new image).
  */
 #include <errno.h>
@@ -60,6 +62,21 @@ static void release_hold(void)
 	pthread_mutex_lock(&hold_lock);
 	holding = false;
 	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+}
+
+/* INL_NEXT: while the constructor holds main() (it reads no environment
+ * meanwhile), FAY_INLINE_HOLD=PID, so that this process's next image
+ * holds too (a forked child's image has another pid: it does not). */
+static void next_image(void)
+{
+	char me[24];
+
+	pthread_mutex_lock(&hold_lock);
+	if (holding) {
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		setenv("FAY_INLINE_HOLD", me, 1);
+	}
 	pthread_mutex_unlock(&hold_lock);
 }
 
@@ -387,6 +404,10 @@ static void serve(void)
 			do_arm(s);
 			release_hold();
 			break;
+		case INL_NEXT:
+			next_image();
+			reply(sfd, 0, 0, "the next image holds");
+			break;
 		case INL_DETACH:
 			session_free(s);
 			s = NULL;
@@ -460,12 +481,16 @@ static int open_socket(void)
 __attribute__((constructor)) static void rt_init(void)
 {
 	const char *hold = getenv("FAY_INLINE_HOLD");
-	bool want_hold = hold && *hold == '1';
+	char me[24];
+	bool want_hold;
 	sigset_t all, orig;
 	pthread_t th;
 	int err;
 
-	if (want_hold)
+	/* "1" (fay run), or this pid: an image exec()ed after INL_NEXT */
+	snprintf(me, sizeof(me), "%d", (int)getpid());
+	want_hold = hold && (!strcmp(hold, "1") || !strcmp(hold, me));
+	if (hold)
 		unsetenv("FAY_INLINE_HOLD");
 	owner = getpid();
 	err = rt_probe_init();
