@@ -53,7 +53,15 @@ $(INLINE_VEC): tests/integration/inline_tools/inline_vec.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -o $@ $<
 
-all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC) $(INLINE_VEC)
+# The safety battery's workload: libc's common functions, called for real
+# (-fno-builtin: no strlen or memcpy expanded inline).
+LIBC_WORK := $(B)/tests/bin/libc_work
+$(LIBC_WORK): tests/integration/inline_tools/libc_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -fno-builtin -Wall -Wextra -Werror -pthread -o $@ $<
+
+all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC) $(INLINE_VEC) $(LIBC_WORK)
 bench: $(INLINE_WORK)
 
 # A libfay program (against libfay.so, as an application links it) for

@@ -46,6 +46,10 @@ enum inl_type {
 	INL_PROG = 3,
 	INL_ARM = 4,
 	INL_DETACH = 5,
+	/* fay run: the function is in no object of this image (a wrapper,
+	 * sh -c 'exec prog'): the runtime lets it run and makes the
+	 * process's next image (its exec, same pid) hold again */
+	INL_NEXT = 6,
 	INL_REPLY = 100,
 };
 

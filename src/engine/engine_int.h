@@ -81,6 +81,8 @@ struct engine {
 	struct engine_inl *inl;
 	char note[1024];
 	uint64_t inl_injected_us;	/* this query loaded the runtime with ptrace: how long */
+	int inl_hold;		/* fd + 1 of a runtime session kept open until the
+				 * uprobe replacing it is attached, or 0 */
 };
 
 /* Set e->err (printf) and return err. */
@@ -155,6 +157,9 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in);
 /* Restore the site (nothing if not armed); close the session. */
 void engine_inl_detach(struct engine *e);
 void engine_inl_free(struct engine *e);
+/* Close the runtime session an auto fallback kept open (the runtime
+ * then lets a held program run): once its uprobe is attached, or failed. */
+void engine_inl_release(struct engine *e);
 /* The VM maps of an engine (spans.c), for engine_inl_attach(). */
 const struct engine_inline *engine_vm_inline(const struct engine *e);
 

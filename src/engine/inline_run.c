@@ -172,6 +172,33 @@ static int no_inline(struct engine *e, int err, const char *fmt, ...)
 	return 0;
 }
 
+/*
+ * A session on the runtime that will not run inline: closed, except in
+ * auto mode, where it stays open until the uprobe that replaces it is
+ * attached (engine_inl_release()): under fay run the runtime holds the
+ * program's main() until its first session arms or ends, so closing it
+ * now let main() run before the uprobe was there (calls missed; a short
+ * program exited first: "no process N").
+ */
+static void hold_or_close(struct engine *e, int fd)
+{
+	if (fd < 0)
+		return;
+	if (e->opts.probe_mode != ENGINE_PROBE_INLINE && !e->inl_hold) {
+		e->inl_hold = fd + 1;
+		return;
+	}
+	close(fd);
+}
+
+void engine_inl_release(struct engine *e)
+{
+	if (e->inl_hold) {
+		close(e->inl_hold - 1);
+		e->inl_hold = 0;
+	}
+}
+
 /* The reason inject_*() gave, without its leading "pid N: ". */
 static const char *strip_pid(const char *why, pid_t pid)
 {
@@ -259,6 +286,42 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *f
 	return 0;
 }
 
+/*
+ * fay run (a process fay started held: inline_wait_ms) whose image maps
+ * no object with the function: a wrapper that will exec the program
+ * (sh -c 'exec prog', a pyenv shim).  Each round tells the runtime
+ * INL_NEXT (its next image holds again), closes the session (the image
+ * runs on), and connects again: the same image answers until it has
+ * exec()ed, then the next one's runtime; up to 30 s, or until the
+ * process is gone.  Returns the session's fd (< 0: none), *err
+ * proc_map_addr()'s last answer.
+ */
+static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t off,
+		      uint64_t *addr, int fd, int *err)
+{
+	uint64_t until = clock_monotonic_ns() + 30000000000ull;
+	struct inl_reply r;
+	struct inl_hdr h;
+
+	while (*err && clock_monotonic_ns() < until) {
+		int rc;
+
+		inline_hdr(&h, INL_NEXT, sizeof(h), 0);
+		rc = call(fd, &h, sizeof(h), NULL, 0, &r);
+		if (rc && rc != -ECONNRESET && rc != -EPIPE)
+			break;
+		if (!rc && r.status)
+			break;		/* a runtime without INL_NEXT */
+		close(fd);		/* (a reset: it exec()ed meanwhile) */
+		sleep_ms(10);
+		fd = connect_rt(pid, e->opts.inline_wait_ms);
+		if (fd < 0)
+			return fd;	/* the process is gone */
+		*err = proc_map_addr(pid, path, off, addr);
+	}
+	return fd;
+}
+
 int engine_inl_decide(struct engine *e)
 {
 	struct eprog *ep = &e->progs[0];
@@ -298,9 +361,11 @@ int engine_inl_decide(struct engine *e)
 	so.sym = sym;
 	so.size = 0;
 	err = proc_map_addr(pid, path, off, &addr);
+	if (err && fd >= 0 && e->opts.inline_wait_ms > 0)
+		fd = next_image(e, pid, path, off, &addr, fd, &err);
 	if (err) {
 		if (fd >= 0)
-			close(fd);
+			hold_or_close(e, fd);
 		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
 				 (int)pid, path);
 	}
@@ -308,7 +373,7 @@ int engine_inl_decide(struct engine *e)
 	if (elf_foreach_func(path, size_cb, &so) || !so.size ||
 	    elf_foreach_func(path, next_cb, &so)) {
 		if (fd >= 0)
-			close(fd);
+			hold_or_close(e, fd);
 		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols",
 				 (int)pid, sym, path);
 	}
@@ -327,8 +392,18 @@ int engine_inl_decide(struct engine *e)
 			return err;
 	}
 	err = call(fd, &m, sizeof(m), NULL, 0, &r);
-	if (err || r.status) {
+	if ((err == -ECONNRESET || err == -EPIPE) && e->opts.inline_wait_ms > 0 &&
+	    !kill(pid, 0)) {
+		/* fay run: the image exec()ed between next_image()'s connect
+		 * and now; the next one holds: the site at its address */
 		close(fd);
+		fd = connect_rt(pid, e->opts.inline_wait_ms);
+		err = fd < 0 ? fd : proc_map_addr(pid, path, off, &addr);
+		m.s.addr = addr;
+		err = err ? : call(fd, &m, sizeof(m), NULL, 0, &r);
+	}
+	if (err || r.status) {
+		hold_or_close(e, fd);
 		if (err)
 			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
 					 (int)pid, strerror(-err));
@@ -339,7 +414,7 @@ int engine_inl_decide(struct engine *e)
 	}
 	e->inl = calloc(1, sizeof(*e->inl));
 	if (!e->inl) {
-		close(fd);
+		hold_or_close(e, fd);
 		return engine_fail(e, -ENOMEM, "out of memory");
 	}
 	e->inl->fd = fd;
@@ -448,6 +523,7 @@ void engine_inl_detach(struct engine *e)
 
 void engine_inl_free(struct engine *e)
 {
+	engine_inl_release(e);
 	if (!e->inl)
 		return;
 	engine_inl_detach(e);

@@ -155,6 +155,7 @@ int engine_attach(struct engine *e)
 
 		err = probe_attach(ep->probe, bprog_fd(ep->prog));
 		if (err) {
+			engine_inl_release(e);
 			engine_detach(e);
 			if (err == -EACCES && ep->at->kind == PA_TRACEPOINT)
 				return engine_fail(e, err, "%s: the program reads past the end of "
@@ -165,6 +166,7 @@ int engine_attach(struct engine *e)
 		}
 	}
 	e->attached = true;
+	engine_inl_release(e);	/* a held program runs on: the uprobe is there */
 	return 0;
 }
 

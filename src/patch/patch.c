@@ -225,6 +225,10 @@ int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_ex
 	jmp[0] = 0xe9;
 	memcpy(jmp + 1, &rel, 4);
 	rc = patch_live_write(s, jmp, true);
+	if (rc == -EAGAIN)
+		return patch_errf(err, errlen, rc, "writing the jump: a thread kept SIGTRAP "
+				  "blocked for 100 ms (it would die on the int3 of the live "
+				  "write)");
 	if (rc)
 		return patch_errf(err, errlen, rc, "writing the jump: %s", strerror(-rc));
 	s->armed = true;

@@ -36,7 +36,11 @@
  * a thread that meets the int3 meanwhile is sent by a temporary SIGTRAP
  * handler where the finished patch would send it (other SIGTRAPs are
  * passed to the program's handler).  Trampolines are never unmapped: a
- * thread may still be inside one after disarm.
+ * thread may still be inside one after disarm.  Between the int3 and the
+ * last step the patcher calls no function outside itself (raw system
+ * calls), so any function may be patched, libc's included, from a thread
+ * that calls them; no write starts while a thread blocks SIGTRAP
+ * (patch_trap_blocker()).
  *
  * Exit probes are call-through: the trampoline calls the function, so the
  * function returns into the trampoline, which runs the exit handler and
@@ -60,6 +64,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct patch_regs {
 	uint64_t r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
@@ -108,5 +113,16 @@ bool patch_site_nop(const struct patch_site *s);
 const char *patch_site_first(const struct patch_site *s);
 /* Disarm, free (the trampoline stays mapped).  Accepts NULL. */
 void patch_site_free(struct patch_site *s);
+/* A thread of this process, other than the caller, that blocked SIGTRAP
+ * at every look for wait_ms (/proc/self/task/T/status, every 5 ms), or 0
+ * as soon as none does.  glibc blocks every signal for a moment in
+ * pthread_kill(), pthread_create() and a thread's start, a program in
+ * its signal handlers (sa_mask) or for good (a sigwait() design).  A
+ * live write waits for there to be none (arm 100 ms, disarm 2 s, else
+ * -EAGAIN): such a thread meeting the int3 of the write would die (the
+ * kernel forces a blocked SIGTRAP out with its default action), so must
+ * not be near one.  Only from the thread that writes the sites (it
+ * shares the write's thread list). */
+pid_t patch_trap_blocker(int wait_ms);
 
 #endif

@@ -3,9 +3,14 @@
  * The runtime's control channel (common/inline_wire.h, docs/ABI.md): the
  * library constructor binds INLINE_RUN_DIR/PID.sock (directory 0700,
  * socket 0600: root, or the process's own user when it cannot create the
- * directory otherwise) and starts one thread, with every signal blocked
- * so the program's signals never land on it, that serves one fay session
- * at a time.  Nothing fay sends is trusted: the programs are verified
+ * directory otherwise) and starts one thread, with every signal but
+ * SIGTRAP blocked so the program's signals never land on it, that serves
+ * one fay session at a time (untraced: its calls of patched functions
+ * run no program).  SIGTRAP stays open because the thread calls libc,
+ * whose functions may be the sites being written: a thread meeting the
+ * int3 of a live write with SIGTRAP blocked kills the process (so a
+ * session whose threads keep it blocked is refused: a uprobe in auto
+ * mode).  Nothing fay sends is trusted: the programs are verified
  * again here, every map memfd must have the exact size its definition
  * gives, and a site must lie inside an executable segment of a loaded
  * object.  A session ends with DETACH or when its socket closes (fay
@@ -15,8 +20,10 @@
  * FAY_INLINE_HOLD=1 in the environment (fay run sets it) holds the
  * constructor, so the program's main() waits until the first session
  * armed its probes (or ended; at most 30 s); it is removed from the
- * environment so children do not hold.  fork: the child's handlers are
- * inert and it closes the inherited sockets; exec: the runtime goes with
+ * environment so children do not hold.  INL_NEXT (fay run on a wrapper
+ * that execs the program) sets it to the process's pid: the image the
+ * process execs next holds again, a forked child's does not.  fork:
+ * the child's handlers are inert and it closes the inherited sockets; exec: the runtime goes with
  * the image (a preloaded one starts afresh in the new image).
  */
 #include <errno.h>
@@ -55,6 +62,21 @@ static void release_hold(void)
 	pthread_mutex_lock(&hold_lock);
 	holding = false;
 	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+}
+
+/* INL_NEXT: while the constructor holds main() (it reads no environment
+ * meanwhile), FAY_INLINE_HOLD=PID, so that this process's next image
+ * holds too (a forked child's image has another pid: it does not). */
+static void next_image(void)
+{
+	char me[24];
+
+	pthread_mutex_lock(&hold_lock);
+	if (holding) {
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		setenv("FAY_INLINE_HOLD", me, 1);
+	}
 	pthread_mutex_unlock(&hold_lock);
 }
 
@@ -159,10 +181,17 @@ static int do_sites(struct rt_session *s, size_t len)
 	char msg[3072] = "";
 	size_t off = 0;
 	int bad = 0;
+	pid_t blocker;
 
 	if (s->nsites || !n || n > INLINE_MAX_SITES || len != sizeof(in.h) + n * sizeof(*v))
 		return reply(sfd, -EPROTO, 0, "SITES: %u sites in %zu bytes (at most %d, once)",
 			     n, len, INLINE_MAX_SITES);
+	blocker = patch_trap_blocker(200);
+	if (blocker)	/* a uprobe in auto mode */
+		return reply(sfd, -EAGAIN, 0, "thread %d of process %d blocks SIGTRAP: it would "
+			     "die on the int3 of the live write (the kernel kills a thread "
+			     "that meets an int3 with SIGTRAP blocked)", (int)blocker,
+			     (int)getpid());
 	for (uint32_t i = 0; i < n; i++) {
 		struct inl_site si = v[i];
 		uint64_t room = si.room > si.size ? si.room : si.size;
@@ -375,6 +404,10 @@ static void serve(void)
 			do_arm(s);
 			release_hold();
 			break;
+		case INL_NEXT:
+			next_image();
+			reply(sfd, 0, 0, "the next image holds");
+			break;
 		case INL_DETACH:
 			session_free(s);
 			s = NULL;
@@ -389,6 +422,7 @@ static void serve(void)
 
 static void *listener(void *arg)
 {
+	rt_probe_untraced();	/* fay's own calls are not the program's */
 	tsc_err = vm_tsc_init();	/* ~20 ms, before the first session */
 	for (;;) {
 		sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -447,12 +481,16 @@ static int open_socket(void)
 __attribute__((constructor)) static void rt_init(void)
 {
 	const char *hold = getenv("FAY_INLINE_HOLD");
-	bool want_hold = hold && *hold == '1';
+	char me[24];
+	bool want_hold;
 	sigset_t all, orig;
 	pthread_t th;
 	int err;
 
-	if (want_hold)
+	/* "1" (fay run), or this pid: an image exec()ed after INL_NEXT */
+	snprintf(me, sizeof(me), "%d", (int)getpid());
+	want_hold = hold && (!strcmp(hold, "1") || !strcmp(hold, me));
+	if (hold)
 		unsetenv("FAY_INLINE_HOLD");
 	owner = getpid();
 	err = rt_probe_init();
@@ -465,7 +503,11 @@ __attribute__((constructor)) static void rt_init(void)
 	}
 	pthread_atfork(NULL, NULL, in_child);
 	holding = want_hold;
+	/* every signal blocked but SIGTRAP: the thread meets the int3 of a
+	 * site being written when it calls that function (libc's), and a
+	 * blocked SIGTRAP raised by an int3 kills the process */
 	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &all, &orig);
 	err = pthread_create(&th, NULL, listener, NULL);
 	pthread_sigmask(SIG_SETMASK, &orig, NULL);

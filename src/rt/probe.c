@@ -118,6 +118,11 @@ int rt_probe_init(void)
 	return 0;
 }
 
+void rt_probe_untraced(void)
+{
+	tls.state = -1;
+}
+
 void rt_probe_inert(void)
 {
 	inert = true;

@@ -67,6 +67,9 @@ uint64_t rt_vec_call(vec_fn fn, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 void rt_vec_init(void);
 /* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
 int rt_probe_init(void);
+/* The calling thread's calls of patched functions run no program (the
+ * runtime's control thread: fay's own calls are not the program's). */
+void rt_probe_untraced(void);
 /* In a fork child: the handlers do nothing from now on (the maps are
  * shared with the parent's fay session; the child must not write them). */
 void rt_probe_inert(void);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# fay run holds the program until every probe is armed, whatever mode
+# the site ended in (issue 19 item 6): in auto mode a site the patcher
+# refuses falls back to a uprobe, and the program's main() must still
+# wait for it.  Before, the runtime's session was closed on the refusal,
+# which let main() run at once: a short program gave "error: no process
+# N" or a count short of its calls.  Here a program making 3 calls of a
+# refused site and exiting at once, 6 times: the exact count each time.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/inline_lib.bash"
+
+Q="from f in function(\"$W:fay_inline_branchy\") select { n: count(), s: sum(f.arg(0)) }"
+for i in 1 2 3 4 5 6; do
+	timeout 60 "$FAY" run --json --probe-mode=auto --query "$Q" -- "$W" branchy 3 \
+		>"$T_TMP/out" 2>"$T_TMP/err"
+	rc=$?
+	a=$(tail -1 "$T_TMP/out")
+	if [ $rc -eq 0 ] && [ "$a" = '{"n":3,"s":3}' ]; then
+		pass "run $i: every call counted ($a)"
+	else
+		fail "run $i: exit $rc, answer '$a' (want {\"n\":3,\"s\":3})" "$(cat "$T_TMP/err")"
+	fi
+done
+grep -q "uprobe: .*fay_inline_branchy" "$T_TMP/err" &&
+	pass "the site fell back to a uprobe (the case this test is about)" ||
+	diag "the site ran inline: this test then checks the hold of an inline site only"
+done_testing
