@@ -124,8 +124,9 @@ static int trap_slot(struct patch_site *s)
  * the first) would resume in the middle of the jump: once the int3 keeps
  * newcomers out, each other thread is sent MOVE_SIG and its handler moves
  * a PC found inside the patched bytes to the same instruction in the
- * trampoline's relocated copy (same sizes, same offsets), which runs on
- * and jumps back past the patch.  The handler is installed for this
+ * trampoline's relocated copy (a relocated branch may be longer there:
+ * patch_body_pc() maps each instruction's start to its copy's), which
+ * runs on and jumps back past the patch.  The handler is installed for this
  * round only (before the int3: sigaction() is libc's); a MOVE_SIG that
  * is not ours goes to the program's handler.  The threads are listed
  * after the int3 (a thread started before it is listed), with raw
