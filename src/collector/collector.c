@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collector/cluster.h"
 #include "collector/standing.h"
 #include "collector/collector.h"
 #include "collector/auth.h"
 #include "collector/ext.h"
+#include "collector/requester.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/heap.h"
@@ -157,8 +159,9 @@ static int check_exposure(struct collector_run *r, const struct collector_opts *
 		return -EPERM;
 	}
 	pr_warn("collector: INSECURE: listening on %s with no token (--insecure): anyone "
-		"who reaches this address may read traces, send spans and load BPF programs "
-		"on this host", open_at);
+		"who reaches this address may read traces and send spans (loading probes "
+		"still needs a local user's right or the probe token: fay collector --help, "
+		"ACCESS)", open_at);
 	return 0;
 }
 
@@ -228,6 +231,24 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			snprintf(err, errlen, "TLS: %s", why);
 			goto err_out;
 		}
+	}
+	if (!auth_on(c->auth)) {
+		/* #20: who may probe without tokens (requester.h) */
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s.probe-token", o->db);
+		if (coll_probe_token_make(c, path, why, sizeof(why)))
+			pr_warn("probe token: %s (only root, this collector's user and "
+				"--probe-group may load probes)", why);
+		else
+			pr_info("probe token (loads probes as root; for the UI's Live query: "
+				"http://HOST:PORT/#token=TOKEN): %s, readable by uid %u alone",
+				path, (unsigned)getuid());
+	}
+	if (o->probe_group && coll_probe_group_set(c, o->probe_group, why, sizeof(why))) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "--probe-group %s", why);
+		goto err_out;
 	}
 	if (o->tls_client_ca_ports && !o->tls_client_ca) {
 		snprintf(err, errlen, "--tls-client-ca-ports without --tls-client-ca");

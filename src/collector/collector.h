@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "common/budget.h"
 #include "store/store.h"
@@ -128,6 +129,13 @@ struct collector {
 	 * in flight on the agent port, HTTP bodies being received). */
 	struct mem_budget mem;
 	bool allow_other_users;      /* collector_opts.allow_other_users */
+	/* --probe-group: its members may probe everything (requester.h) */
+	bool has_probe_group;
+	gid_t probe_gid;
+	char probe_group[64];
+	/* without tokens: the probe token and its file (requester.h) */
+	char probe_token[65];
+	char probe_token_path[4200];
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */
@@ -212,6 +220,9 @@ struct collector_opts {
 	 * when the collector runs as a non-root user (engine.h,
 	 * engine_opts_requester()) */
 	bool allow_other_users;
+	/* --probe-group NAME: without tokens, local users of this group may
+	 * load probes as root may (requester.h); NULL: none */
+	const char *probe_group;
 };
 
 /* Defaults of --clickhouse-linger (as printed) and --clickhouse-batch. */
