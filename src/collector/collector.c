@@ -23,6 +23,7 @@
 #include "common/err.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/memlimit.h"
 #include "common/net.h"
 #include "common/tls.h"
 #include "common/version.h"
@@ -191,7 +192,22 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		c->write_batch = o->ch_batch ? o->ch_batch : COLL_CH_BATCH_DEFAULT;
 	}
 	c->allow_other_users = o->allow_other_users;
-	c->mem.max = o->max_memory ? o->max_memory : COLL_MAX_MEMORY;
+	if (o->max_memory) {
+		c->mem.max = o->max_memory;
+	} else {
+		/* #20: half of what this collector may use, at most 1 GiB */
+		char how[2200];
+		uint64_t lim = mem_limit(how, sizeof(how));
+
+		c->mem.max = lim ? lim / 2 : COLL_MAX_MEMORY;
+		if (c->mem.max > COLL_MAX_MEMORY)
+			c->mem.max = COLL_MAX_MEMORY;
+		if (c->mem.max < COLL_MIN_MEMORY)
+			c->mem.max = COLL_MIN_MEMORY;
+		pr_info("collector: --max-memory %" PRIu64 " MiB: half of the %" PRIu64 " MiB "
+			"this collector may use (%s), at most %llu MiB", c->mem.max >> 20,
+			lim >> 20, how, COLL_MAX_MEMORY >> 20);
+	}
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;

@@ -238,10 +238,18 @@ struct collector_opts {
 /* Default --max-conns-per-peer and --max-memory. */
 #define COLL_MAX_CONNS_PER_PEER 256
 #define COLL_MAX_MEMORY (1ull << 30)
+/* Without --max-memory: half of what the collector may use (its cgroups'
+ * memory limits, else MemTotal: common/memlimit.h), at most
+ * COLL_MAX_MEMORY and at least COLL_MIN_MEMORY (#20). */
+#define COLL_MIN_MEMORY (32ull << 20)
 /* An agent-port connection must send HELLO this soon, and finish a frame
  * it began this soon (in all, however it trickles). */
 #define COLL_HELLO_MS 10000
 #define COLL_FRAME_MS 30000
+/* The largest frame the agent port takes before a HELLO was accepted (and
+ * its token checked): what a HELLO needs (#20), so an unauthenticated
+ * client cannot make the collector hold a 16 MiB frame. */
+#define COLL_PRE_HELLO_MAX (64u << 10)
 
 /*
  * Open the store, start the writer thread, the extensions, the agent
