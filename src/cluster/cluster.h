@@ -75,7 +75,7 @@ struct cluster_qopts {
  * through env->emit.  Returns 0, or -errno with a message in err (no host
  * can run it: each host's reason).  The caller has decided that the query's
  * requester may load probes on every host (#20: POST /api/query and
- * standing queries ask for it, requester.h; a parent collector's QUERY
+ * standing queries ask for it, collector/requester.h; a parent collector's QUERY
  * carried WIRE_QF_PROBE): each QUERY frame says so.
  */
 int cluster_query_run(struct cluster *cl, struct query *q, const struct plan *p,

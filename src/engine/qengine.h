@@ -39,7 +39,7 @@ struct qengine_env {
 	 * (fay collector --allow-other-users) */
 	bool allow_other_users;
 	/* the requester may probe only the processes of user uid, whoever
-	 * the collector runs as (requester.h: COLL_PROBE_OWN) */
+	 * the collector runs as (collector/requester.h: COLL_PROBE_OWN) */
 	bool own_only;
 	uid_t uid;
 };
