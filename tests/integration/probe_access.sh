@@ -14,19 +14,7 @@
 need_root
 . "$(dirname "$0")/collector_lib.bash"
 . "$(dirname "$0")/unpriv_lib.bash"
-command -v setpriv >/dev/null || skip_all "needs setpriv (util-linux)"
-U=nobody
-id "$U" >/dev/null 2>&1 || skip_all "no user $U"
-UID_U=$(id -u "$U")
-W=$BUILD/tests/bin/query_work
-[ -x "$W" ] || skip_all "query_work is not built (make)"
-unpriv_dir pa
-cp "$FAY" "$D/fay"
-cp "$W" "$D/wroot"
-UN=pawork$$
-cp "$W" "$D/$UN"
-chown "$U" "$D/$UN"
-chmod 755 "$D"/*
+unpriv_workloads pa
 
 coll_start "$T_TMP/c.db" || { fail "collector starts"; done_testing; exit; }
 LOG=$T_TMP/collector.log
@@ -82,13 +70,7 @@ refused "nobody: DELETE /api/queries/1" "$st" "$T_TMP/r6" "DELETE /api/queries/1
 ok "each refusal is logged" grep -q "probe access: POST /api/query by uid $UID_U ($U): POST /api/query refused" "$LOG"
 
 # ---- nobody: root's process refused, its own probed ----
-QW_WAIT=$D/go.root "$D/wroot" calls 300 >/dev/null &
-RPID=$!; T_PIDS+=($RPID)
-setpriv --reuid "$U" --regid nogroup --clear-groups --bounding-set -all \
-	env QW_WAIT="$D/go.user" "$D/$UN" calls 200 >/dev/null &
-UPID=$!; T_PIDS+=($UPID)
-is_user() { [ "$(awk '/^Uid:/ { print $2 }' /proc/$UPID/status 2>/dev/null)" = "$UID_U" ]; }
-wait_for 30 is_user
+held_pair
 st=$(post_as "$U" "$T_TMP/r7" "from f in process($RPID).function(\"fay_work_fn\") select count()")
 ok "nobody: root's process: the query fails" grep -q '"type":"error"' "$T_TMP/r7"
 ok "... saying why" grep -q "process $RPID: the process belongs to uid 0 (root).*asked by uid $UID_U" "$T_TMP/r7"
