@@ -166,6 +166,30 @@ static bool cg_span_ok(struct cg *g, const struct pexpr *x)
 	return false;
 }
 
+/* The id of the probe's name (plan.h, "The probe's name"). */
+static ir_reg cg_name_id(struct cg *g, const struct pexpr *x)
+{
+	const struct plan_names *t = g->p->names;
+	ir_reg r = ir_vreg(g->ir);
+
+	if (!t) {
+		cg_qfail(g, x, "internal: s.name without a name table");
+		return r;
+	}
+	switch (t->src) {
+	case PN_CONST:
+		ir_mov(g->ir, r, IR_I(0));
+		break;
+	case PN_CTX:
+		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), t->ctx_off, 8, 0);
+		break;
+	case PN_COOKIE:
+		ir_call(g->ir, r, BPF_FUNC_get_attach_cookie, 1, IR_R(ir_ctx(g->ir)));
+		break;
+	}
+	return r;
+}
+
 ir_reg cg_field(struct cg *g, const struct pexpr *x)
 {
 	struct ir *ir = g->ir;
@@ -194,6 +218,8 @@ ir_reg cg_field(struct cg *g, const struct pexpr *x)
 		break;
 	case F_RET:
 		return cg_ret(g, x);
+	case F_PROBE:
+		return cg_name_id(g, x);
 	case F_TRACE_ID: {
 		int k = ir_stack_alloc(ir, 8, 8);
 
@@ -268,6 +294,14 @@ void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 	case PX_FIELD:
 		if (x->field == F_HOST) {
 			cg_host(g, off, size);
+			return;
+		}
+		if (x->field == F_PROBE) {
+			/* the id in the first 8 bytes: the reader names it */
+			ir_reg id = cg_name_id(g, x);
+
+			ir_zero(ir, off, (unsigned)size);
+			ir_store(ir, IR_S(off), 0, 8, IR_R(id));
 			return;
 		}
 		if (x->field == F_SPAN_NAME) {

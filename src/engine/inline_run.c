@@ -273,6 +273,10 @@ int engine_inl_decide(struct engine *e)
 	pid_t pid = ep->popts.pid;
 	int fd, err;
 
+	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && ep->probe &&
+	    probe_nsites(ep->probe))
+		return no_inline(e, -EOPNOTSUPP, "%s: a wildcard runs as uprobes, one per "
+				 "function it matches", ep->spec);
 	if (e->opts.emit_only || ep->kind != PROBE_UPROBE || !ep->probe ||
 	    probe_uprobe_site(ep->probe, &path, &off, &sym))
 		return 0;

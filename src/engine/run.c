@@ -124,6 +124,25 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 	return 0;
 }
 
+/* A wildcard's functions name s.name's ids (the cookie of each
+ * attachment is its index): into the plan's table, once. */
+static int engine_site_names(struct engine *e, const struct eprog *ep)
+{
+	size_t n = probe_nsites(ep->probe);
+	const char **v;
+	int err;
+
+	if (!n || !e->p->names || e->p->names->src != PN_COOKIE || e->p->names->n)
+		return 0;
+	if (!(v = calloc(n, sizeof(*v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = probe_site_name(ep->probe, i);
+	err = query_plan_set_names(e->q, v, (int)n);
+	free(v);
+	return err ? engine_fail(e, err, "cannot keep the names of %s", ep->spec) : 0;
+}
+
 int engine_resolve(struct engine *e, struct eprog *ep)
 {
 	char why[512];
@@ -133,7 +152,7 @@ int engine_resolve(struct engine *e, struct eprog *ep)
 	ep->probe = probe_new(ep->kind, ep->spec, &ep->popts, why, sizeof(why));
 	if (!ep->probe)
 		return engine_fail(e, -errno, "%s", why);
-	return 0;
+	return engine_site_names(e, ep);
 }
 
 /* Code generation needs the probe itself for these kinds (how arguments

@@ -53,8 +53,17 @@ static int ring_sample(void *ctx, void *data, size_t size)
 {
 	struct engine *e = ctx;
 
-	if (e->rec_fn && size >= (size_t)e->p->record_size)
-		e->rec_fn(e->rec_ctx, data, (size_t)e->p->record_size);
+	if (!e->rec_fn || size < (size_t)e->p->record_size)
+		return 0;
+	if (e->p->names) {	/* s.name: the probe wrote an id */
+		unsigned char rec[PLAN_RECORD_MAX];
+
+		memcpy(rec, data, (size_t)e->p->record_size);
+		plan_names_record(e->p, rec);
+		e->rec_fn(e->rec_ctx, rec, (size_t)e->p->record_size);
+		return 0;
+	}
+	e->rec_fn(e->rec_ctx, data, (size_t)e->p->record_size);
 	return 0;
 }
 

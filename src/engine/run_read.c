@@ -307,6 +307,7 @@ static int read_rows(struct engine *e, bool reset, bool raw_rows,
 			memset(merged, 0, stride);
 			merge_cpus(p, merged, buf, ncpu, stride);
 			memcpy(ukey, k, ksize);
+			plan_names_key(p, ukey);	/* ids to names first */
 			clean_str_keys(p, ukey);
 			err = ptable_merge(t, ukey, merged);
 		} else {

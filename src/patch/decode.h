@@ -12,6 +12,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a relative branch is, for relocating it (struct dinsn.kind). */
+enum dkind {
+	DK_PLAIN,		/* not a relative branch */
+	DK_JCC,			/* jcc rel8 / rel32: cc is its condition */
+	DK_JMP,			/* jmp rel8 / rel32 */
+	DK_CALL,		/* call rel32 */
+	DK_LOOP,		/* loop, loope, loopne, jrcxz, jecxz (rel8 only) */
+	DK_OTHER,		/* another relative operand (xbegin) */
+};
+
 struct dinsn {
 	uint64_t addr;
 	uint8_t size;
@@ -24,6 +34,12 @@ struct dinsn {
 	bool call, uncond;	/* a call / an unconditional jmp */
 	bool ret;		/* ret, or anything else ending a path (ud2, hlt) */
 	uint64_t target;	/* rel: the absolute target */
+	uint8_t kind;		/* enum dkind */
+	uint8_t cc;		/* DK_JCC: the condition (0-15, as in 0x70 + cc) */
+	uint8_t opc_len;	/* DK_LOOP: bytes before the rel8 (prefixes, opcode) */
+	bool mem_sp;		/* a memory operand based on or indexed by rsp */
+	bool ind_reg;		/* an indirect branch through a register */
+	uint8_t modrm_off;	/* the ModRM byte's offset (indirect call / jmp) */
 };
 
 /*

@@ -124,8 +124,8 @@ static void on_move(int sig, siginfo_t *si, void *uc_)
 	uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
 	uint64_t f = (uint64_t)(uintptr_t)s->func;
 
-	if (pc > f && pc < f + s->len)
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)((uintptr_t)s->body + (pc - f));
+	if (pc > f && pc < f + s->len && patch_body_pc(s, pc))
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)patch_body_pc(s, pc);
 	for (int i = 0; i < move_n; i++)
 		if (move_tids[i] == me)
 			__atomic_store_n(&move_acked[i], 1, __ATOMIC_RELEASE);

@@ -41,6 +41,32 @@ static bool is_plain_ret(const struct dinsn *d)
 	       (d->size == 2 && d->bytes[0] == 0xf3 && d->bytes[1] == 0xc3);
 }
 
+/* Why d cannot be moved into a trampoline (last: it is the last of the
+ * patched instructions), or NULL. */
+static const char *unmovable(const struct dinsn *d, bool last)
+{
+	if (d->rel && d->kind == DK_OTHER)
+		return "has a relative operand that cannot be moved";
+	if (d->call && !last)
+		return "is a call before the end of the patched bytes: its callee would "
+		       "return into the trampoline";
+	if (d->call && d->mem_sp)
+		return "is a call through a stack operand";
+	if (d->call && !d->rel && (!d->modrm_off || d->bytes[d->modrm_off - 1] != 0xff ||
+				   ((d->bytes[d->modrm_off] >> 3) & 7) != 2))
+		return "is a far call";
+	return NULL;
+}
+
+/* Whether a patched instruction starts at address a. */
+static bool head_at(const struct patch_site *s, uint64_t a)
+{
+	for (int i = 0; i < s->nhead; i++)
+		if (s->head[i].addr == a)
+			return true;
+	return false;
+}
+
 struct patch_site *patch_site_new(void *func, size_t size, char *err, size_t errlen)
 {
 	return patch_site_new_room(func, size, size, err, errlen);
@@ -75,6 +101,7 @@ struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, cha
 	struct dinsn *all;
 	size_t scan = size < MAX_SCAN ? size : MAX_SCAN;
 	uint64_t bad, f = (uint64_t)(uintptr_t)func;
+	const char *why;
 	int n, rc = 0;
 
 	if (size < JMP_LEN && room < JMP_LEN) {
@@ -111,10 +138,10 @@ struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, cha
 			s->len += d->size;
 			break;
 		}
-		if (d->branch || d->ret) {
-			rc = patch_errf(err, errlen, -EINVAL, "instruction %d at +%zu (%s) is a %s: "
-				  "it cannot be moved into a trampoline", i, s->len, d->text,
-				  d->ret ? "return" : "branch");
+		why = unmovable(d, s->len + d->size >= JMP_LEN);
+		if (why) {
+			rc = patch_errf(err, errlen, -EINVAL, "instruction %d at +%zu (%s) %s", i,
+					s->len, d->text, why);
 			goto out;
 		}
 		s->head[s->nhead++] = *d;
@@ -136,8 +163,18 @@ struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, cha
 	s->nop = true;
 	for (int i = 0; i < s->nhead; i++)
 		s->nop &= is_nop(&s->head[i]);
-	/* No jump of the function may land inside the patched bytes. */
-	for (int i = 0; i < n; i++)
+	/* A branch among the patched bytes to another of them goes to its
+	 * copy: it must be the start of one. */
+	for (int i = 0; i < s->nhead; i++)
+		if (s->head[i].rel && s->head[i].target >= f && s->head[i].target < f + s->len &&
+		    !head_at(s, s->head[i].target)) {
+			rc = patch_errf(err, errlen, -EINVAL, "instruction %d (%s) jumps into the "
+					"middle of an instruction (+%llu)", i, s->head[i].text,
+					(unsigned long long)(s->head[i].target - f));
+			goto out;
+		}
+	/* No other jump of the function may land inside the patched bytes. */
+	for (int i = s->nhead; i < n; i++)
 		if (all[i].rel && all[i].target > f && all[i].target < f + s->len) {
 			rc = patch_errf(err, errlen, -EINVAL, "the instruction at +%llu (%s) jumps "
 				  "into the patched bytes (+%llu)",

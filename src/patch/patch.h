@@ -12,14 +12,22 @@
  *	patch_site_free(s);
  *
  * The site (patch_site_new): the first whole instructions covering 5
- * bytes are decoded (capstone) and must be relocatable: no relative
- * branch or call among them, a return only as the last of them (a
- * 5-byte function "lea (%rdi,%rsi),%rax; ret" moves whole); a RIP-relative operand is re-based (the
- * trampoline is mapped within +-2 GiB of the function).  The whole
- * function is decoded and a site is refused when any instruction jumps
- * into the patched bytes (after the first), or when the function is
- * shorter than 5 bytes.  A function that starts with a 5-byte nop
- * (-mfentry -mnop-mcount, -fpatchable-function-entry) needs no relocation.
+ * bytes are decoded (capstone) and moved into the trampoline (reloc.c):
+ * a RIP-relative operand is re-based (the trampoline is mapped within
+ * +-2 GiB of the function), relative jumps and conditional jumps (rel8
+ * or rel32) become rel32 jumps to the same targets (a target among the
+ * patched bytes: that instruction's copy), loop/jrcxz go through a
+ * rel32 jump, a call is moved only as the last of them (its callee
+ * returns into the function, past the patched bytes), returns and
+ * indirect jumps are copied (a 5-byte function "lea (%rdi,%rsi),%rax;
+ * ret" moves whole).  Refused, with the reason: a call before the last
+ * patched instruction, a far call or one through a stack operand,
+ * another relative operand (xbegin), a branch of the patched bytes into
+ * the middle of one of them, any other instruction of the function
+ * (decoded whole) jumping into the patched bytes after the first, and
+ * a function shorter than 5 bytes.  A function that starts with a
+ * 5-byte nop (-mfentry -mnop-mcount, -fpatchable-function-entry) needs
+ * no relocation.
  *
  * Live writes (arm and disarm) follow the int3-first protocol of the
  * kernel's text_poke_bp(): int3 on the first byte, then the last four

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
 #include "patch/decode.h"
 #include "patch/patch.h"
 
@@ -21,6 +22,7 @@ struct patch_site {
 	uint8_t *func;
 	size_t size;
 	struct dinsn head[JMP_LEN];	/* the relocated instructions */
+	uint16_t newoff[JMP_LEN];	/* where each starts in the trampoline's body */
 	int nhead;
 	size_t len;			/* bytes they cover (>= 5) */
 	uint8_t orig[16];
@@ -39,6 +41,15 @@ int patch_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
  * s->eh set).  0, or -errno with a reason in err. */
 int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
 		unsigned int flags, char *err, size_t errlen);
+/* Emit s's relocated first instructions into w, whose first byte will
+ * be at address base, followed by the jump back past them; set
+ * s->newoff.  0, or -errno with a reason in err. */
+int patch_relocate(struct patch_site *s, struct wbuf *w, uint64_t base, char *err,
+		   size_t errlen);
+/* Where a thread stopped at pc, an instruction of s's patched bytes,
+ * goes on in the relocated copy (s->body set), or NULL when pc is not
+ * the start of one. */
+uint8_t *patch_body_pc(const struct patch_site *s, uint64_t pc);
 /* Replace s's first JMP_LEN bytes with new[] while other threads run
  * (int3, tail, head, each step serialised on every core); to_patch: the
  * jump goes in (a trapped thread is sent to the trampoline), else the

@@ -13,7 +13,8 @@
  *           call body                      <- return address with CFI
  *           sub rsp, 304; save; on_exit(regs, arg); restore; add;
  *           add rsp, 72; ret               (to the original caller)
- *   body:   the relocated first instructions; jmp func + patched bytes
+ *   body:   the relocated first instructions (reloc.c); jmp func + patched
+ *           bytes
  *
  * Without an exit probe the entry part falls through into body.  rsp is
  * 16-byte aligned at each handler call.
@@ -181,6 +182,7 @@ int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void 
 	struct wbuf w = { 0 };
 	uint8_t *t;
 	size_t call_at = 0, body_at, fix = 0;
+	int rc;
 	uint64_t f = (uint64_t)(uintptr_t)s->func;
 
 	s->tramp_map = 4096;
@@ -204,28 +206,12 @@ int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void 
 		b(&w, 1, 0xc3);
 	}
 	body_at = w.len;
-	for (int i = 0; i < s->nhead; i++) {
-		struct dinsn d = s->head[i];
-
-		if (d.rip_rel) {
-			int32_t disp;
-			int64_t nd;
-
-			memcpy(&disp, d.bytes + d.disp_off, 4);
-			nd = (int64_t)disp + (int64_t)d.addr - (int64_t)((uint64_t)(uintptr_t)t + w.len);
-			if (nd < INT32_MIN || nd > INT32_MAX) {
-				munmap(t, s->tramp_map);
-				wbuf_free(&w);
-				return patch_errf(err, errlen, -ERANGE, "%s: the RIP-relative operand "
-					    "is out of reach of the trampoline", d.text);
-			}
-			disp = (int32_t)nd;
-			memcpy(d.bytes + d.disp_off, &disp, 4);
-		}
-		wbuf_put(&w, d.bytes, d.size);
+	rc = patch_relocate(s, &w, (uint64_t)(uintptr_t)t + body_at, err, errlen);
+	if (rc) {
+		munmap(t, s->tramp_map);
+		wbuf_free(&w);
+		return rc;
 	}
-	b(&w, 6, 0xff, 0x25, 0, 0, 0, 0);		/* jmp [rip+0] */
-	wbuf_le64(&w, f + s->len);
 	if (w.err || w.len > s->tramp_map) {
 		munmap(t, s->tramp_map);
 		wbuf_free(&w);

@@ -141,7 +141,8 @@ int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset
 {
 	const char *c = strrchr(p->spec, ':');
 
-	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || !c)
+	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || !c ||
+	    probe_nsites(p))
 		return -EINVAL;
 	*path = p->path;
 	*offset = p->offset;

@@ -108,6 +108,11 @@ const struct probe_field *probe_fields(const struct probe *p, size_t *n);
  * other kinds. */
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym);
+/* A wildcard function ("libc:pthread_mutex_*"): how many functions it
+ * matched (0 for any other probe), and the name of function i, whose
+ * attachment carries i as its BPF cookie; NULL past the end. */
+size_t probe_nsites(const struct probe *p);
+const char *probe_site_name(const struct probe *p, size_t i);
 /* Uprobes, uretprobes and USDT probes: the binary they resolved to (a
  * path); NULL for other kinds. */
 const char *probe_binary(const struct probe *p);

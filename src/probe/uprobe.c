@@ -45,6 +45,109 @@ static int find_binary(struct probe *p, const char *name)
 	return 0;
 }
 
+/* At most this many functions one wildcard attaches to (a uprobe each). */
+#define UPROBE_MAX_SITES 1024
+
+/* function("lib:pthread_mutex_*"): every function whose name matches,
+ * each at its own offset (p->priv); attached with its index as the BPF
+ * cookie, which the program reads for s.name (probe_site_name()). */
+struct uwild {
+	char **names;
+	uint64_t *offs;
+	size_t n, cap;
+	int err;
+};
+
+static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct probe *p = arg;
+	struct uwild *w = p->priv;
+	const char *pat = strrchr(p->spec, ':') + 1;
+
+	if (!glob_match(pat, name))
+		return 0;
+	for (size_t i = 0; i < w->n; i++)
+		if (!strcmp(w->names[i], name))
+			return 0;	/* in .symtab and .dynsym */
+	if (w->n == UPROBE_MAX_SITES)
+		return -E2BIG;
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? 2 * w->cap : 16;
+		char **nn = realloc(w->names, nc * sizeof(*nn));
+		uint64_t *no;
+
+		if (!nn)
+			return -ENOMEM;
+		w->names = nn;
+		no = realloc(w->offs, nc * sizeof(*no));
+		if (!no)
+			return -ENOMEM;
+		w->offs = no;
+		w->cap = nc;
+	}
+	w->err = elf_func_offset(p->path, name, &w->offs[w->n]);
+	if (w->err)
+		return 0;	/* no offset (an undefined or odd symbol): skip */
+	if (!(w->names[w->n] = strdup(name)))
+		return -ENOMEM;
+	w->n++;
+	return 0;
+}
+
+static int uwild_resolve(struct probe *p, const char *bin, const char *pat)
+{
+	struct uwild *w = calloc(1, sizeof(*w));
+	int err;
+
+	if (!w)
+		return -ENOMEM;
+	p->priv = w;
+	err = elf_foreach_func(p->path, uwild_collect, p);
+	if (err == -E2BIG)
+		return probe_fail(p, err, "function(\"%s\") matches more than %d functions in %s: "
+				  "name fewer", p->spec, UPROBE_MAX_SITES, p->path);
+	if (err)
+		return probe_fail(p, err, "cannot read the functions of %s: %s", p->path,
+				  strerror(-err));
+	if (!w->n)
+		return probe_fail(p, -ENOENT, "no function matches \"%s\" in %s (see `fay "
+				  "probes '%s:%s'`)", pat, p->path, bin, pat);
+	p->prog_type = BPF_PROG_TYPE_KPROBE;
+	p->mech = p->kind == PROBE_URETPROBE ? "uretprobe" : "uprobe";
+	p->nargs = p->kind == PROBE_URETPROBE ? 0 : 6;
+	snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s (%zu functions)%s", p->mech,
+		 p->path, pat, w->n, p->opts.pid > 0 ? " (one pid)" : "");
+	return 0;
+}
+
+static void uwild_release(struct probe *p)
+{
+	struct uwild *w = p->priv;
+
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		free(w->names[i]);
+	free(w->names);
+	free(w->offs);
+	free(w);
+	p->priv = NULL;
+}
+
+size_t probe_nsites(const struct probe *p)
+{
+	const struct uwild *w = p->prov->release == uwild_release ? p->priv : NULL;
+
+	return w ? w->n : 0;
+}
+
+const char *probe_site_name(const struct probe *p, size_t i)
+{
+	const struct uwild *w = p->prov->release == uwild_release ? p->priv : NULL;
+
+	return w && i < w->n ? w->names[i] : NULL;
+}
+
 static int uprobe_resolve(struct probe *p)
 {
 	char bin[4096];
@@ -58,6 +161,8 @@ static int uprobe_resolve(struct probe *p)
 	err = find_binary(p, bin);
 	if (err)
 		return err;
+	if (strpbrk(sym, "*?["))
+		return uwild_resolve(p, bin, sym);
 	err = elf_func_offset(p->path, sym, &p->offset);
 	if (err == -ENOEXEC)
 		return probe_fail(p, err, "%s is not an ELF file", p->path);
@@ -135,6 +240,17 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 
 static int uprobe_attach(struct probe *p, int prog_fd)
 {
+	const struct uwild *w = p->priv;
+
+	for (size_t i = 0; w && i < w->n; i++) {
+		int err = uprobe_open(p, prog_fd, w->offs[i], 0,
+				      p->kind == PROBE_URETPROBE, true, i);
+
+		if (err < 0)
+			return err;
+	}
+	if (w)
+		return 0;
 	return uprobe_open(p, prog_fd, p->offset, 0, p->kind == PROBE_URETPROBE,
 			   false, 0);
 }
@@ -145,6 +261,7 @@ const struct provider provider_uprobe = {
 	.emit_arg = uprobe_emit_arg,
 	.emit_ret = uprobe_emit_ret,
 	.attach = uprobe_attach,
+	.release = uwild_release,
 };
 
 /* ---- USDT ------------------------------------------------------------------ */

@@ -177,6 +177,7 @@ static int plan_keys(struct planner *pl, struct pctx cx)
 		err = plan_conv(pl, e, cx, &k->e);
 		if (err)
 			return err;
+		k->is_name = px_is_name(p, k->e);
 		k->offset = off;
 		k->size = e->type == VT_STR ? round8(e->strsize) : 8;
 		off += k->size;
@@ -307,6 +308,7 @@ static int plan_cols(struct planner *pl, struct pctx cx)
 		if (err)
 			return err;
 		if (p->mode == PLAN_STREAM) {
+			c->is_name = px_is_name(p, c->e);
 			c->offset = off;
 			off += round8(c->size);
 		}

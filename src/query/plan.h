@@ -163,6 +163,8 @@ struct plan_key {
 	const char *name;	/* tuple name, or the key's source text */
 	struct pexpr *e;
 	int offset, size;	/* in the key; integers 8 bytes */
+	bool is_name;		/* the probe's name: the probe stores its id
+				 * (plan_names_key() puts the name there) */
 };
 
 struct plan_aggr {
@@ -183,6 +185,37 @@ struct plan_col {
 	struct pexpr *e;	/* NULL for a distribution column */
 	int aggr;		/* VT_DIST: the hist/lhist aggregate; else -1 */
 	int offset;		/* STREAM: in the record */
+	bool is_name;		/* STREAM: the probe's name, as is_name of a key */
+};
+
+/*
+ * The probe's name (s.name): the probe never copies a string per event.
+ * It reads an id, where src says, and keeps it as the first 8 bytes of
+ * the name's string slot (the rest zero), so keys and records built in
+ * the kernel group by the id; the reader replaces each such component by
+ * name[id] (plan_names_key(), plan_names_record()) before it merges keys
+ * or ships partials, so hosts and collectors only ever see names.  A
+ * comparison with a literal (s.name == "read") is planned as one of the
+ * ids: an integer comparison in the probe.
+ */
+enum plan_name_src {
+	PN_CONST,		/* one probe point: id 0 */
+	PN_CTX,			/* the 8-byte word at context offset ctx_off
+				 * (raw_syscalls:sys_enter/sys_exit: the
+				 * system call's number) */
+	PN_COOKIE,		/* the attachment's BPF cookie: a wildcard
+				 * function's index among the functions it
+				 * matched; the names are known once the probe
+				 * resolved (query_plan_set_names()) */
+};
+
+struct plan_names {
+	enum plan_name_src src;
+	int ctx_off;
+	int n;			/* ids 0..n-1 */
+	const char **name;	/* name[id]; NULL: no name ("syscall_ID") */
+	const char *what;	/* "system call", "function", "event" ... */
+	const char *how;	/* where the ids come from, for --plan */
 };
 
 enum plan_mode { PLAN_STREAM, PLAN_AGGREGATE };
@@ -228,6 +261,9 @@ struct plan {
 	int ntags;
 	const char *const *tags;
 	int ctx_size;			/* 0 for other sources */
+
+	/* s.name: NULL when the query does not use it */
+	const struct plan_names *names;
 };
 
 /*
@@ -259,6 +295,23 @@ struct plan_val {
  */
 int plan_eval(const struct plan *p, const struct pexpr *e, const void *key,
 	      const void *value, struct plan_val *out);
+
+/*
+ * Names (plan_names.c).  The name of id (never NULL: "syscall_ID" for an
+ * id without one; buf holds it then).  The id of name, or -1.
+ */
+const char *plan_name_of(const struct plan *p, int64_t id, char *buf, size_t len);
+int64_t plan_name_id(const struct plan *p, const char *name, size_t len);
+/* Replace the id in every is_name component of key (key_size bytes) /
+ * of a streamed record (record_size bytes) by its name, NUL padded. */
+void plan_names_key(const struct plan *p, void *key);
+void plan_names_record(const struct plan *p, void *rec);
+
+/*
+ * PN_COOKIE: the names of ids 0..n-1 (copied), given by whoever resolved
+ * the probe.  0, -EINVAL (no such table, or names already set) or -ENOMEM.
+ */
+int query_plan_set_names(struct query *q, const char *const *names, int n);
 
 /* The integer operators with the plan's semantics (BPF's). */
 int64_t plan_binop(enum px_op op, int64_t a, int64_t b);

@@ -43,7 +43,8 @@ void pexpr_print(const struct plan *p, const struct pexpr *e, FILE *f)
 		dump_cstr(f, e->str, e->len);
 		break;
 	case PX_FIELD:
-		fputs(field_name(e->field), f);
+		fputs(e->field == F_PROBE && e->type == VT_INT ? "name_id" :
+		      field_name(e->field), f);
 		break;
 	case PX_ARG:
 		fprintf(f, "arg%d", e->idx);
@@ -196,6 +197,20 @@ int plan_dump(const struct plan *p, FILE *f)
 			SPANCTX_FIXED);
 		for (int i = 0; i < p->ntags; i++)
 			fprintf(f, ", tag \"%s\" at %d", p->tags[i], SPANCTX_FIXED + i * SPANCTX_STR);
+		fputc('\n', f);
+	}
+	if (p->names) {
+		const struct plan_names *t = p->names;
+		int named = 0;
+
+		for (int i = 0; i < t->n; i++)
+			named += t->name[i] != NULL;
+		fprintf(f, "  name the %s: ", t->what);
+		if (t->src == PN_CONST)
+			fprintf(f, "\"%s\" (%s), id 0 in the probe", t->name[0], t->how);
+		else
+			fprintf(f, "%d names (%s), the id the word at ctx+%d", named,
+				t->how, t->ctx_off);
 		fputc('\n', f);
 	}
 	if (p->paired) {
@@ -434,6 +449,15 @@ int plan_dump_json(const struct plan *p, FILE *f)
 			fprintf(f, ",\"offset\":%d}", SPANCTX_FIXED + i * SPANCTX_STR);
 		}
 		fputs("]}", f);
+	}
+	if (p->names) {
+		int named = 0;
+
+		for (int i = 0; i < p->names->n; i++)
+			named += p->names->name[i] != NULL;
+		fprintf(f, ",\"names\":{\"what\":\"%s\",\"count\":%d,\"from\":\"%s\"}",
+			p->names->what, named,
+			p->names->src == PN_CONST ? "constant" : "context");
 	}
 	fprintf(f, ",\"paired\":%s,\"saved\":[", p->paired ? "true" : "false");
 	for (int i = 0; i < p->nsaved; i++)

@@ -118,6 +118,12 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 			/* a span's fields are its context's (spanctx.h) */
 			TRYP(e = px_new(pl, PX_TPFIELD, n));
 			e->tpf = spanctx_field(n->field);
+		} else if (n->field == F_PROBE) {
+			err = plan_names_build(pl);
+			if (err)
+				return err;
+			TRYP(e = px_new(pl, PX_FIELD, n));
+			e->field = n->field;
 		} else if (n->field == F_TIME && cx.at_exit) {
 			TRYP(e = px_new(pl, PX_SAVED, n));
 			e->idx = 0;
@@ -186,6 +192,61 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
 		     struct pexpr **out);
 
+bool px_is_name(const struct plan *p, const struct pexpr *e)
+{
+	if (e->op == PX_LET)
+		return px_is_name(p, p->lets[e->idx].e);
+	return e->op == PX_FIELD && e->field == F_PROBE && e->type == VT_STR;
+}
+
+/* Is n the probe's name (s.name, or a let of it)? */
+static bool node_is_name(const struct ast_query *aq, const struct node *n)
+{
+	if (n->sem == S_LET)
+		return node_is_name(aq, aq->lets[n->idx]->e);
+	return n->sem == S_FIELD && n->field == F_PROBE;
+}
+
+/* s.name == "read": the name's id against the literal's, integers in the
+ * probe (which never holds the name itself).  A literal that names
+ * nothing the source can fire is refused. */
+static int conv_name_cmp(struct planner *pl, const struct node *n,
+			 const struct node *lit, struct pexpr **out)
+{
+	const struct plan_names *t;
+	struct pexpr *e, *id, *c;
+	int64_t v;
+	int err = plan_names_build(pl);
+
+	if (err)
+		return err;
+	t = pl->p->names;
+	if (t->src == PN_COOKIE)
+		return query_errorf(pl->q, &lit->loc,
+				    "s.name of a wildcard is known once the probe attaches: it can be a key or a column, not compared; name the function in the pattern instead");
+	v = plan_name_id(pl->p, lit->str, lit->len);
+	if (v < 0) {
+		if (t->src == PN_CONST)
+			return query_errorf(pl->q, &lit->loc,
+					    "this source's name is \"%s\" (the %s it probes): comparing it with \"%.*s\" is always %s",
+					    t->name[0], t->what, (int)lit->len, lit->str,
+					    n->op == T_EQ ? "false" : "true");
+		return query_errorf(pl->q, &lit->loc,
+				    "no %s is named \"%.*s\" on this machine (%s)",
+				    t->what, (int)lit->len, lit->str, t->how);
+	}
+	TRYP(e = px_new(pl, n->op == T_EQ ? PX_EQ : PX_NE, n));
+	TRYP(id = px_new(pl, PX_FIELD, n));
+	id->field = F_PROBE;
+	id->type = VT_INT;
+	TRYP(c = px_new(pl, PX_CONST, lit));
+	c->val = v;
+	e->a = id;
+	e->b = c;
+	*out = e;
+	return 0;
+}
+
 /* n as a pexpr tree, at most PLAN_MAX_DEPTH deep (plan_int.h). */
 int plan_conv(struct planner *pl, const struct node *n, struct pctx cx,
 	      struct pexpr **out)
@@ -231,6 +292,10 @@ static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
 		const struct node *l = n->a, *r = n->b;
 		enum px_op op = binop(n->op);
 
+		if ((n->op == T_EQ || n->op == T_NE) &&
+		    ((node_is_name(pl->aq, l) && r->kind == N_STR) ||
+		     (node_is_name(pl->aq, r) && l->kind == N_STR)))
+			return conv_name_cmp(pl, n, l->kind == N_STR ? l : r, out);
 		if (l->type == VT_STR || r->type == VT_STR) {
 			op = n->op == T_EQ ? PX_STREQ : PX_STRNE;
 			if (l->kind == N_STR) {	/* literal goes on the right */

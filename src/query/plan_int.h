@@ -57,4 +57,12 @@ struct pexpr *px_new(struct planner *pl, enum px_op op, const struct node *n);
 int plan_conv(struct planner *pl, const struct node *n, struct pctx cx,
 	      struct pexpr **out);
 
+/*
+ * The probe's name table for pl's source into pl->p->names, once (the
+ * first s.name builds it).  0 or -ENOMEM.
+ */
+int plan_names_build(struct planner *pl);
+/* Is e the probe's name as the probe stores it (s.name, or a let of it)? */
+bool px_is_name(const struct plan *p, const struct pexpr *e);
+
 #endif

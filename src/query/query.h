@@ -129,6 +129,10 @@ enum field_id {
 	F_NAME, F_SERVICE, F_TRACE_ID, F_SPAN_ID, F_PARENT_ID, F_KIND, F_ERROR,
 	/* function(...) in inline mode: the libfay span current on the thread */
 	F_SPAN_NAME,
+	/* the probe's name (s.name of a kernel or user source): a string to
+	 * the query, an id in the probe that the plan's name table turns
+	 * into the name when keys and records are read (plan.h) */
+	F_PROBE,
 	F_NFIELDS
 };
 const char *field_name(enum field_id f);

@@ -36,6 +36,7 @@ static const struct {
 	{ "duration",  F_DURATION,  VT_INT, 0, M_EXIT | M(SRC_SPANS) },
 	{ "host",      F_HOST,      VT_STR, QUERY_STR_MAX, M_ALL },
 	{ "name",      F_NAME,      VT_STR, QUERY_STR_MAX, M(SRC_SPANS) },
+	{ "name",      F_PROBE,     VT_STR, QUERY_STR_MAX, M_PROBES },
 	{ "service",   F_SERVICE,   VT_STR, QUERY_STR_MAX, M(SRC_SPANS) },
 	{ "trace_id",  F_TRACE_ID,  VT_INT, 0, M(SRC_SPANS) | M(SRC_UFUNC) | M(SRC_PFUNC) },
 	{ "span_name", F_SPAN_NAME, VT_STR, QUERY_STR_MAX, M(SRC_UFUNC) | M(SRC_PFUNC) },
@@ -122,6 +123,10 @@ static int check_field(struct sema *s, struct node *n)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
 		if (strcmp(fields[i].name, n->name))
+			continue;
+		/* a name may have an entry per kind of source ("name") */
+		if (!(fields[i].srcs & M(src->kind)) && i + 1 < ARRAY_SIZE(fields) &&
+		    !strcmp(fields[i + 1].name, n->name))
 			continue;
 		if (!(fields[i].srcs & M(src->kind))) {
 			if ((fields[i].srcs & M_EXIT) && !(fields[i].srcs & M(SRC_TRACEPOINT)))

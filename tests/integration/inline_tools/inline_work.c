@@ -54,9 +54,9 @@
  *                                all J (no exit returns), then
  *                                fay_inline_rec(D, US, 0): K calls of
  *                                each arg 1..D return
- *   inline_work branchy K        fay_inline_branchy(i, 7) K times: it
- *                                starts with a jmp (a site the patcher
- *                                refuses: a branch in the first 5 bytes)
+ *   inline_work branchy K        fay_inline_branchy(i, 7) K times: a
+ *                                later jump lands in its first 5 bytes
+ *                                (a site the patcher refuses)
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
  * QW_WAIT=PATH waits until PATH exists before starting; QW_READY=PATH
@@ -89,11 +89,13 @@ long fay_inline_fn(long a, long b)
 	return a + b;
 }
 
-/* A function that starts with a branch ("jmp 1f; 1: lea (%rdi,%rsi),%rax;
- * ret"): the patcher refuses it, a uprobe takes it. */
+/* A function with a jump back to its second instruction (+3, inside the
+ * bytes the 5-byte jump would cover; never taken): the patcher refuses
+ * it, a uprobe takes it. */
 long fay_inline_branchy(long a, long b);
 __asm__(".text\n.globl fay_inline_branchy\n.type fay_inline_branchy, @function\n"
-	"fay_inline_branchy:\n\tjmp 1f\n1:\tlea (%rdi,%rsi),%rax\n\tret\n"
+	"fay_inline_branchy:\n\tmov %rdi,%rax\n1:\txor %ecx,%ecx\n\ttest %rcx,%rcx\n"
+	"\tjnz 1b\n\tadd %rsi,%rax\n\tret\n"
 	".size fay_inline_branchy, .-fay_inline_branchy\n");
 
 long fay_inline_lat(long a, long b);

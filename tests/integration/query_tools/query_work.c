@@ -8,6 +8,8 @@
  *   query_work sleep K US     fay_work_sleep(US) K times (nanosleep)
  *   query_work usdt K         USDT fayq:tick (i, 2*i, "tick") K times
  *   query_work getppid K      K getppid() system calls
+ *   query_work sysmix K       K getppid, K/2 getuid, K/3 dup and close
+ *   query_work mutex K        K pthread_mutex_lock/unlock, K/2 trylock/unlock
  *   query_work read K N       K reads of N bytes of /dev/zero
  *   query_work spin MS        burn the CPU for MS milliseconds; prints
  *                             "cpu_ns N" (the CPU time it got) on stderr
@@ -31,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +152,7 @@ int main(int argc, char **argv)
 	char buf[65536];
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|getppid|read|spin|lat|signal|open|pages|dwrite K [N|FILE]\n");
+		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|sysmix|mutex|getppid|read|spin|lat|signal|open|pages|dwrite K [N|FILE]\n");
 		return 2;
 	}
 	if (getenv("QW_READY"))
@@ -203,6 +206,27 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "dwrite")) {
 		if (dwrite(k, argv[3]))
 			return 1;
+	} else if (!strcmp(mode, "sysmix")) {
+		/* K getppid, K/2 getuid, K/3 dup and close: counts by
+		 * system call name that differ from one another */
+		for (long i = 0; i < k; i++) {
+			syscall(SYS_getppid);
+			if (i % 2)
+				syscall(SYS_getuid);
+			if (i % 3 == 0)
+				syscall(SYS_close, (long)syscall(SYS_dup, 0L));
+		}
+	} else if (!strcmp(mode, "mutex")) {
+		/* K lock/unlock pairs, and a trylock (and unlock) every
+		 * other time: libc's pthread_mutex_* at known counts */
+		static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+		for (long i = 0; i < k; i++) {
+			pthread_mutex_lock(&mu);
+			pthread_mutex_unlock(&mu);
+			if (i % 2 == 0 && !pthread_mutex_trylock(&mu))
+				pthread_mutex_unlock(&mu);
+		}
 	} else if (!strcmp(mode, "getppid")) {
 		for (long i = 0; i < k; i++)
 			syscall(SYS_getppid);

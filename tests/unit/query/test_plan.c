@@ -184,9 +184,63 @@ static void test_hostile(void)
 	is_int(unreported, 0, "3000 random queries: every failure has a message");
 }
 
+/* s.name: ids in keys and records become names on read (plan_names.c) */
+static void test_names(void)
+{
+	const struct plan *p;
+	struct query *q;
+	unsigned char key[256];
+	int64_t id, rd;
+	char buf[32];
+
+	q = compile("from s in syscall(\"*\") group s by { c: s.comm, n: s.name } into g "
+		    "select { n: g.n, k: g.count() }", &p);
+	ok(p && p->names && p->names->src == PN_CTX && p->names->ctx_off == 8,
+	   "syscall(\"*\"): the id is raw_syscalls' number at ctx+8");
+	if (p && p->names) {
+		rd = plan_name_id(p, "read", 4);
+		ok(rd >= 0 && !strcmp(plan_name_of(p, rd, buf, sizeof(buf)), "read"),
+		   "read has an id and the id names read");
+		is_int(plan_name_id(p, "rea", 3), -1, "a prefix names nothing");
+		ok(p->nkeys == 2 && !p->keys[0].is_name && p->keys[1].is_name &&
+		   p->keys[1].size == QUERY_STR_MAX, "only the name's key component is marked");
+		memset(key, 0xee, sizeof(key));
+		memset(key + p->keys[1].offset, 0, (size_t)p->keys[1].size);
+		memcpy(key + p->keys[1].offset, &rd, sizeof(rd));
+		plan_names_key(p, key);
+		ok(!strcmp((char *)key + p->keys[1].offset, "read") &&
+		   key[p->keys[1].offset + p->keys[1].size - 1] == 0 && key[0] == 0xee,
+		   "plan_names_key: the id becomes \"read\", NUL padded, comm untouched");
+		id = 1000000;
+		memcpy(key + p->keys[1].offset, &id, sizeof(id));
+		plan_names_key(p, key);
+		is_str((char *)key + p->keys[1].offset, "syscall_1000000",
+		       "an id without a name: syscall_N");
+	}
+	query_free(q);
+
+	q = compile("from s in syscall(\"*\") where s.name == \"write\" select { c: s.name }", &p);
+	ok(p && p->pred && p->pred->op == PX_EQ && p->pred->a->op == PX_FIELD &&
+	   p->pred->a->type == VT_INT && p->pred->b->op == PX_CONST &&
+	   p->pred->b->val == plan_name_id(p, "write", 5),
+	   "where s.name == \"write\": an integer test of the id");
+	ok(p && p->ncols == 1 && p->cols[0].is_name, "a streamed name column is marked");
+	query_free(q);
+
+	q = compile("from s in syscall(\"read\") group s by s.name into g select { n: g.key }", &p);
+	ok(p && p->names && p->names->src == PN_CONST && p->names->n == 1 &&
+	   !strcmp(p->names->name[0], "read"), "syscall(\"read\"): one name, id 0");
+	query_free(q);
+
+	q = compile("from s in spans(\"svc\") group s by s.name into g select { n: g.key }", &p);
+	ok(p && !p->names, "spans(...): name is the span's, no name table");
+	query_free(q);
+}
+
 int main(void)
 {
 	test_errors();
+	test_names();
 	test_pairing();
 	test_eval();
 	test_hostile();

@@ -1,0 +1,1 @@
+from s in syscall("read") where s.name == "write" select { n: count() }

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# s.name, the probe's name (issue #27), for real (root, BPF): syscall("*")
+# grouped by the system call's name on a workload whose counts are known
+# (query_work sysmix K: K getppid, K/2 getuid, ceil(K/3) dup), the same
+# counts as bpftrace's tracepoint:syscalls:sys_enter_* { @[probe] =
+# count(); } on the same run, where s.name == "..." as a filter (also at
+# the entry of a paired query), streamed as a column, and across a
+# cluster (two agents, merged by name at the collector); a wildcard
+# function("libc:pthread_mutex_*") (a uprobe per function, s.name by its
+# cookie) against the workload's counts and bpftrace's.
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+W=$BUILD/tests/bin/query_work
+[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
+[ -x "$W" ] || skip_all "query_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+
+K=300
+getuid=$((K / 2))
+dups=$(((K + 2) / 3))
+
+# ---- the counts by name: the workload's truth ---------------------------------
+fq --json -c "$W sysmix $K" 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }'
+for want in "getppid\",\"n\":$K" "getuid\",\"n\":$getuid" "dup\",\"n\":$dups"; do
+	ok "syscall(\"*\") by s.name: {\"name\":\"$want}" grep -q "^{\"name\":\"$want}\$" "$T_TMP/out"
+done
+ok "no id is left unnamed" test -z "$(grep -E '"name":"(syscall_[0-9]+|)"' "$T_TMP/out")"
+
+# ---- where s.name == ..., at the entry of a paired query ---------------------
+fq --json -c "$W sysmix $K" 'from s in syscall("*") where s.name == "getuid" || s.name == "dup" group s by s.name into g select { name: g.key, n: g.count(), ok: g.min(s.ret) >= 0 && g.max(s.duration) > 0 }'
+same "$T_TMP/out" "{\"name\":\"dup\",\"n\":$dups,\"ok\":1}"$'\n'"{\"name\":\"getuid\",\"n\":$getuid,\"ok\":1}" \
+	"where s.name == \"getuid\" || s.name == \"dup\" with ret and duration (paired): only those, exactly"
+
+# ---- streamed as a column, and a let of it -----------------------------------------
+fq --json -c "$W sysmix 6" 'from s in syscall("*") let n = s.name where n == "getuid" select { call: n, r: s.ret >= 0 }'
+row='{"call":"getuid","r":1}'
+same "$T_TMP/out" "$row"$'\n'"$row"$'\n'"$row" "s.name through a let, streamed: 3 getuid rows"
+
+# ---- a one-point source names its probe --------------------------------------------
+fq --json -c "$W sysmix 10" 'from s in syscall("getppid") group s by s.name into g select { name: g.key, n: g.count() }'
+same "$T_TMP/out" '{"name":"getppid","n":10}' "syscall(\"getppid\"): s.name is \"getppid\""
+
+fq --json -c "$W calls 100" "from f in function(\"$W:fay_work_fn\") where f.name == \"fay_work_fn\" group f by f.name into g select { f: g.key, n: g.count() }"
+same "$T_TMP/out" '{"f":"fay_work_fn","n":100}' "function(...): s.name is the function, in where and as the key"
+fq --json -c "$W usdt2 7" "from u in usdt(\"$W:fayq:multi\") group u by u.name into g select { p: g.key, n: g.count() }"
+same "$T_TMP/out" '{"p":"multi","n":14}' "usdt(...): s.name is the probe's name"
+
+# ---- the same counts as bpftrace ------------------------------------------------------
+# versus FAYQ BTPROG NPROBES MODE K: fay and bpftrace trace one run of
+# query_work MODE K, held at a file until both are attached (@PID@ in
+# BTPROG is its pid).  bpftrace prints "Attaching N probes" before it
+# attaches them: it is attached when it holds NPROBES perf events.  fay's
+# JSON in $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC.
+bt_attached() {
+	local n
+	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
+	[ "$n" -ge "$2" ]
+}
+versus() {
+	local go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM wpid fpid bpid
+	QW_READY=$ready QW_WAIT=$go "$W" "$4" "$5" & wpid=$!
+	wait_for 30 test -e "$ready"
+	: >"$T_TMP/err"
+	timeout 90 "$FAY" query --json -p $wpid "$1" >"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
+	timeout 90 "$BT" -p $wpid -e "${2//@PID@/$wpid}" >"$T_TMP/bt" 2>&1 & bpid=$!
+	wait_for 30 grep -q attached "$T_TMP/err"
+	wait_for 60 bt_attached $bpid "$3"
+	touch "$go"
+	wait $wpid
+	wait $fpid
+	RC=$?
+	wait $bpid
+}
+# compare SKIP PREFIX WANT: fay's rows (name, n) against bpftrace's
+# @[PREFIXname] counts, names matching the regex SKIP left out; WANT
+# "name=n" must hold in both.  The verdict in $T_TMP/cmp.
+compare() {
+	python3 -c '
+import json, re, sys
+out, bt_file, skip, prefix, want = sys.argv[1:]
+keep = lambda n: not re.fullmatch(skip, n)
+fay = {r["name"]: r["n"] for r in map(json.loads, open(out)) if keep(r["name"])}
+bt = {}
+for l in open(bt_file):
+    m = re.match(r"@\[" + re.escape(prefix) + r"(\w+)\]: (\d+)", l)
+    if m and keep(m.group(1)):
+        bt[m.group(1)] = int(m.group(2))
+w, n = want.split("=")
+assert fay.get(w) == int(n) and bt.get(w) == int(n), (fay, bt)
+assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
+print(len(fay), "names,", sum(fay.values()), "events")
+' "$T_TMP/out" "$T_TMP/bt" "$1" "$2" "$3" >"$T_TMP/cmp" 2>&1
+}
+BT=$(command -v bpftrace || true)
+TFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
+if [ -n "$BT" ] && [ -n "$TFS" ]; then
+	# the workload's wait for the file (access, clock_nanosleep) counts
+	# from each tracer's own attach: those two are left out
+	versus 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }' \
+		'tracepoint:syscalls:sys_enter_* /pid == @PID@/ { @[probe] = count(); }' \
+		"$(find "$TFS/events/syscalls" -maxdepth 1 -name 'sys_enter_*' | wc -l)" sysmix 500
+	if [ $RC -eq 0 ] && compare 'access|clock_nanosleep' tracepoint:syscalls:sys_enter_ getppid=500; then
+		pass "syscall(\"*\") by s.name equals bpftrace's @[probe] of sys_enter_* for the pid ($(cat "$T_TMP/cmp"))"
+	else
+		fail "syscall(\"*\") by s.name equals bpftrace's @[probe] (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
+			"$(head -c 400 "$T_TMP/err")" "$(head -c 400 "$T_TMP/bt")"
+	fi
+else
+	diag "no bpftrace (or no tracefs): the comparisons with it are not made"
+fi
+
+# ---- a wildcard function: one uprobe per function, s.name by its cookie ----------------
+fq --json -c "$W mutex 100" 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }'
+ok "function(\"libc:pthread_mutex_*\"): 50 trylocks, by name" grep -qx '{"name":"pthread_mutex_trylock","n":50}' "$T_TMP/out"
+ok "function(\"libc:pthread_mutex_*\"): at least 100 locks and 150 unlocks" python3 -c "
+import json
+r = {x['name']: x['n'] for x in map(json.loads, open('$T_TMP/out'))}
+assert r['pthread_mutex_lock'] >= 100 and r['pthread_mutex_unlock'] >= 150, r"
+"$FAY" query -c "$W mutex 1" 'from f in function("libc:pthread_mutex_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
+ok "the attach line says how many functions the pattern matched" \
+	grep -qE 'uprobe [^ ]*libc[^ ]*:pthread_mutex_\* \([0-9]+ functions\)' "$T_TMP/err"
+QW_WAIT=$T_TMP/pgo "$W" calls 50 & pw=$!
+timeout 60 "$FAY" query --json "from f in process($pw).function(\"fay_work_*\") group f by f.name into g select { f: g.key, n: g.count() } for 5s" \
+	>"$T_TMP/out" 2>"$T_TMP/err" & qp=$!
+wait_for 30 grep -q attached "$T_TMP/err"
+touch "$T_TMP/pgo"
+wait $pw
+wait $qp
+RC=$?
+same "$T_TMP/out" '{"f":"fay_work_fn","n":50}' "process(PID).function(\"fay_work_*\"): the one function called, by name"
+"$FAY" query 'from f in function("libc:no_such_fn_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
+ok "an empty match is refused with the reason" grep -q 'no function matches "no_such_fn_\*" in ' "$T_TMP/err"
+"$FAY" query 'from f in function("libc:pthread_mutex_*") where f.name == "pthread_mutex_lock" select { n: count() }' >/dev/null 2>"$T_TMP/err"
+ok "a wildcard's s.name compared with a literal is refused, with the reason" grep -q 'known once the probe attaches' "$T_TMP/err"
+if [ -n "$BT" ]; then
+	# bpftrace 0.17 attaches pthread_mutex_* once per versioned alias
+	# (28 probes for 11 functions: each call counted twice), so it is
+	# given the three functions the workload calls, by name
+	versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+		'uprobe:libc:pthread_mutex_lock,uprobe:libc:pthread_mutex_unlock,uprobe:libc:pthread_mutex_trylock /pid == @PID@/ { @[probe] = count(); }' \
+		3 mutex 300
+	libc=$(readlink -f "$(ldconfig -p | awk '/libc.so.6 .*x86-64/ { print $NF; exit }')")
+	if [ $RC -eq 0 ] && compare 'pthread_mutex_(?!lock$|unlock$|trylock$).*' "uprobe:$libc:" pthread_mutex_trylock=150; then
+		pass "function(\"libc:pthread_mutex_*\") by s.name equals bpftrace's @[probe] for the pid ($(cat "$T_TMP/cmp"))"
+	else
+		fail "function(\"libc:pthread_mutex_*\") by s.name equals bpftrace's (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
+			"$(head -c 400 "$T_TMP/err")" "$(head -c 600 "$T_TMP/bt")"
+	fi
+fi
+
+# ---- a cluster: two agents, names merged at the collector ------------------------------
+. "$(dirname "$0")/collector_lib.bash"
+coll_start "$T_TMP/c.db"
+for h in h1 h2; do
+	mkdir -p "$T_TMP/$h"
+	( cd "$T_TMP/$h" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+		--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ) >>"$T_TMP/$h.log" 2>&1 &
+	T_PIDS+=($!)
+done
+peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":"h[12]"' | sort -u | wc -l)" -eq 2 ]; }
+ok "two agents open query connections" wait_for 30 peers
+cp "$W" "$T_TMP/qwnames"
+timeout 60 "$FAY" query --cluster "$URL" --json \
+	'from s in cluster.syscall("*") where s.comm == "qwnames" && (s.name == "getppid" || s.name == "getuid" || s.name == "dup") group s by s.name into g select { name: g.key, n: g.count() } for 8s' \
+	>"$T_TMP/co" 2>"$T_TMP/ce" & qpid=$!
+n_att() { [ "$(hosts_attached "$T_TMP/ce")" -ge 2 ]; }
+wait_for 30 n_att
+QW_WAIT=$T_TMP/cgo "$T_TMP/qwnames" sysmix 100 & T_PIDS+=($!)
+QW_WAIT=$T_TMP/cgo "$T_TMP/qwnames" sysmix 200 & T_PIDS+=($!)
+touch "$T_TMP/cgo"
+wait $qpid
+RC=$?
+# both hosts share this kernel: each counts both workloads, 2 x (100 + 200)
+want="{\"name\":\"dup\",\"n\":$((2 * (34 + 67)))}"$'\n'"{\"name\":\"getppid\",\"n\":600}"$'\n'"{\"name\":\"getuid\",\"n\":$((2 * (50 + 100)))}"
+same "$T_TMP/co" "$want" "cluster.syscall(\"*\") by s.name: the hosts' partials carry names and merge by name"
+ok "cluster: 2 of 2 hosts answered" grep -q 'result: 2 of 2 hosts answered' "$T_TMP/ce"
+done_testing
