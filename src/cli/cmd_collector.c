@@ -42,7 +42,26 @@ static void usage(FILE *f)
 "                  [--parent HOST:PORT [--host NAME] [--parent-tls-ca FILE]]\n"
 "                  [--max-conns N]\n"
 "                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
-"                  [--allow-other-users]\n"
+"                  [--allow-other-users] [--probe-group GROUP]\n"
+"\n"
+"ACCESS\n"
+"    Without tokens the collector listens on loopback only.  Reading and\n"
+"    sending spans is open there (as Zipkin's), but loading probes is not:\n"
+"    for POST /api/query and standing queries (POST, DELETE /api/queries)\n"
+"    the collector finds the local user whose socket the request came from\n"
+"    (the kernel's socket tables: sock_diag, /proc/net/tcp) and applies the\n"
+"    rule of a local fay query.  Root, the collector's own user and members\n"
+"    of --probe-group may probe everything; another user may probe only its\n"
+"    own processes (process(PID).function of one of them, function or usdt\n"
+"    of a binary it owns), and no source that sees every process or the\n"
+"    kernel (syscall, tracepoint, kernel.function, profile, spans), no\n"
+"    cluster query and no standing query: 403 with the reason.  At each\n"
+"    start the collector writes a new random probe token to DB.probe-token\n"
+"    (mode 0600, its user alone reads it); 'Authorization: Bearer TOKEN'\n"
+"    with it may probe everything (the web UI: http://HOST:PORT/#token=TOKEN,\n"
+"    as make demo prints).  With --token-file the token's probe scope\n"
+"    decides instead.  Agents refuse a cluster query that comes without the\n"
+"    probe right.  Every decision is logged (\"probe access: ...\").\n"
 "\n"
 "DESCRIPTION\n"
 "    Receives spans from fay agents over the framed TCP protocol (docs/ABI.md,\n"
@@ -230,13 +249,23 @@ static void usage(FILE *f)
 "                      when the collector runs as a non-root user, let\n"
 "                      /api/query probe every user's processes; without it a\n"
 "                      query probes only the processes of the collector's own\n"
-"                      user (the requester: an HTTP client has no uid)\n"
+"                      user (and a requester other than root only its own:\n"
+"                      see ACCESS)\n"
+"    --probe-group GROUP\n"
+"                      without tokens, local users of GROUP (their primary or\n"
+"                      a listed group) may probe everything, as root may (see\n"
+"                      ACCESS)\n"
 "    --max-memory BYTES\n"
 "                      what peers can make the collector hold at once: their\n"
 "                      connections (64 KiB each, 128 KiB with TLS), frames\n"
 "                      being received on the agent port, HTTP and gRPC bodies\n"
 "                      being received and gzip bodies as they are decoded\n"
-"                      (default 1G; suffixes k, M, G).  A connection that\n"
+"                      (default: half of the memory the collector may use,\n"
+"                      the smallest of its cgroups' limits (v2 memory.max,\n"
+"                      v1 memory limit) and MemTotal, at most 1G, at least\n"
+"                      32M: logged at start; suffixes k, M, G).  Before its\n"
+"                      HELLO is accepted (and its token checked) a frame on\n"
+"                      the agent port is at most 64 KiB.  A connection that\n"
 "                      does not fit is turned away at accept (the agent port\n"
 "                      says \"busy\").  Past it a frame's\n"
 "                      connection is closed with \"busy\" (the agent keeps the\n"
@@ -320,7 +349,8 @@ static void usage(FILE *f)
 "FILES\n"
 "    PATH, PATH-wal, PATH-shm   the store; schema in src/store/schema.sql\n"
 "    PATH.thresholds.json       the dashboard's thresholds without --thresholds\n"
-"    PATH.agent-tokens          agent id -> the token it is bound to (--token-file)\n",
+"    PATH.agent-tokens          agent id -> the token it is bound to (--token-file)\n"
+"    PATH.probe-token           without tokens: this start's probe token (ACCESS)\n",
 		FAY_WIRE_DEFAULT_PORT, FAY_HTTP_DEFAULT_PORT, COLL_OTLP_HTTP_DEFAULT,
 		COLL_OTLP_GRPC_DEFAULT, COLL_CH_LINGER_DEFAULT, COLL_CH_BATCH_DEFAULT,
 		COLL_CH_WRITERS_DEFAULT);
@@ -383,6 +413,7 @@ int cmd_collector(int argc, char **argv)
 		{ "max-conns-per-peer", required_argument, NULL, 'E' },
 		{ "max-memory", required_argument, NULL, 'M' },
 		{ "allow-other-users", no_argument, NULL, 1003 },
+		{ "probe-group", required_argument, NULL, 1013 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -414,6 +445,7 @@ int cmd_collector(int argc, char **argv)
 		case 1001: o.clickhouse = optarg; break;
 		case 1002: o.clickhouse_cluster = optarg; break;
 		case 1003: o.allow_other_users = true; break;
+		case 1013: o.probe_group = optarg; break;
 		case 't': o.token = optarg; break;
 		case 'K': o.token_file = optarg; break;
 		case 1004: o.insecure = true; break;

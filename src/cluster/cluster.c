@@ -68,6 +68,9 @@ int cpeer_send_query(struct cpeer *p, const struct cquery *q)
 	struct wire_query wq = {
 		.qid = q->qid, .deadline_ns = q->deadline_rt, .window_ns = q->window_ns,
 		.text = q->text, .len = q->len,
+		/* cluster_query_run()'s callers have decided that the
+		 * requester may load probes on every host: say so */
+		.flags = WIRE_QF_PROBE,
 	};
 	struct wbuf w = { 0 };
 

@@ -73,7 +73,10 @@ struct cluster_qopts {
  * Run query q (planned with query_opts.cluster; text is its source) on
  * the hosts its scope names, until its end or *env->stop, emitting lines
  * through env->emit.  Returns 0, or -errno with a message in err (no host
- * can run it: each host's reason).
+ * can run it: each host's reason).  The caller has decided that the query's
+ * requester may load probes on every host (#20: POST /api/query and
+ * standing queries ask for it, collector/requester.h; a parent collector's QUERY
+ * carried WIRE_QF_PROBE): each QUERY frame says so.
  */
 int cluster_query_run(struct cluster *cl, struct query *q, const struct plan *p,
 		      const char *text, const struct cluster_qopts *o,

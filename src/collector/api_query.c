@@ -62,6 +62,7 @@ struct qrun {
 	int rfd, wfd;
 	int client_fd;			/* the HTTP client's socket: gone = stop */
 	int slot;			/* in ext->qslots */
+	struct coll_requester who;	/* who asks (requester.h) */
 	pthread_t thread;
 	volatile int stop;
 	uint64_t rows, start_ns;
@@ -126,6 +127,7 @@ static void *run_main(void *arg)
 	struct qengine_env env = {
 		.store = qr->c->store, .emit = emit, .ctx = qr, .stop = &qr->stop,
 		.allow_other_users = qr->c->allow_other_users,
+		.own_only = qr->who.right != COLL_PROBE_ALL, .uid = qr->who.uid,
 	};
 	char err[512] = "";
 	int ret;
@@ -350,6 +352,19 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 		return res;
 	}
 	{
+		/* #20: may this requester load these probes? (requester.h) */
+		bool cluster = copts.all || query_ast(q)->src.scope != SCOPE_LOCAL;
+		char msg[512];
+
+		if (coll_requester_admit(rq->who, "POST /api/query", (int)query_ast(q)->src.kind,
+					 cluster, msg, sizeof(msg))) {
+			X_ADD(c, queries_refused, 1);
+			free(text);
+			query_free(q);
+			return reply_text(c, con, 403, "%s", msg);
+		}
+	}
+	{
 		const struct sockaddr *peer = http_peer(con);
 		char ip[64] = "?", why[200];
 
@@ -386,6 +401,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 	qr->wfd = fds[1];
 	qr->slot = slot;
 	qr->client_fd = http_con_fd(con);
+	qr->who = *rq->who;
 	qr->start_ns = clock_monotonic_ns();
 	head = json_pack("{s:s, s:o, s:s, s:I, s:I, s:s}", "type", "columns", "columns", cols,
 			 "mode", p->mode == PLAN_AGGREGATE ? "aggregate" : "stream",

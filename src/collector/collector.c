@@ -11,16 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
 #include "collector/auth.h"
 #include "collector/collector.h"
 #include "collector/ext.h"
+#include "collector/requester.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/memlimit.h"
 #include "common/net.h"
 #include "common/tls.h"
 #include "common/version.h"
@@ -157,8 +160,9 @@ static int check_exposure(struct collector_run *r, const struct collector_opts *
 		return -EPERM;
 	}
 	pr_warn("collector: INSECURE: listening on %s with no token (--insecure): anyone "
-		"who reaches this address may read traces, send spans and load BPF programs "
-		"on this host", open_at);
+		"who reaches this address may read traces and send spans (loading probes "
+		"still needs a local user's right or the probe token: fay collector --help, "
+		"ACCESS)", open_at);
 	return 0;
 }
 
@@ -188,7 +192,22 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		c->write_batch = o->ch_batch ? o->ch_batch : COLL_CH_BATCH_DEFAULT;
 	}
 	c->allow_other_users = o->allow_other_users;
-	c->mem.max = o->max_memory ? o->max_memory : COLL_MAX_MEMORY;
+	if (o->max_memory) {
+		c->mem.max = o->max_memory;
+	} else {
+		/* #20: half of what this collector may use, at most 1 GiB */
+		char how[2200];
+		uint64_t lim = mem_limit(how, sizeof(how));
+
+		c->mem.max = lim ? lim / 2 : COLL_MAX_MEMORY;
+		if (c->mem.max > COLL_MAX_MEMORY)
+			c->mem.max = COLL_MAX_MEMORY;
+		if (c->mem.max < COLL_MIN_MEMORY)
+			c->mem.max = COLL_MIN_MEMORY;
+		pr_info("collector: --max-memory %" PRIu64 " MiB: half of the %" PRIu64 " MiB "
+			"this collector may use (%s), at most %llu MiB", c->mem.max >> 20,
+			lim >> 20, how, COLL_MAX_MEMORY >> 20);
+	}
 	pthread_mutex_init(&c->agents_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;
@@ -228,6 +247,24 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			snprintf(err, errlen, "TLS: %s", why);
 			goto err_out;
 		}
+	}
+	if (!auth_on(c->auth)) {
+		/* #20: who may probe without tokens (requester.h) */
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s.probe-token", o->db);
+		if (coll_probe_token_make(c, path, why, sizeof(why)))
+			pr_warn("probe token: %s (only root, this collector's user and "
+				"--probe-group may load probes)", why);
+		else
+			pr_info("probe token (loads probes as root; for the UI's Live query: "
+				"http://HOST:PORT/#token=TOKEN): %s, readable by uid %u alone",
+				path, (unsigned)getuid());
+	}
+	if (o->probe_group && coll_probe_group_set(c, o->probe_group, why, sizeof(why))) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "--probe-group %s", why);
+		goto err_out;
 	}
 	if (o->tls_client_ca_ports && !o->tls_client_ca) {
 		snprintf(err, errlen, "--tls-client-ca-ports without --tls-client-ca");

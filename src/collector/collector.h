@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "common/budget.h"
 #include "store/store.h"
@@ -128,6 +129,13 @@ struct collector {
 	 * in flight on the agent port, HTTP bodies being received). */
 	struct mem_budget mem;
 	bool allow_other_users;      /* collector_opts.allow_other_users */
+	/* --probe-group: its members may probe everything (requester.h) */
+	bool has_probe_group;
+	gid_t probe_gid;
+	char probe_group[64];
+	/* without tokens: the probe token and its file (requester.h) */
+	char probe_token[65];
+	char probe_token_path[4200];
 };
 
 /* ---- collector.c: the whole service ------------------------------------ */
@@ -212,6 +220,9 @@ struct collector_opts {
 	 * when the collector runs as a non-root user (engine.h,
 	 * engine_opts_requester()) */
 	bool allow_other_users;
+	/* --probe-group NAME: without tokens, local users of this group may
+	 * load probes as root may (requester.h); NULL: none */
+	const char *probe_group;
 };
 
 /* Defaults of --clickhouse-linger (as printed) and --clickhouse-batch. */
@@ -227,10 +238,18 @@ struct collector_opts {
 /* Default --max-conns-per-peer and --max-memory. */
 #define COLL_MAX_CONNS_PER_PEER 256
 #define COLL_MAX_MEMORY (1ull << 30)
+/* Without --max-memory: half of what the collector may use (its cgroups'
+ * memory limits, else MemTotal: common/memlimit.h), at most
+ * COLL_MAX_MEMORY and at least COLL_MIN_MEMORY (#20). */
+#define COLL_MIN_MEMORY (32ull << 20)
 /* An agent-port connection must send HELLO this soon, and finish a frame
  * it began this soon (in all, however it trickles). */
 #define COLL_HELLO_MS 10000
 #define COLL_FRAME_MS 30000
+/* The largest frame the agent port takes before a HELLO was accepted (and
+ * its token checked): what a HELLO needs (#20), so an unauthenticated
+ * client cannot make the collector hold a 16 MiB frame. */
+#define COLL_PRE_HELLO_MAX (64u << 10)
 
 /*
  * Open the store, start the writer thread, the extensions, the agent

@@ -19,6 +19,7 @@
 
 #include "collector/collector.h"
 #include "collector/http_int.h"
+#include "collector/requester.h"
 #include "common/err.h"
 #include "common/net.h"
 #include "common/tls.h"
@@ -46,7 +47,8 @@ struct req {
 	char allow[64];         /* for a 405 */
 	unsigned status;        /* refused on its headers: the answer */
 	size_t dropped;         /* body bytes read and dropped since */
-	char msg[256];
+	char msg[512];
+	struct coll_requester who;      /* routes that load probes */
 };
 
 const char *http_server_addr(const struct http_server *hs)
@@ -104,6 +106,28 @@ static void refuse(struct collector *c, struct req *rq, unsigned status, const c
 	body_free(c, rq);
 }
 
+/*
+ * A route that loads probes (#20): who asks, decided before its body is
+ * read (requester.h).  One the requester may not use at all is refused
+ * here (403, logged); POST /api/query is admitted by its handler once it
+ * knows the query's source.  0 to go on, else the status of the refusal.
+ */
+static unsigned probe_screen(struct collector *c, struct http_con *con, struct req *rq,
+			     const char *url, const char *method)
+{
+	char what[200], msg[sizeof(rq->msg)];
+	unsigned st;
+
+	coll_requester_decide(c, http_con_fd(con), http_header(con, "Authorization"), &rq->who);
+	if (rq->route->fn == api_query && rq->who.right != COLL_PROBE_NONE)
+		return 0;
+	snprintf(what, sizeof(what), "%s %.160s", method, url);
+	st = coll_requester_admit(&rq->who, what, -1, true, msg, sizeof(msg));
+	if (st)
+		refuse(c, rq, st, msg);
+	return st;
+}
+
 static int on_request(void *cls, struct http_con *con, const char *url, const char *method,
 		      const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -132,6 +156,9 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 			refuse(c, rq, st, msg);
 			return st == 400 ? answer(c, con, rq) : HTTPD_YES;
 		}
+		st = rq->route->scope == COLL_SCOPE_PROBE ? probe_screen(c, con, rq, url, method) : 0;
+		if (st)
+			return HTTPD_YES;
 		if (cl && strtoull(cl, NULL, 10) > c->max_body) {
 			snprintf(msg, sizeof(msg), "body: %s bytes, larger than the %zu-byte "
 				 "limit (--max-body)\n", cl, c->max_body);
@@ -194,6 +221,7 @@ static int on_request(void *cls, struct http_con *con, const char *url, const ch
 			.url = url, .method = method,
 			.rest = url + strlen(rq->route->path),
 			.body = { rq->body, rq->len, rq->too_big },
+			.who = &rq->who,
 		};
 
 		return rq->route->fn(c, con, &r);

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "collector/collector.h"
+#include "collector/requester.h"
 #include "common/httpd.h"
 
 /* A request body as http.c collected it (NULL/0 when none). */
@@ -69,6 +70,9 @@ struct http_rq {
 	const char *url, *method;
 	const char *rest;               /* after a prefix route's path */
 	struct http_body body;
+	/* routes that load probes (COLL_SCOPE_PROBE): who asks and what it
+	 * may (requester.h); decided on the headers */
+	const struct coll_requester *who;
 };
 
 typedef int (*http_route_fn)(struct collector *c, struct http_con *con,

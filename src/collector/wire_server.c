@@ -330,6 +330,9 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 			M_ADD(ac->c, wire_busy, 1);
 			return wire_violation(ac, "busy: %s", err);
 		}
+		if (ret == -EPROTO && !ac->agent && !ac->query_role)
+			return wire_violation(ac, "before HELLO (and its token) a frame is at most "
+					 "%u bytes: %s", COLL_PRE_HELLO_MAX, err);
 		if (ret == -EPROTO || ret == -EBADMSG || ret == -ENOMEM)
 			return wire_violation(ac, "%s", err);
 		if (ret < 0)
@@ -360,7 +363,10 @@ static int one_frame(struct agent_conn *ac)
 		return ret;
 	switch (f.h.type) {
 	case WIRE_HELLO:
-		return on_hello(ac, &f);
+		ret = on_hello(ac, &f);
+		if (ret >= 0)		/* accepted: its token was checked */
+			ac->rd.max_payload = FAY_WIRE_MAX_PAYLOAD;
+		return ret;
 	case WIRE_BATCH:
 		return wire_on_batch(ac, &f);
 	case WIRE_STATS:
@@ -383,7 +389,8 @@ void *wire_conn_main(void *arg)
 	const char *tp = getenv("FAY_WIRE_TEST_NACK_EVERY");
 	int ret;
 
-	wire_reader_init(&ac.rd, FAY_WIRE_MAX_PAYLOAD);
+	/* until a HELLO is accepted: frames of what a HELLO needs alone */
+	wire_reader_init(&ac.rd, COLL_PRE_HELLO_MAX);
 	ac.rd.budget = &ws->c->mem;
 	ac.t0_ms = clock_monotonic_ns() / 1000000;
 	if (tp)

@@ -134,6 +134,17 @@ static void on_query(struct qlink *l, const unsigned char *p, uint32_t len)
 		pr_warn("%s to %s: %s", l->o.what, l->o.upper, why);
 		return;
 	}
+	if (!(wq.flags & WIRE_QF_PROBE)) {
+		/* #20: the collector did not vouch for its requester */
+		struct qlink_job tmp = { .link = l, .qid = wq.qid };
+
+		snprintf(why, sizeof(why), "refused: the query came without the probe scope "
+			 "(its requester at %s held no token with the probe scope and was not "
+			 "root there, or the collector predates this check)", l->o.upper);
+		pr_warn("query %" PRIu32 " from %s: %s", wq.qid, l->o.upper, why);
+		qlink_status(&tmp, WIRE_QS_FAILED, why);
+		return;
+	}
 	pthread_mutex_lock(&l->lock);
 	for (jb = l->jobs; jb; jb = jb->next, n++)
 		if (jb->j.qid == wq.qid)

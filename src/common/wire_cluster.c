@@ -19,6 +19,7 @@ void wire_query_encode(const struct wire_query *q, struct wbuf *w)
 	wbuf_le64(w, q->deadline_ns);
 	wbuf_le64(w, q->window_ns);
 	put_text(w, q->text, q->len);
+	wbuf_u8(w, (uint8_t)q->flags);
 }
 
 void wire_qstatus_encode(const struct wire_qstatus *s, struct wbuf *w)
@@ -80,6 +81,8 @@ int wire_query_decode(const void *p, size_t len, struct wire_query *q,
 	q->deadline_ns = rbuf_le64(&r, "deadline");
 	q->window_ns = rbuf_le64(&r, "window");
 	q->text = get_text(&r, WIRE_QTEXT_MAX, &q->len, "query text");
+	/* a collector before #20 sent no flags: none */
+	q->flags = !r.err && r.off < r.len ? rbuf_u8(&r, "flags") : 0;
 	return finish(&r, false, "QUERY", why, whylen);
 }
 

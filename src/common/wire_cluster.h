@@ -11,7 +11,9 @@
  * "role":"query" in the HELLO; then:
  *
  *   coll  -> QUERY    u32 qid, u64 deadline_ns (wall clock, 0: none),
- *                     u64 window_ns, uvar text length, text (UTF-8 FayQL)
+ *                     u64 window_ns, uvar text length, text (UTF-8 FayQL),
+ *                     u8 flags (WIRE_QF_*; absent in frames of collectors
+ *                     before #20: read as 0)
  *   peer  -> QSTATUS  u32 qid, u8 state (enum wire_qstate), uvar length,
  *                     text (probes attached, or the reason it failed)
  *   peer  -> PARTIAL  u32 qid, u8 flags (WIRE_PF_*), u64 window_start_ns,
@@ -66,11 +68,20 @@ enum wire_hstate {
 	WIRE_HS_LATE,		/* answered after the window was emitted */
 };
 
+/* A QUERY's flags. */
+enum wire_qflags {
+	/* The query's requester holds the right to load probes (#20): a
+	 * token with the probe scope, or root on the collector's host.  A
+	 * peer refuses a query without it (qlink.c), with the reason. */
+	WIRE_QF_PROBE = 1 << 0,
+};
+
 struct wire_query {
 	uint32_t qid;
 	uint64_t deadline_ns, window_ns;
 	const char *text;	/* decode: points into the payload */
 	size_t len;
+	unsigned flags;		/* WIRE_QF_* */
 };
 
 struct wire_qstatus {

@@ -14,12 +14,12 @@
  * system program) is refused with the ways to scope it.
  */
 #include <errno.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/peer.h"
 #include "common/procstat.h"
 #include "engine/engine_int.h"
 
@@ -27,19 +27,6 @@ void engine_opts_requester(struct engine_opts *o, bool allow_other_users)
 {
 	o->uid = getuid();
 	o->own_uid_only = o->uid != 0 && !allow_other_users;
-}
-
-/* "uid 65534 (nobody)" into buf. */
-static const char *uid_name(uid_t uid, char *buf, size_t len)
-{
-	struct passwd pw, *res = NULL;
-	char tmp[1024];
-
-	if (!getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) && res)
-		snprintf(buf, len, "uid %u (%s)", (unsigned)uid, res->pw_name);
-	else
-		snprintf(buf, len, "uid %u", (unsigned)uid);
-	return buf;
 }
 
 /* The uids of process pid (real, effective, saved, fs) from its status
@@ -82,8 +69,8 @@ int engine_check_pid(struct engine *e, const struct eprog *ep, const char *name)
 					   "process belongs to %s, and the query is asked by %s: "
 					   "a non-root user probes only its own processes "
 					   "(--allow-other-users lifts this)", what(ep), name,
-					   (int)pid, uid_name(uids[i], them, sizeof(them)),
-					   uid_name(e->opts.uid, me, sizeof(me)));
+					   (int)pid, peer_uid_name(uids[i], them, sizeof(them)),
+					   peer_uid_name(e->opts.uid, me, sizeof(me)));
 	return 0;
 }
 
@@ -105,8 +92,8 @@ static int check_binary(struct engine *e, const struct eprog *ep)
 			   "and the query is asked by %s: a non-root user probes only "
 			   "its own processes; name one with process(PID), -p PID or "
 			   "-c CMD (or --allow-other-users)", what(ep), ep->spec, bin,
-			   uid_name(st.st_uid, them, sizeof(them)),
-			   uid_name(e->opts.uid, me, sizeof(me)));
+			   peer_uid_name(st.st_uid, them, sizeof(them)),
+			   peer_uid_name(e->opts.uid, me, sizeof(me)));
 }
 
 int engine_check_owners(struct engine *e)

@@ -21,6 +21,7 @@
 #define FAY_ENGINE_QENGINE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "query/plan.h"
 #include "query/query.h"
@@ -37,6 +38,10 @@ struct qengine_env {
 	/* a non-root collector's queries probe every user's processes
 	 * (fay collector --allow-other-users) */
 	bool allow_other_users;
+	/* the requester may probe only the processes of user uid, whoever
+	 * the collector runs as (collector/requester.h: COLL_PROBE_OWN) */
+	bool own_only;
+	uid_t uid;
 };
 
 /* Run the query on this host (qrun.c). */

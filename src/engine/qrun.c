@@ -168,6 +168,10 @@ int fay_query_engine_run(struct query *q, const struct plan *p,
 	int ret;
 
 	engine_opts_requester(&o.eo, env->allow_other_users);
+	if (env->own_only) {		/* #20: another user's request */
+		o.eo.uid = env->uid;
+		o.eo.own_uid_only = true;
+	}
 	ret = engine_drive(q, p, &o, &sink);
 
 	if (ret && query_error(q)) {	/* at the query's line:col */

@@ -34,5 +34,22 @@ for ls in "vm-client write" "composer write" "mapper map" "mapper replicate" "bl
 	ok "the spans answer has a '$ls' row with n > 0 and a latency" \
 		awk -v l="${ls% *}" -v n="${ls#* }" '$1 == l && $2 == n && $3 > 0 && $5 > 0 { f = 1 } END { exit !f }' <<<"$out"
 done
+# The UI's address carries the collector's probe token (#20): with it the
+# Live query page's POST /api/query loads probes even from a browser of
+# another user (nobody here); without it that user is refused.
+ui=$(sed -n 's/^ *fay web UI: *//p' <<<"$out")
+ok "it prints the web UI's address with the probe token" grep -q "^http://$DEMO_HTTP/#token=[0-9a-f]\{64\}$" <<<"$ui"
+if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+	tok=${ui##*#token=}
+	nob() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
+	nob curl -s -N -X POST -H "Authorization: Bearer $tok" \
+		--data-binary 'from s in syscall("getppid") select count() for 1s' \
+		"http://$DEMO_HTTP/api/query" >"$T_TMP/live" 2>&1
+	ok "another user with the token: a syscall query runs" grep -q '"type":"end"' "$T_TMP/live"
+	diag "$(head -c 300 "$T_TMP/live")"
+	st=$(nob curl -s -o /dev/null -w '%{http_code}' -X POST \
+		--data-binary 'from s in syscall("getppid") select count() for 1s' "http://$DEMO_HTTP/api/query")
+	ok "... and without it: refused (403)" test "$st" = 403
+fi
 ok "the collector and agent are still running" "$TOP/scripts/demo" status
 done_testing

@@ -117,11 +117,11 @@ mkdir -p "$T_TMP/shm" "$T_TMP/agent"
 	--stats-interval 1s --host api-host >>"$T_TMP/agent.log" 2>&1 &
 APID=$!
 T_PIDS+=($APID)
-ok "an agent shows up, up, with its version and STATS" wait_for 10 bash -c "curl -s $URL/api/ui/hosts | python3 -c '
+ok "an agent shows up, up, with its version and STATS" wait_for 30 bash -c "curl -s $URL/api/ui/hosts | python3 -c '
 import json,sys; a=json.load(sys.stdin)[\"agents\"][0]
 assert a[\"host\"]==\"api-host\" and a[\"up\"] and a[\"version\"] and a[\"stats\"] and a[\"lost_by_reason\"] is not None'"
 kill $APID; wait $APID 2>/dev/null
-ok "stopped, it is down" wait_for 10 bash -c "curl -s $URL/api/ui/hosts | grep -q '\"up\":false'"
+ok "stopped, it is down" wait_for 30 bash -c "curl -s $URL/api/ui/hosts | grep -q '\"up\":false'"
 
 # ---- /api/query ----
 expect "query: an error at line:col" 400 '"line":2,"col":9' POST /api/query --data-binary $'from s in syscall("read")\nwhere s.bogus > 3\nselect count()'

@@ -3,6 +3,7 @@
 # The agent port's bounds against hostile local clients (#10): idle
 # connections that never say HELLO are closed; a frame trickled a byte at a
 # time is closed when its deadline passes, however steady the trickle;
+# a frame before HELLO is at most 64 KiB (#20);
 # frames announcing 16 MiB cannot make the collector hold more than
 # --max-memory between them (the over-budget ones are told "busy" and
 # closed, the collector's RSS stays bounded, a real agent's batches are
@@ -52,6 +53,24 @@ print("closed", sum(1 for t, g in res if b"no HELLO within 1 s" in g and t < 3),
 PY
 diag "$(cat "$T_TMP/idle")"
 ok "20 idle connections are each closed after 1 s without HELLO, saying why" grep -q "^closed 20 of 20" "$T_TMP/idle"
+
+# 1b. before HELLO (#20): a frame announcing 16 MiB is refused on its
+# header, nothing of it held; a real HELLO after it on another connection
+# still works, and the same 16 MiB frame is taken after one (case 3)
+python3 - "$T_TMP" >"$T_TMP/prehello" 2>&1 <<'PY'
+import sys; sys.path.insert(0, sys.argv[1]); from w import *
+socks = [conn() for _ in range(8)]
+for s in socks:
+    s.sendall(struct.pack("<IHHIIQ", 0x57594146, 1, 3, 16 << 20, 0, 1) + b"x" * 4096)
+res = [closed_with(s, "", 5) for s in socks]
+print("refused", sum(1 for t, g in res if b"before HELLO (and its token) a frame is at most 65536 bytes" in g and t < 1), "of", len(res))
+print(res[0][1][24:300])
+s = conn(); print("hello after:", b"version" in hello(s, 2))
+PY
+while IFS= read -r l; do diag "$l"; done <"$T_TMP/prehello"
+ok "8 frames of 16 MiB before HELLO: each refused on its header, at once, saying why" \
+	grep -q "^refused 8 of 8" "$T_TMP/prehello"
+ok "... and a HELLO is still taken" grep -q "^hello after: True" "$T_TMP/prehello"
 
 # 2. a frame trickled a byte every 0.2 s after a real HELLO
 python3 - "$T_TMP" >"$T_TMP/trickle" 2>&1 <<'PY'

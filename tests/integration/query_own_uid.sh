@@ -15,33 +15,11 @@ need_root
 . "$(dirname "$0")/collector_lib.bash"
 . "$(dirname "$0")/unpriv_lib.bash"
 . "$(dirname "$0")/../lib/query_bg.bash"
-command -v setpriv >/dev/null || skip_all "needs setpriv (util-linux)"
-U=nobody
-id "$U" >/dev/null 2>&1 || skip_all "no user $U"
-UID_U=$(id -u "$U")
-W=$BUILD/tests/bin/query_work
-[ -x "$W" ] || skip_all "query_work is not built (make)"
-unpriv_dir ou
-cp "$FAY" "$D/fay"
-cp "$W" "$D/wroot"		# root's binary
-# nobody's binary, named for this run alone: the syscall queries filter
-# on its comm, which no other process of the machine or test then has
-UN=ouwork$$
-cp "$W" "$D/$UN"
-chown "$U" "$D/$UN"
-chmod 755 "$D"/*
+unpriv_workloads ou
 # the capabilities a uprobe needs here (this kernel's perf_event_open()
 # of uprobes asks for CAP_SYS_ADMIN; least_privilege.sh shows that)
 CAPS=+bpf,+perfmon,+dac_read_search,+sys_ptrace,+sys_admin
-# held processes: each waits for its go file (QW_WAIT) before it calls
-QW_WAIT=$D/go.root "$D/wroot" calls 300 >/dev/null &
-RPID=$!; T_PIDS+=($RPID)
-# (setpriv itself in the background: $! of a function is a root subshell)
-setpriv --reuid "$U" --regid nogroup --clear-groups --bounding-set -all \
-	env QW_WAIT="$D/go.user" "$D/$UN" calls 200 >/dev/null &
-UPID=$!; T_PIDS+=($UPID)
-is_user() { [ "$(awk '/^Uid:/ { print $2 }' /proc/$UPID/status 2>/dev/null)" = "$UID_U" ]; }
-wait_for 30 is_user
+held_pair
 diag "root's process $RPID, $U's process $UPID"
 
 refused() { # NAME RC OUT PATTERN: exit 1 and the reason

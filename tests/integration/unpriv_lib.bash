@@ -8,6 +8,16 @@
 #                         run from it (their path starts with $D/)
 #   as CAPS CMD...        run CMD as $U with CAPS ("+bpf,+perfmon", "" for
 #                         none) inheritable and ambient, nothing else
+#   unpriv_workloads NAME
+#                         skip unless setpriv, the user nobody and
+#                         query_work are there; U=nobody, UID_U its uid;
+#                         unpriv_dir NAME, holding copies of fay, wroot
+#                         (root's query_work) and $UN (NAMEwork$$, the
+#                         user's: its comm is this run's alone, for the
+#                         syscall queries to filter on)
+#   held_pair             start wroot calls 300 as root and $UN calls 200
+#                         as $U, each waiting for its go file ($D/go.root,
+#                         $D/go.user: QW_WAIT) before it calls; RPID, UPID
 #   agent_as_user CAPS HOST
 #                         start fay agent as $U for the collector that
 #                         coll_start started (state and shm in $D), as
@@ -31,6 +41,33 @@ as() {
 	else
 		setpriv --reuid "$U" --regid nogroup --clear-groups --bounding-set -all "$@"
 	fi
+}
+
+unpriv_workloads() {
+	command -v setpriv >/dev/null || skip_all "needs setpriv (util-linux)"
+	U=nobody
+	id "$U" >/dev/null 2>&1 || skip_all "no user $U"
+	UID_U=$(id -u "$U")
+	W=$BUILD/tests/bin/query_work
+	[ -x "$W" ] || skip_all "query_work is not built (make)"
+	unpriv_dir "$1"
+	cp "$FAY" "$D/fay"
+	cp "$W" "$D/wroot"
+	UN=$1work$$
+	cp "$W" "$D/$UN"
+	chown "$U" "$D/$UN"
+	chmod 755 "$D"/*
+}
+
+held_pair() {
+	QW_WAIT=$D/go.root "$D/wroot" calls 300 >/dev/null &
+	RPID=$!; T_PIDS+=($RPID)
+	# (setpriv itself in the background: $! of a function is a root subshell)
+	setpriv --reuid "$U" --regid nogroup --clear-groups --bounding-set -all \
+		env QW_WAIT="$D/go.user" "$D/$UN" calls 200 >/dev/null &
+	UPID=$!; T_PIDS+=($UPID)
+	_is_user() { [ "$(awk '/^Uid:/ { print $2 }' /proc/$UPID/status 2>/dev/null)" = "$UID_U" ]; }
+	wait_for 30 _is_user
 }
 
 agent_as_user() {

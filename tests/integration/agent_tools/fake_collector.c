@@ -14,6 +14,11 @@
  *                    the connection (as the real collector does)
  * --drop-every N     close the connection on every Nth batch (not stored)
  * --garbage-after N  after N batches, answer with a frame with a bad crc
+ * --query TEXT       to a query connection (HELLO role "query"): WELCOME,
+ *                    then QUERY TEXT (qid 1) with --query-flags N (WIRE_QF_*,
+ *                    default 0: as a collector before #20); every QSTATUS
+ *                    the agent answers is printed to stderr:
+ *                    "fake_collector: QSTATUS qid state text"
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,8 +32,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/bytes.h"
 #include "common/spanrec.h"
 #include "common/wire.h"
+#include "common/wire_cluster.h"
 
 #define MAXC 16
 #define MAXAG 16
@@ -48,6 +55,8 @@ static int nagents;
 static const char *out_path, *state_path, *stats_path;
 static long nack_every, drop_every, ack_delay_ms, garbage_after;
 static long nbatches;
+static const char *query_text;
+static unsigned query_flags;
 static volatile sig_atomic_t stop;
 
 static void on_sig(int s)
@@ -188,7 +197,37 @@ static int on_frame(struct conn *c, const struct wire_hdr *h, const uint8_t *p)
 			 l ? *l : 0);
 		fprintf(stderr, "fake_collector: HELLO from %s, last_seq %" PRIu64 "\n",
 			c->agent, l ? *l : 0);
+		json_str((const char *)p, h->len, "role", err, sizeof(err));
+		if (query_text && !strcmp(err, "query")) {
+			struct wire_query q = { .qid = 1, .text = query_text,
+						.len = strlen(query_text), .flags = query_flags };
+			struct wbuf w = { 0 };
+			int ret;
+
+			if (send_frame(c->fd, WIRE_WELCOME, 0, "{\"version\":\"fake\"}", 0))
+				return -1;
+			wire_query_encode(&q, &w);
+			ret = w.err ? -1 : wire_send_frame(c->fd, WIRE_QUERY, 0, w.p, (uint32_t)w.len);
+			wbuf_free(&w);
+			fprintf(stderr, "fake_collector: QUERY sent (flags %u)\n", query_flags);
+			return ret ? -1 : 0;
+		}
 		return send_frame(c->fd, WIRE_WELCOME, 0, js, 0);
+	}
+	case WIRE_BEAT:		/* a query connection's heartbeat */
+		return 0;
+	case WIRE_PARTIAL:
+		fprintf(stderr, "fake_collector: PARTIAL\n");
+		return 0;
+	case WIRE_QSTATUS: {
+		struct wire_qstatus st;
+
+		if (wire_qstatus_decode(p, h->len, &st, err, sizeof(err)))
+			fprintf(stderr, "fake_collector: QSTATUS unreadable: %s\n", err);
+		else
+			fprintf(stderr, "fake_collector: QSTATUS %u %d %.*s\n", st.qid, (int)st.state,
+				(int)st.len, st.text);
+		return 0;
 	}
 	case WIRE_STATS:
 		if (stats_path) {
@@ -277,6 +316,8 @@ int main(int argc, char **argv)
 		{ "drop-every", required_argument, NULL, 'd' },
 		{ "ack-delay-ms", required_argument, NULL, 'a' },
 		{ "garbage-after", required_argument, NULL, 'g' },
+		{ "query", required_argument, NULL, 'q' },
+		{ "query-flags", required_argument, NULL, 'f' },
 		{ 0 },
 	};
 	struct conn cs[MAXC] = { 0 };
@@ -297,6 +338,8 @@ int main(int argc, char **argv)
 		case 'd': drop_every = atol(optarg); break;
 		case 'a': ack_delay_ms = atol(optarg); break;
 		case 'g': garbage_after = atol(optarg); break;
+		case 'q': query_text = optarg; break;
+		case 'f': query_flags = (unsigned)atol(optarg); break;
 		default:
 			fprintf(stderr, "usage: fake_collector --out F [--port P] [--port-file F] "
 				"[--state F] [--stats F] [--nack-every N] [--drop-every N] "
