@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "collector/otlp_int.h"
+#include "otlp/otlp.h"
 
 #define CONNS 4
 
