@@ -304,6 +304,7 @@ int engine_result_categorize(const struct plan *p, struct engine_result *res,
 		return -ENOMEM;
 	c->k = a->k;
 	c->pivot = a->pivot;
+	c->entity_col = a->entity_col;
 	err = build(p, res, c, &x);
 	if (err)
 		goto fail;

@@ -181,6 +181,7 @@ struct engine_result {
 struct engine_cats {
 	int k;
 	bool pivot;
+	int entity_col;		/* the select column of the entities */
 	size_t n, nfeat;
 	char **entity, **feat;
 	int *label, *prev;
@@ -204,7 +205,7 @@ int engine_cats_label(const struct engine_cats *c, const struct plan *p,
 /* Free c (accepts NULL). */
 void engine_cats_free(struct engine_cats *c);
 /* The categories as one JSON object's members, without the braces:
- * "categories":[{"category":1,"size":2,"members":[...],"centroid":
+ * "entity_column":N,"pivot":B,"categories":[{"category":1,"size":2,"members":[...],"centroid":
  * {"feat":v,...},"top":[...]}],"changed":[{"entity":E,"from":1,"to":2}] */
 void engine_print_cats_json(const struct engine_cats *c, FILE *f);
 

@@ -263,7 +263,8 @@ void engine_print_cats_json(const struct engine_cats *c, FILE *f)
 {
 	bool first = true;
 
-	fputs("\"categories\":[", f);
+	fprintf(f, "\"entity_column\":%d,\"pivot\":%s,\"categories\":[", c->entity_col,
+		c->pivot ? "true" : "false");
 	for (int l = 1; l <= c->k; l++) {
 		const double *cen = c->centroid + (size_t)(l - 1) * c->nfeat;
 		bool m1 = true;
