@@ -117,6 +117,7 @@ struct cq_run {
 	unsigned late;			/* no window: hosts whose final came after it */
 	unsigned nstatus;		/* statuses when the progress went */
 	uint64_t next_snapshot, rows;
+	struct engine_cats *cat_prev;	/* 'categorize': the last window's */
 	char err[2048];			/* no host can run it: every reason */
 };
 

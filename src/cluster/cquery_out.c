@@ -133,9 +133,10 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 	fputs("]}", f);
 }
 
-/* The rows of t, ordered and limited at this root. */
-static int result_of(const struct cquery *q, const struct ptable *t, struct engine_result *res)
+/* The rows of t, categorized, ordered and limited at this root. */
+static int result_of(struct cq_run *run, const struct ptable *t, struct engine_result *res)
 {
+	const struct cquery *q = run->q;
 	size_t n = ptable_count(t);
 
 	memset(res, 0, sizeof(*res));
@@ -154,7 +155,8 @@ static int result_of(const struct cquery *q, const struct ptable *t, struct engi
 		memcpy(res->rows[i].key, k, (size_t)q->p->key_size);
 		memcpy(res->rows[i].val, v, (size_t)q->p->value_size);
 	}
-	return engine_result_order(q->p, res);
+	return engine_result_categorize(q->p, res, &run->cat_prev) ? :
+	       engine_result_order(q->p, res);
 }
 
 /* One "window" line: a tumbling window, a snapshot or the final result. */
@@ -169,7 +171,7 @@ static void line_result(struct cq_run *run, const struct ptable *t, uint64_t t_n
 	size_t len = 0;
 	FILE *f;
 
-	if (result_of(q, t, &res)) {
+	if (result_of(run, t, &res)) {
 		engine_result_clear(&res);
 		run->lines.err = -ENOMEM;
 		return;
@@ -191,6 +193,10 @@ static void line_result(struct cq_run *run, const struct ptable *t, uint64_t t_n
 		amended ? "true" : "false");
 	put_hosts(f, q, got, answered, late);
 	put_counters(f, counters);
+	if (res.cats) {
+		fputc(',', f);
+		engine_print_cats_json(res.cats, f);
+	}
 	put_text(run, f, &res, q->window_ns ? start : 0);
 	fputc('}', f);
 	line_end(run, f, &buf, &len);

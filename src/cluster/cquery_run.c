@@ -342,6 +342,7 @@ int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p
 	pthread_mutex_unlock(&cl->lock);
 	wbuf_free(&run.lines);
 	wbuf_free(&run.frames);
+	engine_cats_free(run.cat_prev);
 	cq_free(q);
 	return *env->stop ? -EPIPE : ret;
 }

@@ -162,7 +162,52 @@ struct engine_result {
 	size_t nrows;
 	struct engine_row *rows;	/* ordered and limited as the query says */
 	uint64_t counters[ENGINE_NCOUNTERS];
+	struct engine_cats *cats;	/* 'categorize': the categories; else NULL */
 };
+
+/* ---- categorize (categorize.c) ---------------------------------------- */
+
+#define CAT_TOP	3	/* distinguishing features shown per category */
+
+/*
+ * The categories of a result's entities (a query's 'categorize ENTITY by
+ * ... into K'): entity[i] (sorted by name) is in category label[i]
+ * (1..k) and was in prev[i] in the previous window (0: not there);
+ * category l (1..k) has size[l-1] entities, its centroid at
+ * centroid[(l-1) * nfeat] (shares of each feature in the pivot form,
+ * z-scores in the vector form) and its distinguishing features
+ * top[(l-1) * CAT_TOP + t] (indices into feat, -1: none).
+ */
+struct engine_cats {
+	int k;
+	bool pivot;
+	int entity_col;		/* the select column of the entities */
+	size_t n, nfeat;
+	char **entity, **feat;
+	int *label, *prev;
+	size_t *size;
+	double *centroid;
+	int *top;
+};
+
+/*
+ * Categorize res's entities as plan p's 'categorize' says (nothing
+ * without one): res->cats is set.  *prev is the previous window's
+ * answer (NULL at first), used to keep category numbers and to tell who
+ * changed; it is replaced by this one's.  Call before
+ * engine_result_order() (a limit must not hide entities).  0 or -ENOMEM.
+ */
+int engine_result_categorize(const struct plan *p, struct engine_result *res,
+			     struct engine_cats **prev);
+/* The category (1..k) of row r's entity, or 0. */
+int engine_cats_label(const struct engine_cats *c, const struct plan *p,
+		      const struct engine_row *r);
+/* Free c (accepts NULL). */
+void engine_cats_free(struct engine_cats *c);
+/* The categories as one JSON object's members, without the braces:
+ * "entity_column":N,"pivot":B,"categories":[{"category":1,"size":2,"members":[...],"centroid":
+ * {"feat":v,...},"top":[...]}],"changed":[{"entity":E,"from":1,"to":2}] */
+void engine_print_cats_json(const struct engine_cats *c, FILE *f);
 
 /*
  * Read every key of vals, merge the per-CPU partials and order/limit the

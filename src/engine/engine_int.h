@@ -55,6 +55,8 @@ struct engine {
 	 * in the next read (run_read.c). */
 	struct bmap *epoch;
 	bool epochs;
+	/* 'categorize': the previous window's categories (categorize.c) */
+	struct engine_cats *cat_prev;
 	uint64_t cur_epoch;
 	struct eprog progs[2];
 	int nprogs;

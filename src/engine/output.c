@@ -240,7 +240,7 @@ static void json_col(const struct plan *p, FILE *f, int i, const void *key,
 
 /* {"window_start_ns":W,"col":v,...}\n */
 static void json_object_row(const struct plan *p, FILE *f, const void *key,
-			    const void *val, uint64_t wstart)
+			    const void *val, uint64_t wstart, int category)
 {
 	fputc('{', f);
 	if (wstart)
@@ -252,7 +252,121 @@ static void json_object_row(const struct plan *p, FILE *f, const void *key,
 		fputc(':', f);
 		json_col(p, f, i, key, val);
 	}
+	if (category)
+		fprintf(f, ",\"category\":%d", category);
 	fputs("}\n", f);
+}
+
+/* ---- categories -------------------------------------------------------------- */
+
+void engine_print_cats_json(const struct engine_cats *c, FILE *f)
+{
+	bool first = true;
+
+	fprintf(f, "\"entity_column\":%d,\"pivot\":%s,\"categories\":[", c->entity_col,
+		c->pivot ? "true" : "false");
+	for (int l = 1; l <= c->k; l++) {
+		const double *cen = c->centroid + (size_t)(l - 1) * c->nfeat;
+		bool m1 = true;
+
+		if (!c->size[l - 1])
+			continue;
+		fprintf(f, "%s{\"category\":%d,\"size\":%zu,\"members\":[", first ? "" : ",",
+			l, c->size[l - 1]);
+		first = false;
+		for (size_t i = 0; i < c->n; i++) {
+			if (c->label[i] != l)
+				continue;
+			if (!m1)
+				fputc(',', f);
+			m1 = false;
+			json_str(f, c->entity[i], strlen(c->entity[i]));
+		}
+		fputs("],\"centroid\":{", f);
+		for (size_t j = 0; j < c->nfeat; j++) {
+			if (j)
+				fputc(',', f);
+			json_str(f, c->feat[j], strlen(c->feat[j]));
+			fprintf(f, ":%.6g", cen[j]);
+		}
+		fputs("},\"top\":[", f);
+		for (int t = 0; t < CAT_TOP && c->top[(l - 1) * CAT_TOP + t] >= 0; t++) {
+			const char *s = c->feat[c->top[(l - 1) * CAT_TOP + t]];
+
+			if (t)
+				fputc(',', f);
+			json_str(f, s, strlen(s));
+		}
+		fputs("]}", f);
+	}
+	fputs("],\"changed\":[", f);
+	first = true;
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->prev[i] || c->prev[i] == c->label[i])
+			continue;
+		fputs(first ? "{\"entity\":" : ",{\"entity\":", f);
+		first = false;
+		json_str(f, c->entity[i], strlen(c->entity[i]));
+		fprintf(f, ",\"from\":%d,\"to\":%d}", c->prev[i], c->label[i]);
+	}
+	fputc(']', f);
+}
+
+/* A feature of a category: "read 41%" (a share) or "p99 +1.8sd". */
+static void put_feature(FILE *f, const struct engine_cats *c, int l, int j)
+{
+	double v = c->centroid[(size_t)(l - 1) * c->nfeat + (size_t)j];
+
+	if (c->pivot)
+		fprintf(f, "%s %.0f%%", c->feat[j], v * 100);
+	else
+		fprintf(f, "%s %+.1fsd", c->feat[j], v);
+}
+
+/* The table's categories: one line each, then who changed. */
+static void print_cats(FILE *f, const struct engine_cats *c)
+{
+	int wm = (int)strlen("members"), ncat = 0, nch = 0;
+
+	for (int l = 1; l <= c->k; l++) {
+		int w = 0;
+
+		for (size_t i = 0; i < c->n; i++)
+			if (c->label[i] == l)
+				w += (w ? 1 : 0) + (int)strlen(c->entity[i]);
+		if (w > wm)
+			wm = w;
+		ncat += c->size[l - 1] > 0;
+	}
+	fprintf(f, "categories (k-means, %d of %d used, %zu entities)\n", ncat, c->k, c->n);
+	fprintf(f, "category  size  %-*s  distinguishing\n", wm, "members");
+	for (int l = 1; l <= c->k; l++) {
+		int w = 0;
+
+		if (!c->size[l - 1])
+			continue;
+		fprintf(f, "%8d  %4zu  ", l, c->size[l - 1]);
+		for (size_t i = 0; i < c->n; i++) {
+			if (c->label[i] != l)
+				continue;
+			w += fprintf(f, "%s%s", w ? " " : "", c->entity[i]);
+		}
+		fprintf(f, "%*s  ", wm - w, "");
+		for (int t = 0; t < CAT_TOP && c->top[(l - 1) * CAT_TOP + t] >= 0; t++) {
+			if (t)
+				fputs(", ", f);
+			put_feature(f, c, l, c->top[(l - 1) * CAT_TOP + t]);
+		}
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->prev[i] || c->prev[i] == c->label[i])
+			continue;
+		fprintf(f, "%s%s %d -> %d", nch++ ? ", " : "changed: ", c->entity[i],
+			c->prev[i], c->label[i]);
+	}
+	if (nch)
+		fputc('\n', f);
 }
 
 int engine_print_values(const struct plan *p, FILE *f, const void *key, const void *val)
@@ -276,7 +390,15 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 
 	if (o->json) {
 		for (size_t r = 0; r < res->nrows; r++)
-			json_object_row(p, f, res->rows[r].key, res->rows[r].val, wstart);
+			json_object_row(p, f, res->rows[r].key, res->rows[r].val, wstart,
+					engine_cats_label(res->cats, p, &res->rows[r]));
+		if (res->cats) {
+			fputc('{', f);
+			if (wstart)
+				fprintf(f, "\"window_start_ns\":%" PRIu64 ",", wstart);
+			engine_print_cats_json(res->cats, f);
+			fputs("}\n", f);
+		}
 		return ferror(f) ? -EIO : 0;
 	}
 	w = calloc((size_t)ncols + 1, sizeof(*w));
@@ -360,6 +482,8 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 	}
 	if (!res->nrows && !nscalar)
 		fputs("(no rows)\n", f);
+	if (res->cats)
+		print_cats(f, res->cats);
 	free(w);
 	free(cells);
 	return ferror(f) ? -EIO : 0;
@@ -382,7 +506,7 @@ int engine_print_record(const struct plan *p, struct engine_out *o, const void *
 	FILE *f = o->f;
 
 	if (o->json) {
-		json_object_row(p, f, NULL, rec, 0);
+		json_object_row(p, f, NULL, rec, 0, 0);
 		return ferror(f) ? -EIO : 0;
 	}
 	if (!o->header_done) {

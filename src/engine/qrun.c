@@ -10,6 +10,8 @@
  *
  *   streams      {"type":"row","values":[...]} per record ('limit N' rows)
  *   aggregates   {"type":"window","t":MS,"rows":[[...],...],"final":B}
+ *                (with 'categorize': "categories" and "changed" too,
+ *                engine_print_cats_json())
  *                per 'window DUR'; without one, a cumulative snapshot
  *                every second (final: false) so the page fills in while
  *                the query runs, and the final result at the end
@@ -139,7 +141,12 @@ static int on_result(void *ctx, struct engine *e, const struct engine_result *re
 			fputc(',', l.f);
 		err = engine_print_values(p, l.f, res->rows[r].key, res->rows[r].val);
 	}
-	fprintf(l.f, "],\"final\":%s}", w->final ? "true" : "false");
+	fprintf(l.f, "],\"final\":%s", w->final ? "true" : "false");
+	if (res->cats) {
+		fputc(',', l.f);
+		engine_print_cats_json(res->cats, l.f);
+	}
+	fputc('}', l.f);
 	err = line_emit(env, &l, err);
 	/* drop counters: per window, and with the final result */
 	if (!err && (w->windowed || w->final))

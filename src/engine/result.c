@@ -99,6 +99,7 @@ int engine_result_order(const struct plan *p, struct engine_result *res)
 
 void engine_result_clear(struct engine_result *res)
 {
+	engine_cats_free(res->cats);
 	for (size_t i = 0; i < res->nrows; i++) {
 		free(res->rows[i].key);
 		free(res->rows[i].val);

@@ -392,6 +392,7 @@ void engine_free(struct engine *e)
 	bmap_free(e->pairs);
 	bmap_free(e->out);
 	bmap_free(e->counters);
+	engine_cats_free(e->cat_prev);
 	free(e);
 }
 

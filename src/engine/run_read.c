@@ -335,6 +335,8 @@ done:
 		return engine_fail(e, err, "cannot read the aggregates: %s", errstr(err));
 	}
 	if (!raw_rows)
+		err = engine_result_categorize(p, res, &e->cat_prev);
+	if (!err && !raw_rows)
 		err = engine_result_order(p, res);
 	return err;
 }

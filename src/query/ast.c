@@ -273,6 +273,14 @@ int query_dump_ast(const struct query *q, FILE *f)
 		case O_LIMIT:
 			fprintf(f, "  limit %" PRIu64, o->val);
 			break;
+		case O_CATEGORIZE:
+			fprintf(f, "  categorize %s by", o->cat->entity);
+			for (int j = 0; j < o->cat->nfeat; j++)
+				fprintf(f, "%s %s", j ? "," : "", o->cat->feat[j]);
+			if (o->cat->value)
+				fprintf(f, " using %s", o->cat->value);
+			fprintf(f, " into %d", o->cat->k);
+			break;
 		}
 		put_loc(f, &o->loc);
 		fputc('\n', f);
@@ -456,11 +464,27 @@ int query_dump_ast_json(const struct query *q, FILE *f)
 	fputs("},\"options\":[", f);
 	for (int i = 0; i < aq->nopts; i++) {
 		const struct ast_option *o = &aq->opts[i];
-		static const char *const names[] = { "window", "for", "order", "limit" };
+		static const char *const names[] = { "window", "for", "order", "limit",
+						     "categorize" };
 
 		fprintf(f, "%s{\"kind\":\"%s\",", i ? "," : "", names[o->kind]);
 		jloc(f, &o->loc);
-		if (o->kind == O_ORDER) {
+		if (o->kind == O_CATEGORIZE) {
+			fputs(",\"entity\":", f);
+			json_str(f, o->cat->entity, strlen(o->cat->entity));
+			fputs(",\"features\":[", f);
+			for (int j = 0; j < o->cat->nfeat; j++) {
+				if (j)
+					fputc(',', f);
+				json_str(f, o->cat->feat[j], strlen(o->cat->feat[j]));
+			}
+			fputs("],\"using\":", f);
+			if (o->cat->value)
+				json_str(f, o->cat->value, strlen(o->cat->value));
+			else
+				fputs("null", f);
+			fprintf(f, ",\"k\":%d", o->cat->k);
+		} else if (o->kind == O_ORDER) {
 			fprintf(f, ",\"desc\":%s,\"expr\":", o->desc ? "true" : "false");
 			json_node(f, q, o->e);
 		} else {

@@ -23,7 +23,7 @@ static const struct {
 	{ "let", T_LET }, { "group", T_GROUP }, { "by", T_BY },
 	{ "into", T_INTO }, { "select", T_SELECT }, { "window", T_WINDOW },
 	{ "for", T_FOR }, { "order", T_ORDER }, { "desc", T_DESC },
-	{ "asc", T_ASC }, { "limit", T_LIMIT },
+	{ "asc", T_ASC }, { "limit", T_LIMIT }, { "categorize", T_CATEGORIZE },
 };
 
 static const char *const tok_names[T_NTOKENS] = {
@@ -33,7 +33,7 @@ static const char *const tok_names[T_NTOKENS] = {
 	[T_LET] = "'let'", [T_GROUP] = "'group'", [T_BY] = "'by'",
 	[T_INTO] = "'into'", [T_SELECT] = "'select'", [T_WINDOW] = "'window'",
 	[T_FOR] = "'for'", [T_ORDER] = "'order'", [T_DESC] = "'desc'",
-	[T_ASC] = "'asc'", [T_LIMIT] = "'limit'",
+	[T_ASC] = "'asc'", [T_LIMIT] = "'limit'", [T_CATEGORIZE] = "'categorize'",
 	[T_LPAREN] = "'('", [T_RPAREN] = "')'", [T_LBRACE] = "'{'",
 	[T_RBRACE] = "'}'", [T_COMMA] = "','", [T_DOT] = "'.'",
 	[T_COLON] = "':'", [T_ASSIGN] = "'='", [T_PLUS] = "'+'",

@@ -202,6 +202,52 @@ static int parse_group(struct parser *p, struct ast_query *aq)
 	return 0;
 }
 
+/* categorize ENTITY by F [, F ...] [using VALUE] into K (after the word) */
+static int parse_categorize(struct parser *p, struct ast_option *o)
+{
+	struct ast_categorize *c;
+	const struct token *t;
+
+	TRYP(c = arena_alloc(p->a, sizeof(*c)));
+	memset(c, 0, sizeof(*c));
+	o->cat = c;
+	if (p->t->kind != T_IDENT)
+		return expected(p, "a select column after 'categorize' (categorize HOST by FEATURE into K)");
+	t = next(p);
+	c->entity = t->text;
+	c->entity_loc = t->loc;
+	TRY(expect(p, T_BY, "'by' (categorize ENTITY by FEATURE into K)", NULL));
+	do {
+		if (p->t->kind != T_IDENT)
+			return expected(p, "a select column after 'by' (the features)");
+		if (c->nfeat == QUERY_CAT_MAX_FEATURES)
+			return query_errorf(p->q, &p->t->loc,
+					    "too many feature columns (at most %d)",
+					    QUERY_CAT_MAX_FEATURES);
+		t = next(p);
+		c->feat[c->nfeat] = t->text;
+		c->feat_loc[c->nfeat++] = t->loc;
+	} while (accept(p, T_COMMA));
+	if (p->t->kind == T_IDENT && !strcmp(p->t->text, "using")) {
+		next(p);
+		if (p->t->kind != T_IDENT)
+			return expected(p, "a select column after 'using' (the value of each feature)");
+		t = next(p);
+		c->value = t->text;
+		c->value_loc = t->loc;
+	}
+	TRY(expect(p, T_INTO, "'into' (categorize ENTITY by FEATURE into K)", NULL));
+	if (p->t->kind != T_INT)
+		return expected(p, "the number of categories after 'into'");
+	t = next(p);
+	c->k_loc = t->loc;
+	if (t->ival < 1 || t->ival > QUERY_CAT_MAX_K)
+		return query_errorf(p->q, &t->loc, "categories must number 1 to %d",
+				    QUERY_CAT_MAX_K);
+	c->k = (int)t->ival;
+	return 0;
+}
+
 static int parse_options(struct parser *p, struct ast_query *aq)
 {
 	struct ast_option buf[16];
@@ -212,7 +258,8 @@ static int parse_options(struct parser *p, struct ast_query *aq)
 		struct ast_option *o = &buf[n];
 
 		if (t->kind != T_WINDOW && t->kind != T_FOR &&
-		    t->kind != T_ORDER && t->kind != T_LIMIT)
+		    t->kind != T_ORDER && t->kind != T_LIMIT &&
+		    t->kind != T_CATEGORIZE)
 			break;
 		if (n == (int)ARRAY_SIZE(buf))
 			return query_errorf(p->q, &t->loc, "too many options");
@@ -237,6 +284,10 @@ static int parse_options(struct parser *p, struct ast_query *aq)
 				o->desc = true;
 			else
 				accept(p, T_ASC);
+			break;
+		case T_CATEGORIZE:
+			o->kind = O_CATEGORIZE;
+			TRY(parse_categorize(p, o));
 			break;
 		default:
 			o->kind = O_LIMIT;
@@ -308,7 +359,7 @@ static int parse_query(struct parser *p, struct ast_query *aq)
 	if (p->t->kind != T_SELECT) {
 		if (p->t->kind == T_EOF || p->t->kind == T_WINDOW ||
 		    p->t->kind == T_FOR || p->t->kind == T_ORDER ||
-		    p->t->kind == T_LIMIT)
+		    p->t->kind == T_LIMIT || p->t->kind == T_CATEGORIZE)
 			return query_errorf(p->q, &p->t->loc,
 					    "missing 'select' (a query ends with select EXPR or select { NAME: EXPR, ... })");
 		return expected(p, aq->group ? "'select'" :
@@ -319,7 +370,7 @@ static int parse_query(struct parser *p, struct ast_query *aq)
 	TRY(parse_items(p, &aq->sel_tuple, &aq->cols, &aq->ncols, "select columns"));
 	TRY(parse_options(p, aq));
 	if (p->t->kind != T_EOF)
-		return expected(p, "an option (window, for, order by, limit) or the end of the query");
+		return expected(p, "an option (window, for, order by, limit, categorize) or the end of the query");
 	return 0;
 }
 

@@ -151,7 +151,7 @@ static int parse_postfix(struct parser *p, struct node **out)
 
 		/* after '.', a keyword is a name: t.order, t.group, t.from */
 		if (p->t->kind != T_IDENT &&
-		    !(p->t->kind >= T_FROM && p->t->kind <= T_LIMIT))
+		    !(p->t->kind >= T_FROM && p->t->kind <= T_CATEGORIZE))
 			return expected(p, "a field or method name after '.'");
 		name = next(p);
 		if (accept(p, T_LPAREN)) {

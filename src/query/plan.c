@@ -405,6 +405,7 @@ int query_plan(struct query *q, const struct plan **out)
 	p->window_ns = aq->window_ns;
 	p->for_ns = aq->for_ns;
 	p->limit = aq->limit;
+	p->cat = aq->cat;
 	p->saved_size = 8 * p->nsaved;
 	q->plan = p;
 	*out = p;

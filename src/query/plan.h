@@ -255,6 +255,7 @@ struct plan {
 	struct pexpr *order;		/* NULL: key order */
 	bool order_desc;
 	uint64_t limit;			/* 0: no limit (rows, per window) */
+	const struct ast_categorize *cat;	/* NULL: no categorize */
 
 	/* spans(...): the context the program reads (query/spanctx.h):
 	 * ctx_size bytes, the fixed fields and one slot per tag key */

@@ -330,6 +330,19 @@ int plan_dump(const struct plan *p, FILE *f)
 	if (p->limit)
 		fprintf(f, "  limit %" PRIu64 " rows%s\n", p->limit,
 			p->mode == PLAN_AGGREGATE && p->window_ns ? " per window" : "");
+	if (p->cat) {
+		const struct ast_categorize *c = p->cat;
+
+		fprintf(f, "  categorize %s into %d (k-means at the root, per %s) by ",
+			c->entity, c->k, p->window_ns ? "window" : "result");
+		if (c->pivot)
+			fprintf(f, "the mix of %s (shares of %s)\n", c->feat[0],
+				p->cols[c->value_col].name);
+		else
+			for (int j = 0; j < c->nfeat; j++)
+				fprintf(f, "%s%s%s", j ? ", " : "", c->feat[j],
+					j + 1 < c->nfeat ? "" : " (standardized)\n");
+	}
 	return ferror(f) ? -EIO : 0;
 }
 

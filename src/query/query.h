@@ -69,9 +69,9 @@ struct loc {
 enum tok_kind {
 	T_EOF = 0,
 	T_IDENT, T_INT, T_FLOAT, T_STRING, T_DURATION,
-	/* keywords: T_FROM .. T_LIMIT, contiguous (after a dot they are names) */
+	/* keywords: T_FROM .. T_CATEGORIZE, contiguous (after a dot they are names) */
 	T_FROM, T_IN, T_WHERE, T_LET, T_GROUP, T_BY, T_INTO, T_SELECT,
-	T_WINDOW, T_FOR, T_ORDER, T_DESC, T_ASC, T_LIMIT,
+	T_WINDOW, T_FOR, T_ORDER, T_DESC, T_ASC, T_LIMIT, T_CATEGORIZE,
 	/* punctuation */
 	T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_COMMA, T_DOT, T_COLON,
 	T_ASSIGN,
@@ -242,7 +242,28 @@ struct ast_group {
 	struct loc into_loc;
 };
 
-enum opt_kind { O_WINDOW, O_FOR, O_ORDER, O_LIMIT };
+enum opt_kind { O_WINDOW, O_FOR, O_ORDER, O_LIMIT, O_CATEGORIZE };
+
+#define QUERY_CAT_MAX_FEATURES	16	/* categorize E by F1, ..., F16 */
+#define QUERY_CAT_MAX_K		32
+
+/* categorize ENTITY by FEATURE [using VALUE] into K, or
+ * categorize ENTITY by COL, COL, ... into K (select column names) */
+struct ast_categorize {
+	const char *entity;
+	struct loc entity_loc;
+	int nfeat;
+	const char *feat[QUERY_CAT_MAX_FEATURES];
+	struct loc feat_loc[QUERY_CAT_MAX_FEATURES];
+	const char *value;		/* 'using VALUE'; NULL: none given */
+	struct loc value_loc;
+	int k;
+	struct loc k_loc;
+	/* filled by sema: select column indices */
+	int entity_col, value_col;	/* value_col -1: vector form */
+	int feat_col[QUERY_CAT_MAX_FEATURES];
+	bool pivot;			/* one key column's values are the features */
+};
 
 struct ast_option {
 	enum opt_kind kind;
@@ -250,6 +271,7 @@ struct ast_option {
 	uint64_t val;		/* ns for window/for; rows for limit */
 	struct node *e;		/* order by */
 	bool desc;
+	struct ast_categorize *cat;	/* categorize */
 };
 
 struct ast_query {
@@ -280,6 +302,7 @@ struct ast_query {
 	bool order_desc;
 	uint64_t limit;		/* 0: none */
 	bool has_limit;
+	const struct ast_categorize *cat;	/* NULL: no categorize */
 	bool aggregating;	/* any aggregate, or a group */
 	bool needs_exit;
 	/* spans(...): the tag keys sp.tag("KEY") names, in order */

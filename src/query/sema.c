@@ -319,14 +319,101 @@ static int check_select(struct sema *s)
 	return 0;
 }
 
+/* The select column called name, or -1 with an error at loc. */
+static int cat_col(struct sema *s, const char *name, const struct loc *loc, const char *role)
+{
+	struct ast_query *aq = s->aq;
+
+	for (int c = 0; c < aq->ncols; c++)
+		if (aq->cols[c].named && !strcmp(aq->cols[c].name, name))
+			return c;
+	query_errorf(s->q, loc, "categorize: no select column '%s' (the %s is a column of select { NAME: ... })",
+		     name, role);
+	return -1;
+}
+
+/*
+ * categorize ENTITY by FEATURE [using VALUE] into K: the pivot form, one
+ * row per (entity, feature) pair, FEATURE a column without an aggregate
+ * (a group key) and VALUE a number (given, or the one numeric aggregate
+ * column); or categorize ENTITY by COL, ... into K: the vector form, one
+ * row per entity, each COL a number.
+ */
+static int check_categorize(struct sema *s, struct ast_option *o)
+{
+	struct ast_query *aq = s->aq;
+	struct ast_categorize *c = o->cat;
+	const struct node *fe;
+
+	if (!aq->aggregating || !aq->sel_tuple)
+		return query_errorf(s->q, &o->loc,
+				    "categorize needs an aggregating select with named columns (select { host: g.host, call: g.call, n: g.count() })");
+	if ((c->entity_col = cat_col(s, c->entity, &c->entity_loc, "entity")) < 0)
+		return -EINVAL;
+	if (aq->cols[c->entity_col].e->has_aggr || aq->cols[c->entity_col].e->type == VT_DIST)
+		return query_errorf(s->q, &c->entity_loc,
+				    "categorize: the entity '%s' must be a group key, not an aggregate",
+				    c->entity);
+	for (int j = 0; j < c->nfeat; j++) {
+		if ((c->feat_col[j] = cat_col(s, c->feat[j], &c->feat_loc[j], "feature")) < 0)
+			return -EINVAL;
+		if (c->feat_col[j] == c->entity_col)
+			return query_errorf(s->q, &c->feat_loc[j],
+					    "categorize: '%s' is the entity; features are other columns",
+					    c->feat[j]);
+	}
+	fe = aq->cols[c->feat_col[0]].e;
+	c->pivot = c->nfeat == 1 && !fe->has_aggr && fe->type != VT_DIST;
+	c->value_col = -1;
+	if (!c->pivot) {
+		if (c->value)
+			return query_errorf(s->q, &c->value_loc,
+					    "categorize: 'using' goes with one feature column that is a group key (categorize host by call using n into 3)");
+		for (int j = 0; j < c->nfeat; j++) {
+			const struct node *e = aq->cols[c->feat_col[j]].e;
+
+			if (e->type != VT_INT || !e->has_aggr)
+				return query_errorf(s->q, &c->feat_loc[j],
+						    "categorize: '%s' is not a number computed by an aggregate; give one group-key column (its values are the features) or aggregate columns",
+						    c->feat[j]);
+		}
+		return 0;
+	}
+	if (c->value) {
+		if ((c->value_col = cat_col(s, c->value, &c->value_loc, "value")) < 0)
+			return -EINVAL;
+	} else {
+		for (int i = 0; i < aq->ncols; i++) {
+			const struct node *e = aq->cols[i].e;
+
+			if (!e->has_aggr || e->type != VT_INT)
+				continue;
+			if (c->value_col >= 0)
+				return query_errorf(s->q, &c->k_loc,
+						    "categorize: which column is the value of a feature, '%s' or '%s'? say 'using NAME'",
+						    aq->cols[c->value_col].name, aq->cols[i].name);
+			c->value_col = i;
+		}
+		if (c->value_col < 0)
+			return query_errorf(s->q, &o->loc,
+					    "categorize: no numeric aggregate column to weigh the features with (e.g. n: g.count())");
+	}
+	if (aq->cols[c->value_col].e->type != VT_INT || !aq->cols[c->value_col].e->has_aggr)
+		return query_errorf(s->q, &c->value_loc,
+				    "categorize: the value '%s' must be a number computed by an aggregate",
+				    aq->cols[c->value_col].name);
+	return 0;
+}
+
 static int check_options(struct sema *s)
 {
 	struct ast_query *aq = s->aq;
-	const struct ast_option *seen[4] = { NULL };
+	const struct ast_option *seen[5] = { NULL };
 
 	for (int i = 0; i < aq->nopts; i++) {
 		struct ast_option *o = &aq->opts[i];
-		static const char *const names[] = { "window", "for", "order by", "limit" };
+		static const char *const names[] = { "window", "for", "order by", "limit",
+						     "categorize" };
 
 		if (seen[o->kind])
 			return query_errorf(s->q, &o->loc,
@@ -386,6 +473,10 @@ static int check_options(struct sema *s)
 				return query_errorf(s->q, &o->loc, "limit must be at least 1");
 			aq->limit = o->val;
 			aq->has_limit = true;
+			break;
+		case O_CATEGORIZE:
+			TRY(check_categorize(s, o));
+			aq->cat = o->cat;
 			break;
 		}
 	}

@@ -170,6 +170,17 @@ await session('the browser session ran to the end', pg, close, async () => {
 		ok(true, 'a real windowed query draws a time series');
 		await shot('query-series');
 		await page.click('[data-view="table"]');
+		// categorize: a category column and the categories of the last window
+		await page.fill('#q-text', 'from s in tracepoint("raw_syscalls:sys_enter")\ngroup s by {comm: s.comm, call: s.id} into g\nselect { comm: g.comm, call: g.call, n: g.count() }\ncategorize comm by call into 3\nwindow 1s for 3s');
+		await page.click('#q-run');
+		await page.waitForFunction(() => /^done/.test(document.querySelector('#q-status')?.textContent || ''), null, T);
+		const head = await page.$$eval('#q-table thead th', (ths) => ths.map((t) => t.textContent));
+		const catCells = await page.$$eval('#q-table tbody td.q-cat', (tds) => tds.map((t) => t.textContent));
+		const catRows = await count('#q-cats tbody tr');
+		ok(head[head.length - 1] === 'category' && catCells.length > 0 && catCells.every((t) => /^[1-3]/.test(t)) &&
+			catRows >= 1 && catRows <= 3,
+			'categorize: every row shows its category, and a table of the categories follows', head.join(','), catCells.slice(0, 5).join(','), catRows);
+		await shot('query-categorize');
 	}
 	// ---- live query: rows stream in (stand-in engine) ----
 	await page.goto(FQ + '/query');

@@ -82,6 +82,32 @@ await session('the cluster pages', pg, close, async () => {
 	ok(await count('#cluster-table tr[data-host="beta"] .cluster-q[data-state="attached"]') === 2, 'and beta\'s');
 	await shot('hosts-cluster');
 
+	// ---- hosts: coloured by a standing query that categorizes them ----
+	// (both hosts share this machine's kernel: the same getppid mix, one
+	// category of the two asked for)
+	const cq = 'from s in cluster.syscall("getppid") group s by {host: s.host, cpu: s.cpu} into g\n' +
+		'select { host: g.host, cpu: g.cpu, n: g.count() }\ncategorize host by cpu into 2 window 1s';
+	const post = await fetch(URL + '/api/queries', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+		body: JSON.stringify({ name: 'hostcat', query: cq }) });
+	ok(post.status === 200 || post.status === 201, 'a standing query that categorizes hosts is kept', post.status);
+	await page.waitForFunction(async (u) => {
+		const r = await (await fetch(u + '/api/queries')).json();
+		const q = r.find((x) => x.name === 'hostcat');
+		return q && q.last && q.last.categories && q.last.categories.length > 0;
+	}, URL, T);
+	await page.goto(URL + '/hosts');
+	await page.waitForSelector('#host-categories .cat-box[data-query="hostcat"]', T);
+	await page.waitForSelector('#hosts-table tbody tr[data-agent] .host-cat', T);
+	const chips = await page.$$eval('#hosts-table tbody tr[data-agent]', (trs) => trs.map((tr) =>
+		tr.children[1].textContent + '=' + (tr.querySelector('.host-cat')?.textContent || '')));
+	ok(chips.length === 2 && chips.every((c) => /^(alpha|beta)=1/.test(c)),
+		'the Hosts page colours each host by its category (alpha and beta alike: 1)', chips.join(','));
+	const members = await page.locator('#host-categories tr[data-category="1"] td:nth-child(2)').textContent();
+	ok(members === 'alpha beta', 'and lists each category with its members', members);
+	await shot('hosts-categories');
+	const del = await fetch(URL + '/api/queries/hostcat', { method: 'DELETE' });
+	ok(del.status === 200 || del.status === 204, 'the categorizing query is dropped again', del.status);
+
 	// ---- live query on the cluster ----
 	await page.goto(URL + '/query');
 	await page.fill('#q-text', 'from s in syscall("getppid")\ngroup s by s.host into g\nselect { host: g.key, calls: g.count() }\nwindow 1s for 3s');

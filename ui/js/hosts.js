@@ -5,7 +5,9 @@
 // (GET /api/cluster/peers): each host's kernel and BTF, and for every
 // cluster query it was asked to run, its state and the probes it attached;
 // and the OTLP senders (per client address: requests, spans accepted and
-// rejected).
+// rejected).  A standing query that categorizes hosts (categorize HOST by
+// ... into K) colours each host by its category in its last window, with
+// the categories' distinguishing features.
 'use strict';
 
 const Hosts = (() => {
@@ -15,7 +17,9 @@ const Hosts = (() => {
 		const out = el('div', { id: 'hosts' });
 		const cl = el('div', { id: 'cluster' });
 		const ot = el('div', { id: 'otlp-senders' });
-		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'), out,
+		const cats = el('div', { id: 'host-categories' });
+		let hostCat = new Map();	// host -> [{query, category, changed}]
+		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'), out, cats,
 			el('h3', {}, 'OTLP senders'), el('p', { class: 'muted' }, 'Clients that sent OTLP (HTTP or gRPC), by address: spans stored, and spans rejected (invalid, or refused while the ingest queue was full).'), ot,
 			el('h3', {}, 'Cluster queries'), el('p', { class: 'muted' }, 'Hosts connected for queries (agents, and child collectors with their hosts), and what each runs for the cluster and standing queries.'), cl);
 		async function loadCluster() {
@@ -37,7 +41,45 @@ const Hosts = (() => {
 						el('span', { class: 'state ' + (q.state === 'failed' ? 'bad' : q.state === 'attached' ? 'ok-text' : '') }, q.state),
 						` #${q.qid} `, el('span', { class: 'mono' }, q.probes || '–'))) : el('span', { class: 'muted' }, 'none')))))));
 		}
+		// Standing queries that categorize: their last window's categories.
+		async function loadCategories() {
+			let qs;
+			try { qs = await U.api('/api/queries'); } catch (e) { qs = []; }
+			const m = new Map(), boxes = [];
+			for (const q of Array.isArray(qs) ? qs : []) {
+				const w = q.last;
+				if (!w || !w.categories || !q.columns) continue;
+				const moved = new Map((w.changed || []).map((c) => [c.entity, c]));
+				const ent = (q.columns[w.entity_column] || {}).name || '?';
+				for (const c of w.categories)
+					for (const h of c.members) {
+						if (!m.has(h)) m.set(h, []);
+						m.get(h).push({ query: q.name, category: c.category, changed: moved.get(h) });
+					}
+				boxes.push(el('div', { class: 'cat-box', 'data-query': q.name },
+					el('h3', {}, `Categories of ${ent} (standing query ${q.name})`),
+					el('table', { class: 'grid' },
+						el('thead', {}, el('tr', {}, ['Category', 'Members', 'Distinguishing'].map((h) => el('th', {}, h)))),
+						el('tbody', {}, w.categories.map((c) => el('tr', { 'data-category': c.category },
+							el('td', {}, el('span', { class: 'chip', style: `--c:${U.colour('category ' + c.category)}` }, String(c.category))),
+							el('td', {}, c.members.join(' ')),
+							el('td', {}, c.top.map((f) => w.pivot ? `${f} ${Math.round(c.centroid[f] * 100)}%` :
+								`${f} ${c.centroid[f] >= 0 ? '+' : ''}${c.centroid[f].toFixed(1)}sd`).join(', ')))))),
+					w.changed && w.changed.length ? el('p', { class: 'muted' }, 'changed: ' +
+						w.changed.map((c) => `${c.entity} ${c.from} → ${c.to}`).join(', ')) : null));
+			}
+			hostCat = m;
+			cats.replaceChildren(...boxes);
+		}
+		function catCell(host) {
+			const l = hostCat.get(host);
+			if (!l) return el('span', { class: 'muted' }, '–');
+			return el('span', {}, l.map((x) => el('span', { class: 'chip host-cat', title: `${x.query}: category ${x.category}` +
+				(x.changed ? ` (was ${x.changed.from})` : ''), style: `--c:${U.colour('category ' + x.category)}` },
+				`${x.category}${x.changed ? ' (changed)' : ''}`)));
+		}
 		async function load() {
+			await loadCategories();
 			const d = await U.load('/api/ui/hosts', out);
 			if (!d) return;
 			const ss = d.otlp_senders || [];
@@ -55,14 +97,15 @@ const Hosts = (() => {
 				return;
 			}
 			const t = el('table', { class: 'grid', id: 'hosts-table' },
-				el('thead', {}, el('tr', {}, ['', 'Host', 'Agent', 'Version', 'Address', 'Last seen', 'Batches', 'Spans', 'Lost', 'Probes', ''].map((h) => el('th', {}, h)))));
+				el('thead', {}, el('tr', {}, ['', 'Host', 'Category', 'Agent', 'Version', 'Address', 'Last seen', 'Batches', 'Spans', 'Lost', 'Probes', ''].map((h) => el('th', {}, h)))));
 			const tb = el('tbody');
 			for (const a of d.agents) {
 				const lost = Object.entries(a.lost_by_reason || {}).filter(([, v]) => v > 0);
-				const raw = el('tr', { class: 'raw', hidden: true }, el('td', { colspan: 11 }, el('pre', {}, JSON.stringify(a.stats, null, 2))));
+				const raw = el('tr', { class: 'raw', hidden: true }, el('td', { colspan: 12 }, el('pre', {}, JSON.stringify(a.stats, null, 2))));
 				tb.append(el('tr', { 'data-agent': a.id, class: a.up ? 'up' : 'down' },
 					el('td', {}, el('span', { class: 'dot ' + (a.up ? 'up' : 'down'), title: a.up ? 'up' : 'down' }), a.up ? ' up' : ' down'),
 					el('td', {}, a.host || '?'),
+					el('td', { class: 'host-cat-cell' }, catCell(a.host)),
 					el('td', { class: 'mono' }, a.id.slice(0, 12)),
 					el('td', {}, a.version || '–'),
 					el('td', { class: 'mono' }, a.peer || '–'),

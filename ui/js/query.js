@@ -35,7 +35,7 @@ const Query = (() => {
 		onCluster.checked = sessionStorage.getItem('fay.query.cluster') === '1';
 		onCluster.addEventListener('change', () => sessionStorage.setItem('fay.query.cluster', onCluster.checked ? '1' : '0'));
 		const hosts = el('div', { id: 'q-hosts', class: 'muted' });
-		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0;
+		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0, cats = null;
 		let windowed = false, attached = '', failed = false, engine = 'host';
 		for (const m of ['table', 'histogram', 'time series']) {
 			view.append(el('button', { type: 'button', 'data-view': m, class: m === mode ? 'on' : '',
@@ -77,18 +77,45 @@ const Query = (() => {
 			return String(v);
 		}
 
+		// The categories of the last window: members and what sets them apart.
+		function catTable(c) {
+			const t = el('table', { class: 'grid', id: 'q-cats' },
+				el('thead', {}, el('tr', {}, ['category', 'members', 'distinguishing'].map((h) => el('th', {}, h)))));
+			const tb = el('tbody');
+			for (const k of c.categories)
+				tb.append(el('tr', {}, el('td', {}, el('span', { class: 'chip', style: `--c:${U.colour('category ' + k.category)}` }, String(k.category))),
+					el('td', {}, k.members.join(' ')),
+					el('td', {}, k.top.map((f) => c.pivot ? `${f} ${Math.round(k.centroid[f] * 100)}%` : `${f} ${k.centroid[f] >= 0 ? '+' : ''}${k.centroid[f].toFixed(1)}sd`).join(', '))));
+			t.append(tb);
+			return t;
+		}
+
 		function draw() {
 			out.replaceChildren();
 			const data = windows.length ? windows[windows.length - 1].rows : rows;
 			if (mode === 'table') {
+				// categorize: the category of each row's entity, as a column
+				const catOf = new Map(), moved = new Set();
+				if (cats) {
+					for (const c of cats.categories) for (const e of c.members) catOf.set(e, c.category);
+					for (const c of cats.changed) moved.add(c.entity);
+				}
 				const t = el('table', { class: 'grid', id: 'q-table' },
-					el('thead', {}, el('tr', {}, (windows.length ? ['window'] : []).concat(cols.map((c) => c.name)).map((h) => el('th', {}, h)))));
+					el('thead', {}, el('tr', {}, (windows.length ? ['window'] : []).concat(cols.map((c) => c.name), cats ? ['category'] : []).map((h) => el('th', {}, h)))));
 				const tb = el('tbody');
 				const shown = data.slice(-500);
-				for (const r of shown)
-					tb.append(el('tr', { class: 'q-row' }, (windows.length ? [U.time(windows[windows.length - 1].t).slice(11)] : []).concat(r.map(valueText)).map((v) => el('td', {}, v))));
+				for (const r of shown) {
+					const tr = el('tr', { class: 'q-row' }, (windows.length ? [U.time(windows[windows.length - 1].t).slice(11)] : []).concat(r.map(valueText)).map((v) => el('td', {}, v)));
+					if (cats) {
+						const e = valueText(r[cats.entity_column]), n = catOf.get(e);
+						tr.append(el('td', { class: 'q-cat' }, n ? el('span', { class: 'chip', style: `--c:${U.colour('category ' + n)}` },
+							`${n}${moved.has(e) ? ' (changed)' : ''}`) : ''));
+					}
+					tb.append(tr);
+				}
 				t.append(tb);
 				out.append(t);
+				if (cats) out.append(catTable(cats));
 			} else if (mode === 'histogram') {
 				out.append(histogram(data));
 			} else {
@@ -150,7 +177,7 @@ const Query = (() => {
 		async function start() {
 			if (ctrl) ctrl.abort();
 			ctrl = new AbortController();
-			cols = []; rows = []; windows = []; errLine = 0; windowed = false; attached = ''; failed = false;
+			cols = []; rows = []; windows = []; errLine = 0; cats = null; windowed = false; attached = ''; failed = false;
 			diag.replaceChildren(); hosts.replaceChildren(); ta.classList.remove('has-error'); lines(); draw();
 			status.textContent = 'compiling…';
 			run.disabled = true; stop.disabled = false;
@@ -202,6 +229,7 @@ const Query = (() => {
 							if (old >= 0) { windows[old] = { t: m.t, rows: m.rows }; rows = windows.flatMap((w) => w.rows); }
 							else if (windowed) { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
 							else rows = m.rows;
+							cats = m.categories ? m : cats;
 							if (m.hosts) {
 								const good = Queries.complete(m);
 								hosts.replaceChildren(el('span', { class: good ? 'ok-text' : 'bad' },

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# categorize across a cluster: a collector and six real `fay agent`
+# processes (h1..h6), each host with its own copy of the workload binary
+# (agents on one machine share a kernel: the probe on ./qw resolves to
+# each host's own file, so each host has its own truth).  Three kinds of
+# host: h1 h2 sleep 300 us at a time, h3 h4 600 us, h5 h6 900 us; after
+# ~3 s h6 turns into the first kind.  Grouped by the mix of
+# fay_work_sleep's argument, k-means at the collector must recover the
+# three groups exactly in every window, report h6 changed once (from the
+# 900 us category to the 300 us one) and nobody else.
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+. "$(dirname "$0")/collector_lib.bash"
+W=$BUILD/tests/bin/query_work
+[ -x "$W" ] || skip_all "query_work is not built (make)"
+
+HOSTS="h1 h2 h3 h4 h5 h6"
+declare -A US=([h1]=300 [h2]=300 [h3]=600 [h4]=600 [h5]=900 [h6]=900)
+
+coll_start "$T_TMP/c.db"
+for h in $HOSTS; do
+	d=$T_TMP/$h
+	mkdir -p "$d"
+	cp "$W" "$d/qw"
+	( cd "$d" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+		--shm-dir "$d" --state-dir "$d" ) >>"$T_TMP/$h.log" 2>&1 &
+	T_PIDS+=($!)
+done
+all_connected() {
+	for h in $HOSTS; do
+		curl -s "$URL/api/cluster/peers" | grep -q "\"host\":\"$h\"" || return 1
+	done
+}
+ok "six agents open query connections" wait_for 30 all_connected
+
+go=$T_TMP/go
+for h in $HOSTS; do
+	# each ends by itself (timeout) whatever happens to this script
+	if [ $h = h6 ]; then
+		( QW_WAIT=$go timeout 60 "$T_TMP/$h/qw" sleep 3000 900 &&
+		  exec timeout 60 "$T_TMP/$h/qw" sleep 1000000 300 ) &
+	else
+		QW_WAIT=$go timeout 60 "$T_TMP/$h/qw" sleep 1000000 "${US[$h]}" &
+	fi
+	T_PIDS+=($!)
+done
+
+Q='from c in cluster.function("./qw:fay_work_sleep")
+   group c by {host: c.host, us: c.arg(0)} into g
+   select { host: g.host, us: g.us, n: g.count() }
+   categorize host by us into 3 window 2s for 16s'
+timeout 90 "$FAY" query --cluster "$URL" --json "$Q" >"$T_TMP/out" 2>"$T_TMP/err" &
+QPID=$!
+ok "the query attaches on six hosts" wait_for 30 bash -c '[ "$(grep -o "^fay: [^:]*: attached" "$1" | sort -u | wc -l)" -ge 6 ]' _ "$T_TMP/err"
+touch "$go"
+wait $QPID
+ok "fay query --cluster --json with categorize ends well" [ $? -eq 0 ]
+
+python3 - "$T_TMP/out" >"$T_TMP/verdict" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+wins = [w for w in lines if "categories" in w]
+def part(w):
+    return sorted(sorted(c["members"]) for c in w["categories"])
+def cat(w, h):
+    for c in w["categories"]:
+        if h in c["members"]:
+            return c["category"]
+before = [["h1", "h2"], ["h3", "h4"], ["h5", "h6"]]
+after = [["h1", "h2", "h6"], ["h3", "h4"], ["h5"]]
+# windows with all six hosts in them
+full = [w for w in wins if sum(len(c["members"]) for c in w["categories"]) == 6]
+print("windows", len(full))
+print("exact", sum(part(w) in (before, after) for w in full))
+print("first_before", bool(full) and part(full[0]) == before)
+print("last_after", bool(full) and part(full[-1]) == after)
+ch = [c for w in wins for c in w["changed"]]
+print("h6_changed", len(ch) == 1 and ch[0]["entity"] == "h6" and bool(full)
+      and ch[0]["from"] == cat(full[0], "h5") and ch[0]["to"] == cat(full[-1], "h1"))
+print("changes", json.dumps(ch))
+EOF
+v() { sed -n "s/^$1 //p" "$T_TMP/verdict"; }
+ok "5 or more windows with all six hosts ($(v windows))" [ "$(v windows)" -ge 5 ]
+ok "every window: the three kinds of host exactly ($(v exact) of $(v windows))" \
+	[ "$(v exact)" = "$(v windows)" ]
+ok "the first window: h5 and h6 together" [ "$(v first_before)" = True ]
+ok "the last window: h6 with h1 and h2" [ "$(v last_after)" = True ]
+ok "h6 reported changed once, nobody else ($(v changes))" [ "$(v h6_changed)" = True ]
+[ "$(v exact)" = "$(v windows)" ] || diag "$(grep categories "$T_TMP/out" | head -20)"
+done_testing
