@@ -47,6 +47,7 @@
 #define GRPC_RETRY_S    1
 #define GRPC_OUT_BUF    65536   /* frames gathered per send() */
 #define GRPC_IN_BUF     65536   /* bytes per recv() */
+#define GRPC_WINDOW     (1 << 20) /* flow-control window, per stream and connection */
 
 enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
        G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16, G_PERMISSION_DENIED = 7 };
@@ -449,7 +450,10 @@ static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user)
 void otlp_grpc_serve(struct gconn *k)
 {
 	nghttp2_session_callbacks *cb;
-	nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 64 } };
+	/* a 512-span request (~190 KB) in one go, not 64 KB per round trip
+	 * of WINDOW_UPDATE; the body is charged as it arrives (on_data) */
+	nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 64 },
+					{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, GRPC_WINDOW } };
 	uint8_t buf[GRPC_IN_BUF];
 	int idle_ms = 0;
 
@@ -466,7 +470,9 @@ void otlp_grpc_serve(struct gconn *k)
 		return;
 	}
 	nghttp2_session_callbacks_del(cb);
-	if (nghttp2_submit_settings(k->s, NGHTTP2_FLAG_NONE, iv, 1) || flush(k) < 0)
+	if (nghttp2_submit_settings(k->s, NGHTTP2_FLAG_NONE, iv, 2) ||
+	    nghttp2_session_set_local_window_size(k->s, NGHTTP2_FLAG_NONE, 0, GRPC_WINDOW) ||
+	    flush(k) < 0)
 		goto out;
 	while (!__atomic_load_n(&k->g->stop, __ATOMIC_RELAXED) &&
 	       (nghttp2_session_want_read(k->s) || nghttp2_session_want_write(k->s))) {
