@@ -77,7 +77,7 @@ LIB_SRC := $(wildcard src/lib/*.c src/common/ring/producer.c) \
 # Everything else that goes into the fay binary.
 INT_SRC := $(filter-out $(LIB_SRC),$(wildcard src/common/*.c src/common/*/*.c)) \
            $(wildcard src/query/*.c src/bpf/*.c src/probe/*.c src/engine/*.c src/vm/*.c src/patch/*.c \
-                      src/agent/*.c src/collector/*.c src/store/*.c) \
+                      src/agent/*.c src/collector/*.c src/otlp/*.c src/cluster/*.c src/store/*.c) \
            $(filter-out src/cli/main.c,$(wildcard src/cli/*.c))
 CLI_SRC := src/cli/main.c
 

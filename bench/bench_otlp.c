@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "collector/otlp_int.h"
+#include "otlp/otlp.h"
 #include "otlp_h2.h"
 
 #define NBODIES 8

@@ -56,7 +56,7 @@ $(LIBINT): $(UI_OBJ)
 # for the live-query UI test of the streaming path.  Not installed.
 UI_FAKEQ := $(B)/tests/fay-ui-fakeq
 
-$(UI_FAKEQ): $(CLI_OBJ) tests/ui/fake_qengine.c src/collector/qengine.h $(LIBINT)
+$(UI_FAKEQ): $(CLI_OBJ) tests/ui/fake_qengine.c src/engine/qengine.h $(LIBINT)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/ui/fake_qengine.c $(CLI_OBJ) \

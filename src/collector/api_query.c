@@ -41,14 +41,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "collector/cluster.h"
+#include "cluster/cluster.h"
+#include "cluster/standing.h"
 #include "collector/ext.h"
 #include "collector/http_int.h"
-#include "collector/qengine.h"
-#include "collector/standing.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "engine/qengine.h"
 
 #define QUERY_MAX_TEXT (1u << 20)
 

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/standing.h"
 #include "collector/ext.h"
 #include "collector/http_int.h"
-#include "collector/standing.h"
 
 static int add(struct collector *c, struct http_con *con,
 	       const struct http_body *body)

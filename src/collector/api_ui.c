@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/cluster.h"
+#include "cluster/cluster.h"
 #include "collector/ext.h"
 #include "collector/http_int.h"
 #include "common/clock.h"

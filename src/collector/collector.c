@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/cluster.h"
-#include "collector/standing.h"
-#include "collector/collector.h"
+#include "cluster/cluster.h"
+#include "cluster/standing.h"
 #include "collector/auth.h"
+#include "collector/collector.h"
 #include "collector/ext.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -312,7 +312,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		char dir[4200];
 
 		snprintf(dir, sizeof(dir), "%s.queries", o->db);
-		c->standing = standing_new(c, dir, why, sizeof(why));
+		c->standing = standing_new(c->cluster, dir, why, sizeof(why));
 		if (!c->standing) {
 			ret = -EINVAL;
 			snprintf(err, errlen, "standing queries: %s", why);
@@ -330,7 +330,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 				goto err_out;
 			}
 		}
-		r->tree = ctree_start(c, o->parent, o->host, c->token, c->parent_tls);
+		r->tree = ctree_start(c->cluster, o->parent, o->host, c->token, c->parent_tls);
 		if (!r->tree) {
 			ret = errno ? -errno : -EINVAL;
 			snprintf(err, errlen, "--parent %s: %s", o->parent,

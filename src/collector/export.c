@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "common/lazy_curl.h"
 #include "common/log.h"
+#include "otlp/otlp.h"
 
 #define EXPORT_BATCH     500
 #define EXPORT_FLUSH_MS  1000

@@ -11,8 +11,8 @@
  *   deps.c         the service dependency graph from parent/child spans
  *   thresholds.c   the dashboard's thresholds (--thresholds FILE, JSON)
  *   api_query.c    POST /api/query: compile FayQL, stream NDJSON results
- *   otlp*.c        OTLP/HTTP (JSON, protobuf) and OTLP/gRPC -> Zipkin
- *                  spans (otlp_int.h)
+ *   otlp_*.c       OTLP/HTTP (JSON, protobuf) and OTLP/gRPC receivers
+ *                  (otlp_int.h) around src/otlp
  *   export.c       --export zipkin=URL / otlp=URL / otlp-protobuf=URL
  *                  (libcurl, batched)
  */
@@ -157,16 +157,6 @@ void exporter_free(struct exporter *x);
 void exporter_push(struct exporter *x, const struct zspan *s, size_t n);
 /* The counters of the n exporters as Prometheus lines. */
 void exporter_metrics(struct exporter *const *xs, int n, FILE *f);
-
-/* ---- otlp.c -------------------------------------------------------------- */
-
-/* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
- * New reference, NULL on ENOMEM. */
-json_t *otlp_from_zspans_json(const json_t *zipkin_spans);
-/* The same request in protobuf (*out malloc'ed): the JSON above decoded
- * by the receiver's own front end and encoded by otlp_pb_encode().  0,
- * -ENOMEM, or -EINVAL if the spans do not make a valid request. */
-int otlp_from_zspans_pb(const json_t *zipkin_spans, void **out, size_t *outlen);
 
 /* ---- otlp_senders.c ------------------------------------------------------ */
 

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/standing.h"
 #include "collector/ext.h"
-#include "collector/standing.h"
 #include "collector/http_int.h"
 #include "common/err.h"
-#include "common/prom.h"
 #include "common/log.h"
+#include "common/prom.h"
 
 int coll_ext_add_export(struct coll_ext_opts *o, const char *s, char *err, size_t errlen)
 {

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/standing.h"
 #include "collector/collector.h"
 #include "collector/ext.h"
 #include "collector/http_int.h"
-#include "collector/standing.h"
 #include "collector/zjson.h"
 #include "collector/zproto.h"
 #include "common/clock.h"

@@ -26,8 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cluster/cluster.h"
 #include "collector/auth.h"
-#include "collector/cluster.h"
 #include "collector/collector.h"
 #include "collector/wire_int.h"
 #include "common/clock.h"

@@ -2,7 +2,7 @@
 /*
  * The lower end of a query connection (wire_cluster.h), shared by the
  * agent (src/agent/qclient.c) and by a collector with --parent
- * (src/collector/ctree.c): one thread keeps the connection to the upper
+ * (src/cluster/ctree.c): one thread keeps the connection to the upper
  * collector (connect, HELLO with role "query", WELCOME, a BEAT every
  * WIRE_BEAT_MS, reconnect with backoff from 100 ms to 5 s), and starts
  * one runner thread per QUERY; CANCEL, the loss of the connection and

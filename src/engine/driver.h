@@ -3,7 +3,7 @@
  * The one query driver: load, attach, then wait for records, window ends,
  * snapshots, the time limit, a watched fd or a stop flag, and hand what
  * the engine yields to a sink.  `fay query` (src/cli), POST /api/query
- * (src/collector/qrun.c) and the agent's cluster runner (src/agent) are
+ * (src/engine/qrun.c) and the agent's cluster runner (src/agent) are
  * three sinks of this one loop.
  *
  *	struct engine_sink s = { .sz = sizeof(s), .result = my_rows, .ctx = me };

@@ -12,8 +12,8 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "collector/otlp_int.h"
 #include "collector/zjson.h"
+#include "otlp/otlp.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -2,7 +2,7 @@
 /*
  * A stand-in for the query engine, linked only into the test binary
  * $(B)/tests/fay-ui-fakeq (mk/ui.mk), never into fay: it defines the weak
- * hook of src/collector/qengine.h so the UI test can watch the streaming
+ * hook of src/engine/qengine.h so the UI test can watch the streaming
  * path of POST /api/query (thread, pipe, chunked NDJSON, the browser
  * reading rows as they come) before src/bpf runs queries for real.
  *
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/qengine.h"
+#include "engine/qengine.h"
 
 #define FAKEQ_ROWS 12
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "collector/otlp_int.h"
+#include "otlp/otlp.h"
 
 enum msg { M_REQ, M_RS, M_RES, M_SS, M_SCOPE, M_SPAN, M_EVENT, M_LINK, M_KV, M_ANY,
 	   M_ARR, M_KVL };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Cluster queries, collector side: the registry of query connections
+ * Cluster queries, on the collector: the registry of query connections
  * (agents, and child collectors of an aggregation tree), fan-out of a
  * query to the hosts that can run it, merge of their per-window partial
  * aggregates as they arrive, and the completeness of every window.
@@ -18,14 +18,14 @@
  * every query's state; a peer's socket has its own send lock, taken
  * without cluster->lock held... or with it: never the reverse order.
  */
-#ifndef FAY_COLLECTOR_CLUSTER_H
-#define FAY_COLLECTOR_CLUSTER_H
+#ifndef FAY_CLUSTER_CLUSTER_H
+#define FAY_CLUSTER_CLUSTER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector/qengine.h"
+#include "engine/qengine.h"
 #include "common/qlink.h"
 #include "query/plan.h"
 #include "query/query.h"
@@ -81,16 +81,15 @@ int cluster_query_run(struct cluster *cl, struct query *q, const struct plan *p,
 
 /* ---- ctree.c: this collector under a parent (--parent) ---------------- */
 
-struct collector;
 struct ctree;
 
 /* Keep a query connection to the parent collector at parent (HOST:PORT
- * of its agent port) and run its queries on this collector's agents.
+ * of its agent port) and run its queries on cl (this collector's agents).
  * NULL with errno (EINVAL: a bad address).  The strings must outlive it.
  * tls: TLS to the parent (--parent-tls-ca; NULL: plaintext), must outlive it
  * too. */
 struct tls_conf;
-struct ctree *ctree_start(struct collector *c, const char *parent, const char *host,
+struct ctree *ctree_start(struct cluster *cl, const char *parent, const char *host,
 			  const char *token, struct tls_conf *tls);
 /* Stop the parent's queries, close, join.  Accepts NULL. */
 void ctree_stop(struct ctree *t);

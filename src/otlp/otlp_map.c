@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The one mapping of OTLP spans (struct otlp_req, from either front end)
- * to Zipkin spans; the rules are listed at the top of otlp.c.  Attribute
+ * to Zipkin spans; the rules are listed at the top of otlp_json.c.  Attribute
  * values follow OpenTelemetry's "mapping to non-OTLP formats": strings as
  * they are, booleans true/false, integers in decimal, doubles in the
  * shortest form that reads back the same, bytes in base64, arrays and
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/otlp_int.h"
+#include "otlp/otlp.h"
 
 #define OTLP_MAX_TAGS 1024
 

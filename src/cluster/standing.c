@@ -19,9 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector/cluster.h"
-#include "collector/collector.h"
-#include "collector/standing.h"
+#include "cluster/cluster.h"
+#include "cluster/standing.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine/driver.h"
@@ -42,7 +41,7 @@ struct sq {
 };
 
 struct standing {
-	struct collector *c;
+	struct cluster *cl;
 	char dir[4096];
 	pthread_mutex_t lock;		/* the list, each sq's last and windows */
 	struct sq *list;
@@ -141,7 +140,7 @@ static void *sq_main(void *arg)
 
 	while (!q->stop) {
 		char err[2048] = "";
-		int ret = cluster_query_run(q->s->c->cluster, q->q, q->p, q->text, &o, &env,
+		int ret = cluster_query_run(q->s->cl, q->q, q->p, q->text, &o, &env,
 					    err, sizeof(err));
 
 		if (q->stop)
@@ -259,7 +258,7 @@ static int load(struct standing *s, char *err, size_t errlen)
 	return 0;
 }
 
-struct standing *standing_new(struct collector *c, const char *dir, char *err, size_t errlen)
+struct standing *standing_new(struct cluster *cl, const char *dir, char *err, size_t errlen)
 {
 	struct standing *s = calloc(1, sizeof(*s));
 
@@ -267,7 +266,7 @@ struct standing *standing_new(struct collector *c, const char *dir, char *err, s
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	s->c = c;
+	s->cl = cl;
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	pthread_mutex_init(&s->lock, NULL);
 	if (mkdir(dir, 0700) && errno != EEXIST) {

@@ -17,7 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "collector/cluster_int.h"
+#include "cluster/cluster_int.h"
 #include "common/clock.h"
 #include "common/log.h"
 

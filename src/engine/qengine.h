@@ -3,7 +3,7 @@
  * How POST /api/query runs a compiled FayQL query: through an engine
  * that streams result lines.  The route (api_query.c) compiles the query
  * (errors at line:col) and hands the plan to fay_query_engine_run():
- * src/collector/qrun.c runs it on this host with src/engine (load,
+ * src/engine/qrun.c runs it on this host with src/engine (load,
  * attach, read).  A test binary may link its own definition first (the
  * UI test's stand-in, tests/ui/fake_qengine.c): then the archive's qrun.o
  * is not linked.
@@ -17,8 +17,8 @@
  * emit returns -EPIPE when the client went away: stop then.  *stop is set
  * too; check it between events.
  */
-#ifndef FAY_COLLECTOR_QENGINE_H
-#define FAY_COLLECTOR_QENGINE_H
+#ifndef FAY_ENGINE_QENGINE_H
+#define FAY_ENGINE_QENGINE_H
 
 #include <stddef.h>
 

@@ -32,10 +32,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "collector/ext.h"
-#include "collector/otlp_int.h"
-#include "collector/zjson.h"
+#include <jansson.h>
+
 #include "common/log.h"
+#include "otlp/otlp.h"
 
 struct jctx {
 	struct zarena *a;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/cluster_int.h"
+#include "cluster/cluster_int.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "query/query.h"

@@ -16,14 +16,14 @@
  * one series per integer column C of each row.  Names are 1 to 64 of
  * [A-Za-z0-9_] (Prometheus-safe).  DIR is the store's path + ".queries".
  */
-#ifndef FAY_COLLECTOR_STANDING_H
-#define FAY_COLLECTOR_STANDING_H
+#ifndef FAY_CLUSTER_STANDING_H
+#define FAY_CLUSTER_STANDING_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-struct collector;
+struct cluster;
 struct standing;
 struct plan;
 struct json_t;
@@ -32,10 +32,10 @@ struct json_t;
 #define STANDING_MAX		64	/* standing queries per collector */
 #define STANDING_HISTORY_MAX	(16u << 20)	/* bytes of NAME.ndjson before it rotates */
 
-/* Load DIR's definitions (creating DIR) and start each.  NULL with a
+/* Load DIR's definitions (creating DIR) and start each on cl.  NULL with a
  * reason in err: DIR unusable, or queries.json corrupt (named, never
  * overwritten). */
-struct standing *standing_new(struct collector *c, const char *dir, char *err, size_t errlen);
+struct standing *standing_new(struct cluster *cl, const char *dir, char *err, size_t errlen);
 /* Stop every standing query (their probes are detached) and free. */
 void standing_free(struct standing *s);
 

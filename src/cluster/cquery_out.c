@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/cluster_int.h"
+#include "cluster/cluster_int.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "query/query.h"

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Inside cluster queries (cluster.h): shared by cluster.c, cquery.c,
  * cquery_run.c and cquery_out.c. */
-#ifndef FAY_COLLECTOR_CLUSTER_INT_H
-#define FAY_COLLECTOR_CLUSTER_INT_H
+#ifndef FAY_CLUSTER_CLUSTER_INT_H
+#define FAY_CLUSTER_CLUSTER_INT_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "collector/cluster.h"
+#include "cluster/cluster.h"
 #include "common/bytes.h"
 #include "common/wire_cluster.h"
 #include "engine/engine.h"

@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/qengine.h"
 #include "engine/driver.h"
+#include "engine/qengine.h"
 
 #define QRUN_SNAPSHOT_NS 1000000000ull
 #define QRUN_TICK_MS     100

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * OTLP protobuf through protobuf-c: the one file that includes it (and the
- * code protoc-c generates at build time from src/collector/proto's .proto
- * files into $(B)/gen/src/collector/proto, see mk/proto.mk).
+ * code protoc-c generates at build time from src/otlp/proto's .proto
+ * files into $(B)/gen/src/otlp/proto, see mk/proto.mk).
  *
  *   otlp_pb_decode()     ExportTraceServiceRequest -> struct otlp_req
  *   otlp_pb_response()   ExportTraceServiceResponse (partial_success)
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/otlp_int.h"
+#include "otlp/otlp.h"
 #include "rpc_status.pb-c.h"
 #include "trace_service.pb-c.h"
 

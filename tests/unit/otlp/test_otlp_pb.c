@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/otlp_int.h"
+#include "otlp/otlp.h"
 #include "test.h"
 
 struct buf {

@@ -14,8 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/cluster.h"
-#include "collector/collector.h"
+#include "cluster/cluster.h"
 #include "common/log.h"
 #include "common/qlink.h"
 #include "common/rand.h"
@@ -23,7 +22,7 @@
 
 /* The link's context: what a job needs. */
 struct tctx {
-	struct collector *c;
+	struct cluster *cl;
 	char host[256];
 	char id[33];
 };
@@ -49,16 +48,16 @@ static void run_job(struct qlink_job *job)
 		qlink_status(job, WIRE_QS_FAILED, err);
 		return;
 	}
-	ret = cluster_query_run(t->c->cluster, q, p, job->text, &co, &env, err, sizeof(err));
+	ret = cluster_query_run(t->cl, q, p, job->text, &co, &env, err, sizeof(err));
 	if (ret && ret != -EPIPE && err[0])
 		qlink_status(job, WIRE_QS_FAILED, err);
 	query_free(q);
 }
 
-struct ctree *ctree_start(struct collector *c, const char *parent, const char *host,
+struct ctree *ctree_start(struct cluster *cl, const char *parent, const char *host,
 			  const char *token, struct tls_conf *tls)
 {
-	struct tctx t = { .c = c };
+	struct tctx t = { .cl = cl };
 	struct qlink_opts lo = {
 		.upper = parent, .token = token, .tls = tls, .collector = true,
 		.what = "link to the parent collector", .run = run_job,

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * OTLP traces <-> fay's span model (struct zspan), both directions, for
+ * any transport: the collector's OTLP/HTTP and OTLP/gRPC receivers
+ * (src/collector/otlp_*.c) and its --export otlp=URL.  Nothing here knows
+ * the collector.
+ *
+ * One intermediate form of an ExportTraceServiceRequest that both front
+ * ends produce,
+ *
+ *   otlp_json.c  OTLP/JSON  (jansson)    -> struct otlp_req
+ *   otlp_pb.c    OTLP/protobuf (protobuf-c, the one file that includes it)
+ *                                        -> struct otlp_req
+ *   otlp_scan.c  a protobuf request checked before it is decoded
+ *
+ * and the one mapping to Zipkin spans (otlp_map.c) that both share, so
+ * JSON, protobuf and gRPC requests give the same spans and the same
+ * partial_success answers.
+ *
+ * A front end only decodes: what it cannot read is marked on the span
+ * (otlp_span.bad) or the value (OTLP_V_BAD), and the mapping rejects that
+ * span alone and counts it; the rest of the request is kept.  Everything
+ * lives in the request's arena.
+ */
+#ifndef FAY_OTLP_OTLP_H
+#define FAY_OTLP_OTLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/span.h"
+
+struct json_t;
+
+/* Bytes (not NUL-terminated). */
+struct otlp_str {
+	const char *p;
+	size_t len;
+};
+
+enum otlp_vtype {
+	OTLP_V_NONE,            /* no value set */
+	OTLP_V_STRING, OTLP_V_BOOL, OTLP_V_INT, OTLP_V_DOUBLE,
+	OTLP_V_BYTES,           /* raw bytes (protobuf) */
+	OTLP_V_BYTES_B64,       /* already base64 (OTLP/JSON's bytesValue) */
+	OTLP_V_ARRAY, OTLP_V_KVLIST,
+	OTLP_V_BAD,             /* present but not an AnyValue */
+};
+
+struct otlp_kv;
+
+/* An AnyValue. */
+struct otlp_value {
+	enum otlp_vtype type;
+	union {
+		struct otlp_str s;              /* STRING, BYTES, BYTES_B64 */
+		int b;
+		int64_t i;
+		double d;
+		struct {
+			struct otlp_value *v;
+			size_t n;
+		} arr;
+		struct {
+			struct otlp_kv *kv;
+			size_t n;
+		} kvl;
+	} u;
+};
+
+struct otlp_kv {
+	struct otlp_str key;
+	struct otlp_value value;
+};
+
+struct otlp_event {
+	uint64_t time_ns;
+	struct otlp_str name;
+	int has_name;
+	struct otlp_kv *attrs;
+	size_t nattrs;
+};
+
+/* Id lengths as sent: 16/8 are valid, 0 absent, anything else wrong. */
+struct otlp_span {
+	uint8_t trace_id[16], span_id[8], parent_id[8];
+	size_t trace_len, span_len, parent_len;
+	struct otlp_str name;
+	int kind;                       /* 0..5 valid; -1 unknown */
+	uint64_t start_ns, end_ns;
+	struct otlp_kv *attrs;
+	size_t nattrs;
+	struct otlp_event *events;
+	size_t nevents;
+	size_t nlinks;                  /* links: decoded, not mapped (Zipkin has none) */
+	int status_code;                /* 0..2 valid; -1 unknown */
+	struct otlp_str status_msg;
+	const char *bad;                /* the front end could not read a field:
+					 * "name: expected a string" */
+};
+
+struct otlp_scope_spans {
+	struct otlp_str scope_name, scope_version;
+	struct otlp_span *spans;
+	size_t nspans;
+};
+
+struct otlp_resource_spans {
+	struct otlp_kv *attrs;          /* resource attributes */
+	size_t nattrs;
+	struct otlp_scope_spans *ss;
+	size_t nss;
+};
+
+struct otlp_req {
+	struct otlp_resource_spans *rs;
+	size_t nrs;
+};
+
+/* Spans in the request (valid or not). */
+size_t otlp_req_nspans(const struct otlp_req *r);
+
+/*
+ * The result of mapping a request: the valid spans (arena-allocated,
+ * normalized), how many were rejected and why the first one was
+ * ("resourceSpans[0].scopeSpans[1].spans[3].traceId: ...").
+ */
+struct otlp_result {
+	struct zspan *spans;
+	size_t nspans;
+	size_t rejected;
+	char first_error[512];
+};
+
+/*
+ * Map r to Zipkin spans (OpenTelemetry's Zipkin transformation, see
+ * otlp_json.c's header): every span that passes is kept, every other one is
+ * counted in res->rejected.  Returns 0, or -ENOMEM (nothing kept).
+ */
+int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res);
+
+/*
+ * Front ends.  Decode body into *r (arena-allocated).  Returns 0, or
+ * -EINVAL when the body as a whole cannot be decoded (not JSON, not an
+ * ExportTraceServiceRequest, nested deeper than OTLP_MAX_DEPTH) with the
+ * reason in err, or -ENOMEM.  Per-span problems are not errors here: they
+ * are marked for otlp_map().
+ */
+int otlp_json_decode(const char *body, size_t len, struct zarena *a,
+		     struct otlp_req *r, char *err, size_t errlen);
+int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
+		   struct otlp_req *r, char *err, size_t errlen);
+
+/* AnyValues nest (arrays of arrays, maps of maps) at most this deep. */
+#define OTLP_MAX_DEPTH 32
+
+/*
+ * otlp_scan.c: walk a protobuf ExportTraceServiceRequest without decoding
+ * it.  0, or -EINVAL with the first problem in err ("body: field 2 at
+ * byte 17 runs past the end of its message", "nested deeper than 32").
+ */
+int otlp_pb_scan(const void *body, size_t len, char *err, size_t errlen);
+
+/*
+ * The ExportTraceServiceRequest of r in protobuf (*out malloc'ed).  Values
+ * are written with their types (OTLP_V_BYTES_B64 as a string).  0 or
+ * -ENOMEM.
+ */
+int otlp_pb_encode(const struct otlp_req *r, void **out, size_t *outlen);
+
+/* otlp_json.c: decode an OTLP/JSON document already parsed
+ * (otlp_json_decode's rules). */
+int otlp_json_decode_doc(struct json_t *root, struct zarena *a, struct otlp_req *r,
+			 char *err, size_t errlen);
+
+/*
+ * The ExportTraceServiceResponse in protobuf: empty when rejected is 0,
+ * else partial_success {rejected_spans, error_message msg}.  *out is
+ * malloc'ed (possibly NULL when *outlen is 0).  0 or -ENOMEM.
+ */
+int otlp_pb_response(uint64_t rejected, const char *msg, void **out, size_t *outlen);
+
+/*
+ * A google.rpc.Status {code, message} in protobuf (the error body of
+ * OTLP/HTTP protobuf answers, grpc-status-details-bin), with a RetryInfo
+ * of retry_s seconds in its details when retry_s > 0.  *out malloc'ed.
+ * 0 or -ENOMEM.
+ */
+int otlp_pb_status(int code, const char *msg, unsigned retry_s, void **out, size_t *outlen);
+
+/* ---- otlp_json.c: Zipkin JSON -> OTLP (--export) -------------------------- */
+
+/* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
+ * New reference, NULL on ENOMEM. */
+struct json_t *otlp_from_zspans_json(const struct json_t *zipkin_spans);
+/* The same request in protobuf (*out malloc'ed): the JSON above decoded
+ * by the receiver's own front end and encoded by otlp_pb_encode().  0,
+ * -ENOMEM, or -EINVAL if the spans do not make a valid request. */
+int otlp_from_zspans_pb(const struct json_t *zipkin_spans, void **out, size_t *outlen);
+
+#endif
