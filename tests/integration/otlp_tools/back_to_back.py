@@ -10,7 +10,7 @@ back ~40 ms (Nagle), once per request.
   MODE: otlp-pb | otlp-json (POST /v1/traces), zipkin (POST /api/v2/spans),
         grpc (TraceService/Export over HTTP/2 cleartext)
 
-Prints "answered A of N in S s, median M ms, slowest X ms"; exits 1 when
+Prints "answered A of N in S s, p25 Q ms, median M ms, slowest X ms"; exits 1 when
 a request is not answered with success (HTTP 2xx; gRPC: a response
 message before the end of the stream)."""
 import socket, struct, sys, time
@@ -148,6 +148,7 @@ for i in range(n):
     answered += 1
 elapsed = time.monotonic() - t0
 times.sort()
-print("answered %d of %d in %.3f s, median %.1f ms, slowest %.1f ms" %
-      (answered, n, elapsed, times[len(times) // 2] * 1000, times[-1] * 1000))
+print("answered %d of %d in %.3f s, p25 %.1f ms, median %.1f ms, slowest %.1f ms" %
+      (answered, n, elapsed, times[len(times) // 4] * 1000, times[len(times) // 2] * 1000,
+       times[-1] * 1000))
 sys.exit(0 if answered == n else 1)
