@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * OTLP ingest, protobuf vs JSON, on the same spans in one run.
+ * OTLP ingest, protobuf vs JSON vs gRPC, on the same spans in one run.
  *
  *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [--fay PATH]
  *
@@ -8,16 +8,22 @@
  * type with an array, 2 events, a status), 16 distinct traces per
  * request.  The same request is written as OTLP/JSON, then decoded by
  * fay's JSON front end and written as protobuf by otlp_pb_encode(), so
- * both bodies carry exactly the same spans.
+ * every body carries exactly the same spans.  Requests of 100 and of 512
+ * spans (the BatchSpanProcessor's default), or of -s alone.
  *
  *   1. decode + map, in this process (no store): otlp_json_decode or
  *      otlp_pb_decode, then otlp_map(), spans/s;
  *   2. with --fay: end to end, a running `fay collector` (a temporary
- *      store) taking POST /v1/traces on --otlp-http from 4 keep-alive
- *      connections, each request answered after its COMMIT, spans/s.
+ *      SQLite store) taking OTLP/HTTP protobuf and JSON (POST /v1/traces
+ *      on --otlp-http, keep-alive) and OTLP/gRPC (Export on --otlp-grpc)
+ *      from 1 and from 4 connections, each with one request in flight
+ *      answered after its COMMIT, as SDK exporters send them (head and
+ *      body in one write, TCP_NODELAY): spans/s, the collector's CPU
+ *      (user + system, /proc) per span, each request's latency p50/p99.
  *
- * Rounds alternate protobuf and JSON; medians of ROUNDS; the ratio
- * protobuf / JSON is printed.
+ * Every cell runs SECONDS per round; the order of transports turns each
+ * round; medians of ROUNDS.  The load average is printed before and
+ * after: the machine may be shared.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,15 +36,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "otlp/otlp.h"
+#include "otlp_h2.h"
 
-#define CONNS 4
+#define NBODIES 8
 
 static double now_s(void)
 {
@@ -120,26 +129,29 @@ static double rate_decode(const void *body, size_t len, int pb, double secs)
 
 /* ---- end to end ---------------------------------------------------------- */
 
+enum { T_PB, T_JSON, T_GRPC, NT };
+static const char *const tname[NT] = { "HTTP protobuf", "HTTP JSON", "gRPC" };
+
 struct body {
 	const void *p;
 	size_t len;
-	int pb;
 };
 
 struct worker {
-	int port;
-	const struct body *bodies;      /* nbodies, used in turn */
-	int nbodies;
+	int port, transport;
+	const struct body *bodies;      /* NBODIES, used in turn */
 	double secs;
 	size_t spans_per_req;
 	size_t spans, refused;
+	double *lat;                    /* each request's seconds */
+	size_t nlat, caplat;
 	pthread_t t;
 };
 
 static int conn(int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
@@ -147,36 +159,42 @@ static int conn(int port)
 			close(fd);
 		return -1;
 	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return fd;
 }
 
-static int send_all(int fd, const void *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			return -1;
-		p = (const char *)p + w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* One POST on a keep-alive connection; the HTTP status, -1 on error. */
-static int post(int fd, const struct body *b)
+/* One POST on a keep-alive connection, head and body in one write (as
+ * SDK exporters do); the HTTP status, -1 on error. */
+static int post(int fd, const struct body *b, int pb)
 {
 	char hdr[256], buf[8192];
 	size_t have = 0;
 	int n, status = -1;
 	char *end;
 	long clen;
+	struct iovec iov[2];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
 	n = snprintf(hdr, sizeof(hdr), "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		     "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
-		     b->pb ? "application/x-protobuf" : "application/json", b->len);
-	if (send_all(fd, hdr, (size_t)n) || send_all(fd, b->p, b->len))
-		return -1;
+		     pb ? "application/x-protobuf" : "application/json", b->len);
+	iov[0] = (struct iovec){ hdr, (size_t)n };
+	iov[1] = (struct iovec){ (void *)b->p, b->len };
+	while (mh.msg_iovlen) {
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return -1;
+		while (mh.msg_iovlen && (size_t)w >= mh.msg_iov->iov_len) {
+			w -= (ssize_t)mh.msg_iov->iov_len;
+			mh.msg_iov++;
+			mh.msg_iovlen--;
+		}
+		if (mh.msg_iovlen) {
+			mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + w;
+			mh.msg_iov->iov_len -= (size_t)w;
+		}
+	}
 	for (;;) {
 		ssize_t r = recv(fd, buf + have, sizeof(buf) - 1 - have, 0);
 
@@ -205,44 +223,104 @@ static int post(int fd, const struct body *b)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	int fd = conn(w->port), i = 0;
-	double t0 = now_s();
+	struct h2c *h = NULL;
+	int fd = -1, i = 0;
+	double t0 = now_s(), t = t0;
 
-	while (fd >= 0 && now_s() - t0 < w->secs) {
-		int st = post(fd, &w->bodies[i++ % w->nbodies]);
+	if (w->transport == T_GRPC)
+		h = h2c_open(w->port);
+	else
+		fd = conn(w->port);
+	while ((h || fd >= 0) && t - t0 < w->secs) {
+		const struct body *b = &w->bodies[i++ % NBODIES];
+		double t1;
+		int st;
 
-		if (st == 200)
+		st = h ? h2c_export(h, b->p, b->len) : post(fd, b, w->transport == T_PB);
+		if (h && st >= 0)
+			st = st ? 503 : 200;    /* a gRPC status: refused or not */
+		t1 = now_s();
+		if (st == 200) {
 			w->spans += w->spans_per_req;
-		else if (st > 0)
+			if (w->nlat == w->caplat) {
+				w->caplat = w->caplat ? 2 * w->caplat : 1024;
+				w->lat = realloc(w->lat, w->caplat * sizeof(*w->lat));
+				if (!w->lat)
+					break;
+			}
+			w->lat[w->nlat++] = t1 - t;
+		} else if (st > 0) {
 			w->refused++;
-		else
+		} else {
 			break;
+		}
+		t = t1;
 	}
 	if (fd >= 0)
 		close(fd);
+	h2c_close(h);
 	return NULL;
 }
 
-static double rate_http(int port, const struct body *bodies, int nbodies, size_t spr, double secs)
+/* The collector's CPU seconds so far (user + system). */
+static double cpu_of(pid_t pid)
 {
-	struct worker w[CONNS];
-	double t0 = now_s(), t;
-	size_t spans = 0, refused = 0;
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
 
-	for (int i = 0; i < CONNS; i++) {
-		w[i] = (struct worker){ .port = port, .bodies = bodies, .nbodies = nbodies,
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* after the name: state, then fields 4.. ; utime and stime are 14, 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			 &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+struct cell {
+	double rate, cpu_us, p50_ms, p99_ms;
+};
+
+static void run_cell(pid_t pid, int port, int transport, int conns, const struct body *bodies,
+		     size_t spr, double secs, struct cell *out)
+{
+	struct worker w[4];
+	double t0 = now_s(), c0 = cpu_of(pid), t, *all = NULL;
+	size_t spans = 0, refused = 0, nall = 0;
+
+	for (int i = 0; i < conns; i++) {
+		w[i] = (struct worker){ .port = port, .transport = transport, .bodies = bodies,
 					.secs = secs, .spans_per_req = spr };
 		pthread_create(&w[i].t, NULL, worker_main, &w[i]);
 	}
-	for (int i = 0; i < CONNS; i++) {
+	for (int i = 0; i < conns; i++) {
 		pthread_join(w[i].t, NULL);
 		spans += w[i].spans;
 		refused += w[i].refused;
+		all = realloc(all, (nall + w[i].nlat + 1) * sizeof(*all));
+		if (all && w[i].nlat)
+			memcpy(all + nall, w[i].lat, w[i].nlat * sizeof(*all));
+		nall += all ? w[i].nlat : 0;
+		free(w[i].lat);
 	}
 	t = now_s();
 	if (refused)
-		fprintf(stderr, "  (%zu requests refused, e.g. 429)\n", refused);
-	return spans / (t - t0);
+		fprintf(stderr, "  (%s, %d conns: %zu requests refused, e.g. 429)\n", tname[transport],
+			conns, refused);
+	out->rate = spans / (t - t0);
+	out->cpu_us = spans ? (cpu_of(pid) - c0) / spans * 1e6 : 0;
+	out->p50_ms = out->p99_ms = 0;
+	if (nall) {
+		qsort(all, nall, sizeof(*all), bench_cmp_double);
+		out->p50_ms = all[nall / 2] * 1e3;
+		out->p99_ms = all[(size_t)((double)(nall - 1) * 0.99)] * 1e3;
+	}
+	free(all);
 }
 
 static int free_port(void)
@@ -259,12 +337,13 @@ static int free_port(void)
 	return port;
 }
 
-static pid_t start_collector(const char *fay, int port, char *dir)
+static pid_t start_collector(const char *fay, int port, int gport, char *dir)
 {
-	char otlp[32], wire[32], http[32], db[300];
+	char otlp[32], grpc[32], wire[32], http[32], db[300];
 	pid_t pid;
 
 	snprintf(otlp, sizeof(otlp), "127.0.0.1:%d", port);
+	snprintf(grpc, sizeof(grpc), "127.0.0.1:%d", gport);
 	snprintf(wire, sizeof(wire), "127.0.0.1:%d", free_port());
 	snprintf(http, sizeof(http), "127.0.0.1:%d", free_port());
 	snprintf(db, sizeof(db), "%s/bench.db", dir);
@@ -274,14 +353,16 @@ static pid_t start_collector(const char *fay, int port, char *dir)
 		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
 			_exit(127);
 		execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http", otlp,
-		      "--otlp-grpc", "off", "--db", db, "--retention", "0", (char *)NULL);
+		      "--otlp-grpc", grpc, "--db", db, "--retention", "0", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 100; i++) {
-		int fd = conn(port);
+	for (int i = 0; i < 200; i++) {
+		int fd = conn(port), fd2 = fd >= 0 ? conn(gport) : -1;
 
-		if (fd >= 0) {
+		if (fd >= 0)
 			close(fd);
+		if (fd2 >= 0) {
+			close(fd2);
 			return pid;
 		}
 		usleep(50000);
@@ -290,19 +371,73 @@ static pid_t start_collector(const char *fay, int port, char *dir)
 	return -1;
 }
 
+static void loadavg(const char *when)
+{
+	double l[3];
+
+	if (getloadavg(l, 3) == 3)
+		printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
+}
+
+/* The requests of spr spans: JSON, protobuf, gRPC messages; 0 or 1. */
+static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *gb)
+{
+	size_t jbytes = 0, pbytes = 0;
+
+	for (int i = 0; i < NBODIES; i++) {
+		struct zarena a = { 0 };
+		struct otlp_req r;
+		char err[256];
+		void *out;
+		size_t outlen;
+		uint8_t *g;
+		char *j = json_request(spr, (unsigned)i + 1);
+
+		if (otlp_json_decode(j, strlen(j), &a, &r, err, sizeof(err)) ||
+		    otlp_pb_encode(&r, &out, &outlen)) {
+			fprintf(stderr, "cannot build the requests: %s\n", err);
+			return 1;
+		}
+		zarena_reset(&a);
+		g = malloc(outlen + 5);
+		if (!g)
+			return 1;
+		g[0] = 0;
+		g[1] = (uint8_t)(outlen >> 24);
+		g[2] = (uint8_t)(outlen >> 16);
+		g[3] = (uint8_t)(outlen >> 8);
+		g[4] = (uint8_t)outlen;
+		memcpy(g + 5, out, outlen);
+		jb[i] = (struct body){ j, strlen(j) };
+		pb[i] = (struct body){ out, outlen };
+		gb[i] = (struct body){ g, outlen + 5 };
+		jbytes += jb[i].len;
+		pbytes += outlen;
+		if (decode_map(j, strlen(j), 0) != (size_t)spr || decode_map(out, outlen, 1) != (size_t)spr) {
+			fprintf(stderr, "the requests do not map to %d spans each\n", spr);
+			return 1;
+		}
+	}
+	printf("requests of %d spans: JSON %zu bytes, protobuf %zu bytes (%.2fx smaller)\n",
+	       spr, jbytes / NBODIES, pbytes / NBODIES, (double)jbytes / pbytes);
+	return 0;
+}
+
+#define MAXR 32
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = { { "fay", required_argument, NULL, 'f' }, { 0 } };
-	int spr = 100, rounds = 5, nbodies = 8;
-	double secs = 1.0;
+	int sizes[2] = { 100, 512 }, nsizes = 2, rounds = 5;
+	static const int conns[2] = { 1, 4 };
+	double secs = 0.5;
 	const char *fay = NULL;
-	struct body jb[8], pb[8];
-	double dj[32], dp[32], hj[32], hp[32];
-	size_t jbytes = 0, pbytes = 0;
+	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES];
+	static struct cell cells[2][2][NT][MAXR];
 
 	for (int o; (o = getopt_long(argc, argv, "s:r:t:", lopts, NULL)) != -1;) {
 		switch (o) {
-		case 's': spr = atoi(optarg); break;
+		case 's': sizes[0] = atoi(optarg); nsizes = 1; break;
 		case 'r': rounds = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
 		case 'f': fay = optarg; break;
@@ -312,79 +447,74 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (rounds < 1 || rounds > 32 || spr < 1)
+	if (rounds < 1 || rounds > MAXR || sizes[0] < 1)
 		return 2;
-	for (int i = 0; i < nbodies; i++) {
-		struct zarena a = { 0 };
-		struct otlp_req r;
-		char err[256];
-		void *out;
-		size_t outlen;
-		char *j = json_request(spr, (unsigned)i + 1);
+	loadavg("at the start");
+	for (int z = 0; z < nsizes; z++) {
+		double dj[MAXR], dp[MAXR], mp, mj;
 
-		if (otlp_json_decode(j, strlen(j), &a, &r, err, sizeof(err)) ||
-		    otlp_pb_encode(&r, &out, &outlen)) {
-			fprintf(stderr, "cannot build the requests: %s\n", err);
+		if (make_bodies(sizes[z], jb[z], pb[z], gb[z]))
 			return 1;
+		for (int r = 0; r < rounds; r++) {
+			dp[r] = rate_decode(pb[z][r % NBODIES].p, pb[z][r % NBODIES].len, 1, secs);
+			dj[r] = rate_decode(jb[z][r % NBODIES].p, jb[z][r % NBODIES].len, 0, secs);
 		}
-		zarena_reset(&a);
-		jb[i] = (struct body){ j, strlen(j), 0 };
-		pb[i] = (struct body){ out, outlen, 1 };
-		jbytes += jb[i].len;
-		pbytes += outlen;
-		if (decode_map(j, strlen(j), 0) != (size_t)spr || decode_map(out, outlen, 1) != (size_t)spr) {
-			fprintf(stderr, "the requests do not map to %d spans each\n", spr);
-			return 1;
-		}
+		mp = median(dp, (unsigned)rounds);
+		mj = median(dj, (unsigned)rounds);
+		printf("  decode + map (no store), median of %d:  protobuf %.0f spans/s  JSON %.0f "
+		       "spans/s  ratio protobuf/JSON %.2f\n", rounds, mp, mj, mp / mj);
 	}
-	printf("requests of %d spans: JSON %zu bytes, protobuf %zu bytes (%.2fx smaller)\n",
-	       spr, jbytes / nbodies, pbytes / nbodies, (double)jbytes / pbytes);
-
-	for (int r = 0; r < rounds; r++) {
-		dp[r] = rate_decode(pb[r % nbodies].p, pb[r % nbodies].len, 1, secs);
-		dj[r] = rate_decode(jb[r % nbodies].p, jb[r % nbodies].len, 0, secs);
-	}
-	double mp = median(dp, (unsigned)rounds), mj = median(dj, (unsigned)rounds);
-
-	printf("decode + map (no store), median of %d:  protobuf %.0f spans/s  JSON %.0f spans/s  "
-	       "ratio protobuf/JSON %.2f\n", rounds, mp, mj, mp / mj);
 	if (fay) {
-		char dir[] = "/tmp/fay-bench-otlp.XXXXXX";
-		int port = free_port();
+		char dir[] = "/tmp/fay-bench-otlp.XXXXXX", cmd[400];
+		int port = free_port(), gport = free_port();
 		pid_t pid;
 		int st;
 
+		while (gport == port)
+			gport = free_port();
 		if (!mkdtemp(dir))
 			return 1;
-		pid = start_collector(fay, port, dir);
+		pid = start_collector(fay, port, gport, dir);
 		if (pid < 0) {
 			fprintf(stderr, "fay collector did not start\n");
 			return 1;
 		}
-		for (int r = 0; r < rounds; r++) {
-			/* alternate which goes first */
-			if (r % 2) {
-				hj[r] = rate_http(port, jb, nbodies, (size_t)spr, secs * 2);
-				hp[r] = rate_http(port, pb, nbodies, (size_t)spr, secs * 2);
-			} else {
-				hp[r] = rate_http(port, pb, nbodies, (size_t)spr, secs * 2);
-				hj[r] = rate_http(port, jb, nbodies, (size_t)spr, secs * 2);
-			}
-		}
+		for (int r = 0; r < rounds; r++)
+			for (int z = 0; z < nsizes; z++)
+				for (int c = 0; c < 2; c++)
+					for (int k = 0; k < NT; k++) {
+						int t = (k + r) % NT;
+
+						run_cell(pid, t == T_GRPC ? gport : port, t, conns[c],
+							 t == T_PB ? pb[z] : t == T_JSON ? jb[z] : gb[z],
+							 (size_t)sizes[z], secs, &cells[z][c][t][r]);
+					}
 		kill(pid, SIGTERM);
 		waitpid(pid, &st, 0);
-		{
-			char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd))
+			fprintf(stderr, "could not remove %s\n", dir);
+		printf("into fay collector (SQLite, each request answered after its COMMIT), "
+		       "medians of %d rounds of %.1f s:\n", rounds, secs);
+		printf("| spans/request | connections | transport | spans/s | collector CPU "
+		       "us/span | latency p50 ms | p99 ms |\n|---|---|---|---|---|---|---|\n");
+		for (int z = 0; z < nsizes; z++)
+			for (int c = 0; c < 2; c++)
+				for (int t = 0; t < NT; t++) {
+					double v[4][MAXR];
 
-			snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-			if (system(cmd))
-				fprintf(stderr, "could not remove %s\n", dir);
-		}
-		mp = median(hp, (unsigned)rounds);
-		mj = median(hj, (unsigned)rounds);
-		printf("POST /v1/traces into fay collector (%d connections, SQLite, ACK after "
-		       "COMMIT), median of %d:  protobuf %.0f spans/s  JSON %.0f spans/s  ratio "
-		       "protobuf/JSON %.2f\n", CONNS, rounds, mp, mj, mp / mj);
+					for (int r = 0; r < rounds; r++) {
+						v[0][r] = cells[z][c][t][r].rate;
+						v[1][r] = cells[z][c][t][r].cpu_us;
+						v[2][r] = cells[z][c][t][r].p50_ms;
+						v[3][r] = cells[z][c][t][r].p99_ms;
+					}
+					printf("| %d | %d | %s | %.0f | %.1f | %.2f | %.2f |\n", sizes[z],
+					       conns[c], tname[t], median(v[0], (unsigned)rounds),
+					       median(v[1], (unsigned)rounds), median(v[2], (unsigned)rounds),
+					       median(v[3], (unsigned)rounds));
+				}
 	}
+	loadavg("at the end");
 	return 0;
 }

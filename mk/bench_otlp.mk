@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
-# bench/bench_otlp.c: OTLP ingest, protobuf vs JSON on the same spans in
-# one run (decode + map in process; with --fay, POST /v1/traces into a
-# running collector).  From the top of the tree:
-#   $(B)/bench/bench_otlp -s 100 -r 5 --fay $(B)/fay
+# bench/bench_otlp.c: OTLP ingest, protobuf vs JSON vs gRPC on the same
+# spans in one run (decode + map in process; with --fay, OTLP/HTTP and
+# OTLP/gRPC into a running collector, 1 and 4 connections, requests of
+# 100 and 512 spans; bench/otlp_h2.c is its gRPC client).  From the top
+# of the tree:
+#   $(B)/bench/bench_otlp -r 5 -t 0.5 --fay $(B)/fay
 BENCH_OTLP := $(B)/bench/bench_otlp
 
-$(BENCH_OTLP): bench/bench_otlp.c bench/bench.h $(LIBINT)
+$(BENCH_OTLP): bench/bench_otlp.c bench/otlp_h2.c bench/otlp_h2.h bench/bench.h $(LIBINT)
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBINT) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench_otlp.c bench/otlp_h2.c \
+		$(LIBINT) $(LDLIBS)
 
 bench: $(BENCH_OTLP)

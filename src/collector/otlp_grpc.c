@@ -40,10 +40,14 @@
 #include "collector/auth.h"
 #include "collector/otlp_int.h"
 #include "collector/collector.h"
+#include "common/net.h"
 
 #define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 #define GRPC_IDLE_S     300     /* a connection with no frame for this long is closed */
 #define GRPC_RETRY_S    1
+#define GRPC_OUT_BUF    65536   /* frames gathered per send() */
+#define GRPC_IN_BUF     65536   /* bytes per recv() */
+#define GRPC_WINDOW     (1 << 20) /* flow-control window, per stream and connection */
 
 enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
        G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16, G_PERMISSION_DENIED = 7 };
@@ -249,17 +253,60 @@ static int handle(struct gconn *k, struct gstream *st)
 
 /* ---- nghttp2 callbacks --------------------------------------------------------- */
 
-static ssize_t on_send(nghttp2_session *s, const uint8_t *data, size_t len, int flags,
-		       void *user)
-{
-	struct gconn *k = user;
-	ssize_t n = send(k->fd, data, len, MSG_NOSIGNAL);
+/* ---- sending ------------------------------------------------------------------ */
 
-	if (n < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK :
-								 NGHTTP2_ERR_CALLBACK_FAILURE;
-	return n;
+static int send_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;      /* SO_SNDTIMEO too: a peer that stopped reading */
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }
+
+/*
+ * Send every frame nghttp2 has queued, gathered into as few send()s as
+ * fit GRPC_OUT_BUF: an answer's HEADERS, DATA and trailers leave in one
+ * segment, never one frame held back behind the peer's delayed ACK.  The
+ * bytes sent, or -1 (the connection is done).
+ */
+static ssize_t flush(struct gconn *k)
+{
+	uint8_t out[GRPC_OUT_BUF];
+	size_t len = 0, total = 0;
+
+	for (;;) {
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(k->s, &p);
+
+		if (n < 0)
+			return -1;
+		if ((!n || len + (size_t)n > sizeof(out)) && len) {
+			if (send_all(k->fd, out, len))
+				return -1;
+			total += len;
+			len = 0;
+		}
+		if (!n)
+			return (ssize_t)total;
+		if ((size_t)n > sizeof(out)) {
+			if (send_all(k->fd, p, (size_t)n))
+				return -1;
+			total += (size_t)n;
+			continue;
+		}
+		memcpy(out + len, p, (size_t)n);
+		len += (size_t)n;
+	}
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user)
 {
@@ -403,13 +450,15 @@ static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *user)
 void otlp_grpc_serve(struct gconn *k)
 {
 	nghttp2_session_callbacks *cb;
-	nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 64 } };
-	uint8_t buf[16384];
+	/* a 512-span request (~190 KB) in one go, not 64 KB per round trip
+	 * of WINDOW_UPDATE; the body is charged as it arrives (on_data) */
+	nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 64 },
+					{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, GRPC_WINDOW } };
+	uint8_t buf[GRPC_IN_BUF];
 	int idle_ms = 0;
 
 	if (nghttp2_session_callbacks_new(&cb))
 		return;
-	nghttp2_session_callbacks_set_send_callback(cb, on_send);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
 	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
@@ -421,13 +470,15 @@ void otlp_grpc_serve(struct gconn *k)
 		return;
 	}
 	nghttp2_session_callbacks_del(cb);
-	if (nghttp2_submit_settings(k->s, NGHTTP2_FLAG_NONE, iv, 1) ||
-	    nghttp2_session_send(k->s))
+	if (nghttp2_submit_settings(k->s, NGHTTP2_FLAG_NONE, iv, 2) ||
+	    nghttp2_session_set_local_window_size(k->s, NGHTTP2_FLAG_NONE, 0, GRPC_WINDOW) ||
+	    flush(k) < 0)
 		goto out;
 	while (!__atomic_load_n(&k->g->stop, __ATOMIC_RELAXED) &&
 	       (nghttp2_session_want_read(k->s) || nghttp2_session_want_write(k->s))) {
 		struct pollfd p = { .fd = k->fd, .events = POLLIN };
 		ssize_t n;
+		int got;
 
 		if (nghttp2_session_want_write(k->s))
 			p.events |= POLLOUT;
@@ -440,15 +491,22 @@ void otlp_grpc_serve(struct gconn *k)
 			continue;
 		}
 		idle_ms = 0;
+		got = 0;
 		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
 			n = recv(k->fd, buf, sizeof(buf), 0);
 			if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
 				break;
 			if (n > 0 && nghttp2_session_mem_recv(k->s, buf, (size_t)n) < 0)
 				break;
+			got = n > 0;
 		}
-		if (nghttp2_session_send(k->s))
+		n = flush(k);
+		if (n < 0)
 			break;
+		/* a stream begun and not answered: the rest of it is awaited,
+		 * perhaps behind our delayed ACK (net.h) */
+		if (got && !n && k->streams)
+			net_quickack(k->fd);
 	}
 out:
 	nghttp2_session_del(k->s);

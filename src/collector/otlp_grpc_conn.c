@@ -121,6 +121,7 @@ static void *accept_main(void *arg)
 		}
 		/* a peer that stops reading cannot hold a thread in send() forever */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		net_nodelay(fd);
 		if (g->c->tls) {
 			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
 			 * plaintext end (tls.h) */

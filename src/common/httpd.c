@@ -64,6 +64,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *con, const ch
 	struct httpd *d = cls;
 
 	(void)version;
+	/* A new request, its headers in: its body may still be on its way
+	 * from a client that wrote it apart and waits for our ACK (net.h).
+	 * With TLS the fd is the plaintext pair: tls.c acknowledges there. */
+	if (!*req && strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		const union MHD_ConnectionInfo *ci =
+			fn.MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (ci && !d->o.tls)
+			net_quickack(ci->connect_fd);
+	}
 	return d->o.on_request(d->o.cls, (struct http_con *)con, url, method, upload,
 			       upload_size, req) ? MHD_YES : MHD_NO;
 }

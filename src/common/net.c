@@ -184,6 +184,20 @@ int net_keepalive(int fd, int idle_s, int intvl_s, int cnt)
 	return 0;
 }
 
+int net_nodelay(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ? -errno : 0;
+}
+
+int net_quickack(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one)) ? -errno : 0;
+}
+
 uint64_t net_raise_nofile(void)
 {
 	struct rlimit rl;

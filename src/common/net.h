@@ -46,6 +46,22 @@ int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t pl
 int net_keepalive(int fd, int idle_s, int intvl_s, int cnt);
 
 /*
+ * Send small writes at once (TCP_NODELAY): a reply or frame written in
+ * pieces must not wait on the peer's delayed ACK (Nagle).  0 or -errno
+ * (-EOPNOTSUPP and the like on a socket that is not TCP).
+ */
+int net_nodelay(int fd);
+
+/*
+ * Acknowledge now what fd received (TCP_QUICKACK): called when a request
+ * is incomplete and the rest is awaited, so that a client that writes a
+ * request in two pieces without TCP_NODELAY (its headers, then its body)
+ * does not hold the second one back ~40 ms for our delayed ACK.  Linux
+ * clears it on its own, so it is called each time.  0 or -errno.
+ */
+int net_quickack(int fd);
+
+/*
  * Raise this process's soft limit of open descriptors to its hard limit
  * (systemd's default soft limit, 1,024, is too few for a collector with
  * a thousand agents or an agent tracing many processes).  Returns the

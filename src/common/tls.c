@@ -20,6 +20,7 @@
 
 #include "common/lazy.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/secret.h"
 #include "common/tls.h"
 
@@ -416,6 +417,9 @@ static void pump(struct conn *k)
 			n = fn.gnutls_record_recv(k->s, down, PUMP_BUF);
 			if (n > 0) {
 				dlen = (size_t)n, doff = 0, progress = 1;
+				/* what follows is awaited: no delayed ACK (net.h) */
+				if (!fn.gnutls_record_check_pending(k->s))
+					net_quickack(k->net);
 			} else if (n == 0 || fn.gnutls_error_is_fatal((int)n)) {
 				eof_net = 1;
 			}
@@ -522,6 +526,8 @@ static int conn_start(struct tls_conf *c, int fd, const char *peer, const char *
 	k->c = c;
 	k->net = fd;
 	k->plain = -1;
+	/* records go out as written: a reply in two must not wait on Nagle */
+	net_nodelay(fd);
 	snprintf(k->peer, sizeof(k->peer), "%s", peer);
 	ret = session_new(k, server, alpn, mutual);
 	ret = ret ? -EIO : start(k, handshake_main);

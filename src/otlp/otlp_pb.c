@@ -273,10 +273,25 @@ static int convert(struct pctx *x, const PbReq *pr, struct otlp_req *r, char *er
 	return 0;
 }
 
+/* protobuf-c's allocations for one unpack, from an arena of their own:
+ * no malloc() and free() per message and string, all dropped at once. */
+static void *pb_alloc(void *arena, size_t size)
+{
+	return zarena_alloc(arena, size ? size : 1);
+}
+
+static void pb_free(void *arena, void *p)
+{
+	(void)arena;
+	(void)p;
+}
+
 int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 		   struct otlp_req *r, char *err, size_t errlen)
 {
 	struct pctx x = { .a = a };
+	struct zarena unpacked = { 0 };
+	ProtobufCAllocator alloc = { .alloc = pb_alloc, .free = pb_free, .allocator_data = &unpacked };
 	PbReq *pr;
 	int ret;
 
@@ -285,15 +300,15 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 	if (ret)
 		return ret;
 	pr = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(
-		NULL, len, body);
+		&alloc, len, body);
 	if (!pr) {
+		zarena_reset(&unpacked);
 		snprintf(err, errlen, "body: not a protobuf ExportTraceServiceRequest (a field "
 			 "of the wrong type, or out of memory)");
 		return -EINVAL;
 	}
 	ret = convert(&x, pr, r, err, errlen);
-	opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(
-		pr, NULL);
+	zarena_reset(&unpacked);        /* pr and all it holds */
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	return ret;
