@@ -4,7 +4,8 @@
  * /api/query), which runs it on its agents and streams merged windows
  * back as NDJSON; print each one as `fay query` prints a local result
  * (the collector renders the table or the JSON lines: "format"), and
- * each window's completeness on standard error.
+ * each window's completeness on standard error (with --json, also as a
+ * JSON line after the window's rows).
  *
  * As locally, an aggregate without 'window' prints once, at the end; on
  * Ctrl-C the latest cumulative result is printed.
@@ -98,6 +99,36 @@ static void completeness(const struct cl_state *s, json_t *j)
 			json_integer_value(v), k);
 }
 
+/* --json: after a window's rows (or the result's), its completeness as a
+ * line of its own, for scripts (docs/QUERY.md):
+ * {"window_start_ns":S,"window_end_ns":E,"final":false,"provisional":true,
+ *  "amended":false,"hosts":{"asked":3,"answered":2,...},"dropped":{}} */
+static void completeness_json(const struct cl_state *s, json_t *j)
+{
+	static const char *const keys[] = { "final", "provisional", "amended", "hosts", "dropped" };
+	json_t *o = json_object(), *v;
+	char *line;
+
+	if (!o)
+		return;
+	if (s->windowed) {
+		if ((v = json_object_get(j, "start_ns")))
+			json_object_set(o, "window_start_ns", v);
+		if ((v = json_object_get(j, "end_ns")))
+			json_object_set(o, "window_end_ns", v);
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if ((v = json_object_get(j, keys[i])))
+			json_object_set(o, keys[i], v);
+	line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (line) {
+		fputs(line, s->o->out);
+		fputc('\n', s->o->out);
+		free(line);
+	}
+	json_decref(o);
+}
+
 static void on_progress(struct cl_state *s, json_t *j)
 {
 	json_t *hosts = json_object_get(j, "hosts"), *h;
@@ -140,6 +171,8 @@ static void on_line(struct cl_state *s, const char *line, size_t len)
 				if (s->windowed && !s->o->json)
 					fputc('\n', out);
 			}
+			if (s->o->json)
+				completeness_json(s, j);
 			completeness(s, j);
 		} else if (text) {
 			free(s->last);

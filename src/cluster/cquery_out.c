@@ -24,6 +24,7 @@
 
 #include "cluster/cluster_int.h"
 #include "common/clock.h"
+#include "common/json_str.h"
 #include "common/log.h"
 #include "query/query.h"
 

@@ -6,14 +6,17 @@
  * of zipkin2.internal.SpanNode.Builder, with Trace.merge's clean-up first;
  * read openzipkin/zipkin for the original, this is a C reimplementation):
  *
- * 1. Clean-up: spans of one id sent in pieces (same shared flag, same
- *    local service or none) become one; a SERVER span after a CLIENT span
- *    of its id is shared, and a shared span with no parent takes the
- *    client's.
+ * 1. Clean-up: spans of one id sent in pieces (same shared flag, local
+ *    endpoints that do not disagree: service, address, port) become one;
+ *    a SERVER span after a CLIENT span of its id is shared, and a shared
+ *    span with no parent takes the client's.
  * 2. Tree: a span's node is keyed by its id, a shared span's by (id, its
- *    service); a shared span's parent is the client of its id; a span
- *    whose parent id is a shared span on its own service hangs under that
- *    server half, else under the parent id's span; the first span with no
+ *    local endpoint: service, IPv4, IPv6 and port, all equal as in
+ *    Endpoint.equals); a shared span's parent is the client of its id; a
+ *    span whose parent id is a shared span on its own endpoint hangs under
+ *    that server half, else under the parent id's span (so a client span
+ *    that names its service but not the port its server half gave hangs
+ *    under the caller's client half, as in Zipkin); the first span with no
  *    parent is the root and every span whose parent is missing hangs under
  *    the root (or under a synthetic root when there is none).
  * 3. Links, breadth first: a CLIENT span with children is skipped (the
@@ -39,6 +42,8 @@ struct dspan {
 	uint64_t id, parent_id;
 	uint8_t kind, error, shared;
 	char *svc, *remote;
+	char *ipv4, *ipv6;           /* the local endpoint's address, NULL: none */
+	uint16_t port;               /* 0: none */
 	/* the tree */
 	int up;                      /* parent node, -1: none (a root child) */
 	int first, last, next;       /* children, siblings; -1: none */
@@ -49,11 +54,12 @@ struct link {
 	uint64_t calls, errors;
 };
 
-/* A node key of SpanNode.Builder: an id, or (id, shared, service). */
+/* A node key of SpanNode.Builder: an id, or (id, shared, the local
+ * endpoint of span ep; NULL: none). */
 struct dkey {
 	uint64_t id;
 	uint8_t shared;
-	const char *svc;
+	const struct dspan *ep;
 };
 
 /* An open-addressing map of dkey -> int. */
@@ -83,20 +89,42 @@ static int streq0(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
+static int has_ep(const struct dspan *s)
+{
+	return s->svc || s->ipv4 || s->ipv6 || s->port;
+}
+
+/* Endpoint.equals() of the local endpoints of a and b (NULL: none). */
+static int ep_eq(const struct dspan *a, const struct dspan *b)
+{
+	if (!a || !b)
+		return a == b;
+	return streq0(a->svc, b->svc) && streq0(a->ipv4, b->ipv4) && streq0(a->ipv6, b->ipv6) &&
+	       a->port == b->port;
+}
+
+static uint64_t hash_str(uint64_t h, const char *p)
+{
+	for (; p && *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return h * 0x100000001b3ull;
+}
+
 /* ---- the key map -------------------------------------------------------- */
 
 static size_t dkey_hash(const struct dkey *k)
 {
 	uint64_t h = k->id * 0x9e3779b97f4a7c15ull ^ k->shared;
 
-	for (const char *p = k->svc; p && *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	if (k->ep)
+		h = hash_str(hash_str(hash_str(h ^ k->ep->port, k->ep->svc), k->ep->ipv4),
+			     k->ep->ipv6);
 	return (size_t)(h ^ h >> 29);
 }
 
 static int dkey_eq(const struct dkey *a, const struct dkey *b)
 {
-	return a->id == b->id && a->shared == b->shared && streq0(a->svc, b->svc);
+	return a->id == b->id && a->shared == b->shared && ep_eq(a->ep, b->ep);
 }
 
 static int dmap_init(struct dmap *m, size_t n)
@@ -144,10 +172,10 @@ static void dmap_put(struct dmap *m, const struct dkey *k, int v)
 	m->v[i] = v;
 }
 
-static struct dkey key_of(uint64_t id, int shared, const char *svc)
+static struct dkey key_of(uint64_t id, int shared, const struct dspan *ep)
 {
 	/* createKey(): an id alone unless shared */
-	return (struct dkey){ id, (uint8_t)!!shared, shared ? svc : NULL };
+	return (struct dkey){ id, (uint8_t)!!shared, shared && ep && has_ep(ep) ? ep : NULL };
 }
 
 /* ---- links -------------------------------------------------------------- */
@@ -184,12 +212,20 @@ static void link_add(struct deps *d, const char *parent, const char *child, int 
 
 /* ---- 1. Trace.merge ----------------------------------------------------- */
 
+/* Strings in order, NULL last. */
+static int cmp_null_last(const char *a, const char *b)
+{
+	if (!a || !b)
+		return !a ? (b ? 1 : 0) : -1;
+	return strcmp(a, b);
+}
+
 /* CLEANUP_COMPARATOR: by id, client halves first and shared last, then
- * spans without a service first. */
+ * spans without a local endpoint first, then by service, IPv4, IPv6. */
 static int cleanup_cmp(const void *x, const void *y)
 {
 	const struct dspan *a = x, *b = y;
-	int ac = a->kind == SPAN_KIND_CLIENT, bc = b->kind == SPAN_KIND_CLIENT;
+	int ac = a->kind == SPAN_KIND_CLIENT, bc = b->kind == SPAN_KIND_CLIENT, c;
 
 	if (a->id != b->id)
 		return a->id < b->id ? -1 : 1;
@@ -197,9 +233,11 @@ static int cleanup_cmp(const void *x, const void *y)
 		return a->shared ? 1 : -1;
 	if (!a->shared && ac != bc)
 		return ac ? -1 : 1;
-	if (!a->svc || !b->svc)
-		return !a->svc ? (b->svc ? -1 : 0) : 1;
-	return strcmp(a->svc, b->svc);
+	if (has_ep(a) != has_ep(b))
+		return has_ep(a) ? 1 : -1;
+	if ((c = cmp_null_last(a->svc, b->svc)) || (c = cmp_null_last(a->ipv4, b->ipv4)))
+		return c;
+	return cmp_null_last(a->ipv6, b->ipv6);
 }
 
 static void take(char **dst, char **src)
@@ -208,6 +246,24 @@ static void take(char **dst, char **src)
 		*dst = *src;
 		*src = NULL;
 	}
+}
+
+/* EndpointTracker.tryMerge(): b's local endpoint can be a piece of a's
+ * (no field present in both differs). */
+static int ep_agrees(const struct dspan *a, const struct dspan *b)
+{
+	return (!a->svc || !b->svc || !strcmp(a->svc, b->svc)) &&
+	       (!a->ipv4 || !b->ipv4 || !strcmp(a->ipv4, b->ipv4)) &&
+	       (!a->ipv6 || !b->ipv6 || !strcmp(a->ipv6, b->ipv6)) &&
+	       (!a->port || !b->port || a->port == b->port);
+}
+
+static void dspan_free(struct dspan *s)
+{
+	free(s->svc);
+	free(s->remote);
+	free(s->ipv4);
+	free(s->ipv6);
 }
 
 static size_t merge_pieces(struct dspan *s, size_t n)
@@ -220,20 +276,23 @@ static size_t merge_pieces(struct dspan *s, size_t n)
 
 		if (i != out)
 			*cur = s[i];
-		/* the pieces of one span: same id and shared flag, services that agree */
+		/* the pieces of one span: same id and shared flag, endpoints that agree */
 		while (i + 1 < n && s[i + 1].id == cur->id && s[i + 1].shared == cur->shared &&
-		       (!cur->svc || !s[i + 1].svc || !strcmp(cur->svc, s[i + 1].svc))) {
+		       ep_agrees(cur, &s[i + 1])) {
 			struct dspan *nx = &s[++i];
 
 			take(&cur->svc, &nx->svc);
 			take(&cur->remote, &nx->remote);
+			take(&cur->ipv4, &nx->ipv4);
+			take(&cur->ipv6, &nx->ipv6);
+			if (!cur->port)
+				cur->port = nx->port;
 			if (!cur->kind)
 				cur->kind = nx->kind;
 			if (!cur->parent_id)
 				cur->parent_id = nx->parent_id;
 			cur->error |= nx->error;
-			free(nx->svc);
-			free(nx->remote);
+			dspan_free(nx);
 		}
 		if (out && s[out - 1].id == cur->id) {
 			const struct dspan *last = &s[out - 1];
@@ -303,15 +362,15 @@ static int build_tree(struct dspan *s, size_t n, int *root, int *top, size_t *nt
 		goto out;
 	/* index() */
 	for (size_t i = 0; i < n; i++) {
-		struct dkey c = key_of(s[i].id, s[i].shared, s[i].svc);
+		struct dkey c = key_of(s[i].id, s[i].shared, &s[i]);
 		struct dkey p = key_of(s[i].shared ? s[i].id : s[i].parent_id, 0, NULL);
 
 		s2p_put(&m, &c, &p);
 	}
 	/* process() */
 	for (size_t i = 0; i < n; i++) {
-		struct dkey key = key_of(s[i].id, s[i].shared, s[i].svc);
-		struct dkey noep = s[i].svc ? key_of(s[i].id, s[i].shared, NULL) : key;
+		struct dkey key = key_of(s[i].id, s[i].shared, &s[i]);
+		struct dkey noep = has_ep(&s[i]) ? key_of(s[i].id, s[i].shared, NULL) : key;
 		struct dkey parent = { 0 };
 		int e;
 
@@ -319,8 +378,8 @@ static int build_tree(struct dspan *s, size_t n, int *root, int *top, size_t *nt
 		if (s[i].shared) {
 			parent = key_of(s[i].id, 0, NULL);
 		} else if (s[i].parent_id) {
-			/* the child of a shared server span on our own service? */
-			parent = key_of(s[i].parent_id, 1, s[i].svc);
+			/* the child of a shared server span on our own endpoint? */
+			parent = key_of(s[i].parent_id, 1, &s[i]);
 			if (dmap_get(&m.at, &parent) >= 0)
 				s2p_put(&m, &noep, &parent);
 			else
@@ -440,10 +499,8 @@ static void trace_done(struct deps *d)
 out:
 	free(queue);
 	free(top);
-	for (size_t i = 0; i < n; i++) {
-		free(d->s[i].svc);
-		free(d->s[i].remote);
-	}
+	for (size_t i = 0; i < n; i++)
+		dspan_free(&d->s[i]);
 	d->n = 0;
 }
 
@@ -470,6 +527,9 @@ static int on_row(void *ctx, const struct store_row *r)
 	s->shared = r->shared;
 	s->svc = dup_zs(r->service);
 	s->remote = dup_zs(r->remote_service);
+	s->ipv4 = dup_zs(r->ipv4);
+	s->ipv6 = dup_zs(r->ipv6);
+	s->port = r->port;
 	return d->oom ? -ENOMEM : 0;
 }
 

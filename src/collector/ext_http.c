@@ -123,8 +123,9 @@ static void counter(FILE *f, const char *name, const char *type, const char *hel
  * probe hits (STATS "probes": [{"name", "hits"}]) when the agent has any. */
 static void agent_metrics(struct collector *c, FILE *f)
 {
-	fputs("# HELP fay_agent_records_lost Records lost on the agent's host, by reason "
-	      "(latest STATS).\n# TYPE fay_agent_records_lost gauge\n", f);
+	/* the agent's own counters (its /metrics names them the same) */
+	fputs("# HELP fay_agent_records_lost_total Records lost on the agent's host, by reason "
+	      "(latest STATS).\n# TYPE fay_agent_records_lost_total counter\n", f);
 	pthread_mutex_lock(&c->agents_lock);
 	for (struct coll_agent *a = c->agents; a; a = a->next) {
 		json_t *st = a->stats ? json_loads(a->stats, 0, NULL) : NULL;
@@ -134,7 +135,7 @@ static void agent_metrics(struct collector *c, FILE *f)
 		json_object_foreach(json_object_get(st, "lost"), k, v) {
 			if (!json_is_integer(v))
 				continue;
-			fprintf(f, "fay_agent_records_lost{agent=\"%s\",host=\"", a->id);
+			fprintf(f, "fay_agent_records_lost_total{agent=\"%s\",host=\"", a->id);
 			prom_label(f, a->host);
 			fprintf(f, "\",reason=\"");
 			prom_label(f, k);
@@ -142,8 +143,8 @@ static void agent_metrics(struct collector *c, FILE *f)
 		}
 		json_decref(st);
 	}
-	fputs("# HELP fay_agent_probe_hits Events seen by each attached probe (latest STATS).\n"
-	      "# TYPE fay_agent_probe_hits gauge\n", f);
+	fputs("# HELP fay_agent_probe_hits_total Events seen by each attached probe (latest STATS).\n"
+	      "# TYPE fay_agent_probe_hits_total counter\n", f);
 	for (struct coll_agent *a = c->agents; a; a = a->next) {
 		json_t *st = a->stats ? json_loads(a->stats, 0, NULL) : NULL;
 		json_t *p;
@@ -155,7 +156,7 @@ static void agent_metrics(struct collector *c, FILE *f)
 
 			if (!name || !json_is_integer(hits))
 				continue;
-			fprintf(f, "fay_agent_probe_hits{agent=\"%s\",host=\"", a->id);
+			fprintf(f, "fay_agent_probe_hits_total{agent=\"%s\",host=\"", a->id);
 			prom_label(f, a->host);
 			fprintf(f, "\",probe=\"");
 			prom_label(f, name);

@@ -347,11 +347,17 @@ int engine_inl_decide(struct engine *e)
 		snprintf(e->note, sizeof(e->note), "%s: uprobe (--probe-mode=uprobe)", sym);
 		return 0;
 	}
-	if (pid <= 0)
+	if (pid <= 0 && e->opts.probe_mode == ENGINE_PROBE_INLINE)
 		return no_inline(e, -EINVAL, "%s in every process: uprobe (inline probes run in "
 				 "one process: name it with -p or process(PID), or start it "
 				 "with fay run; a uprobe also sees the processes that start "
 				 "later)", sym);
+	if (pid <= 0) {
+		/* auto's usual case, not a fault: one short line (the reason is
+		 * the error of --probe-mode=inline above, and docs/QUERY.md) */
+		snprintf(e->note, sizeof(e->note), "%s: uprobe, every process", sym);
+		return 0;
+	}
 	if (e->out && !e->use_ringbuf)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);

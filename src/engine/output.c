@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json_str.h"
 #include "engine/engine_int.h"
 
 #define BAR_WIDTH 40

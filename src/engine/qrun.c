@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_str.h"
 #include "engine/driver.h"
 #include "engine/qengine.h"
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_str.h"
 #include "otlp/otlp.h"
 
 #define OTLP_MAX_TAGS 1024
@@ -106,23 +107,15 @@ static void mb_base64(struct mbuf *b, const struct otlp_str *s)
 	}
 }
 
-/* A JSON string literal of s (escaped as RFC 8259 asks). */
+static void mb_put(void *b, const char *p, size_t n)
+{
+	mb_add(b, p, n);
+}
+
+/* A JSON string literal of s (common/json_str.h). */
 static void mb_json_str(struct mbuf *b, const char *p, size_t len)
 {
-	mb_add(b, "\"", 1);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)p[i];
-
-		if (ch == '"' || ch == '\\') {
-			mb_add(b, "\\", 1);
-			mb_add(b, p + i, 1);
-		} else if (ch < 0x20) {
-			mb_printf(b, "\\u%04x", ch);
-		} else {
-			mb_add(b, p + i, 1);
-		}
-	}
-	mb_add(b, "\"", 1);
+	json_str_put(mb_put, b, p, len);
 }
 
 /* v as text: a tag value (json 0) or a JSON value inside an array or map.

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json_str.h"
 #include "query/query.h"
 #include "query/query_int.h"
 
@@ -30,22 +31,6 @@ void dump_cstr(FILE *f, const char *s, size_t len)
 			else
 				fputc(c, f);
 		}
-	}
-	fputc('"', f);
-}
-
-void json_str(FILE *f, const char *s, size_t len)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
 	}
 	fputc('"', f);
 }

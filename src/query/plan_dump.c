@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/json_str.h"
 #include "query/plan.h"
 #include "query/spanctx.h"
 #include "query/query_int.h"

@@ -378,7 +378,6 @@ int tp_syscall_known(struct query *q, const char *name);
 /* Strings shared by the dumps. */
 const char *op_str(enum tok_kind op);
 const char *src_kind_name(enum src_kind k);
-void json_str(FILE *f, const char *s, size_t len);
 /* s as a C string literal with escapes. */
 void dump_cstr(FILE *f, const char *s, size_t len);
 /* ns as the largest exact unit: 5m, 1500ms, 7ns. */

@@ -455,6 +455,9 @@ static int scan(struct store_rd *r, uint64_t from_us, uint64_t to_us, int whole,
 					.kind = z->kind, .shared = z->shared, .error = z->error,
 					.service = z->local.service,
 					.remote_service = z->remote.service, .name = z->name,
+					.ipv4 = { z->local.ipv4, (uint32_t)strlen(z->local.ipv4) },
+					.ipv6 = { z->local.ipv6, (uint32_t)strlen(z->local.ipv6) },
+					.port = z->local.port,
 					.start_us = z->timestamp_us, .duration_us = z->duration_us,
 				};
 

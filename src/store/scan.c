@@ -55,6 +55,9 @@ static int run_scan(sqlite3 *db, const char *sql, uint64_t from_us, uint64_t to_
 			.name = col_str(s, 9),
 			.start_us = (uint64_t)sqlite3_column_int64(s, 10),
 			.duration_us = (uint64_t)sqlite3_column_int64(s, 11),
+			.ipv4 = col_str(s, 12),
+			.ipv6 = col_str(s, 13),
+			.port = (uint16_t)sqlite3_column_int(s, 14),
 		};
 
 		ret = fn(ctx, &row);
@@ -81,14 +84,16 @@ static int user_version(sqlite3 *db)
 
 #define SCAN_COLS \
 	"t.trace_hi, t.trace_lo, s.id, s.parent_id, s.kind, s.shared, s.error," \
-	" s.local_service, s.remote_service, s.name, s.start_us, s.duration_us"
+	" s.local_service, s.remote_service, s.name, s.start_us, s.duration_us," \
+	" s.local_ipv4, s.local_ipv6, s.local_port"
 
 int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 		int (*fn)(void *ctx, const struct store_row *row), void *ctx)
 {
 	static const char sql_v1[] =
 		"SELECT trace_hi, trace_lo, id, parent_id, kind, shared, error,"
-		" local_service, remote_service, name, start_us, duration_us"
+		" local_service, remote_service, name, start_us, duration_us,"
+		" local_ipv4, local_ipv6, local_port"
 		" FROM spans INDEXED BY spans_ts WHERE start_us >= ?1 AND start_us < ?2"
 		" ORDER BY trace_hi, trace_lo, start_us";
 	/* traces that end after the window starts, their spans in it */

@@ -156,7 +156,8 @@ int zparts_from_rec(const struct spanrec *r, struct zarena *a,
  * Merge the partial records of one span id (all with the same trace and
  * id, in recording order) into Zipkin v2 spans with the rule of
  * zipkin2.v1.V1SpanConverter: cs/cr make a CLIENT span (timestamp cs,
- * duration cr - cs), sr/ss a SERVER span (shared when the same span id also
+ * duration cr - cs, 1 us when both fall in one microsecond, as for every
+ * pair), sr/ss a SERVER span (shared when the same span id also
  * has cs; the loopback case, cs and sr from the same service, forks two
  * spans), ms/mr/ws/wr likewise PRODUCER/CONSUMER, any other annotation
  * stays an annotation, key-values become tags, each on the span of its

@@ -73,6 +73,14 @@ static void v1_annotate(struct v1b *b, uint64_t ts, struct zs_str v)
 	b->ann[b->nann++] = (struct zs_annotation){ ts, v };
 }
 
+/* From begin to end, both recorded: a known duration, so two annotations
+ * in the same microsecond make 1 us (Zipkin's rule, and a whole record's
+ * in span.c), never 0, which reads as "no duration". */
+static uint64_t v1_dur(const struct zs_part *begin, const struct zs_part *end)
+{
+	return end->ts_us == begin->ts_us ? 1 : end->ts_us - begin->ts_us;
+}
+
 static void v1_ts_dur(struct v1conv *c, const struct zs_part *begin,
 		      const struct zs_part *end)
 {
@@ -80,7 +88,7 @@ static void v1_ts_dur(struct v1conv *c, const struct zs_part *begin,
 
 	b->ts = begin->ts_us;
 	if (end)
-		b->dur = end->ts_us - begin->ts_us;
+		b->dur = v1_dur(begin, end);
 }
 
 static void v1_incomplete_rpc(struct v1conv *c)
@@ -159,7 +167,7 @@ static void v1_annotations(struct v1conv *c, const struct zs_part *parts, size_t
 		server->shared = 1;
 		server->ts = c->sr->ts_us;
 		if (c->ss)
-			server->dur = c->ss->ts_us - c->sr->ts_us;
+			server->dur = v1_dur(c->sr, c->ss);
 		if (!c->cr)
 			client->dur = 0; /* one-way: no duration */
 	} else if (c->cs && c->cr) {
@@ -183,12 +191,12 @@ static void v1_annotations(struct v1conv *c, const struct zs_part *parts, size_t
 		cons->shared = 1;
 		if (c->wr) {
 			cons->ts = c->wr->ts_us;
-			cons->dur = c->mr->ts_us - c->wr->ts_us;
+			cons->dur = v1_dur(c->wr, c->mr);
 		} else {
 			cons->ts = c->mr->ts_us;
 		}
 		prod->ts = c->ms->ts_us;
-		prod->dur = c->ws ? c->ws->ts_us - c->ms->ts_us : 0;
+		prod->dur = c->ws ? v1_dur(c->ms, c->ws) : 0;
 	} else if (c->ms) {
 		v1_ts_dur(c, c->ms, c->ws);
 	} else if (c->mr) {

@@ -9,30 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_str.h"
 #include "store/store.h"
 
-static void json_str(FILE *f, const char *s)
+/* s as a JSON string, or null. */
+static void json_str_or_null(FILE *f, const char *s)
 {
-	if (!s) {
+	if (s)
+		json_str(f, s, strlen(s));
+	else
 		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch == '\n')
-			fputs("\\n", f);
-		else if (ch == '\t')
-			fputs("\\t", f);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
 }
 
 static char *dup_or_null(const char *s)
@@ -66,9 +52,9 @@ int store_sql_out_row(void *ctx, size_t n, const char *const *vals)
 		for (size_t i = 0; i < n && i < o->ncols; i++) {
 			if (i)
 				fputc(',', o->f);
-			json_str(o->f, o->names[i]);
+			json_str_or_null(o->f, o->names[i]);
 			fputc(':', o->f);
-			json_str(o->f, vals[i]);
+			json_str_or_null(o->f, vals[i]);
 		}
 		fputc('}', o->f);
 		o->nrows++;

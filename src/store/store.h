@@ -281,6 +281,8 @@ struct store_row {
 	uint64_t trace_hi, trace_lo, id, parent_id;
 	uint8_t kind, shared, error;
 	struct zs_str service, remote_service, name;
+	struct zs_str ipv4, ipv6;   /* the local endpoint's address (len 0: none) */
+	uint16_t port;              /* and port (0: none) */
 	uint64_t start_us, duration_us;
 };
 

@@ -29,7 +29,11 @@ ok "how old the counters are" bash -c "curl -s $M | grep -qE '^fay_agent_stats_a
 ok "every sample line parses" bash -c "curl -s $M | grep -v '^#' | grep -vqE '^[a-z_]+\{[^}]*\} [0-9.e+-]+$' && exit 1 || exit 0"
 ok "other paths: 404" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$MP/) = 404 ]"
 ok "the collector exports the agent's losses too" wait_for 10 bash -c \
-	"curl -s $URL/metrics | grep -q '^fay_agent_records_lost{agent=\"[0-9a-f]*\",host=\"metrics-host\",reason=\"nested\"} 0$'"
+	"curl -s $URL/metrics | grep -q '^fay_agent_records_lost_total{agent=\"[0-9a-f]*\",host=\"metrics-host\",reason=\"nested\"} 0$'"
+ok "agent and collector name an agent's losses alike: fay_agent_records_lost_total, a counter" bash -c \
+	"curl -s $M | grep -qx '# TYPE fay_agent_records_lost_total counter' &&
+	 curl -s $URL/metrics | grep -qx '# TYPE fay_agent_records_lost_total counter' &&
+	 ! curl -s $URL/metrics | grep -qE '^# TYPE fay_agent_(records_lost|probe_hits) '"
 kill "$APID"; wait "$APID" 2>/dev/null
 ok "stopped with the agent" bash -c "! curl -sf $M >/dev/null"
 done_testing

@@ -245,12 +245,12 @@ expect "GET /v1/traces: 405" 405 'allowed: POST' GET /v1/traces
 curl -s "$URL/metrics" >"$T_TMP/m"
 for m in fay_collector_queries_running fay_collector_queries_total fay_collector_otlp_spans_total \
 	 fay_collector_otlp_rejected_total fay_collector_ui_requests_total fay_collector_spans_received_total \
-	 fay_agent_records_lost; do
+	 fay_agent_records_lost_total; do
 	ok "/metrics has $m" grep -q "^# TYPE $m " "$T_TMP/m"
 done
 ok "OTLP spans counted (2 + 2 + 2 + 5 invalid)" grep -q '^fay_collector_otlp_spans_total 11$' "$T_TMP/m"
 ok "OTLP invalid spans counted" grep -q '^fay_collector_otlp_spans_rejected_total 5$' "$T_TMP/m"
-ok "per-agent ring losses by reason" grep -q '^fay_agent_records_lost{agent="[0-9a-f]*",host="api-host",reason="ring_overwrite"} 0' "$T_TMP/m"
+ok "per-agent ring losses by reason" grep -q '^fay_agent_records_lost_total{agent="[0-9a-f]*",host="api-host",reason="ring_overwrite"} 0' "$T_TMP/m"
 ok "every sample line parses (name{labels} value)" bash -c "grep -v '^#' '$T_TMP/m' | grep -vqE '^[a-z_]+(\{[^}]*\})? [0-9.e+-]+$' && exit 1 || exit 0"
 ok "collector still up" coll_alive
 done_testing

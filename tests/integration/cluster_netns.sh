@@ -64,7 +64,7 @@ wait $q
 want='{"host":"h1","n":100,"s":4950}
 {"host":"h2","n":200,"s":19900}
 {"host":"h3","n":300,"s":44850}'
-[ "$(cat "$T_TMP/o1")" = "$want" ] && grep -q '3 of 3 hosts answered' "$T_TMP/e1" &&
+[ "$(cq_rows "$T_TMP/o1")" = "$want" ] && grep -q '3 of 3 hosts answered' "$T_TMP/e1" &&
 	pass "across addresses and a tree: every host's count and sum exactly, 3 of 3 hosts" ||
 	fail "exact answers" "$(cat "$T_TMP/o1")" "$(cat "$T_TMP/e1")"
 

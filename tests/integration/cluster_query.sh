@@ -82,13 +82,18 @@ want=""
 for h in $HOSTS; do
 	want+="{\"host\":\"$h\",\"n\":${K[$h]},\"s\":$(sum_to ${K[$h]}),\"hi\":$((K[$h] - 1))}"$'\n'
 done
-if [ $RC -eq 0 ] && [ "$(cat "$T_TMP/o1")" = "${want%$'\n'}" ]; then
+if [ $RC -eq 0 ] && [ "$(cq_rows "$T_TMP/o1")" = "${want%$'\n'}" ]; then
 	pass "grouped by host: every host's count, sum and max exactly (--json, the local format)"
 else
 	fail "grouped by host (rc=$RC)" "got: $(head -c 600 "$T_TMP/o1")" "want: $want" "$(head -c 800 "$T_TMP/e1")"
 fi
 grep -q 'result: 3 of 3 hosts answered' "$T_TMP/e1" && pass "completeness: 3 of 3 hosts answered" ||
 	fail "completeness line" "$(cat "$T_TMP/e1")"
+# --json carries it too, for scripts: one line after the result's rows
+[ "$(tail -n 1 "$T_TMP/o1")" = '{"final":true,"provisional":false,"amended":false,"hosts":{"asked":3,"answered":3,"late":0,"missing":[],"failed":[]},"dropped":{}}' ] &&
+	[ "$(grep -c '"hosts":' "$T_TMP/o1")" = 1 ] &&
+	pass "--json: the result's completeness as a JSON line after its rows" ||
+	fail "--json completeness line" "$(cat "$T_TMP/o1")"
 
 Q='from c in cluster.function("./qw:fay_work_fn") select { n: count(), q: quantile(c.arg(0), 0.5), d: distinct(c.arg(0)) } for 8s'
 cq "$T_TMP/o2" "$T_TMP/e2" "$Q"
@@ -127,6 +132,25 @@ done
 grep -q '"window_start_ns":[0-9]*000000000,' "$T_TMP/o3" &&
 	pass "windows start on wall-clock second boundaries on every host" ||
 	fail "aligned windows" "$(head -3 "$T_TMP/o3")"
+# --json: each window's rows, then its completeness naming the same window
+python3 - "$T_TMP/o3" <<'PY' && pass "--json: every window's completeness follows its rows (same window_start_ns, 1 s long)" ||
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows, wins = [], 0
+for l in lines:
+    if "hosts" in l:
+        assert set(l) == {"window_start_ns", "window_end_ns", "final", "provisional",
+                          "amended", "hosts", "dropped"}, l
+        assert l["window_end_ns"] - l["window_start_ns"] <= 1000000000, l
+        assert all(r["window_start_ns"] == l["window_start_ns"] for r in rows), (rows, l)
+        assert l["hosts"]["asked"] == 3, l
+        rows, wins = [], wins + 1
+    else:
+        rows.append(l)
+assert not rows and wins >= 5, (rows, wins)
+assert lines[-1]["final"] is True, lines[-1]
+PY
+	fail "--json window completeness" "$(cat "$T_TMP/o3")"
 # from the first complete window on: every window complete, 5 or more
 read -r nw nall < <(awk '/^fay: window / { if (/: 3 of 3 hosts answered$/) { on = 1; c++ } if (on) a++ }
 	END { print c + 0, a + 0 }' "$T_TMP/e3")
@@ -140,7 +164,7 @@ cq "$T_TMP/o4" "$T_TMP/e4" --json "$Q"
 work "$T_TMP/go4"
 attached 1 "$T_TMP/e4" && touch "$T_TMP/go4"
 wait $QPID
-[ "$(cat "$T_TMP/o4")" = '{"host":"h2","n":200}' ] && ! grep -q 'h1\|h3' "$T_TMP/e4" &&
+[ "$(cq_rows "$T_TMP/o4")" = '{"host":"h2","n":200}' ] && ! grep -q 'h1\|h3' "$T_TMP/e4" &&
 	pass 'host("h2"): only h2 is asked and answers' ||
 	fail 'host("h2")' "$(cat "$T_TMP/o4")" "$(cat "$T_TMP/e4")"
 timeout 20 "$FAY" query --cluster "$URL" 'from c in host("nosuch").syscall("read") select { n: count() } for 1s' \
@@ -156,8 +180,10 @@ work "$T_TMP/go5"
 attached 2 "$T_TMP/e5" && wait_for 30 grep -q '^fay: h3: failed' "$T_TMP/e5" && touch "$T_TMP/go5"
 wait $QPID
 RC=$?
-[ $RC -eq 0 ] && [ "$(cat "$T_TMP/o5")" = $'{"host":"h1","n":100}\n{"host":"h2","n":200}' ] &&
+[ $RC -eq 0 ] && [ "$(cq_rows "$T_TMP/o5")" = $'{"host":"h1","n":100}\n{"host":"h2","n":200}' ] &&
 	pass "a function absent on h3: h1 and h2 answer exactly" || fail "absent on h3 (rc=$RC)" "$(cat "$T_TMP/o5")" "$(cat "$T_TMP/e5")"
+grep -q '"hosts":{"asked":[23],"answered":2,"late":0,"missing":\[\],"failed":\["h3"\]}' "$T_TMP/o5" &&
+	pass "--json: the completeness lists h3 failed" || fail "--json failed host" "$(cat "$T_TMP/o5")"
 grep -q '^fay: h3: failed: .*qw' "$T_TMP/e5" && grep -q 'could not run it: h3' "$T_TMP/e5" &&
 	pass "h3 is named with its reason" || fail "h3's reason" "$(cat "$T_TMP/e5")"
 mv "$T_TMP/h3/no-qw" "$T_TMP/h3/qw"
@@ -227,11 +253,17 @@ grep -q '^fay: result (provisional): 2 of 3 hosts answered; missing: h3$' "$T_TM
 	grep -q '^fay: result (amended): 3 of 3 hosts answered, 1 late$' "$T_TMP/elate" &&
 	python3 - "$T_TMP/olate" <<'PY' && pass "h3's final late: the result is provisional without h3 (not its stale snapshot), then amended with it, exact" || fail "late final (rc=$RC)" "$(cat "$T_TMP/olate" "$T_TMP/elate")"
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 want = {"h1": 100, "h2": 200, "h3": 300}
-first, second = rows[:2], rows[2:]
-assert first == [{"host": h, "n": want[h]} for h in ("h1", "h2")], rows
-assert second == [{"host": h, "n": want[h]} for h in ("h1", "h2", "h3")], rows
+assert len(lines) == 7, lines
+first, c1, second, c2 = lines[:2], lines[2], lines[3:6], lines[6]
+assert first == [{"host": h, "n": want[h]} for h in ("h1", "h2")], lines
+assert second == [{"host": h, "n": want[h]} for h in ("h1", "h2", "h3")], lines
+# --json carries the completeness: provisional without h3, then amended
+assert c1["provisional"] is True and c1["amended"] is False, c1
+assert c1["hosts"]["answered"] == 2 and c1["hosts"]["missing"] == ["h3"], c1
+assert c2["amended"] is True and c2["hosts"]["answered"] == 3, c2
+assert c2["hosts"]["late"] == 1 and c2["hosts"]["missing"] == [], c2
 PY
 
 # ---- a client that leaves: every agent detaches within 2 s ------------------
@@ -338,7 +370,7 @@ cq "$T_TMP/o10" "$T_TMP/e10" --json "$Q"
 work "$T_TMP/go10"
 attached 3 "$T_TMP/e10" && touch "$T_TMP/go10"
 wait $QPID
-[ "$(cat "$T_TMP/o10")" = $'{"host":"h1","n":100}\n{"host":"h2","n":200}\n{"host":"h3","n":300}' ] &&
+[ "$(cq_rows "$T_TMP/o10")" = $'{"host":"h1","n":100}\n{"host":"h2","n":200}\n{"host":"h3","n":300}' ] &&
 	pass "after the restart the same query answers exactly" || fail "after restart" "$(cat "$T_TMP/o10")" "$(cat "$T_TMP/e10")"
 
 coll_alive && pass "the collector is up at the end" || fail "collector died" "$(tail -5 "$T_TMP/collector.log")"

@@ -225,6 +225,14 @@ RC=$?
 [ $RC -eq 1 ] && grep -q "error: --probe-mode=inline: fay_work_fn in every process: uprobe (inline probes run in one process" "$T_TMP/err" &&
 	pass "--probe-mode=inline in every process fails with the reason" ||
 	fail "--probe-mode=inline in every process (rc=$RC)" "$(cat "$T_TMP/err")"
+# auto in every process: the usual case, one short line, not the reason
+timeout 60 "$FAY" query "from f in $F select count() for 10ms" >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+[ $RC -eq 0 ] && [ "$(grep -c 'every process' "$T_TMP/err")" = 1 ] &&
+	grep -qx "fay: fay_work_fn: uprobe, every process" "$T_TMP/err" &&
+	! grep -q 'inline probes run in one process' "$T_TMP/err" &&
+	pass "auto in every process: one short note ($(grep "every process" "$T_TMP/err"))" ||
+	fail "auto in every process (rc=$RC)" "$(cat "$T_TMP/err")"
 timeout 60 "$FAY" query --probe-mode=sideways "from f in $F select count()" >"$T_TMP/out" 2>"$T_TMP/err"
 RC=$?
 [ $RC -eq 2 ] && grep -q "error: --probe-mode takes inline, uprobe or auto, not 'sideways'" "$T_TMP/err" &&

@@ -29,6 +29,11 @@ ok() {
 	return 1
 }
 
+# cq_rows FILE: the result rows of a `fay query --cluster --json` output,
+# without the line of completeness that follows each window's rows (or the
+# result's): {...,"hosts":{"asked":N,...},...}
+cq_rows() { grep -v '"hosts":{"asked":' "$1"; }
+
 pass() { T_N=$((T_N + 1)); echo "ok $T_N - $1"; }
 fail() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
 diag() { echo "# $*"; }

@@ -132,6 +132,32 @@ static void client_only(void)
 	is_u64(s[0].duration_us, 900, "cs/cr: duration");
 }
 
+/* sr and ss (or cs and cr) in the same microsecond: a known duration under
+ * 1 us is 1 us (Zipkin's rule, and a whole record's), never 0 ("none"). */
+static void same_microsecond(void)
+{
+	struct zs_part p[] = { ann("backend", "sr", 5000), ann("backend", "ss", 5000) };
+	struct zs_part q[] = {
+		ann("frontend", "cs", 6000), ann("backend", "sr", 6100),
+		ann("backend", "ss", 6100), ann("frontend", "cr", 6300),
+	};
+	struct zs_part r[] = { ann("frontend", "cs", 7000), ann("frontend", "cr", 7000) };
+	const struct zspan *v;
+	struct zspan *s;
+	int n = zparts_merge(p, 2, &A, &s);
+
+	is_int(n, 1, "sr = ss: one span");
+	is_u64(s[0].timestamp_us, 5000, "sr = ss: timestamp = sr");
+	is_u64(s[0].duration_us, 1, "sr = ss: duration 1 us, not none");
+	n = zparts_merge(q, 4, &A, &s);
+	v = find(s, n, "backend", SPAN_KIND_SERVER);
+	ok(v && v->shared && v->duration_us == 1, "shared server half with sr = ss: duration 1 us");
+	v = find(s, n, "frontend", SPAN_KIND_CLIENT);
+	ok(v && v->duration_us == 300, "its client half: cr - cs as before");
+	n = zparts_merge(r, 2, &A, &s);
+	is_u64(n == 1 ? s[0].duration_us : 0, 1, "cs = cr: duration 1 us");
+}
+
 static void loopback(void)
 {
 	struct zs_part p[] = {
@@ -386,6 +412,7 @@ int main(void)
 	rpc_two_services();
 	server_only();
 	client_only();
+	same_microsecond();
 	loopback();
 	incomplete();
 	no_endpoint();
