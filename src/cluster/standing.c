@@ -356,11 +356,12 @@ json_t *plan_columns_json(const struct plan *p)
 
 	for (int i = 0; a && i < p->ncols; i++) {
 		const struct plan_col *pc = &p->cols[i];
+		const char *unit = plan_col_unit(p, i);
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", pc->name,
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s*}", "name", pc->name,
 			"type", pc->type == VT_STR ? "string" :
 				pc->type == VT_DIST ? "distribution" : "int",
-			"key", pc->e && pc->e->op == PX_KEY));
+			"key", pc->e && pc->e->op == PX_KEY, "unit", unit));
 	}
 	return a;
 }
