@@ -149,7 +149,7 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 		name = "";
 	nlen = strnlen(name, LIB_NAME_MAX);
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
-	sl->fixed.start_ns = clock_realtime_ns();
+	sl->fixed.start_ns = lib_now_ns(lib_tls());
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
 	lib_cur_push(sl);
 	if (unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
@@ -236,7 +236,7 @@ static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
 		return;
 	if (!event)
 		event = "";
-	put(sl, SPAN_ITEM_EVENT, clock_realtime_ns(), event, strlen(event), NULL, 0);
+	put(sl, SPAN_ITEM_EVENT, lib_now_ns(lib_tls()), event, strlen(event), NULL, 0);
 	lib_leave();
 }
 
@@ -330,7 +330,7 @@ static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 		return;
 	}
 	lib_cur_pop(sl);
-	now = clock_realtime_ns();
+	now = lib_now_ns(lib_tls());
 	sl->fixed.duration_ns = now > sl->fixed.start_ns ? now - sl->fixed.start_ns : 0;
 	lib_write_record(&sl->fixed, sl->buf, sl->used);
 	smp_store_release(&sl->state, FAY_POOL_FREE);
