@@ -15,6 +15,11 @@
  * two resyncs).  The timestamps stay wall-clock ns since the epoch: the
  * record format does not change.
  *
+ * src/vm/clock.c does the same job for the inline probes' runtime, which
+ * has a control thread to recalibrate under a sequence lock; libfay has
+ * no thread of its own, hence a pair per thread, retaken by the thread
+ * that reads.
+ *
  * The TSC is used only when the CPU says it is constant and non-stop and
  * the kernel itself keeps time with it (clocksource tsc or kvm-clock);
  * elsewhere, and on other architectures, every read is clock_gettime.
