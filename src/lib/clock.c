@@ -116,7 +116,11 @@ uint64_t lib_clock_slow(struct lib_tls *t)
 	c->tsc = tsc;
 	c->ns = ns;
 	/* Ticks until the next resync; 0 (always slow) until a rate is known. */
-	c->limit = c->mult ? (uint64_t)(((__uint128_t)LIB_CLK_RESYNC_NS << 32) / c->mult) : 0;
+	if (c->mult) {
+		uint64_t lim = (uint64_t)(((__uint128_t)LIB_CLK_RESYNC_NS << 32) / c->mult);
+
+		t->clk_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
+	}
 	return ns;
 }
 #endif

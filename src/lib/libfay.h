@@ -67,12 +67,11 @@ struct lib_nonrec {
 };
 
 /* A thread's TSC clock (clock.c): realtime ns = ns + (TSC - tsc) * mult
- * >> 32 while TSC - tsc < limit; cal_* the pair the rate is measured
- * from. */
+ * >> 32 while TSC - tsc < lib_tls.clk_limit; cal_* the pair the rate is
+ * measured from. */
 struct lib_clock {
 	uint64_t tsc, ns;
 	uint64_t mult;           /* ns per tick << 32, 0 = not known yet */
-	uint64_t limit;          /* ticks after the pair; 0: always slow */
 	uint64_t cal_tsc, cal_ns;
 };
 #define LIB_CLK_RESYNC_NS   64000000u  /* retake the pair this often */
@@ -89,6 +88,9 @@ struct lib_tls {
 	uint32_t key_set;        /* the thread-exit destructor is armed */
 	uint32_t no_room;        /* spans to drop (lost_no_room) before trying
 				  * to reserve a ring again; 0: try now */
+	uint32_t clk_limit;      /* ticks after clk's pair that it converts;
+				  * 0: every read is slow (here, not in
+				  * struct lib_clock: the TLS is counted) */
 	uint64_t rng;            /* sampling generator state, 0 = not seeded */
 	struct lib_clock clk;
 	struct ring_prod prod;
@@ -264,7 +266,7 @@ static inline uint64_t lib_now_ns(struct lib_tls *t)
 {
 	uint64_t d = __rdtsc() - t->clk.tsc;
 
-	if (likely(d < t->clk.limit))
+	if (likely(d < t->clk_limit))
 		return t->clk.ns + (uint64_t)(((__uint128_t)d * t->clk.mult) >> 32);
 	return lib_clock_slow(t);
 }
