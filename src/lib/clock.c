@@ -34,6 +34,7 @@
  * for the pair to count (a pair taken across a preemption is useless). */
 #define PAIR_MAX_TICKS 4000u
 
+#if defined(__x86_64__)
 /* Does the file at path contain word (whitespace-separated)? */
 static int file_has_word(const char *path, const char *word)
 {
@@ -58,6 +59,7 @@ static int file_has_word(const char *path, const char *word)
 	fclose(f);
 	return found;
 }
+#endif
 
 void lib_clock_init(void)
 {
