@@ -17,6 +17,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "probe/elfsym.h"
+#include "probe/procroot.h"
 #include "probe/provider.h"
 
 static const int uprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
@@ -34,10 +35,18 @@ static int split_last(struct probe *p, const char *spec, char *left, size_t llen
 	return 0;
 }
 
+/* name as the process sees it (its mount namespace: a container's
+ * files, procroot.h), or as fay does for every process. */
 static int find_binary(struct probe *p, const char *name)
 {
-	int err = elf_resolve_path(name, p->path, sizeof(p->path));
+	int err = proc_resolve_path(p->opts.pid, name, p->path, sizeof(p->path));
 
+	if (err && p->opts.pid > 0 && proc_other_root(p->opts.pid))
+		return probe_fail(p, err, "cannot find \"%s\" in the file system of pid %d "
+				  "(its own root, /proc/%d/root): not mapped by it, not a "
+				  "file there, a library of its ld.so.cache or library "
+				  "directories, nor a program in its bin directories", name,
+				  (int)p->opts.pid, (int)p->opts.pid);
 	if (err)
 		return probe_fail(p, err, "cannot find \"%s\": not a file, a library "
 				  "known to the dynamic loader, nor a program in "

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A process's own view of the machine (procroot.h).  A containerized
+ * process maps its own copy of libc (/usr/lib/x86_64-linux-gnu/libc.so.6
+ * in its mount namespace, another inode than the host's): a uprobe on the
+ * host's file would never fire in it.  So a name is looked up in what the
+ * process maps first (the very file it runs), then in its root.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/procstat.h"
+#include "probe/elfsym.h"
+#include "probe/procroot.h"
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+bool proc_other_root(pid_t pid)
+{
+	char ns[64], root[64];
+
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	if (access(root, F_OK))
+		return false;
+	return !same_file(ns, "/proc/self/ns/mnt") || !same_file(root, "/");
+}
+
+/* Does the mapped file path answer to name? */
+static bool map_matches(const char *name, const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	if (strchr(name, '/'))
+		return !strcmp(name, path);
+	base = base ? base + 1 : path;
+	if (!strcmp(name, base))
+		return true;
+	return !strncmp(name, "lib", 3) && elf_lib_matches(name, base);
+}
+
+static bool ino_is(const char *path, unsigned long long ino)
+{
+	struct stat st;
+
+	return !stat(path, &st) && (unsigned long long)st.st_ino == ino;
+}
+
+int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len)
+{
+	char range[64], file[4200];
+	unsigned long long ino;
+
+	if (sscanf(line, "%63s %*s %*x %*x:%*x %llu %4199s", range, &ino, file) != 3 ||
+	    file[0] != '/')
+		return -ENOENT;
+	snprintf(file, sizeof(file), "%s", strchr(line, '/'));
+	file[strcspn(file, "\n")] = '\0';
+	if (strstr(file, " (deleted)"))
+		return -ENOENT;
+	if (strlen(file) < len && ino_is(file, ino)) {
+		snprintf(path, len, "%s", file);
+		return 0;
+	}
+	if ((size_t)snprintf(path, len, "/proc/%d/root%s", (int)pid, file) < len &&
+	    ino_is(path, ino))
+		return 0;
+	snprintf(path, len, "/proc/%d/map_files/%s", (int)pid, range);
+	return ino_is(path, ino) ? 0 : -ENOENT;
+}
+
+/* The first file pid maps executable that answers to name. */
+static int maps_lookup(pid_t pid, const char *name, char *path, size_t len)
+{
+	char fn[64], line[4400];
+	FILE *f;
+	int err = -ENOENT;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (err && fgets(line, sizeof(line), f)) {
+		char perms[8], *file = strchr(line, '/');
+
+		if (!file || sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x')
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (map_matches(name, file)) {
+			*file = '/';
+			err = proc_mapped_path(pid, line, path, len);
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len)
+{
+	char root[64];
+
+	if (!name || !*name)
+		return -ENOENT;
+	if (pid <= 0 || !proc_other_root(pid))
+		return elf_resolve_path(name, path, len);
+	if (!maps_lookup(pid, name, path, len))
+		return 0;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	return elf_resolve_under(root, name, path, len);
+}
+
+pid_t proc_vpid(pid_t pid)
+{
+	unsigned long long ns[32];
+	int n = proc_status_nums(pid, "NSpid", ns, 32);
+
+	if (n < 0)
+		return n;
+	return n ? (pid_t)ns[n - 1] : pid;
+}
