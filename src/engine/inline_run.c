@@ -46,7 +46,7 @@
 
 struct engine_inl {
 	int fd;
-	pid_t pid;
+	pid_t pid, vpid;	/* the host's, and its own namespace's */
 	struct inl_site site;
 	char desc[700];
 	bool armed;
@@ -65,6 +65,11 @@ bool engine_inl_active(const struct engine *e)
 bool engine_runs_inline(const struct engine *e)
 {
 	return engine_inl_active(e);
+}
+
+pid_t engine_inl_pid(const struct engine *e, bool inner)
+{
+	return inner ? e->inl->vpid : e->inl->pid;
 }
 
 const char *engine_inl_desc(const struct engine *e)
@@ -456,6 +461,9 @@ int engine_inl_decide(struct engine *e)
 	}
 	e->inl->fd = fd;
 	e->inl->pid = pid;
+	e->inl->vpid = proc_vpid(pid);
+	if (e->inl->vpid <= 0)
+		e->inl->vpid = pid;
 	e->inl->site = m.s;
 	snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s@0x%" PRIx64
 		 " (pid %d)", path, sym, addr, (int)pid);

@@ -123,6 +123,20 @@ int probe_attach(struct probe *p, int prog_fd);
 void probe_detach(struct probe *p);
 bool probe_attached(const struct probe *p);
 
+/* ---- the current task's pid in its namespace ------------------------------ */
+
+/* Byte offsets, from the running kernel's BTF, of what leads from a task
+ * to its process's pid in its own (innermost) pid namespace:
+ * task->group_leader->thread_pid->numbers[thread_pid->level].nr. */
+struct probe_task_offs {
+	int group_leader, thread_pid;	/* in struct task_struct */
+	int pid_level, pid_numbers;	/* in struct pid */
+	int upid_nr, upid_size;		/* in struct upid, and its size */
+};
+/* Fill o (reads the BTF each call: tens of ms).  0, or -ENOENT: no vmlinux BTF, or a
+ * kernel whose structures lack one of these members. */
+int probe_task_offsets(struct probe_task_offs *o);
+
 /* ---- helpers shared with `fay probes` ------------------------------------ */
 
 /* The tracefs mount point, mounting tracefs at /sys/kernel/tracing when

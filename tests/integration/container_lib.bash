@@ -67,10 +67,11 @@ ctr_stop() { touch "$1/w/stop"; }
 # ctr_count DIR N MODE QUERY: a fresh workload in DIR calling N times, the
 # query (with __PID__ replaced by its host pid, -p PID added when MODE
 # says so) attached first; prints its --json answer (errors in
-# $T_TMP/q.err)
+# $T_TMP/q.err; "HOSTPID VPID" in $T_TMP/cpid)
 ctr_count() {
 	local r=$1 n=$2 mode=$3 q=$4 pflag=() qp
 	ctr_start "$r" "$n" || { echo "workload did not start: $(cat "$T_TMP/ctr.out")"; return; }
+	echo "$CPID $CVPID" >"$T_TMP/cpid"	# for the caller (we run in $(...))
 	q=${q//__PID__/$CPID}
 	case "$mode" in -p:*) pflag=(-p "$CPID"); mode=${mode#-p:} ;; esac
 	: >"$T_TMP/q.err"

@@ -6,7 +6,8 @@
 # times; -p PID and process(PID) queries count N in uprobe, auto and
 # inline mode (inline: the runtime copied into its root and loaded with
 # ptrace).  Before, fay attached to the host's libc and counted 0,
-# silently.  Two runtimes: unshare + chroot (a root under fay's), and
+# silently.  s.pid is the host pid and s.vpid the pid in its namespace
+# (item 5) in both modes.  Two runtimes: unshare + chroot (a root under fay's), and
 # systemd-nspawn (pivot_root: reached only through /proc/PID/root).  The
 # host's own processes are the other tests'.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -50,6 +51,17 @@ battery() {
 		fail "$1: inline note" "$(cat "$T_TMP/q.err")"
 	check inline 'from f in process(__PID__).function("libc:getppid") select { n: count() }' \
 		"process(PID).function(\"libc:getppid\"), inline"
+
+	# item 5: s.pid is the host pid, s.vpid its pid in its namespace,
+	# alike in uprobe and inline mode
+	local m a
+	for m in uprobe inline; do
+		a=$(ctr_count "$R" 10 "$m" 'from f in process(__PID__).function("libc:getppid") select { n: count(), pid: max(f.pid), vpid: max(f.vpid) }')
+		read -r hp vp <"$T_TMP/cpid"
+		[ "$a" = "{\"n\":10,\"pid\":$hp,\"vpid\":$vp}" ] && [ "$hp" != "$vp" ] &&
+			pass "$1: $m: s.pid is the host pid ($hp), s.vpid its own ($vp)" ||
+			fail "$1: $m: s.pid and s.vpid" "answer: $a, want pid $hp vpid $vp" "$(cat "$T_TMP/q.err")"
+	done
 
 	ctr_start "$R" 0 || { fail "$1: workload started" "$(cat "$T_TMP/ctr.out")"; return; }
 	ok "$1: its pid inside its namespace ($CVPID) is not its host pid ($CPID)" \
