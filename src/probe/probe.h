@@ -108,6 +108,10 @@ const struct probe_field *probe_fields(const struct probe *p, size_t *n);
  * other kinds. */
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym);
+/* Uprobes: how many files it is on: 1, or 1 + the other files of that
+ * name mapped on the host for a library named by its short name in every
+ * process ("libc:malloc": containers' own copies); 0 for other kinds. */
+size_t probe_nfiles(const struct probe *p);
 /* A wildcard function ("libc:pthread_mutex_*"): how many functions it
  * matched (0 for any other probe), and the name of function i, whose
  * attachment carries i as its BPF cookie; NULL past the end. */

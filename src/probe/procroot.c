@@ -6,7 +6,9 @@
  * host's file would never fire in it.  So a name is looked up in what the
  * process maps first (the very file it runs), then in its root.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -102,6 +104,78 @@ static int maps_lookup(pid_t pid, const char *name, char *path, size_t len)
 	}
 	fclose(f);
 	return err;
+}
+
+struct seen {
+	dev_t dev;
+	ino_t ino;
+};
+
+#define PROC_MAX_FILES 256	/* distinct files of one name */
+
+/* One process's maps: each new file that answers to name. */
+static int each_in(pid_t pid, const char *name, struct seen *seen, size_t *nseen,
+		   int (*cb)(const char *, dev_t, ino_t, void *), void *arg)
+{
+	char fn[64], line[4400], path[4400];
+	FILE *f;
+	int rc = 0;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 0;	/* gone, or a kernel thread */
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char perms[8], *file = strchr(line, '/');
+		unsigned int maj, mn;
+		unsigned long long ino;
+		struct stat st;
+		size_t i;
+
+		if (!file || sscanf(line, "%*s %7s %*x %x:%x %llu", perms, &maj, &mn, &ino) != 4 ||
+		    perms[2] != 'x')
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (!map_matches(name, file))
+			continue;
+		*file = '/';
+		if (proc_mapped_path(pid, line, path, sizeof(path)) || stat(path, &st))
+			continue;
+		for (i = 0; i < *nseen; i++)
+			if (seen[i].dev == st.st_dev && seen[i].ino == st.st_ino)
+				break;
+		if (i < *nseen || *nseen == PROC_MAX_FILES)
+			continue;
+		seen[(*nseen)++] = (struct seen){ st.st_dev, st.st_ino };
+		rc = cb(path, st.st_dev, st.st_ino, arg);
+	}
+	fclose(f);
+	return rc;
+}
+
+int proc_each_mapped(const char *name,
+		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
+		     void *arg)
+{
+	struct seen *seen = calloc(PROC_MAX_FILES, sizeof(*seen));
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t nseen = 0;
+	int rc = 0;
+
+	if (!seen || !d) {
+		rc = seen ? -errno : -ENOMEM;
+		free(seen);
+		if (d)
+			closedir(d);
+		return rc;
+	}
+	while (!rc && (de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			rc = each_in((pid_t)atoi(de->d_name), name, seen, &nseen, cb, arg);
+	closedir(d);
+	free(seen);
+	return rc;
 }
 
 int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len)

@@ -42,6 +42,18 @@ int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len);
  */
 int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len);
 
+/*
+ * Every distinct file (by device and inode) that answers to name (as in
+ * proc_resolve_path(): a library by its short name, a program by its
+ * file name) and is mapped executable by some process of the host,
+ * through every /proc/PID/maps: cb gets a path fay opens for it
+ * (proc_mapped_path()), its device and inode.  A non-zero cb return
+ * stops the walk and is returned; else 0.
+ */
+int proc_each_mapped(const char *name,
+		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
+		     void *arg);
+
 /* pid (a pid in fay's namespace) as its own, innermost pid namespace
  * numbers it (the last NSpid of /proc/PID/status): the same pid for a
  * process of fay's namespace, or of a kernel without NSpid.  -errno

@@ -9,7 +9,9 @@
 # host.  Each calls getppid() a known number of times: a query grouped by
 # container counts each exactly; `where s.container == "web-1"` counts
 # one, compiled to a cgroup id comparison in the probe; a process's own
-# function() query (uprobe and inline) knows its container too.
+# function() query (uprobe and inline) knows its container too; and
+# function("libc:getppid") in every process (item 2) counts the
+# containers' calls, on their own copies of libc.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
 command -v python3 >/dev/null || skip_all "python3 is not installed"
@@ -73,6 +75,17 @@ want="{\"c\":\"\",\"n\":$NH}
 [ "$(sort "$T_TMP/q.out")" = "$(echo "$want" | sort)" ] &&
 	pass "grouped by container: web-1 (machined's name) $NA, ${ID:0:12} (podman's id) $NB, the host ('') $NH" ||
 	fail "grouped by container" "got: $(cat "$T_TMP/q.out")" "want: $want" "$(cat "$T_TMP/q.err")"
+
+# item 2: function("libc:...") in every process probes the containers'
+# own libc files too (two more files here: each root has its own copy)
+query 'from f in function("libc:getppid") where f.comm == "ctr_work" group f by f.container into g select { c: g.key, n: g.count() }'
+[ "$(sort "$T_TMP/q.out")" = "$(echo "$want" | sort)" ] &&
+	pass "function(\"libc:getppid\") in every process, by container: $NA, $NB, $NH" ||
+	fail "every process, by container" "got: $(cat "$T_TMP/q.out")" "want: $want" "$(cat "$T_TMP/q.err")"
+nf=$(grep -o 'and [0-9]* other files\? of that name mapped on this host ([0-9]* files)' "$T_TMP/q.err" |
+	grep -o '([0-9]* files)' | tr -dc 0-9)
+ok "the attach line says how many files were probed (${nf:-none}: the host's libc and each root's copy)" \
+	test "${nf:-0}" -ge 3
 
 query 'from s in syscall("getppid") where s.comm == "ctr_work" group s by s.cgroup into g select { c: g.key, n: g.count() }'
 python3 - "$T_TMP/q.out" "/fay-test-$$" "$ID" $NA $NB <<'PY' && pass "grouped by cgroup: the paths (a long one cut to its end), counted exactly" || fail "grouped by cgroup" "$(cat "$T_TMP/q.out")"
