@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/procstat.h"
@@ -61,15 +62,22 @@ int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len)
 {
 	char range[64], file[4200];
 	unsigned long long ino;
+	unsigned int maj, mn;
+	struct stat st;
 
-	if (sscanf(line, "%63s %*s %*x %*x:%*x %llu %4199s", range, &ino, file) != 3 ||
+	if (sscanf(line, "%63s %*s %*x %x:%x %llu %4199s", range, &maj, &mn, &ino, file) != 5 ||
 	    file[0] != '/')
 		return -ENOENT;
 	snprintf(file, sizeof(file), "%s", strchr(line, '/'));
 	file[strcspn(file, "\n")] = '\0';
 	if (strstr(file, " (deleted)"))
 		return -ENOENT;
-	if (strlen(file) < len && ino_is(file, ino)) {
+	/* the path as fay sees it: the same device too (a container's
+	 * /usr/lib/... may have the inode number of another file of the
+	 * host's); through its root or map_files the inode is enough (an
+	 * overlay's stat and maps differ in the device) */
+	if (strlen(file) < len && !stat(file, &st) && st.st_ino == ino &&
+	    st.st_dev == makedev(maj, mn)) {
 		snprintf(path, len, "%s", file);
 		return 0;
 	}

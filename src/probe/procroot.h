@@ -36,9 +36,9 @@ int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len);
  * PATH") as a path fay opens, of the very inode mapped: maps shows the
  * path relative to fay's root when fay reaches it (a chroot under fay's
  * root), else relative to the file's own mount (a container's overlay):
- * the first of the path itself, the path under /proc/PID/root and
- * /proc/PID/map_files/LO-HI (a link to the mapped file) whose inode is
- * the mapped one.  0, or -ENOENT (no file, deleted, not reachable).
+ * the first of the path itself (same device and inode), the path under
+ * /proc/PID/root and /proc/PID/map_files/LO-HI (a link to the mapped
+ * file) whose inode is the mapped one.  0, or -ENOENT (no file, deleted, not reachable).
  */
 int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len);
 
