@@ -4,7 +4,11 @@
 # framing; no libbpf.  A program loads it with LD_PRELOAD (fay run), so it
 # is never built with the sanitizers (ASan must come first in a process;
 # the traced program is not sanitized).  Everything in it is hidden: it
-# exports nothing but what the loader needs.
+# exports nothing but what the loader needs.  Capstone is linked in
+# statically (and hidden): the runtime needs nothing but libc and libgcc_s (the JIT's
+# __register_frame: every glibc base image has it), so that a
+# copy of it loads in a container's process, whose root has no capstone
+# (issue #25).
 RT_SRC := $(wildcard src/rt/*.c src/vm/*.c src/patch/*.c) src/common/inline_wire.c src/common/bytes.c
 RT_OBJ := $(RT_SRC:%.c=$(B)/rt/%.o)
 RT_SO  := $(B)/libfay-probe.so
@@ -19,7 +23,7 @@ $(B)/rt/%.o: %.c
 $(RT_SO): $(RT_OBJ)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -Wl,-z,defs -Wl,-z,now -o $@ $(RT_OBJ) \
-		$(shell pkg-config --libs capstone) -lpthread
+		-Wl,--exclude-libs,ALL -Wl,-Bstatic -lcapstone -Wl,-Bdynamic -lpthread
 
 all: $(RT_SO)
 
@@ -81,3 +85,13 @@ all: $(INLINE_SPANS)
 .PHONY: stress-inline
 stress-inline: all
 	INLINE_CYCLES=100 FAY_BUILD=$(B) tests/run tests/integration/inline_robust.sh
+
+# The container tests' workload (issue #25): copied into a root file
+# system of its own with a copy of its libc (tests/integration/container_*.sh).
+CTR_WORK := $(B)/tests/bin/ctr_work
+$(CTR_WORK): tests/integration/container_tools/ctr_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -o $@ $<
+
+all: $(CTR_WORK)

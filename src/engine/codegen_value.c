@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cgroup.h"
 #include "engine/codegen.h"
 #include "vm/vm.h"
 
@@ -166,6 +167,58 @@ static bool cg_span_ok(struct cg *g, const struct pexpr *x)
 	return false;
 }
 
+/*
+ * s.vpid in the kernel: the current process's pid in its own pid
+ * namespace, task->group_leader->thread_pid->numbers[level].nr, each step
+ * a bpf_probe_read_kernel() at the offsets the kernel's BTF gives
+ * (probe_task_offsets()); a failed read leaves 0.
+ */
+static void cg_vpid(struct cg *g, const struct pexpr *x, ir_reg r)
+{
+	struct ir *ir = g->ir;
+	struct probe_task_offs o;
+	int k = ir_stack_alloc(ir, 8, 8);
+	ir_reg p = ir_vreg(ir), lv = ir_vreg(ir);
+
+	if (probe_task_offsets(&o)) {
+		cg_qfail(g, x, "vpid: the kernel's BTF (/sys/kernel/btf/vmlinux) does not "
+			 "say where a task's pid is (task_struct.thread_pid, pid.numbers)");
+		return;
+	}
+	ir_zero(ir, k, 8);
+	ir_call(ir, p, BPF_FUNC_get_current_task, 0);
+	ir_alu(ir, BPF_ADD, p, IR_I(o.group_leader));
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(k), IR_I(8), IR_R(p));
+	ir_load(ir, p, IR_S(k), 0, 8, 0);
+	ir_alu(ir, BPF_ADD, p, IR_I(o.thread_pid));
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(k), IR_I(8), IR_R(p));
+	ir_load(ir, p, IR_S(k), 0, 8, 0);		/* struct pid * */
+	ir_mov(ir, lv, IR_R(p));
+	ir_alu(ir, BPF_ADD, lv, IR_I(o.pid_level));
+	ir_zero(ir, k, 8);
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(k), IR_I(4), IR_R(lv));
+	ir_load(ir, lv, IR_S(k), 0, 4, 0);
+	ir_alu(ir, BPF_AND, lv, IR_I(31));		/* MAX_PID_NS_LEVEL is 32 */
+	ir_alu(ir, BPF_MUL, lv, IR_I(o.upid_size));
+	ir_alu(ir, BPF_ADD, p, IR_R(lv));
+	ir_alu(ir, BPF_ADD, p, IR_I(o.pid_numbers + o.upid_nr));
+	ir_zero(ir, k, 8);
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(k), IR_I(4), IR_R(p));
+	ir_load(ir, r, IR_S(k), 0, 4, 0);
+}
+
+/* The current task's cgroup v2 id into r: bpf_get_current_cgroup_id(),
+ * or, inline (the VM has no such helper), the one process's cgroup when
+ * the program was made (a process that moves to another cgroup while an
+ * inline query runs keeps its first one). */
+static void cg_cgroup_id(struct cg *g, ir_reg r)
+{
+	if (engine_inl_active(g->e))
+		ir_mov(g->ir, r, IR_I((int64_t)cgroup_id_of_pid(engine_inl_pid(g->e, false))));
+	else
+		ir_call(g->ir, r, BPF_FUNC_get_current_cgroup_id, 0);
+}
+
 /* The id of the probe's name (plan.h, "The probe's name"). */
 static ir_reg cg_name_id(struct cg *g, const struct pexpr *x)
 {
@@ -200,8 +253,23 @@ ir_reg cg_field(struct cg *g, const struct pexpr *x)
 		ir_call(ir, r, BPF_FUNC_ktime_get_ns, 0);
 		break;
 	case F_PID:
+		/* inline: the runtime's getpid() is its namespace's pid */
+		if (engine_inl_active(g->e)) {
+			ir_mov(ir, r, IR_I(engine_inl_pid(g->e, false)));
+			break;
+		}
 		ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 		ir_alu(ir, BPF_RSH, r, IR_I(32));
+		break;
+	case F_VPID:
+		if (engine_inl_active(g->e))
+			ir_mov(ir, r, IR_I(engine_inl_pid(g->e, true)));
+		else
+			cg_vpid(g, x, r);
+		break;
+	case F_CGROUP:
+	case F_CONTAINER:
+		cg_cgroup_id(g, r);
 		break;
 	case F_TID:
 		ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
@@ -296,10 +364,12 @@ void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 			cg_host(g, off, size);
 			return;
 		}
-		if (x->field == F_PROBE) {
+		if (x->field == F_PROBE || x->field == F_CGROUP || x->field == F_CONTAINER) {
 			/* the id in the first 8 bytes: the reader names it */
-			ir_reg id = cg_name_id(g, x);
+			ir_reg id = x->field == F_PROBE ? cg_name_id(g, x) : ir_vreg(ir);
 
+			if (x->field != F_PROBE)
+				cg_cgroup_id(g, id);
 			ir_zero(ir, off, (unsigned)size);
 			ir_store(ir, IR_S(off), 0, 8, IR_R(id));
 			return;

@@ -152,6 +152,11 @@ bool engine_inl_active(const struct engine *e);
  * keeps its slot from its first probe to its exit, so the records pair
  * the same calls.  0 or -errno. */
 int engine_inl_pairs(struct engine *e);
+/* Inline: the process the probe runs in, as fay numbers it (inner false:
+ * the host's pid, what uprobes see) or as its own pid namespace does
+ * (inner true: what its getpid() says).  Constants of the program: the
+ * runtime runs in that one process (a forked child's is inert). */
+pid_t engine_inl_pid(const struct engine *e, bool inner);
 /* "inline /path/bin:sym@0x... (pid N)" */
 const char *engine_inl_desc(const struct engine *e);
 /* Send the maps and programs of in, arm the site.  0 or -errno (e->err). */

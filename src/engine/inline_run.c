@@ -42,10 +42,11 @@
 #include "patch/patch.h"
 #include "probe/elfsym.h"
 #include "probe/inject.h"
+#include "probe/procroot.h"
 
 struct engine_inl {
 	int fd;
-	pid_t pid;
+	pid_t pid, vpid;	/* the host's, and its own namespace's */
 	struct inl_site site;
 	char desc[700];
 	bool armed;
@@ -66,6 +67,11 @@ bool engine_runs_inline(const struct engine *e)
 	return engine_inl_active(e);
 }
 
+pid_t engine_inl_pid(const struct engine *e, bool inner)
+{
+	return inner ? e->inl->vpid : e->inl->pid;
+}
+
 const char *engine_inl_desc(const struct engine *e)
 {
 	return e->inl->desc;
@@ -78,13 +84,30 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* pid's control socket: INLINE_RUN_DIR/PID.sock, where the runtime binds
+ * it in the process's own file system with its own pid: a containerized
+ * process's is /proc/PID/root/run/fay/inline/VPID.sock (procroot.h). */
+static void rt_sock_path(pid_t pid, char *buf, size_t len)
+{
+	char in[96];
+	pid_t vpid;
+
+	if (!proc_other_root(pid)) {
+		inline_sock_path(pid, buf, len);
+		return;
+	}
+	vpid = proc_vpid(pid);
+	inline_sock_path(vpid > 0 ? vpid : pid, in, sizeof(in));
+	snprintf(buf, len, "/proc/%d/root%s", (int)pid, in);
+}
+
 /* Connect to pid's runtime, waiting up to wait_ms while pid lives. */
 static int connect_rt(pid_t pid, int wait_ms)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd, err;
 
-	inline_sock_path(pid, a.sun_path, sizeof(a.sun_path));
+	rt_sock_path(pid, a.sun_path, sizeof(a.sun_path));
 	for (int waited = 0;; waited += 10) {
 		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -438,6 +461,9 @@ int engine_inl_decide(struct engine *e)
 	}
 	e->inl->fd = fd;
 	e->inl->pid = pid;
+	e->inl->vpid = proc_vpid(pid);
+	if (e->inl->vpid <= 0)
+		e->inl->vpid = pid;
 	e->inl->site = m.s;
 	snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s@0x%" PRIx64
 		 " (pid %d)", path, sym, addr, (int)pid);

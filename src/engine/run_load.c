@@ -55,7 +55,7 @@ static int ring_sample(void *ctx, void *data, size_t size)
 
 	if (!e->rec_fn || size < (size_t)e->p->record_size)
 		return 0;
-	if (e->p->names) {	/* s.name: the probe wrote an id */
+	if (e->p->names || e->p->cgroups) {	/* s.name, s.cgroup: the probe wrote an id */
 		unsigned char rec[PLAN_RECORD_MAX];
 
 		memcpy(rec, data, (size_t)e->p->record_size);

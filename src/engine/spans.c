@@ -304,7 +304,7 @@ int engine_vm_consume(struct engine *e)
 		uint32_t size;
 
 		memcpy(&size, v->recs + off, sizeof(size));
-		if (e->p->names && size >= (uint32_t)e->p->record_size)
+		if ((e->p->names || e->p->cgroups) && size >= (uint32_t)e->p->record_size)
 			plan_names_record(e->p, v->recs + off + sizeof(size));
 		if (e->rec_fn)
 			e->rec_fn(e->rec_ctx, v->recs + off + sizeof(size), size);

@@ -36,7 +36,7 @@ static bool is_file(const char *p)
 /* Does soname answer to the short name?  "libc" matches "libc.so" and
  * "libc.so.6"; a name with ".so" must match exactly or as a prefix up to
  * a version dot. */
-static bool lib_matches(const char *want, const char *soname)
+bool elf_lib_matches(const char *want, const char *soname)
 {
 	size_t n = strlen(want);
 
@@ -67,16 +67,18 @@ struct ldcache_entry {
 	uint64_t hwcap;
 };
 
-/* /etc/ld.so.cache in glibc's "new" format: entries point into the
- * string table by file offset. */
-static int ldcache_lookup(const char *name, char *path, size_t len)
+/* root's /etc/ld.so.cache in glibc's "new" format: entries point into
+ * the string table by file offset; the paths found are under root. */
+static int ldcache_lookup(const char *root, const char *name, char *path, size_t len)
 {
-	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+	char fn[4200];
 	const struct ldcache_hdr *h;
 	struct stat st;
 	void *map;
-	int err = -ENOENT;
+	int fd, err = -ENOENT;
 
+	snprintf(fn, sizeof(fn), "%s/etc/ld.so.cache", root);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*h)) {
@@ -104,8 +106,8 @@ static int ldcache_lookup(const char *name, char *path, size_t len)
 			if (!memchr(key, 0, st.st_size - e[i].key) ||
 			    !memchr(val, 0, st.st_size - e[i].value))
 				continue;
-			if (lib_matches(name, key) && is_file(val)) {
-				snprintf(path, len, "%s", val);
+			snprintf(path, len, "%s%s", root, val);
+			if (elf_lib_matches(name, key) && is_file(path)) {
 				err = 0;
 				break;
 			}
@@ -115,7 +117,7 @@ static int ldcache_lookup(const char *name, char *path, size_t len)
 	return err;
 }
 
-static int dir_lookup(const char *name, char *path, size_t len)
+static int dir_lookup(const char *root, const char *name, char *path, size_t len)
 {
 	static const char *const dirs[] = {
 		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
@@ -127,7 +129,7 @@ static int dir_lookup(const char *name, char *path, size_t len)
 						   ".so.0", ".so.2", ".so.3" };
 
 		for (size_t s = 0; s < sizeof(sfx) / sizeof(sfx[0]); s++) {
-			snprintf(path, len, "%s/%s%s", dirs[d], name, sfx[s]);
+			snprintf(path, len, "%s%s/%s%s", root, dirs[d], name, sfx[s]);
 			if (is_file(path))
 				return 0;
 		}
@@ -135,17 +137,18 @@ static int dir_lookup(const char *name, char *path, size_t len)
 	return -ENOENT;
 }
 
-static int path_lookup(const char *name, char *path, size_t len)
+/* $PATH (root ""), or the usual program directories under root. */
+static int path_lookup(const char *root, const char *name, char *path, size_t len)
 {
-	const char *env = getenv("PATH");
+	const char *env = *root ? NULL : getenv("PATH");
 	char *dup, *tok, *save = NULL;
 	int err = -ENOENT;
 
-	dup = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
+	dup = strdup(env ? env : "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
 	if (!dup)
 		return -ENOMEM;
 	for (tok = strtok_r(dup, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
-		snprintf(path, len, "%s/%s", tok, name);
+		snprintf(path, len, "%s%s/%s", root, tok, name);
 		if (is_file(path) && !access(path, X_OK)) {
 			err = 0;
 			break;
@@ -166,10 +169,21 @@ int elf_resolve_path(const char *name, char *path, size_t len)
 			snprintf(path, len, "%s", name);
 		return 0;
 	}
+	return elf_resolve_under("", name, path, len);
+}
+
+int elf_resolve_under(const char *root, const char *name, char *path, size_t len)
+{
+	if (!name || !*name)
+		return -ENOENT;
+	if (strchr(name, '/')) {
+		snprintf(path, len, "%s%s", root, name);
+		return is_file(path) ? 0 : -ENOENT;
+	}
 	if (!strncmp(name, "lib", 3) &&
-	    (!ldcache_lookup(name, path, len) || !dir_lookup(name, path, len)))
+	    (!ldcache_lookup(root, name, path, len) || !dir_lookup(root, name, path, len)))
 		return 0;
-	return path_lookup(name, path, len);
+	return path_lookup(root, name, path, len);
 }
 
 /* ---- symbols ------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #ifndef FAY_PROBE_ELFSYM_H
 #define FAY_PROBE_ELFSYM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,17 @@
  * -ENOENT.
  */
 int elf_resolve_path(const char *name, char *path, size_t len);
+/* The same in the file system under root (a directory such as
+ * "/proc/PID/root", no trailing '/'; "" is this one): a name with a '/'
+ * is taken under root, a library in root's own ld.so.cache and library
+ * directories, a program in root's /usr/local/bin, /usr/bin, /bin and the
+ * sbin ones (not fay's $PATH).  The path returned starts with root.  0
+ * or -ENOENT. */
+int elf_resolve_under(const char *root, const char *name, char *path, size_t len);
+/* Does a library's file name answer to the short name want?  "libc"
+ * matches "libc.so" and "libc.so.6"; a name with ".so" matches exactly
+ * or up to a version dot. */
+bool elf_lib_matches(const char *want, const char *soname);
 
 /* The file offset of function sym in path (what a uprobe wants): its
  * st_value mapped through the PT_LOAD segment that holds it.  0, -ENOENT

@@ -42,6 +42,7 @@
 #include "common/procstat.h"
 #include "probe/elfsym.h"
 #include "probe/inject.h"
+#include "probe/procroot.h"
 
 #define INJ_SAFE_WAIT_MS	2000	/* to find a thread at a safe point */
 #define INJ_CALL_WAIT_MS	10000	/* for dlopen (and its constructors) */
@@ -149,7 +150,8 @@ static int find_libc(struct target *t, char *err, size_t errlen)
 			t->avoid_lo[t->navoid] = lo;
 			t->avoid_hi[t->navoid++] = hi;
 		}
-		if (is_libc(base) && !t->libc[0])
+		if (is_libc(base) && !t->libc[0] &&
+		    proc_mapped_path(t->pid, line, t->libc, sizeof(t->libc)))
 			snprintf(t->libc, sizeof(t->libc), "/proc/%d/root%s", (int)t->pid, path);
 	}
 	fclose(f);
@@ -446,21 +448,100 @@ static int try_thread(const struct target *t, pid_t tid, const char *lib, char *
 	return rc;
 }
 
+/* ---- the library where the process sees it ----------------------------------- */
+
+/* Copy the file src to dst (created, not there before).  0 or -errno. */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY | O_CLOEXEC), out, rc = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			rc = errno ? -errno : -EIO;
+			break;
+		}
+	if (n < 0)
+		rc = -errno;
+	if (close(out) && !rc)
+		rc = -errno;
+	close(in);
+	if (rc)
+		unlink(dst);
+	return rc;
+}
+
+/*
+ * lib as pid can open it: lib itself when pid sees fay's file system (or
+ * the same file at the same path), else a copy put into its root (a
+ * container's), in the first of these directories that takes it:
+ * /run/fay (made when /run is there), /tmp, /var/tmp, /dev/shm (often
+ * mounted noexec in containers: last).  *inside gets the path as the
+ * process sees it, *copy the copy's path as fay sees it ("" when none:
+ * the caller unlinks it once dlopen is done, the mapping stays).
+ */
+static int place_lib(pid_t pid, const char *lib, char *inside, size_t ilen, char *copy,
+		     size_t clen, char *err, size_t errlen)
+{
+	static const char *const dirs[] = { "/run/fay", "/tmp", "/var/tmp", "/dev/shm" };
+	static unsigned int seq;
+	char there[4200];
+	struct stat a, b;
+	int rc = -ENOENT;
+
+	copy[0] = '\0';
+	snprintf(inside, ilen, "%s", lib);
+	if (!proc_other_root(pid))
+		return 0;
+	snprintf(there, sizeof(there), "/proc/%d/root%s", (int)pid, lib);
+	if (!stat(there, &a) && !stat(lib, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return 0;
+	snprintf(there, sizeof(there), "/proc/%d/root/run", (int)pid);
+	if (!access(there, F_OK)) {
+		snprintf(there, sizeof(there), "/proc/%d/root/run/fay", (int)pid);
+		(void)mkdir(there, 0755);
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(inside, ilen, "%s/libfay-probe.%d.%u.so", dirs[i], (int)getpid(), seq++);
+		snprintf(copy, clen, "/proc/%d/root%s", (int)pid, inside);
+		rc = copy_file(lib, copy);
+		if (!rc)
+			return 0;
+	}
+	copy[0] = '\0';
+	return fail(err, errlen, rc, "pid %d sees another file system (a container): %s could "
+		    "not be copied into its /run/fay, /tmp, /var/tmp nor /dev/shm: %s",
+		    (int)pid, lib, strerror(-rc));
+}
+
 int inject_library(pid_t pid, const char *lib, char *err, size_t errlen)
 {
 	struct target *t = calloc(1, sizeof(*t));
 	uint64_t until = clock_monotonic_ns() + INJ_SAFE_WAIT_MS * 1000000ull;
-	char dir[64];
+	char dir[64], inside[512], copy[700] = "";
 	int rc;
 
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
-	if (lib[0] != '/' || access(lib, R_OK)) {
+	if (lib[0] != '/' || access(lib, R_OK) || strlen(lib) >= 400) {
 		rc = fail(err, errlen, -EINVAL, "%s: not an absolute path to a readable "
 			  "library", lib);
 		goto out;
 	}
+	rc = place_lib(pid, lib, inside, sizeof(inside), copy, sizeof(copy), err, errlen);
+	if (rc)
+		goto out;
+	lib = inside;
 	rc = find_libc(t, err, errlen);
 	if (rc)
 		goto out;
@@ -493,6 +574,8 @@ int inject_library(pid_t pid, const char *lib, char *err, size_t errlen)
 		     "and the loader, or blocked in a sleep or a wait) within %d ms",
 		     (int)pid, INJ_SAFE_WAIT_MS);
 out:
+	if (copy[0])
+		unlink(copy);	/* loaded (mapped) or not, the file is no more needed */
 	free(t);
 	return rc;
 }

@@ -15,8 +15,13 @@
 #include <sys/types.h>
 
 /*
- * Load lib (an absolute path, as the process sees its file system) into
- * process pid by calling dlopen(lib, RTLD_NOW) on one of its threads.
+ * Load lib (an absolute path in fay's file system) into process pid by
+ * calling dlopen(lib, RTLD_NOW) on one of its threads.  A process that
+ * sees another file system (a container: procroot.h) gets a copy of lib
+ * in its own root (its /run/fay, /tmp, /var/tmp or /dev/shm, the first
+ * that takes it), removed once dlopen returned (the loader keeps its
+ * mapping); lib's own dependencies must be there (libfay-probe.so needs
+ * only libc and libgcc_s, in every glibc distribution's base image).
  *
  * The thread is seized (PTRACE_SEIZE, PTRACE_INTERRUPT) and used only at
  * a safe point: its instruction pointer outside libc and the dynamic

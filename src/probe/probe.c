@@ -125,6 +125,9 @@ void probe_free(struct probe *p)
 	if (p->prov->release)
 		p->prov->release(p);
 	free(p->fields);
+	for (size_t i = 0; i < p->nmore; i++)
+		free(p->more[i].path);
+	free(p->more);
 	free(p->spec);
 	free(p);
 }

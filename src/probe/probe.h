@@ -108,6 +108,10 @@ const struct probe_field *probe_fields(const struct probe *p, size_t *n);
  * other kinds. */
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym);
+/* Uprobes: how many files it is on: 1, or 1 + the other files of that
+ * name mapped on the host for a library named by its short name in every
+ * process ("libc:malloc": containers' own copies); 0 for other kinds. */
+size_t probe_nfiles(const struct probe *p);
 /* A wildcard function ("libc:pthread_mutex_*"): how many functions it
  * matched (0 for any other probe), and the name of function i, whose
  * attachment carries i as its BPF cookie; NULL past the end. */
@@ -122,6 +126,20 @@ int probe_attach(struct probe *p, int prog_fd);
 /* Undo probe_attach(); safe to call twice. */
 void probe_detach(struct probe *p);
 bool probe_attached(const struct probe *p);
+
+/* ---- the current task's pid in its namespace ------------------------------ */
+
+/* Byte offsets, from the running kernel's BTF, of what leads from a task
+ * to its process's pid in its own (innermost) pid namespace:
+ * task->group_leader->thread_pid->numbers[thread_pid->level].nr. */
+struct probe_task_offs {
+	int group_leader, thread_pid;	/* in struct task_struct */
+	int pid_level, pid_numbers;	/* in struct pid */
+	int upid_nr, upid_size;		/* in struct upid, and its size */
+};
+/* Fill o (reads the BTF each call: tens of ms).  0, or -ENOENT: no vmlinux BTF, or a
+ * kernel whose structures lack one of these members. */
+int probe_task_offsets(struct probe_task_offs *o);
 
 /* ---- helpers shared with `fay probes` ------------------------------------ */
 

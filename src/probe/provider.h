@@ -65,6 +65,16 @@ struct probe {
 	int pmu_type;			/* kprobe/uprobe PMU, read at resolve */
 	int pmu_retbit;			/* its "retprobe" config bit */
 	void *priv;
+	/* uprobes in every process on a library by its short name: the
+	 * other files of that name mapped on the host (containers' copies),
+	 * each probed too (uprobe.c) */
+	struct probe_file *more;
+	size_t nmore;
+};
+
+struct probe_file {
+	char *path;
+	uint64_t offset;
 };
 
 /* Set p->err (printf-style) and return err. */

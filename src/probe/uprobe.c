@@ -13,10 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/err.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "probe/elfsym.h"
+#include "probe/procroot.h"
 #include "probe/provider.h"
 
 static const int uprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
@@ -34,10 +37,18 @@ static int split_last(struct probe *p, const char *spec, char *left, size_t llen
 	return 0;
 }
 
+/* name as the process sees it (its mount namespace: a container's
+ * files, procroot.h), or as fay does for every process. */
 static int find_binary(struct probe *p, const char *name)
 {
-	int err = elf_resolve_path(name, p->path, sizeof(p->path));
+	int err = proc_resolve_path(p->opts.pid, name, p->path, sizeof(p->path));
 
+	if (err && p->opts.pid > 0 && proc_other_root(p->opts.pid))
+		return probe_fail(p, err, "cannot find \"%s\" in the file system of pid %d "
+				  "(its own root, /proc/%d/root): not mapped by it, not a "
+				  "file there, a library of its ld.so.cache or library "
+				  "directories, nor a program in its bin directories", name,
+				  (int)p->opts.pid, (int)p->opts.pid);
 	if (err)
 		return probe_fail(p, err, "cannot find \"%s\": not a file, a library "
 				  "known to the dynamic loader, nor a program in "
@@ -148,6 +159,59 @@ const char *probe_site_name(const struct probe *p, size_t i)
 	return w && i < w->n ? w->names[i] : NULL;
 }
 
+struct more_ctx {
+	struct probe *p;
+	const char *sym;
+	struct stat host;	/* p->path's */
+	size_t cap;
+};
+
+static int more_cb(const char *path, dev_t dev, ino_t ino, void *arg)
+{
+	struct more_ctx *m = arg;
+	struct probe *p = m->p;
+	uint64_t off;
+
+	if (dev == m->host.st_dev && ino == m->host.st_ino)
+		return 0;
+	if (elf_func_offset(path, m->sym, &off))
+		return 0;	/* another version, without the function */
+	if (array_grow((void **)&p->more, p->nmore, &m->cap, sizeof(*p->more), 4))
+		return -ENOMEM;
+	if (!(p->more[p->nmore].path = strdup(path)))
+		return -ENOMEM;
+	p->more[p->nmore++].offset = off;
+	return 0;
+}
+
+/*
+ * function("libc:sym") in every process: besides the file fay resolves,
+ * every other file of that name some process maps (a container's own
+ * libc: another inode, which a uprobe on the host's never sees), found
+ * in every /proc/PID/maps now (procroot.h).  A file that has no such
+ * function (another version) is left out.
+ */
+static int find_more(struct probe *p, const char *sym)
+{
+	struct more_ctx m = { p, sym, { 0 }, 0 };
+	const char *c = strrchr(p->spec, ':');
+	char bin[4096];
+
+	if (p->opts.pid > 0 || !c || (size_t)(c - p->spec) >= sizeof(bin))
+		return 0;
+	snprintf(bin, sizeof(bin), "%.*s", (int)(c - p->spec), p->spec);
+	if (strchr(bin, '/') || stat(p->path, &m.host))
+		return 0;
+	return proc_each_mapped(bin, more_cb, &m) == -ENOMEM ? -ENOMEM : 0;
+}
+
+size_t probe_nfiles(const struct probe *p)
+{
+	if (p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE)
+		return 0;
+	return p->path[0] ? 1 + p->nmore : 0;
+}
+
 static int uprobe_resolve(struct probe *p)
 {
 	char bin[4096];
@@ -172,8 +236,17 @@ static int uprobe_resolve(struct probe *p)
 	p->prog_type = BPF_PROG_TYPE_KPROBE;
 	p->mech = p->kind == PROBE_URETPROBE ? "uretprobe" : "uprobe";
 	p->nargs = p->kind == PROBE_URETPROBE ? 0 : 6;
-	snprintf(p->desc, sizeof(p->desc), "%s %.400s:%.64s+0x%llx%s", p->mech, p->path,
-		 sym, (unsigned long long)p->offset, p->opts.pid > 0 ? " (one pid)" : "");
+	err = find_more(p, sym);
+	if (err)
+		return probe_fail(p, err, "out of memory");
+	if (p->nmore)
+		snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s+0x%llx and %zu other "
+			 "file%s of that name mapped on this host (%zu files)", p->mech, p->path,
+			 sym, (unsigned long long)p->offset, p->nmore, p->nmore > 1 ? "s" : "",
+			 p->nmore + 1);
+	else
+		snprintf(p->desc, sizeof(p->desc), "%s %.400s:%.64s+0x%llx%s", p->mech, p->path,
+			 sym, (unsigned long long)p->offset, p->opts.pid > 0 ? " (one pid)" : "");
 	return 0;
 }
 
@@ -194,8 +267,8 @@ static int uprobe_emit_ret(struct probe *p, struct ir *ir, ir_reg dst)
 
 /* One uprobe PMU event at offset (ref_ctr: USDT semaphore offset or 0);
  * with_cookie: through a BPF link carrying cookie. */
-static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
-		       uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie)
+static int uprobe_open_at(struct probe *p, const char *path, int prog_fd, uint64_t offset,
+			  uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie)
 {
 	struct perf_event_attr attr = { 0 };
 	int type = perf_pmu_type("uprobe"), bit, fd;
@@ -204,7 +277,7 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 		return probe_fail(p, type, "this kernel has no uprobe PMU "
 				  "(CONFIG_UPROBE_EVENTS is off)");
 	attr.type = (uint32_t)type;
-	attr.config1 = (uint64_t)(uintptr_t)p->path;	/* uprobe_path */
+	attr.config1 = (uint64_t)(uintptr_t)path;	/* uprobe_path */
 	attr.config2 = offset;				/* probe_offset */
 	attr.sample_period = 1;
 	attr.wakeup_events = 1;
@@ -238,6 +311,12 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 	return probe_keep_fd(p, fd);
 }
 
+static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
+		       uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie)
+{
+	return uprobe_open_at(p, p->path, prog_fd, offset, ref_ctr, ret, with_cookie, cookie);
+}
+
 static int uprobe_attach(struct probe *p, int prog_fd)
 {
 	const struct uwild *w = p->priv;
@@ -251,6 +330,14 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 	}
 	if (w)
 		return 0;
+	for (size_t i = 0; i < p->nmore; i++) {
+		int err = uprobe_open_at(p, p->more[i].path, prog_fd, p->more[i].offset, 0,
+					 p->kind == PROBE_URETPROBE, false, 0);
+
+		/* a container gone meanwhile (its /proc/PID/root path with it) */
+		if (err < 0 && err != -ENOENT)
+			return err;
+	}
 	return uprobe_open(p, prog_fd, p->offset, 0, p->kind == PROBE_URETPROBE,
 			   false, 0);
 }

@@ -178,6 +178,8 @@ static int plan_keys(struct planner *pl, struct pctx cx)
 		if (err)
 			return err;
 		k->is_name = px_is_name(p, k->e);
+		k->cg = px_cgroup(p, k->e);
+		p->cgroups |= k->cg != F_TIME;
 		k->offset = off;
 		k->size = e->type == VT_STR ? round8(e->strsize) : 8;
 		off += k->size;
@@ -309,6 +311,8 @@ static int plan_cols(struct planner *pl, struct pctx cx)
 			return err;
 		if (p->mode == PLAN_STREAM) {
 			c->is_name = px_is_name(p, c->e);
+			c->cg = px_cgroup(p, c->e);
+			p->cgroups |= c->cg != F_TIME;
 			c->offset = off;
 			off += round8(c->size);
 		}

@@ -165,6 +165,9 @@ struct plan_key {
 	int offset, size;	/* in the key; integers 8 bytes */
 	bool is_name;		/* the probe's name: the probe stores its id
 				 * (plan_names_key() puts the name there) */
+	enum field_id cg;	/* F_CGROUP or F_CONTAINER: the probe stores
+				 * the cgroup id, plan_names_key() its path or
+				 * container; else F_TIME (0) */
 };
 
 struct plan_aggr {
@@ -186,6 +189,7 @@ struct plan_col {
 	int aggr;		/* VT_DIST: the hist/lhist aggregate; else -1 */
 	int offset;		/* STREAM: in the record */
 	bool is_name;		/* STREAM: the probe's name, as is_name of a key */
+	enum field_id cg;	/* STREAM: as cg of a key */
 };
 
 /*
@@ -265,6 +269,8 @@ struct plan {
 
 	/* s.name: NULL when the query does not use it */
 	const struct plan_names *names;
+	/* s.cgroup or s.container is a key or a column: ids to name */
+	bool cgroups;
 };
 
 /*
@@ -304,7 +310,11 @@ int plan_eval(const struct plan *p, const struct pexpr *e, const void *key,
 const char *plan_name_of(const struct plan *p, int64_t id, char *buf, size_t len);
 int64_t plan_name_id(const struct plan *p, const char *name, size_t len);
 /* Replace the id in every is_name component of key (key_size bytes) /
- * of a streamed record (record_size bytes) by its name, NUL padded. */
+ * of a streamed record (record_size bytes) by its name, NUL padded, and
+ * the cgroup id of every cg component by its path or container
+ * (common/cgroup.h; "cgroup_ID" once it is gone; a path longer than the
+ * slot keeps its end, "..." first).  Call them when p->names or
+ * p->cgroups. */
 void plan_names_key(const struct plan *p, void *key);
 void plan_names_record(const struct plan *p, void *rec);
 

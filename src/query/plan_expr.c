@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/cgroup.h"
 #include "query/plan_int.h"
 #include "query/spanctx.h"
 
@@ -207,6 +208,101 @@ static bool node_is_name(const struct ast_query *aq, const struct node *n)
 	return n->sem == S_FIELD && n->field == F_PROBE;
 }
 
+enum field_id px_cgroup(const struct plan *p, const struct pexpr *e)
+{
+	if (e->op == PX_LET)
+		return px_cgroup(p, p->lets[e->idx].e);
+	if (e->op == PX_FIELD && e->type == VT_STR &&
+	    (e->field == F_CGROUP || e->field == F_CONTAINER))
+		return e->field;
+	return F_TIME;
+}
+
+static const struct node *node_cgroup(const struct ast_query *aq, const struct node *n)
+{
+	if (n->sem == S_LET)
+		return node_cgroup(aq, aq->lets[n->idx]->e);
+	return n->sem == S_FIELD && (n->field == F_CGROUP || n->field == F_CONTAINER) ?
+	       n : NULL;
+}
+
+struct cg_match {
+	enum field_id f;
+	const char *want;
+	size_t len;
+	uint64_t ids[PLAN_MAX_CGROUPS];
+	int n;
+};
+
+static int cg_match_cb(uint64_t id, const char *path, void *arg)
+{
+	struct cg_match *m = arg;
+	char c[QUERY_STR_MAX];
+	const char *v = path;
+
+	if (m->f == F_CONTAINER) {
+		cgroup_container(path, c, sizeof(c));
+		v = c;
+	}
+	if (strlen(v) != m->len || memcmp(v, m->want, m->len))
+		return 0;
+	if (m->n == PLAN_MAX_CGROUPS)
+		return -E2BIG;
+	m->ids[m->n++] = id;
+	return 0;
+}
+
+/* s.container == "web-1", s.cgroup == "/system.slice/x.service": the
+ * cgroup ids that name it, found in the cgroup2 file system now, compared
+ * in the probe with bpf_get_current_cgroup_id() (== : any of them; != :
+ * none).  A name no cgroup has is refused. */
+static int conv_cgroup_cmp(struct planner *pl, const struct node *n, const struct node *f,
+			   const struct node *lit, struct pexpr **out)
+{
+	struct cg_match m = { f->field, lit->str, lit->len, { 0 }, 0 };
+	struct pexpr *e = NULL;
+	int rc = cgroup_foreach(cg_match_cb, &m);
+
+	if (rc == -ENOENT)
+		return query_errorf(pl->q, &lit->loc, "no cgroup2 file system is mounted "
+				    "(/sys/fs/cgroup, /sys/fs/cgroup/unified): %s cannot be "
+				    "compared", field_name(f->field));
+	if (rc == -E2BIG)
+		return query_errorf(pl->q, &lit->loc, "more than %d cgroups are named "
+				    "\"%.*s\"", PLAN_MAX_CGROUPS, (int)lit->len, lit->str);
+	if (!m.n)
+		return query_errorf(pl->q, &lit->loc, "no %s is named \"%.*s\" on this machine "
+				    "now (%s)", f->field == F_CONTAINER ? "container" : "cgroup",
+				    (int)lit->len, lit->str, f->field == F_CONTAINER ?
+				    "names come from cgroup paths: machine-NAME.scope, "
+				    "libpod-ID.scope, docker-ID.scope, cri-containerd-ID.scope, "
+				    "crio-ID.scope; IDs by their first 12 digits" :
+				    "a path under the cgroup2 root, \"/\" for the root");
+	for (int i = 0; i < m.n; i++) {
+		struct pexpr *c, *id, *x;
+
+		TRYP(x = px_new(pl, n->op == T_EQ ? PX_EQ : PX_NE, n));
+		TRYP(id = px_new(pl, PX_FIELD, n));
+		id->field = f->field;
+		id->type = VT_INT;
+		TRYP(c = px_new(pl, PX_CONST, lit));
+		c->val = (int64_t)m.ids[i];
+		x->a = id;
+		x->b = c;
+		if (e) {
+			struct pexpr *j;
+
+			TRYP(j = px_new(pl, n->op == T_EQ ? PX_LOR : PX_LAND, n));
+			j->a = e;
+			j->b = x;
+			x = j;
+		}
+		e = x;
+	}
+	*out = e;
+	return 0;
+}
+
 /* s.name == "read": the name's id against the literal's, integers in the
  * probe (which never holds the name itself).  A literal that names
  * nothing the source can fire is refused. */
@@ -296,6 +392,11 @@ static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
 		    ((node_is_name(pl->aq, l) && r->kind == N_STR) ||
 		     (node_is_name(pl->aq, r) && l->kind == N_STR)))
 			return conv_name_cmp(pl, n, l->kind == N_STR ? l : r, out);
+		if ((n->op == T_EQ || n->op == T_NE) &&
+		    ((node_cgroup(pl->aq, l) && r->kind == N_STR) ||
+		     (node_cgroup(pl->aq, r) && l->kind == N_STR)))
+			return conv_cgroup_cmp(pl, n, node_cgroup(pl->aq, l) ? : node_cgroup(pl->aq, r),
+					       l->kind == N_STR ? l : r, out);
 		if (l->type == VT_STR || r->type == VT_STR) {
 			op = n->op == T_EQ ? PX_STREQ : PX_STRNE;
 			if (l->kind == N_STR) {	/* literal goes on the right */

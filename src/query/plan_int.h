@@ -32,6 +32,7 @@ struct planner {
 #define PLAN_MAX_DEPTH	1024
 #define PLAN_MAX_NODES	(1 << 16)
 #define PLAN_MAX_CONJ	1024
+#define PLAN_MAX_CGROUPS 64	/* cgroups one s.container == "X" compares with */
 
 /* Where an expression runs. */
 struct pctx {
@@ -64,5 +65,8 @@ int plan_conv(struct planner *pl, const struct node *n, struct pctx cx,
 int plan_names_build(struct planner *pl);
 /* Is e the probe's name as the probe stores it (s.name, or a let of it)? */
 bool px_is_name(const struct plan *p, const struct pexpr *e);
+/* F_CGROUP or F_CONTAINER when e (through lets) is that string field,
+ * else F_TIME (0). */
+enum field_id px_cgroup(const struct plan *p, const struct pexpr *e);
 
 #endif

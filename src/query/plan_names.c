@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cgroup.h"
 #include "common/err.h"
 #include "query/plan_int.h"
 #include "query/sysnr.h"
@@ -189,18 +190,53 @@ static void name_in_place(const struct plan *p, unsigned char *s, int size)
 	memcpy(s, n, l);
 }
 
+/* The size bytes at s: a cgroup id in its first 8 bytes, then its path
+ * (f F_CGROUP) or container (F_CONTAINER). */
+static void cgroup_in_place(enum field_id f, unsigned char *s, int size)
+{
+	char path[4096], c[QUERY_STR_MAX];
+	const char *v = path;
+	uint64_t id;
+	size_t l;
+
+	memcpy(&id, s, sizeof(id));
+	if (cgroup_path_of(id, path, sizeof(path)))
+		snprintf(path, sizeof(path), "cgroup_%" PRIu64, id);
+	else if (f == F_CONTAINER) {
+		cgroup_container(path, c, sizeof(c));
+		v = c;
+	}
+	l = strlen(v);
+	memset(s, 0, (size_t)size);
+	if (l < (size_t)size) {
+		memcpy(s, v, l);
+		return;
+	}
+	/* the end of a long path says most: "...kubepods/.../cri-...scope" */
+	memcpy(s, "...", 3);
+	memcpy(s + 3, v + l - ((size_t)size - 4), (size_t)size - 4);
+}
+
 void plan_names_key(const struct plan *p, void *key)
 {
-	for (int i = 0; p->names && i < p->nkeys; i++)
-		if (p->keys[i].is_name)
+	for (int i = 0; i < p->nkeys; i++) {
+		if (p->names && p->keys[i].is_name)
 			name_in_place(p, (unsigned char *)key + p->keys[i].offset,
 				      p->keys[i].size);
+		if (p->keys[i].cg != F_TIME)
+			cgroup_in_place(p->keys[i].cg, (unsigned char *)key + p->keys[i].offset,
+					p->keys[i].size);
+	}
 }
 
 void plan_names_record(const struct plan *p, void *rec)
 {
-	for (int i = 0; p->names && i < p->ncols; i++)
-		if (p->cols[i].is_name)
+	for (int i = 0; i < p->ncols; i++) {
+		if (p->names && p->cols[i].is_name)
 			name_in_place(p, (unsigned char *)rec + p->cols[i].offset,
 				      p->cols[i].size);
+		if (p->cols[i].cg != F_TIME)
+			cgroup_in_place(p->cols[i].cg, (unsigned char *)rec + p->cols[i].offset,
+					p->cols[i].size);
+	}
 }

@@ -133,6 +133,11 @@ enum field_id {
 	 * the query, an id in the probe that the plan's name table turns
 	 * into the name when keys and records are read (plan.h) */
 	F_PROBE,
+	/* the process's pid in its own pid namespace (a container's) */
+	F_VPID,
+	/* its cgroup v2 path, and the container that path names (strings to
+	 * the query; the cgroup id in the probe, named when read: plan.h) */
+	F_CGROUP, F_CONTAINER,
 	F_NFIELDS
 };
 const char *field_name(enum field_id f);

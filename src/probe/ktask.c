@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where the kernel keeps a task's pid in its own pid namespace (probe.h,
+ * probe_task_offsets()): task->group_leader->thread_pid->numbers[level].nr,
+ * the member offsets read from the running kernel's BTF, so that a
+ * program reads them with bpf_probe_read_kernel() (what CO-RE would
+ * relocate, done by fay when it generates the program).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <bpf/btf.h>
+
+#include "probe/probe.h"
+
+/* The byte offset of member name in struct type id (looking into
+ * anonymous structs and unions), or -ENOENT. */
+static long member_off(const struct btf *btf, int id, const char *name)
+{
+	const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
+	const struct btf_member *m;
+
+	if (!t || (!btf_is_struct(t) && !btf_is_union(t)))
+		return -ENOENT;
+	m = btf_members(t);
+	for (unsigned short i = 0; i < btf_vlen(t); i++, m++) {
+		const char *mn = btf__name_by_offset(btf, m->name_off);
+		long bits = (long)btf_member_bit_offset(t, i), in;
+
+		if (mn && !strcmp(mn, name))
+			return bits % 8 ? -ENOENT : bits / 8;
+		if (mn && *mn)
+			continue;
+		in = member_off(btf, (int)btf__resolve_type(btf, m->type), name);
+		if (in >= 0)
+			return bits / 8 + in;
+	}
+	return -ENOENT;
+}
+
+int probe_task_offsets(struct probe_task_offs *o)
+{
+	struct btf *btf;
+	int task, pid, upid;
+	long v[5];
+	__s64 sz;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -ENOENT;
+	task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	pid = btf__find_by_name_kind(btf, "pid", BTF_KIND_STRUCT);
+	upid = btf__find_by_name_kind(btf, "upid", BTF_KIND_STRUCT);
+	v[0] = member_off(btf, task, "group_leader");
+	v[1] = member_off(btf, task, "thread_pid");
+	v[2] = member_off(btf, pid, "level");
+	v[3] = member_off(btf, pid, "numbers");
+	v[4] = member_off(btf, upid, "nr");
+	sz = upid > 0 ? btf__resolve_size(btf, (uint32_t)upid) : -ENOENT;
+	btf__free(btf);
+	if (task <= 0 || pid <= 0 || upid <= 0 || sz <= 0)
+		return -ENOENT;
+	for (int i = 0; i < 5; i++)
+		if (v[i] < 0)
+			return -ENOENT;
+	o->group_leader = (int)v[0];
+	o->thread_pid = (int)v[1];
+	o->pid_level = (int)v[2];
+	o->pid_numbers = (int)v[3];
+	o->upid_nr = (int)v[4];
+	o->upid_size = (int)sz;
+	return 0;
+}

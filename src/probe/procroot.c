@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A process's own view of the machine (procroot.h).  A containerized
+ * process maps its own copy of libc (/usr/lib/x86_64-linux-gnu/libc.so.6
+ * in its mount namespace, another inode than the host's): a uprobe on the
+ * host's file would never fire in it.  So a name is looked up in what the
+ * process maps first (the very file it runs), then in its root.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/procstat.h"
+#include "probe/elfsym.h"
+#include "probe/procroot.h"
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+bool proc_other_root(pid_t pid)
+{
+	char ns[64], root[64];
+
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	if (access(root, F_OK))
+		return false;
+	return !same_file(ns, "/proc/self/ns/mnt") || !same_file(root, "/");
+}
+
+/* Does the mapped file path answer to name? */
+static bool map_matches(const char *name, const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	if (strchr(name, '/'))
+		return !strcmp(name, path);
+	base = base ? base + 1 : path;
+	if (!strcmp(name, base))
+		return true;
+	return !strncmp(name, "lib", 3) && elf_lib_matches(name, base);
+}
+
+static bool ino_is(const char *path, unsigned long long ino)
+{
+	struct stat st;
+
+	return !stat(path, &st) && (unsigned long long)st.st_ino == ino;
+}
+
+int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len)
+{
+	char range[64], file[4200];
+	unsigned long long ino;
+	unsigned int maj, mn;
+	struct stat st;
+
+	if (sscanf(line, "%63s %*s %*x %x:%x %llu %4199s", range, &maj, &mn, &ino, file) != 5 ||
+	    file[0] != '/')
+		return -ENOENT;
+	snprintf(file, sizeof(file), "%s", strchr(line, '/'));
+	file[strcspn(file, "\n")] = '\0';
+	if (strstr(file, " (deleted)"))
+		return -ENOENT;
+	/* the path as fay sees it: the same device too (a container's
+	 * /usr/lib/... may have the inode number of another file of the
+	 * host's); through its root or map_files the inode is enough (an
+	 * overlay's stat and maps differ in the device) */
+	if (strlen(file) < len && !stat(file, &st) && st.st_ino == ino &&
+	    st.st_dev == makedev(maj, mn)) {
+		snprintf(path, len, "%s", file);
+		return 0;
+	}
+	if ((size_t)snprintf(path, len, "/proc/%d/root%s", (int)pid, file) < len &&
+	    ino_is(path, ino))
+		return 0;
+	snprintf(path, len, "/proc/%d/map_files/%s", (int)pid, range);
+	return ino_is(path, ino) ? 0 : -ENOENT;
+}
+
+/* The first file pid maps executable that answers to name. */
+static int maps_lookup(pid_t pid, const char *name, char *path, size_t len)
+{
+	char fn[64], line[4400];
+	FILE *f;
+	int err = -ENOENT;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (err && fgets(line, sizeof(line), f)) {
+		char perms[8], *file = strchr(line, '/');
+
+		if (!file || sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x')
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (map_matches(name, file)) {
+			*file = '/';
+			err = proc_mapped_path(pid, line, path, len);
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+struct seen {
+	dev_t dev;
+	ino_t ino;
+};
+
+#define PROC_MAX_FILES 256	/* distinct files of one name */
+
+/* One process's maps: each new file that answers to name. */
+static int each_in(pid_t pid, const char *name, struct seen *seen, size_t *nseen,
+		   int (*cb)(const char *, dev_t, ino_t, void *), void *arg)
+{
+	char fn[64], line[4400], path[4400];
+	FILE *f;
+	int rc = 0;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return 0;	/* gone, or a kernel thread */
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char perms[8], *file = strchr(line, '/');
+		unsigned int maj, mn;
+		unsigned long long ino;
+		struct stat st;
+		size_t i;
+
+		if (!file || sscanf(line, "%*s %7s %*x %x:%x %llu", perms, &maj, &mn, &ino) != 4 ||
+		    perms[2] != 'x')
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (!map_matches(name, file))
+			continue;
+		*file = '/';
+		if (proc_mapped_path(pid, line, path, sizeof(path)) || stat(path, &st))
+			continue;
+		for (i = 0; i < *nseen; i++)
+			if (seen[i].dev == st.st_dev && seen[i].ino == st.st_ino)
+				break;
+		if (i < *nseen || *nseen == PROC_MAX_FILES)
+			continue;
+		seen[(*nseen)++] = (struct seen){ st.st_dev, st.st_ino };
+		rc = cb(path, st.st_dev, st.st_ino, arg);
+	}
+	fclose(f);
+	return rc;
+}
+
+int proc_each_mapped(const char *name,
+		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
+		     void *arg)
+{
+	struct seen *seen = calloc(PROC_MAX_FILES, sizeof(*seen));
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t nseen = 0;
+	int rc = 0;
+
+	if (!seen || !d) {
+		rc = seen ? -errno : -ENOMEM;
+		free(seen);
+		if (d)
+			closedir(d);
+		return rc;
+	}
+	while (!rc && (de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			rc = each_in((pid_t)atoi(de->d_name), name, seen, &nseen, cb, arg);
+	closedir(d);
+	free(seen);
+	return rc;
+}
+
+int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len)
+{
+	char root[64];
+
+	if (!name || !*name)
+		return -ENOENT;
+	if (pid <= 0 || !proc_other_root(pid))
+		return elf_resolve_path(name, path, len);
+	if (!maps_lookup(pid, name, path, len))
+		return 0;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	return elf_resolve_under(root, name, path, len);
+}
+
+pid_t proc_vpid(pid_t pid)
+{
+	unsigned long long ns[32];
+	int n = proc_status_nums(pid, "NSpid", ns, 32);
+
+	if (n < 0)
+		return n;
+	return n ? (pid_t)ns[n - 1] : pid;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A process's own view of the machine (issue #25): the file system it
+ * sees (its mount namespace and root: a container's) and its pid in its
+ * own pid namespace.  A probe on one process resolves "libc" or
+ * "/usr/bin/python3" there, through /proc/PID/root, not in fay's.
+ */
+#ifndef FAY_PROBE_PROCROOT_H
+#define FAY_PROBE_PROCROOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Does pid see another file system than fay (another mount namespace,
+ * or another root directory: a container, a chroot)?  False when it
+ * does not or cannot be told (no such process, no access). */
+bool proc_other_root(pid_t pid);
+
+/*
+ * Resolve a binary or library name as pid sees it.  For a process that
+ * sees fay's own file system, elf_resolve_path().  Else through
+ * /proc/PID/root: first the files it maps executable (/proc/PID/maps: a
+ * library by its short name as elf_lib_matches() says, a program by its
+ * file name, a path with '/' as it is), then elf_resolve_under() in its
+ * root.  The path returned is one fay opens, of the very inode the
+ * process maps (uprobes, ELF reading and /proc/PID/maps all take it): the
+ * mapped file's path when fay reaches it so (a chroot under fay's root),
+ * else under /proc/PID/root, else /proc/PID/map_files/LO-HI.
+ * 0, or -ENOENT.
+ */
+int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len);
+
+/*
+ * The file of one line of /proc/PID/maps ("LO-HI PERMS OFF DEV INO
+ * PATH") as a path fay opens, of the very inode mapped: maps shows the
+ * path relative to fay's root when fay reaches it (a chroot under fay's
+ * root), else relative to the file's own mount (a container's overlay):
+ * the first of the path itself (same device and inode), the path under
+ * /proc/PID/root and /proc/PID/map_files/LO-HI (a link to the mapped
+ * file) whose inode is the mapped one.  0, or -ENOENT (no file, deleted, not reachable).
+ */
+int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len);
+
+/*
+ * Every distinct file (by device and inode) that answers to name (as in
+ * proc_resolve_path(): a library by its short name, a program by its
+ * file name) and is mapped executable by some process of the host,
+ * through every /proc/PID/maps: cb gets a path fay opens for it
+ * (proc_mapped_path()), its device and inode.  A non-zero cb return
+ * stops the walk and is returned; else 0.
+ */
+int proc_each_mapped(const char *name,
+		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
+		     void *arg);
+
+/* pid (a pid in fay's namespace) as its own, innermost pid namespace
+ * numbers it (the last NSpid of /proc/PID/status): the same pid for a
+ * process of fay's namespace, or of a kernel without NSpid.  -errno
+ * (-ENOENT: no such process). */
+pid_t proc_vpid(pid_t pid);
+
+#endif

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: MIT
+# Helpers of the container tests (issue #25), sourced after lib.sh.
+#   ctr_root DIR: a small root file system in DIR: ctr_work in /bin, its
+#     libraries COPIED into /usr/lib/x86_64-linux-gnu (another file, another
+#     inode than the host's libc: a uprobe on the host's file never fires
+#     in it), the loader in /lib64, /lib -> usr/lib, /w (the workload's
+#     files: systemd-nspawn mounts a tmpfs on /tmp), /tmp /run /proc /dev.
+#   ctr_start DIR N: ctr_work /w N in DIR as root, in its own pid and
+#     mount namespaces: CTR_RUNTIME=unshare (the default: unshare -p -m -f
+#     --mount-proc + chroot, what a runtime does) or nspawn (systemd-nspawn,
+#     pivot_root: its root is not under fay's); its host pid in CPID once
+#     it wrote /w/ready (its pid in its namespace in CVPID).
+#   ctr_go DIR / ctr_done DIR / ctr_stop DIR: let it call, wait until it
+#     called, let it exit.
+need_root
+CW=$BUILD/tests/bin/ctr_work
+[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
+[ -x "$CW" ] || skip_all "ctr_work is not built (make)"
+command -v unshare >/dev/null && command -v chroot >/dev/null ||
+	skip_all "unshare or chroot is not installed (util-linux, coreutils)"
+
+ctr_root() {
+	local r=$1 lib
+	mkdir -p "$r"/{bin,tmp,run,proc,dev,etc,w,lib64,usr/lib/x86_64-linux-gnu}
+	touch "$r/etc/os-release"	# systemd-nspawn wants it
+	ln -sfn usr/lib "$r/lib"
+	cp "$CW" "$r/bin/ctr_work"
+	# and libgcc_s, as every Debian root has it (fay's runtime needs it)
+	for lib in $(ldd "$CW" | grep -o '/[^ ]*') $(ldd "$BUILD/libfay-probe.so" | grep -o '/[^ ]*libgcc_s[^ ]*'); do
+		case "$lib" in
+		*/ld-linux*) cp "$lib" "$r/lib64/$(basename "$lib")" ;;
+		*) cp "$lib" "$r/usr/lib/x86_64-linux-gnu/$(basename "$lib")" ;;
+		esac
+	done
+	chmod 1777 "$r/tmp"
+}
+
+ctr_start() {
+	local r=$1 n=$2 rt=${CTR_RUNTIME:-unshare} up p
+	rm -f "$r"/w/{ready,go,done,stop}
+	case "$rt" in
+	unshare)
+		timeout 300 nice -n 10 unshare -p -m -f --mount-proc="$r/proc" \
+			chroot "$r" /bin/ctr_work /w "$n" >"$T_TMP/ctr.out" 2>&1 & up=$! ;;
+	nspawn)
+		# no machined here (no systemd as pid 1): --register=no, and
+		# --keep-unit (no scope asked of systemd over D-Bus)
+		timeout 300 nice -n 10 systemd-nspawn -q -D "$r" --register=no --keep-unit \
+			--as-pid2 /bin/ctr_work /w "$n" >"$T_TMP/ctr.out" 2>&1 & up=$! ;;
+	esac
+	T_PIDS+=($up)
+	wait_for 30 test -s "$r/w/ready" || { CPID=; return 1; }
+	# the process whose /w/ready is this root's (ctr_work, in the
+	# container's pid namespace: not a child of ours)
+	CPID=
+	for p in $(pgrep -x ctr_work); do
+		[ "/proc/$p/root/w/ready" -ef "$r/w/ready" ] && CPID=$p
+	done
+	[ -n "$CPID" ] || return 1
+	CVPID=$(cat "$r/w/ready")
+	T_PIDS+=($CPID)
+}
+ctr_go() { touch "$1/w/go"; }
+ctr_done() { wait_for 60 test -s "$1/w/done"; }
+ctr_stop() { touch "$1/w/stop"; }
+
+# ctr_count DIR N MODE QUERY: a fresh workload in DIR calling N times, the
+# query (with __PID__ replaced by its host pid, -p PID added when MODE
+# says so) attached first; prints its --json answer (errors in
+# $T_TMP/q.err; "HOSTPID VPID" in $T_TMP/cpid)
+ctr_count() {
+	local r=$1 n=$2 mode=$3 q=$4 pflag=() qp
+	ctr_start "$r" "$n" || { echo "workload did not start: $(cat "$T_TMP/ctr.out")"; return; }
+	echo "$CPID $CVPID" >"$T_TMP/cpid"	# for the caller (we run in $(...))
+	q=${q//__PID__/$CPID}
+	case "$mode" in -p:*) pflag=(-p "$CPID"); mode=${mode#-p:} ;; esac
+	: >"$T_TMP/q.err"
+	timeout 60 "$FAY" query --json --probe-mode="$mode" "${pflag[@]}" "$q" \
+		>"$T_TMP/q.out" 2>"$T_TMP/q.err" & qp=$!
+	attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $qp 2>/dev/null; }
+	wait_for 60 attached_or_gone
+	ctr_go "$r"
+	ctr_done "$r"
+	kill -INT $qp 2>/dev/null
+	wait $qp
+	ctr_stop "$r"
+	wait_for 30 bash -c "! kill -0 $CPID"
+	cat "$T_TMP/q.out"
+}
