@@ -17,6 +17,7 @@
 
 #include "collector/zjson.h"
 #include "common/err.h"
+#include "common/spanrec.h"
 
 static const char *const kind_names[SPAN_KIND_MAX] = {
 	[SPAN_KIND_CLIENT] = "CLIENT", [SPAN_KIND_SERVER] = "SERVER",
@@ -24,24 +25,6 @@ static const char *const kind_names[SPAN_KIND_MAX] = {
 };
 
 /* ---- hex ids ------------------------------------------------------------ */
-
-static int lower_hex(const char *s, size_t len, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c >= '0' && c <= '9')
-			x = x << 4 | (uint64_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			x = x << 4 | (uint64_t)(c - 'a' + 10);
-		else
-			return -EINVAL;
-	}
-	*v = x;
-	return 0;
-}
 
 int zjson_trace_id(const char *s, size_t len, uint64_t *hi, uint64_t *lo,
 		   char *err, size_t errlen)
@@ -52,9 +35,9 @@ int zjson_trace_id(const char *s, size_t len, uint64_t *hi, uint64_t *lo,
 	}
 	*hi = 0;
 	if (len > 16) {
-		if (lower_hex(s, len - 16, hi) || lower_hex(s + len - 16, 16, lo))
+		if (spanrec_hex_u64(s, len - 16, true, hi) || spanrec_hex_u64(s + len - 16, 16, true, lo))
 			goto bad;
-	} else if (lower_hex(s, len, lo)) {
+	} else if (spanrec_hex_u64(s, len, true, lo)) {
 		goto bad;
 	}
 	if (!*hi && !*lo) {
@@ -131,7 +114,7 @@ static int get_id(struct zctx *z, json_t *v, const char *field, uint64_t *out, i
 	const char *s = json_string_value(v);
 	size_t len = json_string_length(v);
 
-	if (!json_is_string(v) || !len || len > 16 || lower_hex(s, len, out))
+	if (!json_is_string(v) || !len || len > 16 || spanrec_hex_u64(s, len, true, out))
 		return bad(z, field, "must be 1 to 16 lowercase hex characters");
 	if (!*out && !zero_ok)
 		return bad(z, field, "must not be all zeros");
@@ -281,9 +264,9 @@ static int parse_span(struct zctx *z, json_t *o, struct zspan *s)
 		size_t len = json_string_length(v);
 
 		if (len == 32) {
-			if (lower_hex(t, 16, &s->trace_hi) || lower_hex(t + 16, 16, &s->trace_lo))
+			if (spanrec_hex_u64(t, 16, true, &s->trace_hi) || spanrec_hex_u64(t + 16, 16, true, &s->trace_lo))
 				return bad(z, "traceId", "must be 16 or 32 lowercase hex characters");
-		} else if (lower_hex(t, 16, &s->trace_lo)) {
+		} else if (spanrec_hex_u64(t, 16, true, &s->trace_lo)) {
 			return bad(z, "traceId", "must be 16 or 32 lowercase hex characters");
 		}
 		if (!s->trace_hi && !s->trace_lo)

@@ -189,10 +189,12 @@ void spanrec_id_hex(uint64_t id, char buf[17])
 	buf[16] = '\0';
 }
 
-static int unhex(const char *s, size_t len, uint64_t *v)
+int spanrec_hex_u64(const char *s, size_t len, bool lower_only, uint64_t *v)
 {
 	uint64_t x = 0;
 
+	if (len > 16)
+		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
 		unsigned d;
@@ -201,7 +203,7 @@ static int unhex(const char *s, size_t len, uint64_t *v)
 			d = (unsigned)(c - '0');
 		else if (c >= 'a' && c <= 'f')
 			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
+		else if (c >= 'A' && c <= 'F' && !lower_only)
 			d = (unsigned)(c - 'A' + 10);
 		else
 			return -EINVAL;
@@ -215,11 +217,11 @@ int spanrec_parse_trace(const char *s, size_t len, uint64_t *hi, uint64_t *lo)
 {
 	if (len == 16) {
 		*hi = 0;
-		return unhex(s, 16, lo);
+		return spanrec_hex_u64(s, 16, false, lo);
 	}
 	if (len != 32)
 		return -EINVAL;
-	if (unhex(s, 16, hi) || unhex(s + 16, 16, lo))
+	if (spanrec_hex_u64(s, 16, false, hi) || spanrec_hex_u64(s + 16, 16, false, lo))
 		return -EINVAL;
 	return 0;
 }
@@ -228,5 +230,5 @@ int spanrec_parse_id(const char *s, size_t len, uint64_t *id)
 {
 	if (len != 16)
 		return -EINVAL;
-	return unhex(s, 16, id);
+	return spanrec_hex_u64(s, 16, false, id);
 }

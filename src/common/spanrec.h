@@ -24,6 +24,7 @@
 #ifndef FAY_COMMON_SPANREC_H
 #define FAY_COMMON_SPANREC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -158,6 +159,11 @@ int spanrec_next(const struct spanrec *r, uint32_t *off, struct spanrec_item *it
  * and 17 bytes. */
 void spanrec_trace_hex(uint64_t hi, uint64_t lo, char buf[33]);
 void spanrec_id_hex(uint64_t id, char buf[17]);
+/* The value of the len (<= 16) hex digits at s into *v: either case, or
+ * lower case only when lower_only (as Zipkin's JSON and W3C traceparent
+ * require).  0, or -EINVAL (a digit that is not, or len > 16).  Every
+ * hex id fay reads goes through it. */
+int spanrec_hex_u64(const char *s, size_t len, bool lower_only, uint64_t *v);
 /* Parse 16 or 32 hex digits (trace) / 16 (span).  0 or -EINVAL. */
 int spanrec_parse_trace(const char *s, size_t len, uint64_t *hi, uint64_t *lo);
 int spanrec_parse_id(const char *s, size_t len, uint64_t *id);

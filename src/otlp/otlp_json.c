@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/spanrec.h"
 #include "otlp/otlp.h"
 
 struct jctx {
@@ -77,20 +78,15 @@ static int parse_id(const char *s, size_t len, uint8_t *out, size_t n)
 {
 	size_t i;
 
-	if (len == 2 * n) {
-		for (i = 0; i < len; i++) {
-			int ch = s[i], v;
+	if (len == 2 * n && n % 8 == 0) {
+		/* 16 digits at a time, each 8 bytes big-endian */
+		for (i = 0; i < n; i += 8) {
+			uint64_t v;
 
-			if (ch >= '0' && ch <= '9')
-				v = ch - '0';
-			else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
-				v = (ch | 0x20) - 'a' + 10;
-			else
+			if (spanrec_hex_u64(s + 2 * i, 16, false, &v))
 				return -EINVAL;
-			if (i % 2)
-				out[i / 2] |= (uint8_t)v;
-			else
-				out[i / 2] = (uint8_t)(v << 4);
+			for (size_t b = 0; b < 8; b++)
+				out[i + b] = (uint8_t)(v >> (56 - 8 * b));
 		}
 		return 0;
 	}

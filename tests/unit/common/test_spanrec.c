@@ -89,5 +89,17 @@ int main(void)
 	spanrec_trace_hex(0, 42, hex);
 	is_str(hex, "000000000000002a", "64-bit trace id is 16 hex chars");
 	ok(spanrec_parse_trace("xyz", 3, &hi, &lo) == -EINVAL, "bad trace id rejected");
+
+	/* the one hex parser: either case, or lower case only */
+	uint64_t v = 1;
+	ok(!spanrec_hex_u64("DeadBeef", 8, false, &v) && v == 0xdeadbeefull, "hex: either case");
+	ok(spanrec_hex_u64("DeadBeef", 8, true, &v) == -EINVAL, "hex: upper case refused where lower only");
+	ok(!spanrec_hex_u64("ffffffffffffffff", 16, true, &v) && v == UINT64_MAX, "hex: 16 digits, all ones");
+	ok(!spanrec_hex_u64("", 0, true, &v) && v == 0, "hex: no digits is 0");
+	ok(spanrec_hex_u64("00000000000000001", 17, false, &v) == -EINVAL, "hex: 17 digits refused");
+	ok(spanrec_hex_u64("12g4", 4, false, &v) == -EINVAL, "hex: a non-digit refused");
+	ok(spanrec_hex_u64("12 4", 4, false, &v) == -EINVAL, "hex: a space refused");
+	ok(!spanrec_parse_trace("0123456789ABCDEF000000000000002A", 32, &hi, &lo) &&
+	   hi == 0x0123456789abcdefull && lo == 42, "a trace id in upper case parses");
 	return test_done();
 }
