@@ -124,31 +124,6 @@ static int call(int fd, const void *msg, size_t len, const int *fds, int nfds,
 	return 0;
 }
 
-struct size_of {
-	const char *sym;
-	uint64_t addr, size, next;	/* next: the lowest symbol above addr */
-};
-
-static int size_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
-{
-	struct size_of *s = arg;
-
-	if (!strcmp(name, s->sym) && size && !s->size) {
-		s->addr = addr;
-		s->size = size;
-	}
-	return 0;
-}
-
-static int next_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
-{
-	struct size_of *s = arg;
-
-	if (addr > s->addr && addr < s->next)
-		s->next = addr;
-	return 0;
-}
-
 /* The address of file offset off of path in pid (its /proc/PID/maps). */
 /* auto: a uprobe with a note; inline: an error.  Returns 0 or -errno. */
 static int no_inline(struct engine *e, int err, const char *fmt, ...)
@@ -218,13 +193,14 @@ static const char *strip_pid(const char *why, pid_t pid)
  * decides), -EINVAL with the reason in why, -ENOMEM.
  */
 static int site_ok(pid_t pid, const struct inl_site *s, const char *file, uint64_t off,
-		   char *why, size_t len)
+		   bool nosym, char *why, size_t len)
 {
 	size_t scan = s->size < 65536 ? (size_t)s->size : 65536;
 	size_t n = scan > s->room ? scan : (size_t)s->room;
 	unsigned char *buf = malloc(n);
 	struct patch_site *ps;
 	char fn[64];
+	uint64_t from;
 	ssize_t got = -1;
 	int fd, err = 0;
 
@@ -240,6 +216,16 @@ static int site_ok(pid_t pid, const struct inl_site *s, const char *file, uint64
 		ps = patch_site_new_room(buf, (size_t)s->size, (size_t)s->room, why, len);
 		if (!ps && errno != ENOMEM)
 			err = -EINVAL;
+		/* a function without a symbol (an IFUNC's implementation):
+		 * hand-written code whose neighbours may jump into its
+		 * first instructions (__mempcpy_* into memmove's second) */
+		if (ps && file && nosym &&
+		    elf_jumps_into(file, off, patch_site_len(ps), &from) == 1) {
+			snprintf(why, len, "a jump at file offset 0x%" PRIx64 " of %s targets "
+				 "its first %zu bytes, which the patch replaces", from, file,
+				 patch_site_len(ps));
+			err = -EINVAL;
+		}
 		patch_site_free(ps);
 	}
 	free(buf);
@@ -257,7 +243,7 @@ static int site_ok(pid_t pid, const struct inl_site *s, const char *file, uint64
  * there (it may not be loaded yet).
  */
 static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const char *file,
-		   uint64_t off, int *fd)
+		   uint64_t off, bool nosym, int *fd)
 {
 	uint64_t t0 = clock_monotonic_ns();
 	char why[1024];
@@ -273,7 +259,7 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const 
 				 (int)pid);
 	err = inject_check(pid, why, sizeof(why));
 	if (!err) {
-		err = site_ok(pid, s, file, off, why, sizeof(why));
+		err = site_ok(pid, s, file, off, nosym, why, sizeof(why));
 		if (err == -EINVAL)
 			return no_inline(e, err, "pid %d: site refused: %s: %s (nothing loaded)",
 					 (int)pid, s->name, why);
@@ -364,13 +350,12 @@ int engine_inl_decide(struct engine *e)
 		struct inl_hdr h;
 		struct inl_later l;
 	} ml;
-	struct size_of so;
 	struct stat st;
 	const char *path, *sym;
 	uint64_t off, addr = 0;
 	pid_t pid = ep->popts.pid;
 	bool later;
-	int fd, err;
+	int fd, err, nosym;
 
 	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && ep->probe &&
 	    probe_nsites(ep->probe))
@@ -399,9 +384,7 @@ int engine_inl_decide(struct engine *e)
 				 "buffer (--buffer=perf)", (int)pid);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
 	if (fd < 0 && (e->opts.no_inject || !e->opts.inject_lib))
-		return load_rt(e, pid, NULL, NULL, 0, &fd);	/* says why it will not */
-	so.sym = sym;
-	so.size = 0;
+		return load_rt(e, pid, NULL, NULL, 0, false, &fd);	/* says why it will not */
 	later = shared_object(pid, path, &st);
 	err = proc_map_addr(pid, path, off, &addr);
 	/* a program not mapped yet: the held image is a wrapper that will
@@ -417,22 +400,18 @@ int engine_inl_decide(struct engine *e)
 	}
 	if (later)
 		addr = 0;	/* the runtime finds it in each load */
-	so.next = UINT64_MAX;
-	if (elf_foreach_func(path, size_cb, &so) || !so.size ||
-	    elf_foreach_func(path, next_cb, &so)) {
+	memset(&m, 0, sizeof(m));
+	/* the function at off: its symbol's size, or its FDE's (an IFUNC's
+	 * implementation in a stripped library) */
+	nosym = elf_func_at(path, off, &m.s.size, &m.s.room);
+	if (nosym < 0) {
 		if (fd >= 0)
 			hold_or_close(e, fd);
-		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols",
-				 (int)pid, sym, path);
+		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols "
+				 "or call frame information", (int)pid, sym, path);
 	}
-	memset(&m, 0, sizeof(m));
 	inline_hdr(&m.h, INL_SITES, sizeof(m), 1);
 	m.s.addr = addr;
-	m.s.size = so.size;
-	/* up to the next function, within the 16-byte alignment gcc pads to */
-	m.s.room = so.next - so.addr < 16 ? so.next - so.addr : 16;
-	if (m.s.room < so.size)
-		m.s.room = so.size;
 	snprintf(m.s.name, sizeof(m.s.name), "%s", sym);
 	memset(&ml, 0, sizeof(ml));
 	inline_hdr(&ml.h, INL_LATER, sizeof(ml), 1);
@@ -444,7 +423,7 @@ int engine_inl_decide(struct engine *e)
 	snprintf(ml.l.name, sizeof(ml.l.name), "%s", sym);
 	snprintf(ml.l.obj, sizeof(ml.l.obj), "%s", path);
 	if (fd < 0) {
-		err = load_rt(e, pid, &m.s, later ? path : NULL, off, &fd);
+		err = load_rt(e, pid, &m.s, later ? path : NULL, off, nosym, &fd);
 		if (err || fd < 0)
 			return err;
 	} else if (later) {
@@ -452,7 +431,7 @@ int engine_inl_decide(struct engine *e)
 		 * the site only when the object loads */
 		char why[512];
 
-		if (site_ok(pid, &m.s, path, off, why, sizeof(why)) == -EINVAL) {
+		if (site_ok(pid, &m.s, path, off, nosym, why, sizeof(why)) == -EINVAL) {
 			hold_or_close(e, fd);
 			return no_inline(e, -EINVAL, "pid %d: site refused: %s: %s", (int)pid,
 					 sym, why);

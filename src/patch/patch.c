@@ -193,6 +193,11 @@ out:
 	return s;
 }
 
+size_t patch_site_len(const struct patch_site *s)
+{
+	return s->len;
+}
+
 bool patch_site_nop(const struct patch_site *s)
 {
 	return s->nop;

@@ -114,6 +114,9 @@ bool patch_site_ours(const struct patch_site *s);
 /* The code is gone (its object unloaded): disarm and free write nothing
  * there. */
 void patch_site_forget(struct patch_site *s);
+/* The bytes the patch replaces: the whole first instructions covering
+ * the jump (>= 5). */
+size_t patch_site_len(const struct patch_site *s);
 /* Whether the first instructions were a nop (no relocation needed). */
 bool patch_site_nop(const struct patch_site *s);
 /* The first instruction at the site ("push rbp"), for messages. */

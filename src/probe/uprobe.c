@@ -166,6 +166,10 @@ static int uprobe_resolve(struct probe *p)
 	err = elf_func_offset(p->path, sym, &p->offset);
 	if (err == -ENOEXEC)
 		return probe_fail(p, err, "%s is not an ELF file", p->path);
+	if (err == -ENXIO)
+		return probe_fail(p, err, "\"%s\" of %s is an IFUNC (its implementation is "
+				  "chosen at load) and fay does not load %s to run its "
+				  "resolver: name the implementation", sym, p->path, p->path);
 	if (err)
 		return probe_fail(p, err, "no function \"%s\" in %s (see `fay probes "
 				  "'%s:%s*'`)", sym, p->path, bin, sym);
