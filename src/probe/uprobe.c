@@ -9,10 +9,12 @@
  * ("-4@%edi 8@-16(%rbp) 4@$42") and read from registers or user memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/log.h"
@@ -148,6 +150,24 @@ const char *probe_site_name(const struct probe *p, size_t i)
 	return w && i < w->n ? w->names[i] : NULL;
 }
 
+/* Whether the instruction at file offset off of path is EVEX-encoded
+ * (0x62: AVX-512; BOUND does not exist in 64-bit mode).  A uprobe there
+ * corrupted the program: glibc's __memset_avx512_unaligned_erms, whose
+ * first instruction is vpbroadcastb zmm16, esi, wrote other bytes under
+ * one (kernel 6.18; issue 19 item 4). */
+static bool evex_first(const char *path, uint64_t off)
+{
+	unsigned char b = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &b, 1, (off_t)off) != 1)
+		b = 0;
+	close(fd);
+	return b == 0x62;
+}
+
 static int uprobe_resolve(struct probe *p)
 {
 	char bin[4096];
@@ -245,6 +265,15 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 static int uprobe_attach(struct probe *p, int prog_fd)
 {
 	const struct uwild *w = p->priv;
+
+	for (size_t i = 0; i < (w ? w->n : 1); i++)
+		if (evex_first(p->path, w ? w->offs[i] : p->offset))
+			return probe_fail(p, -EOPNOTSUPP, "%s: the function at file offset "
+					  "0x%llx begins with an EVEX (AVX-512) instruction, which "
+					  "the kernel's uprobe executes wrongly out of line (the "
+					  "traced program's results change: libc's memset wrote "
+					  "other bytes): probe it inline (-p PID or fay run)",
+					  p->desc, (unsigned long long)(w ? w->offs[i] : p->offset));
 
 	for (size_t i = 0; w && i < w->n; i++) {
 		int err = uprobe_open(p, prog_fd, w->offs[i], 0,
