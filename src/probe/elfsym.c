@@ -202,8 +202,9 @@ static void elf_close(struct elf_file *f)
 	close(f->fd);
 }
 
-/* Virtual address -> file offset through the PT_LOAD segments. */
-static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
+/* Through the PT_LOAD segments: virtual address x -> file offset
+ * (to_off), or file offset x -> virtual address (an executable one). */
+static int seg_map(Elf *e, uint64_t x, bool to_off, uint64_t *out)
 {
 	size_t n;
 
@@ -211,15 +212,24 @@ static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
 		return -ENOEXEC;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
+		uint64_t from, span;
 
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    (!to_off && !(ph.p_flags & PF_X)))
 			continue;
-		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz) {
-			*off = addr - ph.p_vaddr + ph.p_offset;
+		from = to_off ? ph.p_vaddr : ph.p_offset;
+		span = to_off ? ph.p_memsz : ph.p_filesz;
+		if (x >= from && x < from + span) {
+			*out = to_off ? x - ph.p_vaddr + ph.p_offset : x - ph.p_offset + ph.p_vaddr;
 			return 0;
 		}
 	}
 	return -ENOENT;
+}
+
+static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
+{
+	return seg_map(e, addr, true, off);
 }
 
 /* Every defined symbol of type (STT_FUNC, STT_GNU_IFUNC) to cb. */
@@ -318,26 +328,6 @@ int elf_func_offset(const char *path, const char *sym, uint64_t *off)
 	return err;
 }
 
-/* Virtual address of file offset off (an executable PT_LOAD segment). */
-static int off_to_vaddr(Elf *e, uint64_t off, uint64_t *addr)
-{
-	size_t n;
-
-	if (elf_getphdrnum(e, &n))
-		return -ENOEXEC;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		if (off >= ph.p_offset && off < ph.p_offset + ph.p_filesz) {
-			*addr = off - ph.p_offset + ph.p_vaddr;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 struct at_sym {
 	uint64_t addr, size, next;	/* next: the lowest symbol above addr */
 };
@@ -363,7 +353,7 @@ int elf_func_at(const char *path, uint64_t off, uint64_t *size, uint64_t *room)
 
 	if (err)
 		return err;
-	err = off_to_vaddr(f.e, off, &a.addr);
+	err = seg_map(f.e, off, false, &a.addr);
 	if (!err)
 		err = foreach_sym(f.e, at_cb, &a);
 	elf_close(&f);

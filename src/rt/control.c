@@ -521,6 +521,7 @@ static void in_child(void)
 {
 	/* the parent's session and its maps are not ours */
 	rt_probe_inert();
+	rt_later_child();
 	if (lfd >= 0)
 		close(lfd);
 	if (sfd >= 0)

@@ -105,6 +105,14 @@ static struct find locate(const struct inl_later *w)
 	return f;
 }
 
+void rt_later_child(void)
+{
+	/* the thread that held the lock is not in the child */
+	pthread_mutex_init(&lock, NULL);
+	locked_here = false;
+	watched = NULL;
+}
+
 int rt_later_add(struct rt_session *s, const struct inl_later *w, char *why, size_t len)
 {
 	uint64_t room = w->room > w->size ? w->room : w->size;

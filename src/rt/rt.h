@@ -76,6 +76,9 @@ size_t rt_later_describe(const struct rt_session *s, char *buf, size_t len);
 /* Unhook s and restore its later sites still loaded (under
  * rt_patch_lock(), taken here).  Accepts a session never watched. */
 void rt_later_end(struct rt_session *s);
+/* In a fork child: the hook (still patched there) does nothing, and the
+ * lock, which a thread of the parent may have held, is free. */
+void rt_later_child(void);
 
 /* The entry and exit handlers patched into the sites (probe.c); arg is
  * non-NULL when the site has both (the calls' nesting is counted). */

@@ -44,17 +44,9 @@ done
 for m in uprobe inline auto; do
 	go=$T_TMP/go.$m
 	"$LOOP" "$LIB" $ROUNDS $CALLS "$go" >"$T_TMP/p.out" 2>&1 & wpid=$!
-	: >"$T_TMP/q.err"
-	timeout 120 "$FAY" query --json --probe-mode=$m -p $wpid \
-		"from f in process($wpid).function(\"$LIB:fay_lib_fn\") select { n: count() }" \
-		>"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
-	attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/null; }
-	wait_for 60 attached_or_gone
-	touch "$go"
-	wait $wpid
-	rc=$?
-	kill -INT $q 2>/dev/null
-	wait $q
+	go_query "$go" --json --probe-mode=$m -p $wpid \
+		"from f in process($wpid).function(\"$LIB:fay_lib_fn\") select { n: count() }"
+	rc=$WRC
 	n=$(answer "$T_TMP/q.out")
 	if [ $rc -ne 0 ] || [ "$(cat "$T_TMP/p.out")" != "$want" ]; then
 		fail "-p, $m: exit $rc, output '$(cat "$T_TMP/p.out")'" "$(cat "$T_TMP/q.err")"

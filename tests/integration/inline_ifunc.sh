@@ -56,24 +56,14 @@ for fn in strlen memcpy memset strcmp; do
 	for m in uprobe every inline auto; do
 		go=$T_TMP/go.$fn.$m
 		"$IW" $N "$go" >"$T_TMP/prog.out" 2>&1 & wpid=$!
-		: >"$T_TMP/q.err"
 		if [ $m = every ]; then
-			timeout 60 "$FAY" query --json --probe-mode=uprobe \
-				"from f in function(\"libc:$fn\") where f.pid == $wpid select { n: count() }" \
-				>"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
+			go_query "$go" --json --probe-mode=uprobe \
+				"from f in function(\"libc:$fn\") where f.pid == $wpid select { n: count() }"
 		else
-			timeout 60 "$FAY" query --json --probe-mode=$m -p $wpid \
-				"from f in process($wpid).function(\"libc:$fn\") select { n: count() }" \
-				>"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
+			go_query "$go" --json --probe-mode=$m -p $wpid \
+				"from f in process($wpid).function(\"libc:$fn\") select { n: count() }"
 		fi
-		attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/null; }
-		wait_for 60 attached_or_gone
-		touch "$go"
-		wait $wpid
-		rc=$?
-		kill -INT $q 2>/dev/null
-		wait $q
-		check "-p PID" $fn $m $rc "$T_TMP/q.out" "$T_TMP/q.err"
+		check "-p PID" $fn $m $WRC "$T_TMP/q.out" "$T_TMP/q.err"
 	done
 	# fay run: held until armed
 	for m in inline auto; do
