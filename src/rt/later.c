@@ -158,7 +158,7 @@ static void arm_one(struct rt_session *s, struct rt_later *l, uint64_t addr,
 		    unsigned int flags)
 {
 	uint64_t room = l->w.room > l->w.size ? l->w.room : l->w.size;
-	char why[sizeof(s->later_err)];
+	char why[160];
 	struct patch_site *ps;
 
 	ps = patch_site_new_room((void *)(uintptr_t)addr, l->w.size, room, why, sizeof(why));
@@ -170,7 +170,7 @@ static void arm_one(struct rt_session *s, struct rt_later *l, uint64_t addr,
 	}
 	if (!ps) {
 		s->refused++;
-		snprintf(s->later_err, sizeof(s->later_err), "%s", why);
+		snprintf(s->later_err, sizeof(s->later_err), "%.63s: %s", l->w.name, why);
 		return;
 	}
 	l->ps = ps;
@@ -221,15 +221,14 @@ static void on_debug_state(struct patch_regs *regs, void *arg)
 
 int rt_later_watch(struct rt_session *s, char *why, size_t len)
 {
+	void *brk;
 	int rc = 0;
 
 	if (!s->nlater)
 		return 0;
-	void *brk = loader_brk();	/* (not under the lock: dlsym) */
-
+	brk = loader_brk();	/* (not under the lock: dlsym) */
 	rt_patch_lock();
 	if (!hook_armed) {
-
 		/* _dl_debug_state(): "ret" and its padding (patched over it);
 		 * a site is armed once: a new one each time */
 		patch_site_free(hook);
@@ -254,6 +253,11 @@ int rt_later_watch(struct rt_session *s, char *why, size_t len)
 
 		snprintf(inner, sizeof(inner), "%s", why);
 		snprintf(why, len, "cannot watch the loader (r_brk): %s", inner);
+	} else if (s->refused) {
+		/* a site of an object loaded now not armed: as SITES would */
+		snprintf(why, len, "%s", s->later_err);
+		rt_later_end(s);
+		rc = -EINVAL;
 	}
 	return rc;
 }
