@@ -113,6 +113,7 @@ void store_dw_wrote(struct store_dw *w, const struct store_ops *ops, int ret,
 		    const char *err);
 void store_dw_get(struct store_dw *w, const struct store_ops *ops, struct store_be *be,
 		  struct store_disk *d);
+uint64_t store_dw_room(struct store_dw *w, const struct store_ops *ops);
 
 extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
 extern const struct store_ops ch_store_ops;     /* store/ch.c */

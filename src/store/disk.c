@@ -167,3 +167,18 @@ void store_dw_get(struct store_dw *w, const struct store_ops *ops, struct store_
 	snprintf(d->why, sizeof(d->why), "%s", w->low ? w->why : "");
 	pthread_mutex_unlock(&w->lock);
 }
+
+uint64_t store_dw_room(struct store_dw *w, const struct store_ops *ops)
+{
+	uint64_t room;
+
+	if (!ops->space)
+		return UINT64_MAX;
+	pthread_mutex_lock(&w->lock);
+	if (!w->total)
+		room = UINT64_MAX;   /* not looked at yet, or no statvfs */
+	else
+		room = w->low || w->avail <= w->min_free ? 0 : w->avail - w->min_free;
+	pthread_mutex_unlock(&w->lock);
+	return room;
+}

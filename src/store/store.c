@@ -117,6 +117,11 @@ void store__disk(struct store *st, struct store_disk *d)
 	store_dw_get(&st->dw, st->ops, st->be, d);
 }
 
+uint64_t store__write_room(struct store *st)
+{
+	return store_dw_room(&st->dw, st->ops);
+}
+
 unsigned store__writers(const struct store *st)
 {
 	return st->ops->writers ? st->ops->writers : 1;

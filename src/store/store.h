@@ -183,6 +183,13 @@ int store__write_gate(struct store *st, char *err, size_t errlen);
  * 200 ms).  Any thread. */
 void store__disk(struct store *st, struct store_disk *d);
 
+/* Bytes that may still be written before the disk is low: the free space
+ * above the watermark when last checked (0 while low), UINT64_MAX when
+ * the store's disk is not here (ClickHouse).  A bound for the size of the
+ * next write, so that one large write does not fill the room the
+ * watermark keeps.  Any thread. */
+uint64_t store__write_room(struct store *st);
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct store_reader *store__reader_new(struct store *st);   /* NULL + errno */

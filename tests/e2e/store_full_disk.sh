@@ -88,7 +88,8 @@ diag "all $n0 stored $((SECONDS - t0)) s after the file went"
 ok "exactly once: $n0 spans in the store, $(in_store) counted" test "$(in_store)" = "$n0"
 read -r _ s < <(stored)
 ok "... and answered once by the API ($s spans)" test "$s" = "$n0"
-ok "/health UP again, disk OK" bash -c "curl -s '$E2E_URL/health' | grep -q '^{\"status\":\"UP\".*\"disk\":{\"status\":\"OK\"'"
+health_up() { health | grep -q '^{"status":"UP".*"disk":{"status":"OK"'; }
+ok "/health UP again, disk OK" wait_for 10 health_up
 ok "/metrics fay_collector_disk_low 0" test "$(metric fay_collector_disk_low)" = 0
 ok "no ring overwrote records" e2e_no_ring_loss
 ok "agent spool empty" wait_for 20 bash -c "[ -z \"\$(ls '$E2E_STATE/spool' 2>/dev/null)\" ]"
