@@ -152,10 +152,21 @@ static void run_group(struct ingest *in, struct job *jobs)
 
 	for (j = jobs; j; j = j->next) {
 		switch (j->type) {
-		case JOB_HELLO:
-			j->ret = store__agent_hello(in->c->store, j->agent_id, j->host,
-						    j->version, &j->last_seq);
+		case JOB_HELLO: {
+			struct store_disk d;
+
+			/* the disk low: no write (a full disk would refuse it
+			 * and the agent could not connect to be NACKed), only
+			 * the agent's last committed seq */
+			store__disk(in->c->store, &d);
+			if (d.low)
+				j->ret = store__agent_last_seq(in->c->store, j->agent_id,
+							       &j->last_seq);
+			else
+				j->ret = store__agent_hello(in->c->store, j->agent_id, j->host,
+							    j->version, &j->last_seq);
 			break;
+		}
 		case JOB_STATS:
 			j->ret = store__agent_stats(in->c->store, j->agent_id, j->json);
 			break;
