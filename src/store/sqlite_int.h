@@ -45,6 +45,9 @@ struct store_rd *sq__reader_new(struct store_be *st);
 int sq__sql(struct store_rd *r, const char *sql, const struct store_sql_cb *cb,
 	    char *err, size_t errlen);      /* sqlite_sql.c */
 void sq__reader_free(struct store_rd *r);
+struct store_space;
+int sq__space(struct store_be *st, struct store_space *sp);    /* sqlite_ckpt.c */
+void sq__disk_low(struct store_be *st);
 int sq__services(struct store_rd *r, struct store_names *out);
 int sq__span_names(struct store_rd *r, const char *service, struct store_names *out);
 int sq__remote_services(struct store_rd *r, const char *service,
@@ -159,6 +162,11 @@ struct ckpt {
 	sqlite3 *db;
 	int pending, stop, running;
 	int restart;                /* the writer waits for a RESTART checkpoint */
+	int truncate;               /* the disk is low: a TRUNCATE checkpoint */
+	int pages;                  /* checkpoint at this many WAL pages */
+	int frames;                 /* atomic: the WAL's frames at the last commit */
+	int copied;                 /* atomic: ... the last checkpoint copied */
+	unsigned page_size;
 	uint64_t retry_ns;          /* no RESTART before (monotonic): one failed */
 };
 
@@ -187,6 +195,13 @@ struct store_be {
 void sq_ckpt_start(struct store_be *st);
 /* Stop and join it (nothing when it never started); st->db stays open. */
 void sq_ckpt_stop(struct store_be *st);
+/* The WAL's size at which the writer waits for a RESTART checkpoint
+ * (bytes; it scales with the file system: sqlite_ckpt.c). */
+uint64_t sq_ckpt_wal_limit(const struct store_be *st);
+/* Ask the checkpoint thread for a TRUNCATE checkpoint (the disk is low:
+ * the WAL's frames copied and its file cut to zero bytes), without
+ * waiting for it.  Nothing when the thread is not running. */
+void sq_ckpt_truncate(struct store_be *st);
 /* Map an SQLite result code to -errno. */
 int sq_errno(int rc);
 /* Format a message into err (nothing when err is NULL or errlen 0). */

@@ -136,6 +136,60 @@ int store__set_retention(struct store *st, uint64_t retention_us, char *err,
  */
 int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n);
 
+/* ---- the disk watermark (store/disk.c) ---------------------------------- */
+
+/*
+ * A full disk must never wedge the store (#20): below a watermark of free
+ * space the collector stops taking new spans (agents keep them in their
+ * spool, HTTP senders are told to retry), the backend gives back what it
+ * can (SQLite: a TRUNCATE checkpoint, so the WAL's copies of pages go),
+ * and once the space is back, writes resume by themselves.
+ *
+ * SQLite: the watermark is on the file system of the database file
+ * (statvfs, checked at most every 200 ms as writes come and at every
+ * store__disk()): low when the free space is below --min-free, or below
+ * what the WAL holds not yet copied into the database (a checkpoint needs
+ * that much room); back when
+ * it is an eighth above that again.  The default --min-free is the larger
+ * of 2% of the file system and twice the WAL's limit (the size at which
+ * the writer waits for a RESTART checkpoint: 64 MiB, less on a file
+ * system under 2 GiB: store/sqlite_ckpt.c), so the WAL's copy into the
+ * database always fits.  A write that fails with SQLITE_FULL makes it low
+ * too.
+ * ClickHouse: its data directory is not here; a write that the server
+ * refuses for want of space (its "No space left on device", "not enough
+ * space") makes the disk low, one write a second is let through to find
+ * out whether it is over, and the first that succeeds ends it.
+ */
+struct store_disk {
+	int low;                  /* new spans are refused */
+	uint64_t total, avail;    /* the store's file system (0: not here) */
+	uint64_t min_free;        /* the watermark in force (bytes; 0: none known) */
+	char why[256];            /* when low: why, for /health and logs */
+};
+
+/* --min-free: bytes, or pct (1 to 99) percent of the file system when
+ * pct is not 0; both 0: the default (above).  Call before writing. */
+void store__set_min_free(struct store *st, uint64_t bytes, unsigned pct);
+
+/*
+ * May new spans be written now?  0, or -ENOSPC with the reason in err
+ * ("disk low: ..."): refuse them, retry later.  Checks the disk (above),
+ * and when it goes low starts the backend's giving back.  Any thread.
+ */
+int store__write_gate(struct store *st, char *err, size_t errlen);
+
+/* The disk's state now (checked again unless checked in the last
+ * 200 ms).  Any thread. */
+void store__disk(struct store *st, struct store_disk *d);
+
+/* Bytes that may still be written before the disk is low: the free space
+ * above the watermark when last checked (0 while low), UINT64_MAX when
+ * the store's disk is not here (ClickHouse).  A bound for the size of the
+ * next write, so that one large write does not fill the room the
+ * watermark keeps.  Any thread. */
+uint64_t store__write_room(struct store *st);
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct store_reader *store__reader_new(struct store *st);   /* NULL + errno */
