@@ -40,6 +40,11 @@ struct store_ops {
 	/* Is the backend reachable?  0, or -errno with a reason in err.
 	 * NULL: always. */
 	int (*health)(struct store_be *st, char *err, size_t errlen);
+	int (*put_windows)(struct store_be *st, const struct store_window *w, size_t n,
+			   char *err, size_t errlen);
+	/* what store__windows() reads: the table, deduplicated (ClickHouse:
+	 * "query_windows FINAL") */
+	const char *windows_from;
 	/* NULL: the backend records no tag values (autocomplete answers []) */
 	int (*set_autocomplete_keys)(struct store_be *st, const char *const *keys,
 				     size_t n);
@@ -68,6 +73,9 @@ struct store_ops {
 	int (*agents)(struct store_rd *r,
 		      int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 };
+
+/* The ops of the backend a reader reads (store.c). */
+const struct store_ops *store_reader_ops(const struct store_reader *r);
 
 extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
 extern const struct store_ops ch_store_ops;     /* store/ch.c */
