@@ -7,10 +7,12 @@
 #   restart imports nothing again; an import run again (files put back, as
 #   a collector killed before the rename leaves them) adds no row;
 # - the same history gives identical `fay sql` answers and identical
-#   /api/queries/NAME/results on both stores;
-# - --retention drops old windows on both (SQLite: deleted; ClickHouse:
-#   their day partitions dropped), leaving identical answers;
-# - a live standing query's windows land in each store (one agent each).
+#   /api/queries/NAME/results on SQLite, one ClickHouse node and a
+#   two-shard ClickHouse cluster (query_windows_local + Distributed);
+# - --retention drops old windows on all three (SQLite: deleted;
+#   ClickHouse: their day partitions dropped), leaving identical answers;
+# - a live standing query's windows, merged and each host's own, land in
+#   SQLite and in ClickHouse (one agent each).
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/../lib/clickhouse.bash"
@@ -20,8 +22,13 @@ W=$BUILD/tests/bin/query_work
 [ -x "$W" ] || skip_all "query_work is not built (make)"
 
 ok "a ClickHouse node starts" ch_start one
-NAMES=(sqlite clickhouse)
-declare -A CHU=([sqlite]="" [clickhouse]="$(ch_url one)")
+ok "a two-shard ClickHouse cluster starts" ch_cluster two
+NAMES=(sqlite clickhouse clickhouse-2-shards)
+CHN=(clickhouse clickhouse-2-shards)
+declare -A CHU=([sqlite]="" [clickhouse]="$(ch_url one)" \
+	[clickhouse-2-shards]="$(ch_url two1),$(ch_url two2)")
+declare -A CHC=([sqlite]="" [clickhouse]="" [clickhouse-2-shards]=two)
+declare -A NODES=([clickhouse]=one [clickhouse-2-shards]="two1 two2")
 declare -A C_URL C_PID C_WP C_HP
 
 Q='from s in cluster.syscall("getppid") group s by s.host into g select { host: g.key, n: g.count() } window 1s'
@@ -52,7 +59,8 @@ PY
 # start NAME ARGS...: its collector (again) on its store
 start() {
 	local n=$1; shift
-	FAY_TEST_CH_URLS=${CHU[$n]} coll_start "$T_TMP/$n.db" "$@" || return 1
+	FAY_TEST_CH_URLS=${CHU[$n]} FAY_TEST_CH_CLUSTER=${CHC[$n]} \
+		coll_start "$T_TMP/$n.db" "$@" || return 1
 	C_URL[$n]=$URL C_PID[$n]=$CPID C_WP[$n]=$WP
 }
 stop() { CPID=${C_PID[$1]}; coll_stop; }
@@ -61,9 +69,29 @@ COLS="name, start_us, end_us, host, asked, answered, missing, provisional, amend
 all_sql() { sql "$1" "SELECT $COLS FROM query_windows WHERE name = 'reads' ORDER BY end_us"; }
 results() { curl -sf "${C_URL[$1]}/api/queries/reads/results?limit=1000"; }
 nres() { results "$1" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["windows"]))'; }
-DBN=t_$(printf '%s' "$T_TMP/clickhouse.db" | md5sum | cut -c1-16)
-# rows of reads in ClickHouse: physically there / one per key
-ch_rows() { ch_q one "SELECT count() FROM $DBN.query_windows ${1:-} WHERE name = 'reads'"; }
+dbn() { echo "t_$(printf '%s' "$T_TMP/$1.db" | md5sum | cut -c1-16)"; }
+# ch_rows NAME [FINAL]: rows of reads in NAME's ClickHouse (physically
+# there / one per key), through the Distributed table on a cluster
+ch_rows() {
+	local n=$1 nodes=(${NODES[$1]})
+	ch_q "${nodes[0]}" "SELECT count() FROM $(dbn "$n").query_windows ${2:-} WHERE name = 'reads'"
+}
+# merged NAME: OPTIMIZE ... FINAL on each node, then 7 rows of reads
+merged() {
+	local n=$1 nd sfx=${CHC[$1]:+_local}
+	for nd in ${NODES[$n]}; do
+		ch_q "$nd" "OPTIMIZE TABLE $(dbn "$n").query_windows$sfx FINAL" || return 1
+	done
+	[ "$(ch_rows "$n")" = 7 ]
+}
+# parts NAME: day partitions of query_windows on NAME's nodes (summed)
+parts() {
+	local n=$1 nd sum=0 sfx=${CHC[$1]:+_local}
+	for nd in ${NODES[$n]}; do
+		sum=$((sum + $(ch_q "$nd" "SELECT count(DISTINCT partition) FROM system.parts WHERE active AND database = '$(dbn "$n")' AND table = 'query_windows$sfx'")))
+	done
+	echo $sum
+}
 
 # ---- import ----
 for n in "${NAMES[@]}"; do
@@ -75,16 +103,19 @@ for n in "${NAMES[@]}"; do
 	ok "$n: /api/queries/reads/results has the 7 windows" [ "$(nres "$n")" = 7 ]
 done
 ok "sqlite: 7 rows in query_windows" [ "$(sql sqlite "SELECT count(*) FROM query_windows" | sed -n 3p | tr -d ' ')" = 7 ]
-ok "clickhouse: 7 rows in query_windows" [ "$(ch_rows)" = 7 ]
 all_sql sqlite >"$T_TMP/sql.sqlite"
-all_sql clickhouse >"$T_TMP/sql.clickhouse"
-grep -q "(7 rows)" "$T_TMP/sql.sqlite" && cmp -s "$T_TMP/sql.sqlite" "$T_TMP/sql.clickhouse" &&
-	pass "fay sql: the same 7 rows from SQLite and ClickHouse" ||
-	fail "fay sql answers differ" "$(diff "$T_TMP/sql.sqlite" "$T_TMP/sql.clickhouse" | head -20)"
 results sqlite >"$T_TMP/res.sqlite"
-results clickhouse >"$T_TMP/res.clickhouse"
-cmp -s "$T_TMP/res.sqlite" "$T_TMP/res.clickhouse" && pass "/api/queries/reads/results: byte for byte the same" ||
-	fail "results differ" "$(head -c 600 "$T_TMP/res.sqlite")" "$(head -c 600 "$T_TMP/res.clickhouse")"
+for n in "${CHN[@]}"; do
+	ok "$n: 7 rows in query_windows" [ "$(ch_rows "$n")" = 7 ]
+	all_sql "$n" >"$T_TMP/sql.$n"
+	grep -q "(7 rows)" "$T_TMP/sql.sqlite" && cmp -s "$T_TMP/sql.sqlite" "$T_TMP/sql.$n" &&
+		pass "fay sql: the same 7 rows from SQLite and $n" ||
+		fail "fay sql answers differ ($n)" "$(diff "$T_TMP/sql.sqlite" "$T_TMP/sql.$n" | head -20)"
+	results "$n" >"$T_TMP/res.$n"
+	cmp -s "$T_TMP/res.sqlite" "$T_TMP/res.$n" &&
+		pass "/api/queries/reads/results: byte for byte the same from SQLite and $n" ||
+		fail "results differ ($n)" "$(head -c 600 "$T_TMP/res.sqlite")" "$(head -c 600 "$T_TMP/res.$n")"
+done
 python3 - "$T_TMP/res.sqlite" "$NOW" <<'PY' && pass "results: the windows oldest first, the provisional one with its missing host" || fail "results' content"
 import json, sys
 r = json.load(open(sys.argv[1])); now = int(sys.argv[2])
@@ -105,9 +136,11 @@ diag "$(date +%T) restarts"
 for round in 1 2; do
 	for n in "${NAMES[@]}"; do stop "$n"; start "$n" --retention 0 || fail "$n: restart $round"; done
 done
-ok "two restarts later: still 7 rows in ClickHouse, none written again" [ "$(ch_rows)" = 7 ]
+for n in "${CHN[@]}"; do
+	ok "two restarts later: still 7 rows in $n, none written again" [ "$(ch_rows "$n")" = 7 ]
+done
 ok "... and in SQLite" [ "$(sql sqlite "SELECT count(*) FROM query_windows" | sed -n 3p | tr -d ' ')" = 7 ]
-[ "$(grep -c 'standing query reads: imported' "$T_TMP/collector.log")" = 2 ] &&
+[ "$(grep -c 'standing query reads: imported' "$T_TMP/collector.log")" = 3 ] &&
 	pass "the import ran once per store" || fail "imports: $(grep -c 'standing query reads: imported' "$T_TMP/collector.log")"
 # as a collector killed after the import and before the renames leaves them
 for n in "${NAMES[@]}"; do
@@ -115,15 +148,17 @@ for n in "${NAMES[@]}"; do
 	(cd "$T_TMP/$n.db.queries" && cp reads.ndjson.imported reads.ndjson && cp reads.ndjson.1.imported reads.ndjson.1)
 	start "$n" --retention 0 || fail "$n: restart with the files back"
 done
-ok "files back: the import runs again" [ "$(grep -c 'standing query reads: imported 7' "$T_TMP/collector.log")" = 4 ]
-ok "... ClickHouse: still 7 windows (FINAL: one row per key)" [ "$(ch_rows FINAL)" = 7 ]
-# the second copies are there until a merge (as spans sent twice:
-# clickhouse_cluster_kill.sh); a merge leaves one row per key
-ok "... the merge leaves 7 rows" bash -c "ch_q() { curl -sfS '$(ch_url one)/' --data-binary \"\$1\"; }; ch_q 'OPTIMIZE TABLE $DBN.query_windows FINAL' && [ \"\$(ch_q \"SELECT count() FROM $DBN.query_windows WHERE name = 'reads'\")\" = 7 ]"
+ok "files back: the import runs again" [ "$(grep -c 'standing query reads: imported 7' "$T_TMP/collector.log")" = 6 ]
 ok "... SQLite: still 7 rows" [ "$(sql sqlite "SELECT count(*) FROM query_windows" | sed -n 3p | tr -d ' ')" = 7 ]
-results clickhouse >"$T_TMP/res2.clickhouse"
-cmp -s "$T_TMP/res.sqlite" "$T_TMP/res2.clickhouse" && pass "... ClickHouse's results unchanged (each window once)" ||
-	fail "results after the second import" "$(head -c 600 "$T_TMP/res2.clickhouse")"
+for n in "${CHN[@]}"; do
+	ok "... $n: still 7 windows (FINAL: one row per key)" [ "$(ch_rows "$n" FINAL)" = 7 ]
+	results "$n" >"$T_TMP/res2.$n"
+	cmp -s "$T_TMP/res.sqlite" "$T_TMP/res2.$n" && pass "... $n's results unchanged (each window once)" ||
+		fail "results after the second import ($n)" "$(head -c 600 "$T_TMP/res2.$n")"
+	# the second copies are there until a merge (as spans sent twice:
+	# clickhouse_cluster_kill.sh); a merge leaves one row per key
+	ok "... $n: the merge leaves 7 rows" merged "$n"
+done
 
 diag "$(date +%T) retention"
 # ---- retention ----
@@ -132,18 +167,19 @@ for n in "${NAMES[@]}"; do
 	ok "$n: --retention 2d drops the 3 windows of 5 days ago" wait_for 30 bash -c "[ \"\$(curl -sf '${C_URL[$n]}/api/queries/reads/results?limit=1000' | grep -o '\"type\":\"window\"' | wc -l)\" = 4 ]"
 done
 all_sql sqlite >"$T_TMP/sql2.sqlite"
-all_sql clickhouse >"$T_TMP/sql2.clickhouse"
-grep -q "(4 rows)" "$T_TMP/sql2.sqlite" && cmp -s "$T_TMP/sql2.sqlite" "$T_TMP/sql2.clickhouse" &&
-	pass "fay sql after retention: the same 4 rows" ||
-	fail "fay sql after retention" "$(diff "$T_TMP/sql2.sqlite" "$T_TMP/sql2.clickhouse" | head -20)"
-ok "the day partition of the old windows is gone from ClickHouse" \
-	[ "$(ch_q one "SELECT count(DISTINCT partition) FROM system.parts WHERE active AND database = '$DBN' AND table = 'query_windows'")" = 1 ]
+for n in "${CHN[@]}"; do
+	all_sql "$n" >"$T_TMP/sql2.$n"
+	grep -q "(4 rows)" "$T_TMP/sql2.sqlite" && cmp -s "$T_TMP/sql2.sqlite" "$T_TMP/sql2.$n" &&
+		pass "fay sql after retention: the same 4 rows from SQLite and $n" ||
+		fail "fay sql after retention ($n)" "$(diff "$T_TMP/sql2.sqlite" "$T_TMP/sql2.$n" | head -20)"
+	ok "$n: the day partition of the old windows is gone" [ "$(parts "$n")" = 1 ]
+done
 
 diag "$(date +%T) live"
 # ---- live: one agent per collector, a standing query's windows in each store ----
 ( while :; do "$W" getppid 20 >/dev/null; sleep 0.1; done ) &
 T_PIDS+=($!)
-for n in "${NAMES[@]}"; do
+for n in sqlite clickhouse; do
 	d=$T_TMP/agent-$n
 	mkdir -p "$d"
 	"$FAY" agent --collector 127.0.0.1:${C_WP[$n]} --host "h-$n" --shm-dir "$d" --state-dir "$d" \
