@@ -18,3 +18,13 @@ $(B)/tests/bin/fake_collector: tests/integration/agent_tools/fake_collector.c $(
 .PHONY: agent-tests
 agent-tests: $(AGENT_TEST_BIN)
 all: $(AGENT_TEST_BIN)
+
+# The fixed workload of tests/integration/span_golden.sh, linked with
+# libfay.so.0 (RUNPATH: LD_LIBRARY_PATH can swap in another build).
+$(B)/tests/bin/span_golden: tests/integration/agent_tools/span_golden.c $(B)/libfay.so.0
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(B) -lfay \
+		-Wl,-rpath,$(abspath $(B)) -Wl,--enable-new-dtags -lpthread
+all: $(B)/tests/bin/span_golden
+agent-tests: $(B)/tests/bin/span_golden

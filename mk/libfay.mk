@@ -3,7 +3,7 @@
 #
 # TLS in libfay.so: the hot path reads per-thread state on every call.  The
 # traditional general-dynamic model costs a __tls_get_addr() call per
-# access.  The thread block of src/lib (struct lib_tls, ~400 bytes) and the
+# access.  The thread block of src/lib (struct lib_tls, ~450 bytes) and the
 # id generator's state (src/common/rand.c, 40 bytes) use initial-exec (one
 # %fs-relative load; a dlopen()ed libfay takes them from glibc's static TLS
 # surplus, 512 bytes by default); anything else in the library uses TLS

@@ -47,7 +47,7 @@
  * carry their ids in a few per-thread handles that are reused in turn:
  * keep at most 8 unsampled spans open at once per thread, or the oldest
  * loses its ids (its propagation, never memory safety).  libfay keeps
- * about 450 bytes of initial-exec thread-local storage; when it is
+ * about 490 bytes of initial-exec thread-local storage; when it is
  * dlopen()ed that comes from glibc's static TLS surplus.
  * See docs/ABI.md for the file format and docs/ARCHITECTURE.md for the path
  * a span takes from here to the UI.

@@ -26,6 +26,7 @@
 #include <fay/trace.h>
 
 #include "common/atomic.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/ring/ring.h"
 #include "common/spanrec.h"
@@ -65,6 +66,17 @@ struct lib_nonrec {
 	uint64_t span_id;
 };
 
+/* A thread's TSC clock (clock.c): realtime ns = ns + (TSC - tsc) * mult
+ * >> 32 while TSC - tsc < lib_tls.clk_limit; cal_* the pair the rate is
+ * measured from. */
+struct lib_clock {
+	uint64_t tsc, ns;
+	uint64_t mult;           /* ns per tick << 32, 0 = not known yet */
+	uint64_t cal_tsc, cal_ns;
+};
+#define LIB_CLK_RESYNC_NS   64000000u  /* retake the pair this often */
+#define LIB_CLK_CAL_NS      256000000u /* remeasure the rate over this */
+
 struct lib_tls {
 	uint32_t nest;           /* recursion guard: inside a recording call */
 	uint32_t ring;           /* ring index + 1 owned by this thread, 0 none */
@@ -76,7 +88,11 @@ struct lib_tls {
 	uint32_t key_set;        /* the thread-exit destructor is armed */
 	uint32_t no_room;        /* spans to drop (lost_no_room) before trying
 				  * to reserve a ring again; 0: try now */
+	uint32_t clk_limit;      /* ticks after clk's pair that it converts;
+				  * 0: every read is slow (here, not in
+				  * struct lib_clock: the TLS is counted) */
 	uint64_t rng;            /* sampling generator state, 0 = not seeded */
+	struct lib_clock clk;
 	struct ring_prod prod;
 	uint32_t cache[LIB_CACHE_MAX];
 	struct lib_nonrec nr[LIB_NR_HANDLES];
@@ -124,6 +140,12 @@ struct lib_proc {
 	 * rate mode (GCRA on rate_tat). */
 	uint64_t sample_thresh;
 	uint64_t rate_interval_ns, rate_tau_ns, rate_tat;
+
+	/* The TSC clock (clock.c): tsc_state 0 not looked at yet, 1 usable,
+	 * 2 not (clock_gettime every time); tsc_mult the last rate measured
+	 * by any thread (a new thread's first guess), 0 none yet. */
+	int tsc_state;
+	uint64_t tsc_mult;
 
 	pthread_mutex_t lock;    /* fay_init and creating the file only */
 	pthread_key_t key;
@@ -232,6 +254,29 @@ static inline int lib_sample_root(struct lib_tls *t)
 		return lib_sample_rate();
 	return lib_rand(t) < th;
 }
+
+/* clock.c: decide once whether the TSC can be used (fay_init calls it). */
+void lib_clock_init(void);
+#if defined(__x86_64__)
+#include <x86intrin.h>
+/* Retake the thread's pair (and maybe the rate); returns realtime ns. */
+uint64_t lib_clock_slow(struct lib_tls *t) LIB_HIDDEN;
+/* CLOCK_REALTIME ns since the epoch, from the TSC when it can be. */
+static inline uint64_t lib_now_ns(struct lib_tls *t)
+{
+	uint64_t d = __rdtsc() - t->clk.tsc;
+
+	if (likely(d < t->clk_limit))
+		return t->clk.ns + (uint64_t)(((__uint128_t)d * t->clk.mult) >> 32);
+	return lib_clock_slow(t);
+}
+#else
+static inline uint64_t lib_now_ns(struct lib_tls *t)
+{
+	(void)t;
+	return clock_realtime_ns();
+}
+#endif
 
 /* traceparent.c */
 int lib_tp_parse(const char *tp, uint64_t *hi, uint64_t *lo, uint64_t *span,

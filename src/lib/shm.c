@@ -400,6 +400,7 @@ int fay_init(const char *service, const char *ip, int port)
 	e = getenv("FAY_DISABLE");
 	if (e && *e && strcmp(e, "0"))
 		disable = 1;
+	lib_clock_init();
 
 	pthread_mutex_lock(&lib.lock);
 	e = getenv("FAY_SAMPLE");

@@ -101,12 +101,62 @@ void lib_put(struct spanrec_fixed *f, uint8_t *buf, uint32_t cap,
 	f->nitems++;
 }
 
-/* Append one item to an open span. */
+/* Copy n <= PUT_FAST_STR bytes with fixed-size moves (two overlapping
+ * ones for odd sizes), never writing past dst + n: a call into libc's
+ * memcpy costs more than these copies. */
+#define PUT_FAST_STR 32u
+static inline void copy_short(uint8_t *dst, const char *src, size_t n)
+{
+	if (n >= 16) {
+		memcpy(dst, src, 16);
+		memcpy(dst + n - 16, src + n - 16, 16);
+	} else if (n >= 8) {
+		memcpy(dst, src, 8);
+		memcpy(dst + n - 8, src + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(dst, src, 4);
+		memcpy(dst + n - 4, src + n - 4, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			dst[i] = (uint8_t)src[i];
+	}
+}
+
+/*
+ * Append one item to an open span.  Short strings with room to spare (the
+ * common case) are written here, inline, in the bytes spanrec_put_item()
+ * writes; anything else goes through it (lib_put), which cuts, drops and
+ * counts.  The header is stored as one 8-byte word: its last two bytes
+ * land where the value or strings go next, or past sl->used (never
+ * shipped).
+ */
 static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
 		       const char *a, size_t alen, const char *b, size_t blen)
 {
-	lib_put(&sl->fixed, sl->buf, lib.item_cap, &sl->used, type, val,
-		a, alen, b, blen);
+	uint32_t off = sl->used;
+	uint64_t hdr;
+	uint8_t *d;
+
+	if (unlikely(alen > PUT_FAST_STR || blen > PUT_FAST_STR ||
+		     off + SPANREC_ITEM_HDR + 8 + 2 * PUT_FAST_STR + 8 > lib.item_cap)) {
+		lib_put(&sl->fixed, sl->buf, lib.item_cap, &sl->used, type, val,
+			a, alen, b, blen);
+		return;
+	}
+	d = sl->buf + off;
+	hdr = (uint64_t)(type & 0xff) | (uint64_t)alen << 16 | (uint64_t)blen << 32;
+	memcpy(d, &hdr, 8);
+	d += SPANREC_ITEM_HDR;
+	if (spanrec_item_has_val(type)) {
+		memcpy(d, &val, 8);
+		d += 8;
+	}
+	copy_short(d, a, alen);
+	d += alen;
+	copy_short(d, b, blen);
+	d += blen;
+	sl->used = (uint32_t)(d - sl->buf);
+	sl->fixed.nitems++;
 }
 
 /*
@@ -149,7 +199,7 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 		name = "";
 	nlen = strnlen(name, LIB_NAME_MAX);
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
-	sl->fixed.start_ns = clock_realtime_ns();
+	sl->fixed.start_ns = lib_now_ns(lib_tls());
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
 	lib_cur_push(sl);
 	if (unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
@@ -236,7 +286,7 @@ static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
 		return;
 	if (!event)
 		event = "";
-	put(sl, SPAN_ITEM_EVENT, clock_realtime_ns(), event, strlen(event), NULL, 0);
+	put(sl, SPAN_ITEM_EVENT, lib_now_ns(lib_tls()), event, strlen(event), NULL, 0);
 	lib_leave();
 }
 
@@ -330,7 +380,7 @@ static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 		return;
 	}
 	lib_cur_pop(sl);
-	now = clock_realtime_ns();
+	now = lib_now_ns(lib_tls());
 	sl->fixed.duration_ns = now > sl->fixed.start_ns ? now - sl->fixed.start_ns : 0;
 	lib_write_record(&sl->fixed, sl->buf, sl->used);
 	smp_store_release(&sl->state, FAY_POOL_FREE);

@@ -117,6 +117,46 @@ static inline uint64_t put_staged(struct ring_prod *p, uint64_t pos,
 	return pos;
 }
 
+/* The same straight from one contiguous payload (no staging copy): whole
+ * slots are copied with fixed-size moves, the last one's tail is zeroed
+ * (no stale bytes in the file) and then filled. */
+static inline uint64_t put_direct(struct ring_prod *p, uint64_t pos,
+				  const struct fay_rec_hdr *hdr,
+				  const uint8_t *src, uint32_t len)
+{
+	for (uint32_t i = 0; i < hdr->nslots; i++, pos++) {
+		struct fay_slot *s = &p->slots[pos & p->mask];
+		uint8_t *d = s->data;
+		uint32_t room = FAY_SLOT_DATA, k;
+
+		WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
+		smp_wmb();
+		if (i == 0) {
+			memcpy(d, hdr, sizeof(*hdr));
+			d += sizeof(*hdr);
+			room -= sizeof(*hdr);
+		}
+		if (len >= room) {
+			if (i == 0)
+				memcpy(d, src, FAY_SLOT_DATA - sizeof(*hdr));
+			else
+				memcpy(d, src, FAY_SLOT_DATA);
+			k = room;
+		} else {
+			if (i == 0)
+				memset(d, 0, FAY_SLOT_DATA - sizeof(*hdr));
+			else
+				memset(d, 0, FAY_SLOT_DATA);
+			k = len;
+			copy_small(d, src, k);
+		}
+		src += k;
+		len -= k;
+		smp_store_release(&s->seq, pos << 2 | (i == 0 ? FAY_SEQ_FIRST : 0));
+	}
+	return pos;
+}
+
 /* The same for a record too big to stage: copy from the pieces. */
 static uint64_t put_pieces(struct ring_prod *p, uint64_t pos,
 			   const struct fay_rec_hdr *hdr,
@@ -170,7 +210,9 @@ int ring_write(struct ring_prod *p, uint16_t type, const struct ring_piece *pc,
 	hdr.type = type;
 	hdr.nslots = (uint16_t)ring_rec_slots(total);
 
-	if (total <= STAGE_MAX) {
+	if (n == 1) {
+		pos = put_direct(p, p->head, &hdr, pc[0].p, (uint32_t)total);
+	} else if (total <= STAGE_MAX) {
 		/* Whole slots are copied: room for the last one's tail. */
 		uint8_t buf[sizeof(hdr) + STAGE_MAX + FAY_SLOT_DATA]
 			__attribute__((aligned(16)));
