@@ -360,7 +360,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		char dir[4200];
 
 		snprintf(dir, sizeof(dir), "%s.queries", o->db);
-		c->standing = standing_new(c->cluster, dir, why, sizeof(why));
+		c->standing = standing_new(c->cluster, c->store, dir, why, sizeof(why));
 		if (!c->standing) {
 			ret = -EINVAL;
 			snprintf(err, errlen, "standing queries: %s", why);

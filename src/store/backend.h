@@ -59,6 +59,11 @@ struct store_ops {
 	 * checkpoint), without waiting.  Called again every second while it
 	 * lasts.  NULL: nothing to do. */
 	void (*disk_low)(struct store_be *st);
+	int (*put_windows)(struct store_be *st, const struct store_window *w, size_t n,
+			   char *err, size_t errlen);
+	/* what store__windows() reads: the table, deduplicated (ClickHouse:
+	 * "query_windows FINAL") */
+	const char *windows_from;
 	/* NULL: the backend records no tag values (autocomplete answers []) */
 	int (*set_autocomplete_keys)(struct store_be *st, const char *const *keys,
 				     size_t n);
@@ -114,6 +119,8 @@ void store_dw_wrote(struct store_dw *w, const struct store_ops *ops, int ret,
 void store_dw_get(struct store_dw *w, const struct store_ops *ops, struct store_be *be,
 		  struct store_disk *d);
 uint64_t store_dw_room(struct store_dw *w, const struct store_ops *ops);
+/* The ops of the backend a reader reads (store.c). */
+const struct store_ops *store_reader_ops(const struct store_reader *r);
 
 extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
 extern const struct store_ops ch_store_ops;     /* store/ch.c */

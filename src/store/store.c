@@ -148,6 +148,12 @@ int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
 	return st->ops->retain(st->be, before_us, chunk);
 }
 
+int store__put_windows(struct store *st, const struct store_window *w, size_t n,
+		       char *err, size_t errlen)
+{
+	return st->ops->put_windows(st->be, w, n, err, errlen);
+}
+
 int store__health(struct store *st, char *err, size_t errlen)
 {
 	if (!st->ops->health)
@@ -270,6 +276,11 @@ int store__scan_traces(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 	if (!r->ops->scan_traces)
 		return r->ops->scan(r->rd, from_us, to_us + 1, fn, ctx);
 	return r->ops->scan_traces(r->rd, from_us, to_us, fn, ctx);
+}
+
+const struct store_ops *store_reader_ops(const struct store_reader *r)
+{
+	return r->ops;
 }
 
 int store__sql(struct store_reader *r, const char *sql, const struct store_sql_cb *cb,
