@@ -280,4 +280,11 @@ int engine_print_counters(const uint64_t c[ENGINE_NCOUNTERS], FILE *f,
 
 const struct plan *engine_plan(const struct engine *e);
 
+/* Stack keys (stacks.c): read the mappings of the processes that the
+ * user stacks of the keys so far came from, while they run (each once;
+ * cheap when none is new).  Whether the plan has user stack keys (the
+ * driver calls it every ENGINE_STACK_TICK_MS then). */
+#define ENGINE_STACK_TICK_MS	50
+bool engine_stacks_tick(struct engine *e);
+
 #endif
