@@ -257,8 +257,13 @@ const char *engine_counter_desc(enum engine_counter c);
 struct engine_out {
 	FILE *f;
 	bool json;
+	bool folded;		/* aggregates: folded stacks (a stack key
+				 * column and a number per row) */
 	bool header_done;	/* streaming table: header printed */
 };
+
+/* Can p's result be printed folded?  0, or -EINVAL with the reason. */
+int engine_folded_check(const struct plan *p, char *why, size_t len);
 
 /* Print an aggregated result of plan p: a table (histograms as bars) or
  * one JSON object per row; window_start_ns > 0 tags each row (and the

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "probe/elfsym.h"
 #include "probe/stacksym.h"
@@ -34,7 +35,9 @@ struct uproc {
 	pid_t pid;
 	struct umap *v;
 	size_t n;
-	int reads;		/* of its maps, at most STACKSYM_REREADS */
+	int reads;		/* of its maps after a miss, at most
+				 * STACKSYM_REREADS */
+	time_t first;		/* first seen (CLOCK_MONOTONIC, s) */
 };
 
 #define STACKSYM_REREADS	4
@@ -189,35 +192,42 @@ static struct sfile *file_get(struct stacksym *s, const char *path, const char *
 	return f;
 }
 
-/* (Re)read p's executable mappings; a process gone keeps none. */
+static time_t mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec;
+}
+
+/* (Re)read p's executable mappings.  A process gone (or a zombie, whose
+ * maps file is empty) keeps the ones read before (none: its frames are
+ * "[unknown]"). */
 static void proc_read(struct stacksym *s, struct uproc *p)
 {
 	char path[64], line[4096];
+	struct umap *v = NULL, *m;
+	size_t n = 0;
 	FILE *f;
 
-	free(p->v);
-	p->v = NULL;
-	p->n = 0;
-	p->reads++;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 	f = fopen(path, "re");
 	if (!f)
-		return;	/* gone: its frames are "[unknown]" */
+		return;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi, off;
 		char perms[8], file[4096] = "", alt[128];
-		struct umap *m;
 		int pos = 0;
 
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perms, &off,
 			   &pos) != 4 || !strchr(perms, 'x'))
 			continue;
 		sscanf(line + pos, " %4095[^\n]", file);
-		m = realloc(p->v, (p->n + 1) * sizeof(*m));
+		m = realloc(v, (n + 1) * sizeof(*m));
 		if (!m)
 			break;
-		p->v = m;
-		m = &p->v[p->n++];
+		v = m;
+		m = &v[n++];
 		*m = (struct umap){ lo, hi, off, NULL, "" };
 		if (file[0] == '/') {
 			const char *b = strrchr(file, '/') + 1;
@@ -234,6 +244,11 @@ static void proc_read(struct stacksym *s, struct uproc *p)
 		}
 	}
 	fclose(f);
+	if (!n)
+		return;
+	free(p->v);
+	p->v = v;
+	p->n = n;
 }
 
 static struct uproc *proc_get(struct stacksym *s, pid_t pid)
@@ -248,7 +263,7 @@ static struct uproc *proc_get(struct stacksym *s, pid_t pid)
 		return NULL;
 	s->procs = v;
 	p = &s->procs[s->nprocs++];
-	*p = (struct uproc){ .pid = pid };
+	*p = (struct uproc){ .pid = pid, .first = mono_s() };
 	proc_read(s, p);
 	return p;
 }
@@ -263,6 +278,7 @@ static const struct umap *proc_map(struct stacksym *s, struct uproc *p, uint64_t
 				return &p->v[i];
 		if (p->reads >= STACKSYM_REREADS)
 			break;
+		p->reads++;
 		proc_read(s, p);
 	}
 	return NULL;
@@ -270,7 +286,15 @@ static const struct umap *proc_map(struct stacksym *s, struct uproc *p, uint64_t
 
 void stacksym_process(struct stacksym *s, pid_t pid)
 {
-	proc_get(s, pid);
+	struct uproc *p;
+	size_t n = s->nprocs;
+
+	p = proc_get(s, pid);
+	/* in its first second, read again at every call: it may have been
+	 * read between its fork and its exec, or before the loader mapped
+	 * its libraries */
+	if (p && s->nprocs == n && mono_s() - p->first <= 1)
+		proc_read(s, p);
 }
 
 /* ---- folding ------------------------------------------------------------------- */
