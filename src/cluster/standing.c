@@ -367,10 +367,12 @@ json_t *plan_columns_json(const struct plan *p)
 	for (int i = 0; a && i < p->ncols; i++) {
 		const struct plan_col *pc = &p->cols[i];
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", pc->name,
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:b}", "name", pc->name,
 			"type", pc->type == VT_STR ? "string" :
 				pc->type == VT_DIST ? "distribution" : "int",
-			"key", pc->e && pc->e->op == PX_KEY));
+			"key", pc->e && pc->e->op == PX_KEY,
+			/* folded frames, root first (the UI's flame graph) */
+			"stack", pc->stack_key >= 0));
 	}
 	return a;
 }

@@ -258,12 +258,12 @@ int plan_dump(const struct plan *p, FILE *f)
 		if (p->key_size)
 			fprintf(f, "  mode aggregate: per-CPU hash, %d entries, key %d bytes, value %d bytes\n",
 				p->max_entries, p->bpf_key_size, p->value_size);
-		if (p->stack_depth)
-			fprintf(f, "  stacks: BPF stack map (bpf_get_stackid), %d frames; the reader names the frames into a key of %d bytes\n",
-				p->stack_depth, p->key_size);
 		else
 			fprintf(f, "  mode aggregate: per-CPU array of 1 entry (no key), value %d bytes\n",
 				p->value_size);
+		if (p->stack_depth)
+			fprintf(f, "  stacks: BPF stack map (bpf_get_stackid), %d frames; the reader names the frames into a key of %d bytes\n",
+				p->stack_depth, p->key_size);
 		for (int i = 0; i < p->nkeys; i++) {
 			const struct plan_key *k = &p->keys[i];
 
