@@ -73,8 +73,10 @@ fq --format folded -c "$FP calls $K" "from f in function(\"$FP:C\") group f by f
 sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
 same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
 	"function(C) by s.ustack: $K calls under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
-fq -c "$FP calls 30" "from f in function(\"$FP:C\") group f by f.ustack(2) into g select { n: g.count(), stack: g.key }"
-same "$T_TMP/out" " n"$'\n'"30"$'\n'"  stack:"$'\n'"      C"$'\n'"      B"$'\n'$'\n'"10"$'\n'"  stack:"$'\n'"      C"$'\n'"      D" \
+# (3000 calls: 0.3 s or more, so that the process is still there when
+# the reader looks at the keys, every 50 ms)
+fq -c "$FP calls 3000" "from f in function(\"$FP:C\") group f by f.ustack(2) into g select { n: g.count(), stack: g.key }"
+same "$T_TMP/out" "   n"$'\n'"3000"$'\n'"  stack:"$'\n'"      C"$'\n'"      B"$'\n'$'\n'"1000"$'\n'"  stack:"$'\n'"      C"$'\n'"      D" \
 	"s.ustack(2) keeps the two innermost frames; the table lists them under the row, innermost first"
 
 W=$FP
