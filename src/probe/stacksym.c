@@ -337,10 +337,16 @@ size_t stacksym_fold(struct stacksym *s, bool user, pid_t pid, const uint64_t *i
 
 	if (!len)
 		return 0;
-	for (; k < n && k < 128 && ips[k]; k++) {
+	for (int i = 0; k < 128 && i < n && ips[i]; i++) {
 		/* a return address is after its call: name the call */
-		frame_name(s, user, p, k ? ips[k] - 1 : ips[k], names[k], sizeof(names[k]));
+		frame_name(s, user, p, i ? ips[i] - 1 : ips[i], names[k], sizeof(names[k]));
+		/* the probe's own frames (an fentry's trampoline and program)
+		 * are not the traced code's */
+		if (!user && k == 0 && (!strncmp(names[k], "bpf_prog_", 9) ||
+					!strncmp(names[k], "bpf_trampoline_", 15)))
+			continue;
 		need += strlen(names[k]) + 1;
+		k++;
 	}
 	/* cut outermost frames (the last ones) until the rest fits */
 	while (k > 0 && need + (first ? 6 : 0) > len) {

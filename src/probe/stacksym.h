@@ -36,7 +36,8 @@ void stacksym_process(struct stacksym *s, pid_t pid);
  * Every return address (all frames but the innermost) is named by the
  * address before it (the call instruction).  A frame without a symbol
  * is "FILE+0xOFF" (the file's base name, the offset in it) or
- * "[unknown]".  When the names do not fit, the outermost frames are cut
+ * "[unknown]".  The innermost kernel frames of the probe itself
+ * (bpf_prog_*, bpf_trampoline_*: an fentry program's) are left out.  When the names do not fit, the outermost frames are cut
  * and the string starts with "[cut]".  Returns the string's length.
  */
 size_t stacksym_fold(struct stacksym *s, bool user, pid_t pid, const uint64_t *ips,

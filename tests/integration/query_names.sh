@@ -127,14 +127,7 @@ fi
 # ---- a cluster: two agents, names merged at the collector ------------------------------
 . "$(dirname "$0")/collector_lib.bash"
 coll_start "$T_TMP/c.db"
-for h in h1 h2; do
-	mkdir -p "$T_TMP/$h"
-	( cd "$T_TMP/$h" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
-		--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ) >>"$T_TMP/$h.log" 2>&1 &
-	T_PIDS+=($!)
-done
-peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":"h[12]"' | sort -u | wc -l)" -eq 2 ]; }
-ok "two agents open query connections" wait_for 30 peers
+ok "two agents open query connections" coll_agents h1 h2
 cp "$W" "$T_TMP/qwnames"
 timeout 60 "$FAY" query --cluster "$URL" --json \
 	'from s in cluster.syscall("*") where s.comm == "qwnames" && (s.name == "getppid" || s.name == "getuid" || s.name == "dup") group s by s.name into g select { name: g.key, n: g.count() } for 8s' \

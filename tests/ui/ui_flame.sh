@@ -17,14 +17,7 @@ SW=$BUILD/tests/bin/stack_work_fp
 ui_npm
 
 coll_start "$T_TMP/c.db" || { fail "collector starts"; done_testing; exit; }
-for h in alpha beta; do
-	mkdir -p "$T_TMP/$h"
-	"$FAY" agent --collector 127.0.0.1:$WP --host "$h" --shm-dir "$T_TMP/$h" \
-		--state-dir "$T_TMP/$h" >>"$T_TMP/$h.log" 2>&1 &
-	T_PIDS+=($!)
-done
-peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":' | wc -l)" -ge 2 ]; }
-ok "two agents with query connections" wait_for 15 peers
+ok "two agents with query connections" coll_agents alpha beta
 
 # the profiled program: 25 s of CPU at most (it is killed at the end)
 cp "$SW" "$T_TMP/flamework"
