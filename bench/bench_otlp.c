@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/procstat.h"
 #include "otlp/otlp.h"
 #include "otlp_h2.h"
 
@@ -265,21 +266,9 @@ static void *worker_main(void *arg)
 /* The collector's CPU seconds so far (user + system). */
 static double cpu_of(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
+	unsigned long long t;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	/* after the name: state, then fields 4.. ; utime and stime are 14, 15 */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-			 &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return proc_cpu_ticks(pid, &t) ? 0 : (double)t / (double)sysconf(_SC_CLK_TCK);
 }
 
 struct cell {

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/procstat.h"
 #include "common/rand.h"
 #include "store/store.h"
 
@@ -92,23 +93,11 @@ static double self_cpu(void)
 /* CPU seconds of the ClickHouse server so far (--ch-pid), else 0 */
 static double server_cpu(void)
 {
-	unsigned long ut = 0, st = 0;
-	char path[64], buf[1024], *p;
-	FILE *f;
+	unsigned long long t;
 
-	if (!ch_pid)
+	if (!ch_pid || proc_cpu_ticks((pid_t)ch_pid, &t))
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", ch_pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-			 &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return (double)t / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* Trace by id and search latencies on st (after its ingest) into res;

@@ -51,6 +51,7 @@
 
 #include "bench/bench.h"
 #include "common/clock.h"
+#include "common/procstat.h"
 #include "common/wire.h"
 #include "common/wire_cluster.h"
 #include "query/partial.h"
@@ -115,24 +116,11 @@ static int hello(struct sim *s, int port, int i)
 	return err || h.type != WIRE_WELCOME ? -1 : 0;
 }
 
-static uint64_t proc_cpu_ticks(pid_t pid)
+static uint64_t cpu_ticks(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
+	unsigned long long t;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f || !fgets(buf, sizeof(buf), f)) {
-		if (f)
-			fclose(f);
-		return 0;
-	}
-	fclose(f);
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return ut + st;
+	return proc_cpu_ticks(pid, &t) ? 0 : t;
 }
 
 static long proc_rss_kb(pid_t pid)
@@ -431,11 +419,11 @@ int main(int argc, char **argv)
 					wbuf_free(&w);
 					if (!t0) {
 						t0 = clock_monotonic_ns();
-						cpu0 = proc_cpu_ticks(coll);
+						cpu0 = cpu_ticks(coll);
 						for (int k = 0; k < tree; k++)
-							kcpu0 += proc_cpu_ticks(kids[k]);
+							kcpu0 += cpu_ticks(kids[k]);
 						for (int k = 0; k < nreal; k++)
-							rcpu0 += proc_cpu_ticks(reals[k]);
+							rcpu0 += cpu_ticks(reals[k]);
 					}
 				}
 			} else if (h.type == WIRE_CANCEL) {
@@ -538,7 +526,7 @@ int main(int argc, char **argv)
 	}
 done:
 	{
-		uint64_t dt = clock_monotonic_ns() - t0, cpu = proc_cpu_ticks(coll) - cpu0;
+		uint64_t dt = clock_monotonic_ns() - t0, cpu = cpu_ticks(coll) - cpu0;
 		double cpu_pct = 100.0 * ((double)cpu / (double)sysconf(_SC_CLK_TCK)) / ((double)dt / 1e9);
 		double med, p99, mx;
 
@@ -556,7 +544,7 @@ done:
 			uint64_t rc = 0;
 
 			for (int k = 0; k < nreal; k++)
-				rc += proc_cpu_ticks(reals[k]);
+				rc += cpu_ticks(reals[k]);
 			rc -= rcpu0;
 			printf("  real agents: %.2f%% of one core each on average; RSS max %ld KiB\n",
 			       100.0 * ((double)rc / (double)sysconf(_SC_CLK_TCK)) / ((double)dt / 1e9) / nreal,
@@ -566,7 +554,7 @@ done:
 			uint64_t kc = 0;
 
 			for (int k = 0; k < tree; k++)
-				kc += proc_cpu_ticks(kids[k]);
+				kc += cpu_ticks(kids[k]);
 			kc -= kcpu0;
 			printf("  %d intermediate collectors: %.1f%% of one core together\n", tree,
 			       100.0 * ((double)kc / (double)sysconf(_SC_CLK_TCK)) / ((double)dt / 1e9));

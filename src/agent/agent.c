@@ -47,6 +47,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/file_atomic.h"
 #include "common/rand.h"
 #include "common/secret.h"
 #include "common/tls.h"
@@ -56,26 +57,6 @@
 #define SHUTDOWN_SEND_NS   (2 * 1000000000ull)
 
 /* ---- helpers ------------------------------------------------------------- */
-
-int agent_write_file_atomic(const char *path, const void *buf, size_t len)
-{
-	char tmp[PATH_MAX + 8];
-	int fd, ret = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, buf, len) != (ssize_t)len)
-		ret = errno ? -errno : -EIO;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
-}
 
 /* state-dir/agent_id: 32 hex digits, made once. */
 static int load_agent_id(struct agent *a)
@@ -104,7 +85,7 @@ static int load_agent_id(struct agent *a)
 	for (int i = 0; i < 16; i++)
 		snprintf(a->agent_id + 2 * i, 3, "%02x", id[i]);
 	snprintf(buf, sizeof(buf), "%s\n", a->agent_id);
-	return agent_write_file_atomic(path, buf, 33);
+	return file_write_atomic(path, buf, 33, 0600, 0);
 }
 
 void agent_arm_timer(int fd, uint64_t first_ns, uint64_t interval_ns)

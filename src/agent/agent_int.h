@@ -83,9 +83,6 @@ struct agent {
 
 /* ---- agent.c ---- */
 
-/* Write len bytes of buf to path through path.tmp and a rename (path is
- * either as it was or whole).  Returns 0 or -errno. */
-int agent_write_file_atomic(const char *path, const void *buf, size_t len);
 /* Arm timerfd fd: first expiry in first_ns, then every interval_ns (0:
  * once); 0 and 0 disarm it. */
 void agent_arm_timer(int fd, uint64_t first_ns, uint64_t interval_ns);

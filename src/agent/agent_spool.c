@@ -19,6 +19,7 @@
 #include "agent/spantap.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/file_atomic.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -243,7 +244,7 @@ void agent_do_stats(struct agent *a, uint64_t now, int send)
 
 	if (!s)
 		return;
-	ret = agent_write_file_atomic(a->stats_path, s, strlen(s));
+	ret = file_write_atomic(a->stats_path, s, strlen(s), 0600, FILE_ATOMIC_NOSYNC);
 	if (ret)
 		pr_debug("cannot write %s: %s", a->stats_path, errstr(ret));
 	if (send)

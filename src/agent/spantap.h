@@ -12,7 +12,8 @@
  * Without a query attached a feed costs one atomic load: parts are not
  * even merged.  A query sees the spans drained while it is attached:
  * those of a window are the ones the agent drained in it (a span is
- * drained within a drain tick, default 100 ms, of its end).
+ * drained within a drain tick, --flush-interval, default 20 ms, of its
+ * end).
  */
 #ifndef FAY_AGENT_SPANTAP_H
 #define FAY_AGENT_SPANTAP_H

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/spool_int.h"
+#include "common/file_atomic.h"
 
 #define CURSOR_FILE_HEADER  "# fay agent cursors v1"
 
@@ -151,29 +152,6 @@ int cursor_load(const char *path, struct cursor_tab *t, char *err, size_t errlen
 	return ret;
 }
 
-static int fsync_dir_of(const char *path)
-{
-	char dir[4096];
-	char *slash;
-	int fd, ret = 0;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof(dir), ".");
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /* Write all of buf to fd. */
 int spool_write_all(int fd, const void *buf, size_t len)
 {
@@ -195,13 +173,10 @@ int spool_write_all(int fd, const void *buf, size_t len)
 
 int cursor_save(const char *path, const struct cursor_tab *t, int sync)
 {
-	char tmp[4096];
 	char *buf;
 	size_t cap = 128 + (size_t)t->n * 80, len = 0;
-	int fd, ret;
+	int ret;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
 	buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -212,23 +187,7 @@ int cursor_save(const char *path, const struct cursor_tab *t, int sync)
 					"ring %016" PRIx64 " %u %" PRIu64 " %" PRIu64 "\n",
 					t->v[i].instance, t->v[i].ring, t->v[i].pos,
 					t->v[i].rec_no);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = spool_write_all(fd, buf, len);
-	if (!ret && sync && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (!ret && sync)
-		ret = fsync_dir_of(path);
-	if (ret)
-		unlink(tmp);
-out:
+	ret = file_write_atomic(path, buf, len, 0600, sync ? 0 : FILE_ATOMIC_NOSYNC);
 	free(buf);
 	return ret;
 }

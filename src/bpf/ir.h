@@ -190,6 +190,10 @@ int ir_fixup_maps(struct ir *ir);
 /* Call f on every distinct map the program references. */
 int ir_foreach_map(const struct ir *ir, int (*f)(struct bmap *, void *), void *arg);
 
+/* The map whose fd the lowered instruction idx (an ld_imm64) loads, or
+ * NULL (another instruction, idx out of range, not lowered). */
+struct bmap *ir_insn_map(const struct ir *ir, size_t idx);
+
 /* Which IR instruction and source position a lowered instruction came
  * from.  Returns the IR index, or -1 if idx is out of range. */
 int ir_insn_origin(const struct ir *ir, size_t idx, uint32_t *line, uint32_t *col);

@@ -389,6 +389,11 @@ int ir_foreach_map(const struct ir *ir, int (*f)(struct bmap *, void *), void *a
 	return 0;
 }
 
+struct bmap *ir_insn_map(const struct ir *ir, size_t idx)
+{
+	return ir->lowered && idx < ir->nout ? ir->relo[idx] : NULL;
+}
+
 int ir_insn_origin(const struct ir *ir, size_t idx, uint32_t *line, uint32_t *col)
 {
 	const struct ir_insn *in;

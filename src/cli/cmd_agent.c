@@ -210,7 +210,7 @@ int cmd_agent(int argc, char **argv)
 		.drain_nice = -10,
 		.flush_ns = 20 * 1000000ull,
 		.stats_ns = 10 * 1000000000ull,
-		.token = getenv("FAY_TOKEN"),
+		.token = opt_env_token(),
 	};
 	char hostname[256], token[256], probe_lib[4096];
 	const char *metrics_addr = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;

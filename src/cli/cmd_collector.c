@@ -435,7 +435,7 @@ int cmd_collector(int argc, char **argv)
 	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", FAY_HTTP_DEFAULT_PORT);
 	o.listen = wire_addr;
 	o.http = http_addr;
-	o.token = getenv("FAY_TOKEN");
+	o.token = opt_env_token();
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
 		switch (opt) {

@@ -100,7 +100,7 @@ int cmd_sql(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *db = NULL, *ch = NULL, *coll = NULL, *token = getenv("FAY_TOKEN");
+	const char *db = NULL, *ch = NULL, *coll = NULL, *token = opt_env_token();
 	const char *tls_cert = NULL, *tls_key = NULL;
 	static char token_buf[256];
 	struct store_sql_out o = { .f = stdout };

@@ -37,12 +37,19 @@ int opt_parse_size(const char *s, uint64_t *out)
 }
 
 /* Contract in opts.h. */
-int opt_token(const char *file, char *buf, size_t len, const char **token)
+const char *opt_env_token(void)
 {
 	const char *env = getenv("FAY_TOKEN");
+
+	return env && *env ? env : NULL;
+}
+
+/* Contract in opts.h. */
+int opt_token(const char *file, char *buf, size_t len, const char **token)
+{
 	char err[600];
 
-	*token = env && *env ? env : NULL;
+	*token = opt_env_token();
 	if (!file)
 		return 0;
 	if (secret_file_token(file, buf, len, err, sizeof(err))) {

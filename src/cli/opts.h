@@ -19,4 +19,8 @@ int opt_parse_size(const char *s, uint64_t *out);
  */
 int opt_token(const char *file, char *buf, size_t len, const char **token);
 
+/* $FAY_TOKEN, the default of every --token option, or NULL when it is
+ * unset or empty. */
+const char *opt_env_token(void);
+
 #endif

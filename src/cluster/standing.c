@@ -22,6 +22,7 @@
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
 #include "common/clock.h"
+#include "common/file_atomic.h"
 #include "common/log.h"
 #include "engine/driver.h"
 
@@ -58,35 +59,24 @@ static bool name_ok(const char *n)
 
 /* ---- definitions on disk -------------------------------------------------- */
 
-/* Write queries.json: a new file (O_EXCL, O_NOFOLLOW: nothing planted
- * in DIR is followed), fsync'd, renamed over the old.  Under s->lock. */
+/* Write queries.json whole (file_write_atomic).  Under s->lock. */
 static int save(struct standing *s)
 {
-	json_t *a = json_array();
-	char path[4200], tmp[4300], *text;
-	int fd, err = 0;
-	size_t len;
+	json_t *a = json_array(), *doc;
+	char path[4200], *text;
+	int err;
 
 	for (struct sq *q = s->list; a && q; q = q->next)
 		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I}", "name", q->name,
 			"query", q->text, "grace_ms", (json_int_t)(q->grace_ns / 1000000),
 			"created_ms", (json_int_t)q->created_ms));
-	text = a ? json_dumps(json_pack("{s:o}", "queries", a), JSON_INDENT(1)) : NULL;
+	doc = a ? json_pack("{s:o}", "queries", a) : NULL;
+	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+	json_decref(doc);
 	if (!text)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/queries.json", s->dir);
-	snprintf(tmp, sizeof(tmp), "%s/.queries.json.%d", s->dir, (int)getpid());
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	len = strlen(text);
-	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd))
-		err = -errno;
-	if (fd >= 0 && close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
+	err = file_write_atomic(path, text, strlen(text), 0600, 0);
 	free(text);
 	return err;
 }
@@ -366,11 +356,12 @@ json_t *plan_columns_json(const struct plan *p)
 
 	for (int i = 0; a && i < p->ncols; i++) {
 		const struct plan_col *pc = &p->cols[i];
+		const char *unit = plan_col_unit(p, i);
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:b}", "name", pc->name,
+		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s*, s:b}", "name", pc->name,
 			"type", pc->type == VT_STR ? "string" :
 				pc->type == VT_DIST ? "distribution" : "int",
-			"key", pc->e && pc->e->op == PX_KEY,
+			"key", pc->e && pc->e->op == PX_KEY, "unit", unit,
 			/* folded frames, root first (the UI's flame graph) */
 			"stack", pc->stack_key >= 0));
 	}

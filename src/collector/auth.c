@@ -11,6 +11,7 @@
 #include "collector/auth.h"
 #include "collector/collector.h"
 #include "common/err.h"
+#include "common/file_atomic.h"
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/tls.h"
@@ -417,35 +418,20 @@ unsigned auth_check_bearer(const struct auth *a, const char *hdr, size_t hlen,
  * Called with the lock held. */
 static int save_bindings(struct auth *a, char *msg, size_t msglen)
 {
-	char tmp[4096];
-	FILE *f;
-	int fd, ret = 0;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int ret;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.new", a->bind_path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		snprintf(msg, msglen, "%s: %s", tmp, strerror(-ret));
-		return ret;
-	}
+	if (!f)
+		return -errno;
 	fprintf(f, "# agent id -> the credential it is bound to (fay collector, --token-file)\n");
 	for (size_t i = 0; i < a->nb; i++)
 		fprintf(f, "%s %s\n", a->b[i].agent_id, a->b[i].ident);
-	if (fflush(f) || fsync(fileno(f)))
-		ret = -errno;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, a->bind_path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
+	ret = fclose(f) ? -ENOMEM : file_write_atomic(a->bind_path, text, len, 0600, 0);
+	if (ret)
 		snprintf(msg, msglen, "%s: %s", a->bind_path, strerror(-ret));
-	}
+	free(text);
 	return ret;
 }
 

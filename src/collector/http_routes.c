@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Every route of the collector's HTTP server, in one table: its methods,
- * its path, the scope a token needs for it (docs/ARCHITECTURE.md,
+ * its path, the scope a token needs for it (src/collector/README.md,
  * "Security"), its handler.  http.c looks the route up on the headers, so
  * a request is refused (404, 405, 401, 403) before a byte of its body is
  * read, and the policy holds for every route alike.

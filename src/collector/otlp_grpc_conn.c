@@ -103,7 +103,9 @@ static void *accept_main(void *arg)
 
 		if (poll(&p, 1, GRPC_POLL_MS) <= 0)
 			continue;
-		fd = accept4(g->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		/* out of descriptors, it pauses (poll would say "readable"
+		 * again at once: the connection waits in the backlog) */
+		fd = net_accept(g->fd, &ss, &sl);
 		if (fd < 0)
 			continue;
 		k = calloc(1, sizeof(*k));

@@ -14,6 +14,7 @@
 #include "collector/auth.h"
 #include "collector/collector.h"
 #include "collector/requester.h"
+#include "common/file_atomic.h"
 #include "common/log.h"
 #include "common/peer.h"
 #include "common/rand.h"
@@ -68,8 +69,8 @@ static bool in_group(uid_t uid, gid_t gid)
 int coll_probe_token_make(struct collector *c, const char *path, char *err, size_t errlen)
 {
 	unsigned char raw[32];
-	char tmp[sizeof(c->probe_token_path) + 8];
-	int fd, ret;
+	char line[65];
+	int ret;
 
 	if (strlen(path) >= sizeof(c->probe_token_path)) {
 		snprintf(err, errlen, "%s: path too long", path);
@@ -82,24 +83,11 @@ int coll_probe_token_make(struct collector *c, const char *path, char *err, size
 	}
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(c->probe_token + 2 * i, 3, "%02x", raw[i]);
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || fchmod(fd, 0600) ||
-	    write(fd, c->probe_token, 64) != 64 || write(fd, "\n", 1) != 1 || fsync(fd)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", fd < 0 ? tmp : path, strerror(-ret));
-		if (fd >= 0)
-			close(fd);
-		unlink(tmp);
-		c->probe_token[0] = '\0';
-		return ret;
-	}
-	close(fd);
-	if (rename(tmp, path)) {
-		ret = -errno;
+	memcpy(line, c->probe_token, 64);
+	line[64] = '\n';
+	ret = file_write_atomic(path, line, sizeof(line), 0600, 0);
+	if (ret) {
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		unlink(tmp);
 		c->probe_token[0] = '\0';
 		return ret;
 	}

@@ -23,6 +23,7 @@
 
 #include "collector/ext.h"
 #include "common/err.h"
+#include "common/file_atomic.h"
 
 struct thresholds {
 	pthread_mutex_t lock;
@@ -146,52 +147,6 @@ const char *thresholds_path(const struct thresholds *t)
 	return t->path;
 }
 
-/*
- * Write s to path through a new temporary file next to it + fsync +
- * rename.  The temporary name is unpredictable and created with O_EXCL
- * (mkostemp), so nothing planted in the directory (a symlink to a file the
- * collector may write) can redirect the write; rename() replaces path
- * itself, never what a link at path points to.  0 or -errno.
- */
-static int write_atomic(const char *path, const char *s)
-{
-	size_t len = strlen(s), off = 0;
-	char *tmp = NULL;
-	int fd, ret = 0;
-
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (fchmod(fd, 0644))
-		ret = -errno;
-	while (!ret && off < len) {
-		ssize_t w = write(fd, s + off, len - off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-out:
-	free(tmp);
-	return ret;
-}
-
 int thresholds_set(struct thresholds *t, json_t *doc, char *err, size_t errlen)
 {
 	char *s;
@@ -206,7 +161,7 @@ int thresholds_set(struct thresholds *t, json_t *doc, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&t->lock);
-	ret = write_atomic(t->path, s);
+	ret = file_write_atomic(t->path, s, strlen(s), 0644, 0);
 	if (!ret) {
 		json_decref(t->doc);
 		t->doc = json_deep_copy(doc);

@@ -67,15 +67,10 @@ static void *accept_main(void *arg)
 		char ip[64];
 		int fd, one = 1;
 
-		fd = accept4(ws->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		fd = net_accept(ws->fd, &ss, &sl);
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			    errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				if (errno != EINTR && errno != ECONNABORTED)
-					usleep(100000);
-				if (!__atomic_load_n(&ws->stop, __ATOMIC_RELAXED))
-					continue;
-			}
+			if (fd == -EAGAIN && !__atomic_load_n(&ws->stop, __ATOMIC_RELAXED))
+				continue;
 			break; /* the listening socket was shut down */
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

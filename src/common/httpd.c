@@ -131,13 +131,13 @@ static void *accept_main(void *arg)
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		char ip[64];
-		int fd = accept4(d->o.fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		int fd = net_accept(d->o.fd, &ss, &sl);
 
 		if (fd < 0) {
 			if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED))
 				break;
-			if (errno != EINTR && errno != ECONNABORTED)
-				usleep(100000);      /* EMFILE and the like */
+			if (fd != -EAGAIN)
+				usleep(100000);      /* shut down: stop comes next */
 			continue;
 		}
 		if (on_accept(d, (struct sockaddr *)&ss, sl) != MHD_YES) {

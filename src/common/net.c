@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -226,4 +227,35 @@ void net_addr_ip(const struct sockaddr *sa, char *buf, size_t len)
 	if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
 	    !inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
 		snprintf(buf, len, "?");
+}
+
+int net_accept(int lfd, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	static uint64_t warned_s;
+	int fd = accept4(lfd, (struct sockaddr *)ss, sl, SOCK_CLOEXEC);
+	int err = errno;
+	struct timespec now;
+
+	if (fd >= 0)
+		return fd;
+	switch (err) {
+	case EINTR:
+	case ECONNABORTED:
+		return -EAGAIN;
+	case EMFILE:
+	case ENFILE:
+	case ENOBUFS:
+	case ENOMEM:
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((uint64_t)now.tv_sec >= __atomic_load_n(&warned_s, __ATOMIC_RELAXED) + 10) {
+			__atomic_store_n(&warned_s, (uint64_t)now.tv_sec, __ATOMIC_RELAXED);
+			pr_warn("cannot accept a connection: %s%s; new connections wait in the "
+				"backlog", strerror(err), err == EMFILE ?
+				" (the open-file limit: ulimit -n, systemd's LimitNOFILE)" : "");
+		}
+		usleep(100000);
+		return -EAGAIN;
+	default:
+		return -err;
+	}
 }

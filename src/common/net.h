@@ -46,6 +46,19 @@ int net_split_addr(const char *s, char *host, size_t hlen, char *port, size_t pl
 int net_keepalive(int fd, int idle_s, int intvl_s, int cnt);
 
 /*
+ * Accept one connection on the listening socket lfd (SOCK_CLOEXEC), its
+ * peer's address in *ss (*sl: its size in and out).  Returns the new fd;
+ * -EAGAIN after a failure that passes: at once for EINTR and ECONNABORTED,
+ * and after sleeping 100 ms when the process or the host is out of
+ * descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending
+ * connection stays in the backlog, so the next accept would fail again at
+ * once: without the pause an accept loop spins on a CPU), with a warning
+ * at most every 10 s; or any other -errno (the socket was shut down or
+ * closed: the loop ends).  Every accept loop in fay calls it.
+ */
+int net_accept(int lfd, struct sockaddr_storage *ss, socklen_t *sl);
+
+/*
  * Send small writes at once (TCP_NODELAY): a reply or frame written in
  * pieces must not wait on the peer's delayed ACK (Nagle).  0 or -errno
  * (-EOPNOTSUPP and the like on a socket that is not TCP).

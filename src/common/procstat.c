@@ -49,7 +49,9 @@ int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n)
 	return got;
 }
 
-int proc_start_ticks(pid_t pid, unsigned long long *ticks)
+/* Fields first .. first+n-1 of /proc/PID/stat (1-based, as proc(5)
+ * numbers them; first >= 3) into v.  0, or -errno / -EPROTO. */
+static int stat_fields(pid_t pid, int first, unsigned long long *v, int n)
 {
 	char fn[64], line[1024], *p, *end;
 	FILE *f;
@@ -64,10 +66,30 @@ int proc_start_ticks(pid_t pid, unsigned long long *ticks)
 	p = p ? strrchr(line, ')') : NULL;
 	if (!p)
 		return -EPROTO;
-	for (p++; *p && field < 22; field++) {
+	for (p++; *p && field < first; field++) {
 		p += strspn(p, " ");
 		p += strcspn(p, " ");
 	}
-	*ticks = strtoull(p, &end, 10);
-	return field == 22 && end != p ? 0 : -EPROTO;
+	for (int i = 0; i < n; i++) {
+		v[i] = strtoull(p, &end, 10);
+		if (field != first || end == p)
+			return -EPROTO;
+		p = end;
+	}
+	return 0;
+}
+
+int proc_start_ticks(pid_t pid, unsigned long long *ticks)
+{
+	return stat_fields(pid, 22, ticks, 1);
+}
+
+int proc_cpu_ticks(pid_t pid, unsigned long long *ticks)
+{
+	unsigned long long v[2];
+	int ret = stat_fields(pid, 14, v, 2);
+
+	if (!ret)
+		*ticks = v[0] + v[1];
+	return ret;
 }

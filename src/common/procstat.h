@@ -19,5 +19,12 @@ int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n);
  * such process, -EPROTO: a line it cannot read).
  */
 int proc_start_ticks(pid_t pid, unsigned long long *ticks);
+/*
+ * The CPU time process pid (0: this process) has used, user and system
+ * (fields 14 and 15 of /proc/PID/stat), in clock ticks (sysconf
+ * _SC_CLK_TCK a second) into *ticks.  0, or -errno (-ENOENT: no such
+ * process, -EPROTO: a line it cannot read).
+ */
+int proc_cpu_ticks(pid_t pid, unsigned long long *ticks);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpf/ir_int.h"
+#include "bpf/ir.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 
@@ -45,13 +45,14 @@ static struct vm_prog *build(struct engine_inline *in, struct ir *ir, unsigned i
 	}
 	memcpy(c, insns, n * sizeof(*c));
 	for (size_t i = 0; i < n; i++) {
+		struct bmap *m = ir_insn_map(ir, i);
 		int k;
 
-		if (!ir->relo[i])
+		if (!m)
 			continue;
-		k = map_index(in, ir->relo[i], nslots, shared);
+		k = map_index(in, m, nslots, shared);
 		if (k < 0) {
-			snprintf(err, errlen, "map %s: %s", bmap_name(ir->relo[i]), strerror(-k));
+			snprintf(err, errlen, "map %s: %s", bmap_name(m), strerror(-k));
 			free(c);
 			return NULL;
 		}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The OTLP/JSON front end (ExportTraceServiceRequest in proto3's JSON
- * mapping -> struct otlp_req, see otlp_int.h), and Zipkin -> OTLP/JSON for
+ * mapping -> struct otlp_req, see otlp.h), and Zipkin -> OTLP/JSON for
  * --export otlp=URL.  What every front end's spans become (otlp_map.c,
  * OpenTelemetry's Zipkin transformation):
  *

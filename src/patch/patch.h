@@ -46,7 +46,7 @@
  * function returns into the trampoline, which runs the exit handler and
  * returns to the caller.  The function sees copies of the first 8 stack
  * argument slots (functions with more stack arguments are refused only
- * when the caller knows: see docs/ARCHITECTURE.md).  A longjmp or an
+ * when the caller knows: see src/patch/README.md).  A longjmp or an
  * exception out of the function skips the exit handler; exceptions unwind
  * through the trampoline with the call frame information registered for
  * it (__register_frame).

@@ -335,6 +335,14 @@ void plan_names_record(const struct plan *p, void *rec);
  */
 int query_plan_set_names(struct query *q, const char *const *names, int n);
 
+/*
+ * The unit of column col's integers: "ns" for a time span (a duration, or
+ * an aggregate of durations that keeps the unit: sum, min, max, avg,
+ * quantile), else NULL (a count, a number of no known unit, a string).
+ * Charts put columns of one unit on one axis and print "ns" as times.
+ */
+const char *plan_col_unit(const struct plan *p, int col);
+
 /* The integer operators with the plan's semantics (BPF's). */
 int64_t plan_binop(enum px_op op, int64_t a, int64_t b);
 

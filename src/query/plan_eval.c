@@ -106,3 +106,48 @@ int plan_eval(const struct plan *p, const struct pexpr *e, const void *key,
 		return 0;
 	}
 }
+
+/* Is e a time span in ns: a duration, an aggregate of one that keeps its
+ * unit (sum, min, max, avg, quantile), or a sum or difference of two? */
+static bool is_ns(const struct plan *p, const struct pexpr *e, int depth)
+{
+	if (!e || depth > 32)
+		return false;
+	switch (e->op) {
+	case PX_FIELD:
+		return e->field == F_DURATION;
+	case PX_LET:
+		return e->idx >= 0 && e->idx < p->nlets && is_ns(p, p->lets[e->idx].e, depth + 1);
+	case PX_KEY:
+		return e->idx >= 0 && e->idx < p->nkeys && is_ns(p, p->keys[e->idx].e, depth + 1);
+	case PX_AGG: {
+		const struct plan_aggr *a;
+
+		if (e->idx < 0 || e->idx >= p->naggrs)
+			return false;
+		a = &p->aggrs[e->idx];
+		switch (a->desc.kind) {
+		case AGGR_SUM: case AGGR_MIN: case AGGR_MAX: case AGGR_AVG: case AGGR_QUANTILE:
+			return is_ns(p, a->arg, depth + 1);
+		default:
+			return false;
+		}
+	}
+	case PX_ADD: case PX_SUB:
+		return is_ns(p, e->a, depth + 1) && is_ns(p, e->b, depth + 1);
+	default:
+		return false;
+	}
+}
+
+const char *plan_col_unit(const struct plan *p, int col)
+{
+	const struct plan_col *c;
+
+	if (col < 0 || col >= p->ncols)
+		return NULL;
+	c = &p->cols[col];
+	if (c->type == VT_INT && is_ns(p, c->e, 0))
+		return "ns";
+	return NULL;
+}

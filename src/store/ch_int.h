@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to the ClickHouse store (src/store/ch*.c).  The schema and the
- * idempotency argument are in store/ch_schema.c and docs/ARCHITECTURE.md.
+ * idempotency argument are in store/ch_schema.c and src/store/README.md.
  */
 #ifndef FAY_STORE_CH_INT_H
 #define FAY_STORE_CH_INT_H

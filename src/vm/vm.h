@@ -16,7 +16,7 @@
  * a map load (ld_imm64 with src_reg BPF_PSEUDO_MAP_FD) carries the index
  * of the map in the maps[] array in imm, not a file descriptor.
  *
- * What the verifier accepts (docs/ARCHITECTURE.md, "Inline probes"):
+ * What the verifier accepts (src/vm/README.md, "Verifier"):
  *  - classes ALU/ALU64 (every op but BPF_END and signed div/mod), LDX,
  *    STX, ST with BPF_MEM, ld_imm64 (a constant or a map), JMP (no JMP32,
  *    no tail calls, no bpf-to-bpf calls), CALL of the helpers below, EXIT;

@@ -28,7 +28,7 @@ coll_start "$T_TMP/c.db" --token-file "$T_TMP/tokens" --tls-cert "$C/server.pem"
 	--tls-key "$C/server.key" || true
 URL=https://127.0.0.1:$HP
 CURL=(curl -s --max-time 10 --cacert "$C/ca.pem")
-ok "the collector starts with TLS and a token file" wait_for 10 "${CURL[@]}" -f "$URL/health"
+ok "the collector starts with TLS and a token file" wait_for 30 "${CURL[@]}" -f "$URL/health"
 code() { "${CURL[@]}" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $1" "$URL/api/v2/services"; }
 # the serial of the certificate a new handshake gets
 seen() { echo | timeout 5 openssl s_client -connect 127.0.0.1:$HP 2>/dev/null | openssl x509 -noout -serial | cut -d= -f2; }
@@ -51,7 +51,7 @@ PY
 python3 "$T_TMP/keep.py" $HP "$C/ca.pem" "$T_TMP/go" >"$T_TMP/keep.out" 2>&1 &
 KPID=$!
 T_PIDS+=($KPID)
-ok "a client holds a connection open" wait_for 10 grep -q "^before 200" "$T_TMP/keep.out"
+ok "a client holds a connection open" wait_for 30 grep -q "^before 200" "$T_TMP/keep.out"
 
 # rotate both
 printf 'new-secret read reader\n' >"$T_TMP/tokens"
@@ -59,11 +59,11 @@ cp "$C/s2.pem" "$C/server.pem"
 cp "$C/s2.key" "$C/server.key"
 kill -HUP "$CPID"
 ok "SIGHUP: the log says the token file was read again" \
-	wait_for 10 grep -q "reload: --token-file $T_TMP/tokens: 1 tokens" "$T_TMP/collector.log"
+	wait_for 30 grep -q "reload: --token-file $T_TMP/tokens: 1 tokens" "$T_TMP/collector.log"
 # the TLS line comes after the token line, once the files are read (about
 # 0.5 ms later): waited for, not read once
 ok "... and the TLS files" \
-	wait_for 10 grep -q "reload: TLS: $C/server.pem read again" "$T_TMP/collector.log"
+	wait_for 30 grep -q "reload: TLS: $C/server.pem read again" "$T_TMP/collector.log"
 ok "after: the old token is refused (401)" test "$(code old-secret)" = 401
 ok "after: the new token 200" test "$(code new-secret)" = 200
 ok "after: new handshakes see the new certificate" test "$(seen)" = "$S2"
@@ -80,7 +80,7 @@ chmod 644 "$T_TMP/tokens"
 printf 'third-secret read reader\n' >"$T_TMP/tokens"
 kill -HUP "$CPID"
 ok "a broken certificate file: refused, the log says why" \
-	wait_for 10 grep -q "reload: TLS files refused, new handshakes go on with the old ones: .*server.pem" \
+	wait_for 30 grep -q "reload: TLS files refused, new handshakes go on with the old ones: .*server.pem" \
 	"$T_TMP/collector.log"
 ok "a token file readable by every user: refused, the log names its mode" \
 	grep -q "reload: --token-file refused, the tokens stay as they were: .*tokens.*mode 0644" \
@@ -105,7 +105,7 @@ coll_run() {
 		--tls-cert "$C/server.pem" --tls-key "$C/server.key" >>"$T_TMP/collector.log" 2>&1 &
 	CPID=$!
 	T_PIDS+=($CPID)
-	wait_for 10 "${CURL[@]}" -f "$URL/health"
+	wait_for 30 "${CURL[@]}" -f "$URL/health"
 }
 coll_run
 printf 'agent-old\n' >"$T_TMP/agent.tok"
@@ -123,8 +123,8 @@ printf 'rt read reader\nagent-new write the-agent\n' >"$T_TMP/tokens"
 printf 'agent-new\n' >"$T_TMP/agent.tok"
 kill -HUP "$CPID" "$APID"
 ok "the agent logs that it read its token file again" \
-	wait_for 10 grep -q "reload: --token-file $T_TMP/agent.tok read again" "$T_TMP/agent.log"
-ok "... and its TLS files" wait_for 10 grep -q "reload: TLS files read again" "$T_TMP/agent.log"
+	wait_for 30 grep -q "reload: --token-file $T_TMP/agent.tok read again" "$T_TMP/agent.log"
+ok "... and its TLS files" wait_for 30 grep -q "reload: TLS files read again" "$T_TMP/agent.log"
 ok "the agent is the same process" kill -0 "$APID"
 n=$(connected)
 kill "$CPID"
@@ -138,7 +138,7 @@ printf 'not a certificate\n' >"$T_TMP/bad.pem"
 cp "$T_TMP/bad.pem" "$C/ca.pem"
 kill -HUP "$APID"
 ok "a broken CA file on the agent's SIGHUP: refused, the log says why" \
-	wait_for 10 grep -q "reload: TLS files refused, new connections go on with the old ones: .*ca.pem" \
+	wait_for 30 grep -q "reload: TLS files refused, new connections go on with the old ones: .*ca.pem" \
 	"$T_TMP/agent.log"
 ok "the agent runs on" kill -0 "$APID"
 done_testing

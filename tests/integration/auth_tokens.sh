@@ -157,6 +157,9 @@ ok "fay traces ls without a token: fails with the 401's reason" \
 	bash -c "[ $? != 0 ] && grep -q 'needs a token' '$T_TMP/tr.out'"
 ok "FAY_TOKEN works for fay traces too" bash -c "FAY_TOKEN=$R '$FAY' traces ls --server $URL --service auth | grep -q auth"
 ok "fay sql --collector --token-file" bash -c "'$FAY' sql --collector $URL --token-file '$T_TMP/read.tok' 'select count(*) from spans' | grep -q '[1-9]'"
+ok "FAY_TOKEN works for fay sql --collector too" bash -c "FAY_TOKEN=$R '$FAY' sql --collector $URL 'select count(*) from spans' | grep -q '[1-9]'"
+ok "fay sql --collector with no token and an empty FAY_TOKEN: refused" \
+	bash -c "FAY_TOKEN= '$FAY' sql --collector $URL 'select count(*) from spans' >'$T_TMP/sql.out' 2>&1; [ \$? != 0 ]"
 "$FAY" query --cluster "$URL" --token-file "$T_TMP/read.tok" 'from s in cluster.syscall("read") select count()' \
 	>"$T_TMP/q.out" 2>&1
 ok "fay query --cluster with a read token: refused, naming the probe scope" \

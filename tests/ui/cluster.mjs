@@ -41,11 +41,24 @@ await session('the cluster pages', pg, close, async () => {
 	const calls = (await page.locator('#sq-rows tbody tr td:nth-child(2)').allTextContents()).map(Number);
 	ok(calls.length === 2 && calls.every((n) => n > 0), 'each row counts getppid calls', calls.join(','));
 	ok(/2 of 2 hosts/.test(await page.locator('#sq-complete').textContent()), 'the window says 2 of 2 hosts');
+	const p99 = await page.locator('#sq-rows tbody tr td:nth-child(3)').allTextContents();
+	ok(p99.length === 2 && p99.every((t) => /^[0-9.]+(µs|ms|s)$/.test(t)), 'a time column prints times', p99.join(','));
 	// two points or more per line: wait for a third window, then a chart
 	await page.waitForFunction(() => /([3-9]|\d\d+) windows kept/.test(document.querySelector('#sq-head')?.textContent || ''), null, T);
 	await page.waitForSelector('#sq-chart canvas, #sq-chart svg', T);
 	const legend = await page.locator('#sq-chart').textContent();
 	ok(/host=alpha/.test(legend) && /host=beta/.test(legend), 'the chart has a line per host', legend.slice(0, 200));
+	const axes = await page.locator('#sq-chart').getAttribute('data-axes');
+	ok(axes === 'count,ns', 'counts and times get an axis each', axes);
+	if (await page.locator('#sq-chart .uplot').count()) {
+		// the x axis ends at the last window, not past it
+		const end = await page.waitForFunction(() => {
+			const b = document.querySelector('#sq-chart');
+			return b && b.dataset.xmax && Number(b.dataset.xmax) === Number(b.dataset.xlast) && b.dataset.xmax;
+		}, null, T).then(() => true, () => false);
+		const d = await page.locator('#sq-chart').evaluate((b) => `${b.dataset.xmax} vs ${b.dataset.xlast}`);
+		ok(end, 'the x axis ends at the last window', d);
+	}
 	await shot('query-history');
 	// a page reload keeps the route
 	await page.reload();
@@ -129,7 +142,7 @@ await session('the cluster pages', pg, close, async () => {
 	const qh = await page.locator('#q-table tbody tr td:first-child').allTextContents();
 	ok(qh.sort().join(',') === 'alpha,beta', 'its answer has a row per host', qh.join(','));
 	const qc = (await page.locator('#q-table tbody tr td:nth-child(2)').allTextContents()).map(Number);
-	ok(qc.length === 2 && qc.every((n) => n >= 100), 'each counts the 2 s of getppid calls (about 400; >= 100)', qc.join(','));
+	ok(qc.length === 2 && qc.every((n) => n >= 20), 'each counts the 2 s of getppid calls (about 400 on a quiet machine; >= 20, one run of the workload, under load)', qc.join(','));
 	await shot('query-cluster-total');
 
 	// ---- drop from the list ----

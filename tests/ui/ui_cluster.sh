@@ -30,8 +30,11 @@ done
 peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":' | wc -l)" -ge 2 ]; }
 ok "two agents with query connections" wait_for 15 peers
 
-Q='from s in cluster.syscall("getppid") group s by s.host into g select { host: g.key, calls: g.count() } window 1s'
+Q='from s in cluster.syscall("getppid") group s by s.host into g select { host: g.key, calls: g.count(), p99: g.quantile(s.duration, 0.99) } window 1s'
 ok "a standing query is kept" "$FAY" query --cluster "$URL" --keep ppid "$Q"
+ok "its columns say which is a time (p99: unit ns) and which a count" bash -c \
+	"curl -s $URL/api/queries | grep -q '{\"name\":\"p99\",\"type\":\"int\",\"key\":false,\"unit\":\"ns\"}' &&
+	 curl -s $URL/api/queries | grep -q '{\"name\":\"calls\",\"type\":\"int\",\"key\":false}'"
 
 IMG=${FAY_UI_IMG:-$BUILD/test-logs/ui-img}
 URL=$URL IMG_DIR=$IMG node "$TOP/tests/ui/cluster.mjs" >"$T_TMP/tap" 2>&1

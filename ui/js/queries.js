@@ -41,7 +41,9 @@ const Queries = (() => {
 	function rowsTable(cols, rows, id) {
 		return el('table', { class: 'grid', id },
 			el('thead', {}, el('tr', {}, cols.map((c) => el('th', {}, c.name)))),
-			el('tbody', {}, rows.map((r) => el('tr', { class: 'sq-row' }, r.map((v) => el('td', {}, valueText(v)))))));
+			el('tbody', {}, rows.map((r) => el('tr', { class: 'sq-row' }, r.map((v, i) => el('td',
+				cols[i] && cols[i].unit === 'ns' ? { title: `${v} ns` } : {},
+				cols[i] && cols[i].unit === 'ns' && typeof v === 'number' ? U.dur(v / 1000) : valueText(v)))))));
 	}
 
 	async function list(main) {
@@ -119,12 +121,46 @@ const Queries = (() => {
 				const label = labelOf(cols, r);
 				for (const i of num) {
 					const name = num.length > 1 ? `${label} ${cols[i].name}` : label;
-					if (!byLabel.has(name)) byLabel.set(name, new Array(ts.length).fill(null));
-					byLabel.get(name)[k] = Number(r[i]);
+					if (!byLabel.has(name)) byLabel.set(name, { unit: cols[i].unit || '', data: new Array(ts.length).fill(null) });
+					byLabel.get(name).data[k] = Number(r[i]);
 				}
 			}
 		});
-		return { ts, series: [...byLabel.entries()].slice(0, 24).map(([label, data]) => ({ label, data })) };
+		return { ts, series: [...byLabel.entries()].slice(0, 24).map(([label, v]) => ({ label, unit: v.unit, data: v.data })) };
+	}
+
+	// A y axis's tick labels: times for "ns" columns, else counts (12k, 3.4M).
+	function tick(unit) {
+		return unit === 'ns' ? (v) => U.dur(v / 1000) : (v) => {
+			const a = Math.abs(v);
+			if (a >= 1e9) return +(v / 1e9).toFixed(a >= 1e10 ? 0 : 1) + 'G';
+			if (a >= 1e6) return +(v / 1e6).toFixed(a >= 1e7 ? 0 : 1) + 'M';
+			if (a >= 1e4) return +(v / 1e3).toFixed(a >= 1e5 ? 0 : 1) + 'k';
+			return String(+v.toFixed(2));
+		};
+	}
+
+	// uPlot options: one y scale and axis per unit (counts on the left,
+	// times on the right when both are charted; one unit: on the left),
+	// each axis as wide as its longest label, and x from the first window
+	// to the last.
+	function plotOpts(ts, series, w, box) {
+		const units = [...new Set(series.map((s) => s.unit))].sort();
+		const scales = { x: { time: true, range: (u) => [u.data[0][0], Math.max(u.data[0][u.data[0].length - 1], u.data[0][0] + 1)] } };
+		const axes = [{}];
+		units.forEach((unit, k) => {
+			const fmt = tick(unit);
+			scales[unit || 'n'] = {};
+			axes.push({ scale: unit || 'n', side: k ? 1 : 3, grid: { show: k === 0 },
+				label: unit === 'ns' ? 'time' : 'count', labelSize: 18,
+				values: (u, vals) => vals.map(fmt),
+				size: (u, vals) => vals && vals.length ? 16 + 7 * Math.max(...vals.map((v) => String(v).length)) : 40 });
+		});
+		// the x range drawn, for whoever checks it (tests/ui/cluster.mjs)
+		const hooks = { setScale: [(u, key) => { if (key === 'x') box.dataset.xmax = String(u.scales.x.max); }] };
+		return { width: w, height: 260, scales, axes, hooks,
+			series: [{}].concat(series.map((s) => ({ label: s.label, scale: s.unit || 'n', stroke: U.colour(s.label), width: 1.5, spanGaps: false,
+				value: (u, v) => v === null || v === undefined ? '–' : tick(s.unit)(v) }))) };
 	}
 
 	async function detail(main, name) {
@@ -158,7 +194,9 @@ const Queries = (() => {
 				return;
 			}
 			const w = Math.min(1100, Math.max(480, main.clientWidth - 40));
-			const key = series.map((s) => s.label).join('\n');
+			const key = series.map((s) => s.label + ' ' + s.unit).join('\n');
+			chartBox.dataset.axes = [...new Set(series.map((s) => s.unit || 'count'))].sort().join(',');
+			chartBox.dataset.xlast = String(ts[ts.length - 1]);
 			if (window.uPlot) {
 				if (plot && key === shape) {
 					plot.setData([ts, ...series.map((s) => s.data)]);
@@ -168,13 +206,12 @@ const Queries = (() => {
 				chartBox.replaceChildren(el('div', { class: 'chart-title' }, 'History: one line per group and column'));
 				const host = el('div', { class: 'uplot-host' });
 				chartBox.append(host);
-				plot = new uPlot({ width: w, height: 260, scales: { x: { time: true } },
-					series: [{}].concat(series.map((s) => ({ label: s.label, stroke: U.colour(s.label), width: 1.5, spanGaps: false }))) },
-				[ts, ...series.map((s) => s.data)], host);
+				plot = new uPlot(plotOpts(ts, series, w, chartBox), [ts, ...series.map((s) => s.data)], host);
 				shape = key;
 			} else {
 				chartBox.replaceChildren(el('div', { class: 'chart-title' }, 'History: one line per group and column'),
-					U.svgLines(ts, series.map((s) => ({ data: s.data, stroke: U.colour(s.label) })), w, 260, String, 'sq-svg'),
+					U.svgLines(ts, series.map((s) => ({ data: s.data, stroke: U.colour(s.label), scale: s.unit })), w, 260,
+						(max, unit) => tick(unit)(max), 'sq-svg'),
 					el('div', { class: 'muted' }, series.map((s) => s.label).join(' · ')));
 			}
 		}

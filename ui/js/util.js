@@ -172,20 +172,27 @@ const U = (() => {
 
 	// A plain SVG line chart (when uPlot is not in the build): xs, and
 	// series [{data, stroke, dash}] (null: no point); fmt labels the top.
+	// A line chart without uPlot: one y scale per distinct s.scale (the
+	// first labelled on the left, a second on the right), fmt(max, scale)
+	// printing the top of each.
 	function svgLines(xs, series, w, h, fmt, id) {
-		const vals = series.flatMap((s) => s.data).filter((v) => v !== null);
-		const max = Math.max(1e-9, ...vals), x0 = xs[0], x1 = xs[xs.length - 1];
+		const scales = [...new Set(series.map((s) => s.scale || ''))].sort();
+		const maxOf = new Map(scales.map((sc) => [sc, Math.max(1e-9,
+			...series.filter((s) => (s.scale || '') === sc).flatMap((s) => s.data).filter((v) => v !== null))]));
+		const x0 = xs[0], x1 = xs[xs.length - 1], right = scales.length > 1 ? 50 : 10;
 		const root = svg('svg', { width: w, height: h, class: 'mini-chart', id });
 		for (const s of series) {
+			const max = maxOf.get(s.scale || '');
 			let d = '';
 			s.data.forEach((v, i) => {
 				if (v === null) return;
-				const x = 40 + (w - 50) * (xs[i] - x0) / (x1 - x0 || 1), y = h - 20 - (h - 30) * v / max;
+				const x = 40 + (w - 40 - right) * (xs[i] - x0) / (x1 - x0 || 1), y = h - 20 - (h - 30) * v / max;
 				d += (d ? 'L' : 'M') + x.toFixed(1) + ',' + y.toFixed(1);
 			});
 			root.append(svg('path', { d, fill: 'none', stroke: s.stroke, 'stroke-width': 1.5, 'stroke-dasharray': s.dash ? '4 3' : null }));
 		}
-		root.append(svg('text', { x: 2, y: 12, class: 'axis' }, fmt(max)));
+		scales.slice(0, 2).forEach((sc, k) => root.append(svg('text', k ? { x: w - 2, y: 12, class: 'axis', 'text-anchor': 'end' } : { x: 2, y: 12, class: 'axis' },
+			fmt(maxOf.get(sc), sc))));
 		return root;
 	}
 

@@ -2,15 +2,44 @@
 /* src/common/procstat.c: proc_start_ticks() names a process by its start
  * time: this one's from /proc/self and /proc/PID agree, a child whose
  * comm holds ") (" and spaces started no earlier and reads its own the
- * same as its parent does, and a child reaped is gone (-ENOENT). */
+ * same as its parent does, and a child reaped is gone (-ENOENT);
+ * proc_cpu_ticks() grows by about the CPU time a child burns, read
+ * through its odd comm, and agrees with getrusage() for this process. */
 #include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/procstat.h"
 #include "test.h"
+
+/* Spin on the CPU for about ms milliseconds of CPU time. */
+static void burn(long ms)
+{
+	struct timespec t0, t;
+	volatile unsigned long x = 0;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += (unsigned long)i;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+/* ticks of user+system CPU this process has used, by getrusage(). */
+static double rusage_ticks(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return ((double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec +
+		((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec) / 1e6) *
+	       (double)sysconf(_SC_CLK_TCK);
+}
 
 int main(void)
 {
@@ -39,5 +68,45 @@ int main(void)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	is_int(proc_start_ticks(pid, &child), -ENOENT, "reaped: -ENOENT");
+	is_int(proc_cpu_ticks(pid, &child), -ENOENT, "reaped: no CPU time either");
+
+	{
+		unsigned long long c0 = 0, c1 = 0, me = 0;
+		long hz = sysconf(_SC_CLK_TCK);
+		double ru;
+
+		char go;
+		int gate[2];
+
+		if (pipe(gate))
+			return 1;
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_NAME, "a) b (c ) 9 9");
+			if (read(gate[0], &go, 1) != 1)
+				_exit(1);
+			burn(300);
+			pause();
+			_exit(0);
+		}
+		is_int(proc_cpu_ticks(pid, &c0), 0, "a child's CPU time, through its odd comm");
+		if (write(gate[1], "g", 1) != 1)
+			return 1;
+		/* poll: the child's 300 ms of CPU may take long on a loaded machine */
+		for (int i = 0; i < 3000; i++) {
+			if (proc_cpu_ticks(pid, &c1) || c1 >= c0 + (unsigned long long)hz / 5)
+				break;
+			usleep(10000);
+		}
+		ok(c1 >= c0 + (unsigned long long)hz / 5, "... grows by at least 200 ms of the 300 ms it burns (%llu ticks)",
+		   c1 - c0);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		burn(100);
+		ru = rusage_ticks();
+		is_int(proc_cpu_ticks(0, &me), 0, "this process's CPU time");
+		ok((double)me > ru - 3 && (double)me < ru + 3, "... agrees with getrusage (%llu, %.1f ticks)",
+		   me, ru);
+	}
 	return test_done();
 }
