@@ -175,13 +175,13 @@ timeout 60 "$FAY" query --cluster "$URL" --format folded \
 	>"$T_TMP/co" 2>"$T_TMP/ce" & qpid=$!
 n_att() { [ "$(hosts_attached "$T_TMP/ce")" -ge 2 ]; }
 wait_for 30 n_att
-QW_WAIT=$T_TMP/cgo "$FP" calls 300 & T_PIDS+=($!)
+QW_WAIT=$T_TMP/cgo "$FP" calls 3000 & T_PIDS+=($!)	# 0.3 s or more: see above
 touch "$T_TMP/cgo"
 wait $qpid
 RC=$?
-# both hosts share this kernel: each counts the run, 2 x (300 + 100)
+# both hosts share this kernel: each counts the run, 2 x (3000 + 1000)
 sed 's/^.*;main;/main;/' "$T_TMP/co" | sort >"$T_TMP/co.f"
-same "$T_TMP/co.f" "main;A;B;C 600"$'\n'"main;A;D;C 200" \
-	"cluster: each host's stacks arrive as names and merge (2 hosts x 300 and 100)"
+same "$T_TMP/co.f" "main;A;B;C 6000"$'\n'"main;A;D;C 2000" \
+	"cluster: each host's stacks arrive as names and merge (2 hosts x 3000 and 1000)"
 ok "cluster: 2 of 2 hosts answered" grep -q 'result: 2 of 2 hosts answered' "$T_TMP/ce"
 done_testing
