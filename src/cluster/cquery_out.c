@@ -60,7 +60,8 @@ static void line_end(struct cq_run *run, FILE *f, char **buf, size_t *len)
 static void put_text(struct cq_run *run, FILE *f, const struct engine_result *res,
 		     uint64_t wstart)
 {
-	struct engine_out o = { .json = run->o->text == CQ_JSON };
+	struct engine_out o = { .json = run->o->text == CQ_JSON,
+				.folded = run->o->text == CQ_FOLDED };
 	char *buf = NULL;
 	size_t len = 0;
 

@@ -577,10 +577,15 @@ json_t *plan_columns_json(const struct plan *p)
 		const struct plan_col *pc = &p->cols[i];
 		const char *unit = plan_col_unit(p, i);
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s*}", "name", pc->name,
+		json_t *c = json_pack("{s:s, s:s, s:b, s:s*}", "name", pc->name,
 			"type", pc->type == VT_STR ? "string" :
 				pc->type == VT_DIST ? "distribution" : "int",
-			"key", pc->e && pc->e->op == PX_KEY, "unit", unit));
+			"key", pc->e && pc->e->op == PX_KEY, "unit", unit);
+
+		/* folded frames, root first (the UI's flame graph) */
+		if (c && pc->stack_key >= 0)
+			json_object_set_new(c, "stack", json_true());
+		json_array_append_new(a, c);
 	}
 	return a;
 }

@@ -305,6 +305,38 @@ int elf_foreach_func(const char *path,
 	return err;
 }
 
+struct off_walk {
+	Elf *e;
+	int (*cb)(const char *, uint64_t, uint64_t, void *);
+	void *arg;
+};
+
+static int off_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct off_walk *w = arg;
+	uint64_t off;
+
+	if (vaddr_to_off(w->e, addr, &off))
+		return 0;	/* not in a loaded segment */
+	return w->cb(name, off, size, w->arg);
+}
+
+int elf_foreach_func_offset(const char *path,
+			    int (*cb)(const char *, uint64_t, uint64_t, void *),
+			    void *arg)
+{
+	struct elf_file f;
+	struct off_walk w = { .cb = cb, .arg = arg };
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	w.e = f.e;
+	err = foreach_sym(f.e, off_cb, &w);
+	elf_close(&f);
+	return err;
+}
+
 struct find_sym {
 	const char *want;
 	uint64_t addr;

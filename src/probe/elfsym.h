@@ -75,6 +75,15 @@ int elf_foreach_func(const char *path,
 			       void *arg),
 		     void *arg);
 
+/* elf_foreach_func() with each function's file offset (its st_value
+ * mapped through the PT_LOAD segment that holds it) instead of its
+ * address: what a /proc/PID/maps line turns a running address into.
+ * Functions outside every loaded segment are skipped. */
+int elf_foreach_func_offset(const char *path,
+			    int (*cb)(const char *name, uint64_t off, uint64_t size,
+				      void *arg),
+			    void *arg);
+
 /* One USDT probe site from .note.stapsdt, with file offsets. */
 struct usdt_site {
 	char provider[64];
