@@ -15,3 +15,20 @@ $(QUERY_WORK): tests/integration/query_tools/query_work.c
 query-work: $(QUERY_WORK)
 all: $(QUERY_WORK)
 bench: $(QUERY_WORK)
+
+# The stack keys' workload (tests/integration/query_stacks.sh): a known
+# call tree, with frame pointers and without.
+STACK_WORK := $(B)/tests/bin/stack_work_fp $(B)/tests/bin/stack_work_nofp
+STACK_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls
+
+$(B)/tests/bin/stack_work_fp: tests/integration/query_tools/stack_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STACK_CFLAGS) -fno-omit-frame-pointer -o $@ $<
+
+$(B)/tests/bin/stack_work_nofp: tests/integration/query_tools/stack_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(STACK_CFLAGS) -fomit-frame-pointer -o $@ $<
+
+all: $(STACK_WORK)

@@ -65,7 +65,23 @@ $(LIBC_WORK): tests/integration/inline_tools/libc_work.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 -fno-builtin -Wall -Wextra -Werror -pthread -o $@ $<
 
-all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC) $(INLINE_VEC) $(LIBC_WORK)
+# dlopen()s, calls and dlclose()s libinline_lib.so in a loop (issue 19
+# item 3: sites of objects loaded later).
+DLOPEN_LOOP := $(B)/tests/bin/dlopen_loop
+$(DLOPEN_LOOP): tests/integration/inline_tools/dlopen_loop.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -o $@ $< -ldl
+
+# Calls glibc's IFUNCs strlen, memcpy, memset, strcmp (issue 19 item 4).
+IFUNC_WORK := $(B)/tests/bin/ifunc_work
+$(IFUNC_WORK): tests/integration/inline_tools/ifunc_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -fno-builtin -Wall -Wextra -Werror -o $@ $<
+
+all: $(INLINE_WORK) $(INLINE_LIB) $(INLINE_WORK_STATIC) $(INLINE_VEC) $(LIBC_WORK) $(DLOPEN_LOOP) \
+     $(IFUNC_WORK)
 bench: $(INLINE_WORK)
 
 # A libfay program (against libfay.so, as an application links it) for

@@ -14,7 +14,13 @@
 #include "agent/spool.h"
 #include "common/wire.h"
 
-#define SHIP_WINDOW 8u   /* batches in flight (sent, not yet ACKed) */
+/* Batches in flight (sent, not yet ACKed): as many as the collector
+ * stores in one write (its read-ahead, WIRE_AHEAD_BATCHES in
+ * src/collector/wire_batch.c).  With 8, a backlog after an outage was
+ * resent 8 batches a store write, and a ClickHouse write costs a fixed
+ * ~0.5 s on a loaded machine: 199 spooled batches took over 30 s once
+ * ClickHouse was back (#20). */
+#define SHIP_WINDOW 32u
 
 enum ship_state {
 	SHIP_DOWN = 0,   /* no socket; next attempt at next_try_ns */

@@ -107,6 +107,7 @@ struct bmap *bmap_new(const char *name, enum bpf_map_type type,
 	case BPF_MAP_TYPE_ARRAY:
 	case BPF_MAP_TYPE_PERCPU_ARRAY:
 	case BPF_MAP_TYPE_PERF_EVENT_ARRAY:	/* value: a perf event fd */
+	case BPF_MAP_TYPE_STACK_TRACE:		/* key: the stack id (u32) */
 		if (key_size != 4)
 			return fay_err_ptr(-EINVAL);
 		break;

@@ -31,7 +31,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay collector [--listen ADDR] [--http ADDR] [--otlp-http ADDR|off]\n"
 "                  [--otlp-grpc ADDR|off]\n"
-"                  [--db PATH] [--retention DUR]\n"
+"                  [--db PATH] [--retention DUR] [--min-free SIZE|PCT%%]\n"
 "                  [--token-file FILE] [--token T] [--insecure]\n"
 "                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE\n"
 "                  [--tls-client-ca-ports LIST]]]\n"
@@ -165,7 +165,23 @@ static void usage(FILE *f)
 "                      a table.  What one agent sent is still stored in order\n"
 "    --retention DUR   delete spans older than DUR (default 7d; 30s, 12h, 0 = keep\n"
 "                      forever), checked in small chunks in the background;\n"
-"                      ClickHouse drops whole days (partitions) older than DUR\n"
+"                      ClickHouse drops whole days (partitions) older than DUR;\n"
+"                      standing queries' windows (query_windows) go the same way\n"
+"    --min-free SIZE|PCT%%\n"
+"                      free space the store's file system keeps: below it\n"
+"                      the collector takes no new spans (agents keep them\n"
+"                      in their spool, HTTP answers 503 with Retry-After,\n"
+"                      OTLP/gRPC UNAVAILABLE), copies the SQLite WAL into\n"
+"                      the database and truncates it, and resumes by itself\n"
+"                      when the space is back (an eighth above it); /health\n"
+"                      and /metrics (fay_collector_disk_low) say \"disk low\"\n"
+"                      meanwhile.  Default: the larger of 2%% of the file\n"
+"                      system and twice the WAL's limit (64 MiB, less on a\n"
+"                      file system under 2G: 128M from 2G up), and never\n"
+"                      less than the WAL not yet checkpointed; suffixes k,\n"
+"                      M, G, or a percentage (5%%).  With --clickhouse,\n"
+"                      ClickHouse's own disk-full errors make it low the\n"
+"                      same way (one write a second tries again)\n"
 "    --token-file FILE the tokens clients must present, one a line:\n"
 "                          TOKEN SCOPES [NAME]      # a comment\n"
 "                      SCOPES comma-separated: read (the query API, the UI's\n"
@@ -380,6 +396,33 @@ static int count_arg(const char *name, const char *arg, unsigned lo, unsigned *o
 	return 0;
 }
 
+/* --min-free SIZE or PCT% into *bytes or *pct.  0, or -1 (said why). */
+static int min_free_arg(const char *arg, uint64_t *bytes, unsigned *pct)
+{
+	size_t n = strlen(arg);
+	char *end;
+
+	*bytes = 0;
+	*pct = 0;
+	if (n && arg[n - 1] == '%') {
+		unsigned long v = strtoul(arg, &end, 10);
+
+		if (end != arg + n - 1 || end == arg || v < 1 || v > 99) {
+			fprintf(stderr, "error: --min-free '%s': a percentage from 1%% to 99%%\n",
+				arg);
+			return -1;
+		}
+		*pct = (unsigned)v;
+		return 0;
+	}
+	if (opt_parse_size(arg, bytes) || !*bytes) {
+		fprintf(stderr, "error: --min-free '%s': expected a size (like 512M or 2G) or a "
+			"percentage of the file system (like 5%%)\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_collector(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -412,6 +455,7 @@ int cmd_collector(int argc, char **argv)
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "max-conns-per-peer", required_argument, NULL, 'E' },
 		{ "max-memory", required_argument, NULL, 'M' },
+		{ "min-free", required_argument, NULL, 1014 },
 		{ "allow-other-users", no_argument, NULL, 1003 },
 		{ "probe-group", required_argument, NULL, 1013 },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -528,6 +572,10 @@ int cmd_collector(int argc, char **argv)
 				return 2;
 			}
 			o.max_memory = size;
+			break;
+		case 1014:
+			if (min_free_arg(optarg, &o.min_free, &o.min_free_pct))
+				return 2;
 			break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {

@@ -90,6 +90,7 @@ int cmd_query(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "emit", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, 'F' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "tracefs", required_argument, NULL, 't' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -117,7 +118,7 @@ int cmd_query(int argc, char **argv)
 	const char *file = NULL, *source = "<query>";
 	char *text = NULL;
 	size_t len;
-	bool json = false, have_lib;
+	bool json = false, folded = false, have_lib;
 	struct query *q = NULL;
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
@@ -153,6 +154,17 @@ int cmd_query(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'F':
+			if (!strcmp(optarg, "json")) {
+				json = true;
+			} else if (!strcmp(optarg, "folded")) {
+				folded = true;
+			} else if (strcmp(optarg, "table")) {
+				fprintf(stderr, "error: --format takes table, json or folded, not '%s'\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'f':
 			file = optarg;
@@ -308,6 +320,7 @@ int cmd_query(int argc, char **argv)
 		co.out = stdout;
 		co.err = stderr;
 		co.json = json;
+		co.folded = folded && !json;
 		co.quiet = ro.quiet;
 		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token)) {
 			free(text);
@@ -334,6 +347,14 @@ int cmd_query(int argc, char **argv)
 	if (err) {
 		fputs(query_error(q), stderr);
 		goto out;
+	}
+	if (folded && !json && emit == EMIT_RUN) {
+		char why[512];
+
+		if (engine_folded_check(plan, why, sizeof(why))) {
+			fprintf(stderr, "error: %s\n", why);
+			goto out;
+		}
 	}
 	rc = 0;
 	switch (emit) {
@@ -364,6 +385,7 @@ int cmd_query(int argc, char **argv)
 		ro.out = stdout;
 		ro.err = stderr;
 		ro.json = json;
+		ro.folded = folded && !json;
 		rc = engine_run_query(q, plan, &ro);
 		query_free(q);
 		free(text);

@@ -20,6 +20,7 @@ struct engine_run_opts {
 	FILE *out;		/* results */
 	FILE *err;		/* diagnostics, the "attached" line */
 	bool json;		/* one JSON object per row per line */
+	bool folded;		/* folded stacks (engine_folded_check()) */
 	bool quiet;		/* no "probes attached" line */
 	bool window_gap;	/* a blank line after each window's table */
 	pid_t pid;		/* -p: only this process; stop when it exits */
@@ -78,6 +79,7 @@ struct cluster_run_opts {
 	uint64_t grace_ns;	/* 0: the collector's default (1 s) */
 	FILE *out, *err;
 	bool json, quiet;
+	bool folded;		/* --format folded */
 };
 
 /*

@@ -58,6 +58,7 @@ struct cwin {
 	uint64_t start, end;	/* wall clock ns */
 	struct ptable *t;
 	struct ptable *late_t;	/* in a tree: rows that came after emission */
+	struct ptable **ht;	/* host_answers: per member (ngot), its own rows */
 	uint64_t counters[ENGINE_NCOUNTERS];
 	unsigned char *got;	/* per member: 1 when it reported */
 	size_t ngot;
@@ -91,6 +92,7 @@ struct cquery {
 	struct cchunk *chunks, **chunks_tail;
 	pthread_cond_t cond;
 	bool has_collectors;	/* a member is a child collector */
+	bool host_answers;	/* cluster_qopts.host_answers */
 	bool shape_err_logged;
 	char shape_err[512];	/* a member's partial of another shape */
 };

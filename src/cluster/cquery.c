@@ -87,6 +87,14 @@ int cq_ask(struct cquery *q, struct cpeer *p)
 					return -ENOMEM;
 				memset(ng + w->ngot, 0, nc - w->ngot);
 				w->got = ng;
+				if (w->ht) {
+					struct ptable **nh = realloc(w->ht, nc * sizeof(*nh));
+
+					if (!nh)
+						return -ENOMEM;
+					memset(nh + w->ngot, 0, (nc - w->ngot) * sizeof(*nh));
+					w->ht = nh;
+				}
 				w->ngot = nc;
 			}
 		}
@@ -179,8 +187,11 @@ struct cwin *cq_window_at(struct cquery *q, uint64_t start, bool create)
 		return NULL;
 	w->t = ptable_new(q->p);
 	w->got = calloc(q->capm ? q->capm : 1, 1);
-	if (!w->t || !w->got) {
+	if (q->host_answers)
+		w->ht = calloc(q->capm ? q->capm : 1, sizeof(*w->ht));
+	if (!w->t || !w->got || (q->host_answers && !w->ht)) {
 		ptable_free(w->t);
+		free(w->ht);
 		free(w->got);
 		free(w);
 		return NULL;
@@ -199,6 +210,9 @@ void cq_window_free(struct cwin *w)
 {
 	ptable_free(w->t);
 	ptable_free(w->late_t);
+	for (size_t i = 0; w->ht && i < w->ngot; i++)
+		ptable_free(w->ht[i]);
+	free(w->ht);
 	free(w->got);
 	free(w);
 }
@@ -304,6 +318,14 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 				w->late_t = ptable_new(q->p);
 			if (w->late_t)
 				ptable_merge_table(w->late_t, t);
+		}
+		if (w->ht && !w->emitted && i < w->ngot) {	/* the host's own rows */
+			if (!w->ht[i]) {
+				w->ht[i] = t;
+				t = NULL;
+			} else {
+				ptable_merge_table(w->ht[i], t);
+			}
 		}
 		ptable_free(t);
 	} else {

@@ -60,7 +60,8 @@ static void line_end(struct cq_run *run, FILE *f, char **buf, size_t *len)
 static void put_text(struct cq_run *run, FILE *f, const struct engine_result *res,
 		     uint64_t wstart)
 {
-	struct engine_out o = { .json = run->o->text == CQ_JSON };
+	struct engine_out o = { .json = run->o->text == CQ_JSON,
+				.folded = run->o->text == CQ_FOLDED };
 	char *buf = NULL;
 	size_t len = 0;
 
@@ -134,8 +135,9 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 	fputs("]}", f);
 }
 
-/* The rows of t, categorized, ordered and limited at this root. */
-static int result_of(struct cq_run *run, const struct ptable *t, struct engine_result *res)
+/* The rows of t, categorized (cat), ordered and limited at this root. */
+static int result_of(struct cq_run *run, const struct ptable *t, bool cat,
+		     struct engine_result *res)
 {
 	const struct cquery *q = run->q;
 	size_t n = ptable_count(t);
@@ -156,7 +158,7 @@ static int result_of(struct cq_run *run, const struct ptable *t, struct engine_r
 		memcpy(res->rows[i].key, k, (size_t)q->p->key_size);
 		memcpy(res->rows[i].val, v, (size_t)q->p->value_size);
 	}
-	return engine_result_categorize(q->p, res, &run->cat_prev) ? :
+	return (cat ? engine_result_categorize(q->p, res, &run->cat_prev) : 0) ? :
 	       engine_result_order(q->p, res);
 }
 
@@ -172,7 +174,7 @@ static void line_result(struct cq_run *run, const struct ptable *t, uint64_t t_n
 	size_t len = 0;
 	FILE *f;
 
-	if (result_of(run, t, &res)) {
+	if (result_of(run, t, true, &res)) {
 		engine_result_clear(&res);
 		run->lines.err = -ENOMEM;
 		return;
@@ -204,6 +206,38 @@ static void line_result(struct cq_run *run, const struct ptable *t, uint64_t t_n
 	engine_result_clear(&res);
 }
 
+/* A "host_window" line: the rows host reported for window w. */
+static void line_host(struct cq_run *run, const struct cwin *w, const char *host,
+		      const struct ptable *t)
+{
+	const struct cquery *q = run->q;
+	struct engine_result res;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (result_of(run, t, false, &res)) {
+		engine_result_clear(&res);
+		run->lines.err = -ENOMEM;
+		return;
+	}
+	f = line_begin(run, &buf, &len);
+	if (f) {
+		fputs("{\"type\":\"host_window\",\"host\":", f);
+		json_str(f, host, strlen(host));
+		fprintf(f, ",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"rows\":[",
+			w->start, w->end);
+		for (size_t r = 0; r < res.nrows; r++) {
+			if (r)
+				fputc(',', f);
+			engine_print_values(q->p, f, res.rows[r].key, res.rows[r].val);
+		}
+		fputs("]}", f);
+		line_end(run, f, &buf, &len);
+	}
+	engine_result_clear(&res);
+}
+
 static void line_window(struct cq_run *run, struct cwin *w, bool amended)
 {
 	const struct cquery *q = run->q;
@@ -212,6 +246,9 @@ static void line_window(struct cq_run *run, struct cwin *w, bool amended)
 	for (size_t i = 0; i < q->nm; i++)
 		if (!w->got[i] && q->m[i].state != CM_FAILED && q->m[i].state != CM_ENDED)
 			provisional = true;
+	for (size_t i = 0; !amended && w->ht && i < q->nm && i < w->ngot; i++)
+		if (w->ht[i])
+			line_host(run, w, q->m[i].host, w->ht[i]);
 	line_result(run, w->t, w->start, w->start, w->end, w->counters, w->got, w->answered,
 		    w->late, last, provisional, amended);
 	if (last && !amended)

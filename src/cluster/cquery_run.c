@@ -298,6 +298,7 @@ int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p
 	q->deadline_rt = o->up ? o->up->deadline_ns :
 			 p->for_ns ? q->start_rt + p->for_ns : 0;
 	q->grace_ns = o->grace_ns ? o->grace_ns : CLUSTER_GRACE_NS;
+	q->host_answers = o->host_answers && !o->up;
 	if (q->window_ns)
 		q->next_wstart = q->start_rt / q->window_ns * q->window_ns;
 	q->chunks_tail = &q->chunks;

@@ -2,10 +2,13 @@
 /*
  * Standing cluster queries (standing.h).  Each runs on a thread of its
  * own through cluster_query_run(), with a sink that keeps the latest
- * merged window (for /metrics) and appends every window to the history
- * file.  When no agent is connected yet, or the cluster refuses the
+ * merged window (for /metrics) and writes every window into the store
+ * (store__put_windows(): table query_windows, host '*').  History files
+ * of older versions (DIR/NAME.ndjson, NAME.ndjson.1) are imported into
+ * the store at start, once (import_history()).  When no agent is connected yet, or the cluster refuses the
  * query for now, it is retried every STANDING_RETRY_MS until dropped.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,6 +28,7 @@
 #include "common/file_atomic.h"
 #include "common/log.h"
 #include "engine/driver.h"
+#include "store/store.h"
 
 #define STANDING_RETRY_MS	2000
 
@@ -38,11 +42,18 @@ struct sq {
 	volatile int stop;
 	pthread_t thread;
 	json_t *last;			/* the latest window line (under s->lock) */
+	/* the rows of the window under way: its hosts' answers, then the
+	 * merged one, stored together (one INSERT); each row owns its
+	 * answer's text and one more string (missing, or a host's name) */
+	struct store_window *pend;
+	char **pend_text, **pend_aux;
+	size_t npend, cappend;
 	struct sq *next;
 };
 
 struct standing {
 	struct cluster *cl;
+	struct store *st;
 	char dir[4096];
 	pthread_mutex_t lock;		/* the list, each sq's last and windows */
 	struct sq *list;
@@ -83,26 +94,121 @@ static int save(struct standing *s)
 
 /* ---- running -------------------------------------------------------------- */
 
-/* Append one window line to DIR/NAME.ndjson (rotated past the limit). */
-static void append_history(struct sq *q, const char *json, size_t len)
+/* A window line (parsed: j; its text: json) as the store's row of the
+ * merged answer; written_us: when.  Strings point into j and json. */
+static bool window_row(const char *name, json_t *j, const char *json, uint64_t written_us,
+		       char **missing, struct store_window *w)
 {
-	char path[4200], old[4300];
-	struct stat st;
-	int fd;
+	json_t *h = json_object_get(j, "hosts");
+	json_int_t start = json_integer_value(json_object_get(j, "start_ns"));
+	json_int_t end = json_integer_value(json_object_get(j, "end_ns"));
 
-	snprintf(path, sizeof(path), "%s/%s.ndjson", q->s->dir, q->name);
-	if (!stat(path, &st) && (uint64_t)st.st_size > STANDING_HISTORY_MAX) {
-		snprintf(old, sizeof(old), "%s.1", path);
-		rename(path, old);
+	if (!json_is_integer(json_object_get(j, "end_ns")) || start < 0 || end < 0)
+		return false;
+	*missing = json_object_get(h, "missing") ?
+		   json_dumps(json_object_get(h, "missing"), JSON_COMPACT | JSON_ENCODE_ANY) :
+		   NULL;
+	*w = (struct store_window){
+		.name = name,
+		.start_us = (uint64_t)start / 1000,
+		.end_us = (uint64_t)end / 1000,
+		.host = STORE_WINDOW_MERGED,
+		.answer = json,
+		.asked = (uint32_t)json_integer_value(json_object_get(h, "asked")),
+		.answered = (uint32_t)json_integer_value(json_object_get(h, "answered")),
+		.missing = *missing ? *missing : "[]",
+		.provisional = json_is_true(json_object_get(j, "provisional")),
+		.amended = json_is_true(json_object_get(j, "amended")),
+		.written_us = written_us,
+	};
+	return true;
+}
+
+/* Add a row to q's pending ones, taking text and aux (the strings it
+ * points to).  false: no memory (both freed). */
+static bool pend_add(struct sq *q, const struct store_window *w, char *text, char *aux)
+{
+	if (q->npend == q->cappend) {
+		size_t cap = q->cappend ? q->cappend * 2 : 8;
+		struct store_window *v = realloc(q->pend, cap * sizeof(*v));
+		char **t = v ? realloc(q->pend_text, cap * sizeof(*t)) : NULL;
+		char **m = t ? realloc(q->pend_aux, cap * sizeof(*m)) : NULL;
+
+		if (v)
+			q->pend = v;
+		if (t)
+			q->pend_text = t;
+		if (!m) {
+			free(text);
+			free(aux);
+			return false;
+		}
+		q->pend_aux = m;
+		q->cappend = cap;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		pr_warn("standing query %s: %s: %s", q->name, path, strerror(errno));
+	q->pend[q->npend] = *w;
+	q->pend_text[q->npend] = text;
+	q->pend_aux[q->npend] = aux;
+	q->npend++;
+	return true;
+}
+
+/* Store the pending rows (a failure is logged) and forget them. */
+static void pend_flush(struct sq *q)
+{
+	char err[512] = "";
+	int ret = q->npend ? store__put_windows(q->s->st, q->pend, q->npend, err, sizeof(err)) : 0;
+
+	if (ret)
+		pr_warn("standing query %s: a window not stored: %s", q->name,
+			err[0] ? err : strerror(-ret));
+	for (size_t i = 0; i < q->npend; i++) {
+		free(q->pend_text[i]);
+		free(q->pend_aux[i]);
+	}
+	q->npend = 0;
+}
+
+/* A "host_window" line (j; its text json): that host's row, pending
+ * until its window's merged line. */
+static void put_host(struct sq *q, json_t *j, const char *json, size_t len)
+{
+	json_t *h = json_object_get(j, "host");
+	json_int_t start = json_integer_value(json_object_get(j, "start_ns"));
+	json_int_t end = json_integer_value(json_object_get(j, "end_ns"));
+	char *text = strndup(json, len);
+	struct store_window w = {
+		.name = q->name, .start_us = (uint64_t)start / 1000, .end_us = (uint64_t)end / 1000,
+		.host = json_string_value(h), .answer = text, .asked = 1, .answered = 1,
+		.missing = "[]", .written_us = clock_realtime_ns() / 1000,
+	};
+
+	if (!text || !json_is_string(h) || start < 0 || end < 0 || !*w.host ||
+	    !strcmp(w.host, STORE_WINDOW_MERGED)) {
+		free(text);
 		return;
 	}
-	if (write(fd, json, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
-		pr_warn("standing query %s: %s: %s", q->name, path, strerror(errno));
-	close(fd);
+	/* the host name lives in j: the row keeps a copy */
+	if (!(w.host = strdup(w.host)))
+		free(text);
+	else
+		pend_add(q, &w, text, (char *)w.host);
+}
+
+/* A merged window line: its row, stored with its hosts' rows. */
+static void put_window(struct sq *q, json_t *j, const char *json, size_t len)
+{
+	char *text = strndup(json, len), *missing = NULL;
+	struct store_window w;
+
+	if (text && window_row(q->name, j, text, clock_realtime_ns() / 1000, &missing, &w)) {
+		if (!pend_add(q, &w, text, missing))
+			pr_warn("standing query %s: a window not stored: out of memory", q->name);
+	} else {
+		free(text);
+		free(missing);
+	}
+	pend_flush(q);
 }
 
 static int on_line(void *ctx, const char *json, size_t len)
@@ -110,8 +216,10 @@ static int on_line(void *ctx, const char *json, size_t len)
 	struct sq *q = ctx;
 	json_t *j = json_loadb(json, len, 0, NULL), *t = json_object_get(j, "type");
 
+	if (json_is_string(t) && !strcmp(json_string_value(t), "host_window"))
+		put_host(q, j, json, len);
 	if (json_is_string(t) && !strcmp(json_string_value(t), "window")) {
-		append_history(q, json, len);
+		put_window(q, j, json, len);
 		pthread_mutex_lock(&q->s->lock);
 		json_decref(q->last);
 		q->last = json_incref(j);
@@ -125,7 +233,8 @@ static int on_line(void *ctx, const char *json, size_t len)
 static void *sq_main(void *arg)
 {
 	struct sq *q = arg;
-	struct cluster_qopts o = { .grace_ns = q->grace_ns, .all = true };
+	struct cluster_qopts o = { .grace_ns = q->grace_ns, .all = true,
+				   .host_answers = true };
 	struct qengine_env env = { .emit = on_line, .ctx = q, .stop = &q->stop };
 
 	while (!q->stop) {
@@ -150,6 +259,10 @@ static void sq_free(struct sq *q)
 		return;
 	query_free(q->q);
 	json_decref(q->last);
+	pend_flush(q);		/* nothing pending unless a window was cut short */
+	free(q->pend);
+	free(q->pend_text);
+	free(q->pend_aux);
 	free(q->text);
 	free(q);
 }
@@ -203,6 +316,109 @@ static void sq_stop(struct sq *q)
 	sq_free(q);
 }
 
+/* ---- history files of older versions ---------------------------------------- */
+
+#define IMPORT_BATCH 256
+
+/* Store the window lines of file path as windows of query name, a batch
+ * at a time (written_us: a line's "t", so an import run again writes the
+ * same rows).  0 (a file absent is none) or -errno with a reason in err. */
+static int import_file(struct standing *s, const char *name, const char *path,
+		       size_t *lines, char *err, size_t errlen)
+{
+	struct store_window w[IMPORT_BATCH];
+	char *texts[IMPORT_BATCH], *missing[IMPORT_BATCH], *line = NULL;
+	size_t cap = 0, n = 0;
+	ssize_t len;
+	int ret = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		len = getline(&line, &cap, f);
+		if (len > 0) {
+			json_t *j = json_loadb(line, (size_t)len, 0, NULL);
+			json_t *t = json_object_get(j, "type");
+			uint64_t when = (uint64_t)json_integer_value(json_object_get(j, "t")) * 1000;
+
+			line[strcspn(line, "\n")] = '\0';
+			texts[n] = strdup(line);	/* the row's answer: the line */
+			if (j && texts[n] && json_is_string(t) &&
+			    !strcmp(json_string_value(t), "window") &&
+			    window_row(name, j, texts[n], when, &missing[n], &w[n])) {
+				json_decref(j);
+				n++;
+			} else {
+				free(texts[n]);	/* a line cut by a crash, or not a window */
+				json_decref(j);
+			}
+		}
+		if (n && (n == IMPORT_BATCH || len <= 0)) {
+			if (!ret)
+				ret = store__put_windows(s->st, w, n, err, errlen);
+			*lines += n;
+			for (size_t i = 0; i < n; i++) {
+				free(missing[i]);
+				free(texts[i]);
+			}
+			n = 0;
+		}
+		if (len <= 0 || ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Import every DIR/NAME.ndjson.1 and NAME.ndjson (the history files of
+ * versions before the store kept windows) into the store, then rename
+ * both to *.imported.  Idempotent: a window's key is (name, end, host)
+ * and its written_us the line's own time, so an import stopped half-way
+ * (the collector killed) is run again whole at the next start and
+ * leaves the same rows.  A file that cannot be imported stays (warned).
+ */
+static void import_history(struct standing *s)
+{
+	DIR *d = opendir(s->dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		size_t nl = strlen(e->d_name), lines = 0;
+		char name[STANDING_NAME_MAX + 1], path[4200], path1[4300], to[4400];
+		char err[512] = "";
+		int ret;
+
+		if (nl <= 7 || nl - 7 > STANDING_NAME_MAX || strcmp(e->d_name + nl - 7, ".ndjson"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(nl - 7), e->d_name);
+		if (!name_ok(name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", s->dir, e->d_name);
+		snprintf(path1, sizeof(path1), "%s.1", path);
+		ret = import_file(s, name, path1, &lines, err, sizeof(err));
+		if (!ret)
+			ret = import_file(s, name, path, &lines, err, sizeof(err));
+		if (ret) {
+			pr_warn("standing query %s: importing %s: %s (tried again at the next"
+				" start)", name, path, err[0] ? err : strerror(-ret));
+			continue;
+		}
+		snprintf(to, sizeof(to), "%s.imported", path1);
+		if (!access(path1, F_OK) && rename(path1, to))
+			pr_warn("standing query %s: %s: %s", name, path1, strerror(errno));
+		snprintf(to, sizeof(to), "%s.imported", path);
+		if (rename(path, to))
+			pr_warn("standing query %s: %s: %s", name, path, strerror(errno));
+		pr_info("standing query %s: imported %zu windows of %s into the store", name,
+			lines, path);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* ---- the registry ------------------------------------------------------------ */
 
 static int load(struct standing *s, char *err, size_t errlen)
@@ -248,7 +464,8 @@ static int load(struct standing *s, char *err, size_t errlen)
 	return 0;
 }
 
-struct standing *standing_new(struct cluster *cl, const char *dir, char *err, size_t errlen)
+struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
+			      char *err, size_t errlen)
 {
 	struct standing *s = calloc(1, sizeof(*s));
 
@@ -257,6 +474,7 @@ struct standing *standing_new(struct cluster *cl, const char *dir, char *err, si
 		return NULL;
 	}
 	s->cl = cl;
+	s->st = st;
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	pthread_mutex_init(&s->lock, NULL);
 	if (mkdir(dir, 0700) && errno != EEXIST) {
@@ -264,6 +482,7 @@ struct standing *standing_new(struct cluster *cl, const char *dir, char *err, si
 		standing_free(s);
 		return NULL;
 	}
+	import_history(s);
 	if (load(s, err, errlen)) {
 		standing_free(s);
 		return NULL;
@@ -358,10 +577,15 @@ json_t *plan_columns_json(const struct plan *p)
 		const struct plan_col *pc = &p->cols[i];
 		const char *unit = plan_col_unit(p, i);
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s*}", "name", pc->name,
+		json_t *c = json_pack("{s:s, s:s, s:b, s:s*}", "name", pc->name,
 			"type", pc->type == VT_STR ? "string" :
 				pc->type == VT_DIST ? "distribution" : "int",
-			"key", pc->e && pc->e->op == PX_KEY, "unit", unit));
+			"key", pc->e && pc->e->op == PX_KEY, "unit", unit);
+
+		/* folded frames, root first (the UI's flame graph) */
+		if (c && pc->stack_key >= 0)
+			json_object_set_new(c, "stack", json_true());
+		json_array_append_new(a, c);
 	}
 	return a;
 }
@@ -383,17 +607,25 @@ char *standing_list_json(struct standing *s)
 	return out;
 }
 
+/* store__windows()'s callback: each window's answer into the array. */
+static int add_window(void *ctx, const struct store_window *w)
+{
+	json_t *j = json_loads(w->answer, 0, NULL);
+
+	if (j)
+		json_array_append_new(ctx, j);
+	return 0;
+}
+
 int standing_results(struct standing *s, const char *name, unsigned limit, char **json)
 {
-	char path[4200], *line = NULL;
-	size_t cap = 0, n = 0;
-	json_t **ring = calloc(limit ? limit : 1, sizeof(*ring)), *a, *o;
+	json_t *a, *o;
 	const char *text = NULL;
 	const struct plan *p = NULL;
-	FILE *f;
+	struct store_reader *r;
+	char err[512] = "";
+	int ret;
 
-	if (!ring)
-		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
 	for (struct sq *q = s->list; q; q = q->next)
 		if (!strcmp(q->name, name)) {
@@ -403,32 +635,22 @@ int standing_results(struct standing *s, const char *name, unsigned limit, char 
 	o = text ? json_pack("{s:s, s:s, s:o?}", "name", name, "query", text,
 			     "columns", plan_columns_json(p)) : NULL;
 	pthread_mutex_unlock(&s->lock);
-	if (!text) {
-		free(ring);
+	if (!text)
 		return -ENOENT;
-	}
-	snprintf(path, sizeof(path), "%s/%s.ndjson", s->dir, name);
-	f = fopen(path, "re");
-	while (f && limit && getline(&line, &cap, f) > 0) {
-		json_t *w = json_loads(line, 0, NULL);
-
-		if (!w)
-			continue;	/* a line cut by a crash */
-		json_decref(ring[n % limit]);
-		ring[n % limit] = w;
-		n++;
-	}
-	if (f)
-		fclose(f);
-	free(line);
 	a = json_array();
-	for (size_t i = n > limit ? n - limit : 0; a && i < n; i++)
-		json_array_append(a, ring[i % limit]);
-	for (unsigned i = 0; i < limit; i++)
-		json_decref(ring[i]);
-	free(ring);
-	json_object_set_new(o, "windows", a ? a : json_array());
-	*json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	r = store__reader_new(s->st);
+	ret = !a || !o ? -ENOMEM : !r ? -errno :
+	      store__windows(r, name, STORE_WINDOW_MERGED, limit, add_window, a, err, sizeof(err));
+	store__reader_free(r);
+	if (ret) {
+		pr_warn("standing query %s: reading its windows: %s", name,
+			err[0] ? err : strerror(-ret));
+		json_decref(a);
+		json_decref(o);
+		return ret;
+	}
+	json_object_set_new(o, "windows", a);
+	*json = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return *json ? 0 : -ENOMEM;
 }

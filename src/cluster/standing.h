@@ -7,9 +7,10 @@
  * /api/queries/NAME).  Definitions live in DIR/queries.json (written to a
  * temporary file and renamed), so they survive a restart of the
  * collector; agents that reconnect are asked again by the cluster layer.
- * Every merged window is appended to DIR/NAME.ndjson (the query's
- * history: GET /api/queries/NAME/results) and the latest is exported on
- * /metrics as gauges:
+ * Every merged window is a row of the span store's query_windows table
+ * (store__put_windows(); the query's history: GET
+ * /api/queries/NAME/results, `fay sql`, the collector's --retention) and
+ * the latest is exported on /metrics as gauges:
  *
  *   fay_query_NAME{<key columns and string columns as labels>,column="C"} V
  *
@@ -27,15 +28,19 @@ struct cluster;
 struct standing;
 struct plan;
 struct json_t;
+struct store;
 
 #define STANDING_NAME_MAX	64
 #define STANDING_MAX		64	/* standing queries per collector */
-#define STANDING_HISTORY_MAX	(16u << 20)	/* bytes of NAME.ndjson before it rotates */
 
-/* Load DIR's definitions (creating DIR) and start each on cl.  NULL with a
- * reason in err: DIR unusable, or queries.json corrupt (named, never
- * overwritten). */
-struct standing *standing_new(struct cluster *cl, const char *dir, char *err, size_t errlen);
+/* Load DIR's definitions (creating DIR) and start each on cl, their
+ * windows written into st (which outlives the registry).  History files
+ * of older versions (DIR/NAME.ndjson and .ndjson.1) are imported into st
+ * first and renamed NAME.ndjson.imported (once; an import cut short is
+ * run again).  NULL with a reason in err: DIR unusable, or queries.json
+ * corrupt (named, never overwritten). */
+struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
+			      char *err, size_t errlen);
 /* Stop every standing query (their probes are detached) and free. */
 void standing_free(struct standing *s);
 
@@ -47,7 +52,8 @@ void standing_free(struct standing *s);
  */
 int standing_add(struct standing *s, const char *name, const char *text, uint64_t grace_ns,
 		 char *err, size_t errlen, int *line, int *col);
-/* Stop and forget NAME (its history file stays).  0 or -ENOENT. */
+/* Stop and forget NAME (its windows stay in the store, until the
+ * retention).  0 or -ENOENT. */
 int standing_drop(struct standing *s, const char *name);
 
 /*
@@ -62,8 +68,8 @@ struct json_t *plan_columns_json(const struct plan *p);
  * (the latest window line); malloc'd. */
 char *standing_list_json(struct standing *s);
 /* {"name","query","columns","windows":[the last limit window objects,
- * oldest first]}
- * into *json (malloc'd).  0, -ENOENT, -ENOMEM. */
+ * oldest first]} (from the store: the merged answers) into *json
+ * (malloc'd).  0, -ENOENT, -ENOMEM, or the store's -errno (logged). */
 int standing_results(struct standing *s, const char *name, unsigned limit, char **json);
 /* The latest window of each as Prometheus gauges, appended to f. */
 void standing_metrics(struct standing *s, FILE *f);

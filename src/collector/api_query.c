@@ -3,7 +3,7 @@
  * POST /api/query: run a FayQL query and stream its results.
  *
  * Body: the query text (text/plain), or {"query": "...", "grace_ms": N,
- * "format": "table"|"json", "cluster": true} (application/json;
+ * "format": "table"|"json"|"folded", "cluster": true} (application/json;
  * "cluster": run a query without a scope as cluster.X).  The query is
  * compiled first (parse, check, plan):
  *
@@ -48,6 +48,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "engine/engine.h"
 #include "engine/qengine.h"
 
 #define QUERY_MAX_TEXT (1u << 20)
@@ -252,8 +253,10 @@ static int body_opts(json_t *j, struct cluster_qopts *o, char *err, size_t errle
 		o->text = CQ_TABLE;
 	else if (f && json_is_string(f) && !strcmp(json_string_value(f), "json"))
 		o->text = CQ_JSON;
+	else if (f && json_is_string(f) && !strcmp(json_string_value(f), "folded"))
+		o->text = CQ_FOLDED;
 	else if (f && !(json_is_string(f) && !strcmp(json_string_value(f), "values"))) {
-		snprintf(err, errlen, "body: format: \"table\", \"json\" or \"values\"");
+		snprintf(err, errlen, "body: format: \"table\", \"json\", \"folded\" or \"values\"");
 		return -EINVAL;
 	}
 	return 0;
@@ -350,6 +353,16 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 			"diagnostic", query_error(q) ? query_error(q) : ""));
 		query_free(q);
 		return res;
+	}
+	if (copts.text == CQ_FOLDED) {
+		char why[512];
+
+		if (engine_folded_check(p, why, sizeof(why))) {
+			X_ADD(c, queries_refused, 1);
+			free(text);
+			query_free(q);
+			return reply_json_status(c, con, 400, json_pack("{s:s}", "error", why));
+		}
 	}
 	{
 		/* #20: may this requester load these probes? (requester.h) */

@@ -96,7 +96,9 @@ int api_standing(struct collector *c, struct http_con *con, const struct http_rq
 		ret = standing_results(c->standing, name, (unsigned)limit, &json);
 		if (ret == -ENOENT)
 			return reply_text(c, con, 404, "no standing query named %s\n", name);
-		return ret ? reply_text(c, con, 500, "out of memory\n") :
+		return ret ? reply_text(c, con, ret == -ENOMEM ? 500 : 503,
+					"%s\n", ret == -ENOMEM ? "out of memory" :
+					"the store cannot answer (the collector's log says why)") :
 			     reply(con, 200, "application/json", json, strlen(json));
 	}
 	return reply_text(c, con, 405, "%s is not allowed on /api/queries/%s\n", method, rest);

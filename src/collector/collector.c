@@ -224,6 +224,17 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		snprintf(err, errlen, "store: %s", why);
 		goto err_out;
 	}
+	store__set_min_free(c->store, o->min_free, o->min_free_pct);
+	{
+		struct store_disk d;
+
+		store__disk(c->store, &d);
+		if (d.total)
+			pr_info("store: keeps %" PRIu64 " MiB of its file system's %" PRIu64
+				" MiB free (%s; %" PRIu64 " MiB free now)", d.min_free >> 20,
+				d.total >> 20, o->min_free || o->min_free_pct ? "--min-free" :
+				"the default: 2%, at least twice the WAL's limit", d.avail >> 20);
+	}
 	/* a TTL where the store has one; retention's deletes work without */
 	if (store__set_retention(c->store, c->retention_us, why, sizeof(why)))
 		pr_warn("store: the retention as a TTL: %s (old spans are still deleted"
@@ -349,7 +360,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		char dir[4200];
 
 		snprintf(dir, sizeof(dir), "%s.queries", o->db);
-		c->standing = standing_new(c->cluster, dir, why, sizeof(why));
+		c->standing = standing_new(c->cluster, c->store, dir, why, sizeof(why));
 		if (!c->standing) {
 			ret = -EINVAL;
 			snprintf(err, errlen, "standing queries: %s", why);

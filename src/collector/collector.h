@@ -56,6 +56,7 @@ struct coll_metrics {
 	uint64_t store_writes;       /* store__write()s of batches (groups) committed */
 	uint64_t store_writes_overlapped; /* ... started while another was under way */
 	uint64_t retention_deleted;
+	uint64_t disk_low_refused;   /* writes of spans refused: the disk is low */
 };
 
 #define M_ADD(c, field, v) __atomic_add_fetch(&(c)->m.field, (v), __ATOMIC_RELAXED)
@@ -210,6 +211,10 @@ struct collector_opts {
 	size_t ch_batch;             /* 0: the default */
 	unsigned ch_writers;         /* --clickhouse-writers (0: the default) */
 	uint64_t retention_us;       /* 0: keep forever */
+	/* --min-free: bytes, or a percentage of the store's file system;
+	 * both 0: the store's default (store.h, the disk watermark) */
+	uint64_t min_free;
+	unsigned min_free_pct;
 	struct coll_ext_opts ext;
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
 	const char *host;            /* our name to the parent (NULL: gethostname) */

@@ -202,9 +202,12 @@ out:
 }
 
 /*
- * GET /health: UP (200) while the store answers, DOWN (503) with the
- * store's reason when it does not (a ClickHouse server down or slow; the
- * agents' batches are NACKed meanwhile and resent once it is back).
+ * GET /health: UP (200) while the store answers and its disk is not low;
+ * DOWN (503) with the store's reason when it does not (a ClickHouse
+ * server down or slow; the agents' batches are NACKed meanwhile and
+ * resent once it is back), or with "disk":{"status":"LOW",...} while the
+ * store's disk is below its watermark (store.h: new spans are refused
+ * until the space is back).
  */
 int http_health(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
@@ -212,14 +215,25 @@ int http_health(struct collector *c, struct http_con *con, const struct http_rq 
 	int down = store__health(c->store, why, sizeof(why)) != 0;
 	json_t *store = json_pack("{ssss}", "backend", store__backend(c->store),
 				  "status", down ? "DOWN" : "UP");
+	struct store_disk d;
+	json_t *disk;
 
+	store__disk(c->store, &d);
+	disk = json_pack("{ss}", "status", d.low ? "LOW" : "OK");
+	if (disk && d.total) {
+		json_object_set_new(disk, "free_bytes", json_integer((json_int_t)d.avail));
+		json_object_set_new(disk, "min_free_bytes", json_integer((json_int_t)d.min_free));
+	}
+	if (disk && d.low)
+		json_object_set_new(disk, "error", json_string(d.why));
 	if (store && down)
 		json_object_set_new(store, "error", json_string(why));
+	down |= d.low;
 	return reply_json_status(c, con, down ? 503 : 200,
-		json_pack("{sssssIso}", "status", down ? "DOWN" : "UP",
+		json_pack("{sssssIsoso}", "status", down ? "DOWN" : "UP",
 			  "version", FAY_VERSION, "uptime_s",
 			  (json_int_t)((clock_realtime_ns() / 1000 - c->started_us) / 1000000),
-			  "store", store));
+			  "store", store, "disk", disk));
 }
 
 int http_zipkin_trace(struct collector *c, struct http_con *con, const struct http_rq *rq)
@@ -391,8 +405,13 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 	ret = n ? ingest_write(c->ingest, &b, err, sizeof(err)) : 0;
 	zarena_reset(&a);
 	if (ret) {
+		/* store down or disk low: the sender may retry */
+		char *s = NULL;
+		int sl = asprintf(&s, "store: %s\n", err);
+
 		M_ADD(c, http_spans_dropped, n);
-		res = reply_text(c, con, 503, "store: %s\n", err);
+		res = sl < 0 ? HTTPD_NO : reply_hdr(con, 503, "text/plain; charset=utf-8", s,
+						    (size_t)sl, "Retry-After", "1");
 	} else {
 		M_ADD(c, spans_stored, b.stored);
 		res = reply(con, 202, "text/plain", strdup(""), 0);

@@ -27,6 +27,10 @@
  * nothing more can come from them).  The ACKs still follow the write that
  * contains their batch: the guarantees are the same, only later.
  *
+ * While the store's disk is low (store__write_gate(), its watermark),
+ * batches are refused before they are queued: agents get a NACK and keep
+ * them in their spool, HTTP and gRPC senders 503 / UNAVAILABLE.
+ *
  * Retention runs on the same thread between groups, in chunks of
  * INGEST_RETAIN_CHUNK rows, so a large delete never holds the writer for
  * long.
@@ -148,10 +152,21 @@ static void run_group(struct ingest *in, struct job *jobs)
 
 	for (j = jobs; j; j = j->next) {
 		switch (j->type) {
-		case JOB_HELLO:
-			j->ret = store__agent_hello(in->c->store, j->agent_id, j->host,
-						    j->version, &j->last_seq);
+		case JOB_HELLO: {
+			struct store_disk d;
+
+			/* the disk low: no write (a full disk would refuse it
+			 * and the agent could not connect to be NACKed), only
+			 * the agent's last committed seq */
+			store__disk(in->c->store, &d);
+			if (d.low)
+				j->ret = store__agent_last_seq(in->c->store, j->agent_id,
+							       &j->last_seq);
+			else
+				j->ret = store__agent_hello(in->c->store, j->agent_id, j->host,
+							    j->version, &j->last_seq);
 			break;
+		}
 		case JOB_STATS:
 			j->ret = store__agent_stats(in->c->store, j->agent_id, j->json);
 			break;
@@ -340,7 +355,8 @@ void ingest_free(struct ingest *in)
 /* Queue the n jobs of v (chained after the first) and wait for the
  * writer to finish them.  With cap, jobs that would take the spans
  * waiting past cap are refused (-EAGAIN) instead; jobs alone in the queue
- * are always taken. */
+ * are always taken.  Batches are refused (-ENOSPC, the reason in the last
+ * job's err) while the store's disk is low (store__write_gate()). */
 static int submit_n(struct ingest *in, struct job *v, size_t nj, size_t cap)
 {
 	struct job *j = &v[nj - 1];
@@ -349,6 +365,11 @@ static int submit_n(struct ingest *in, struct job *v, size_t nj, size_t cap)
 	for (size_t i = 0; i < nj; i++)
 		if (v[i].type == JOB_BATCH)
 			n += v[i].b->nspans + v[i].b->nparts;
+	/* the disk watermark (store.h): spans wait in their senders */
+	if (n && store__write_gate(in->c->store, j->err, sizeof(j->err))) {
+		M_ADD(in->c, disk_low_refused, 1);
+		return -ENOSPC;
+	}
 	pthread_mutex_lock(&in->lock);
 	if (in->stop) {
 		pthread_mutex_unlock(&in->lock);

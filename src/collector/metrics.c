@@ -155,6 +155,8 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 		  " (--clickhouse-writers)."),
 		C("fay_collector_retention_deleted_total", retention_deleted,
 		  "Rows deleted by retention."),
+		C("fay_collector_disk_low_refused_total", disk_low_refused,
+		  "Writes of spans refused because the store's disk was low (NACKs, 503s)."),
 #undef C
 		{ "fay_collector_agents_connected", "Agents connected now.",
 		  offsetof(struct coll_metrics, agents_connected), 1 },
@@ -183,6 +185,21 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 	counter(&b, "fay_collector_store_up", "gauge",
 		"1 while the store answers (a ClickHouse server up), else 0.",
 		store__health(c->store, NULL, 0) == 0);
+	{
+		struct store_disk d;
+
+		store__disk(c->store, &d);
+		counter(&b, "fay_collector_disk_low", "gauge",
+			"1 while the store's disk is low (below --min-free): new spans are "
+			"refused (agents keep them, HTTP 503) until the space is back.", d.low);
+		if (d.total) {
+			counter(&b, "fay_collector_disk_free_bytes", "gauge",
+				"Free bytes on the store's file system.", d.avail);
+			counter(&b, "fay_collector_disk_min_free_bytes", "gauge",
+				"The free space the store keeps (--min-free, or its default).",
+				d.min_free);
+		}
+	}
 
 	pthread_mutex_lock(&c->agents_lock);
 	tb_printf(&b, "# HELP fay_agent_spans_stored_total Spans stored per agent.\n"

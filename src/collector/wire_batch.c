@@ -15,7 +15,9 @@
  * wire_server.c is kept: what is committed of a connection is a prefix of
  * what it sent.  A chain that fails is NACKed at its first batch and the
  * connection closed; a frame read ahead that is not a BATCH, or does not
- * decode, is handled after the chain's ACKs as if just read.
+ * decode, is handled after the chain's ACKs as if just read.  Near the
+ * store's disk watermark the read-ahead stops at the room left
+ * (store__write_room()), so one large chain does not fill the disk.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +38,10 @@
 #define WIRE_REJECT_LOG_MAX   10     /* rejected-span warnings per connection */
 #define WIRE_AHEAD_BATCHES    32     /* a chain: at most this many batches */
 #define WIRE_AHEAD_SPANS      50000  /* ... and about this many spans */
+#define WIRE_SPAN_DISK        1024   /* bytes a span may take in a write
+					(SQLite: its row, index and WAL
+					frames; ~350 stored): the read-ahead
+					stays within store__write_room() */
 
 /* A batch decoded, waiting for its store write. */
 struct pend {
@@ -171,9 +177,13 @@ static int ack_one(struct agent_conn *ac, const struct pend *p)
 static size_t read_ahead(struct agent_conn *ac, struct pend *v, size_t *taken)
 {
 	size_t n = 1, spans = v[0].b.nspans + v[0].b.nparts;
+	uint64_t room = store__write_room(ac->c->store) / WIRE_SPAN_DISK;
 	struct wire_frame f;
 
-	while (n < WIRE_AHEAD_BATCHES && spans < WIRE_AHEAD_SPANS) {
+	/* near the disk's watermark (store.h) a chain is no larger than
+	 * the room left: the first batch always goes, and one batch over
+	 * is what the watermark keeps room for */
+	while (n < WIRE_AHEAD_BATCHES && spans < WIRE_AHEAD_SPANS && spans < room) {
 		int ret = wire_read(&ac->rd, ac->w->fd, &f, ac->held_err, sizeof(ac->held_err));
 
 		if (ret == 0)

@@ -10,6 +10,9 @@
  *	MAPS   nslots, defs[] + memfds  ->   maps the memfds (sizes checked)
  *	PROG   role, ctx_size, insns    ->   verified AGAIN here: ok / "insn N: ..."
  *	ARM                             ->   patches every site: ok / reason
+ *	LATER  {dev, ino, off, size,..} ->   arms each whenever its object is
+ *	                                     loaded (now, or at a dlopen), forgets
+ *	                                     it at dlclose: ok / reason
  *	DETACH                          ->   restores every site: ok
  *	(close)                         ->   the same as DETACH
  *
@@ -50,6 +53,11 @@ enum inl_type {
 	 * sh -c 'exec prog'): the runtime lets it run and makes the
 	 * process's next image (its exec, same pid) hold again */
 	INL_NEXT = 6,
+	/* sites of a shared object by file and offset, armed in the object
+	 * whenever it is loaded: now, or when the program dlopen()s it
+	 * (the runtime watches the loader's r_brk, rt/later.c); instead of
+	 * or beside SITES, before ARM */
+	INL_LATER = 7,
 	INL_REPLY = 100,
 };
 
@@ -67,6 +75,14 @@ struct inl_site {
 	uint64_t room;		/* bytes up to the next symbol (>= size): the
 				 * function and its alignment padding */
 	char name[64];		/* for messages */
+};
+
+struct inl_later {
+	uint64_t dev, ino;	/* the object's file (stat(): st_dev, st_ino) */
+	uint64_t off;		/* the function's offset in that file */
+	uint64_t size, room;	/* as struct inl_site's */
+	char name[64];		/* the function, for messages */
+	char obj[128];		/* the object's path, for messages */
 };
 
 struct inl_map {

@@ -273,13 +273,33 @@ static void cg_epoch(struct cg *g, int key, int off, int full)
 	ir_store(ir, IR_S(key), off, 8, IR_R(v));
 }
 
+/* A stack key: the id bpf_get_stackid() gives (a negative errno when
+ * the kernel cannot walk it, kept for the reader to say so), and the
+ * process of a user stack (whose mappings name its frames). */
+static void cg_stack(struct cg *g, const struct plan_key *k, int key)
+{
+	struct ir *ir = g->ir;
+	ir_reg id = ir_vreg(ir), pt;
+
+	cg_pos(g, k->e);
+	ir_call(ir, id, BPF_FUNC_get_stackid, 3, IR_R(ir_ctx(ir)), IR_M(g->e->stacks),
+		IR_I(k->stack == PSTACK_USER ? BPF_F_USER_STACK : 0));
+	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_R(id));
+	if (k->stack != PSTACK_USER)
+		return;
+	pt = ir_vreg(ir);
+	ir_call(ir, pt, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_alu(ir, BPF_RSH, pt, IR_I(32));
+	ir_store(ir, IR_S(key), k->bpf_offset + 8, 8, IR_R(pt));
+}
+
 void cg_aggregate(struct cg *g)
 {
 	const struct plan *p = g->p;
 	struct ir *ir = g->ir;
 	int key, kz, have = ir_label_new(ir), full = ir_label_new(ir);
 	int done = ir_label_new(ir);
-	int ksize = p->key_size + (g->e->epochs ? 8 : 0);
+	int ksize = p->bpf_key_size + (g->e->epochs ? 8 : 0);
 	ir_reg val = ir_vreg(ir), z = ir_vreg(ir);
 
 	if (ksize) {
@@ -288,10 +308,13 @@ void cg_aggregate(struct cg *g)
 			const struct plan_key *k = &p->keys[i];
 
 			ir_comment(ir, "key %s", k->name);
-			cg_put(g, k->e, key, k->offset, k->size);
+			if (k->stack)
+				cg_stack(g, k, key);
+			else
+				cg_put(g, k->e, key, k->bpf_offset, k->size);
 		}
 		if (g->e->epochs)
-			cg_epoch(g, key, p->key_size, full);
+			cg_epoch(g, key, p->bpf_key_size, full);
 	} else {
 		key = ir_stack_alloc(ir, 8, 8);
 		ir_store(ir, IR_S(key), 0, 8, IR_I(0));

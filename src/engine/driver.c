@@ -167,6 +167,7 @@ int engine_drive(struct query *q, const struct plan *p,
 	struct drv d = { .o = o, .s = s, .p = p };
 	bool stream = p->mode == PLAN_STREAM, windowed = p->window_ns && !stream;
 	uint64_t t0, rt0, deadline = 0, wnext = 0, snext = 0, wstart = 0;
+	bool ustacks;
 	int rc;
 
 	if (o->err && o->errlen)
@@ -196,6 +197,7 @@ int engine_drive(struct query *q, const struct plan *p,
 	if (rc)
 		goto out;
 
+	ustacks = engine_stacks_tick(d.e);
 	t0 = clock_monotonic_ns();
 	rt0 = clock_realtime_ns();
 	if (p->for_ns)
@@ -260,7 +262,11 @@ int engine_drive(struct query *q, const struct plan *p,
 			wake = wnext;
 		if (snext && snext < wake)
 			wake = snext;
+		if (ustacks && now + ENGINE_STACK_TICK_MS * 1000000ull < wake)
+			wake = now + ENGINE_STACK_TICK_MS * 1000000ull;
 		rc = wait_events(&d, now, wake);
+		if (ustacks)
+			engine_stacks_tick(d.e);
 		if (rc < 0)
 			goto out;
 		if (rc > 0)

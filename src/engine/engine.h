@@ -257,8 +257,13 @@ const char *engine_counter_desc(enum engine_counter c);
 struct engine_out {
 	FILE *f;
 	bool json;
+	bool folded;		/* aggregates: folded stacks (a stack key
+				 * column and a number per row) */
 	bool header_done;	/* streaming table: header printed */
 };
+
+/* Can p's result be printed folded?  0, or -EINVAL with the reason. */
+int engine_folded_check(const struct plan *p, char *why, size_t len);
 
 /* Print an aggregated result of plan p: a table (histograms as bars) or
  * one JSON object per row; window_start_ns > 0 tags each row (and the
@@ -279,5 +284,12 @@ int engine_print_counters(const uint64_t c[ENGINE_NCOUNTERS], FILE *f,
 			  const struct plan *p);
 
 const struct plan *engine_plan(const struct engine *e);
+
+/* Stack keys (stacks.c): read the mappings of the processes that the
+ * user stacks of the keys so far came from, while they run (each once;
+ * cheap when none is new).  Whether the plan has user stack keys (the
+ * driver calls it every ENGINE_STACK_TICK_MS then). */
+#define ENGINE_STACK_TICK_MS	50
+bool engine_stacks_tick(struct engine *e);
 
 #endif

@@ -11,6 +11,7 @@
 #include "bpf/load.h"
 #include "engine/engine.h"
 #include "probe/probe.h"
+#include "probe/stacksym.h"
 
 /* Bytes of the streaming ring buffer (perf: pages per CPU). */
 #define ENGINE_RINGBUF_SIZE	(2u << 20)
@@ -55,6 +56,10 @@ struct engine {
 	 * in the next read (run_read.c). */
 	struct bmap *epoch;
 	bool epochs;
+	/* Stack keys (plan.h "Stacks"): the BPF stack map the probes put
+	 * stacks in, and the names of their frames (stacks.c) */
+	struct bmap *stacks;
+	struct stacksym *ssym;
 	/* 'categorize': the previous window's categories (categorize.c) */
 	struct engine_cats *cat_prev;
 	uint64_t cur_epoch;
@@ -100,6 +105,19 @@ const char *engine_ep_title(const struct eprog *ep);
 /* Emit every program's IR; 0 or -errno (message in e->err, or a query
  * error through query_errorf()). */
 int engine_codegen(struct engine *e);
+
+/* ---- stack keys (stacks.c) ------------------------------------------- */
+
+/* Distinct stacks the stack map holds (a query's life). */
+#define ENGINE_STACK_ENTRIES	8192
+
+/* The BPF stack map of a plan with stack keys (none without); 0 or
+ * -errno. */
+int engine_stacks_map(struct engine *e);
+/* The reader's key from the probe's: every component copied to its
+ * place, each stack's id (and process) looked up and folded into names
+ * (stacksym.h).  ukey holds key_size bytes. */
+void engine_stacks_key(struct engine *e, unsigned char *ukey, const unsigned char *bkey);
 
 /* ---- spans(...) in the VM (spans.c) ----------------------------------- */
 

@@ -147,31 +147,6 @@ static int call(int fd, const void *msg, size_t len, const int *fds, int nfds,
 	return 0;
 }
 
-struct size_of {
-	const char *sym;
-	uint64_t addr, size, next;	/* next: the lowest symbol above addr */
-};
-
-static int size_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
-{
-	struct size_of *s = arg;
-
-	if (!strcmp(name, s->sym) && size && !s->size) {
-		s->addr = addr;
-		s->size = size;
-	}
-	return 0;
-}
-
-static int next_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
-{
-	struct size_of *s = arg;
-
-	if (addr > s->addr && addr < s->next)
-		s->next = addr;
-	return 0;
-}
-
 /* The address of file offset off of path in pid (its /proc/PID/maps). */
 /* auto: a uprobe with a note; inline: an error.  Returns 0 or -errno. */
 static int no_inline(struct engine *e, int err, const char *fmt, ...)
@@ -233,34 +208,47 @@ static const char *strip_pid(const char *why, pid_t pid)
 
 /*
  * The patcher's verdict on site s of pid, given in fay before anything is
- * loaded: the site's bytes read from the process (/proc/PID/mem) and
+ * loaded: the site's bytes read from the process (/proc/PID/mem; from
+ * offset off of file for a site of an object loaded later) and
  * analysed as the runtime would (patch_site_new_room() on the copy: the
  * analysis decodes, it writes nothing), so a site it would refuse costs
  * no load.  0 (patchable, or the bytes could not be read: the runtime
  * decides), -EINVAL with the reason in why, -ENOMEM.
  */
-static int site_ok(pid_t pid, const struct inl_site *s, char *why, size_t len)
+static int site_ok(pid_t pid, const struct inl_site *s, const char *file, uint64_t off,
+		   bool nosym, char *why, size_t len)
 {
 	size_t scan = s->size < 65536 ? (size_t)s->size : 65536;
 	size_t n = scan > s->room ? scan : (size_t)s->room;
 	unsigned char *buf = malloc(n);
 	struct patch_site *ps;
 	char fn[64];
+	uint64_t from;
 	ssize_t got = -1;
 	int fd, err = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	snprintf(fn, sizeof(fn), "/proc/%d/mem", (int)pid);
-	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	fd = open(file ? file : fn, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		got = pread(fd, buf, n, (off_t)s->addr);
+		got = pread(fd, buf, n, (off_t)(file ? off : s->addr));
 		close(fd);
 	}
 	if (got == (ssize_t)n) {
 		ps = patch_site_new_room(buf, (size_t)s->size, (size_t)s->room, why, len);
 		if (!ps && errno != ENOMEM)
 			err = -EINVAL;
+		/* a function without a symbol (an IFUNC's implementation):
+		 * hand-written code whose neighbours may jump into its
+		 * first instructions (__mempcpy_* into memmove's second) */
+		if (ps && file && nosym &&
+		    elf_jumps_into(file, off, patch_site_len(ps), &from) == 1) {
+			snprintf(why, len, "a jump at file offset 0x%" PRIx64 " of %s targets "
+				 "its first %zu bytes, which the patch replaces", from, file,
+				 patch_site_len(ps));
+			err = -EINVAL;
+		}
 		patch_site_free(ps);
 	}
 	free(buf);
@@ -274,8 +262,11 @@ static int site_ok(pid_t pid, const struct inl_site *s, char *why, size_t len)
  * connect.  0 with *fd connected, or no_inline()'s answer with *fd < 0
  * (auto: 0 and the note saying why; inline: -errno).  s may be NULL when
  * no load is allowed (no inject_lib, or no_inject): only the note then.
+ * file (else NULL): s is in that shared object at offset off, read
+ * there (it may not be loaded yet).
  */
-static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *fd)
+static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const char *file,
+		   uint64_t off, bool nosym, int *fd)
 {
 	uint64_t t0 = clock_monotonic_ns();
 	char why[1024];
@@ -291,7 +282,7 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, int *f
 				 (int)pid);
 	err = inject_check(pid, why, sizeof(why));
 	if (!err) {
-		err = site_ok(pid, s, why, sizeof(why));
+		err = site_ok(pid, s, file, off, nosym, why, sizeof(why));
 		if (err == -EINVAL)
 			return no_inline(e, err, "pid %d: site refused: %s: %s (nothing loaded)",
 					 (int)pid, s->name, why);
@@ -314,6 +305,24 @@ static const char *basename_of(const char *path)
 	const char *b = strrchr(path, '/');
 
 	return b ? b + 1 : path;
+}
+
+/*
+ * Whether path is a shared object of pid rather than its program (a
+ * ".so" in its name, and not the file /proc/PID/exe is): the runtime arms
+ * its sites whenever it is loaded (INL_LATER), so it may be loaded later
+ * (dlopen) or again.  *st: path's stat.
+ */
+static bool shared_object(pid_t pid, const char *path, struct stat *st)
+{
+	struct stat exe;
+	char fn[64];
+
+	memset(st, 0, sizeof(*st));
+	if (stat(path, st) || !strstr(basename_of(path), ".so"))
+		return false;
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
+	return stat(fn, &exe) || exe.st_dev != st->st_dev || exe.st_ino != st->st_ino;
 }
 
 /*
@@ -360,16 +369,25 @@ int engine_inl_decide(struct engine *e)
 		struct inl_hdr h;
 		struct inl_site s;
 	} m;
-	struct size_of so;
+	struct {
+		struct inl_hdr h;
+		struct inl_later l;
+	} ml;
+	struct stat st;
 	const char *path, *sym;
 	uint64_t off, addr = 0;
 	pid_t pid = ep->popts.pid;
-	int fd, err;
+	bool later;
+	int fd, err, nosym;
 
 	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && ep->probe &&
 	    probe_nsites(ep->probe))
 		return no_inline(e, -EOPNOTSUPP, "%s: a wildcard runs as uprobes, one per "
 				 "function it matches", ep->spec);
+	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && e->p->stack_depth)
+		return no_inline(e, -EOPNOTSUPP, "%s: a stack key is walked by the kernel "
+				 "(a BPF stack map), which inline probes cannot reach; "
+				 "they run as uprobes", ep->spec);
 	if (e->opts.emit_only || ep->kind != PROBE_UPROBE || !ep->probe ||
 	    probe_uprobe_site(ep->probe, &path, &off, &sym))
 		return 0;
@@ -393,62 +411,79 @@ int engine_inl_decide(struct engine *e)
 				 "buffer (--buffer=perf)", (int)pid);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
 	if (fd < 0 && (e->opts.no_inject || !e->opts.inject_lib))
-		return load_rt(e, pid, NULL, &fd);	/* says why it will not */
-	so.sym = sym;
-	so.size = 0;
+		return load_rt(e, pid, NULL, NULL, 0, false, &fd);	/* says why it will not */
+	later = shared_object(pid, path, &st);
 	err = proc_map_addr(pid, path, off, &addr);
 	/* a program not mapped yet: the held image is a wrapper that will
-	 * exec it.  A shared object not mapped yet is rather one the program
-	 * will dlopen(): following "exec" there would let the image run and
-	 * attach to it once it has loaded the library, missing the calls made
-	 * meanwhile (python3's bz2: 16 of 40), so it is not followed (issue
-	 * 19 item 3, in-process arming at dlopen, is still to do) */
-	if (err && fd >= 0 && e->opts.inline_wait_ms > 0 && !strstr(basename_of(path), ".so"))
+	 * exec it.  A shared object is armed by the runtime whenever it is
+	 * loaded (LATER): now, or when the program dlopen()s it */
+	if (err && fd >= 0 && e->opts.inline_wait_ms > 0 && !later)
 		fd = next_image(e, pid, path, off, &addr, fd, &err);
-	if (err) {
+	if (err && !later) {
 		if (fd >= 0)
 			hold_or_close(e, fd);
 		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
 				 (int)pid, path);
 	}
-	so.next = UINT64_MAX;
-	if (elf_foreach_func(path, size_cb, &so) || !so.size ||
-	    elf_foreach_func(path, next_cb, &so)) {
+	if (later)
+		addr = 0;	/* the runtime finds it in each load */
+	memset(&m, 0, sizeof(m));
+	/* the function at off: its symbol's size, or its FDE's (an IFUNC's
+	 * implementation in a stripped library) */
+	nosym = elf_func_at(path, off, &m.s.size, &m.s.room);
+	if (nosym < 0) {
 		if (fd >= 0)
 			hold_or_close(e, fd);
-		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols",
-				 (int)pid, sym, path);
+		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols "
+				 "or call frame information", (int)pid, sym, path);
 	}
-	memset(&m, 0, sizeof(m));
 	inline_hdr(&m.h, INL_SITES, sizeof(m), 1);
 	m.s.addr = addr;
-	m.s.size = so.size;
-	/* up to the next function, within the 16-byte alignment gcc pads to */
-	m.s.room = so.next - so.addr < 16 ? so.next - so.addr : 16;
-	if (m.s.room < so.size)
-		m.s.room = so.size;
 	snprintf(m.s.name, sizeof(m.s.name), "%s", sym);
+	memset(&ml, 0, sizeof(ml));
+	inline_hdr(&ml.h, INL_LATER, sizeof(ml), 1);
+	ml.l.dev = (uint64_t)st.st_dev;
+	ml.l.ino = (uint64_t)st.st_ino;
+	ml.l.off = off;
+	ml.l.size = m.s.size;
+	ml.l.room = m.s.room;
+	snprintf(ml.l.name, sizeof(ml.l.name), "%s", sym);
+	snprintf(ml.l.obj, sizeof(ml.l.obj), "%s", path);
 	if (fd < 0) {
-		err = load_rt(e, pid, &m.s, &fd);
+		err = load_rt(e, pid, &m.s, later ? path : NULL, off, nosym, &fd);
 		if (err || fd < 0)
 			return err;
+	} else if (later) {
+		/* the patcher's verdict from the file: the runtime may see
+		 * the site only when the object loads */
+		char why[512];
+
+		if (site_ok(pid, &m.s, path, off, nosym, why, sizeof(why)) == -EINVAL) {
+			hold_or_close(e, fd);
+			return no_inline(e, -EINVAL, "pid %d: site refused: %s: %s", (int)pid,
+					 sym, why);
+		}
 	}
-	err = call(fd, &m, sizeof(m), NULL, 0, &r);
+	err = later ? call(fd, &ml, sizeof(ml), NULL, 0, &r) : call(fd, &m, sizeof(m), NULL, 0, &r);
 	if ((err == -ECONNRESET || err == -EPIPE) && e->opts.inline_wait_ms > 0 &&
 	    !kill(pid, 0)) {
 		/* fay run: the image exec()ed between next_image()'s connect
 		 * and now; the next one holds: the site at its address */
 		close(fd);
 		fd = connect_rt(pid, e->opts.inline_wait_ms);
-		err = fd < 0 ? fd : proc_map_addr(pid, path, off, &addr);
+		err = fd < 0 ? fd : later ? 0 : proc_map_addr(pid, path, off, &addr);
 		m.s.addr = addr;
-		err = err ? : call(fd, &m, sizeof(m), NULL, 0, &r);
+		err = err ? : later ? call(fd, &ml, sizeof(ml), NULL, 0, &r) :
+			call(fd, &m, sizeof(m), NULL, 0, &r);
 	}
 	if (err || r.status) {
 		hold_or_close(e, fd);
 		if (err)
 			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
 					 (int)pid, strerror(-err));
+		if (later && r.status == -EPROTO)
+			return no_inline(e, r.status, "pid %d: its fay runtime predates sites of "
+					 "objects loaded later: %s", (int)pid, r.msg);
 		if (e->inl_injected_us)
 			return no_inline(e, r.status, "pid %d: %s (the fay runtime, loaded with "
 					 "ptrace, stays loaded, idle)", (int)pid, r.msg);
@@ -465,8 +500,12 @@ int engine_inl_decide(struct engine *e)
 	if (e->inl->vpid <= 0)
 		e->inl->vpid = pid;
 	e->inl->site = m.s;
-	snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s@0x%" PRIx64
-		 " (pid %d)", path, sym, addr, (int)pid);
+	if (later)
+		snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s, armed at "
+			 "each load (pid %d)", path, sym, (int)pid);
+	else
+		snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s@0x%" PRIx64
+			 " (pid %d)", path, sym, addr, (int)pid);
 	if (e->inl_injected_us)
 		snprintf(e->note, sizeof(e->note), "pid %d: inline, runtime loaded with ptrace "
 			 "in %.1f ms (%.860s)", (int)pid, e->inl_injected_us / 1000.0, r.msg);

@@ -382,12 +382,104 @@ int engine_print_values(const struct plan *p, FILE *f, const void *key, const vo
 	return ferror(f) ? -EIO : 0;
 }
 
+/* Printed under its row: a distribution's bars, a stack's frames. */
+static bool under(const struct plan_col *c)
+{
+	return c->type == VT_DIST || c->stack_key >= 0;
+}
+
+/* A stack column under its row: one frame a line, innermost first (the
+ * key holds them root first, ';' between). */
+static void print_frames(const struct plan *p, FILE *f, const struct plan_col *c,
+			 const void *key, const char *indent)
+{
+	const struct plan_key *k = &p->keys[c->stack_key];
+	const char *s = (const char *)key + k->offset, *end;
+	size_t n = strnlen(s, (size_t)k->size);
+
+	for (end = s + n; end > s; ) {
+		const char *semi = end;
+
+		while (semi > s && semi[-1] != ';')
+			semi--;
+		fprintf(f, "%s    ", indent);
+		put_str(f, semi, (size_t)(end - semi), 0);
+		fputc('\n', f);
+		end = semi > s ? semi - 1 : s;
+	}
+}
+
+int engine_folded_check(const struct plan *p, char *why, size_t len)
+{
+	int stack = -1, value = -1;
+
+	for (int i = 0; i < p->ncols; i++) {
+		const struct plan_col *c = &p->cols[i];
+
+		if (c->stack_key >= 0 && stack < 0)
+			stack = i;
+		else if (c->type == VT_INT && c->e && c->e->op != PX_KEY && value < 0)
+			value = i;
+	}
+	if (stack < 0 || value < 0) {
+		snprintf(why, len, "--format folded prints a stack and a number per row: the query "
+			 "needs a stack key as a column (group s by s.ustack into g select "
+			 "{ stack: g.key, n: g.count() })%s", stack < 0 ? "" :
+			 " and an integer aggregate column");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Folded stacks, what flame graph tools read: per row the other key
+ * columns as the outermost frames, the stack's frames, a space, the
+ * first integer aggregate column. */
+static int print_folded(const struct plan *p, FILE *f, const struct engine_result *res)
+{
+	char why[256];
+
+	if (engine_folded_check(p, why, sizeof(why)))
+		return -EINVAL;
+	for (size_t r = 0; r < res->nrows; r++) {
+		const struct engine_row *row = &res->rows[r];
+		bool stacked = false, valued = false;
+		int64_t n = 0;
+
+		for (int i = 0; i < p->ncols; i++) {
+			const struct plan_col *c = &p->cols[i];
+			struct plan_val v;
+
+			if (c->type == VT_DIST || !c->e ||
+			    plan_eval(p, c->e, row->key, row->val, &v))
+				continue;
+			if (c->stack_key >= 0 && !stacked) {
+				put_str(f, v.s, v.len, 0);
+				stacked = true;
+			} else if (c->e->op != PX_KEY && v.type == VT_INT && !valued) {
+				n = v.i;
+				valued = true;
+			} else if (c->e->op == PX_KEY && !stacked && v.type == VT_STR) {
+				for (size_t j = 0; j < v.len && v.s[j]; j++)
+					fputc(v.s[j] == ';' ? ':' : (unsigned char)v.s[j] >= 0x20 ? v.s[j] : '?', f);
+				fputc(';', f);
+			} else if (c->e->op == PX_KEY && !stacked) {
+				fprintf(f, "%" PRId64 ";", v.i);
+			}
+		}
+		fprintf(f, " %" PRId64 "\n", n);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
 int engine_print_result(const struct plan *p, struct engine_out *o,
 			const struct engine_result *res, uint64_t wstart)
 {
 	FILE *f = o->f;
 	int ncols = p->ncols, nscalar = 0, *w;
 	struct cell *cells;
+
+	if (o->folded)
+		return print_folded(p, f, res);
 
 	if (o->json) {
 		for (size_t r = 0; r < res->nrows; r++)
@@ -411,7 +503,7 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 	}
 	for (int i = 0; i < ncols; i++) {
 		w[i] = col_width(&p->cols[i]);
-		if (p->cols[i].type != VT_DIST)
+		if (!under(&p->cols[i]))
 			nscalar++;
 	}
 	for (size_t r = 0; r < res->nrows; r++) {
@@ -420,7 +512,7 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 			struct cell *cl = &cells[r * (size_t)ncols + (size_t)i];
 			int len;
 
-			if (c->type == VT_DIST)
+			if (under(c))
 				continue;
 			if (plan_eval(p, c->e, res->rows[r].key, res->rows[r].val, &cl->v)) {
 				snprintf(cl->text, sizeof(cl->text), "?");
@@ -443,7 +535,7 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 		for (int i = 0; i < ncols; i++) {
 			const struct plan_col *c = &p->cols[i];
 
-			if (c->type == VT_DIST)
+			if (under(c))
 				continue;
 			done++;
 			if (c->type == VT_STR)
@@ -460,7 +552,7 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 			const struct plan_col *c = &p->cols[i];
 			const struct cell *cl = &cells[r * (size_t)ncols + (size_t)i];
 
-			if (c->type == VT_DIST)
+			if (under(c))
 				continue;
 			done++;
 			if (cl->v.type == VT_STR)
@@ -472,11 +564,14 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 		for (int i = 0; i < ncols; i++) {
 			const struct plan_col *c = &p->cols[i];
 
-			if (c->type != VT_DIST)
+			if (!under(c))
 				continue;
 			fprintf(f, "%s%s:\n", nscalar ? "  " : "", c->name);
-			print_bars(f, &p->aggrs[c->aggr], res->rows[r].val,
-				   nscalar ? "  " : "");
+			if (c->stack_key >= 0)
+				print_frames(p, f, c, res->rows[r].key, nscalar ? "  " : "");
+			else
+				print_bars(f, &p->aggrs[c->aggr], res->rows[r].val,
+					   nscalar ? "  " : "");
 		}
 		if (nscalar && ncols > nscalar && r + 1 < res->nrows)
 			fputc('\n', f);

@@ -211,7 +211,7 @@ static int make_maps(struct engine *e)
 			if (e->epochs)
 				n = !p->key_size ? 8 : p->source == SRC_PROFILE ? n + 1024 : 2 * n;
 			e->vals = bmap_new("fay_vals", BPF_MAP_TYPE_PERCPU_HASH,
-					   (uint32_t)p->key_size + (e->epochs ? 8 : 0), vsize, n);
+					   (uint32_t)p->bpf_key_size + (e->epochs ? 8 : 0), vsize, n);
 			e->zero = bmap_new("fay_zero", BPF_MAP_TYPE_ARRAY, 4, vsize, 1);
 			if (!e->vals || !e->zero)
 				return -errno;
@@ -228,6 +228,8 @@ static int make_maps(struct engine *e)
 			e->vals = bmap_new("fay_vals", BPF_MAP_TYPE_PERCPU_ARRAY, 4, vsize, 1);
 		}
 		if (!e->vals)
+			return -errno;
+		if (engine_stacks_map(e))
 			return -errno;
 	} else {
 		if (e->use_ringbuf) {
@@ -392,6 +394,8 @@ void engine_free(struct engine *e)
 	bmap_free(e->pairs);
 	bmap_free(e->out);
 	bmap_free(e->counters);
+	bmap_free(e->stacks);
+	stacksym_free(e->ssym);
 	engine_cats_free(e->cat_prev);
 	free(e);
 }
@@ -407,6 +411,7 @@ static const char *map_type_name(enum bpf_map_type t)
 	case BPF_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";
 	case BPF_MAP_TYPE_RINGBUF: return "ringbuf";
 	case BPF_MAP_TYPE_PERF_EVENT_ARRAY: return "perf_event_array";
+	case BPF_MAP_TYPE_STACK_TRACE: return "stack_trace";
 	default: return "?";
 	}
 }
@@ -414,7 +419,7 @@ static const char *map_type_name(enum bpf_map_type t)
 static void dump_maps(const struct engine *e, FILE *f)
 {
 	const struct bmap *maps[] = { e->vals, e->zero, e->epoch, e->pairs, e->out,
-				      e->counters };
+				      e->counters, e->stacks };
 
 	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
 		const struct bmap *m = maps[i];

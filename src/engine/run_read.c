@@ -236,7 +236,7 @@ static int read_rows(struct engine *e, bool reset, bool raw_rows,
 	const struct plan *p = e->p;
 	int ncpu = e->vm ? engine_vm_ncpus(e) : bpf_ncpus(), err = 0;
 	size_t stride, n = 0, cap = 0, nkeys = 0;
-	size_t ksize = (size_t)p->key_size, vk = ksize + (e->epochs ? 8 : 0);
+	size_t ksize = (size_t)p->bpf_key_size, vk = ksize + (e->epochs ? 8 : 0);
 	unsigned char *buf = NULL, *keys = NULL, *merged = NULL, *ukey = NULL;
 	struct engine_row *rows = NULL;
 	struct ptable *t = NULL;
@@ -244,7 +244,7 @@ static int read_rows(struct engine *e, bool reset, bool raw_rows,
 	/* rows are merged by user key: over window epochs, and over string
 	 * keys that differ only after their NUL (a tracepoint's char[] field
 	 * holds whatever the kernel left there after the string) */
-	bool by_key = e->epochs || has_str_key(p);
+	bool by_key = e->epochs || has_str_key(p);	/* stacks are strings */
 
 	memset(res, 0, sizeof(*res));
 	if (!e->vals || !e->loaded)
@@ -269,7 +269,7 @@ static int read_rows(struct engine *e, bool reset, bool raw_rows,
 	if (by_key) {
 		t = ptable_new(p);
 		merged = calloc(1, stride);
-		ukey = calloc(1, ksize + 1);
+		ukey = calloc(1, (size_t)p->key_size + 1);
 		if (!t || !merged || !ukey) {
 			err = -ENOMEM;
 			goto done;
@@ -306,7 +306,10 @@ static int read_rows(struct engine *e, bool reset, bool raw_rows,
 		if (by_key) {
 			memset(merged, 0, stride);
 			merge_cpus(p, merged, buf, ncpu, stride);
-			memcpy(ukey, k, ksize);
+			if (p->stack_depth)	/* stack ids to frames' names */
+				engine_stacks_key(e, ukey, k);
+			else
+				memcpy(ukey, k, ksize);
 			plan_names_key(p, ukey);	/* ids to names first */
 			clean_str_keys(p, ukey);
 			err = ptable_merge(t, ukey, merged);

@@ -111,6 +111,17 @@ static int trap_slot(struct patch_site *s)
 	}
 	if (s->trap_slot >= 0)
 		return s->trap_slot;
+	/* the slot of a site whose code went away (patch_live_forget()):
+	 * its fields first, the address last (on_trap() matches on it) */
+	for (int i = 0; i < ntrap_sites; i++)
+		if (!__atomic_load_n(&trap_sites[i].func, __ATOMIC_ACQUIRE)) {
+			trap_sites[i].tramp = s->tramp;
+			trap_sites[i].body = s->body;
+			trap_sites[i].armed = 0;
+			__atomic_store_n(&trap_sites[i].func, (uint64_t)(uintptr_t)s->func,
+					 __ATOMIC_RELEASE);
+			return s->trap_slot = i;
+		}
 	if (ntrap_sites >= MAX_SITES)
 		return -1;
 	trap_sites[ntrap_sites] = (struct trap_site){ (uint64_t)(uintptr_t)s->func,
@@ -295,6 +306,17 @@ pid_t patch_trap_blocker(int wait_ms)
 	return t;
 }
 
+void patch_live_forget(struct patch_site *s)
+{
+	if (s->trap_slot < 0)
+		return;
+	/* no thread can stop in code that is gone: the slot matches no pc
+	 * from now on (another object may be mapped there), and is reused */
+	trap_sites[s->trap_slot].armed = 0;
+	__atomic_store_n(&trap_sites[s->trap_slot].func, 0, __ATOMIC_RELEASE);
+	s->trap_slot = -1;
+}
+
 /* Replace the first 5 bytes with new[] (int3, tail, head). */
 int patch_live_write(struct patch_site *s, const uint8_t *new, bool to_patch)
 {
@@ -302,7 +324,7 @@ int patch_live_write(struct patch_site *s, const uint8_t *new, bool to_patch)
 	uintptr_t pg = (uintptr_t)s->func & ~(uintptr_t)4095;
 	size_t span = ((uintptr_t)s->func + JMP_LEN - pg + 4095) & ~(size_t)4095;
 	int slot = trap_slot(s), rc;
-	bool move = to_patch && s->nhead > 1;
+	bool move = to_patch && s->nhead > 1 && !s->unreached;
 
 	if (slot < 0)
 		return -ENOSPC;

@@ -193,6 +193,11 @@ out:
 	return s;
 }
 
+size_t patch_site_len(const struct patch_site *s)
+{
+	return s->len;
+}
+
 bool patch_site_nop(const struct patch_site *s)
 {
 	return s->nop;
@@ -224,6 +229,7 @@ int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_ex
 	rel = (int32_t)((intptr_t)s->tramp - (intptr_t)(s->func + JMP_LEN));
 	jmp[0] = 0xe9;
 	memcpy(jmp + 1, &rel, 4);
+	s->unreached = flags & PATCH_ARM_UNREACHED;
 	rc = patch_live_write(s, jmp, true);
 	if (rc == -EAGAIN)
 		return patch_errf(err, errlen, rc, "writing the jump: a thread kept SIGTRAP "
@@ -245,6 +251,7 @@ bool patch_site_ours(const struct patch_site *s)
 void patch_site_forget(struct patch_site *s)
 {
 	s->armed = false;
+	patch_live_forget(s);
 }
 
 int patch_site_disarm(struct patch_site *s)

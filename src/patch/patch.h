@@ -95,7 +95,14 @@ int patch_site_arm(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
  * compiled without vector code (gcc's general-regs-only) or saves the
  * extended state before it calls other code (the runtime's rt_vec_call()). */
 #define PATCH_HANDLERS_KEEP_VECTORS	1u
-/* patch_site_arm() with flags (PATCH_HANDLERS_KEEP_VECTORS or 0). */
+/* No thread can be executing the site's bytes yet (an object the loader
+ * has just mapped and not yet relocated or returned to anyone: the
+ * runtime's dlopen hook): the write sends no thread the signal that
+ * moves it out of them, so it needs no answer from threads that block
+ * that signal (the runtime's own control thread). */
+#define PATCH_ARM_UNREACHED	2u
+/* patch_site_arm() with flags (PATCH_HANDLERS_KEEP_VECTORS,
+ * PATCH_ARM_UNREACHED, or 0). */
 int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_exit,
 			 void *arg, unsigned int flags, char *err, size_t errlen);
 /* Restore the original bytes.  0 or -errno. */
@@ -107,6 +114,9 @@ bool patch_site_ours(const struct patch_site *s);
 /* The code is gone (its object unloaded): disarm and free write nothing
  * there. */
 void patch_site_forget(struct patch_site *s);
+/* The bytes the patch replaces: the whole first instructions covering
+ * the jump (>= 5). */
+size_t patch_site_len(const struct patch_site *s);
 /* Whether the first instructions were a nop (no relocation needed). */
 bool patch_site_nop(const struct patch_site *s);
 /* The first instruction at the site ("push rbp"), for messages. */

@@ -27,6 +27,7 @@ struct patch_site {
 	size_t len;			/* bytes they cover (>= 5) */
 	uint8_t orig[16];
 	bool nop, armed;
+	bool unreached;			/* PATCH_ARM_UNREACHED: move no thread */
 	uint8_t *tramp;			/* mapping, never unmapped */
 	size_t tramp_map;
 	uint8_t *body;			/* where the relocated code starts */
@@ -56,5 +57,8 @@ uint8_t *patch_body_pc(const struct patch_site *s, uint64_t pc);
  * original bytes (to the relocated copy).  On a failure the original
  * bytes are put back.  0 or -errno. */
 int patch_live_write(struct patch_site *s, const uint8_t *new, bool to_patch);
+/* s's code was unmapped (patch_site_forget()): its trap slot is freed
+ * for reuse and matches no address meanwhile. */
+void patch_live_forget(struct patch_site *s);
 
 #endif

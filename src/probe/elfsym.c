@@ -216,8 +216,9 @@ static void elf_close(struct elf_file *f)
 	close(f->fd);
 }
 
-/* Virtual address -> file offset through the PT_LOAD segments. */
-static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
+/* Through the PT_LOAD segments: virtual address x -> file offset
+ * (to_off), or file offset x -> virtual address (an executable one). */
+static int seg_map(Elf *e, uint64_t x, bool to_off, uint64_t *out)
 {
 	size_t n;
 
@@ -225,19 +226,29 @@ static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
 		return -ENOEXEC;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
+		uint64_t from, span;
 
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    (!to_off && !(ph.p_flags & PF_X)))
 			continue;
-		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz) {
-			*off = addr - ph.p_vaddr + ph.p_offset;
+		from = to_off ? ph.p_vaddr : ph.p_offset;
+		span = to_off ? ph.p_memsz : ph.p_filesz;
+		if (x >= from && x < from + span) {
+			*out = to_off ? x - ph.p_vaddr + ph.p_offset : x - ph.p_offset + ph.p_vaddr;
 			return 0;
 		}
 	}
 	return -ENOENT;
 }
 
-static int foreach_sym(Elf *e, int (*cb)(const char *, uint64_t, uint64_t, void *),
-		       void *arg)
+static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
+{
+	return seg_map(e, addr, true, off);
+}
+
+/* Every defined symbol of type (STT_FUNC, STT_GNU_IFUNC) to cb. */
+static int foreach_sym_type(Elf *e, int type,
+			    int (*cb)(const char *, uint64_t, uint64_t, void *), void *arg)
 {
 	static const Elf64_Word types[] = { SHT_SYMTAB, SHT_DYNSYM };
 
@@ -260,7 +271,7 @@ static int foreach_sym(Elf *e, int (*cb)(const char *, uint64_t, uint64_t, void 
 				int r;
 
 				if (!gelf_getsym(d, (int)i, &s) ||
-				    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+				    GELF_ST_TYPE(s.st_info) != type ||
 				    s.st_shndx == SHN_UNDEF || !s.st_value)
 					continue;
 				name = elf_strptr(e, sh.sh_link, s.st_name);
@@ -275,6 +286,12 @@ static int foreach_sym(Elf *e, int (*cb)(const char *, uint64_t, uint64_t, void 
 	return 0;
 }
 
+static int foreach_sym(Elf *e, int (*cb)(const char *, uint64_t, uint64_t, void *),
+		       void *arg)
+{
+	return foreach_sym_type(e, STT_FUNC, cb, arg);
+}
+
 int elf_foreach_func(const char *path,
 		     int (*cb)(const char *, uint64_t, uint64_t, void *), void *arg)
 {
@@ -284,6 +301,38 @@ int elf_foreach_func(const char *path,
 	if (err)
 		return err;
 	err = foreach_sym(f.e, cb, arg);
+	elf_close(&f);
+	return err;
+}
+
+struct off_walk {
+	Elf *e;
+	int (*cb)(const char *, uint64_t, uint64_t, void *);
+	void *arg;
+};
+
+static int off_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct off_walk *w = arg;
+	uint64_t off;
+
+	if (vaddr_to_off(w->e, addr, &off))
+		return 0;	/* not in a loaded segment */
+	return w->cb(name, off, size, w->arg);
+}
+
+int elf_foreach_func_offset(const char *path,
+			    int (*cb)(const char *, uint64_t, uint64_t, void *),
+			    void *arg)
+{
+	struct elf_file f;
+	struct off_walk w = { .cb = cb, .arg = arg };
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	w.e = f.e;
+	err = foreach_sym(f.e, off_cb, &w);
 	elf_close(&f);
 	return err;
 }
@@ -313,12 +362,64 @@ int elf_func_offset(const char *path, const char *sym, uint64_t *off)
 
 	if (err)
 		return err;
-	if (foreach_sym(f.e, find_cb, &fs) != 1)
+	/* an IFUNC (the default version: memcpy@@GLIBC_2.14 beside the old
+	 * memcpy@GLIBC_2.2.5 function): the implementation this CPU runs */
+	if (foreach_sym_type(f.e, STT_GNU_IFUNC, find_cb, &fs) == 1)
+		err = elf_ifunc_target(path, sym, &fs.addr);
+	else if (foreach_sym(f.e, find_cb, &fs) != 1)
 		err = -ENOENT;
-	else
+	if (!err)
 		err = vaddr_to_off(f.e, fs.addr, off);
 	elf_close(&f);
 	return err;
+}
+
+struct at_sym {
+	uint64_t addr, size, next;	/* next: the lowest symbol above addr */
+};
+
+static int at_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct at_sym *a = arg;
+
+	(void)name;
+	if (addr == a->addr && size && !a->size)
+		a->size = size;
+	if (addr > a->addr && addr < a->next)
+		a->next = addr;
+	return 0;
+}
+
+int elf_func_at(const char *path, uint64_t off, uint64_t *size, uint64_t *room)
+{
+	struct at_sym a = { 0, 0, UINT64_MAX };
+	struct elf_file f;
+	uint64_t start;
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	err = seg_map(f.e, off, false, &a.addr);
+	if (!err)
+		err = foreach_sym(f.e, at_cb, &a);
+	elf_close(&f);
+	if (err)
+		return err;
+	if (a.size) {
+		/* up to the next function, within the 16-byte alignment gcc
+		 * pads to */
+		*size = a.size;
+		*room = a.next - a.addr < 16 ? a.next - a.addr : 16;
+		if (*room < *size)
+			*room = *size;
+		return 0;
+	}
+	/* no symbol (an IFUNC's implementation in a stripped library) */
+	err = elf_fde_extent(path, a.addr, &start, size);
+	if (!err && start != a.addr)
+		err = -ENOENT;
+	*room = *size;
+	return err ? err : 1;
 }
 
 /* ---- USDT ------------------------------------------------------------------ */

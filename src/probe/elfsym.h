@@ -33,9 +33,39 @@ int elf_resolve_under(const char *root, const char *name, char *path, size_t len
 bool elf_lib_matches(const char *want, const char *soname);
 
 /* The file offset of function sym in path (what a uprobe wants): its
- * st_value mapped through the PT_LOAD segment that holds it.  0, -ENOENT
- * (no such function), -ENOEXEC (not an ELF file), -errno. */
+ * st_value mapped through the PT_LOAD segment that holds it; for an
+ * IFUNC symbol (strlen), the implementation this CPU selects
+ * (elf_ifunc_target()).  0, -ENOENT (no such function), -ENXIO (an
+ * IFUNC of a library fay has not loaded: not resolved), -ENOEXEC (not
+ * an ELF file), -errno. */
 int elf_func_offset(const char *path, const char *sym, uint64_t *off);
+
+/* The function at file offset off of path: *size from its symbol and
+ * *room up to the next symbol (at most 16, at least size), or, with no
+ * symbol there, both from the call frame information (elf_fde_extent()).
+ * 0 (from a symbol), 1 (from the call frame information), -ENOENT,
+ * -errno. */
+int elf_func_at(const char *path, uint64_t off, uint64_t *size, uint64_t *room);
+
+/* IFUNC resolution (ifunc.c): the address (a vaddr of path) of the
+ * implementation IFUNC sym resolves to in fay's own process, where
+ * path is loaded (libc): the one this machine's CPU selects.  0,
+ * -ENXIO (path is not loaded in fay), -ENOENT. */
+int elf_ifunc_target(const char *path, const char *sym, uint64_t *vaddr);
+
+/* The function whose call frame information (.eh_frame_hdr's table, its
+ * FDE) covers vaddr of path: its start and size.  0, -ENOENT (none, or
+ * an encoding other than the linkers' usual), -ENOEXEC, -errno. */
+int elf_fde_extent(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *size);
+
+/* Whether some bytes of path's executable segment that holds file offset
+ * off, outside [off, off + len), read as a direct jump or call (rel8,
+ * rel32) into off + 1 .. off + len - 1: a second entry point into the
+ * bytes a patch would replace (glibc's __mempcpy_* jumps into memmove's
+ * second instruction).  A byte scan, not a disassembly: data that
+ * happens to read so counts too (a refusal too many, never one too
+ * few).  1 with *from the file offset of the first one, 0, -errno. */
+int elf_jumps_into(const char *path, uint64_t off, uint64_t len, uint64_t *from);
 
 /* Call cb for every defined function symbol (name, address, size), from
  * .symtab and .dynsym (a name may come twice).  Stops early when cb
@@ -44,6 +74,15 @@ int elf_foreach_func(const char *path,
 		     int (*cb)(const char *name, uint64_t addr, uint64_t size,
 			       void *arg),
 		     void *arg);
+
+/* elf_foreach_func() with each function's file offset (its st_value
+ * mapped through the PT_LOAD segment that holds it) instead of its
+ * address: what a /proc/PID/maps line turns a running address into.
+ * Functions outside every loaded segment are skipped. */
+int elf_foreach_func_offset(const char *path,
+			    int (*cb)(const char *name, uint64_t off, uint64_t size,
+				      void *arg),
+			    void *arg);
 
 /* One USDT probe site from .note.stapsdt, with file offsets. */
 struct usdt_site {

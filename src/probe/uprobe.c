@@ -9,11 +9,13 @@
  * ("-4@%edi 8@-16(%rbp) 4@$42") and read from registers or user memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/grow.h"
@@ -212,6 +214,24 @@ size_t probe_nfiles(const struct probe *p)
 	return p->path[0] ? 1 + p->nmore : 0;
 }
 
+/* Whether the instruction at file offset off of path is EVEX-encoded
+ * (0x62: AVX-512; BOUND does not exist in 64-bit mode).  A uprobe there
+ * corrupted the program: glibc's __memset_avx512_unaligned_erms, whose
+ * first instruction is vpbroadcastb zmm16, esi, wrote other bytes under
+ * one (kernel 6.18; issue 19 item 4). */
+static bool evex_first(const char *path, uint64_t off)
+{
+	unsigned char b = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &b, 1, (off_t)off) != 1)
+		b = 0;
+	close(fd);
+	return b == 0x62;
+}
+
 static int uprobe_resolve(struct probe *p)
 {
 	char bin[4096];
@@ -230,6 +250,10 @@ static int uprobe_resolve(struct probe *p)
 	err = elf_func_offset(p->path, sym, &p->offset);
 	if (err == -ENOEXEC)
 		return probe_fail(p, err, "%s is not an ELF file", p->path);
+	if (err == -ENXIO)
+		return probe_fail(p, err, "\"%s\" of %s is an IFUNC (its implementation is "
+				  "chosen at load) and fay does not load %s to run its "
+				  "resolver: name the implementation", sym, p->path, p->path);
 	if (err)
 		return probe_fail(p, err, "no function \"%s\" in %s (see `fay probes "
 				  "'%s:%s*'`)", sym, p->path, bin, sym);
@@ -321,6 +345,15 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 {
 	const struct uwild *w = p->priv;
 
+	for (size_t i = 0; i < (w ? w->n : 1); i++)
+		if (evex_first(p->path, w ? w->offs[i] : p->offset))
+			return probe_fail(p, -EOPNOTSUPP, "%s: the function at file offset "
+					  "0x%llx begins with an EVEX (AVX-512) instruction, which "
+					  "the kernel's uprobe executes wrongly out of line (the "
+					  "traced program's results change: libc's memset wrote "
+					  "other bytes): probe it inline (-p PID or fay run)",
+					  p->desc, (unsigned long long)(w ? w->offs[i] : p->offset));
+
 	for (size_t i = 0; w && i < w->n; i++) {
 		int err = uprobe_open(p, prog_fd, w->offs[i], 0,
 				      p->kind == PROBE_URETPROBE, true, i);
@@ -331,8 +364,16 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 	if (w)
 		return 0;
 	for (size_t i = 0; i < p->nmore; i++) {
-		int err = uprobe_open_at(p, p->more[i].path, prog_fd, p->more[i].offset, 0,
-					 p->kind == PROBE_URETPROBE, false, 0);
+		int err;
+
+		if (evex_first(p->more[i].path, p->more[i].offset)) {
+			pr_warn("%s: not probed in %s: the function begins with an EVEX (AVX-512) "
+				"instruction, which the kernel's uprobe executes wrongly",
+				p->desc, p->more[i].path);
+			continue;
+		}
+		err = uprobe_open_at(p, p->more[i].path, prog_fd, p->more[i].offset, 0,
+				     p->kind == PROBE_URETPROBE, false, 0);
 
 		/* a container gone meanwhile (its /proc/PID/root path with it) */
 		if (err < 0 && err != -ENOENT)

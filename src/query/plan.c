@@ -163,7 +163,7 @@ static int plan_keys(struct planner *pl, struct pctx cx)
 {
 	const struct ast_group *g = pl->aq->group;
 	struct plan *p = pl->p;
-	int off = 0, err;
+	int off = 0, boff = 0, err;
 
 	if (!g)
 		return 0;
@@ -174,21 +174,37 @@ static int plan_keys(struct planner *pl, struct pctx cx)
 		const struct node *e = g->keys[i].e;
 
 		k->name = g->keys[i].name;
-		err = plan_conv(pl, e, cx, &k->e);
-		if (err)
-			return err;
+		if (node_is_stack(e)) {
+			/* the key itself, never inside an expression */
+			TRYP(k->e = px_new(pl, PX_FIELD, e));
+			k->e->field = e->field;
+			k->e->type = VT_STR;
+			k->e->size = e->strsize;
+			k->stack = e->field == F_KSTACK ? PSTACK_KERNEL : PSTACK_USER;
+			k->depth = (int)e->ival;
+			if (k->depth > p->stack_depth)
+				p->stack_depth = k->depth;
+		} else {
+			err = plan_conv(pl, e, cx, &k->e);
+			if (err)
+				return err;
+		}
 		k->is_name = px_is_name(p, k->e);
 		k->cg = px_cgroup(p, k->e);
 		p->cgroups |= k->cg != F_TIME;
 		k->offset = off;
 		k->size = e->type == VT_STR ? round8(e->strsize) : 8;
+		k->bpf_offset = boff;
+		k->bpf_size = k->stack == PSTACK_USER ? 16 : k->stack ? 8 : k->size;
 		off += k->size;
+		boff += k->bpf_size;
 	}
 	p->key_size = off;
-	if (off > PLAN_KEY_MAX)
+	p->bpf_key_size = boff;
+	if (boff > PLAN_KEY_MAX)
 		return query_errorf(pl->q, &g->loc,
 				    "the group key takes %d bytes; at most %d fit (it is built on the BPF stack)",
-				    off, PLAN_KEY_MAX);
+				    boff, PLAN_KEY_MAX);
 	return 0;
 }
 
@@ -302,6 +318,9 @@ static int plan_cols(struct planner *pl, struct pctx cx)
 		c->type = e->type;
 		c->size = e->type == VT_STR ? e->strsize : 8;
 		c->aggr = -1;
+		c->stack_key = -1;
+		if (e->sem == S_KEY && p->mode == PLAN_AGGREGATE && p->keys[e->idx].stack)
+			c->stack_key = e->idx;
 		if (e->type == VT_DIST) {
 			c->aggr = e->idx;
 			continue;

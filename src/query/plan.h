@@ -159,6 +159,19 @@ struct plan_let {
 	struct pexpr *e;
 };
 
+/*
+ * Stacks (s.kstack, s.ustack(N)): a group key only.  The probe builds its
+ * key with the stack's id from the query's BPF stack map
+ * (bpf_get_stackid(), frames walked by the kernel) and, for a user
+ * stack, the process id (bpf_size 16: id, tgid); the reader looks the
+ * frames up, names them (kernel symbols, each process's ELF symbols) and
+ * puts the folded string, root first, "main;a;b", in the key's
+ * QUERY_STACK_STR bytes before it merges keys or ships partials.  So the
+ * key the probe builds (bpf_key_size, bpf_offset) differs from the key
+ * everything else reads (key_size, offset) only where stacks are.
+ */
+enum plan_stack { PSTACK_NONE, PSTACK_KERNEL, PSTACK_USER };
+
 struct plan_key {
 	const char *name;	/* tuple name, or the key's source text */
 	struct pexpr *e;
@@ -168,6 +181,9 @@ struct plan_key {
 	enum field_id cg;	/* F_CGROUP or F_CONTAINER: the probe stores
 				 * the cgroup id, plan_names_key() its path or
 				 * container; else F_TIME (0) */
+	enum plan_stack stack;	/* a stack (see "Stacks" below) */
+	int depth;		/* PSTACK_*: innermost frames kept */
+	int bpf_offset, bpf_size;	/* in the key the probe builds */
 };
 
 struct plan_aggr {
@@ -190,6 +206,8 @@ struct plan_col {
 	int offset;		/* STREAM: in the record */
 	bool is_name;		/* STREAM: the probe's name, as is_name of a key */
 	enum field_id cg;	/* STREAM: as cg of a key */
+	int stack_key;		/* AGGREGATE: the stack key this column
+				 * shows (its index), or -1 */
 };
 
 /*
@@ -245,6 +263,9 @@ struct plan {
 	int nkeys;
 	struct plan_key *keys;
 	int key_size;			/* 0: no key (one PERCPU_ARRAY slot) */
+	int bpf_key_size;		/* the probe's key (stacks: see above) */
+	int stack_depth;		/* 0: no stack key; else the most
+					 * frames a stack key keeps */
 	int naggrs;
 	struct plan_aggr *aggrs;
 	int value_size;

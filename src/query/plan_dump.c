@@ -257,14 +257,23 @@ int plan_dump(const struct plan *p, FILE *f)
 	} else {
 		if (p->key_size)
 			fprintf(f, "  mode aggregate: per-CPU hash, %d entries, key %d bytes, value %d bytes\n",
-				p->max_entries, p->key_size, p->value_size);
+				p->max_entries, p->bpf_key_size, p->value_size);
 		else
 			fprintf(f, "  mode aggregate: per-CPU array of 1 entry (no key), value %d bytes\n",
 				p->value_size);
+		if (p->stack_depth)
+			fprintf(f, "  stacks: BPF stack map (bpf_get_stackid), %d frames; the reader names the frames into a key of %d bytes\n",
+				p->stack_depth, p->key_size);
 		for (int i = 0; i < p->nkeys; i++) {
 			const struct plan_key *k = &p->keys[i];
 
-			fprintf(f, "    key \"%s\" @%d ", k->name, k->offset);
+			if (k->stack) {
+				fprintf(f, "    key \"%s\" @%d stack id%s = %s(%d)\n", k->name,
+					k->bpf_offset, k->stack == PSTACK_USER ? ", tgid" : "",
+					k->stack == PSTACK_USER ? "ustack" : "kstack", k->depth);
+				continue;
+			}
+			fprintf(f, "    key \"%s\" @%d ", k->name, k->bpf_offset);
 			put_type(f, k->e->type, k->size);
 			fputs(" = ", f);
 			pexpr_print(p, k->e, f);
@@ -496,6 +505,10 @@ int plan_dump_json(const struct plan *p, FILE *f)
 		fprintf(f, "%s{\"name\":", i ? "," : "");
 		json_str(f, p->keys[i].name, strlen(p->keys[i].name));
 		fprintf(f, ",\"offset\":%d,\"size\":%d", p->keys[i].offset, p->keys[i].size);
+		if (p->keys[i].stack)
+			fprintf(f, ",\"stack\":\"%s\",\"depth\":%d",
+				p->keys[i].stack == PSTACK_USER ? "ustack" : "kstack",
+				p->keys[i].depth);
 		jopt(p, "expr", p->keys[i].e, f);
 		fputc('}', f);
 	}

@@ -119,6 +119,10 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 			/* a span's fields are its context's (spanctx.h) */
 			TRYP(e = px_new(pl, PX_TPFIELD, n));
 			e->tpf = spanctx_field(n->field);
+		} else if (n->field == F_KSTACK || n->field == F_USTACK) {
+			return query_errorf(pl->q, &n->loc,
+					    "a stack is a group key only: group %s by %s.%s into g select { stack: g.key, n: g.count() }",
+					    aq->var, aq->var, field_name(n->field));
 		} else if (n->field == F_PROBE) {
 			err = plan_names_build(pl);
 			if (err)
@@ -192,6 +196,11 @@ static int conv_sem(struct planner *pl, const struct node *n, struct pctx cx,
 
 static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
 		     struct pexpr **out);
+
+bool node_is_stack(const struct node *n)
+{
+	return n->sem == S_FIELD && (n->field == F_KSTACK || n->field == F_USTACK);
+}
 
 bool px_is_name(const struct plan *p, const struct pexpr *e)
 {

@@ -63,6 +63,8 @@ int plan_conv(struct planner *pl, const struct node *n, struct pctx cx,
  * first s.name builds it).  0 or -ENOMEM.
  */
 int plan_names_build(struct planner *pl);
+/* Is n a stack (s.kstack, s.ustack(N)), which only a group key can be? */
+bool node_is_stack(const struct node *n);
 /* Is e the probe's name as the probe stores it (s.name, or a let of it)? */
 bool px_is_name(const struct plan *p, const struct pexpr *e);
 /* F_CGROUP or F_CONTAINER when e (through lets) is that string field,

@@ -33,6 +33,12 @@
 /* Bytes kept of a string: comm (the kernel's TASK_COMM_LEN), str(e). */
 #define QUERY_COMM_LEN	16
 #define QUERY_STR_MAX	64
+/* A stack (s.kstack, s.ustack) as a group key: its frames' names, root
+ * first, ';' between them ("main;a;b"), at most this many bytes; the
+ * frames kept (innermost first) by default and at most. */
+#define QUERY_STACK_STR		2048
+#define QUERY_STACK_DEPTH	64
+#define QUERY_STACK_DEPTH_MAX	127
 /* Tag keys one spans(...) query may name (sp.tag("KEY")). */
 #define QUERY_MAX_TAGS	16
 
@@ -138,6 +144,9 @@ enum field_id {
 	/* its cgroup v2 path, and the container that path names (strings to
 	 * the query; the cgroup id in the probe, named when read: plan.h) */
 	F_CGROUP, F_CONTAINER,
+	/* s.kstack, s.ustack, s.ustack(N): the kernel's / user stack, a
+	 * group key only (the probe keeps a stack id; plan.h "Stacks") */
+	F_KSTACK, F_USTACK,
 	F_NFIELDS
 };
 const char *field_name(enum field_id f);

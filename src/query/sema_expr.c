@@ -287,6 +287,8 @@ static int check_call(struct sema *s, struct node *n, enum cx cx)
 			return sema_check_arg(s, n);
 		if (!strcmp(n->name, "tag"))
 			return sema_check_tag(s, n);
+		if (!strcmp(n->name, "kstack") || !strcmp(n->name, "ustack"))
+			return sema_check_stack(s, n);
 		if (k >= 0)
 			return query_errorf(s->q, &n->loc,
 					    "aggregates are called on the group (%s.%s(...)) or free (%s(...)), not on the event '%s'",

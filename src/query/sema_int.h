@@ -49,6 +49,8 @@ int sema_check_expr(struct sema *s, struct node *n, enum cx cx);
 int sema_check_arg(struct sema *s, struct node *n);
 /* X.tag("KEY") of a spans(...) event: a string, "" when absent. */
 int sema_check_tag(struct sema *s, struct node *n);
+/* s.kstack(N), s.ustack(N): the field with a depth (node ival). */
+int sema_check_stack(struct sema *s, struct node *n);
 /* A member (N_MEMBER): a field of the event, or a part of the group's
  * key (only in select and order by). */
 int sema_check_member(struct sema *s, struct node *n, enum cx cx);

@@ -40,6 +40,8 @@ static const struct {
 	{ "host",      F_HOST,      VT_STR, QUERY_STR_MAX, M_ALL },
 	{ "name",      F_NAME,      VT_STR, QUERY_STR_MAX, M(SRC_SPANS) },
 	{ "name",      F_PROBE,     VT_STR, QUERY_STR_MAX, M_PROBES },
+	{ "kstack",    F_KSTACK,    VT_STR, QUERY_STACK_STR, M_PROBES },
+	{ "ustack",    F_USTACK,    VT_STR, QUERY_STACK_STR, M_PROBES },
 	{ "service",   F_SERVICE,   VT_STR, QUERY_STR_MAX, M(SRC_SPANS) },
 	{ "trace_id",  F_TRACE_ID,  VT_INT, 0, M(SRC_SPANS) | M(SRC_UFUNC) | M(SRC_PFUNC) },
 	{ "span_name", F_SPAN_NAME, VT_STR, QUERY_STR_MAX, M(SRC_UFUNC) | M(SRC_PFUNC) },
@@ -146,6 +148,8 @@ static int check_field(struct sema *s, struct node *n)
 		n->type = fields[i].type;
 		n->strsize = fields[i].strsize;
 		n->per_event = true;
+		if (n->field == F_KSTACK || n->field == F_USTACK)
+			n->ival = QUERY_STACK_DEPTH;
 		n->needs_exit = n->field == F_RET ||
 				(n->field == F_DURATION && src->kind != SRC_SPANS);
 		return 0;
@@ -203,6 +207,31 @@ int sema_check_arg(struct sema *s, struct node *n)
 	n->ival = (uint64_t)i;
 	n->type = VT_INT;
 	n->per_event = true;
+	return 0;
+}
+
+/* s.kstack(N) / s.ustack(N): the stack's N innermost frames. */
+int sema_check_stack(struct sema *s, struct node *n)
+{
+	int64_t d;
+	int err;
+
+	if (n->nargs != 1)
+		return query_errorf(s->q, &n->loc,
+				    "%s() takes one constant depth: %s.%s(16) (or %s.%s: %d frames)",
+				    n->name, s->aq->var, n->name, s->aq->var, n->name,
+				    QUERY_STACK_DEPTH);
+	if (!node_const(n->args[0], &d))
+		return query_errorf(s->q, &n->args[0]->loc,
+				    "the depth of %s() must be a constant integer", n->name);
+	if (d < 1 || d > QUERY_STACK_DEPTH_MAX)
+		return query_errorf(s->q, &n->args[0]->loc,
+				    "%s(%lld): a stack keeps 1 to %d frames (the kernel's perf_event_max_stack)",
+				    n->name, (long long)d, QUERY_STACK_DEPTH_MAX);
+	err = check_field(s, n);
+	if (err)
+		return err;
+	n->ival = (uint64_t)d;
 	return 0;
 }
 

@@ -163,7 +163,10 @@ static void session_free(struct rt_session *s)
 {
 	if (!s)
 		return;
+	rt_later_end(s);
+	rt_patch_lock();
 	disarm_all(s);
+	rt_patch_unlock();
 	rt_unpublish();
 	for (int i = 0; i < s->nsites; i++)
 		patch_site_free(s->sites[i]);
@@ -172,6 +175,12 @@ static void session_free(struct rt_session *s)
 	for (int i = 0; i < s->nmaps; i++)
 		vm_map_free(s->maps[i]);
 	free(s);
+}
+
+/* The probes' clock, for the last line of a SITES or LATER reply. */
+static const char *clock_name(void)
+{
+	return tsc_err ? "clock_gettime (no invariant TSC: constant_tsc, nonstop_tsc)" : "TSC";
 }
 
 static int do_sites(struct rt_session *s, size_t len)
@@ -237,8 +246,47 @@ static int do_sites(struct rt_session *s, size_t len)
 	}
 	if (off)
 		off--;		/* the last line's newline */
-	snprintf(msg + off, sizeof(msg) - off, "; clock: %s\n", tsc_err ? "clock_gettime "
-		 "(no invariant TSC: constant_tsc, nonstop_tsc)" : "TSC");
+	snprintf(msg + off, sizeof(msg) - off, "; clock: %s\n", clock_name());
+	return reply(sfd, 0, RT_MAX_SLOTS, "%s", msg);
+}
+
+/* LATER: sites of shared objects by file, armed whenever loaded (later.c). */
+static int do_later(struct rt_session *s, size_t len)
+{
+	const struct inl_later *v = (const void *)(in.buf + sizeof(in.h));
+	uint32_t n = in.h.count;
+	char msg[3072] = "";
+	size_t off = 0;
+	int bad = 0;
+	pid_t blocker;
+
+	if (s->nlater || s->narmed || !n || n > INLINE_MAX_SITES ||
+	    len != sizeof(in.h) + n * sizeof(*v))
+		return reply(sfd, -EPROTO, 0, "LATER: %u sites in %zu bytes (at most %d, once, "
+			     "before ARM)", n, len, INLINE_MAX_SITES);
+	blocker = patch_trap_blocker(200);
+	if (blocker)	/* a uprobe in auto mode */
+		return reply(sfd, -EAGAIN, 0, "thread %d of process %d blocks SIGTRAP: it would "
+			     "die on the int3 of a live write", (int)blocker, (int)getpid());
+	for (uint32_t i = 0; i < n; i++) {
+		char why[256];
+
+		if (!rt_later_add(s, &v[i], why, sizeof(why)))
+			continue;
+		bad++;
+		off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%.63s: %s\n",
+					v[i].name, why);
+		if (off >= sizeof(msg))
+			off = sizeof(msg) - 1;
+	}
+	if (bad) {
+		s->nlater = 0;
+		return reply(sfd, -EINVAL, 0, "%s", msg);
+	}
+	off = rt_later_describe(s, msg, sizeof(msg));
+	if (off)
+		off--;		/* the last line's newline */
+	snprintf(msg + off, sizeof(msg) - off, "; clock: %s\n", clock_name());
 	return reply(sfd, 0, RT_MAX_SLOTS, "%s", msg);
 }
 
@@ -309,10 +357,11 @@ static int do_arm(struct rt_session *s)
 {
 	char why[256];
 
-	if (!s->nsites || !s->entry || s->narmed)
+	if ((!s->nsites && !s->nlater) || !s->entry || s->narmed || s->watching)
 		return reply(sfd, -EPROTO, 0, "ARM: sites, maps and an entry program first");
 	rt_span_resolve();
 	rt_publish(s);
+	rt_patch_lock();
 	for (; s->narmed < s->nsites; s->narmed++) {
 		int rc = patch_site_arm_flags(s->sites[s->narmed], rt_on_entry,
 					      s->exit ? rt_on_exit : NULL,
@@ -322,11 +371,26 @@ static int do_arm(struct rt_session *s)
 		if (rc) {
 			for (int i = 0; i < s->narmed; i++)
 				patch_site_disarm(s->sites[i]);
-			s->narmed = 0;
+			rt_patch_unlock();
 			rt_unpublish();
-			return reply(sfd, rc, 0, "%s: %s", s->info[s->narmed].name, why);
+			rc = reply(sfd, rc, 0, "%s: %s", s->info[s->narmed].name, why);
+			s->narmed = 0;
+			return rc;
 		}
 	}
+	rt_patch_unlock();
+	if (rt_later_watch(s, why, sizeof(why))) {
+		rt_patch_lock();
+		for (int i = 0; i < s->narmed; i++)
+			patch_site_disarm(s->sites[i]);
+		rt_patch_unlock();
+		s->narmed = 0;
+		rt_unpublish();
+		return reply(sfd, -EINVAL, 0, "%s", why);
+	}
+	if (s->nlater)
+		return reply(sfd, 0, s->nslots, "%d sites armed, %d of objects loaded later "
+			     "(%lu armed now)", s->narmed, s->nlater, s->loads);
 	return reply(sfd, 0, s->nslots, "%d sites armed", s->narmed);
 }
 
@@ -404,15 +468,29 @@ static void serve(void)
 			do_arm(s);
 			release_hold();
 			break;
+		case INL_LATER:
+			do_later(s, (size_t)n);
+			break;
 		case INL_NEXT:
 			next_image();
 			reply(sfd, 0, 0, "the next image holds");
 			break;
-		case INL_DETACH:
+		case INL_DETACH: {
+			unsigned long loads = s->loads, unloads = s->unloads;
+			unsigned long refused = s->refused;
+			char err[sizeof(s->later_err)];
+
+			snprintf(err, sizeof(err), "%s", s->later_err);
 			session_free(s);
 			s = NULL;
-			reply(sfd, 0, 0, "detached");
+			if (loads || refused)
+				reply(sfd, 0, 0, "detached; objects loaded later: armed %lu times, "
+				      "unloaded %lu times, refused %lu times%s%s", loads, unloads,
+				      refused, refused ? ": " : "", err);
+			else
+				reply(sfd, 0, 0, "detached");
 			return;
+		}
 		default:
 			reply(sfd, -EPROTO, 0, "unknown message type %u", in.h.type);
 		}
@@ -443,6 +521,7 @@ static void in_child(void)
 {
 	/* the parent's session and its maps are not ours */
 	rt_probe_inert();
+	rt_later_child();
 	if (lfd >= 0)
 		close(lfd);
 	if (sfd >= 0)

@@ -22,6 +22,16 @@
 /* Threads that can hold a slot at once (the maps have at most as many). */
 #define RT_MAX_SLOTS	1024
 
+/* A site of a shared object by file and offset (INL_LATER, later.c):
+ * armed in the object whenever it is loaded, forgotten when unloaded. */
+struct rt_later {
+	struct inl_later w;
+	struct patch_site *ps;	/* armed in the object loaded now, or NULL */
+	uint64_t addr;		/* where ps is */
+	char first[64];		/* its first instruction, when loaded at LATER */
+	bool present;		/* its object was loaded at the last look */
+};
+
 /* What one fay session set up (control.c builds it, probe.c runs it). */
 struct rt_session {
 	struct vm_map *maps[INLINE_MAX_MAPS];
@@ -36,7 +46,39 @@ struct rt_session {
 	struct patch_site *sites[INLINE_MAX_SITES];
 	struct inl_site info[INLINE_MAX_SITES];
 	int nsites, narmed;
+	struct rt_later later[INLINE_MAX_SITES];
+	int nlater;
+	bool watching;		/* later.c's loader hook serves this session */
+	unsigned long loads, unloads;	/* later sites armed, forgotten */
+	unsigned long refused;		/* later sites the patcher refused */
+	char later_err[256];		/* the last refusal's reason */
 };
+
+/*
+ * Sites of objects loaded later (later.c).  Every live write of the
+ * runtime (arm, disarm) is made under rt_patch_lock(): the loader hook
+ * arms from whichever thread dlopen()s, the control thread from its own.
+ */
+void rt_patch_lock(void);
+void rt_patch_unlock(void);
+/* Check and add one INL_LATER site to s (not armed yet): 0, or -EINVAL
+ * with the reason in why. */
+int rt_later_add(struct rt_session *s, const struct inl_later *w, char *why, size_t len);
+/* After s is published: arm s's later sites in the objects loaded now
+ * and hook the loader (r_brk, _dl_debug_state) so that each load arms
+ * them before the object's code can run and each unload forgets them.
+ * 0, or -errno with the reason in why (nothing hooked then).  Takes
+ * rt_patch_lock() itself. */
+int rt_later_watch(struct rt_session *s, char *why, size_t len);
+/* Describe the later sites into buf: "name: first insn (in OBJ)" or
+ * "name: armed when OBJ loads", one line each. */
+size_t rt_later_describe(const struct rt_session *s, char *buf, size_t len);
+/* Unhook s and restore its later sites still loaded (under
+ * rt_patch_lock(), taken here).  Accepts a session never watched. */
+void rt_later_end(struct rt_session *s);
+/* In a fork child: the hook (still patched there) does nothing, and the
+ * lock, which a thread of the parent may have held, is free. */
+void rt_later_child(void);
 
 /* The entry and exit handlers patched into the sites (probe.c); arg is
  * non-NULL when the site has both (the calls' nesting is counted). */

@@ -13,10 +13,21 @@
 #ifndef FAY_STORE_BACKEND_H
 #define FAY_STORE_BACKEND_H
 
+#include <pthread.h>
+
 #include "store/store.h"
 
 struct store_be;
 struct store_rd;
+
+/* The disk under a backend's files (store_ops.space). */
+struct store_space {
+	uint64_t total, avail;    /* the file system's size and free bytes
+				     (what an unprivileged writer may use) */
+	uint64_t wal;             /* bytes a checkpoint may still need to copy
+				     (SQLite: the WAL's frames not copied yet) */
+	uint64_t wal_limit;       /* the most wal reaches between checkpoints */
+};
 
 struct store_ops {
 	const char *name;                 /* "sqlite", "clickhouse" */
@@ -40,6 +51,19 @@ struct store_ops {
 	/* Is the backend reachable?  0, or -errno with a reason in err.
 	 * NULL: always. */
 	int (*health)(struct store_be *st, char *err, size_t errlen);
+	/* The disk of the backend's files (store/disk.c).  0 or -errno.
+	 * NULL: the store's disk is not here (ClickHouse: its disk-full
+	 * errors on writes say when it is full). */
+	int (*space)(struct store_be *st, struct store_space *sp);
+	/* The disk went low: give back what can be given (SQLite: a TRUNCATE
+	 * checkpoint), without waiting.  Called again every second while it
+	 * lasts.  NULL: nothing to do. */
+	void (*disk_low)(struct store_be *st);
+	int (*put_windows)(struct store_be *st, const struct store_window *w, size_t n,
+			   char *err, size_t errlen);
+	/* what store__windows() reads: the table, deduplicated (ClickHouse:
+	 * "query_windows FINAL") */
+	const char *windows_from;
 	/* NULL: the backend records no tag values (autocomplete answers []) */
 	int (*set_autocomplete_keys)(struct store_be *st, const char *const *keys,
 				     size_t n);
@@ -68,6 +92,35 @@ struct store_ops {
 	int (*agents)(struct store_rd *r,
 		      int (*fn)(void *ctx, const struct store_agent *a), void *ctx);
 };
+
+/*
+ * The disk watermark (store/disk.c), one a store: whether writes of new
+ * spans may go to the backend now.  The contracts are those of store.h's
+ * store__set_min_free(), store__write_gate() and store__disk();
+ * store_dw_wrote() learns from each write's result (a backend's -ENOSPC
+ * makes the disk low; with no space op, a write that succeeds ends it).
+ */
+struct store_dw {
+	pthread_mutex_t lock;
+	uint64_t min_bytes;       /* --min-free SIZE (0: not given) */
+	unsigned min_pct;         /* --min-free PCT% (0: not given) */
+	int low;                  /* writes refused */
+	int full;                 /* the backend said ENOSPC since */
+	uint64_t checked_ns, probe_ns, freed_ns;   /* monotonic */
+	uint64_t total, avail, min_free;
+	char why[256];
+};
+void store_dw_init(struct store_dw *w);
+void store_dw_free(struct store_dw *w);
+int store_dw_gate(struct store_dw *w, const struct store_ops *ops, struct store_be *be,
+		  char *err, size_t errlen);
+void store_dw_wrote(struct store_dw *w, const struct store_ops *ops, int ret,
+		    const char *err);
+void store_dw_get(struct store_dw *w, const struct store_ops *ops, struct store_be *be,
+		  struct store_disk *d);
+uint64_t store_dw_room(struct store_dw *w, const struct store_ops *ops);
+/* The ops of the backend a reader reads (store.c). */
+const struct store_ops *store_reader_ops(const struct store_reader *r);
 
 extern const struct store_ops sq_store_ops;     /* store/sqlite.c */
 extern const struct store_ops ch_store_ops;     /* store/ch.c */

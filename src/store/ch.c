@@ -154,6 +154,7 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 		return fay_err_ptr(-ENOMEM);
 	}
 	pthread_mutex_init(&st->hlock, NULL);
+	pthread_mutex_init(&st->qlock, NULL);
 	pthread_mutex_init(&st->wlock, NULL);
 	pthread_cond_init(&st->wcv, NULL);
 	st->flags = flags;
@@ -175,7 +176,8 @@ struct store_be *ch__open(const char *where, unsigned flags, char *err, size_t e
 		ok = (st->slot[i / CH_PAR].c[i % CH_PAR] =
 		      ch_conn_new(st->urls[0], st->db, wflags, why, sizeof(why))) != NULL;
 	st->hc = st->c && ok ? ch_conn_new(st->urls[0], st->db, 0, why, sizeof(why)) : NULL;
-	if (!st->hc) {
+	st->qc = st->hc ? ch_conn_new(st->urls[0], st->db, wflags, why, sizeof(why)) : NULL;
+	if (!st->qc) {
 		ret = -errno;
 		set_err(err, errlen, "clickhouse:%s: %s", where, why);
 		goto fail;
@@ -214,6 +216,7 @@ void ch__close(struct store_be *st)
 			wbuf_free(&st->slot[i].keep[j]);
 	}
 	ch_conn_free(st->hc);
+	ch_conn_free(st->qc);
 	for (size_t i = 0; i < st->nurls; i++)
 		free(st->urls[i]);
 	ch_agents_free(st);
@@ -224,6 +227,7 @@ void ch__close(struct store_be *st)
 	free(st->test_kill_file);
 	zarena_reset(&st->merge_arena);
 	pthread_mutex_destroy(&st->hlock);
+	pthread_mutex_destroy(&st->qlock);
 	pthread_mutex_destroy(&st->wlock);
 	pthread_cond_destroy(&st->wcv);
 	free(st);
@@ -255,7 +259,8 @@ int ch__health(struct store_be *st, char *err, size_t errlen)
 /* ---- retention ---------------------------------------------------------- */
 
 /*
- * Drop the oldest whole day of spans, span_index and span_parts on one
+ * Drop the oldest whole day of spans, span_index, span_parts and
+ * query_windows on one
  * server (the local tables of a cluster) if it ended before before_us.
  * Returns the rows dropped, 0 when no such day is left, or -errno.
  */
@@ -275,11 +280,12 @@ static int retain_on(struct store_be *st, struct ch_conn *c, uint64_t before_us,
 	/* the oldest day before the cutoff's day: it ended before the cutoff */
 	snprintf(sql, sizeof(sql),
 		 "SELECT min(partition), sum(rows) FROM system.parts WHERE active AND"
-		 " database = '%s' AND table IN ('spans%s', 'span_index%s', 'span_parts%s')"
-		 " AND partition < '%s' AND partition = (SELECT min(partition) FROM"
-		 " system.parts WHERE active AND database = '%s' AND table IN"
-		 " ('spans%s', 'span_index%s', 'span_parts%s') AND partition < '%s')"
-		 " FORMAT TabSeparated", st->db, sfx, sfx, sfx, day, st->db, sfx, sfx, sfx, day);
+		 " database = '%s' AND table IN ('spans%s', 'span_index%s', 'span_parts%s',"
+		 " 'query_windows%s') AND partition < '%s' AND partition = (SELECT"
+		 " min(partition) FROM system.parts WHERE active AND database = '%s' AND"
+		 " table IN ('spans%s', 'span_index%s', 'span_parts%s', 'query_windows%s')"
+		 " AND partition < '%s') FORMAT TabSeparated", st->db, sfx, sfx, sfx, sfx,
+		 day, st->db, sfx, sfx, sfx, sfx, day);
 	ret = ch_query(c, sql, &out, err, errlen);
 	if (!ret) {
 		wbuf_u8(&out, 0);
@@ -287,8 +293,9 @@ static int retain_on(struct store_be *st, struct ch_conn *c, uint64_t before_us,
 			rows = 0;
 	}
 	wbuf_free(&out);
-	for (int i = 0; !ret && rows && i < 3; i++) {
-		static const char *const tables[] = { "spans", "span_index", "span_parts" };
+	for (int i = 0; !ret && rows && i < 4; i++) {
+		static const char *const tables[] = { "spans", "span_index", "span_parts",
+						       "query_windows" };
 
 		snprintf(sql, sizeof(sql), "ALTER TABLE %s.%s%s DROP PARTITION '%s'",
 			 st->db, tables[i], sfx, day);
@@ -408,6 +415,8 @@ const struct store_ops ch_store_ops = {
 	.agent_stats = ch__agent_stats,
 	.agent_last_seq = ch__agent_last_seq,
 	.retain = ch__retain,
+	.put_windows = ch__put_windows,
+	.windows_from = "query_windows FINAL",
 	.set_retention = ch__set_retention,
 	.health = ch__health,
 	.sql = ch__sql,

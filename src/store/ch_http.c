@@ -153,6 +153,26 @@ static void server_err(char *err, size_t errlen, long status, const struct wbuf 
 			 w->len ? (const char *)w->p : "");
 }
 
+/*
+ * Does a ClickHouse error answer say its disk is full?  Its own words:
+ * NOT_ENOUGH_SPACE (code 243, "Cannot reserve ..., not enough space"), or
+ * a write that failed with ENOSPC ("... errno: 28, strerror: No space
+ * left on device").  The store's disk watermark takes it as the disk low
+ * (store/disk.c).
+ */
+static int no_space(const struct wbuf *w)
+{
+	static const char *const says[] = {
+		"No space left on device", "not enough space", "NOT_ENOUGH_SPACE",
+		"Code: 243,",
+	};
+
+	for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++)
+		if (w->len && memmem(w->p, w->len, says[i], strlen(says[i])))
+			return 1;
+	return 0;
+}
+
 static int perform(struct ch_conn *c, const char *url, const void *body, size_t len,
 		   struct wbuf *out, char *err, size_t errlen)
 {
@@ -180,7 +200,7 @@ static int perform(struct ch_conn *c, const char *url, const void *body, size_t 
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 		if (status != 200) {
 			server_err(err, errlen, status, w);
-			ret = -EIO;
+			ret = no_space(w) ? -ENOSPC : -EIO;
 		}
 	}
 	wbuf_free(&scratch);

@@ -54,7 +54,7 @@ int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t le
 
 /* ---- the schema (store/ch_schema.c) ---- */
 
-#define CH_SCHEMA_VERSION 2
+#define CH_SCHEMA_VERSION 3
 
 /* Where the tables are: the database, and with a cluster the suffix of
  * the local tables and the cluster's name. */
@@ -300,6 +300,9 @@ struct store_be {
 	 * agents' seq row and the ACKs: the agents must resend batches the
 	 * store already has (tests/integration/clickhouse_cluster_kill.sh) */
 	char *test_kill_file;
+	/* store__put_windows(): its own connection, any thread (ch_windows.c) */
+	pthread_mutex_t qlock;
+	struct ch_conn *qc;
 	/* health: its own connection, any thread */
 	pthread_mutex_t hlock;
 	struct ch_conn *hc;
@@ -344,6 +347,8 @@ int ch__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 int ch__agent_stats(struct store_be *st, const char *agent_id, const char *json);
 int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
 int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
+int ch__put_windows(struct store_be *st, const struct store_window *w, size_t n,
+		    char *err, size_t errlen);	/* ch_windows.c */
 int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
 		      size_t errlen);
 struct store_rd *ch__reader_new(struct store_be *st);

@@ -26,6 +26,13 @@
  *               into spans with origin 1.
  *   names       services, span names and remote services (autocomplete).
  *   agents      one row per agent and update (ReplacingMergeTree(ver)).
+ *   query_windows  standing queries' windows (schema 3): one row per
+ *               (name, end_us, host), the merged answer with host '*',
+ *               ReplacingMergeTree(written_us) partitioned by day (of
+ *               the window's end) like spans, so retention drops it with
+ *               them; a window written again (a retry, an amended one,
+ *               two collectors on one database) is one row.  Readers
+ *               read it FINAL (store/windows.c).  Sharded by name.
  *
  * Tags and annotations are Nested columns (parallel arrays tags.key /
  * tags.value), so SQL reaches them: tags.value[indexOf(tags.key, 'k')].
@@ -92,6 +99,12 @@ static const struct ch_table ch_tables[] = {
 	  " has_stats UInt8, stats String, stats_us UInt64, ver UInt64",
 	  "ReplacingMergeTree(ver) ORDER BY agent_id",
 	  "cityHash64(agent_id)" },
+	{ "query_windows",
+	  "day Date, name String, start_us UInt64, end_us UInt64, host String,"
+	  " answer String, asked UInt32, answered UInt32, missing String,"
+	  " provisional UInt8, amended UInt8, written_us UInt64",
+	  "ReplacingMergeTree(written_us) PARTITION BY day ORDER BY (name, end_us, host)",
+	  "cityHash64(name)" },
 };
 
 /* The table called name in ch_tables (there is one). */
@@ -316,9 +329,17 @@ int ch_server_features(struct ch_conn *c, char *version, size_t vlen, unsigned *
  * what a step does to a database at its version never changes (0 -> 1
  * makes the current tables, but a database at 0 has none: see
  * migrate_0_1()). */
+/* 2 -> 3: the query_windows table (a new table: IF NOT EXISTS, so a
+ * step run again, or after 0 -> 1 made it, changes nothing). */
+static int migrate_2_3(const struct step *s)
+{
+	return create(s->c, s->w, table("query_windows"), s->feats, s->err, s->errlen);
+}
+
 static int (*const ch_migrations[])(const struct step *) = {
 	migrate_0_1,
 	migrate_1_2,
+	migrate_2_3,
 };
 
 _Static_assert(ARRAY_SIZE(ch_migrations) == CH_SCHEMA_VERSION,
@@ -446,7 +467,8 @@ static int has_ttl(struct ch_conn *c, const char *db, const char *table, char *e
 int ch_schema_ttl(struct ch_conn *c, const struct ch_where *w, uint64_t retention_us,
 		  char *err, size_t errlen)
 {
-	static const char *const tables[] = { "spans", "span_index", "span_parts" };
+	static const char *const tables[] = { "spans", "span_index", "span_parts",
+					       "query_windows" };
 	char version[64];
 	unsigned feats = 0;
 	int ret = ch_server_features(c, version, sizeof(version), &feats, err, errlen);
@@ -474,7 +496,7 @@ int ch_schema_ttl(struct ch_conn *c, const struct ch_where *w, uint64_t retentio
 		wbuf_free(&sql);
 	}
 	if (!ret && (feats & CH_FEAT_TTL) && retention_us)
-		pr_info("store: clickhouse %s: spans, span_index, span_parts have a TTL of"
+		pr_info("store: clickhouse %s: spans, span_index, span_parts, query_windows have a TTL of"
 			" the retention (%" PRIu64 " s) besides the days retention drops",
 			version, retention_us / 1000000);
 	return ret;

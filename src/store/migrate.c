@@ -180,14 +180,25 @@ static int copy(struct store_be *st, const char *sql, const char *what,
 	return rc;
 }
 
-int sq_migrate_2_3(struct store_be *st)
+/* schema.sql's objects are all IF NOT EXISTS: running it adds the new
+ * tables of a step that only adds tables. */
+static int add_tables(struct store_be *st, const char *step)
 {
-	/* schema.sql's objects are all IF NOT EXISTS: this adds the new table */
 	int rc = sqlite3_exec(sq_db(st), store_schema_sql, NULL, NULL, NULL);
 
 	if (rc != SQLITE_OK)
-		pr_warn("store: migration 2 -> 3: %s", sqlite3_errmsg(sq_db(st)));
+		pr_warn("store: migration %s: %s", step, sqlite3_errmsg(sq_db(st)));
 	return rc;
+}
+
+int sq_migrate_2_3(struct store_be *st)
+{
+	return add_tables(st, "2 -> 3");
+}
+
+int sq_migrate_3_4(struct store_be *st)
+{
+	return add_tables(st, "3 -> 4");
 }
 
 int sq_migrate_1_2(struct store_be *st)

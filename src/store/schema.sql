@@ -5,13 +5,13 @@
 --
 -- The SQLite store of `fay collector` (src/store/sqlite.c embeds this file
 -- and runs it on a new database).  PRAGMA application_id is 0x46415953
--- ("FAYS"), PRAGMA user_version is the schema version (3).  A database
+-- ("FAYS"), PRAGMA user_version is the schema version (4).  A database
 -- with another application_id, or a user_version newer than the running
 -- fay knows, is refused and never modified.  An older user_version is
 -- brought up to date by the migrations in src/store/sqlite.c
 -- (store_migrations[]: the code that takes version N to N+1, each run in
 -- its own transaction with the new user_version; 1 -> 2 and 2 -> 3 are
--- in src/store/migrate.c); this file always holds the newest schema, for new
+-- in src/store/migrate.c, 3 -> 4 adds query_windows); this file always holds the newest schema, for new
 -- databases (every statement is IF NOT EXISTS: a migration runs it too,
 -- to create the objects that are new).
 --
@@ -182,3 +182,24 @@ CREATE TABLE IF NOT EXISTS agents (
 	stats          TEXT,              -- latest STATS frame (JSON)
 	stats_us       INTEGER
 ) WITHOUT ROWID;
+
+-- Standing queries' windows (schema version 4): one row per (query name,
+-- window end, host) for the merged answer (host '*') and for each host's
+-- finalized partial answer (host: its name).  A window written again (an
+-- amended one, a retry) replaces its row when its written_us is not older.
+-- Retention deletes windows that ended before its cutoff.  docs/SQL.md.
+CREATE TABLE IF NOT EXISTS query_windows (
+	name           TEXT NOT NULL,     -- the standing query
+	start_us       INTEGER NOT NULL,  -- the window, [start_us, end_us), microseconds
+	end_us         INTEGER NOT NULL,
+	host           TEXT NOT NULL,     -- '*': the merged answer; else the host's own
+	answer         TEXT NOT NULL,     -- the window as JSON (/api/queries/NAME/results)
+	asked          INTEGER NOT NULL,  -- hosts asked
+	answered       INTEGER NOT NULL,  -- hosts that answered in time
+	missing        TEXT NOT NULL,     -- JSON array of the hosts missing
+	provisional    INTEGER NOT NULL,  -- 1: a host had not answered by the grace period
+	amended        INTEGER NOT NULL,  -- 1: emitted again with a late host's rows
+	written_us     INTEGER NOT NULL,  -- when written (the newest wins)
+	PRIMARY KEY (name, end_us, host)
+);
+CREATE INDEX IF NOT EXISTS query_windows_end ON query_windows (end_us);

@@ -31,6 +31,7 @@
 static const sq_migration_fn store_migrations[] = {
 	sq_migrate_1_2,   /* src/store/migrate.c */
 	sq_migrate_2_3,
+	sq_migrate_3_4,
 };
 #define STORE_NMIGRATIONS ARRAY_SIZE(store_migrations)
 
@@ -104,6 +105,8 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_RETAIN_SPANS] = "DELETE FROM spans WHERE trace_seq = ?",
 	[ST_RETAIN_PARTS] = "DELETE FROM span_parts WHERE trace_seq = ?",
 	[ST_RETAIN_TRACE] = "DELETE FROM traces WHERE seq = ?",
+	[ST_RETAIN_WINDOWS] = "DELETE FROM query_windows WHERE rowid IN (SELECT rowid FROM"
+		" query_windows WHERE end_us < ?1 LIMIT ?2)",
 };
 
 const char *sq__path(const struct store_be *st)
@@ -389,6 +392,7 @@ struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t er
 		sq_set_err(err, errlen, "%s: out of memory", path);
 		goto err_out;
 	}
+	pthread_mutex_init(&st->wlock, NULL);
 	st->flags = flags;
 	st->db = open_conn(path, !(flags & STORE_F_READONLY), 1, err, errlen, &ret);
 	if (!st->db)
@@ -428,6 +432,8 @@ void sq__close(struct store_be *st)
 	if (!st)
 		return;
 	sq_ckpt_stop(st);
+	sq_windows_close(st);
+	pthread_mutex_destroy(&st->wlock);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(st->st[i]);
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
@@ -453,6 +459,10 @@ const struct store_ops sq_store_ops = {
 	.agent_stats = sq__agent_stats,
 	.agent_last_seq = sq__agent_last_seq,
 	.retain = sq__retain,
+	.space = sq__space,
+	.disk_low = sq__disk_low,
+	.put_windows = sq__put_windows,
+	.windows_from = "query_windows",
 	.set_autocomplete_keys = sq__set_autocomplete_keys,
 	.autocomplete_values = sq__autocomplete_values,
 	.sql = sq__sql,

@@ -330,6 +330,16 @@ int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk)
 		}
 		total += rows ? rows : 1; /* an empty trace counts as one */
 	}
+	/* standing queries' windows that ended before the cutoff */
+	if (rc == SQLITE_OK && total < (int64_t)chunk) {
+		sqlite3_stmt *w = st->st[ST_RETAIN_WINDOWS];
+
+		sqlite3_bind_int64(w, 1, (sqlite3_int64)before_us);
+		sqlite3_bind_int64(w, 2, (sqlite3_int64)chunk - total);
+		rc = sq_step_done(w);
+		if (rc == SQLITE_OK)
+			total += sqlite3_changes(st->db);
+	}
 	if (rc == SQLITE_OK)
 		rc = sq_step_done(st->st[ST_COMMIT]);
 	if (rc != SQLITE_OK) {

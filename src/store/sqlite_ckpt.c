@@ -29,18 +29,37 @@
  * reader) is cut back to that size by the first commit after the next
  * RESTART (SQLite's journal_size_limit), so the disk it took is given back
  * once the reader is gone.
+ *
+ * On a small file system these sizes shrink with it (#20): the WAL is
+ * checkpointed once it holds 1/128 of the file system (at least 32 pages,
+ * at most CKPT_PAGES), RESTARTed at four times that and cut back at eight
+ * (16 MiB, 64 MiB and 128 MiB from 2 GiB up; 128 KiB, 512 KiB and 1 MiB
+ * on 16 MiB), so that the WAL never needs more than a small part of the disk
+ * to be copied into the database; sq_ckpt_wal_limit() is that RESTART
+ * size, which the disk watermark (store/disk.c) keeps free.  And when the
+ * disk runs low the watermark asks for a TRUNCATE checkpoint
+ * (sq_ckpt_truncate()): every frame copied and the WAL file cut to zero
+ * bytes, so that the space its frames held (many copies of the same
+ * pages) goes back to the file system.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "store/backend.h"
 #include "store/sqlite_int.h"
 
-#define CKPT_PAGES 4096
-#define CKPT_RESTART_PAGES (4 * CKPT_PAGES)   /* 64 MiB of 4 KiB pages */
+#define CKPT_PAGES 4096                 /* at most; 16 MiB of 4 KiB pages */
+#define CKPT_PAGES_MIN 32
+#define CKPT_FS_SHARE 128               /* ... and 1/128 of the file system */
+#define CKPT_RESTART_X 4                /* RESTART at 4 x (64 MiB) */
+#define CKPT_LIMIT_X 8                  /* journal_size_limit 8 x (128 MiB) */
 #define CKPT_RESTART_WAIT_S 5
 #define CKPT_READER_WAIT_MS 100
 #define CKPT_RETRY_S 5
@@ -51,23 +70,38 @@ static void *ckpt_main(void *arg)
 
 	pthread_mutex_lock(&ck->lock);
 	for (;;) {
-		int restart, ok;
+		int restart, truncate, ok, nlog = 0, copied = 0;
 
 		while (!ck->pending && !ck->stop)
 			pthread_cond_wait(&ck->wake, &ck->lock);
 		if (ck->stop)
 			break;
 		restart = ck->restart;
-		ck->pending = 0;
+		truncate = ck->truncate;
+		ck->pending = ck->truncate = 0;
 		pthread_mutex_unlock(&ck->lock);
 		/* with restart the writer waits: this copies every frame left */
 		if (sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-					      NULL, NULL) != SQLITE_OK)
+					      &nlog, &copied) != SQLITE_OK)
 			pr_debug("store: checkpoint: %s", sqlite3_errmsg(ck->db));
+		else
+			__atomic_store_n(&ck->copied, copied, __ATOMIC_RELAXED);
 		ok = restart && sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_RESTART,
 							  NULL, NULL) == SQLITE_OK;
 		if (restart && !ok)
 			pr_debug("store: restart checkpoint: %s", sqlite3_errmsg(ck->db));
+		if (truncate) {
+			int log = 0, done = 0;
+
+			if (sqlite3_wal_checkpoint_v2(ck->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
+						      &log, &done) == SQLITE_OK &&
+			    (__atomic_store_n(&ck->frames, 0, __ATOMIC_RELAXED), 1))
+				pr_info("store: disk low: WAL checkpointed and truncated (%d pages "
+					"copied)", done);
+			else
+				pr_info("store: disk low: truncating checkpoint: %s (tried again "
+					"while the disk is low)", sqlite3_errmsg(ck->db));
+		}
 		pthread_mutex_lock(&ck->lock);
 		if (restart && !ok)
 			ck->retry_ns = clock_monotonic_ns() + CKPT_RETRY_S * 1000000000ull;
@@ -88,11 +122,12 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	struct ckpt *ck = arg;
 	struct timespec until;
 
-	if (pages < CKPT_PAGES)
+	__atomic_store_n(&ck->frames, pages, __ATOMIC_RELAXED);
+	if (pages < ck->pages)
 		return SQLITE_OK;
 	pthread_mutex_lock(&ck->lock);
 	ck->pending = 1;
-	if (pages >= CKPT_RESTART_PAGES && !ck->stop && clock_monotonic_ns() >= ck->retry_ns)
+	if (pages >= CKPT_RESTART_X * ck->pages && !ck->stop && clock_monotonic_ns() >= ck->retry_ns)
 		ck->restart = 1;
 	pthread_cond_signal(&ck->wake);
 	if (ck->restart) {
@@ -106,10 +141,35 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	return SQLITE_OK;
 }
 
+/* The checkpoint size in pages for st's file system (the top of this
+ * file), and the page size. */
+static void ckpt_size(struct store_be *st)
+{
+	struct ckpt *ck = &st->ck;
+	sqlite3_stmt *s = NULL;
+	struct statvfs fs;
+	uint64_t pages = CKPT_PAGES;
+
+	ck->page_size = 4096;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) > 0)
+		ck->page_size = (unsigned)sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (!statvfs(st->path, &fs))
+		pages = (uint64_t)fs.f_blocks * fs.f_frsize / CKPT_FS_SHARE / ck->page_size;
+	if (pages > CKPT_PAGES)
+		pages = CKPT_PAGES;
+	if (pages < CKPT_PAGES_MIN)
+		pages = CKPT_PAGES_MIN;
+	ck->pages = (int)pages;
+}
+
 void sq_ckpt_start(struct store_be *st)
 {
 	struct ckpt *ck = &st->ck;
+	char sql[96];
 
+	ckpt_size(st);
 	pthread_mutex_init(&ck->lock, NULL);
 	pthread_cond_init(&ck->wake, NULL);
 	pthread_cond_init(&ck->restarted, NULL);
@@ -140,8 +200,31 @@ void sq_ckpt_start(struct store_be *st)
 	/* 128 MiB: above the 64-93 MiB a WAL reaches between RESTARTs
 	 * without a long reader, which must not be cut (and grown again
 	 * into new blocks) every time */
-	sq_exec(st->db, "PRAGMA journal_size_limit = 134217728");
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %llu",
+		 (unsigned long long)CKPT_LIMIT_X * (unsigned)ck->pages * ck->page_size);
+	sq_exec(st->db, sql);
 	sqlite3_wal_hook(st->db, ckpt_hook, ck);
+}
+
+uint64_t sq_ckpt_wal_limit(const struct store_be *st)
+{
+	const struct ckpt *ck = &st->ck;
+
+	if (!ck->pages)
+		return (uint64_t)CKPT_RESTART_X * CKPT_PAGES * 4096;
+	return (uint64_t)CKPT_RESTART_X * (unsigned)ck->pages * ck->page_size;
+}
+
+void sq_ckpt_truncate(struct store_be *st)
+{
+	struct ckpt *ck = &st->ck;
+
+	if (!ck->running)
+		return;
+	pthread_mutex_lock(&ck->lock);
+	ck->truncate = ck->pending = 1;
+	pthread_cond_signal(&ck->wake);
+	pthread_mutex_unlock(&ck->lock);
 }
 
 void sq_ckpt_stop(struct store_be *st)
@@ -161,4 +244,36 @@ void sq_ckpt_stop(struct store_be *st)
 	pthread_cond_destroy(&ck->wake);
 	pthread_cond_destroy(&ck->restarted);
 	ck->running = 0;
+}
+
+int sq__space(struct store_be *st, struct store_space *sp)
+{
+	char wal[4200];
+	struct statvfs fs;
+	struct stat sb;
+
+	if (statvfs(st->path, &fs))
+		return -errno;
+	sp->total = (uint64_t)fs.f_blocks * fs.f_frsize;
+	sp->avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+	snprintf(wal, sizeof(wal), "%s-wal", st->path);
+	sp->wal = stat(wal, &sb) ? 0 : (uint64_t)sb.st_blocks * 512;
+	if (st->ck.running) {
+		/* what a checkpoint must still copy: the frames since the last
+		 * one (a WAL begun again has fewer frames than were copied) */
+		int frames = __atomic_load_n(&st->ck.frames, __ATOMIC_RELAXED);
+		int copied = __atomic_load_n(&st->ck.copied, __ATOMIC_RELAXED);
+		uint64_t left = (uint64_t)(frames >= copied ? frames - copied : frames) *
+				st->ck.page_size;
+
+		if (left < sp->wal)
+			sp->wal = left;
+	}
+	sp->wal_limit = sq_ckpt_wal_limit(st);
+	return 0;
+}
+
+void sq__disk_low(struct store_be *st)
+{
+	sq_ckpt_truncate(st);
 }

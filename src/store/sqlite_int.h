@@ -13,7 +13,7 @@ struct store_rd;
 extern const char store_schema_sql[];
 
 #define STORE_APP_ID         0x46415953  /* "FAYS" */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 struct store_query;
 struct store_be;
@@ -25,6 +25,7 @@ struct store_counts;
 struct store_row;
 struct store_agent;
 struct store_sql_cb;
+struct store_window;
 
 /* The SQLite backend's ops (store/backend.h; contracts in store.h).
  * sqlite.c: opening; sqlite_write.c, sqlite_batch.c: writing; sqlite_read.c,
@@ -39,12 +40,19 @@ int sq__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 int sq__agent_stats(struct store_be *st, const char *agent_id, const char *json);
 int sq__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last_seq);
 int sq__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
+int sq__put_windows(struct store_be *st, const struct store_window *w, size_t n,
+		    char *err, size_t errlen);	/* sqlite_windows.c */
+/* Close the windows' connection (sqlite_windows.c). */
+void sq_windows_close(struct store_be *st);
 int sq__set_autocomplete_keys(struct store_be *st, const char *const *keys, size_t n);
 int sq__autocomplete_values(struct store_rd *r, const char *key, struct store_names *out);
 struct store_rd *sq__reader_new(struct store_be *st);
 int sq__sql(struct store_rd *r, const char *sql, const struct store_sql_cb *cb,
 	    char *err, size_t errlen);      /* sqlite_sql.c */
 void sq__reader_free(struct store_rd *r);
+struct store_space;
+int sq__space(struct store_be *st, struct store_space *sp);    /* sqlite_ckpt.c */
+void sq__disk_low(struct store_be *st);
 int sq__services(struct store_rd *r, struct store_names *out);
 int sq__span_names(struct store_rd *r, const char *service, struct store_names *out);
 int sq__remote_services(struct store_rd *r, const char *service,
@@ -112,6 +120,7 @@ enum {
 	ST_DEL_MERGED, ST_SEL_PARTS,
 	ST_SEL_TRACE, ST_SEL_TRACE_SPANS, ST_INS_TRACE, ST_UPD_TRACE, ST_MAX_SEQ,
 	ST_RETAIN_SEL, ST_RETAIN_SPANS, ST_RETAIN_PARTS, ST_RETAIN_TRACE,
+	ST_RETAIN_WINDOWS,
 	ST_MAX,
 };
 
@@ -159,6 +168,11 @@ struct ckpt {
 	sqlite3 *db;
 	int pending, stop, running;
 	int restart;                /* the writer waits for a RESTART checkpoint */
+	int truncate;               /* the disk is low: a TRUNCATE checkpoint */
+	int pages;                  /* checkpoint at this many WAL pages */
+	int frames;                 /* atomic: the WAL's frames at the last commit */
+	int copied;                 /* atomic: ... the last checkpoint copied */
+	unsigned page_size;
 	uint64_t retry_ns;          /* no RESTART before (monotonic): one failed */
 };
 
@@ -179,6 +193,9 @@ struct store_be {
 	uint64_t retained;          /* rows retention deleted since the last prune */
 	uint64_t retain_cutoff_us;  /* the cutoff of that retention */
 	struct ckpt ck;
+	/* store__put_windows(): a connection of its own, any thread */
+	pthread_mutex_t wlock;
+	sqlite3 *wdb;
 };
 
 
@@ -187,6 +204,13 @@ struct store_be {
 void sq_ckpt_start(struct store_be *st);
 /* Stop and join it (nothing when it never started); st->db stays open. */
 void sq_ckpt_stop(struct store_be *st);
+/* The WAL's size at which the writer waits for a RESTART checkpoint
+ * (bytes; it scales with the file system: sqlite_ckpt.c). */
+uint64_t sq_ckpt_wal_limit(const struct store_be *st);
+/* Ask the checkpoint thread for a TRUNCATE checkpoint (the disk is low:
+ * the WAL's frames copied and its file cut to zero bytes), without
+ * waiting for it.  Nothing when the thread is not running. */
+void sq_ckpt_truncate(struct store_be *st);
 /* Map an SQLite result code to -errno. */
 int sq_errno(int rc);
 /* Format a message into err (nothing when err is NULL or errlen 0). */
@@ -217,6 +241,8 @@ typedef int (*sq_migration_fn)(struct store_be *st);
 int sq_migrate_1_2(struct store_be *st);
 /* 2 -> 3: the autocomplete table (schema.sql). */
 int sq_migrate_2_3(struct store_be *st);
+/* 3 -> 4: the query_windows table (schema.sql). */
+int sq_migrate_3_4(struct store_be *st);
 sqlite3 *sq_db(struct store_be *st);
 /* Prepare the write statements (the schema must be there).  SQLite rc. */
 int sq_prepare(struct store_be *st);

@@ -18,6 +18,7 @@ struct store {
 	const struct store_ops *ops;
 	struct store_be *be;
 	char *path;
+	struct store_dw dw;       /* the disk watermark (store/disk.c) */
 };
 
 struct store_reader {
@@ -54,6 +55,7 @@ struct store *store__open(const char *path, unsigned flags, char *err, size_t er
 		errno = e;
 		return NULL;
 	}
+	store_dw_init(&st->dw);
 	return st;
 }
 
@@ -62,6 +64,7 @@ void store__close(struct store *st)
 	if (!st)
 		return;
 	st->ops->close(st->be);
+	store_dw_free(&st->dw);
 	free(st->path);
 	free(st);
 }
@@ -89,7 +92,34 @@ int store__backend_schema_version(const struct store *st)
 int store__write(struct store *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen)
 {
-	return st->ops->write(st->be, b, n, err, errlen);
+	int ret = st->ops->write(st->be, b, n, err, errlen);
+
+	store_dw_wrote(&st->dw, st->ops, ret, err);
+	return ret;
+}
+
+void store__set_min_free(struct store *st, uint64_t bytes, unsigned pct)
+{
+	pthread_mutex_lock(&st->dw.lock);
+	st->dw.min_bytes = bytes;
+	st->dw.min_pct = pct;
+	st->dw.checked_ns = 0;
+	pthread_mutex_unlock(&st->dw.lock);
+}
+
+int store__write_gate(struct store *st, char *err, size_t errlen)
+{
+	return store_dw_gate(&st->dw, st->ops, st->be, err, errlen);
+}
+
+void store__disk(struct store *st, struct store_disk *d)
+{
+	store_dw_get(&st->dw, st->ops, st->be, d);
+}
+
+uint64_t store__write_room(struct store *st)
+{
+	return store_dw_room(&st->dw, st->ops);
 }
 
 unsigned store__writers(const struct store *st)
@@ -116,6 +146,12 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk)
 {
 	return st->ops->retain(st->be, before_us, chunk);
+}
+
+int store__put_windows(struct store *st, const struct store_window *w, size_t n,
+		       char *err, size_t errlen)
+{
+	return st->ops->put_windows(st->be, w, n, err, errlen);
 }
 
 int store__health(struct store *st, char *err, size_t errlen)
@@ -240,6 +276,11 @@ int store__scan_traces(struct store_reader *r, uint64_t from_us, uint64_t to_us,
 	if (!r->ops->scan_traces)
 		return r->ops->scan(r->rd, from_us, to_us + 1, fn, ctx);
 	return r->ops->scan_traces(r->rd, from_us, to_us, fn, ctx);
+}
+
+const struct store_ops *store_reader_ops(const struct store_reader *r)
+{
+	return r->ops;
 }
 
 int store__sql(struct store_reader *r, const char *sql, const struct store_sql_cb *cb,

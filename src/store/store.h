@@ -110,17 +110,20 @@ int store__agent_last_seq(struct store *st, const char *agent_id, uint64_t *last
  * Retention: delete the traces whose every span ended before before_us
  * (traces without timestamps: stored before it), whole traces at a time,
  * about chunk spans (and partial records) in one short transaction.
- * Returns how many rows went (spans and parts; an empty trace counts 1;
- * 0: nothing older is left), or -errno.  Call repeatedly so that writers
- * are never held up for long.  When nothing is left, names no span newer
- * than before_us carried are forgotten too.
+ * Standing queries' windows that ended before before_us go too (SQLite:
+ * in the same chunks; ClickHouse: their day partitions with the spans').
+ * Returns how many rows went (spans, parts and windows; an empty trace
+ * counts 1; 0: nothing older is left), or -errno.  Call repeatedly so
+ * that writers are never held up for long.  When nothing is left, names
+ * no span newer than before_us carried are forgotten too.
  */
 int store__retain(struct store *st, uint64_t before_us, unsigned chunk);
 
 /*
  * Tell the store the retention (0: keep forever), so that it expires old
  * spans by itself where the backend can: ClickHouse 19.6+ gets a table
- * TTL on spans, span_index and span_parts (and 0 removes one, 21.1+);
+ * TTL on spans, span_index, span_parts and query_windows (and 0 removes
+ * one, 21.1+);
  * SQLite and older servers nothing (store__retain() does it all).  Call
  * after opening, from the writer's thread.  0, or -errno with a reason in
  * err.
@@ -135,6 +138,103 @@ int store__set_retention(struct store *st, uint64_t retention_us, char *err,
  * Call from the writer's thread.  0 or -ENOMEM.
  */
 int store__set_autocomplete_keys(struct store *st, const char *const *keys, size_t n);
+
+/* ---- the disk watermark (store/disk.c) ---------------------------------- */
+
+/*
+ * A full disk must never wedge the store (#20): below a watermark of free
+ * space the collector stops taking new spans (agents keep them in their
+ * spool, HTTP senders are told to retry), the backend gives back what it
+ * can (SQLite: a TRUNCATE checkpoint, so the WAL's copies of pages go),
+ * and once the space is back, writes resume by themselves.
+ *
+ * SQLite: the watermark is on the file system of the database file
+ * (statvfs, checked at most every 200 ms as writes come and at every
+ * store__disk()): low when the free space is below --min-free, or below
+ * what the WAL holds not yet copied into the database (a checkpoint needs
+ * that much room); back when
+ * it is an eighth above that again.  The default --min-free is the larger
+ * of 2% of the file system and twice the WAL's limit (the size at which
+ * the writer waits for a RESTART checkpoint: 64 MiB, less on a file
+ * system under 2 GiB: store/sqlite_ckpt.c), so the WAL's copy into the
+ * database always fits.  A write that fails with SQLITE_FULL makes it low
+ * too.
+ * ClickHouse: its data directory is not here; a write that the server
+ * refuses for want of space (its "No space left on device", "not enough
+ * space") makes the disk low, one write a second is let through to find
+ * out whether it is over, and the first that succeeds ends it.
+ */
+struct store_disk {
+	int low;                  /* new spans are refused */
+	uint64_t total, avail;    /* the store's file system (0: not here) */
+	uint64_t min_free;        /* the watermark in force (bytes; 0: none known) */
+	char why[256];            /* when low: why, for /health and logs */
+};
+
+/* --min-free: bytes, or pct (1 to 99) percent of the file system when
+ * pct is not 0; both 0: the default (above).  Call before writing. */
+void store__set_min_free(struct store *st, uint64_t bytes, unsigned pct);
+
+/*
+ * May new spans be written now?  0, or -ENOSPC with the reason in err
+ * ("disk low: ..."): refuse them, retry later.  Checks the disk (above),
+ * and when it goes low starts the backend's giving back.  Any thread.
+ */
+int store__write_gate(struct store *st, char *err, size_t errlen);
+
+/* The disk's state now (checked again unless checked in the last
+ * 200 ms).  Any thread. */
+void store__disk(struct store *st, struct store_disk *d);
+
+/* Bytes that may still be written before the disk is low: the free space
+ * above the watermark when last checked (0 while low), UINT64_MAX when
+ * the store's disk is not here (ClickHouse).  A bound for the size of the
+ * next write, so that one large write does not fill the room the
+ * watermark keeps.  Any thread. */
+uint64_t store__write_room(struct store *st);
+
+/* ---- standing-query windows (table query_windows, docs/SQL.md) ---------- */
+
+/* The host of a window's merged answer (a host's own rows name it). */
+#define STORE_WINDOW_MERGED "*"
+
+/*
+ * One window of a standing query: the merged answer (host
+ * STORE_WINDOW_MERGED) or one host's finalized partial answer.  Its key
+ * is (name, end_us, host): a window written again (a retry, an amended
+ * window, two collectors on one ClickHouse) is one row, the newest
+ * written_us winning.
+ */
+struct store_window {
+	const char *name;         /* the standing query: [A-Za-z0-9_]{1,64} */
+	uint64_t start_us, end_us;
+	const char *host;
+	const char *answer;       /* the window as a JSON object (text) */
+	uint32_t asked, answered; /* hosts asked, hosts that answered in time */
+	const char *missing;      /* JSON array text of the hosts missing ("[]") */
+	uint8_t provisional, amended;
+	uint64_t written_us;      /* when written (the row's version) */
+};
+
+/*
+ * Store n windows (at once where the backend can).  Any thread, besides
+ * the write side (SQLite: a connection of its own; ClickHouse: one
+ * INSERT under its own lock).  0 once stored, or -errno with a reason in
+ * err.
+ */
+int store__put_windows(struct store *st, const struct store_window *w, size_t n,
+		       char *err, size_t errlen);
+
+/*
+ * Call fn for the last limit windows of query name and host (by end_us),
+ * oldest first, one per key (the newest written_us).  name and host must
+ * not hold ' or \ (-EINVAL).  Strings are valid during the call only.
+ * fn returning non-zero stops (and is returned); 0 or -errno (a reason
+ * in err) otherwise.  store/windows.c, through store__sql().
+ */
+int store__windows(struct store_reader *r, const char *name, const char *host,
+		   unsigned limit, int (*fn)(void *ctx, const struct store_window *w),
+		   void *ctx, char *err, size_t errlen);
 
 /* ---- reading ------------------------------------------------------------ */
 

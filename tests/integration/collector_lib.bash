@@ -66,3 +66,25 @@ metric_is() { [ "$(metric "$1")" = "$2" ]; }
 # acked FILE M: how many ACKs fay-wire-client's send printed to FILE for
 # batches stored whole (M spans each, not duplicates)
 acked() { grep -c "^ack .*\"stored\":$2,\"duplicate\":false" "$1"; }
+
+# coll_agents HOST...: a fay agent per HOST (named so, its files in
+# $T_TMP/HOST) connected to this collector; true once the collector lists
+# every one as a peer with a query connection (30 s at most).
+coll_agents() {
+	local h
+	for h in "$@"; do
+		mkdir -p "$T_TMP/$h"
+		( cd "$T_TMP/$h" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+			--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ) >>"$T_TMP/$h.log" 2>&1 &
+		T_PIDS+=($!)
+	done
+	wait_for 30 coll_peers "$@"
+}
+# coll_peers HOST...: does the collector list each HOST as a peer?
+coll_peers() {
+	local got h
+	got=$(curl -s "$URL/api/cluster/peers")
+	for h in "$@"; do
+		[[ $got == *"\"host\":\"$h\""* ]] || return 1
+	done
+}

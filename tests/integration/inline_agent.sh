@@ -5,7 +5,8 @@
 # process(PID).function(...) of (1) a process started with fay run
 # --agent (its runtime preloaded) and (2) a process started normally (the agent loads
 # the runtime with ptrace); exact counts, equal to uprobe mode, and the
-# agent's progress line says inline and why.  An agent started with
+# agent's progress line says inline and why; (3) a library a process
+# dlopen()s after the query attached.  An agent started with
 # --no-inject uses a uprobe on the normal process and says why.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
@@ -69,6 +70,27 @@ cq plain 1000
 answered "a process started normally: the agent loaded the runtime, inline, exact, the progress says so" \
 	"h1: attached: inline .*(pid $wpid); pid $wpid: inline, runtime loaded with ptrace in [0-9.]* ms (fay_inline_fn"
 ok "... and it ran to its end (exit 0)" test $WRC -eq 0
+
+# a library the process loads only after the query attached (issue 19
+# item 3): armed at each of its 30 dlopen()s through the agent
+LOOP=$BUILD/tests/bin/dlopen_loop
+LIB=$(cd "$BUILD/tests/bin" && pwd)/libinline_lib.so
+go=$T_TMP/go.loop
+"$LOOP" "$LIB" 30 100 "$go" >"$T_TMP/loop.out" 2>&1 & wpid=$!
+: >"$T_TMP/err"
+timeout 60 "$FAY" query --cluster "$URL" --json \
+	"from f in process($wpid).function(\"$LIB:fay_lib_fn\") select { n: count() } for 8s" \
+	>"$T_TMP/out" 2>"$T_TMP/err" & q=$!
+wait_for 40 grep -q ': attached' "$T_TMP/err"
+touch "$go"
+wait $wpid
+WRC=$?
+wait $q
+a=$(grep -o '{"n":[0-9]*}' "$T_TMP/out" | tail -1)
+[ "$a" = '{"n":3000}' ] && [ $WRC -eq 0 ] && [ "$(cat "$T_TMP/loop.out")" = "$("$LOOP" "$LIB" 30 100)" ] &&
+	grep -q "pid $wpid: inline, .*fay_lib_fn: armed when .* is loaded (dlopen)" "$T_TMP/err" &&
+	pass "a library dlopen()ed 30 times after the cluster query attached: inline through the agent, 3000 of 3000 calls, the process's output right ($a)" ||
+	fail "library loaded later, through the agent (exit $WRC)" "$a" "$(cat "$T_TMP/out" "$T_TMP/err")"
 
 kill $APID
 wait $APID 2>/dev/null

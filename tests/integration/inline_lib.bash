@@ -47,3 +47,20 @@ busy() {
 	in_main "$ready"
 	orig=$(first_bytes $wpid)
 }
+# go_query GO ARGS...: with a workload (pid in wpid) waiting for the file
+# GO, run `fay query ARGS` (its answer in $T_TMP/q.out, progress in
+# $T_TMP/q.err) until it attached or failed, let the workload go, wait
+# for it (its exit status in WRC), then end the query
+go_query() {
+	local go=$1 q
+	shift
+	: >"$T_TMP/q.err"
+	timeout 120 "$FAY" query "$@" >"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
+	attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/null; }
+	wait_for 60 attached_or_gone
+	touch "$go"
+	wait $wpid
+	WRC=$?
+	kill -INT $q 2>/dev/null
+	wait $q
+}

@@ -17,3 +17,32 @@ same() {
 		fail "$3 (rc=$RC)" "got:  $(echo "$got" | head -c 1500)" "want: $2" "$(head -c 600 "$T_TMP/err")"
 	fi
 }
+
+# versus FAYQ BTPROG NPROBES MODE K: fay and bpftrace trace one run of
+# $W MODE K (query_work, or a workload that knows QW_READY/QW_WAIT as it
+# does), held at a file until both are attached (@PID@ in BTPROG is its
+# pid).  bpftrace prints "Attaching N probes" before it attaches them: it
+# is attached when it holds NPROBES perf events.  fay's JSON in
+# $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC, the
+# workload's /proc/PID/maps once started in $T_TMP/maps.
+bt_attached() {
+	local n
+	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
+	[ "$n" -ge "$2" ]
+}
+versus() {
+	local go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM wpid fpid bpid
+	QW_READY=$ready QW_WAIT=$go "$W" "$4" "$5" & wpid=$!
+	wait_for 30 test -e "$ready"
+	cp "/proc/$wpid/maps" "$T_TMP/maps" 2>/dev/null	# for addresses bpftrace cannot name
+	: >"$T_TMP/err"
+	timeout 90 "$FAY" query --json -p $wpid "$1" >"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
+	timeout 90 "$BT" -p $wpid -e "${2//@PID@/$wpid}" >"$T_TMP/bt" 2>&1 & bpid=$!
+	wait_for 30 grep -q attached "$T_TMP/err"
+	wait_for 60 bt_attached $bpid "$3"
+	touch "$go"
+	wait $wpid
+	wait $fpid
+	RC=$?
+	wait $bpid
+}

@@ -47,31 +47,6 @@ fq --json -c "$W usdt2 7" "from u in usdt(\"$W:fayq:multi\") group u by u.name i
 same "$T_TMP/out" '{"p":"multi","n":14}' "usdt(...): s.name is the probe's name"
 
 # ---- the same counts as bpftrace ------------------------------------------------------
-# versus FAYQ BTPROG NPROBES MODE K: fay and bpftrace trace one run of
-# query_work MODE K, held at a file until both are attached (@PID@ in
-# BTPROG is its pid).  bpftrace prints "Attaching N probes" before it
-# attaches them: it is attached when it holds NPROBES perf events.  fay's
-# JSON in $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC.
-bt_attached() {
-	local n
-	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
-	[ "$n" -ge "$2" ]
-}
-versus() {
-	local go=$T_TMP/go.$RANDOM ready=$T_TMP/ready.$RANDOM wpid fpid bpid
-	QW_READY=$ready QW_WAIT=$go "$W" "$4" "$5" & wpid=$!
-	wait_for 30 test -e "$ready"
-	: >"$T_TMP/err"
-	timeout 90 "$FAY" query --json -p $wpid "$1" >"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
-	timeout 90 "$BT" -p $wpid -e "${2//@PID@/$wpid}" >"$T_TMP/bt" 2>&1 & bpid=$!
-	wait_for 30 grep -q attached "$T_TMP/err"
-	wait_for 60 bt_attached $bpid "$3"
-	touch "$go"
-	wait $wpid
-	wait $fpid
-	RC=$?
-	wait $bpid
-}
 # compare SKIP PREFIX WANT: fay's rows (name, n) against bpftrace's
 # @[PREFIXname] counts, names matching the regex SKIP left out; WANT
 # "name=n" must hold in both.  The verdict in $T_TMP/cmp.
@@ -152,14 +127,7 @@ fi
 # ---- a cluster: two agents, names merged at the collector ------------------------------
 . "$(dirname "$0")/collector_lib.bash"
 coll_start "$T_TMP/c.db"
-for h in h1 h2; do
-	mkdir -p "$T_TMP/$h"
-	( cd "$T_TMP/$h" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
-		--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ) >>"$T_TMP/$h.log" 2>&1 &
-	T_PIDS+=($!)
-done
-peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":"h[12]"' | sort -u | wc -l)" -eq 2 ]; }
-ok "two agents open query connections" wait_for 30 peers
+ok "two agents open query connections" coll_agents h1 h2
 cp "$W" "$T_TMP/qwnames"
 timeout 60 "$FAY" query --cluster "$URL" --json \
 	'from s in cluster.syscall("*") where s.comm == "qwnames" && (s.name == "getppid" || s.name == "getuid" || s.name == "dup") group s by s.name into g select { name: g.key, n: g.count() } for 8s' \

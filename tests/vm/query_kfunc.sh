@@ -5,7 +5,8 @@
 # /dev/zero give an exact count through fentry/fexit and through
 # kprobe/kretprobe, and str() of a __user argument (getname's
 # filename) read as kernel memory, else user memory
-# (tests/vm/query_kfunc.guest runs in the guest).
+# (tests/vm/query_kfunc.guest runs in the guest), and s.kstack of
+# vfs_read (the system call path to it, named by kallsyms).
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/lib.bash"
@@ -19,6 +20,6 @@ if ! vm_tap "$out" 900 FAY="$FAY" W="$W" bash "$TOP/tests/vm/query_kfunc.guest";
 	exit
 fi
 rc=$VM_RC
-ok "the guest ran every case (7)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 7 ]
+ok "the guest ran every case (9)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 9 ]
 ok "guest script exited 0" [ $rc -eq 0 ]
 done_testing

@@ -58,7 +58,9 @@
 
 	fetch('/health').then((r) => r.json()).then((h) => {
 		const st = h.store || {};
-		const down = st.status === 'DOWN' ? ` · store ${st.backend} DOWN: ${st.error || ''}` : '';
+		const disk = h.disk || {};
+		const down = (st.status === 'DOWN' ? ` · store ${st.backend} DOWN: ${st.error || ''}` : '') +
+			(disk.status === 'LOW' ? ` · ${disk.error || 'disk low'}` : '');
 		const el = document.getElementById('status');
 		el.textContent = `collector ${h.version} · up ${h.uptime_s}s${down}`;
 		el.classList.toggle('down', !!down);

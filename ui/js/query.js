@@ -2,7 +2,8 @@
 // fay UI: live FayQL.  The editor marks an error at its line:col (gutter
 // marker, caret under the line, cursor moved there); a running query's
 // results stream in (POST /api/query answers NDJSON, read chunk by chunk)
-// and show as a table, a histogram or a time series.  "On the cluster"
+// and show as a table, a histogram, a time series or, grouped by a stack,
+// a flame graph (flame.js).  "On the cluster"
 // runs the query on every agent of the collector (a cluster query: each
 // window says how many hosts answered, and an amended window replaces the
 // one it corrects).
@@ -15,6 +16,7 @@ const Query = (() => {
 		['read sizes (the paper)', 'from io in function("libc:read")\nwhere io.time < now + 5m\nlet size = io.arg(2)\ngroup io by size / 1024 into g\nselect { sizeInKilobytes: g.key, countOfReadIOs: g.count() }'],
 		['vfs_read p99 per second', 'from f in kernel.function("vfs_read")\nselect { p99: quantile(f.duration, 0.99), bytes: hist(f.ret) }\nwindow 1s'],
 		['slow handler calls', 'from c in process(4242).function("handle_request")\nwhere c.duration > 1ms\nselect { pid: c.pid, us: c.duration / 1000 }'],
+		['CPU flame graph, 10s', 'from s in profile(99)\ngroup s by s.ustack into g\nselect { stack: g.key, samples: g.count() }\nfor 10s'],
 		['an error, to see the marker', 'from s in syscall("read")\nwhere s.bogus > 3\nselect count()'],
 	];
 
@@ -37,9 +39,11 @@ const Query = (() => {
 		const hosts = el('div', { id: 'q-hosts', class: 'muted' });
 		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0, cats = null;
 		let windowed = false, attached = '', failed = false, engine = 'host';
-		for (const m of ['table', 'histogram', 'time series']) {
+		let flame = {};	/* the flame graph's search and zoom (flame.js) */
+		const setMode = (m) => { mode = m; for (const b of view.children) b.classList.toggle('on', b.dataset.view === m); };
+		for (const m of ['table', 'histogram', 'time series', 'flame graph']) {
 			view.append(el('button', { type: 'button', 'data-view': m, class: m === mode ? 'on' : '',
-				onclick: () => { mode = m; for (const b of view.children) b.classList.toggle('on', b.dataset.view === m); draw(); } }, m));
+				onclick: () => { setMode(m); draw(); } }, m));
 		}
 
 		function lines() {
@@ -116,6 +120,9 @@ const Query = (() => {
 				t.append(tb);
 				out.append(t);
 				if (cats) out.append(catTable(cats));
+			} else if (mode === 'flame graph') {
+				out.append(Flame.fits(cols) ? Flame.render(windowed ? rows : data, cols, flame)
+					: el('p', { class: 'muted' }, 'A flame graph needs a stack key and a count: group s by s.ustack into g select { stack: g.key, n: g.count() }'));
 			} else if (mode === 'histogram') {
 				out.append(histogram(data));
 			} else {
@@ -177,7 +184,7 @@ const Query = (() => {
 		async function start() {
 			if (ctrl) ctrl.abort();
 			ctrl = new AbortController();
-			cols = []; rows = []; windows = []; errLine = 0; cats = null; windowed = false; attached = ''; failed = false;
+			cols = []; rows = []; windows = []; errLine = 0; cats = null; windowed = false; attached = ''; failed = false; flame = {};
 			diag.replaceChildren(); hosts.replaceChildren(); ta.classList.remove('has-error'); lines(); draw();
 			status.textContent = 'compiling…';
 			run.disabled = true; stop.disabled = false;
@@ -221,7 +228,10 @@ const Query = (() => {
 						buf = buf.slice(nl + 1);
 						if (!line.trim()) continue;
 						const m = JSON.parse(line);
-						if (m.type === 'columns') { cols = m.columns; windowed = m.window_ms > 0; engine = m.engine; }
+						if (m.type === 'columns') {
+							cols = m.columns; windowed = m.window_ms > 0; engine = m.engine;
+							if (Flame.fits(cols)) setMode('flame graph');
+						}
 						else if (m.type === 'row') rows.push(m.values);
 						else if (m.type === 'window') {
 							// a 'window' result, or a snapshot of a query without one

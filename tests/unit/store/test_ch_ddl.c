@@ -153,6 +153,19 @@ static void creates(void)
 		  " version String, last_seq UInt64, first_seen_us UInt64, last_seen_us UInt64,"
 		  " batches UInt64, spans UInt64, has_stats UInt8, stats String, stats_us UInt64,"
 		  " ver UInt64) ENGINE = ReplacingMergeTree(ver) ORDER BY agent_id");
+	/* schema 3: standing queries' windows, the same on every version */
+	for (size_t i = 0; i < 2; i++)
+		create_is(i ? "23.8.2.7" : "18.16.1", "query_windows", i ? "two" : NULL, i ?
+			  "CREATE TABLE IF NOT EXISTS fay.query_windows_local (day Date, name String,"
+			  " start_us UInt64, end_us UInt64, host String, answer String, asked UInt32,"
+			  " answered UInt32, missing String, provisional UInt8, amended UInt8,"
+			  " written_us UInt64) ENGINE = ReplacingMergeTree(written_us) PARTITION BY"
+			  " day ORDER BY (name, end_us, host)" :
+			  "CREATE TABLE IF NOT EXISTS fay.query_windows (day Date, name String,"
+			  " start_us UInt64, end_us UInt64, host String, answer String, asked UInt32,"
+			  " answered UInt32, missing String, provisional UInt8, amended UInt8,"
+			  " written_us UInt64) ENGINE = ReplacingMergeTree(written_us) PARTITION BY"
+			  " day ORDER BY (name, end_us, host)");
 }
 
 /* ch_murmur64() is ClickHouse's murmurHash2_64(): values the 18.16

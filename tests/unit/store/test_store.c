@@ -482,7 +482,7 @@ static void migrate_v1(void)
 		sqlite3_finalize(s);
 	}
 	sqlite3_close(db);
-	is_int(v, 3, "user_version is 3 now (1 -> 2 -> 3)");
+	is_int(v, 4, "user_version is 4 now (1 -> 2 -> 3 -> 4)");
 }
 
 static int file_sha(const char *p, char *out, size_t len)
@@ -577,7 +577,7 @@ int main(void)
 	ok(st != NULL, "new store opens: %s", st ? path : err);
 	if (!st)
 		return test_done();
-	is_int(store__schema_version(), 3, "schema version 3");
+	is_int(store__schema_version(), 4, "schema version 4");
 	r = store__reader_new(st);
 	ok(r != NULL, "reader on its own connection");
 

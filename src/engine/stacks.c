@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stack keys (plan.h "Stacks"): the BPF stack map the probes fill with
+ * bpf_get_stackid(), and the reader's side, which turns each stack id
+ * of a key the probe built into the folded names of its frames.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+int engine_stacks_map(struct engine *e)
+{
+	const struct plan *p = e->p;
+
+	if (!p->stack_depth)
+		return 0;
+	e->stacks = bmap_new("fay_stacks", BPF_MAP_TYPE_STACK_TRACE, 4,
+			     8u * (uint32_t)p->stack_depth, ENGINE_STACK_ENTRIES);
+	e->ssym = e->stacks ? stacksym_new() : NULL;
+	if (!e->ssym) {
+		errno = e->stacks ? ENOMEM : errno;
+		return -errno;
+	}
+	return 0;
+}
+
+/* The folded names of stack key k (its probe's part at b) into out. */
+static void fold(struct engine *e, const struct plan_key *k, const unsigned char *b,
+		 char *out)
+{
+	uint64_t ips[QUERY_STACK_DEPTH_MAX];
+	int64_t id, pid = 0;
+	uint32_t id32;
+	int err;
+
+	memcpy(&id, b, 8);
+	if (k->stack == PSTACK_USER)
+		memcpy(&pid, b + 8, 8);
+	if (id < 0) {
+		/* the kernel could not walk it: EFAULT (no stack of that kind
+		 * here, e.g. a kernel stack in a uprobe), EEXIST (the map's
+		 * bucket holds another stack), ENOMEM ... */
+		const char *n = strerrorname_np((int)-id);
+
+		snprintf(out, (size_t)k->size, "[no %s stack: %s]",
+			 k->stack == PSTACK_USER ? "user" : "kernel", n ? n : "?");
+		return;
+	}
+	id32 = (uint32_t)id;
+	memset(ips, 0, sizeof(ips));
+	err = e->vm ? -EOPNOTSUPP : bmap_lookup(e->stacks, &id32, ips);
+	if (err) {
+		snprintf(out, (size_t)k->size, "[stack %u gone]", id32);
+		return;
+	}
+	stacksym_fold(e->ssym, k->stack == PSTACK_USER, (pid_t)pid, ips, k->depth,
+		      out, (size_t)k->size);
+}
+
+void engine_stacks_key(struct engine *e, unsigned char *ukey, const unsigned char *bkey)
+{
+	const struct plan *p = e->p;
+
+	memset(ukey, 0, (size_t)p->key_size);
+	for (int i = 0; i < p->nkeys; i++) {
+		const struct plan_key *k = &p->keys[i];
+
+		if (k->stack)
+			fold(e, k, bkey + k->bpf_offset, (char *)ukey + k->offset);
+		else
+			memcpy(ukey + k->offset, bkey + k->bpf_offset, (size_t)k->size);
+	}
+}
+
+bool engine_stacks_tick(struct engine *e)
+{
+	const struct plan *p = e->p;
+	unsigned char k[PLAN_KEY_MAX + 8], prev[PLAN_KEY_MAX + 8];
+	size_t vk = (size_t)p->bpf_key_size + (e->epochs ? 8 : 0);
+	bool user = false;
+	long n = 0;
+
+	for (int i = 0; i < p->nkeys; i++)
+		user |= p->keys[i].stack == PSTACK_USER;
+	if (!user || !e->ssym || !e->vals || e->vm || !e->loaded)
+		return user;
+	/* a walk that the probes change under it may repeat keys: bounded */
+	while (n < 4L * p->max_entries && !bmap_next_key(e->vals, n ? prev : NULL, k)) {
+		for (int i = 0; i < p->nkeys; i++) {
+			int64_t pid;
+
+			if (p->keys[i].stack != PSTACK_USER)
+				continue;
+			memcpy(&pid, k + p->keys[i].bpf_offset + 8, 8);
+			stacksym_process(e->ssym, (pid_t)pid);
+		}
+		memcpy(prev, k, vk);
+		n++;
+	}
+	return true;
+}

@@ -1,0 +1,3 @@
+from s in syscall("read")
+where s.kstack == "x"
+select { n: count() }
