@@ -8,7 +8,8 @@
  *                  also --otlp-http 4318 (POST /v1/traces alone)
  *   otlp_grpc.c    --otlp-grpc 4317: OTLP/gRPC over HTTP/2 (nghttp2);
  *                  its listener and connection threads in otlp_grpc_conn.c
- *   ingest.c       the one writer thread: a queue of batches, group commit,
+ *   ingest.c       the store's writer threads (one on SQLite, --clickhouse-
+ *                  writers on ClickHouse): a queue of batches, group commit,
  *                  retention
  *   zjson.c        Zipkin v2 JSON <-> struct zspan (jansson)
  *   metrics.c      counters, per-agent state, Prometheus text

@@ -101,6 +101,27 @@ static uint32_t cursor_copy(struct piece_cursor *c, uint8_t *dst, uint32_t len)
  * pieces slot by slot (about half the time for a 150-byte span). */
 #define STAGE_MAX 1024u
 
+/* Open slot i of a record at pos: its seq BUSY, a fence, and in the first
+ * slot the record header; *d and *room say where the payload goes and how
+ * much of it the slot takes.  The caller fills it and publishes the seq. */
+static inline struct fay_slot *slot_begin(struct ring_prod *p, uint64_t pos, uint32_t i,
+					  const struct fay_rec_hdr *hdr, uint8_t **d,
+					  uint32_t *room)
+{
+	struct fay_slot *s = &p->slots[pos & p->mask];
+
+	*d = s->data;
+	*room = FAY_SLOT_DATA;
+	WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
+	smp_wmb();
+	if (i == 0) {
+		memcpy(*d, hdr, sizeof(*hdr));
+		*d += sizeof(*hdr);
+		*room -= sizeof(*hdr);
+	}
+	return s;
+}
+
 /* Publish the slots' data one slot at a time: seq BUSY, fence, data, seq
  * committed.  src is the whole record (header + payload), nsl slots long. */
 static inline uint64_t put_staged(struct ring_prod *p, uint64_t pos,
@@ -125,17 +146,10 @@ static inline uint64_t put_direct(struct ring_prod *p, uint64_t pos,
 				  const uint8_t *src, uint32_t len)
 {
 	for (uint32_t i = 0; i < hdr->nslots; i++, pos++) {
-		struct fay_slot *s = &p->slots[pos & p->mask];
-		uint8_t *d = s->data;
-		uint32_t room = FAY_SLOT_DATA, k;
+		uint8_t *d;
+		uint32_t room, k;
+		struct fay_slot *s = slot_begin(p, pos, i, hdr, &d, &room);
 
-		WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
-		smp_wmb();
-		if (i == 0) {
-			memcpy(d, hdr, sizeof(*hdr));
-			d += sizeof(*hdr);
-			room -= sizeof(*hdr);
-		}
 		if (len >= room) {
 			if (i == 0)
 				memcpy(d, src, FAY_SLOT_DATA - sizeof(*hdr));
@@ -165,17 +179,10 @@ static uint64_t put_pieces(struct ring_prod *p, uint64_t pos,
 	struct piece_cursor cur = { .pc = pc, .n = n };
 
 	for (uint32_t i = 0; i < hdr->nslots; i++, pos++) {
-		struct fay_slot *s = &p->slots[pos & p->mask];
-		uint8_t *d = s->data;
-		uint32_t room = FAY_SLOT_DATA;
+		uint8_t *d;
+		uint32_t room;
+		struct fay_slot *s = slot_begin(p, pos, i, hdr, &d, &room);
 
-		WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
-		smp_wmb();
-		if (i == 0) {
-			memcpy(d, hdr, sizeof(*hdr));
-			d += sizeof(*hdr);
-			room -= sizeof(*hdr);
-		}
 		cursor_copy(&cur, d, room);
 		smp_store_release(&s->seq, pos << 2 | (i == 0 ? FAY_SEQ_FIRST : 0));
 	}
