@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "agent/spool_int.h"
+#include "common/file_atomic.h"
 #include "common/wire.h"
 #include "common/log.h"
 
@@ -220,7 +221,7 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 		else if ((size_t)n != want)
 			ret = -EIO; /* short write on a regular file: disk full */
 		else
-			ret = spool_write_all(fd, &crc, 4);
+			ret = file_write_all(fd, &crc, 4);
 	}
 	if (!ret && sp->sync && fdatasync(fd))
 		ret = -errno;

@@ -152,25 +152,6 @@ int cursor_load(const char *path, struct cursor_tab *t, char *err, size_t errlen
 	return ret;
 }
 
-/* Write all of buf to fd. */
-int spool_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int cursor_save(const char *path, const struct cursor_tab *t, int sync)
 {
 	char *buf;

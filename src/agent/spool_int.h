@@ -27,9 +27,4 @@ void spool_ent_name(char *buf, size_t len, uint64_t seq);
  * max_seq). */
 void spool_list_insert_sorted(struct spool *sp, struct spool_ent *e);
 
-/* ---- spool_cursor.c ---- */
-
-/* Write all of buf to fd (EINTR retried).  Returns 0 or -errno. */
-int spool_write_all(int fd, const void *buf, size_t len);
-
 #endif

@@ -36,8 +36,10 @@ int fsync_dir_of(const char *path)
 	return ret;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int file_write_all(int fd, const void *buf, size_t len)
 {
+	const char *p = buf;
+
 	while (len) {
 		ssize_t w = write(fd, p, len);
 
@@ -71,7 +73,7 @@ int file_write_atomic(const char *path, const void *buf, size_t len, mode_t mode
 	}
 	ret = fchmod(fd, mode) ? -errno : 0;
 	if (!ret)
-		ret = write_all(fd, buf, len);
+		ret = file_write_all(fd, buf, len);
 	if (!ret && sync && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)

@@ -29,6 +29,10 @@
 int file_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
 		      unsigned flags);
 
+/* Write all len bytes of buf to fd (a short write is continued, EINTR
+ * retried).  0 or -errno (-EIO: write() returned 0). */
+int file_write_all(int fd, const void *buf, size_t len);
+
 /* fsync the directory holding path ("." for a bare name), making a rename
  * or a creation in it durable.  0 or -errno. */
 int fsync_dir_of(const char *path);
