@@ -142,7 +142,7 @@ await session('the cluster pages', pg, close, async () => {
 	const qh = await page.locator('#q-table tbody tr td:first-child').allTextContents();
 	ok(qh.sort().join(',') === 'alpha,beta', 'its answer has a row per host', qh.join(','));
 	const qc = (await page.locator('#q-table tbody tr td:nth-child(2)').allTextContents()).map(Number);
-	ok(qc.length === 2 && qc.every((n) => n >= 20), 'each counts the 2 s of getppid calls (about 400 on a quiet machine; >= 20, one run of the workload, under load)', qc.join(','));
+	ok(qc.length === 2 && qc.every((n) => n >= 100), 'each counts the 2 s of getppid calls (about 4000 on a quiet machine, some hundreds under load; >= 100)', qc.join(','));
 	await shot('query-cluster-total');
 
 	// ---- drop from the list ----

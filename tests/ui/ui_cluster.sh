@@ -17,7 +17,7 @@ W=$BUILD/tests/bin/query_work
 ui_npm
 
 # getppid calls all along, so that every window has rows
-( while :; do "$W" getppid 20 >/dev/null; sleep 0.1; done ) &
+( while :; do "$W" getppid 200 >/dev/null; sleep 0.1; done ) &
 T_PIDS+=($!)
 
 coll_start "$T_TMP/c.db" || { fail "collector starts"; done_testing; exit; }
