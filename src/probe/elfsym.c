@@ -422,6 +422,64 @@ int elf_func_at(const char *path, uint64_t off, uint64_t *size, uint64_t *room)
 	return err ? err : 1;
 }
 
+/* ---- what kind of file ------------------------------------------------------- */
+
+/* Its DT_FLAGS_1 has DF_1_PIE, and whether it has a DT_SONAME. */
+static void dyn_flags(Elf *e, bool *pie, bool *soname)
+{
+	Elf_Scn *scn = NULL;
+
+	*pie = *soname = false;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			if (!gelf_getdyn(d, (int)i, &dyn))
+				break;
+			if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+				*pie = true;
+			else if (dyn.d_tag == DT_SONAME)
+				*soname = true;
+		}
+	}
+}
+
+int elf_is_program(const char *path)
+{
+	struct elf_file f;
+	GElf_Ehdr eh;
+	bool pie, soname, interp = false;
+	size_t n = 0;
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	if (!gelf_getehdr(f.e, &eh) || elf_getphdrnum(f.e, &n)) {
+		elf_close(&f);
+		return -ENOEXEC;
+	}
+	if (eh.e_type != ET_DYN) {
+		elf_close(&f);
+		return eh.e_type == ET_EXEC ? 1 : -ENOEXEC;
+	}
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(f.e, (int)i, &ph) && ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	dyn_flags(f.e, &pie, &soname);
+	elf_close(&f);
+	/* libc.so.6 has a PT_INTERP too (it runs as a program), and a
+	 * soname; a PIE linked before DF_1_PIE existed has no soname */
+	return pie || (interp && !soname);
+}
+
 /* ---- USDT ------------------------------------------------------------------ */
 
 static int section_addr(Elf *e, const char *name, uint64_t *addr)

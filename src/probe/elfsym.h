@@ -84,6 +84,14 @@ int elf_foreach_func_offset(const char *path,
 				      void *arg),
 			    void *arg);
 
+/* Whether path is a program rather than a shared object, from the ELF
+ * (the file's name says nothing: a library copied to any name can be
+ * dlopen()ed): ET_EXEC; ET_DYN with DF_1_PIE in DT_FLAGS_1 (a PIE); an
+ * ET_DYN with a PT_INTERP and no DT_SONAME (a PIE of a linker without
+ * DF_1_PIE; libc.so.6 has a PT_INTERP but a soname).  1, 0, -ENOEXEC
+ * (not an ELF executable or shared object), -errno. */
+int elf_is_program(const char *path);
+
 /* One USDT probe site from .note.stapsdt, with file offsets. */
 struct usdt_site {
 	char provider[64];
