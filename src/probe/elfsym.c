@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "probe/demangle.h"
 #include "probe/elfsym.h"
 
 int glob_match(const char *pattern, const char *name)
@@ -354,9 +355,37 @@ static int find_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
 	return 1;
 }
 
+/* A C++ function by its demangled name: with a parameter list the whole
+ * name ("ns::f(int)"), else the name without one ("ns::f"), which must
+ * then name one function (one address: not several overloads). */
+struct cxx_sym {
+	const char *want;
+	bool params;
+	uint64_t addr;
+	unsigned int n;		/* functions (addresses) of that name */
+};
+
+static int cxx_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct cxx_sym *cs = arg;
+	char *d;
+
+	(void)size;
+	if (strchr(name, '.'))	/* a part or a clone of one: "f.cold", "f.isra.0" */
+		return 0;
+	d = sym_demangle(name, cs->params);
+	if (d && !strcmp(d, cs->want) && (!cs->n || cs->addr != addr)) {
+		cs->addr = addr;
+		cs->n++;
+	}
+	free(d);
+	return 0;
+}
+
 int elf_func_offset(const char *path, const char *sym, uint64_t *off)
 {
 	struct find_sym fs = { .want = sym };
+	struct cxx_sym cs = { .want = sym, .params = strchr(sym, '(') != NULL };
 	struct elf_file f;
 	int err = elf_open(path, &f);
 
@@ -366,8 +395,14 @@ int elf_func_offset(const char *path, const char *sym, uint64_t *off)
 	 * memcpy@GLIBC_2.2.5 function): the implementation this CPU runs */
 	if (foreach_sym_type(f.e, STT_GNU_IFUNC, find_cb, &fs) == 1)
 		err = elf_ifunc_target(path, sym, &fs.addr);
-	else if (foreach_sym(f.e, find_cb, &fs) != 1)
-		err = -ENOENT;
+	else if (foreach_sym(f.e, find_cb, &fs) == 1)
+		;
+	else if (!strpbrk(sym, ":(<~") || (err = foreach_sym(f.e, cxx_cb, &cs)))
+		err = err ? err : -ENOENT;
+	else if (cs.n != 1)
+		err = cs.n ? -ENOTUNIQ : -ENOENT;
+	else
+		fs.addr = cs.addr;
 	if (!err)
 		err = vaddr_to_off(f.e, fs.addr, off);
 	elf_close(&f);

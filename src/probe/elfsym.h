@@ -35,9 +35,13 @@ bool elf_lib_matches(const char *want, const char *soname);
 /* The file offset of function sym in path (what a uprobe wants): its
  * st_value mapped through the PT_LOAD segment that holds it; for an
  * IFUNC symbol (strlen), the implementation this CPU selects
- * (elf_ifunc_target()).  0, -ENOENT (no such function), -ENXIO (an
- * IFUNC of a library fay has not loaded: not resolved), -ENOEXEC (not
- * an ELF file), -errno. */
+ * (elf_ifunc_target()).  A C++ function may be named demangled (sym
+ * with "::", "(", "<" or "~", no symbol of that name): with its
+ * parameter list as `nm -C` prints it ("ns::C::f(int, char const*)"),
+ * or without one ("ns::C::f") when only one function has that name.
+ * 0, -ENOENT (no such function), -ENOTUNIQ (a C++ name without
+ * parameters of several overloads), -ENXIO (an IFUNC of a library fay
+ * has not loaded: not resolved), -ENOEXEC (not an ELF file), -errno. */
 int elf_func_offset(const char *path, const char *sym, uint64_t *off);
 
 /* The function at file offset off of path: *size from its symbol and

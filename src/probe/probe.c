@@ -19,6 +19,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/tracefs.h"
+#include "probe/demangle.h"
 #include "probe/provider.h"
 
 #ifndef TRACEFS_MAGIC
@@ -142,7 +143,7 @@ bool probe_attached(const struct probe *p) { return p->nfds > 0; }
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym)
 {
-	const char *c = strrchr(p->spec, ':');
+	const char *c = sym_spec_colon(p->spec);
 
 	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || !c ||
 	    probe_nsites(p))

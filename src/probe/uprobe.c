@@ -20,17 +20,19 @@
 #include "common/err.h"
 #include "common/grow.h"
 #include "common/log.h"
+#include "probe/demangle.h"
 #include "probe/elfsym.h"
 #include "probe/procroot.h"
 #include "probe/provider.h"
 
 static const int uprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
 
-/* Split "lib:sym" at its last colon. */
+/* Split "lib:sym" at its last colon that is not one of a C++ "::"
+ * ("prog:ns::C::f"). */
 static int split_last(struct probe *p, const char *spec, char *left, size_t llen,
 		      const char **right)
 {
-	const char *c = strrchr(spec, ':');
+	const char *c = sym_spec_colon(spec);
 
 	if (!c || c == spec || !c[1] || (size_t)(c - spec) >= llen)
 		return -EINVAL;
@@ -196,7 +198,7 @@ static int more_cb(const char *path, dev_t dev, ino_t ino, void *arg)
 static int find_more(struct probe *p, const char *sym)
 {
 	struct more_ctx m = { p, sym, { 0 }, 0 };
-	const char *c = strrchr(p->spec, ':');
+	const char *c = sym > p->spec ? sym - 1 : NULL;	/* split_last()'s colon */
 	char bin[4096];
 
 	if (p->opts.pid > 0 || !c || (size_t)(c - p->spec) >= sizeof(bin))
@@ -254,6 +256,10 @@ static int uprobe_resolve(struct probe *p)
 		return probe_fail(p, err, "\"%s\" of %s is an IFUNC (its implementation is "
 				  "chosen at load) and fay does not load %s to run its "
 				  "resolver: name the implementation", sym, p->path, p->path);
+	if (err == -ENOTUNIQ)
+		return probe_fail(p, err, "\"%s\" names several C++ functions (overloads) in "
+				  "%s: give one's parameters as `nm -C` prints them, "
+				  "\"%s(int, char const*)\"", sym, p->path, sym);
 	if (err)
 		return probe_fail(p, err, "no function \"%s\" in %s (see `fay probes "
 				  "'%s:%s*'`)", sym, p->path, bin, sym);

@@ -141,7 +141,11 @@ static int check_source(struct sema *s)
 	case SRC_PFUNC: {
 		const char *slash = strrchr(a, '/');
 
-		c1 = strchr(slash ? slash : a, ':');
+		/* the first colon after the path that is not half of a
+		 * C++ "::" ("app:ns::C::f"; "ns::f" alone is a symbol) */
+		for (c1 = slash ? slash : a; c1 && (c1 = strchr(c1, ':')); c1 += 2)
+			if (c1[1] != ':')
+				break;
 		if (src->kind == SRC_PFUNC && src->num <= 0)
 			return query_errorf(q, &src->num_loc,
 					    "process id must be positive");
