@@ -103,6 +103,7 @@ struct bmap *bmap_new(const char *name, enum bpf_map_type type,
 	switch (type) {
 	case BPF_MAP_TYPE_HASH:
 	case BPF_MAP_TYPE_PERCPU_HASH:
+	case BPF_MAP_TYPE_LRU_HASH:	/* uprobes' entry records (never full) */
 		break;
 	case BPF_MAP_TYPE_ARRAY:
 	case BPF_MAP_TYPE_PERCPU_ARRAY:

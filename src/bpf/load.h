@@ -19,7 +19,7 @@ struct ir;
 struct bmap;
 struct bprog;
 
-/* A map: HASH, PERCPU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries;
+/* A map: HASH, PERCPU_HASH, LRU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries;
  * also PERF_EVENT_ARRAY (key and value 4 bytes, one entry per CPU) and
  * RINGBUF (key and value 0, max_entries the size in bytes: a power of two
  * and a multiple of the page size), whose fd the caller reads with libbpf.

@@ -523,6 +523,7 @@ int engine_inl_pairs(struct engine *e)
 	bmap_free(e->pairs);
 	e->pairs = b;
 	e->slot_pairs = true;
+	e->frame_pairs = false;
 	return 0;
 }
 

@@ -245,7 +245,12 @@ static int make_maps(struct engine *e)
 			return -errno;
 	}
 	if (p->paired) {
-		e->pairs = bmap_new("fay_pairs", BPF_MAP_TYPE_HASH, 4,
+		/* the exit a uretprobe (inline probes replace the map:
+		 * engine_inl_pairs()) */
+		e->frame_pairs = p->exit.kind == PA_URETPROBE;
+		e->pairs = bmap_new("fay_pairs",
+				    e->frame_pairs ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH,
+				    e->frame_pairs ? 16 : 4,
 				    (uint32_t)p->saved_size, (uint32_t)p->max_entries);
 		if (!e->pairs)
 			return -errno;
@@ -406,6 +411,7 @@ static const char *map_type_name(enum bpf_map_type t)
 {
 	switch (t) {
 	case BPF_MAP_TYPE_HASH: return "hash";
+	case BPF_MAP_TYPE_LRU_HASH: return "lru_hash";
 	case BPF_MAP_TYPE_PERCPU_HASH: return "percpu_hash";
 	case BPF_MAP_TYPE_ARRAY: return "array";
 	case BPF_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";
