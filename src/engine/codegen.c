@@ -159,24 +159,34 @@ static void cg_entry(struct cg *g)
 		ir_store(ir, IR_R(r), p->saved_size, 8, IR_I(1));
 		return;
 	}
-	key = cg_pair_key(g, false);
-	if (p->entry_pred) {
-		int keep = ir_label_new(ir), skip = ir_label_new(ir);
+	if (g->e->frame_pairs) {
+		key = cg_pair_key(g, false);
+		if (p->entry_pred) {
+			int keep = ir_label_new(ir), skip = ir_label_new(ir);
 
-		cg_pos(g, p->entry_pred);
-		cg_cond(g, p->entry_pred, skip, false);
-		ir_set_pos(ir, 0, 0);
-		ir_goto(ir, keep);
-		/* not a record a call left without its return left here */
-		ir_label(ir, skip);
-		if (g->e->frame_pairs)
+			cg_pos(g, p->entry_pred);
+			cg_cond(g, p->entry_pred, skip, false);
+			ir_set_pos(ir, 0, 0);
+			ir_goto(ir, keep);
+			/* no record a call left without its return left here */
+			ir_label(ir, skip);
 			ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(g->e->pairs),
 				IR_S(key));
-		ir_goto(ir, g->out);
-		ir_label(ir, keep);
+			ir_goto(ir, g->out);
+			ir_label(ir, keep);
+		}
+		rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
+		cg_save(g, IR_S(rec));
+	} else {
+		if (p->entry_pred) {
+			cg_pos(g, p->entry_pred);
+			cg_cond(g, p->entry_pred, g->out, false);
+			ir_set_pos(ir, 0, 0);
+		}
+		rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
+		cg_save(g, IR_S(rec));
+		key = cg_pair_key(g, false);
 	}
-	rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
-	cg_save(g, IR_S(rec));
 	r = ir_vreg(ir);
 	ir_call(ir, r, BPF_FUNC_map_update_elem, 4, IR_M(g->e->pairs), IR_S(key),
 		IR_S(rec), IR_I(BPF_ANY));
@@ -205,7 +215,8 @@ static void cg_exit_pairing(struct cg *g)
 	}
 	key = cg_pair_key(g, true);
 	rec = ir_vreg(ir);
-	ir_comment(ir, "exit: the entry record of this call");
+	ir_comment(ir, g->e->frame_pairs ? "exit: the entry record of this call" :
+		   "exit: the entry record of this thread");
 	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(key));
 	ir_jmp(ir, BPF_JEQ, rec, IR_I(0), g->out);
 	for (int i = 0; i < p->nsaved; i++) {
