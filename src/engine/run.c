@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "engine/engine_int.h"
+#include "probe/elfsym.h"
 
 int engine_fail(struct engine *e, int err, const char *fmt, ...)
 {
@@ -259,6 +260,36 @@ static int make_maps(struct engine *e)
 }
 
 /*
+ * An exit probe never breaks unwinding: a kernel uretprobe replaces the
+ * return address with the kernel's trampoline, which has no call frame
+ * information, so a C++ exception unwinding through the call aborts the
+ * program ("terminate called after throwing ...").  A query whose exit
+ * stayed a uretprobe (not inline) on a binary that throws or catches
+ * C++ exceptions (elf_cxx_exceptions()) is refused with the reason.
+ */
+static int check_exit_unwind(struct engine *e)
+{
+	for (int i = 0; i < e->nprogs; i++) {
+		const struct eprog *ep = &e->progs[i];
+		const char *bin;
+
+		if (e->inl || e->opts.emit_only || ep->kind != PROBE_URETPROBE || !ep->probe)
+			continue;
+		bin = probe_binary(ep->probe);
+		if (bin && elf_cxx_exceptions(bin) == 1)
+			return engine_fail(e, -EOPNOTSUPP, "%s: %s throws or catches C++ exceptions, "
+					   "and one unwinding through a call with a kernel "
+					   "uretprobe aborts the program (the kernel's return "
+					   "trampoline has no unwind information): time it with "
+					   "inline probes (a process named with -p PID or "
+					   "started with fay run, --probe-mode=inline), or count "
+					   "its entries only%s%s", ep->spec, bin,
+					   e->note[0] ? "; " : "", e->note);
+	}
+	return 0;
+}
+
+/*
  * Refuse a query whose maps the kernel would allocate beyond max_prealloc
  * at creation (a profile() query's preallocated per-CPU hash of large
  * aggregates: 10,240+ keys x 16 KiB x CPUs), naming the largest map.
@@ -366,6 +397,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 	}
 	rc = rc ? : engine_check_owners(e);
 	rc = rc ? : engine_inl_decide(e);
+	rc = rc ? : check_exit_unwind(e);
 	rc = rc ? : engine_inl_pairs(e);
 	rc = rc ? : engine_codegen(e);
 	if (rc)

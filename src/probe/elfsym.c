@@ -247,6 +247,10 @@ static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
 	return seg_map(e, addr, true, off);
 }
 
+/* foreach_sym_type()'s type for every named symbol, undefined ones
+ * (imports) too */
+#define ANY_SYM		(-1)
+
 /* Every defined symbol of type (STT_FUNC, STT_GNU_IFUNC) to cb. */
 static int foreach_sym_type(Elf *e, int type,
 			    int (*cb)(const char *, uint64_t, uint64_t, void *), void *arg)
@@ -272,8 +276,8 @@ static int foreach_sym_type(Elf *e, int type,
 				int r;
 
 				if (!gelf_getsym(d, (int)i, &s) ||
-				    GELF_ST_TYPE(s.st_info) != type ||
-				    s.st_shndx == SHN_UNDEF || !s.st_value)
+				    (type != ANY_SYM && (GELF_ST_TYPE(s.st_info) != type ||
+							 s.st_shndx == SHN_UNDEF || !s.st_value)))
 					continue;
 				name = elf_strptr(e, sh.sh_link, s.st_name);
 				if (!name || !*name)
@@ -455,6 +459,36 @@ int elf_func_at(const char *path, uint64_t off, uint64_t *size, uint64_t *room)
 		err = -ENOENT;
 	*room = *size;
 	return err ? err : 1;
+}
+
+/* ---- C++ exceptions -------------------------------------------------------------- */
+
+static int throws_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	static const char *const names[] = {
+		"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "_Unwind_RaiseException",
+	};
+	size_t n = strcspn(name, "@");
+
+	(void)addr;
+	(void)size;
+	(void)arg;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && !strncmp(name, names[i], n))
+			return 1;
+	return 0;
+}
+
+int elf_cxx_exceptions(const char *path)
+{
+	struct elf_file f;
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	err = foreach_sym_type(f.e, ANY_SYM, throws_cb, NULL);
+	elf_close(&f);
+	return err;
 }
 
 /* ---- what kind of file ------------------------------------------------------- */

@@ -88,6 +88,14 @@ int elf_foreach_func_offset(const char *path,
 				      void *arg),
 			    void *arg);
 
+/* Whether path's code throws or catches C++ exceptions: its symbols
+ * (defined or imported) name __cxa_throw, __cxa_rethrow,
+ * __gxx_personality_v0 or _Unwind_RaiseException.  An exception may then
+ * unwind through its functions, which a kernel uretprobe (a return
+ * address replaced by the kernel's trampoline, which has no call frame
+ * information) breaks: the program aborts.  1, 0, -ENOEXEC, -errno. */
+int elf_cxx_exceptions(const char *path);
+
 /* Whether path is a program rather than a shared object, from the ELF
  * (the file's name says nothing: a library copied to any name can be
  * dlopen()ed): ET_EXEC; ET_DYN with DF_1_PIE in DT_FLAGS_1 (a PIE); an

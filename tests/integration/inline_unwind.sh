@@ -9,7 +9,9 @@
 # inline mode the calls left without their return are counted (the
 # runtime drops their levels: "left without returning") exactly as many
 # as the program left; the kernel uprobe path pairs by frame too; the
-# programs' output and exit status are those of unprobed runs.
+# programs' output and exit status are those of unprobed runs.  A
+# uretprobe on the C++ program (which would abort it) is refused; its
+# functions are named demangled, and stacks show them so.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
 UW=$BUILD/tests/bin/unwind_work
@@ -76,6 +78,23 @@ if [ "$rows" = "{\"s\":\"fay::unw::Level::call\",\"n\":$ent}" ]; then
 else
 	fail "uprobe mode, the demangled name (want $ent entries)" "$rows" "$(head -c 600 "$T_TMP/err")"
 fi
+# ---- an exit probe never breaks unwinding: no uretprobe on a C++ thrower --------------
+for how in "run --probe-mode=uprobe" "query"; do
+	if [ "$how" = query ]; then
+		args=(query "from f in function(\"$UC:fay::unw::Level::call\") select { n: count(), t: max(f.duration) } for 1s")
+	else
+		args=(run --probe-mode=uprobe --query "from f in function(\"$UC:fay::unw::Level::call\") select { n: count(), t: max(f.duration) }" -- "$UC" $K 0)
+	fi
+	timeout 60 "$FAY" "${args[@]}" >"$T_TMP/out" 2>"$T_TMP/err"
+	rc=$?
+	if [ $rc -ne 0 ] && grep -q 'throws or catches C++ exceptions, and one unwinding through a call with a kernel uretprobe aborts the program' "$T_TMP/err" &&
+	   ! grep -q terminate "$T_TMP/err" "$T_TMP/out"; then
+		pass "fay $how: durations of a C++ function by uretprobe refused with the reason"
+	else
+		fail "fay $how: durations of a C++ function by uretprobe (rc=$rc)" "$(head -c 600 "$T_TMP/err")"
+	fi
+done
+
 timeout 60 "$FAY" query --probe-mode=uprobe -c "$UC 1 0" \
 	"from f in function(\"$UC:fay::unw::no_such\") select { n: count() }" >"$T_TMP/out" 2>"$T_TMP/err"
 if [ $? -ne 0 ] && grep -q 'no function "fay::unw::no_such" in .*unwind_cxx' "$T_TMP/err"; then
