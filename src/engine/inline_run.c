@@ -345,7 +345,10 @@ static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t of
 		rc = call(fd, &h, sizeof(h), NULL, 0, &r);
 		if (rc && rc != -ECONNRESET && rc != -EPIPE)
 			break;
-		if (!rc && r.status)
+		/* -EBUSY: the runtime took this connection for a second
+		 * session while the one closed just before had not ended on
+		 * its side yet (a loaded machine): connect again */
+		if (!rc && r.status && r.status != -EBUSY)
 			break;		/* a runtime without INL_NEXT */
 		close(fd);		/* (a reset: it exec()ed meanwhile) */
 		sleep_ms(10);
