@@ -93,8 +93,13 @@ struct engine_opts {
 	/* Never load a library into a process (fay query --no-inject):
 	 * auto mode falls back to a uprobe saying so, inline fails */
 	bool no_inject;
+	/* Only tasks in this cgroup v2 (a path under the cgroup2 root) and
+	 * the cgroups below it, from every source but spans(...); an inline
+	 * query's process must be in it (fay agent --cgroup, fay query
+	 * --cgroup; engine/scope.c).  NULL or "": every task. */
+	const char *cgroup;
 };
-#define engine_opts__last_field no_inject
+#define engine_opts__last_field cgroup
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
