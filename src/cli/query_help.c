@@ -22,7 +22,7 @@ void query_usage(FILE *f)
 "        from VAR in SOURCE  {where COND | let NAME = EXPR}\n"
 "        [group VAR by KEY into G]  select EXPR | { NAME: EXPR, ... }\n"
 "        {window DUR | for DUR | order by EXPR [desc] | limit N\n"
-"         | categorize ENTITY by FEATURE [using VALUE] into K}\n"
+"         | categorize ENTITY by FEATURE [using VALUE] into K|auto}\n"
 "\n"
 "    SOURCE is syscall(\"read\"), tracepoint(\"sched:sched_switch\"),\n"
 "    kernel.function(\"vfs_read\"), function(\"libc:read\"),\n"

@@ -184,7 +184,9 @@ struct engine_result {
  * top[(l-1) * CAT_TOP + t] (indices into feat, -1: none).
  */
 struct engine_cats {
-	int k;
+	int k;			/* given, or chosen (into auto) */
+	bool k_auto;		/* into auto: k chosen by silhouette */
+	double silhouette;	/* into auto: the chosen k's (0 for k = 1) */
 	bool pivot;
 	int entity_col;		/* the select column of the entities */
 	size_t n, nfeat;

@@ -8,7 +8,8 @@
 # ~3 s h6 turns into the first kind.  Grouped by the mix of
 # fay_work_sleep's argument, k-means at the collector must recover the
 # three groups exactly in every window, report h6 changed once (from the
-# 900 us category to the 300 us one) and nobody else.
+# 900 us category to the 300 us one) and nobody else; then `into auto`
+# must choose k = 3 by itself.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/collector_lib.bash"
@@ -59,4 +60,20 @@ ok "fay query --cluster --json with categorize ends well" [ $? -eq 0 ]
 
 . "$(dirname "$0")/query_tools/categorize_six.bash"
 categorize_six "$T_TMP/out"
+
+# into auto, on the same hosts (h6 has turned; they run 60 s): k is
+# chosen by silhouette, 3 here, with the same three groups
+Q='from c in cluster.function("./qw:fay_work_sleep")
+   group c by {host: c.host, us: c.arg(0)} into g
+   select { host: g.host, us: g.us, n: g.count() }
+   categorize host by us into auto for 4s'
+timeout 60 "$FAY" query --cluster "$URL" --json "$Q" >"$T_TMP/auto" 2>"$T_TMP/auto.err"
+ok "into auto: the query ends well" [ $? -eq 0 ]
+auto=$(python3 -c '
+import json, sys
+w = [json.loads(l) for l in open(sys.argv[1]) if "\"categories\"" in l][-1]
+print(w.get("k"), w.get("k_auto"), sorted(sorted(c["members"]) for c in w["categories"]),
+      w.get("silhouette", 0) > 0.5)' "$T_TMP/auto" 2>&1)
+ok "into auto: k 3 chosen, {h1 h2 h6} {h3 h4} {h5}, silhouette over 0.5 ($auto)" \
+	[ "$auto" = "3 True [['h1', 'h2', 'h6'], ['h3', 'h4'], ['h5']] True" ]
 done_testing
