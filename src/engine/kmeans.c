@@ -278,3 +278,83 @@ out:
 	free(live);
 	return err;
 }
+
+double kmeans_silhouette(const double *pts, size_t n, size_t d, const int *assign, int k)
+{
+	size_t step = (n + KMEANS_SIL_SAMPLE - 1) / KMEANS_SIL_SAMPLE, ns = 0;
+	double *sum = calloc((size_t)k, sizeof(*sum)), total = 0;
+	size_t *cnt = calloc((size_t)k, sizeof(*cnt));
+
+	if (n < 2 || !sum || !cnt)
+		goto out;
+	for (size_t i = 0; i < n; i += step, ns++) {
+		double a, b = -1, m;
+		int own = assign[i];
+
+		memset(sum, 0, (size_t)k * sizeof(*sum));
+		memset(cnt, 0, (size_t)k * sizeof(*cnt));
+		for (size_t j = 0; j < n; j += step) {
+			if (j == i)
+				continue;
+			sum[assign[j]] += sqrt(dist2(pts + i * d, pts + j * d, d));
+			cnt[assign[j]]++;
+		}
+		if (!cnt[own])
+			continue;	/* alone in its cluster: s = 0 */
+		a = sum[own] / (double)cnt[own];
+		for (int c = 0; c < k; c++)
+			if (c != own && cnt[c] && (b < 0 || sum[c] / (double)cnt[c] < b))
+				b = sum[c] / (double)cnt[c];
+		if (b < 0)
+			continue;	/* no other cluster: s = 0 */
+		m = a > b ? a : b;
+		if (m > 0)
+			total += (b - a) / m;
+	}
+out:
+	free(sum);
+	free(cnt);
+	return ns ? total / (double)ns : 0;
+}
+
+int kmeans_auto(const double *pts, size_t n, size_t d, int kmax, uint64_t seed,
+		struct kmeans_out *out, double *sil)
+{
+	struct kmeans_out t = { 0 };
+	int best = 1, err = 0;
+	double bs = 0;
+
+	*sil = 0;
+	if (kmax < 1 || !d)
+		return -EINVAL;
+	t.assign = malloc((n + 1) * sizeof(*t.assign));
+	t.centroid = malloc(((size_t)kmax * d + 1) * sizeof(*t.centroid));
+	t.count = malloc(((size_t)kmax + 1) * sizeof(*t.count));
+	if (!t.assign || !t.centroid || !t.count) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int k = 2; k <= kmax && (size_t)k < n; k++) {
+		double s;
+
+		err = kmeans(pts, n, d, k, seed, &t);
+		if (err)
+			goto out;
+		s = kmeans_silhouette(pts, n, d, t.assign, k);
+		if (s > bs) {
+			bs = s;
+			best = k;
+		}
+	}
+	if (bs < KMEANS_SIL_MIN) {
+		best = 1;
+		bs = 0;
+	}
+	err = kmeans(pts, n, d, best, seed, out);
+	*sil = bs;
+out:
+	free(t.assign);
+	free(t.centroid);
+	free(t.count);
+	return err ? err : best;
+}
