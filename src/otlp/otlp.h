@@ -8,7 +8,7 @@
  * One intermediate form of an ExportTraceServiceRequest that both front
  * ends produce,
  *
- *   otlp_json.c  OTLP/JSON  (jansson)    -> struct otlp_req
+ *   otlp_json_dec.c  OTLP/JSON, streamed (yajl) -> struct otlp_req
  *   otlp_pb.c    OTLP/protobuf (protobuf-c, the one file that includes it)
  *                                        -> struct otlp_req
  *   otlp_scan.c  a protobuf request checked before it is decoded
@@ -143,7 +143,7 @@ int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res
  * Front ends.  Decode body into *r (arena-allocated).  Returns 0, or
  * -EINVAL when the body as a whole cannot be decoded (not JSON, not an
  * ExportTraceServiceRequest, nested deeper than OTLP_MAX_DEPTH) with the
- * reason in err, or -ENOMEM.  Per-span problems are not errors here: they
+ * reason in err (JSON: the byte, or the field's path), or -ENOMEM.  Per-span problems are not errors here: they
  * are marked for otlp_map().
  */
 int otlp_json_decode(const char *body, size_t len, struct zarena *a,
@@ -167,11 +167,6 @@ int otlp_pb_scan(const void *body, size_t len, char *err, size_t errlen);
  * -ENOMEM.
  */
 int otlp_pb_encode(const struct otlp_req *r, void **out, size_t *outlen);
-
-/* otlp_json.c: decode an OTLP/JSON document already parsed
- * (otlp_json_decode's rules). */
-int otlp_json_decode_doc(struct json_t *root, struct zarena *a, struct otlp_req *r,
-			 char *err, size_t errlen);
 
 /*
  * The ExportTraceServiceResponse in protobuf: empty when rejected is 0,
