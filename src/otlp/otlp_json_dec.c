@@ -23,7 +23,8 @@
  *   - what is not an object where an object belongs is an empty one (a
  *     span: rejected, "expected a span object");
  *   - numbers: integers beyond int64 and reals beyond double are errors
- *     of the body; a string holding \u0000 too.
+ *     of the body; a string holding \u0000 too, and \v or \f (yajl would
+ *     take them for white space).
  *
  * Errors of the body name the byte: "body: byte 17: invalid object key
  * (must be a string)".  Ids are hex (the spec); 24/12-character base64
@@ -1144,6 +1145,17 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
+	/* yajl takes \v and \f for white space; JSON has no such thing
+	 * (and no control character in a string either) */
+	for (const char *c = "\v\f"; *c; c++) {
+		const char *at = memchr(body, *c, len);
+
+		if (at) {
+			snprintf(err, errlen, "body: byte %zu: invalid character 0x%02x",
+				 (size_t)(at - body), *c);
+			return -EINVAL;
+		}
+	}
 	j.h = yajl_alloc(&callbacks, NULL, &j);
 	if (!j.h) {
 		snprintf(err, errlen, "out of memory");
