@@ -151,6 +151,13 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 		   struct otlp_req *r, char *err, size_t errlen);
 
+/*
+ * An OTLP/JSON id of n bytes (16: trace, 8: span) into out: 2n hex digits
+ * (the spec), or base64 (24/12 characters, as older exporters wrote).
+ * 0, or -EINVAL (out may be half written).
+ */
+int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n);
+
 /* AnyValues nest (arrays of arrays, maps of maps) at most this deep. */
 #define OTLP_MAX_DEPTH 32
 

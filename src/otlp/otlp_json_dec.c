@@ -215,8 +215,7 @@ static int b64val(char ch)
 	return -1;
 }
 
-/* An id of n bytes (16 trace, 8 span) from hex (2n digits) or base64. */
-static int parse_id(const char *s, size_t len, uint8_t *out, size_t n)
+int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n)
 {
 	size_t i;
 
@@ -331,7 +330,7 @@ static size_t id_of(const struct val *v, uint8_t *out, size_t n)
 {
 	if (v->t == T_NULL || (v->t == T_STR && !v->len))
 		return 0;
-	if (v->t != T_STR || parse_id((const char *)v->s, v->len, out, n))
+	if (v->t != T_STR || otlp_id_parse((const char *)v->s, v->len, out, n))
 		return 1;
 	return n;
 }

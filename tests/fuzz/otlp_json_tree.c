@@ -12,7 +12,6 @@
 
 #include <jansson.h>
 
-#include "common/spanrec.h"
 #include "otlp/otlp.h"
 
 struct jctx {
@@ -33,61 +32,6 @@ static int jstr(struct jctx *j, json_t *v, struct otlp_str *out)
 	out->p = p;
 	out->len = len;
 	return 0;
-}
-
-static int b64val(char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+' || ch == '-')
-		return 62;
-	if (ch == '/' || ch == '_')
-		return 63;
-	return -1;
-}
-
-/* An id of n bytes (16 trace, 8 span) from hex (2n digits) or base64. */
-static int parse_id(const char *s, size_t len, uint8_t *out, size_t n)
-{
-	size_t i;
-
-	if (len == 2 * n && n % 8 == 0) {
-		/* 16 digits at a time, each 8 bytes big-endian */
-		for (i = 0; i < n; i += 8) {
-			uint64_t v;
-
-			if (spanrec_hex_u64(s + 2 * i, 16, false, &v))
-				return -EINVAL;
-			for (size_t b = 0; b < 8; b++)
-				out[i + b] = (uint8_t)(v >> (56 - 8 * b));
-		}
-		return 0;
-	}
-	if (len == (n + 2) / 3 * 4) {
-		uint32_t acc = 0;
-		size_t bits = 0, k = 0;
-
-		for (i = 0; i < len && s[i] != '='; i++) {
-			int v = b64val(s[i]);
-
-			if (v < 0)
-				return -EINVAL;
-			acc = (acc << 6) | (uint32_t)v;
-			bits += 6;
-			if (bits >= 8) {
-				bits -= 8;
-				if (k == n)
-					return -EINVAL;
-				out[k++] = (uint8_t)(acc >> bits);
-			}
-		}
-		return k == n ? 0 : -EINVAL;
-	}
-	return -EINVAL;
 }
 
 /* A uint64 from a JSON string of digits or an integer; -EINVAL. */
@@ -253,7 +197,7 @@ static size_t id_of(json_t *v, uint8_t *out, size_t n)
 {
 	if (!v || json_is_null(v) || (json_is_string(v) && !json_string_length(v)))
 		return 0;
-	if (!json_is_string(v) || parse_id(json_string_value(v), json_string_length(v), out, n))
+	if (!json_is_string(v) || otlp_id_parse(json_string_value(v), json_string_length(v), out, n))
 		return 1;
 	return n;
 }
