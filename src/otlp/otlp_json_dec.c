@@ -1141,17 +1141,18 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 {
 	struct jd j = { .a = a, .err = err, .errlen = errlen };
 	yajl_status st;
+	size_t at;
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
 	/* yajl takes \v and \f for white space; JSON has no such thing
 	 * (and no control character in a string either) */
 	for (const char *c = "\v\f"; *c; c++) {
-		const char *at = memchr(body, *c, len);
+		const char *bad = memchr(body, *c, len);
 
-		if (at) {
+		if (bad) {
 			snprintf(err, errlen, "body: byte %zu: invalid character 0x%02x",
-				 (size_t)(at - body), *c);
+				 (size_t)(bad - body), *c);
 			return -EINVAL;
 		}
 	}
@@ -1161,8 +1162,11 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		return -ENOMEM;
 	}
 	st = yajl_parse(j.h, (const unsigned char *)body, len);
-	if (st == yajl_status_ok)
+	at = yajl_get_bytes_consumed(j.h);
+	if (st == yajl_status_ok) {
 		st = yajl_complete_parse(j.h);
+		at = len;       /* what is missing is missing at the end */
+	}
 	if (j.oom) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -1175,8 +1179,7 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 			if (!strncmp(msg, "parse error: ", 13))
 				msg += 13;
 			n = strcspn(msg, "\n");
-			snprintf(err, errlen, "body: byte %zu: %.*s",
-				 yajl_get_bytes_consumed(j.h), (int)n, msg);
+			snprintf(err, errlen, "body: byte %zu: %.*s", at, (int)n, msg);
 			if (e)
 				yajl_free_error(j.h, e);
 		}
