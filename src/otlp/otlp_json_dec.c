@@ -26,11 +26,13 @@
  *     of the body; a string holding \u0000 too, and \v or \f (yajl would
  *     take them for white space).
  *
- * Errors of the body name the byte: "body: byte 17: invalid object key
- * (must be a string)".  Ids are hex (the spec); 24/12-character base64
+ * Errors of the body name the byte (counted from 1, the last one read):
+ * "body: byte 17: invalid object key (must be a string)".  Ids are hex (the spec); 24/12-character base64
  * ids, which older exporters wrote, are accepted too.  One known
  * difference from jansson: yajl decodes a lone UTF-16 surrogate escape
- * (\ud800 without its pair) as "?" where jansson refused the body.
+ * (\ud800 without its pair) as "?" where jansson refused the body; and
+ * a NUL byte right after a number, which jansson let through, is refused
+ * like any other byte that is not JSON.
  */
 #include <errno.h>
 #include <stdio.h>

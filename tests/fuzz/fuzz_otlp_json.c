@@ -8,7 +8,8 @@
  * refuses the content (not the syntax), the reason is the same text; a
  * refusal always has a reason.  Inputs where jansson and yajl are known
  * to read JSON itself differently are not compared: a lone UTF-16
- * surrogate escape (yajl: "?").
+ * surrogate escape (yajl: "?"), a NUL byte (jansson lets one through
+ * right after a number; it is not JSON, and refused now).
  */
 #include <jansson.h>
 #include <string.h>
@@ -63,11 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *body = (const char *)data;
 	int ret1, ret2;
 
-	if (size > 65536 || has_surrogate(body, size))
+	if (size > 65536)
 		return 0;
 	ret1 = otlp_json_decode(body, size, &a, &r1, e1, sizeof(e1));
-	ret2 = otlp_json_tree_decode(body, size, &b, &r2, e2, sizeof(e2));
 	FUZZ_CHECK(ret1 != -EINVAL || e1[0], "a refusal without a reason");
+	if (has_surrogate(body, size) || memchr(body, '\0', size))
+		goto out;
+	ret2 = otlp_json_tree_decode(body, size, &b, &r2, e2, sizeof(e2));
 	if (ret1 == -ENOMEM || ret2 == -ENOMEM)
 		goto out;
 	FUZZ_CHECK(!ret1 == !ret2, "streaming %d (%s), tree %d (%s)", ret1, e1, ret2, e2);
