@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/ext.h"
+#include "collector/export.h"
 #include "collector/zjson.h"
 #include "common/clock.h"
 #include "common/err.h"

@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "cluster/standing.h"
-#include "collector/ext.h"
+#include "collector/export.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
+#include "collector/otlp_int.h"
+#include "collector/thresholds.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/prom.h"

@@ -15,8 +15,8 @@
 #include <strings.h>
 
 #include "cluster/standing.h"
-#include "collector/collector.h"
-#include "collector/ext.h"
+#include "collector/collector_int.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
 #include "collector/zjson.h"
 #include "collector/zproto.h"

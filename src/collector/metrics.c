@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "common/clock.h"
 
 struct coll_agent *coll_agent_get(struct collector *c, const char *id)

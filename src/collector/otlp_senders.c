@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collector/ext.h"
+#include "collector/ext_http.h"
 #include "collector/otlp_int.h"
 #include "common/net.h"
 
