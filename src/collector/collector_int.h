@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -185,8 +186,9 @@ void coll_reader_put(struct collector *c, struct store_reader *r);
  * c->agents_lock. */
 struct coll_agent *coll_agent_get(struct collector *c, const char *id);
 void coll_agents_free(struct collector *c);
-/* Prometheus text exposition of the counters; malloc'ed, NULL on ENOMEM. */
-char *coll_metrics_text(struct collector *c, size_t *len);
+/* The counters, the memory budget, the store's and the agents' lines of
+ * /metrics, written to f (common/prom.h). */
+void coll_metrics_write(struct collector *c, FILE *f);
 
 /* ---- ingest.c ----------------------------------------------------------- */
 
