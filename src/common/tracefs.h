@@ -39,8 +39,10 @@ struct tracefs_field {
  */
 int tracefs_parse_field(char *line, struct tracefs_field *f);
 
-/* At most this many events one tracepoint wildcard matches. */
-#define TRACEFS_GLOB_MAX 4096
+/* At most this many events one tracepoint wildcard matches: each is a
+ * perf event and a link (two fds), and the kernel takes ~10 ms to enable
+ * a tracepoint for BPF here ("syscalls:*", 720 events, fits). */
+#define TRACEFS_GLOB_MAX 1024
 
 /*
  * The events of the tracefs at dir whose subsystem matches sys_pat and

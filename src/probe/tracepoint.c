@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/tracefs.h"
@@ -231,17 +232,38 @@ static int tp_attach(struct probe *p, int prog_fd)
 		.wakeup_events = 1,
 	};
 	const struct tpwild *w = p->priv;
-	int fd;
+	size_t refused = 0, first = 0;
+	int fd, first_err = 0;
 
 	for (size_t i = 0; w && i < p->nsites; i++) {
+		size_t before = p->nfds;
 		int err;
 
 		attr.config = (uint64_t)w->ids[i];
 		err = perf_attach_bpf_cookie(p, &attr, -1, 0, prog_fd, i);
+		/* an event this kernel keeps from BPF programs (EPERM on
+		 * some irq_vectors events under a hypervisor's policy) is
+		 * left out, said once; the others run */
+		if (err == -EPERM || err == -EINVAL || err == -EOPNOTSUPP) {
+			while (p->nfds > before)
+				close(p->fds[--p->nfds]);
+			if (!refused++) {
+				first = i;
+				first_err = err;
+			}
+			continue;
+		}
 		if (err)
 			return probe_fail(p, err, "cannot attach %s to %s: %s", p->desc,
 					  p->sites[i], errstr(err));
 	}
+	if (w && refused == p->nsites)
+		return probe_fail(p, first_err, "cannot attach %s: the kernel refused every "
+				  "event (%s: %s, ...)", p->desc, p->sites[first],
+				  errstr(first_err));
+	if (refused)
+		pr_warn("%s: the kernel refused %zu of the events, left out (%s: %s, ...)",
+			p->desc, refused, p->sites[first], errstr(first_err));
 	if (w)
 		return 0;
 	fd = perf_attach_bpf(&attr, -1, 0, prog_fd);
