@@ -64,25 +64,6 @@ refused "a name no event has, compared with s.name, is refused" \
 	'no event is named "sched_switch"'
 
 # ---- the same counts as bpftrace ------------------------------------------------------------
-# compare SKIP PREFIX WANT: fay's rows (name, n) against bpftrace's
-# @[PREFIXname], names matching SKIP left out; WANT "name=n" in both.
-compare() {
-	python3 -c '
-import json, re, sys
-out, bt_file, skip, prefix, want = sys.argv[1:]
-keep = lambda n: not re.fullmatch(skip, n)
-fay = {r["name"]: r["n"] for r in map(json.loads, open(out)) if keep(r["name"])}
-bt = {}
-for l in open(bt_file):
-    m = re.match(r"@\[" + re.escape(prefix) + r"(\w+)\]: (\d+)", l)
-    if m and keep(m.group(1)):
-        bt[m.group(1)] = int(m.group(2))
-w, n = want.split("=")
-assert fay.get(w) == int(n) and bt.get(w) == int(n), (fay, bt)
-assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
-print(len(fay), "names,", sum(fay.values()), "events")
-' "$T_TMP/out" "$T_TMP/bt" "$1" "$2" "$3" >"$T_TMP/cmp" 2>&1
-}
 BT=$(command -v bpftrace || true)
 if [ -n "$BT" ]; then
 	versus 'from t in tracepoint("sched:sched_process_*") group t by t.name into g select { name: g.key, n: g.count() }' \
