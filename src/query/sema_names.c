@@ -160,7 +160,7 @@ static int check_field(struct sema *s, struct node *n)
 	list_fields(s, list, sizeof(list));
 	if (src->tp && src->nnames)
 		return query_errorf(s->q, &n->loc,
-				    "unknown field '%s' for tracepoint '%s': not a field of all the %d events it matches, at one offset and type (fields in common: %s)",
+				    "unknown field '%s' for tracepoint '%s': not a field of all the %d events it matches, at one offset and type (fields: %s)",
 				    n->name, src->arg, src->nnames, list);
 	if (src->tp)
 		return query_errorf(s->q, &n->loc,
