@@ -16,6 +16,7 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/query_run.h"
+#include "common/cgroup.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/secret.h"
@@ -31,7 +32,7 @@ static void usage(FILE *f)
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
-"              [--allow-other-users] [--no-inject]\n"
+"              [--allow-other-users] [--no-inject] [--cgroup PATH]\n"
 "              [--host NAME] [--token-file FILE | --token-env VAR | --token T]\n"
 "              [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
 "              [--fsync] [--metrics ADDR] [-v]\n"
@@ -114,6 +115,14 @@ static void usage(FILE *f)
 "                        process(PID).function(...) on a process not started\n"
 "                        with fay run uses a uprobe (by default it is loaded\n"
 "                        with ptrace when allowed, as fay query's auto mode)\n"
+"    --cgroup PATH       the processes this agent speaks for: cluster queries\n"
+"                        see only tasks in cgroup v2 PATH (under the cgroup2\n"
+"                        root: /sys/fs/cgroup/PATH) and the cgroups below it,\n"
+"                        from every source but spans(...): one agent per\n"
+"                        tenant or container on a shared host, or several\n"
+"                        hosts simulated on one kernel.  The cgroup must exist\n"
+"                        when the agent starts; a query whose inline process\n"
+"                        is outside it is refused (default: every task)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -175,7 +184,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
 	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER,
-	       O_OTHERUSERS, O_NOINJECT, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
+	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -186,15 +195,14 @@ int cmd_agent(int argc, char **argv)
 		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
 		{ "allow-other-users", no_argument, NULL, O_OTHERUSERS },
 		{ "no-inject", no_argument, NULL, O_NOINJECT },
+		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "token", required_argument, NULL, O_TOKEN },
 		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
 		{ "token-env", required_argument, NULL, O_TOKEN_ENV },
-		{ "tls-ca", required_argument, NULL, O_TLS_CA },
-		{ "tls-cert", required_argument, NULL, O_TLS_CERT },
-		{ "tls-key", required_argument, NULL, O_TLS_KEY },
+		OPT_CLIENT_TLS_ROWS,
 		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -268,6 +276,19 @@ int cmd_agent(int argc, char **argv)
 		case O_NOINJECT:
 			o.no_inject = 1;
 			break;
+		case O_CGROUP: {
+			char canon[4096], why[512];
+			uint64_t id;
+			int level;
+
+			if (cgroup_scope_of(optarg, &id, &level, canon, sizeof(canon), why,
+					    sizeof(why))) {
+				fprintf(stderr, "error: --cgroup: %s\n", why);
+				return 2;
+			}
+			o.cgroup = optarg;
+			break;
+		}
 		case O_FLUSH:
 		case O_STATS: {
 			uint64_t ns;
@@ -307,13 +328,13 @@ int cmd_agent(int argc, char **argv)
 			o.token_file = optarg;
 			break;
 		}
-		case O_TLS_CA:
+		case OPT_TLS_CA:
 			tls_ca = optarg;
 			break;
-		case O_TLS_CERT:
+		case OPT_TLS_CERT:
 			tls_cert = optarg;
 			break;
-		case O_TLS_KEY:
+		case OPT_TLS_KEY:
 			tls_key = optarg;
 			break;
 		case O_TOKEN_ENV:

@@ -64,7 +64,7 @@ static int emit_code(struct query *q, const struct plan *plan, bool bpf,
 	struct engine_opts eo = {
 		.sz = sizeof(eo), .pid = ro->pid, .no_fentry = ro->no_fentry,
 		.max_prealloc = ro->max_prealloc,
-		.buffer = ro->buffer, .emit_only = true,
+		.buffer = ro->buffer, .emit_only = true, .cgroup = ro->cgroup,
 	};
 	char why[2048];
 	struct engine *e = engine_new(q, plan, &eo, why, sizeof(why));
@@ -101,15 +101,14 @@ int cmd_query(int argc, char **argv)
 		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "token-file", required_argument, NULL, 'T' },
-		{ "tls-ca", required_argument, NULL, 'A' },
-		{ "tls-cert", required_argument, NULL, 0x100 },
-		{ "tls-key", required_argument, NULL, 0x101 },
+		OPT_CLIENT_TLS_ROWS,
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
 		{ "probe-mode", required_argument, NULL, 'P' },
 		{ "allow-other-users", no_argument, NULL, 'U' },
 		{ "no-inject", no_argument, NULL, 'I' },
+		{ "cgroup", required_argument, NULL, 0x102 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -124,7 +123,6 @@ int cmd_query(int argc, char **argv)
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	struct cluster_run_opts co = { 0 };
 	const char *keep = NULL, *drop = NULL, *token_file = NULL;
-	const char *tls_cert = NULL, *tls_key = NULL;
 	static char token_buf[256];
 	char lib[4096];
 	int c, err, rc = 2;
@@ -217,22 +215,19 @@ int cmd_query(int argc, char **argv)
 		case 'I':
 			ro.no_inject = true;
 			break;
+		case 0x102:
+			ro.cgroup = optarg;
+			break;
 		case 'C':
 			co.url = optarg;
 			break;
 		case 'T':
 			token_file = optarg;
 			break;
-		case 'A':
-			tr_http_set_ca(optarg);
-			break;
-		case 0x100:
-			tls_cert = optarg;
-			tr_http_set_cert(tls_cert, tls_key);
-			break;
-		case 0x101:
-			tls_key = optarg;
-			tr_http_set_cert(tls_cert, tls_key);
+		case OPT_TLS_CA:
+		case OPT_TLS_CERT:
+		case OPT_TLS_KEY:
+			opt_client_tls(c, optarg);
 			break;
 		case 'k':
 			keep = optarg;
@@ -276,6 +271,10 @@ int cmd_query(int argc, char **argv)
 	}
 	if (co.url && (ro.pid || ro.cmd)) {
 		fprintf(stderr, "error: -p and -c trace this host; with --cluster use process(PID).function(...) or a where on pid\n");
+		return 2;
+	}
+	if (co.url && ro.cgroup) {
+		fprintf(stderr, "error: --cgroup is for this host; an agent's queries are scoped by fay agent --cgroup\n");
 		return 2;
 	}
 	if (co.url && ro.no_inject) {
