@@ -82,6 +82,27 @@ int bpf_perf_link(int prog_fd, int perf_fd, uint64_t cookie)
 	return fd < 0 ? -errno : fd;
 }
 
+int bpf_kprobe_multi_link(int prog_fd, const char *const *syms, size_t n, bool ret)
+{
+	__u64 *cookies = calloc(n ? n : 1, sizeof(*cookies));
+	int fd;
+
+	if (!cookies)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		cookies[i] = i;
+	LIBBPF_OPTS(bpf_link_create_opts, o,
+		    .kprobe_multi.flags = ret ? BPF_F_KPROBE_MULTI_RETURN : 0,
+		    .kprobe_multi.cnt = (__u32)n,
+		    .kprobe_multi.syms = (const char **)syms,
+		    .kprobe_multi.cookies = cookies);
+	fd = bpf_link_create(prog_fd, 0, BPF_TRACE_KPROBE_MULTI, &o);
+	if (fd < 0)
+		fd = -errno;
+	free(cookies);
+	return fd;
+}
+
 const char *bpf_privilege_hint(void)
 {
 	if (bpf_have_privileges())

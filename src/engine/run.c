@@ -126,15 +126,27 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 }
 
 /* A wildcard's functions name s.name's ids (the cookie of each
- * attachment is its index): into the plan's table, once. */
+ * attachment is its index): into the plan's table, once.  A tracepoint
+ * wildcard's table came with the plan (tracefs, when the query was
+ * checked): the probe's events must be the same, in the same order. */
 static int engine_site_names(struct engine *e, const struct eprog *ep)
 {
 	size_t n = probe_nsites(ep->probe);
+	const struct plan_names *t = e->p->names;
 	const char **v;
 	int err;
 
-	if (!n || !e->p->names || e->p->names->src != PN_COOKIE || e->p->names->n)
+	if (!n || !t || t->src != PN_COOKIE)
 		return 0;
+	if (t->n) {
+		for (size_t i = 0; i < n; i++)
+			if ((size_t)t->n != n || strcmp(t->name[i], probe_site_name(ep->probe, i)))
+				return engine_fail(e, -EAGAIN, "%s: the kernel's events "
+						   "changed between planning and attaching (%d "
+						   "planned, %zu now): run the query again",
+						   ep->spec, t->n, n);
+		return 0;
+	}
 	if (!(v = calloc(n, sizeof(*v))))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)

@@ -129,6 +129,9 @@ void probe_free(struct probe *p)
 	for (size_t i = 0; i < p->nmore; i++)
 		free(p->more[i].path);
 	free(p->more);
+	for (size_t i = 0; i < p->nsites; i++)
+		free(p->sites[i]);
+	free(p->sites);
 	free(p->spec);
 	free(p);
 }
@@ -139,6 +142,16 @@ const char *probe_mechanism(const struct probe *p) { return p->mech; }
 const char *probe_strerror(const struct probe *p) { return p->err; }
 int probe_nargs(const struct probe *p) { return p->nargs; }
 bool probe_attached(const struct probe *p) { return p->nfds > 0; }
+
+size_t probe_nsites(const struct probe *p)
+{
+	return p->nsites;
+}
+
+const char *probe_site_name(const struct probe *p, size_t i)
+{
+	return i < p->nsites ? p->sites[i] : NULL;
+}
 
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym)
