@@ -251,7 +251,7 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 				p->n.bad == BAD_REPORTS_MAX ? " (further bad records of this file are only counted)" : "");
 		return 0;
 	}
-	if (unlikely(!(r.f.flags & SPAN_F_SAMPLED))) {
+	if (unlikely(r.f.flags & SPAN_F_UNSAMPLED)) {
 		/* recorded though not sampled (FAY_RECORD=all): kept on this
 		 * host for captures, never shipped; its ring's cursor goes
 		 * with the next batch all the same */

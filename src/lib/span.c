@@ -14,8 +14,8 @@
  * traceparent), so propagation still works.
  *
  * With FAY_RECORD=all (lib.record_all) the spans sampling did not choose
- * are recorded too, as any other but without SPAN_F_SAMPLED in their
- * flags: the agent keeps them on the host (its flight buffer) instead of
+ * are recorded too, as any other but with SPAN_F_UNSAMPLED instead of
+ * SPAN_F_SAMPLED in their flags: the agent keeps them on the host (its flight buffer) instead of
  * shipping them.  The sampling decision, and what travels in a
  * traceparent, are unchanged.  With the mode off, the unsampled path
  * costs one more load and test of a word next to the sampling threshold.
@@ -168,8 +168,8 @@ static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
 
 /*
  * Begin a recorded span of trace (hi, lo) (0, 0: a new trace) under
- * parent (0: a root), with flags SPAN_F_SAMPLED, or 0 for a span recorded
- * though not sampled (FAY_RECORD=all).  Falls back to a non-recording
+ * parent (0: a root), with flags SPAN_F_SAMPLED, or SPAN_F_UNSAMPLED for a
+ * span recorded though not sampled (FAY_RECORD=all).  Falls back to a non-recording
  * handle carrying the same ids (and flags) when the span cannot be
  * recorded.
  */
@@ -213,7 +213,7 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags
 	lib_cur_push(sl);
 	/* spans_started counts sampled spans (an unsampled root is counted
 	 * in spans_unsampled, recorded or not) */
-	if (flags && unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
+	if ((flags & SPAN_F_SAMPLED) && unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
 		lib_flush_counters();
 	lib_leave();
 	return (struct fay_span *)sl;
@@ -241,7 +241,7 @@ struct fay_span *fay_span_root(const char *name)
 	if (unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
 		lib_count_unsampled_slow();
 	if (unlikely(READ_ONCE(lib.record_all)))
-		return begin(name, 0, 0, 0, 0);
+		return begin(name, 0, 0, 0, SPAN_F_UNSAMPLED);
 	return nonrec(t, 0, 0, 0);
 }
 
@@ -257,7 +257,7 @@ struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
 	if (flags & SPAN_F_SAMPLED)
 		return begin(name, hi, lo, id, SPAN_F_SAMPLED);
 	if (unlikely(READ_ONCE(lib.record_all)))
-		return begin(name, hi, lo, id, 0);
+		return begin(name, hi, lo, id, SPAN_F_UNSAMPLED);
 	return nonrec(lib_tls(), hi, lo, 0);
 }
 
@@ -276,7 +276,7 @@ struct fay_span *fay_span_remote(const char *traceparent, const char *name)
 	if (flags & 1)
 		return begin(name, hi, lo, id, SPAN_F_SAMPLED);
 	if (unlikely(READ_ONCE(lib.record_all)))
-		return begin(name, hi, lo, id, 0);
+		return begin(name, hi, lo, id, SPAN_F_UNSAMPLED);
 	return nonrec(lib_tls(), hi, lo, 0);
 }
 

@@ -109,7 +109,7 @@ int main(void)
 
 	/* 100 spans of 10 traces: nothing dropped yet */
 	for (unsigned i = 0; i < 100; i++)
-		add(f, 1 + i % 10, ++id, 1000 + i * 100, i % 2 ? "own" : NULL, &ep);
+		add(f, 1 + i % 10, ++id, 1000 + i * 100, (i + i / 10) % 2 ? "own" : NULL, &ep);
 	flight_get_stats(f, &st);
 	ok(st.held == 100 && st.added == 100 && !st.dropped, "100 spans held, none dropped");
 	ok(st.oldest_ns == 1000, "... the oldest starts at 1000");
@@ -163,13 +163,14 @@ int main(void)
 	/* a span larger than a quarter of the buffer is not kept */
 	{
 		static uint8_t big[FLIGHT_MIN_BYTES / 2];
+		static char val[60000];
 		struct spanrec_fixed fx = { .trace_lo = 5, .span_id = 1, .items_len = 0 };
 		struct spanrec r;
 		size_t off = 0;
 
 		for (int i = 0; i < 5; i++)
 			spanrec_put_item(big + 64, sizeof(big) - 64, &off, SPAN_ITEM_TAG, 0, "k", 1,
-					 (const char *)big + 100000, 60000);
+					 val, sizeof(val));
 		fx.nitems = 5;
 		fx.items_len = (uint32_t)off;
 		memcpy(big, &fx, sizeof(fx));
