@@ -412,6 +412,7 @@ int agent_run(const struct agent_opts *o)
 			.allow_other_users = o->allow_other_users,
 			.inject_lib = o->inject_lib, .no_inject = o->no_inject,
 			.flight = a.flight,
+			.cgroup = o->cgroup,
 		};
 
 		a.qc = qclient_start(&qo);

@@ -81,6 +81,9 @@ struct agent_opts {
 	 * did not choose (libfay FAY_RECORD=all) are kept for captures
 	 * (flight.h); 0: none, they are dropped and counted */
 	uint64_t flight_bytes;
+	/* cluster queries see only tasks in this cgroup v2 and below it
+	 * (--cgroup; engine_opts.cgroup); NULL: every task */
+	const char *cgroup;
 };
 
 /* Run the agent until SIGTERM/SIGINT; SIGHUP reads the token file and

@@ -40,6 +40,8 @@ struct qclient_opts {
 	bool no_inject;
 	/* the flight buffer CAPTUREs read (NULL: answered "off") */
 	struct flight *flight;
+	/* only tasks in this cgroup (engine_opts.cgroup); NULL: all */
+	const char *cgroup;
 };
 
 /* A query link (common/qlink.h) that runs what it is sent here. */
