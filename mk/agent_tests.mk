@@ -28,3 +28,11 @@ $(B)/tests/bin/span_golden: tests/integration/agent_tools/span_golden.c $(B)/lib
 		-Wl,-rpath,$(abspath $(B)) -Wl,--enable-new-dtags -lpthread
 all: $(B)/tests/bin/span_golden
 agent-tests: $(B)/tests/bin/span_golden
+
+# The workload of tests/integration/flight_capture.sh (the flight recorder).
+$(B)/tests/bin/flight_workload: tests/integration/agent_tools/flight_workload.c $(LIBFAY_A)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFAY_A) -lpthread
+all: $(B)/tests/bin/flight_workload
+agent-tests: $(B)/tests/bin/flight_workload

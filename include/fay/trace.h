@@ -27,6 +27,12 @@
  *   FAY_SHM_DIR    where the shm file goes (default /dev/shm).
  *   FAY_SERVICE    overrides the service name given to fay_init().
  *   FAY_DISABLE=1  record nothing (spans still propagate context).
+ *   FAY_RECORD     "all" records the spans sampling did not choose too,
+ *                  marked unsampled: the agent keeps them on the host
+ *                  (fay agent --flight) for fay capture instead of
+ *                  shipping them; "sampled" (the default) records the
+ *                  sampled ones only.  Sampling and propagation are
+ *                  unchanged (docs/ABI.md 2.4).
  *   FAY_RINGS      rings in the file, one per recording thread (default
  *                  64, 1..4096); a thread that finds every ring taken
  *                  counts its spans in lost_no_ring.
@@ -161,7 +167,8 @@ struct fay_current {
  * thread began (and libfay records) that has not ended; spans ended on
  * another thread stop being current at once; up to 8 levels of nesting
  * are tracked (deeper spans leave the 8th current).  Unsampled spans
- * are not recorded and never current.  Async-signal-safe, no lock, no
+ * are not recorded and never current (unless FAY_RECORD=all records
+ * them).  Async-signal-safe, no lock, no
  * allocation; @version is FAY_CURRENT_VERSION.
  * Return: 0 with *@out filled, -ENOENT (none: *@out zeroed), -EINVAL (a
  * version or size this libfay does not know).

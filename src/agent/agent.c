@@ -42,6 +42,7 @@
 #include "agent/agent_int.h"
 #include "agent/qclient.h"
 #include "agent/shmfile.h"
+#include "agent/flight.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -196,6 +197,16 @@ static int setup(struct agent *a)
 		pr_warn("cannot set up the span tap: %s; spans(...) queries will not run here",
 			errstr(-errno));
 	a->drain.tap = a->tap;
+	if (a->o->flight_bytes) {
+		a->flight = flight_new(a->o->flight_bytes);
+		if (!a->flight) {
+			pr_err("cannot set up the flight buffer (--flight): %s", errstr(-errno));
+			return -errno;
+		}
+		a->drain.flight = a->flight;
+		pr_info("flight buffer: %" PRIu64 " bytes for the spans head sampling did not "
+			"choose (FAY_RECORD=all)", a->o->flight_bytes);
+	}
 
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tickfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -304,6 +315,8 @@ static void teardown(struct agent *a)
 		drain_free(&a->drain);
 	spantap_free(a->tap);	/* no query and no drain feeds it now */
 	a->tap = NULL;
+	flight_free(a->flight);	/* nor adds to or captures from this */
+	a->flight = NULL;
 	free_dead(a);
 	while (a->procs) {
 		struct proc *p = a->procs;
@@ -398,6 +411,7 @@ int agent_run(const struct agent_opts *o)
 			.agent_id = a.agent_id, .token = o->token, .tls = o->tls, .tap = a.tap,
 			.allow_other_users = o->allow_other_users,
 			.inject_lib = o->inject_lib, .no_inject = o->no_inject,
+			.flight = a.flight,
 			.cgroup = o->cgroup,
 		};
 

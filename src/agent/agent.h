@@ -77,6 +77,10 @@ struct agent_opts {
 	 * engine_opts.inject_lib; NULL: never); no_inject: never (--no-inject) */
 	const char *inject_lib;
 	int no_inject;
+	/* --flight: bytes of the flight buffer, where the spans head sampling
+	 * did not choose (libfay FAY_RECORD=all) are kept for captures
+	 * (flight.h); 0: none, they are dropped and counted */
+	uint64_t flight_bytes;
 	/* cluster queries see only tasks in this cgroup v2 and below it
 	 * (--cgroup; engine_opts.cgroup); NULL: every task */
 	const char *cgroup;

@@ -44,6 +44,8 @@ struct agent {
 	char agent_id[33];
 	struct qclient *qc;	/* the query connection (cluster queries) */
 	struct spantap *tap;	/* spans(...) queries: fed by the drain thread */
+	struct flight *flight;	/* --flight: unsampled spans (NULL: none) */
+	uint64_t flight_dropped_logged;	/* flight.dropped when last logged */
 	char cursors_path[PATH_MAX], stats_path[PATH_MAX];
 
 	/* Every process from discovery to retirement (the drain thread has

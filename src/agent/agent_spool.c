@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/flight.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -231,6 +232,25 @@ static char *stats_json(struct agent *a, uint64_t now)
 		json_object_set_new(j, "span_queries",
 				    json_pack("{s:I, s:I}", "spans_fed", (json_int_t)fed,
 					      "blkin_given_up", (json_int_t)dropped));
+	}
+	json_object_set_new(j, "unsampled", json_pack("{s:I, s:I}",
+			    "records", (json_int_t)t.unsampled,
+			    "dropped_no_flight", (json_int_t)t.unsampled_off));
+	if (a->flight) {
+		struct flight_stats fs;
+
+		flight_get_stats(a->flight, &fs);
+		json_object_set_new(j, "flight", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				    "bytes", (json_int_t)fs.bytes, "used", (json_int_t)fs.used,
+				    "spans", (json_int_t)fs.held, "added", (json_int_t)fs.added,
+				    "dropped", (json_int_t)fs.dropped,
+				    "too_big", (json_int_t)fs.too_big,
+				    "oldest_ns", (json_int_t)fs.oldest_ns,
+				    "captures", (json_int_t)fs.captures));
+		if (fs.dropped && !a->flight_dropped_logged)
+			pr_info("flight buffer full (%" PRIu64 " bytes): the oldest spans make room "
+				"for new ones (counted: flight.dropped in stats.json)", fs.bytes);
+		a->flight_dropped_logged = fs.dropped;
 	}
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);

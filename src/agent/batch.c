@@ -23,30 +23,45 @@ void ep_item_init(struct ep_item *ep, const char *service, const char *ip,
 		ep->len = (uint32_t)off;
 }
 
-int batch_add(struct wire_batch *b, const void *rec, uint32_t reclen,
-	      const struct spanrec *r, const struct ep_item *ep)
+static int needs_ep(const struct spanrec *r, const struct ep_item *ep)
 {
-	int add_ep = ep && ep->len && !r->local.present && r->f.nitems < UINT16_MAX;
-	uint32_t extra = add_ep ? ep->len : 0;
-	uint8_t *p;
-	int ret;
+	return ep && ep->len && !r->local.present && r->f.nitems < UINT16_MAX;
+}
 
-	if ((uint64_t)reclen + extra > UINT32_MAX - WIRE_BATCH_LEN_SIZE)
-		return -E2BIG;
-	ret = wire_batch_reserve(b, reclen + extra, &p);
-	if (ret)
-		return ret;
-	if (add_ep) {
+uint64_t batch_rec_size(uint32_t reclen, const struct spanrec *r, const struct ep_item *ep)
+{
+	return (uint64_t)reclen + (needs_ep(r, ep) ? ep->len : 0);
+}
+
+void batch_rec_copy(uint8_t *dst, const void *rec, uint32_t reclen, const struct spanrec *r,
+		    const struct ep_item *ep)
+{
+	if (needs_ep(r, ep)) {
 		struct spanrec_fixed f;
 
 		memcpy(&f, rec, sizeof(f));
-		f.items_len += extra;
+		f.items_len += ep->len;
 		f.nitems++;
-		memcpy(p, &f, sizeof(f));
-		memcpy(p + sizeof(f), (const uint8_t *)rec + sizeof(f), reclen - sizeof(f));
-		memcpy(p + reclen, ep->buf, extra);
+		memcpy(dst, &f, sizeof(f));
+		memcpy(dst + sizeof(f), (const uint8_t *)rec + sizeof(f), reclen - sizeof(f));
+		memcpy(dst + reclen, ep->buf, ep->len);
 	} else {
-		memcpy(p, rec, reclen);
+		memcpy(dst, rec, reclen);
 	}
+}
+
+int batch_add(struct wire_batch *b, const void *rec, uint32_t reclen,
+	      const struct spanrec *r, const struct ep_item *ep)
+{
+	uint64_t size = batch_rec_size(reclen, r, ep);
+	uint8_t *p;
+	int ret;
+
+	if (size > UINT32_MAX - WIRE_BATCH_LEN_SIZE)
+		return -E2BIG;
+	ret = wire_batch_reserve(b, (uint32_t)size, &p);
+	if (ret)
+		return ret;
+	batch_rec_copy(p, rec, reclen, r, ep);
 	return 0;
 }

@@ -27,6 +27,13 @@ struct ep_item {
 void ep_item_init(struct ep_item *ep, const char *service, const char *ip,
 		  uint16_t port);
 
+/* The bytes record rec (reclen bytes, decoded into r) takes once ep is
+ * added as its local endpoint (when r has none; ep may be NULL), and
+ * that record written at dst (batch_rec_size() bytes). */
+uint64_t batch_rec_size(uint32_t reclen, const struct spanrec *r, const struct ep_item *ep);
+void batch_rec_copy(uint8_t *dst, const void *rec, uint32_t reclen, const struct spanrec *r,
+		    const struct ep_item *ep);
+
 /*
  * Append the span record rec (reclen bytes, already decoded into r) to b,
  * adding ep as its local endpoint when r has none (ep may be NULL).

@@ -40,6 +40,7 @@
 
 #include "agent/drain.h"
 #include "agent/drain_int.h"
+#include "agent/flight.h"
 #include "agent/spantap.h"
 #include "common/atomic.h"
 #include "common/err.h"
@@ -248,6 +249,18 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 			pr_warn("%s ring %u record %" PRIu64 " (slot pos %" PRIu64 "): bad span record: %s; skipped%s",
 				p->name, dc->ring, rec_no, p->cons[dc->ring].pos, err,
 				p->n.bad == BAD_REPORTS_MAX ? " (further bad records of this file are only counted)" : "");
+		return 0;
+	}
+	if (unlikely(r.f.flags & SPAN_F_UNSAMPLED)) {
+		/* recorded though not sampled (FAY_RECORD=all): kept on this
+		 * host for captures, never shipped; its ring's cursor goes
+		 * with the next batch all the same */
+		p->n.unsampled++;
+		if (dc->d->flight)
+			flight_add(dc->d->flight, payload, (uint32_t)n, &r, &p->ep);
+		else
+			p->n.unsampled_off++;
+		p->in_batch[dc->ring] = 1;
 		return 0;
 	}
 	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep);

@@ -32,6 +32,7 @@
 #include "common/ring/ring.h"
 
 struct spantap;
+struct flight;
 
 /* The epoll tag of agent.c: the first member of every event source. */
 struct evsrc {
@@ -50,6 +51,10 @@ struct proc_counts {
 	uint64_t lost_no_handle, lost_no_ring, lost_too_big, truncated;
 	uint64_t lost_nested, spans_started, spans_unsampled, bad_traceparent;
 	uint64_t lost_no_room;
+	uint64_t unsampled;     /* records of spans head sampling did not
+				 * choose (FAY_RECORD=all): into the flight
+				 * buffer, never into batches */
+	uint64_t unsampled_off; /* of those, dropped: no flight buffer */
 };
 
 void proc_counts_add(struct proc_counts *to, const struct proc_counts *from);
@@ -121,6 +126,8 @@ struct drain {
 	pthread_t thread;
 	int started;
 	struct spantap *tap;    /* spans(...) queries; set before the start */
+	struct flight *flight;  /* --flight: unsampled spans kept (NULL: they
+				 * are dropped, counted); set before the start */
 
 	pthread_mutex_t lock;   /* guards the next four */
 	struct proc *incoming;  /* drain_add()ed, not yet taken */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/flight.h"
 #include "agent/qclient.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
@@ -183,11 +184,37 @@ static void run_job(struct qlink_job *job)
 	query_free(q);
 }
 
+/* A CAPTURE from the collector: the spans of the flight buffer it asks
+ * for (flight.h), or "off" without one. */
+static void on_capture(void *ctx, const struct wire_capture *c, struct wire_captured *res,
+		       struct wbuf *spans)
+{
+	const struct qclient_opts *o = ctx;
+	struct flight_stats st;
+	long n;
+	int cut;
+
+	if (!o->flight) {
+		res->state = WIRE_CS_OFF;
+		wbuf_le32(spans, 0);
+		return;
+	}
+	n = flight_capture(o->flight, c, spans, WIRE_CAPTURE_MAX, &cut, &st);
+	res->state = WIRE_CS_ANSWERED;
+	res->flags = cut ? WIRE_CF_CUT : 0;
+	res->held = st.held;
+	res->dropped = st.dropped;
+	res->oldest_ns = st.oldest_ns;
+	pr_info("capture %" PRIu32 ": %ld spans found (%s)%s", c->cid, n,
+		c->kind == WIRE_CK_TRACE ? "by trace id" : "by time", cut ? ", cut to one frame" : "");
+}
+
 struct qclient *qclient_start(const struct qclient_opts *o)
 {
 	struct qlink_opts lo = {
 		.upper = o->collector, .host = o->host, .agent_id = o->agent_id,
 		.token = o->token, .tls = o->tls, .run = run_job, .ctx = o, .ctx_size = sizeof(*o),
+		.capture = on_capture,
 	};
 
 	return (struct qclient *)qlink_start(&lo);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 
 struct spantap;
+struct flight;
 struct tls_conf;
 
 struct qclient_opts {
@@ -37,6 +38,8 @@ struct qclient_opts {
 	 * (engine_opts.inject_lib, .no_inject) */
 	const char *inject_lib;
 	bool no_inject;
+	/* the flight buffer CAPTUREs read (NULL: answered "off") */
+	struct flight *flight;
 	/* only tasks in this cgroup (engine_opts.cgroup); NULL: all */
 	const char *cgroup;
 };

@@ -31,6 +31,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
+"              [--flight SIZE]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
 "              [--allow-other-users] [--no-inject] [--cgroup PATH]\n"
 "              [--host NAME] [--token-file FILE | --token-env VAR | --token T]\n"
@@ -81,6 +82,16 @@ static void usage(FILE *f)
 "    merged into whole spans first); stats.json counts them under\n"
 "    span_queries (spans_fed, blkin_given_up).\n"
 "\n"
+"    Flight recorder (--flight SIZE): a process started with FAY_RECORD=all\n"
+"    records the spans head sampling (FAY_SAMPLE) did not choose too, marked\n"
+"    unsampled.  The agent ships only the sampled ones, as always, and keeps\n"
+"    the others in memory, in a buffer of SIZE bytes indexed by trace id;\n"
+"    when it is full the oldest spans go first (counted: flight.dropped in\n"
+"    stats.json, and a log line).  fay capture asks every agent, through\n"
+"    the query connection, for the spans of one trace id or of the last N\n"
+"    seconds, and the collector stores what they hold.  Without --flight,\n"
+"    unsampled spans are drained and dropped (unsampled.dropped_no_flight).\n"
+"\n"
 "    SIGTERM or SIGINT: drain everything, spool it, try to send it for up to\n"
 "    2 s, and exit 0.  SIGHUP: read --token-file and the TLS files (--tls-ca,\n"
 "    --tls-cert, --tls-key) again; the next connections to the collector\n"
@@ -100,6 +111,11 @@ static void usage(FILE *f)
 "                        the spool (default 16M, in 1M batches, at least 2M);\n"
 "                        when it is full, rings are not drained until the\n"
 "                        disk catches up (what they overwrite is counted)\n"
+"    --flight SIZE       keep the spans head sampling did not choose (libfay's\n"
+"                        FAY_RECORD=all) in SIZE bytes of memory for fay\n"
+"                        capture: 64M, 1G ... (default off: they cost memory\n"
+"                        on every host, and only processes started with\n"
+"                        FAY_RECORD=all make any; at least 1M)\n"
 "    --drain-nice N      nice value of the thread that drains the rings, -20\n"
 "                        to 19 (default -10: a busy host delays it less;\n"
 "                        needs CAP_SYS_NICE, else ignored; 0 leaves it)\n"
@@ -184,13 +200,14 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
 	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER,
-	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV };
+	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV, O_FLIGHT };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
 		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "spool-max", required_argument, NULL, O_SPOOL },
 		{ "queue-max", required_argument, NULL, O_QUEUE },
+		{ "flight", required_argument, NULL, O_FLIGHT },
 		{ "drain-nice", required_argument, NULL, O_NICE },
 		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
 		{ "allow-other-users", no_argument, NULL, O_OTHERUSERS },
@@ -251,6 +268,14 @@ int cmd_agent(int argc, char **argv)
 			if (opt_parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
 			    o.queue_max > (64ull << 30)) {
 				fprintf(stderr, "error: --queue-max '%s': want a size from 2M to 64G (16M, 256M)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_FLIGHT:
+			if (opt_parse_size(optarg, &o.flight_bytes) || o.flight_bytes < (1u << 20) ||
+			    o.flight_bytes > (1ull << 40)) {
+				fprintf(stderr, "error: --flight '%s': want a size from 1M to 1T (64M, 1G)\n",
 					optarg);
 				return 2;
 			}

@@ -15,5 +15,6 @@ int cmd_query(int argc, char **argv);      /* src/cli/cmd_query.c */
 int cmd_probes(int argc, char **argv);     /* src/cli/cmd_probes.c */
 int cmd_run(int argc, char **argv);        /* src/cli/cmd_run.c */
 int cmd_sql(int argc, char **argv);        /* src/cli/cmd_sql.c */
+int cmd_capture(int argc, char **argv);    /* src/cli/cmd_capture.c */
 
 #endif

@@ -20,6 +20,7 @@ static const struct {
 	{ "collector", cmd_collector, "the central service: store, HTTP API, Zipkin routes, UI" },
 	{ "traces",    cmd_traces,    "list and show stored traces in the terminal" },
 	{ "sql",       cmd_sql,       "run a read-only SQL statement on the span store" },
+	{ "capture",   cmd_capture,   "bring back spans kept on the hosts (flight recorder)" },
 };
 
 static void usage(FILE *f)

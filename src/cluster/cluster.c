@@ -30,6 +30,7 @@ struct cluster *cluster_new(void)
 	pthread_mutex_init(&cl->lock, NULL);
 	pthread_cond_init(&cl->peers_gone, NULL);
 	cl->next_qid = 1;
+	cl->next_cid = 1;
 	return cl;
 }
 
@@ -43,7 +44,7 @@ void cluster_free(struct cluster *cl)
 		pthread_cond_broadcast(&q->cond);
 	for (struct cpeer *p = cl->peers; p; p = p->next)
 		shutdown(p->fd, SHUT_RDWR);
-	while (cl->npeers_threads || cl->queries)
+	while (cl->npeers_threads || cl->queries || cl->captures)
 		pthread_cond_wait(&cl->peers_gone, &cl->lock);
 	pthread_mutex_unlock(&cl->lock);
 	pthread_mutex_destroy(&cl->lock);
@@ -123,6 +124,17 @@ static int on_frame(struct cluster *cl, struct cpeer *p, const struct wire_hdr *
 		pthread_mutex_unlock(&cl->lock);
 		break;
 	}
+	case WIRE_CAPTURED: {
+		struct wire_captured wc;
+
+		err = wire_captured_decode(buf, h->len, &wc, why, sizeof(why));
+		if (err)
+			break;
+		pthread_mutex_lock(&cl->lock);
+		ccap_on_captured(cl, p, &wc);
+		pthread_mutex_unlock(&cl->lock);
+		break;
+	}
 	case WIRE_PARTIAL: {
 		struct wire_partial wp;
 
@@ -160,6 +172,7 @@ void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
 	p->fd = fd;
 	p->collector = info->collector;
 	p->btf = info->btf;
+	p->capture = info->capture;
 	snprintf(p->host, sizeof(p->host), "%s", info->host);
 	snprintf(p->kernel, sizeof(p->kernel), "%s", info->kernel ? info->kernel : "");
 	snprintf(p->addr, sizeof(p->addr), "%s", peer_addr);
@@ -220,6 +233,7 @@ void cluster_serve(struct cluster *cl, int fd, const char *peer_addr,
 	pthread_mutex_unlock(&p->send_lock);
 	pthread_mutex_lock(&cl->lock);
 	cquery_peer_left(cl, p);
+	ccap_peer_left(cl, p);
 	for (pp = &cl->peers; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;

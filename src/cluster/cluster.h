@@ -44,6 +44,7 @@ struct cluster_peer_info {
 	bool collector;		/* a child collector (its PARTIALs name its hosts) */
 	const char *kernel;	/* uname release, "" if not said */
 	int btf;		/* kernel BTF: 1, 0, -1 not said */
+	bool capture;		/* answers CAPTURE frames (the flight recorder) */
 };
 
 /*
@@ -86,6 +87,52 @@ struct cluster_qopts {
 int cluster_query_run(struct cluster *cl, struct query *q, const struct plan *p,
 		      const char *text, const struct cluster_qopts *o,
 		      const struct qengine_env *env, char *err, size_t errlen);
+
+/* ---- ccapture.c: the flight recorder (#22) ------------------------------ */
+
+/* What a capture asks every agent for (wire_cluster.h CAPTURE). */
+struct cluster_capture_req {
+	enum wire_ckind kind;
+	uint64_t trace_hi, trace_lo;	/* WIRE_CK_TRACE */
+	uint64_t from_ns, to_ns;	/* WIRE_CK_WINDOW (wall clock) */
+	const char *service;		/* WIRE_CK_WINDOW: NULL or "": any */
+	const char *host;		/* only this host's agent; NULL: every one */
+	uint64_t timeout_ns;		/* how long to wait for the answers */
+};
+
+enum cluster_capture_state {
+	CCH_ANSWERED,		/* its spans are in spans (maybe none) */
+	CCH_OFF,		/* answered: the agent keeps no flight buffer */
+	CCH_MISSING,		/* asked, no answer in time, or its connection
+				 * went away */
+	CCH_UNSUPPORTED,	/* a peer that does not answer CAPTURE (a child
+				 * collector, an agent before #22): not asked */
+};
+
+struct cluster_capture_host {
+	char host[WIRE_HOST_MAX + 1];
+	enum cluster_capture_state state;
+	bool cut;			/* it had more than one frame holds */
+	uint32_t nspans;
+	uint64_t held, dropped, oldest_ns;	/* its flight buffer (wire_captured) */
+	unsigned char *spans;		/* a BATCH payload, malloc'd (ANSWERED) */
+	size_t len;
+};
+
+struct cluster_capture_res {
+	struct cluster_capture_host *h;
+	size_t n;
+};
+
+/*
+ * Ask every connected query peer (rq->host: the one of that name) for
+ * the spans rq names in its flight buffer, and wait until each answered,
+ * went away, or rq->timeout_ns passed.  Fills res (free it with
+ * cluster_capture_res_free(), also after a failure).  0, or -ENOMEM.
+ */
+int cluster_capture_run(struct cluster *cl, const struct cluster_capture_req *rq,
+			struct cluster_capture_res *res);
+void cluster_capture_res_free(struct cluster_capture_res *res);
 
 /* ---- ctree.c: this collector under a parent (--parent) ---------------- */
 

@@ -27,6 +27,7 @@ struct cpeer {
 	bool collector;		/* a child collector */
 	char kernel[65];	/* what it said it has (HELLO) */
 	int btf;
+	bool capture;		/* answers CAPTURE (HELLO "capture":true) */
 	bool dead;		/* its thread is leaving: send nothing more */
 	uint64_t last_beat;	/* monotonic ns */
 	pthread_mutex_t send_lock;
@@ -97,11 +98,15 @@ struct cquery {
 	char shape_err[512];	/* a member's partial of another shape */
 };
 
+struct ccap;
+
 struct cluster {
 	pthread_mutex_t lock;
 	struct cpeer *peers;
 	struct cquery *queries;
+	struct ccap *captures;	/* captures waiting for their answers (ccapture.c) */
 	uint32_t next_qid;
+	uint32_t next_cid;
 	int npeers_threads;	/* serving threads still running */
 	pthread_cond_t peers_gone;
 	volatile int stop;
@@ -155,6 +160,11 @@ void cquery_peer_left(struct cluster *cl, struct cpeer *p);
 void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qstatus *s);
 int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_partial *wp,
 		      char *why, size_t len);
+
+/* ccapture.c, under cl->lock: a CAPTURED from p (its body copied); p's
+ * connection is gone (its hosts of running captures: missing). */
+void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_captured *c);
+void ccap_peer_left(struct cluster *cl, struct cpeer *p);
 
 /* ---- cquery.c, for the query thread (cquery_run.c) ---- */
 

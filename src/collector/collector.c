@@ -209,6 +209,7 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			lim >> 20, how, COLL_MAX_MEMORY >> 20);
 	}
 	pthread_mutex_init(&c->agents_lock, NULL);
+	pthread_mutex_init(&c->captures_lock, NULL);
 	pthread_mutex_init(&c->readers_lock, NULL);
 	c->started_us = clock_realtime_ns() / 1000;
 	if (o->clickhouse) {
@@ -496,6 +497,8 @@ void collector_stop(struct collector *c)
 		free(c->ac_keys[i]);
 	free(c->ac_keys);
 	pthread_mutex_destroy(&c->agents_lock);
+	api_captures_free(c);
+	pthread_mutex_destroy(&c->captures_lock);
 	pthread_mutex_destroy(&c->readers_lock);
 	free(r);
 }

@@ -109,6 +109,12 @@ struct collector {
 	pthread_mutex_t agents_lock;
 	struct coll_agent *agents;
 
+	/* The captures made since the start (api_capture.c), newest first:
+	 * a jansson array, under captures_lock. */
+	pthread_mutex_t captures_lock;
+	void *captures;
+	uint64_t ncaptures;
+
 	pthread_mutex_t readers_lock;
 	struct store_reader *readers[8];
 	int nreaders;
@@ -185,6 +191,8 @@ void coll_reader_put(struct collector *c, struct store_reader *r);
 /* Find or create the agent (locked inside).  Callers change fields under
  * c->agents_lock. */
 struct coll_agent *coll_agent_get(struct collector *c, const char *id);
+/* The list of captures (api_capture.c), at the collector's end. */
+void api_captures_free(struct collector *c);
 void coll_agents_free(struct collector *c);
 /* The counters, the memory budget, the store's and the agents' lines of
  * /metrics, written to f (common/prom.h). */

@@ -141,6 +141,10 @@ int api_autocomplete_values(struct collector *c, struct http_con *con,
 			    const struct http_rq *rq);
 /* api_sql.c: POST /api/sql[?format=table|json] (fay sql --collector) */
 int api_sql(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* api_capture.c: POST /api/captures (fay capture: spans of a trace id or
+ * of the last seconds from every agent's flight buffer, stored), GET
+ * /api/captures (those made since the start) */
+int api_captures(struct collector *c, struct http_con *con, const struct http_rq *rq);
 /* otlp_http.c: POST /v1/traces */
 int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq);
 

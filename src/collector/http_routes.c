@@ -48,6 +48,9 @@ static const struct http_route routes[] = {
 	{ "POST",   "/api/queries",               0, P, api_standing },
 	{ "GET",    "/api/queries/",              1, R, api_standing },
 	{ "DELETE", "/api/queries/",              1, P, api_standing },
+	/* the flight recorder (api_capture.c) */
+	{ "GET",    "/api/captures",              0, R, api_captures },
+	{ "POST",   "/api/captures",              0, W, api_captures },
 	/* SQL (read-only) and FayQL */
 	{ "POST",   "/api/sql",                   0, R, api_sql },
 	{ "POST",   "/api/query",                 0, P, api_query },

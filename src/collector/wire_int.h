@@ -48,6 +48,7 @@ struct agent_conn {
 	bool child_collector;
 	char kernel[65];              /* query role: what the host said it has */
 	int btf;
+	bool capture;                 /* query role: it answers CAPTURE */
 	unsigned rejected_logged;
 	uint64_t hi_seq;              /* highest seq committed or announced */
 	char session[33];             /* HELLO's, "" none */

@@ -185,6 +185,7 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 		ac->child_collector = m.collector;
 		snprintf(ac->kernel, sizeof(ac->kernel), "%s", m.kernel);
 		ac->btf = m.btf;
+		ac->capture = m.capture;
 		if (!ac->host[0])
 			return wire_violation(ac, "HELLO: a query connection needs a host name");
 		if (wire_reader_partial(&ac->rd))
@@ -403,7 +404,7 @@ void *wire_conn_main(void *arg)
 	if (ret == 2 && ac.query_role) {
 		struct cluster_peer_info pi = {
 			.host = ac.host, .collector = ac.child_collector,
-			.kernel = ac.kernel, .btf = ac.btf,
+			.kernel = ac.kernel, .btf = ac.btf, .capture = ac.capture,
 		};
 
 		cluster_serve(ws->c->cluster, w->fd, w->peer, &pi);

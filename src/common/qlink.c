@@ -201,6 +201,38 @@ static void on_cancel(struct qlink *l, const unsigned char *p, uint32_t len)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* A CAPTURE: answered at once, on this thread (the flight buffer is in
+ * memory: a copy, no I/O). */
+static void on_capture(struct qlink *l, const unsigned char *p, uint32_t len)
+{
+	struct wire_capture c;
+	struct wire_captured res = { 0 };
+	struct wbuf spans = { 0 }, w = { 0 };
+	char why[256];
+	int err;
+
+	if (wire_capture_decode(p, len, &c, why, sizeof(why))) {
+		pr_warn("%s to %s: %s", l->o.what, l->o.upper, why);
+		return;
+	}
+	res.cid = c.cid;
+	l->o.capture(l->ctx, &c, &res, &spans);
+	if (spans.err || !spans.len) {
+		/* out of memory: answer with no spans rather than not at all */
+		wbuf_free(&spans);
+		memset(&spans, 0, sizeof(spans));
+		wbuf_le32(&spans, 0);
+	}
+	wire_captured_encode_head(&res, &w);
+	wbuf_put(&w, spans.p, spans.len);
+	err = qlink_send(l, WIRE_CAPTURED, &w);
+	if (err)
+		pr_warn("capture %" PRIu32 " from %s: cannot answer: %s", c.cid, l->o.upper,
+			strerror(-err));
+	wbuf_free(&spans);
+	wbuf_free(&w);
+}
+
 static int dial(struct qlink *l)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC };
@@ -249,7 +281,8 @@ static int dial(struct qlink *l)
 
 static int hello(struct qlink *l, int fd, unsigned char **buf, size_t *cap)
 {
-	struct wire_hello m = { .role = "query", .collector = l->o.collector, .btf = -1 };
+	struct wire_hello m = { .role = "query", .collector = l->o.collector, .btf = -1,
+				.capture = l->o.capture != NULL };
 	struct utsname u;
 	struct wire_buf wb = { 0 };
 	struct wire_frame f;
@@ -325,6 +358,8 @@ static void serve(struct qlink *l, int fd)
 			on_query(l, buf, h.len);
 		else if (h.type == WIRE_CANCEL)
 			on_cancel(l, buf, h.len);
+		else if (h.type == WIRE_CAPTURE && l->o.capture)
+			on_capture(l, buf, h.len);
 		else if (h.type == WIRE_ERROR) {
 			pr_warn("%s to %s: %.*s", l->o.what, l->o.upper, (int)h.len,
 				(const char *)buf);

@@ -47,6 +47,12 @@ struct qlink_opts {
 	const char *what;	/* "query connection", for log lines */
 	/* Run one query to its end or until job->stop. */
 	void (*run)(struct qlink_job *job);
+	/* Answer a CAPTURE (the flight recorder, #22), on the link's
+	 * thread: fill *res and append its spans to spans (a BATCH
+	 * payload, wire_cluster.h).  NULL: this peer does not answer
+	 * CAPTUREs (its HELLO does not offer them). */
+	void (*capture)(void *ctx, const struct wire_capture *c, struct wire_captured *res,
+			struct wbuf *spans);
 	/* ctx_size bytes at ctx are copied into the link; job->ctx points
 	 * at the copy.  ctx_size 0: ctx is used as is. */
 	const void *ctx;

@@ -48,6 +48,10 @@ enum spanrec_flags {
 	 * v2 spans with the V1 rule (cs/cr -> CLIENT, sr/ss -> SERVER,
 	 * timestamp and duration from those annotations). */
 	SPAN_F_PARTIAL   = 1 << 5,
+	/* Recorded though head sampling did not choose it (libfay's
+	 * FAY_RECORD=all; SAMPLED is clear): the agent keeps it in its
+	 * flight buffer, and it reaches the collector only by a capture. */
+	SPAN_F_UNSAMPLED = 1 << 6,
 };
 
 enum spanrec_item_type {

@@ -22,6 +22,7 @@ static const char *const type_names[] = {
 	[WIRE_ACK] = "ACK",     [WIRE_NACK] = "NACK",       [WIRE_STATS] = "STATS",
 	[WIRE_ERROR] = "ERROR", [WIRE_QUERY] = "QUERY",   [WIRE_QSTATUS] = "QSTATUS",
 	[WIRE_PARTIAL] = "PARTIAL", [WIRE_CANCEL] = "CANCEL", [WIRE_BEAT] = "BEAT",
+	[WIRE_CAPTURE] = "CAPTURE", [WIRE_CAPTURED] = "CAPTURED",
 };
 
 const char *wire_type_name(unsigned type)

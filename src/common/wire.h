@@ -74,6 +74,9 @@ enum wire_type {
 	WIRE_PARTIAL,
 	WIRE_CANCEL,
 	WIRE_BEAT,
+	/* the flight recorder (wire_cluster.h): on a query connection */
+	WIRE_CAPTURE,
+	WIRE_CAPTURED,
 	WIRE_TYPE_MAX,
 };
 
@@ -254,6 +257,8 @@ struct wire_hello {
 					  * collector, not an agent */
 	char kernel[65];                 /* query role: uname release ("" = not said) */
 	int btf;                         /* query role: kernel BTF present (-1 = not said) */
+	int capture;                     /* query role: answers CAPTURE frames
+					  * (HELLO "capture":true) */
 	char session[WIRE_ID_LEN + 1];   /* random per agent process, "" = none:
 					  * tells the agent's own reconnect from
 					  * another agent with its id */

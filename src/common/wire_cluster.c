@@ -167,3 +167,86 @@ int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t 
 	*qid = rbuf_le32(&r, "qid");
 	return finish(&r, false, "CANCEL", why, whylen);
 }
+
+/* ---- the flight recorder: CAPTURE, CAPTURED ------------------------------- */
+
+void wire_capture_encode(const struct wire_capture *c, struct wbuf *w)
+{
+	wbuf_le32(w, c->cid);
+	wbuf_u8(w, (uint8_t)c->kind);
+	wbuf_le64(w, c->trace_hi);
+	wbuf_le64(w, c->trace_lo);
+	wbuf_le64(w, c->from_ns);
+	wbuf_le64(w, c->to_ns);
+	put_text(w, c->service ? c->service : "", c->service ? c->service_len : 0);
+}
+
+void wire_captured_encode_head(const struct wire_captured *c, struct wbuf *w)
+{
+	wbuf_le32(w, c->cid);
+	wbuf_u8(w, (uint8_t)c->state);
+	wbuf_u8(w, (uint8_t)c->flags);
+	wbuf_uvar(w, c->held);
+	wbuf_uvar(w, c->dropped);
+	wbuf_le64(w, c->oldest_ns);
+}
+
+int wire_capture_decode(const void *p, size_t len, struct wire_capture *c,
+			char *why, size_t whylen)
+{
+	struct rbuf r;
+	unsigned k;
+
+	memset(c, 0, sizeof(*c));
+	rbuf_init(&r, p, len);
+	c->cid = rbuf_le32(&r, "cid");
+	k = rbuf_u8(&r, "kind");
+	if (!r.err && k != WIRE_CK_TRACE && k != WIRE_CK_WINDOW) {
+		r.off--;
+		rbuf_fail(&r, "kind");
+	}
+	c->kind = (enum wire_ckind)k;
+	c->trace_hi = rbuf_le64(&r, "trace_hi");
+	c->trace_lo = rbuf_le64(&r, "trace_lo");
+	c->from_ns = rbuf_le64(&r, "from");
+	c->to_ns = rbuf_le64(&r, "to");
+	if (!r.err && c->to_ns < c->from_ns)
+		rbuf_fail(&r, "to (before from)");
+	c->service = get_text(&r, WIRE_SERVICE_MAX, &c->service_len, "service");
+	return finish(&r, false, "CAPTURE", why, whylen);
+}
+
+int wire_captured_decode(const void *p, size_t len, struct wire_captured *c,
+			 char *why, size_t whylen)
+{
+	struct wire_batch_rd rd;
+	struct rbuf r;
+	unsigned st;
+	char e[256];
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	rbuf_init(&r, p, len);
+	c->cid = rbuf_le32(&r, "cid");
+	st = rbuf_u8(&r, "state");
+	if (!r.err && st != WIRE_CS_ANSWERED && st != WIRE_CS_OFF) {
+		r.off--;
+		rbuf_fail(&r, "state");
+	}
+	c->state = (enum wire_cstate)st;
+	c->flags = rbuf_u8(&r, "flags");
+	c->held = rbuf_uvar(&r, "held");
+	c->dropped = rbuf_uvar(&r, "dropped");
+	c->oldest_ns = rbuf_le64(&r, "oldest");
+	err = finish(&r, true, "CAPTURED", why, whylen);
+	if (err)
+		return err;
+	c->body = r.p + r.off;
+	c->body_len = r.len - r.off;
+	if (wire_batch_open(&rd, c->body, (uint32_t)c->body_len, 0, e, sizeof(e))) {
+		snprintf(why, whylen, "CAPTURED: spans at byte %zu: %s", r.off, e);
+		return -EBADMSG;
+	}
+	c->nspans = rd.count;
+	return 0;
+}

@@ -25,6 +25,21 @@
  *   coll  -> CANCEL   u32 qid: detach that query's probes now
  *   peer  -> BEAT     empty, every WIRE_BEAT_MS: alive
  *
+ * The flight recorder (#22), only to a peer whose HELLO said
+ * "capture":true:
+ *
+ *   coll  -> CAPTURE  u32 cid, u8 kind (enum wire_ckind), u64 trace_hi,
+ *                     u64 trace_lo (kind TRACE), u64 from_ns, u64 to_ns
+ *                     (kind WINDOW: spans overlapping [from, to], wall
+ *                     clock), uvar length, service (WINDOW: only spans of
+ *                     that local service; empty: any)
+ *   peer  -> CAPTURED u32 cid, u8 state (enum wire_cstate), u8 flags
+ *                     (WIRE_CF_*), uvar held, uvar dropped (spans in the
+ *                     flight buffer now, and overwritten since the agent
+ *                     started), u64 oldest_ns (start of the oldest span
+ *                     held, 0: none), then the spans found as a BATCH
+ *                     payload (u32 count, count x (u32 len, span record))
+ *
  * Windows are aligned on wall-clock multiples of the query's window on
  * every host.  An agent's PARTIAL names one host (itself, ANSWERED); a
  * child collector's names every host under it with what it knows of each.
@@ -76,6 +91,46 @@ enum wire_qflags {
 	WIRE_QF_PROBE = 1 << 0,
 };
 
+/* What a CAPTURE asks for. */
+enum wire_ckind {
+	WIRE_CK_TRACE = 1,	/* every span of one trace id */
+	WIRE_CK_WINDOW,		/* every span overlapping [from_ns, to_ns] */
+};
+
+enum wire_cstate {
+	WIRE_CS_ANSWERED = 1,	/* the spans found (maybe none) follow */
+	WIRE_CS_OFF,		/* this host keeps no flight buffer (fay agent
+				 * without --flight) */
+};
+
+enum wire_cflags {
+	WIRE_CF_CUT = 1 << 0,	/* more spans matched than one frame holds
+				 * (WIRE_CAPTURE_MAX): the oldest are left out */
+};
+
+/* The most bytes of span records a CAPTURED carries. */
+#define WIRE_CAPTURE_MAX	(15u << 20)
+#define WIRE_SERVICE_MAX	255
+
+struct wire_capture {
+	uint32_t cid;
+	enum wire_ckind kind;
+	uint64_t trace_hi, trace_lo;
+	uint64_t from_ns, to_ns;
+	const char *service;	/* decode: into the payload, not NUL terminated */
+	size_t service_len;
+};
+
+struct wire_captured {
+	uint32_t cid;
+	enum wire_cstate state;
+	unsigned flags;		/* WIRE_CF_* */
+	uint64_t held, dropped, oldest_ns;
+	uint32_t nspans;	/* decode: records in body */
+	const unsigned char *body;	/* decode: the BATCH payload, body_len bytes */
+	size_t body_len;
+};
+
 struct wire_query {
 	uint32_t qid;
 	uint64_t deadline_ns, window_ns;
@@ -116,6 +171,12 @@ void wire_qstatus_encode(const struct wire_qstatus *s, struct wbuf *w);
 void wire_partial_encode_head(const struct wire_partial *p, struct wbuf *w);
 void wire_u32_encode(uint32_t qid, struct wbuf *w);	/* CANCEL */
 
+/* CAPTURE; the head of a CAPTURED (everything before its records):
+ * append its records after it as a BATCH payload (u32 count, then count
+ * x (u32 len, record); u32 0 for none). */
+void wire_capture_encode(const struct wire_capture *c, struct wbuf *w);
+void wire_captured_encode_head(const struct wire_captured *c, struct wbuf *w);
+
 /* Decoders check every field and length: 0, or -EBADMSG with the reason
  * (field and byte offset) in why. */
 int wire_query_decode(const void *p, size_t len, struct wire_query *q,
@@ -125,6 +186,14 @@ int wire_qstatus_decode(const void *p, size_t len, struct wire_qstatus *s,
 int wire_partial_decode(const void *p, size_t len, struct wire_partial *out,
 			char *why, size_t whylen);
 int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t whylen);
+/* CAPTURE: a known kind, from <= to, a service of at most
+ * WIRE_SERVICE_MAX bytes.  CAPTURED: a known state, and its records as a
+ * BATCH payload (wire_batch_open's checks; the records themselves are the
+ * receiver's to decode, spanrec_decode). */
+int wire_capture_decode(const void *p, size_t len, struct wire_capture *c,
+			char *why, size_t whylen);
+int wire_captured_decode(const void *p, size_t len, struct wire_captured *c,
+			 char *why, size_t whylen);
 
 /* Blocking frame I/O for these connections: wire_send_frame() and
  * wire_recv_frame() in wire.h. */

@@ -135,6 +135,7 @@ int wire_put_hello(struct wire_buf *b, const struct wire_hello *m)
 		  (m->kernel[0] && json_object_set_new(o, "kernel", json_string(m->kernel))) ||
 		  (m->btf >= 0 && m->role[0] &&
 		   json_object_set_new(o, "btf", json_boolean(m->btf))) ||
+		  (m->capture && json_object_set_new(o, "capture", json_true())) ||
 		  (m->session[0] && json_object_set_new(o, "session", json_string(m->session))))) {
 		json_decref(o);
 		return -ENOMEM;
@@ -177,6 +178,13 @@ int wire_get_hello(const struct wire_frame *f, struct wire_hello *m,
 	if (!ret)
 		ret = get_str(o, "HELLO", "session", 0, m->session, sizeof(m->session), err,
 			      errlen);
+	m->capture = 0;
+	if (!ret && json_object_get(o, "capture")) {
+		if (!json_is_boolean(json_object_get(o, "capture")))
+			ret = bad(err, errlen, "HELLO: \"capture\" is not true or false");
+		else
+			m->capture = json_is_true(json_object_get(o, "capture"));
+	}
 	m->collector = 0;
 	if (!ret && json_object_get(o, "collector")) {
 		json_t *v = json_object_get(o, "collector");

@@ -127,6 +127,9 @@ struct lib_proc {
 	int recording;           /* fay_init() succeeded and not FAY_DISABLE */
 	int need_file;           /* fork child: create our own file on first use */
 	int env_sampling;        /* FAY_SAMPLE given: the setters are ignored */
+	int record_all;          /* FAY_RECORD=all: spans sampling did not
+				  * choose are recorded too, flagged
+				  * SPAN_F_UNSAMPLED (the agent's flight buffer) */
 
 	/* Handle pool: Treiber stack of free indices, head = tag << 32 |
 	 * (index + 1) (0 = empty), links in fay_pool_slot._reserved; handles

@@ -377,7 +377,7 @@ int fay_init(const char *service, const char *ip, int port)
 	static int atexit_done;
 	struct lib_cfg cfg;
 	const char *e;
-	int err = 0, disable = 0;
+	int err = 0, disable = 0, record_all;
 
 	if (!service || !*service || strlen(service) >= sizeof(cfg.service) ||
 	    (ip && strlen(ip) >= sizeof(cfg.ip)) || port < 0 || port > 65535)
@@ -400,9 +400,14 @@ int fay_init(const char *service, const char *ip, int port)
 	e = getenv("FAY_DISABLE");
 	if (e && *e && strcmp(e, "0"))
 		disable = 1;
+	e = getenv("FAY_RECORD");
+	if (e && *e && strcmp(e, "all") && strcmp(e, "sampled"))
+		return fay_err(-EINVAL);
+	record_all = e && !strcmp(e, "all");
 	lib_clock_init();
 
 	pthread_mutex_lock(&lib.lock);
+	WRITE_ONCE(lib.record_all, record_all);
 	e = getenv("FAY_SAMPLE");
 	if (e) {
 		err = lib_parse_sample(e);

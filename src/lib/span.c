@@ -13,6 +13,13 @@
  * ids are made only when something asks for them (a child, a
  * traceparent), so propagation still works.
  *
+ * With FAY_RECORD=all (lib.record_all) the spans sampling did not choose
+ * are recorded too, as any other but with SPAN_F_UNSAMPLED instead of
+ * SPAN_F_SAMPLED in their flags: the agent keeps them on the host (its flight buffer) instead of
+ * shipping them.  The sampling decision, and what travels in a
+ * traceparent, are unchanged.  With the mode off, the unsampled path
+ * costs one more load and test of a word next to the sampling threshold.
+ *
  * Recording calls take a per-thread guard: a span call from a signal
  * handler that interrupted one on the same thread does not record, is
  * counted in lost_nested, and leaves the ring and the thread's handle
@@ -161,11 +168,13 @@ static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
 
 /*
  * Begin a recorded span of trace (hi, lo) (0, 0: a new trace) under
- * parent (0: a root).  Falls back to a non-recording handle carrying the
- * same ids (and the sampled flag) when the span cannot be recorded.
+ * parent (0: a root), with flags SPAN_F_SAMPLED, or SPAN_F_UNSAMPLED for a
+ * span recorded though not sampled (FAY_RECORD=all).  Falls back to a non-recording
+ * handle carrying the same ids (and flags) when the span cannot be
+ * recorded.
  */
 static __attribute__((noinline)) struct fay_span *
-begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
+begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags)
 {
 	struct fay_shm_hdr *h;
 	struct fay_pool_slot *sl;
@@ -194,7 +203,7 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 	sl->fixed.trace_lo = lo;
 	sl->fixed.span_id = rand_u64();
 	sl->fixed.parent_id = parent;
-	sl->fixed.flags = SPAN_F_SAMPLED;
+	sl->fixed.flags = flags;
 	if (!name)
 		name = "";
 	nlen = strnlen(name, LIB_NAME_MAX);
@@ -202,13 +211,15 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent)
 	sl->fixed.start_ns = lib_now_ns(lib_tls());
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
 	lib_cur_push(sl);
-	if (unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
+	/* spans_started counts sampled spans (an unsampled root is counted
+	 * in spans_unsampled, recorded or not) */
+	if ((flags & SPAN_F_SAMPLED) && unlikely(++lib_t.started >= LIB_STARTED_FLUSH))
 		lib_flush_counters();
 	lib_leave();
 	return (struct fay_span *)sl;
 
 nonrec:
-	nr = nonrec(lib_tls(), hi, lo, SPAN_F_SAMPLED);
+	nr = nonrec(lib_tls(), hi, lo, flags);
 	((struct lib_nonrec *)nr)->span_id = rand_u64();
 	return nr;
 }
@@ -226,9 +237,11 @@ struct fay_span *fay_span_root(const char *name)
 	struct lib_tls *t = lib_tls();
 
 	if (lib_sample_root(t))
-		return begin(name, 0, 0, 0);
+		return begin(name, 0, 0, 0, SPAN_F_SAMPLED);
 	if (unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
 		lib_count_unsampled_slow();
+	if (unlikely(READ_ONCE(lib.record_all)))
+		return begin(name, 0, 0, 0, SPAN_F_UNSAMPLED);
 	return nonrec(t, 0, 0, 0);
 }
 
@@ -242,7 +255,9 @@ struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
 	if (span_ids(parent, &hi, &lo, &id, &flags))
 		return fay_span_root(name);
 	if (flags & SPAN_F_SAMPLED)
-		return begin(name, hi, lo, id);
+		return begin(name, hi, lo, id, SPAN_F_SAMPLED);
+	if (unlikely(READ_ONCE(lib.record_all)))
+		return begin(name, hi, lo, id, SPAN_F_UNSAMPLED);
 	return nonrec(lib_tls(), hi, lo, 0);
 }
 
@@ -259,7 +274,9 @@ struct fay_span *fay_span_remote(const char *traceparent, const char *name)
 		return fay_span_root(name);
 	}
 	if (flags & 1)
-		return begin(name, hi, lo, id);
+		return begin(name, hi, lo, id, SPAN_F_SAMPLED);
+	if (unlikely(READ_ONCE(lib.record_all)))
+		return begin(name, hi, lo, id, SPAN_F_UNSAMPLED);
 	return nonrec(lib_tls(), hi, lo, 0);
 }
 

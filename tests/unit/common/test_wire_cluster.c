@@ -4,6 +4,8 @@
  * the requester's probe right (#20): WIRE_QF_PROBE round trips; a QUERY
  * of a collector before #20 (no flags byte) decodes with no flag, which
  * qlink.c refuses; a flags byte followed by more bytes is refused.
+ * CAPTURE and CAPTURED (the flight recorder, #22) round trip, and damage
+ * to them is refused with the field named.
  */
 #include <errno.h>
 #include <string.h>
@@ -24,8 +26,75 @@ static void encode(unsigned flags, struct wbuf *w)
 	wire_query_encode(&q, w);
 }
 
+static void test_capture(void)
+{
+	struct wire_capture c = {
+		.cid = 9, .kind = WIRE_CK_WINDOW, .from_ns = 100, .to_ns = 200,
+		.service = "mapperd", .service_len = 7,
+	}, d;
+	struct wire_captured r = { .cid = 9, .state = WIRE_CS_ANSWERED, .flags = WIRE_CF_CUT,
+				   .held = 1234, .dropped = 56, .oldest_ns = 99 }, e;
+	uint8_t rec[5] = { 1, 2, 3, 4, 5 };
+	struct wbuf w = { 0 };
+	char why[256] = "";
+
+	wire_capture_encode(&c, &w);
+	ok(!wire_capture_decode(w.p, w.len, &d, why, sizeof(why)), "CAPTURE by time: decoded");
+	ok(d.cid == 9 && d.kind == WIRE_CK_WINDOW && d.from_ns == 100 && d.to_ns == 200,
+	   "... its cid, kind and window");
+	ok(d.service_len == 7 && !memcmp(d.service, "mapperd", 7), "... its service");
+	ok(wire_capture_decode(w.p, w.len - 1, &d, why, sizeof(why)) == -EBADMSG,
+	   "CAPTURE cut short: refused");
+	diag("%s", why);
+	w.p[4] = 3;		/* kind */
+	ok(wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) == -EBADMSG &&
+	   strstr(why, "kind"), "CAPTURE of an unknown kind: refused, naming it");
+	diag("%s", why);
+	wbuf_free(&w);
+
+	c = (struct wire_capture){ .cid = 10, .kind = WIRE_CK_TRACE, .trace_hi = 1, .trace_lo = 2 };
+	wire_capture_encode(&c, &w);
+	ok(!wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) && d.kind == WIRE_CK_TRACE &&
+	   d.trace_hi == 1 && d.trace_lo == 2 && !d.service_len, "CAPTURE by trace id: decoded");
+	wbuf_free(&w);
+	c = (struct wire_capture){ .cid = 11, .kind = WIRE_CK_WINDOW, .from_ns = 5, .to_ns = 4 };
+	wire_capture_encode(&c, &w);
+	ok(wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) == -EBADMSG,
+	   "CAPTURE whose window ends before it starts: refused");
+	diag("%s", why);
+	wbuf_free(&w);
+
+	/* CAPTURED with two records */
+	wire_captured_encode_head(&r, &w);
+	wbuf_le32(&w, 2);
+	wbuf_le32(&w, 5);
+	wbuf_put(&w, rec, 5);
+	wbuf_le32(&w, 3);
+	wbuf_put(&w, rec, 3);
+	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)), "CAPTURED: decoded");
+	ok(e.cid == 9 && e.state == WIRE_CS_ANSWERED && e.flags == WIRE_CF_CUT &&
+	   e.held == 1234 && e.dropped == 56 && e.oldest_ns == 99, "... its account");
+	is_int((int)e.nspans, 2, "... its two spans");
+	ok(e.body_len == 4 + 4 + 5 + 4 + 3, "... its body");
+	ok(wire_captured_decode(w.p, w.len - 12, &e, why, sizeof(why)) == -EBADMSG,
+	   "CAPTURED whose records are cut short: refused");
+	diag("%s", why);
+	w.p[4] = 7;		/* state */
+	ok(wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) == -EBADMSG &&
+	   strstr(why, "state"), "CAPTURED of an unknown state: refused, naming it");
+	wbuf_free(&w);
+
+	r = (struct wire_captured){ .cid = 3, .state = WIRE_CS_OFF };
+	wire_captured_encode_head(&r, &w);
+	wbuf_le32(&w, 0);
+	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) && e.state == WIRE_CS_OFF &&
+	   !e.nspans, "CAPTURED from a host without a flight buffer: decoded");
+	wbuf_free(&w);
+}
+
 int main(void)
 {
+	test_capture();
 	struct wbuf w = { 0 };
 	struct wire_query q;
 	char why[256] = "";

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fay capture: bring back from every agent's flight buffer the spans of
+ * one trace id, or of the last N seconds, and store them on the
+ * collector (POST /api/captures); or list the captures made
+ * (GET /api/captures).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+#include "cli/opts.h"
+#include "cli/traces.h"
+#include "common/clock.h"
+
+static void usage(FILE *f)
+{
+	fputs(
+"NAME\n"
+"    fay capture - bring back spans kept on the hosts (the flight recorder)\n"
+"\n"
+"SYNOPSIS\n"
+"    fay capture --cluster URL --trace ID\n"
+"    fay capture --cluster URL --last DUR [--host H] [--service S]\n"
+"    fay capture --cluster URL --list\n"
+"    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE])\n"
+"\n"
+"DESCRIPTION\n"
+"    Head sampling (FAY_SAMPLE) decides at a trace's root whether its spans\n"
+"    are shipped.  A process started with FAY_RECORD=all records the others\n"
+"    too, marked unsampled, and an agent started with --flight SIZE keeps\n"
+"    them on its host, in memory, the oldest going first when SIZE is full.\n"
+"    fay capture brings them back after the fact: the collector at URL asks\n"
+"    every agent connected to it (through the query connection cluster\n"
+"    queries use) for the spans of trace ID (--trace), or for every span\n"
+"    overlapping the last DUR (--last; --host and --service narrow it),\n"
+"    stores what they answer like any span, with three tags:\n"
+"        fay.capture      the capture's id\n"
+"        fay.capture.at   when it was made (RFC 3339, UTC)\n"
+"        fay.capture.by   what it asked for (\"trace ID\", \"last 30000ms\")\n"
+"    and prints its account: the hosts asked and those that answered, and\n"
+"    the spans found and stored, then one line per host: answered (with\n"
+"    its spans, and how much its flight buffer holds and has dropped), no\n"
+"    flight buffer (an agent without --flight), missing (asked, did not\n"
+"    answer within 5 s, or its connection broke), not connected (an agent\n"
+"    the collector knows whose query connection is down: a killed agent),\n"
+"    does not capture (a child collector, or an agent before this).\n"
+"    The spans then show in fay traces, the UI and fay sql (WHERE the tag\n"
+"    fay.capture is set).\n"
+"\n"
+"    --list prints the captures the collector made since it started.\n"
+"\n"
+"OPTIONS\n"
+"    --cluster URL     the collector (http://HOST:9411)\n"
+"    --trace ID        the trace: 16 or 32 hex digits\n"
+"    --last DUR        the window, ending now: 500ms, 30s, 5m (at most 24h)\n"
+"    --host H          with --last: only the agent of host H\n"
+"    --service S       with --last: only spans of local service S\n"
+"    --list            the captures made so far\n"
+"    --json            the collector's JSON answer as it is\n"
+"    --token T         a token with the 'write' scope (--list: 'read');\n"
+"                      also FAY_TOKEN\n"
+"    --token-file FILE the token: the first word of the file's first line\n"
+"                      that is not a comment\n"
+"    --tls-ca FILE     with an https:// URL: the CA of its certificate\n"
+"    -h, --help        this manual\n"
+"\n"
+"EXAMPLES\n"
+"    fay capture --cluster http://127.0.0.1:9411 --trace 4bf92f3577b34da6a3ce929d0e0e4736\n"
+"    fay capture --cluster http://127.0.0.1:9411 --last 30s --service mapperd\n"
+"    fay traces --collector http://127.0.0.1:9411 4bf92f3577b34da6a3ce929d0e0e4736\n"
+"\n"
+"EXIT STATUS\n"
+"    0 the capture was made (even if it found nothing: read the account),\n"
+"    1 the collector could not be reached or did not store everything,\n"
+"    2 usage error.\n", f);
+}
+
+static void print_account(json_t *a)
+{
+	json_t *hosts = json_object_get(a, "hosts"), *h;
+	size_t i;
+
+	printf("capture %s (%s) at %s\n", json_string_value(json_object_get(a, "id")),
+	       json_string_value(json_object_get(a, "by")),
+	       json_string_value(json_object_get(a, "at")));
+	printf("hosts asked %" JSON_INTEGER_FORMAT ", answered %" JSON_INTEGER_FORMAT
+	       "; spans found %" JSON_INTEGER_FORMAT ", stored %" JSON_INTEGER_FORMAT "\n",
+	       json_integer_value(json_object_get(a, "hosts_asked")),
+	       json_integer_value(json_object_get(a, "hosts_answered")),
+	       json_integer_value(json_object_get(a, "spans_found")),
+	       json_integer_value(json_object_get(a, "spans_stored")));
+	json_array_foreach(hosts, i, h) {
+		const char *st = json_string_value(json_object_get(h, "state"));
+
+		printf("  %-24s %s", json_string_value(json_object_get(h, "host")), st);
+		if (st && !strcmp(st, "answered"))
+			printf(": %" JSON_INTEGER_FORMAT " spans (buffer: %" JSON_INTEGER_FORMAT
+			       " spans held, %" JSON_INTEGER_FORMAT " dropped)%s",
+			       json_integer_value(json_object_get(h, "spans")),
+			       json_integer_value(json_object_get(h, "held")),
+			       json_integer_value(json_object_get(h, "dropped")),
+			       json_is_true(json_object_get(h, "cut")) ?
+			       "; cut: more matched than one answer holds" : "");
+		printf("\n");
+	}
+	if (json_object_get(a, "error"))
+		printf("error: %s\n", json_string_value(json_object_get(a, "error")));
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	enum { O_CLUSTER = 256, O_TRACE, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_TOKEN,
+	       O_TOKEN_FILE, O_TLS_CA };
+	static const struct option lopts[] = {
+		{ "cluster", required_argument, NULL, O_CLUSTER },
+		{ "trace", required_argument, NULL, O_TRACE },
+		{ "last", required_argument, NULL, O_LAST },
+		{ "host", required_argument, NULL, O_HOST },
+		{ "service", required_argument, NULL, O_SERVICE },
+		{ "list", no_argument, NULL, O_LIST },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "token", required_argument, NULL, O_TOKEN },
+		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+		{ "tls-ca", required_argument, NULL, O_TLS_CA },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *url = NULL, *trace = NULL, *last = NULL, *host = NULL, *service = NULL;
+	const char *token = opt_env_token();
+	static char token_buf[256];
+	struct tr_http_resp resp = { 0 };
+	int opt, list = 0, json = 0, rc;
+	char full[2048], err[512], *body = NULL;
+	uint64_t last_ns = 0;
+	json_t *a;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case O_CLUSTER: url = optarg; break;
+		case O_TRACE: trace = optarg; break;
+		case O_LAST: last = optarg; break;
+		case O_HOST: host = optarg; break;
+		case O_SERVICE: service = optarg; break;
+		case O_LIST: list = 1; break;
+		case O_JSON: json = 1; break;
+		case O_TOKEN: token = optarg; break;
+		case O_TOKEN_FILE:
+			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))
+				return 2;
+			break;
+		case O_TLS_CA: tr_http_set_ca(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "Run 'fay capture --help' for the manual.\n");
+			return 2;
+		}
+	}
+	if (optind != argc || !url || (!!trace + !!last + list) != 1) {
+		fprintf(stderr, "error: want --cluster URL and one of --trace ID, --last DUR, --list\n"
+			"Run 'fay capture --help' for the manual.\n");
+		return 2;
+	}
+	if ((host || service) && !last) {
+		fprintf(stderr, "error: --host and --service go with --last\n");
+		return 2;
+	}
+	if (last && (clock_parse_duration(last, &last_ns) || last_ns < 1000000u ||
+		     last_ns > 24ull * 3600 * 1000000000u)) {
+		fprintf(stderr, "error: --last '%s': want a duration from 1ms to 24h (500ms, 30s, 5m)\n",
+			last);
+		return 2;
+	}
+	snprintf(full, sizeof(full), "%s/api/captures", url);
+	if (!list) {
+		json_t *o = trace ? json_pack("{s:s}", "trace_id", trace) :
+			json_pack("{s:I}", "last_ms", (json_int_t)(last_ns / 1000000u));
+
+		if (o && host)
+			json_object_set_new(o, "host", json_string(host));
+		if (o && service)
+			json_object_set_new(o, "service", json_string(service));
+		body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (!body) {
+			fprintf(stderr, "error: out of memory\n");
+			return 1;
+		}
+	}
+	rc = tr_http(list ? "GET" : "POST", full, body, token, &resp, err, sizeof(err));
+	free(body);
+	if (rc) {
+		fprintf(stderr, "error: %s: %s\n", url, err);
+		free(resp.body);
+		return 1;
+	}
+	if (resp.status != 200 && resp.status != 503) {
+		fprintf(stderr, "error: %s: HTTP %ld: %s", url, resp.status,
+			resp.body ? resp.body : "\n");
+		free(resp.body);
+		return resp.status == 400 ? 2 : 1;
+	}
+	a = json_loads(resp.body ? resp.body : "", 0, NULL);
+	if (json || !a) {
+		fwrite(resp.body, 1, resp.len, stdout);
+		if (resp.len && resp.body[resp.len - 1] != '\n')
+			putchar('\n');
+	} else if (list) {
+		json_t *v;
+		size_t i;
+
+		json_array_foreach(json_object_get(a, "captures"), i, v)
+			print_account(v);
+	} else {
+		print_account(a);
+	}
+	json_decref(a);
+	free(resp.body);
+	return resp.status == 200 ? 0 : 1;
+}
