@@ -250,7 +250,7 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 				p->n.bad == BAD_REPORTS_MAX ? " (further bad records of this file are only counted)" : "");
 		return 0;
 	}
-	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep);
+	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep, &p->tags);
 	if (unlikely(ret == -ENOSPC))
 		return ret;
 	if (unlikely(ret == -E2BIG)) {
