@@ -96,7 +96,7 @@ struct agent {
 	dev_t own_shm_dev;      /* the agent's root's /dev/shm: the host's, */
 	ino_t own_shm_ino;      /* never a container's */
 	int roots_off;          /* --no-containers, or no openat2() */
-	uint64_t root_scans, root_scan_max_ns, ctr_dirs_seen;
+	uint64_t root_scans, root_scan_max_ns, root_scan_last_ns, ctr_dirs_seen;
 
 	struct bqueue q;
 	struct drain drain;

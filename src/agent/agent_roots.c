@@ -331,6 +331,7 @@ void agent_scan_roots(struct agent *a, uint64_t now)
 			agent_scan_dir(a, d, now);
 	a->root_scans++;
 	t0 = clock_monotonic_ns() - t0;
+	a->root_scan_last_ns = t0;
 	if (t0 > a->root_scan_max_ns)
 		a->root_scan_max_ns = t0;
 }

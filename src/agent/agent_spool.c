@@ -201,10 +201,11 @@ static json_t *containers_json(struct agent *a)
 				json_array_append_new(ss, json_string(svc));
 		}
 	}
-	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:o*}", "looked_into", !a->roots_off,
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:o*}", "looked_into", !a->roots_off,
 			 "shm_dirs", dirs, "shm_dirs_seen", (json_int_t)a->ctr_dirs_seen,
 			 "root_scans", (json_int_t)a->root_scans,
 			 "max_root_scan_ms", (json_int_t)(a->root_scan_max_ns / 1000000),
+			 "last_root_scan_us", (json_int_t)(a->root_scan_last_ns / 1000),
 			 "live", live);
 }
 
