@@ -399,6 +399,7 @@ int agent_run(const struct agent_opts *o)
 			.agent_id = a.agent_id, .token = o->token, .tls = o->tls, .tap = a.tap,
 			.allow_other_users = o->allow_other_users,
 			.inject_lib = o->inject_lib, .no_inject = o->no_inject,
+			.cgroup = o->cgroup,
 		};
 
 		a.qc = qclient_start(&qo);

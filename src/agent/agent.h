@@ -81,6 +81,9 @@ struct agent_opts {
 	 * engine_opts.inject_lib; NULL: never); no_inject: never (--no-inject) */
 	const char *inject_lib;
 	int no_inject;
+	/* cluster queries see only tasks in this cgroup v2 and below it
+	 * (--cgroup; engine_opts.cgroup); NULL: every task */
+	const char *cgroup;
 };
 
 /* Run the agent until SIGTERM/SIGINT; SIGHUP reads the token file and

@@ -148,7 +148,8 @@ static void run_job(struct qlink_job *job)
 		.sz = sizeof(o), .stop = &job->stop, .watch_fd = -1, .align = true,
 		.raw = true, .snapshot_ns = 1000000000ull, .tick_ms = QC_TICK_MS,
 		.deadline_realtime_ns = job->deadline_ns,
-		.eo = { .host = c->host, .inject_lib = c->inject_lib, .no_inject = c->no_inject },
+		.eo = { .host = c->host, .inject_lib = c->inject_lib, .no_inject = c->no_inject,
+			.cgroup = c->cgroup },
 	};
 	char why[4096] = "";
 	const struct plan *p;

@@ -37,6 +37,8 @@ struct qclient_opts {
 	 * (engine_opts.inject_lib, .no_inject) */
 	const char *inject_lib;
 	bool no_inject;
+	/* only tasks in this cgroup (engine_opts.cgroup); NULL: all */
+	const char *cgroup;
 };
 
 /* A query link (common/qlink.h) that runs what it is sent here. */

@@ -16,6 +16,7 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "cli/query_run.h"
+#include "common/cgroup.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/secret.h"
@@ -31,7 +32,7 @@ static void usage(FILE *f)
 "    fay agent [--collector HOST:PORT] [--shm-dir DIR] [--state-dir DIR]\n"
 "              [--spool-max SIZE] [--queue-max SIZE] [--flush-interval DUR]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
-"              [--allow-other-users] [--no-inject]\n"
+"              [--allow-other-users] [--no-inject] [--cgroup PATH]\n"
 "              [--no-containers | --containers-in CGROUP]\n"
 "              [--host NAME] [--token-file FILE | --token-env VAR | --token T]\n"
 "              [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
@@ -124,6 +125,14 @@ static void usage(FILE *f)
 "                        process(PID).function(...) on a process not started\n"
 "                        with fay run uses a uprobe (by default it is loaded\n"
 "                        with ptrace when allowed, as fay query's auto mode)\n"
+"    --cgroup PATH       the processes this agent speaks for: cluster queries\n"
+"                        see only tasks in cgroup v2 PATH (under the cgroup2\n"
+"                        root: /sys/fs/cgroup/PATH) and the cgroups below it,\n"
+"                        from every source but spans(...): one agent per\n"
+"                        tenant or container on a shared host, or several\n"
+"                        hosts simulated on one kernel.  The cgroup must exist\n"
+"                        when the agent starts; a query whose inline process\n"
+"                        is outside it is refused (default: every task)\n"
 "    --flush-interval DUR  how often rings are drained and a batch is cut:\n"
 "                        20ms, 1s ... (default 20ms)\n"
 "    --stats-interval DUR  how often counters are sent and written (default 10s)\n"
@@ -185,7 +194,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
 	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
-	       O_OTHERUSERS, O_NOINJECT, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
+	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -198,6 +207,7 @@ int cmd_agent(int argc, char **argv)
 		{ "containers-in", required_argument, NULL, O_CTRIN },
 		{ "allow-other-users", no_argument, NULL, O_OTHERUSERS },
 		{ "no-inject", no_argument, NULL, O_NOINJECT },
+		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
@@ -291,6 +301,19 @@ int cmd_agent(int argc, char **argv)
 		case O_NOINJECT:
 			o.no_inject = 1;
 			break;
+		case O_CGROUP: {
+			char canon[4096], why[512];
+			uint64_t id;
+			int level;
+
+			if (cgroup_scope_of(optarg, &id, &level, canon, sizeof(canon), why,
+					    sizeof(why))) {
+				fprintf(stderr, "error: --cgroup: %s\n", why);
+				return 2;
+			}
+			o.cgroup = optarg;
+			break;
+		}
 		case O_FLUSH:
 		case O_STATS: {
 			uint64_t ns;

@@ -64,7 +64,7 @@ static int emit_code(struct query *q, const struct plan *plan, bool bpf,
 	struct engine_opts eo = {
 		.sz = sizeof(eo), .pid = ro->pid, .no_fentry = ro->no_fentry,
 		.max_prealloc = ro->max_prealloc,
-		.buffer = ro->buffer, .emit_only = true,
+		.buffer = ro->buffer, .emit_only = true, .cgroup = ro->cgroup,
 	};
 	char why[2048];
 	struct engine *e = engine_new(q, plan, &eo, why, sizeof(why));
@@ -110,6 +110,7 @@ int cmd_query(int argc, char **argv)
 		{ "probe-mode", required_argument, NULL, 'P' },
 		{ "allow-other-users", no_argument, NULL, 'U' },
 		{ "no-inject", no_argument, NULL, 'I' },
+		{ "cgroup", required_argument, NULL, 0x102 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -217,6 +218,9 @@ int cmd_query(int argc, char **argv)
 		case 'I':
 			ro.no_inject = true;
 			break;
+		case 0x102:
+			ro.cgroup = optarg;
+			break;
 		case 'C':
 			co.url = optarg;
 			break;
@@ -276,6 +280,10 @@ int cmd_query(int argc, char **argv)
 	}
 	if (co.url && (ro.pid || ro.cmd)) {
 		fprintf(stderr, "error: -p and -c trace this host; with --cluster use process(PID).function(...) or a where on pid\n");
+		return 2;
+	}
+	if (co.url && ro.cgroup) {
+		fprintf(stderr, "error: --cgroup is for this host; an agent's queries are scoped by fay agent --cgroup\n");
 		return 2;
 	}
 	if (co.url && ro.no_inject) {

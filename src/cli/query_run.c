@@ -271,7 +271,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 		.eo = { .pid = o->pid, .no_fentry = o->no_fentry, .buffer = o->buffer,
 			.max_prealloc = o->max_prealloc,
 			.probe_mode = o->probe_mode, .inject_lib = o->inject_lib,
-			.no_inject = o->no_inject },
+			.no_inject = o->no_inject, .cgroup = o->cgroup },
 	};
 	sigset_t block, orig;
 	struct sigaction sa = { 0 }, old[3];

@@ -50,6 +50,9 @@ struct engine_run_opts {
 	/* --no-inject: never load a library into a running process (auto
 	 * falls back to a uprobe, inline fails: engine_opts.no_inject) */
 	bool no_inject;
+	/* --cgroup PATH: only tasks in that cgroup and below it
+	 * (engine_opts.cgroup) */
+	const char *cgroup;
 };
 
 /*

@@ -38,10 +38,6 @@
 #define WIRE_REJECT_LOG_MAX   10     /* rejected-span warnings per connection */
 #define WIRE_AHEAD_BATCHES    32     /* a chain: at most this many batches */
 #define WIRE_AHEAD_SPANS      50000  /* ... and about this many spans */
-#define WIRE_SPAN_DISK        1024   /* bytes a span may take in a write
-					(SQLite: its row, index and WAL
-					frames; ~350 stored): the read-ahead
-					stays within store__write_room() */
 
 /* A batch decoded, waiting for its store write. */
 struct pend {
@@ -177,7 +173,7 @@ static int ack_one(struct agent_conn *ac, const struct pend *p)
 static size_t read_ahead(struct agent_conn *ac, struct pend *v, size_t *taken)
 {
 	size_t n = 1, spans = v[0].b.nspans + v[0].b.nparts;
-	uint64_t room = store__write_room(ac->c->store) / WIRE_SPAN_DISK;
+	uint64_t room = store__write_room(ac->c->store) / STORE_SPAN_DISK;
 	struct wire_frame f;
 
 	/* near the disk's watermark (store.h) a chain is no larger than

@@ -239,12 +239,12 @@ int cgroup_path_of_pid(pid_t pid, char *path, size_t len)
 	snprintf(fn, sizeof(fn), "/proc/%d/cgroup", (int)pid);
 	f = fopen(fn, "re");
 	if (!f)
-		return -ENOENT;
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		if (strncmp(line, "0::", 3))
 			continue;
 		line[strcspn(line, "\n")] = '\0';
-		snprintf(path, len, "%s", line + 3);
+		snprintf(path, len, "%s", line[3] ? line + 3 : "/");
 		ret = 0;
 		break;
 	}
@@ -255,11 +255,75 @@ int cgroup_path_of_pid(pid_t pid, char *path, size_t len)
 uint64_t cgroup_id_of_pid(pid_t pid)
 {
 	const char *root = cgroup2_root();
-	char rel[4200], dir[4400];
+	char path[4096], dir[4400];
 	struct stat st;
 
-	if (!root || cgroup_path_of_pid(pid, rel, sizeof(rel)))
+	if (!root || cgroup_path_of_pid(pid, path, sizeof(path)))
 		return 0;
-	snprintf(dir, sizeof(dir), "%s%s", root, rel);
+	snprintf(dir, sizeof(dir), "%s%s", root, path);
 	return stat(dir, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+int cgroup_scope_of(const char *path, uint64_t *id, int *level, char *canon, size_t clen,
+		    char *why, size_t whylen)
+{
+	const char *root = cgroup2_root();
+	char dir[4400];
+	struct stat st;
+	size_t o = 0;
+	int n = 0;
+
+	if (!root) {
+		snprintf(why, whylen, "no cgroup2 file system is mounted (/sys/fs/cgroup, "
+			 "/sys/fs/cgroup/unified)");
+		return -ENOENT;
+	}
+	/* "a//b/" as "/a/b"; "." and ".." are refused, not resolved */
+	for (const char *s = path; *s;) {
+		size_t l;
+
+		while (*s == '/')
+			s++;
+		l = strcspn(s, "/");
+		if (!l)
+			break;
+		if ((l == 1 && s[0] == '.') || (l == 2 && s[0] == '.' && s[1] == '.')) {
+			snprintf(why, whylen, "cgroup \"%s\": \".\" and \"..\" are not taken; "
+				 "give the path under the cgroup2 root (%s)", path, root);
+			return -EINVAL;
+		}
+		if (o + 1 + l >= clen) {
+			snprintf(why, whylen, "cgroup \"%.64s...\": longer than %zu bytes", path,
+				 clen - 1);
+			return -ENAMETOOLONG;
+		}
+		canon[o++] = '/';
+		memcpy(canon + o, s, l);
+		o += l;
+		n++;
+		s += l;
+	}
+	if (!o)
+		canon[o++] = '/';
+	canon[o] = '\0';
+	snprintf(dir, sizeof(dir), "%s%s", root, canon);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		int e = stat(dir, &st) ? errno : ENOTDIR;
+
+		snprintf(why, whylen, "cgroup \"%s\": no such cgroup (%s%s: %s)", path, root,
+			 canon, strerror(e));
+		return -ENOENT;
+	}
+	*id = (uint64_t)st.st_ino;
+	*level = n;
+	return 0;
+}
+
+int cgroup_path_under(const char *p, const char *scope)
+{
+	size_t l = strlen(scope);
+
+	if (l == 1 && scope[0] == '/')
+		return 1;
+	return !strncmp(p, scope, l) && (p[l] == '\0' || p[l] == '/');
 }

@@ -43,13 +43,27 @@ void cgroup_container(const char *path, char *out, size_t len);
 void cgroup_container_id(const char *path, char *out, size_t len,
 			 char id[CGROUP_ID_LEN + 1]);
 
-/* The cgroup v2 path of process pid (its "0::" line of /proc/PID/cgroup,
- * as fay's cgroup namespace sees it) into path.  0, or -ENOENT. */
-int cgroup_path_of_pid(pid_t pid, char *path, size_t len);
-
 /* The cgroup v2 id of process pid (its "0::" line of /proc/PID/cgroup),
  * or 0 when it has none or cannot be read. */
 uint64_t cgroup_id_of_pid(pid_t pid);
+
+/* The cgroup v2 path of process pid (its "0::" line of /proc/PID/cgroup,
+ * "/" for the root) into path.  0, or -errno (-ENOENT: no such process or
+ * no cgroup v2 line). */
+int cgroup_path_of_pid(pid_t pid, char *path, size_t len);
+
+/* A cgroup named by its path under the cgroup2 root ("/tenant-a",
+ * "/machine.slice/machine-web.scope"; a leading '/' may be left out,
+ * "/" is the root), as fay agent --cgroup and fay query --cgroup take it:
+ * its id (the directory's inode) and its level (0 for the root, 1 for
+ * "/a", 2 for "/a/b": what bpf_get_current_ancestor_cgroup_id() takes),
+ * and the path spelt canonically ("/a/b", no '/' at the end) into canon.
+ * 0, or -errno with why (whylen bytes) saying what is wrong. */
+int cgroup_scope_of(const char *path, uint64_t *id, int *level, char *canon, size_t clen,
+		    char *why, size_t whylen);
+
+/* Whether cgroup path p is scope or below it (both canonical paths). */
+int cgroup_path_under(const char *p, const char *scope);
 
 /* Call cb with every cgroup's id and path (the root's first); stops at
  * the first non-zero cb return and returns it.  0, or -ENOENT (no

@@ -302,7 +302,9 @@ int engine_result_categorize(const struct plan *p, struct engine_result *res,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->k = a->k;
+	/* into auto: room for the most, c->k is then the k chosen */
+	c->k = a->k ? a->k : QUERY_CAT_AUTO_MAX_K;
+	c->k_auto = !a->k;
 	c->pivot = a->pivot;
 	c->entity_col = a->entity_col;
 	err = build(p, res, c, &x);
@@ -327,9 +329,19 @@ int engine_result_categorize(const struct plan *p, struct engine_result *res,
 	}
 	if (c->n && c->nfeat) {
 		normalize(a, x, c->n, c->nfeat);
-		err = kmeans(x, c->n, c->nfeat, c->k, KMEANS_SEED, &ko);
-		if (err)
-			goto fail;
+		if (c->k_auto) {
+			err = kmeans_auto(x, c->n, c->nfeat, c->k, KMEANS_SEED, &ko,
+					  &c->silhouette);
+			if (err < 0)
+				goto fail;
+			c->k = err;
+		} else {
+			err = kmeans(x, c->n, c->nfeat, c->k, KMEANS_SEED, &ko);
+			if (err)
+				goto fail;
+		}
+	} else if (c->k_auto) {
+		c->k = 1;
 	}
 	relabel(c, ko.assign, c->k, map);
 	for (size_t i = 0; i < c->n; i++)

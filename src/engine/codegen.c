@@ -64,6 +64,25 @@ static void cg_uid_filter(struct cg *g)
 	ir_jmp(ir, BPF_JNE, r, IR_R(u), g->out);
 }
 
+/* engine_opts.cgroup (scope.c): only tasks whose ancestor at the scope's
+ * level is the scope.  Not inline (its one process was checked when the
+ * query attached), not spans(...) (spans the agent drained). */
+static void cg_scope_filter(struct cg *g)
+{
+	struct ir *ir = g->ir;
+	ir_reg r, id;
+
+	if (!g->e->scope_id || g->e->inl || g->p->entry.kind == PA_SPANS)
+		return;
+	r = ir_vreg(ir);
+	id = ir_vreg(ir);
+	ir_comment(ir, "only tasks in cgroup %s", g->e->scope_path);
+	ir_call(ir, r, BPF_FUNC_get_current_ancestor_cgroup_id, 1,
+		IR_I(g->e->scope_level));
+	ir_mov(ir, id, IR_I((int64_t)g->e->scope_id));
+	ir_jmp(ir, BPF_JNE, r, IR_R(id), g->out);
+}
+
 /* The per-thread key: the thread id as u32 in an 8-byte slot. */
 static int cg_tid_key(struct cg *g)
 {
@@ -228,6 +247,7 @@ static int cg_program(struct engine *e, struct eprog *ep)
 	ir_comment(g.ir, "%s", ep->spec);
 	cg_pid_filter(&g);
 	cg_uid_filter(&g);
+	cg_scope_filter(&g);
 	if (ep->role == EP_ENTRY && !ep->is_main) {
 		cg_entry(&g);
 	} else {

@@ -93,8 +93,13 @@ struct engine_opts {
 	/* Never load a library into a process (fay query --no-inject):
 	 * auto mode falls back to a uprobe saying so, inline fails */
 	bool no_inject;
+	/* Only tasks in this cgroup v2 (a path under the cgroup2 root) and
+	 * the cgroups below it, from every source but spans(...); an inline
+	 * query's process must be in it (fay agent --cgroup, fay query
+	 * --cgroup; engine/scope.c).  NULL or "": every task. */
+	const char *cgroup;
 };
-#define engine_opts__last_field no_inject
+#define engine_opts__last_field cgroup
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
@@ -179,7 +184,9 @@ struct engine_result {
  * top[(l-1) * CAT_TOP + t] (indices into feat, -1: none).
  */
 struct engine_cats {
-	int k;
+	int k;			/* given, or chosen (into auto) */
+	bool k_auto;		/* into auto: k chosen by silhouette */
+	double silhouette;	/* into auto: the chosen k's (0 for k = 1) */
 	bool pivot;
 	int entity_col;		/* the select column of the entities */
 	size_t n, nfeat;

@@ -66,6 +66,12 @@ struct engine {
 	struct eprog progs[2];
 	int nprogs;
 
+	/* engine_opts.cgroup resolved (scope.c): the scope's cgroup id,
+	 * level and canonical path; scope_id 0: no scope */
+	uint64_t scope_id;
+	int scope_level;
+	char scope_path[4096];
+
 	bool loaded, attached;
 	char err[2048];
 	/* The host field: gethostname() (as the agent reports it), NUL
@@ -131,6 +137,11 @@ bool engine_is_vm(const struct engine *e);
  * restricted), or -EPERM/-ESRCH with e->err set. */
 int engine_check_pid(struct engine *e, const struct eprog *ep, const char *name);
 int engine_check_owners(struct engine *e);
+
+/* engine_opts.cgroup (scope.c): resolve the scope into e->scope_*, and
+ * for an inline query check that its process is in it.  0, or the
+ * engine_fail() code (no such cgroup, the process outside it). */
+int engine_scope(struct engine *e);
 /* Build the programs and maps in the VM; 0 or -errno with e->err set. */
 int engine_vm_load(struct engine *e);
 /* Free what engine_vm_load() made; accepts an engine without it. */

@@ -278,3 +278,124 @@ out:
 	free(live);
 	return err;
 }
+
+/* The even sample the silhouette is taken over: every step-th point. */
+static size_t sil_step(size_t n)
+{
+	return (n + KMEANS_SIL_SAMPLE - 1) / KMEANS_SIL_SAMPLE;
+}
+
+/* The distances between the sample's points (ns * ns), or NULL. */
+static double *sil_dists(const double *pts, size_t n, size_t d, size_t *ns)
+{
+	size_t step = sil_step(n), m = (n + step - 1) / step;
+	double *dm = malloc((m * m + 1) * sizeof(*dm));
+
+	*ns = m;
+	if (!dm)
+		return NULL;
+	for (size_t a = 0; a < m; a++) {
+		dm[a * m + a] = 0;
+		for (size_t b = a + 1; b < m; b++)
+			dm[a * m + b] = dm[b * m + a] =
+				sqrt(dist2(pts + a * step * d, pts + b * step * d, d));
+	}
+	return dm;
+}
+
+/* The mean silhouette of the sample (distances dm, ns points) whose
+ * clusters are assign[0], assign[step], ...; sum and cnt hold k. */
+static double sil_mean(const double *dm, size_t ns, size_t step, const int *assign, int k,
+		       double *sum, size_t *cnt)
+{
+	double total = 0;
+
+	for (size_t i = 0; i < ns; i++) {
+		double a, b = -1, m;
+		int own = assign[i * step];
+
+		memset(sum, 0, (size_t)k * sizeof(*sum));
+		memset(cnt, 0, (size_t)k * sizeof(*cnt));
+		for (size_t j = 0; j < ns; j++) {
+			if (j == i)
+				continue;
+			sum[assign[j * step]] += dm[i * ns + j];
+			cnt[assign[j * step]]++;
+		}
+		if (!cnt[own])
+			continue;	/* alone in its cluster: s = 0 */
+		a = sum[own] / (double)cnt[own];
+		for (int c = 0; c < k; c++)
+			if (c != own && cnt[c] && (b < 0 || sum[c] / (double)cnt[c] < b))
+				b = sum[c] / (double)cnt[c];
+		if (b < 0)
+			continue;	/* no other cluster: s = 0 */
+		m = a > b ? a : b;
+		if (m > 0)
+			total += (b - a) / m;
+	}
+	return ns ? total / (double)ns : 0;
+}
+
+double kmeans_silhouette(const double *pts, size_t n, size_t d, const int *assign, int k)
+{
+	double *sum = calloc((size_t)k + 1, sizeof(*sum)), *dm = NULL, s = 0;
+	size_t *cnt = calloc((size_t)k + 1, sizeof(*cnt)), ns = 0;
+
+	if (n >= 2 && sum && cnt && (dm = sil_dists(pts, n, d, &ns)))
+		s = sil_mean(dm, ns, sil_step(n), assign, k, sum, cnt);
+	free(dm);
+	free(sum);
+	free(cnt);
+	return s;
+}
+
+int kmeans_auto(const double *pts, size_t n, size_t d, int kmax, uint64_t seed,
+		struct kmeans_out *out, double *sil)
+{
+	struct kmeans_out t = { 0 };
+	double *dm = NULL, *sum = NULL, bs = 0;
+	size_t *cnt = NULL, ns = 0;
+	int best = 1, err = 0;
+
+	*sil = 0;
+	if (kmax < 1 || !d)
+		return -EINVAL;
+	t.assign = malloc((n + 1) * sizeof(*t.assign));
+	t.centroid = malloc(((size_t)kmax * d + 1) * sizeof(*t.centroid));
+	t.count = malloc(((size_t)kmax + 1) * sizeof(*t.count));
+	sum = malloc(((size_t)kmax + 1) * sizeof(*sum));
+	cnt = malloc(((size_t)kmax + 1) * sizeof(*cnt));
+	/* the sample's distances once, for every k */
+	if (!t.assign || !t.centroid || !t.count || !sum || !cnt ||
+	    (n >= 3 && !(dm = sil_dists(pts, n, d, &ns)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int k = 2; k <= kmax && (size_t)k < n; k++) {
+		double s;
+
+		err = kmeans(pts, n, d, k, seed, &t);
+		if (err)
+			goto out;
+		s = sil_mean(dm, ns, sil_step(n), t.assign, k, sum, cnt);
+		if (s > bs) {
+			bs = s;
+			best = k;
+		}
+	}
+	if (bs < KMEANS_SIL_MIN) {
+		best = 1;
+		bs = 0;
+	}
+	err = kmeans(pts, n, d, best, seed, out);
+	*sil = bs;
+out:
+	free(dm);
+	free(sum);
+	free(cnt);
+	free(t.assign);
+	free(t.centroid);
+	free(t.count);
+	return err ? err : best;
+}

@@ -45,4 +45,30 @@ struct kmeans_out {
 int kmeans(const double *pts, size_t n, size_t d, int k, uint64_t seed,
 	   struct kmeans_out *out);
 
+/*
+ * Choosing k (categorize ... into auto).  The mean silhouette of a
+ * clustering (Rousseeuw 1987): for each point, a = its mean Euclidean
+ * distance to the other points of its cluster, b = the least mean
+ * distance to the points of another non-empty cluster, s = (b - a) /
+ * max(a, b) (0 for a point alone in its cluster, or with no other
+ * cluster); the mean of s over the points, from -1 to 1.  Over more
+ * than KMEANS_SIL_SAMPLE points it is the silhouette of an even sample
+ * (every ceil(n / KMEANS_SIL_SAMPLE)-th point), so that its cost stays
+ * bounded (sample^2 * d).  Returns 0 for n < 2.
+ */
+#define KMEANS_SIL_SAMPLE	1024
+#define KMEANS_SIL_MIN		0.25	/* below it: no structure, k = 1 */
+double kmeans_silhouette(const double *pts, size_t n, size_t d, const int *assign, int k);
+
+/*
+ * k-means with k chosen: every k from 2 to min(kmax, n - 1) is run
+ * (kmeans() above) and the one of the largest mean silhouette kept (the
+ * smaller k on a tie); when that silhouette is under KMEANS_SIL_MIN
+ * ("no substantial structure", Kaufman and Rousseeuw) or n < 3, k is 1.
+ * out's arrays hold kmax clusters.  Returns the k chosen (>= 1), with
+ * its silhouette in *sil (0 for k = 1), or -EINVAL / -ENOMEM.
+ */
+int kmeans_auto(const double *pts, size_t n, size_t d, int kmax, uint64_t seed,
+		struct kmeans_out *out, double *sil);
+
 #endif

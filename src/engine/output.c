@@ -264,8 +264,12 @@ void engine_print_cats_json(const struct engine_cats *c, FILE *f)
 {
 	bool first = true;
 
-	fprintf(f, "\"entity_column\":%d,\"pivot\":%s,\"categories\":[", c->entity_col,
+	fprintf(f, "\"entity_column\":%d,\"pivot\":%s,", c->entity_col,
 		c->pivot ? "true" : "false");
+	if (c->k_auto)
+		fprintf(f, "\"k\":%d,\"k_auto\":true,\"silhouette\":%.4g,", c->k,
+			c->silhouette);
+	fputs("\"categories\":[", f);
 	for (int l = 1; l <= c->k; l++) {
 		const double *cen = c->centroid + (size_t)(l - 1) * c->nfeat;
 		bool m1 = true;
@@ -339,7 +343,12 @@ static void print_cats(FILE *f, const struct engine_cats *c)
 			wm = w;
 		ncat += c->size[l - 1] > 0;
 	}
-	fprintf(f, "categories (k-means, %d of %d used, %zu entities)\n", ncat, c->k, c->n);
+	if (c->k_auto)
+		fprintf(f, "categories (k-means, k = %d chosen by silhouette %.2f, %d used, %zu "
+			"entities)\n", c->k, c->silhouette, ncat, c->n);
+	else
+		fprintf(f, "categories (k-means, %d of %d used, %zu entities)\n", ncat, c->k,
+			c->n);
 	fprintf(f, "category  size  %-*s  distinguishing\n", wm, "members");
 	for (int l = 1; l <= c->k; l++) {
 		int w = 0;

@@ -361,6 +361,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 	}
 	rc = rc ? : engine_check_owners(e);
 	rc = rc ? : engine_inl_decide(e);
+	rc = rc ? : engine_scope(e);
 	rc = rc ? : engine_inl_pairs(e);
 	rc = rc ? : engine_codegen(e);
 	if (rc)

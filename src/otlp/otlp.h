@@ -8,7 +8,7 @@
  * One intermediate form of an ExportTraceServiceRequest that both front
  * ends produce,
  *
- *   otlp_json.c  OTLP/JSON  (jansson)    -> struct otlp_req
+ *   otlp_json_dec.c  OTLP/JSON, streamed (yajl) -> struct otlp_req
  *   otlp_pb.c    OTLP/protobuf (protobuf-c, the one file that includes it)
  *                                        -> struct otlp_req
  *   otlp_scan.c  a protobuf request checked before it is decoded
@@ -143,13 +143,20 @@ int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res
  * Front ends.  Decode body into *r (arena-allocated).  Returns 0, or
  * -EINVAL when the body as a whole cannot be decoded (not JSON, not an
  * ExportTraceServiceRequest, nested deeper than OTLP_MAX_DEPTH) with the
- * reason in err, or -ENOMEM.  Per-span problems are not errors here: they
+ * reason in err (JSON: the byte, or the field's path), or -ENOMEM.  Per-span problems are not errors here: they
  * are marked for otlp_map().
  */
 int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		     struct otlp_req *r, char *err, size_t errlen);
 int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 		   struct otlp_req *r, char *err, size_t errlen);
+
+/*
+ * An OTLP/JSON id of n bytes (16: trace, 8: span) into out: 2n hex digits
+ * (the spec), or base64 (24/12 characters, as older exporters wrote).
+ * 0, or -EINVAL (out may be half written).
+ */
+int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n);
 
 /* AnyValues nest (arrays of arrays, maps of maps) at most this deep. */
 #define OTLP_MAX_DEPTH 32
@@ -167,11 +174,6 @@ int otlp_pb_scan(const void *body, size_t len, char *err, size_t errlen);
  * -ENOMEM.
  */
 int otlp_pb_encode(const struct otlp_req *r, void **out, size_t *outlen);
-
-/* otlp_json.c: decode an OTLP/JSON document already parsed
- * (otlp_json_decode's rules). */
-int otlp_json_decode_doc(struct json_t *root, struct zarena *a, struct otlp_req *r,
-			 char *err, size_t errlen);
 
 /*
  * The ExportTraceServiceResponse in protobuf: empty when rejected is 0,

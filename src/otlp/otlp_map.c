@@ -63,6 +63,21 @@ static void mb_printf(struct mbuf *b, const char *fmt, ...)
 		mb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
+/* An int64 in decimal (what "%" PRId64 writes). */
+static void mb_i64(struct mbuf *b, int64_t i)
+{
+	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
+	uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
+
+	do {
+		*--q = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (i < 0)
+		*--q = '-';
+	mb_add(b, q, (size_t)(e - q));
+}
+
 /* A double in the shortest %g form that reads back to the same value. */
 static void mb_double(struct mbuf *b, double d, int json)
 {
@@ -132,10 +147,13 @@ static int value_text(struct mbuf *b, const struct otlp_value *v, int json, int 
 			mb_add(b, v->u.s.p, v->u.s.len);
 		return 0;
 	case OTLP_V_BOOL:
-		mb_printf(b, "%s", v->u.b ? "true" : "false");
+		if (v->u.b)
+			mb_add(b, "true", 4);
+		else
+			mb_add(b, "false", 5);
 		return 0;
 	case OTLP_V_INT:
-		mb_printf(b, "%" PRId64, v->u.i);
+		mb_i64(b, v->u.i);
 		return 0;
 	case OTLP_V_DOUBLE:
 		mb_double(b, v->u.d, json);
@@ -181,9 +199,18 @@ struct mctx {
 	struct zarena *a;
 	char *err;
 	size_t errlen;
-	const char *where;      /* resourceSpans[i].scopeSpans[j].spans[k] */
+	size_t rs, ss, sp;      /* where: resourceSpans[rs].scopeSpans[ss].spans[sp] */
 	uint32_t tagcap;
+	struct mbuf b;          /* scratch text, reused span after span */
 };
+
+/* The scratch text, emptied. */
+static struct mbuf *scratch(struct mctx *m)
+{
+	m->b.len = 0;
+	m->b.oom = 0;
+	return &m->b;
+}
 
 __attribute__((format(printf, 2, 3)))
 static int bad(struct mctx *m, const char *fmt, ...)
@@ -194,7 +221,8 @@ static int bad(struct mctx *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(m->err, m->errlen, "%s.%s", m->where, msg);
+	snprintf(m->err, m->errlen, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s",
+		 m->rs, m->ss, m->sp, msg);
 	return -EINVAL;
 }
 
@@ -213,25 +241,33 @@ static int add_tag(struct mctx *m, struct zspan *z, const char *k, size_t klen,
 static int add_attrs(struct mctx *m, struct zspan *z, const struct otlp_kv *kv, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct mbuf b = { 0 };
+		const struct otlp_value *v = &kv[i].value;
+		const char *p;
+		size_t len;
 		int ret;
 
 		if (!kv[i].key.len)
 			return bad(m, "attributes[%zu].key: expected a non-empty string", i);
-		if (value_text(&b, &kv[i].value, 0, 0)) {
-			free(b.p);
-			return bad(m, "attributes[%zu].value: expected an AnyValue ({\"stringValue\": ...})",
-				   i);
+		if (v->type == OTLP_V_STRING) {
+			/* as it is: no text to make */
+			p = v->u.s.p;
+			len = v->u.s.len;
+		} else {
+			struct mbuf *b = scratch(m);
+
+			if (value_text(b, v, 0, 0))
+				return bad(m, "attributes[%zu].value: expected an AnyValue "
+					   "({\"stringValue\": ...})", i);
+			if (b->oom)
+				return -ENOMEM;
+			p = b->p;
+			len = b->len;
 		}
-		if (b.oom) {
-			free(b.p);
-			return -ENOMEM;
-		}
-		ret = add_tag(m, z, kv[i].key.p, kv[i].key.len, b.p ? b.p : "", b.len);
+		if (!p)
+			p = "";
+		ret = add_tag(m, z, kv[i].key.p, kv[i].key.len, p, len);
 		if (!ret && kv[i].key.len == 12 && !memcmp(kv[i].key.p, "peer.service", 12))
-			ret = zarena_str(m->a, &z->remote.service, b.p ? b.p : "", b.len, 1) ?
-			      -ENOMEM : 0;
-		free(b.p);
+			ret = zarena_str(m->a, &z->remote.service, p, len, 1) ? -ENOMEM : 0;
 		if (ret)
 			return ret;
 	}
@@ -241,7 +277,7 @@ static int add_attrs(struct mctx *m, struct zspan *z, const struct otlp_kv *kv, 
 static int add_event(struct mctx *m, struct zspan *z, const struct otlp_event *ev, size_t i)
 {
 	struct zs_annotation *an = &z->annotations[z->nannotations];
-	struct mbuf b = { 0 };
+	struct mbuf *b = scratch(m);
 	int ret;
 
 	if (!ev->has_name)
@@ -249,19 +285,18 @@ static int add_event(struct mctx *m, struct zspan *z, const struct otlp_event *e
 	if (!ev->time_ns)
 		return bad(m, "events[%zu].timeUnixNano: expected nanoseconds since the epoch", i);
 	an->ts_us = ev->time_ns / 1000;
-	mb_add(&b, ev->name.p, ev->name.len);
-	if (ev->nattrs) {
+	if (!ev->nattrs) {
+		ret = zarena_str(m->a, &an->value, ev->name.p ? ev->name.p : "", ev->name.len, 0);
+	} else {
 		struct otlp_value map = { .type = OTLP_V_KVLIST,
 					  .u.kvl = { (struct otlp_kv *)ev->attrs, ev->nattrs } };
 
-		mb_add(&b, ": ", 2);
-		if (value_text(&b, &map, 0, 0)) {
-			free(b.p);
+		mb_add(b, ev->name.p, ev->name.len);
+		mb_add(b, ": ", 2);
+		if (value_text(b, &map, 0, 0))
 			return bad(m, "events[%zu].attributes: expected {key, value: AnyValue}", i);
-		}
+		ret = b->oom ? -ENOMEM : zarena_str(m->a, &an->value, b->p, b->len, 0);
 	}
-	ret = b.oom ? -ENOMEM : zarena_str(m->a, &an->value, b.p ? b.p : "", b.len, 0);
-	free(b.p);
 	if (ret)
 		return -ENOMEM;
 	z->nannotations++;
@@ -382,8 +417,9 @@ size_t otlp_req_nspans(const struct otlp_req *r)
 int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res)
 {
 	size_t total = otlp_req_nspans(r);
-	char where[160], err[512];
-	struct mctx m = { .a = a, .err = err, .errlen = sizeof(err), .where = where };
+	char err[512];
+	struct mctx m = { .a = a, .err = err, .errlen = sizeof(err) };
+	int ret = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (!total)
@@ -395,27 +431,31 @@ int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res
 		const struct otlp_resource_spans *rs = &r->rs[i];
 		struct zs_str svc;
 
-		if (service_of(a, rs, &svc))
-			return -ENOMEM;
+		if (service_of(a, rs, &svc)) {
+			ret = -ENOMEM;
+			goto out;
+		}
 		for (size_t j = 0; j < rs->nss; j++) {
 			const struct otlp_scope_spans *ss = &rs->ss[j];
 
 			for (size_t k = 0; k < ss->nspans; k++) {
-				int ret;
-
-				snprintf(where, sizeof(where),
-					 "resourceSpans[%zu].scopeSpans[%zu].spans[%zu]", i, j, k);
+				m.rs = i;
+				m.ss = j;
+				m.sp = k;
 				ret = map_span(&m, &ss->spans[k], &svc, ss, &res->spans[res->nspans]);
 				if (ret == -ENOMEM)
-					return ret;
+					goto out;
 				if (!ret) {
 					res->nspans++;
 					continue;
 				}
+				ret = 0;
 				if (!res->rejected++)
 					snprintf(res->first_error, sizeof(res->first_error), "%s", err);
 			}
 		}
 	}
-	return 0;
+out:
+	free(m.b.p);
+	return ret;
 }

@@ -90,21 +90,15 @@ static int utf8_ok(const unsigned char *s, size_t n)
 	return 1;
 }
 
-/* A protobuf-c string (NUL-terminated, owned by the unpacked message)
- * copied into the arena. */
+/* A protobuf-c string (NUL-terminated, unpacked into the request's
+ * arena, so it lives as long as *out: not copied). */
 static int pstr(struct pctx *x, const char *s, struct otlp_str *out)
 {
 	size_t len = s ? strlen(s) : 0;
-	char *p;
 
 	if (!utf8_ok((const unsigned char *)s, len))
 		x->utf8_bad = 1;
-	p = zarena_alloc(x->a, len + 1);
-	if (!p)
-		return -ENOMEM;
-	memcpy(p, s ? s : "", len);
-	p[len] = '\0';
-	out->p = p;
+	out->p = s ? s : "";
 	out->len = len;
 	return 0;
 }
@@ -134,18 +128,12 @@ static int pvalue(struct pctx *x, const PbAny *v, struct otlp_value *out)
 		out->type = OTLP_V_DOUBLE;
 		out->u.d = v->double_value;
 		return 0;
-	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE: {
-		char *p = zarena_alloc(x->a, v->bytes_value.len + 1);
-
-		if (!p)
-			return -ENOMEM;
-		if (v->bytes_value.len)
-			memcpy(p, v->bytes_value.data, v->bytes_value.len);
+	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE:
+		/* in the request's arena too */
 		out->type = OTLP_V_BYTES;
-		out->u.s.p = p;
+		out->u.s.p = v->bytes_value.len ? (const char *)v->bytes_value.data : "";
 		out->u.s.len = v->bytes_value.len;
 		return 0;
-	}
 	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE: {
 		const PbArr *arr = v->array_value;
 		size_t n = arr ? arr->n_values : 0;
@@ -273,8 +261,9 @@ static int convert(struct pctx *x, const PbReq *pr, struct otlp_req *r, char *er
 	return 0;
 }
 
-/* protobuf-c's allocations for one unpack, from an arena of their own:
- * no malloc() and free() per message and string, all dropped at once. */
+/* protobuf-c's allocations for one unpack, from the request's arena: no
+ * malloc() and free() per message and string, all dropped with the
+ * request, and its strings are the request's (no copy). */
 static void *pb_alloc(void *arena, size_t size)
 {
 	return zarena_alloc(arena, size ? size : 1);
@@ -290,8 +279,7 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 		   struct otlp_req *r, char *err, size_t errlen)
 {
 	struct pctx x = { .a = a };
-	struct zarena unpacked = { 0 };
-	ProtobufCAllocator alloc = { .alloc = pb_alloc, .free = pb_free, .allocator_data = &unpacked };
+	ProtobufCAllocator alloc = { .alloc = pb_alloc, .free = pb_free, .allocator_data = a };
 	PbReq *pr;
 	int ret;
 
@@ -302,13 +290,11 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 	pr = opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(
 		&alloc, len, body);
 	if (!pr) {
-		zarena_reset(&unpacked);
 		snprintf(err, errlen, "body: not a protobuf ExportTraceServiceRequest (a field "
 			 "of the wrong type, or out of memory)");
 		return -EINVAL;
 	}
 	ret = convert(&x, pr, r, err, errlen);
-	zarena_reset(&unpacked);        /* pr and all it holds */
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	return ret;

@@ -264,7 +264,10 @@ int query_dump_ast(const struct query *q, FILE *f)
 				fprintf(f, "%s %s", j ? "," : "", o->cat->feat[j]);
 			if (o->cat->value)
 				fprintf(f, " using %s", o->cat->value);
-			fprintf(f, " into %d", o->cat->k);
+			if (o->cat->k)
+				fprintf(f, " into %d", o->cat->k);
+			else
+				fputs(" into auto", f);
 			break;
 		}
 		put_loc(f, &o->loc);
@@ -468,7 +471,10 @@ int query_dump_ast_json(const struct query *q, FILE *f)
 				json_str(f, o->cat->value, strlen(o->cat->value));
 			else
 				fputs("null", f);
-			fprintf(f, ",\"k\":%d", o->cat->k);
+			if (o->cat->k)
+				fprintf(f, ",\"k\":%d", o->cat->k);
+			else
+				fputs(",\"k\":\"auto\"", f);
 		} else if (o->kind == O_ORDER) {
 			fprintf(f, ",\"desc\":%s,\"expr\":", o->desc ? "true" : "false");
 			json_node(f, q, o->e);

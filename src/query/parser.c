@@ -237,8 +237,14 @@ static int parse_categorize(struct parser *p, struct ast_option *o)
 		c->value_loc = t->loc;
 	}
 	TRY(expect(p, T_INTO, "'into' (categorize ENTITY by FEATURE into K)", NULL));
+	if (p->t->kind == T_IDENT && !strcmp(p->t->text, "auto")) {
+		/* k chosen by silhouette (engine/kmeans.h, kmeans_auto()) */
+		c->k_loc = next(p)->loc;
+		c->k = 0;
+		return 0;
+	}
 	if (p->t->kind != T_INT)
-		return expected(p, "the number of categories after 'into'");
+		return expected(p, "the number of categories after 'into' (a number, or auto)");
 	t = next(p);
 	c->k_loc = t->loc;
 	if (t->ival < 1 || t->ival > QUERY_CAT_MAX_K)

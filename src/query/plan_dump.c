@@ -343,8 +343,13 @@ int plan_dump(const struct plan *p, FILE *f)
 	if (p->cat) {
 		const struct ast_categorize *c = p->cat;
 
-		fprintf(f, "  categorize %s into %d (k-means at the root, per %s) by ",
-			c->entity, c->k, p->window_ns ? "window" : "result");
+		fprintf(f, "  categorize %s into ", c->entity);
+		if (c->k)
+			fprintf(f, "%d", c->k);
+		else
+			fprintf(f, "auto (1 to %d, by silhouette)", QUERY_CAT_AUTO_MAX_K);
+		fprintf(f, " (k-means at the root, per %s) by ",
+			p->window_ns ? "window" : "result");
 		if (c->pivot)
 			fprintf(f, "the mix of %s (shares of %s)\n", c->feat[0],
 				p->cols[c->value_col].name);

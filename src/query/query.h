@@ -260,6 +260,7 @@ enum opt_kind { O_WINDOW, O_FOR, O_ORDER, O_LIMIT, O_CATEGORIZE };
 
 #define QUERY_CAT_MAX_FEATURES	16	/* categorize E by F1, ..., F16 */
 #define QUERY_CAT_MAX_K		32
+#define QUERY_CAT_AUTO_MAX_K	8	/* into auto: k from 1 to this */
 
 /* categorize ENTITY by FEATURE [using VALUE] into K, or
  * categorize ENTITY by COL, COL, ... into K (select column names) */
@@ -271,7 +272,7 @@ struct ast_categorize {
 	struct loc feat_loc[QUERY_CAT_MAX_FEATURES];
 	const char *value;		/* 'using VALUE'; NULL: none given */
 	struct loc value_loc;
-	int k;
+	int k;				/* 0: into auto */
 	struct loc k_loc;
 	/* filled by sema: select column indices */
 	int entity_col, value_col;	/* value_col -1: vector form */

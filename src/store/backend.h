@@ -98,7 +98,10 @@ struct store_ops {
  * spans may go to the backend now.  The contracts are those of store.h's
  * store__set_min_free(), store__write_gate() and store__disk();
  * store_dw_wrote() learns from each write's result (a backend's -ENOSPC
- * makes the disk low; with no space op, a write that succeeds ends it).
+ * makes the disk low; with no space op, a write that succeeds ends it)
+ * and charges a successful write's bytes (at most) against the room the
+ * last look saw, so that writes between two looks cannot pass the
+ * watermark: once the room left is near, the next gate looks again.
  */
 struct store_dw {
 	pthread_mutex_t lock;
@@ -108,6 +111,9 @@ struct store_dw {
 	int full;                 /* the backend said ENOSPC since */
 	uint64_t checked_ns, probe_ns, freed_ns;   /* monotonic */
 	uint64_t total, avail, min_free;
+	uint64_t charged;         /* bytes written (at most) since the last look */
+	uint64_t need;            /* bytes kept free at the last look (the
+				     watermark, or the WAL's copy if larger) */
 	char why[256];
 };
 void store_dw_init(struct store_dw *w);
@@ -115,7 +121,7 @@ void store_dw_free(struct store_dw *w);
 int store_dw_gate(struct store_dw *w, const struct store_ops *ops, struct store_be *be,
 		  char *err, size_t errlen);
 void store_dw_wrote(struct store_dw *w, const struct store_ops *ops, int ret,
-		    const char *err);
+		    const char *err, uint64_t bytes);
 void store_dw_get(struct store_dw *w, const struct store_ops *ops, struct store_be *be,
 		  struct store_disk *d);
 uint64_t store_dw_room(struct store_dw *w, const struct store_ops *ops);

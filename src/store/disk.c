@@ -80,8 +80,10 @@ static void check(struct store_dw *w, const struct store_ops *ops, struct store_
 		return;   /* the state stays as it was */
 	w->total = sp.total;
 	w->avail = sp.avail;
+	w->charged = 0;
 	w->min_free = watermark(w, &sp);
 	need = w->min_free > sp.wal ? w->min_free : sp.wal;
+	w->need = need;
 	if (!w->low && (sp.avail < need || w->full)) {
 		w->low = 1;
 		if (sp.avail < need)
@@ -133,8 +135,19 @@ int store_dw_gate(struct store_dw *w, const struct store_ops *ops, struct store_
 }
 
 void store_dw_wrote(struct store_dw *w, const struct store_ops *ops, int ret,
-		    const char *err)
+		    const char *err, uint64_t bytes)
 {
+	if (ret == 0 && ops->space) {
+		/* the room the last look saw, less this write: near the
+		 * watermark (another write like it would pass) look again
+		 * at the next gate instead of 200 ms later */
+		pthread_mutex_lock(&w->lock);
+		w->charged += bytes;
+		if (w->avail < w->charged + 2 * w->need + 2 * bytes)
+			w->checked_ns = 0;
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
 	if (ret != -ENOSPC && (ret || ops->space || !w->low))
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -178,7 +191,8 @@ uint64_t store_dw_room(struct store_dw *w, const struct store_ops *ops)
 	if (!w->total)
 		room = UINT64_MAX;   /* not looked at yet, or no statvfs */
 	else
-		room = w->low || w->avail <= w->min_free ? 0 : w->avail - w->min_free;
+		room = w->low || w->avail <= w->min_free + w->charged ? 0 :
+		       w->avail - w->min_free - w->charged;
 	pthread_mutex_unlock(&w->lock);
 	return room;
 }

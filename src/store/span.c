@@ -179,7 +179,20 @@ static void sort_tags(struct zspan *s)
 	}
 	for (i = 0; i < s->ntags; i++)
 		o[i] = (struct tag_ord){ s->tags[i], i };
-	qsort(o, s->ntags, sizeof(*o), tag_cmp);
+	if (o == small) {
+		/* a few (an OTLP span's attributes): insertion sort, the same
+		 * order (tag_cmp is total) without qsort's cost per call */
+		for (i = 1; i < s->ntags; i++) {
+			struct tag_ord x = o[i];
+			uint32_t k = i;
+
+			for (; k && tag_cmp(&o[k - 1], &x) > 0; k--)
+				o[k] = o[k - 1];
+			o[k] = x;
+		}
+	} else {
+		qsort(o, s->ntags, sizeof(*o), tag_cmp);
+	}
 	for (i = 0; i < s->ntags; i++) {
 		if (i + 1 < s->ntags && zs_str_eq(o[i].t.key, o[i + 1].t.key))
 			continue; /* a later value of the same key wins */

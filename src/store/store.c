@@ -93,8 +93,11 @@ int store__write(struct store *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen)
 {
 	int ret = st->ops->write(st->be, b, n, err, errlen);
+	uint64_t spans = 0;
 
-	store_dw_wrote(&st->dw, st->ops, ret, err);
+	for (size_t i = 0; i < n; i++)
+		spans += b[i]->nspans + b[i]->nparts;
+	store_dw_wrote(&st->dw, st->ops, ret, err, spans * STORE_SPAN_DISK);
 	return ret;
 }
 

@@ -186,8 +186,14 @@ int store__write_gate(struct store *st, char *err, size_t errlen);
  * 200 ms).  Any thread. */
 void store__disk(struct store *st, struct store_disk *d);
 
+/* The most bytes one span may take in a write (SQLite: its row, its
+ * index entries and their WAL frames; ~350 are stored): what a write is
+ * charged against the room below until the disk is looked at again. */
+#define STORE_SPAN_DISK 1024
+
 /* Bytes that may still be written before the disk is low: the free space
- * above the watermark when last checked (0 while low), UINT64_MAX when
+ * above the watermark when last checked, less STORE_SPAN_DISK for each
+ * span written since (0 while low), UINT64_MAX when
  * the store's disk is not here (ClickHouse).  A bound for the size of the
  * next write, so that one large write does not fill the room the
  * watermark keeps.  Any thread. */

@@ -232,7 +232,7 @@ expect "OTLP: bad kind: 400" 400 'kind: expected 0..5' POST /v1/traces -H 'Conte
 echo '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"k","value":{}}]}]}]}]}' >"$T_TMP/b5.json"
 expect "OTLP: attribute without a value: 400" 400 'attributes[0].value: expected an AnyValue' POST /v1/traces -H 'Content-Type: application/json' --data-binary @"$T_TMP/b5.json"
 printf '{"resourceSpans": [' >"$T_TMP/b6.json"
-expect "OTLP: not JSON: 400" 400 'body: line 1' POST /v1/traces -H 'Content-Type: application/json' --data-binary @"$T_TMP/b6.json"
+expect "OTLP: not JSON: 400 with the byte" 400 'body: byte 19: premature EOF' POST /v1/traces -H 'Content-Type: application/json' --data-binary @"$T_TMP/b6.json"
 expect "OTLP: undecodable protobuf: 400 with the place" 400 'body: field 15 at byte 0 runs past the end' POST /v1/traces -H 'Content-Type: application/x-protobuf' --data-binary x
 expect "OTLP: another type: 415" 415 'expected application/x-protobuf or application/json' POST /v1/traces -H 'Content-Type: text/plain' --data-binary x
 expect "OTLP: unknown encoding: 415" 415 'only gzip' POST /v1/traces -H 'Content-Type: application/json' --data-binary @"$T_TMP/otlp.json" -H 'Content-Encoding: br'

@@ -8,7 +8,8 @@
 # ~3 s h6 turns into the first kind.  Grouped by the mix of
 # fay_work_sleep's argument, k-means at the collector must recover the
 # three groups exactly in every window, report h6 changed once (from the
-# 900 us category to the 300 us one) and nobody else.
+# 900 us category to the 300 us one) and nobody else; then `into auto`
+# must choose k = 3 by itself.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/collector_lib.bash"
@@ -57,35 +58,22 @@ touch "$go"
 wait $QPID
 ok "fay query --cluster --json with categorize ends well" [ $? -eq 0 ]
 
-python3 - "$T_TMP/out" >"$T_TMP/verdict" <<'EOF'
+. "$(dirname "$0")/query_tools/categorize_six.bash"
+categorize_six "$T_TMP/out"
+
+# into auto, on the same hosts (h6 has turned; they run 60 s): k is
+# chosen by silhouette, 3 here, with the same three groups
+Q='from c in cluster.function("./qw:fay_work_sleep")
+   group c by {host: c.host, us: c.arg(0)} into g
+   select { host: g.host, us: g.us, n: g.count() }
+   categorize host by us into auto for 4s'
+timeout 60 "$FAY" query --cluster "$URL" --json "$Q" >"$T_TMP/auto" 2>"$T_TMP/auto.err"
+ok "into auto: the query ends well" [ $? -eq 0 ]
+auto=$(python3 -c '
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-wins = [w for w in lines if "categories" in w]
-def part(w):
-    return sorted(sorted(c["members"]) for c in w["categories"])
-def cat(w, h):
-    for c in w["categories"]:
-        if h in c["members"]:
-            return c["category"]
-before = [["h1", "h2"], ["h3", "h4"], ["h5", "h6"]]
-after = [["h1", "h2", "h6"], ["h3", "h4"], ["h5"]]
-# windows with all six hosts in them
-full = [w for w in wins if sum(len(c["members"]) for c in w["categories"]) == 6]
-print("windows", len(full))
-print("exact", sum(part(w) in (before, after) for w in full))
-print("first_before", bool(full) and part(full[0]) == before)
-print("last_after", bool(full) and part(full[-1]) == after)
-ch = [c for w in wins for c in w["changed"]]
-print("h6_changed", len(ch) == 1 and ch[0]["entity"] == "h6" and bool(full)
-      and ch[0]["from"] == cat(full[0], "h5") and ch[0]["to"] == cat(full[-1], "h1"))
-print("changes", json.dumps(ch))
-EOF
-v() { sed -n "s/^$1 //p" "$T_TMP/verdict"; }
-ok "5 or more windows with all six hosts ($(v windows))" [ "$(v windows)" -ge 5 ]
-ok "every window: the three kinds of host exactly ($(v exact) of $(v windows))" \
-	[ "$(v exact)" = "$(v windows)" ]
-ok "the first window: h5 and h6 together" [ "$(v first_before)" = True ]
-ok "the last window: h6 with h1 and h2" [ "$(v last_after)" = True ]
-ok "h6 reported changed once, nobody else ($(v changes))" [ "$(v h6_changed)" = True ]
-[ "$(v exact)" = "$(v windows)" ] || diag "$(grep categories "$T_TMP/out" | head -20)"
+w = [json.loads(l) for l in open(sys.argv[1]) if "\"categories\"" in l][-1]
+print(w.get("k"), w.get("k_auto"), sorted(sorted(c["members"]) for c in w["categories"]),
+      w.get("silhouette", 0) > 0.5)' "$T_TMP/auto" 2>&1)
+ok "into auto: k 3 chosen, {h1 h2 h6} {h3 h4} {h5}, silhouette over 0.5 ($auto)" \
+	[ "$auto" = "3 True [['h1', 'h2', 'h6'], ['h3', 'h4'], ['h5']] True" ]
 done_testing

@@ -10,10 +10,7 @@
 # Off loopback a collector wants tokens: every hop here carries one.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$TOP/tests/lib/netns.bash"
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || skip_all "no fay binary at $FAY (build first)"
-[ -x "$W" ] || skip_all "query_work is not built (make)"
-command -v curl >/dev/null || skip_all "needs curl"
+ns_need_query_work
 ns_init
 
 for h in root mid h1 h2 h3; do

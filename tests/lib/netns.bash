@@ -51,6 +51,15 @@ ns_teardown() {
 
 # Make the switch; skip the whole test with the reason when this machine
 # (or container) does not allow network namespaces.
+# The multi-host cluster tests' needs: fay, curl and the query_work
+# workload (its path in W); skips the test, saying which is missing.
+ns_need_query_work() {
+	W=$BUILD/tests/bin/query_work
+	[ -x "$FAY" ] || skip_all "no fay binary at $FAY (build first)"
+	[ -x "$W" ] || skip_all "query_work is not built (make)"
+	command -v curl >/dev/null || skip_all "needs curl"
+}
+
 ns_init() {
 	local why
 	[ "$(id -u)" -eq 0 ] || skip_all "network namespaces need root"

@@ -22,6 +22,12 @@
  *   query_work dwrite K FILE  K O_DIRECT 4 KiB writes to FILE, then fsync
  *   query_work usdt2 K        USDT fayq:multi (i) K times at each of two
  *                             sites that keep i in %rax and in %rcx
+ *   query_work behave MS KIND behave as a kind of host for MS milliseconds,
+ *                             in rounds of 16 operations and a 2 ms sleep:
+ *                             file (openat, read, fstat, close of
+ *                             /proc/self/stat), net (sendto and recvfrom
+ *                             on an AF_UNIX datagram pair), idle (the sleep
+ *                             alone): system-call mixes k-means tells apart
  *
  * Environment: QW_WAIT=PATH waits until PATH exists before starting;
  * QW_READY=PATH creates PATH first, in main (the workload is exec'd and
@@ -40,6 +46,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sdt.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,6 +151,42 @@ static long long now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+/* query_work behave MS KIND (above). */
+static int behave(long ms, const char *kind)
+{
+	const struct timespec nap = { 0, 2000000 };
+	int file = !strcmp(kind, "file"), net = !strcmp(kind, "net");
+	long long end = now_ns() + ms * 1000000ll;
+	int sv[2] = { -1, -1 };
+	char b[512];
+
+	if (!file && !net && strcmp(kind, "idle")) {
+		fprintf(stderr, "query_work behave: kind %s: want file, net or idle\n", kind);
+		return -1;
+	}
+	if (net && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	while (now_ns() < end) {
+		for (int i = 0; i < 16 && file; i++) {
+			struct stat st;
+			int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+			if (fd < 0)
+				return -1;
+			if (read(fd, b, sizeof(b)) < 0 || fstat(fd, &st))
+				return -1;
+			close(fd);
+		}
+		for (int i = 0; i < 16 && net; i++) {
+			if (sendto(sv[0], "x", 1, 0, NULL, 0) != 1 ||
+			    recvfrom(sv[1], b, sizeof(b), 0, NULL, NULL) != 1)
+				return -1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const words[] = { "alpha", "beta", "gamma" };
@@ -152,7 +196,7 @@ int main(int argc, char **argv)
 	char buf[65536];
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|sysmix|mutex|getppid|read|spin|lat|signal|open|pages|dwrite K [N|FILE]\n");
+		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|sysmix|mutex|getppid|read|spin|lat|signal|open|pages|dwrite|behave K [N|FILE|KIND]\n");
 		return 2;
 	}
 	if (getenv("QW_READY"))
@@ -239,6 +283,9 @@ int main(int argc, char **argv)
 			if (read(fd, buf, (size_t)n) != n)
 				return 1;
 		close(fd);
+	} else if (!strcmp(mode, "behave")) {
+		if (behave(k, argc > 3 ? argv[3] : ""))
+			return 2;
 	} else if (!strcmp(mode, "spin")) {
 		volatile unsigned long x = 0;
 
