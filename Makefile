@@ -36,7 +36,7 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wstrict-prototypes \
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -fno-strict-aliasing -pthread
 CPPFLAGS += -Iinclude -Isrc $(PKG_CFLAGS)
-LDLIBS  += $(PKG_LIBS) -lpthread -lm
+LDLIBS  += $(PKG_LIBS) -liberty -lpthread -lm
 
 # O=DIR puts the whole build tree elsewhere (build/ by default); several
 # people working in one checkout each use their own.

@@ -111,3 +111,19 @@ $(CTR_WORK): tests/integration/container_tools/ctr_work.c
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -o $@ $<
 
 all: $(CTR_WORK)
+
+# Calls left by longjmp and by C++ exceptions at various depths (issue 19
+# item 5: exceptional exits; inline_unwind.sh).
+UNWIND_WORK := $(B)/tests/bin/unwind_work
+$(UNWIND_WORK): tests/integration/inline_tools/unwind_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -o $@ $<
+
+UNWIND_CXX := $(B)/tests/bin/unwind_cxx
+$(UNWIND_CXX): tests/integration/inline_tools/unwind_cxx.cc
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) -O2 -g -std=c++11 -Wall -Wextra -Werror -o $@ $<
+
+all: $(UNWIND_WORK) $(UNWIND_CXX)

@@ -98,27 +98,27 @@ char *agent_metrics_text(const char *stats_json, double age_s)
 			free(lb);
 		}
 	}
-	fputs("# HELP fay_agent_up 1 while the agent answers.\n# TYPE fay_agent_up gauge\n", f);
+	prom_family(f, "fay_agent_up", "gauge", "1 while the agent answers.");
 	fprintf(f, "fay_agent_up{%s} 1\n", labels);
-	fputs("# HELP fay_agent_stats_age_seconds Age of the counters below (--stats-interval).\n"
-	      "# TYPE fay_agent_stats_age_seconds gauge\n", f);
+	prom_family(f, "fay_agent_stats_age_seconds", "gauge",
+		    "Age of the counters below (--stats-interval).");
 	fprintf(f, "fay_agent_stats_age_seconds{%s} %.3f\n", labels, st ? age_s : -1.0);
 	if (st) {
-		fputs("# HELP fay_agent_records_lost_total Span records lost on this host, by reason.\n"
-		      "# TYPE fay_agent_records_lost_total counter\n", f);
+		prom_family(f, "fay_agent_records_lost_total", "counter",
+			    "Span records lost on this host, by reason.");
 		json_object_foreach(json_object_get(st, "lost"), k, v) {
 			fprintf(f, "fay_agent_records_lost_total{%s,reason=\"", labels);
 			prom_label(f, k);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
 		}
-		fputs("# HELP fay_agent_processes Traced processes.\n# TYPE fay_agent_processes gauge\n", f);
+		prom_family(f, "fay_agent_processes", "gauge", "Traced processes.");
 		json_object_foreach(json_object_get(st, "processes"), k, v) {
 			fprintf(f, "fay_agent_processes{%s,state=\"", labels);
 			prom_label(f, k);
 			fprintf(f, "\"} %" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
 		}
-		fputs("# HELP fay_agent_probe_hits_total Events seen by each attached probe.\n"
-		      "# TYPE fay_agent_probe_hits_total counter\n", f);
+		prom_family(f, "fay_agent_probe_hits_total", "counter",
+			    "Events seen by each attached probe.");
 		json_array_foreach(json_object_get(st, "probes"), i, p) {
 			const char *name = json_string_value(json_object_get(p, "name"));
 

@@ -82,6 +82,27 @@ int bpf_perf_link(int prog_fd, int perf_fd, uint64_t cookie)
 	return fd < 0 ? -errno : fd;
 }
 
+int bpf_kprobe_multi_link(int prog_fd, const char *const *syms, size_t n, bool ret)
+{
+	__u64 *cookies = calloc(n ? n : 1, sizeof(*cookies));
+	int fd;
+
+	if (!cookies)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		cookies[i] = i;
+	LIBBPF_OPTS(bpf_link_create_opts, o,
+		    .kprobe_multi.flags = ret ? BPF_F_KPROBE_MULTI_RETURN : 0,
+		    .kprobe_multi.cnt = (__u32)n,
+		    .kprobe_multi.syms = (const char **)syms,
+		    .kprobe_multi.cookies = cookies);
+	fd = bpf_link_create(prog_fd, 0, BPF_TRACE_KPROBE_MULTI, &o);
+	if (fd < 0)
+		fd = -errno;
+	free(cookies);
+	return fd;
+}
+
 const char *bpf_privilege_hint(void)
 {
 	if (bpf_have_privileges())
@@ -103,6 +124,7 @@ struct bmap *bmap_new(const char *name, enum bpf_map_type type,
 	switch (type) {
 	case BPF_MAP_TYPE_HASH:
 	case BPF_MAP_TYPE_PERCPU_HASH:
+	case BPF_MAP_TYPE_LRU_HASH:	/* uprobes' entry records (never full) */
 		break;
 	case BPF_MAP_TYPE_ARRAY:
 	case BPF_MAP_TYPE_PERCPU_ARRAY:

@@ -19,7 +19,7 @@ struct ir;
 struct bmap;
 struct bprog;
 
-/* A map: HASH, PERCPU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries;
+/* A map: HASH, PERCPU_HASH, LRU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries;
  * also PERF_EVENT_ARRAY (key and value 4 bytes, one entry per CPU) and
  * RINGBUF (key and value 0, max_entries the size in bytes: a power of two
  * and a multiple of the page size), whose fd the caller reads with libbpf.
@@ -121,6 +121,13 @@ bool bpf_have_privileges(void);
  * carrying cookie (bpf_get_attach_cookie() in the program; Linux 5.15).
  * Returns the link's fd (closing it detaches) or -errno. */
 int bpf_perf_link(int prog_fd, int perf_fd, uint64_t cookie);
+/* Attach the kprobe program prog_fd (loaded with expected attach type
+ * BPF_TRACE_KPROBE_MULTI) to the n kernel functions syms[] in one
+ * kprobe.multi link (Linux 5.18), function i's hits carrying i as the
+ * cookie; ret: on their returns instead.  Returns the link's fd or
+ * -errno (ESRCH: a name the kernel cannot resolve; EOPNOTSUPP: no
+ * CONFIG_FPROBE). */
+int bpf_kprobe_multi_link(int prog_fd, const char *const *syms, size_t n, bool ret);
 /* A plain sentence for an EPERM from the bpf() syscall. */
 const char *bpf_privilege_hint(void);
 

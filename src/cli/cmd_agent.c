@@ -194,7 +194,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
 	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
-	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
+	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -214,9 +214,7 @@ int cmd_agent(int argc, char **argv)
 		{ "token", required_argument, NULL, O_TOKEN },
 		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
 		{ "token-env", required_argument, NULL, O_TOKEN_ENV },
-		{ "tls-ca", required_argument, NULL, O_TLS_CA },
-		{ "tls-cert", required_argument, NULL, O_TLS_CERT },
-		{ "tls-key", required_argument, NULL, O_TLS_KEY },
+		OPT_CLIENT_TLS_ROWS,
 		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -353,13 +351,13 @@ int cmd_agent(int argc, char **argv)
 			o.token_file = optarg;
 			break;
 		}
-		case O_TLS_CA:
+		case OPT_TLS_CA:
 			tls_ca = optarg;
 			break;
-		case O_TLS_CERT:
+		case OPT_TLS_CERT:
 			tls_cert = optarg;
 			break;
-		case O_TLS_KEY:
+		case OPT_TLS_KEY:
 			tls_key = optarg;
 			break;
 		case O_TOKEN_ENV:

@@ -16,7 +16,6 @@
 #include "cli/cmds.h"
 #include "cli/opts.h"
 #include "collector/collector.h"
-#include "collector/ext.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/wire.h"

@@ -101,9 +101,7 @@ int cmd_query(int argc, char **argv)
 		{ "max-map-memory", required_argument, NULL, 'M' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "token-file", required_argument, NULL, 'T' },
-		{ "tls-ca", required_argument, NULL, 'A' },
-		{ "tls-cert", required_argument, NULL, 0x100 },
-		{ "tls-key", required_argument, NULL, 0x101 },
+		OPT_CLIENT_TLS_ROWS,
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "drop", required_argument, NULL, 'D' },
@@ -125,7 +123,6 @@ int cmd_query(int argc, char **argv)
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	struct cluster_run_opts co = { 0 };
 	const char *keep = NULL, *drop = NULL, *token_file = NULL;
-	const char *tls_cert = NULL, *tls_key = NULL;
 	static char token_buf[256];
 	char lib[4096];
 	int c, err, rc = 2;
@@ -227,16 +224,10 @@ int cmd_query(int argc, char **argv)
 		case 'T':
 			token_file = optarg;
 			break;
-		case 'A':
-			tr_http_set_ca(optarg);
-			break;
-		case 0x100:
-			tls_cert = optarg;
-			tr_http_set_cert(tls_cert, tls_key);
-			break;
-		case 0x101:
-			tls_key = optarg;
-			tr_http_set_cert(tls_cert, tls_key);
+		case OPT_TLS_CA:
+		case OPT_TLS_CERT:
+		case OPT_TLS_KEY:
+			opt_client_tls(c, optarg);
 			break;
 		case 'k':
 			keep = optarg;

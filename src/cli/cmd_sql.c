@@ -93,15 +93,12 @@ int cmd_sql(int argc, char **argv)
 		{ "collector", required_argument, NULL, 'c' },
 		{ "token", required_argument, NULL, 't' },
 		{ "token-file", required_argument, NULL, 'K' },
-		{ "tls-ca", required_argument, NULL, 'A' },
-		{ "tls-cert", required_argument, NULL, 'E' },
-		{ "tls-key", required_argument, NULL, 'Y' },
+		OPT_CLIENT_TLS_ROWS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = NULL, *ch = NULL, *coll = NULL, *token = opt_env_token();
-	const char *tls_cert = NULL, *tls_key = NULL;
 	static char token_buf[256];
 	struct store_sql_out o = { .f = stdout };
 	struct store_sql_cb cb = { store_sql_out_columns, store_sql_out_row, &o };
@@ -117,16 +114,10 @@ int cmd_sql(int argc, char **argv)
 		case 'C': ch = optarg; break;
 		case 'c': coll = optarg; break;
 		case 't': token = optarg; break;
-		case 'A':
-			tr_http_set_ca(optarg);
-			break;
-		case 'E':
-			tls_cert = optarg;
-			tr_http_set_cert(tls_cert, tls_key);
-			break;
-		case 'Y':
-			tls_key = optarg;
-			tr_http_set_cert(tls_cert, tls_key);
+		case OPT_TLS_CA:
+		case OPT_TLS_CERT:
+		case OPT_TLS_KEY:
+			opt_client_tls(opt, optarg);
 			break;
 		case 'K':
 			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))

@@ -50,11 +50,8 @@ static void view_init(struct tr_view *v, const struct opts *o)
 	}
 }
 
-/* --tls-cert, --tls-key (tr_http_set_cert() takes both at once) */
-static const char *tls_cert, *tls_key;
 
-enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE, OPT_TLS_CA,
-       OPT_TLS_CERT, OPT_TLS_KEY };
+enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE };
 
 /*
  * The options `ls` and `show` share (--server, --color, --ascii), and
@@ -68,15 +65,9 @@ static int shared_opt(int c, struct opts *o, const char *sub)
 		o->server = optarg;
 		return 0;
 	case OPT_TLS_CA:
-		tr_http_set_ca(optarg);
-		return 0;
 	case OPT_TLS_CERT:
-		tls_cert = optarg;
-		tr_http_set_cert(tls_cert, tls_key);
-		return 0;
 	case OPT_TLS_KEY:
-		tls_key = optarg;
-		tr_http_set_cert(tls_cert, tls_key);
+		opt_client_tls(c, optarg);
 		return 0;
 	case OPT_TOKEN_FILE: {
 		static char buf[256];
@@ -143,9 +134,7 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
-		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+		OPT_CLIENT_TLS_ROWS,
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },
@@ -305,9 +294,7 @@ static int traces_show(int argc, char **argv, struct opts *o)
 		{ "width", required_argument, NULL, 'w' },
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-		{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
-		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+		OPT_CLIENT_TLS_ROWS,
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
 		{ "ascii", no_argument, NULL, OPT_ASCII },

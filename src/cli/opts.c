@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cli/opts.h"
+#include "cli/traces.h"
 #include "common/secret.h"
 
 int opt_parse_size(const char *s, uint64_t *out)
@@ -57,5 +58,26 @@ int opt_token(const char *file, char *buf, size_t len, const char **token)
 		return -1;
 	}
 	*token = buf;
+	return 0;
+}
+
+int opt_client_tls(int opt, const char *arg)
+{
+	/* tr_http_set_cert() takes both at once */
+	static const char *cert, *key;
+
+	switch (opt) {
+	case OPT_TLS_CA:
+		tr_http_set_ca(arg);
+		return 1;
+	case OPT_TLS_CERT:
+		cert = arg;
+		tr_http_set_cert(cert, key);
+		return 1;
+	case OPT_TLS_KEY:
+		key = arg;
+		tr_http_set_cert(cert, key);
+		return 1;
+	}
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/file_atomic.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "engine/driver.h"
 #include "store/store.h"
 
@@ -655,18 +656,11 @@ int standing_results(struct standing *s, const char *name, unsigned limit, char 
 	return *json ? 0 : -ENOMEM;
 }
 
-/* A Prometheus label value: \ " and newline escaped. */
+/* A Prometheus label value, quoted. */
 static void label_value(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
+	prom_label(f, s);
 	fputc('"', f);
 }
 
@@ -685,9 +679,12 @@ static void metrics_of(const struct sq *q, FILE *f)
 	const struct plan *p = q->p;
 	json_t *rows = json_object_get(q->last, "rows"), *row;
 	size_t r;
+	char fam[sizeof("fay_query_") + STANDING_NAME_MAX];
+	char help[sizeof("standing query : its latest window") + STANDING_NAME_MAX];
 
-	fprintf(f, "# HELP fay_query_%s standing query %s: its latest window\n", q->name, q->name);
-	fprintf(f, "# TYPE fay_query_%s gauge\n", q->name);
+	snprintf(fam, sizeof(fam), "fay_query_%s", q->name);
+	snprintf(help, sizeof(help), "standing query %s: its latest window", q->name);
+	prom_family(f, fam, "gauge", help);
 	json_array_foreach(rows, r, row) {
 		for (int c = 0; c < p->ncols; c++) {
 			const struct plan_col *pc = &p->cols[c];

@@ -43,7 +43,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
-#include "collector/ext.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
 #include "common/clock.h"
 #include "common/log.h"

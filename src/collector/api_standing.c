@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "cluster/standing.h"
-#include "collector/ext.h"
 #include "collector/http_int.h"
 
 static int add(struct collector *c, struct http_con *con,

@@ -17,8 +17,12 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
-#include "collector/ext.h"
+#include "collector/dashboard.h"
+#include "collector/deps.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
+#include "collector/otlp_int.h"
+#include "collector/thresholds.h"
 #include "common/clock.h"
 #include "common/log.h"
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "collector/auth.h"
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "common/err.h"
 #include "common/file_atomic.h"
 #include "common/log.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Who may do what on the collector (issue #10): the tokens of
- * --token-file (and --token), their scopes (collector.h: enum coll_scope),
+ * --token-file (and --token), their scopes (enum coll_scope below),
  * and which credential each agent id is bound to.
  *
  * The token file: one token a line, "TOKEN SCOPES [NAME]", SCOPES a
@@ -19,6 +19,13 @@
 #define FAY_COLLECTOR_AUTH_H
 
 #include <stddef.h>
+
+/* What a token allows (--token-file; auth.c): a route or a frame needs one. */
+enum coll_scope {
+	COLL_SCOPE_READ  = 1u << 0,     /* query API, UI, /api/v2 reads, /api/sql */
+	COLL_SCOPE_WRITE = 1u << 1,     /* ingest: Zipkin, OTLP, agents' batches */
+	COLL_SCOPE_PROBE = 1u << 2,     /* /api/query, cluster queries: load BPF */
+};
 
 struct auth;
 

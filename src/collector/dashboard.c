@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/ext.h"
+#include "collector/dashboard.h"
+#include "collector/thresholds.h"
 #include "common/err.h"
+#include "store/store.h"
 
 #define DASH_MAX_BUCKETS 720
 #define DASH_MAX_KEYS    2000

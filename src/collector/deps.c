@@ -35,8 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/ext.h"
+#include "collector/deps.h"
 #include "common/grow.h"
+#include "store/store.h"
 
 struct dspan {
 	uint64_t id, parent_id;

@@ -21,12 +21,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/ext.h"
+#include "collector/export.h"
 #include "collector/zjson.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/lazy_curl.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "otlp/otlp.h"
 
 #define EXPORT_BATCH     500
@@ -276,15 +277,14 @@ void exporter_metrics(struct exporter *const *xs, int n, FILE *f)
 	if (!n)
 		return;
 	for (size_t i = 0; i < ARRAY_SIZE(cs); i++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", cs[i].name, cs[i].help, cs[i].name);
+		prom_family(f, cs[i].name, "counter", cs[i].help);
 		for (int k = 0; k < n; k++)
 			fprintf(f, "%s{exporter=\"%s\",url=\"%s\"} %" PRIu64 "\n", cs[i].name,
 				kind_name(xs[k]), xs[k]->url,
 				__atomic_load_n((uint64_t *)((char *)xs[k] + cs[i].off),
 						__ATOMIC_RELAXED));
 	}
-	fprintf(f, "# HELP fay_export_queue_spans Spans waiting to be exported.\n"
-		   "# TYPE fay_export_queue_spans gauge\n");
+	prom_family(f, "fay_export_queue_spans", "gauge", "Spans waiting to be exported.");
 	for (int k = 0; k < n; k++) {
 		size_t queued;
 

@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "cluster/standing.h"
-#include "collector/ext.h"
+#include "collector/export.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
+#include "collector/otlp_int.h"
+#include "collector/thresholds.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/prom.h"
@@ -112,20 +115,13 @@ void coll_ext_committed(struct collector *c, struct store_batch *const *b, size_
 
 /* ---- /metrics ------------------------------------------------------------- */
 
-static void counter(FILE *f, const char *name, const char *type, const char *help,
-		    uint64_t v)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type,
-		name, v);
-}
-
 /* Per agent and reason: records lost on the host (STATS "lost"), and
  * probe hits (STATS "probes": [{"name", "hits"}]) when the agent has any. */
 static void agent_metrics(struct collector *c, FILE *f)
 {
 	/* the agent's own counters (its /metrics names them the same) */
-	fputs("# HELP fay_agent_records_lost_total Records lost on the agent's host, by reason "
-	      "(latest STATS).\n# TYPE fay_agent_records_lost_total counter\n", f);
+	prom_family(f, "fay_agent_records_lost_total", "counter",
+		    "Records lost on the agent's host, by reason (latest STATS).");
 	pthread_mutex_lock(&c->agents_lock);
 	for (struct coll_agent *a = c->agents; a; a = a->next) {
 		json_t *st = a->stats ? json_loads(a->stats, 0, NULL) : NULL;
@@ -143,8 +139,8 @@ static void agent_metrics(struct collector *c, FILE *f)
 		}
 		json_decref(st);
 	}
-	fputs("# HELP fay_agent_probe_hits_total Events seen by each attached probe (latest STATS).\n"
-	      "# TYPE fay_agent_probe_hits_total counter\n", f);
+	prom_family(f, "fay_agent_probe_hits_total", "counter",
+		    "Events seen by each attached probe (latest STATS).");
 	for (struct coll_agent *a = c->agents; a; a = a->next) {
 		json_t *st = a->stats ? json_loads(a->stats, 0, NULL) : NULL;
 		json_t *p;
@@ -173,34 +169,34 @@ void coll_ext_metrics(struct collector *c, FILE *f)
 
 	if (!e)
 		return;
-	counter(f, "fay_collector_queries_running", "gauge",
+	prom_u64(f, "fay_collector_queries_running", "gauge",
 		"FayQL queries running now (POST /api/query).", X_GET(c, queries_running));
-	counter(f, "fay_collector_queries_total", "counter",
+	prom_u64(f, "fay_collector_queries_total", "counter",
 		"FayQL queries received.", X_GET(c, queries_total));
-	counter(f, "fay_collector_queries_busy_total", "counter",
+	prom_u64(f, "fay_collector_queries_busy_total", "counter",
 		"FayQL queries refused 429: too many running (16 per client address, 32 in all).",
 		X_GET(c, queries_busy));
-	counter(f, "fay_collector_queries_refused_total", "counter",
+	prom_u64(f, "fay_collector_queries_refused_total", "counter",
 		"FayQL queries refused (errors in the query, or no engine to run them).",
 		X_GET(c, queries_refused));
-	counter(f, "fay_collector_otlp_requests_total", "counter",
+	prom_u64(f, "fay_collector_otlp_requests_total", "counter",
 		"OTLP export requests (HTTP /v1/traces and gRPC).", X_GET(c, otlp_requests));
-	counter(f, "fay_collector_otlp_spans_total", "counter",
+	prom_u64(f, "fay_collector_otlp_spans_total", "counter",
 		"Spans received over OTLP (HTTP and gRPC).", X_GET(c, otlp_spans));
-	counter(f, "fay_collector_otlp_rejected_total", "counter",
+	prom_u64(f, "fay_collector_otlp_rejected_total", "counter",
 		"OTLP requests refused (bad body, type or encoding; no valid span; queue full).",
 		X_GET(c, otlp_rejected));
-	counter(f, "fay_collector_otlp_spans_rejected_total", "counter",
+	prom_u64(f, "fay_collector_otlp_spans_rejected_total", "counter",
 		"OTLP spans not stored (invalid, or refused while the ingest queue was full).",
 		X_GET(c, otlp_spans_rejected));
-	counter(f, "fay_collector_otlp_throttled_total", "counter",
+	prom_u64(f, "fay_collector_otlp_throttled_total", "counter",
 		"OTLP requests answered 429 / UNAVAILABLE because the ingest queue was full.",
 		X_GET(c, otlp_throttled));
-	counter(f, "fay_collector_ingest_queue_spans", "gauge",
+	prom_u64(f, "fay_collector_ingest_queue_spans", "gauge",
 		"Spans waiting for the store (the ingest queue; --ingest-queue).",
 		(uint64_t)ingest_queued(c->ingest));
 	otlp_sender_metrics(c, f);
-	counter(f, "fay_collector_ui_requests_total", "counter",
+	prom_u64(f, "fay_collector_ui_requests_total", "counter",
 		"Web UI files served.", X_GET(c, ui_requests));
 	exporter_metrics(e->exp, e->nexp, f);
 	agent_metrics(c, f);

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "collector/http_int.h"
 #include "collector/requester.h"
 #include "common/err.h"

@@ -17,7 +17,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "collector/collector.h"
+#include "collector/auth.h"
+#include "collector/collector_int.h"
 #include "collector/requester.h"
 #include "common/httpd.h"
 
@@ -61,7 +62,7 @@ const char *arg(struct http_con *con, const char *k);
 int gunzip(struct mem_budget *b, const char *in, size_t len, size_t max, char **out,
 	   size_t *outlen, size_t *charged, char *err, size_t errlen);
 
-/* Scopes a token may carry (collector.h: enum coll_scope); a route
+/* Scopes a token may carry (auth.h: enum coll_scope); a route
  * needs one of them, or none (HTTP_OPEN). */
 #define HTTP_OPEN 0u
 

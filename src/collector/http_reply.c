@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "collector/http_int.h"
 #include "common/err.h"
 #include "common/log.h"

@@ -15,8 +15,8 @@
 #include <strings.h>
 
 #include "cluster/standing.h"
-#include "collector/collector.h"
-#include "collector/ext.h"
+#include "collector/collector_int.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
 #include "collector/zjson.h"
 #include "collector/zproto.h"
@@ -423,18 +423,13 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 
 int http_metrics(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
-	char *core, *buf = NULL;
-	size_t len, blen = 0;
-	FILE *f;
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen);
 
-	core = coll_metrics_text(c, &len);
-	f = core ? open_memstream(&buf, &blen) : NULL;
-	if (!f) {
-		free(core);
+	if (!f)
 		return reply_text(c, con, 500, "out of memory\n");
-	}
-	fwrite(core, 1, len, f);
-	free(core);
+	coll_metrics_write(c, f);
 	coll_ext_metrics(c, f);
 	standing_metrics(c->standing, f);
 	if (fclose(f)) {

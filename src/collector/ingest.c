@@ -42,8 +42,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/collector.h"
-#include "collector/ext.h"
+#include "collector/collector_int.h"
+#include "collector/ext_http.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/heap.h"

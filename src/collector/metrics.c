@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * Collector counters and per-agent state, and their Prometheus text
- * exposition (format 0.0.4) for /metrics.
+ * exposition (format 0.0.4, common/prom.h) for /metrics.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "common/clock.h"
+#include "common/prom.h"
 
 struct coll_agent *coll_agent_get(struct collector *c, const char *id)
 {
@@ -44,71 +44,9 @@ void coll_agents_free(struct collector *c)
 	c->agents = NULL;
 }
 
-struct tbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-__attribute__((format(printf, 2, 3)))
-static void tb_printf(struct tbuf *b, const char *fmt, ...)
+void coll_metrics_write(struct collector *c, FILE *f)
 {
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = 1;
-			return;
-		}
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap * 2 + (size_t)n;
-		char *p = realloc(b->p, cap);
-
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-}
-
-static void counter(struct tbuf *b, const char *name, const char *type,
-		    const char *help, uint64_t v)
-{
-	tb_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n",
-		  name, help, name, type, name, v);
-}
-
-/* A label value with \, " and newline escaped. */
-static void label(struct tbuf *b, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			tb_printf(b, "\\%c", *s);
-		else if (*s == '\n')
-			tb_printf(b, "\\n");
-		else
-			tb_printf(b, "%c", *s);
-	}
-}
-
-char *coll_metrics_text(struct collector *c, size_t *len)
-{
-	static const struct {
-		const char *name, *help;
-		size_t off;
-		int gauge;
-	} cs[] = {
+	static const struct prom_field cs[] = {
 #define C(n, f, h) { n, h, offsetof(struct coll_metrics, f), 0 }
 		C("fay_collector_spans_received_total", spans_received,
 		  "Span records received (wire batches and HTTP POSTs)."),
@@ -161,66 +99,49 @@ char *coll_metrics_text(struct collector *c, size_t *len)
 		{ "fay_collector_agents_connected", "Agents connected now.",
 		  offsetof(struct coll_metrics, agents_connected), 1 },
 	};
-	struct tbuf b = { .p = malloc(4096), .cap = 4096 };
 	struct coll_agent *a;
 
-	if (!b.p)
-		return NULL;
-	b.p[0] = '\0';
-	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
-		uint64_t v = __atomic_load_n((uint64_t *)((char *)&c->m + cs[i].off),
-					     __ATOMIC_RELAXED);
-
-		counter(&b, cs[i].name, cs[i].gauge ? "gauge" : "counter", cs[i].help, v);
-	}
-	counter(&b, "fay_collector_memory_bytes", "gauge",
+	prom_fields(f, cs, sizeof(cs) / sizeof(cs[0]), &c->m);
+	prom_u64(f, "fay_collector_memory_bytes", "gauge",
 		"Bytes peers make the collector hold now (frames in flight, HTTP bodies).",
 		__atomic_load_n(&c->mem.used, __ATOMIC_RELAXED));
-	counter(&b, "fay_collector_memory_peak_bytes", "gauge",
+	prom_u64(f, "fay_collector_memory_peak_bytes", "gauge",
 		"The most fay_collector_memory_bytes has been.",
 		__atomic_load_n(&c->mem.peak, __ATOMIC_RELAXED));
-	counter(&b, "fay_collector_memory_limit_bytes", "gauge", "--max-memory.", c->mem.max);
-	counter(&b, "fay_collector_uptime_seconds", "gauge", "Seconds since start.",
+	prom_u64(f, "fay_collector_memory_limit_bytes", "gauge", "--max-memory.", c->mem.max);
+	prom_u64(f, "fay_collector_uptime_seconds", "gauge", "Seconds since start.",
 		(clock_realtime_ns() / 1000 - c->started_us) / 1000000);
-	counter(&b, "fay_collector_store_up", "gauge",
+	prom_u64(f, "fay_collector_store_up", "gauge",
 		"1 while the store answers (a ClickHouse server up), else 0.",
 		store__health(c->store, NULL, 0) == 0);
 	{
 		struct store_disk d;
 
 		store__disk(c->store, &d);
-		counter(&b, "fay_collector_disk_low", "gauge",
+		prom_u64(f, "fay_collector_disk_low", "gauge",
 			"1 while the store's disk is low (below --min-free): new spans are "
 			"refused (agents keep them, HTTP 503) until the space is back.", d.low);
 		if (d.total) {
-			counter(&b, "fay_collector_disk_free_bytes", "gauge",
+			prom_u64(f, "fay_collector_disk_free_bytes", "gauge",
 				"Free bytes on the store's file system.", d.avail);
-			counter(&b, "fay_collector_disk_min_free_bytes", "gauge",
+			prom_u64(f, "fay_collector_disk_min_free_bytes", "gauge",
 				"The free space the store keeps (--min-free, or its default).",
 				d.min_free);
 		}
 	}
 
 	pthread_mutex_lock(&c->agents_lock);
-	tb_printf(&b, "# HELP fay_agent_spans_stored_total Spans stored per agent.\n"
-		      "# TYPE fay_agent_spans_stored_total counter\n");
+	prom_family(f, "fay_agent_spans_stored_total", "counter", "Spans stored per agent.");
 	for (a = c->agents; a; a = a->next) {
-		tb_printf(&b, "fay_agent_spans_stored_total{agent=\"%s\",host=\"", a->id);
-		label(&b, a->host);
-		tb_printf(&b, "\"} %" PRIu64 "\n", a->spans);
+		fprintf(f, "fay_agent_spans_stored_total{agent=\"%s\",host=\"", a->id);
+		prom_label(f, a->host);
+		fprintf(f, "\"} %" PRIu64 "\n", a->spans);
 	}
-	tb_printf(&b, "# HELP fay_agent_connected Open connections per agent.\n"
-		      "# TYPE fay_agent_connected gauge\n");
+	prom_family(f, "fay_agent_connected", "gauge", "Open connections per agent.");
 	for (a = c->agents; a; a = a->next) {
-		tb_printf(&b, "fay_agent_connected{agent=\"%s\",host=\"", a->id);
-		label(&b, a->host);
-		tb_printf(&b, "\"} %d\n", a->connected);
+		fprintf(f, "fay_agent_connected{agent=\"%s\",host=\"", a->id);
+		prom_label(f, a->host);
+		fprintf(f, "\"} %d\n", a->connected);
 	}
 	pthread_mutex_unlock(&c->agents_lock);
-	if (b.oom) {
-		free(b.p);
-		return NULL;
-	}
-	*len = b.len;
-	return b.p;
 }

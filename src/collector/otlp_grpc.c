@@ -38,8 +38,8 @@
 #include <sys/socket.h>
 
 #include "collector/auth.h"
+#include "collector/collector_int.h"
 #include "collector/otlp_int.h"
-#include "collector/collector.h"
 #include "common/net.h"
 
 #define GRPC_PATH       "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

@@ -23,12 +23,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "collector/collector_int.h"
 #include "collector/otlp_int.h"
-#include "collector/collector.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/tls.h"
 #include "common/net.h"
+#include "common/tls.h"
 
 #define GRPC_CONNS      256
 #define GRPC_PER_IP     64      /* from one address (not on loopback) */

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "collector/ext.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
 #include "collector/otlp_int.h"
 #include "common/log.h"

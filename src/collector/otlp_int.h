@@ -12,9 +12,11 @@
 #ifndef FAY_COLLECTOR_OTLP_INT_H
 #define FAY_COLLECTOR_OTLP_INT_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "otlp/otlp.h"
 
@@ -56,10 +58,24 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 
 /* ---- otlp_senders.c ------------------------------------------------------ */
 
+#define OTLP_MAX_SENDERS 64
+
+/* OTLP counters of one client address (otlp_senders.c). */
+struct otlp_sender {
+	char name[64];
+	uint64_t requests, accepted, rejected, refused;
+};
+
 /* The IP address of sa as text ("127.0.0.1", "::1"). */
 void otlp_addr_str(const struct sockaddr *sa, char *out, size_t outlen);
 /* Count o for sender (its address). */
 void otlp_sender_count(struct collector *c, const char *sender, const struct otlp_outcome *o);
+/* The per-sender lines of /metrics (fay_otlp_sender_*). */
+void otlp_sender_metrics(struct collector *c, FILE *f);
+/* [{"sender", "requests", "spans_accepted", "spans_rejected",
+ * "requests_refused"}] for /api/ui/hosts.  New reference. */
+json_t *otlp_senders_json(struct collector *c);
+
 
 /* ---- otlp_grpc.c, otlp_grpc_conn.c: OTLP/gRPC ----------------------------- */
 

@@ -10,9 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collector/ext.h"
+#include "collector/ext_http.h"
 #include "collector/otlp_int.h"
 #include "common/net.h"
+#include "common/prom.h"
 
 void otlp_addr_str(const struct sockaddr *sa, char *out, size_t outlen)
 {
@@ -77,7 +78,7 @@ void otlp_sender_metrics(struct collector *c, FILE *f)
 		return;
 	pthread_mutex_lock(&e->senders_lock);
 	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", m[k].name, m[k].help, m[k].name);
+		prom_family(f, m[k].name, "counter", m[k].help);
 		for (int i = 0; i < senders_end(e); i++)
 			if (i < e->nsenders || i == OTLP_MAX_SENDERS)
 				fprintf(f, "%s{sender=\"%s\"} %llu\n", m[k].name, e->senders[i].name,

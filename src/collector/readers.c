@@ -2,7 +2,7 @@
 /* The pool of store readers shared by the HTTP handlers. */
 #include <pthread.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 
 struct store_reader *coll_reader_get(struct collector *c)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "collector/auth.h"
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "collector/requester.h"
 #include "common/file_atomic.h"
 #include "common/log.h"

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector/ext.h"
+#include "collector/thresholds.h"
 #include "common/err.h"
 #include "common/file_atomic.h"
 

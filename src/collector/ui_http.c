@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "collector/ext.h"
+#include "collector/ext_http.h"
 #include "collector/http_int.h"
 #include "collector/ui_assets.h"
 

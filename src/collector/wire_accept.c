@@ -17,12 +17,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "collector/wire_int.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/tls.h"
 #include "common/net.h"
+#include "common/tls.h"
 #include "common/wire.h"
 
 const char *wire_server_addr(const struct wire_server *ws)

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "collector/wire_int.h"
 #include "common/budget.h"
 #include "common/clock.h"

@@ -28,7 +28,7 @@
 
 #include "cluster/cluster.h"
 #include "collector/auth.h"
-#include "collector/collector.h"
+#include "collector/collector_int.h"
 #include "collector/wire_int.h"
 #include "common/clock.h"
 #include "common/err.h"

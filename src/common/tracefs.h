@@ -39,4 +39,26 @@ struct tracefs_field {
  */
 int tracefs_parse_field(char *line, struct tracefs_field *f);
 
+/* At most this many events one tracepoint wildcard matches: each is a
+ * perf event and a link (two fds), and the kernel takes ~10 ms to enable
+ * a tracepoint for BPF here ("syscalls:*", 720 events, fits). */
+#define TRACEFS_GLOB_MAX 1024
+
+/*
+ * The events of the tracefs at dir whose subsystem matches sys_pat and
+ * whose name matches ev_pat (fnmatch(3) globs: * ? [...]), in the order
+ * of strcmp() on "sys:event", each given to cb (a non-zero return stops
+ * the walk and is returned).  Only events a BPF program can attach to:
+ * those dir/available_events lists (every events/SYS/EVENT directory
+ * when there is no such file, as in a directory of fixture formats),
+ * without the ftrace subsystem's and the dynamic ones dir/dynamic_events
+ * lists (kprobe, uprobe and synthetic events: another program type).
+ * Returns how many matched (cb called for each), -E2BIG when more than
+ * TRACEFS_GLOB_MAX match (cb not called; *nmatch says how many), or
+ * -errno.
+ */
+int tracefs_glob(const char *dir, const char *sys_pat, const char *ev_pat,
+		 int (*cb)(const char *sys, const char *event, void *arg), void *arg,
+		 int *nmatch);
+
 #endif

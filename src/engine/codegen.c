@@ -6,9 +6,11 @@
  *   unpaired:  [pid filter] lets; pred; body
  *   entry:     [pid filter] if (entry_pred) pairs[tid] = { now, args... }
  *   exit:      [pid filter] rec = pairs[tid] or return; load rec; delete;
- *              (inline: pairs[level] of the thread's slot, with a set
- *              word; level: fay_depth(), the runtime's count of the
- *              thread's open probed calls)
+ *              (uprobes: pairs[tid, frame], the call's own record at any
+ *              depth; inline: pairs[level] of the thread's slot, with a
+ *              set word; level: fay_depth(), the runtime's count of the
+ *              thread's open probed calls; it also counts the calls
+ *              the runtime found left without their return: fay_unwound())
  *              lets; pred; body
  *   body:      STREAM: a record on the stack -> ringbuf / perf buffer;
  *              AGGREGATE: key on the stack (windowed: and the window
@@ -83,28 +85,50 @@ static void cg_scope_filter(struct cg *g)
 	ir_jmp(ir, BPF_JNE, r, IR_R(id), g->out);
 }
 
-/* The per-thread key: the thread id as u32 in an 8-byte slot. */
-static int cg_tid_key(struct cg *g)
+/* The offset of sp in the x86-64 struct pt_regs, a uprobe's context. */
+#define PT_REGS_SP	152
+
+/* The key of the call's entry record: the thread id as u32 in an 8-byte
+ * slot; with e->frame_pairs (uprobes) the thread's pid_tgid, then the
+ * call's frame S (the entry's sp; at the uretprobe, sp - 8: the return
+ * address was popped). */
+static int cg_pair_key(struct cg *g, bool exit)
 {
 	struct ir *ir = g->ir;
-	int k = ir_stack_alloc(ir, 8, 8);
-	ir_reg t = ir_vreg(ir);
+	int k = ir_stack_alloc(ir, g->e->frame_pairs ? 16 : 8, 8);
+	ir_reg t = ir_vreg(ir), sp;
 
 	ir_call(ir, t, BPF_FUNC_get_current_pid_tgid, 0);
-	ir_store(ir, IR_S(k), 0, 4, IR_R(t));
+	if (!g->e->frame_pairs) {
+		ir_store(ir, IR_S(k), 0, 4, IR_R(t));
+		return k;
+	}
+	sp = ir_vreg(ir);
+	ir_store(ir, IR_S(k), 0, 8, IR_R(t));
+	ir_load(ir, sp, IR_R(ir_ctx(ir)), PT_REGS_SP, 8, 0);
+	if (exit)
+		ir_alu(ir, BPF_SUB, sp, IR_I(8));
+	ir_store(ir, IR_S(k), 8, 8, IR_R(sp));
 	return k;
 }
 
 /* Inline (e->slot_pairs): the record of the call's level (fay_depth(),
  * which the runtime sets) in the thread's slot of the pairs array.  None
  * past INLINE_DEPTH levels: the entry counts the call (EC_DEPTH) and
- * both go to g->out (the runtime runs no exit program for it). */
+ * both go to g->out (the runtime runs no exit program for it).  First
+ * the calls the runtime dropped from the thread's stack, left without
+ * their return (fay_unwound()), are counted (EC_UNWOUND). */
 static ir_reg cg_slot_rec(struct cg *g, bool entry)
 {
 	struct ir *ir = g->ir;
-	int k = ir_stack_alloc(ir, 8, 8), found = ir_label_new(ir);
-	ir_reg rec = ir_vreg(ir), d = ir_vreg(ir);
+	int k = ir_stack_alloc(ir, 8, 8), found = ir_label_new(ir), none = ir_label_new(ir);
+	ir_reg rec = ir_vreg(ir), d = ir_vreg(ir), u = ir_vreg(ir);
 
+	ir_comment(ir, "calls the runtime found left without their return");
+	ir_call(ir, u, VM_FUNC_fay_unwound, 0);
+	ir_jmp(ir, BPF_JEQ, u, IR_I(0), none);
+	cg_count_add(g, EC_UNWOUND, IR_R(u));
+	ir_label(ir, none);
 	ir_call(ir, d, VM_FUNC_fay_depth, 0);
 	ir_store(ir, IR_S(k), 0, 8, IR_R(d));
 	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(k));
@@ -154,14 +178,34 @@ static void cg_entry(struct cg *g)
 		ir_store(ir, IR_R(r), p->saved_size, 8, IR_I(1));
 		return;
 	}
-	if (p->entry_pred) {
-		cg_pos(g, p->entry_pred);
-		cg_cond(g, p->entry_pred, g->out, false);
-		ir_set_pos(ir, 0, 0);
+	if (g->e->frame_pairs) {
+		key = cg_pair_key(g, false);
+		if (p->entry_pred) {
+			int keep = ir_label_new(ir), skip = ir_label_new(ir);
+
+			cg_pos(g, p->entry_pred);
+			cg_cond(g, p->entry_pred, skip, false);
+			ir_set_pos(ir, 0, 0);
+			ir_goto(ir, keep);
+			/* no record a call left without its return left here */
+			ir_label(ir, skip);
+			ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(g->e->pairs),
+				IR_S(key));
+			ir_goto(ir, g->out);
+			ir_label(ir, keep);
+		}
+		rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
+		cg_save(g, IR_S(rec));
+	} else {
+		if (p->entry_pred) {
+			cg_pos(g, p->entry_pred);
+			cg_cond(g, p->entry_pred, g->out, false);
+			ir_set_pos(ir, 0, 0);
+		}
+		rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
+		cg_save(g, IR_S(rec));
+		key = cg_pair_key(g, false);
 	}
-	rec = ir_stack_alloc(ir, (unsigned)p->saved_size, 8);
-	cg_save(g, IR_S(rec));
-	key = cg_tid_key(g);
 	r = ir_vreg(ir);
 	ir_call(ir, r, BPF_FUNC_map_update_elem, 4, IR_M(g->e->pairs), IR_S(key),
 		IR_S(rec), IR_I(BPF_ANY));
@@ -188,9 +232,10 @@ static void cg_exit_pairing(struct cg *g)
 		ir_store(ir, IR_R(rec), p->saved_size, 8, IR_I(0));
 		return;
 	}
-	key = cg_tid_key(g);
+	key = cg_pair_key(g, true);
 	rec = ir_vreg(ir);
-	ir_comment(ir, "exit: the entry record of this thread");
+	ir_comment(ir, g->e->frame_pairs ? "exit: the entry record of this call" :
+		   "exit: the entry record of this thread");
 	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(key));
 	ir_jmp(ir, BPF_JEQ, rec, IR_I(0), g->out);
 	for (int i = 0; i < p->nsaved; i++) {

@@ -51,6 +51,8 @@ ir_reg cg_imm(struct cg *g, int64_t v);
 
 /* Emit counters[c] += 1 (per CPU): something had to be dropped. */
 void cg_count_drop(struct cg *g, enum engine_counter c);
+/* Emit counters[c] += by (per CPU; by a register or a constant). */
+void cg_count_add(struct cg *g, enum engine_counter c, struct ir_opnd by);
 
 /* Emit: if (r != 0) counters[c] += 1 (a helper's failure is a drop). */
 void cg_drop_if_failed(struct cg *g, ir_reg r, enum engine_counter c);

@@ -52,7 +52,7 @@ ir_reg cg_imm(struct cg *g, int64_t v)
 }
 
 /* counters[c] += 1 (per CPU). */
-void cg_count_drop(struct cg *g, enum engine_counter c)
+void cg_count_add(struct cg *g, enum engine_counter c, struct ir_opnd by)
 {
 	struct ir *ir = g->ir;
 	int k = ir_stack_alloc(ir, 8, 8), skip = ir_label_new(ir);
@@ -62,9 +62,14 @@ void cg_count_drop(struct cg *g, enum engine_counter c)
 	ir_call(ir, p, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->counters), IR_S(k));
 	ir_jmp(ir, BPF_JEQ, p, IR_I(0), skip);
 	ir_load(ir, t, IR_R(p), 0, 8, 0);
-	ir_alu(ir, BPF_ADD, t, IR_I(1));
+	ir_alu(ir, BPF_ADD, t, by);
 	ir_store(ir, IR_R(p), 0, 8, IR_R(t));
 	ir_label(ir, skip);
+}
+
+void cg_count_drop(struct cg *g, enum engine_counter c)
+{
+	cg_count_add(g, c, IR_I(1));
 }
 
 /* if (r != 0) counters[c] += 1: a helper's failure is a drop. */

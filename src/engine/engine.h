@@ -48,6 +48,8 @@ enum engine_counter {
 	EC_READ_FAIL,		/* a str() whose address could not be read ("" kept) */
 	EC_DEPTH,		/* inline: a call nested deeper than INLINE_DEPTH
 				 * probed calls (not paired: not timed) */
+	EC_UNWOUND,		/* inline: a call left without its return
+				 * (longjmp, an exception): not timed */
 	ENGINE_NCOUNTERS
 };
 

@@ -48,6 +48,13 @@ struct engine {
 	 * record, the saved values then a "set" word, instead of a hash
 	 * keyed by the thread id (no lock, no hashing: engine_inl_pairs()). */
 	bool slot_pairs;
+	/* Uprobes: pairs is an LRU hash keyed by the thread id and the
+	 * call's frame (S, the address of its return address: the entry's
+	 * sp, the uretprobe's sp - 8), so every call of a recursion pairs
+	 * with its own entry, and a record a longjmp or an exception left
+	 * behind (the kernel drops that call's uretprobe) never pairs with
+	 * another call's exit; the LRU ages such records out. */
+	bool frame_pairs;
 	/* Windowed aggregates: vals keys end in an 8-byte window epoch the
 	 * probe reads from the epoch map (ARRAY of one u64).  At a window's
 	 * end the reader moves the epoch on, then reads and deletes every

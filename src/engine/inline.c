@@ -24,6 +24,9 @@ static int map_index(struct engine_inline *in, struct bmap *b, unsigned int nslo
 		return -E2BIG;
 	if (d.type == BPF_MAP_TYPE_RINGBUF)
 		d.key_size = d.value_size = 0;
+	if (d.type == BPF_MAP_TYPE_LRU_HASH)
+		d.type = BPF_MAP_TYPE_HASH;	/* the VM's has no eviction: a full
+						 * one refuses, as a kernel HASH */
 	in->maps[in->nmaps] = shared ? vm_map_new_fd(&d, nslots, -1) : vm_map_new(&d, nslots);
 	if (!in->maps[in->nmaps])
 		return -errno;

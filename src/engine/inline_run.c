@@ -300,18 +300,14 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const 
 	return 0;
 }
 
-static const char *basename_of(const char *path)
-{
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
 /*
- * Whether path is a shared object of pid rather than its program (a
- * ".so" in its name, and not the file /proc/PID/exe is): the runtime arms
- * its sites whenever it is loaded (INL_LATER), so it may be loaded later
- * (dlopen) or again.  *st: path's stat.
+ * Whether path is a shared object of pid rather than its program, from
+ * the ELF (elf_is_program(): a PIE executable is ET_DYN too, and a
+ * library may be dlopen()ed under any name), and not the file
+ * /proc/PID/exe is (a program of its own run as the process's main
+ * executable): the runtime arms its sites whenever it is loaded
+ * (INL_LATER), so it may be loaded later (dlopen) or again.  *st:
+ * path's stat.
  */
 static bool shared_object(pid_t pid, const char *path, struct stat *st)
 {
@@ -319,7 +315,7 @@ static bool shared_object(pid_t pid, const char *path, struct stat *st)
 	char fn[64];
 
 	memset(st, 0, sizeof(*st));
-	if (stat(path, st) || !strstr(basename_of(path), ".so"))
+	if (stat(path, st) || elf_is_program(path) != 0)
 		return false;
 	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)pid);
 	return stat(fn, &exe) || exe.st_dev != st->st_dev || exe.st_ino != st->st_ino;
@@ -349,7 +345,10 @@ static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t of
 		rc = call(fd, &h, sizeof(h), NULL, 0, &r);
 		if (rc && rc != -ECONNRESET && rc != -EPIPE)
 			break;
-		if (!rc && r.status)
+		/* -EBUSY: the runtime took this connection for a second
+		 * session while the one closed just before had not ended on
+		 * its side yet (a loaded machine): connect again */
+		if (!rc && r.status && r.status != -EBUSY)
 			break;		/* a runtime without INL_NEXT */
 		close(fd);		/* (a reset: it exec()ed meanwhile) */
 		sleep_ms(10);
@@ -527,6 +526,7 @@ int engine_inl_pairs(struct engine *e)
 	bmap_free(e->pairs);
 	e->pairs = b;
 	e->slot_pairs = true;
+	e->frame_pairs = false;
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "engine/engine_int.h"
+#include "probe/elfsym.h"
 
 int engine_fail(struct engine *e, int err, const char *fmt, ...)
 {
@@ -125,15 +126,27 @@ static int eprog_setup(struct engine *e, struct eprog *ep,
 }
 
 /* A wildcard's functions name s.name's ids (the cookie of each
- * attachment is its index): into the plan's table, once. */
+ * attachment is its index): into the plan's table, once.  A tracepoint
+ * wildcard's table came with the plan (tracefs, when the query was
+ * checked): the probe's events must be the same, in the same order. */
 static int engine_site_names(struct engine *e, const struct eprog *ep)
 {
 	size_t n = probe_nsites(ep->probe);
+	const struct plan_names *t = e->p->names;
 	const char **v;
 	int err;
 
-	if (!n || !e->p->names || e->p->names->src != PN_COOKIE || e->p->names->n)
+	if (!n || !t || t->src != PN_COOKIE)
 		return 0;
+	if (t->n) {
+		for (size_t i = 0; i < n; i++)
+			if ((size_t)t->n != n || strcmp(t->name[i], probe_site_name(ep->probe, i)))
+				return engine_fail(e, -EAGAIN, "%s: the kernel's events "
+						   "changed between planning and attaching (%d "
+						   "planned, %zu now): run the query again",
+						   ep->spec, t->n, n);
+		return 0;
+	}
 	if (!(v = calloc(n, sizeof(*v))))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -245,10 +258,45 @@ static int make_maps(struct engine *e)
 			return -errno;
 	}
 	if (p->paired) {
-		e->pairs = bmap_new("fay_pairs", BPF_MAP_TYPE_HASH, 4,
+		/* the exit a uretprobe (inline probes replace the map:
+		 * engine_inl_pairs()) */
+		e->frame_pairs = p->exit.kind == PA_URETPROBE;
+		e->pairs = bmap_new("fay_pairs",
+				    e->frame_pairs ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH,
+				    e->frame_pairs ? 16 : 4,
 				    (uint32_t)p->saved_size, (uint32_t)p->max_entries);
 		if (!e->pairs)
 			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * An exit probe never breaks unwinding: a kernel uretprobe replaces the
+ * return address with the kernel's trampoline, which has no call frame
+ * information, so a C++ exception unwinding through the call aborts the
+ * program ("terminate called after throwing ...").  A query whose exit
+ * stayed a uretprobe (not inline) on a binary that throws or catches
+ * C++ exceptions (elf_cxx_exceptions()) is refused with the reason.
+ */
+static int check_exit_unwind(struct engine *e)
+{
+	for (int i = 0; i < e->nprogs; i++) {
+		const struct eprog *ep = &e->progs[i];
+		const char *bin;
+
+		if (e->inl || e->opts.emit_only || ep->kind != PROBE_URETPROBE || !ep->probe)
+			continue;
+		bin = probe_binary(ep->probe);
+		if (bin && elf_cxx_exceptions(bin) == 1)
+			return engine_fail(e, -EOPNOTSUPP, "%s: %s throws or catches C++ exceptions, "
+					   "and one unwinding through a call with a kernel "
+					   "uretprobe aborts the program (the kernel's return "
+					   "trampoline has no unwind information): time it with "
+					   "inline probes (a process named with -p PID or "
+					   "started with fay run, --probe-mode=inline), or count "
+					   "its entries only%s%s", ep->spec, bin,
+					   e->note[0] ? "; " : "", e->note);
 	}
 	return 0;
 }
@@ -361,6 +409,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 	}
 	rc = rc ? : engine_check_owners(e);
 	rc = rc ? : engine_inl_decide(e);
+	rc = rc ? : check_exit_unwind(e);
 	rc = rc ? : engine_scope(e);
 	rc = rc ? : engine_inl_pairs(e);
 	rc = rc ? : engine_codegen(e);
@@ -407,6 +456,7 @@ static const char *map_type_name(enum bpf_map_type t)
 {
 	switch (t) {
 	case BPF_MAP_TYPE_HASH: return "hash";
+	case BPF_MAP_TYPE_LRU_HASH: return "lru_hash";
 	case BPF_MAP_TYPE_PERCPU_HASH: return "percpu_hash";
 	case BPF_MAP_TYPE_ARRAY: return "array";
 	case BPF_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";

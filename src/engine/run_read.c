@@ -32,6 +32,9 @@ const char *engine_counter_desc(enum engine_counter c)
 	case EC_DEPTH:
 		return "calls not timed: nested deeper than " INLINE_DEPTH_STR
 		       " probed calls on their thread (inline)";
+	case EC_UNWOUND:
+		return "calls not timed: left without returning (longjmp, an exception "
+		       "unwinding through them; inline)";
 	default:
 		return "?";
 	}

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "probe/demangle.h"
 #include "probe/elfsym.h"
 
 int glob_match(const char *pattern, const char *name)
@@ -246,6 +247,10 @@ static int vaddr_to_off(Elf *e, uint64_t addr, uint64_t *off)
 	return seg_map(e, addr, true, off);
 }
 
+/* foreach_sym_type()'s type for every named symbol, undefined ones
+ * (imports) too */
+#define ANY_SYM		(-1)
+
 /* Every defined symbol of type (STT_FUNC, STT_GNU_IFUNC) to cb. */
 static int foreach_sym_type(Elf *e, int type,
 			    int (*cb)(const char *, uint64_t, uint64_t, void *), void *arg)
@@ -271,8 +276,8 @@ static int foreach_sym_type(Elf *e, int type,
 				int r;
 
 				if (!gelf_getsym(d, (int)i, &s) ||
-				    GELF_ST_TYPE(s.st_info) != type ||
-				    s.st_shndx == SHN_UNDEF || !s.st_value)
+				    (type != ANY_SYM && (GELF_ST_TYPE(s.st_info) != type ||
+							 s.st_shndx == SHN_UNDEF || !s.st_value)))
 					continue;
 				name = elf_strptr(e, sh.sh_link, s.st_name);
 				if (!name || !*name)
@@ -354,9 +359,37 @@ static int find_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
 	return 1;
 }
 
+/* A C++ function by its demangled name: with a parameter list the whole
+ * name ("ns::f(int)"), else the name without one ("ns::f"), which must
+ * then name one function (one address: not several overloads). */
+struct cxx_sym {
+	const char *want;
+	bool params;
+	uint64_t addr;
+	unsigned int n;		/* functions (addresses) of that name */
+};
+
+static int cxx_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct cxx_sym *cs = arg;
+	char *d;
+
+	(void)size;
+	if (strchr(name, '.'))	/* a part or a clone of one: "f.cold", "f.isra.0" */
+		return 0;
+	d = sym_demangle(name, cs->params);
+	if (d && !strcmp(d, cs->want) && (!cs->n || cs->addr != addr)) {
+		cs->addr = addr;
+		cs->n++;
+	}
+	free(d);
+	return 0;
+}
+
 int elf_func_offset(const char *path, const char *sym, uint64_t *off)
 {
 	struct find_sym fs = { .want = sym };
+	struct cxx_sym cs = { .want = sym, .params = strchr(sym, '(') != NULL };
 	struct elf_file f;
 	int err = elf_open(path, &f);
 
@@ -366,8 +399,14 @@ int elf_func_offset(const char *path, const char *sym, uint64_t *off)
 	 * memcpy@GLIBC_2.2.5 function): the implementation this CPU runs */
 	if (foreach_sym_type(f.e, STT_GNU_IFUNC, find_cb, &fs) == 1)
 		err = elf_ifunc_target(path, sym, &fs.addr);
-	else if (foreach_sym(f.e, find_cb, &fs) != 1)
-		err = -ENOENT;
+	else if (foreach_sym(f.e, find_cb, &fs) == 1)
+		;
+	else if (!strpbrk(sym, ":(<~") || (err = foreach_sym(f.e, cxx_cb, &cs)))
+		err = err ? err : -ENOENT;
+	else if (cs.n != 1)
+		err = cs.n ? -ENOTUNIQ : -ENOENT;
+	else
+		fs.addr = cs.addr;
 	if (!err)
 		err = vaddr_to_off(f.e, fs.addr, off);
 	elf_close(&f);
@@ -420,6 +459,94 @@ int elf_func_at(const char *path, uint64_t off, uint64_t *size, uint64_t *room)
 		err = -ENOENT;
 	*room = *size;
 	return err ? err : 1;
+}
+
+/* ---- C++ exceptions -------------------------------------------------------------- */
+
+static int throws_cb(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	static const char *const names[] = {
+		"__cxa_throw", "__cxa_rethrow", "__gxx_personality_v0", "_Unwind_RaiseException",
+	};
+	size_t n = strcspn(name, "@");
+
+	(void)addr;
+	(void)size;
+	(void)arg;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && !strncmp(name, names[i], n))
+			return 1;
+	return 0;
+}
+
+int elf_cxx_exceptions(const char *path)
+{
+	struct elf_file f;
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	err = foreach_sym_type(f.e, ANY_SYM, throws_cb, NULL);
+	elf_close(&f);
+	return err;
+}
+
+/* ---- what kind of file ------------------------------------------------------- */
+
+/* Its DT_FLAGS_1 has DF_1_PIE, and whether it has a DT_SONAME. */
+static void dyn_flags(Elf *e, bool *pie, bool *soname)
+{
+	Elf_Scn *scn = NULL;
+
+	*pie = *soname = false;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			if (!gelf_getdyn(d, (int)i, &dyn))
+				break;
+			if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+				*pie = true;
+			else if (dyn.d_tag == DT_SONAME)
+				*soname = true;
+		}
+	}
+}
+
+int elf_is_program(const char *path)
+{
+	struct elf_file f;
+	GElf_Ehdr eh;
+	bool pie, soname, interp = false;
+	size_t n = 0;
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	if (!gelf_getehdr(f.e, &eh) || elf_getphdrnum(f.e, &n)) {
+		elf_close(&f);
+		return -ENOEXEC;
+	}
+	if (eh.e_type != ET_DYN) {
+		elf_close(&f);
+		return eh.e_type == ET_EXEC ? 1 : -ENOEXEC;
+	}
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(f.e, (int)i, &ph) && ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	dyn_flags(f.e, &pie, &soname);
+	elf_close(&f);
+	/* libc.so.6 has a PT_INTERP too (it runs as a program), and a
+	 * soname; a PIE linked before DF_1_PIE existed has no soname */
+	return pie || (interp && !soname);
 }
 
 /* ---- USDT ------------------------------------------------------------------ */

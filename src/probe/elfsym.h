@@ -35,9 +35,13 @@ bool elf_lib_matches(const char *want, const char *soname);
 /* The file offset of function sym in path (what a uprobe wants): its
  * st_value mapped through the PT_LOAD segment that holds it; for an
  * IFUNC symbol (strlen), the implementation this CPU selects
- * (elf_ifunc_target()).  0, -ENOENT (no such function), -ENXIO (an
- * IFUNC of a library fay has not loaded: not resolved), -ENOEXEC (not
- * an ELF file), -errno. */
+ * (elf_ifunc_target()).  A C++ function may be named demangled (sym
+ * with "::", "(", "<" or "~", no symbol of that name): with its
+ * parameter list as `nm -C` prints it ("ns::C::f(int, char const*)"),
+ * or without one ("ns::C::f") when only one function has that name.
+ * 0, -ENOENT (no such function), -ENOTUNIQ (a C++ name without
+ * parameters of several overloads), -ENXIO (an IFUNC of a library fay
+ * has not loaded: not resolved), -ENOEXEC (not an ELF file), -errno. */
 int elf_func_offset(const char *path, const char *sym, uint64_t *off);
 
 /* The function at file offset off of path: *size from its symbol and
@@ -83,6 +87,22 @@ int elf_foreach_func_offset(const char *path,
 			    int (*cb)(const char *name, uint64_t off, uint64_t size,
 				      void *arg),
 			    void *arg);
+
+/* Whether path's code throws or catches C++ exceptions: its symbols
+ * (defined or imported) name __cxa_throw, __cxa_rethrow,
+ * __gxx_personality_v0 or _Unwind_RaiseException.  An exception may then
+ * unwind through its functions, which a kernel uretprobe (a return
+ * address replaced by the kernel's trampoline, which has no call frame
+ * information) breaks: the program aborts.  1, 0, -ENOEXEC, -errno. */
+int elf_cxx_exceptions(const char *path);
+
+/* Whether path is a program rather than a shared object, from the ELF
+ * (the file's name says nothing: a library copied to any name can be
+ * dlopen()ed): ET_EXEC; ET_DYN with DF_1_PIE in DT_FLAGS_1 (a PIE); an
+ * ET_DYN with a PT_INTERP and no DT_SONAME (a PIE of a linker without
+ * DF_1_PIE; libc.so.6 has a PT_INTERP but a soname).  1, 0, -ENOEXEC
+ * (not an ELF executable or shared object), -errno. */
+int elf_is_program(const char *path);
 
 /* One USDT probe site from .note.stapsdt, with file offsets. */
 struct usdt_site {

@@ -10,6 +10,7 @@
  * programs with EPERM even to root, and some are built without kprobes.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 #include "bpf/insn.h"
 #include "common/log.h"
+#include "bpf/load.h"
 #include "probe/provider.h"
 
 static const int kprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
@@ -65,6 +67,245 @@ static bool in_kallsyms(const char *name)
 	return found;
 }
 
+/* ---- wildcards: kprobe.multi ------------------------------------------------ */
+
+/* At most this many functions one wildcard attaches to: in one
+ * kprobe.multi link, or one kprobe each (a perf event and a link: two
+ * fds, and a kprobe the kernel registers one at a time) where the kernel
+ * has no kprobe.multi. */
+#define KFUNC_MAX_SITES (1 << 17)
+#define KFUNC_MAX_KPROBES 4096
+
+/* Does this kernel make kprobe.multi links?  As libbpf probes it: a link
+ * to a function no kernel has fails with ESRCH (or ENOENT) where it
+ * does, EOPNOTSUPP where it does not (no CONFIG_FPROBE: Debian's 6.1). */
+static int kmulti_try(void)
+{
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_KPROBE_MULTI);
+	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, 0), EXIT_INSN() };
+	const char *sym = "fay_no_such_kernel_function";
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "fay_try", "GPL", insns, 2, &o), link;
+
+	if (fd < 0)
+		return -errno;
+	link = bpf_kprobe_multi_link(fd, &sym, 1, false);
+	close(fd);
+	if (link >= 0) {
+		close(link);
+		return 0;
+	}
+	return link == -ESRCH || link == -ENOENT ? 0 : link;
+}
+
+/* What fay's own probe runs through (the BPF program's helpers and maps,
+ * the stack walker, the fprobe path into it): probing these would only
+ * count fay.  The kernel skips a program entered again on the same CPU
+ * (bpf_prog_active) but counts each skip as a miss. */
+static const char *const kfunc_own[] = {
+	"bpf_*", "__bpf_*", "___bpf_*", "htab_*", "array_map_*", "percpu_array_*",
+	"stack_map_*", "get_perf_callchain", "perf_callchain_*", "unwind_*",
+	"__unwind_*", "fprobe_*", "rethook_*", "arch_rethook_*", "kprobe_multi_*",
+	"ftrace_*", "__ftrace_*", "arch_ftrace_*", "copy_from_kernel_nofault*",
+	"copy_from_user_nofault", "strncpy_from_*_nofault", "migrate_disable",
+	"migrate_enable", "__rcu_read_lock", "__rcu_read_unlock", "rcu_read_lock_*",
+};
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in the kprobes blacklist (debugfs): functions the kernel says
+ * must not be probed ("0xADDR-0xADDR\tNAME"), sorted.  *n 0 when it
+ * cannot be read (no debugfs). */
+static char **kprobe_blacklist(size_t *n)
+{
+	FILE *f = fopen("/sys/kernel/debug/kprobes/blacklist", "re");
+	char line[512], name[256], **v = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %255s", name) != 1)
+			continue;
+		if (*n == cap) {
+			char **nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+		}
+		if (!(v[*n] = strdup(name)))
+			break;
+		(*n)++;
+	}
+	fclose(f);
+	if (v)
+		qsort(v, *n, sizeof(*v), str_cmp);
+	return v;
+}
+
+static bool is_own(const char *name)
+{
+	for (size_t i = 0; i < sizeof(kfunc_own) / sizeof(kfunc_own[0]); i++)
+		if (!fnmatch(kfunc_own[i], name, 0))
+			return true;
+	return false;
+}
+
+/* The most arguments BTF gives any of the (sorted) sites, or 6 when one
+ * has no BTF: one pass over vmlinux's types. */
+static int kwild_nargs(const struct probe *p)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	size_t found = 0;
+	int max = 0;
+
+	if (!btf)
+		return 6;
+	for (__u32 id = 1; id < btf__type_cnt(btf); id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id), *proto;
+		const char *name;
+
+		if (!btf_is_func(t))
+			continue;
+		name = btf__name_by_offset(btf, t->name_off);
+		if (!name || !bsearch(&name, p->sites, p->nsites, sizeof(*p->sites), str_cmp))
+			continue;
+		found++;
+		proto = btf__type_by_id(btf, t->type);
+		if (proto && btf_vlen(proto) > max)
+			max = btf_vlen(proto);
+	}
+	btf__free(btf);
+	return found < p->nsites || max > 6 ? 6 : max;
+}
+
+/*
+ * kernel.function("vfs_*"), kernel.function("*"): the functions ftrace
+ * can trace (available_filter_functions: notrace ones are not there)
+ * whose name matches, each name once, less the kprobes blacklist and
+ * fay's own (kfunc_own); one kprobe.multi link for all of them, function
+ * i carrying i as its cookie (s.name).  A name the kernel has twice
+ * (static functions of two files) is probed at the first.
+ */
+static int kwild_resolve(struct probe *p)
+{
+	const char *dir = tracefs_dir();
+	char path[512], line[512], **bl = NULL;
+	size_t nbl = 0, cap = 0, nown = 0, nblack = 0, k = 0, matched = 0;
+	int multi_err;
+	FILE *f;
+
+	if (!dir)
+		return probe_fail(p, -errno, "kernel.function(\"%s\"): no tracefs to list "
+				  "the kernel's functions in: %s", p->spec, errstr(-errno));
+	snprintf(path, sizeof(path), "%s/available_filter_functions", dir);
+	if (!(f = fopen(path, "re")))
+		return probe_fail(p, -errno, "kernel.function(\"%s\"): cannot read %s: %s%s",
+				  p->spec, path, errstr(-errno), errno == EPERM ?
+				  " (the kernel does not let this process list its traceable "
+				  "functions: lockdown, or ftrace is off)" : "");
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, " \t\n")] = '\0';	/* "name [module]" */
+		if (fnmatch(p->spec, line, 0))
+			continue;
+		if (p->nsites == cap) {
+			char **nv = realloc(p->sites, (cap = cap ? 2 * cap : 256) * sizeof(*nv));
+
+			if (!nv) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			p->sites = nv;
+		}
+		if (!(p->sites[p->nsites] = strdup(line))) {
+			fclose(f);
+			return -ENOMEM;
+		}
+		p->nsites++;
+	}
+	fclose(f);
+	if (p->nsites)
+		qsort(p->sites, p->nsites, sizeof(*p->sites), str_cmp);
+	for (size_t i = 0; i < p->nsites; i++) {	/* each name once */
+		if (k && !strcmp(p->sites[k - 1], p->sites[i]))
+			free(p->sites[i]);
+		else
+			p->sites[k++] = p->sites[i];
+	}
+	p->nsites = matched = k;
+	k = 0;
+	bl = kprobe_blacklist(&nbl);
+	for (size_t i = 0; i < p->nsites; i++) {
+		char *s = p->sites[i];
+
+		if (nbl && bsearch(&s, bl, nbl, sizeof(*bl), str_cmp)) {
+			nblack++;
+			free(s);
+		} else if (is_own(s)) {
+			nown++;
+			free(s);
+		} else {
+			p->sites[k++] = s;
+		}
+	}
+	p->nsites = k;
+	for (size_t i = 0; i < nbl; i++)
+		free(bl[i]);
+	free(bl);
+	if (!p->nsites && matched)
+		return probe_fail(p, -ENOENT, "kernel.function(\"%s\"): the %zu functions it "
+				  "matches may not be traced: %zu in the kernel's kprobes "
+				  "blacklist, %zu fay's own probe runs through", p->spec,
+				  matched, nblack, nown);
+	if (!p->nsites)
+		return probe_fail(p, -ENOENT, "kernel.function(\"%s\"): no traceable kernel "
+				  "function matches (none in %s; see `fay probes "
+				  "'kernel.function:%s'`)", p->spec, path, p->spec);
+	if (p->nsites > KFUNC_MAX_SITES)
+		return probe_fail(p, -E2BIG, "kernel.function(\"%s\") matches %zu traceable "
+				  "functions, more than the %d one probe attaches to: name "
+				  "fewer", p->spec, p->nsites, KFUNC_MAX_SITES);
+	p->prog_type = BPF_PROG_TYPE_KPROBE;
+	multi_err = kmulti_try();
+	if (!multi_err) {
+		p->attach_type = BPF_TRACE_KPROBE_MULTI;
+		p->mech = is_exit(p) ? "kretprobe.multi" : "kprobe.multi";
+	} else {
+		int kp_type = perf_pmu_type("kprobe");
+
+		if (kp_type < 0)
+			return probe_fail(p, -EOPNOTSUPP, "kernel.function(\"%s\"): this "
+					  "kernel has neither kprobe.multi links (%s) nor "
+					  "kprobes (no kprobe PMU)", p->spec, errstr(multi_err));
+		if (p->nsites > KFUNC_MAX_KPROBES)
+			return probe_fail(p, -E2BIG, "kernel.function(\"%s\") matches %zu "
+					  "traceable functions; this kernel has no kprobe.multi "
+					  "links (%s: Linux 5.18 with CONFIG_FPROBE), and one "
+					  "kprobe per function is at most %d: name fewer",
+					  p->spec, p->nsites, errstr(multi_err),
+					  KFUNC_MAX_KPROBES);
+		p->pmu_type = kp_type;
+		p->pmu_retbit = is_exit(p) ? perf_pmu_bit("kprobe", "retprobe") : 0;
+		if (p->pmu_retbit < 0)
+			return probe_fail(p, p->pmu_retbit, "kretprobe: the kprobe "
+					  "PMU has no retprobe format bit");
+		p->mech = is_exit(p) ? "kretprobe" : "kprobe";
+	}
+	p->nargs = is_exit(p) ? 0 : kwild_nargs(p);
+	snprintf(p->desc, sizeof(p->desc), "%s %.300s (%zu functions", p->mech, p->spec,
+		 p->nsites);
+	if (nblack || nown)
+		snprintf(p->desc + strlen(p->desc), sizeof(p->desc) - strlen(p->desc),
+			 "; %zu left out: %zu kprobes blacklist, %zu fay's own", nblack + nown,
+			 nblack, nown);
+	snprintf(p->desc + strlen(p->desc), sizeof(p->desc) - strlen(p->desc), ")");
+	return 0;
+}
+
 static int kfunc_resolve(struct probe *p)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -74,6 +315,8 @@ static int kfunc_resolve(struct probe *p)
 	if (!*p->spec || strchr(p->spec, ' '))
 		return probe_fail(p, -EINVAL, "kernel.function(\"%s\"): not a "
 				  "function name", p->spec);
+	if (strpbrk(p->spec, "*?["))
+		return kwild_resolve(p);
 	if (btf) {
 		id = btf__find_by_name_kind(btf, p->spec, BTF_KIND_FUNC);
 		if (id > 0) {
@@ -157,8 +400,58 @@ static int kfunc_emit_ret(struct probe *p, struct ir *ir, ir_reg dst)
 static int kfunc_attach(struct probe *p, int prog_fd)
 {
 	struct perf_event_attr attr = { 0 };
+	size_t refused = 0, first = 0;
 	int fd;
 
+	if (p->attach_type == BPF_TRACE_KPROBE_MULTI) {
+		fd = bpf_kprobe_multi_link(prog_fd, (const char *const *)p->sites,
+					   p->nsites, is_exit(p));
+		if (fd == -EOPNOTSUPP || fd == -EINVAL)
+			return probe_fail(p, fd, "cannot attach %s: this kernel has no "
+					  "kprobe.multi links (Linux 5.18 with CONFIG_FPROBE): "
+					  "%s", p->desc, errstr(fd));
+		if (fd == -ESRCH || fd == -ENOENT)
+			return probe_fail(p, fd, "cannot attach %s: the kernel could not "
+					  "find one of the functions by name (%s; a module "
+					  "unloaded since?)", p->desc, errstr(fd));
+		if (fd < 0)
+			return fd;
+		return probe_keep_fd(p, fd);
+	}
+	for (size_t i = 0; i < p->nsites; i++) {	/* a wildcard, one kprobe each */
+		int err;
+		size_t before = p->nfds;
+
+		memset(&attr, 0, sizeof(attr));
+		attr.type = (uint32_t)p->pmu_type;
+		attr.config1 = (uint64_t)(uintptr_t)p->sites[i];
+		if (is_exit(p))
+			attr.config |= 1ull << p->pmu_retbit;
+		attr.sample_period = 1;
+		attr.wakeup_events = 1;
+		err = perf_attach_bpf_cookie(p, &attr, -1, 0, prog_fd, i);
+		/* a function the kprobe code refuses (its own blacklist
+		 * when debugfs did not show it, an __init function gone) */
+		if (err == -EINVAL || err == -ENOENT || err == -EADDRNOTAVAIL) {
+			while (p->nfds > before)
+				close(p->fds[--p->nfds]);
+			if (!refused++)
+				first = i;
+			continue;
+		}
+		if (err)
+			return probe_fail(p, err, "cannot attach %s at %s: %s", p->desc,
+					  p->sites[i], errstr(err));
+	}
+	if (p->nsites && refused == p->nsites)
+		return probe_fail(p, -EINVAL, "cannot attach %s: the kernel refused a kprobe "
+				  "on every function (%s: %s, ...)", p->desc, p->sites[first],
+				  "refused");
+	if (refused)
+		pr_warn("%s: the kernel refused a kprobe on %zu of the functions (%s, ...)",
+			p->desc, refused, p->sites[first]);
+	if (p->nsites)
+		return 0;
 	if (p->prog_type == BPF_PROG_TYPE_TRACING) {
 		fd = bpf_raw_tracepoint_open(NULL, prog_fd);
 		if (fd < 0)

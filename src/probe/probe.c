@@ -19,6 +19,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/tracefs.h"
+#include "probe/demangle.h"
 #include "probe/provider.h"
 
 #ifndef TRACEFS_MAGIC
@@ -128,6 +129,9 @@ void probe_free(struct probe *p)
 	for (size_t i = 0; i < p->nmore; i++)
 		free(p->more[i].path);
 	free(p->more);
+	for (size_t i = 0; i < p->nsites; i++)
+		free(p->sites[i]);
+	free(p->sites);
 	free(p->spec);
 	free(p);
 }
@@ -139,10 +143,20 @@ const char *probe_strerror(const struct probe *p) { return p->err; }
 int probe_nargs(const struct probe *p) { return p->nargs; }
 bool probe_attached(const struct probe *p) { return p->nfds > 0; }
 
+size_t probe_nsites(const struct probe *p)
+{
+	return p->nsites;
+}
+
+const char *probe_site_name(const struct probe *p, size_t i)
+{
+	return i < p->nsites ? p->sites[i] : NULL;
+}
+
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym)
 {
-	const char *c = strrchr(p->spec, ':');
+	const char *c = sym_spec_colon(p->spec);
 
 	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || !c ||
 	    probe_nsites(p))

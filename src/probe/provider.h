@@ -70,6 +70,11 @@ struct probe {
 	 * each probed too (uprobe.c) */
 	struct probe_file *more;
 	size_t nmore;
+	/* a wildcard: the name of each function or event it matched, whose
+	 * attachment carries its index as the BPF cookie (freed by
+	 * probe_free()) */
+	char **sites;
+	size_t nsites;
 };
 
 struct probe_file {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe/demangle.h"
 #include "probe/elfsym.h"
 #include "probe/stacksym.h"
 
@@ -80,8 +81,10 @@ void stacksym_free(struct stacksym *s)
 	free(s);
 }
 
-/* Add a symbol; the name is cut at '@' (.symtab's "read@@GLIBC_2.2.5")
- * and a ';' (the folded separator) becomes ':'. */
+/* Add a symbol; the name is cut at '@' (.symtab's "read@@GLIBC_2.2.5"),
+ * a C++ name demangled without its parameters ("ns::C::f": one frame
+ * name per function, as flame graphs want) and a ';' (the folded
+ * separator) becomes ':'. */
 static int symtab_add(struct symtab *t, uint64_t lo, uint64_t size, const char *name)
 {
 	size_t n = strcspn(name, "@");
@@ -96,7 +99,9 @@ static int symtab_add(struct symtab *t, uint64_t lo, uint64_t size, const char *
 		t->v = v;
 		t->cap = cap;
 	}
-	c = strndup(name, n);
+	c = sym_demangle(name, false);
+	if (!c)
+		c = strndup(name, n);
 	if (!c)
 		return -ENOMEM;
 	for (char *p = c; (p = strchr(p, ';')); )

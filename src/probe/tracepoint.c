@@ -13,13 +13,101 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/tracefs.h"
 #include "probe/provider.h"
 
 static bool is_raw_syscalls(const struct probe *p)
 {
 	return p->kind != PROBE_TRACEPOINT && !strcmp(p->spec, "*");
+}
+
+/* A wildcard's events: the tracepoint id of p->sites[i]. */
+struct tpwild {
+	int *ids;
+	bool full;		/* names are "sys:event" */
+	struct probe *p;
+};
+
+static int tpwild_one(const char *sys, const char *event, void *arg)
+{
+	struct tpwild *w = arg;
+	struct probe *p = w->p;
+	struct probe_field *fs;
+	size_t nf;
+	char name[512];
+	int err, id;
+
+	err = tracefs_format(sys, event, &fs, &nf, &id);
+	if (err)
+		return probe_fail(p, err, "tracepoint(\"%s\"): cannot read the format "
+				  "of %s:%s: %s", p->spec, sys, event, errstr(err));
+	free(fs);
+	snprintf(name, sizeof(name), "%s:%s", sys, event);
+	if (!(p->sites[p->nsites] = strdup(w->full ? name : event)))
+		return -ENOMEM;
+	w->ids[p->nsites++] = id;
+	return 0;
+}
+
+/* "sched:*", "syscalls:sys_enter_*", "*:*_exec": every event tracefs
+ * lists that matches (tracefs_glob()); one perf event each, all running
+ * the one program, each through a BPF link carrying its index as the
+ * cookie (s.name).  The fields a query may read are the ones all the
+ * events share (the query front end checks that): the probe has none. */
+static int tpwild_resolve(struct probe *p, const char *sys, const char *event)
+{
+	struct tpwild *w = calloc(1, sizeof(*w));
+	const char *dir = tracefs_dir();
+	int n = 0, err;
+
+	if (!w)
+		return -ENOMEM;
+	p->priv = w;
+	w->p = p;
+	w->full = strpbrk(sys, "*?[") != NULL;
+	if (!dir)
+		return probe_fail(p, -errno, "tracepoint(\"%s\"): no tracefs: %s", p->spec,
+				  errstr(-errno));
+	err = tracefs_glob(dir, sys, event, NULL, NULL, &n);
+	if (err == -E2BIG)
+		return probe_fail(p, err, "tracepoint(\"%s\") matches %d events, more than "
+				  "the %d one probe attaches to: name fewer", p->spec, n,
+				  TRACEFS_GLOB_MAX);
+	if (err < 0)
+		return probe_fail(p, err, "tracepoint(\"%s\"): cannot list %s/available_events: "
+				  "%s", p->spec, dir, errstr(err));
+	if (!n)
+		return probe_fail(p, -ENOENT, "no tracepoint matches \"%s\" in "
+				  "%s/available_events (see `fay probes '%s'`)", p->spec,
+				  dir, p->spec);
+	if (!(p->sites = calloc((size_t)n, sizeof(*p->sites))) ||
+	    !(w->ids = calloc((size_t)n, sizeof(*w->ids))))
+		return -ENOMEM;
+	err = tracefs_glob(dir, sys, event, tpwild_one, w, &n);
+	if (err < 0)
+		return err;
+	if ((size_t)n != p->nsites)
+		return probe_fail(p, -EAGAIN, "tracepoint(\"%s\"): the events changed while "
+				  "they were read", p->spec);
+	snprintf(p->desc, sizeof(p->desc), "tracepoint %.400s (%zu events)", p->spec,
+		 p->nsites);
+	p->prog_type = BPF_PROG_TYPE_TRACEPOINT;
+	p->mech = "tracepoint";
+	p->nargs = 0;
+	return 0;
+}
+
+static void tp_release(struct probe *p)
+{
+	struct tpwild *w = p->priv;
+
+	if (w)
+		free(w->ids);
+	free(w);
+	p->priv = NULL;
 }
 
 static int tp_resolve(struct probe *p)
@@ -36,6 +124,8 @@ static int tp_resolve(struct probe *p)
 					  "\"subsystem:event\"", p->spec);
 		snprintf(sys, sizeof(sys), "%.*s", (int)(colon - p->spec), p->spec);
 		snprintf(event, sizeof(event), "%s", colon + 1);
+		if (strpbrk(p->spec, "*?["))
+			return tpwild_resolve(p, sys, event);
 	} else if (is_raw_syscalls(p)) {
 		snprintf(sys, sizeof(sys), "raw_syscalls");
 		snprintf(event, sizeof(event), "%s",
@@ -141,7 +231,42 @@ static int tp_attach(struct probe *p, int prog_fd)
 		.sample_period = 1,
 		.wakeup_events = 1,
 	};
-	int fd = perf_attach_bpf(&attr, -1, 0, prog_fd);
+	const struct tpwild *w = p->priv;
+	size_t refused = 0, first = 0;
+	int fd, first_err = 0;
+
+	for (size_t i = 0; w && i < p->nsites; i++) {
+		size_t before = p->nfds;
+		int err;
+
+		attr.config = (uint64_t)w->ids[i];
+		err = perf_attach_bpf_cookie(p, &attr, -1, 0, prog_fd, i);
+		/* an event this kernel keeps from BPF programs (EPERM on
+		 * some irq_vectors events under a hypervisor's policy) is
+		 * left out, said once; the others run */
+		if (err == -EPERM || err == -EINVAL || err == -EOPNOTSUPP) {
+			while (p->nfds > before)
+				close(p->fds[--p->nfds]);
+			if (!refused++) {
+				first = i;
+				first_err = err;
+			}
+			continue;
+		}
+		if (err)
+			return probe_fail(p, err, "cannot attach %s to %s: %s", p->desc,
+					  p->sites[i], errstr(err));
+	}
+	if (w && refused == p->nsites)
+		return probe_fail(p, first_err, "cannot attach %s: the kernel refused every "
+				  "event (%s: %s, ...)", p->desc, p->sites[first],
+				  errstr(first_err));
+	if (refused)
+		pr_warn("%s: the kernel refused %zu of the events, left out (%s: %s, ...)",
+			p->desc, refused, p->sites[first], errstr(first_err));
+	if (w)
+		return 0;
+	fd = perf_attach_bpf(&attr, -1, 0, prog_fd);
 
 	if (fd < 0)
 		return fd;
@@ -155,4 +280,5 @@ const struct provider provider_tracepoint = {
 	.emit_ret = tp_emit_ret,
 	.emit_field = tp_emit_field,
 	.attach = tp_attach,
+	.release = tp_release,
 };

@@ -20,17 +20,19 @@
 #include "common/err.h"
 #include "common/grow.h"
 #include "common/log.h"
+#include "probe/demangle.h"
 #include "probe/elfsym.h"
 #include "probe/procroot.h"
 #include "probe/provider.h"
 
 static const int uprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
 
-/* Split "lib:sym" at its last colon. */
+/* Split "lib:sym" at its last colon that is not one of a C++ "::"
+ * ("prog:ns::C::f"). */
 static int split_last(struct probe *p, const char *spec, char *left, size_t llen,
 		      const char **right)
 {
-	const char *c = strrchr(spec, ':');
+	const char *c = sym_spec_colon(spec);
 
 	if (!c || c == spec || !c[1] || (size_t)(c - spec) >= llen)
 		return -EINVAL;
@@ -65,9 +67,8 @@ static int find_binary(struct probe *p, const char *name)
  * each at its own offset (p->priv); attached with its index as the BPF
  * cookie, which the program reads for s.name (probe_site_name()). */
 struct uwild {
-	char **names;
-	uint64_t *offs;
-	size_t n, cap;
+	uint64_t *offs;		/* offs[i]: the file offset of p->sites[i] */
+	size_t cap;
 	int err;
 };
 
@@ -76,34 +77,35 @@ static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *a
 	struct probe *p = arg;
 	struct uwild *w = p->priv;
 	const char *pat = strrchr(p->spec, ':') + 1;
+	size_t n = p->nsites;
 
 	if (!glob_match(pat, name))
 		return 0;
-	for (size_t i = 0; i < w->n; i++)
-		if (!strcmp(w->names[i], name))
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(p->sites[i], name))
 			return 0;	/* in .symtab and .dynsym */
-	if (w->n == UPROBE_MAX_SITES)
+	if (n == UPROBE_MAX_SITES)
 		return -E2BIG;
-	if (w->n == w->cap) {
+	if (n == w->cap) {
 		size_t nc = w->cap ? 2 * w->cap : 16;
-		char **nn = realloc(w->names, nc * sizeof(*nn));
+		char **nn = realloc(p->sites, nc * sizeof(*nn));
 		uint64_t *no;
 
 		if (!nn)
 			return -ENOMEM;
-		w->names = nn;
+		p->sites = nn;
 		no = realloc(w->offs, nc * sizeof(*no));
 		if (!no)
 			return -ENOMEM;
 		w->offs = no;
 		w->cap = nc;
 	}
-	w->err = elf_func_offset(p->path, name, &w->offs[w->n]);
+	w->err = elf_func_offset(p->path, name, &w->offs[n]);
 	if (w->err)
 		return 0;	/* no offset (an undefined or odd symbol): skip */
-	if (!(w->names[w->n] = strdup(name)))
+	if (!(p->sites[n] = strdup(name)))
 		return -ENOMEM;
-	w->n++;
+	p->nsites++;
 	return 0;
 }
 
@@ -122,14 +124,14 @@ static int uwild_resolve(struct probe *p, const char *bin, const char *pat)
 	if (err)
 		return probe_fail(p, err, "cannot read the functions of %s: %s", p->path,
 				  strerror(-err));
-	if (!w->n)
+	if (!p->nsites)
 		return probe_fail(p, -ENOENT, "no function matches \"%s\" in %s (see `fay "
 				  "probes '%s:%s'`)", pat, p->path, bin, pat);
 	p->prog_type = BPF_PROG_TYPE_KPROBE;
 	p->mech = p->kind == PROBE_URETPROBE ? "uretprobe" : "uprobe";
 	p->nargs = p->kind == PROBE_URETPROBE ? 0 : 6;
 	snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s (%zu functions)%s", p->mech,
-		 p->path, pat, w->n, p->opts.pid > 0 ? " (one pid)" : "");
+		 p->path, pat, p->nsites, p->opts.pid > 0 ? " (one pid)" : "");
 	return 0;
 }
 
@@ -139,26 +141,9 @@ static void uwild_release(struct probe *p)
 
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->n; i++)
-		free(w->names[i]);
-	free(w->names);
 	free(w->offs);
 	free(w);
 	p->priv = NULL;
-}
-
-size_t probe_nsites(const struct probe *p)
-{
-	const struct uwild *w = p->prov->release == uwild_release ? p->priv : NULL;
-
-	return w ? w->n : 0;
-}
-
-const char *probe_site_name(const struct probe *p, size_t i)
-{
-	const struct uwild *w = p->prov->release == uwild_release ? p->priv : NULL;
-
-	return w && i < w->n ? w->names[i] : NULL;
 }
 
 struct more_ctx {
@@ -196,7 +181,7 @@ static int more_cb(const char *path, dev_t dev, ino_t ino, void *arg)
 static int find_more(struct probe *p, const char *sym)
 {
 	struct more_ctx m = { p, sym, { 0 }, 0 };
-	const char *c = strrchr(p->spec, ':');
+	const char *c = sym > p->spec ? sym - 1 : NULL;	/* split_last()'s colon */
 	char bin[4096];
 
 	if (p->opts.pid > 0 || !c || (size_t)(c - p->spec) >= sizeof(bin))
@@ -254,6 +239,10 @@ static int uprobe_resolve(struct probe *p)
 		return probe_fail(p, err, "\"%s\" of %s is an IFUNC (its implementation is "
 				  "chosen at load) and fay does not load %s to run its "
 				  "resolver: name the implementation", sym, p->path, p->path);
+	if (err == -ENOTUNIQ)
+		return probe_fail(p, err, "\"%s\" names several C++ functions (overloads) in "
+				  "%s: give one's parameters as `nm -C` prints them, "
+				  "\"%s(int, char const*)\"", sym, p->path, sym);
 	if (err)
 		return probe_fail(p, err, "no function \"%s\" in %s (see `fay probes "
 				  "'%s:%s*'`)", sym, p->path, bin, sym);
@@ -345,7 +334,7 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 {
 	const struct uwild *w = p->priv;
 
-	for (size_t i = 0; i < (w ? w->n : 1); i++)
+	for (size_t i = 0; i < (w ? p->nsites : 1); i++)
 		if (evex_first(p->path, w ? w->offs[i] : p->offset))
 			return probe_fail(p, -EOPNOTSUPP, "%s: the function at file offset "
 					  "0x%llx begins with an EVEX (AVX-512) instruction, which "
@@ -354,7 +343,7 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 					  "other bytes): probe it inline (-p PID or fay run)",
 					  p->desc, (unsigned long long)(w ? w->offs[i] : p->offset));
 
-	for (size_t i = 0; w && i < w->n; i++) {
+	for (size_t i = 0; w && i < p->nsites; i++) {
 		int err = uprobe_open(p, prog_fd, w->offs[i], 0,
 				      p->kind == PROBE_URETPROBE, true, i);
 

@@ -225,10 +225,11 @@ enum plan_name_src {
 	PN_CTX,			/* the 8-byte word at context offset ctx_off
 				 * (raw_syscalls:sys_enter/sys_exit: the
 				 * system call's number) */
-	PN_COOKIE,		/* the attachment's BPF cookie: a wildcard
-				 * function's index among the functions it
-				 * matched; the names are known once the probe
-				 * resolved (query_plan_set_names()) */
+	PN_COOKIE,		/* the attachment's BPF cookie: a wildcard's
+				 * index among the functions or events it
+				 * matched; a tracepoint's names are known when
+				 * planned (from tracefs), a function's once the
+				 * probe resolved (query_plan_set_names()) */
 };
 
 struct plan_names {

@@ -209,6 +209,9 @@ int plan_dump(const struct plan *p, FILE *f)
 		fprintf(f, "  name the %s: ", t->what);
 		if (t->src == PN_CONST)
 			fprintf(f, "\"%s\" (%s), id 0 in the probe", t->name[0], t->how);
+		else if (t->src == PN_COOKIE)
+			fprintf(f, "%d names (%s), the id the attachment's BPF cookie",
+				named, t->how);
 		else
 			fprintf(f, "%d names (%s), the id the word at ctx+%d", named,
 				t->how, t->ctx_off);
@@ -485,7 +488,8 @@ int plan_dump_json(const struct plan *p, FILE *f)
 			named += p->names->name[i] != NULL;
 		fprintf(f, ",\"names\":{\"what\":\"%s\",\"count\":%d,\"from\":\"%s\"}",
 			p->names->what, named,
-			p->names->src == PN_CONST ? "constant" : "context");
+			p->names->src == PN_CONST ? "constant" :
+			p->names->src == PN_COOKIE ? "cookie" : "context");
 	}
 	fprintf(f, ",\"paired\":%s,\"saved\":[", p->paired ? "true" : "false");
 	for (int i = 0; i < p->nsaved; i++)

@@ -326,7 +326,7 @@ static int conv_name_cmp(struct planner *pl, const struct node *n,
 	if (err)
 		return err;
 	t = pl->p->names;
-	if (t->src == PN_COOKIE)
+	if (t->src == PN_COOKIE && !t->n)
 		return query_errorf(pl->q, &lit->loc,
 				    "s.name of a wildcard is known once the probe attaches: it can be a key or a column, not compared; name the function in the pattern instead");
 	v = plan_name_id(pl->p, lit->str, lit->len);

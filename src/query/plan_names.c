@@ -94,7 +94,16 @@ int plan_names_build(struct planner *pl)
 		pl->p->names = t;
 		return 0;
 	}
-	if ((src->kind == SRC_UFUNC || src->kind == SRC_PFUNC) &&
+	if (src->kind == SRC_TRACEPOINT && src->nnames) {
+		t->src = PN_COOKIE;
+		t->what = "event";
+		t->how = "the events the pattern matches, by their attachment's cookie";
+		t->name = src->names;
+		t->n = src->nnames;
+		pl->p->names = t;
+		return 0;
+	}
+	if ((src->kind == SRC_UFUNC || src->kind == SRC_PFUNC || src->kind == SRC_KFUNC) &&
 	    strpbrk(src->part[1], "*?[")) {
 		t->src = PN_COOKIE;
 		t->what = "function";

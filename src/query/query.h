@@ -224,6 +224,10 @@ struct ast_source {
 	/* split forms of arg, filled by sema */
 	const char *part[3];
 	const struct tp_format *tp;
+	/* a tracepoint wildcard: the events it matched, as s.name spells
+	 * them (name[i] is the BPF cookie i's), sorted */
+	const char **names;
+	int nnames;
 };
 
 enum clause_kind { C_WHERE, C_LET };
@@ -386,6 +390,12 @@ int lex_all(struct query *q, const char *text, size_t len,
 int tp_format_load(struct query *q, const char *sys, const char *event,
 		   const struct loc *loc, const struct tp_format **out);
 const struct tp_field *tp_field_find(const struct tp_format *f, const char *name);
+/* A tracepoint wildcard (SYS and EVENT globs) into src: src->names (each
+ * event, "event" or, when the subsystem is a glob, "sys:event") and
+ * src->tp, a format holding the fields every matched event has at the
+ * same offset, size, type and sign.  0, or -EINVAL with the error at
+ * loc: nothing matches, more than TRACEFS_GLOB_MAX events match. */
+int tp_glob_load(struct query *q, struct ast_source *src, const struct loc *loc);
 /* Whether syscall NAME has tracepoints, when tracefs is already there:
  * 1 yes, 0 no, -1 cannot tell (nothing is mounted for this). */
 int tp_syscall_known(struct query *q, const char *name);

@@ -86,6 +86,9 @@ static int check_conjuncts(struct sema *s, struct node *n)
 
 /* ---- the query ---------------------------------------------------------- */
 
+/* What a glob may hold besides a name's characters (fnmatch(3)). */
+#define GLOB_CHARS "*?[]!^-"
+
 static bool word_ok(const char *p, size_t len, const char *extra)
 {
 	if (!len)
@@ -121,27 +124,35 @@ static int check_source(struct sema *s)
 		break;
 	case SRC_TRACEPOINT:
 		c1 = strchr(a, ':');
-		if (!c1 || !word_ok(a, c1 - a, NULL) || !word_ok(c1 + 1, strlen(c1 + 1), NULL))
+		if (!c1 || !word_ok(a, c1 - a, GLOB_CHARS) ||
+		    !word_ok(c1 + 1, strlen(c1 + 1), GLOB_CHARS))
 			return query_errorf(q, &src->arg_loc,
-					    "bad tracepoint \"%s\" (write \"SYSTEM:EVENT\", e.g. \"sched:sched_switch\")",
+					    "bad tracepoint \"%s\" (write \"SYSTEM:EVENT\", e.g. \"sched:sched_switch\", or a glob: \"sched:*\", \"syscalls:sys_enter_*\")",
 					    a);
 		src->part[0] = arena_strndup(s->a, a, c1 - a);
 		src->part[1] = c1 + 1;
 		if (!src->part[0])
 			return -ENOMEM;
+		if (strpbrk(a, "*?["))
+			return tp_glob_load(q, src, &src->arg_loc);
 		return tp_format_load(q, src->part[0], src->part[1], &src->arg_loc,
 				      &src->tp);
 	case SRC_KFUNC:
-		if (!word_ok(a, strlen(a), "."))
+		if (!word_ok(a, strlen(a), "." GLOB_CHARS))
 			return query_errorf(q, &src->arg_loc,
-					    "bad kernel function name \"%s\"", a);
+					    "bad kernel function name \"%s\" (a name such as \"vfs_read\", or a glob: \"vfs_*\", \"*\")",
+					    a);
 		src->part[1] = a;
 		break;
 	case SRC_UFUNC:
 	case SRC_PFUNC: {
 		const char *slash = strrchr(a, '/');
 
-		c1 = strchr(slash ? slash : a, ':');
+		/* the first colon after the path that is not half of a
+		 * C++ "::" ("app:ns::C::f"; "ns::f" alone is a symbol) */
+		for (c1 = slash ? slash : a; c1 && (c1 = strchr(c1, ':')); c1 += 2)
+			if (c1[1] != ':')
+				break;
 		if (src->kind == SRC_PFUNC && src->num <= 0)
 			return query_errorf(q, &src->num_loc,
 					    "process id must be positive");

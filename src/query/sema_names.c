@@ -158,6 +158,10 @@ static int check_field(struct sema *s, struct node *n)
 		return query_errorf(s->q, &n->loc, "'arg' takes an index: %s.arg(N)",
 				    s->aq->var);
 	list_fields(s, list, sizeof(list));
+	if (src->tp && src->nnames)
+		return query_errorf(s->q, &n->loc,
+				    "unknown field '%s' for tracepoint '%s': not a field of all the %d events it matches, at one offset and type (fields: %s)",
+				    n->name, src->arg, src->nnames, list);
 	if (src->tp)
 		return query_errorf(s->q, &n->loc,
 				    "unknown field '%s' for tracepoint '%s' (fields: %s)",

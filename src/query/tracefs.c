@@ -175,3 +175,98 @@ int tp_syscall_known(struct query *q, const char *name)
 	snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_%s", dir, name);
 	return !stat(path, &st);
 }
+
+/* ---- wildcards ------------------------------------------------------------ */
+
+struct tp_glob {
+	struct query *q;
+	struct ast_source *src;
+	const struct loc *loc;
+	bool full;		/* names are "sys:event" */
+	struct tp_format *common;
+	int i;
+};
+
+static bool field_same(const struct tp_field *a, const struct tp_field *b)
+{
+	return a->offset == b->offset && a->size == b->size &&
+	       a->is_signed == b->is_signed && !strcmp(a->ctype, b->ctype);
+}
+
+/* One matched event: its name, and the common fields narrowed to its. */
+static int tp_glob_one(const char *sys, const char *event, void *arg)
+{
+	struct tp_glob *g = arg;
+	const struct tp_format *f;
+	const char *name;
+	int err, k = 0;
+
+	if (!(sys = arena_strndup(g->q->arena, sys, strlen(sys))) ||
+	    !(event = arena_strndup(g->q->arena, event, strlen(event))))
+		return -ENOMEM;
+	err = tp_format_load(g->q, sys, event, g->loc, &f);
+	if (err)
+		return err;
+	name = g->full ? arena_printf(g->q->arena, "%s:%s", sys, event) : event;
+	if (!name)
+		return -ENOMEM;
+	g->src->names[g->i++] = name;
+	if (!g->common) {
+		if (!(g->common = arena_alloc(g->q->arena, sizeof(*g->common))) ||
+		    !(g->common->fields = arena_alloc(g->q->arena, (f->nfields + 1) *
+						      sizeof(*f->fields))))
+			return -ENOMEM;
+		memcpy(g->common->fields, f->fields, f->nfields * sizeof(*f->fields));
+		g->common->nfields = f->nfields;
+		return 0;
+	}
+	for (int i = 0; i < g->common->nfields; i++) {
+		const struct tp_field *o = tp_field_find(f, g->common->fields[i].name);
+
+		if (o && field_same(o, &g->common->fields[i]))
+			g->common->fields[k++] = g->common->fields[i];
+	}
+	g->common->nfields = k;
+	return 0;
+}
+
+int tp_glob_load(struct query *q, struct ast_source *src, const struct loc *loc)
+{
+	struct tp_glob g = { q, src, loc, strpbrk(src->part[0], "*?[") != NULL, NULL, 0 };
+	const char *dir;
+	int err = 0, n;
+
+	dir = tracefs_dir(q, &err);
+	if (!dir)
+		return query_errorf(q, loc,
+				    "cannot list the tracepoints matching \"%s\": tracefs is not mounted and mounting it at %s failed: %s (run as root, or: mount -t tracefs nodev %s)",
+				    src->arg, TRACEFS_DIR, errstr(err), TRACEFS_DIR);
+	err = tracefs_glob(dir, src->part[0], src->part[1], NULL, NULL, &n);
+	if (err == -E2BIG)
+		return query_errorf(q, loc,
+				    "tracepoint(\"%s\") matches %d events, more than the %d one query attaches to: name fewer",
+				    src->arg, n, TRACEFS_GLOB_MAX);
+	if (err < 0)
+		return query_errorf(q, loc, "cannot list the tracepoints matching \"%s\" in %s: %s",
+				    src->arg, dir, errstr(err));
+	if (!n)
+		return query_errorf(q, loc,
+				    "no tracepoint matches \"%s\" in %s/available_events (see `fay probes '%s'`)",
+				    src->arg, dir, src->arg);
+	if (!(src->names = arena_alloc(q->arena, (size_t)n * sizeof(*src->names))))
+		return -ENOMEM;
+	src->nnames = n;
+	err = tracefs_glob(dir, src->part[0], src->part[1], tp_glob_one, &g, &n);
+	if (err < 0)
+		return err == -ENOMEM || err == -EINVAL ? err :
+		       query_errorf(q, loc, "cannot list the tracepoints matching \"%s\" in %s: %s",
+				    src->arg, dir, errstr(err));
+	if (g.i != src->nnames)
+		return query_errorf(q, loc, "the tracepoints matching \"%s\" changed while they were read: try again",
+				    src->arg);
+	g.common->sys = src->part[0];
+	g.common->event = src->part[1];
+	g.common->id = -1;
+	src->tp = g.common;
+	return 0;
+}

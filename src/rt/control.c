@@ -428,7 +428,10 @@ static void serve(void)
 		}
 		if (np <= 0)
 			continue;
-		if (pf[1].revents & POLLIN) {	/* one session at a time */
+		/* one session at a time; a connection that comes while this
+		 * one is hanging up waits for it to end (fay run reconnects
+		 * at once after INL_NEXT: inline_run_exec.sh) */
+		if ((pf[1].revents & POLLIN) && !(pf[0].revents & (POLLHUP | POLLERR))) {
 			int other = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (other >= 0) {

@@ -68,6 +68,8 @@ struct rt_thread {
  * (at S + 8) drops those below its own and pairs only with a level of
  * exactly its S; an exit with none (the call entered before the probes
  * were armed, or deeper than INLINE_DEPTH levels) runs no program.
+ * The levels dropped are counted in vm_env.unwound for the next program
+ * that runs on the slot (fay_unwound(): the EC_UNWOUND counter).
  * Entries past INLINE_DEPTH levels run the entry program with depth
  * INLINE_DEPTH, whose record lookup fails: it counts the call (EC_DEPTH).
  * The stack is only touched while the slot is busy, so a signal
@@ -225,6 +227,7 @@ static bool nested_init(struct rt_thread *t)
 	}
 	t->env2 = t->env;
 	t->env2.slot = s;
+	t->env2.unwound = 0;
 	slots[s].n = 0;
 	t->nstate = 1;
 	return true;
@@ -288,13 +291,18 @@ static uint64_t run_slow(uint64_t s_, uint64_t regs, uint64_t env_, uint64_t exi
 
 /* Levels of calls that were left without their exit (cold: longjmp,
  * exceptions; recursion only compares): the new top's S is above sp
- * (at = true: or at it). */
+ * (at = true: or at it).  env->unwound counts the levels dropped, for
+ * the next program that runs (fay_unwound()). */
 static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_slot *st,
+							     struct vm_env *env,
 							     unsigned int d, uint64_t sp,
 							     bool at)
 {
+	unsigned int was = d;
+
 	while (d && (st->sp[d - 1] < sp || (at && st->sp[d - 1] == sp)))
 		d--;
+	env->unwound += was - d;
 	return d;
 }
 
@@ -305,7 +313,7 @@ static inline __attribute__((always_inline)) void push(struct rt_slot *st,
 	unsigned int d = st->n;
 
 	if (__builtin_expect(d != 0, 0) && st->sp[d - 1] <= sp)
-		d = drop_left(st, d, sp, true);
+		d = drop_left(st, env, d, sp, true);
 	if (__builtin_expect(d < INLINE_DEPTH, 1)) {
 		st->sp[d] = sp;
 		st->n = d + 1;
@@ -324,7 +332,7 @@ static inline __attribute__((always_inline)) bool pop(struct rt_slot *st,
 
 	sp -= 8;
 	if (__builtin_expect(d != 0 && st->sp[d - 1] != sp, 0))
-		d = drop_left(st, d, sp, false);
+		d = drop_left(st, env, d, sp, false);
 	if (__builtin_expect(d == 0 || st->sp[d - 1] != sp, 0)) {
 		st->n = d;
 		return false;
@@ -374,6 +382,8 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 			f(regs, env);
 		else
 			rt_vec_call(run_slow, U(s), U(regs), U(env), exit);
+		if (__builtin_expect(env->unwound != 0, 0))
+			env->unwound = 0;	/* the program counted them */
 	}
 out:
 	__atomic_store_n(&sl->busy, b, __ATOMIC_RELEASE);

@@ -8,7 +8,8 @@
 # lzma and zlib (extension modules, dlopen()ed, the first two loading
 # their library with them): every mode counts every call (the truth for
 # the loop, the kernel uprobe's count for python), the program's exit
-# status and output are those of an unprobed run.
+# status and output are those of an unprobed run.  A library copied to a
+# name without ".so" is known for one by its ELF (shared_object()).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
 LOOP=$BUILD/tests/bin/dlopen_loop
@@ -37,6 +38,27 @@ for m in uprobe inline auto; do
 		fail "fay run, $m: not inline" "$(cat "$T_TMP/r.err")"
 	else
 		pass "fay run, $m: $ROUNDS dlopen/dlclose rounds, $n calls counted of $((ROUNDS * CALLS)), output and exit status those of an unprobed run"
+	fi
+done
+
+# ---- a library named without ".so" (a plugin): the ELF says it is one ------------------
+PLUG=$T_TMP/fay_plugin.bin
+cp "$LIB" "$PLUG"
+for m in inline auto; do
+	timeout 120 nice -n 10 "$FAY" run --json --probe-mode=$m \
+		--query "from f in function(\"$PLUG:fay_lib_fn\") select { n: count() }" -- \
+		"$LOOP" "$PLUG" $ROUNDS $CALLS >"$T_TMP/r.out" 2>"$T_TMP/r.err"
+	rc=$?
+	out=$(head -1 "$T_TMP/r.out")
+	n=$(tail -1 "$T_TMP/r.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["n"])' 2>/dev/null)
+	if [ $rc -ne 0 ] || [ "$out" != "$want" ]; then
+		fail "a library named $(basename "$PLUG"), $m: exit $rc, output '$out' (unprobed: '$want')" "$(cat "$T_TMP/r.err")"
+	elif [ "$n" != $((ROUNDS * CALLS)) ]; then
+		fail "a library named $(basename "$PLUG"), $m: count '$n', the truth $((ROUNDS * CALLS))" "$(cat "$T_TMP/r.err")"
+	elif ! grep -q "inline (fay_lib_fn: armed when .* is loaded (dlopen)" "$T_TMP/r.err"; then
+		fail "a library named $(basename "$PLUG"), $m: not armed at its load" "$(cat "$T_TMP/r.err")"
+	else
+		pass "a library named $(basename "$PLUG") (no .so), $m: armed at each of $ROUNDS loads, $n calls of $((ROUNDS * CALLS))"
 	fi
 done
 

@@ -46,3 +46,25 @@ versus() {
 	RC=$?
 	wait $bpid
 }
+
+# compare SKIP PREFIX WANT: fay's JSON rows (name, n) in $T_TMP/out
+# against bpftrace's @[PREFIXname] counts in $T_TMP/bt, names matching
+# the regex SKIP left out; WANT "name=n" must hold in both.  The verdict
+# in $T_TMP/cmp.
+compare() {
+	python3 -c '
+import json, re, sys
+out, bt_file, skip, prefix, want = sys.argv[1:]
+keep = lambda n: not re.fullmatch(skip, n)
+fay = {r["name"]: r["n"] for r in map(json.loads, open(out)) if keep(r["name"])}
+bt = {}
+for l in open(bt_file):
+    m = re.match(r"@\[" + re.escape(prefix) + r"(\w+)\]: (\d+)", l)
+    if m and keep(m.group(1)):
+        bt[m.group(1)] = int(m.group(2))
+w, n = want.split("=")
+assert fay.get(w) == int(n) and bt.get(w) == int(n), (fay, bt)
+assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
+print(len(fay), "names,", sum(fay.values()), "events")
+' "$T_TMP/out" "$T_TMP/bt" "$1" "$2" "$3" >"$T_TMP/cmp" 2>&1
+}

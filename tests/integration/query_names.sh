@@ -47,26 +47,6 @@ fq --json -c "$W usdt2 7" "from u in usdt(\"$W:fayq:multi\") group u by u.name i
 same "$T_TMP/out" '{"p":"multi","n":14}' "usdt(...): s.name is the probe's name"
 
 # ---- the same counts as bpftrace ------------------------------------------------------
-# compare SKIP PREFIX WANT: fay's rows (name, n) against bpftrace's
-# @[PREFIXname] counts, names matching the regex SKIP left out; WANT
-# "name=n" must hold in both.  The verdict in $T_TMP/cmp.
-compare() {
-	python3 -c '
-import json, re, sys
-out, bt_file, skip, prefix, want = sys.argv[1:]
-keep = lambda n: not re.fullmatch(skip, n)
-fay = {r["name"]: r["n"] for r in map(json.loads, open(out)) if keep(r["name"])}
-bt = {}
-for l in open(bt_file):
-    m = re.match(r"@\[" + re.escape(prefix) + r"(\w+)\]: (\d+)", l)
-    if m and keep(m.group(1)):
-        bt[m.group(1)] = int(m.group(2))
-w, n = want.split("=")
-assert fay.get(w) == int(n) and bt.get(w) == int(n), (fay, bt)
-assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
-print(len(fay), "names,", sum(fay.values()), "events")
-' "$T_TMP/out" "$T_TMP/bt" "$1" "$2" "$3" >"$T_TMP/cmp" 2>&1
-}
 BT=$(command -v bpftrace || true)
 TFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
 if [ -n "$BT" ] && [ -n "$TFS" ]; then

@@ -28,6 +28,8 @@
  *                             /proc/self/stat), net (sendto and recvfrom
  *                             on an AF_UNIX datagram pair), idle (the sleep
  *                             alone): system-call mixes k-means tells apart
+ *   query_work fork K         K fork()s, each child _exit(0) at once, each
+ *                             waited for (waitpid)
  *
  * Environment: QW_WAIT=PATH waits until PATH exists before starting;
  * QW_READY=PATH creates PATH first, in main (the workload is exec'd and
@@ -44,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 #include <sys/sdt.h>
 #include <sys/socket.h>
@@ -196,7 +199,7 @@ int main(int argc, char **argv)
 	char buf[65536];
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|sysmix|mutex|getppid|read|spin|lat|signal|open|pages|dwrite|behave K [N|FILE|KIND]\n");
+		fprintf(stderr, "usage: query_work calls|words|sleep|usdt|usdt2|sysmix|mutex|getppid|read|spin|lat|signal|open|pages|dwrite|behave|fork K [N|FILE|KIND]\n");
 		return 2;
 	}
 	if (getenv("QW_READY"))
@@ -250,6 +253,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "dwrite")) {
 		if (dwrite(k, argv[3]))
 			return 1;
+	} else if (!strcmp(mode, "fork")) {
+		for (long i = 0; i < k; i++) {
+			pid_t c = fork();
+
+			if (c == 0)
+				_exit(0);
+			if (c < 0 || waitpid(c, NULL, 0) != c)
+				return 1;
+		}
 	} else if (!strcmp(mode, "sysmix")) {
 		/* K getppid, K/2 getuid, K/3 dup and close: counts by
 		 * system call name that differ from one another */

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "collector/auth.h"
-#include "collector/collector.h"
 #include "test.h"
 
 static char dir[] = "/tmp/fay-auth-XXXXXX";

@@ -116,6 +116,31 @@ static void depth_tests(struct vm_map *m, const struct bpf_insn *lk, size_t n)
 	vm_prog_free(p);
 }
 
+/* fay_unwound(): env->unwound, compiled in place, the interpreter's
+ * answer the same. */
+static void unwound_tests(void)
+{
+	const struct bpf_insn prog[] = {
+		CALL_HELPER(VM_FUNC_fay_unwound),
+		EXIT_INSN(),
+	};
+	char err[256], ctx[8] = { 0 };
+	struct vm_prog *p = vm_prog_new(prog, N(prog), NULL, 0, sizeof(ctx), err, sizeof(err));
+	int right = 0;
+
+	ok(p && vm_prog_jit(p) == 0 && !vm_prog_calls_out(p),
+	   "fay_unwound compiled in place (no call out)%s%s", p ? "" : ": ", p ? "" : err);
+	if (!p)
+		return;
+	for (uint32_t u = 0; u < 4; u++) {
+		struct vm_env e = { .slot = 0, .depth = 7, .unwound = u * 3 };
+
+		right += vm_run(p, ctx, &e) == u * 3 && vm_interp(p, ctx, &e) == u * 3;
+	}
+	ok(right == 4, "fay_unwound returns vm_env.unwound, JIT and interpreter (%d/4)", right);
+	vm_prog_free(p);
+}
+
 static void jit_tests(void)
 {
 	static const struct vm_map_def def = { BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 3 };
@@ -185,6 +210,7 @@ static void jit_tests(void)
 	ok(1, "inline array lookups: 30 key/slot pairs as vm_map_lookup(), NULL past the ends");
 	depth_tests(m, lk, N(lk));
 	vm_map_free(m);
+	unwound_tests();
 }
 
 int main(void)

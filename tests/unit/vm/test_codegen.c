@@ -56,12 +56,16 @@ static void run(struct vm_prog *entry, struct vm_prog *exit_p, bool jit)
 		regs[14] = i % 5 == 0 ? x : (uint64_t)(i % 97) - 20;	/* di: arg0 */
 		regs[13] = (uint64_t)(i % 11);				/* si: arg1 */
 		regs[12] = (uint64_t)(uintptr_t)strs[i % 4];		/* dx: arg2 */
+		regs[19] = 0x7ffc1000 - 64 * (uint64_t)(i % 2);		/* sp */
 		regs[10] = (uint64_t)fay_vm_target((long)regs[14], (long)regs[13], NULL);
 		if (jit)
 			vm_run(entry, regs, &env);
 		else
 			vm_interp(entry, regs, &env);
 		clock_ns += 1 + (x % 100000);
+		/* the return popped the return address: the exit's sp is the
+		 * entry's + 8 (the uprobe programs pair by frame) */
+		regs[19] += 8;
 		if (exit_p) {
 			if (jit)
 				vm_run(exit_p, regs, &env);

@@ -1,0 +1,1 @@
+from t in tracepoint("sched:nothing_*") select count()

@@ -1,0 +1,1 @@
+from t in tracepoint("sched:sched_*") select { p: t.prev_pid }
