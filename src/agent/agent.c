@@ -111,6 +111,7 @@ static void on_tick(struct agent *a, uint64_t now)
 	if (a->spool_blocked || a->hold_spool)
 		agent_on_queue(a, now);
 	agent_check_owners(a, now);
+	agent_scan_roots(a, now);
 	if (a->pending)
 		agent_retry_pending(a, now);
 	ship_tick(&a->ship, now);
@@ -222,11 +223,9 @@ static int setup(struct agent *a)
 		pr_err("cannot create shm directory %s: %s", a->o->shm_dir, errstr(ret));
 		return ret;
 	}
-	if (inotify_add_watch(a->inofd, a->o->shm_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
-		ret = -errno;
-		pr_err("cannot watch %s: %s", a->o->shm_dir, errstr(ret));
+	ret = agent_dirs_init(a);
+	if (ret)
 		return ret;
-	}
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
@@ -336,6 +335,7 @@ static void teardown(struct agent *a)
 		a->bad = b->next;
 		free(b);
 	}
+	agent_dirs_free(a);
 	ship_free(&a->ship);
 	spool_close(&a->spool);
 	if (a->q_ready)
@@ -399,7 +399,8 @@ int agent_run(const struct agent_opts *o)
 		goto out;
 	}
 	/* Already-present files, then promptly through inotify. */
-	agent_scan_dir(&a, clock_monotonic_ns());
+	agent_scan_dir(&a, a.dirs, clock_monotonic_ns());
+	agent_scan_roots(&a, clock_monotonic_ns());
 	agent_prune_cursors(&a);
 	agent_maybe_save(&a, clock_monotonic_ns(), 1);
 	agent_arm_timer(a.tickfd, house, house);

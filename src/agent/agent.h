@@ -69,6 +69,10 @@ struct agent_opts {
 	int drain_nice;         /* nice value of the drain thread (0: unchanged) */
 	int fsync;
 	int shm_any_owner;      /* accept shm files whatever their owner */
+	int no_containers;      /* do not look into containers' /dev/shm */
+	/* look only into those of processes in this cgroup (v2 path, its
+	 * subtree: "/machine.slice"); NULL: every process's */
+	const char *containers_in;
 	/* cluster queries probe every user's processes even when the agent
 	 * runs as a non-root user (--allow-other-users; engine.h) */
 	int allow_other_users;

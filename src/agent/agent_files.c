@@ -25,6 +25,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/shmfile.h"
+#include "common/cgroup.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -49,6 +50,7 @@ void agent_proc_free(struct agent *a, struct proc *p)
 		close(p->pidfd);
 	}
 	proc_release(p);
+	agent_dir_put(a, p->dir);
 	free(p);
 }
 
@@ -63,21 +65,23 @@ void agent_mark_gone(struct agent *a, struct proc *p, const char *why)
 	drain_gone(&a->drain, p, why);
 }
 
-static int is_bad(struct agent *a, const char *name, dev_t dev, ino_t ino)
+static int is_bad(struct agent *a, struct shmdir *d, const char *name, dev_t dev, ino_t ino)
 {
 	for (struct badfile *b = a->bad; b; b = b->next)
-		if (!strcmp(b->name, name) && b->dev == dev && b->ino == ino)
+		if (b->dir == d && !strcmp(b->name, name) && b->dev == dev && b->ino == ino)
 			return 1;
 	return 0;
 }
 
-static void mark_bad(struct agent *a, const char *name, dev_t dev, ino_t ino)
+static void mark_bad(struct agent *a, struct shmdir *d, const char *name, dev_t dev,
+		     ino_t ino)
 {
 	struct badfile *b = calloc(1, sizeof(*b));
 
 	a->corrupt_files++;
 	if (!b)
 		return;
+	b->dir = d;
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->dev = dev;
 	b->ino = ino;
@@ -85,24 +89,25 @@ static void mark_bad(struct agent *a, const char *name, dev_t dev, ino_t ino)
 	a->bad = b;
 }
 
-static struct proc *find_proc(struct agent *a, const char *name)
+static struct proc *find_proc(struct agent *a, struct shmdir *d, const char *name)
 {
 	for (struct proc *p = a->procs; p; p = p->next)
-		if (!strcmp(p->name, name))
+		if (p->dir == d && !strcmp(p->name, name))
 			return p;
 	return NULL;
 }
 
-static void add_pending(struct agent *a, const char *name, uint64_t now)
+static void add_pending(struct agent *a, struct shmdir *d, const char *name, uint64_t now)
 {
 	struct pending *q;
 
 	for (q = a->pending; q; q = q->next)
-		if (!strcmp(q->name, name))
+		if (q->dir == d && !strcmp(q->name, name))
 			return;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return;
+	q->dir = d;
 	snprintf(q->name, sizeof(q->name), "%s", name);
 	q->first_ns = now;
 	q->next = a->pending;
@@ -144,24 +149,51 @@ static int copy_hdr(void *arg)
 	return 0;
 }
 
+/* The container of process pid (its cgroup, common/cgroup.h) as the tags
+ * of its spans. */
+static void container_tags(struct proc *p)
+{
+	char path[4096], name[128], id[CGROUP_ID_LEN + 1];
+
+	p->tags.len = p->tags.n = 0;
+	if (!p->pid || cgroup_path_of_pid((pid_t)p->pid, path, sizeof(path)))
+		return;
+	cgroup_container_id(path, name, sizeof(name), id);
+	tag_items_container(&p->tags, id, name);
+}
+
 /*
- * Bind a validated file: consumers resumed from the cursors, handed to
- * the drain thread at once, then its pidfd watched and its owner checked
- * (a slow /proc read, done after the drain has started).  A file whose
- * process is gone is finished by the drain thread right away.
+ * Bind a validated file: its owner found (the process that maps it: the
+ * pid in its name, or for a container's file, or a directory shared with
+ * one, the host pid whose own pid namespace numbers it so), its container
+ * read, consumers resumed from the cursors, handed to the drain thread,
+ * then its pidfd watched.  A file whose process is gone is finished by
+ * the drain thread right away.
  */
 static int proc_start(struct agent *a, struct proc *p)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->ev };
 	const char *orphan = NULL;
-	char rs[64] = "";
-	int owner, resumed;
+	char rs[64] = "", ctr[96] = "";
+	int resumed;
 
+	p->pid = shm_owner_pid(p->vpid, p->dev, p->ino);
+	if (!p->pid) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%u", p->vpid);
+		orphan = access(path, F_OK) ? "process not running"
+			: "pid does not map the file: exited or reused";
+		p->pid = p->vpid;
+	} else {
+		container_tags(p);
+	}
 	resumed = shm_guarded(init_cons, &(struct init_arg){ p, &a->cursors });
 	if (resumed < 0)
 		return resumed;
-	p->pidfd = (int)sys_pidfd_open((pid_t)p->pid);
-	if (p->pidfd < 0) {
+	p->pidfd = orphan ? -1 : (int)sys_pidfd_open((pid_t)p->pid);
+	if (orphan) {
+	} else if (p->pidfd < 0) {
 		if (errno != ESRCH)
 			pr_warn("%s: pidfd_open(%u): %s; checking the process periodically",
 				p->name, p->pid, errstr(errno));
@@ -178,20 +210,35 @@ static int proc_start(struct agent *a, struct proc *p)
 		(p->pidfd >= 0 ? OWNER_CHECK_NS : OWNER_CHECK_NOFD_NS);
 	if (resumed)
 		snprintf(rs, sizeof(rs), ", %d rings resumed from saved cursors", resumed);
-	pr_info("process %u (%s) seen: %s, %u rings x %u slots, %u span handles%s",
-		p->pid, p->service, p->name, p->snap.nrings, p->snap.ring_slots, p->snap.npool, rs);
-	drain_add(&a->drain, p);
-	if (!orphan) {
-		owner = shm_pid_maps_file(p->pid, p->dev, p->ino);
-		if (owner == 0)
-			orphan = "pid does not map the file: exited or reused";
-		else if (owner < 0)
-			pr_debug("%s: cannot read /proc/%u/maps (%s): trusting the pid",
-				 p->name, p->pid, errstr(owner));
+	if (p->tags.len) {
+		const uint8_t *t = p->tags.buf;	/* one TAG item: key, value */
+		int klen = t[2] | t[3] << 8, vlen = t[4] | t[5] << 8;
+
+		snprintf(ctr, sizeof(ctr), ", %.*s %.*s", klen, (const char *)t + SPANREC_ITEM_HDR,
+			 vlen, (const char *)t + SPANREC_ITEM_HDR + klen);
 	}
+	if (p->pid != p->vpid)
+		snprintf(ctr + strlen(ctr), sizeof(ctr) - strlen(ctr), ", pid %u in its namespace",
+			 p->vpid);
+	pr_info("process %u (%s) seen: %s/%s, %u rings x %u slots, %u span handles%s%s",
+		p->pid, p->service, p->dir->label, p->name, p->snap.nrings, p->snap.ring_slots,
+		p->snap.npool, rs, ctr);
+	drain_add(&a->drain, p);
 	if (orphan)
 		agent_mark_gone(a, p, orphan);
 	return 0;
+}
+
+/* The process whose user may own file (dev, ino) of d named for pid:
+ * the one that maps it (shm_owner_pid()); when none does, in the agent's
+ * own directory the pid named (a running process of another user refuses
+ * the file), in a container's none (its pid is not the host's: a file
+ * left by a process that is gone is drained and removed). */
+static uint32_t owner_pid(const struct shmdir *d, uint32_t pid, dev_t dev, ino_t ino)
+{
+	uint32_t op = shm_owner_pid(pid, dev, ino);
+
+	return op ? op : d->host ? pid : 0;
 }
 
 enum try_res { TRY_IGNORED, TRY_STARTED, TRY_PENDING, TRY_BAD };
@@ -200,8 +247,8 @@ enum try_res { TRY_IGNORED, TRY_STARTED, TRY_PENDING, TRY_BAD };
  * Look at dir/name: start consuming it, say it is not ready yet (pending:
  * err says why), or report it once when it is corrupt.
  */
-static enum try_res try_file(struct agent *a, const char *name, char *err, size_t errlen,
-			     dev_t *devp, ino_t *inop)
+static enum try_res try_file(struct agent *a, struct shmdir *d, const char *name, char *err,
+			     size_t errlen, dev_t *devp, ino_t *inop)
 {
 	char path[PATH_MAX];
 	struct proc *p = NULL;
@@ -212,11 +259,13 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 	uint64_t inst;
 	int fd, ret;
 
-	if (shm_name_parse(name, &pid, &inst) || find_proc(a, name))
+	/* a parsed name has no '/': openat() stays in d, and O_NOFOLLOW
+	 * refuses a symbolic link planted under that name */
+	if (shm_name_parse(name, &pid, &inst) || find_proc(a, d, name))
 		return TRY_IGNORED;
-	if (snprintf(path, sizeof(path), "%s/%s", a->o->shm_dir, name) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/%s", d->label, name) >= (int)sizeof(path))
 		return TRY_IGNORED;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno != ENOENT)
 			pr_warn("%s: cannot open: %s", path, errstr(errno));
@@ -228,18 +277,23 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 	}
 	*devp = st.st_dev;
 	*inop = st.st_ino;
-	if (is_bad(a, name, st.st_dev, st.st_ino)) {
+	if (is_bad(a, d, name, st.st_dev, st.st_ino)) {
 		res = TRY_IGNORED;
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "not a regular file");
 		ret = -EBADMSG;
+	} else if (!d->host && st.st_nlink != 1) {
+		/* a container's hard link to a file of its root */
+		snprintf(err, errlen, "has %lu links, not 1", (unsigned long)st.st_nlink);
+		ret = -EBADMSG;
 	} else if ((uint64_t)st.st_size > SHM_MAX_FILE_SIZE) {
 		snprintf(err, errlen, "file is %lld bytes, above the %" PRIu64 "-byte limit",
 			 (long long)st.st_size, SHM_MAX_FILE_SIZE);
 		ret = -EBADMSG;
-	} else if (!a->o->shm_any_owner && !shm_owner_ok(pid, st.st_uid, err, errlen)) {
+	} else if (!a->o->shm_any_owner && st.st_uid != 0 && st.st_uid != geteuid() &&
+		   !shm_owner_ok(owner_pid(d, pid, st.st_dev, st.st_ino), st.st_uid, err, errlen)) {
 		ret = -EBADMSG;
 	} else if ((uint64_t)st.st_size < FAY_SHM_HDR_SIZE) {
 		struct fay_shm_hdr zero = { 0 };
@@ -274,6 +328,9 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 				p->live = base;
 				p->snap = h;
 				p->pid = h.pid;
+				p->vpid = h.pid;
+				p->dir = d;
+				d->refs++;
 				p->instance = h.instance;
 				base = MAP_FAILED;
 			}
@@ -285,7 +342,7 @@ static enum try_res try_file(struct agent *a, const char *name, char *err, size_
 	}
 	if (ret) {
 		pr_err("shm file %s: %s; skipping it", path, err);
-		mark_bad(a, name, st.st_dev, st.st_ino);
+		mark_bad(a, d, name, st.st_dev, st.st_ino);
 		goto out;
 	}
 	ret = proc_start(a, p);
@@ -304,14 +361,14 @@ out:
 }
 
 /* A file name seen by inotify or a directory scan. */
-static void see_file(struct agent *a, const char *name, uint64_t now)
+static void see_file(struct agent *a, struct shmdir *d, const char *name, uint64_t now)
 {
 	char err[256];
 	dev_t dev;
 	ino_t ino;
 
-	if (try_file(a, name, err, sizeof(err), &dev, &ino) == TRY_PENDING)
-		add_pending(a, name, now);
+	if (try_file(a, d, name, err, sizeof(err), &dev, &ino) == TRY_PENDING)
+		add_pending(a, d, name, now);
 }
 
 void agent_retry_pending(struct agent *a, uint64_t now)
@@ -322,15 +379,15 @@ void agent_retry_pending(struct agent *a, uint64_t now)
 		dev_t dev;
 		ino_t ino;
 
-		if (try_file(a, q->name, err, sizeof(err), &dev, &ino) == TRY_PENDING) {
+		if (try_file(a, q->dir, q->name, err, sizeof(err), &dev, &ino) == TRY_PENDING) {
 			if (now <= q->first_ns + PENDING_GIVEUP_NS) {
 				pp = &q->next;
 				continue;
 			}
 			pr_err("shm file %s/%s: not ready after %llu s (%s); skipping it",
-			       a->o->shm_dir, q->name,
+			       q->dir->label, q->name,
 			       (unsigned long long)(PENDING_GIVEUP_NS / 1000000000u), err);
-			mark_bad(a, q->name, dev, ino);
+			mark_bad(a, q->dir, q->name, dev, ino);
 		}
 		*pp = q->next;
 		free(q);
@@ -341,17 +398,21 @@ void agent_retry_pending(struct agent *a, uint64_t now)
 	}
 }
 
-void agent_scan_dir(struct agent *a, uint64_t now)
+void agent_scan_dir(struct agent *a, struct shmdir *sd, uint64_t now)
 {
-	DIR *d = opendir(a->o->shm_dir);
+	/* a DIR of its own (the position is the open file's): d->fd stays */
+	int fd = openat(sd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
 	if (!d) {
-		pr_err("cannot read %s: %s", a->o->shm_dir, errstr(errno));
+		pr_err("cannot read %s: %s", sd->label, errstr(errno));
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	while ((de = readdir(d)))
-		see_file(a, de->d_name, now);
+		see_file(a, sd, de->d_name, now);
 	closedir(d);
 }
 
@@ -392,11 +453,16 @@ void agent_on_inotify(struct agent *a, uint64_t now)
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *e = (const void *)p;
 
+			struct shmdir *d = e->wd >= 0 ? agent_dir_of_wd(a, e->wd) : NULL;
+
 			if (e->mask & IN_Q_OVERFLOW) {
-				pr_warn("inotify queue overflowed: rescanning %s", a->o->shm_dir);
-				agent_scan_dir(a, now);
-			} else if (e->len) {
-				see_file(a, e->name, now);
+				pr_warn("inotify queue overflowed: rescanning the shm directories");
+				for (d = a->dirs; d; d = d->next)
+					agent_scan_dir(a, d, now);
+			} else if (d && (e->mask & IN_IGNORED)) {
+				d->wd = -1;	/* unmounted: scanned by agent_scan_roots() */
+			} else if (d && e->len) {
+				see_file(a, d, e->name, now);
 			}
 			p += sizeof(*e) + e->len;
 		}
@@ -411,7 +477,7 @@ void agent_check_owners(struct agent *a, uint64_t now)
 		if (p->gone_why || now < p->next_owner_check)
 			continue;
 		p->next_owner_check = now + (p->pidfd >= 0 ? OWNER_CHECK_NS : OWNER_CHECK_NOFD_NS);
-		if (shm_pid_maps_file(p->pid, p->dev, p->ino) == 0)
+		if (p->pid && shm_pid_maps_file(p->pid, p->dev, p->ino) == 0)
 			agent_mark_gone(a, p, "no longer maps the file");
 	}
 }

@@ -22,8 +22,39 @@
 
 enum ev_type { EV_TICK, EV_RETRY, EV_INOTIFY, EV_SIGNAL, EV_SOCK, EV_PROC, EV_QUEUE };
 
+/*
+ * A directory of shm files: the agent's own (--shm-dir), or a container's
+ * /dev/shm reached through the root of a process in it (agent_roots.c).
+ * Files are opened relative to fd, by a name with no '/', never by a
+ * path: nothing in a container's directory tree is followed.
+ */
+struct shmdir {
+	struct shmdir *next;
+	int fd;                 /* O_RDONLY | O_DIRECTORY */
+	int wd;                 /* its inotify watch, -1: none */
+	dev_t dev;
+	ino_t ino;
+	int host;               /* the agent's --shm-dir */
+	unsigned refs;          /* roots leading here, and processes from it */
+	char label[64];         /* for the log: the path, or
+				 * "/proc/PID/root/dev/shm" as first reached */
+};
+
+/* A (mount namespace, root directory) pair some process has, other than
+ * the agent's own, and the shm directory it leads to (NULL: none, or the
+ * agent's own). */
+struct rootkey {
+	struct rootkey *next;
+	ino_t mntns;
+	dev_t rdev;
+	ino_t rino;
+	struct shmdir *dir;
+	uint64_t gen;           /* the last root scan that saw it */
+};
+
 struct pending {
 	struct pending *next;
+	struct shmdir *dir;
 	char name[NAME_MAX + 1];
 	uint64_t first_ns;
 };
@@ -31,6 +62,7 @@ struct pending {
 /* A file reported corrupt once: not looked at again unless replaced. */
 struct badfile {
 	struct badfile *next;
+	struct shmdir *dir;
 	char name[NAME_MAX + 1];
 	dev_t dev;
 	ino_t ino;
@@ -55,6 +87,18 @@ struct agent {
 	struct pending *pending;
 	struct badfile *bad;
 	int retry_armed;
+
+	/* shm directories: the agent's own first, then containers' */
+	struct shmdir *dirs;
+	struct rootkey *roots;
+	uint64_t root_gen, next_root_scan;
+	ino_t own_mntns;
+	dev_t own_rdev;
+	ino_t own_rino;
+	dev_t own_shm_dev;      /* the agent's root's /dev/shm: the host's, */
+	ino_t own_shm_ino;      /* never a container's */
+	int roots_off;          /* --no-containers, or no openat2() */
+	uint64_t root_scans, root_scan_max_ns, root_scan_last_ns, ctr_dirs_seen;
 
 	struct bqueue q;
 	struct drain drain;
@@ -101,8 +145,8 @@ void agent_mark_gone(struct agent *a, struct proc *p, const char *why);
  * marked bad) on those still not ready after PENDING_GIVEUP_NS (5 s).
  * Disarms the retry timer when none is left. */
 void agent_retry_pending(struct agent *a, uint64_t now);
-/* Look at every file of the shm directory (start, defer or reject it). */
-void agent_scan_dir(struct agent *a, uint64_t now);
+/* Look at every file of shm directory d (start, defer or reject it). */
+void agent_scan_dir(struct agent *a, struct shmdir *d, uint64_t now);
 /* After the first scan: forget the saved cursors of files that are gone. */
 void agent_prune_cursors(struct agent *a);
 /* Read the inotify fd dry: each new file is looked at, an overflowed
@@ -111,6 +155,24 @@ void agent_on_inotify(struct agent *a, uint64_t now);
 /* Processes due for it: do they still map their file?  If not,
  * agent_mark_gone(). */
 void agent_check_owners(struct agent *a, uint64_t now);
+
+/* ---- agent_roots.c ---- */
+
+/* The agent's own shm directory (--shm-dir) as the first of a->dirs, and
+ * what the root scans compare with (the agent's mount namespace and
+ * root).  0, or -errno (logged). */
+int agent_dirs_init(struct agent *a);
+/* Due every ROOT_SCAN_NS (1 s): every process's (mount namespace, root)
+ * pair; a new one other than the agent's leads to its /dev/shm (opened
+ * inside that root, nothing followed out of it), watched and scanned; a
+ * pair no process has any more lets its directory go. */
+void agent_scan_roots(struct agent *a, uint64_t now);
+/* One reference to d less (a root or a process); the last closes it. */
+void agent_dir_put(struct agent *a, struct shmdir *d);
+/* The directory of inotify watch wd, or NULL. */
+struct shmdir *agent_dir_of_wd(struct agent *a, int wd);
+/* Close every directory and forget every root (the agent's end). */
+void agent_dirs_free(struct agent *a);
 
 /* ---- agent_spool.c ---- */
 

@@ -61,7 +61,7 @@ static void retire(struct agent *a, struct proc *p)
 {
 	const struct proc_counts *n = &p->n;
 
-	if (unlink(p->path) && errno != ENOENT)
+	if (unlinkat(p->dir->fd, p->name, 0) && errno != ENOENT)
 		pr_warn("cannot remove %s: %s; keeping its cursors", p->path, errstr(errno));
 	else
 		spool_forget(&a->spool, p->instance);
@@ -155,6 +155,60 @@ void agent_on_queue(struct agent *a, uint64_t now)
 }
 
 /* ---- stats ------------------------------------------------------------------ */
+
+/* The containers' part of the stats: the directories looked into, and
+ * each container with live traced processes: its tag (container.name or
+ * container.id), its processes and their services. */
+static json_t *containers_json(struct agent *a)
+{
+	json_int_t dirs = 0;
+	json_t *live = json_object();
+
+	for (struct shmdir *d = a->dirs; d; d = d->next)
+		dirs += !d->host;
+	for (struct proc *p = a->procs; live && p; p = p->next) {
+		const uint8_t *t = p->tags.buf;	/* one TAG item: key, value */
+		char key[16], val[65], svc[sizeof(p->snap.service)];
+		unsigned klen, vlen;
+		json_t *c, *ss;
+
+		if (!p->tags.len || p->gone_why)
+			continue;
+		klen = (unsigned)(t[2] | t[3] << 8);
+		vlen = (unsigned)(t[4] | t[5] << 8);
+		snprintf(key, sizeof(key), "%.*s", (int)klen, (const char *)t + SPANREC_ITEM_HDR);
+		snprintf(val, sizeof(val), "%.*s", (int)vlen,
+			 (const char *)t + SPANREC_ITEM_HDR + klen);
+		memcpy(svc, p->snap.service, sizeof(svc));
+		svc[sizeof(svc) - 1] = '\0';
+		c = json_object_get(live, val);
+		if (!c) {
+			c = json_pack("{s:s, s:I, s:[]}", "tag", key, "processes", (json_int_t)0,
+				      "services");
+			if (!c || json_object_set_new(live, val, c))
+				continue;
+		}
+		json_object_set_new(c, "processes",
+				    json_integer(json_integer_value(json_object_get(c, "processes")) + 1));
+		ss = json_object_get(c, "services");
+		{
+			size_t i;
+			json_t *v;
+			int have = 0;
+
+			json_array_foreach(ss, i, v)
+				have |= !strcmp(json_string_value(v), svc);
+			if (!have)
+				json_array_append_new(ss, json_string(svc));
+		}
+	}
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:o*}", "looked_into", !a->roots_off,
+			 "shm_dirs", dirs, "shm_dirs_seen", (json_int_t)a->ctr_dirs_seen,
+			 "root_scans", (json_int_t)a->root_scans,
+			 "max_root_scan_ms", (json_int_t)(a->root_scan_max_ns / 1000000),
+			 "last_root_scan_us", (json_int_t)(a->root_scan_last_ns / 1000),
+			 "live", live);
+}
 
 static char *stats_json(struct agent *a, uint64_t now)
 {
@@ -252,6 +306,7 @@ static char *stats_json(struct agent *a, uint64_t now)
 				"for new ones (counted: flight.dropped in stats.json)", fs.bytes);
 		a->flight_dropped_logged = fs.dropped;
 	}
+	json_object_set_new(j, "containers", containers_json(a));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;

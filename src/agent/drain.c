@@ -257,13 +257,13 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 		 * with the next batch all the same */
 		p->n.unsampled++;
 		if (dc->d->flight)
-			flight_add(dc->d->flight, payload, (uint32_t)n, &r, &p->ep);
+			flight_add(dc->d->flight, payload, (uint32_t)n, &r, &p->ep, &p->tags);
 		else
 			p->n.unsampled_off++;
 		p->in_batch[dc->ring] = 1;
 		return 0;
 	}
-	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep);
+	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep, &p->tags);
 	if (unlikely(ret == -ENOSPC))
 		return ret;
 	if (unlikely(ret == -E2BIG)) {

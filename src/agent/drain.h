@@ -15,7 +15,7 @@
  * holding its last records; the main thread gets it back from that batch
  * once the batch is spooled (bqueue), and only then removes the file.
  * The fields the main thread reads while the drain thread owns the proc
- * (name, path, pid, dev, ino, instance) never change.
+ * (name, path, pid, vpid, tags, dev, ino, instance) never change.
  */
 #ifndef FAY_AGENT_DRAIN_H
 #define FAY_AGENT_DRAIN_H
@@ -33,6 +33,7 @@
 
 struct spantap;
 struct flight;
+struct shmdir;
 
 /* The epoll tag of agent.c: the first member of every event source. */
 struct evsrc {
@@ -74,7 +75,11 @@ struct proc {
 	const struct fay_shm_hdr *live; /* counters and state; not trusted */
 	struct fay_shm_hdr snap;        /* the validated layout */
 	uint64_t instance;
-	uint32_t pid;
+	uint32_t pid;           /* the process in the agent's pid namespace
+				 * (the file name's is in the process's own) */
+	uint32_t vpid;          /* the file name's pid */
+	struct tag_items tags;  /* its container (set before drain_add()) */
+	struct shmdir *dir;     /* the directory of the file (main thread) */
 
 	/* main thread */
 	int pidfd;

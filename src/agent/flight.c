@@ -122,9 +122,9 @@ static void evict_one(struct flight *f)
 }
 
 void flight_add(struct flight *f, const void *rec, uint32_t reclen, const struct spanrec *r,
-		const struct ep_item *ep)
+		const struct ep_item *ep, const struct tag_items *tags)
 {
-	uint64_t len = batch_rec_size(reclen, r, ep), need = ent_size((uint32_t)len);
+	uint64_t len = batch_rec_size(reclen, r, ep, tags), need = ent_size((uint32_t)len);
 	uint64_t start, room;
 	struct fent *e;
 	uint32_t b;
@@ -150,7 +150,7 @@ void flight_add(struct flight *f, const void *rec, uint32_t reclen, const struct
 	e->end_ns = r->f.start_ns + r->f.duration_ns;
 	e->len = (uint32_t)len;
 	e->_pad = 0;
-	batch_rec_copy((uint8_t *)(e + 1), rec, reclen, r, ep);
+	batch_rec_copy((uint8_t *)(e + 1), rec, reclen, r, ep, tags);
 	f->bucket[b] = start + 1;
 	f->head = start + need;
 	f->st.added++;

@@ -55,10 +55,11 @@ struct flight *flight_new(uint64_t bytes);
 void flight_free(struct flight *f);
 
 /* Keep span record rec (reclen bytes, decoded into r), ep added as its
- * local endpoint when it has none (ep may be NULL).  Never fails: a span
- * too large is counted (too_big); the oldest spans make room. */
+ * local endpoint when it has none (ep may be NULL) and its process's tags
+ * (may be NULL).  Never fails: a span too large is counted (too_big); the
+ * oldest spans make room. */
 void flight_add(struct flight *f, const void *rec, uint32_t reclen, const struct spanrec *r,
-		const struct ep_item *ep);
+		const struct ep_item *ep, const struct tag_items *tags);
 
 /* The spans c asks for (a trace id, or those overlapping a window and of
  * a service), appended to out as a BATCH payload (u32 count, then (u32

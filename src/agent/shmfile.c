@@ -5,6 +5,7 @@
  * sane limits before a single offset is followed; every read of the
  * mapping runs under shm_guarded(), since the process may shrink the file.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include "agent/shmfile.h"
 #include "common/spanrec.h"
 #include "common/atomic.h"
+#include "probe/procroot.h"
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EBADMSG; } while (0)
 
@@ -200,6 +202,33 @@ int shm_pid_maps_file(uint32_t pid, dev_t dev, ino_t ino)
 	}
 	fclose(f);
 	return found;
+}
+
+uint32_t shm_owner_pid(uint32_t vpid, dev_t dev, ino_t ino)
+{
+	struct dirent *de;
+	uint32_t found = 0;
+	DIR *d;
+	int own = shm_pid_maps_file(vpid, dev, ino);
+
+	if (own == 1)
+		return vpid;
+	d = opendir("/proc");
+	if (!d)
+		return own < 0 ? vpid : 0;
+	while (!found && (de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid || pid == vpid || pid > UINT32_MAX)
+			continue;
+		if (proc_vpid((pid_t)pid) == (pid_t)vpid &&
+		    shm_pid_maps_file((uint32_t)pid, dev, ino) == 1)
+			found = (uint32_t)pid;
+	}
+	closedir(d);
+	/* vpid's maps unreadable, and no container's process has it */
+	return found ? found : own < 0 ? vpid : 0;
 }
 
 /* ---- SIGBUS from a shrunk file ---------------------------------------------- */

@@ -48,6 +48,18 @@ uint32_t shm_pool_open_count(const void *base, const struct fay_shm_hdr *h);
 int shm_pid_maps_file(uint32_t pid, dev_t dev, ino_t ino);
 
 /*
+ * The process that owns the file (dev, ino) whose name says pid vpid: a
+ * pid of the agent's namespace.  vpid itself when it maps that inode (a
+ * process of the agent's pid namespace), else the process whose own,
+ * innermost pid namespace numbers it vpid (/proc/PID/status NSpid) and
+ * maps it: a container's process, its file in the container's /dev/shm
+ * or in a directory it shares with the host.  vpid when its maps cannot
+ * be read (trusted, as shm_pid_maps_file() says); 0 when no process owns
+ * the file (gone).  Walks /proc: for a file's discovery, not per span.
+ */
+uint32_t shm_owner_pid(uint32_t vpid, dev_t dev, ino_t ino);
+
+/*
  * A traced process can shrink its file under the agent's mapping; a read
  * of a page past the new end raises SIGBUS.  shm_guard_install() sets a
  * SIGBUS handler for the process (call once, before any mapping is read);

@@ -34,6 +34,7 @@ static void usage(FILE *f)
 "              [--flight SIZE]\n"
 "              [--stats-interval DUR] [--drain-nice N] [--shm-any-owner]\n"
 "              [--allow-other-users] [--no-inject] [--cgroup PATH]\n"
+"              [--no-containers | --containers-in CGROUP]\n"
 "              [--host NAME] [--token-file FILE | --token-env VAR | --token T]\n"
 "              [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
 "              [--fsync] [--metrics ADDR] [-v]\n"
@@ -122,6 +123,15 @@ static void usage(FILE *f)
 "    --shm-any-owner     read shm files whatever their owner (default: a file\n"
 "                        naming a running process must belong to that\n"
 "                        process's user, the agent's user or root)\n"
+"    --no-containers     do not look into containers' /dev/shm (default: once\n"
+"                        a second the agent lists every process's mount\n"
+"                        namespace and root; each other than its own leads\n"
+"                        to that root's /dev/shm, resolved inside it, never\n"
+"                        followed out of it, and drained as --shm-dir is;\n"
+"                        spans get container.id or container.name tags\n"
+"                        from the process's cgroup)\n"
+"    --containers-in CGROUP  look only into the containers of processes in this\n"
+"                        cgroup v2 subtree (e.g. /machine.slice)\n"
 "    --allow-other-users  when the agent runs as a non-root user, let cluster\n"
 "                        queries probe every user's processes; without it they\n"
 "                        probe only those of the agent's own user (the\n"
@@ -199,7 +209,7 @@ static void usage(FILE *f)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER,
+	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
 	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV, O_FLIGHT };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
@@ -210,6 +220,8 @@ int cmd_agent(int argc, char **argv)
 		{ "flight", required_argument, NULL, O_FLIGHT },
 		{ "drain-nice", required_argument, NULL, O_NICE },
 		{ "shm-any-owner", no_argument, NULL, O_ANYOWNER },
+		{ "no-containers", no_argument, NULL, O_NOCTR },
+		{ "containers-in", required_argument, NULL, O_CTRIN },
 		{ "allow-other-users", no_argument, NULL, O_OTHERUSERS },
 		{ "no-inject", no_argument, NULL, O_NOINJECT },
 		{ "cgroup", required_argument, NULL, O_CGROUP },
@@ -292,6 +304,17 @@ int cmd_agent(int argc, char **argv)
 			o.drain_nice = (int)v;
 			break;
 		}
+		case O_NOCTR:
+			o.no_containers = 1;
+			break;
+		case O_CTRIN:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "error: --containers-in '%s': want a cgroup path "
+					"starting with '/'\n", optarg);
+				return 2;
+			}
+			o.containers_in = optarg;
+			break;
 		case O_ANYOWNER:
 			o.shm_any_owner = 1;
 			break;

@@ -153,9 +153,11 @@ static void unescape(const char *s, size_t n, char *out, size_t len)
 	out[o] = '\0';
 }
 
-/* One path component (n bytes): the container it names, into out. */
+/* One path component (n bytes): the container it names, into out (a
+ * name, or an id's first 12 digits); the whole id into id when it names
+ * one by id (else id is left alone). */
 static bool component(const char *c, size_t n, const char *parent, size_t pn, char *out,
-		      size_t len)
+		      size_t len, char *id)
 {
 	static const char *const pre[] = { "libpod-", "docker-", "cri-containerd-", "crio-" };
 	const char *scope = ".scope";
@@ -173,6 +175,7 @@ static bool component(const char *c, size_t n, const char *parent, size_t pn, ch
 
 			if (body > pl && !memcmp(c, pre[i], pl) && is_id(c + pl, body - pl)) {
 				snprintf(out, len, "%.12s", c + pl);
+				snprintf(id, CGROUP_ID_LEN + 1, "%.64s", c + pl);
 				return true;
 			}
 		}
@@ -184,10 +187,12 @@ static bool component(const char *c, size_t n, const char *parent, size_t pn, ch
 	     (pn == 13 && !memcmp(parent, "libpod_parent", 13)) ||
 	     (pn > 3 && !memcmp(parent, "pod", 3)))) {
 		snprintf(out, len, "%.12s", c);
+		snprintf(id, CGROUP_ID_LEN + 1, "%.64s", c);
 		return true;
 	}
 	if (n > 7 && !memcmp(c, "libpod-", 7) && is_id(c + 7, n - 7)) {
 		snprintf(out, len, "%.12s", c + 7);
+		snprintf(id, CGROUP_ID_LEN + 1, "%.64s", c + 7);
 		return true;
 	}
 	return false;
@@ -195,9 +200,18 @@ static bool component(const char *c, size_t n, const char *parent, size_t pn, ch
 
 void cgroup_container(const char *path, char *out, size_t len)
 {
+	char id[CGROUP_ID_LEN + 1];
+
+	cgroup_container_id(path, out, len, id);
+}
+
+void cgroup_container_id(const char *path, char *out, size_t len,
+			 char id[CGROUP_ID_LEN + 1])
+{
 	const char *end = path + strlen(path);
 
 	out[0] = '\0';
+	id[0] = '\0';
 	/* from the innermost component outwards */
 	while (end > path) {
 		const char *s = end, *ps, *pe;
@@ -209,7 +223,7 @@ void cgroup_container(const char *path, char *out, size_t len)
 		while (ps > path && ps[-1] != '/')
 			ps--;
 		if (s < end && component(s, (size_t)(end - s), pe > ps ? ps : NULL,
-					 (size_t)(pe - ps), out, len))
+					 (size_t)(pe - ps), out, len, id))
 			return;
 		end = s > path ? s - 1 : path;
 	}

@@ -35,6 +35,14 @@ int cgroup_path_of(uint64_t id, char *path, size_t len);
 /* The container a cgroup path names (table above), "" if none. */
 void cgroup_container(const char *path, char *out, size_t len);
 
+#define CGROUP_ID_LEN 64
+/* The same, and the whole 64-digit id into id when the runtime names its
+ * cgroup by id (podman, docker, CRI); id is "" for a name (machined) or
+ * no container.  OpenTelemetry's container.id is that id; its
+ * container.name is out when id is "". */
+void cgroup_container_id(const char *path, char *out, size_t len,
+			 char id[CGROUP_ID_LEN + 1]);
+
 /* The cgroup v2 id of process pid (its "0::" line of /proc/PID/cgroup),
  * or 0 when it has none or cannot be read. */
 uint64_t cgroup_id_of_pid(pid_t pid);

@@ -70,12 +70,15 @@ acked() { grep -c "^ack .*\"stored\":$2,\"duplicate\":false" "$1"; }
 # coll_agents HOST...: a fay agent per HOST (named so, its files in
 # $T_TMP/HOST) connected to this collector; true once the collector lists
 # every one as a peer with a query connection (30 s at most).
+# AGENT_CONTAINERS: their container option (default --no-containers: the
+# containers other tests run on the machine are not this test's).
 coll_agents() {
 	local h
 	for h in "$@"; do
 		mkdir -p "$T_TMP/$h"
 		( cd "$T_TMP/$h" && exec "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
-			--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ) >>"$T_TMP/$h.log" 2>&1 &
+			--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" ${AGENT_CONTAINERS:---no-containers} ) \
+			>>"$T_TMP/$h.log" 2>&1 &
 		T_PIDS+=($!)
 	done
 	wait_for 30 coll_peers "$@"

@@ -7,7 +7,10 @@
 // and the OTLP senders (per client address: requests, spans accepted and
 // rejected).  A standing query that categorizes hosts (categorize HOST by
 // ... into K) colours each host by its category in its last window, with
-// the categories' distinguishing features.
+// the categories' distinguishing features.  Each agent's containers
+// (those with live traced processes, from its stats: the tag its spans
+// carry, their services) are a column, each a link to their traces; the
+// container filter keeps the hosts running a container that matches.
 'use strict';
 
 const Hosts = (() => {
@@ -19,7 +22,9 @@ const Hosts = (() => {
 		const ot = el('div', { id: 'otlp-senders' });
 		const cats = el('div', { id: 'host-categories' });
 		let hostCat = new Map();	// host -> [{query, category, changed}]
-		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'), out, cats,
+		const ctrFilter = el('input', { id: 'container-filter', type: 'search', placeholder: 'container or service', size: 24 });
+		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'),
+			el('label', { class: 'field ctr-filter' }, el('span', {}, 'Container'), ctrFilter), out, cats,
 			el('h3', {}, 'OTLP senders'), el('p', { class: 'muted' }, 'Clients that sent OTLP (HTTP or gRPC), by address: spans stored, and spans rejected (invalid, or refused while the ingest queue was full).'), ot,
 			el('h3', {}, 'Cluster queries'), el('p', { class: 'muted' }, 'Hosts connected for queries (agents, and child collectors with their hosts), and what each runs for the cluster and standing queries.'), cl);
 		async function loadCluster() {
@@ -78,6 +83,27 @@ const Hosts = (() => {
 				(x.changed ? ` (was ${x.changed.from})` : ''), style: `--c:${U.colour('category ' + x.category)}` },
 				`${x.category}${x.changed ? ' (changed)' : ''}`)));
 		}
+		// An agent's containers: [{name, tag, processes, services}].
+		function containersOf(a) {
+			const live = ((a.stats || {}).containers || {}).live || {};
+			return Object.entries(live).map(([name, c]) => ({ name, tag: c.tag, processes: c.processes, services: c.services || [] }));
+		}
+		function ctrCell(cs) {
+			if (!cs.length) return el('span', { class: 'muted' }, '–');
+			return el('span', {}, cs.map((c) => el('div', { class: 'ctr', 'data-container': c.name },
+				el('a', { class: 'chip', href: '/traces?annotationQuery=' + encodeURIComponent(`${c.tag}=${c.name}`) + '&lookback=86400000&limit=20',
+					title: `${c.tag}=${c.name}: ${c.processes} traced process${c.processes === 1 ? '' : 'es'}; its traces`,
+					style: `--c:${U.colour('container ' + c.name)}` }, c.tag === 'container.id' ? c.name.slice(0, 12) : c.name),
+				' ', el('span', { class: 'muted' }, c.services.join(', ')))));
+		}
+		function applyFilter() {
+			const f = ctrFilter.value.trim().toLowerCase();
+			for (const tr of out.querySelectorAll('tr[data-agent]')) {
+				const cs = tr.getAttribute('data-containers') || '';
+				tr.hidden = !!f && !cs.toLowerCase().includes(f);
+			}
+		}
+		ctrFilter.addEventListener('input', applyFilter);
 		async function load() {
 			await loadCategories();
 			const d = await U.load('/api/ui/hosts', out);
@@ -97,15 +123,18 @@ const Hosts = (() => {
 				return;
 			}
 			const t = el('table', { class: 'grid', id: 'hosts-table' },
-				el('thead', {}, el('tr', {}, ['', 'Host', 'Category', 'Agent', 'Version', 'Address', 'Last seen', 'Batches', 'Spans', 'Lost', 'Probes', ''].map((h) => el('th', {}, h)))));
+				el('thead', {}, el('tr', {}, ['', 'Host', 'Category', 'Containers', 'Agent', 'Version', 'Address', 'Last seen', 'Batches', 'Spans', 'Lost', 'Probes', ''].map((h) => el('th', {}, h)))));
 			const tb = el('tbody');
 			for (const a of d.agents) {
 				const lost = Object.entries(a.lost_by_reason || {}).filter(([, v]) => v > 0);
-				const raw = el('tr', { class: 'raw', hidden: true }, el('td', { colspan: 12 }, el('pre', {}, JSON.stringify(a.stats, null, 2))));
-				tb.append(el('tr', { 'data-agent': a.id, class: a.up ? 'up' : 'down' },
+				const raw = el('tr', { class: 'raw', hidden: true }, el('td', { colspan: 13 }, el('pre', {}, JSON.stringify(a.stats, null, 2))));
+				const cs = containersOf(a);
+				tb.append(el('tr', { 'data-agent': a.id, class: a.up ? 'up' : 'down',
+					'data-containers': cs.map((c) => [c.name, ...c.services].join(' ')).join(' ') },
 					el('td', {}, el('span', { class: 'dot ' + (a.up ? 'up' : 'down'), title: a.up ? 'up' : 'down' }), a.up ? ' up' : ' down'),
 					el('td', {}, a.host || '?'),
 					el('td', { class: 'host-cat-cell' }, catCell(a.host)),
+					el('td', { class: 'ctr-cell' }, ctrCell(cs)),
 					el('td', { class: 'mono' }, a.id.slice(0, 12)),
 					el('td', {}, a.version || '–'),
 					el('td', { class: 'mono' }, a.peer || '–'),
@@ -120,6 +149,7 @@ const Hosts = (() => {
 			}
 			t.append(tb);
 			out.replaceChildren(t);
+			applyFilter();
 		}
 		await Promise.all([load(), loadCluster()]);
 		const timer = setInterval(() => { load(); loadCluster(); }, 5000);

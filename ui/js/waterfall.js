@@ -93,6 +93,12 @@ const Waterfall = (() => {
 			if (!ep) continue;
 			kv(t, w + ' endpoint', [ep.serviceName, ep.ipv4 || ep.ipv6, ep.port].filter(Boolean).join(' · '));
 		}
+		// the container the recording process ran in (the agent's tags,
+		// OpenTelemetry's keys): a link to its traces
+		const ctr = s.tags && (s.tags['container.name'] ? ['container.name', s.tags['container.name']] :
+			s.tags['container.id'] ? ['container.id', s.tags['container.id']] : null);
+		if (ctr) kv(t, 'container', el('a', { class: 'ctr-link', href: '/traces?annotationQuery=' + encodeURIComponent(ctr.join('=')) + '&lookback=86400000&limit=20' },
+			ctr[0] === 'container.id' ? ctr[1].slice(0, 12) : ctr[1]));
 		if (s.shared) kv(t, 'shared', 'yes');
 		if (n.crit) kv(t, 'critical path', 'yes');
 		const box = el('div', { class: 'span-details', 'data-span': s.id }, t);

@@ -32,9 +32,13 @@ stop_collector() {
 	COLL_PID=
 }
 
+# AGENT_CONTAINERS: the agent's container option: --no-containers unless
+# a test says otherwise (containers other tests run on the machine are not
+# this test's)
 start_agent() {       # start_agent [fay agent options]
 	"$FAY" agent --collector "127.0.0.1:${PORT:-1}" --shm-dir "$SHM" --state-dir "$STATE" \
-		--flush-interval 20ms --stats-interval 200ms "$@" 2>>"$T_TMP/agent.log" &
+		--flush-interval 20ms --stats-interval 200ms ${AGENT_CONTAINERS:---no-containers} \
+		"$@" 2>>"$T_TMP/agent.log" &
 	AGENT_PID=$!
 	T_PIDS+=($AGENT_PID)
 }

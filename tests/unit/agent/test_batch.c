@@ -34,7 +34,10 @@ static uint32_t mkspan(uint8_t *buf, size_t cap, uint64_t id, int with_ep, size_
 struct walk {
 	int n;
 	int ep_ok;
+	int tag_ok;
 };
+
+#define CTR_ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static int check_span(void *ctx, const void *rec, uint32_t len)
 {
@@ -55,6 +58,18 @@ static int check_span(void *ctx, const void *rec, uint32_t len)
 			 r.local.ip.len == 8 && !memcmp(r.local.ip.p, "10.0.0.7", 8))
 			w->ep_ok++;
 	}
+	{
+		struct spanrec_item it;
+		uint32_t off = 0;
+		int tags = 0;
+
+		while (spanrec_next(&r, &off, &it))
+			if (it.type == SPAN_ITEM_TAG && it.a.len == 12 &&
+			    !memcmp(it.a.p, "container.id", 12) && it.b.len == 64 &&
+			    !memcmp(it.b.p, CTR_ID, 64))
+				tags++;
+		w->tag_ok += tags == 1;
+	}
 	w->n++;
 	return 0;
 }
@@ -63,6 +78,7 @@ int main(void)
 {
 	struct wire_batch b;
 	struct ep_item ep;
+	struct tag_items tags, none;
 	uint8_t rec[8192];
 	char err[256];
 	struct spanrec r;
@@ -74,10 +90,17 @@ int main(void)
 	ok(!wire_batch_init(&b, 1 << 16, 100), "batch_init");
 	ep_item_init(&ep, "mapperd", "10.0.0.7", 7001);
 	ok(ep.len > 0, "endpoint item encoded (%u bytes)", ep.len);
+	tag_items_container(&tags, CTR_ID, "web-1");
+	ok(tags.n == 1 && tags.len == SPANREC_ITEM_HDR + 12 + 64,
+	   "container tags: container.id only when there is an id (%u bytes)", tags.len);
+	tag_items_container(&none, "", "");
+	ok(none.n == 0 && none.len == 0, "no container: no tags");
+	tag_items_container(&none, "", "web-1");
+	ok(none.n == 1 && none.len == SPANREC_ITEM_HDR + 14 + 5, "a name: container.name");
 	for (uint64_t i = 1; i <= 10; i++) {
 		len = mkspan(rec, sizeof(rec), i, i % 2 == 0, 0);
 		spanrec_decode(rec, len, &r, err, sizeof(err));
-		ret = batch_add(&b, rec, len, &r, &ep);
+		ret = batch_add(&b, rec, len, &r, &ep, &tags);
 		if (ret)
 			break;
 	}
@@ -93,6 +116,7 @@ int main(void)
 	is_int(ret, 10, "walk finds 10 spans");
 	is_int(w.n, 10, "all decode");
 	is_int(w.ep_ok, 10, "odd spans got the process endpoint, even kept their own");
+	is_int(w.tag_ok, 10, "every span got the container.id tag once");
 
 	/* Damage: the walker names it. */
 	for (uint32_t cut = 0; cut < h.len; cut += 7) {
@@ -111,7 +135,7 @@ int main(void)
 	spanrec_decode(rec, len, &r, err, sizeof(err));
 	int added = 0;
 
-	while (!(ret = batch_add(&b, rec, len, &r, NULL)))
+	while (!(ret = batch_add(&b, rec, len, &r, NULL, NULL)))
 		added++;
 	is_int(ret, -ENOSPC, "full by bytes: -ENOSPC");
 	ok(added == (int)((65536 - 4) / (len + 4)), "as many as fit (%d)", added);
@@ -120,7 +144,7 @@ int main(void)
 	ok(!wire_batch_init(&b, 1 << 16, 3), "batch of at most 3 spans");
 	len = mkspan(rec, sizeof(rec), 1, 1, 0);
 	spanrec_decode(rec, len, &r, err, sizeof(err));
-	for (added = 0; !(ret = batch_add(&b, rec, len, &r, NULL)); added++)
+	for (added = 0; !(ret = batch_add(&b, rec, len, &r, NULL, NULL)); added++)
 		;
 	ok(ret == -ENOSPC && added == 3, "full by count after 3");
 	wire_batch_free(&b);
@@ -128,7 +152,7 @@ int main(void)
 	ok(!wire_batch_init(&b, 1024, 100), "tiny batch");
 	len = mkspan(rec, sizeof(rec), 1, 1, 2000);
 	spanrec_decode(rec, len, &r, err, sizeof(err));
-	is_int(batch_add(&b, rec, len, &r, NULL), -E2BIG, "a span bigger than any batch: -E2BIG");
+	is_int(batch_add(&b, rec, len, &r, NULL, NULL), -E2BIG, "a span bigger than any batch: -E2BIG");
 	wire_batch_free(&b);
 	wire_batch_free(NULL);
 	return test_done();

@@ -46,7 +46,7 @@ static void add(struct flight *f, uint64_t trace, uint64_t id, uint64_t start,
 
 	if (spanrec_decode(buf, n, &r, NULL, 0) < 0)
 		diag("test span does not decode");
-	flight_add(f, buf, n, &r, ep);
+	flight_add(f, buf, n, &r, ep, NULL);
 }
 
 struct seen {
@@ -175,7 +175,7 @@ int main(void)
 		fx.items_len = (uint32_t)off;
 		memcpy(big, &fx, sizeof(fx));
 		ok(spanrec_decode(big, 64 + off, &r, NULL, 0) > 0, "a span of %zu bytes", 64 + off);
-		flight_add(f, big, (uint32_t)(64 + off), &r, NULL);
+		flight_add(f, big, (uint32_t)(64 + off), &r, NULL, NULL);
 		flight_get_stats(f, &st);
 		ok(st.too_big == 1 && st.dropped == dropped, "... not kept, counted; nothing evicted");
 	}

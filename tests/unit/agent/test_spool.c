@@ -102,7 +102,7 @@ static uint32_t mkframe(struct wire_batch *b, uint64_t seq, unsigned n, uint32_t
 
 	wire_batch_reset(b);
 	for (unsigned i = 0; i < n; i++)
-		batch_add(b, rec, size, &r, NULL);
+		batch_add(b, rec, size, &r, NULL, NULL);
 	return wire_batch_seal(b, seq);
 }
 
@@ -289,7 +289,7 @@ static int sim_rec(void *ctx, uint16_t type, const void *p, uint32_t len, uint64
 
 	if (spanrec_decode(p, len, &r, err, sizeof(err)) < 0)
 		return 0;
-	return batch_add(&s->b, p, len, &r, NULL);
+	return batch_add(&s->b, p, len, &r, NULL, NULL);
 }
 
 static int count_span(void *ctx, const void *rec, uint32_t len)
