@@ -9,8 +9,8 @@
  * random point of [0,1)^d, each entity its centre plus uniform noise of
  * +-0.05), from a fixed seed.  For each (n, d): fay's time for k = 4 and
  * for auto (k from 2 to 8), medians of 5, the k auto chose; then the
- * same from python3 -c (sklearn), and the ratios.  Run from the top of
- * the tree:
+ * same from Debian's /usr/bin/python3 (python3-sklearn), and the ratios.
+ * Run from the top of the tree:
  *   build/bench/bench_categorize [--sizes 100x20,1000x50,5000x300]
  */
 #include <errno.h>
@@ -83,7 +83,7 @@ static int peer(const char *path, double *fixed, double *autom, int *k)
 	FILE *p;
 	int n;
 
-	snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 python3 -c \"$BENCH_PY\" %s 2>/dev/null",
+	snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 /usr/bin/python3 -c \"$BENCH_PY\" %s 2>/dev/null",
 		 path);
 	setenv("BENCH_PY", py, 1);
 	p = popen(cmd, "r");
