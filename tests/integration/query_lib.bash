@@ -68,3 +68,17 @@ assert fay == bt, ("fay", sorted(fay.items()), "bpftrace", sorted(bt.items()))
 print(len(fay), "names,", sum(fay.values()), "events")
 ' "$T_TMP/out" "$T_TMP/bt" "$1" "$2" "$3" >"$T_TMP/cmp" 2>&1
 }
+
+# compare_check WHAT SKIP PREFIX WANT: compare (above) after a run whose
+# status is $RC, as one check: "WHAT equals bpftrace's @[probe] for the
+# pid", with the verdict, or the failure with fay's and bpftrace's output.
+compare_check() {
+	local what=$1
+	shift
+	if [ "$RC" -eq 0 ] && compare "$@"; then
+		pass "$what equals bpftrace's @[probe] for the pid ($(cat "$T_TMP/cmp"))"
+	else
+		fail "$what equals bpftrace's @[probe] (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
+			"$(head -c 400 "$T_TMP/err")" "$(head -c 600 "$T_TMP/bt")"
+	fi
+}

@@ -55,12 +55,8 @@ if [ -n "$BT" ] && [ -n "$TFS" ]; then
 	versus 'from s in syscall("*") group s by s.name into g select { name: g.key, n: g.count() }' \
 		'tracepoint:syscalls:sys_enter_* /pid == @PID@/ { @[probe] = count(); }' \
 		"$(find "$TFS/events/syscalls" -maxdepth 1 -name 'sys_enter_*' | wc -l)" sysmix 500
-	if [ $RC -eq 0 ] && compare 'access|clock_nanosleep' tracepoint:syscalls:sys_enter_ getppid=500; then
-		pass "syscall(\"*\") by s.name equals bpftrace's @[probe] of sys_enter_* for the pid ($(cat "$T_TMP/cmp"))"
-	else
-		fail "syscall(\"*\") by s.name equals bpftrace's @[probe] (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
-			"$(head -c 400 "$T_TMP/err")" "$(head -c 400 "$T_TMP/bt")"
-	fi
+	compare_check 'syscall("*") by s.name (sys_enter_*)' 'access|clock_nanosleep' tracepoint:syscalls:sys_enter_ \
+		getppid=500
 else
 	diag "no bpftrace (or no tracefs): the comparisons with it are not made"
 fi
@@ -96,12 +92,8 @@ if [ -n "$BT" ]; then
 		'uprobe:libc:pthread_mutex_lock,uprobe:libc:pthread_mutex_unlock,uprobe:libc:pthread_mutex_trylock /pid == @PID@/ { @[probe] = count(); }' \
 		3 mutex 300
 	libc=$(readlink -f "$(ldconfig -p | awk '/libc.so.6 .*x86-64/ { print $NF; exit }')")
-	if [ $RC -eq 0 ] && compare 'pthread_mutex_(?!lock$|unlock$|trylock$).*' "uprobe:$libc:" pthread_mutex_trylock=150; then
-		pass "function(\"libc:pthread_mutex_*\") by s.name equals bpftrace's @[probe] for the pid ($(cat "$T_TMP/cmp"))"
-	else
-		fail "function(\"libc:pthread_mutex_*\") by s.name equals bpftrace's (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
-			"$(head -c 400 "$T_TMP/err")" "$(head -c 600 "$T_TMP/bt")"
-	fi
+	compare_check 'function("libc:pthread_mutex_*") by s.name' 'pthread_mutex_(?!lock$|unlock$|trylock$).*' \
+		"uprobe:$libc:" pthread_mutex_trylock=150
 fi
 
 # ---- a cluster: two agents, names merged at the collector ------------------------------

@@ -71,12 +71,8 @@ if [ -n "$BT" ]; then
 	# sched_process_free fires in an RCU callback, on whatever task the
 	# CPU runs then (the pid filter sees it or not, as each tracer's
 	# detach time falls): left out
-	if [ $RC -eq 0 ] && compare 'sched_process_free' tracepoint:sched: sched_process_fork=$K; then
-		pass "tracepoint(\"sched:sched_process_*\") by s.name equals bpftrace's @[probe] for the pid ($(cat "$T_TMP/cmp"))"
-	else
-		fail "sched:sched_process_* equals bpftrace's @[probe] (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" \
-			"$(head -c 400 "$T_TMP/err")" "$(head -c 400 "$T_TMP/bt")"
-	fi
+	compare_check 'tracepoint("sched:sched_process_*") by s.name' 'sched_process_free' tracepoint:sched: \
+		sched_process_fork=$K
 else
 	diag "no bpftrace: the comparisons with it are not made"
 fi
