@@ -11,12 +11,10 @@
 # fails with the reason); fay run --help.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "query_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+need_query_work
 [ -r "$BUILD/libfay-probe.so" ] || { fail "libfay-probe.so at $BUILD"; done_testing; exit 1; }
 K=1000
-. "$(dirname "$0")/query_lib.bash"
 
 # both CMD QUERY WANT WHAT: the answer in uprobe mode and in inline mode
 # (-c CMD) is WANT, exactly; the inline run says it ran inline.

@@ -2,6 +2,14 @@
 # Sourced by tests/integration/query_*.sh (not a test itself: no .sh): run
 # fay query and compare its output exactly.
 
+# need_query_work: the fay binary (a failure without it) and the
+# query_work workload, its path in W (the test is skipped without it).
+need_query_work() {
+	W=$BUILD/tests/bin/query_work
+	[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
+	[ -x "$W" ] || skip_all "query_work is not built (make)"
+}
+
 # fq ARGS...: fay query -q, stdout in $T_TMP/out, stderr in $T_TMP/err, rc in $RC
 fq() {
 	timeout 60 "$FAY" query -q "$@" >"$T_TMP/out" 2>"$T_TMP/err"

@@ -11,10 +11,8 @@
 # cookie) against the workload's counts and bpftrace's.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "query_work is not built (make)"
 . "$(dirname "$0")/query_lib.bash"
+need_query_work
 
 K=300
 getuid=$((K / 2))

@@ -16,12 +16,10 @@
 #     distincts fit in a key's 32 KiB), and the error naming each cost.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "query_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+need_query_work
 BT=$(command -v bpftrace || true)
 
-. "$(dirname "$0")/query_lib.bash"
 
 # both FAY-QUERY BPFTRACE-PROGRAM WORKLOAD...: run the workload held at a
 # file, trace it with fay -p PID and with bpftrace at the same time (@PID@

@@ -7,12 +7,10 @@
 # the same counts as bpftrace on the same workload.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "query_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+need_query_work
 K=1000
 
-. "$(dirname "$0")/query_lib.bash"
 . "$(dirname "$0")/../lib/query_bg.bash"
 
 # ---- system calls ------------------------------------------------------------

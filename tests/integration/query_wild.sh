@@ -13,10 +13,8 @@
 # Kernel function wildcards run in the QEMU guest: tests/vm/query_kfunc.sh.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
-[ -x "$W" ] || skip_all "query_work is not built (make)"
 . "$(dirname "$0")/query_lib.bash"
+need_query_work
 TFS=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
 [ -n "$TFS" ] || skip_all "no tracefs mounted"
 
