@@ -249,18 +249,19 @@ static struct shmdir *root_dir(struct agent *a, unsigned long pid, uint64_t now)
 static int in_cgroup(struct agent *a, unsigned long pid)
 {
 	const char *want = a->o->containers_in;
-	char path[4096];
+	char path[4096], scope[4096];
 	size_t n;
 
 	if (!want)
 		return 1;
 	if (cgroup_path_of_pid((pid_t)pid, path, sizeof(path)))
 		return 0;
+	/* "/a/b/" as "/a/b" */
 	n = strlen(want);
 	while (n > 1 && want[n - 1] == '/')
 		n--;
-	return !strncmp(path, want, n) && (path[n] == '/' || path[n] == '\0' ||
-					   (n == 1 && want[0] == '/'));
+	snprintf(scope, sizeof(scope), "%.*s", (int)n, want);
+	return cgroup_path_under(path, scope);
 }
 
 void agent_scan_roots(struct agent *a, uint64_t now)
