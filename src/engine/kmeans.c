@@ -379,16 +379,21 @@ int kmeans_auto(const double *pts, size_t n, size_t d, int kmax, uint64_t seed,
 		if (err)
 			goto out;
 		s = sil_mean(dm, ns, sil_step(n), t.assign, k, sum, cnt);
-		if (s > bs) {
+		if (s > bs) {	/* the best so far: its answer is out's */
 			bs = s;
 			best = k;
+			memcpy(out->assign, t.assign, n * sizeof(*t.assign));
+			memcpy(out->centroid, t.centroid, (size_t)k * d * sizeof(*t.centroid));
+			memcpy(out->count, t.count, (size_t)k * sizeof(*t.count));
+			out->inertia = t.inertia;
+			out->iterations = t.iterations;
 		}
 	}
 	if (bs < KMEANS_SIL_MIN) {
 		best = 1;
 		bs = 0;
+		err = kmeans(pts, n, d, 1, seed, out);
 	}
-	err = kmeans(pts, n, d, best, seed, out);
 	*sil = bs;
 out:
 	free(dm);
