@@ -181,23 +181,33 @@ int sq_extra_decode(const void *p, size_t n, struct zarena *a, struct zspan *z)
  * "bc") differ), through murmur3's fmix64. */
 static uint64_t hstr(struct zs_str s)
 {
+	const unsigned char *p = (const unsigned char *)s.p;
 	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t i = 0;
 
-	for (uint32_t i = 0; i < s.len; i++) {
-		h ^= (unsigned char)s.p[i];
-		h *= 0x100000001b3ull;
+	/* FNV-1a byte by byte, four bytes a turn (the same hash: the bits
+	 * are stored in traces.bloom) */
+	for (; i + 4 <= s.len; i += 4) {
+		h = (h ^ p[i]) * 0x100000001b3ull;
+		h = (h ^ p[i + 1]) * 0x100000001b3ull;
+		h = (h ^ p[i + 2]) * 0x100000001b3ull;
+		h = (h ^ p[i + 3]) * 0x100000001b3ull;
 	}
+	for (; i < s.len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
 	return h;
 }
 
-static void term(uint8_t *bloom, char kind, uint64_t svc, uint64_t a, uint64_t b)
+/* Set the two bits of term (kind, svc, a, b) given ab, the a and b part of
+ * its hash (term()). */
+static inline void term_ab(uint8_t *bloom, char kind, uint64_t svc, uint64_t ab)
 {
 	uint64_t h = (uint64_t)(unsigned char)kind * 0x9e3779b97f4a7c15ull;
 	unsigned i, j;
 
 	if (kind >= 'a' && kind <= 'z')
 		h += svc * 0xc2b2ae3d27d4eb4full;
-	h += a * 0x165667b19e3779f9ull + b * 0x27d4eb2f165667c5ull;
+	h += ab;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
@@ -209,16 +219,23 @@ static void term(uint8_t *bloom, char kind, uint64_t svc, uint64_t a, uint64_t b
 	bloom[j / 8] |= (uint8_t)(1u << (j % 8));
 }
 
+static void term(uint8_t *bloom, char kind, uint64_t svc, uint64_t a, uint64_t b)
+{
+	term_ab(bloom, kind, svc, a * 0x165667b19e3779f9ull + b * 0x27d4eb2f165667c5ull);
+}
+
 /* A term in its per-service (lower-case kind) and any-service forms. */
 static void term2(uint8_t *bloom, char kind, uint64_t svc, uint64_t a, uint64_t b)
 {
-	term(bloom, kind, svc, a, b);
-	term(bloom, (char)(kind - 'a' + 'A'), svc, a, b);
+	uint64_t ab = a * 0x165667b19e3779f9ull + b * 0x27d4eb2f165667c5ull;
+
+	term_ab(bloom, kind, svc, ab);
+	term_ab(bloom, (char)(kind - 'a' + 'A'), svc, ab);
 }
 
 void sq_bloom_span(uint8_t bloom[SQ_BLOOM_BYTES], const struct zspan *z)
 {
-	const uint64_t none = hstr((struct zs_str){ "", 0 });
+	const uint64_t none = 0xcbf29ce484222325ull; /* hstr("") */
 	uint64_t svc = hstr(z->local.service);
 
 	term(bloom, 's', svc, none, none);
