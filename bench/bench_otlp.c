@@ -345,7 +345,8 @@ static pid_t start_collector(const char *fay, int port, int gport, char *dir)
 		      "--otlp-grpc", grpc, "--db", db, "--retention", "0", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 200; i++) {
+	/* up to 30 s: a loaded machine, or the collector under valgrind */
+	for (int i = 0; i < 600; i++) {
 		int fd = conn(port), fd2 = fd >= 0 ? conn(gport) : -1;
 
 		if (fd >= 0)
