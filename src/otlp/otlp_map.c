@@ -78,10 +78,64 @@ static void mb_i64(struct mbuf *b, int64_t i)
 	mb_add(b, q, (size_t)(e - q));
 }
 
+/*
+ * d as the loop of mb_double() prints it, without printf and strtod, when
+ * d is the double nearest to a decimal m / 10^k (m < 10^15, k <= 9) and
+ * 1e-4 <= |d| < 1e15: then %.15g prints that decimal in fixed notation
+ * (its 15 significant digits hold it, trailing zeros dropped) and it reads
+ * back to d.  The length written to out (>= 26 bytes), or 0: use printf.
+ */
+static size_t mb_decimal(double d, char *out)
+{
+	static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+	double a = d < 0 ? -d : d;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return 0;
+	for (int k = 0; k < 10; k++) {
+		double s = a * p10[k];
+		char dig[24], *q = dig + sizeof(dig);
+		uint64_t m;
+		size_t n = 0, nd;
+
+		if (s >= 1e15)
+			return 0;
+		m = (uint64_t)(s + 0.5);
+		if ((double)m / p10[k] != a)
+			continue;
+		/* the smallest such k: m's last digit is not 0 unless k is 0 */
+		do {
+			*--q = (char)('0' + m % 10);
+			m /= 10;
+		} while (m);
+		nd = (size_t)(dig + sizeof(dig) - q);
+		if (d < 0)
+			out[n++] = '-';
+		if (nd <= (size_t)k) {          /* 0.000ddd */
+			out[n++] = '0';
+			out[n++] = '.';
+			for (size_t z = nd; z < (size_t)k; z++)
+				out[n++] = '0';
+			memcpy(out + n, q, nd);
+			return n + nd;
+		}
+		memcpy(out + n, q, nd - (size_t)k);
+		n += nd - (size_t)k;
+		if (k) {
+			out[n++] = '.';
+			memcpy(out + n, q + nd - (size_t)k, (size_t)k);
+			n += (size_t)k;
+		}
+		return n;
+	}
+	return 0;
+}
+
 /* A double in the shortest %g form that reads back to the same value. */
 static void mb_double(struct mbuf *b, double d, int json)
 {
 	char tmp[40];
+	size_t n;
 
 	if (d != d || d - d != 0) {     /* NaN, Inf: not JSON numbers */
 		const char *s = d != d ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
@@ -90,6 +144,11 @@ static void mb_double(struct mbuf *b, double d, int json)
 			mb_printf(b, "\"%s\"", s);
 		else
 			mb_add(b, s, strlen(s));
+		return;
+	}
+	n = mb_decimal(d, tmp);
+	if (n) {
+		mb_add(b, tmp, n);
 		return;
 	}
 	for (int prec = 15; prec <= 17; prec++) {
