@@ -60,13 +60,7 @@ static int utf8_ok(const unsigned char *s, size_t n)
 		uint32_t cp;
 
 		if (c < 0x80) {
-			uint64_t w;
-
-			/* ASCII eight bytes at a time */
-			while (n - i >= 8 && (memcpy(&w, s + i, 8), !(w & 0x8080808080808080ull)))
-				i += 8;
-			if (i < n && s[i] < 0x80)
-				i++;
+			i++;
 			continue;
 		}
 		if (c >= 0xc2 && c <= 0xdf) {
