@@ -3,42 +3,7 @@
 #include <stdint.h>
 
 #include "common/json_str.h"
-
-/* The length of the valid UTF-8 sequence at s (len bytes left), or 0 when
- * s[0] does not start one (RFC 3629's table: no overlong forms, no
- * surrogates, nothing over U+10FFFF). */
-static size_t utf8_len(const unsigned char *s, size_t len)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (n > len)
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
+#include "common/utf8.h"
 
 void json_str_put(json_put_fn *put, void *ctx, const char *s, size_t len)
 {
@@ -48,7 +13,7 @@ void json_str_put(json_put_fn *put, void *ctx, const char *s, size_t len)
 
 	put(ctx, "\"", 1);
 	while (i < len) {
-		size_t n = utf8_len(u + i, len - i);
+		size_t n = utf8_seq_len(u + i, len - i);
 		char esc[6] = { '\\', 'u', '0', '0', 0, 0 };
 
 		if (n && u[i] >= 0x20 && u[i] != '"' && u[i] != '\\') {

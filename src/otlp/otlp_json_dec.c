@@ -42,6 +42,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "common/spanrec.h"
+#include "common/utf8.h"
 #include "otlp/otlp.h"
 
 #define JD_MAX_NEST 2048        /* objects and arrays in one another (jansson's) */
@@ -147,6 +148,7 @@ struct jd {
 	int oom, failed;
 
 	int root_obj, rss_bad;
+	size_t root_end;        /* the byte after the top-level value */
 	char doc_err[512];      /* the first problem of content (doc_err[0]) */
 	struct otlp_resource_spans *rs;
 	size_t nrs, caprs;
@@ -1121,6 +1123,8 @@ static int cb_end(void *ctx)
 		break;
 	}
 	j->nst--;
+	if (!j->nst)
+		j->root_end = yajl_get_bytes_consumed(j->h);
 	return !j->oom;
 }
 
@@ -1138,6 +1142,16 @@ static const yajl_callbacks callbacks = {
 
 /* ---- the front end -------------------------------------------------------- */
 
+/* The length of the JSON white space (RFC 8259: space, tab, LF, CR) at s. */
+static size_t strspn_json_ws(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
 int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		     struct otlp_req *r, char *err, size_t errlen)
 {
@@ -1147,6 +1161,14 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
+	/* JSON text is UTF-8 (RFC 8259), and yajl's own check lets
+	 * overlong forms through */
+	at = utf8_invalid_at(body, len);
+	if (at < len) {
+		snprintf(err, errlen, "body: byte %zu: invalid UTF-8 (0x%02x)", at,
+			 (unsigned char)body[at]);
+		return -EINVAL;
+	}
 	/* yajl takes \v and \f for white space; JSON has no such thing
 	 * (and no control character in a string either) */
 	for (const char *c = "\v\f"; *c; c++) {
@@ -1163,12 +1185,17 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	yajl_config(j.h, yajl_dont_validate_strings, 1);       /* done above */
 	st = yajl_parse(j.h, (const unsigned char *)body, len);
 	at = yajl_get_bytes_consumed(j.h);
 	if (st == yajl_status_ok) {
 		st = yajl_complete_parse(j.h);
 		at = len;       /* what is missing is missing at the end */
 	}
+	/* yajl lets an unfinished token after the top-level value pass
+	 * (it waits for more input that complete_parse never checks) */
+	if (st == yajl_status_ok && j.root_end && !j.failed && !j.oom)
+		at = j.root_end + strspn_json_ws(body + j.root_end, len - j.root_end);
 	if (j.oom) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -1185,6 +1212,9 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 			if (e)
 				yajl_free_error(j.h, e);
 		}
+		ret = -EINVAL;
+	} else if (j.root_end && at < len) {
+		snprintf(err, errlen, "body: byte %zu: trailing garbage after the top-level object", at);
 		ret = -EINVAL;
 	} else if (!j.root_obj || j.rss_bad) {
 		snprintf(err, errlen, "resourceSpans: expected {\"resourceSpans\": [...]}");

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "otlp/otlp.h"
 #include "rpc_status.pb-c.h"
 #include "trace_service.pb-c.h"
@@ -50,53 +51,13 @@ struct pctx {
 	int utf8_bad;           /* a string of the current span is not UTF-8 */
 };
 
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t k;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			k = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			k = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			k = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		if (n - i <= k)
-			return 0;
-		for (size_t j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + j] & 0x3f);
-		}
-		if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 /* A protobuf-c string (NUL-terminated, unpacked into the request's
  * arena, so it lives as long as *out: not copied). */
 static int pstr(struct pctx *x, const char *s, struct otlp_str *out)
 {
 	size_t len = s ? strlen(s) : 0;
 
-	if (!utf8_ok((const unsigned char *)s, len))
+	if (utf8_invalid_at(s, len) != len)
 		x->utf8_bad = 1;
 	out->p = s ? s : "";
 	out->len = len;

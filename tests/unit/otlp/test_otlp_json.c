@@ -140,6 +140,15 @@ static void errors(void)
 		{ "{\"resourceSpans\":{}}", "resourceSpans: expected" },
 		{ "{\"resourceSpans\":[]} x", "body: byte " },
 		{ "{\"resourceSpans\":[]}\v", "body: byte 20: invalid character 0x0b" },
+		/* an unfinished token after the top-level object (yajl waits for
+		 * more input and let it pass) */
+		{ "{\"resourceSpans\":[]}\"instrumentationLibrar{}",
+		  "body: byte 20: trailing garbage after the top-level object" },
+		{ "{\"resourceSpans\":[]} \n\"x", "body: byte 22: trailing garbage" },
+		/* an overlong form (yajl's own check lets 0xc1 0x81 through) */
+		{ "{\"resourceSpans\":[{\"x\":\"\xc1\x81\"}]}",
+		  "body: byte 24: invalid UTF-8 (0xc1)" },
+		{ "{\"resourceSpans\":[{\"x\":\"\xed\xa0\x80\"}]}", "body: byte 24: invalid UTF-8" },
 		{ "{\"resourceSpans\":[{\"x\":\"a\\u0000b\"}]}", "\\u0000 is not allowed" },
 		{ "{\"resourceSpans\":[{\"x\":99999999999999999999}]}", "integer too big" },
 		{ "{\"resourceSpans\":[{\"x\":1e999}]}", "real number overflow" },
