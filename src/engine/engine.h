@@ -300,5 +300,11 @@ const struct plan *engine_plan(const struct engine *e);
  * driver calls it every ENGINE_STACK_TICK_MS then). */
 #define ENGINE_STACK_TICK_MS	50
 bool engine_stacks_tick(struct engine *e);
+/* A query reading trace_id or span_name of profile(...) samples: look
+ * for new libfay processes and forget gone ones (at most every 250 ms),
+ * for the probe to find their threads' current spans (docs/ABI.md 1.6).
+ * Returns whether the query needs it (then the driver calls it every
+ * ENGINE_STACK_TICK_MS too). */
+bool engine_spancur_tick(struct engine *e);
 
 #endif

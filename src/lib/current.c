@@ -13,6 +13,13 @@
  * thread variable, not in struct lib_tls: that one is initial-exec and
  * must fit glibc's static TLS surplus when libfay is dlopen()ed
  * (mk/libfay.mk); this one is reached through a TLS descriptor.
+ *
+ * The top of the stack is also published in the thread's cell of the shm
+ * file (struct fay_cur_cell, include/fay/ring.h), for a sampler that
+ * interrupts the thread from outside (fay's profile(...) BPF program):
+ * two plain stores per begin and end, span_id before slot_off, so a
+ * reader on the thread's CPU sees either a whole pair or one that fails
+ * its check against the handle.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -30,6 +37,8 @@ struct cur {
 static __thread struct {
 	uint32_t n;
 	struct cur e[CUR_MAX];
+	struct fay_cur_cell *cell; /* this thread's cell, NULL none */
+	const uint8_t *cell_base;  /* the mapping cell is in: lib.base then */
 } cs;
 
 static const struct fay_pool_slot dead;	/* state FREE: never alive */
@@ -48,6 +57,62 @@ static void prune(void)
 		cs.n--;
 }
 
+/* The thread's cell in the current file: taken at its first recorded
+ * span in that file (a fork child's new file included); NULL when another
+ * live thread of the process holds it. */
+static struct fay_cur_cell *cell_get(void)
+{
+	const uint8_t *base = READ_ONCE(lib.base);
+	struct fay_cur_cell *c;
+	uint32_t tid, zero = 0;
+
+	if (likely(cs.cell_base == base))
+		return cs.cell;
+	cs.cell_base = base;
+	cs.cell = NULL;
+	if (!base || !lib.cur)
+		return NULL;
+	tid = lib_gettid();
+	c = &lib.cur[tid & (LIB_NCUR - 1)];
+	if (READ_ONCE(c->tid) != tid && !atomic_cas(&c->tid, &zero, tid))
+		return NULL;
+	if (!lib_t.key_set) {
+		/* thread_exit() gives the cell back */
+		pthread_setspecific(lib.key, &lib_t);
+		lib_t.key_set = 1;
+	}
+	cs.cell = c;
+	return c;
+}
+
+/* The top of the stack into the thread's cell. */
+static void publish(void)
+{
+	struct fay_cur_cell *c = cell_get();
+
+	if (!c)
+		return;
+	if (!cs.n) {
+		WRITE_ONCE(c->slot_off, 0);
+		return;
+	}
+	WRITE_ONCE(c->span_id, cs.e[cs.n - 1].span_id);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	WRITE_ONCE(c->slot_off, (uint64_t)((const uint8_t *)cs.e[cs.n - 1].sl - lib.base));
+}
+
+void lib_cur_release(void)
+{
+	struct fay_cur_cell *c = cs.cell;
+
+	if (!c || cs.cell_base != READ_ONCE(lib.base))
+		return;
+	cs.cell = NULL;
+	cs.cell_base = NULL;
+	WRITE_ONCE(c->slot_off, 0);
+	smp_store_release(&c->tid, 0);
+}
+
 void lib_cur_push(const struct fay_pool_slot *sl)
 {
 	prune();
@@ -59,6 +124,7 @@ void lib_cur_push(const struct fay_pool_slot *sl)
 	cs.e[cs.n] = (struct cur){ sl, sl->fixed.span_id };
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cs.n++;
+	publish();
 }
 
 void lib_cur_pop(const struct fay_pool_slot *sl)
@@ -76,6 +142,7 @@ void lib_cur_pop(const struct fay_pool_slot *sl)
 		break;
 	}
 	prune();
+	publish();
 }
 
 /* The span's name: the first item of its record (begin() puts it there). */
