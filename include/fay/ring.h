@@ -133,14 +133,14 @@ struct fay_shm_hdr {
  * OPEN and its fixed.span_id equals span_id: a torn pair, a span ended
  * elsewhere or a handle reused never pass that test.
  */
-#define FAY_CUR_CELL_SIZE 32u
+#define FAY_CUR_CELL_SIZE 64u   /* a cache line: threads never share one */
 
 struct fay_cur_cell {
 	uint32_t tid;            /* owner, 0 = free; CAS */
 	uint32_t _pad0;
 	uint64_t span_id;        /* of the current span */
 	uint64_t slot_off;       /* its handle's file offset, 0 = none */
-	uint64_t _pad1;
+	uint64_t _pad1[5];
 };
 
 struct fay_ring_ctl {

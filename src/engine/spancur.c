@@ -38,6 +38,9 @@ struct spancur_val {
 	uint32_t _pad;
 };
 
+/* What the probe reads of a cell: tid, span_id, slot_off. */
+#define CELL_READ	24
+
 /* Offsets in the handle (struct fay_pool_slot, docs/ABI.md 1.3): */
 #define SL_STATE	0
 #define SL_TRACE_LO	(16 + 8)
@@ -65,7 +68,7 @@ static void emit_handle(struct cg *g, const struct pexpr *x, int sl, int none)
 {
 	struct ir *ir = g->ir;
 	struct bmap *m = spancur_map(g->e);
-	int key = ir_stack_alloc(ir, 8, 8), cell = ir_stack_alloc(ir, FAY_CUR_CELL_SIZE, 8);
+	int key = ir_stack_alloc(ir, 8, 8), cell = ir_stack_alloc(ir, CELL_READ, 8);
 	ir_reg pt = ir_vreg(ir), v = ir_vreg(ir), a = ir_vreg(ir), t = ir_vreg(ir);
 	ir_reg tid = ir_vreg(ir), base = ir_vreg(ir), sid = ir_vreg(ir);
 
@@ -89,7 +92,7 @@ static void emit_handle(struct cg *g, const struct pexpr *x, int sl, int none)
 	ir_alu(ir, BPF_AND, t, IR_R(tid));
 	ir_alu(ir, BPF_MUL, t, IR_I(FAY_CUR_CELL_SIZE));
 	ir_alu(ir, BPF_ADD, a, IR_R(t));
-	ir_call(ir, t, BPF_FUNC_probe_read_user, 3, IR_S(cell), IR_I(FAY_CUR_CELL_SIZE), IR_R(a));
+	ir_call(ir, t, BPF_FUNC_probe_read_user, 3, IR_S(cell), IR_I(CELL_READ), IR_R(a));
 	ir_jmp(ir, BPF_JNE, t, IR_I(0), none);
 	ir_load(ir, t, IR_S(cell), offsetof(struct fay_cur_cell, tid), 4, 0);
 	ir_jmp(ir, BPF_JNE, t, IR_R(tid), none);

@@ -87,7 +87,7 @@ int main(void)
 	ok(v.hdr->ncur == 1024 && v.hdr->cur_stride == FAY_CUR_CELL_SIZE &&
 	   v.hdr->cur_off >= v.hdr->pool_off + (uint64_t)v.hdr->npool * v.hdr->pool_stride &&
 	   v.hdr->cur_off + (uint64_t)v.hdr->ncur * FAY_CUR_CELL_SIZE <= v.hdr->rings_off,
-	   "the header: 1024 cells of 32 bytes between the pool and the rings");
+	   "the header: 1024 cells of 64 bytes between the pool and the rings");
 	is_int((int)cell_of(me)->tid, (int)me, "the thread holds its cell");
 	is_str(cell_name(me), "outer", "a root: its handle, open with the cell's span id");
 	b = fay_span_child(a, "inner");
