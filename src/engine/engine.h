@@ -100,8 +100,12 @@ struct engine_opts {
 	 * query's process must be in it (fay agent --cgroup, fay query
 	 * --cgroup; engine/scope.c).  NULL or "": every task. */
 	const char *cgroup;
+	/* Where libfay processes keep their shm files, for trace_id and
+	 * span_name of profile(...) samples (spancur.c; fay agent
+	 * --shm-dir).  NULL or "": $FAY_SHM_DIR, else /dev/shm. */
+	const char *shm_dir;
 };
-#define engine_opts__last_field cgroup
+#define engine_opts__last_field shm_dir
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;

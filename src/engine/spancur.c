@@ -4,9 +4,10 @@
  * of a profile event): libfay publishes each thread's innermost open
  * recorded span in a cell of its shm file (struct fay_cur_cell,
  * include/fay/ring.h, docs/ABI.md 1.6).  The reader's side finds the
- * libfay processes (their files in $FAY_SHM_DIR, where /proc/PID/maps
- * says each is mapped) and keeps a BPF hash, tgid -> the user addresses
- * of the process's cell table and file; the probe's side looks the
+ * libfay processes (their files in engine_opts.shm_dir, else
+ * $FAY_SHM_DIR, else /dev/shm; where /proc/PID/maps says each maps its
+ * file) and keeps a BPF hash, tgid -> the user addresses of the
+ * process's cell table and file; the probe's side looks the
  * sampled process up, reads the thread's cell and the span's handle with
  * bpf_probe_read_user() and trusts them only when the handle is open
  * with the cell's span id.
@@ -224,11 +225,13 @@ static int file_val(const char *path, uint32_t *pid, uint64_t *instance,
 
 static void scan(struct engine *e, struct engine_spancur *s)
 {
-	const char *dir = getenv("FAY_SHM_DIR");
+	const char *dir = e->opts.shm_dir;
 	char path[4096];
 	struct dirent *d;
 	DIR *dh;
 
+	if (!dir || !*dir)
+		dir = getenv("FAY_SHM_DIR");
 	if (!dir || !*dir)
 		dir = "/dev/shm";
 	for (int i = 0; i < s->n; i++)

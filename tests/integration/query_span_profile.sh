@@ -5,7 +5,9 @@
 # kinds of root spans, "heavy" (3 units) and "light" (1 unit), then 1
 # unit outside any span.  profile(499) grouped by s.span_name must give
 # both names in about that ratio; grouped by s.trace_id, only trace ids
-# the program made; a process without libfay gives trace_id 0 and "".
+# the program made; a process without libfay gives trace_id 0 and "";
+# through a fay agent (the cluster), the agent's --shm-dir is where the
+# engine looks.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 SP=$BUILD/tests/bin/span_profile
@@ -61,5 +63,31 @@ if [ $RC -eq 0 ] && [ "$(grep -c '^{' "$T_TMP/out")" = 1 ] && grep -q '^{"s":"",
 	pass "a process without libfay: every sample has span_name \"\" and trace_id 0"
 else
 	fail "a process without libfay (rc=$RC)" "$(head -c 600 "$T_TMP/out")" "$(head -c 600 "$T_TMP/err")"
+fi
+
+# ---- through fay agent: its --shm-dir, not $FAY_SHM_DIR --------------------------
+. "$(dirname "$0")/collector_lib.bash"
+coll_start "$T_TMP/c.db"
+FAY_SHM_DIR=$T_TMP/nowhere coll_agents h1 ||
+	fail "the agent connects" "$(tail -5 "$T_TMP/h1.log")"
+timeout 60 "$FAY" query --cluster "$URL" --json \
+	'from s in cluster.profile(499) where s.trace_id != 0 group s by s.span_name into g select { s: g.key, n: g.count() } for 4s' \
+	>"$T_TMP/co" 2>"$T_TMP/ce" & qpid=$!
+n_att() { [ "$(hosts_attached "$T_TMP/ce")" -ge 1 ]; }
+wait_for 30 n_att
+FAY_SHM_DIR=$T_TMP/h1 "$SP" 300 "$T_TMP/ids3" & T_PIDS+=($!)
+wait $qpid
+RC=$?
+if [ $RC -eq 0 ] && python3 - "$T_TMP/co" >"$T_TMP/cmp" 2>&1 <<'PY'
+import json, sys
+rows = {r["s"]: r["n"] for r in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith("{")))
+        if "s" in r}	# not the closing {"final": ...} line
+assert set(rows) == {"heavy", "light"} and rows["heavy"] > rows["light"] > 0, rows
+print("heavy %d, light %d" % (rows["heavy"], rows["light"]))
+PY
+then
+	pass "cluster.profile(499) through fay agent --shm-dir: both span names ($(cat "$T_TMP/cmp"))"
+else
+	fail "cluster.profile(499) through fay agent (rc=$RC)" "$(head -c 1500 "$T_TMP/cmp")" "$(head -c 600 "$T_TMP/co")" "$(head -c 600 "$T_TMP/ce")"
 fi
 done_testing
