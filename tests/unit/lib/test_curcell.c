@@ -9,7 +9,6 @@
  * no longer passes the handle check; a thread gives its cell back at
  * exit; an unsampled span leaves it empty.
  */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <unistd.h>
 
