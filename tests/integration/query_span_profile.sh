@@ -28,8 +28,9 @@ assert set(rows) == {"heavy", "light"}, rows
 h, l = rows["heavy"], rows["light"]
 assert h + l >= 150, ("too few samples in spans", rows)
 # 3 units to 1: loose bounds (sampling error, the first samples before
-# the engine found the process, a loaded machine)
-assert 2.0 <= h / l <= 4.5, ("heavy:light", h / l, rows)
+# the engine found the process, a loaded machine: 3.16, 2.86, 2.69 and
+# 2.38 in four runs at load 14-17)
+assert 1.8 <= h / l <= 4.5, ("heavy:light", h / l, rows)
 print("heavy %d, light %d: %.2f" % (h, l, h / l))
 PY
 then
