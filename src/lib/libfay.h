@@ -41,6 +41,7 @@
 #define LIB_NPOOL_DEF       4096u
 #define LIB_NPOOL_MAX       (1u << 20)
 #define LIB_POOL_STRIDE     1024u
+#define LIB_NCUR            1024u    /* current-span cells (a power of two) */
 
 #define LIB_NAME_MAX        256u     /* span names are cut to this */
 #define LIB_NONREC          0x4e4f4e52u /* "RNON": a non-recording handle */
@@ -114,6 +115,7 @@ struct lib_proc {
 	uint8_t *base;
 	size_t size;
 	uint8_t *pool;
+	struct fay_cur_cell *cur; /* LIB_NCUR cells, the threads' current spans */
 	uint8_t *rings;
 	uint64_t ring_stride;
 	uint32_t npool, pool_stride, item_cap;
@@ -188,6 +190,8 @@ static inline uint32_t lib_slot_idx(const struct fay_pool_slot *s)
  * entries). */
 void lib_cur_push(const struct fay_pool_slot *sl) LIB_HIDDEN;
 void lib_cur_pop(const struct fay_pool_slot *sl) LIB_HIDDEN;
+/* Thread exit: give the thread's current-span cell back. */
+void lib_cur_release(void) LIB_HIDDEN;
 
 /* shm.c: the file and the thread's ring. */
 struct fay_shm_hdr *lib_hdr_slow(void);
