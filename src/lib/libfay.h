@@ -30,6 +30,7 @@
 #include "common/err.h"
 #include "common/ring/ring.h"
 #include "common/spanrec.h"
+#include "common/tsc.h"
 
 /* Defaults and limits of the file's geometry (FAY_RINGS, FAY_RING_KB,
  * FAY_POOL override the defaults). */
@@ -261,7 +262,6 @@ static inline int lib_sample_root(struct lib_tls *t)
 /* clock.c: decide once whether the TSC can be used (fay_init calls it). */
 void lib_clock_init(void);
 #if defined(__x86_64__)
-#include <x86intrin.h>
 /* Retake the thread's pair (and maybe the rate); returns realtime ns. */
 uint64_t lib_clock_slow(struct lib_tls *t) LIB_HIDDEN;
 /* CLOCK_REALTIME ns since the epoch, from the TSC when it can be. */
@@ -270,7 +270,7 @@ static inline uint64_t lib_now_ns(struct lib_tls *t)
 	uint64_t d = __rdtsc() - t->clk.tsc;
 
 	if (likely(d < t->clk_limit))
-		return t->clk.ns + (uint64_t)(((__uint128_t)d * t->clk.mult) >> 32);
+		return t->clk.ns + (uint64_t)tsc_delta_ns((int64_t)d, t->clk.mult);
 	return lib_clock_slow(t);
 }
 #else
