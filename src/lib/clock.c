@@ -12,8 +12,13 @@
  * within that time, and the rate is remeasured over every
  * LIB_CLK_CAL_NS of wall time (the error of a rate measured over 256 ms
  * with pairs good to ~100 ns is under 1 ppm: well under 100 ns between
- * two resyncs).  The timestamps stay wall-clock ns since the epoch: the
- * record format does not change.
+ * two resyncs).
+ *
+ * Once a thread has a rate, its new spans record the TSC ticks
+ * themselves (SPAN_F_TICKS: no conversion on the hot path), and each
+ * pair it takes, with its rate, is published in the file's header as
+ * the line the agent converts ticks with (docs/ABI.md 1.2.2).  Before
+ * that, and without a usable TSC, spans record CLOCK_REALTIME ns.
  *
  * src/vm/clock.c does the same job for the inline probes' runtime, which
  * has a control thread to recalibrate under a sequence lock; libfay has
@@ -42,6 +47,27 @@ void lib_clock_init(void)
 }
 
 #if defined(__x86_64__)
+/* The thread's line into the file's header, for the agent to convert the
+ * ticks of SPAN_F_TICKS records with (docs/ABI.md 1.2.2).  One writer at a
+ * time: a thread that finds another writing leaves the line to it. */
+static void publish(const struct lib_clock *c)
+{
+	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
+	uint32_t s;
+
+	if (!h)
+		return;
+	s = READ_ONCE(h->clk_seq);
+	if ((s & 1) || !__atomic_compare_exchange_n(&h->clk_seq, &s, s + 1, false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	WRITE_ONCE(h->clk_tsc0, c->tsc);
+	WRITE_ONCE(h->clk_ns0, c->ns);
+	WRITE_ONCE(h->clk_mult, c->mult);
+	smp_store_release(&h->clk_seq, s + 2);
+}
+
 uint64_t lib_clock_slow(struct lib_tls *t)
 {
 	struct lib_clock *c = &t->clk;
@@ -78,6 +104,7 @@ uint64_t lib_clock_slow(struct lib_tls *t)
 		uint64_t lim = (uint64_t)(((__uint128_t)LIB_CLK_RESYNC_NS << 32) / c->mult);
 
 		t->clk_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
+		publish(c);
 	}
 	return ns;
 }
