@@ -44,7 +44,9 @@
 #include <stdint.h>
 
 #define FAY_SHM_MAGIC     UINT64_C(0x314d48535f594146) /* "FAY_SHM1" */
-#define FAY_SHM_VERSION   1u
+#define FAY_SHM_VERSION   2u   /* 2: span timestamps may be TSC ticks, the
+				* header's TSC line (docs/ABI.md 1.2.2) */
+#define FAY_SHM_VERSION_MIN 1u /* the oldest version an agent still reads */
 #define FAY_SHM_HDR_SIZE  4096u
 #define FAY_SHM_PREFIX    "fay-"
 #define FAY_SHM_SUFFIX    ".shm"
@@ -113,11 +115,21 @@ struct fay_shm_hdr {
 				  * system to reserve a ring's pages */
 
 	/* The threads' current spans (struct fay_cur_cell), for samplers
-	 * outside the process (fay's profile(...) BPF program).  An addition
+	 * outside the process (fay's profile(...) BPF program).  Added
 	 * within version 1: 0 in files of older libfays (no table). */
 	uint64_t cur_off;
 	uint32_t ncur;           /* cells: a power of two, or 0 */
 	uint32_t cur_stride;     /* FAY_CUR_CELL_SIZE */
+	/* Version 2: the TSC line that converts the ticks of records with
+	 * SPAN_F_TICKS to CLOCK_REALTIME ns (docs/ABI.md 1.2.2):
+	 * ns = clk_ns0 + (int64)(tick - clk_tsc0) * clk_mult >> 32.
+	 * clk_seq is odd while a thread rewrites the three (a sequence
+	 * lock: one writer at a time, taken with a CAS). */
+	uint32_t clk_seq;
+	uint32_t _pad1;
+	uint64_t clk_tsc0;
+	uint64_t clk_ns0;
+	uint64_t clk_mult;       /* ns per tick << 32; 0: no line yet */
 };
 
 /*

@@ -363,6 +363,7 @@ static void atfork_child(void)
 	lib_t.nest = 0;
 	lib_t.no_room = 0;
 	lib_t.rng = 0;          /* reseed: the child's samples are its own */
+	lib_t.clk_limit = 0;    /* ns until the child's own file has a TSC line */
 	pthread_mutex_unlock(&lib.lock);
 }
 
