@@ -73,7 +73,8 @@ endif
 # libfay: what an instrumented application links.  Only the producer side of
 # the ring and the span codec; nothing that needs a third-party library.
 LIB_SRC := $(wildcard src/lib/*.c src/common/ring/producer.c) \
-           src/common/spanrec.c src/common/clock.c src/common/rand.c
+           src/common/spanrec.c src/common/clock.c src/common/rand.c \
+           src/common/tsc.c
 # Everything else that goes into the fay binary.
 INT_SRC := $(filter-out $(LIB_SRC),$(wildcard src/common/*.c src/common/*/*.c)) \
            $(wildcard src/query/*.c src/bpf/*.c src/probe/*.c src/engine/*.c src/vm/*.c src/patch/*.c \

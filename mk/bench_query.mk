@@ -32,3 +32,14 @@ $(B)/tests/bin/stack_work_nofp: tests/integration/query_tools/stack_work.c
 	$(Q)$(CC) $(STACK_CFLAGS) -fomit-frame-pointer -o $@ $<
 
 all: $(STACK_WORK)
+
+# A libfay program (against libfay.so) whose two kinds of requests burn
+# CPU 3:1, for trace_id / span_name of profile(...) samples.
+SPAN_PROFILE := $(B)/tests/bin/span_profile
+$(SPAN_PROFILE): tests/integration/query_tools/span_profile.c $(B)/libfay.so.0
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -o $@ $< \
+		-L$(B) -l:libfay.so.0 -Wl,-rpath,$(abspath $(B))
+
+all: $(SPAN_PROFILE)

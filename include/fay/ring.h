@@ -11,6 +11,7 @@
  *
  *   offset 0                 struct fay_shm_hdr         (FAY_SHM_HDR_SIZE)
  *   pool_off                 npool x pool_stride        span handles
+ *   cur_off                  ncur x struct fay_cur_cell the threads' current spans
  *   rings_off + i*ring_stride  struct fay_ring_ctl      (FAY_RING_CTL_SIZE)
  *                            + ring_slots x struct fay_slot
  *
@@ -43,7 +44,9 @@
 #include <stdint.h>
 
 #define FAY_SHM_MAGIC     UINT64_C(0x314d48535f594146) /* "FAY_SHM1" */
-#define FAY_SHM_VERSION   1u
+#define FAY_SHM_VERSION   2u   /* 2: span timestamps may be TSC ticks, the
+				* header's TSC line (docs/ABI.md 1.2.2) */
+#define FAY_SHM_VERSION_MIN 1u /* the oldest version an agent still reads */
 #define FAY_SHM_HDR_SIZE  4096u
 #define FAY_SHM_PREFIX    "fay-"
 #define FAY_SHM_SUFFIX    ".shm"
@@ -110,6 +113,46 @@ struct fay_shm_hdr {
 				  * (a signal handler interrupting a span call) */
 	uint64_t lost_no_room;   /* span not recorded: no room on the file
 				  * system to reserve a ring's pages */
+
+	/* The threads' current spans (struct fay_cur_cell), for samplers
+	 * outside the process (fay's profile(...) BPF program).  Added
+	 * within version 1: 0 in files of older libfays (no table). */
+	uint64_t cur_off;
+	uint32_t ncur;           /* cells: a power of two, or 0 */
+	uint32_t cur_stride;     /* FAY_CUR_CELL_SIZE */
+	/* Version 2: the TSC line that converts the ticks of records with
+	 * SPAN_F_TICKS to CLOCK_REALTIME ns (docs/ABI.md 1.2.2):
+	 * ns = clk_ns0 + (int64)(tick - clk_tsc0) * clk_mult >> 32.
+	 * clk_seq is odd while a thread rewrites the three (a sequence
+	 * lock: one writer at a time, taken with a CAS). */
+	uint32_t clk_seq;
+	uint32_t _pad1;
+	uint64_t clk_tsc0;
+	uint64_t clk_ns0;
+	uint64_t clk_mult;       /* ns per tick << 32; 0: no line yet */
+};
+
+/*
+ * A thread's current span, in cell (tid & (ncur - 1)).  A thread takes a
+ * cell by compare-and-swap of tid from 0 to its own thread id (as the
+ * kernel sees it in the process's pid namespace) at its first recorded
+ * span and gives it back (0) when it exits; a thread whose cell another
+ * live thread holds has none.  Only the owner writes the rest, with plain
+ * stores, span_id before slot_off: slot_off is the file offset of the
+ * pool handle (struct fay_pool_slot) of the thread's innermost open
+ * recorded span, 0 when it has none.  A reader that interrupted the
+ * thread (a sampler on its CPU) trusts the handle only when the handle is
+ * OPEN and its fixed.span_id equals span_id: a torn pair, a span ended
+ * elsewhere or a handle reused never pass that test.
+ */
+#define FAY_CUR_CELL_SIZE 64u   /* a cache line: threads never share one */
+
+struct fay_cur_cell {
+	uint32_t tid;            /* owner, 0 = free; CAS */
+	uint32_t _pad0;
+	uint64_t span_id;        /* of the current span */
+	uint64_t slot_off;       /* its handle's file offset, 0 = none */
+	uint64_t _pad1[5];
 };
 
 struct fay_ring_ctl {
@@ -136,5 +179,6 @@ _Static_assert(sizeof(struct fay_shm_hdr) <= FAY_SHM_HDR_SIZE, "shm header");
 _Static_assert(sizeof(struct fay_ring_ctl) == FAY_RING_CTL_SIZE, "ring ctl");
 _Static_assert(sizeof(struct fay_slot) == FAY_SLOT_SIZE, "slot");
 _Static_assert(sizeof(struct fay_rec_hdr) == 16, "record header");
+_Static_assert(sizeof(struct fay_cur_cell) == FAY_CUR_CELL_SIZE, "current span cell");
 
 #endif

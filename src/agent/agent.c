@@ -414,6 +414,7 @@ int agent_run(const struct agent_opts *o)
 			.inject_lib = o->inject_lib, .no_inject = o->no_inject,
 			.flight = a.flight,
 			.cgroup = o->cgroup,
+			.shm_dir = o->shm_dir,
 		};
 
 		a.qc = qclient_start(&qo);

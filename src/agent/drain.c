@@ -81,6 +81,32 @@ static void refresh_ep(struct proc *p)
 	memcpy(p->service, key, sizeof(p->service));
 }
 
+/* p's TSC line (version 2 files), for the ticks of SPAN_F_TICKS records:
+ * read under the header's sequence lock.  A line being rewritten, or one
+ * whose rate is not 0.01 to 10 ns a tick, leaves the last good one. */
+static void refresh_clk(struct proc *p)
+{
+	const struct fay_shm_hdr *h = p->live;
+
+	if (p->snap.version < 2)
+		return;
+	for (int i = 0; i < 64; i++) {
+		uint32_t s = smp_load_acquire(&h->clk_seq);
+		uint64_t tsc0 = READ_ONCE(h->clk_tsc0), ns0 = READ_ONCE(h->clk_ns0);
+		uint64_t mult = READ_ONCE(h->clk_mult);
+
+		smp_rmb();
+		if ((s & 1) || s != READ_ONCE(h->clk_seq))
+			continue;
+		if (mult < (UINT64_C(1) << 32) / 100 || mult > UINT64_C(10) << 32)
+			return;
+		p->clk_tsc0 = tsc0;
+		p->clk_ns0 = ns0;
+		p->clk_mult = mult;
+		return;
+	}
+}
+
 int proc_init_cons(struct proc *p, const struct cursor_tab *t)
 {
 	int resumed = 0;
@@ -251,6 +277,21 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 				p->n.bad == BAD_REPORTS_MAX ? " (further bad records of this file are only counted)" : "");
 		return 0;
 	}
+	if (r.f.flags & SPAN_F_TICKS) {
+		/* TSC ticks (docs/ABI.md 1.2.2): to ns with the file's line,
+		 * in place (payload is the consumer's own copy of the
+		 * record), before anything reads a time */
+		const char *why = p->snap.version < 2 ? "TSC ticks (flag bit 7) in a version-1 file" :
+				  !p->clk_mult ? "TSC ticks but the file publishes no TSC line" : NULL;
+
+		if (unlikely(why)) {
+			if (p->n.bad++ < BAD_REPORTS_MAX)
+				pr_warn("%s ring %u record %" PRIu64 ": %s; skipped", p->name,
+					dc->ring, rec_no, why);
+			return 0;
+		}
+		spanrec_ticks_to_ns((void *)payload, &r, p->clk_tsc0, p->clk_ns0, p->clk_mult);
+	}
 	if (unlikely(r.f.flags & SPAN_F_UNSAMPLED)) {
 		/* recorded though not sampled (FAY_RECORD=all): kept on this
 		 * host for captures, never shipped; its ring's cursor goes
@@ -286,6 +327,7 @@ static int drain_proc(struct drain *d, struct proc *p, uint64_t now)
 	struct drain_ctx dc = { .d = d, .p = p };
 
 	refresh_ep(p);
+	refresh_clk(p);
 	for (dc.ring = 0; dc.ring < p->snap.nrings; dc.ring++) {
 		struct ring_cons *c = &p->cons[dc.ring];
 		uint64_t backlog = smp_load_acquire(&c->ctl->head) - c->pos;

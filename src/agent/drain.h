@@ -94,6 +94,8 @@ struct proc {
 	uint8_t *in_batch;      /* ring has records in the current batch */
 	struct ep_item ep;
 	char ep_key[64 + 48 + 8];
+	uint64_t clk_tsc0, clk_ns0, clk_mult; /* its last good TSC line
+					       * (version 2; mult 0: none) */
 	struct proc_counts n;
 };
 

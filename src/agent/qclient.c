@@ -150,7 +150,7 @@ static void run_job(struct qlink_job *job)
 		.raw = true, .snapshot_ns = 1000000000ull, .tick_ms = QC_TICK_MS,
 		.deadline_realtime_ns = job->deadline_ns,
 		.eo = { .host = c->host, .inject_lib = c->inject_lib, .no_inject = c->no_inject,
-			.cgroup = c->cgroup },
+			.cgroup = c->cgroup, .shm_dir = c->shm_dir },
 	};
 	char why[4096] = "";
 	const struct plan *p;

@@ -42,6 +42,8 @@ struct qclient_opts {
 	struct flight *flight;
 	/* only tasks in this cgroup (engine_opts.cgroup); NULL: all */
 	const char *cgroup;
+	/* libfay's shm files (engine_opts.shm_dir) */
+	const char *shm_dir;
 };
 
 /* A query link (common/qlink.h) that runs what it is sent here. */

@@ -84,8 +84,9 @@ int shm_hdr_validate(const struct fay_shm_hdr *h, uint64_t st_size,
 	}
 	if (h->magic != FAY_SHM_MAGIC)
 		BAD("magic is 0x%016" PRIx64 ", want 0x%016" PRIx64, h->magic, FAY_SHM_MAGIC);
-	if (h->version != FAY_SHM_VERSION)
-		BAD("version is %u, this agent reads version %u", h->version, FAY_SHM_VERSION);
+	if (h->version < FAY_SHM_VERSION_MIN || h->version > FAY_SHM_VERSION)
+		BAD("version is %u, this agent reads versions %u to %u", h->version,
+		    FAY_SHM_VERSION_MIN, FAY_SHM_VERSION);
 	if (state == FAY_SHM_INIT) {
 		snprintf(err, errlen, "state is INIT (being set up)");
 		return -EAGAIN;

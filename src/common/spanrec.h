@@ -52,6 +52,11 @@ enum spanrec_flags {
 	 * FAY_RECORD=all; SAMPLED is clear): the agent keeps it in its
 	 * flight buffer, and it reaches the collector only by a capture. */
 	SPAN_F_UNSAMPLED = 1 << 6,
+	/* start_ns, duration_ns and the EVENT values are TSC ticks, not ns
+	 * (libfay, shm version 2): the agent converts them with the file's
+	 * TSC line and clears the bit before anything else reads the
+	 * record; never in a BATCH (docs/ABI.md 1.2.2). */
+	SPAN_F_TICKS     = 1 << 7,
 };
 
 enum spanrec_item_type {
@@ -153,6 +158,16 @@ struct spanrec {
  */
 int spanrec_decode(const void *buf, size_t len, struct spanrec *out,
 		   char *err, size_t errlen);
+
+/*
+ * Turn the TSC ticks of a SPAN_F_TICKS record into CLOCK_REALTIME ns with
+ * the line (tsc0, ns0, mult) (common/tsc.h): start_ns, duration_ns (a
+ * negative one, the TSCs of two CPUs apart, becomes 0) and every EVENT
+ * value, in the record at buf that spanrec_decode() made *r of, and in
+ * *r; clears the flag in both.  The agent's, for shm files (ABI.md 1.2.2).
+ */
+void spanrec_ticks_to_ns(void *buf, struct spanrec *r, uint64_t tsc0,
+			 uint64_t ns0, uint64_t mult);
 
 /* Iterate the items of a decoded record: *off starts at 0.  Returns 1 and
  * fills *it, or 0 at the end. */

@@ -75,6 +75,12 @@ ir_reg cg_tpfield(struct cg *g, const struct pexpr *x);
  * (a multiple of 8), zero padded. */
 void cg_str(struct cg *g, const struct pexpr *x, int off, int size);
 
+/* spancur.c: of a profile(...) sample, the low 64 bits of the trace id
+ * of the libfay span the sampled thread was in (0: none) into a fresh
+ * register; its name into the stack at off, size bytes, zero padded
+ * ("": none).  Both add the map the reader fills (engine_spancur_tick). */
+ir_reg cg_spancur_trace(struct cg *g, const struct pexpr *x);
+void cg_spancur_name(struct cg *g, const struct pexpr *x, int off, int size);
 /* Jump to label when the truth of x is jump_if; fall through otherwise. */
 void cg_cond(struct cg *g, const struct pexpr *x, int label, bool jump_if);
 

@@ -296,6 +296,8 @@ ir_reg cg_field(struct cg *g, const struct pexpr *x)
 	case F_TRACE_ID: {
 		int k = ir_stack_alloc(ir, 8, 8);
 
+		if (g->p->source == SRC_PROFILE)
+			return cg_spancur_trace(g, x);
 		if (!cg_span_ok(g, x))
 			break;
 		ir_call(ir, IR_NOREG, VM_FUNC_fay_span, 3, IR_S(k), IR_I(8),
@@ -380,7 +382,9 @@ void cg_str(struct cg *g, const struct pexpr *x, int off, int size)
 			return;
 		}
 		if (x->field == F_SPAN_NAME) {
-			if (cg_span_ok(g, x))
+			if (g->p->source == SRC_PROFILE)
+				cg_spancur_name(g, x, off, size);
+			else if (cg_span_ok(g, x))
 				ir_call(ir, IR_NOREG, VM_FUNC_fay_span, 3, IR_S(off), IR_I(size),
 					IR_I(VM_SPAN_NAME));
 			return;

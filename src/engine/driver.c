@@ -198,6 +198,7 @@ int engine_drive(struct query *q, const struct plan *p,
 		goto out;
 
 	ustacks = engine_stacks_tick(d.e);
+	ustacks |= engine_spancur_tick(d.e);
 	t0 = clock_monotonic_ns();
 	rt0 = clock_realtime_ns();
 	if (p->for_ns)
@@ -265,8 +266,10 @@ int engine_drive(struct query *q, const struct plan *p,
 		if (ustacks && now + ENGINE_STACK_TICK_MS * 1000000ull < wake)
 			wake = now + ENGINE_STACK_TICK_MS * 1000000ull;
 		rc = wait_events(&d, now, wake);
-		if (ustacks)
+		if (ustacks) {
 			engine_stacks_tick(d.e);
+			engine_spancur_tick(d.e);
+		}
 		if (rc < 0)
 			goto out;
 		if (rc > 0)

@@ -100,8 +100,12 @@ struct engine_opts {
 	 * query's process must be in it (fay agent --cgroup, fay query
 	 * --cgroup; engine/scope.c).  NULL or "": every task. */
 	const char *cgroup;
+	/* Where libfay processes keep their shm files, for trace_id and
+	 * span_name of profile(...) samples (spancur.c; fay agent
+	 * --shm-dir).  NULL or "": $FAY_SHM_DIR, else /dev/shm. */
+	const char *shm_dir;
 };
-#define engine_opts__last_field cgroup
+#define engine_opts__last_field shm_dir
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
@@ -300,5 +304,11 @@ const struct plan *engine_plan(const struct engine *e);
  * driver calls it every ENGINE_STACK_TICK_MS then). */
 #define ENGINE_STACK_TICK_MS	50
 bool engine_stacks_tick(struct engine *e);
+/* A query reading trace_id or span_name of profile(...) samples: look
+ * for new libfay processes and forget gone ones (at most every 250 ms),
+ * for the probe to find their threads' current spans (docs/ABI.md 1.6).
+ * Returns whether the query needs it (then the driver calls it every
+ * ENGINE_STACK_TICK_MS too). */
+bool engine_spancur_tick(struct engine *e);
 
 #endif

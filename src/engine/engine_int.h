@@ -67,6 +67,10 @@ struct engine {
 	 * stacks in, and the names of their frames (stacks.c) */
 	struct bmap *stacks;
 	struct stacksym *ssym;
+	/* trace_id / span_name of profile(...) samples: the libfay
+	 * processes' current-span cells, tgid -> where (spancur.c) */
+	struct bmap *spancur;
+	struct engine_spancur *spancur_st;
 	/* 'categorize': the previous window's categories (categorize.c) */
 	struct engine_cats *cat_prev;
 	uint64_t cur_epoch;
@@ -131,6 +135,11 @@ int engine_stacks_map(struct engine *e);
  * place, each stack's id (and process) looked up and folded into names
  * (stacksym.h).  ukey holds key_size bytes. */
 void engine_stacks_key(struct engine *e, unsigned char *ukey, const unsigned char *bkey);
+
+/* ---- the libfay span of a profile sample (spancur.c) ------------------ */
+
+/* Free the map and the reader's list of processes. */
+void engine_spancur_free(struct engine *e);
 
 /* ---- spans(...) in the VM (spans.c) ----------------------------------- */
 

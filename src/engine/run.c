@@ -445,6 +445,7 @@ void engine_free(struct engine *e)
 	bmap_free(e->out);
 	bmap_free(e->counters);
 	bmap_free(e->stacks);
+	engine_spancur_free(e);
 	stacksym_free(e->ssym);
 	engine_cats_free(e->cat_prev);
 	free(e);
@@ -470,7 +471,7 @@ static const char *map_type_name(enum bpf_map_type t)
 static void dump_maps(const struct engine *e, FILE *f)
 {
 	const struct bmap *maps[] = { e->vals, e->zero, e->epoch, e->pairs, e->out,
-				      e->counters, e->stacks };
+				      e->counters, e->stacks, e->spancur };
 
 	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
 		const struct bmap *m = maps[i];

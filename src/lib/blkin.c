@@ -208,8 +208,8 @@ int blkin_record(const struct blkin_trace *trace,
 	f->trace_lo = (uint64_t)trace->info.trace_id;
 	f->span_id = (uint64_t)trace->info.span_id;
 	f->parent_id = (uint64_t)trace->info.parent_span_id;
-	f->flags = SPAN_F_PARTIAL | SPAN_F_SAMPLED;
-	f->start_ns = lib_now_ns(lib_tls());
+	f->flags = SPAN_F_PARTIAL | SPAN_F_SAMPLED | lib_ticks_flag(lib_tls());
+	f->start_ns = lib_stamp(lib_tls(), f->flags & SPAN_F_TICKS);
 	nlen = strnlen(trace->name, LIB_NAME_MAX);
 	lib_put(f, buf, BLKIN_REC_MAX, &used, SPAN_ITEM_NAME, 0, trace->name, nlen,
 		NULL, 0);

@@ -13,6 +13,13 @@
  * thread variable, not in struct lib_tls: that one is initial-exec and
  * must fit glibc's static TLS surplus when libfay is dlopen()ed
  * (mk/libfay.mk); this one is reached through a TLS descriptor.
+ *
+ * The top of the stack is also published in the thread's cell of the shm
+ * file (struct fay_cur_cell, include/fay/ring.h), for a sampler that
+ * interrupts the thread from outside (fay's profile(...) BPF program):
+ * two plain stores per begin and end, span_id before slot_off, so a
+ * reader on the thread's CPU sees either a whole pair or one that fails
+ * its check against the handle.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -27,10 +34,24 @@ struct cur {
 	uint64_t span_id;
 };
 
-static __thread struct {
+struct cstack {
 	uint32_t n;
 	struct cur e[CUR_MAX];
-} cs;
+	struct fay_cur_cell *cell; /* this thread's cell, NULL none */
+	const uint8_t *cell_base;  /* the mapping cell is in: lib.base then */
+};
+
+static __thread struct cstack cs_tls;
+
+/* The thread's stack, its address computed once per call (a TLS
+ * descriptor call each time otherwise: lib_tls() in libfay.h). */
+static inline struct cstack *cstack(void)
+{
+	struct cstack *cs = &cs_tls;
+
+	__asm__("" : "+r"(cs));
+	return cs;
+}
 
 static const struct fay_pool_slot dead;	/* state FREE: never alive */
 
@@ -42,40 +63,105 @@ static inline bool alive(const struct cur *c)
 	       READ_ONCE(sl->fixed.span_id) == c->span_id;
 }
 
-static void prune(void)
+static void prune(struct cstack *cs)
 {
-	while (cs.n && !alive(&cs.e[cs.n - 1]))
-		cs.n--;
+	while (cs->n && !alive(&cs->e[cs->n - 1]))
+		cs->n--;
+}
+
+/* The thread's cell in the current file: taken at its first recorded
+ * span in that file (a fork child's new file included); NULL when another
+ * live thread of the process holds it. */
+static __attribute__((noinline, cold)) struct fay_cur_cell *cell_take(struct cstack *cs,
+									const uint8_t *base)
+{
+	struct fay_cur_cell *c;
+	uint32_t tid, zero = 0;
+
+	cs->cell_base = base;
+	cs->cell = NULL;
+	if (!base || !lib.cur)
+		return NULL;
+	tid = lib_gettid();
+	c = &lib.cur[tid & (LIB_NCUR - 1)];
+	if (READ_ONCE(c->tid) != tid && !atomic_cas(&c->tid, &zero, tid))
+		return NULL;
+	if (!lib_t.key_set) {
+		/* thread_exit() gives the cell back */
+		pthread_setspecific(lib.key, &lib_t);
+		lib_t.key_set = 1;
+	}
+	cs->cell = c;
+	return c;
+}
+
+/* The top of the stack into the thread's cell. */
+static inline void publish(struct cstack *cs)
+{
+	const uint8_t *base = READ_ONCE(lib.base);
+	struct fay_cur_cell *c = cs->cell;
+	uint32_t n = cs->n;
+
+	if (unlikely(cs->cell_base != base))
+		c = cell_take(cs, base);
+	if (!c)
+		return;
+	if (!n) {
+		WRITE_ONCE(c->slot_off, 0);
+		return;
+	}
+	WRITE_ONCE(c->span_id, cs->e[n - 1].span_id);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	WRITE_ONCE(c->slot_off, (uint64_t)((const uint8_t *)cs->e[n - 1].sl - base));
+}
+
+void lib_cur_release(void)
+{
+	struct cstack *cs = cstack();
+	struct fay_cur_cell *c = cs->cell;
+
+	if (!c || cs->cell_base != READ_ONCE(lib.base))
+		return;
+	cs->cell = NULL;
+	cs->cell_base = NULL;
+	WRITE_ONCE(c->slot_off, 0);
+	smp_store_release(&c->tid, 0);
 }
 
 void lib_cur_push(const struct fay_pool_slot *sl)
 {
-	prune();
-	if (cs.n == CUR_MAX) {
-		cs.n--;
+	struct cstack *cs = cstack();
+
+	prune(cs);
+	if (cs->n == CUR_MAX) {
+		cs->n--;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		memmove(&cs.e[0], &cs.e[1], (CUR_MAX - 1) * sizeof(cs.e[0]));
+		memmove(&cs->e[0], &cs->e[1], (CUR_MAX - 1) * sizeof(cs->e[0]));
 	}
-	cs.e[cs.n] = (struct cur){ sl, sl->fixed.span_id };
+	cs->e[cs->n] = (struct cur){ sl, sl->fixed.span_id };
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	cs.n++;
+	cs->n++;
+	publish(cs);
 }
 
 void lib_cur_pop(const struct fay_pool_slot *sl)
 {
-	for (uint32_t i = cs.n; i-- > 0;) {
-		if (cs.e[i].sl != sl || cs.e[i].span_id != sl->fixed.span_id)
+	struct cstack *cs = cstack();
+
+	for (uint32_t i = cs->n; i-- > 0;) {
+		if (cs->e[i].sl != sl || cs->e[i].span_id != sl->fixed.span_id)
 			continue;
 		/* above it, if anything: spans begun later, still open */
-		cs.e[i].sl = &dead;
+		cs->e[i].sl = &dead;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		for (uint32_t j = i; j + 1 < cs.n; j++)
-			cs.e[j] = cs.e[j + 1];
+		for (uint32_t j = i; j + 1 < cs->n; j++)
+			cs->e[j] = cs->e[j + 1];
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		cs.n--;
+		cs->n--;
 		break;
 	}
-	prune();
+	prune(cs);
+	publish(cs);
 }
 
 /* The span's name: the first item of its record (begin() puts it there). */
@@ -99,8 +185,10 @@ FAY_API int fay_current_span(struct fay_current *out, size_t size, int version)
 {
 	if (!out || version != FAY_CURRENT_VERSION || size != sizeof(*out))
 		return -EINVAL;
-	for (uint32_t i = READ_ONCE(cs.n); i-- > 0;) {
-		const struct cur *c = &cs.e[i < CUR_MAX ? i : CUR_MAX - 1];
+	struct cstack *cs = cstack();
+
+	for (uint32_t i = READ_ONCE(cs->n); i-- > 0;) {
+		const struct cur *c = &cs->e[i < CUR_MAX ? i : CUR_MAX - 1];
 		const struct fay_pool_slot *sl = c->sl;
 
 		if (!alive(c))

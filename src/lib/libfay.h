@@ -30,6 +30,7 @@
 #include "common/err.h"
 #include "common/ring/ring.h"
 #include "common/spanrec.h"
+#include "common/tsc.h"
 
 /* Defaults and limits of the file's geometry (FAY_RINGS, FAY_RING_KB,
  * FAY_POOL override the defaults). */
@@ -41,6 +42,7 @@
 #define LIB_NPOOL_DEF       4096u
 #define LIB_NPOOL_MAX       (1u << 20)
 #define LIB_POOL_STRIDE     1024u
+#define LIB_NCUR            1024u    /* current-span cells (a power of two) */
 
 #define LIB_NAME_MAX        256u     /* span names are cut to this */
 #define LIB_NONREC          0x4e4f4e52u /* "RNON": a non-recording handle */
@@ -114,6 +116,7 @@ struct lib_proc {
 	uint8_t *base;
 	size_t size;
 	uint8_t *pool;
+	struct fay_cur_cell *cur; /* LIB_NCUR cells, the threads' current spans */
 	uint8_t *rings;
 	uint64_t ring_stride;
 	uint32_t npool, pool_stride, item_cap;
@@ -188,6 +191,8 @@ static inline uint32_t lib_slot_idx(const struct fay_pool_slot *s)
  * entries). */
 void lib_cur_push(const struct fay_pool_slot *sl) LIB_HIDDEN;
 void lib_cur_pop(const struct fay_pool_slot *sl) LIB_HIDDEN;
+/* Thread exit: give the thread's current-span cell back. */
+void lib_cur_release(void) LIB_HIDDEN;
 
 /* shm.c: the file and the thread's ring. */
 struct fay_shm_hdr *lib_hdr_slow(void);
@@ -261,23 +266,41 @@ static inline int lib_sample_root(struct lib_tls *t)
 /* clock.c: decide once whether the TSC can be used (fay_init calls it). */
 void lib_clock_init(void);
 #if defined(__x86_64__)
-#include <x86intrin.h>
 /* Retake the thread's pair (and maybe the rate); returns realtime ns. */
 uint64_t lib_clock_slow(struct lib_tls *t) LIB_HIDDEN;
-/* CLOCK_REALTIME ns since the epoch, from the TSC when it can be. */
-static inline uint64_t lib_now_ns(struct lib_tls *t)
+/* A span's timestamp: the TSC itself when ticks (the span records ticks,
+ * SPAN_F_TICKS: the agent converts them, docs/ABI.md 1.2.2), else
+ * CLOCK_REALTIME ns since the epoch, from the TSC when it can be.  Either
+ * way the thread's pair is retaken when due (which publishes the line). */
+static inline uint64_t lib_stamp(struct lib_tls *t, unsigned ticks)
 {
-	uint64_t d = __rdtsc() - t->clk.tsc;
+	uint64_t now = __rdtsc(), d = now - t->clk.tsc, ns;
 
 	if (likely(d < t->clk_limit))
-		return t->clk.ns + (uint64_t)(((__uint128_t)d * t->clk.mult) >> 32);
-	return lib_clock_slow(t);
+		return ticks ? now : t->clk.ns + (uint64_t)tsc_delta_ns((int64_t)d, t->clk.mult);
+	ns = lib_clock_slow(t);
+	return ticks ? now : ns;
+}
+
+/* SPAN_F_TICKS when this thread's new spans may record ticks: the TSC is
+ * the clock and the thread has a rate, which it has published in the
+ * header (clock.c); else 0 (its spans record ns). */
+static inline uint8_t lib_ticks_flag(const struct lib_tls *t)
+{
+	return t->clk_limit ? SPAN_F_TICKS : 0;
 }
 #else
-static inline uint64_t lib_now_ns(struct lib_tls *t)
+static inline uint64_t lib_stamp(struct lib_tls *t, unsigned ticks)
 {
 	(void)t;
+	(void)ticks;
 	return clock_realtime_ns();
+}
+
+static inline uint8_t lib_ticks_flag(const struct lib_tls *t)
+{
+	(void)t;
+	return 0;
 }
 #endif
 

@@ -125,7 +125,7 @@ static int create_file(void)
 	const struct lib_cfg *c = &lib.cfg;
 	char tmp[PATH_MAX], final[PATH_MAX];
 	struct fay_shm_hdr *h;
-	uint64_t instance, pool_off, rings_off, ring_stride, size;
+	uint64_t instance, pool_off, cur_off, rings_off, ring_stride, size;
 	void *base = MAP_FAILED;
 	int fd = -1, err;
 	pid_t pid = getpid();
@@ -134,7 +134,9 @@ static int create_file(void)
 	if (err)
 		instance = rand_u64();
 	pool_off = FAY_SHM_HDR_SIZE;
-	rings_off = pool_off + (uint64_t)c->npool * LIB_POOL_STRIDE;
+	cur_off = pool_off + (uint64_t)c->npool * LIB_POOL_STRIDE;
+	cur_off = (cur_off + 4095) & ~(uint64_t)4095;
+	rings_off = cur_off + (uint64_t)LIB_NCUR * FAY_CUR_CELL_SIZE;
 	rings_off = (rings_off + 4095) & ~(uint64_t)4095;
 	ring_stride = FAY_RING_CTL_SIZE + (uint64_t)c->ring_slots * FAY_SLOT_SIZE;
 	size = rings_off + (uint64_t)c->nrings * ring_stride;
@@ -155,7 +157,8 @@ static int create_file(void)
 		err = -errno;
 		goto err_out;
 	}
-	/* The header and the pool are written from now on: their pages must
+	/* The header, the pool and the current-span cells are written from
+	 * now on: their pages must
 	 * exist (rings are reserved when claimed, lib_ring_claim). */
 	err = posix_fallocate(fd, 0, (off_t)rings_off);
 	if (err) {
@@ -182,6 +185,9 @@ static int create_file(void)
 	h->pool_off = pool_off;
 	h->npool = c->npool;
 	h->pool_stride = LIB_POOL_STRIDE;
+	h->cur_off = cur_off;
+	h->ncur = LIB_NCUR;
+	h->cur_stride = FAY_CUR_CELL_SIZE;
 	hdr_set_endpoint(h, c);
 	h->sample_one_in = 0;
 	if (!lib.rate_mode && lib.sample_thresh)
@@ -200,6 +206,7 @@ static int create_file(void)
 	lib.npool = c->npool;
 	lib.pool_stride = LIB_POOL_STRIDE;
 	lib.item_cap = LIB_POOL_STRIDE - (uint32_t)sizeof(struct fay_pool_slot);
+	lib.cur = (struct fay_cur_cell *)((uint8_t *)base + cur_off);
 	lib.rings = (uint8_t *)base + rings_off;
 	lib.ring_stride = ring_stride;
 	lib.nrings = c->nrings;
@@ -230,12 +237,14 @@ struct fay_shm_hdr *lib_hdr_slow(void)
 	return smp_load_acquire(&lib.hdr);
 }
 
-/* Thread exit: give the ring and the cached handles back. */
+/* Thread exit: give the ring, the current-span cell and the cached
+ * handles back. */
 static void thread_exit(void *arg)
 {
 	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
 
 	(void)arg;
+	lib_cur_release();
 	lib_flush_counters();
 	lib_pool_spill_all();
 	if (lib_t.ring && h) {
@@ -337,6 +346,7 @@ static void atfork_child(void)
 		lib.hdr = NULL;
 		lib.base = NULL;
 		lib.pool = NULL;
+		lib.cur = NULL;
 		lib.rings = NULL;
 		lib.need_file = lib.recording;
 	}
@@ -353,6 +363,7 @@ static void atfork_child(void)
 	lib_t.nest = 0;
 	lib_t.no_room = 0;
 	lib_t.rng = 0;          /* reseed: the child's samples are its own */
+	lib_t.clk_limit = 0;    /* ns until the child's own file has a TSC line */
 	pthread_mutex_unlock(&lib.lock);
 }
 

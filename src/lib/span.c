@@ -203,12 +203,12 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags
 	sl->fixed.trace_lo = lo;
 	sl->fixed.span_id = rand_u64();
 	sl->fixed.parent_id = parent;
-	sl->fixed.flags = flags;
+	sl->fixed.flags = flags | lib_ticks_flag(lib_tls());
 	if (!name)
 		name = "";
 	nlen = strnlen(name, LIB_NAME_MAX);
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
-	sl->fixed.start_ns = lib_now_ns(lib_tls());
+	sl->fixed.start_ns = lib_stamp(lib_tls(), sl->fixed.flags & SPAN_F_TICKS);
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
 	lib_cur_push(sl);
 	/* spans_started counts sampled spans (an unsampled root is counted
@@ -303,7 +303,8 @@ static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
 		return;
 	if (!event)
 		event = "";
-	put(sl, SPAN_ITEM_EVENT, lib_now_ns(lib_tls()), event, strlen(event), NULL, 0);
+	put(sl, SPAN_ITEM_EVENT, lib_stamp(lib_tls(), sl->fixed.flags & SPAN_F_TICKS), event,
+	    strlen(event), NULL, 0);
 	lib_leave();
 }
 
@@ -397,7 +398,7 @@ static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 		return;
 	}
 	lib_cur_pop(sl);
-	now = lib_now_ns(lib_tls());
+	now = lib_stamp(lib_tls(), sl->fixed.flags & SPAN_F_TICKS);
 	sl->fixed.duration_ns = now > sl->fixed.start_ns ? now - sl->fixed.start_ns : 0;
 	lib_write_record(&sl->fixed, sl->buf, sl->used);
 	smp_store_release(&sl->state, FAY_POOL_FREE);

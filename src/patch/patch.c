@@ -218,6 +218,7 @@ int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_ex
 			 void *arg, unsigned int flags, char *err, size_t errlen)
 {
 	uint8_t jmp[JMP_LEN];
+	const char *trap;
 	int32_t rel;
 	int rc;
 
@@ -230,11 +231,16 @@ int patch_site_arm_flags(struct patch_site *s, patch_fn on_entry, patch_fn on_ex
 	jmp[0] = 0xe9;
 	memcpy(jmp + 1, &rel, 4);
 	s->unreached = flags & PATCH_ARM_UNREACHED;
+	trap = patch_site_traps(s, true);
 	rc = patch_live_write(s, jmp, true);
 	if (rc == -EAGAIN)
 		return patch_errf(err, errlen, rc, "writing the jump: a thread kept SIGTRAP "
-				  "blocked for 100 ms (it would die on the int3 of the live "
-				  "write)");
+				  "blocked for 100 ms (it would die on the int3 the write "
+				  "needs: %s)", trap ? trap : "?");
+	if (rc == -EBUSY)
+		return patch_errf(err, errlen, rc, "writing the jump: a thread that blocks every "
+				  "signal may be stopped inside the first %zu bytes (it could "
+				  "not be moved out of them)", s->len);
 	if (rc)
 		return patch_errf(err, errlen, rc, "writing the jump: %s", strerror(-rc));
 	s->armed = true;

@@ -29,18 +29,22 @@
  * 5-byte nop (-mfentry -mnop-mcount, -fpatchable-function-entry) needs
  * no relocation.
  *
- * Live writes (arm and disarm) follow the int3-first protocol of the
- * kernel's text_poke_bp(): int3 on the first byte, then the last four
- * bytes, then the first byte, with membarrier(PRIVATE_EXPEDITED_SYNC_CORE)
- * between the steps so that no core executes a half-written instruction;
- * a thread that meets the int3 meanwhile is sent by a temporary SIGTRAP
- * handler where the finished patch would send it (other SIGTRAPs are
- * passed to the program's handler).  Trampolines are never unmapped: a
- * thread may still be inside one after disarm.  Between the int3 and the
- * last step the patcher calls no function outside itself (raw system
- * calls), so any function may be patched, libc's included, from a thread
- * that calls them; no write starts while a thread blocks SIGTRAP
- * (patch_trap_blocker()).
+ * Live writes (arm and disarm) follow the protocol of the kernel's
+ * text_poke_bp(): hold the first bytes, write the last ones, then the
+ * first, with membarrier(PRIVATE_EXPEDITED_SYNC_CORE) between the steps
+ * so that no core executes a half-written instruction, and threads
+ * stopped inside the replaced instructions moved out of them first.  The
+ * hold is a "jmp ." spin over the first two bytes (one atomic store; a
+ * thread calling the function waits a few microseconds) or, where a spin
+ * cannot go (patch_site_traps()), an int3 with a SIGTRAP handler that
+ * sends a thread meeting it where the finished patch would (other
+ * SIGTRAPs are passed to the program's handler).  Trampolines are never
+ * unmapped: a thread may still be inside one after disarm.  During the
+ * write the patcher calls no function outside itself (raw system calls),
+ * so any function may be patched, libc's included, from a thread that
+ * calls them; no int3 write starts while a thread blocks SIGTRAP
+ * (patch_trap_blocker()); a child forked during a write finishes it
+ * (patch_live_child()).
  *
  * Exit probes are call-through: the trampoline calls the function, so the
  * function returns into the trampoline, which runs the exit handler and
@@ -123,15 +127,39 @@ bool patch_site_nop(const struct patch_site *s);
 const char *patch_site_first(const struct patch_site *s);
 /* Disarm, free (the trampoline stays mapped).  Accepts NULL. */
 void patch_site_free(struct patch_site *s);
+/* Why writing s (to_patch: the jump in, else the original bytes back)
+ * holds its first byte with an int3 rather than a spin, or NULL: the first
+ * instruction is one byte long and not a ret (arming only: a thread
+ * stopped after it would run the spin's second byte), the first two bytes cross a cache
+ * line (one store would not be atomic), or a thread of the process runs
+ * under a real-time policy (it could spin on the patcher's core for
+ * good).  Only an int3 write needs patch_trap_blocker() to find no one. */
+const char *patch_site_traps(const struct patch_site *s, bool to_patch);
+/* Whether arming s can go ahead beside this process's threads now: 0,
+ * or -EAGAIN with the reason in why (len bytes) when a thread would make
+ * the write kill the process or fail: the write needs an int3 and a
+ * thread blocks SIGTRAP (patch_trap_blocker(), 200 ms), or it must move
+ * threads out of several instructions and a thread blocks the move
+ * signal at every look for 200 ms and runs at one of them (a thread
+ * that blocks it asleep at each look, a sigwait() thread, is no
+ * obstacle).  Writes nothing: for deciding
+ * before a probe is promised (auto mode then takes a uprobe). */
+int patch_site_hazard(const struct patch_site *s, char *why, size_t len);
+/* In a child forked by another thread while this process wrote a site:
+ * finish that write (the child has no patcher, and the half-written
+ * bytes would hold its callers for good).  From an atfork child
+ * handler; nothing to do otherwise. */
+void patch_live_child(void);
 /* A thread of this process, other than the caller, that blocked SIGTRAP
  * at every look for wait_ms (/proc/self/task/T/status, every 5 ms), or 0
  * as soon as none does.  glibc blocks every signal for a moment in
  * pthread_kill(), pthread_create() and a thread's start, a program in
- * its signal handlers (sa_mask) or for good (a sigwait() design).  A
- * live write waits for there to be none (arm 100 ms, disarm 2 s, else
- * -EAGAIN): such a thread meeting the int3 of the write would die (the
- * kernel forces a blocked SIGTRAP out with its default action), so must
- * not be near one.  Only from the thread that writes the sites (it
+ * its signal handlers (sa_mask) or for good (a sigwait() design).  An
+ * int3 write (patch_site_traps()) waits for there to be none (arm
+ * 100 ms, disarm 2 s, else -EAGAIN): such a thread meeting the int3
+ * would die (the kernel forces a blocked SIGTRAP out with its default
+ * action).  The check cannot see a thread that blocks SIGTRAP a moment
+ * later (pthread_kill()): that is why writes spin where they can.  Only from the thread that writes the sites (it
  * shares the write's thread list). */
 pid_t patch_trap_blocker(int wait_ms);
 

@@ -52,10 +52,13 @@ int patch_relocate(struct patch_site *s, struct wbuf *w, uint64_t base, char *er
  * the start of one. */
 uint8_t *patch_body_pc(const struct patch_site *s, uint64_t pc);
 /* Replace s's first JMP_LEN bytes with new[] while other threads run
- * (int3, tail, head, each step serialised on every core); to_patch: the
+ * (hold, tail, head, each step serialised on every core); to_patch: the
  * jump goes in (a trapped thread is sent to the trampoline), else the
  * original bytes (to the relocated copy).  On a failure the original
- * bytes are put back.  0 or -errno. */
+ * bytes are put back.  0, or -EAGAIN (an int3 write and a thread blocks
+ * SIGTRAP), -EBUSY (a thread that blocks the move signal may be inside
+ * the replaced instructions), -ETIMEDOUT (a thread did not answer the
+ * move signal in 1 s), -ENOSPC, or another -errno. */
 int patch_live_write(struct patch_site *s, const uint8_t *new, bool to_patch);
 /* s's code was unmapped (patch_site_forget()): its trap slot is freed
  * for reuse and matches no address meanwhile. */

@@ -183,6 +183,14 @@ static const char *clock_name(void)
 	return tsc_err ? "clock_gettime (no invariant TSC: constant_tsc, nonstop_tsc)" : "TSC";
 }
 
+/* Free the sites SITES took. */
+static void drop_sites(struct rt_session *s)
+{
+	for (int i = 0; i < s->nsites; i++)
+		patch_site_free(s->sites[i]);
+	s->nsites = 0;
+}
+
 static int do_sites(struct rt_session *s, size_t len)
 {
 	const struct inl_site *v = (const void *)(in.buf + sizeof(in.h));
@@ -190,17 +198,10 @@ static int do_sites(struct rt_session *s, size_t len)
 	char msg[3072] = "";
 	size_t off = 0;
 	int bad = 0;
-	pid_t blocker;
 
 	if (s->nsites || !n || n > INLINE_MAX_SITES || len != sizeof(in.h) + n * sizeof(*v))
 		return reply(sfd, -EPROTO, 0, "SITES: %u sites in %zu bytes (at most %d, once)",
 			     n, len, INLINE_MAX_SITES);
-	blocker = patch_trap_blocker(200);
-	if (blocker)	/* a uprobe in auto mode */
-		return reply(sfd, -EAGAIN, 0, "thread %d of process %d blocks SIGTRAP: it would "
-			     "die on the int3 of the live write (the kernel kills a thread "
-			     "that meets an int3 with SIGTRAP blocked)", (int)blocker,
-			     (int)getpid());
 	for (uint32_t i = 0; i < n; i++) {
 		struct inl_site si = v[i];
 		uint64_t room = si.room > si.size ? si.room : si.size;
@@ -231,10 +232,20 @@ static int do_sites(struct rt_session *s, size_t len)
 		s->info[s->nsites++] = si;
 	}
 	if (bad) {
-		for (int i = 0; i < s->nsites; i++)
-			patch_site_free(s->sites[i]);
-		s->nsites = 0;
+		drop_sites(s);
 		return reply(sfd, -EINVAL, 0, "%s", msg);
+	}
+	/* a thread that would make a write kill the process or fail: a
+	 * uprobe in auto mode */
+	for (int i = 0; i < s->nsites; i++) {
+		char why[512];
+
+		if (patch_site_hazard(s->sites[i], why, sizeof(why))) {
+			const char *name = s->info[i].name;
+
+			drop_sites(s);
+			return reply(sfd, -EAGAIN, 0, "%s: %s", name, why);
+		}
 	}
 	off = 0;
 	for (int i = 0; i < s->nsites; i++) {
@@ -258,16 +269,11 @@ static int do_later(struct rt_session *s, size_t len)
 	char msg[3072] = "";
 	size_t off = 0;
 	int bad = 0;
-	pid_t blocker;
 
 	if (s->nlater || s->narmed || !n || n > INLINE_MAX_SITES ||
 	    len != sizeof(in.h) + n * sizeof(*v))
 		return reply(sfd, -EPROTO, 0, "LATER: %u sites in %zu bytes (at most %d, once, "
 			     "before ARM)", n, len, INLINE_MAX_SITES);
-	blocker = patch_trap_blocker(200);
-	if (blocker)	/* a uprobe in auto mode */
-		return reply(sfd, -EAGAIN, 0, "thread %d of process %d blocks SIGTRAP: it would "
-			     "die on the int3 of a live write", (int)blocker, (int)getpid());
 	for (uint32_t i = 0; i < n; i++) {
 		char why[256];
 
@@ -523,6 +529,7 @@ static void *listener(void *arg)
 static void in_child(void)
 {
 	/* the parent's session and its maps are not ours */
+	patch_live_child();	/* a write under way in another thread: finish it */
 	rt_probe_inert();
 	rt_later_child();
 	if (lfd >= 0)

@@ -142,11 +142,16 @@ int rt_later_add(struct rt_session *s, const struct inl_later *w, char *why, siz
 		struct patch_site *ps = patch_site_new_room((void *)(uintptr_t)f.addr,
 							    w->size, room, why, len);
 
+		int rc;
+
 		if (!ps)
 			return -EINVAL;
 		snprintf(l->first, sizeof(l->first), "%s%s", patch_site_first(ps),
 			 patch_site_nop(ps) ? " (a nop)" : "");
+		rc = patch_site_hazard(ps, why, len);
 		patch_site_free(ps);
+		if (rc)
+			return rc;
 	}
 	s->nlater++;
 	return 0;

@@ -14,15 +14,14 @@
  * second, as NTP slews a clock; an error over 1 ms is stepped instead.
  * So durations stay within ~1e-4 from the first second and ~1e-6 after,
  * and absolute times stay within microseconds of CLOCK_MONOTONIC, NTP's
- * slewing included.  Without an invariant TSC (constant_tsc and
+ * slewing included.  The pairs and the line are common/tsc.h's (libfay's
+ * clock uses the same).  Without an invariant TSC (constant_tsc and
  * nonstop_tsc in /proc/cpuinfo) vm_tsc_now() is clock_gettime().
  */
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
 #include <time.h>
-#include <x86intrin.h>
 
+#include "common/tsc.h"
 #include "vm/vm.h"
 
 #define SLEW_NS		1000000000ll	/* the error is gained back over this */
@@ -42,39 +41,10 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A (tsc, CLOCK_MONOTONIC) pair: the best of 5 tries, the TSC at the
- * middle of the clock_gettime() call. */
+/* A (tsc, CLOCK_MONOTONIC) pair: the narrowest of 5. */
 static void measure(uint64_t *tsc, uint64_t *mono)
 {
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < 5; i++) {
-		uint64_t a = __rdtsc(), m = mono_ns(), b = __rdtsc();
-
-		if (b - a < best) {
-			best = b - a;
-			*tsc = a + (b - a) / 2;
-			*mono = m;
-		}
-	}
-}
-
-static bool tsc_usable(void)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[4096];
-	bool c = false, n = false;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "flags", 5)) {
-			c = strstr(line, " constant_tsc") != NULL;
-			n = strstr(line, " nonstop_tsc") != NULL;
-			break;
-		}
-	fclose(f);
-	return c && n;
+	tsc_pair(CLOCK_MONOTONIC, 5, 0, tsc, mono);
 }
 
 static void publish(uint64_t tsc0, uint64_t ns0, uint64_t mult)
@@ -87,12 +57,6 @@ static void publish(uint64_t tsc0, uint64_t ns0, uint64_t mult)
 	__atomic_store_n(&clk.seq, clk.seq + 1, __ATOMIC_RELEASE);
 }
 
-/* mult for d_ns nanoseconds in d_tsc ticks */
-static uint64_t rate(uint64_t d_ns, uint64_t d_tsc)
-{
-	return (uint64_t)(((unsigned __int128)d_ns << 32) / d_tsc);
-}
-
 int vm_tsc_init(void)
 {
 	uint64_t t0, m0, t1, m1;
@@ -100,7 +64,7 @@ int vm_tsc_init(void)
 
 	if (clk.mult)
 		return 0;
-	if (!tsc_usable())
+	if (!tsc_invariant())
 		return -ENOTSUP;
 	measure(&t0, &m0);
 	nanosleep(&d, NULL);
@@ -109,7 +73,7 @@ int vm_tsc_init(void)
 		return -ENOTSUP;
 	last_tsc = t1;
 	last_mono = m1;
-	publish(t1, m1, rate(m1 - m0, t1 - t0));
+	publish(t1, m1, tsc_rate(m1 - m0, t1 - t0));
 	return 0;
 }
 
@@ -121,9 +85,7 @@ bool vm_tsc_active(void)
 /* The line's value at tsc (the writer's view). */
 static uint64_t line_at(uint64_t tsc)
 {
-	int64_t d = (int64_t)(tsc - clk.tsc0);
-
-	return clk.ns0 + (uint64_t)(int64_t)(((__int128)d * (__int128)clk.mult) >> 32);
+	return tsc_line_ns(clk.tsc0, clk.ns0, clk.mult, tsc);
 }
 
 int vm_tsc_sync(void)
@@ -136,7 +98,7 @@ int vm_tsc_sync(void)
 	measure(&t, &m);
 	if (t <= last_tsc || m <= last_mono)
 		return -EAGAIN;
-	r = rate(m - last_mono, t - last_tsc);	/* the true rate, lately */
+	r = tsc_rate(m - last_mono, t - last_tsc);	/* the true rate, lately */
 	last_tsc = t;
 	last_mono = m;
 	now = line_at(t);
@@ -169,5 +131,5 @@ uint64_t vm_tsc_now(const struct vm_env *env)
 	if (__builtin_expect(!mult, 0))
 		return mono_ns();
 	t = __rdtsc();
-	return ns0 + (uint64_t)(int64_t)(((__int128)(int64_t)(t - tsc0) * (__int128)mult) >> 32);
+	return tsc_line_ns(tsc0, ns0, mult, t);
 }

@@ -16,7 +16,10 @@
  *                   write to a pipe: a probe and a live write in a
  *                   signal handler), and one sits blocked in read() on
  *                   a pipe (a thread in a system call across each
- *                   attach).  Creates DIR/ready once running and stops
+ *                   attach).  LW_SEALED=1: one more worker runs the
+ *                   same rounds with every signal blocked for good (a
+ *                   sigwait() design: the live write cannot signal it,
+ *                   and an int3 would kill it).  Creates DIR/ready once running and stops
  *                   when DIR/stop exists (DIR/ready holds its pid); prints "rounds R bad B
  *                   signals S" and exits 0 when B is 0 (a failed check
  *                   is named on stderr).
@@ -155,6 +158,16 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* A worker with every signal blocked for good (id 16: its own files). */
+static void *sealed_worker(void *arg)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	return worker(arg);
+}
+
 static void *signaller(void *arg)
 {
 	pthread_t *w = arg;
@@ -187,7 +200,8 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 	int nw = atoi(getenv("LW_THREADS") ? getenv("LW_THREADS") : "3");
-	pthread_t w[16], sg, bl;
+	int sealed = getenv("LW_SEALED") && !strcmp(getenv("LW_SEALED"), "1");
+	pthread_t w[16], sg, bl, sw;
 	char path[512], stopf[512];
 	struct timespec nap = { 0, 20000000 };
 	FILE *f;
@@ -205,6 +219,8 @@ int main(int argc, char **argv)
 		pthread_create(&w[i], NULL, worker, (void *)(long)i);
 	pthread_create(&sg, NULL, signaller, w);
 	pthread_create(&bl, NULL, blocked, NULL);
+	if (sealed)
+		pthread_create(&sw, NULL, sealed_worker, (void *)16L);
 	snprintf(path, sizeof(path), "%s/ready.tmp", dir);
 	f = fopen(path, "w");
 	if (!f)
@@ -220,6 +236,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nw; i++)
 		pthread_join(w[i], NULL);
 	pthread_join(sg, NULL);
+	if (sealed)
+		pthread_join(sw, NULL);
 	(void)!write(blockpipe[1], "q", 1);
 	pthread_join(bl, NULL);
 	CHECK(shared == atomic_load(&rounds));

@@ -9,7 +9,11 @@
  * alone and what they overwrite meanwhile is counted, exactly; a process
  * that is gone is drained a last time and retired with the batch holding
  * its last records, its open spans counted; and the thread itself starts,
- * drains on its tick, and stops after a last pass.
+ * drains on its tick, and stops after a last pass.  Times: a version-1
+ * file's records (ns) are shipped as they are; a version-2 file's
+ * SPAN_F_TICKS records are converted with its TSC line (start, duration,
+ * events) and shipped without the flag; ticks in a version-1 file, or in
+ * a file with no line, are counted bad, not shipped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -395,11 +399,117 @@ static void test_thread(void)
 	fake_free(&a);
 }
 
+/* One record of span id id: start, duration and one EVENT at ev, flags. */
+static void produce_timed(struct fake *f, uint64_t id, uint64_t start, uint64_t dur,
+			  uint64_t ev, uint8_t flags)
+{
+	uint8_t rec[128];
+	struct spanrec_fixed fx = { .trace_lo = 1, .span_id = id, .start_ns = start,
+				    .duration_ns = dur, .flags = flags, .nitems = 2 };
+	size_t off = 0;
+	struct ring_piece pc;
+
+	spanrec_put_item(rec + 64, sizeof(rec) - 64, &off, SPAN_ITEM_NAME, 0, "op", 2, NULL, 0);
+	spanrec_put_item(rec + 64, sizeof(rec) - 64, &off, SPAN_ITEM_EVENT, ev, "ev", 2, NULL, 0);
+	fx.items_len = (uint32_t)off;
+	memcpy(rec, &fx, 64);
+	pc = (struct ring_piece){ rec, (uint32_t)(64 + off) };
+	ring_write(&f->prod[0], FAY_REC_SPAN, &pc, 1);
+}
+
+/* The times of the shipped spans, by span id (1..4). */
+struct times {
+	uint64_t start[5], dur[5], ev[5];
+	uint8_t flags[5];
+	int n;
+};
+
+static int times_span(void *ctx, const void *rec, uint32_t len)
+{
+	struct times *t = ctx;
+	struct spanrec r;
+	struct spanrec_item it;
+	uint32_t off = 0;
+
+	if (spanrec_decode(rec, len, &r, NULL, 0) < 0 || r.f.span_id > 4)
+		return 0;
+	t->start[r.f.span_id] = r.f.start_ns;
+	t->dur[r.f.span_id] = r.f.duration_ns;
+	t->flags[r.f.span_id] = r.f.flags;
+	while (spanrec_next(&r, &off, &it))
+		if (it.type == SPAN_ITEM_EVENT)
+			t->ev[r.f.span_id] = it.val;
+	t->n++;
+	return 0;
+}
+
+static void test_versions(void)
+{
+	struct bqueue q;
+	struct drain d;
+	struct fake v1, v2, noline;
+	struct times t = { 0 };
+	struct qbatch *qb;
+	struct drain_stats st;
+	char err[200];
+	const uint64_t tsc0 = 1000000, ns0 = 1700000000000000000ull;
+	const uint64_t mult = UINT64_C(1) << 31;         /* 2 GHz: half a ns a tick */
+
+	is_int(bqueue_init(&q, 4), 0, "versions: queue");
+	is_int(drain_init(&d, &q, 20 * MS), 0, "versions: drain");
+	fake_init(&v1, 201, 1, 64);
+	v1.h->version = v1.p->snap.version = 1;
+	fake_init(&v2, 202, 1, 64);
+	v2.h->clk_tsc0 = tsc0;
+	v2.h->clk_ns0 = ns0;
+	v2.h->clk_mult = mult;
+	v2.h->clk_seq = 2;
+	fake_init(&noline, 203, 1, 64);
+	/* version 1: ns, shipped as they are; ticks: bad */
+	produce_timed(&v1, 1, ns0 + 5, 700, ns0 + 300, SPAN_F_SAMPLED);
+	produce_timed(&v1, 4, tsc0, 700, tsc0, SPAN_F_SAMPLED | SPAN_F_TICKS);
+	/* version 2: ticks converted, ns left alone */
+	produce_timed(&v2, 2, tsc0 + 2000, 4000, tsc0 + 3000, SPAN_F_SAMPLED | SPAN_F_TICKS);
+	produce_timed(&v2, 3, ns0 + 9, 11, ns0 + 10, SPAN_F_SAMPLED);
+	/* version 2 without a line yet: ticks are bad */
+	produce_timed(&noline, 4, tsc0, 10, tsc0, SPAN_F_SAMPLED | SPAN_F_TICKS);
+	drain_add(&d, v1.p);
+	drain_add(&d, v2.p);
+	drain_add(&d, noline.p);
+	drain_pass(&d, 1000 * MS);
+	drain_pass(&d, 1100 * MS);
+	while ((qb = bqueue_peek(&q))) {
+		wire_batch_walk(qb->b.buf + FAY_WIRE_HDR_SIZE, qb->b.len, times_span, &t, err,
+				sizeof(err));
+		bqueue_pop(&q);
+	}
+	drain_get_stats(&d, &st);
+	is_int(t.n, 3, "three spans shipped (%d)", t.n);
+	ok(t.start[1] == ns0 + 5 && t.dur[1] == 700 && t.ev[1] == ns0 + 300,
+	   "version 1: start, duration and event ns shipped as they were");
+	ok(t.start[2] == ns0 + 1000 && t.dur[2] == 2000 && t.ev[2] == ns0 + 1500,
+	   "version 2, TICKS: start %llu, duration %llu, event %llu ns from the line",
+	   (unsigned long long)(t.start[2] - ns0), (unsigned long long)t.dur[2],
+	   (unsigned long long)(t.ev[2] - ns0));
+	ok(!(t.flags[2] & SPAN_F_TICKS) && (t.flags[2] & SPAN_F_SAMPLED),
+	   "the converted span is shipped without the TICKS bit, its other flags kept");
+	ok(t.start[3] == ns0 + 9 && t.dur[3] == 11 && t.ev[3] == ns0 + 10,
+	   "version 2 without TICKS: ns shipped as they were");
+	is_u64(t.start[4], 0, "ticks in a version-1 file, or with no line: not shipped");
+	is_u64(st.n.bad, 2, "... and each counted bad");
+	drain_free(&d);
+	bqueue_free(&q);
+	fake_free(&v1);
+	fake_free(&v2);
+	fake_free(&noline);
+}
+
 int main(void)
 {
 	test_exact_and_trailers();
 	test_queue_full();
 	test_retire();
 	test_thread();
+	test_versions();
 	return test_done();
 }

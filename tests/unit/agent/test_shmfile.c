@@ -61,6 +61,9 @@ static void test_corrupt(void)
 {
 	CASE("magic", h.magic = 0x1234, "magic is 0x0000000000001234");
 	CASE("version", h.version = 9, "version is 9");
+	CASE("version 3 (newer than this agent)", h.version = FAY_SHM_VERSION + 1,
+	     "version is 3, this agent reads versions 1 to 2");
+	CASE("version 0", h.version = 0, "version is 0");
 	CASE("state", h.state = 7, "state is 7");
 	CASE("hdr_size", h.hdr_size = 512, "hdr_size is 512");
 	CASE("file_size", h.file_size += 4096, "file_size is");
@@ -99,6 +102,9 @@ static void test_validate(void)
 
 	is_int(shm_hdr_validate(&h, size, NAME, err, sizeof(err)), 0, "a good header passes (%s)", err);
 	is_int(shm_hdr_validate(&h, size, NULL, err, sizeof(err)), 0, "name check optional");
+	h.version = 1;
+	is_int(shm_hdr_validate(&h, size, NAME, err, sizeof(err)), 0,
+	       "a version-1 file (records in ns, no TSC line) is still read (%s)", err);
 
 	/* Not ready is not corrupt. */
 	good(&h);

@@ -173,6 +173,7 @@ struct lt_spans {
 	unsigned bad;            /* records that did not decode */
 	uint64_t lost, corrupt;  /* summed over the rings' consumers */
 	uint32_t cur_ring;
+	const struct fay_shm_hdr *hdr; /* its TSC line converts TICKS records */
 };
 
 static inline int lt_collect(void *ctx, uint16_t type, const void *payload,
@@ -204,6 +205,9 @@ static inline int lt_collect(void *ctx, uint16_t type, const void *payload,
 		s->bad++;
 		return 0;
 	}
+	if (sp->r.f.flags & SPAN_F_TICKS)   /* as the agent does (ABI.md 1.2.2) */
+		spanrec_ticks_to_ns(sp->bytes, &sp->r, s->hdr->clk_tsc0, s->hdr->clk_ns0,
+				    s->hdr->clk_mult);
 	sp->ring = s->cur_ring;
 	sp->rec_no = rec_no;
 	s->n++;
@@ -214,6 +218,7 @@ static inline int lt_collect(void *ctx, uint16_t type, const void *payload,
 static inline void lt_read_all(const struct lt_view *v, struct lt_spans *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->hdr = v->hdr;
 	for (uint32_t i = 0; i < v->hdr->nrings; i++) {
 		struct ring_cons c;
 
