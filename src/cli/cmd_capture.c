@@ -27,7 +27,8 @@ static void usage(FILE *f)
 "    fay capture --cluster URL --trace ID\n"
 "    fay capture --cluster URL --last DUR [--host H] [--service S]\n"
 "    fay capture --cluster URL --list\n"
-"    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE])\n"
+"    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE]\n"
+"     [--tls-cert FILE --tls-key FILE])\n"
 "\n"
 "DESCRIPTION\n"
 "    Head sampling (FAY_SAMPLE) decides at a trace's root whether its spans\n"
@@ -55,18 +56,16 @@ static void usage(FILE *f)
 "    --list prints the captures the collector made since it started.\n"
 "\n"
 "OPTIONS\n"
-"    --cluster URL     the collector (http://HOST:9411)\n"
+OPT_CLUSTER_HELP("                      ")
 "    --trace ID        the trace: 16 or 32 hex digits\n"
 "    --last DUR        the window, ending now: 500ms, 30s, 5m (at most 24h)\n"
 "    --host H          with --last: only the agent of host H\n"
 "    --service S       with --last: only spans of local service S\n"
 "    --list            the captures made so far\n"
 "    --json            the collector's JSON answer as it is\n"
-"    --token T         a token with the 'write' scope (--list: 'read');\n"
-"                      also FAY_TOKEN\n"
-"    --token-file FILE the token: the first word of the file's first line\n"
-"                      that is not a comment\n"
-"    --tls-ca FILE     with an https:// URL: the CA of its certificate\n"
+OPT_CLIENT_TOKEN_HELP("                      ", "write")
+"                      (--list: its 'read' scope)\n"
+OPT_CLIENT_TLS_HELP("                      ")
 "    -h, --help        this manual\n"
 "\n"
 "EXAMPLES\n"
@@ -114,47 +113,44 @@ static void print_account(json_t *a)
 
 int cmd_capture(int argc, char **argv)
 {
-	enum { O_CLUSTER = 256, O_TRACE, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_TOKEN,
-	       O_TOKEN_FILE, O_TLS_CA };
+	enum { O_TRACE = 256, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON };
 	static const struct option lopts[] = {
-		{ "cluster", required_argument, NULL, O_CLUSTER },
+		OPT_CLUSTER_ROW,
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "last", required_argument, NULL, O_LAST },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "service", required_argument, NULL, O_SERVICE },
 		{ "list", no_argument, NULL, O_LIST },
 		{ "json", no_argument, NULL, O_JSON },
-		{ "token", required_argument, NULL, O_TOKEN },
-		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
-		{ "tls-ca", required_argument, NULL, O_TLS_CA },
+		OPT_CLIENT_TOKEN_ROWS,
+		OPT_CLIENT_TLS_ROWS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL, *trace = NULL, *last = NULL, *host = NULL, *service = NULL;
-	const char *token = opt_env_token();
-	static char token_buf[256];
+	struct opt_client_token tok;
 	struct tr_http_resp resp = { 0 };
 	int opt, list = 0, json = 0, rc;
 	char full[2048], err[512], *body = NULL;
 	uint64_t last_ns = 0;
 	json_t *a;
 
+	opt_client_token_init(&tok);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
+		rc = opt_client_token(opt, optarg, &tok);
+		if (rc < 0)
+			return 2;
+		if (rc || opt_client_tls(opt, optarg))
+			continue;
 		switch (opt) {
-		case O_CLUSTER: url = optarg; break;
+		case OPT_CLUSTER: url = optarg; break;
 		case O_TRACE: trace = optarg; break;
 		case O_LAST: last = optarg; break;
 		case O_HOST: host = optarg; break;
 		case O_SERVICE: service = optarg; break;
 		case O_LIST: list = 1; break;
 		case O_JSON: json = 1; break;
-		case O_TOKEN: token = optarg; break;
-		case O_TOKEN_FILE:
-			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))
-				return 2;
-			break;
-		case O_TLS_CA: tr_http_set_ca(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "Run 'fay capture --help' for the manual.\n");
@@ -192,7 +188,7 @@ int cmd_capture(int argc, char **argv)
 			return 1;
 		}
 	}
-	rc = tr_http(list ? "GET" : "POST", full, body, token, &resp, err, sizeof(err));
+	rc = tr_http(list ? "GET" : "POST", full, body, tok.token, &resp, err, sizeof(err));
 	free(body);
 	if (rc) {
 		fprintf(stderr, "error: %s: %s\n", url, err);
