@@ -103,6 +103,11 @@ void engine_exec_free(struct engine *e)
 		pr_debug("exec watch: %llu execs, %llu new views of the file system, %llu files "
 			 "added", (unsigned long long)x->nexec, (unsigned long long)x->nviews,
 			 (unsigned long long)x->nfiles);
+	for (int i = 0; i < e->nprogs; i++)
+		if (e->progs[i].probe && probe_files_capped(e->progs[i].probe))
+			pr_warn("%s: %zu files of the library left out: a probe is on at most %d",
+				e->progs[i].spec, probe_files_capped(e->progs[i].probe),
+				PROBE_MAX_FILES);
 	ring_buffer__free(x->rb);
 	probe_free(x->tp);
 	bprog_free(x->prog);
