@@ -8,13 +8,14 @@
 # nothing attached, with `fay query 'from f in function("libc:getppid")
 # select count()'` running, and with bpftrace (the peer) running the same
 # kernel hooks (uprobe:libc:getppid and tracepoint:sched:sched_process_exec
-# counting); and fay's own CPU time over the loop.  Three kinds of
+# counting); and fay's own CPU time over the loop, less what it uses
+# idle over the same time (its loop's periodic checks).  Three kinds of
 # process: /bin/true on the host (fay's own view: nothing to look at), a
 # program in a chroot (one view, looked at once), and `unshare -m` +
 # chroot (a new mount namespace each exec: every exec is a new view that
 # fay resolves libc in, the worst case).  Medians of RUNS rounds.
 #
-#   bench/exec_watch.sh [--runs N] [--n N] FAY CTR_WORK
+#   [KINDS="host chroot unshare"] bench/exec_watch.sh [--runs N] [--n N] FAY CTR_WORK
 #
 # Run as root at nice 10; note `uptime` with the figures.
 set -u
@@ -57,7 +58,8 @@ rate() {
 	t1=$(date +%s%N)
 	echo $((N * 1000000000 / (t1 - t0)))
 }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# CPU ns of fay's (one) thread: schedstat's time on CPU
+cpu_ns() { awk '{print $1}' "/proc/$1/schedstat" 2>/dev/null || echo 0; }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 # start TOOL: fay or bpftrace attached in the background ($TP)
@@ -74,18 +76,21 @@ start() {
 }
 stop() { kill -INT $TP 2>/dev/null; wait $TP 2>/dev/null; TP=; }
 
-printf '| processes | nothing (exec/s) | fay query (exec/s) | fay CPU (ms per 1000 execs) | bpftrace (exec/s) |\n'
+printf '| processes | nothing (exec/s) | fay query (exec/s) | fay CPU, idle subtracted (us per process) | bpftrace (exec/s) |\n'
 printf '|---|---:|---:|---:|---:|\n'
-hz=$(getconf CLK_TCK)
-for kind in host chroot unshare; do
+for kind in ${KINDS:-host chroot unshare}; do
 	base=() fay=() cpu=() bt=()
 	for r in $(seq "$RUNS"); do
 		base+=("$(rate loop_$kind)")
 		start fay
-		c0=$(ticks $TP)
+		fp=$(pgrep -P $TP -x fay || echo $TP)
+		# fay's own idle CPU (its loop's ticks) over 2 s, subtracted below
+		i0=$(cpu_ns $fp) t0=$(date +%s%N)
+		sleep 2
+		c0=$(cpu_ns $fp) t1=$(date +%s%N)
 		fay+=("$(rate loop_$kind)")
-		c1=$(ticks $TP)
-		cpu+=("$(((c1 - c0) * 1000 * 1000 / hz / N))")
+		c1=$(cpu_ns $fp) t2=$(date +%s%N)
+		cpu+=("$(((c1 - c0 - (c0 - i0) * (t2 - t1) / (t1 - t0)) / 1000 / N))")
 		stop
 		start bpftrace
 		bt+=("$(rate loop_$kind)")
