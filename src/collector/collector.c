@@ -15,6 +15,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
+#include "collector/capture_rules.h"
 #include "collector/auth.h"
 #include "collector/collector_int.h"
 #include "collector/ext_http.h"
@@ -367,6 +368,13 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			snprintf(err, errlen, "standing queries: %s", why);
 			goto err_out;
 		}
+		snprintf(dir, sizeof(dir), "%s.captures", o->db);
+		c->rules = crules_new(c, dir, why, sizeof(why));
+		if (!c->rules) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "capture rules: %s", why);
+			goto err_out;
+		}
 	}
 	if (o->parent) {
 		if (o->parent_tls_ca) {
@@ -478,6 +486,8 @@ void collector_stop(struct collector *c)
 		return;
 	__atomic_store_n(&c->gate, -1, __ATOMIC_RELEASE);	/* no new connection served */
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
+	crules_free(c->rules);	/* before the cluster and the store it uses */
+	c->rules = NULL;
 	standing_free(c->standing);
 	otlp_grpc_free(r->grpc);
 	http_server_free(r->otlp_hs);
