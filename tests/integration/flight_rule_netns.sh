@@ -40,7 +40,7 @@ ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9
 URL=http://127.0.0.1:9411
 api() { ns_run coll curl -s -H "Authorization: Bearer cli" "$@"; }
 capture() { ns_run coll timeout 30 "$FAY" capture --cluster "$URL" --token cli "$@"; }
-ok "collector up" wait_for 30 ns_run coll curl -sf "$URL/health"
+ok "collector up" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
 
 # nsenter, not ip netns exec (which mounts a /sys of its own): processes
 # enter the network namespace alone
@@ -185,11 +185,11 @@ ok "fay capture --drop" [ "$(rule captures)" = -1 ]
 capture --when 'sp.duration >= 0' --name everything --per-second 2 --settle 0 >/dev/null 2>&1
 ok "a rule matching every span, 2 captures a second" wait_for 30 attached 'sp.duration >= 0' ||
 	diag "$(api "$URL/api/cluster/peers")"
-T0=$(date +%s%N)
 hop h3 --serve 7301 --service back
 wait_for 30 listening h3 7301
 hop h2 --serve 7301 --next "$(ns_ip h3):7301" --service middle
 wait_for 30 listening h2 7301
+T0=$(date +%s%N)	# no span of this phase before
 nsenter --net="/run/netns/$NS_PREFIX-h1" env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
 	FAY_RECORD=all timeout 120 nice -n 10 "$HOP" --client "$(ns_ip h2):7301" --service front \
 	--requests 60 --slow-every 0 --pause-us 20000 >"$T_TMP/req2.out" 2>&1
@@ -213,5 +213,5 @@ max=$(( 2 + 2 * (T1 - T0 + 999999999) / 1000000000 ))
 ok "captures within the budget ($caps <= $max), the rest counted: over budget $over, deduplicated $dedup" \
 	bash -c '[ "$1" -ge 1 ] && [ "$1" -le "$2" ] && [ "$3" -gt 0 ] && [ $(($1 + $3 + $4)) -eq "$5" ]' \
 	_ "$caps" "$max" "$over" "$dedup" "$(rule matches everything)"
-ok "the collector runs on" ns_run coll curl -sf "$URL/health"
+ok "the collector runs on" ns_run coll curl -sfo /dev/null "$URL/health"
 done_testing
