@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cluster/cluster.h"
+#include "cluster/standing.h"
 #include "collector/capture_rules.h"
 #include "collector/http_int.h"
 #include "common/clock.h"
@@ -73,14 +74,6 @@ struct crules {
 	int stop;
 	pthread_t thread;
 };
-
-static bool name_ok(const char *n)
-{
-	size_t len = strlen(n);
-
-	return len >= 1 && len <= CRULES_NAME_MAX &&
-	       strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == len;
-}
 
 /* ---- definitions on disk ------------------------------------------------- */
 
@@ -398,7 +391,7 @@ int crules_add(struct crules *rs, const char *name, const char *expr, unsigned p
 	int ret;
 
 	*line = *col = 0;
-	if (!name_ok(name)) {
+	if (!standing_name_ok(name)) {
 		snprintf(err, errlen, "a rule's name is 1 to %d of [A-Za-z0-9_]", CRULES_NAME_MAX);
 		return -EINVAL;
 	}
@@ -537,7 +530,7 @@ static int load(struct crules *rs, char *err, size_t errlen)
 		int line, col;
 		struct crule *r;
 
-		if (!name || !expr || !name_ok(name))
+		if (!name || !expr || !standing_name_ok(name))
 			continue;
 		r = rule_start(rs, name, expr,
 			       (unsigned)json_integer_value(json_object_get(v, "per_s")),

@@ -38,7 +38,7 @@ struct collector;
 struct crules;
 
 #define CRULES_MAX		64	/* rules per collector */
-#define CRULES_NAME_MAX		64
+#define CRULES_NAME_MAX		64	/* STANDING_NAME_MAX: standing_name_ok() */
 #define CRULES_PER_S_DEFAULT	10
 #define CRULES_PER_S_MAX	1000
 #define CRULES_SETTLE_MS_DEFAULT 300
