@@ -33,16 +33,21 @@ in_ns() {
 	T_PIDS+=($!)
 }
 URL=http://127.0.0.1:9411
+# listening on a network needs tokens (the collector refuses otherwise)
+printf 'agt write agents\ncli read,write,probe client\n' >"$T_TMP/tokens"
+echo agt >"$T_TMP/agent.tok"
+chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
 ns_bg coll timeout 900 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
-	--db "$T_TMP/c.db" --otlp-http off --otlp-grpc off >"$T_TMP/coll.log" 2>&1
+	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
+	>"$T_TMP/coll.log" 2>&1
 wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health" || exit 1
 for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
 	in_ns $h timeout 900 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
 		--flight 16M --shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" \
-		--flush-interval 20ms >"$T_TMP/$h.log" 2>&1
+		--token-file "$T_TMP/agent.tok" --flush-interval 20ms >"$T_TMP/$h.log" 2>&1
 done
-api() { ns_run coll curl -s "$@"; }
+api() { ns_run coll curl -s -H "Authorization: Bearer cli" "$@"; }
 listening() { ns_run "$1" ss -Hltn "sport = :$2" | grep -q LISTEN; }
 attached() {
 	api "$URL/api/cluster/peers" | python3 -c '
@@ -56,7 +61,7 @@ echo "# $(date -u +%F) $(uname -m) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/l
 echo "# $REQ requests, every ${EVERY}th slow (200 ms leaf), 3 hosts in netns"
 for settle in $SETTLES; do
 	name=lat_$settle
-	ns_run coll "$FAY" capture --cluster "$URL" --name "$name" --settle "${settle}ms" \
+	ns_run coll "$FAY" capture --cluster "$URL" --token cli --name "$name" --settle "${settle}ms" \
 		--per-second 100 --when 'sp.name == "leaf" && sp.duration > 100ms' >/dev/null || exit 1
 	wait_for 30 attached || { echo "rule not attached" >&2; exit 1; }
 	port=$((port + 1))
@@ -85,5 +90,5 @@ q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 print("settle %4s ms: %d captures (want %s), spans stored per capture %s, latency ms p50 %d p99 %d max %d"
       % (sys.argv[2], len(c), sys.argv[3], sorted(set(stored)), q(0.5), q(0.99), lat[-1]))
 ' "$name" "$settle" "$want"
-	ns_run coll "$FAY" capture --cluster "$URL" --drop "$name" >/dev/null
+	ns_run coll "$FAY" capture --cluster "$URL" --token cli --drop "$name" >/dev/null
 done
