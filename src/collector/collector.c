@@ -15,6 +15,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
+#include "collector/capture_rules.h"
 #include "collector/auth.h"
 #include "collector/collector_int.h"
 #include "collector/ext_http.h"
@@ -361,8 +362,9 @@ static int coll_listen(struct collector_run *r, const struct collector_opts *o,
 	return 0;
 }
 
-/* The standing queries kept beside the store, and with --parent the
- * link to the collector above.  0, or -errno with the reason in err. */
+/* The standing queries and the capture rules kept beside the store, and
+ * with --parent the link to the collector above.  0, or -errno with the
+ * reason in err. */
 static int coll_cluster_start(struct collector_run *r, const struct collector_opts *o,
 			      char *err, size_t errlen)
 {
@@ -374,6 +376,12 @@ static int coll_cluster_start(struct collector_run *r, const struct collector_op
 	c->standing = standing_new(c->cluster, c->store, dir, why, sizeof(why));
 	if (!c->standing) {
 		snprintf(err, errlen, "standing queries: %s", why);
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%s.captures", o->db);
+	c->rules = crules_new(c, dir, why, sizeof(why));
+	if (!c->rules) {
+		snprintf(err, errlen, "capture rules: %s", why);
 		return -EINVAL;
 	}
 	if (!o->parent)
@@ -512,6 +520,8 @@ void collector_stop(struct collector *c)
 		return;
 	__atomic_store_n(&c->gate, -1, __ATOMIC_RELEASE);	/* no new connection served */
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
+	crules_free(c->rules);	/* before the cluster and the store it uses */
+	c->rules = NULL;
 	standing_free(c->standing);
 	otlp_grpc_free(r->grpc);
 	http_server_free(r->otlp_hs);

@@ -31,6 +31,7 @@
 
 struct ingest;
 struct coll_ext;
+struct crules;
 
 /* The collector's one set of counters: bumped and read with M_ADD(),
  * M_SUB(), M_GET() (relaxed atomics), written to /metrics by
@@ -132,6 +133,8 @@ struct collector {
 	struct cluster *cluster;
 	/* Standing cluster queries, /metrics series (standing.h). */
 	struct standing *standing;
+	/* Capture rules (capture_rules.h), started after the rest. */
+	struct crules *rules;
 	/* --autocomplete-keys, in the order given (api_zipkin.c). */
 	char **ac_keys;
 	size_t nac_keys;
