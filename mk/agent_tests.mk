@@ -36,3 +36,12 @@ $(B)/tests/bin/flight_workload: tests/integration/agent_tools/flight_workload.c 
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFAY_A) -lpthread
 all: $(B)/tests/bin/flight_workload
 agent-tests: $(B)/tests/bin/flight_workload
+
+# The cross-host workload of tests/integration/flight_rule_netns.sh
+# (capture rules).
+$(B)/tests/bin/flight_hop: tests/integration/agent_tools/flight_hop.c $(LIBFAY_A)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFAY_A) -lpthread
+all: $(B)/tests/bin/flight_hop
+agent-tests: $(B)/tests/bin/flight_hop

@@ -302,6 +302,10 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 		else
 			p->n.unsampled_off++;
 		p->in_batch[dc->ring] = 1;
+		/* spans(...) queries see every span recorded, sampled or
+		 * not: a capture rule (#22) is one, and triggers on them */
+		if (dc->d->tap)
+			spantap_feed(dc->d->tap, &r, p->service, p->pid);
 		return 0;
 	}
 	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep, &p->tags);

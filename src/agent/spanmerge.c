@@ -12,18 +12,17 @@
 #include <string.h>
 
 #include "agent/spanmerge.h"
+#include "common/zipkin_v1.h"
 
 #define PART_STR	64
 #define PART_TAGS	1024	/* bytes of tag items kept per span */
-
-enum { A_CS, A_CR, A_SR, A_SS, A_N };
 
 struct part {
 	uint64_t h;			/* hash of the key */
 	uint64_t trace_hi, trace_lo, span_id, parent_id;
 	uint64_t first_ns;		/* start of the first part (its age) */
-	uint64_t ts[A_N];
-	unsigned have;			/* 1 << A_* */
+	uint64_t ts[ZV1_NCORE];		/* of the core annotations seen */
+	unsigned have;			/* 1 << ZV1_* */
 	bool used;
 	uint8_t flags;
 	uint16_t port, ntags;
@@ -141,16 +140,6 @@ static void make_room(struct spanmerge *m, uint64_t now_ns)
 	}
 }
 
-static int annot(struct spanrec_str a)
-{
-	static const char *const n[A_N] = { "cs", "cr", "sr", "ss" };
-
-	for (int i = 0; i < A_N; i++)
-		if (a.len == 2 && !memcmp(a.p, n[i], 2))
-			return i;
-	return -1;
-}
-
 /* The whole span of p into m->out, decoded into *out. */
 static int build(struct spanmerge *m, const struct part *p, int from, int to,
 		 struct spanrec *out)
@@ -165,8 +154,8 @@ static int build(struct spanmerge *m, const struct part *p, int from, int to,
 	f->span_id = p->span_id;
 	f->parent_id = p->parent_id;
 	f->start_ns = p->ts[from];
-	f->duration_ns = p->ts[to] > p->ts[from] ? p->ts[to] - p->ts[from] : 0;
-	f->kind = from == A_CS ? SPAN_KIND_CLIENT : SPAN_KIND_SERVER;
+	f->duration_ns = zv1_duration(p->ts[from], p->ts[to], 1000);
+	f->kind = zv1_kind(from);
 	f->flags = (uint8_t)(p->flags & ~SPAN_F_PARTIAL);
 	spanrec_put_item(m->out.items, cap, &used, SPAN_ITEM_NAME, 0, p->name, strlen(p->name),
 			 NULL, 0);
@@ -223,7 +212,7 @@ int spanmerge_add(struct spanmerge *m, const struct spanrec *r, struct spanrec *
 
 		switch (it.type) {
 		case SPAN_ITEM_EVENT:
-			a = annot(it.a);
+			a = zv1_core(it.a.p, it.a.len);
 			if (a >= 0 && !(p->have & (1u << a))) {
 				p->ts[a] = it.val;
 				p->have |= 1u << a;
@@ -246,10 +235,10 @@ int spanmerge_add(struct spanmerge *m, const struct spanrec *r, struct spanrec *
 			break;
 		}
 	}
-	if ((p->have & (1u << A_CS)) && (p->have & (1u << A_CR)))
-		ret = build(m, p, A_CS, A_CR, out);
-	else if ((p->have & (1u << A_SR)) && (p->have & (1u << A_SS)))
-		ret = build(m, p, A_SR, A_SS, out);
+	if ((p->have & (1u << ZV1_CS)) && (p->have & (1u << ZV1_CR)))
+		ret = build(m, p, ZV1_CS, ZV1_CR, out);
+	else if ((p->have & (1u << ZV1_SR)) && (p->have & (1u << ZV1_SS)))
+		ret = build(m, p, ZV1_SR, ZV1_SS, out);
 	if (ret)
 		del(m, (unsigned)(p - m->t));
 	return ret < 0 ? 0 : ret;

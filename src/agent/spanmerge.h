@@ -9,7 +9,8 @@
  * duration, so the agent merges them too, the same way (Zipkin's V1
  * rule): the parts of one span id recorded by one service are kept until
  * the span has both annotations of a side, cs and cr (a client span,
- * from cs to cr) or sr and ss (a server span, from sr to ss); then the
+ * from cs to cr) or sr and ss (a server span, from sr to ss; durations
+ * by common/zipkin_v1.h: under 1 us is 1 us, as the store has it); then the
  * span comes out once, with every tag recorded so far, and its parts are
  * forgotten.  Parts that arrive after that (a tag recorded after the end
  * annotation) and spans that never end are not seen by queries: a span

@@ -155,15 +155,12 @@ static void usage(FILE *f)
 "    --host NAME         this host's name: sent in HELLO, shown by the collector\n"
 "                        (Hosts page, /api/ui/hosts), the host of cluster\n"
 "                        queries (default: gethostname(); at most 255 bytes)\n"
-"    --token-file FILE   the token sent in HELLO: the first word of the first line\n"
-"                        that is not a comment ('#'); a collector's token file\n"
-"                        line (TOKEN SCOPES NAME) works too.  The collector needs\n"
-"                        its 'write' scope and binds this agent's id to it.  The\n"
-"                        file must not be readable by every user\n"
+OPT_CLIENT_TOKEN_HELP("                        ", "write")
+"                        sent in HELLO; the collector binds this agent's id\n"
+"                        to it (a collector's token file line, TOKEN SCOPES\n"
+"                        NAME, works too)\n"
 "    --token-env VAR     the token is in environment variable VAR (systemd's\n"
 "                        LoadCredential= or EnvironmentFile=)\n"
-"    --token T           the token itself (default $FAY_TOKEN, or none; seen in\n"
-"                        ps: prefer --token-file)\n"
 "    --tls-ca FILE       speak TLS (1.2 or 1.3) to the collector (fay collector\n"
 "                        --tls-cert) and accept only a certificate that this CA\n"
 "                        (PEM) signed and that names the --collector host (a name\n"
@@ -209,8 +206,8 @@ static void usage(FILE *f)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_TOKEN, O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
-	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_FILE, O_TOKEN_ENV, O_FLIGHT };
+	       O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
+	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_ENV, O_FLIGHT };
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -228,8 +225,7 @@ int cmd_agent(int argc, char **argv)
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "stats-interval", required_argument, NULL, O_STATS },
 		{ "host", required_argument, NULL, O_HOST },
-		{ "token", required_argument, NULL, O_TOKEN },
-		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+		OPT_CLIENT_TOKEN_ROWS,
 		{ "token-env", required_argument, NULL, O_TOKEN_ENV },
 		OPT_CLIENT_TLS_ROWS,
 		{ "fsync", no_argument, NULL, O_FSYNC },
@@ -247,15 +243,17 @@ int cmd_agent(int argc, char **argv)
 		.drain_nice = -10,
 		.flush_ns = 20 * 1000000ull,
 		.stats_ns = 10 * 1000000000ull,
-		.token = opt_env_token(),
 	};
-	char hostname[256], token[256], probe_lib[4096];
+	struct opt_client_token tok;
+	char hostname[256], probe_lib[4096];
 	const char *metrics_addr = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	struct agent_metrics *metrics = NULL;
 	int c, rc;
 
 	if (!o.shm_dir || !*o.shm_dir)
 		o.shm_dir = "/dev/shm";
+	opt_client_token_init(&tok);
+	o.token = tok.token;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
@@ -361,21 +359,13 @@ int cmd_agent(int argc, char **argv)
 			}
 			o.host = optarg;
 			break;
-		case O_TOKEN:
-			o.token = optarg;
-			o.token_file = NULL;
-			break;
-		case O_TOKEN_FILE: {
-			char err[512];
-
-			if (secret_file_token(optarg, token, sizeof(token), err, sizeof(err))) {
-				fprintf(stderr, "error: --token-file %s\n", err);
+		case OPT_TOKEN:
+		case OPT_TOKEN_FILE:
+			if (opt_client_token(c, optarg, &tok) < 0)
 				return 2;
-			}
-			o.token = token;
-			o.token_file = optarg;
+			o.token = tok.token;
+			o.token_file = tok.file;
 			break;
-		}
 		case OPT_TLS_CA:
 			tls_ca = optarg;
 			break;

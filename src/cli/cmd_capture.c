@@ -2,8 +2,9 @@
 /*
  * fay capture: bring back from every agent's flight buffer the spans of
  * one trace id, or of the last N seconds, and store them on the
- * collector (POST /api/captures); or list the captures made
- * (GET /api/captures).
+ * collector (POST /api/captures); register or drop a capture rule (POST
+ * /api/captures/rules, DELETE /api/captures/rules/NAME); or list the
+ * captures made and the rules (GET /api/captures).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -26,8 +27,12 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay capture --cluster URL --trace ID\n"
 "    fay capture --cluster URL --last DUR [--host H] [--service S]\n"
+"    fay capture --cluster URL --when EXPR [--name NAME] [--per-second N]\n"
+"                [--settle DUR]\n"
+"    fay capture --cluster URL --drop NAME\n"
 "    fay capture --cluster URL --list\n"
-"    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE])\n"
+"    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE]\n"
+"     [--tls-cert FILE --tls-key FILE])\n"
 "\n"
 "DESCRIPTION\n"
 "    Head sampling (FAY_SAMPLE) decides at a trace's root whether its spans\n"
@@ -52,32 +57,61 @@ static void usage(FILE *f)
 "    The spans then show in fay traces, the UI and fay sql (WHERE the tag\n"
 "    fay.capture is set).\n"
 "\n"
-"    --list prints the captures the collector made since it started.\n"
+"    --when EXPR registers a capture rule (retroactive tail sampling): EXPR\n"
+"    is a FayQL predicate over a span sp, the 'where' of a query over\n"
+"    spans (docs/QUERY.md, \"Capture rules\"): sp.duration > 50ms,\n"
+"    sp.name == \"write\" && sp.error, sp.tag(\"status\") == \"500\".  Every\n"
+"    agent evaluates it on every span it drains, the unsampled ones it\n"
+"    keeps in its flight buffer included; when a span matches, the\n"
+"    collector waits --settle (default 300ms: the spans of the trace that\n"
+"    end after it, its parents on other hosts, are drained meanwhile) and\n"
+"    captures the whole trace from every agent, as --trace does, its\n"
+"    fay.capture.by saying which rule and span.  A trace is captured once\n"
+"    (a match of a trace pending or captured lately is counted\n"
+"    deduplicated), and a rule makes at most --per-second captures a\n"
+"    second (default 10; the matches over it are counted over_budget,\n"
+"    also on the collector's /metrics).  The rule stands until --drop,\n"
+"    across restarts of the collector (DB.captures/rules.json).  An error\n"
+"    in EXPR is printed with its line and column, as fay query prints them.\n"
+"\n"
+"    --list prints the captures the collector made since it started (a\n"
+"    rule's with the time from the matching span's end to its trace\n"
+"    stored), then the rules with their counts.\n"
 "\n"
 "OPTIONS\n"
-"    --cluster URL     the collector (http://HOST:9411)\n"
+OPT_CLUSTER_HELP("                      ")
 "    --trace ID        the trace: 16 or 32 hex digits\n"
 "    --last DUR        the window, ending now: 500ms, 30s, 5m (at most 24h)\n"
 "    --host H          with --last: only the agent of host H\n"
 "    --service S       with --last: only spans of local service S\n"
-"    --list            the captures made so far\n"
+"    --when EXPR       register a capture rule (a predicate over spans sp)\n"
+"    --rule EXPR       the same as --when\n"
+"    --name NAME       with --when: the rule's name (1-64 of [A-Za-z0-9_];\n"
+"                      default rule_ and the time)\n"
+"    --per-second N    with --when: at most N captures a second (1-1000, 10)\n"
+"    --settle DUR      with --when: from a match to its capture (0-60s, 300ms)\n"
+"    --drop NAME       drop capture rule NAME\n"
+"    --list            the captures made so far, and the rules\n"
 "    --json            the collector's JSON answer as it is\n"
-"    --token T         a token with the 'write' scope (--list: 'read');\n"
-"                      also FAY_TOKEN\n"
-"    --token-file FILE the token: the first word of the file's first line\n"
-"                      that is not a comment\n"
-"    --tls-ca FILE     with an https:// URL: the CA of its certificate\n"
+OPT_CLIENT_TOKEN_HELP("                      ", "write")
+"                      (--list: its 'read' scope; --when, --drop: 'probe',\n"
+"                      as for cluster queries)\n"
+OPT_CLIENT_TLS_HELP("                      ")
 "    -h, --help        this manual\n"
 "\n"
 "EXAMPLES\n"
 "    fay capture --cluster http://127.0.0.1:9411 --trace 4bf92f3577b34da6a3ce929d0e0e4736\n"
 "    fay capture --cluster http://127.0.0.1:9411 --last 30s --service mapperd\n"
+"    fay capture --cluster http://127.0.0.1:9411 --name slow_writes \\\n"
+"        --when 'sp.name == \"write\" && sp.duration > 50ms'\n"
+"    fay capture --cluster http://127.0.0.1:9411 --drop slow_writes\n"
 "    fay traces --collector http://127.0.0.1:9411 4bf92f3577b34da6a3ce929d0e0e4736\n"
 "\n"
 "EXIT STATUS\n"
 "    0 the capture was made (even if it found nothing: read the account),\n"
+"      the rule registered or dropped,\n"
 "    1 the collector could not be reached or did not store everything,\n"
-"    2 usage error.\n", f);
+"    2 usage error, or an error in a rule's EXPR.\n", f);
 }
 
 static void print_account(json_t *a)
@@ -108,64 +142,185 @@ static void print_account(json_t *a)
 			       "; cut: more matched than one answer holds" : "");
 		printf("\n");
 	}
+	if (json_object_get(a, "rule"))
+		printf("  by rule %s: %" JSON_INTEGER_FORMAT " ms from the span's end to stored\n",
+		       json_string_value(json_object_get(a, "rule")),
+		       json_integer_value(json_object_get(a, "latency_ms")));
 	if (json_object_get(a, "error"))
 		printf("error: %s\n", json_string_value(json_object_get(a, "error")));
 }
 
+static void print_rule(json_t *r)
+{
+	printf("rule %s: %s\n", json_string_value(json_object_get(r, "name")),
+	       json_string_value(json_object_get(r, "expr")));
+	printf("  matches %" JSON_INTEGER_FORMAT ", captures %" JSON_INTEGER_FORMAT
+	       ", deduplicated %" JSON_INTEGER_FORMAT ", over budget %" JSON_INTEGER_FORMAT
+	       " (%" JSON_INTEGER_FORMAT "/s, settle %" JSON_INTEGER_FORMAT " ms)%s\n",
+	       json_integer_value(json_object_get(r, "matches")),
+	       json_integer_value(json_object_get(r, "captures")),
+	       json_integer_value(json_object_get(r, "deduplicated")),
+	       json_integer_value(json_object_get(r, "over_budget")),
+	       json_integer_value(json_object_get(r, "per_s")),
+	       json_integer_value(json_object_get(r, "settle_ms")),
+	       json_is_true(json_object_get(r, "running")) ? "" : "; not running (no agent)");
+}
+
+/* A name for a rule registered without --name: rule_ and the time in ms. */
+static const char *rule_name(char *buf, size_t len)
+{
+	snprintf(buf, len, "rule_%" PRIu64, clock_realtime_ns() / 1000000u);
+	return buf;
+}
+
+/* --when (register rule name; per_s 0, settle_ms -1: the collector's
+ * defaults) or --drop NAME. */
+static int rule_cmd(const char *url, const char *when, const char *name, long per_s,
+		    long settle_ms, const char *drop, const char *token, int json)
+{
+	struct tr_http_resp resp = { 0 };
+	char full[2048], err[512], *body = NULL;
+	json_t *a;
+	int rc;
+
+	if (drop) {
+		snprintf(full, sizeof(full), "%s/api/captures/rules/%s", url, drop);
+	} else {
+		json_t *o = json_pack("{s:s, s:s}", "name", name, "expr", when);
+
+		if (o && per_s)
+			json_object_set_new(o, "per_s", json_integer(per_s));
+		if (o && settle_ms >= 0)
+			json_object_set_new(o, "settle_ms", json_integer(settle_ms));
+		body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (!body) {
+			fprintf(stderr, "error: out of memory\n");
+			return 1;
+		}
+		snprintf(full, sizeof(full), "%s/api/captures/rules", url);
+	}
+	rc = tr_http(drop ? "DELETE" : "POST", full, body, token, &resp, err, sizeof(err));
+	free(body);
+	if (rc) {
+		fprintf(stderr, "error: %s: %s\n", url, err);
+		free(resp.body);
+		return 1;
+	}
+	a = json_loads(resp.body ? resp.body : "", 0, NULL);
+	if (resp.status != 200 && resp.status != 201) {
+		const char *e = json_string_value(json_object_get(a, "error"));
+
+		if (e)		/* a rule's error: line:col, its line, a caret */
+			fprintf(stderr, "%s%s", e, e[0] && e[strlen(e) - 1] == '\n' ? "" : "\n");
+		else
+			fprintf(stderr, "error: %s: HTTP %ld: %s", url, resp.status,
+				resp.body ? resp.body : "\n");
+		json_decref(a);
+		free(resp.body);
+		return resp.status == 400 || resp.status == 404 || resp.status == 409 ? 2 : 1;
+	}
+	if (json)
+		printf("%s\n", resp.body ? resp.body : "");
+	else if (drop)
+		printf("capture rule %s dropped\n", drop);
+	else
+		printf("capture rule %s: %s\n", name, when);
+	json_decref(a);
+	free(resp.body);
+	return 0;
+}
+
 int cmd_capture(int argc, char **argv)
 {
-	enum { O_CLUSTER = 256, O_TRACE, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_TOKEN,
-	       O_TOKEN_FILE, O_TLS_CA };
+	enum { O_TRACE = 256, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_WHEN, O_NAME,
+	       O_PER_S, O_SETTLE, O_DROP };
 	static const struct option lopts[] = {
-		{ "cluster", required_argument, NULL, O_CLUSTER },
+		OPT_CLUSTER_ROW,
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "last", required_argument, NULL, O_LAST },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "service", required_argument, NULL, O_SERVICE },
 		{ "list", no_argument, NULL, O_LIST },
+		{ "when", required_argument, NULL, O_WHEN },
+		{ "rule", required_argument, NULL, O_WHEN },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "per-second", required_argument, NULL, O_PER_S },
+		{ "settle", required_argument, NULL, O_SETTLE },
+		{ "drop", required_argument, NULL, O_DROP },
 		{ "json", no_argument, NULL, O_JSON },
-		{ "token", required_argument, NULL, O_TOKEN },
-		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
-		{ "tls-ca", required_argument, NULL, O_TLS_CA },
+		OPT_CLIENT_TOKEN_ROWS,
+		OPT_CLIENT_TLS_ROWS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL, *trace = NULL, *last = NULL, *host = NULL, *service = NULL;
-	const char *token = opt_env_token();
-	static char token_buf[256];
+	struct opt_client_token tok;
+	const char *when = NULL, *name = NULL, *per_s = NULL, *settle = NULL, *drop = NULL;
+	char gen_name[32];
+	uint64_t settle_ns = 0;
+	long per_s_n = 0;
 	struct tr_http_resp resp = { 0 };
 	int opt, list = 0, json = 0, rc;
 	char full[2048], err[512], *body = NULL;
 	uint64_t last_ns = 0;
 	json_t *a;
 
+	opt_client_token_init(&tok);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
+		rc = opt_client_token(opt, optarg, &tok);
+		if (rc < 0)
+			return 2;
+		if (rc || opt_client_tls(opt, optarg))
+			continue;
 		switch (opt) {
-		case O_CLUSTER: url = optarg; break;
+		case OPT_CLUSTER: url = optarg; break;
 		case O_TRACE: trace = optarg; break;
 		case O_LAST: last = optarg; break;
 		case O_HOST: host = optarg; break;
 		case O_SERVICE: service = optarg; break;
 		case O_LIST: list = 1; break;
+		case O_WHEN: when = optarg; break;
+		case O_NAME: name = optarg; break;
+		case O_PER_S: per_s = optarg; break;
+		case O_SETTLE: settle = optarg; break;
+		case O_DROP: drop = optarg; break;
 		case O_JSON: json = 1; break;
-		case O_TOKEN: token = optarg; break;
-		case O_TOKEN_FILE:
-			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))
-				return 2;
-			break;
-		case O_TLS_CA: tr_http_set_ca(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "Run 'fay capture --help' for the manual.\n");
 			return 2;
 		}
 	}
-	if (optind != argc || !url || (!!trace + !!last + list) != 1) {
-		fprintf(stderr, "error: want --cluster URL and one of --trace ID, --last DUR, --list\n"
+	if (optind != argc || !url || (!!trace + !!last + list + !!when + !!drop) != 1) {
+		fprintf(stderr, "error: want --cluster URL and one of --trace ID, --last DUR, "
+			"--when EXPR, --drop NAME, --list\n"
 			"Run 'fay capture --help' for the manual.\n");
 		return 2;
 	}
+	if ((name || per_s || settle) && !when) {
+		fprintf(stderr, "error: --name, --per-second and --settle go with --when\n");
+		return 2;
+	}
+	if (per_s) {
+		char *end;
+
+		per_s_n = strtol(per_s, &end, 10);
+		if (*end || end == per_s || per_s_n < 1 || per_s_n > 1000) {
+			fprintf(stderr, "error: --per-second '%s': want 1 to 1000\n", per_s);
+			return 2;
+		}
+	}
+	if (settle && (clock_parse_duration(settle, &settle_ns) || settle_ns > 60000000000ull)) {
+		fprintf(stderr, "error: --settle '%s': want a duration from 0 to 60s (300ms)\n",
+			settle);
+		return 2;
+	}
+	if (when || drop)
+		return rule_cmd(url, when, name ? name : rule_name(gen_name, sizeof(gen_name)),
+				per_s ? per_s_n : 0, settle ? (long)(settle_ns / 1000000u) : -1, drop,
+				tok.token, json);
 	if ((host || service) && !last) {
 		fprintf(stderr, "error: --host and --service go with --last\n");
 		return 2;
@@ -192,7 +347,7 @@ int cmd_capture(int argc, char **argv)
 			return 1;
 		}
 	}
-	rc = tr_http(list ? "GET" : "POST", full, body, token, &resp, err, sizeof(err));
+	rc = tr_http(list ? "GET" : "POST", full, body, tok.token, &resp, err, sizeof(err));
 	free(body);
 	if (rc) {
 		fprintf(stderr, "error: %s: %s\n", url, err);
@@ -216,6 +371,8 @@ int cmd_capture(int argc, char **argv)
 
 		json_array_foreach(json_object_get(a, "captures"), i, v)
 			print_account(v);
+		json_array_foreach(json_object_get(a, "rules"), i, v)
+			print_rule(v);
 	} else {
 		print_account(a);
 	}

@@ -422,7 +422,12 @@ static int min_free_arg(const char *arg, uint64_t *bytes, unsigned *pct)
 	return 0;
 }
 
-int cmd_collector(int argc, char **argv)
+/*
+ * The options of argv into *out (its defaults already there): -1 to go
+ * on, else the exit status: 0 when --help printed the manual, 2 after
+ * printing why the options are wrong.
+ */
+static int parse_opts(int argc, char **argv, struct collector_opts *out)
 {
 	static const struct option lopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
@@ -461,24 +466,11 @@ int cmd_collector(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char wire_addr[128], http_addr[128], err[512];
-	struct collector_opts o = {
-		.db = "./fay.db",
-		.max_body = 16u << 20,
-		.retention_us = 7ull * 86400 * 1000000,
-		.max_conns_per_peer = COLL_MAX_CONNS_PER_PEER,
-	};
-	struct collector *c;
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigset_t set, old;
+	struct collector_opts o = *out;
 	uint64_t ns, size;
+	char err[512];
 	int opt;
 
-	snprintf(wire_addr, sizeof(wire_addr), "127.0.0.1:%d", FAY_WIRE_DEFAULT_PORT);
-	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", FAY_HTTP_DEFAULT_PORT);
-	o.listen = wire_addr;
-	o.http = http_addr;
-	o.token = opt_env_token();
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -610,6 +602,18 @@ int cmd_collector(int argc, char **argv)
 			" --clickhouse URL (SQLite commits many batches at once already)\n");
 		return 2;
 	}
+	*out = o;
+	return -1;
+}
+
+/* Serve with o until SIGINT or SIGTERM (SIGHUP: collector_reload()):
+ * the exit status. */
+static int serve(const struct collector_opts *o)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct collector *c;
+	sigset_t set, old;
+	char err[512];
 
 	/* Threads inherit a blocked SIGINT/SIGTERM; main waits for them. */
 	sigemptyset(&set);
@@ -622,7 +626,7 @@ int cmd_collector(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 
-	c = collector_start(&o, err, sizeof(err));
+	c = collector_start(o, err, sizeof(err));
 	if (!c) {
 		fprintf(stderr, "error: %s\n", err);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -639,4 +643,24 @@ int cmd_collector(int argc, char **argv)
 	collector_stop(c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;
+}
+
+int cmd_collector(int argc, char **argv)
+{
+	char wire_addr[128], http_addr[128];
+	struct collector_opts o = {
+		.db = "./fay.db",
+		.max_body = 16u << 20,
+		.retention_us = 7ull * 86400 * 1000000,
+		.max_conns_per_peer = COLL_MAX_CONNS_PER_PEER,
+	};
+	int rc;
+
+	snprintf(wire_addr, sizeof(wire_addr), "127.0.0.1:%d", FAY_WIRE_DEFAULT_PORT);
+	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", FAY_HTTP_DEFAULT_PORT);
+	o.listen = wire_addr;
+	o.http = http_addr;
+	o.token = opt_env_token();
+	rc = parse_opts(argc, argv, &o);
+	return rc >= 0 ? rc : serve(&o);
 }

@@ -99,8 +99,8 @@ int cmd_query(int argc, char **argv)
 		{ "buffer", required_argument, NULL, 'B' },
 		{ "no-fentry", no_argument, NULL, 'K' },
 		{ "max-map-memory", required_argument, NULL, 'M' },
-		{ "cluster", required_argument, NULL, 'C' },
-		{ "token-file", required_argument, NULL, 'T' },
+		OPT_CLUSTER_ROW,
+		OPT_CLIENT_TOKEN_ROWS,
 		OPT_CLIENT_TLS_ROWS,
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep", required_argument, NULL, 'k' },
@@ -122,12 +122,14 @@ int cmd_query(int argc, char **argv)
 	const struct plan *plan;
 	struct engine_run_opts ro = { .sz = sizeof(ro), .window_gap = true };
 	struct cluster_run_opts co = { 0 };
-	const char *keep = NULL, *drop = NULL, *token_file = NULL;
-	static char token_buf[256];
+	const char *keep = NULL, *drop = NULL;
+	struct opt_client_token tok;
 	char lib[4096];
 	int c, err, rc = 2;
 	char *end;
 
+	opt_client_token_init(&tok);
+	co.token = tok.token;
 	opts.tracefs = getenv("FAY_TRACEFS");
 	if (opts.tracefs && !*opts.tracefs)
 		opts.tracefs = NULL;
@@ -218,11 +220,14 @@ int cmd_query(int argc, char **argv)
 		case 0x102:
 			ro.cgroup = optarg;
 			break;
-		case 'C':
+		case OPT_CLUSTER:
 			co.url = optarg;
 			break;
-		case 'T':
-			token_file = optarg;
+		case OPT_TOKEN:
+		case OPT_TOKEN_FILE:
+			if (opt_client_token(c, optarg, &tok) < 0)
+				return 2;
+			co.token = tok.token;
 			break;
 		case OPT_TLS_CA:
 		case OPT_TLS_CERT:
@@ -265,8 +270,6 @@ int cmd_query(int argc, char **argv)
 		}
 		co.out = stdout;
 		co.err = stderr;
-		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token))
-			return 2;
 		return cluster_drop(drop, &co);
 	}
 	if (co.url && (ro.pid || ro.cmd)) {
@@ -321,10 +324,6 @@ int cmd_query(int argc, char **argv)
 		co.json = json;
 		co.folded = folded && !json;
 		co.quiet = ro.quiet;
-		if (opt_token(token_file, token_buf, sizeof(token_buf), &co.token)) {
-			free(text);
-			return 2;
-		}
 		rc = keep ? cluster_keep(text, keep, &co) : cluster_run_query(text, &co);
 		free(text);
 		return rc;

@@ -38,14 +38,8 @@ static void usage(FILE *f)
 "    --clickhouse URL  a ClickHouse store: http://HOST:8123[/DATABASE]\n"
 "                      (database fay by default), as fay collector --clickhouse\n"
 "    --collector URL   the store of a running collector (POST URL/api/sql)\n"
-"    --token-file FILE with --collector: its token ('read' scope), the first\n"
-"                      word of the file's first line that is not a comment\n"
-"    --token T         with --collector: its token (also FAY_TOKEN)\n"
-"    --tls-ca FILE     with an https:// --collector: the CA of its certificate\n"
-"                      (also FAY_TLS_CA)\n"
-"    --tls-cert FILE --tls-key FILE\n"
-"                      this client's certificate and key, for a collector\n"
-"                      with --tls-client-ca (also FAY_TLS_CERT, FAY_TLS_KEY)\n"
+OPT_CLIENT_TOKEN_HELP("                      ", "read")
+OPT_CLIENT_TLS_HELP("                      ")
 "    --json            JSON instead of a table\n"
 "    -h, --help        this manual\n"
 "\n"
@@ -91,15 +85,14 @@ int cmd_sql(int argc, char **argv)
 		{ "db", required_argument, NULL, 'd' },
 		{ "clickhouse", required_argument, NULL, 'C' },
 		{ "collector", required_argument, NULL, 'c' },
-		{ "token", required_argument, NULL, 't' },
-		{ "token-file", required_argument, NULL, 'K' },
+		OPT_CLIENT_TOKEN_ROWS,
 		OPT_CLIENT_TLS_ROWS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *db = NULL, *ch = NULL, *coll = NULL, *token = opt_env_token();
-	static char token_buf[256];
+	const char *db = NULL, *ch = NULL, *coll = NULL;
+	struct opt_client_token tok;
 	struct store_sql_out o = { .f = stdout };
 	struct store_sql_cb cb = { store_sql_out_columns, store_sql_out_row, &o };
 	char where[2048], err[512];
@@ -107,21 +100,22 @@ int cmd_sql(int argc, char **argv)
 	struct store *st;
 	int opt, ret;
 
+	opt_client_token_init(&tok);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
+		ret = opt_client_token(opt, optarg, &tok);
+		if (ret < 0)
+			return 2;
+		if (ret)
+			continue;
 		switch (opt) {
 		case 'd': db = optarg; break;
 		case 'C': ch = optarg; break;
 		case 'c': coll = optarg; break;
-		case 't': token = optarg; break;
 		case OPT_TLS_CA:
 		case OPT_TLS_CERT:
 		case OPT_TLS_KEY:
 			opt_client_tls(opt, optarg);
-			break;
-		case 'K':
-			if (opt_token(optarg, token_buf, sizeof(token_buf), &token))
-				return 2;
 			break;
 		case 'j': o.json = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -140,7 +134,7 @@ int cmd_sql(int argc, char **argv)
 		return 2;
 	}
 	if (coll)
-		return via_collector(coll, argv[optind], token, o.json);
+		return via_collector(coll, argv[optind], tok.token, o.json);
 	if (ch)
 		snprintf(where, sizeof(where), "clickhouse:%s", ch);
 	else

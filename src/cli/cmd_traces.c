@@ -51,7 +51,7 @@ static void view_init(struct tr_view *v, const struct opts *o)
 }
 
 
-enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR, OPT_TOKEN_FILE };
+enum { OPT_SERVER = 256, OPT_COLOR, OPT_ASCII, OPT_MAXDUR };
 
 /*
  * The options `ls` and `show` share (--server, --color, --ascii), and
@@ -69,13 +69,13 @@ static int shared_opt(int c, struct opts *o, const char *sub)
 	case OPT_TLS_KEY:
 		opt_client_tls(c, optarg);
 		return 0;
+	case OPT_TOKEN:
 	case OPT_TOKEN_FILE: {
-		static char buf[256];
-		const char *token;
+		static struct opt_client_token tok;	/* the HTTP client keeps the token */
 
-		if (opt_token(optarg, buf, sizeof(buf), &token))
+		if (opt_client_token(c, optarg, &tok) < 0)
 			return -EINVAL;
-		tr_http_auth(token);
+		tr_http_auth(tok.token);
 		return 0;
 	}
 	case OPT_ASCII:
@@ -133,7 +133,7 @@ static int traces_ls(int argc, char **argv, struct opts *o)
 		{ "limit", required_argument, NULL, 'l' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "server", required_argument, NULL, OPT_SERVER },
-		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		OPT_CLIENT_TOKEN_ROWS,
 		OPT_CLIENT_TLS_ROWS,
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
@@ -293,7 +293,7 @@ static int traces_show(int argc, char **argv, struct opts *o)
 		{ "compact", no_argument, NULL, 'c' },
 		{ "width", required_argument, NULL, 'w' },
 		{ "server", required_argument, NULL, OPT_SERVER },
-		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		OPT_CLIENT_TOKEN_ROWS,
 		OPT_CLIENT_TLS_ROWS,
 		{ "color", required_argument, NULL, OPT_COLOR },
 		{ "colour", required_argument, NULL, OPT_COLOR },
@@ -385,11 +385,10 @@ out:
 int cmd_traces(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	const char *env = getenv("FAY_SERVER"), *token;
+	const char *env = getenv("FAY_SERVER");
 
 	o.server = env && *env ? env : TR_DEFAULT_SERVER;
-	opt_token(NULL, NULL, 0, &token);	/* $FAY_TOKEN, until --token-file */
-	tr_http_auth(token);
+	tr_http_auth(opt_env_token());	/* until --token-file or --token */
 	if (argc < 2) {
 		fputs("usage: fay traces ls|show ... (see 'fay traces --help')\n", stderr);
 		return 2;

@@ -61,6 +61,29 @@ int opt_token(const char *file, char *buf, size_t len, const char **token)
 	return 0;
 }
 
+void opt_client_token_init(struct opt_client_token *t)
+{
+	t->token = opt_env_token();
+	t->file = NULL;
+	t->buf[0] = '\0';
+}
+
+int opt_client_token(int opt, const char *arg, struct opt_client_token *t)
+{
+	switch (opt) {
+	case OPT_TOKEN:
+		t->token = arg;
+		t->file = NULL;
+		return 1;
+	case OPT_TOKEN_FILE:
+		if (opt_token(arg, t->buf, sizeof(t->buf), &t->token))
+			return -1;
+		t->file = arg;
+		return 1;
+	}
+	return 0;
+}
+
 int opt_client_tls(int opt, const char *arg)
 {
 	/* tr_http_set_cert() takes both at once */

@@ -2,6 +2,7 @@
 /* fay query --help: the manual page (cmd_query.c). */
 #include <stdio.h>
 
+#include "cli/opts.h"
 #include "cli/query_run.h"
 
 void query_usage(FILE *f)
@@ -142,7 +143,11 @@ void query_usage(FILE *f)
 "                    Yama's ptrace_scope, no other tracer) and it is a\n"
 "                    dynamically linked glibc program; else a uprobe.\n"
 "                    A function in every process (no -p) and -c CMD in auto\n"
-"                    mode use a uprobe.  Either way one line on standard\n"
+"                    mode use a uprobe; a library's in every process is on\n"
+"                    each copy of it mapped on the host (containers' own),\n"
+"                    and on the copy of each container started later (fay\n"
+"                    watches execs; one line says each file it adds).\n"
+"                    Either way one line on standard\n"
 "                    error says which and why (\"fay: pid 123: uprobe:\n"
 "                    cannot load the fay runtime: static binary (...)\")\n"
 "    --cgroup PATH   only tasks in cgroup v2 PATH (under the cgroup2 root,\n"
@@ -159,18 +164,10 @@ void query_usage(FILE *f)
 "                    the kernel, and a uprobe/USDT probe of another user's\n"
 "                    process, or of a binary the user does not own in every\n"
 "                    process, is refused with the reason\n"
-"    --cluster URL   run the query on the agents of the collector at URL\n"
-"                    (its HTTP address, e.g. http://10.0.0.1:9411): see\n"
-"                    CLUSTER QUERIES\n"
-"    --token-file FILE  cluster: the collector's token (scope 'probe'): the\n"
-"                    first word of the file's first line that is not a\n"
-"                    comment (default $FAY_TOKEN)\n"
-"    --tls-ca FILE   cluster: the CA of an https:// collector's certificate\n"
-"                    (default $FAY_TLS_CA, else the system's)\n"
-"    --tls-cert FILE --tls-key FILE\n"
-"                    cluster: this client's certificate and key, for a\n"
-"                    collector with --tls-client-ca (default $FAY_TLS_CERT,\n"
-"                    $FAY_TLS_KEY)\n"
+OPT_CLUSTER_HELP("                    ")
+"                    runs the query on its agents: see CLUSTER QUERIES\n"
+OPT_CLIENT_TOKEN_HELP("                    ", "probe")
+OPT_CLIENT_TLS_HELP("                    ")
 "    --grace DUR     cluster: how long a window waits for late hosts\n"
 "                    before it is printed without them (default 1s)\n"
 "    --keep NAME     cluster: register the query as a standing query that\n"

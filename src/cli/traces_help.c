@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* fay traces --help, fay traces ls --help, fay traces show --help: the
  * manual pages (cmd_traces.c prints them). */
+#include "cli/opts.h"
 #include "cli/traces.h"
 
 const char tr_help_traces[] =
@@ -10,9 +11,9 @@ const char tr_help_traces[] =
 "SYNOPSIS\n"
 "    fay traces ls [--service S] [--span NAME] [--min-duration D]\n"
 "                  [--max-duration D] [--lookback D] [--limit N] [--json]\n"
-"                  [--server URL] [--token-file FILE]\n"
+"                  [--server URL] [--token-file FILE | --token T]\n"
 "    fay traces show TRACE_ID [--json] [-v] [--compact] [--width N]\n"
-"                  [--server URL] [--token-file FILE]\n"
+"                  [--server URL] [--token-file FILE | --token T]\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads traces from a running `fay collector` through its Zipkin v2 HTTP\n"
@@ -23,14 +24,8 @@ const char tr_help_traces[] =
 "OPTIONS\n"
 "    --server URL   the collector's HTTP address (default $FAY_SERVER, else\n"
 "                   " TR_DEFAULT_SERVER ")\n"
-"    --tls-ca FILE  the CA of an https:// collector's certificate (default\n"
-"                   $FAY_TLS_CA, else the system's)\n"
-"    --tls-cert FILE --tls-key FILE\n"
-"                   this client's certificate and key, for a collector with\n"
-"                   --tls-client-ca (default $FAY_TLS_CERT, $FAY_TLS_KEY)\n"
-"    --token-file FILE  the collector's token ('read' scope): the first word\n"
-"                   of the file's first line that is not a comment; the file\n"
-"                   must not be readable by every user (default $FAY_TOKEN)\n"
+OPT_CLIENT_TLS_HELP("                   ")
+OPT_CLIENT_TOKEN_HELP("                   ", "read")
 "    -h, --help     this page\n"
 "\n"
 "EXAMPLES\n"
@@ -43,7 +38,8 @@ const char tr_help_traces[] =
 "\n"
 "ENVIRONMENT\n"
 "    FAY_SERVER   the collector's URL when --server is not given.\n"
-"    FAY_TOKEN    the collector's token when --token-file is not given.\n"
+"    FAY_TOKEN    the collector's token when neither --token-file nor --token\n"
+"                 is given.\n"
 "    FAY_TLS_CA   the CA file when --tls-ca is not given.\n"
 "    NO_COLOR     when set and not empty, never colour the output.\n";
 
@@ -55,6 +51,7 @@ const char tr_help_ls[] =
 "    fay traces ls [--service S] [--span NAME] [--min-duration D]\n"
 "                  [--max-duration D] [--lookback D] [--limit N] [--json]\n"
 "                  [--color WHEN] [--ascii] [--server URL]\n"
+"                  [--token-file FILE | --token T] [--tls-ca FILE]\n"
 "\n"
 "DESCRIPTION\n"
 "    Asks the collector for traces (GET /api/v2/traces) and prints one line\n"
@@ -81,6 +78,8 @@ const char tr_help_ls[] =
 "        --ascii           ASCII only\n"
 "        --server URL      the collector (default $FAY_SERVER, else\n"
 "                          " TR_DEFAULT_SERVER ")\n"
+OPT_CLIENT_TLS_HELP("                          ")
+OPT_CLIENT_TOKEN_HELP("                          ", "read")
 "    -h, --help            this page\n"
 "\n"
 "EXAMPLES\n"
@@ -93,7 +92,7 @@ const char tr_help_ls[] =
 "    unreachable or answered an error; 2 bad arguments.\n"
 "\n"
 "ENVIRONMENT\n"
-"    FAY_SERVER, NO_COLOR as in `fay traces --help`.\n";
+"    FAY_SERVER, FAY_TOKEN, FAY_TLS_CA, NO_COLOR as in `fay traces --help`.\n";
 
 const char tr_help_show[] =
 "NAME\n"
@@ -102,6 +101,7 @@ const char tr_help_show[] =
 "SYNOPSIS\n"
 "    fay traces show TRACE_ID [--json] [-v] [--compact] [--width N]\n"
 "                  [--color WHEN] [--ascii] [--server URL]\n"
+"                  [--token-file FILE | --token T] [--tls-ca FILE]\n"
 "\n"
 "DESCRIPTION\n"
 "    Fetches the trace (GET /api/v2/trace/TRACE_ID) and prints a header\n"
@@ -126,6 +126,8 @@ const char tr_help_show[] =
 "        --ascii       ASCII only ('#' bars, '+' annotation marks)\n"
 "        --server URL  the collector (default $FAY_SERVER, else\n"
 "                      " TR_DEFAULT_SERVER ")\n"
+OPT_CLIENT_TLS_HELP("                      ")
+OPT_CLIENT_TOKEN_HELP("                      ", "read")
 "    -h, --help        this page\n"
 "\n"
 "EXAMPLES\n"
@@ -138,4 +140,4 @@ const char tr_help_show[] =
 "    hex digits).\n"
 "\n"
 "ENVIRONMENT\n"
-"    FAY_SERVER, NO_COLOR as in `fay traces --help`.\n";
+"    FAY_SERVER, FAY_TOKEN, FAY_TLS_CA, NO_COLOR as in `fay traces --help`.\n";

@@ -61,7 +61,7 @@ struct standing {
 	unsigned n;
 };
 
-static bool name_ok(const char *n)
+bool standing_name_ok(const char *n)
 {
 	size_t len = strlen(n);
 
@@ -395,7 +395,7 @@ static void import_history(struct standing *s)
 		if (nl <= 7 || nl - 7 > STANDING_NAME_MAX || strcmp(e->d_name + nl - 7, ".ndjson"))
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(nl - 7), e->d_name);
-		if (!name_ok(name))
+		if (!standing_name_ok(name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", s->dir, e->d_name);
 		snprintf(path1, sizeof(path1), "%s.1", path);
@@ -444,7 +444,7 @@ static int load(struct standing *s, char *err, size_t errlen)
 		char why[2048];
 		struct sq *q;
 
-		if (!n || !t || !name_ok(n)) {
+		if (!n || !t || !standing_name_ok(n)) {
 			pr_warn("%s: entry %zu is not a standing query; skipped", path, i + 1);
 			continue;
 		}
@@ -512,7 +512,7 @@ int standing_add(struct standing *s, const char *name, const char *text, uint64_
 	int ret;
 
 	*line = *col = 0;
-	if (!name_ok(name)) {
+	if (!standing_name_ok(name)) {
 		snprintf(err, errlen, "name: 1 to %d letters, digits or '_' (it becomes the metric fay_query_NAME)",
 			 STANDING_NAME_MAX);
 		return -EINVAL;

@@ -20,6 +20,7 @@
 #ifndef FAY_CLUSTER_STANDING_H
 #define FAY_CLUSTER_STANDING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,10 @@ struct store;
 
 #define STANDING_NAME_MAX	64
 #define STANDING_MAX		64	/* standing queries per collector */
+
+/* Is n a name for a standing query (1 to STANDING_NAME_MAX of
+ * [A-Za-z0-9_], Prometheus-safe)?  Capture rules' names are the same. */
+bool standing_name_ok(const char *n);
 
 /* Load DIR's definitions (creating DIR) and start each on cl, their
  * windows written into st (which outlives the registry).  History files

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "cluster/cluster.h"
+#include "collector/capture_rules.h"
 #include "collector/http_int.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -211,14 +212,12 @@ static void add_unconnected(struct collector *c, json_t *hosts, const char *host
 	pthread_mutex_unlock(&c->agents_lock);
 }
 
-static int post(struct collector *c, struct http_con *con, const struct http_rq *rq)
+json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, const char *by,
+		     const struct capture_trigger *tr, int *status)
 {
-	struct cluster_capture_req cr = { 0 };
 	struct cluster_capture_res res;
 	struct cap_mark mk;
-	json_error_t je;
-	json_t *body, *hosts, *acc;
-	const char *why;
+	json_t *hosts, *acc;
 	uint64_t now = clock_realtime_ns(), found = 0, stored = 0, n;
 	unsigned asked = 0, answered = 0;
 	char err[512] = "";
@@ -226,17 +225,8 @@ static int post(struct collector *c, struct http_con *con, const struct http_rq 
 	time_t sec;
 	int ret = 0;
 
-	if (rq->body.too_big)
-		return reply_text(c, con, 413, "body over --max-body\n");
-	body = json_loadb(rq->body.p ? rq->body.p : "", rq->body.len, 0, &je);
-	if (!body)
-		return reply_text(c, con, 400, "body: %s\n", je.text);
-	why = parse(body, &cr, mk.by, sizeof(mk.by));
-	if (why) {
-		ret = reply_text(c, con, 400, "%s\n", why);
-		json_decref(body);
-		return ret;
-	}
+	*status = 500;
+	snprintf(mk.by, sizeof(mk.by), "%s", by);
 	pthread_mutex_lock(&c->captures_lock);
 	n = ++c->ncaptures;
 	pthread_mutex_unlock(&c->captures_lock);
@@ -246,10 +236,9 @@ static int post(struct collector *c, struct http_con *con, const struct http_rq 
 	snprintf(mk.at, sizeof(mk.at), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 (unsigned)(now / 1000000u % 1000u));
-	if (cluster_capture_run(c->cluster, &cr, &res)) {
+	if (cluster_capture_run(c->cluster, cr, &res)) {
 		cluster_capture_res_free(&res);
-		json_decref(body);
-		return reply_text(c, con, 500, "out of memory\n");
+		return NULL;
 	}
 	hosts = json_array();
 	for (size_t i = 0; i < res.n; i++) {
@@ -276,17 +265,29 @@ static int post(struct collector *c, struct http_con *con, const struct http_rq 
 			"oldest_ms", (json_int_t)(h->oldest_ns / 1000000u), "cut", h->cut));
 	}
 	cluster_capture_res_free(&res);
-	add_unconnected(c, hosts, cr.host);
+	add_unconnected(c, hosts, cr->host);
 	acc = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:I, s:o}",
 		"id", mk.id, "at", mk.at, "by", mk.by, "at_ms", (json_int_t)(now / 1000000u),
 		"hosts_asked", (int)asked, "hosts_answered", (int)answered,
 		"spans_found", (json_int_t)found, "spans_stored", (json_int_t)stored,
 		"hosts", hosts);
-	json_decref(body);
 	if (!acc)
-		return reply_text(c, con, 500, "out of memory\n");
+		return NULL;
 	if (ret)
 		json_object_set_new(acc, "error", json_string(err[0] ? err : strerror(-ret)));
+	if (tr) {	/* a rule's capture: what matched, and how long it took */
+		uint64_t done = clock_realtime_ns();
+
+		json_object_set_new(acc, "rule", json_string(tr->rule));
+		json_object_set_new(acc, "match", json_pack("{s:s, s:s, s:I, s:I}",
+			"host", tr->host, "span", tr->span,
+			"span_end_ms", (json_int_t)(tr->span_end_ns / 1000000u),
+			"matched_ms", (json_int_t)(tr->matched_ns / 1000000u)));
+		json_object_set_new(acc, "stored_ms", json_integer((json_int_t)(done / 1000000u)));
+		/* from the matching span's end to its trace stored */
+		json_object_set_new(acc, "latency_ms", json_integer(
+			done > tr->span_end_ns ? (json_int_t)((done - tr->span_end_ns) / 1000000u) : 0));
+	}
 	pr_info("capture %s (%s): %u hosts asked, %u answered, %" PRIu64 " spans found, %"
 		PRIu64 " stored", mk.id, mk.by, asked, answered, found, stored);
 	pthread_mutex_lock(&c->captures_lock);
@@ -299,7 +300,36 @@ static int post(struct collector *c, struct http_con *con, const struct http_rq 
 	}
 	pthread_mutex_unlock(&c->captures_lock);
 	/* stored but not all: 503, the account says which */
-	return reply_json_status(c, con, ret ? 503 : 200, acc);
+	*status = ret ? 503 : 200;
+	return acc;
+}
+
+static int post(struct collector *c, struct http_con *con, const struct http_rq *rq)
+{
+	struct cluster_capture_req cr = { 0 };
+	json_error_t je;
+	json_t *body, *acc;
+	const char *why;
+	char by[300];
+	int status;
+
+	if (rq->body.too_big)
+		return reply_text(c, con, 413, "body over --max-body\n");
+	body = json_loadb(rq->body.p ? rq->body.p : "", rq->body.len, 0, &je);
+	if (!body)
+		return reply_text(c, con, 400, "body: %s\n", je.text);
+	why = parse(body, &cr, by, sizeof(by));
+	if (why) {
+		int ret = reply_text(c, con, 400, "%s\n", why);
+
+		json_decref(body);
+		return ret;
+	}
+	acc = capture_make(c, &cr, by, NULL, &status);
+	json_decref(body);
+	if (!acc)
+		return reply_text(c, con, 500, "out of memory\n");
+	return reply_json_status(c, con, status, acc);
 }
 
 int api_captures(struct collector *c, struct http_con *con, const struct http_rq *rq)
@@ -313,5 +343,67 @@ int api_captures(struct collector *c, struct http_con *con, const struct http_rq
 	pthread_mutex_unlock(&c->captures_lock);
 	if (!a)
 		return reply_text(c, con, 500, "out of memory\n");
-	return reply_json(c, con, json_pack("{s:o}", "captures", a));
+	return reply_json(c, con, json_pack("{s:o, s:o}", "captures", a, "rules",
+					    c->rules ? crules_list(c->rules) : json_array()));
+}
+
+/* POST /api/captures/rules {"name":N, "expr":E, "per_s":R, "settle_ms":S}. */
+static int rule_add(struct collector *c, struct http_con *con, const struct http_rq *rq)
+{
+	json_error_t je;
+	json_t *b, *n, *e, *r, *s;
+	char err[4096] = "";
+	int line = 0, col = 0, ret;
+
+	if (rq->body.too_big)
+		return reply_text(c, con, 413, "body over --max-body\n");
+	b = json_loadb(rq->body.p ? rq->body.p : "", rq->body.len, 0, &je);
+	if (!b)
+		return reply_text(c, con, 400, "body: %s\n", je.text);
+	n = json_object_get(b, "name");
+	e = json_object_get(b, "expr");
+	r = json_object_get(b, "per_s");
+	s = json_object_get(b, "settle_ms");
+	if (!json_is_string(n) || !json_is_string(e) || (r && !json_is_integer(r)) ||
+	    (s && !json_is_integer(s))) {
+		json_decref(b);
+		return reply_text(c, con, 400, "want {\"name\": NAME, \"expr\": FAYQL predicate, "
+				  "\"per_s\": N, \"settle_ms\": N} (per_s, settle_ms optional)\n");
+	}
+	if ((r && (json_integer_value(r) < 1 || json_integer_value(r) > CRULES_PER_S_MAX)) ||
+	    (s && (json_integer_value(s) < 0 || json_integer_value(s) > CRULES_SETTLE_MS_MAX))) {
+		json_decref(b);
+		return reply_text(c, con, 400, "per_s: 1 to %d; settle_ms: 0 to %d\n",
+				  CRULES_PER_S_MAX, CRULES_SETTLE_MS_MAX);
+	}
+	ret = crules_add(c->rules, json_string_value(n), json_string_value(e),
+			 r ? (unsigned)json_integer_value(r) : CRULES_PER_S_DEFAULT,
+			 s ? (unsigned)json_integer_value(s) : CRULES_SETTLE_MS_DEFAULT,
+			 err, sizeof(err), &line, &col);
+	json_decref(b);
+	if (ret == -EINVAL || ret == -EEXIST || ret == -ENOSPC)
+		return reply_json_status(c, con, ret == -EINVAL ? 400 : 409,
+			json_pack("{s:s, s:i, s:i}", "error", err, "line", line, "col", col));
+	if (ret)
+		return reply_text(c, con, 500, "%s\n", err);
+	return reply_json_status(c, con, 201, json_pack("{s:o}", "rules", crules_list(c->rules)));
+}
+
+int api_capture_rules(struct collector *c, struct http_con *con, const struct http_rq *rq)
+{
+	/* what follows "/api/captures/rules" */
+	const char *rest = rq->url + strlen("/api/captures/rules");
+
+	if (!c->rules)
+		return reply_text(c, con, 503, "capture rules are not available\n");
+	if (!strcmp(rq->method, "POST") && !*rest)
+		return rule_add(c, con, rq);
+	if (!strcmp(rq->method, "DELETE") && *rest == '/') {
+		if (crules_drop(c->rules, rest + 1))
+			return reply_text(c, con, 404, "no capture rule named %s\n", rest + 1);
+		return reply_json(c, con, json_pack("{s:s}", "dropped", rest + 1));
+	}
+	if (*rest)
+		return reply_text(c, con, 404, "no such capture rules resource\n");
+	return reply_json(c, con, json_pack("{s:o}", "rules", crules_list(c->rules)));
 }

@@ -230,7 +230,7 @@ static void free_cb(void *cls)
 	close(qr->rfd); /* the engine's next write fails: it stops */
 	pthread_join(qr->thread, NULL);
 	slot_give(qr->c->ext, qr->slot);
-	X_SUB(qr->c, queries_running, 1);
+	M_SUB(qr->c, queries_running, 1);
 	query_free(qr->q);
 	free(qr->text);
 	free(qr);
@@ -316,14 +316,14 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 	char err[300], *text;
 	json_t *cols, *head;
 
-	X_ADD(c, queries_total, 1);
+	M_ADD(c, queries_total, 1);
 	if (body->too_big || body->len > QUERY_MAX_TEXT) {
-		X_ADD(c, queries_refused, 1);
+		M_ADD(c, queries_refused, 1);
 		return reply_text(c, con, 413, "body: a query is at most %u bytes\n", QUERY_MAX_TEXT);
 	}
 	text = body_text(con, body, &copts, err, sizeof(err));
 	if (!text) {
-		X_ADD(c, queries_refused, 1);
+		M_ADD(c, queries_refused, 1);
 		return reply_json_status(c, con, 400, json_pack("{s:s, s:i, s:i}", "error", err,
 							      "line", 0, "col", 0));
 	}
@@ -339,7 +339,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 	ret = ret ? : query_check(q);
 	ret = ret ? : query_plan(q, &p);
 	if (ret) {
-		X_ADD(c, queries_refused, 1);
+		M_ADD(c, queries_refused, 1);
 		if (ret == -ENOMEM) {
 			free(text);
 			query_free(q);
@@ -358,7 +358,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 		char why[512];
 
 		if (engine_folded_check(p, why, sizeof(why))) {
-			X_ADD(c, queries_refused, 1);
+			M_ADD(c, queries_refused, 1);
 			free(text);
 			query_free(q);
 			return reply_json_status(c, con, 400, json_pack("{s:s}", "error", why));
@@ -371,7 +371,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 
 		if (coll_requester_admit(rq->who, "POST /api/query", (int)query_ast(q)->src.kind,
 					 cluster, msg, sizeof(msg))) {
-			X_ADD(c, queries_refused, 1);
+			M_ADD(c, queries_refused, 1);
 			free(text);
 			query_free(q);
 			return reply_text(c, con, 403, "%s", msg);
@@ -387,7 +387,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 		if (slot < 0) {
 			char *b = strdup(why);
 
-			X_ADD(c, queries_busy, 1);
+			M_ADD(c, queries_busy, 1);
 			free(text);
 			query_free(q);
 			return b ? reply_hdr(con, 429, "text/plain; charset=utf-8", b, strlen(b),
@@ -430,7 +430,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 		query_free(q);
 		return reply_text(c, con, 500, "cannot start the query\n");
 	}
-	X_ADD(c, queries_running, 1);
+	M_ADD(c, queries_running, 1);
 	resp = http_resp_stream(read_cb, qr, free_cb);
 	if (!resp) {
 		free_cb(qr);

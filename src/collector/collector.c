@@ -15,6 +15,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
+#include "collector/capture_rules.h"
 #include "collector/auth.h"
 #include "collector/collector_int.h"
 #include "collector/ext_http.h"
@@ -166,23 +167,20 @@ static int check_exposure(struct collector_run *r, const struct collector_opts *
 	return 0;
 }
 
-struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen)
+/* A part of collector_start() failed: its reason, what then why, into
+ * err; returns -errno of the failed call (-EINVAL when it set none). */
+static int start_failed(char *err, size_t errlen, const char *what, const char *why)
 {
-	struct collector_run *r = calloc(1, sizeof(*r));
-	struct coll_ext_opts xo;
-	struct collector *c;
-	const char *addr;
-	char why[512], store_at[2048];
-	int ret = -EINVAL, optional;
+	int e = errno ? -errno : -EINVAL;
 
-	/* Thread per HTTP connection, per agent connection: without a cap
-	 * each may keep an arena's high-water mark (common/heap.h). */
-	heap_tune(COLL_MALLOC_ARENAS);
-	if (!r) {
-		snprintf(err, errlen, "out of memory");
-		return fay_err_ptr(-ENOMEM);
-	}
-	c = &r->c;
+	snprintf(err, errlen, "%s%s", what, why);
+	return e;
+}
+
+/* The limits and sizes of o, with their defaults; --max-memory's default
+ * is logged with where it comes from. */
+static void coll_limits(struct collector *c, const struct collector_opts *o)
+{
 	c->token = o->token && *o->token ? o->token : NULL;
 	c->max_body = o->max_body;
 	c->ingest_queue = o->ingest_queue ? o->ingest_queue : COLL_INGEST_QUEUE;
@@ -208,62 +206,58 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 			"this collector may use (%s), at most %llu MiB", c->mem.max >> 20,
 			lim >> 20, how, COLL_MAX_MEMORY >> 20);
 	}
-	pthread_mutex_init(&c->agents_lock, NULL);
-	pthread_mutex_init(&c->captures_lock, NULL);
-	pthread_mutex_init(&c->readers_lock, NULL);
-	c->started_us = clock_realtime_ns() / 1000;
-	if (o->clickhouse) {
-		snprintf(store_at, sizeof(store_at), "clickhouse:%s%s%s", o->clickhouse,
+}
+
+/* Open the store of o (its name, for the log, into store_at), with its
+ * free-space floor and retention.  0, or -errno with the reason in err. */
+static int coll_open_store(struct collector *c, const struct collector_opts *o,
+			   char *store_at, size_t at_len, char *err, size_t errlen)
+{
+	struct store_disk d;
+	char why[512];
+
+	if (o->clickhouse)
+		snprintf(store_at, at_len, "clickhouse:%s%s%s", o->clickhouse,
 			 o->clickhouse_cluster ? "#" : "",
 			 o->clickhouse_cluster ? o->clickhouse_cluster : "");
-	} else {
-		snprintf(store_at, sizeof(store_at), "%s", o->db);
-	}
+	else
+		snprintf(store_at, at_len, "%s", o->db);
 	c->store = store__open(store_at, 0, why, sizeof(why));
-	if (!c->store) {
-		ret = errno ? -errno : -EINVAL;
-		snprintf(err, errlen, "store: %s", why);
-		goto err_out;
-	}
+	if (!c->store)
+		return start_failed(err, errlen, "store: ", why);
 	store__set_min_free(c->store, o->min_free, o->min_free_pct);
-	{
-		struct store_disk d;
-
-		store__disk(c->store, &d);
-		if (d.total)
-			pr_info("store: keeps %" PRIu64 " MiB of its file system's %" PRIu64
-				" MiB free (%s; %" PRIu64 " MiB free now)", d.min_free >> 20,
-				d.total >> 20, o->min_free || o->min_free_pct ? "--min-free" :
-				"the default: 2%, at least twice the WAL's limit", d.avail >> 20);
-	}
+	store__disk(c->store, &d);
+	if (d.total)
+		pr_info("store: keeps %" PRIu64 " MiB of its file system's %" PRIu64
+			" MiB free (%s; %" PRIu64 " MiB free now)", d.min_free >> 20,
+			d.total >> 20, o->min_free || o->min_free_pct ? "--min-free" :
+			"the default: 2%, at least twice the WAL's limit", d.avail >> 20);
 	/* a TTL where the store has one; retention's deletes work without */
 	if (store__set_retention(c->store, c->retention_us, why, sizeof(why)))
 		pr_warn("store: the retention as a TTL: %s (old spans are still deleted"
 			" by retention)", why);
-	{
-		char bind[4200];
+	return 0;
+}
 
-		snprintf(bind, sizeof(bind), "%s.agent-tokens", o->db);
-		c->auth = auth_new(o->token_file, c->token, bind, why, sizeof(why));
-		if (!c->auth) {
-			ret = errno ? -errno : -EINVAL;
-			snprintf(err, errlen, "--token-file %s", why);
-			goto err_out;
-		}
-	}
+/* Who may do what: the tokens, TLS, the probe token and group, and what
+ * SIGHUP reads again.  0, or -errno with the reason in err. */
+static int coll_access(struct collector *c, const struct collector_opts *o,
+		       char *err, size_t errlen)
+{
+	char why[512], path[4200];
+
+	snprintf(path, sizeof(path), "%s.agent-tokens", o->db);
+	c->auth = auth_new(o->token_file, c->token, path, why, sizeof(why));
+	if (!c->auth)
+		return start_failed(err, errlen, "--token-file ", why);
 	if (o->tls_cert || o->tls_key || o->tls_client_ca) {
 		c->tls = tls_server_conf(o->tls_cert, o->tls_key, o->tls_client_ca, why,
 					 sizeof(why));
-		if (!c->tls) {
-			ret = errno ? -errno : -EINVAL;
-			snprintf(err, errlen, "TLS: %s", why);
-			goto err_out;
-		}
+		if (!c->tls)
+			return start_failed(err, errlen, "TLS: ", why);
 	}
 	if (!auth_on(c->auth)) {
 		/* #20: who may probe without tokens (requester.h) */
-		char path[4200];
-
 		snprintf(path, sizeof(path), "%s.probe-token", o->db);
 		if (coll_probe_token_make(c, path, why, sizeof(why)))
 			pr_warn("probe token: %s (only root, this collector's user and "
@@ -274,38 +268,39 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 				path, (unsigned)getuid());
 	}
 	if (o->probe_group && coll_probe_group_set(c, o->probe_group, why, sizeof(why))) {
-		ret = -EINVAL;
 		snprintf(err, errlen, "--probe-group %s", why);
-		goto err_out;
+		return -EINVAL;
 	}
 	if (o->tls_client_ca_ports && !o->tls_client_ca) {
 		snprintf(err, errlen, "--tls-client-ca-ports without --tls-client-ca");
-		goto err_out;
+		return -EINVAL;
 	}
 	c->mtls_ports = o->tls_client_ca_ports ? o->tls_client_ca_ports : COLL_PORTS_ALL;
 	c->token_file = o->token_file;
 	c->tls_cert = o->tls_cert;
 	c->tls_key = o->tls_key;
 	c->tls_client_ca = o->tls_client_ca;
-	if (set_autocomplete_keys(c, o->autocomplete_keys)) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto err_out;
-	}
-	xo = o->ext;
+	return 0;
+}
+
+/* What serves the ports: the modules (ext_http.h), the cluster, the
+ * store's writer threads.  0, or -errno with the reason in err. */
+static int coll_modules(struct collector *c, const struct collector_opts *o,
+			char *err, size_t errlen)
+{
+	struct coll_ext_opts xo = o->ext;
+	char why[512];
+	int ret;
+
+	if (set_autocomplete_keys(c, o->autocomplete_keys))
+		goto nomem;
 	xo.db = o->db;
 	c->ext = coll_ext_new(c, &xo, why, sizeof(why));
-	if (!c->ext) {
-		ret = errno ? -errno : -EINVAL;
-		snprintf(err, errlen, "%s", why);
-		goto err_out;
-	}
+	if (!c->ext)
+		return start_failed(err, errlen, "", why);
 	c->cluster = cluster_new();
-	if (!c->cluster) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto err_out;
-	}
+	if (!c->cluster)
+		goto nomem;
 	c->writers = 1;
 	if (o->clickhouse) {
 		c->writers = o->ch_writers ? o->ch_writers : COLL_CH_WRITERS_DEFAULT;
@@ -316,34 +311,44 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 	if (!c->ingest) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot start the writer thread: %s", errstr(ret));
-		goto err_out;
+		return ret;
 	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+/* Listen on the agents', the HTTP and the OTLP ports, and say so.  0, or
+ * -errno with the reason in err. */
+static int coll_listen(struct collector_run *r, const struct collector_opts *o,
+		       const char *store_at, char *err, size_t errlen)
+{
+	struct collector *c = &r->c;
+	const char *addr;
+	char why[512];
+	int ret, optional;
+
 	r->ws = wire_server_new(c, o->listen, conns_limit(o->max_conns), o->max_conns_per_peer,
 				why, sizeof(why));
-	if (!r->ws) {
-		ret = errno ? -errno : -EINVAL;
-		snprintf(err, errlen, "--listen %s", why);
-		goto err_out;
-	}
+	if (!r->ws)
+		return start_failed(err, errlen, "--listen ", why);
 	r->hs = http_server_new(c, o->http, 0, why, sizeof(why));
-	if (!r->hs) {
-		ret = errno ? -errno : -EINVAL;
-		snprintf(err, errlen, "--http %s", why);
-		goto err_out;
-	}
+	if (!r->hs)
+		return start_failed(err, errlen, "--http ", why);
 	if ((addr = otlp_addr(o->otlp_http, COLL_OTLP_HTTP_DEFAULT, &optional))) {
 		r->otlp_hs = http_server_new(c, addr, 1, why, sizeof(why));
 		if (!r->otlp_hs && (ret = otlp_listen_failed("--otlp-http", addr, optional,
 							     errno ? -errno : -EINVAL, why,
 							     err, errlen)))
-			goto err_out;
+			return ret;
 	}
 	if ((addr = otlp_addr(o->otlp_grpc, COLL_OTLP_GRPC_DEFAULT, &optional))) {
 		r->grpc = otlp_grpc_new(c, addr, why, sizeof(why));
 		if (!r->grpc && (ret = otlp_listen_failed("--otlp-grpc", addr, optional,
 							  errno ? -errno : -EINVAL, why,
 							  err, errlen)))
-			goto err_out;
+			return ret;
 	}
 	pr_info("collector %s: agents on %s%s, HTTP on %s%s, OTLP/HTTP on %s%s, OTLP/gRPC "
 		"on %s, store %s (schema %d), retention %s%" PRIu64 "s",
@@ -354,45 +359,82 @@ struct collector *collector_start(const struct collector_opts *o, char *err, siz
 		r->grpc ? otlp_grpc_addr(r->grpc) : "off", store_at,
 		store__backend_schema_version(c->store), c->retention_us ? "" : "off ",
 		c->retention_us / 1000000);
-	ret = check_exposure(r, o, err, errlen);
-	if (ret)
-		goto err_out;
-	{
-		char dir[4200];
+	return 0;
+}
 
-		snprintf(dir, sizeof(dir), "%s.queries", o->db);
-		c->standing = standing_new(c->cluster, c->store, dir, why, sizeof(why));
-		if (!c->standing) {
-			ret = -EINVAL;
-			snprintf(err, errlen, "standing queries: %s", why);
-			goto err_out;
-		}
+/* The standing queries and the capture rules kept beside the store, and
+ * with --parent the link to the collector above.  0, or -errno with the
+ * reason in err. */
+static int coll_cluster_start(struct collector_run *r, const struct collector_opts *o,
+			      char *err, size_t errlen)
+{
+	struct collector *c = &r->c;
+	char why[512], dir[4200];
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s.queries", o->db);
+	c->standing = standing_new(c->cluster, c->store, dir, why, sizeof(why));
+	if (!c->standing) {
+		snprintf(err, errlen, "standing queries: %s", why);
+		return -EINVAL;
 	}
-	if (o->parent) {
-		if (o->parent_tls_ca) {
-			/* our own certificate, if any, for a parent that asks */
-			c->parent_tls = tls_client_conf(o->parent_tls_ca, o->tls_cert, o->tls_key,
-							why, sizeof(why));
-			if (!c->parent_tls) {
-				ret = errno ? -errno : -EINVAL;
-				snprintf(err, errlen, "--parent-tls-ca: %s", why);
-				goto err_out;
-			}
-		}
-		r->tree = ctree_start(c->cluster, o->parent, o->host, c->token, c->parent_tls);
-		if (!r->tree) {
-			ret = errno ? -errno : -EINVAL;
-			snprintf(err, errlen, "--parent %s: %s", o->parent,
-				 ret == -EINVAL ? "expected HOST:PORT" : errstr(ret));
-			goto err_out;
-		}
-		pr_info("collector: an intermediate aggregator under %s", o->parent);
+	snprintf(dir, sizeof(dir), "%s.captures", o->db);
+	c->rules = crules_new(c, dir, why, sizeof(why));
+	if (!c->rules) {
+		snprintf(err, errlen, "capture rules: %s", why);
+		return -EINVAL;
+	}
+	if (!o->parent)
+		return 0;
+	if (o->parent_tls_ca) {
+		/* our own certificate, if any, for a parent that asks */
+		c->parent_tls = tls_client_conf(o->parent_tls_ca, o->tls_cert, o->tls_key,
+						why, sizeof(why));
+		if (!c->parent_tls)
+			return start_failed(err, errlen, "--parent-tls-ca: ", why);
+	}
+	r->tree = ctree_start(c->cluster, o->parent, o->host, c->token, c->parent_tls);
+	if (!r->tree) {
+		ret = errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "--parent %s: %s", o->parent,
+			 ret == -EINVAL ? "expected HOST:PORT" : errstr(ret));
+		return ret;
+	}
+	pr_info("collector: an intermediate aggregator under %s", o->parent);
+	return 0;
+}
+
+struct collector *collector_start(const struct collector_opts *o, char *err, size_t errlen)
+{
+	struct collector_run *r = calloc(1, sizeof(*r));
+	struct collector *c;
+	char store_at[2048];
+	int ret;
+
+	/* Thread per HTTP connection, per agent connection: without a cap
+	 * each may keep an arena's high-water mark (common/heap.h). */
+	heap_tune(COLL_MALLOC_ARENAS);
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return fay_err_ptr(-ENOMEM);
+	}
+	c = &r->c;
+	coll_limits(c, o);
+	pthread_mutex_init(&c->agents_lock, NULL);
+	pthread_mutex_init(&c->captures_lock, NULL);
+	pthread_mutex_init(&c->readers_lock, NULL);
+	c->started_us = clock_realtime_ns() / 1000;
+	if ((ret = coll_open_store(c, o, store_at, sizeof(store_at), err, errlen)) ||
+	    (ret = coll_access(c, o, err, errlen)) ||
+	    (ret = coll_modules(c, o, err, errlen)) ||
+	    (ret = coll_listen(r, o, store_at, err, errlen)) ||
+	    (ret = check_exposure(r, o, err, errlen)) ||
+	    (ret = coll_cluster_start(r, o, err, errlen))) {
+		collector_stop(c);
+		return fay_err_ptr(ret);
 	}
 	__atomic_store_n(&c->gate, 1, __ATOMIC_RELEASE);
 	return c;
-err_out:
-	collector_stop(c);
-	return fay_err_ptr(ret);
 }
 
 int coll_ports_parse(const char *list, unsigned *ports, char *err, size_t errlen)
@@ -478,6 +520,8 @@ void collector_stop(struct collector *c)
 		return;
 	__atomic_store_n(&c->gate, -1, __ATOMIC_RELEASE);	/* no new connection served */
 	ctree_stop(r->tree);	/* the parent's queries first: they use the rest */
+	crules_free(c->rules);	/* before the cluster and the store it uses */
+	c->rules = NULL;
 	standing_free(c->standing);
 	otlp_grpc_free(r->grpc);
 	http_server_free(r->otlp_hs);

@@ -31,8 +31,11 @@
 
 struct ingest;
 struct coll_ext;
+struct crules;
 
-/* Counters (relaxed atomics; read for /metrics). */
+/* The collector's one set of counters: bumped and read with M_ADD(),
+ * M_SUB(), M_GET() (relaxed atomics), written to /metrics by
+ * coll_metrics_write() from its one table (metrics.c). */
 struct coll_metrics {
 	uint64_t spans_received;     /* records in wire batches + spans POSTed */
 	uint64_t spans_stored;       /* whole spans and partial records committed */
@@ -59,6 +62,11 @@ struct coll_metrics {
 	uint64_t store_writes_overlapped; /* ... started while another was under way */
 	uint64_t retention_deleted;
 	uint64_t disk_low_refused;   /* writes of spans refused: the disk is low */
+	uint64_t queries_running;    /* gauge: POST /api/query running now */
+	uint64_t queries_total, queries_refused, queries_busy;
+	uint64_t otlp_requests, otlp_spans, otlp_rejected; /* HTTP and gRPC */
+	uint64_t otlp_spans_rejected, otlp_throttled;
+	uint64_t ui_requests;        /* web UI files served */
 };
 
 #define M_ADD(c, field, v) __atomic_add_fetch(&(c)->m.field, (v), __ATOMIC_RELAXED)
@@ -125,6 +133,8 @@ struct collector {
 	struct cluster *cluster;
 	/* Standing cluster queries, /metrics series (standing.h). */
 	struct standing *standing;
+	/* Capture rules (capture_rules.h), started after the rest. */
+	struct crules *rules;
 	/* --autocomplete-keys, in the order given (api_zipkin.c). */
 	char **ac_keys;
 	size_t nac_keys;

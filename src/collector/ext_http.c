@@ -169,35 +169,10 @@ void coll_ext_metrics(struct collector *c, FILE *f)
 
 	if (!e)
 		return;
-	prom_u64(f, "fay_collector_queries_running", "gauge",
-		"FayQL queries running now (POST /api/query).", X_GET(c, queries_running));
-	prom_u64(f, "fay_collector_queries_total", "counter",
-		"FayQL queries received.", X_GET(c, queries_total));
-	prom_u64(f, "fay_collector_queries_busy_total", "counter",
-		"FayQL queries refused 429: too many running (16 per client address, 32 in all).",
-		X_GET(c, queries_busy));
-	prom_u64(f, "fay_collector_queries_refused_total", "counter",
-		"FayQL queries refused (errors in the query, or no engine to run them).",
-		X_GET(c, queries_refused));
-	prom_u64(f, "fay_collector_otlp_requests_total", "counter",
-		"OTLP export requests (HTTP /v1/traces and gRPC).", X_GET(c, otlp_requests));
-	prom_u64(f, "fay_collector_otlp_spans_total", "counter",
-		"Spans received over OTLP (HTTP and gRPC).", X_GET(c, otlp_spans));
-	prom_u64(f, "fay_collector_otlp_rejected_total", "counter",
-		"OTLP requests refused (bad body, type or encoding; no valid span; queue full).",
-		X_GET(c, otlp_rejected));
-	prom_u64(f, "fay_collector_otlp_spans_rejected_total", "counter",
-		"OTLP spans not stored (invalid, or refused while the ingest queue was full).",
-		X_GET(c, otlp_spans_rejected));
-	prom_u64(f, "fay_collector_otlp_throttled_total", "counter",
-		"OTLP requests answered 429 / UNAVAILABLE because the ingest queue was full.",
-		X_GET(c, otlp_throttled));
 	prom_u64(f, "fay_collector_ingest_queue_spans", "gauge",
 		"Spans waiting for the store (the ingest queue; --ingest-queue).",
 		(uint64_t)ingest_queued(c->ingest));
 	otlp_sender_metrics(c, f);
-	prom_u64(f, "fay_collector_ui_requests_total", "counter",
-		"Web UI files served.", X_GET(c, ui_requests));
 	exporter_metrics(e->exp, e->nexp, f);
 	agent_metrics(c, f);
 }

@@ -33,20 +33,11 @@ struct coll_ext {
 	char qslots[QUERY_MAX_RUNNING][64];	/* client address, "" free */
 	struct exporter *exp[EXT_MAX_EXPORTS];
 	int nexp;
-	/* counters (relaxed atomics) */
-	uint64_t queries_running, queries_total, queries_refused, queries_busy;
-	uint64_t otlp_requests, otlp_spans, otlp_rejected;
-	uint64_t otlp_spans_rejected, otlp_throttled;
-	uint64_t ui_requests;
 	/* per OTLP sender; [OTLP_MAX_SENDERS] is "other" */
 	pthread_mutex_t senders_lock;
 	struct otlp_sender senders[OTLP_MAX_SENDERS + 1];
 	int nsenders;
 };
-
-#define X_ADD(c, field, v) __atomic_add_fetch(&(c)->ext->field, (v), __ATOMIC_RELAXED)
-#define X_SUB(c, field, v) __atomic_sub_fetch(&(c)->ext->field, (v), __ATOMIC_RELAXED)
-#define X_GET(c, field)    __atomic_load_n(&(c)->ext->field, __ATOMIC_RELAXED)
 
 /*
  * Load the thresholds and start the exporters.  NULL + errno with the
@@ -62,8 +53,9 @@ void coll_ext_free(struct coll_ext *e);
  * c->ext may be NULL (nothing happens). */
 void coll_ext_committed(struct collector *c, struct store_batch *const *b, size_t n);
 
-/* The extra lines of /metrics (queries, OTLP, exporters, agents' losses
- * from their STATS) appended to f. */
+/* The extra lines of /metrics (the ingest queue, OTLP senders, exporters,
+ * agents' losses from their STATS) appended to f; the counters are
+ * coll_metrics_write()'s. */
 void coll_ext_metrics(struct collector *c, FILE *f);
 
 #endif

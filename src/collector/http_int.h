@@ -145,6 +145,30 @@ int api_sql(struct collector *c, struct http_con *con, const struct http_rq *rq)
  * of the last seconds from every agent's flight buffer, stored), GET
  * /api/captures (those made since the start) */
 int api_captures(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* api_capture.c: GET/POST /api/captures/rules, DELETE
+ * /api/captures/rules/NAME (capture_rules.h) */
+int api_capture_rules(struct collector *c, struct http_con *con, const struct http_rq *rq);
+
+struct cluster_capture_req;
+
+/* What triggered a capture by rule (capture_rules.c), for its account. */
+struct capture_trigger {
+	const char *rule;		/* the rule's name */
+	const char *host, *span;	/* the matching span's host and name */
+	uint64_t span_end_ns;		/* its end (wall clock) */
+	uint64_t matched_ns;		/* when its row reached the collector */
+};
+
+/*
+ * Make a capture (api_capture.c): ask every agent for what cr names,
+ * store the spans found marked fay.capture / .at / .by (by: what asked),
+ * add its account to GET /api/captures' list and return it (a new
+ * reference; tr: the rule that triggered it, added to the account), with
+ * *status 200, or 503 when some spans could not be stored.  NULL: out of
+ * memory (*status 500).
+ */
+json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, const char *by,
+		     const struct capture_trigger *tr, int *status);
 /* otlp_http.c: POST /v1/traces */
 int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq);
 

@@ -51,6 +51,9 @@ static const struct http_route routes[] = {
 	/* the flight recorder (api_capture.c) */
 	{ "GET",    "/api/captures",              0, R, api_captures },
 	{ "POST",   "/api/captures",              0, W, api_captures },
+	{ "GET",    "/api/captures/rules",        0, R, api_capture_rules },
+	{ "POST",   "/api/captures/rules",        0, P, api_capture_rules },
+	{ "DELETE", "/api/captures/rules/",       1, P, api_capture_rules },
 	/* SQL (read-only) and FayQL */
 	{ "POST",   "/api/sql",                   0, R, api_sql },
 	{ "POST",   "/api/query",                 0, P, api_query },

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "cluster/standing.h"
+#include "collector/capture_rules.h"
 #include "collector/collector_int.h"
 #include "collector/ext_http.h"
 #include "collector/http_int.h"
@@ -432,6 +433,7 @@ int http_metrics(struct collector *c, struct http_con *con, const struct http_rq
 	coll_metrics_write(c, f);
 	coll_ext_metrics(c, f);
 	standing_metrics(c->standing, f);
+	crules_metrics(c->rules, f);
 	if (fclose(f)) {
 		free(buf);
 		return reply_text(c, con, 500, "out of memory\n");

@@ -95,9 +95,27 @@ void coll_metrics_write(struct collector *c, FILE *f)
 		  "Rows deleted by retention."),
 		C("fay_collector_disk_low_refused_total", disk_low_refused,
 		  "Writes of spans refused because the store's disk was low (NACKs, 503s)."),
+		C("fay_collector_queries_total", queries_total, "FayQL queries received."),
+		C("fay_collector_queries_busy_total", queries_busy,
+		  "FayQL queries refused 429: too many running (16 per client address, 32 in all)."),
+		C("fay_collector_queries_refused_total", queries_refused,
+		  "FayQL queries refused (errors in the query, or no engine to run them)."),
+		C("fay_collector_otlp_requests_total", otlp_requests,
+		  "OTLP export requests (HTTP /v1/traces and gRPC)."),
+		C("fay_collector_otlp_spans_total", otlp_spans,
+		  "Spans received over OTLP (HTTP and gRPC)."),
+		C("fay_collector_otlp_rejected_total", otlp_rejected,
+		  "OTLP requests refused (bad body, type or encoding; no valid span; queue full)."),
+		C("fay_collector_otlp_spans_rejected_total", otlp_spans_rejected,
+		  "OTLP spans not stored (invalid, or refused while the ingest queue was full)."),
+		C("fay_collector_otlp_throttled_total", otlp_throttled,
+		  "OTLP requests answered 429 / UNAVAILABLE because the ingest queue was full."),
+		C("fay_collector_ui_requests_total", ui_requests, "Web UI files served."),
 #undef C
 		{ "fay_collector_agents_connected", "Agents connected now.",
 		  offsetof(struct coll_metrics, agents_connected), 1 },
+		{ "fay_collector_queries_running", "FayQL queries running now (POST /api/query).",
+		  offsetof(struct coll_metrics, queries_running), 1 },
 	};
 	struct coll_agent *a;
 

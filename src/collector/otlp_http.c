@@ -44,7 +44,7 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	X_ADD(c, otlp_requests, 1);
+	M_ADD(c, otlp_requests, 1);
 	if (gzip) {
 		ret = gunzip(&c->mem, body, len, c->max_body, &plain, &len, &charged, err,
 			     sizeof(err));
@@ -53,7 +53,7 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 			o->verdict = OTLP_FULL;
 			snprintf(o->msg, sizeof(o->msg), "%s", err);
 			M_ADD(c, http_busy, 1);
-			X_ADD(c, otlp_rejected, 1);
+			M_ADD(c, otlp_rejected, 1);
 			goto out;
 		}
 		if (ret) {
@@ -77,11 +77,11 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	o->spans = res.nspans + res.rejected;
 	o->rejected = res.rejected;
 	M_ADD(c, spans_received, o->spans);
-	X_ADD(c, otlp_spans, o->spans);
+	M_ADD(c, otlp_spans, o->spans);
 	if (res.rejected) {
 		M_ADD(c, spans_rejected, res.rejected);
 		M_ADD(c, http_spans_dropped, res.rejected);
-		X_ADD(c, otlp_spans_rejected, res.rejected);
+		M_ADD(c, otlp_spans_rejected, res.rejected);
 		snprintf(o->msg, sizeof(o->msg), "%zu of %zu spans rejected; the first: %s",
 			 res.rejected, res.rejected + res.nspans, res.first_error);
 		pr_debug("otlp: %s", o->msg);
@@ -89,7 +89,7 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	if (!res.nspans) {
 		o->verdict = res.rejected ? OTLP_BAD : OTLP_ACCEPTED;
 		if (res.rejected)
-			X_ADD(c, otlp_rejected, 1);
+			M_ADD(c, otlp_rejected, 1);
 		goto out;
 	}
 	b.spans = res.spans;
@@ -100,10 +100,10 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 		o->rejected = o->spans;
 		snprintf(o->msg, sizeof(o->msg), "%s", err);
 		M_ADD(c, http_spans_dropped, res.nspans);
-		X_ADD(c, otlp_spans_rejected, res.nspans);
-		X_ADD(c, otlp_rejected, 1);
+		M_ADD(c, otlp_spans_rejected, res.nspans);
+		M_ADD(c, otlp_rejected, 1);
 		if (ret == -EAGAIN)
-			X_ADD(c, otlp_throttled, 1);
+			M_ADD(c, otlp_throttled, 1);
 		goto out;
 	}
 	M_ADD(c, spans_stored, b.stored);
@@ -111,7 +111,7 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	o->verdict = res.rejected ? OTLP_PARTIAL : OTLP_ACCEPTED;
 	goto out;
 refused:
-	X_ADD(c, otlp_rejected, 1);
+	M_ADD(c, otlp_rejected, 1);
 	M_ADD(c, spans_rejected, 1);
 	M_ADD(c, http_spans_dropped, 1);
 	pr_debug("otlp: request refused: %s", o->msg);
@@ -186,19 +186,19 @@ int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq
 	size_t len = 0;
 
 	if (body->too_big) {
-		X_ADD(c, otlp_rejected, 1);
+		M_ADD(c, otlp_rejected, 1);
 		snprintf(msg, sizeof(msg), "body: larger than the %zu-byte limit (--max-body)",
 			 c->max_body);
 		return refuse(c, con, 413, protobuf, msg);
 	}
 	if (type && !protobuf && !strcasestr(type, "json")) {
-		X_ADD(c, otlp_rejected, 1);
+		M_ADD(c, otlp_rejected, 1);
 		snprintf(msg, sizeof(msg), "Content-Type %.100s: expected application/x-protobuf "
 			 "or application/json", type);
 		return refuse(c, con, 415, 0, msg);
 	}
 	if (enc && strcasecmp(enc, "gzip") && strcasecmp(enc, "identity")) {
-		X_ADD(c, otlp_rejected, 1);
+		M_ADD(c, otlp_rejected, 1);
 		snprintf(msg, sizeof(msg), "Content-Encoding %.60s: only gzip is accepted", enc);
 		return refuse(c, con, 415, protobuf, msg);
 	}

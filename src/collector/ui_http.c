@@ -106,6 +106,6 @@ int ui_serve(struct collector *c, struct http_con *con, const struct http_rq *rq
 	} else {
 		return reply_text(c, con, 404, "no such route: %s %s\n", rq->method, url);
 	}
-	X_ADD(c, ui_requests, 1);
+	M_ADD(c, ui_requests, 1);
 	return send_asset(con, a);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The one query driver (driver.h): load, attach, and a loop that waits
- * with ppoll() for the stream's fd, a watched fd and the next deadline
- * (window end, snapshot, time limit, tick), then hands records and
+ * with ppoll() for the stream's fd, new processes (engine_exec_fd()), a
+ * watched fd and the next deadline (window end, snapshot, time limit,
+ * tick), then hands records and
  * aggregates to the sink.  Every path out frees the engine, which
  * detaches every probe.
  */
@@ -96,9 +97,9 @@ static int deliver(struct drv *d, bool reset, const struct engine_window *w)
 static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 {
 	const struct engine_drive_opts *o = d->o;
-	struct pollfd pf[2];
+	struct pollfd pf[3];
 	struct timespec ts, *tsp = NULL;
-	int npf = 0, sfd = engine_stream_fd(d->e);
+	int npf = 0, sfd = engine_stream_fd(d->e), xfd = engine_exec_fd(d->e), xi = -1;
 
 	if (o->tick_ms && (wake == UINT64_MAX || wake - now > o->tick_ms * 1000000ull))
 		wake = now + o->tick_ms * 1000000ull;
@@ -111,6 +112,11 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 	}
 	if (sfd >= 0) {
 		pf[npf].fd = sfd;
+		pf[npf++].events = POLLIN;
+	}
+	if (xfd >= 0) {
+		xi = npf;
+		pf[npf].fd = xfd;
 		pf[npf++].events = POLLIN;
 	}
 	if (o->watch_fd > 0) {
@@ -130,6 +136,8 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 		if (d->s->batch_end && !d->sink_rc)
 			d->sink_rc = d->s->batch_end(d->s->ctx, d->e);
 	}
+	if (xi >= 0 && (pf[xi].revents & POLLIN))
+		engine_exec_consume(d->e);
 	if (o->watch_fd > 0 && (pf[npf - 1].revents & (POLLIN | POLLHUP)))
 		return 1;	/* the watched process exited */
 	return 0;

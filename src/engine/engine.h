@@ -245,6 +245,13 @@ int engine_set_record_fn(struct engine *e, engine_record_fn fn, void *ctx);
 int engine_stream_fd(const struct engine *e);
 /* Deliver the waiting records without blocking; count or -errno. */
 int engine_consume(struct engine *e);
+/* An fd that becomes readable when processes exec'ed and a probe on a
+ * library in every process may have new files to probe (containers
+ * started after the attach: execwatch.c), or -1 (no such probe). */
+int engine_exec_fd(const struct engine *e);
+/* Look at the processes that exec'ed, attaching to their new files,
+ * without blocking; how many, or -errno. */
+int engine_exec_consume(struct engine *e);
 /* Sum of the drop counters over every CPU (also the user-side losses of
  * a perf buffer). */
 int engine_counters(struct engine *e, uint64_t out[ENGINE_NCOUNTERS]);

@@ -106,8 +106,20 @@ struct engine {
 	char note[1024];
 	uint64_t inl_injected_us;	/* this query loaded the runtime with ptrace: how long */
 	int inl_hold;		/* fd + 1 of a runtime session kept open until the
-				 * uprobe replacing it is attached, or 0 */
+				 * uprobe replacing it is attached, or 0 */	/* processes that exec after the attach, for probes on a library
+	 * in every process (execwatch.c); NULL: none watched */
+	struct engine_exec *exec;
 };
+
+/* ---- processes started after the attach (execwatch.c) ----------------- */
+
+/* When a probe follows processes (probe_follows_processes()): watch
+ * execs, each new view of the file system handed to every such probe
+ * (probe_follow_pid()).  0, or -errno with a warning logged (the query
+ * runs on without). */
+int engine_exec_start(struct engine *e);
+/* Stop watching and free (accepts an engine without a watch). */
+void engine_exec_free(struct engine *e);
 
 /* Set e->err (printf) and return err. */
 int engine_fail(struct engine *e, int err, const char *fmt, ...)

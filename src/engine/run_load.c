@@ -167,11 +167,13 @@ int engine_attach(struct engine *e)
 	}
 	e->attached = true;
 	engine_inl_release(e);	/* a held program runs on: the uprobe is there */
+	engine_exec_start(e);	/* without it (warned), what is probed now stays */
 	return 0;
 }
 
 void engine_detach(struct engine *e)
 {
+	engine_exec_free(e);
 	engine_inl_detach(e);
 	for (int i = 0; i < e->nprogs; i++)
 		if (e->progs[i].probe)

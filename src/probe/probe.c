@@ -257,6 +257,7 @@ int probe_attach(struct probe *p, int prog_fd)
 	if (p->nfds)
 		return probe_fail(p, -EBUSY, "%s is already attached", p->desc);
 	p->err[0] = '\0';
+	p->prog_fd = prog_fd;
 	err = p->prov->attach(p, prog_fd);
 	if (err) {
 		probe_detach(p);

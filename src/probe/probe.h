@@ -112,6 +112,27 @@ int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset
  * name mapped on the host for a library named by its short name in every
  * process ("libc:malloc": containers' own copies); 0 for other kinds. */
 size_t probe_nfiles(const struct probe *p);
+/* At most this many files one probe is on (probe_nfiles()). */
+#define PROBE_MAX_FILES 256
+/* Files left out because the probe was on PROBE_MAX_FILES already. */
+size_t probe_files_capped(const struct probe *p);
+/* Whether the probe is on a library by its short name in every process
+ * ("libc:malloc" without a pid, not a wildcard): one whose files a
+ * process started after the attach may add to (probe_follow_pid()). */
+bool probe_follows_processes(const struct probe *p);
+/*
+ * For an attached probe that follows processes: attach it to the file
+ * pid sees under the probe's library name (through its root and maps:
+ * procroot.h; a container started after the attach has its own copy)
+ * when that file (device and inode) is none of the probe's yet.  Returns
+ * 1 with the file's path in path (len bytes) when it attached one, 0
+ * when there is nothing new (the same file, a process gone, no such
+ * library or function there), -E2BIG at PROBE_MAX_FILES (counted in
+ * probe_files_capped()), else -errno with the reason in
+ * probe_strerror().  A uprobe is on a file's inode: every process
+ * mapping it, now or later, is covered.
+ */
+int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len);
 /* A wildcard function ("libc:pthread_mutex_*"): how many functions it
  * matched (0 for any other probe), and the name of function i, whose
  * attachment carries i as its BPF cookie; NULL past the end. */

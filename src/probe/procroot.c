@@ -200,6 +200,26 @@ int proc_resolve_path(pid_t pid, const char *name, char *path, size_t len)
 	return elf_resolve_under(root, name, path, len);
 }
 
+int proc_root_id(pid_t pid, struct proc_root_id *id)
+{
+	char ns[64], root[64];
+	struct stat sn, sr;
+
+	if (pid > 0) {
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	} else {
+		snprintf(ns, sizeof(ns), "/proc/self/ns/mnt");
+		snprintf(root, sizeof(root), "/");
+	}
+	if (stat(ns, &sn) || stat(root, &sr))
+		return -errno;
+	id->mnt_ns = (unsigned long long)sn.st_ino;
+	id->root_dev = (unsigned long long)sr.st_dev;
+	id->root_ino = (unsigned long long)sr.st_ino;
+	return 0;
+}
+
 pid_t proc_vpid(pid_t pid)
 {
 	unsigned long long ns[32];

@@ -54,6 +54,16 @@ int proc_each_mapped(const char *name,
 		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
 		     void *arg);
 
+/* What makes a process's view of the file system: its mount namespace
+ * (the inode of /proc/PID/ns/mnt) and its root directory (device and
+ * inode of /proc/PID/root).  Processes with equal ids resolve every name
+ * to the same files. */
+struct proc_root_id {
+	unsigned long long mnt_ns, root_dev, root_ino;
+};
+/* Fill id for pid (0: fay itself).  0, or -errno (-ENOENT: gone). */
+int proc_root_id(pid_t pid, struct proc_root_id *id);
+
 /* pid (a pid in fay's namespace) as its own, innermost pid namespace
  * numbers it (the last NSpid of /proc/PID/status): the same pid for a
  * process of fay's namespace, or of a kernel without NSpid.  -errno

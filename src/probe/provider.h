@@ -69,7 +69,9 @@ struct probe {
 	 * other files of that name mapped on the host (containers' copies),
 	 * each probed too (uprobe.c) */
 	struct probe_file *more;
-	size_t nmore;
+	size_t nmore, more_cap;
+	size_t nfiles_capped;		/* files left out at UPROBE_MAX_FILES */
+	int prog_fd;			/* the program probe_attach() attached (not owned) */
 	/* a wildcard: the name of each function or event it matched, whose
 	 * attachment carries its index as the BPF cookie (freed by
 	 * probe_free()) */
@@ -80,6 +82,8 @@ struct probe {
 struct probe_file {
 	char *path;
 	uint64_t offset;
+	dev_t dev;			/* the file, as stat() of path saw it */
+	ino_t ino;
 };
 
 /* Set p->err (printf-style) and return err. */

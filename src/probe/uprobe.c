@@ -150,8 +150,20 @@ struct more_ctx {
 	struct probe *p;
 	const char *sym;
 	struct stat host;	/* p->path's */
-	size_t cap;
 };
+
+/* One more file of the probe (p->more). */
+static int more_add(struct probe *p, const char *path, uint64_t off, dev_t dev, ino_t ino)
+{
+	if (array_grow((void **)&p->more, p->nmore, &p->more_cap, sizeof(*p->more), 4))
+		return -ENOMEM;
+	if (!(p->more[p->nmore].path = strdup(path)))
+		return -ENOMEM;
+	p->more[p->nmore].offset = off;
+	p->more[p->nmore].dev = dev;
+	p->more[p->nmore++].ino = ino;
+	return 0;
+}
 
 static int more_cb(const char *path, dev_t dev, ino_t ino, void *arg)
 {
@@ -163,12 +175,11 @@ static int more_cb(const char *path, dev_t dev, ino_t ino, void *arg)
 		return 0;
 	if (elf_func_offset(path, m->sym, &off))
 		return 0;	/* another version, without the function */
-	if (array_grow((void **)&p->more, p->nmore, &m->cap, sizeof(*p->more), 4))
-		return -ENOMEM;
-	if (!(p->more[p->nmore].path = strdup(path)))
-		return -ENOMEM;
-	p->more[p->nmore++].offset = off;
-	return 0;
+	if (1 + p->nmore >= PROBE_MAX_FILES) {
+		p->nfiles_capped++;
+		return 0;
+	}
+	return more_add(p, path, off, dev, ino);
 }
 
 /*
@@ -180,7 +191,7 @@ static int more_cb(const char *path, dev_t dev, ino_t ino, void *arg)
  */
 static int find_more(struct probe *p, const char *sym)
 {
-	struct more_ctx m = { p, sym, { 0 }, 0 };
+	struct more_ctx m = { p, sym, { 0 } };
 	const char *c = sym > p->spec ? sym - 1 : NULL;	/* split_last()'s colon */
 	char bin[4096];
 
@@ -190,6 +201,31 @@ static int find_more(struct probe *p, const char *sym)
 	if (strchr(bin, '/') || stat(p->path, &m.host))
 		return 0;
 	return proc_each_mapped(bin, more_cb, &m) == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* The library name and symbol of a probe that follows processes (a
+ * short name: no '/'); false for any other. */
+static bool follow_names(const struct probe *p, char *bin, size_t len, const char **sym)
+{
+	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || p->opts.pid > 0 ||
+	    p->priv || !p->path[0])
+		return false;	/* one process, a wildcard (p->priv), unresolved */
+	if (split_last((struct probe *)p, p->spec, bin, len, sym))
+		return false;
+	return !strchr(bin, '/');
+}
+
+bool probe_follows_processes(const struct probe *p)
+{
+	char bin[4096];
+	const char *sym;
+
+	return follow_names(p, bin, sizeof(bin), &sym);
+}
+
+size_t probe_files_capped(const struct probe *p)
+{
+	return p->nfiles_capped;
 }
 
 size_t probe_nfiles(const struct probe *p)
@@ -215,6 +251,19 @@ static bool evex_first(const char *path, uint64_t off)
 		b = 0;
 	close(fd);
 	return b == 0x62;
+}
+
+/* p->desc of a probe on one function (sym): its files. */
+static void uprobe_desc(struct probe *p, const char *sym)
+{
+	if (p->nmore)
+		snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s+0x%llx and %zu other "
+			 "file%s of that name mapped on this host (%zu files)", p->mech, p->path,
+			 sym, (unsigned long long)p->offset, p->nmore, p->nmore > 1 ? "s" : "",
+			 p->nmore + 1);
+	else
+		snprintf(p->desc, sizeof(p->desc), "%s %.400s:%.64s+0x%llx%s", p->mech, p->path,
+			 sym, (unsigned long long)p->offset, p->opts.pid > 0 ? " (one pid)" : "");
 }
 
 static int uprobe_resolve(struct probe *p)
@@ -252,14 +301,7 @@ static int uprobe_resolve(struct probe *p)
 	err = find_more(p, sym);
 	if (err)
 		return probe_fail(p, err, "out of memory");
-	if (p->nmore)
-		snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s+0x%llx and %zu other "
-			 "file%s of that name mapped on this host (%zu files)", p->mech, p->path,
-			 sym, (unsigned long long)p->offset, p->nmore, p->nmore > 1 ? "s" : "",
-			 p->nmore + 1);
-	else
-		snprintf(p->desc, sizeof(p->desc), "%s %.400s:%.64s+0x%llx%s", p->mech, p->path,
-			 sym, (unsigned long long)p->offset, p->opts.pid > 0 ? " (one pid)" : "");
+	uprobe_desc(p, sym);
 	return 0;
 }
 
@@ -370,6 +412,56 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 	}
 	return uprobe_open(p, prog_fd, p->offset, 0, p->kind == PROBE_URETPROBE,
 			   false, 0);
+}
+
+/* Is (dev, ino) one of the probe's files already? */
+static bool probed_already(const struct probe *p, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (!stat(p->path, &st) && st.st_dev == dev && st.st_ino == ino)
+		return true;
+	for (size_t i = 0; i < p->nmore; i++)
+		if (p->more[i].dev == dev && p->more[i].ino == ino)
+			return true;
+	return false;
+}
+
+int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len)
+{
+	char bin[4096];
+	const char *sym;
+	struct stat st;
+	uint64_t off;
+	int err;
+
+	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
+		return 0;
+	if (proc_resolve_path(pid, bin, path, len) || stat(path, &st) ||
+	    probed_already(p, st.st_dev, st.st_ino))
+		return 0;	/* gone, none there, or one probed */
+	if (1 + p->nmore >= PROBE_MAX_FILES) {
+		p->nfiles_capped++;
+		return probe_fail(p, -E2BIG, "%s: %s (process %d) left out: the probe is on %d "
+				  "files already", p->desc, path, (int)pid, PROBE_MAX_FILES);
+	}
+	if (elf_func_offset(path, sym, &off))
+		return 0;	/* another version, without the function */
+	if (evex_first(path, off))
+		return probe_fail(p, -EOPNOTSUPP, "%s: not probed in %s: the function begins "
+				  "with an EVEX (AVX-512) instruction, which the kernel's "
+				  "uprobe executes wrongly", p->desc, path);
+	err = uprobe_open_at(p, path, p->prog_fd, off, 0, p->kind == PROBE_URETPROBE,
+			     false, 0);
+	if (err == -ENOENT || err == -ESRCH)
+		return 0;	/* the process and its root gone meanwhile */
+	if (err < 0)
+		return err;
+	err = more_add(p, path, off, st.st_dev, st.st_ino);
+	if (err)
+		return probe_fail(p, err, "out of memory");
+	uprobe_desc(p, sym);
+	return 1;
 }
 
 const struct provider provider_uprobe = {

@@ -133,6 +133,8 @@ enum field_id {
 	F_TIME, F_PID, F_TID, F_COMM, F_CPU, F_UID, F_RET, F_DURATION, F_HOST,
 	/* spans(...) */
 	F_NAME, F_SERVICE, F_TRACE_ID, F_SPAN_ID, F_PARENT_ID, F_KIND, F_ERROR,
+	/* the high 64 bits of a span's trace id (a capture rule's row, #22) */
+	F_TRACE_HI,
 	/* function(...) in inline mode: the libfay span current on the thread */
 	F_SPAN_NAME,
 	/* the probe's name (s.name of a kernel or user source): a string to

@@ -45,6 +45,7 @@ static const struct {
 	{ "service",   F_SERVICE,   VT_STR, QUERY_STR_MAX, M(SRC_SPANS) },
 	{ "trace_id",  F_TRACE_ID,  VT_INT, 0,
 	  M(SRC_SPANS) | M(SRC_UFUNC) | M(SRC_PFUNC) | M(SRC_PROFILE) },
+	{ "trace_id_hi", F_TRACE_HI, VT_INT, 0, M(SRC_SPANS) },
 	{ "span_name", F_SPAN_NAME, VT_STR, QUERY_STR_MAX,
 	  M(SRC_UFUNC) | M(SRC_PFUNC) | M(SRC_PROFILE) },
 	{ "span_id",   F_SPAN_ID,   VT_INT, 0, M(SRC_SPANS) },

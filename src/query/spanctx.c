@@ -22,6 +22,7 @@ static const struct tp_field span_fields[] = {
 	[F_PARENT_ID] = U64("parent_id", 32),
 	[F_PID] = U64("pid", 40),
 	[F_ERROR] = U64("error", 48),
+	[F_TRACE_HI] = U64("trace_id_hi", 56),
 	[F_KIND] = STR("kind", 64, SPANCTX_KIND_LEN),
 	[F_NAME] = STR("name", 80, SPANCTX_STR),
 	[F_SERVICE] = STR("service", 144, SPANCTX_STR),
@@ -87,9 +88,9 @@ void spanctx_fill(const struct plan *p, const struct spanrec *r,
 		  const char *proc_service, uint32_t pid, void *ctx)
 {
 	unsigned char *c = ctx;
-	uint64_t v[7] = {
+	uint64_t v[8] = {
 		r->f.start_ns, r->f.duration_ns, r->f.trace_lo, r->f.span_id,
-		r->f.parent_id, pid, (r->f.flags & SPAN_F_ERROR) ? 1 : 0,
+		r->f.parent_id, pid, (r->f.flags & SPAN_F_ERROR) ? 1 : 0, r->f.trace_hi,
 	};
 	const char *kind = spanctx_kind_name(r->f.kind);
 	struct spanrec_item it;

@@ -15,7 +15,7 @@
  *       40      8   pid        the process that recorded the span
  *       48      8   error      1 when the span is marked an error (the
  *                              SPAN_F_ERROR flag or an "error" tag), else 0
- *       56      8   (zero)
+ *       56      8   trace_id_hi  the high 64 bits of the trace id
  *       64     16   kind       "server" "client" "producer" "consumer" or ""
  *       80     64   name       NUL padded; a longer name is cut to 64 bytes
  *      144     64   service    the span's local endpoint, else the process's
@@ -45,8 +45,8 @@
 struct plan;
 
 /* The context field for a built-in field of spans(...) (F_TIME, F_DURATION,
- * F_TRACE_ID, F_SPAN_ID, F_PARENT_ID, F_PID, F_ERROR, F_KIND, F_NAME,
- * F_SERVICE), or NULL for one the context does not hold (F_HOST is a
+ * F_TRACE_ID, F_TRACE_HI, F_SPAN_ID, F_PARENT_ID, F_PID, F_ERROR, F_KIND,
+ * F_NAME, F_SERVICE), or NULL for one the context does not hold (F_HOST is a
  * constant of the query). */
 const struct tp_field *spanctx_field(enum field_id f);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/zipkin_v1.h"
 #include "store/span.h"
 
 /* ---- V1 merge ----------------------------------------------------------- */
@@ -31,7 +32,7 @@ struct v1conv {
 	struct v1b *b;                    /* b[0] is "first" */
 	size_t nb, max;
 	size_t nparts;
-	const struct zs_part *cs, *sr, *ss, *cr, *ms, *mr, *ws, *wr;
+	const struct zs_part *at[ZV1_NCORE]; /* the core annotations seen */
 };
 
 static int same_service(const struct zs_endpoint *x, const struct zs_endpoint *y)
@@ -73,12 +74,10 @@ static void v1_annotate(struct v1b *b, uint64_t ts, struct zs_str v)
 	b->ann[b->nann++] = (struct zs_annotation){ ts, v };
 }
 
-/* From begin to end, both recorded: a known duration, so two annotations
- * in the same microsecond make 1 us (Zipkin's rule, and a whole record's
- * in span.c), never 0, which reads as "no duration". */
+/* From begin to end, both recorded (common/zipkin_v1.h). */
 static uint64_t v1_dur(const struct zs_part *begin, const struct zs_part *end)
 {
-	return end->ts_us == begin->ts_us ? 1 : end->ts_us - begin->ts_us;
+	return zv1_duration(begin->ts_us, end->ts_us, 1);
 }
 
 static void v1_ts_dur(struct v1conv *c, const struct zs_part *begin,
@@ -97,44 +96,30 @@ static void v1_incomplete_rpc(struct v1conv *c)
 		struct v1b *b = &c->b[i];
 
 		if (b->kind == SPAN_KIND_CLIENT) {
-			if (c->cs)
-				b->ts = c->cs->ts_us;
-			if (c->cr)
-				v1_annotate(b, c->cr->ts_us, c->cr->key);
+			if (c->at[ZV1_CS])
+				b->ts = c->at[ZV1_CS]->ts_us;
+			if (c->at[ZV1_CR])
+				v1_annotate(b, c->at[ZV1_CR]->ts_us, c->at[ZV1_CR]->key);
 		} else if (b->kind == SPAN_KIND_SERVER) {
-			if (c->sr)
-				b->ts = c->sr->ts_us;
-			if (c->ss)
-				v1_annotate(b, c->ss->ts_us, c->ss->key);
+			if (c->at[ZV1_SR])
+				b->ts = c->at[ZV1_SR]->ts_us;
+			if (c->at[ZV1_SS])
+				v1_annotate(b, c->at[ZV1_SS]->ts_us, c->at[ZV1_SS]->key);
 		}
 	}
 }
 
-/* The "core" annotations: two letters, with an endpoint. */
+/* The "core" annotations (common/zipkin_v1.h), with an endpoint. */
 static int v1_core(struct v1conv *c, const struct zs_part *p, struct v1b *b)
 {
-	static const struct { char v[3]; uint8_t kind; size_t off; } core[] = {
-		{ "cs", SPAN_KIND_CLIENT, offsetof(struct v1conv, cs) },
-		{ "sr", SPAN_KIND_SERVER, offsetof(struct v1conv, sr) },
-		{ "ss", SPAN_KIND_SERVER, offsetof(struct v1conv, ss) },
-		{ "cr", SPAN_KIND_CLIENT, offsetof(struct v1conv, cr) },
-		{ "ms", SPAN_KIND_PRODUCER, offsetof(struct v1conv, ms) },
-		{ "mr", SPAN_KIND_CONSUMER, offsetof(struct v1conv, mr) },
-		{ "ws", SPAN_KIND_UNSET, offsetof(struct v1conv, ws) },
-		{ "wr", SPAN_KIND_UNSET, offsetof(struct v1conv, wr) },
-	};
+	int k = part_ep(p) ? zv1_core(p->key.p, p->key.len) : -1;
 
-	if (p->key.len != 2 || !part_ep(p))
+	if (k < 0)
 		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(core); i++) {
-		if (memcmp(p->key.p, core[i].v, 2))
-			continue;
-		if (core[i].kind)
-			b->kind = core[i].kind;
-		*(const struct zs_part **)((char *)c + core[i].off) = p;
-		return 1;
-	}
-	return 0;
+	if (zv1_kind(k))
+		b->kind = zv1_kind(k);
+	c->at[k] = p;
+	return 1;
 }
 
 static void v1_annotations(struct v1conv *c, const struct zs_part *parts, size_t n)
@@ -150,65 +135,65 @@ static void v1_annotations(struct v1conv *c, const struct zs_part *parts, size_t
 			v1_annotate(b, p->ts_us, p->key);
 	}
 
-	if (c->cs && c->sr) {
+	if (c->at[ZV1_CS] && c->at[ZV1_SR]) {
 		struct v1b *client, *server;
 
 		/* the client side owns the span's timestamp and duration */
-		v1_ts_dur(c, c->cs, c->cr);
-		client = v1_for(c, part_ep(c->cs));
-		if (same_service(part_ep(c->cs), part_ep(c->sr))) {
+		v1_ts_dur(c, c->at[ZV1_CS], c->at[ZV1_CR]);
+		client = v1_for(c, part_ep(c->at[ZV1_CS]));
+		if (same_service(part_ep(c->at[ZV1_CS]), part_ep(c->at[ZV1_SR]))) {
 			client->kind = SPAN_KIND_CLIENT;
 			/* loopback: fork a span for the server side */
-			server = v1_new(c, part_ep(c->sr));
+			server = v1_new(c, part_ep(c->at[ZV1_SR]));
 			server->kind = SPAN_KIND_SERVER;
 		} else {
-			server = v1_for(c, part_ep(c->sr));
+			server = v1_for(c, part_ep(c->at[ZV1_SR]));
 		}
 		server->shared = 1;
-		server->ts = c->sr->ts_us;
-		if (c->ss)
-			server->dur = v1_dur(c->sr, c->ss);
-		if (!c->cr)
+		server->ts = c->at[ZV1_SR]->ts_us;
+		if (c->at[ZV1_SS])
+			server->dur = v1_dur(c->at[ZV1_SR], c->at[ZV1_SS]);
+		if (!c->at[ZV1_CR])
 			client->dur = 0; /* one-way: no duration */
-	} else if (c->cs && c->cr) {
-		v1_ts_dur(c, c->cs, c->cr);
-	} else if (c->sr && c->ss) {
-		v1_ts_dur(c, c->sr, c->ss);
+	} else if (c->at[ZV1_CS] && c->at[ZV1_CR]) {
+		v1_ts_dur(c, c->at[ZV1_CS], c->at[ZV1_CR]);
+	} else if (c->at[ZV1_SR] && c->at[ZV1_SS]) {
+		v1_ts_dur(c, c->at[ZV1_SR], c->at[ZV1_SS]);
 	} else {
 		v1_incomplete_rpc(c);
 	}
 
-	if (c->ms && c->mr) {
-		struct v1b *prod = v1_for(c, part_ep(c->ms)), *cons;
+	if (c->at[ZV1_MS] && c->at[ZV1_MR]) {
+		struct v1b *prod = v1_for(c, part_ep(c->at[ZV1_MS])), *cons;
 
-		if (same_service(part_ep(c->ms), part_ep(c->mr))) {
+		if (same_service(part_ep(c->at[ZV1_MS]), part_ep(c->at[ZV1_MR]))) {
 			prod->kind = SPAN_KIND_PRODUCER;
-			cons = v1_new(c, part_ep(c->mr));
+			cons = v1_new(c, part_ep(c->at[ZV1_MR]));
 			cons->kind = SPAN_KIND_CONSUMER;
 		} else {
-			cons = v1_for(c, part_ep(c->mr));
+			cons = v1_for(c, part_ep(c->at[ZV1_MR]));
 		}
 		cons->shared = 1;
-		if (c->wr) {
-			cons->ts = c->wr->ts_us;
-			cons->dur = v1_dur(c->wr, c->mr);
+		if (c->at[ZV1_WR]) {
+			cons->ts = c->at[ZV1_WR]->ts_us;
+			cons->dur = v1_dur(c->at[ZV1_WR], c->at[ZV1_MR]);
 		} else {
-			cons->ts = c->mr->ts_us;
+			cons->ts = c->at[ZV1_MR]->ts_us;
 		}
-		prod->ts = c->ms->ts_us;
-		prod->dur = c->ws ? v1_dur(c->ms, c->ws) : 0;
-	} else if (c->ms) {
-		v1_ts_dur(c, c->ms, c->ws);
-	} else if (c->mr) {
-		if (c->wr)
-			v1_ts_dur(c, c->wr, c->mr);
+		prod->ts = c->at[ZV1_MS]->ts_us;
+		prod->dur = c->at[ZV1_WS] ? v1_dur(c->at[ZV1_MS], c->at[ZV1_WS]) : 0;
+	} else if (c->at[ZV1_MS]) {
+		v1_ts_dur(c, c->at[ZV1_MS], c->at[ZV1_WS]);
+	} else if (c->at[ZV1_MR]) {
+		if (c->at[ZV1_WR])
+			v1_ts_dur(c, c->at[ZV1_WR], c->at[ZV1_MR]);
 		else
-			v1_ts_dur(c, c->mr, NULL);
+			v1_ts_dur(c, c->at[ZV1_MR], NULL);
 	} else {
-		if (c->ws)
-			v1_annotate(v1_for(c, part_ep(c->ws)), c->ws->ts_us, c->ws->key);
-		if (c->wr)
-			v1_annotate(v1_for(c, part_ep(c->wr)), c->wr->ts_us, c->wr->key);
+		if (c->at[ZV1_WS])
+			v1_annotate(v1_for(c, part_ep(c->at[ZV1_WS])), c->at[ZV1_WS]->ts_us, c->at[ZV1_WS]->key);
+		if (c->at[ZV1_WR])
+			v1_annotate(v1_for(c, part_ep(c->at[ZV1_WR])), c->at[ZV1_WR]->ts_us, c->at[ZV1_WR]->key);
 	}
 }
 

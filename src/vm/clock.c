@@ -101,13 +101,16 @@ int vm_tsc_sync(void)
 	r = tsc_rate(m - last_mono, t - last_tsc);	/* the true rate, lately */
 	last_tsc = t;
 	last_mono = m;
-	now = line_at(t);
-	err = (int64_t)(m - now);
+	err = (int64_t)(m - line_at(t));
 	if (err > STEP_NS || err < -STEP_NS) {
 		publish(t, m, r);
 		return 0;
 	}
-	/* over the next SLEW_NS the line advances SLEW_NS + err */
+	/* over the next SLEW_NS the line advances SLEW_NS + err, from where
+	 * it is now (not at t: this thread may have been preempted since,
+	 * and readers went on along the old line meanwhile) */
+	t = __rdtsc();
+	now = line_at(t);
 	publish(t, now, (uint64_t)(((__int128)r * (SLEW_NS + err)) / SLEW_NS));
 	return 0;
 }
@@ -121,15 +124,20 @@ uint64_t vm_tsc_now(const struct vm_env *env)
 	uint32_t s;
 
 	(void)env;
+	/* The TSC is read inside the sequence, not after it: a thread
+	 * interrupted between the two (a signal, a preemption) while the
+	 * line is re-anchored would put an old line's rate on a late TSC,
+	 * microseconds ahead of the new line, and the next reading (a
+	 * call's exit) would come out earlier than this one. */
 	do {
 		s = __atomic_load_n(&clk.seq, __ATOMIC_ACQUIRE);
 		tsc0 = __atomic_load_n(&clk.tsc0, __ATOMIC_RELAXED);
 		ns0 = __atomic_load_n(&clk.ns0, __ATOMIC_RELAXED);
 		mult = __atomic_load_n(&clk.mult, __ATOMIC_RELAXED);
+		t = __rdtsc();
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	} while ((s & 1) || s != __atomic_load_n(&clk.seq, __ATOMIC_RELAXED));
 	if (__builtin_expect(!mult, 0))
 		return mono_ns();
-	t = __rdtsc();
 	return tsc_line_ns(tsc0, ns0, mult, t);
 }

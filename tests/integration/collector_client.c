@@ -39,6 +39,12 @@
  *   partial-split  the same records in two batches, SEQ (the client's
  *            cs and cr) and SEQ+1 (the server's), so the span is merged
  *            from records the collector received apart
+ *   partial-instant  one batch of BlkKin partial records for trace (tag,
+ *            SEQ) whose durations test Zipkin's duration rule: span 0x20
+ *            client cs..cr 500 us with its server half's sr and ss in the
+ *            same nanosecond; 0x21 a server span of 400 ns inside one
+ *            microsecond; 0x22 a client span with cs = cr; 0x23 cr 1 us
+ *            before cs (a clock step); 0x24 sr..ss 2.5 us
  *   badspan  a batch of 3 spans whose second is corrupt: ACK rejected=1
  *   stats    a STATS frame, then a HELLO round trip
  *   corrupt-crc | corrupt-magic | corrupt-len | corrupt-batch | batch-first
@@ -532,6 +538,36 @@ static int cmd_partial(int split)
 	return ret;
 }
 
+/* Durations at the edges of the rule (common/zipkin_v1.h); t is the start
+ * of a microsecond. */
+static int cmd_partial_instant(void)
+{
+	static const struct {
+		uint64_t id;
+		const char *svc, *ev;
+		uint64_t at;		/* ns after t */
+	} p[] = {
+		{ 0x20, "frontend", "cs", 0 },	  { 0x20, "backend", "sr", 100000 },
+		{ 0x20, "backend", "ss", 100000 }, { 0x20, "frontend", "cr", 500000 },
+		{ 0x21, "backend", "sr", 1000200 }, { 0x21, "backend", "ss", 1000600 },
+		{ 0x22, "frontend", "cs", 2000000 }, { 0x22, "frontend", "cr", 2000000 },
+		{ 0x23, "frontend", "cs", 3001000 }, { 0x23, "frontend", "cr", 3000000 },
+		{ 0x24, "backend", "sr", 4000000 }, { 0x24, "backend", "ss", 4002500 },
+	};
+	uint64_t tag = agent_tag(agent_id), t = span_time_ns() / 1000 * 1000;
+	struct bbuf b = { 0 };
+	int fd = connect_to(addr), ret;
+
+	hello(fd, agent_id);
+	bb_u32(&b, sizeof(p) / sizeof(p[0]));
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+		add_rec(&b, tag, first_seq, p[i].id, 0, 0, SPAN_F_PARTIAL, "get", p[i].svc, p[i].ev,
+			t + p[i].at, NULL, NULL, t, 0);
+	ret = send_and_ack(fd, first_seq, &b);
+	free(b.p);
+	return ret;
+}
+
 static int cmd_badspan(void)
 {
 	uint64_t tag = agent_tag(agent_id), now = span_time_ns();
@@ -658,7 +694,7 @@ int main(int argc, char **argv)
 			die(err);
 	}
 	if (optind >= argc)
-		die("no command (hello, send, dup, partial, partial-split, badspan, stats, corrupt-*, check)");
+		die("no command (hello, send, dup, partial, partial-split, partial-instant, badspan, stats, corrupt-*, check)");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[optind], "hello")) {
 		int fd = connect_to(addr);
@@ -674,6 +710,8 @@ int main(int argc, char **argv)
 		return cmd_partial(0);
 	if (!strcmp(argv[optind], "partial-split"))
 		return cmd_partial(1);
+	if (!strcmp(argv[optind], "partial-instant"))
+		return cmd_partial_instant();
 	if (!strcmp(argv[optind], "badspan"))
 		return cmd_badspan();
 	if (!strcmp(argv[optind], "stats"))

@@ -8,10 +8,16 @@
 #   ctr_start DIR N: ctr_work /w N in DIR as root, in its own pid and
 #     mount namespaces: CTR_RUNTIME=unshare (the default: unshare -p -m -f
 #     --mount-proc + chroot, what a runtime does) or nspawn (systemd-nspawn,
-#     pivot_root: its root is not under fay's); its host pid in CPID once
+#     pivot_root: its root is not under fay's) or podman (an image of
+#     ctr_podman_image); its host pid in CPID once
 #     it wrote /w/ready (its pid in its namespace in CVPID).
 #   ctr_go DIR / ctr_done DIR / ctr_stop DIR: let it call, wait until it
 #     called, let it exit.
+#   ctr_podman_image DIR: a root in DIR (ctr_root) imported as a podman
+#     image (podman import of its tarball: no registry is reachable), run
+#     once to see podman runs it offline; its name in CTR_PODMAN_IMG.
+#     Non-zero with the reason in CTR_PODMAN_WHY when podman is absent or
+#     cannot run it.  ctr_podman_clean removes the image.
 need_root
 CW=$BUILD/tests/bin/ctr_work
 [ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
@@ -42,6 +48,11 @@ ctr_start() {
 	unshare)
 		timeout 300 nice -n 10 unshare -p -m -f --mount-proc="$r/proc" \
 			chroot "$r" /bin/ctr_work /w "$n" >"$T_TMP/ctr.out" 2>&1 & up=$! ;;
+	podman)
+		# an image ctr_podman_image made; /w bind-mounted; no network
+		timeout 300 nice -n 10 podman "${CTR_PODMAN_OPTS[@]}" run "${CTR_PODMAN_RUN[@]}" \
+			-v "$r/w:/w" "$CTR_PODMAN_IMG" /bin/ctr_work /w "$n" \
+			>"$T_TMP/ctr.out" 2>&1 & up=$! ;;
 	nspawn)
 		# no machined here (no systemd as pid 1): --register=no, and
 		# --keep-unit (no scope asked of systemd over D-Bus)
@@ -86,4 +97,34 @@ ctr_count() {
 	ctr_stop "$r"
 	wait_for 30 bash -c "! kill -0 $CPID"
 	cat "$T_TMP/q.out"
+}
+
+# podman as root without systemd as pid 1: cgroupfs, events in a file;
+# storage of its own under the test's directory (nothing left behind);
+# runc where installed (crun refuses a hybrid cgroup v1/v2 host); limits
+# no higher than podman's own (it lowers its RLIMIT_NPROC to 32768, and
+# the runtime may not raise it again)
+CTR_PODMAN_OPTS=(--cgroup-manager=cgroupfs --events-backend=file)
+command -v runc >/dev/null && CTR_PODMAN_OPTS+=(--runtime runc)
+CTR_PODMAN_RUN=(--rm --network=none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096)
+CTR_PODMAN_IMG=
+ctr_podman_image() {
+	local r=$1
+	command -v podman >/dev/null || { CTR_PODMAN_WHY="podman is not installed (apt-get install podman)"; return 1; }
+	CTR_PODMAN_OPTS+=(--root "$T_TMP/podman/root" --runroot "$T_TMP/podman/run")
+	ctr_root "$r"
+	tar -C "$r" -c . | podman "${CTR_PODMAN_OPTS[@]}" import - "localhost/fay-ctr-test:$$" \
+		>"$T_TMP/podman.out" 2>&1 ||
+		{ CTR_PODMAN_WHY="podman import failed: $(tail -3 "$T_TMP/podman.out")"; return 1; }
+	CTR_PODMAN_IMG=localhost/fay-ctr-test:$$
+	timeout 120 podman "${CTR_PODMAN_OPTS[@]}" run "${CTR_PODMAN_RUN[@]}" "$CTR_PODMAN_IMG" \
+		/bin/ctr_work /nonexistent >"$T_TMP/podman.out" 2>&1
+	# ctr_work's usage answer (2) says the container ran
+	[ $? -eq 2 ] || { CTR_PODMAN_WHY="podman cannot run a container here: $(tail -3 "$T_TMP/podman.out")"; return 1; }
+}
+ctr_podman_clean() {
+	[ -n "$CTR_PODMAN_IMG" ] || return 0
+	podman "${CTR_PODMAN_OPTS[@]}" rmi -f "$CTR_PODMAN_IMG" >/dev/null 2>&1
+	podman "${CTR_PODMAN_OPTS[@]}" system reset -f >/dev/null 2>&1
+	CTR_PODMAN_IMG=
 }

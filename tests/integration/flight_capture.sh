@@ -13,7 +13,9 @@
 #    has no flight buffer, h3 is not connected;
 #  - fay capture --last DUR after a pause returns exactly the spans of the
 #    requests run since, none of before, and --service filters;
-#  - GET /api/captures lists the captures; --help is a manual.
+#  - GET /api/captures lists the captures; --help is a manual;
+#  - a capture rule (--when) is still there after the collector restarts,
+#    and a dropped one is not.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 WL=$BUILD/tests/bin/flight_workload
@@ -173,4 +175,21 @@ ok "fay capture --list prints them" [ "$(grep -c '^capture ' "$T_TMP/list.out")"
 curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"trace_id":"xyz"}' "$URL/api/captures" >"$T_TMP/bad.code"
 ok "a bad trace id: 400" [ "$(cat "$T_TMP/bad.code")" = 400 ]
 ok "the collector runs on" coll_alive
+
+# ---- a capture rule outlives the collector -----------------------------------------
+"$FAY" capture --cluster "$URL" --when 'sp.duration > 10s' --name keepme --per-second 3 \
+	>"$T_TMP/rule.out" 2>&1
+ok "fay capture --when registers a rule" grep -q "^capture rule keepme: " "$T_TMP/rule.out"
+coll_stop
+coll_start "$T_TMP/c.db" || { fail "the collector starts again" "$(tail "$T_TMP/collector.log")"; done_testing; exit; }
+curl -s "$URL/api/captures/rules" >"$T_TMP/rules.json"
+ok "after a restart the rule is there, as registered" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["rules"]
+assert [(x["name"], x["expr"], x["per_s"]) for x in r] == [("keepme", "sp.duration > 10s", 3)], r
+' "$T_TMP/rules.json" || diag "$(cat "$T_TMP/rules.json")"
+"$FAY" capture --cluster "$URL" --drop keepme >/dev/null 2>&1
+coll_stop
+coll_start "$T_TMP/c.db"
+ok "a dropped rule stays dropped" [ "$(curl -s "$URL/api/captures/rules")" = '{"rules":[]}' ]
 done_testing

@@ -91,7 +91,7 @@ int main(void)
 	is_int(add(m, &r, &out, 5, 51, "mapper", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 500), 1, "cr ends the child");
 	is_int(out.f.kind, SPAN_KIND_CLIENT, "the child is a client span");
 	is_u64(out.f.start_ns, t0 + 10, "from cs");
-	is_u64(out.f.duration_ns, 490, "to cr");
+	is_u64(out.f.duration_ns, 1000, "to cr: 490 ns, under 1 us, is 1 us (Zipkin's rule)");
 	ok(!(out.f.flags & SPAN_F_PARTIAL), "a whole span");
 	is_int(add(m, &r, &out, 5, 50, "mapper", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 1000), 1, "ss ends the span");
 	whole = out;
@@ -115,7 +115,17 @@ int main(void)
 	is_int(out.f.kind, SPAN_KIND_SERVER, "the server side of a shared id");
 	is_int(add(m, &r, &out, 6, 60, "vm-client", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 9), 1,
 	       "and its client side, apart");
-	is_u64(out.f.duration_ns, 9, "the client's duration");
+	is_u64(out.f.duration_ns, 1000, "the client's duration (9 ns: 1 us)");
+	/* the duration rule (common/zipkin_v1.h), as the store applies it */
+	add(m, &r, &out, 8, 80, "mapper", SPAN_ITEM_EVENT, "sr", NULL, 0, t0 + 3000);
+	add(m, &r, &out, 8, 80, "mapper", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 3000);
+	is_u64(out.f.duration_ns, 1000, "sr = ss in the same ns: 1 us, not 0 (no duration)");
+	add(m, &r, &out, 8, 81, "mapper", SPAN_ITEM_EVENT, "cs", NULL, 0, t0 + 3000);
+	add(m, &r, &out, 8, 81, "mapper", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 5500);
+	is_u64(out.f.duration_ns, 2500, "over 1 us: the nanoseconds as they are");
+	add(m, &r, &out, 8, 82, "mapper", SPAN_ITEM_EVENT, "cs", NULL, 0, t0 + 3000);
+	add(m, &r, &out, 8, 82, "mapper", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 2000);
+	is_u64(out.f.duration_ns, 0, "cr before cs (the clock stepped back): no duration");
 	is_u64(spanmerge_dropped(m), 0, "nothing given up yet");
 
 	/* many spans in flight, ended in another order: every one once */
@@ -123,8 +133,8 @@ int main(void)
 		add(m, &r, &out, 7, 100 + i, "composer", SPAN_ITEM_EVENT, "sr", NULL, 0, t0 + i);
 	for (uint64_t i = 40; i-- > 0;)
 		got += add(m, &r, &out, 7, 100 + i, "composer", SPAN_ITEM_EVENT, "ss", NULL, 0,
-			   t0 + 100 + i) == 1 && out.f.span_id == 100 + i &&
-		       out.f.duration_ns == 100;
+			   t0 + 10000 + i) == 1 && out.f.span_id == 100 + i &&
+		       out.f.duration_ns == 10000;
 	is_int(got, 40, "40 spans in flight, each out once with its own duration");
 
 	/* the TTL: an old open span goes when room is needed */

@@ -32,7 +32,7 @@ static struct spanrec mk(struct rec *r, uint64_t span, const char *svc, const ch
 	r->f.trace_lo = 77;
 	r->f.span_id = span;
 	r->f.start_ns = 1000 * span + (annot && annot[1] == 'r' && annot[0] == 'c' ? 500 : 0) +
-			(annot && !strcmp(annot, "ss") ? 300 : 0);
+			(annot && !strcmp(annot, "ss") ? 3000 : 0);
 	r->f.duration_ns = partial ? 0 : 2000;
 	r->f.flags = partial ? SPAN_F_PARTIAL | SPAN_F_SAMPLED : SPAN_F_SAMPLED;
 	r->f.nitems = 1;
@@ -153,7 +153,7 @@ int main(void)
 	s = mk(&r, 2, "mapper", "map", true, "ss", NULL, NULL);
 	spantap_feed(t, &s, "mapper", 1);
 	is_int((int)count(&mapper, 0), 1, "its end makes one whole span");
-	is_int((int)count(&mapper, 1), 300, "with the duration from sr to ss");
+	is_int((int)count(&mapper, 1), 3000, "with the duration from sr to ss");
 	/* libfay spans of composer (no endpoint: the process's service) */
 	for (int i = 0; i < 10; i++) {
 		s = mk(&r, 100 + (uint64_t)i, NULL, "object", false, NULL, "object", i % 2 ? "o1" : "o2");

@@ -71,7 +71,7 @@ static void test_fill(void)
 				  "tr: sp.trace_id, s: sp.span_id, pa: sp.parent_id, pid: sp.pid, "
 				  "e: sp.error, k: sp.kind, n: sp.name, sv: sp.service, "
 				  "o: sp.tag(\"object\"), z: sp.tag(\"size\"), x: sp.tag(\"absent\"), "
-				  "o2: sp.tag(\"object\")}", &p);
+				  "o2: sp.tag(\"object\"), th: sp.trace_id_hi}", &p);
 	struct rec r = { 0 };
 	struct spanrec sr;
 	unsigned char *ctx;
@@ -119,7 +119,8 @@ static void test_fill(void)
 	is_str(str_at(ctx, col_field(p, 10)), "obj-2", "a string tag (last value)");
 	is_str(str_at(ctx, col_field(p, 11)), "-16384", "an integer tag in decimal");
 	is_str(str_at(ctx, col_field(p, 12)), "", "an absent tag is empty");
-	ok(!memchr(ctx + 64, 0xa5, (size_t)p->ctx_size - 64), "every byte written (strings NUL padded)");
+	is_u64(u64_at(ctx, col_field(p, 14)), 7, "trace_id_hi: the high 64 bits");
+	ok(!memchr(ctx, 0xa5, (size_t)p->ctx_size), "every byte written (strings NUL padded)");
 
 	/* an endpoint names the service; an "error" tag makes an error; a
 	 * long name is cut to its slot */

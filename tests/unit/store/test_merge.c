@@ -142,6 +142,7 @@ static void same_microsecond(void)
 		ann("backend", "ss", 6100), ann("frontend", "cr", 6300),
 	};
 	struct zs_part r[] = { ann("frontend", "cs", 7000), ann("frontend", "cr", 7000) };
+	struct zs_part back[] = { ann("frontend", "cs", 8000), ann("frontend", "cr", 7900) };
 	const struct zspan *v;
 	struct zspan *s;
 	int n = zparts_merge(p, 2, &A, &s);
@@ -156,6 +157,9 @@ static void same_microsecond(void)
 	ok(v && v->duration_us == 300, "its client half: cr - cs as before");
 	n = zparts_merge(r, 2, &A, &s);
 	is_u64(n == 1 ? s[0].duration_us : 0, 1, "cs = cr: duration 1 us");
+	n = zparts_merge(back, 2, &A, &s);
+	ok(n == 1 && s[0].timestamp_us == 8000 && !s[0].duration_us,
+	   "cr before cs (the clock stepped back): no duration, as zipkin2's builder");
 }
 
 static void loopback(void)

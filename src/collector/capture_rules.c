@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Capture rules (capture_rules.h): each rule's streaming cluster query
+ * runs on a thread of its own (cluster_query_run(), retried while no
+ * agent can run it); its rows become pending captures, which one capture
+ * thread makes when they are due (capture_make()).  One mutex guards the
+ * rules' counts, the pending list and the recent trace ids.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cluster/cluster.h"
+#include "cluster/standing.h"
+#include "collector/capture_rules.h"
+#include "collector/http_int.h"
+#include "common/clock.h"
+#include "common/file_atomic.h"
+#include "common/log.h"
+#include "common/prom.h"
+#include "engine/driver.h"
+
+#define CR_RETRY_MS	2000
+#define CR_SOURCE	"rule"
+/* The query around a rule's predicate: the predicate alone on line 2,
+ * so that its errors' columns are the rule's own. */
+#define CR_HEAD		"from sp in spans where\n"
+#define CR_TAIL		"\nselect { hi: sp.trace_id_hi, lo: sp.trace_id, " \
+			"end_ns: sp.time + sp.duration, span: sp.name }"
+#define CR_NCOLS	4
+
+struct crule {
+	struct crules *rs;
+	char name[CRULES_NAME_MAX + 1];
+	char *expr, *text;
+	unsigned per_s, settle_ms;
+	uint64_t created_ms;
+	struct query *q;
+	const struct plan *p;
+	volatile int stop;
+	pthread_t thread;
+	/* under rs->lock */
+	uint64_t matches, captures, deduped, over_budget;
+	double tokens;
+	uint64_t tokens_ns;
+	int running;
+	struct crule *next;
+};
+
+struct cpend {
+	struct cpend *next;
+	uint64_t hi, lo, due_ns, matched_ns, span_end_ns;
+	char rule[CRULES_NAME_MAX + 1];
+	char host[WIRE_HOST_MAX + 1];
+	char span[QUERY_STR_MAX + 1];
+};
+
+struct crules {
+	struct collector *c;
+	char dir[4096];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct crule *list;
+	unsigned n;
+	struct cpend *pend;		/* in due order (sorted on insert: rules
+					 * have settle times of their own) */
+	unsigned npend;
+	uint64_t recent[CRULES_RECENT][2];	/* trace ids pending or captured */
+	unsigned nrecent, recent_at;
+	int stop;
+	pthread_t thread;
+};
+
+/* ---- definitions on disk ------------------------------------------------- */
+
+/* Write rules.json whole.  Under rs->lock. */
+static int save(struct crules *rs)
+{
+	json_t *a = json_array(), *doc;
+	char path[4200], *text;
+	int err;
+
+	for (struct crule *r = rs->list; a && r; r = r->next)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:I}", "name", r->name,
+			"expr", r->expr, "per_s", (int)r->per_s, "settle_ms", (int)r->settle_ms,
+			"created_ms", (json_int_t)r->created_ms));
+	doc = a ? json_pack("{s:o}", "rules", a) : NULL;
+	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+	json_decref(doc);
+	if (!text)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/rules.json", rs->dir);
+	err = file_write_atomic(path, text, strlen(text), 0600, 0);
+	free(text);
+	return err;
+}
+
+/* ---- matches ----------------------------------------------------------- */
+
+/* Is trace (hi, lo) pending or captured lately?  Under rs->lock. */
+static bool recent_has(const struct crules *rs, uint64_t hi, uint64_t lo)
+{
+	for (unsigned i = 0; i < rs->nrecent; i++)
+		if (rs->recent[i][0] == hi && rs->recent[i][1] == lo)
+			return true;
+	return false;
+}
+
+static void recent_add(struct crules *rs, uint64_t hi, uint64_t lo)
+{
+	rs->recent[rs->recent_at][0] = hi;
+	rs->recent[rs->recent_at][1] = lo;
+	rs->recent_at = (rs->recent_at + 1) % CRULES_RECENT;
+	if (rs->nrecent < CRULES_RECENT)
+		rs->nrecent++;
+}
+
+/* Take a token of r's budget.  Under rs->lock. */
+static bool budget_take(struct crule *r, uint64_t now)
+{
+	r->tokens += (double)(now - r->tokens_ns) * r->per_s / 1e9;
+	if (r->tokens > r->per_s)
+		r->tokens = r->per_s;
+	r->tokens_ns = now;
+	if (r->tokens < 1)
+		return false;
+	r->tokens -= 1;
+	return true;
+}
+
+/* A row of r's query: {"type":"row","host":H,"values":[hi,lo,end_ns,span]}. */
+static void on_row(struct crule *r, json_t *j)
+{
+	struct crules *rs = r->rs;
+	json_t *v = json_object_get(j, "values");
+	const char *host = json_string_value(json_object_get(j, "host"));
+	const char *span = json_string_value(json_array_get(v, 3));
+	uint64_t hi = (uint64_t)json_integer_value(json_array_get(v, 0));
+	uint64_t lo = (uint64_t)json_integer_value(json_array_get(v, 1));
+	uint64_t now = clock_monotonic_ns();
+	struct cpend *pd, **pp;
+
+	if (json_array_size(v) != CR_NCOLS || (!hi && !lo))
+		return;
+	pthread_mutex_lock(&rs->lock);
+	r->matches++;
+	if (recent_has(rs, hi, lo)) {
+		r->deduped++;
+		goto out;
+	}
+	if (rs->npend >= CRULES_PENDING || !budget_take(r, now) ||
+	    !(pd = calloc(1, sizeof(*pd)))) {
+		r->over_budget++;
+		goto out;
+	}
+	recent_add(rs, hi, lo);
+	pd->hi = hi;
+	pd->lo = lo;
+	pd->due_ns = now + (uint64_t)r->settle_ms * 1000000u;
+	pd->matched_ns = clock_realtime_ns();
+	pd->span_end_ns = (uint64_t)json_integer_value(json_array_get(v, 2));
+	snprintf(pd->rule, sizeof(pd->rule), "%s", r->name);
+	snprintf(pd->host, sizeof(pd->host), "%s", host ? host : "");
+	snprintf(pd->span, sizeof(pd->span), "%s", span ? span : "");
+	for (pp = &rs->pend; *pp && (*pp)->due_ns <= pd->due_ns; pp = &(*pp)->next)
+		;
+	pd->next = *pp;
+	*pp = pd;
+	rs->npend++;
+	pthread_cond_broadcast(&rs->cond);
+out:
+	pthread_mutex_unlock(&rs->lock);
+}
+
+static int on_line(void *ctx, const char *json, size_t len)
+{
+	struct crule *r = ctx;
+	json_t *j = json_loadb(json, len, 0, NULL), *t = json_object_get(j, "type");
+
+	if (json_is_string(t) && !strcmp(json_string_value(t), "row"))
+		on_row(r, j);
+	json_decref(j);
+	return r->stop ? -EPIPE : 0;
+}
+
+static void set_running(struct crule *r, int running)
+{
+	pthread_mutex_lock(&r->rs->lock);
+	r->running = running;
+	pthread_mutex_unlock(&r->rs->lock);
+}
+
+/* A rule's thread: its query on every agent, again while none can. */
+static void *rule_main(void *arg)
+{
+	struct crule *r = arg;
+	struct cluster_qopts o = { .all = true };
+	struct qengine_env env = { .emit = on_line, .ctx = r, .stop = &r->stop };
+
+	while (!r->stop) {
+		char err[2048] = "";
+		int ret;
+
+		set_running(r, 1);
+		ret = cluster_query_run(r->rs->c->cluster, r->q, r->p, r->text, &o, &env,
+					err, sizeof(err));
+		set_running(r, 0);
+		if (r->stop)
+			break;
+		if (ret)
+			pr_debug("capture rule %s: %s; trying again", r->name,
+				 err[0] ? err : strerror(-ret));
+		for (int w = 0; w < CR_RETRY_MS && !r->stop; w += 50)
+			poll(NULL, 0, 50);
+	}
+	return NULL;
+}
+
+/* ---- the capture thread ------------------------------------------------ */
+
+static void *capture_main(void *arg)
+{
+	struct crules *rs = arg;
+
+	pthread_mutex_lock(&rs->lock);
+	while (!rs->stop) {
+		struct cpend *pd = rs->pend;
+		uint64_t now = clock_monotonic_ns();
+
+		if (!pd || pd->due_ns > now) {
+			uint64_t wait = pd ? pd->due_ns - now : 200000000u, t;
+			struct timespec ts;
+
+			if (wait > 200000000u)
+				wait = 200000000u;
+			t = clock_realtime_ns() + wait;
+			ts.tv_sec = (time_t)(t / 1000000000u);
+			ts.tv_nsec = (long)(t % 1000000000u);
+			pthread_cond_timedwait(&rs->cond, &rs->lock, &ts);
+			continue;
+		}
+		rs->pend = pd->next;
+		rs->npend--;
+		pthread_mutex_unlock(&rs->lock);
+		{
+			struct cluster_capture_req cr = { .kind = WIRE_CK_TRACE, .trace_hi = pd->hi,
+							  .trace_lo = pd->lo };
+			struct capture_trigger tr = { .rule = pd->rule, .host = pd->host,
+						      .span = pd->span,
+						      .span_end_ns = pd->span_end_ns,
+						      .matched_ns = pd->matched_ns };
+			char by[300];
+			int status;
+			json_t *acc;
+
+			snprintf(by, sizeof(by), "rule %s: span %.64s on %.64s, trace %016" PRIx64
+				 "%016" PRIx64, pd->rule, pd->span, pd->host, pd->hi, pd->lo);
+			acc = capture_make(rs->c, &cr, by, &tr, &status);
+			if (!acc)
+				pr_warn("capture rule %s: out of memory for a capture", pd->rule);
+			json_decref(acc);
+		}
+		pthread_mutex_lock(&rs->lock);
+		for (struct crule *r = rs->list; r; r = r->next)
+			if (!strcmp(r->name, pd->rule))
+				r->captures++;
+		free(pd);
+	}
+	pthread_mutex_unlock(&rs->lock);
+	return NULL;
+}
+
+/* ---- rules ------------------------------------------------------------- */
+
+static void rule_free(struct crule *r)
+{
+	if (!r)
+		return;
+	query_free(r->q);
+	free(r->expr);
+	free(r->text);
+	free(r);
+}
+
+/* The error of planning r->text, told in the rule's own lines: the
+ * predicate is the query's line 2 on (CR_HEAD). */
+static void rule_error(const struct crule *r, char *err, size_t errlen, int *line, int *col)
+{
+	struct query_opts qo = { .sz = sizeof(qo), .cluster = true };
+	struct query *tmp = query_new(CR_SOURCE, r->text, strlen(r->text), &qo);
+	const struct plan *p;
+	const char *msg, *s = r->expr;
+	int l = 0, c = 0, nl = 1;
+	size_t n, len;
+
+	if (!tmp || !query_plan(tmp, &p) || !(msg = query_error_msg(tmp))) {
+		query_free(tmp);
+		return;		/* err holds engine_plan_text()'s message */
+	}
+	query_error_pos(tmp, &l, &c);
+	for (const char *x = s; *x; x++)
+		nl += *x == '\n';
+	if (l < 2) {			/* in CR_HEAD: the rule's start */
+		l = 1;
+		c = 1;
+	} else if (l - 1 > nl) {	/* in CR_TAIL: just after the rule's end */
+		l = nl;
+		c = 0;
+	} else {
+		l -= 1;
+	}
+	for (int i = 1; i < l; i++)
+		s = strchr(s, '\n') + 1;
+	len = strcspn(s, "\n");
+	if (c == 0)
+		c = (int)len + 1;
+	n = (size_t)snprintf(err, errlen, "%s:%d:%d: error: %s\n%.*s\n", CR_SOURCE, l, c, msg,
+			     (int)len, s);
+	for (int i = 0; i < c - 1 && n + 3 < errlen; i++)
+		err[n++] = (size_t)i < len && s[i] == '\t' ? '\t' : ' ';
+	if (n + 2 < errlen) {
+		err[n++] = '^';
+		err[n++] = '\n';
+		err[n] = '\0';
+	}
+	*line = l;
+	*col = c;
+	query_free(tmp);
+}
+
+/* Compile and start a rule (not yet in the list). */
+static struct crule *rule_start(struct crules *rs, const char *name, const char *expr,
+				unsigned per_s, unsigned settle_ms, uint64_t created_ms,
+				char *err, size_t errlen, int *line, int *col)
+{
+	struct query_opts qo = { .sz = sizeof(qo), .cluster = true };
+	struct crule *r = calloc(1, sizeof(*r));
+	size_t len = strlen(CR_HEAD) + strlen(expr) + strlen(CR_TAIL) + 1;
+
+	*line = *col = 0;
+	if (!r || !(r->expr = strdup(expr)) || !(r->text = malloc(len))) {
+		rule_free(r);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(r->text, len, "%s%s%s", CR_HEAD, expr, CR_TAIL);
+	r->rs = rs;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->per_s = per_s;
+	r->settle_ms = settle_ms;
+	r->created_ms = created_ms;
+	r->tokens = per_s;
+	r->tokens_ns = clock_monotonic_ns();
+	r->q = engine_plan_text(CR_SOURCE, r->text, strlen(r->text), &qo, &r->p, err, errlen);
+	if (!r->q) {
+		rule_error(r, err, errlen, line, col);
+		rule_free(r);
+		return NULL;
+	}
+	/* the predicate alone: no clause of its own (group, window, limit) */
+	if (r->p->mode != PLAN_STREAM || r->p->ncols != CR_NCOLS || r->p->window_ns ||
+	    r->p->limit) {
+		snprintf(err, errlen, "a capture rule is a predicate over spans "
+			 "(sp.duration > 50ms && sp.name == \"write\"), nothing more");
+		rule_free(r);
+		return NULL;
+	}
+	if (pthread_create(&r->thread, NULL, rule_main, r)) {
+		snprintf(err, errlen, "cannot start a thread");
+		rule_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void rule_stop(struct crule *r)
+{
+	r->stop = 1;
+	pthread_join(r->thread, NULL);
+	rule_free(r);
+}
+
+int crules_add(struct crules *rs, const char *name, const char *expr, unsigned per_s,
+	       unsigned settle_ms, char *err, size_t errlen, int *line, int *col)
+{
+	struct crule *r;
+	int ret;
+
+	*line = *col = 0;
+	if (!standing_name_ok(name)) {
+		snprintf(err, errlen, "a rule's name is 1 to %d of [A-Za-z0-9_]", CRULES_NAME_MAX);
+		return -EINVAL;
+	}
+	if (per_s < 1 || per_s > CRULES_PER_S_MAX || settle_ms > CRULES_SETTLE_MS_MAX) {
+		snprintf(err, errlen, "per_s: 1 to %d captures a second; settle_ms: 0 to %d",
+			 CRULES_PER_S_MAX, CRULES_SETTLE_MS_MAX);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&rs->lock);
+	for (r = rs->list; r; r = r->next)
+		if (!strcmp(r->name, name))
+			break;
+	ret = r ? -EEXIST : rs->n >= CRULES_MAX ? -ENOSPC : 0;
+	pthread_mutex_unlock(&rs->lock);
+	if (ret == -EEXIST)
+		snprintf(err, errlen, "a rule named %s exists (drop it first)", name);
+	else if (ret)
+		snprintf(err, errlen, "%d rules already (drop one)", CRULES_MAX);
+	if (ret)
+		return ret;
+	r = rule_start(rs, name, expr, per_s, settle_ms, clock_realtime_ns() / 1000000u,
+		       err, errlen, line, col);
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&rs->lock);
+	r->next = rs->list;
+	rs->list = r;
+	rs->n++;
+	ret = save(rs);
+	pthread_mutex_unlock(&rs->lock);
+	if (ret) {
+		snprintf(err, errlen, "%s/rules.json: %s", rs->dir, strerror(-ret));
+		crules_drop(rs, name);
+	}
+	return ret;
+}
+
+int crules_drop(struct crules *rs, const char *name)
+{
+	struct crule *r = NULL;
+	int ret;
+
+	pthread_mutex_lock(&rs->lock);
+	for (struct crule **pp = &rs->list; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->name, name)) {
+			r = *pp;
+			*pp = r->next;
+			rs->n--;
+			break;
+		}
+	ret = r ? save(rs) : 0;
+	pthread_mutex_unlock(&rs->lock);
+	if (!r)
+		return -ENOENT;
+	if (ret)
+		pr_warn("capture rule %s dropped, but %s/rules.json not rewritten: %s", name,
+			rs->dir, strerror(-ret));
+	rule_stop(r);
+	return 0;
+}
+
+json_t *crules_list(struct crules *rs)
+{
+	json_t *a = json_array();
+
+	pthread_mutex_lock(&rs->lock);
+	for (struct crule *r = rs->list; a && r; r = r->next)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:b}",
+			"name", r->name, "expr", r->expr, "per_s", (int)r->per_s,
+			"settle_ms", (int)r->settle_ms, "created_ms", (json_int_t)r->created_ms,
+			"matches", (json_int_t)r->matches, "captures", (json_int_t)r->captures,
+			"deduplicated", (json_int_t)r->deduped,
+			"over_budget", (json_int_t)r->over_budget, "running", r->running));
+	pthread_mutex_unlock(&rs->lock);
+	return a;
+}
+
+void crules_metrics(struct crules *rs, FILE *f)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fam[] = {
+		{ "fay_capture_rule_matches_total", "Spans a capture rule matched",
+		  offsetof(struct crule, matches) },
+		{ "fay_capture_rule_captures_total", "Captures a capture rule made",
+		  offsetof(struct crule, captures) },
+		{ "fay_capture_rule_deduplicated_total",
+		  "Matches of a trace already pending or captured", offsetof(struct crule, deduped) },
+		{ "fay_capture_rule_over_budget_total",
+		  "Matches dropped: over the rule's captures per second",
+		  offsetof(struct crule, over_budget) },
+	};
+
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->lock);
+	for (size_t i = 0; rs->list && i < sizeof(fam) / sizeof(fam[0]); i++) {
+		prom_family(f, fam[i].name, "counter", fam[i].help);
+		for (struct crule *r = rs->list; r; r = r->next) {
+			fprintf(f, "%s{rule=\"", fam[i].name);
+			prom_label(f, r->name);
+			fprintf(f, "\"} %" PRIu64 "\n",
+				*(const uint64_t *)((const char *)r + fam[i].off));
+		}
+	}
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/* ---- the registry --------------------------------------------------------- */
+
+/* Start the rules of rules.json (a rule that no longer compiles is
+ * warned about and left in the file). */
+static int load(struct crules *rs, char *err, size_t errlen)
+{
+	char path[4200];
+	json_error_t je;
+	json_t *doc, *a, *v;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/rules.json", rs->dir);
+	doc = json_load_file(path, 0, &je);
+	if (!doc) {
+		struct stat st;
+
+		if (stat(path, &st) && errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
+		return -EINVAL;
+	}
+	a = json_object_get(doc, "rules");
+	json_array_foreach(a, i, v) {
+		const char *name = json_string_value(json_object_get(v, "name"));
+		const char *expr = json_string_value(json_object_get(v, "expr"));
+		char why[2048];
+		int line, col;
+		struct crule *r;
+
+		if (!name || !expr || !standing_name_ok(name))
+			continue;
+		r = rule_start(rs, name, expr,
+			       (unsigned)json_integer_value(json_object_get(v, "per_s")),
+			       (unsigned)json_integer_value(json_object_get(v, "settle_ms")),
+			       (uint64_t)json_integer_value(json_object_get(v, "created_ms")),
+			       why, sizeof(why), &line, &col);
+		if (!r) {
+			pr_warn("capture rule %s of %s not started: %s", name, path, why);
+			continue;
+		}
+		if (r->per_s < 1 || r->per_s > CRULES_PER_S_MAX)
+			r->per_s = CRULES_PER_S_DEFAULT;
+		r->next = rs->list;
+		rs->list = r;
+		rs->n++;
+	}
+	json_decref(doc);
+	return 0;
+}
+
+struct crules *crules_new(struct collector *c, const char *dir, char *err, size_t errlen)
+{
+	struct crules *rs = calloc(1, sizeof(*rs));
+
+	if (!rs) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	rs->c = c;
+	snprintf(rs->dir, sizeof(rs->dir), "%s", dir);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		free(rs);
+		return NULL;
+	}
+	pthread_mutex_init(&rs->lock, NULL);
+	pthread_cond_init(&rs->cond, NULL);
+	if (pthread_create(&rs->thread, NULL, capture_main, rs)) {
+		snprintf(err, errlen, "cannot start a thread");
+		pthread_cond_destroy(&rs->cond);
+		pthread_mutex_destroy(&rs->lock);
+		free(rs);
+		return NULL;
+	}
+	if (load(rs, err, errlen)) {
+		crules_free(rs);
+		return NULL;
+	}
+	return rs;
+}
+
+void crules_free(struct crules *rs)
+{
+	if (!rs)
+		return;
+	while (rs->list) {
+		struct crule *r = rs->list;
+
+		rs->list = r->next;
+		rule_stop(r);
+	}
+	pthread_mutex_lock(&rs->lock);
+	rs->stop = 1;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->lock);
+	pthread_join(rs->thread, NULL);
+	while (rs->pend) {
+		struct cpend *pd = rs->pend;
+
+		rs->pend = pd->next;
+		free(pd);
+	}
+	pthread_cond_destroy(&rs->cond);
+	pthread_mutex_destroy(&rs->lock);
+	free(rs);
+}
