@@ -101,7 +101,7 @@ agent() {
 }
 hosts() { "${CURL[@]}" -H 'Authorization: Bearer rt' "$URL/api/ui/hosts"; }
 agent good --tls-ca "$C/ca.pem" --tls-cert "$C/agent.pem" --tls-key "$C/agent.key"
-ok "an agent with TLS, its certificate and a token: connected" wait_for 15 bash -c "$(declare -f hosts); CURL=(${CURL[*]}); URL=$URL; hosts | grep -q '\"host\":\"good\"'"
+ok "an agent with TLS, its certificate and a token: connected" wait_for 30 bash -c "$(declare -f hosts); CURL=(${CURL[*]}); URL=$URL; hosts | grep -q '\"host\":\"good\"'"
 agent nocert --tls-ca "$C/ca.pem"
 agent rogue --tls-ca "$C/rogue.pem" --tls-cert "$C/agent.pem" --tls-key "$C/agent.key"
 agent plain
@@ -122,7 +122,7 @@ ok "the collector runs on" "${CURL[@]}" -sf "$URL/health" -o /dev/null
 	>>"$T_TMP/child.log" 2>&1 &
 T_PIDS+=($!)
 ok "a child collector with --parent-tls-ca: linked to its parent over TLS" \
-	wait_for 15 bash -c "'${CURL[0]}' -s --cacert '$C/ca.pem' -H 'Authorization: Bearer rt' $URL/api/cluster/peers | grep -q '\"host\":\"child1\"'"
+	wait_for 30 bash -c "'${CURL[0]}' -s --cacert '$C/ca.pem' -H 'Authorization: Bearer rt' $URL/api/cluster/peers | grep -q '\"host\":\"child1\"'"
 
 # ---- OTLP/gRPC over TLS ----
 if command -v node >/dev/null && [ -d "$TOP/tests/otlp/node_modules/@grpc" ]; then
@@ -145,7 +145,7 @@ ok "after a restart of the collector the agent reconnects over TLS" \
 if [ "$(id -u)" = 0 ]; then
 	printf 'pt\n' >"$T_TMP/probe.tok" && chmod 600 "$T_TMP/probe.tok"
 	ok "the agent's query connection came up over TLS" \
-		wait_for 15 bash -c "'${CURL[0]}' -s --cacert '$C/ca.pem' -H 'Authorization: Bearer rt' $URL/api/cluster/peers | grep -q '\"host\":\"good\"'"
+		wait_for 30 bash -c "'${CURL[0]}' -s --cacert '$C/ca.pem' -H 'Authorization: Bearer rt' $URL/api/cluster/peers | grep -q '\"host\":\"good\"'"
 	( for i in $(seq 400); do /bin/true; done ) &
 	timeout 30 "$FAY" query --cluster "$URL" --tls-ca "$C/ca.pem" --token-file "$T_TMP/probe.tok" \
 		'from c in cluster.syscall("getppid") select { n: count() } for 2s' \
