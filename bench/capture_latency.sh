@@ -27,11 +27,6 @@ HOP=$BUILD/tests/bin/flight_hop
 [ -x "$HOP" ] || { echo "no $HOP: make" >&2; exit 1; }
 ns_init
 for h in coll h1 h2 h3; do ns_add $h || exit 1; done
-in_ns() {
-	local h=$1; shift
-	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@" &
-	T_PIDS+=($!)
-}
 URL=http://127.0.0.1:9411
 # listening on a network needs tokens (the collector refuses otherwise)
 printf 'agt write agents\ncli read,write,probe client\n' >"$T_TMP/tokens"
@@ -43,7 +38,7 @@ ns_bg coll timeout 900 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9
 wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health" || exit 1
 for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	in_ns $h timeout 900 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
+	ns_enter_bg $h timeout 900 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
 		--flight 16M --shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" \
 		--token-file "$T_TMP/agent.tok" --flush-interval 20ms >"$T_TMP/$h.log" 2>&1
 done
@@ -68,11 +63,11 @@ for settle in $SETTLES; do
 	for h in h3 h2; do
 		next=()
 		[ $h = h2 ] && next=(--next "$(ns_ip h3):$port")
-		in_ns $h env FAY_SHM_DIR="$T_TMP/$h/shm" FAY_SAMPLE=1000 FAY_RECORD=all \
+		ns_enter_bg $h env FAY_SHM_DIR="$T_TMP/$h/shm" FAY_SAMPLE=1000 FAY_RECORD=all \
 			timeout 600 nice -n 10 "$HOP" --serve $port "${next[@]}" --service $h
 		wait_for 30 listening $h $port
 	done
-	nsenter --net="/run/netns/$NS_PREFIX-h1" env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
+	ns_enter h1 env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
 		FAY_RECORD=all timeout 600 nice -n 10 "$HOP" --client "$(ns_ip h2):$port" --service h1 \
 		--requests "$REQ" --slow-every "$EVERY" --slow-ms 200 --pause-us 20000 >"$T_TMP/req.out"
 	want=$(awk '$2 == 1 && $3 == 0' "$T_TMP/req.out" | wc -l)

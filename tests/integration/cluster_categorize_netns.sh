@@ -46,17 +46,9 @@ ok "an agent refuses a cgroup that does not exist, naming it" \
 	bash -c '"$1" agent --cgroup /fay-no-such-cgroup --collector 127.0.0.1:1 2>&1 |
 		grep -q "no such cgroup.*fay-no-such-cgroup"; [ "${PIPESTATUS[0]}" = 2 ]' _ "$FAY"
 
-# `ip netns exec` mounts a sysfs of the namespace's own, without the
-# cgroup2 file system below it: agents and workloads enter the network
-# namespace alone (nsenter), keeping the host's /sys as a real host has
-in_ns() {
-	local h=$1; shift
-	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@" &
-	T_PIDS+=($!)
-}
 for h in $HOSTS; do
 	mkdir -p "$T_TMP/$h" "$CG/fay$$-$h"
-	in_ns $h "$FAY" agent --collector "$(ns_ip coll):9410" --host $h --cgroup "/fay$$-$h" \
+	ns_enter_bg $h "$FAY" agent --collector "$(ns_ip coll):9410" --host $h --cgroup "/fay$$-$h" \
 		--shm-dir "$T_TMP/$h" --state-dir "$T_TMP/$h" --token-file "$T_TMP/agent.tok" \
 		>"$T_TMP/$h.log" 2>&1
 done
@@ -68,10 +60,10 @@ ok "six agents open query connections" wait_for 30 peers
 go=$T_TMP/go
 for h in $HOSTS; do
 	if [ $h = h6 ]; then
-		in_ns $h bash -c 'echo $$ >"$1/cgroup.procs" && QW_WAIT=$2 timeout 60 "$3" behave 6000 idle &&
+		ns_enter_bg $h bash -c 'echo $$ >"$1/cgroup.procs" && QW_WAIT=$2 timeout 60 "$3" behave 6000 idle &&
 			exec timeout 60 "$3" behave 60000 file' _ "$CG/fay$$-$h" "$go" "$W"
 	else
-		in_ns $h bash -c 'echo $$ >"$1/cgroup.procs" && QW_WAIT=$2 exec timeout 60 "$3" behave 60000 "$4"' \
+		ns_enter_bg $h bash -c 'echo $$ >"$1/cgroup.procs" && QW_WAIT=$2 exec timeout 60 "$3" behave 60000 "$4"' \
 			_ "$CG/fay$$-$h" "$go" "$W" "${KIND[$h]}"
 	fi
 done

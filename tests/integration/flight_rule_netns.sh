@@ -42,16 +42,9 @@ api() { ns_run coll curl -s -H "Authorization: Bearer cli" "$@"; }
 capture() { ns_run coll timeout 30 "$FAY" capture --cluster "$URL" --token cli "$@"; }
 ok "collector up" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
 
-# nsenter, not ip netns exec (which mounts a /sys of its own): processes
-# enter the network namespace alone
-in_ns() {
-	local h=$1; shift
-	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@" &
-	T_PIDS+=($!)
-}
 for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	in_ns $h timeout 300 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
+	ns_enter_bg $h timeout 300 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
 		--flight 16M --shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" \
 		--token-file "$T_TMP/agent.tok" --flush-interval 20ms --stats-interval 200ms \
 		>"$T_TMP/$h.log" 2>&1
@@ -94,7 +87,7 @@ REQ=40
 # hop H ARGS...: flight_hop in host H's namespace, recording all, in the background
 hop() {
 	local h=$1; shift
-	in_ns $h env FAY_SHM_DIR="$T_TMP/$h/shm" FAY_SAMPLE=1000 FAY_RECORD=all \
+	ns_enter_bg $h env FAY_SHM_DIR="$T_TMP/$h/shm" FAY_SAMPLE=1000 FAY_RECORD=all \
 		timeout 120 nice -n 10 "$HOP" "$@"
 }
 # listening H PORT: a process listens on PORT in H's namespace
@@ -103,7 +96,7 @@ hop h3 --serve 7300 --service back 2>"$T_TMP/hop3.err"
 wait_for 30 listening h3 7300
 hop h2 --serve 7300 --next "$(ns_ip h3):7300" --service middle 2>"$T_TMP/hop2.err"
 wait_for 30 listening h2 7300
-nsenter --net="/run/netns/$NS_PREFIX-h1" env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
+ns_enter h1 env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
 	FAY_RECORD=all timeout 120 nice -n 10 "$HOP" --client "$(ns_ip h2):7300" --service front \
 	--requests $REQ --slow-every 10 --slow-ms 200 --pause-us 20000 >"$T_TMP/req.out" 2>"$T_TMP/hop1.err"
 ok "$REQ requests crossed h1 -> h2 -> h3, every 10th slow" \
@@ -194,7 +187,7 @@ wait_for 30 listening h3 7301
 hop h2 --serve 7301 --next "$(ns_ip h3):7301" --service middle
 wait_for 30 listening h2 7301
 T0=$(date +%s%N)	# no span of this phase before
-nsenter --net="/run/netns/$NS_PREFIX-h1" env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
+ns_enter h1 env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
 	FAY_RECORD=all timeout 120 nice -n 10 "$HOP" --client "$(ns_ip h2):7301" --service front \
 	--requests 60 --slow-every 0 --pause-us 20000 >"$T_TMP/req2.out" 2>&1
 matched() { [ "$(rule matches everything)" -ge 300 ]; }

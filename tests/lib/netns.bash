@@ -111,6 +111,22 @@ ns_bg() {
 	T_PIDS+=($NS_PID)
 }
 
+# ns_enter HOST CMD...: run CMD in HOST's network namespace alone
+# (nsenter --net), keeping the host's mounts: `ip netns exec` mounts a
+# sysfs of the namespace's own, without the cgroup2 file system below it
+# (agents with --cgroup, workloads in a cgroup need the real /sys).
+ns_enter() {
+	local h=$1; shift
+	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@"
+}
+
+# ns_enter_bg HOST CMD...: ns_enter in the background; the pid is killed
+# at exit.
+ns_enter_bg() {
+	ns_enter "$@" &
+	T_PIDS+=($!)
+}
+
 # ns_link HOST down|up: the switch port of HOST goes down or up (a pulled
 # cable: HOST's eth0 loses its carrier, nothing is sent or received).
 ns_link() {
