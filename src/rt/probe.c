@@ -73,6 +73,8 @@ struct rt_thread {
  * depth that level's, with vm_env.unwound = 1 (fay_unwound(): the
  * query's f.unwound) and the return register 0; normal returns find
  * unwound 0 and pay nothing for it.
+ * (A stack switched to one above the interrupted calls', a sigaltstack
+ * or a coroutine's, makes their levels look left: an unwound exit each.)
  * Entries past INLINE_DEPTH levels run the entry program with depth
  * INLINE_DEPTH, whose record lookup fails: it counts the call (EC_DEPTH).
  * The stack is only touched while the slot is busy, so a signal
