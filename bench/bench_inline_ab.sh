@@ -18,12 +18,14 @@
 #
 # K calls for count and hist, KS for slow.  Both runtimes are driven by
 # the same fay ($FAY_BUILD/fay): the control channel must be the same.
+# FAY_A=old/fay drives A with its own fay instead, for a change of the
+# generated programs too (a fay and its runtime against another pair).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 B=${FAY_BUILD:-$TOP/build}
 FAY=$B/fay W=$B/tests/bin/inline_work F=fay_inline_lat
 R=${1:-7} K=${K:-2000000} KS=${KS:-200000}
-A=${FAY_PROBE_LIB_A:-} BB=${FAY_PROBE_LIB_B:-$B/libfay-probe.so}
+A=${FAY_PROBE_LIB_A:-} BB=${FAY_PROBE_LIB_B:-$B/libfay-probe.so} FA=${FAY_A:-$FAY}
 T=$(mktemp -d /tmp/fay-bench-inline-ab.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ -x "$FAY" ] && [ -x "$W" ] || { echo "build first: make bench" >&2; exit 1; }
@@ -37,9 +39,10 @@ QC="$Q select { n: count() }"
 QH="$Q select { n: count(), h: hist(f.duration) }"
 QS="$Q group f by { c: f.comm } into g select { c: g.c, n: g.count(), t: g.min(f.duration) }"
 
-# one LIB QUERY CALLS BASE_NS_PER_CALL: added ns per call, the count checked
+# one LIB QUERY CALLS BASE_NS_PER_CALL [FAY]: added ns per call, the count
+# checked
 one() {
-	FAY_PROBE_LIB=$1 "$FAY" run -q --json --query "$2" -- "$W" lat "$3" >"$T/o" ||
+	FAY_PROBE_LIB=$1 "${5:-$FAY}" run -q --json --query "$2" -- "$W" lat "$3" >"$T/o" ||
 		{ echo "fay run failed: $(cat "$T/o")" >&2; exit 1; }
 	grep -q "\"n\":$3[,}]" "$T/o" || { echo "wrong count: $(cat "$T/o")" >&2; exit 1; }
 	python3 -c "print('%.1f' % (($(cpu "$T/o") - $4 * $3) / $3))"
@@ -52,17 +55,17 @@ for r in $(seq "$R"); do
 	order="a b"
 	[ $((r % 2)) = 0 ] && order="b a"
 	for w in $order; do
-		lib=$A
-		[ $w = b ] && lib=$BB
-		res[$w,count]+=" $(one "$lib" "$QC" "$K" "$base")"
-		res[$w,hist]+=" $(one "$lib" "$QH" "$K" "$base")"
-		res[$w,slow]+=" $(one "$lib" "$QS" "$KS" "$base")"
+		lib=$A f=$FA
+		[ $w = b ] && lib=$BB f=$FAY
+		res[$w,count]+=" $(one "$lib" "$QC" "$K" "$base" "$f")"
+		res[$w,hist]+=" $(one "$lib" "$QH" "$K" "$base" "$f")"
+		res[$w,slow]+=" $(one "$lib" "$QS" "$KS" "$base" "$f")"
 	done
 done
 echo "date: $(date -u '+%F %T') UTC; $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-echo "A: $A"
-echo "B: $BB"
+echo "A: $A (driven by $FA)"
+echo "B: $BB (driven by $FAY)"
 for q in count hist slow; do
 	# shellcheck disable=SC2086
 	ma=$(median ${res[a,$q]}) mb=$(median ${res[b,$q]})

@@ -9,8 +9,9 @@
  *              (uprobes: pairs[tid, frame], the call's own record at any
  *              depth; inline: pairs[level] of the thread's slot, with a
  *              set word; level: fay_depth(), the runtime's count of the
- *              thread's open probed calls; it also counts the calls
- *              the runtime found left without their return: fay_unwound())
+ *              thread's open probed calls; the runtime also runs the
+ *              exit program for each call it finds left without its
+ *              return, fay_unwound() 1: the query's f.unwound)
  *              lets; pred; body
  *   body:      STREAM: a record on the stack -> ringbuf / perf buffer;
  *              AGGREGATE: key on the stack (windowed: and the window
@@ -115,20 +116,16 @@ static int cg_pair_key(struct cg *g, bool exit)
 /* Inline (e->slot_pairs): the record of the call's level (fay_depth(),
  * which the runtime sets) in the thread's slot of the pairs array.  None
  * past INLINE_DEPTH levels: the entry counts the call (EC_DEPTH) and
- * both go to g->out (the runtime runs no exit program for it).  First
- * the calls the runtime dropped from the thread's stack, left without
- * their return (fay_unwound()), are counted (EC_UNWOUND). */
+ * both go to g->out (the runtime runs no exit program for it).  A call
+ * the runtime found left without its return gets its exit program run
+ * at its level like a return (fay_unwound() 1 then: f.unwound), so no
+ * count of them here. */
 static ir_reg cg_slot_rec(struct cg *g, bool entry)
 {
 	struct ir *ir = g->ir;
-	int k = ir_stack_alloc(ir, 8, 8), found = ir_label_new(ir), none = ir_label_new(ir);
-	ir_reg rec = ir_vreg(ir), d = ir_vreg(ir), u = ir_vreg(ir);
+	int k = ir_stack_alloc(ir, 8, 8), found = ir_label_new(ir);
+	ir_reg rec = ir_vreg(ir), d = ir_vreg(ir);
 
-	ir_comment(ir, "calls the runtime found left without their return");
-	ir_call(ir, u, VM_FUNC_fay_unwound, 0);
-	ir_jmp(ir, BPF_JEQ, u, IR_I(0), none);
-	cg_count_add(g, EC_UNWOUND, IR_R(u));
-	ir_label(ir, none);
 	ir_call(ir, d, VM_FUNC_fay_depth, 0);
 	ir_store(ir, IR_S(k), 0, 8, IR_R(d));
 	ir_call(ir, rec, BPF_FUNC_map_lookup_elem, 2, IR_M(g->e->pairs), IR_S(k));

@@ -305,6 +305,14 @@ ir_reg cg_field(struct cg *g, const struct pexpr *x)
 		ir_load(ir, r, IR_S(k), 0, 8, 0);
 		break;
 	}
+	case F_UNWOUND:
+		if (!g->e->slot_pairs) {
+			cg_qfail(g, x, "f.unwound: only inline probes see a call left by longjmp or a C++ exception as an exit (the runtime's per-thread stack finds it gone; a kernel uretprobe never fires for it): use --probe-mode=inline on a process started with fay run or named with -p PID%s%s",
+				 engine_note(g->e)[0] ? "; " : "", engine_note(g->e));
+			break;
+		}
+		ir_call(ir, r, VM_FUNC_fay_unwound, 0);
+		break;
 	case F_DURATION:
 		if (!g->p->paired || g->ep->role != EP_EXIT) {
 			cg_qfail(g, x, "duration is only known at the exit of a paired source");

@@ -48,8 +48,11 @@ enum engine_counter {
 	EC_READ_FAIL,		/* a str() whose address could not be read ("" kept) */
 	EC_DEPTH,		/* inline: a call nested deeper than INLINE_DEPTH
 				 * probed calls (not paired: not timed) */
-	EC_UNWOUND,		/* inline: a call left without its return
-				 * (longjmp, an exception): not timed */
+	EC_UNWOUND,		/* inline, fay before f.unwound: a call left
+				 * without its return, not timed.  No longer
+				 * counted (each is an exit event, f.unwound);
+				 * kept: the counters go by index on the wire
+				 * (an older agent's count is still named) */
 	ENGINE_NCOUNTERS
 };
 

@@ -32,9 +32,9 @@ const char *engine_counter_desc(enum engine_counter c)
 	case EC_DEPTH:
 		return "calls not timed: nested deeper than " INLINE_DEPTH_STR
 		       " probed calls on their thread (inline)";
-	case EC_UNWOUND:
+	case EC_UNWOUND:	/* an older agent's count: f.unwound now */
 		return "calls not timed: left without returning (longjmp, an exception "
-		       "unwinding through them; inline)";
+		       "unwinding through them; inline, an older fay)";
 	default:
 		return "?";
 	}

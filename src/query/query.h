@@ -149,6 +149,9 @@ enum field_id {
 	/* s.kstack, s.ustack, s.ustack(N): the kernel's / user stack, a
 	 * group key only (the probe keeps a stack id; plan.h "Stacks") */
 	F_KSTACK, F_USTACK,
+	/* function(...): 1 at the exit of a call left without its return
+	 * (longjmp, an exception unwinding through it; inline probes) */
+	F_UNWOUND,
 	F_NFIELDS
 };
 const char *field_name(enum field_id f);

@@ -37,6 +37,7 @@ static const struct {
 	{ "uid",       F_UID,       VT_INT, 0, M_PROBES },
 	{ "ret",       F_RET,       VT_INT, 0, M_EXIT },
 	{ "duration",  F_DURATION,  VT_INT, 0, M_EXIT | M(SRC_SPANS) },
+	{ "unwound",   F_UNWOUND,   VT_INT, 0, M(SRC_UFUNC) | M(SRC_PFUNC) },
 	{ "host",      F_HOST,      VT_STR, QUERY_STR_MAX, M_ALL },
 	{ "name",      F_NAME,      VT_STR, QUERY_STR_MAX, M(SRC_SPANS) },
 	{ "name",      F_PROBE,     VT_STR, QUERY_STR_MAX, M_PROBES },
@@ -137,6 +138,10 @@ static int check_field(struct sema *s, struct node *n)
 		    !strcmp(fields[i + 1].name, n->name))
 			continue;
 		if (!(fields[i].srcs & M(src->kind))) {
+			if (fields[i].id == F_UNWOUND)
+				return query_errorf(s->q, &n->loc,
+						    "'unwound' marks the exit of a user function's call left by longjmp or a C++ exception (function, process(PID).function); %s has no such exit",
+						    src_kind_name(src->kind));
 			if ((fields[i].srcs & M_EXIT) && !(fields[i].srcs & M(SRC_TRACEPOINT)))
 				return query_errorf(s->q, &n->loc,
 						    "'%s' needs a source with an exit (syscall, kernel.function, function, process(PID).function); %s has none",
@@ -153,7 +158,7 @@ static int check_field(struct sema *s, struct node *n)
 		n->per_event = true;
 		if (n->field == F_KSTACK || n->field == F_USTACK)
 			n->ival = QUERY_STACK_DEPTH;
-		n->needs_exit = n->field == F_RET ||
+		n->needs_exit = n->field == F_RET || n->field == F_UNWOUND ||
 				(n->field == F_DURATION && src->kind != SRC_SPANS);
 		return 0;
 	}

@@ -68,8 +68,13 @@ struct rt_thread {
  * (at S + 8) drops those below its own and pairs only with a level of
  * exactly its S; an exit with none (the call entered before the probes
  * were armed, or deeper than INLINE_DEPTH levels) runs no program.
- * The levels dropped are counted in vm_env.unwound for the next program
- * that runs on the slot (fay_unwound(): the EC_UNWOUND counter).
+ * Each level dropped is the exit of a call left without its return: the
+ * session's exit program runs for it there (drop_left(), cold), its
+ * depth that level's, with vm_env.unwound = 1 (fay_unwound(): the
+ * query's f.unwound) and the return register 0; normal returns find
+ * unwound 0 and pay nothing for it.
+ * (A stack switched to one above the interrupted calls', a sigaltstack
+ * or a coroutine's, makes their levels look left: an unwound exit each.)
  * Entries past INLINE_DEPTH levels run the entry program with depth
  * INLINE_DEPTH, whose record lookup fails: it counts the call (EC_DEPTH).
  * The stack is only touched while the slot is busy, so a signal
@@ -289,31 +294,60 @@ static uint64_t run_slow(uint64_t s_, uint64_t regs, uint64_t env_, uint64_t exi
 
 #define U(x)	((uint64_t)(uintptr_t)(x))
 
+/* The program of role exit (0, 1) of session s on env's slot: compiled
+ * code in place, else the slow path (rt_vec_call). */
+static inline __attribute__((always_inline)) void run_prog(struct rt_session *s,
+							   struct patch_regs *regs,
+							   struct vm_env *env, bool exit)
+{
+	/* seen <= nslots: a slot below it is in the maps and noted */
+	vm_code_fn f = s->fast[exit];
+
+	if (__builtin_expect(f && env->slot < __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 1))
+		f(regs, env);
+	else
+		rt_vec_call(run_slow, U(s), U(regs), U(env), exit);
+}
+
 /* Levels of calls that were left without their exit (cold: longjmp,
  * exceptions; recursion only compares): the new top's S is above sp
- * (at = true: or at it).  env->unwound counts the levels dropped, for
- * the next program that runs (fay_unwound()). */
+ * (at = true: or at it).  Each level dropped, innermost first, is that
+ * call's exit: the session's exit program runs for it with its depth,
+ * env->unwound = 1 and regs' return register 0 while they run (put
+ * back after; the time is now: when the call is found gone, an upper
+ * bound).  The caller's slot is busy: the session stays while they run. */
 static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_slot *st,
 							     struct vm_env *env,
 							     unsigned int d, uint64_t sp,
-							     bool at)
+							     bool at,
+							     struct patch_regs *regs)
 {
-	unsigned int was = d;
+	struct rt_session *s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
+	uint64_t ax = regs->ax;
 
-	while (d && (st->sp[d - 1] < sp || (at && st->sp[d - 1] == sp)))
+	regs->ax = 0;		/* no copy: a struct copy could be a memcpy() call */
+	while (d && (st->sp[d - 1] < sp || (at && st->sp[d - 1] == sp))) {
 		d--;
-	env->unwound += was - d;
+		if (!s)
+			continue;
+		env->depth = d;
+		env->unwound = 1;
+		run_prog(s, regs, env, true);
+		env->unwound = 0;
+	}
+	regs->ax = ax;
 	return d;
 }
 
 /* An entry at S = sp: its level (INLINE_DEPTH when too deep). */
 static inline __attribute__((always_inline)) void push(struct rt_slot *st,
-						       struct vm_env *env, uint64_t sp)
+						       struct vm_env *env, uint64_t sp,
+						       struct patch_regs *regs)
 {
 	unsigned int d = st->n;
 
 	if (__builtin_expect(d != 0, 0) && st->sp[d - 1] <= sp)
-		d = drop_left(st, env, d, sp, true);
+		d = drop_left(st, env, d, sp, true, regs);
 	if (__builtin_expect(d < INLINE_DEPTH, 1)) {
 		st->sp[d] = sp;
 		st->n = d + 1;
@@ -326,13 +360,14 @@ static inline __attribute__((always_inline)) void push(struct rt_slot *st,
 /* An exit (S = sp - 8): whether its entry's level is on the stack; if so
  * env->depth is that level and it is popped. */
 static inline __attribute__((always_inline)) bool pop(struct rt_slot *st,
-						      struct vm_env *env, uint64_t sp)
+						      struct vm_env *env, uint64_t sp,
+						      struct patch_regs *regs)
 {
 	unsigned int d = st->n;
 
 	sp -= 8;
 	if (__builtin_expect(d != 0 && st->sp[d - 1] != sp, 0))
-		d = drop_left(st, env, d, sp, false);
+		d = drop_left(st, env, d, sp, false, regs);
 	if (__builtin_expect(d == 0 || st->sp[d - 1] != sp, 0)) {
 		st->n = d;
 		return false;
@@ -349,7 +384,6 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	struct vm_env *env = &t->env;
 	struct rt_session *s;
 	struct rt_slot *sl;
-	vm_code_fn f;
 	uint32_t b;
 
 	if (__builtin_expect(t->state != 1, 0) && !rt_vec_call(first_probe, U(t), 0, 0, 0))
@@ -370,21 +404,13 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (paired) {
 		if (!exit)
-			push(sl, env, regs->sp);
-		else if (!pop(sl, env, regs->sp))
+			push(sl, env, regs->sp, regs);
+		else if (!pop(sl, env, regs->sp, regs))
 			goto out;	/* no entry to pair with */
 	}
 	s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
-	if (s) {
-		/* seen <= nslots: a slot below it is in the maps and noted */
-		f = s->fast[exit];
-		if (__builtin_expect(f && env->slot < __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 1))
-			f(regs, env);
-		else
-			rt_vec_call(run_slow, U(s), U(regs), U(env), exit);
-		if (__builtin_expect(env->unwound != 0, 0))
-			env->unwound = 0;	/* the program counted them */
-	}
+	if (s)
+		run_prog(s, regs, env, exit);
 out:
 	__atomic_store_n(&sl->busy, b, __ATOMIC_RELEASE);
 }

@@ -144,10 +144,9 @@ struct vm_env {
 	/* VM_FUNC_fay_depth: the level of the probed call being run in its
 	 * thread's stack of paired calls (the inline runtime sets it). */
 	uint32_t depth;
-	/* VM_FUNC_fay_unwound: levels of that stack the runtime dropped
-	 * since a program last ran on this thread's slot: calls left
-	 * without their return (longjmp, an exception); the runtime zeroes
-	 * it after each program it runs. */
+	/* VM_FUNC_fay_unwound: 1 while the runtime runs the exit program
+	 * of a call left without its return (longjmp, an exception: a
+	 * level of that stack it dropped), 0 otherwise (f.unwound). */
 	uint32_t unwound;
 };
 
@@ -158,8 +157,9 @@ struct vm_env {
 /* fay's own helper: fay_depth() returns struct vm_env.depth (no
  * arguments; the JIT compiles it in place, a load). */
 #define VM_FUNC_fay_depth	0x46590002
-/* fay's own helper: fay_unwound() returns struct vm_env.unwound (no
- * arguments; compiled in place, a load). */
+/* fay's own helper: fay_unwound() returns struct vm_env.unwound, 1 at
+ * the exit of a call left without its return (no arguments; compiled in
+ * place, a load). */
 #define VM_FUNC_fay_unwound	0x46590003
 #define VM_SPAN_TRACE_ID	0
 #define VM_SPAN_NAME		1

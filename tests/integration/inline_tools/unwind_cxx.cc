@@ -15,8 +15,8 @@
  * returns lasts at least v x US microseconds.  A last call
  * call(1, 0, US) lets the pairing see the last round's exception.
  *
- * Prints "returned V N" for each arg V, "left N", "entered N", "sum S",
- * as unwind_work does.  Exit status 0 when every call computed right.
+ * Prints "returned V N" and "unwound V N" for each arg V, "left N",
+ * "entered N", "sum S", as unwind_work does.  Exit status 0 when every call computed right.
  */
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +72,7 @@ long Level::call(long d, long land, long us)
 int main(int argc, char **argv)
 {
 	long k = argc > 2 ? atol(argv[1]) : 0, us = argc > 2 ? atol(argv[2]) : 0;
-	long bad = 0, sum = 0, left = 0;
+	long bad = 0, sum = 0, left = 0, unwound[fay::unw::maxd + 1] = { 0 };
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: unwind_cxx K US\n");
@@ -86,10 +86,14 @@ int main(int argc, char **argv)
 		sum += got;
 		if (land)
 			left += land - 1;
+		for (long v = 1; v < land; v++)
+			unwound[v]++;
 	}
 	bad += fay::unw::Level::call(1, 0, us) != 1;
 	for (int v = 1; v <= fay::unw::maxd; v++)
 		printf("returned %d %ld\n", v, fay::unw::returned[v]);
+	for (int v = 1; v <= fay::unw::maxd; v++)
+		printf("unwound %d %ld\n", v, unwound[v]);
 	printf("left %ld\nentered %ld\nsum %ld\n", left, fay::unw::entered, sum);
 	return bad != 0;
 }

@@ -15,7 +15,8 @@
  * lets the pairing see the last round's jump.
  *
  * Prints what the program itself counted: "returned V N" for each arg V
- * (its calls that returned), "left N" (calls left by the longjmp),
+ * (its calls that returned), "unwound V N" (its calls left by the
+ * longjmp), "left N" (all calls left by the longjmp),
  * "entered N", then "sum S" (what the calls computed, the same with and
  * without a probe).  Exit status 0 when every call computed right.
  */
@@ -28,7 +29,7 @@
 #define MAXD 8
 
 static jmp_buf *landing;
-static long returned[MAXD + 1], entered, left;
+static long returned[MAXD + 1], unwound[MAXD + 1], entered, left;
 
 static void sleep_us(long us)
 {
@@ -87,10 +88,14 @@ int main(int argc, char **argv)
 		sum += got;
 		if (land)
 			left += land - 1;
+		for (long v = 1; v < land; v++)
+			unwound[v]++;
 	}
 	bad += fay_unw(1, 0, us) != 1;
 	for (int v = 1; v <= MAXD; v++)
 		printf("returned %d %ld\n", v, returned[v]);
+	for (int v = 1; v <= MAXD; v++)
+		printf("unwound %d %ld\n", v, unwound[v]);
 	printf("left %ld\nentered %ld\nsum %ld\n", left, entered, sum);
 	return bad != 0;
 }

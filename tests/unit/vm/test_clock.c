@@ -116,14 +116,28 @@ static void depth_tests(struct vm_map *m, const struct bpf_insn *lk, size_t n)
 	vm_prog_free(p);
 }
 
-/* fay_unwound(): env->unwound, compiled in place, the interpreter's
- * answer the same. */
+/* fay_unwound(): env->unwound (1 at the exit of a call the runtime found
+ * left without its return, else 0), compiled in place, the interpreter's
+ * answer the same; as a program's branch (f.unwound in a where): the
+ * return register read only for a normal return. */
 static void unwound_tests(void)
 {
 	const struct bpf_insn prog[] = {
 		CALL_HELPER(VM_FUNC_fay_unwound),
 		EXIT_INSN(),
 	};
+	/* r0 = fay_unwound() ? 1000 : ctx[0] + 1 */
+	const struct bpf_insn br[] = {
+		MOV64_REG(BPF_REG_6, BPF_REG_1),
+		CALL_HELPER(VM_FUNC_fay_unwound),
+		JMP_IMM(BPF_JNE, BPF_REG_0, 0, 3),
+		LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_6, 0),
+		ALU64_IMM(BPF_ADD, BPF_REG_0, 1),
+		EXIT_INSN(),
+		MOV64_IMM(BPF_REG_0, 1000),
+		EXIT_INSN(),
+	};
+	uint64_t regs[1] = { 41 };
 	char err[256], ctx[8] = { 0 };
 	struct vm_prog *p = vm_prog_new(prog, N(prog), NULL, 0, sizeof(ctx), err, sizeof(err));
 	int right = 0;
@@ -133,11 +147,27 @@ static void unwound_tests(void)
 	if (!p)
 		return;
 	for (uint32_t u = 0; u < 4; u++) {
-		struct vm_env e = { .slot = 0, .depth = 7, .unwound = u * 3 };
+		struct vm_env e = { .slot = 0, .depth = 7, .unwound = u & 1 };
 
-		right += vm_run(p, ctx, &e) == u * 3 && vm_interp(p, ctx, &e) == u * 3;
+		right += vm_run(p, ctx, &e) == (u & 1) && vm_interp(p, ctx, &e) == (u & 1);
 	}
 	ok(right == 4, "fay_unwound returns vm_env.unwound, JIT and interpreter (%d/4)", right);
+	vm_prog_free(p);
+
+	p = vm_prog_new(br, N(br), NULL, 0, sizeof(regs), err, sizeof(err));
+	ok(p && vm_prog_jit(p) == 0 && !vm_prog_calls_out(p),
+	   "f.unwound as a branch: compiled in place%s%s", p ? "" : ": ", p ? "" : err);
+	if (!p)
+		return;
+	right = 0;
+	for (uint32_t u = 0; u < 2; u++) {
+		struct vm_env e = { .slot = 0, .depth = 3, .unwound = u };
+		uint64_t want = u ? 1000 : 42;
+
+		right += vm_run(p, regs, &e) == want && vm_interp(p, regs, &e) == want;
+	}
+	ok(right == 2, "f.unwound as a branch: a return reads ctx, an unwound exit does not, JIT and interpreter (%d/2)",
+	   right);
 	vm_prog_free(p);
 }
 

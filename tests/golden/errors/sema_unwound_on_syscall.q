@@ -1,0 +1,1 @@
+from s in syscall("read") select { u: sum(s.unwound) }
