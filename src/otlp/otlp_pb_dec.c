@@ -90,7 +90,7 @@ static int at(struct dctx *x, int ret, const char *name, long idx)
  * The next field of [*pp, end): 1 (in *f, *pp past it), 0 at the end,
  * or -EINVAL.  protobuf-c's rules: see the header.
  */
-static inline int next(struct dctx *x, const uint8_t **pp, const uint8_t *end, struct fld *f)
+static inline __attribute__((always_inline)) int next(struct dctx *x, const uint8_t **pp, const uint8_t *end, struct fld *f)
 {
 	const uint8_t *p = *pp;
 	uint64_t v;
@@ -192,17 +192,32 @@ static int wrong(struct dctx *x, const struct fld *f, const char *name, unsigned
 
 #define WANT(x, f, name, w) do { if ((f)->wt != (w)) return wrong(x, f, name, w); } while (0)
 
-/* A protobuf-c string: the payload up to its first NUL. */
-static inline struct otlp_str cstr(const struct fld *f)
+/* A protobuf-c string: the payload up to its first NUL; *bad: it is not
+ * UTF-8.  One pass over a string of ASCII without NUL (the common case). */
+static inline struct otlp_str cstr(const struct fld *f, int *bad)
 {
-	const uint8_t *z = memchr(f->p, 0, f->n);
+	const uint8_t *p = f->p, *z;
+	size_t n = f->n, i = 0;
+	struct otlp_str s;
 
-	return (struct otlp_str){ (const char *)f->p, z ? (size_t)(z - f->p) : f->n };
-}
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
 
-static inline int utf8_bad(const struct otlp_str *s)
-{
-	return utf8_invalid_at(s->p, s->len) != s->len;
+		memcpy(&w, p + i, 8);
+		if ((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull)
+			goto slow;
+	}
+	for (; i < n; i++)
+		if (!p[i] || (p[i] & 0x80))
+			goto slow;
+	*bad = 0;
+	return (struct otlp_str){ (const char *)p, n };
+slow:
+	z = memchr(p, 0, n);
+	s.p = (const char *)p;
+	s.len = z ? (size_t)(z - p) : n;
+	*bad = utf8_invalid_at(s.p, s.len) != s.len;
+	return s;
 }
 
 /* protobuf-c's bool: any byte of the value non-zero (7 low bits). */
@@ -214,15 +229,48 @@ static int pbool(const struct fld *f)
 	return 0;
 }
 
-/* How many fields numbered num (any wire type) [p, end) holds; stops at
- * the first malformed field (the decode that follows refuses it). */
+/*
+ * How many fields numbered num (and num2 into *n2) [p, end) holds, any
+ * wire type: the arrays are sized before they are filled.  Keys of one
+ * byte and lengths of one are skimmed here, the rest read by next(); at
+ * the first malformed field it stops (the decode that follows refuses it
+ * there, having filled no more than counted).
+ */
 static size_t count(const uint8_t *p, const uint8_t *end, uint32_t num, size_t *n2, uint32_t num2)
 {
 	struct dctx dummy;
-	struct fld f;
+	struct fld f = { 0 };
 	size_t n = 0;
 
-	while (next(&dummy, &p, end, &f) > 0) {
+	while (p < end) {
+		uint8_t k = p[0];
+
+		if (!(k & 0x80) && (k & 0xf8) && end - p >= 2 &&
+		    ((k & 7) != 2 || !(p[1] & 0x80))) {
+			f.num = k >> 3;
+			switch (k & 7) {
+			case 0:
+				for (p++; p < end && (*p & 0x80); p++)
+					;
+				p++;
+				break;
+			case 1:
+				p += 9;
+				break;
+			case 5:
+				p += 5;
+				break;
+			case 2:
+				p += 2 + p[1];
+				break;
+			default:
+				return n;
+			}
+			if (p > end)
+				return n;
+		} else if (next(&dummy, &p, end, &f) <= 0) {
+			return n;
+		}
 		n += f.num == num;
 		if (n2)
 			*n2 += f.num == num2;
@@ -245,7 +293,7 @@ static int kvs(struct dctx *x, const uint8_t *p, const uint8_t *end, uint32_t nu
 	       struct otlp_kv **out, size_t *nout, int depth, int *bad, const char *name)
 {
 	size_t n = count(p, end, num, NULL, 0), i = 0;
-	struct fld f;
+	struct fld f = { 0 };
 	int r;
 
 	*nout = 0;
@@ -269,7 +317,7 @@ static int kvs(struct dctx *x, const uint8_t *p, const uint8_t *end, uint32_t nu
 static int any(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_value *out,
 	       int depth, int *bad)
 {
-	struct fld f;
+	struct fld f = { 0 };
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -281,8 +329,7 @@ static int any(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp
 		case 1:
 			WANT(x, &f, "stringValue", 2);
 			out->type = OTLP_V_STRING;
-			out->u.s = cstr(&f);
-			*bad = utf8_bad(&out->u.s);
+			out->u.s = cstr(&f, bad);
 			break;
 		case 2:
 			out->type = OTLP_V_BOOL;
@@ -304,7 +351,7 @@ static int any(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp
 		case 5: {
 			const uint8_t *q = f.p, *qend = f.p + f.n;
 			size_t n, i = 0;
-			struct fld g;
+			struct fld g = { 0 };
 			int b;
 
 			WANT(x, &f, "arrayValue", 2);
@@ -355,8 +402,8 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 	      int depth, int *bad)
 {
 	struct otlp_value v;
-	int r, vbad = 0, b, have = 0;
-	struct fld f;
+	int r, vbad = 0, kbad = 0, b, have = 0;
+	struct fld f = { 0 };
 
 	out->key.p = "";
 	out->key.len = 0;
@@ -364,7 +411,7 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 	while ((r = next(x, &p, end, &f)) > 0) {
 		if (f.num == 1) {
 			WANT(x, &f, "key", 2);
-			out->key = cstr(&f);
+			out->key = cstr(&f, &kbad);
 		} else if (f.num == 2) {
 			WANT(x, &f, "value", 2);
 			if ((r = any(x, f.p, f.p + f.n, &v, depth, &b)))
@@ -385,7 +432,7 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 		}
 	}
 	if (!r)
-		*bad |= vbad || utf8_bad(&out->key);
+		*bad |= vbad | kbad;
 	return r;
 }
 
@@ -393,8 +440,8 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 		 int *bad)
 {
 	size_t n = count(p, end, 3, NULL, 0), i = 0;
-	struct fld f;
-	int r;
+	struct fld f = { 0 };
+	int r, nbad = 0;
 
 	e->has_name = 1;
 	e->name.p = "";
@@ -408,7 +455,7 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 			break;
 		case 2:
 			WANT(x, &f, "name", 2);
-			e->name = cstr(&f);
+			e->name = cstr(&f, &nbad);
 			break;
 		case 3:
 			WANT(x, &f, "attributes", 2);
@@ -425,7 +472,7 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 	}
 	e->nattrs = i;
 	if (!r)
-		*bad |= utf8_bad(&e->name);
+		*bad |= nbad;
 	return r;
 }
 
@@ -434,7 +481,7 @@ static int link(struct dctx *x, const uint8_t *p, const uint8_t *end)
 {
 	struct otlp_kv one;
 	long i = 0;
-	struct fld f;
+	struct fld f = { 0 };
 	int r, bad = 0;
 
 	while ((r = next(x, &p, end, &f)) > 0) {
@@ -465,19 +512,18 @@ static int link(struct dctx *x, const uint8_t *p, const uint8_t *end)
 	return r;
 }
 
-/* A Status into *code and *msg (*has_msg: its message was present). */
+/* A Status into *code and *msg (*msg_bad: that is not UTF-8). */
 static int status(struct dctx *x, const uint8_t *p, const uint8_t *end, int32_t *code,
-		  struct otlp_str *msg, int *has_msg)
+		  struct otlp_str *msg, int *msg_bad)
 {
-	struct fld f;
+	struct fld f = { 0 };
 	int r;
 
 	*code = 0;      /* protobuf-c: the later Status's code, even absent */
 	while ((r = next(x, &p, end, &f)) > 0) {
 		if (f.num == 2) {
 			WANT(x, &f, "message", 2);
-			*msg = cstr(&f);
-			*has_msg = 1;
+			*msg = cstr(&f, msg_bad);
 		} else if (f.num == 3) {
 			WANT(x, &f, "code", 0);
 			*code = (int32_t)(uint32_t)f.v;
@@ -492,8 +538,8 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 	size_t nattrs, nev = 0, ia = 0, ie = 0;
 	struct otlp_str smsg = { "", 0 };
 	int32_t kind = 0, code = 0;
-	int r, bad = 0, has_status = 0, has_msg = 0;
-	struct fld f;
+	int r, bad = 0, has_status = 0, msg_bad = 0, name_bad = 0;
+	struct fld f = { 0 };
 
 	memset(s, 0, sizeof(*s));
 	s->name.p = "";
@@ -523,7 +569,7 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 			break;
 		case 5:
 			WANT(x, &f, "name", 2);
-			s->name = cstr(&f);
+			s->name = cstr(&f, &name_bad);
 			break;
 		case 6:
 			WANT(x, &f, "kind", 0);
@@ -561,7 +607,7 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 			break;
 		case 15:
 			WANT(x, &f, "status", 2);
-			if ((r = status(x, f.p, f.p + f.n, &code, &smsg, &has_msg)))
+			if ((r = status(x, f.p, f.p + f.n, &code, &smsg, &msg_bad)))
 				return at(x, r, "status", -1);
 			has_status = 1;
 			break;
@@ -590,20 +636,20 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 	if (has_status) {
 		s->status_code = code >= 0 && code <= 2 ? code : -1;
 		s->status_msg = smsg;
-		bad |= utf8_bad(&smsg);
+		bad |= msg_bad;
 	}
-	if (bad || utf8_bad(&s->name))
+	if (bad || name_bad)
 		s->bad = "a string (name, attribute, event or status) is not valid UTF-8";
 	return 0;
 }
 
 /* An InstrumentationScope: its name and version (*has_*: present). */
 static int scope(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_scope_spans *ss,
-		 int *has_name, int *has_version)
+		 int *has_name, int *has_version, int sbad[2])
 {
 	struct otlp_kv *kvl;
 	size_t n;
-	struct fld f;
+	struct fld f = { 0 };
 	int r, bad = 0;
 
 	if ((r = kvs(x, p, end, 3, &kvl, &n, 1, &bad, "attributes")))
@@ -612,12 +658,12 @@ static int scope(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 		switch (f.num) {
 		case 1:
 			WANT(x, &f, "name", 2);
-			ss->scope_name = cstr(&f);
+			ss->scope_name = cstr(&f, &sbad[0]);
 			*has_name = 1;
 			break;
 		case 2:
 			WANT(x, &f, "version", 2);
-			ss->scope_version = cstr(&f);
+			ss->scope_version = cstr(&f, &sbad[1]);
 			*has_version = 1;
 			break;
 		case 4:
@@ -633,8 +679,8 @@ static int scope_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 		       struct otlp_scope_spans *ss, int *bad)
 {
 	size_t n = count(p, end, 2, NULL, 0), k = 0;
-	int r, has_scope = 0, has_name = 0, has_version = 0;
-	struct fld f;
+	int r, has_scope = 0, has_name = 0, has_version = 0, sbad[2] = { 0, 0 };
+	struct fld f = { 0 };
 
 	memset(ss, 0, sizeof(*ss));
 	if (!(ss->spans = arr(x, n, sizeof(*ss->spans))))
@@ -644,7 +690,7 @@ static int scope_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 		case 1:
 			WANT(x, &f, "scope", 2);
 			/* merged: a string the later scope lacks is the earlier one's */
-			if ((r = scope(x, f.p, f.p + f.n, ss, &has_name, &has_version)))
+			if ((r = scope(x, f.p, f.p + f.n, ss, &has_name, &has_version, sbad)))
 				return at(x, r, "scope", -1);
 			has_scope = 1;
 			break;
@@ -667,7 +713,7 @@ static int scope_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 			ss->scope_name = (struct otlp_str){ "", 0 };
 		if (!has_version)
 			ss->scope_version = (struct otlp_str){ "", 0 };
-		*bad = utf8_bad(&ss->scope_name) || utf8_bad(&ss->scope_version);
+		*bad = sbad[0] | sbad[1];
 	}
 	return r;
 }
@@ -679,7 +725,7 @@ static int resource(struct dctx *x, const uint8_t *p, const uint8_t *end,
 {
 	struct otlp_kv *kvl;
 	size_t n;
-	struct fld f;
+	struct fld f = { 0 };
 	int r;
 
 	if ((r = kvs(x, p, end, 1, &kvl, &n, 1, bad, "attributes")))
@@ -712,7 +758,7 @@ static int resource_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 {
 	size_t n = count(p, end, 2, NULL, 0), j = 0;
 	int r, res_bad = 0, scope_bad = 0;
-	struct fld f;
+	struct fld f = { 0 };
 
 	memset(rs, 0, sizeof(*rs));
 	if (!(rs->ss = arr(x, n, sizeof(*rs->ss))))
@@ -750,7 +796,7 @@ static int request(struct dctx *x, const uint8_t *p, const uint8_t *end, struct 
 		   long *bad_rs)
 {
 	size_t n = count(p, end, 1, NULL, 0), i = 0;
-	struct fld f;
+	struct fld f = { 0 };
 	int ret;
 
 	if (!(r->rs = arr(x, n, sizeof(*r->rs))))
