@@ -219,9 +219,12 @@ static PbSpan *espan(struct ectx *e, const struct otlp_span *s)
 		return p;
 	opentelemetry__proto__trace__v1__span__init(p);
 	opentelemetry__proto__trace__v1__status__init(st);
-	p->trace_id = (ProtobufCBinaryData){ s->trace_len, (uint8_t *)s->trace_id };
-	p->span_id = (ProtobufCBinaryData){ s->span_len, (uint8_t *)s->span_id };
-	p->parent_span_id = (ProtobufCBinaryData){ s->parent_len, (uint8_t *)s->parent_id };
+	/* an id of another length was not kept by the decoder: none (and
+	 * no read past the array) */
+	p->trace_id = (ProtobufCBinaryData){ s->trace_len == 16 ? 16 : 0, (uint8_t *)s->trace_id };
+	p->span_id = (ProtobufCBinaryData){ s->span_len == 8 ? 8 : 0, (uint8_t *)s->span_id };
+	p->parent_span_id = (ProtobufCBinaryData){ s->parent_len == 8 ? 8 : 0,
+						   (uint8_t *)s->parent_id };
 	p->name = ecstr(e, &s->name);
 	p->kind = (Opentelemetry__Proto__Trace__V1__Span__SpanKind)(s->kind < 0 ? 0 : s->kind);
 	p->start_time_unix_nano = s->start_ns;

@@ -349,12 +349,14 @@ static int any(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp
 			*bad = 0;
 			break;
 		case 5: {
-			const uint8_t *q = f.p, *qend = f.p + f.n;
+			const uint8_t *q, *qend;
 			size_t n, i = 0;
 			struct fld g = { 0 };
 			int b;
 
 			WANT(x, &f, "arrayValue", 2);
+			q = f.p;
+			qend = f.p + f.n;
 			n = count(q, qend, 1, NULL, 0);
 			out->type = OTLP_V_ARRAY;
 			out->u.arr.n = 0;
