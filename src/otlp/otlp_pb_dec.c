@@ -154,6 +154,15 @@ static inline __attribute__((always_inline)) int next(struct dctx *x, const uint
 	case 2: {
 		unsigned i, max = rem < 5 ? (unsigned)rem : 5;
 
+		if (rem && !(p[0] & 0x80)) {    /* a length under 128: most */
+			if (p[0] > rem - 1)
+				return fail(x, "field %u: a length of %u runs past the end of its "
+					    "message", f->num, p[0]);
+			f->p = p + 1;
+			f->n = p[0];
+			p = f->p + f->n;
+			break;
+		}
 		v = 0;
 		for (i = 0; i < max; i++) {
 			v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
@@ -278,10 +287,11 @@ static size_t count(const uint8_t *p, const uint8_t *end, uint32_t num, size_t *
 	return n;
 }
 
-/* n + 1 zeroed elements of size el; NULL: ENOMEM. */
+/* n elements of size el, not zeroed (each is set whole as it is read);
+ * NULL: ENOMEM. */
 static void *arr(struct dctx *x, size_t n, size_t el)
 {
-	return zarena_zalloc(x->a, el * (n + 1));
+	return zarena_alloc(x->a, el * (n ? n : 1));
 }
 
 static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
@@ -547,7 +557,7 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 	s->name.p = "";
 	nattrs = count(p, end, 9, &nev, 11);
 	if (!(s->attrs = arr(x, nattrs, sizeof(*s->attrs))) ||
-	    !(s->events = arr(x, nev, sizeof(*s->events))))
+	    !(s->events = zarena_zalloc(x->a, sizeof(*s->events) * (nev ? nev : 1))))
 		return -ENOMEM;
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
@@ -841,6 +851,7 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 	ret = request(&x, copy, copy + len, r, &bad_rs);
 	if (ret == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
+		memset(r, 0, sizeof(*r));
 		return ret;
 	}
 	if (ret) {
