@@ -15,6 +15,7 @@
  *     groups (3, 4) and 6, 7 refused;
  *   - keys of at most 5 bytes, the first not field 0; varints of at most
  *     10 bytes; length prefixes of at most 5 bytes and 2^31-1;
+ *   - repeated fields are all messages here (no packed encoding arises);
  *   - a non-repeated message seen twice is merged (protobuf-c's
  *     merge_messages()): repeated fields concatenated, strings the later
  *     one's when it is present, scalars the later one's (protobuf-c takes
@@ -90,7 +91,8 @@ static int at(struct dctx *x, int ret, const char *name, long idx)
  * The next field of [*pp, end): 1 (in *f, *pp past it), 0 at the end,
  * or -EINVAL.  protobuf-c's rules: see the header.
  */
-static inline __attribute__((always_inline)) int next(struct dctx *x, const uint8_t **pp, const uint8_t *end, struct fld *f)
+static inline __attribute__((always_inline)) int next(struct dctx *x, const uint8_t **pp,
+						      const uint8_t *end, struct fld *f)
 {
 	const uint8_t *p = *pp;
 	uint64_t v;
