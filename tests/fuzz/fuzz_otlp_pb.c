@@ -62,6 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ret1) {
 		if (strncmp(e2, "body: not a protobuf", 20))
 			FUZZ_CHECK(!strcmp(e1, e2), "direct \"%s\", protobuf-c \"%s\"", e1, e2);
+		else
+			FUZZ_CHECK(!strncmp(e1, "body: not a protobuf", 20),
+				   "direct \"%s\", protobuf-c \"%s\"", e1, e2);
 	} else {
 		char *m1 = mapped(&r1, &a), *m2 = mapped(&r2, &b);
 		char *l1 = links(&r1), *l2 = links(&r2);
