@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/utf8.h"
@@ -46,6 +47,11 @@
 
 struct dctx {
 	struct zarena *a;
+	/* a span's attributes and events as read (malloc'ed, reused from
+	 * span to span), copied to the arena when the span ends: no count */
+	struct otlp_kv *kvbuf;
+	struct otlp_event *evbuf;
+	size_t kvcap, evcap;
 	/* a refusal, unwinding: the path (innermost first) and the reason */
 	struct { const char *name; long idx; } seg[MAX_SEGS];
 	int nseg;
@@ -287,6 +293,19 @@ static size_t count(const uint8_t *p, const uint8_t *end, uint32_t num, size_t *
 			*n2 += f.num == num2;
 	}
 	return n;
+}
+
+/* *buf (malloc'ed, *cap elements of size el) twice as large; -ENOMEM. */
+static int grow(void **buf, size_t *cap, size_t el)
+{
+	size_t n = *cap ? *cap * 2 : 16;
+	void *p = realloc(*buf, n * el);
+
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
 }
 
 /* n elements of size el, not zeroed (each is set whole as it is read);
@@ -549,7 +568,7 @@ static int status(struct dctx *x, const uint8_t *p, const uint8_t *end, int32_t 
 static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_span *s)
 {
 	const uint8_t *tid = NULL, *sid = NULL, *pid = NULL;
-	size_t nattrs, nev = 0, ia = 0, ie = 0;
+	size_t ia = 0, ie = 0;
 	struct otlp_str smsg = { "", 0 };
 	int32_t kind = 0, code = 0;
 	int r, bad = 0, has_status = 0, msg_bad = 0, name_bad = 0;
@@ -557,10 +576,6 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 
 	memset(s, 0, sizeof(*s));
 	s->name.p = "";
-	nattrs = count(p, end, 9, &nev, 11);
-	if (!(s->attrs = arr(x, nattrs, sizeof(*s->attrs))) ||
-	    !(s->events = zarena_zalloc(x->a, sizeof(*s->events) * (nev ? nev : 1))))
-		return -ENOMEM;
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
@@ -599,17 +614,18 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 			break;
 		case 9:
 			WANT(x, &f, "attributes", 2);
-			if (ia >= nattrs)
-				return -EINVAL;
-			if ((r = kv(x, f.p, f.p + f.n, &s->attrs[ia], 1, &bad)))
+			if (ia == x->kvcap && grow((void **)&x->kvbuf, &x->kvcap, sizeof(*x->kvbuf)))
+				return -ENOMEM;
+			if ((r = kv(x, f.p, f.p + f.n, &x->kvbuf[ia], 1, &bad)))
 				return at(x, r, "attributes", ia);
 			ia++;
 			break;
 		case 11:
 			WANT(x, &f, "events", 2);
-			if (ie >= nev)
-				return -EINVAL;
-			if ((r = event(x, f.p, f.p + f.n, &s->events[ie], &bad)))
+			if (ie == x->evcap && grow((void **)&x->evbuf, &x->evcap, sizeof(*x->evbuf)))
+				return -ENOMEM;
+			memset(&x->evbuf[ie], 0, sizeof(x->evbuf[ie]));
+			if ((r = event(x, f.p, f.p + f.n, &x->evbuf[ie], &bad)))
 				return at(x, r, "events", ie);
 			ie++;
 			break;
@@ -638,6 +654,13 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 	}
 	if (r)
 		return r;
+	if (!(s->attrs = arr(x, ia, sizeof(*s->attrs))) ||
+	    !(s->events = arr(x, ie, sizeof(*s->events))))
+		return -ENOMEM;
+	if (ia)
+		memcpy(s->attrs, x->kvbuf, ia * sizeof(*s->attrs));
+	if (ie)
+		memcpy(s->events, x->evbuf, ie * sizeof(*s->events));
 	s->nattrs = ia;
 	s->nevents = ie;
 	if (s->trace_len == 16)
@@ -851,6 +874,8 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 	if (len)
 		memcpy(copy, body, len);
 	ret = request(&x, copy, copy + len, r, &bad_rs);
+	free(x.kvbuf);
+	free(x.evbuf);
 	if (ret == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
 		memset(r, 0, sizeof(*r));
