@@ -247,13 +247,13 @@ static int pbool(const struct fld *f)
 }
 
 /*
- * How many fields numbered num (and num2 into *n2) [p, end) holds, any
- * wire type: the arrays are sized before they are filled.  Keys of one
+ * How many fields numbered num [p, end) holds, any wire type: arrays
+ * other than a span's are sized before they are filled.  Keys of one
  * byte and lengths of one are skimmed here, the rest read by next(); at
  * the first malformed field it stops (the decode that follows refuses it
  * there, having filled no more than counted).
  */
-static size_t count(const uint8_t *p, const uint8_t *end, uint32_t num, size_t *n2, uint32_t num2)
+static size_t count(const uint8_t *p, const uint8_t *end, uint32_t num)
 {
 	struct dctx dummy;
 	struct fld f = { 0 };
@@ -289,8 +289,6 @@ static size_t count(const uint8_t *p, const uint8_t *end, uint32_t num, size_t *
 			return n;
 		}
 		n += f.num == num;
-		if (n2)
-			*n2 += f.num == num2;
 	}
 	return n;
 }
@@ -323,7 +321,7 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 static int kvs(struct dctx *x, const uint8_t *p, const uint8_t *end, uint32_t num,
 	       struct otlp_kv **out, size_t *nout, int depth, int *bad, const char *name)
 {
-	size_t n = count(p, end, num, NULL, 0), i = 0;
+	size_t n = count(p, end, num), i = 0;
 	struct fld f = { 0 };
 	int r;
 
@@ -388,7 +386,7 @@ static int any(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp
 			WANT(x, &f, "arrayValue", 2);
 			q = f.p;
 			qend = f.p + f.n;
-			n = count(q, qend, 1, NULL, 0);
+			n = count(q, qend, 1);
 			out->type = OTLP_V_ARRAY;
 			out->u.arr.n = 0;
 			*bad = 0;
@@ -472,7 +470,7 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_event *e,
 		 int *bad)
 {
-	size_t n = count(p, end, 3, NULL, 0), i = 0;
+	size_t n = count(p, end, 3), i = 0;
 	struct fld f = { 0 };
 	int r, nbad = 0;
 
@@ -715,7 +713,7 @@ static int scope(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 static int scope_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 		       struct otlp_scope_spans *ss, int *bad)
 {
-	size_t n = count(p, end, 2, NULL, 0), k = 0;
+	size_t n = count(p, end, 2), k = 0;
 	int r, has_scope = 0, has_name = 0, has_version = 0, sbad[2] = { 0, 0 };
 	struct fld f = { 0 };
 
@@ -793,7 +791,7 @@ static int resource(struct dctx *x, const uint8_t *p, const uint8_t *end,
 static int resource_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 			  struct otlp_resource_spans *rs, int *bad)
 {
-	size_t n = count(p, end, 2, NULL, 0), j = 0;
+	size_t n = count(p, end, 2), j = 0;
 	int r, res_bad = 0, scope_bad = 0;
 	struct fld f = { 0 };
 
@@ -832,7 +830,7 @@ static int resource_spans(struct dctx *x, const uint8_t *p, const uint8_t *end,
 static int request(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_req *r,
 		   long *bad_rs)
 {
-	size_t n = count(p, end, 1, NULL, 0), i = 0;
+	size_t n = count(p, end, 1), i = 0;
 	struct fld f = { 0 };
 	int ret;
 
