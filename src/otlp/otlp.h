@@ -9,9 +9,11 @@
  * ends produce,
  *
  *   otlp_json_dec.c  OTLP/JSON, streamed (yajl) -> struct otlp_req
- *   otlp_pb.c    OTLP/protobuf (protobuf-c, the one file that includes it)
- *                                        -> struct otlp_req
- *   otlp_scan.c  a protobuf request checked before it is decoded
+ *   otlp_pb_dec.c  OTLP/protobuf, read from the wire format -> struct otlp_req
+ *   otlp_scan.c  a protobuf request's structure checked (the text of a
+ *                refusal)
+ *   otlp_pb.c    struct otlp_req and answers -> protobuf (protobuf-c, the
+ *                one file that includes it)
  *
  * and the one mapping to Zipkin spans (otlp_map.c) that both share, so
  * JSON, protobuf and gRPC requests give the same spans and the same

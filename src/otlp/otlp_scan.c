@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * A walk over an OTLP protobuf ExportTraceServiceRequest before protobuf-c
- * decodes it (otlp_pb.c).  protobuf-c checks lengths and wire types but
- * recurses once per nested message with no limit, so a body of nested
- * AnyValues (2 bytes a level) could overflow a connection thread's stack:
- * this walk follows the schema's nested messages, refuses AnyValues nested
- * deeper than OTLP_MAX_DEPTH, and names the first truncated field or
- * unknown wire type with its byte offset.  It reads the wire format only;
- * no protobuf-c here.
+ * A walk over an OTLP protobuf ExportTraceServiceRequest's structure: it
+ * follows the schema's nested messages, refuses AnyValues nested deeper
+ * than OTLP_MAX_DEPTH, and names the first truncated field or unknown
+ * wire type with its byte offset.  otlp_pb_decode() (otlp_pb_dec.c) checks
+ * all this as it reads and calls this walk only for a refusal's text,
+ * which stays the one protobuf-c's front end gave before it (the walk ran
+ * first there: protobuf-c recursed without a limit).  No protobuf-c here.
  */
 #include <errno.h>
 #include <stdint.h>

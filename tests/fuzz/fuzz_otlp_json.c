@@ -18,6 +18,7 @@
 #include "collector/zjson.h"
 #include "otlp/otlp.h"
 #include "fuzz.h"
+#include "otlp_mapped.h"
 #include "otlp_json_tree.c"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -35,25 +36,6 @@ static int has_surrogate(const char *s, size_t n)
 		    s[i + 3])
 			return 1;
 	return 0;
-}
-
-/* The mapped request as text: Zipkin JSON of the kept spans, then the
- * rejected count and first reason (malloc'ed; NULL: out of memory). */
-static char *mapped(const struct otlp_req *r, struct zarena *a)
-{
-	struct otlp_result res;
-	json_t *j;
-	char *t, *out = NULL;
-
-	if (otlp_map(r, a, &res))
-		return strdup("ENOMEM");
-	j = zjson_spans(res.spans, res.nspans);
-	t = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (t && asprintf(&out, "%s\n%zu %s", t, res.rejected, res.first_error) < 0)
-		out = NULL;
-	free(t);
-	return out;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

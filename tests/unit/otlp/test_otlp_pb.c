@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The OTLP protobuf decoder (otlp_pb.c) and the shared mapping
+ * The OTLP protobuf decoder (otlp_pb_dec.c) and the shared mapping
  * (otlp_map.c) against hostile and hand-encoded protobuf: truncated
  * messages, wrong wire types, huge lengths, groups, AnyValues nested far
  * past the limit (which would overflow protobuf-c's recursion), bad ids,
- * invalid UTF-8; and a valid span mapped field by field.
+ * invalid UTF-8; protobuf-c's rules (unknown fields, any wire type for a
+ * bool, merges of a value seen twice, 5-byte keys and lengths); and a
+ * valid span mapped field by field.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -318,6 +320,75 @@ static void response(void)
 	free(p);
 }
 
+/* The one KeyValue of a span's attributes (raw bytes) through decode and
+ * map: 0 with the tag "key=value" of the kept span in tag, or -EINVAL
+ * with the reason in err. */
+static int one_kv(const char *kvbytes, size_t kvlen, char *tag, size_t taglen, char *err,
+		  size_t errlen)
+{
+	struct buf kv = { (uint8_t *)kvbytes, kvlen }, b;
+	struct zarena a = { 0 };
+	struct otlp_result res;
+	int ret;
+
+	tag[0] = '\0';
+	b = request(16, "op", 1000, 2000, &kv);
+	ret = decode_map(&b, &a, &res, err, errlen);
+	if (!ret && res.nspans == 1 && res.spans[0].ntags)
+		snprintf(tag, taglen, "%.*s=%.*s", (int)res.spans[0].tags[0].key.len,
+			 res.spans[0].tags[0].key.p, (int)res.spans[0].tags[0].value.len,
+			 res.spans[0].tags[0].value.p);
+	else if (!ret)
+		snprintf(tag, taglen, "rejected %zu: %.200s", res.rejected, res.first_error);
+	zarena_reset(&a);
+	free(b.p);
+	return ret;
+}
+
+/* The wire format's rules, as protobuf-c applied them (otlp_pb_dec.c). */
+static void wire_rules(void)
+{
+	static const struct {
+		const char *what;
+		const char *kv;
+		size_t len;
+		int ret;
+		const char *want;       /* the tag, or a piece of the reason */
+	} cases[] = {
+		{ "unknown fields of wire types 0, 1, 2 and 5 are skipped",
+		  "\x0a\x01k\x78\x05\x79\0\0\0\0\0\0\0\0\x7a\x01z\x7d\0\0\0\0\x12\x02\x18\x07", 26,
+		  0, "k=7" },
+		{ "a known field of the wrong wire type is refused, with its path",
+		  "\x0a\x01k\x12\x03\x1a\x01x", 8, -EINVAL,
+		  "resourceSpans[0].scopeSpans[0].spans[0].attributes[0].value.intValue: wire type 2" },
+		{ "a bool of any wire type (protobuf-c's reading)", "\x0a\x01k\x12\x03\x12\x01\x01", 8,
+		  0, "k=true" },
+		{ "a value seen twice: the later one", "\x0a\x01k\x12\x02\x18\x07\x12\x02\x18\x08", 11,
+		  0, "k=8" },
+		{ "a value seen twice, the later empty: the earlier number",
+		  "\x0a\x01k\x12\x02\x18\x07\x12\x00", 9, 0, "k=7" },
+		{ "a value seen twice, the later empty: no earlier string",
+		  "\x0a\x01k\x12\x03\x0a\x01s\x12\x00", 10, 0, "rejected 1" },
+		{ "two empty values are refused (protobuf-c's merge fails)",
+		  "\x0a\x01k\x12\x00\x12\x00", 7, -EINVAL, "two empty AnyValues" },
+		{ "a key ends at its first NUL", "\x0a\x03k\0x\x12\x02\x18\x07", 9, 0, "k=7" },
+		{ "a key of 6 bytes is refused", "\x0a\x01k\x92\x80\x80\x80\x80\x00\x02\x18\x07", 12,
+		  -EINVAL, "longer than 5 bytes" },
+		{ "a length prefix of 6 bytes is refused", "\x0a\x01k\x12\x82\x80\x80\x80\x80\x00\x18\x07",
+		  12, -EINVAL, "a length longer than 5 bytes" },
+	};
+	char tag[512], err[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret;
+
+		err[0] = '\0';
+		ret = one_kv(cases[i].kv, cases[i].len, tag, sizeof(tag), err, sizeof(err));
+		is_int(ret, cases[i].ret, "%s (%.200s)", cases[i].what, ret ? err : tag);
+		ok(strstr(ret ? err : tag, cases[i].want) != NULL, "... %s", cases[i].want);
+	}
+}
+
 int main(void)
 {
 	hostile();
@@ -328,5 +399,6 @@ int main(void)
 	rejected();
 	reencode();
 	response();
+	wire_rules();
 	return test_done();
 }
