@@ -54,6 +54,15 @@ int proc_each_mapped(const char *name,
 		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
 		     void *arg);
 
+/*
+ * The file pid maps executable at address addr, when it answers to name
+ * (as in proc_resolve_path()): a path fay opens for it
+ * (proc_mapped_path()) into path (len bytes).  One /proc/PID/maps read.
+ * 0, or -ENOENT (nothing mapped there, not executable, another name, gone).
+ */
+int proc_mapped_at(pid_t pid, unsigned long long addr, const char *name, char *path,
+		   size_t len);
+
 /* What makes a process's view of the file system: its mount namespace
  * (the inode of /proc/PID/ns/mnt) and its root directory (device and
  * inode of /proc/PID/root).  Processes with equal ids resolve every name
