@@ -54,8 +54,8 @@ for i in $(seq "$RUNS"); do
 	[ -n "$first" ] && gap=$(awk -v a="$first" -v b="$t0" 'BEGIN { printf "%.2f", (a - b) / 1e6 }')
 	printf '| %d | %d | %d | %d | %s |\n' "$i" "$calls" "$n" $((calls - n)) "$gap"
 done | tee "$W/rows"
-awk -F'|' '{ m[NR] = $5 + 0; g[NR] = $6 + 0 } END {
-	n = asort(m); asort(g)
-	printf "\nmissed calls: median %d, max %d; gap: median %.2f ms, max %.2f ms (%d rounds)\n",
-		m[int((n + 1) / 2)], m[n], g[int((n + 1) / 2)], g[n], n }' "$W/rows"
+# column C of the rows: median and max
+col() { awk -F'|' -v c="$1" '{ print $c + 0 }' "$W/rows" | sort -g |
+	awk '{ v[NR] = $1 } END { printf "median %s, max %s", v[int((NR + 1) / 2)], v[NR] }'; }
+printf '\nmissed calls: %s; gap (ms): %s (%d rounds)\n' "$(col 5)" "$(col 6)" "$RUNS"
 grep -c "one more file" "$W/q.err" | sed 's/^/files attached after the start: /'

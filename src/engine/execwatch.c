@@ -31,13 +31,16 @@
  * host process's private copy): two more programs on the
  * syscalls:sys_enter_mmap / sys_exit_mmap tracepoints.  The entry keeps
  * the thread of an mmap() of a file (fd >= 0) with PROT_EXEC in a hash
- * map; the exit of such a call, when it succeeded, writes the pid and the
- * address into the same ring (16 bytes: an exec's record is 8).  The
+ * map, with its length; the exit of such a call, when it succeeded,
+ * writes the pid, the address and the length into the same ring (24
+ * bytes: an exec's record is 8).  The
  * loader maps each library's code so, once; anonymous and data mappings
- * (the bulk of mmap() calls) cost the entry program's two compares.  fay
- * reads the one line of /proc/PID/maps at that address and attaches when
- * the file answers to the library's name and is none of the probe's
- * (probe_follow_mapping()).  The calls made between the mmap() and the
+ * (the bulk of mmap() calls) cost the entry program's two compares and
+ * the exit program's hash lookup.  fay
+ * reads that mapping's /proc/PID/map_files link and attaches when the
+ * file answers to the library's name and is none of the probe's
+ * (probe_follow_mapping(): a file probed already, a host process's libc,
+ * costs a readlink() and a stat()).  The calls made between the mmap() and the
  * attach (a dlopen()ed library's constructors) are not counted.
  */
 #include <errno.h>
@@ -53,6 +56,7 @@
 #define EXEC_RING_BYTES	(256 * 1024)	/* 16 bytes a record: 16384 pids */
 #define EXEC_MAX_VIEWS	4096		/* views remembered (then each is looked at again) */
 #define MMAP_PENDING	4096		/* threads inside an executable file mmap() */
+#define MMAP_REC	24		/* pid, address, length */
 #ifndef PROT_EXEC
 #define PROT_EXEC	0x4
 #endif
@@ -69,7 +73,7 @@ struct engine_exec {
 	struct exec_prog mmap_in;	/* syscalls:sys_enter_mmap */
 	struct exec_prog mmap_out;	/* syscalls:sys_exit_mmap */
 	struct bmap *ring;
-	struct bmap *pending;		/* tid -> 1: in an mmap() to report */
+	struct bmap *pending;		/* tid -> length: in an mmap() to report */
 	struct ring_buffer *rb;
 	struct engine *e;
 	struct proc_root_id *seen;	/* views looked at: fay's first */
@@ -88,14 +92,15 @@ static bool seen_view(struct engine_exec *x, const struct proc_root_id *id)
 }
 
 /* A process that exec'ed (8 bytes: its pid) or mapped a file executable
- * (16: its pid and the address): every following probe, exit ones first
- * (as engine_attach(): no entry recorded without its exit). */
+ * (MMAP_REC: its pid, the address and the length): every following
+ * probe, exit ones first (as engine_attach(): no entry recorded without
+ * its exit). */
 static int on_exec(void *ctx, void *data, size_t size)
 {
 	struct engine_exec *x = ctx;
 	struct engine *e = x->e;
 	struct proc_root_id id;
-	uint64_t rec[2] = { 0, 0 };
+	uint64_t rec[MMAP_REC / 8] = { 0 };
 	char path[4096];
 	bool mapped = size >= sizeof(rec);
 
@@ -113,7 +118,8 @@ static int on_exec(void *ctx, void *data, size_t size)
 	for (int i = e->nprogs - 1; i >= 0; i--) {
 		struct probe *p = e->progs[i].probe;
 		int rc = !p ? 0 : mapped ?
-			 probe_follow_mapping(p, (pid_t)rec[0], rec[1], path, sizeof(path)) :
+			 probe_follow_mapping(p, (pid_t)rec[0], rec[1], rec[2], path,
+					      sizeof(path)) :
 			 probe_follow_pid(p, (pid_t)rec[0], path, sizeof(path));
 
 		if (rc > 0) {
@@ -191,15 +197,15 @@ static int tp_off(struct probe *tp, const char *name)
 }
 
 /* sys_enter_mmap: an mmap() of a file (fd >= 0) with PROT_EXEC: its
- * thread into the pending map. */
+ * thread and length into the pending map. */
 static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 {
-	int prot = tp_off(tp, "prot"), fd = tp_off(tp, "fd");
+	int prot = tp_off(tp, "prot"), fd = tp_off(tp, "fd"), len = tp_off(tp, "len");
 	int key = ir_stack_alloc(ir, 8, 8), val = ir_stack_alloc(ir, 8, 8);
 	int out = ir_label_new(ir);
 	ir_reg r = ir_vreg(ir);
 
-	if (prot < 0 || fd < 0)
+	if (prot < 0 || fd < 0 || len < 0)
 		return -ENOENT;
 	ir_load(ir, r, IR_R(ir_ctx(ir)), prot, 8, 0);
 	ir_alu(ir, BPF_AND, r, IR_I(PROT_EXEC));
@@ -208,7 +214,8 @@ static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	ir_jmp(ir, BPF_JGT, r, IR_I(0x7fffffff), out);	/* -1: anonymous */
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_store(ir, IR_S(key), 0, 8, IR_R(r));
-	ir_store(ir, IR_S(val), 0, 8, IR_I(1));
+	ir_load(ir, r, IR_R(ir_ctx(ir)), len, 8, 0);
+	ir_store(ir, IR_S(val), 0, 8, IR_R(r));
 	ir_call(ir, IR_NOREG, BPF_FUNC_map_update_elem, 4, IR_M(x->pending), IR_S(key),
 		IR_S(val), IR_I(BPF_ANY));
 	ir_label(ir, out);
@@ -216,14 +223,14 @@ static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	return ir_error(ir);
 }
 
-/* sys_exit_mmap: a pending thread's call, when it succeeded: the pid and
- * the address into the ring. */
+/* sys_exit_mmap: a pending thread's call, when it succeeded: the pid, the
+ * address and the length into the ring. */
 static int mmap_out_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 {
 	int ret = tp_off(tp, "ret");
-	int key = ir_stack_alloc(ir, 8, 8), rec = ir_stack_alloc(ir, 16, 8);
+	int key = ir_stack_alloc(ir, 8, 8), rec = ir_stack_alloc(ir, MMAP_REC, 8);
 	int out = ir_label_new(ir);
-	ir_reg r = ir_vreg(ir), v = ir_vreg(ir);
+	ir_reg r = ir_vreg(ir), v = ir_vreg(ir), l = ir_vreg(ir);
 
 	if (ret < 0)
 		return -ENOENT;
@@ -231,14 +238,16 @@ static int mmap_out_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	ir_store(ir, IR_S(key), 0, 8, IR_R(r));
 	ir_call(ir, v, BPF_FUNC_map_lookup_elem, 2, IR_M(x->pending), IR_S(key));
 	ir_jmp(ir, BPF_JEQ, v, IR_I(0), out);
+	ir_load(ir, l, IR_R(v), 0, 8, 0);
 	ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(x->pending), IR_S(key));
 	ir_load(ir, v, IR_R(ir_ctx(ir)), ret, 8, 0);
 	ir_jmp(ir, BPF_JGT, v, IR_I(-4096), out);	/* -errno: failed */
 	ir_alu(ir, BPF_RSH, r, IR_I(32));
 	ir_store(ir, IR_S(rec), 0, 8, IR_R(r));
 	ir_store(ir, IR_S(rec), 8, 8, IR_R(v));
-	ir_call(ir, IR_NOREG, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec), IR_I(16),
-		IR_I(0));
+	ir_store(ir, IR_S(rec), 16, 8, IR_R(l));
+	ir_call(ir, IR_NOREG, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec),
+		IR_I(MMAP_REC), IR_I(0));
 	ir_label(ir, out);
 	ir_exit(ir, IR_I(0));
 	return ir_error(ir);

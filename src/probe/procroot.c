@@ -156,6 +156,25 @@ int proc_mapped_at(pid_t pid, unsigned long long addr, const char *name, char *p
 	return maps_walk(pid, name, &addr, path_copy, &o) == 1 ? 0 : -ENOENT;
 }
 
+int proc_mapped_file(pid_t pid, unsigned long long addr, unsigned long long size,
+		     const char *name, struct stat *st)
+{
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+	char fn[96], target[4200], path[4400];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%llx-%llx", (int)pid, addr,
+		 addr + (size + page - 1) / page * page);
+	n = readlink(fn, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = '\0';
+		return map_matches(name, target) && !stat(fn, st) ? 0 : -ENOENT;
+	}
+	if (proc_mapped_at(pid, addr, name, path, sizeof(path)) || stat(path, st))
+		return -ENOENT;
+	return 0;
+}
+
 struct seen {
 	dev_t dev;
 	ino_t ino;

@@ -474,7 +474,8 @@ int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len)
 	return follow_file(p, pid, path, &st, sym);
 }
 
-int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, char *path, size_t len)
+int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
+			 size_t len)
 {
 	char bin[4096];
 	const char *sym;
@@ -482,8 +483,14 @@ int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, char *path, 
 
 	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
 		return 0;
+	/* the common case, a file probed already (a host process's libc),
+	 * costs two system calls; only a new file is looked up in the maps
+	 * for the path it is named by */
+	if (proc_mapped_file(pid, addr, size, bin, &st) ||
+	    probed_already(p, st.st_dev, st.st_ino))
+		return 0;	/* another file, unmapped, gone, or probed */
 	if (proc_mapped_at(pid, addr, bin, path, len) || stat(path, &st))
-		return 0;	/* another file, unmapped, or gone */
+		return 0;
 	return follow_file(p, pid, path, &st, sym);
 }
 
