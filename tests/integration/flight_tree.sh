@@ -15,6 +15,7 @@
 #    service's unsampled traces whole, marked by the rule, and no other
 #    (the other service's requests run meanwhile: nothing of them stored).
 . "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/collector_lib.bash"
 WL=$BUILD/tests/bin/flight_workload
 [ -x "$FAY" ] || skip_all "no fay binary at $FAY (build first)"
 [ -x "$WL" ] || skip_all "no $WL (make)"
@@ -83,17 +84,7 @@ assert h["c1"]["held"] >= int(sys.argv[3]), h
 assert h["a2"]["state"] == "answered" and h["a2"]["spans"] == 0, h
 assert a["spans_stored"] == int(sys.argv[2]), a' "$T_TMP/cap.json" "$N" "$ALL1" ||
 	diag "$(cat "$T_TMP/cap.json" "$T_TMP/cap.err")"
-# stored ROOTURL TRACE BY: spans of TRACE stored whose fay.capture.by starts with BY
-stored() {
-	curl -s "$1/api/v2/trace/$2" | python3 -c '
-import json, sys
-try:
-    s = json.load(sys.stdin)
-except Exception:
-    s = []
-print(sum(1 for x in s if x.get("tags", {}).get("fay.capture.by", "").startswith(sys.argv[1])))' "$3"
-}
-ok "the root's store has the trace's $N spans, marked" [ "$(stored "$ROOT" "$T" "trace $T")" = "$N" ]
+ok "the root's store has the trace's $N spans, marked" [ "$(captured_spans "$ROOT" "$T" "trace $T")" = "$N" ]
 
 # ---- a rule at the root, run on a1 through the child ------------------------------
 capture --when 'sp.service == "depot" && sp.name == "request"' --name depot --follow 0 \
@@ -118,7 +109,7 @@ ok "the rule captured the 10 depot traces" wait_for 30 captured ||
 bad=""
 while read -r t s n _; do
 	[ "$s" = 0 ] || continue
-	got=$(stored "$ROOT" "$t" "rule depot: span request on ")
+	got=$(captured_spans "$ROOT" "$t" "rule depot: span request on ")
 	[ "$got" = "$n" ] || bad+=" $t: $got of $n;"
 done <"$T_TMP/w2.out"
 ok "each of the $NU unsampled depot traces stored whole at the root, marked by the rule" [ -z "$bad" ] ||
@@ -129,7 +120,7 @@ ok "a third workload (shop) ran 10 requests" wait_for 30 held "$((ALL1 + $(awk '
 bad=""
 while read -r t s n _; do
 	[ "$s" = 0 ] || continue
-	got=$(stored "$ROOT" "$t" "")
+	got=$(captured_spans "$ROOT" "$t" "")
 	[ "$got" = 0 ] || bad+=" $t: $got;"
 done <"$T_TMP/w3.out"
 ok "no span of the shop traces run while the rule ran is stored" [ -z "$bad" ] || diag "$bad"

@@ -44,15 +44,7 @@ ok "the agent holds the $ALL unsampled spans" wait_for 30 held
 # spans TRACE: how many spans of TRACE are stored, marked captured by
 # their trace id (the Hosts page's capture of the last minutes stores
 # them again, marked "last ...ms")
-spans() {
-	curl -s "$URL/api/v2/trace/$1" | python3 -c '
-import json, sys
-try:
-    s = json.load(sys.stdin)
-except Exception:
-    s = []
-print(sum(1 for x in s if x.get("tags", {}).get("fay.capture.by") == "trace " + sys.argv[1]))' "$1"
-}
+spans() { captured_spans "$URL" "$1" "trace $1"; }
 ok "neither trace is stored yet" bash -c '[ "$1" = 0 ] && [ "$2" = 0 ]' _ "$(spans "$T1")" "$(spans "$T2")"
 
 IMG=${FAY_UI_IMG:-$BUILD/test-logs/ui-img}
