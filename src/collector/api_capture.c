@@ -440,8 +440,16 @@ static bool answered(const char *state)
 	return !strcmp(state, "answered") || !strcmp(state, "no flight buffer");
 }
 
+/* Counted asked, as round_run() counts: neither "does not capture" nor
+ * "not connected" (an agent known from its spans only). */
+static bool asked(const char *state)
+{
+	return strcmp(state, "does not capture") && strcmp(state, "not connected");
+}
+
 /* Fold a follow round's hosts into the account's: late spans, and a
- * host that answers now though it did not before.  Under captures_lock. */
+ * host asked or answering now though it was not before.  Under
+ * captures_lock. */
 static void fold_hosts(json_t *acc, json_t *now)
 {
 	json_t *hosts = json_object_get(acc, "hosts"), *v;
@@ -452,20 +460,23 @@ static void fold_hosts(json_t *acc, json_t *now)
 		const char *st = json_string_value(json_object_get(v, "state"));
 		json_int_t late = json_integer_value(json_object_get(v, "stored"));
 		json_t *h = acc_host(hosts, name);
+		const char *was;
 
 		if (!h) {	/* a host that joined since */
 			h = json_pack("{s:s, s:s, s:i, s:i}", "host", name, "state",
 				      "not connected", "spans", 0, "stored", 0);
 			if (!h || json_array_append_new(hosts, h))
 				continue;
-			acc_add(acc, "hosts_asked", strcmp(st, "does not capture") != 0);
 		}
-		if (answered(st) &&
-		    !answered(json_string_value(json_object_get(h, "state")))) {
+		was = json_string_value(json_object_get(h, "state"));
+		if (asked(st) && !asked(was))
+			acc_add(acc, "hosts_asked", 1);
+		if (answered(st) && !answered(was)) {
 			acc_add(acc, "hosts_answered", 1);
-			json_object_set_new(h, "state", json_string(st));
 			json_object_set_new(h, "answered_late", json_true());
 		}
+		if (asked(st) && !answered(was))	/* was is freed here */
+			json_object_set_new(h, "state", json_string(st));
 		if (late)
 			acc_add(h, "late", late);
 		if (json_is_true(json_object_get(v, "cut")))
