@@ -4,8 +4,9 @@
 // whose flight buffer holds the unsampled traces T1 (N1 spans) and T2
 // (N2 spans) and ALL unsampled spans in all (tests/ui/ui_captures.sh):
 // capture by trace id on /captures and its row in the list; a rule from
-// the form, an error in one, dropping it; "capture it" on the page of a
-// trace not stored; "capture the last N s" on /hosts.
+// the form, an error in one, dropping it; a trace id looked up on
+// /traces that is not stored: "capture it" on its page; "capture the
+// last N s" on /hosts.
 //
 // env: URL (fay collector), IMG_DIR, T1, N1, T2, N2, ALL
 import { mkdirSync } from 'node:fs';
@@ -60,9 +61,12 @@ await session('the captures pages', pg, close, async () => {
 	ok(true, 'the rule runs on the agent');
 	await shot('captures');
 
-	// ---- a trace not stored: capture it from its page ----
-	await page.goto(URL + '/trace/' + T2);
+	// ---- a trace not stored: looked up by id, captured from its page ----
+	await page.goto(URL + '/traces');
+	await page.fill('#q-trace-id', T2);
+	await page.click('#q-trace-go');
 	await page.waitForSelector('#cap-trace-go', T);
+	ok(page.url().endsWith('/trace/' + T2), 'a trace id on the Traces page opens its page');
 	ok(true, 'a trace not stored: its page offers to capture it');
 	await page.click('#cap-trace-go');
 	await page.waitForSelector('#cap-result', T);

@@ -72,7 +72,7 @@ const Captures = (() => {
 				const c = await capture({ trace_id: id });
 				box.replaceChildren(el('div', { class: 'q-info', id: 'cap-result' },
 					`Captured ${c.spans_stored} spans from ${hostsText(c)}. `,
-					c.spans_stored ? el('a', { href: '/trace/' + id, onclick: () => setTimeout(() => dispatchEvent(new Event('fay:navigate'))) }, 'Show the trace') : 'No host holds it.'));
+					c.spans_stored ? el('a', { href: '/trace/' + id }, 'Show the trace') : 'No host holds it.'));
 			} catch (e) {
 				box.replaceChildren(U.errorBox(e));
 			}
