@@ -269,10 +269,16 @@ int zspan_from_rec(const struct spanrec *r, struct zarena *a, struct zspan *s)
 	s->shared = !!(r->f.flags & SPAN_F_SHARED);
 	s->debug = !!(r->f.flags & SPAN_F_DEBUG);
 	s->timestamp_us = ns_to_us(r->f.start_ns);
-	/* a whole record is a finished span: under 1 us (even 0 ns, when
-	 * the clock did not move) is 1 us, never "no duration" */
-	if (r->f.start_ns)
-		s->duration_us = r->f.duration_ns < 1000 ? 1 : ns_to_us(r->f.duration_ns);
+	/* a whole record is a finished span: it covers every microsecond it
+	 * touched, from its start's (rounded down) to its end's (rounded up),
+	 * so a child inside its parent in ns is inside it in us too, the
+	 * parent's last microsecond included; never under 1 us (even 0 ns,
+	 * when the clock did not move), never "no duration" */
+	if (r->f.start_ns) {
+		uint64_t end_us = (r->f.start_ns + r->f.duration_ns + 999) / 1000;
+
+		s->duration_us = end_us > s->timestamp_us ? end_us - s->timestamp_us : 1;
+	}
 	if (zarena_str(a, &s->name, r->name.p, r->name.len, 1))
 		return -ENOMEM;
 	if (ep_from_rec(&r->local, a, &s->local) || ep_from_rec(&r->remote, a, &s->remote))
