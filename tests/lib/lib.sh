@@ -35,8 +35,11 @@ ok() {
 cq_rows() { grep -v '"hosts":{"asked":' "$1"; }
 
 pass() { T_N=$((T_N + 1)); echo "ok $T_N - $1"; }
-fail() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-diag() { echo "# $*"; }
+# fail WHAT [DETAIL...] and diag TEXT: every line of a detail or text is
+# its own "# " line, so a multi-line one (a command's output) reaches the
+# excerpt tests/run prints of a failure, which keeps only TAP's lines.
+fail() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1"; shift; local l; for l in "$@"; do printf '%s\n' "$l" | sed 's/^/#   /'; done; }
+diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root"; }
