@@ -237,7 +237,9 @@ void lib_count_unsampled_slow(void)
 static __attribute__((noinline)) struct fay_span *root_slow(struct lib_tls *t,
 							      const char *name)
 {
-	if (lib_root_slow(t))
+	/* sampling all, and no budget left to count: no more to decide */
+	if ((READ_ONCE(lib.sample_thresh) == UINT64_MAX && !t->skip_set) ||
+	    lib_root_slow(t))
 		return begin(name, 0, 0, 0, SPAN_F_SAMPLED);
 	if (unlikely(READ_ONCE(lib.record_all)))
 		return begin(name, 0, 0, 0, SPAN_F_UNSAMPLED);
