@@ -64,8 +64,7 @@ void blkin_init_trace_info(struct blkin_trace_info *trace_info)
 
 	if (!trace_info)
 		return;
-	if (!lib_sample_root(&lib_t)) {
-		lib_count_unsampled();
+	if (!lib_root_sampled(&lib_t)) {
 		id = (int64_t)((uint64_t)id | (UINT64_C(1) << 63));
 	}
 	trace_info->trace_id = id;

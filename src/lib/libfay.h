@@ -85,7 +85,14 @@ struct lib_tls {
 	uint32_t tid;            /* gettid(), 0 until needed */
 	uint32_t ncache;
 	uint32_t nr_next;
-	uint32_t unsampled;      /* unsampled roots not yet added to the header */
+	uint32_t unsampled;      /* unsampled roots not yet added to the header
+				  * (besides skip_set - skip) */
+	uint32_t skip;           /* roots fay_span_root() may still pass as
+				  * unsampled without a look at the sampler
+				  * (sample.c: lib_root_slow sets it) */
+	uint32_t skip_set;       /* skip as last set: skip_set - skip roots
+				  * passed, not yet in unsampled */
+	uint32_t skip_gen;       /* lib.sample_gen skip was set under, 0 none */
 	uint32_t started;        /* sampled spans begun, not yet added */
 	uint32_t key_set;        /* the thread-exit destructor is armed */
 	uint32_t no_room;        /* spans to drop (lost_no_room) before trying
@@ -94,6 +101,8 @@ struct lib_tls {
 				  * 0: every read is slow (here, not in
 				  * struct lib_clock: the TLS is counted) */
 	uint64_t rng;            /* sampling generator state, 0 = not seeded */
+	uint64_t gap;            /* 1 in N with a large N: unsampled roots due
+				  * before the next sampled one, beyond skip */
 	struct lib_clock clk;
 	struct ring_prod prod;
 	uint32_t cache[LIB_CACHE_MAX];
@@ -146,6 +155,10 @@ struct lib_proc {
 	 * rate mode (GCRA on rate_tat). */
 	uint64_t sample_thresh;
 	uint64_t rate_interval_ns, rate_tau_ns, rate_tat;
+	/* Bumped (never 0) whenever sampling or record_all changes: a
+	 * thread's skip budget holds only under the generation it was set
+	 * in. */
+	uint32_t sample_gen;
 
 	/* The TSC clock (clock.c): tsc_state 0 not looked at yet, 1 usable,
 	 * 2 not (clock_gettime every time); tsc_mult the last rate measured
@@ -251,16 +264,46 @@ static inline uint64_t lib_rand(struct lib_tls *t)
 	return (uint64_t)(m >> 64) ^ (uint64_t)m;
 }
 
-/* Is a new root sampled?  An independent 1-in-N trial, or rate mode. */
-static inline int lib_sample_root(struct lib_tls *t)
+/* A span or trace id half: never 0 (0 means "none" in a record).  From
+ * the thread's generator, inline: the ids of a sampled span are three
+ * draws, and rand_u64() (xoshiro256** behind a TLS descriptor) cost ~30
+ * instructions each. */
+static inline uint64_t lib_id(struct lib_tls *t)
 {
-	uint64_t th = READ_ONCE(lib.sample_thresh);
+	uint64_t r = lib_rand(t);
 
-	if (likely(th == UINT64_MAX))
+	return r ? r : 1;
+}
+
+/* sample.c: the decision lib_root_sampled() could not make from the
+ * thread's skip budget. */
+int lib_root_slow(struct lib_tls *t) LIB_HIDDEN;
+/* Something the sampling decision reads changed (the mode, N, R,
+ * record_all): every thread's skip budget is void. */
+void lib_sample_changed(void) LIB_HIDDEN;
+
+/* Is the thread's next root passed as unsampled at once?  Its skip
+ * budget, set under the current sampling generation, is not spent.  Then
+ * take one root from it: one TLS load, a compare with the generation and
+ * a decrement (no clock, no random number, no atomic). */
+static inline int lib_root_skip(struct lib_tls *t)
+{
+	if (likely(t->skip) && likely(t->skip_gen == READ_ONCE(lib.sample_gen))) {
+		t->skip--;
 		return 1;
-	if (unlikely(th == LIB_THRESH_RATE))
-		return lib_sample_rate();
-	return lib_rand(t) < th;
+	}
+	return 0;
+}
+
+/* Is a new root sampled?  1 in N: an independent trial per root with
+ * probability 1/N (for a large N made as geometric gaps between sampled
+ * roots, sample.c); rate mode: the token bucket.  An unsampled root is
+ * counted (spans_unsampled). */
+static inline int lib_root_sampled(struct lib_tls *t)
+{
+	if (lib_root_skip(t))
+		return 0;
+	return lib_root_slow(t);
 }
 
 /* clock.c: decide once whether the TSC can be used (fay_init calls it). */
@@ -318,12 +361,14 @@ void lib_put(struct spanrec_fixed *f, uint8_t *buf, uint32_t cap,
 	     uint32_t *used, unsigned type, uint64_t val,
 	     const char *a, size_t alen, const char *b, size_t blen);
 /* A root was not sampled: counted per thread, added to the header in
- * batches. */
-void lib_count_unsampled_slow(void);
-static inline void lib_count_unsampled(void)
+ * batches; this adds them. */
+void lib_count_unsampled_slow(void) LIB_HIDDEN;
+/* Give the thread's non-recording handles their state word (once is
+ * enough: nothing else is ever written there). */
+static inline void lib_nonrec_prepare(struct lib_tls *t)
 {
-	if (unlikely(++lib_t.unsampled >= LIB_UNSAMPLED_FLUSH))
-		lib_count_unsampled_slow();
+	for (unsigned i = 0; i < LIB_NR_HANDLES; i++)
+		t->nr[i].state = LIB_NONREC;
 }
 /* span.c: write one finished record (fixed + items) to the thread's ring
  * under the recursion guard; counts every loss.  Returns 0 or -errno. */

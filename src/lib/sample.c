@@ -4,7 +4,16 @@
  *
  * Fixed mode, 1 in N: an independent Bernoulli trial per root, from the
  * thread's own generator (lib_rand(): no syscall, no shared write),
- * sampled when r < UINT64_MAX / N.
+ * sampled when r < UINT64_MAX / N.  For N >= GAP_MIN_N the trials are
+ * made as gaps instead: the number of unsampled roots before the next
+ * sampled one is drawn once, from the geometric law a run of such trials
+ * follows (P(gap = k) = (1 - p)^k p), so the sampled roots are the same
+ * in law.  The roots of a gap pass in fay_span_root() with a decrement
+ * of the thread's skip budget (lib_root_skip()), at most
+ * LIB_UNSAMPLED_FLUSH at a time so that spans_unsampled reaches the
+ * header as often as before; sampling all, rate mode and FAY_RECORD=all
+ * give no budget (every root comes here).  A change of sampling bumps
+ * lib.sample_gen, which voids every thread's budget.
  *
  * Rate mode, about R traces a second: a token bucket kept as one word, the
  * "theoretical arrival time" of GCRA: a root is sampled when tat <= now +
@@ -45,6 +54,104 @@ int lib_sample_rate(void)
 	}
 }
 
+/* Geometric gaps for 1 in N from this N on (below, a sampled root is
+ * frequent and the trial per root is cheaper than a drawn gap). */
+#define GAP_MIN_N 64u
+
+/* -ln(1 - p) for 0 < p <= 1/GAP_MIN_N: its series (the 12th term is
+ * below 2^-70 of the first). */
+static double neg_log1m(double p)
+{
+	double sum = 0, pk = p;
+
+	for (int k = 1; k <= 12; k++, pk *= p)
+		sum += pk / k;
+	return sum;
+}
+
+/* -ln(u) for 0 < u <= 1 without libm: u = m 2^e with m in [sqrt(1/2),
+ * sqrt(2)), ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172 (ten
+ * terms: error below 1e-16). */
+static double neg_log(double u)
+{
+	uint64_t b;
+	double m, s, s2, sum = 0, sk;
+	int e;
+
+	memcpy(&b, &u, 8);
+	e = (int)((b >> 52) & 0x7ff) - 1023;
+	b = (b & ~(UINT64_C(0x7ff) << 52)) | UINT64_C(1023) << 52;
+	memcpy(&m, &b, 8);
+	if (m > 1.4142135623730951) {
+		m /= 2;
+		e++;
+	}
+	s = (m - 1) / (m + 1);
+	s2 = s * s;
+	sk = s;
+	for (int k = 1; k <= 19; k += 2, sk *= s2)
+		sum += sk / k;
+	return -(e * 0.6931471805599453 + 2 * sum);
+}
+
+/* Unsampled roots before the next sampled one, each root sampled with
+ * probability th / 2^64 (th < 2^64 / GAP_MIN_N); UINT64_MAX: never. */
+static uint64_t draw_gap(struct lib_tls *t, uint64_t th)
+{
+	double u, g;
+
+	if (!th)
+		return UINT64_MAX;
+	/* u uniform in (0, 1], 53 bits */
+	u = (double)((lib_rand(t) >> 11) + 1) * 0x1p-53;
+	g = neg_log(u) / neg_log1m((double)th * 0x1p-64);
+	return g >= 0x1p63 ? UINT64_MAX : (uint64_t)g;
+}
+
+int lib_root_slow(struct lib_tls *t)
+{
+	uint32_t gen = smp_load_acquire(&lib.sample_gen);
+	uint64_t th = READ_ONCE(lib.sample_thresh), b;
+	int sampled;
+
+	/* the roots the budget passed are unsampled roots */
+	t->unsampled += t->skip_set - t->skip;
+	t->skip = t->skip_set = 0;
+	if (th == UINT64_MAX) {
+		sampled = 1;
+	} else if (th == LIB_THRESH_RATE) {
+		sampled = lib_sample_rate();
+	} else if (th >= UINT64_MAX / GAP_MIN_N) {
+		sampled = lib_rand(t) < th;
+	} else {
+		if (t->skip_gen != gen)
+			t->gap = draw_gap(t, th);
+		sampled = !t->gap;
+		if (sampled)
+			t->gap = draw_gap(t, th);
+		else if (t->gap != UINT64_MAX)
+			t->gap--;
+		if (!READ_ONCE(lib.record_all)) {
+			b = t->gap < LIB_UNSAMPLED_FLUSH ? t->gap : LIB_UNSAMPLED_FLUSH;
+			if (t->gap != UINT64_MAX)
+				t->gap -= b;
+			t->skip = t->skip_set = (uint32_t)b;
+			if (b)
+				lib_nonrec_prepare(t);
+		}
+	}
+	t->skip_gen = gen;
+	if (!sampled && unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
+		lib_count_unsampled_slow();
+	return sampled;
+}
+
+void lib_sample_changed(void)
+{
+	if (!__atomic_add_fetch(&lib.sample_gen, 1, __ATOMIC_RELEASE))
+		__atomic_add_fetch(&lib.sample_gen, 1, __ATOMIC_RELEASE);
+}
+
 uint64_t lib_rng_seed(void)
 {
 	return rand_u64();
@@ -64,6 +171,7 @@ static void set_one_in(unsigned n)
 	/* r < UINT64_MAX / n: probability 1/n to within 2^-32 */
 	WRITE_ONCE(lib.sample_thresh, n == 0 ? 0 : n == 1 ? UINT64_MAX : UINT64_MAX / n);
 	publish_one_in(n);
+	lib_sample_changed();
 }
 
 static void set_rate(double r)
@@ -86,6 +194,7 @@ static void set_rate(double r)
 	WRITE_ONCE(lib.rate_mode, 1);
 	smp_store_release(&lib.sample_thresh, LIB_THRESH_RATE);
 	publish_one_in(0);
+	lib_sample_changed();
 }
 
 /*

@@ -26,6 +26,7 @@ struct lib_proc lib = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.sample_thresh = UINT64_MAX,   /* record every root until told */
+	.sample_gen = 1,
 };
 __thread struct lib_tls lib_t __attribute__((tls_model("initial-exec")));
 
@@ -57,6 +58,9 @@ void lib_flush_counters(void)
 {
 	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
 
+	/* the roots the skip budget passed so far */
+	lib_t.unsampled += lib_t.skip_set - lib_t.skip;
+	lib_t.skip_set = lib_t.skip;
 	if (h && lib_t.unsampled)
 		atomic_add(&h->spans_unsampled, lib_t.unsampled);
 	if (h && lib_t.started)
@@ -363,6 +367,9 @@ static void atfork_child(void)
 	lib_t.nest = 0;
 	lib_t.no_room = 0;
 	lib_t.rng = 0;          /* reseed: the child's samples are its own */
+	lib_t.skip = 0;         /* and so is its next sampled root */
+	lib_t.skip_set = 0;
+	lib_t.skip_gen = 0;
 	lib_t.clk_limit = 0;    /* ns until the child's own file has a TSC line */
 	pthread_mutex_unlock(&lib.lock);
 }
@@ -418,7 +425,10 @@ int fay_init(const char *service, const char *ip, int port)
 	lib_clock_init();
 
 	pthread_mutex_lock(&lib.lock);
-	WRITE_ONCE(lib.record_all, record_all);
+	if (READ_ONCE(lib.record_all) != record_all) {
+		WRITE_ONCE(lib.record_all, record_all);
+		lib_sample_changed();
+	}
 	e = getenv("FAY_SAMPLE");
 	if (e) {
 		err = lib_parse_sample(e);

@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/rand.h"
 #include "lib/libfay.h"
 
 static inline struct fay_pool_slot *as_slot(const struct fay_span *s)
@@ -75,11 +74,11 @@ static int span_ids(const struct fay_span *s, uint64_t *hi, uint64_t *lo,
 		return -EINVAL;
 	n = (struct lib_nonrec *)s;
 	if (!n->trace_hi && !n->trace_lo) {
-		n->trace_hi = rand_u64();
-		n->trace_lo = rand_u64();
+		n->trace_hi = lib_id(lib_tls());
+		n->trace_lo = lib_id(lib_tls());
 	}
 	if (!n->span_id)
-		n->span_id = rand_u64();
+		n->span_id = lib_id(lib_tls());
 	*hi = n->trace_hi;
 	*lo = n->trace_lo;
 	*id = n->span_id;
@@ -176,6 +175,7 @@ static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
 static __attribute__((noinline)) struct fay_span *
 begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags)
 {
+	struct lib_tls *t = lib_tls();
 	struct fay_shm_hdr *h;
 	struct fay_pool_slot *sl;
 	struct fay_span *nr;
@@ -183,8 +183,8 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags
 	size_t nlen;
 
 	if (!hi && !lo) {
-		hi = rand_u64();
-		lo = rand_u64();
+		hi = lib_id(t);
+		lo = lib_id(t);
 	}
 	h = READ_ONCE(lib.recording) ? lib_hdr() : NULL;
 	if (!h || lib_enter())
@@ -201,14 +201,14 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags
 	memset(&sl->fixed, 0, sizeof(sl->fixed));
 	sl->fixed.trace_hi = hi;
 	sl->fixed.trace_lo = lo;
-	sl->fixed.span_id = rand_u64();
+	sl->fixed.span_id = lib_id(t);
 	sl->fixed.parent_id = parent;
-	sl->fixed.flags = flags | lib_ticks_flag(lib_tls());
+	sl->fixed.flags = flags | lib_ticks_flag(t);
 	if (!name)
 		name = "";
 	nlen = strnlen(name, LIB_NAME_MAX);
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
-	sl->fixed.start_ns = lib_stamp(lib_tls(), sl->fixed.flags & SPAN_F_TICKS);
+	sl->fixed.start_ns = lib_stamp(t, sl->fixed.flags & SPAN_F_TICKS);
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
 	lib_cur_push(sl);
 	/* spans_started counts sampled spans (an unsampled root is counted
@@ -219,8 +219,8 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags
 	return (struct fay_span *)sl;
 
 nonrec:
-	nr = nonrec(lib_tls(), hi, lo, flags);
-	((struct lib_nonrec *)nr)->span_id = rand_u64();
+	nr = nonrec(t, hi, lo, flags);
+	((struct lib_nonrec *)nr)->span_id = lib_id(t);
 	return nr;
 }
 
@@ -232,17 +232,37 @@ void lib_count_unsampled_slow(void)
 		lib_t.unsampled = 0;    /* no file to count them in */
 }
 
+/* A root that its thread's skip budget did not pass: sampled, recorded
+ * unsampled (FAY_RECORD=all), or not recorded. */
+static __attribute__((noinline)) struct fay_span *root_slow(struct lib_tls *t,
+							      const char *name)
+{
+	/* sampling all, and no budget left to count: no more to decide */
+	if ((READ_ONCE(lib.sample_thresh) == UINT64_MAX && !t->skip_set) ||
+	    lib_root_slow(t))
+		return begin(name, 0, 0, 0, SPAN_F_SAMPLED);
+	if (unlikely(READ_ONCE(lib.record_all)))
+		return begin(name, 0, 0, 0, SPAN_F_UNSAMPLED);
+	return nonrec(t, 0, 0, 0);
+}
+
 struct fay_span *fay_span_root(const char *name)
 {
 	struct lib_tls *t = lib_tls();
 
-	if (lib_sample_root(t))
-		return begin(name, 0, 0, 0, SPAN_F_SAMPLED);
-	if (unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
-		lib_count_unsampled_slow();
-	if (unlikely(READ_ONCE(lib.record_all)))
-		return begin(name, 0, 0, 0, SPAN_F_UNSAMPLED);
-	return nonrec(t, 0, 0, 0);
+	if (likely(lib_root_skip(t))) {
+		/* unsampled, not recorded (no budget under FAY_RECORD=all):
+		 * a non-recording handle of a new trace, ids made on demand;
+		 * its state word is set already (lib_nonrec_prepare) */
+		struct lib_nonrec *n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
+
+		n->flags = 0;
+		n->trace_hi = 0;
+		n->trace_lo = 0;
+		n->span_id = 0;
+		return (struct fay_span *)n;
+	}
+	return root_slow(t, name);
 }
 
 struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)

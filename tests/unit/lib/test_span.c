@@ -344,6 +344,43 @@ static void test_sampling(void)
 	ok(fabs((double)k - mean) < 5 * sd, "1 in %u of %u: %" PRIu64 " sampled, want %.0f +- %.0f (5 sd)",
 	   one_in, n, k, mean, 5 * sd);
 
+	/* 1 in N, N >= 64: geometric gaps passed from the thread's skip
+	 * budget; the same law, and every root counted one way or the
+	 * other */
+	{
+		const unsigned big_n = 1000000, big_in = 500;
+		double bm = (double)big_n / big_in,
+		       bsd = sqrt(big_n * (1.0 / big_in) * (1 - 1.0 / big_in));
+		uint64_t u0;
+
+		lib_flush_counters();
+		u0 = view.hdr->spans_unsampled;
+		fay_set_sampling(big_in);
+		n0 = lt_records(&view);
+		for (unsigned i = 0; i < big_n; i++)
+			fay_span_end(fay_span_root("g"));
+		k = lt_records(&view) - n0;
+		ok(fabs((double)k - bm) < 5 * bsd,
+		   "1 in %u of %u: %" PRIu64 " sampled, want %.0f +- %.0f (5 sd)",
+		   big_in, big_n, k, bm, 5 * bsd);
+		lib_flush_counters();
+		is_u64(view.hdr->spans_unsampled - u0 + k, big_n,
+		       "1 in %u: sampled + spans_unsampled = the roots", big_in);
+		/* a change of sampling voids the thread's budget at once */
+		fay_set_sampling(4294967295u);
+		for (unsigned i = 0; i < 100; i++)
+			fay_span_end(fay_span_root("g"));
+		fay_set_sampling(1);
+		n0 = lt_records(&view);
+		fay_span_end(fay_span_root("g"));
+		is_u64(lt_records(&view) - n0, 1, "1 in 2^32-1 then 1: the next root is sampled");
+		fay_set_sampling(0);
+		n0 = lt_records(&view);
+		for (unsigned i = 0; i < 5000; i++)
+			fay_span_end(fay_span_root("g"));
+		is_u64(lt_records(&view) - n0, 0, "then 0: 5000 roots, none sampled");
+	}
+
 	/* rate mode: about 2000 a second (burst 200) for 0.5 s */
 	fay_set_sampling_rate(2000);
 	n0 = lt_records(&view);
