@@ -162,7 +162,7 @@ static void fay_one(struct fay *f, const struct spanrec *r)
 {
 	if (!spanctx_match(f->p, r, "proc"))
 		return;
-	spanctx_fill(f->p, r, "proc", 4242, f->ctx);
+	spanctx_fill(f->p, r, "proc", 4242, NULL, NULL, f->ctx);
 	engine_span_feed(f->e, f->ctx);
 }
 

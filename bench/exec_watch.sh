@@ -34,16 +34,9 @@ TP=
 trap '[ -n "$TP" ] && kill $TP 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 
 # a root with ctr_work and its own libc copy
+. "$(dirname "$0")/ctr_root.bash"
 R=$W/root
-mkdir -p "$R"/{bin,lib64,usr/lib/x86_64-linux-gnu}
-ln -s usr/lib "$R/lib"
-cp "$CW" "$R/bin/ctr_work"
-for lib in $(ldd "$CW" | grep -o '/[^ ]*'); do
-	case "$lib" in
-	*/ld-linux*) cp "$lib" "$R/lib64/" ;;
-	*) cp "$lib" "$R/usr/lib/x86_64-linux-gnu/" ;;
-	esac
-done
+ctr_bench_root "$R" "$CW"
 
 loop_host() { for ((i = 0; i < N; i++)); do /bin/true; done; }
 loop_chroot() { for ((i = 0; i < N; i++)); do chroot "$R" /bin/ctr_work 2>/dev/null; done; }

@@ -35,7 +35,9 @@ $(UI_EMBED): tools/ui-embed.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lz
 
-$(UI_GEN): $(UI_EMBED) $(UI_PAGES) mk/ui.mk | $(UI_NPM)
+# ui and ui/js themselves: a file added or removed changes the list even
+# when the file's own time is older than the last embed
+$(UI_GEN): $(UI_EMBED) $(UI_PAGES) ui ui/js mk/ui.mk | $(UI_NPM)
 	$(call msg,EMBED,$@)
 	@mkdir -p $(@D)
 	$(Q)vendor=""; \

@@ -150,16 +150,19 @@ static int copy_hdr(void *arg)
 }
 
 /* The container of process pid (its cgroup, common/cgroup.h) as the tags
- * of its spans. */
+ * of its spans, and its cgroup and container as spans(...) reads them. */
 static void container_tags(struct proc *p)
 {
 	char path[4096], name[128], id[CGROUP_ID_LEN + 1];
 
 	p->tags.len = p->tags.n = 0;
+	p->cgroup[0] = p->container[0] = '\0';
 	if (!p->pid || cgroup_path_of_pid((pid_t)p->pid, path, sizeof(path)))
 		return;
 	cgroup_container_id(path, name, sizeof(name), id);
 	tag_items_container(&p->tags, id, name);
+	cgroup_str_cut(p->cgroup, sizeof(p->cgroup), path);
+	cgroup_container(path, p->container, sizeof(p->container));
 }
 
 /*

@@ -305,7 +305,7 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 		/* spans(...) queries see every span recorded, sampled or
 		 * not: a capture rule (#22) is one, and triggers on them */
 		if (dc->d->tap)
-			spantap_feed(dc->d->tap, &r, p->service, p->pid);
+			spantap_feed(dc->d->tap, &r, p->service, p->pid, p->cgroup, p->container);
 		return 0;
 	}
 	ret = batch_add(&dc->d->cur->b, payload, (uint32_t)n, &r, &p->ep, &p->tags);
@@ -320,7 +320,7 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 	p->in_batch[dc->ring] = 1;
 	p->n.drained++;
 	if (dc->d->tap)		/* spans(...) queries (nothing when none runs) */
-		spantap_feed(dc->d->tap, &r, p->service, p->pid);
+		spantap_feed(dc->d->tap, &r, p->service, p->pid, p->cgroup, p->container);
 	return 0;
 }
 

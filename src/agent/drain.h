@@ -79,6 +79,8 @@ struct proc {
 				 * (the file name's is in the process's own) */
 	uint32_t vpid;          /* the file name's pid */
 	struct tag_items tags;  /* its container (set before drain_add()) */
+	char cgroup[64];        /* its cgroup path and container, as spans(...) */
+	char container[64];     /* queries read them (set with tags) */
 	struct shmdir *dir;     /* the directory of the file (main thread) */
 
 	/* main thread */

@@ -97,7 +97,7 @@ void spantap_detach(void *tap, struct engine *e)
 }
 
 void spantap_feed(struct spantap *t, const struct spanrec *r, const char *proc_service,
-		  uint32_t pid)
+		  uint32_t pid, const char *cgroup, const char *container)
 {
 	struct spanrec whole;
 
@@ -115,7 +115,7 @@ void spantap_feed(struct spantap *t, const struct spanrec *r, const char *proc_s
 
 		if (!spanctx_match(s->p, r, proc_service))
 			continue;
-		spanctx_fill(s->p, r, proc_service, pid, s->ctx);
+		spanctx_fill(s->p, r, proc_service, pid, cgroup, container, s->ctx);
 		engine_span_feed(s->e, s->ctx);
 		s->fed = true;
 	}

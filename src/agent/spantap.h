@@ -40,11 +40,12 @@ void spantap_detach(void *tap, struct engine *e);
 
 /*
  * The drain thread: span r (decoded), drained from process pid whose
- * service is proc_service (when the span names no endpoint).  Runs every
+ * service is proc_service (when the span names no endpoint), in cgroup
+ * cgroup and container container (NULL or "": none known).  Runs every
  * attached query that asks for it.
  */
 void spantap_feed(struct spantap *t, const struct spanrec *r, const char *proc_service,
-		  uint32_t pid);
+		  uint32_t pid, const char *cgroup, const char *container);
 /* The drain thread, after a pass: wake the streaming queries fed in it. */
 void spantap_pass_end(struct spantap *t);
 

@@ -198,6 +198,21 @@ static bool component(const char *c, size_t n, const char *parent, size_t pn, ch
 	return false;
 }
 
+void cgroup_str_cut(char *out, size_t size, const char *v)
+{
+	size_t l = strlen(v);
+
+	if (size < 4)
+		return;
+	memset(out, 0, size);
+	if (l < size) {
+		memcpy(out, v, l);
+		return;
+	}
+	memcpy(out, "...", 3);
+	memcpy(out + 3, v + l - (size - 4), size - 4);
+}
+
 void cgroup_container(const char *path, char *out, size_t len)
 {
 	char id[CGROUP_ID_LEN + 1];

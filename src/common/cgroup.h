@@ -35,6 +35,12 @@ int cgroup_path_of(uint64_t id, char *path, size_t len);
 /* The container a cgroup path names (table above), "" if none. */
 void cgroup_container(const char *path, char *out, size_t len);
 
+/* v (a path or a container) into out, size bytes, zero-filled after it: a
+ * v of size bytes or more keeps its end after "..." (the end of a long
+ * path says most: "...kubepods/.../cri-containerd-ID.scope"), so out is
+ * always NUL-terminated.  How s.cgroup is shown in every source. */
+void cgroup_str_cut(char *out, size_t size, const char *v);
+
 #define CGROUP_ID_LEN 64
 /* The same, and the whole 64-digit id into id when the runtime names its
  * cgroup by id (podman, docker, CRI); id is "" for a name (machined) or

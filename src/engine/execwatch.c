@@ -25,6 +25,23 @@
  * libraries yet: the name resolves in the process's own root (its
  * ld.so.cache), where its loader will find it.  Calls a process makes
  * before fay has attached (a few ms after its exec) are not counted.
+ *
+ * Files mapped later, or from elsewhere than the root's library
+ * directories (dlopen("/opt/app/lib/libfoo.so"), LD_LIBRARY_PATH, a
+ * host process's private copy): two more programs on the
+ * syscalls:sys_enter_mmap / sys_exit_mmap tracepoints.  The entry keeps
+ * the thread of an mmap() of a file (fd >= 0) with PROT_EXEC in a hash
+ * map, with its length; the exit of such a call, when it succeeded,
+ * writes the pid, the address and the length into the same ring (24
+ * bytes: an exec's record is 8).  The
+ * loader maps each library's code so, once; anonymous and data mappings
+ * (the bulk of mmap() calls) cost the entry program's two compares and
+ * the exit program's hash lookup.  fay
+ * reads that mapping's /proc/PID/map_files link and attaches when the
+ * file answers to the library's name and is none of the probe's
+ * (probe_follow_mapping(): a file probed already, a host process's libc,
+ * costs a readlink() and a stat()).  The calls made between the mmap() and the
+ * attach (a dlopen()ed library's constructors) are not counted.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,17 +55,30 @@
 
 #define EXEC_RING_BYTES	(256 * 1024)	/* 16 bytes a record: 16384 pids */
 #define EXEC_MAX_VIEWS	4096		/* views remembered (then each is looked at again) */
+#define MMAP_PENDING	4096		/* threads inside an executable file mmap() */
+#define MMAP_REC	24		/* pid, address, length */
+#ifndef PROT_EXEC
+#define PROT_EXEC	0x4
+#endif
 
-struct engine_exec {
-	struct probe *tp;		/* sched:sched_process_exec */
+/* One program on one tracepoint. */
+struct exec_prog {
+	struct probe *tp;
 	struct ir *ir;
 	struct bprog *prog;
+};
+
+struct engine_exec {
+	struct exec_prog exec;		/* sched:sched_process_exec */
+	struct exec_prog mmap_in;	/* syscalls:sys_enter_mmap */
+	struct exec_prog mmap_out;	/* syscalls:sys_exit_mmap */
 	struct bmap *ring;
+	struct bmap *pending;		/* tid -> length: in an mmap() to report */
 	struct ring_buffer *rb;
 	struct engine *e;
 	struct proc_root_id *seen;	/* views looked at: fay's first */
 	size_t nseen;
-	uint64_t nexec, nviews, nfiles;
+	uint64_t nexec, nviews, nfiles, nmaps;
 };
 
 static bool seen_view(struct engine_exec *x, const struct proc_root_id *id)
@@ -61,36 +91,54 @@ static bool seen_view(struct engine_exec *x, const struct proc_root_id *id)
 	return false;
 }
 
-/* One process that exec'ed: every following probe, exit ones first (as
- * engine_attach(): no entry recorded without its exit). */
+/* A process that exec'ed (8 bytes: its pid) or mapped a file executable
+ * (MMAP_REC: its pid, the address and the length): every following
+ * probe, exit ones first (as engine_attach(): no entry recorded without
+ * its exit). */
 static int on_exec(void *ctx, void *data, size_t size)
 {
 	struct engine_exec *x = ctx;
 	struct engine *e = x->e;
 	struct proc_root_id id;
+	uint64_t rec[MMAP_REC / 8] = { 0 };
 	char path[4096];
-	uint64_t pid;
+	bool mapped = size >= sizeof(rec);
 
-	if (size < sizeof(pid))
+	if (size < sizeof(rec[0]))
 		return 0;
-	memcpy(&pid, data, sizeof(pid));
-	x->nexec++;
-	if (proc_root_id((pid_t)pid, &id) || seen_view(x, &id))
-		return 0;
-	x->nviews++;
+	memcpy(rec, data, mapped ? sizeof(rec) : sizeof(rec[0]));
+	if (mapped) {
+		x->nmaps++;
+	} else {
+		x->nexec++;
+		if (proc_root_id((pid_t)rec[0], &id) || seen_view(x, &id))
+			return 0;
+		x->nviews++;
+	}
 	for (int i = e->nprogs - 1; i >= 0; i--) {
 		struct probe *p = e->progs[i].probe;
-		int rc = p ? probe_follow_pid(p, (pid_t)pid, path, sizeof(path)) : 0;
+		int rc = !p ? 0 : mapped ?
+			 probe_follow_mapping(p, (pid_t)rec[0], rec[1], rec[2], path,
+					      sizeof(path)) :
+			 probe_follow_pid(p, (pid_t)rec[0], path, sizeof(path));
 
 		if (rc > 0) {
 			x->nfiles++;
-			pr_info("%s: one more file, %s (process %d, started after the attach): "
-				"%zu files", e->progs[i].spec, path, (int)pid, probe_nfiles(p));
+			pr_info("%s: one more file, %s (process %d, %s after the attach): "
+				"%zu files", e->progs[i].spec, path, (int)rec[0],
+				mapped ? "mapped" : "started", probe_nfiles(p));
 		} else if (rc < 0) {
 			pr_warn("%s", probe_strerror(p));
 		}
 	}
 	return 0;
+}
+
+static void prog_free(struct exec_prog *q)
+{
+	probe_free(q->tp);
+	bprog_free(q->prog);
+	ir_free(q->ir);
 }
 
 void engine_exec_free(struct engine *e)
@@ -99,32 +147,34 @@ void engine_exec_free(struct engine *e)
 
 	if (!x)
 		return;
-	if (x->nviews)
-		pr_debug("exec watch: %llu execs, %llu new views of the file system, %llu files "
-			 "added", (unsigned long long)x->nexec, (unsigned long long)x->nviews,
-			 (unsigned long long)x->nfiles);
+	if (x->nviews || x->nmaps)
+		pr_debug("exec watch: %llu execs, %llu new views of the file system, %llu "
+			 "executable file mappings, %llu files added",
+			 (unsigned long long)x->nexec, (unsigned long long)x->nviews,
+			 (unsigned long long)x->nmaps, (unsigned long long)x->nfiles);
 	for (int i = 0; i < e->nprogs; i++)
 		if (e->progs[i].probe && probe_files_capped(e->progs[i].probe))
 			pr_warn("%s: %zu files of the library left out: a probe is on at most %d",
 				e->progs[i].spec, probe_files_capped(e->progs[i].probe),
 				PROBE_MAX_FILES);
 	ring_buffer__free(x->rb);
-	probe_free(x->tp);
-	bprog_free(x->prog);
-	ir_free(x->ir);
+	prog_free(&x->exec);
+	prog_free(&x->mmap_in);
+	prog_free(&x->mmap_out);
 	bmap_free(x->ring);
+	bmap_free(x->pending);
 	free(x->seen);
 	free(x);
 	e->exec = NULL;
 }
 
 /* The program: the pid (tgid) of the task that exec'ed, into the ring. */
-static int exec_prog(struct engine_exec *x)
+static int exec_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 {
-	struct ir *ir = x->ir;
 	ir_reg r = ir_vreg(ir);
 	int slot = ir_stack_alloc(ir, 8, 8);
 
+	(void)tp;
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_alu(ir, BPF_RSH, r, IR_I(32));
 	ir_store(ir, IR_S(slot), 0, 8, IR_R(r));
@@ -134,14 +184,117 @@ static int exec_prog(struct engine_exec *x)
 	return ir_error(ir);
 }
 
-int engine_exec_start(struct engine *e)
+/* The offset of field name of tracepoint tp, or -1. */
+static int tp_off(struct probe *tp, const char *name)
+{
+	size_t n;
+	const struct probe_field *f = probe_fields(tp, &n);
+
+	for (size_t i = 0; f && i < n; i++)
+		if (!strcmp(f[i].name, name) && f[i].size == 8)
+			return f[i].offset;
+	return -1;
+}
+
+/* sys_enter_mmap: an mmap() of a file (fd >= 0) with PROT_EXEC: its
+ * thread and length into the pending map. */
+static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
+{
+	int prot = tp_off(tp, "prot"), fd = tp_off(tp, "fd"), len = tp_off(tp, "len");
+	int key = ir_stack_alloc(ir, 8, 8), val = ir_stack_alloc(ir, 8, 8);
+	int out = ir_label_new(ir);
+	ir_reg r = ir_vreg(ir);
+
+	if (prot < 0 || fd < 0 || len < 0)
+		return -ENOENT;
+	ir_load(ir, r, IR_R(ir_ctx(ir)), prot, 8, 0);
+	ir_alu(ir, BPF_AND, r, IR_I(PROT_EXEC));
+	ir_jmp(ir, BPF_JEQ, r, IR_I(0), out);
+	ir_load(ir, r, IR_R(ir_ctx(ir)), fd, 8, 0);
+	ir_jmp(ir, BPF_JGT, r, IR_I(0x7fffffff), out);	/* -1: anonymous */
+	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_store(ir, IR_S(key), 0, 8, IR_R(r));
+	ir_load(ir, r, IR_R(ir_ctx(ir)), len, 8, 0);
+	ir_store(ir, IR_S(val), 0, 8, IR_R(r));
+	ir_call(ir, IR_NOREG, BPF_FUNC_map_update_elem, 4, IR_M(x->pending), IR_S(key),
+		IR_S(val), IR_I(BPF_ANY));
+	ir_label(ir, out);
+	ir_exit(ir, IR_I(0));
+	return ir_error(ir);
+}
+
+/* sys_exit_mmap: a pending thread's call, when it succeeded: the pid, the
+ * address and the length into the ring. */
+static int mmap_out_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
+{
+	int ret = tp_off(tp, "ret");
+	int key = ir_stack_alloc(ir, 8, 8), rec = ir_stack_alloc(ir, MMAP_REC, 8);
+	int out = ir_label_new(ir);
+	ir_reg r = ir_vreg(ir), v = ir_vreg(ir), l = ir_vreg(ir);
+
+	if (ret < 0)
+		return -ENOENT;
+	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_store(ir, IR_S(key), 0, 8, IR_R(r));
+	ir_call(ir, v, BPF_FUNC_map_lookup_elem, 2, IR_M(x->pending), IR_S(key));
+	ir_jmp(ir, BPF_JEQ, v, IR_I(0), out);
+	ir_load(ir, l, IR_R(v), 0, 8, 0);
+	ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(x->pending), IR_S(key));
+	ir_load(ir, v, IR_R(ir_ctx(ir)), ret, 8, 0);
+	ir_jmp(ir, BPF_JGT, v, IR_I(-4096), out);	/* -errno: failed */
+	ir_alu(ir, BPF_RSH, r, IR_I(32));
+	ir_store(ir, IR_S(rec), 0, 8, IR_R(r));
+	ir_store(ir, IR_S(rec), 8, 8, IR_R(v));
+	ir_store(ir, IR_S(rec), 16, 8, IR_R(l));
+	ir_call(ir, IR_NOREG, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec),
+		IR_I(MMAP_REC), IR_I(0));
+	ir_label(ir, out);
+	ir_exit(ir, IR_I(0));
+	return ir_error(ir);
+}
+
+/* Load program build on tracepoint name into q.  0, or -errno with why. */
+static int prog_start(struct engine_exec *x, struct exec_prog *q, const char *name,
+		      int (*build)(struct engine_exec *, struct ir *, struct probe *),
+		      char *why, size_t whylen)
 {
 	struct probe_opts po = { .sz = sizeof(po) };
 	struct bprog_opts o;
 	struct bprog_diag d;
+	int err;
+
+	q->tp = probe_new(PROBE_TRACEPOINT, name, &po, why, whylen);
+	if (!q->tp)
+		return errno ? -errno : -ENOENT;
+	q->ir = ir_new("fay_exec");
+	if (!q->ir) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	err = build(x, q->ir, q->tp);
+	if (err) {
+		snprintf(why, whylen, "internal: the program on %s: %s", name, errstr(err));
+		return err;
+	}
+	probe_prog_opts(q->tp, &o);
+	q->prog = bprog_load(q->ir, &o, &d);
+	if (!q->prog) {
+		err = d.err ? d.err : -EINVAL;
+		snprintf(why, whylen, "%s", d.msg);
+		bprog_diag_clear(&d);
+		return err;
+	}
+	err = probe_attach(q->tp, bprog_fd(q->prog));
+	if (err)
+		snprintf(why, whylen, "%s", probe_strerror(q->tp));
+	return err;
+}
+
+int engine_exec_start(struct engine *e)
+{
 	struct engine_exec *x;
 	struct proc_root_id self;
-	char why[512];
+	char why[512] = "";
 	bool want = false;
 	int err;
 
@@ -158,41 +311,34 @@ int engine_exec_start(struct engine *e)
 	e->exec = x;
 	if (!proc_root_id(0, &self))	/* fay's view: the files it resolved */
 		x->seen[x->nseen++] = self;
-	x->tp = probe_new(PROBE_TRACEPOINT, "sched:sched_process_exec", &po, why, sizeof(why));
-	if (!x->tp) {
-		err = errno ? -errno : -ENOENT;
-		goto fail;
-	}
 	x->ring = bmap_new("fay_exec", BPF_MAP_TYPE_RINGBUF, 0, 0, EXEC_RING_BYTES);
-	x->ir = x->ring ? ir_new("fay_exec") : NULL;
-	if (!x->ir) {
+	/* LRU: a thread killed inside mmap() never leaves by itself */
+	x->pending = bmap_new("fay_mmap", BPF_MAP_TYPE_LRU_HASH, 8, 8, MMAP_PENDING);
+	if (!x->ring || !x->pending) {
 		err = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
 	}
-	err = exec_prog(x);
-	if (err) {
-		snprintf(why, sizeof(why), "internal: the program: %s", errstr(err));
+	err = prog_start(x, &x->exec, "sched:sched_process_exec", exec_prog, why, sizeof(why));
+	if (err)
 		goto fail;
-	}
-	probe_prog_opts(x->tp, &o);
-	x->prog = bprog_load(x->ir, &o, &d);
-	if (!x->prog) {
-		err = d.err ? d.err : -EINVAL;
-		snprintf(why, sizeof(why), "%s", d.msg);
-		bprog_diag_clear(&d);
-		goto fail;
-	}
-	err = probe_attach(x->tp, bprog_fd(x->prog));
-	if (err) {
-		snprintf(why, sizeof(why), "%s", probe_strerror(x->tp));
-		goto fail;
-	}
 	x->rb = ring_buffer__new(bmap_fd(x->ring), on_exec, x, NULL);
 	if (!x->rb) {
 		err = -errno;
 		snprintf(why, sizeof(why), "cannot map the ring buffer: %s", errstr(err));
 		goto fail;
+	}
+	/* the exit first: an entry is kept only once its exit will see it */
+	if (prog_start(x, &x->mmap_out, "syscalls:sys_exit_mmap", mmap_out_prog, why,
+		       sizeof(why)) ||
+	    prog_start(x, &x->mmap_in, "syscalls:sys_enter_mmap", mmap_in_prog, why,
+		       sizeof(why))) {
+		pr_warn("libraries mapped from now on from elsewhere than a root's library "
+			"directories (dlopen(), LD_LIBRARY_PATH) are not looked at: %s", why);
+		prog_free(&x->mmap_in);
+		prog_free(&x->mmap_out);
+		memset(&x->mmap_in, 0, sizeof(x->mmap_in));
+		memset(&x->mmap_out, 0, sizeof(x->mmap_out));
 	}
 	return 0;
 fail:

@@ -133,6 +133,15 @@ bool probe_follows_processes(const struct probe *p);
  * mapping it, now or later, is covered.
  */
 int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len);
+/*
+ * The same for the file pid has just mapped executable at addr, size
+ * bytes (a library loaded with dlopen() from anywhere, or from
+ * LD_LIBRARY_PATH: what the library's name in pid's root does not find):
+ * attach to it when it answers to the probe's library name and is none
+ * of the probe's files yet.  Returns as probe_follow_pid().
+ */
+int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
+			 size_t len);
 /* A wildcard function ("libc:pthread_mutex_*"): how many functions it
  * matched (0 for any other probe), and the name of function i, whose
  * attachment carries i as its BPF cookie; NULL past the end. */

@@ -88,30 +88,91 @@ int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len)
 	return ino_is(path, ino) ? 0 : -ENOENT;
 }
 
+/*
+ * Each file pid maps executable that answers to name (with at: only the
+ * mapping at address *at): f(a path fay opens for it, arg) until f
+ * returns non-zero, which is returned; else 0 (also when the maps cannot
+ * be read: gone, or a kernel thread).
+ */
+static int maps_walk(pid_t pid, const char *name, const unsigned long long *at,
+		     int (*f)(const char *path, void *arg), void *arg)
+{
+	char fn[64], line[4400], path[4400];
+	FILE *mf;
+	int rc = 0;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	mf = fopen(fn, "re");
+	if (!mf)
+		return 0;
+	while (!rc && fgets(line, sizeof(line), mf)) {
+		char perms[8], *file = strchr(line, '/');
+		unsigned long long lo, hi;
+
+		if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 ||
+		    (at && (*at < lo || *at >= hi)))
+			continue;
+		if (file && perms[2] == 'x') {
+			file[strcspn(file, "\n")] = '\0';
+			if (map_matches(name, file)) {
+				*file = '/';
+				if (!proc_mapped_path(pid, line, path, sizeof(path)))
+					rc = f(path, arg);
+			}
+		}
+		if (at)
+			break;
+	}
+	fclose(mf);
+	return rc;
+}
+
+struct path_out {
+	char *path;
+	size_t len;
+};
+
+/* maps_walk()'s f: the first path that fits */
+static int path_copy(const char *path, void *arg)
+{
+	struct path_out *o = arg;
+
+	return (size_t)snprintf(o->path, o->len, "%s", path) < o->len;
+}
+
 /* The first file pid maps executable that answers to name. */
 static int maps_lookup(pid_t pid, const char *name, char *path, size_t len)
 {
-	char fn[64], line[4400];
-	FILE *f;
-	int err = -ENOENT;
+	struct path_out o = { path, len };
 
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return -errno;
-	while (err && fgets(line, sizeof(line), f)) {
-		char perms[8], *file = strchr(line, '/');
+	return maps_walk(pid, name, NULL, path_copy, &o) == 1 ? 0 : -ENOENT;
+}
 
-		if (!file || sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x')
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		if (map_matches(name, file)) {
-			*file = '/';
-			err = proc_mapped_path(pid, line, path, len);
-		}
+int proc_mapped_at(pid_t pid, unsigned long long addr, const char *name, char *path,
+		   size_t len)
+{
+	struct path_out o = { path, len };
+
+	return maps_walk(pid, name, &addr, path_copy, &o) == 1 ? 0 : -ENOENT;
+}
+
+int proc_mapped_file(pid_t pid, unsigned long long addr, unsigned long long size,
+		     const char *name, struct stat *st)
+{
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+	char fn[96], target[4200], path[4400];
+	ssize_t n;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%llx-%llx", (int)pid, addr,
+		 addr + (size + page - 1) / page * page);
+	n = readlink(fn, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = '\0';
+		return map_matches(name, target) && !stat(fn, st) ? 0 : -ENOENT;
 	}
-	fclose(f);
-	return err;
+	if (proc_mapped_at(pid, addr, name, path, sizeof(path)) || stat(path, st))
+		return -ENOENT;
+	return 0;
 }
 
 struct seen {
@@ -121,44 +182,37 @@ struct seen {
 
 #define PROC_MAX_FILES 256	/* distinct files of one name */
 
+struct each {
+	struct seen *seen;
+	size_t *nseen;
+	int (*cb)(const char *, dev_t, ino_t, void *);
+	void *arg;
+};
+
+/* maps_walk()'s f for proc_each_mapped(): a file none seen yet */
+static int each_file(const char *path, void *arg)
+{
+	struct each *e = arg;
+	struct stat st;
+
+	if (stat(path, &st))
+		return 0;
+	for (size_t i = 0; i < *e->nseen; i++)
+		if (e->seen[i].dev == st.st_dev && e->seen[i].ino == st.st_ino)
+			return 0;
+	if (*e->nseen == PROC_MAX_FILES)
+		return 0;
+	e->seen[(*e->nseen)++] = (struct seen){ st.st_dev, st.st_ino };
+	return e->cb(path, st.st_dev, st.st_ino, e->arg);
+}
+
 /* One process's maps: each new file that answers to name. */
 static int each_in(pid_t pid, const char *name, struct seen *seen, size_t *nseen,
 		   int (*cb)(const char *, dev_t, ino_t, void *), void *arg)
 {
-	char fn[64], line[4400], path[4400];
-	FILE *f;
-	int rc = 0;
+	struct each e = { seen, nseen, cb, arg };
 
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return 0;	/* gone, or a kernel thread */
-	while (!rc && fgets(line, sizeof(line), f)) {
-		char perms[8], *file = strchr(line, '/');
-		unsigned int maj, mn;
-		unsigned long long ino;
-		struct stat st;
-		size_t i;
-
-		if (!file || sscanf(line, "%*s %7s %*x %x:%x %llu", perms, &maj, &mn, &ino) != 4 ||
-		    perms[2] != 'x')
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		if (!map_matches(name, file))
-			continue;
-		*file = '/';
-		if (proc_mapped_path(pid, line, path, sizeof(path)) || stat(path, &st))
-			continue;
-		for (i = 0; i < *nseen; i++)
-			if (seen[i].dev == st.st_dev && seen[i].ino == st.st_ino)
-				break;
-		if (i < *nseen || *nseen == PROC_MAX_FILES)
-			continue;
-		seen[(*nseen)++] = (struct seen){ st.st_dev, st.st_ino };
-		rc = cb(path, st.st_dev, st.st_ino, arg);
-	}
-	fclose(f);
-	return rc;
+	return maps_walk(pid, name, NULL, each_file, &e);
 }
 
 int proc_each_mapped(const char *name,

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Does pid see another file system than fay (another mount namespace,
@@ -53,6 +54,26 @@ int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len);
 int proc_each_mapped(const char *name,
 		     int (*cb)(const char *path, dev_t dev, ino_t ino, void *arg),
 		     void *arg);
+
+/*
+ * The file pid maps executable at address addr, when it answers to name
+ * (as in proc_resolve_path()): a path fay opens for it
+ * (proc_mapped_path()) into path (len bytes).  One /proc/PID/maps read.
+ * 0, or -ENOENT (nothing mapped there, not executable, another name, gone).
+ */
+int proc_mapped_at(pid_t pid, unsigned long long addr, const char *name, char *path,
+		   size_t len);
+
+/*
+ * The file of the mapping pid has just made at addr, size bytes (an
+ * mmap()'s result), when it answers to name: its stat into st.  Cheaper
+ * than proc_mapped_at(): a readlink() and a stat() of
+ * /proc/PID/map_files/LO-HI, no maps read (unless that entry is not
+ * there: a mapping merged with its neighbour, or no CAP_SYS_ADMIN).
+ * 0, or -ENOENT (another name, unmapped, gone).
+ */
+int proc_mapped_file(pid_t pid, unsigned long long addr, unsigned long long size,
+		     const char *name, struct stat *st);
 
 /* What makes a process's view of the file system: its mount namespace
  * (the inode of /proc/PID/ns/mnt) and its root directory (device and

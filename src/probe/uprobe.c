@@ -427,19 +427,16 @@ static bool probed_already(const struct probe *p, dev_t dev, ino_t ino)
 	return false;
 }
 
-int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len)
+/* Attach p to one more file, path (stat st), that pid maps or will map
+ * under the probe's library name: 1, 0 (nothing to do), or -errno. */
+static int follow_file(struct probe *p, pid_t pid, const char *path, const struct stat *st,
+		       const char *sym)
 {
-	char bin[4096];
-	const char *sym;
-	struct stat st;
 	uint64_t off;
 	int err;
 
-	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
+	if (probed_already(p, st->st_dev, st->st_ino))
 		return 0;
-	if (proc_resolve_path(pid, bin, path, len) || stat(path, &st) ||
-	    probed_already(p, st.st_dev, st.st_ino))
-		return 0;	/* gone, none there, or one probed */
 	if (1 + p->nmore >= PROBE_MAX_FILES) {
 		p->nfiles_capped++;
 		return probe_fail(p, -E2BIG, "%s: %s (process %d) left out: the probe is on %d "
@@ -457,11 +454,44 @@ int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len)
 		return 0;	/* the process and its root gone meanwhile */
 	if (err < 0)
 		return err;
-	err = more_add(p, path, off, st.st_dev, st.st_ino);
+	err = more_add(p, path, off, st->st_dev, st->st_ino);
 	if (err)
 		return probe_fail(p, err, "out of memory");
 	uprobe_desc(p, sym);
 	return 1;
+}
+
+int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len)
+{
+	char bin[4096];
+	const char *sym;
+	struct stat st;
+
+	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
+		return 0;
+	if (proc_resolve_path(pid, bin, path, len) || stat(path, &st))
+		return 0;	/* gone, or none there */
+	return follow_file(p, pid, path, &st, sym);
+}
+
+int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
+			 size_t len)
+{
+	char bin[4096];
+	const char *sym;
+	struct stat st;
+
+	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
+		return 0;
+	/* the common case, a file probed already (a host process's libc),
+	 * costs two system calls; only a new file is looked up in the maps
+	 * for the path it is named by */
+	if (proc_mapped_file(pid, addr, size, bin, &st) ||
+	    probed_already(p, st.st_dev, st.st_ino))
+		return 0;	/* another file, unmapped, gone, or probed */
+	if (proc_mapped_at(pid, addr, bin, path, len) || stat(path, &st))
+		return 0;
+	return follow_file(p, pid, path, &st, sym);
 }
 
 const struct provider provider_uprobe = {

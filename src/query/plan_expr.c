@@ -401,7 +401,9 @@ static int conv_node(struct planner *pl, const struct node *n, struct pctx cx,
 		    ((node_is_name(pl->aq, l) && r->kind == N_STR) ||
 		     (node_is_name(pl->aq, r) && l->kind == N_STR)))
 			return conv_name_cmp(pl, n, l->kind == N_STR ? l : r, out);
-		if ((n->op == T_EQ || n->op == T_NE) &&
+		/* a probe compares cgroup ids; a span's context holds the
+		 * strings (spanctx.h), compared as any */
+		if ((n->op == T_EQ || n->op == T_NE) && pl->aq->src.kind != SRC_SPANS &&
 		    ((node_cgroup(pl->aq, l) && r->kind == N_STR) ||
 		     (node_cgroup(pl->aq, r) && l->kind == N_STR)))
 			return conv_cgroup_cmp(pl, n, node_cgroup(pl->aq, l) ? : node_cgroup(pl->aq, r),

@@ -206,7 +206,6 @@ static void cgroup_in_place(enum field_id f, unsigned char *s, int size)
 	char path[4096], c[QUERY_STR_MAX];
 	const char *v = path;
 	uint64_t id;
-	size_t l;
 
 	memcpy(&id, s, sizeof(id));
 	if (cgroup_path_of(id, path, sizeof(path)))
@@ -215,15 +214,7 @@ static void cgroup_in_place(enum field_id f, unsigned char *s, int size)
 		cgroup_container(path, c, sizeof(c));
 		v = c;
 	}
-	l = strlen(v);
-	memset(s, 0, (size_t)size);
-	if (l < (size_t)size) {
-		memcpy(s, v, l);
-		return;
-	}
-	/* the end of a long path says most: "...kubepods/.../cri-...scope" */
-	memcpy(s, "...", 3);
-	memcpy(s + 3, v + l - ((size_t)size - 4), (size_t)size - 4);
+	cgroup_str_cut((char *)s, (size_t)size, v);
 }
 
 void plan_names_key(const struct plan *p, void *key)

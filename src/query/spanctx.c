@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cgroup.h"
 #include "query/plan.h"
 #include "query/spanctx.h"
 
@@ -26,9 +27,11 @@ static const struct tp_field span_fields[] = {
 	[F_KIND] = STR("kind", 64, SPANCTX_KIND_LEN),
 	[F_NAME] = STR("name", 80, SPANCTX_STR),
 	[F_SERVICE] = STR("service", 144, SPANCTX_STR),
+	[F_CGROUP] = STR("cgroup", 208, SPANCTX_STR),
+	[F_CONTAINER] = STR("container", 272, SPANCTX_STR),
 };
 
-_Static_assert(144 + SPANCTX_STR == SPANCTX_FIXED, "spanctx layout");
+_Static_assert(272 + SPANCTX_STR == SPANCTX_FIXED, "spanctx layout");
 
 const struct tp_field *spanctx_field(enum field_id f)
 {
@@ -85,7 +88,8 @@ static void put_str(char *slot, size_t size, const char *s, size_t len)
 }
 
 void spanctx_fill(const struct plan *p, const struct spanrec *r,
-		  const char *proc_service, uint32_t pid, void *ctx)
+		  const char *proc_service, uint32_t pid, const char *cgroup,
+		  const char *container, void *ctx)
 {
 	unsigned char *c = ctx;
 	uint64_t v[8] = {
@@ -104,6 +108,10 @@ void spanctx_fill(const struct plan *p, const struct spanrec *r,
 	else if (proc_service)
 		put_str((char *)c + 144, SPANCTX_STR, proc_service,
 			strnlen(proc_service, SPANCTX_STR));
+	if (cgroup)
+		cgroup_str_cut((char *)c + 208, SPANCTX_STR, cgroup);
+	if (container)
+		cgroup_str_cut((char *)c + 272, SPANCTX_STR, container);
 	while (spanrec_next(r, &off, &it)) {
 		char num[24];
 

@@ -19,7 +19,12 @@
  *       64     16   kind       "server" "client" "producer" "consumer" or ""
  *       80     64   name       NUL padded; a longer name is cut to 64 bytes
  *      144     64   service    the span's local endpoint, else the process's
- *      208  64 * N  tag        one slot per key the query names with
+ *      208     64   cgroup     the process's cgroup v2 path, "" when unknown
+ *                              (a longer one keeps its end after "...", as
+ *                              s.cgroup of a probe)
+ *      272     64   container  the container that path names (common/cgroup.h),
+ *                              "" for the host's processes
+ *      336  64 * N  tag        one slot per key the query names with
  *                              sp.tag("KEY"), in the order sema met them:
  *                              the value as text (an integer tag in
  *                              decimal), "" when the span has no such tag
@@ -40,13 +45,13 @@
 
 #define SPANCTX_KIND_LEN	16
 #define SPANCTX_STR		QUERY_STR_MAX
-#define SPANCTX_FIXED		208	/* bytes before the first tag slot */
+#define SPANCTX_FIXED		336	/* bytes before the first tag slot */
 
 struct plan;
 
 /* The context field for a built-in field of spans(...) (F_TIME, F_DURATION,
  * F_TRACE_ID, F_TRACE_HI, F_SPAN_ID, F_PARENT_ID, F_PID, F_ERROR, F_KIND,
- * F_NAME, F_SERVICE), or NULL for one the context does not hold (F_HOST is a
+ * F_NAME, F_SERVICE, F_CGROUP, F_CONTAINER), or NULL for one the context does not hold (F_HOST is a
  * constant of the query). */
 const struct tp_field *spanctx_field(enum field_id f);
 
@@ -68,9 +73,11 @@ bool spanctx_match(const struct plan *p, const struct spanrec *r, const char *pr
 /*
  * Fill ctx (spanctx_size(p->ntags) bytes, overwritten entirely) with span
  * r of process pid, whose service is proc_service when the span names no
- * local endpoint.
+ * local endpoint, whose cgroup path is cgroup and container container
+ * (either NULL or "": none known; a long path is cut as the layout says).
  */
 void spanctx_fill(const struct plan *p, const struct spanrec *r,
-		  const char *proc_service, uint32_t pid, void *ctx);
+		  const char *proc_service, uint32_t pid, const char *cgroup,
+		  const char *container, void *ctx);
 
 #endif

@@ -10,9 +10,19 @@
 #     --mount-proc + chroot, what a runtime does) or nspawn (systemd-nspawn,
 #     pivot_root: its root is not under fay's) or podman (an image of
 #     ctr_podman_image); its host pid in CPID once
-#     it wrote /w/ready (its pid in its namespace in CVPID).
+#     it wrote /w/ready (its pid in its namespace in CVPID).  CTR_ARGS:
+#     more arguments of ctr_work (unshare only).
 #   ctr_go DIR / ctr_done DIR / ctr_stop DIR: let it call, wait until it
 #     called, let it exit.
+#   ctr_cgroup_base NAME [C]: BASE, a cgroup path $CGR/NAME-$$ to make
+#     the test's cgroups under, and ID, a 64-digit container id of this
+#     run (C fills what is not a hex digit); skips the test without a
+#     writable cgroup2 file system.
+#   ctr_span_needs: skips the test without python3, curl or fay collector.
+#   ctr_span_roots DIR...: a root (ctr_root) in each DIR with
+#     span_producer in /bin and a /dev/shm (sources agent_tools/lib.sh).
+#   ctr_collector: a real collector on free loopback ports (OTLP off),
+#     its store in $T_TMP; PORT (agents), HTTP, URL.
 #   ctr_podman_image DIR: a root in DIR (ctr_root) imported as a podman
 #     image (podman import of its tarball: no registry is reachable), run
 #     once to see podman runs it offline; its name in CTR_PODMAN_IMG.
@@ -47,7 +57,8 @@ ctr_start() {
 	case "$rt" in
 	unshare)
 		timeout 300 nice -n 10 unshare -p -m -f --mount-proc="$r/proc" \
-			chroot "$r" /bin/ctr_work /w "$n" >"$T_TMP/ctr.out" 2>&1 & up=$! ;;
+			chroot "$r" /bin/ctr_work /w "$n" ${CTR_ARGS[@]+"${CTR_ARGS[@]}"} \
+			>"$T_TMP/ctr.out" 2>&1 & up=$! ;;
 	podman)
 		# an image ctr_podman_image made; /w bind-mounted; no network
 		timeout 300 nice -n 10 podman "${CTR_PODMAN_OPTS[@]}" run "${CTR_PODMAN_RUN[@]}" \
@@ -127,4 +138,38 @@ ctr_podman_clean() {
 	podman "${CTR_PODMAN_OPTS[@]}" rmi -f "$CTR_PODMAN_IMG" >/dev/null 2>&1
 	podman "${CTR_PODMAN_OPTS[@]}" system reset -f >/dev/null 2>&1
 	CTR_PODMAN_IMG=
+}
+
+ctr_cgroup_base() {
+	CGR=$(findmnt -n -t cgroup2 -o TARGET | head -1)
+	[ -n "$CGR" ] && [ -w "$CGR" ] ||
+		skip_all "no writable cgroup2 file system (containers are named from cgroups)"
+	ID=$(printf 'fay%061d' $$ | tr -c '0-9a-f' "${2:-a}" | head -c 64)
+	BASE=$CGR/$1-$$
+}
+
+ctr_span_needs() {
+	command -v python3 >/dev/null || skip_all "python3 is not installed"
+	command -v curl >/dev/null || skip_all "curl is not installed"
+	"$FAY" collector --help >/dev/null 2>&1 || skip_all "fay collector not built"
+}
+
+ctr_span_roots() {
+	local r
+	for r in "$@"; do
+		ctr_root "$r"
+		cp "$TOOLS/span_producer" "$r/bin/span_producer"
+		mkdir -p "$r/dev/shm"
+		chmod 1777 "$r/dev/shm" "$r/w"
+	done
+}
+
+ctr_collector() {
+	PORT=$(free_port)
+	HTTP=$(free_port)
+	URL=http://127.0.0.1:$HTTP
+	"$FAY" collector --listen "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP" --db "$T_TMP/fay.db" \
+		--otlp-http off --otlp-grpc off 2>>"$T_TMP/coll.log" &
+	T_PIDS+=($!)
+	wait_for 30 curl -sf "$URL/health"
 }

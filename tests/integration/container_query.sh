@@ -15,11 +15,7 @@
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
 command -v python3 >/dev/null || skip_all "python3 is not installed"
-CGR=$(findmnt -n -t cgroup2 -o TARGET | head -1)
-[ -n "$CGR" ] && [ -w "$CGR" ] || skip_all "no writable cgroup2 file system (cgroup v2 ids are what s.container compares)"
-
-ID=$(printf 'fay%061d' $$ | tr -c '0-9a-f' 'a' | head -c 64)
-BASE=$CGR/fay-test-$$
+ctr_cgroup_base fay-test
 CG_A=$BASE/machine.slice/'machine-web\x2d1.scope'
 CG_B=$BASE/libpod-$ID.scope
 mkdir -p "$CG_A" "$CG_B" || skip_all "cannot make cgroups under $CGR"
@@ -103,6 +99,13 @@ ok "where s.container == \"web-1\": $NA" test "$(cat "$T_TMP/q.out")" = "{\"n\":
 grep -q get_current_cgroup_id "$T_TMP/ir" && ! grep -qi 'web-1' "$T_TMP/ir" &&
 	pass "the filter runs in the probe: bpf_get_current_cgroup_id() against the cgroup's id (no string)" ||
 	fail "the filter in the probe" "$(head -40 "$T_TMP/ir")"
+# the BPF the kernel gets: the helper's result compared with the id of
+# web-1's cgroup (the inode of its directory), a jump past the count
+"$FAY" query --emit=bpf 'from s in syscall("getppid") where s.container == "web-1" select { n: count() }' >"$T_TMP/bpf" 2>&1
+cgid=$(printf '0x%x' "$(stat -c %i "$CG_A")")
+grep -q 'call bpf_get_current_cgroup_id' "$T_TMP/bpf" && grep -q "if r[0-9]* != $cgid goto" "$T_TMP/bpf" &&
+	pass "the generated BPF compares bpf_get_current_cgroup_id() with web-1's cgroup id ($cgid)" ||
+	fail "the generated BPF" "want a compare with $cgid" "$(head -20 "$T_TMP/bpf")"
 "$FAY" query 'from s in syscall("getppid") where s.container == "no-such-ctr" select { n: count() }' >/dev/null 2>"$T_TMP/e"
 grep -q 'no container is named "no-such-ctr"' "$T_TMP/e" &&
 	pass "a container no cgroup names is refused, saying how names are read" ||

@@ -7,8 +7,10 @@
 # inline mode (inline: the runtime copied into its root and loaded with
 # ptrace).  Before, fay attached to the host's libc and counted 0,
 # silently.  s.pid is the host pid and s.vpid the pid in its namespace
-# (item 5) in both modes.  Two runtimes: unshare + chroot (a root under fay's), and
-# systemd-nspawn (pivot_root: reached only through /proc/PID/root).  The
+# (item 5) in both modes.  Three runtimes: unshare + chroot (a root under
+# fay's), systemd-nspawn (pivot_root: reached only through
+# /proc/PID/root) and podman with runc (an image imported from a root
+# built here; its files in podman's storage).  The
 # host's own processes are the other tests'.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
@@ -26,9 +28,11 @@ battery() {
 	export CTR_RUNTIME=$1
 	R=$T_TMP/root.$1
 	ctr_root "$R"
-	ok "$1: the container's libc is another file than the host's" \
-		test "$(stat -c %i "$R/usr/lib/x86_64-linux-gnu/libc.so.6")" != \
-		"$(stat -L -c %i /lib/x86_64-linux-gnu/libc.so.6)"
+	# (podman's copy is in its storage, not in R: looked at once it runs)
+	[ "$1" = podman ] ||
+		ok "$1: the container's libc is another file than the host's" \
+			test "$(stat -c %i "$R/usr/lib/x86_64-linux-gnu/libc.so.6")" != \
+			"$(stat -L -c %i /lib/x86_64-linux-gnu/libc.so.6)"
 	check -p:uprobe 'from f in function("libc:getppid") select { n: count() }' \
 		"-p PID, function(\"libc:getppid\"), uprobe"
 	# the file the note names ("uprobe PATH:getppid+0x..."): the container's
@@ -66,6 +70,10 @@ battery() {
 	ctr_start "$R" 0 || { fail "$1: workload started" "$(cat "$T_TMP/ctr.out")"; return; }
 	ok "$1: its pid inside its namespace ($CVPID) is not its host pid ($CPID)" \
 		test "$CVPID" != "$CPID"
+	[ "$1" = podman ] &&
+		ok "podman: the container's libc is another file than the host's" \
+			test "$(stat -L -c %i "/proc/$CPID/root/usr/lib/x86_64-linux-gnu/libc.so.6")" != \
+			"$(stat -L -c %i /lib/x86_64-linux-gnu/libc.so.6)"
 	# SPEC WANT WHAT: a 100 ms query on SPEC in it, its stderr has WANT
 	one() {
 		timeout 30 "$FAY" query --json -p "$CPID" \
@@ -79,6 +87,9 @@ battery() {
 		"a program by its path in the container resolves in its root"
 	ctr_go "$R"; ctr_stop "$R"
 	wait_for 30 bash -c "! kill -0 $CPID"
+	# (podman's root is in its storage, gone with the container: not
+	# looked at)
+	[ "$1" = podman ] && return
 	ls "$R"/run/fay/libfay-probe.* "$R"/tmp/libfay-probe.* >/dev/null 2>&1 &&
 		fail "$1: the runtime's copies are removed once loaded" "$(ls "$R/run/fay" "$R/tmp")" ||
 		pass "$1: the runtime's copies are removed once loaded"
@@ -88,6 +99,14 @@ battery unshare
 if command -v systemd-nspawn >/dev/null; then
 	battery nspawn
 else
-	diag "systemd-nspawn is not installed (package systemd-container): unshare only"
+	diag "systemd-nspawn is not installed (package systemd-container): no nspawn case"
+fi
+# podman (runc), from an image imported from a root built here (no
+# registry): its files in podman's storage, reached through /proc/PID/root
+trap 'ctr_podman_clean; t_cleanup' EXIT
+if ctr_podman_image "$T_TMP/podman-root"; then
+	battery podman
+else
+	diag "no podman case: $CTR_PODMAN_WHY"
 fi
 done_testing

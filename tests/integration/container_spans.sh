@@ -20,16 +20,11 @@
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
 . "$(dirname "$0")/agent_tools/lib.sh"
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-command -v curl >/dev/null || skip_all "curl is not installed"
-"$FAY" collector --help >/dev/null 2>&1 || skip_all "fay collector not built"
-CGR=$(findmnt -n -t cgroup2 -o TARGET | head -1)
-[ -n "$CGR" ] && [ -w "$CGR" ] || skip_all "no writable cgroup2 file system (the container tags come from cgroups)"
+ctr_span_needs
+ctr_cgroup_base fay-spans
 HAVE_NSPAWN=1
 command -v systemd-nspawn >/dev/null || HAVE_NSPAWN=0
 
-ID=$(printf 'fay%061d' $$ | tr -c '0-9a-f' 'a' | head -c 64)
-BASE=$CGR/fay-spans-$$
 CG_A=$BASE/machine.slice/'machine-web\x2d1.scope'
 CG_B=$BASE/libpod-$ID.scope
 CG_C=$BASE/c.scope
@@ -50,21 +45,10 @@ trap 'for r in "$RA" "$RB" "$RC"; do touch "$r/w/stop" 2>/dev/null; done; cg_cle
 NA=1500 NB=2500 NH=700
 SP=$TOOLS/span_producer
 RA=$T_TMP/ra RB=$T_TMP/rb RC=$T_TMP/rc
-for r in "$RA" "$RB" "$RC"; do
-	ctr_root "$r"
-	cp "$SP" "$r/bin/span_producer"
-	mkdir -p "$r/dev/shm"
-	chmod 1777 "$r/dev/shm" "$r/w"
-done
+ctr_span_roots "$RA" "$RB" "$RC"
 
 # the real collector
-DB=$T_TMP/fay.db
-PORT=$(free_port)
-HTTP=$(free_port)
-"$FAY" collector --listen "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP" --db "$DB" \
-	2>>"$T_TMP/coll.log" &
-T_PIDS+=($!)
-ok "collector up" wait_for 30 curl -sf "http://127.0.0.1:$HTTP/health"
+ok "collector up" ctr_collector
 
 # producer args for a container: N spans, service S, ids into /w/ids,
 # wait for /w/stop before exiting (so it is alive when found)

@@ -124,7 +124,7 @@ int main(void)
 	ok(t != NULL, "a tap");
 	/* nothing attached: a feed is a no-op, BlkKin parts are not kept */
 	s = mk(&r, 1, "mapper", "map", true, "sr", NULL, NULL);
-	spantap_feed(t, &s, "mapper", 1);
+	spantap_feed(t, &s, "mapper", 1, NULL, NULL);
 	spantap_counts(t, &fed, &dropped);
 	is_u64(fed, 0, "no query: nothing fed");
 
@@ -143,21 +143,21 @@ int main(void)
 
 	/* the ss of span 1, whose sr came before any query: never completes */
 	s = mk(&r, 1, "mapper", "map", true, "ss", NULL, NULL);
-	spantap_feed(t, &s, "mapper", 1);
+	spantap_feed(t, &s, "mapper", 1, NULL, NULL);
 	/* a BlkKin server span 2 of mapper: sr, a tag, ss */
 	s = mk(&r, 2, "mapper", "map", true, "sr", NULL, NULL);
-	spantap_feed(t, &s, "mapper", 1);
+	spantap_feed(t, &s, "mapper", 1, NULL, NULL);
 	s = mk(&r, 2, "mapper", "map", true, NULL, "object", "o9");
-	spantap_feed(t, &s, "mapper", 1);
+	spantap_feed(t, &s, "mapper", 1, NULL, NULL);
 	is_int((int)count(&mapper, 0), 0, "parts are not spans");
 	s = mk(&r, 2, "mapper", "map", true, "ss", NULL, NULL);
-	spantap_feed(t, &s, "mapper", 1);
+	spantap_feed(t, &s, "mapper", 1, NULL, NULL);
 	is_int((int)count(&mapper, 0), 1, "its end makes one whole span");
 	is_int((int)count(&mapper, 1), 3000, "with the duration from sr to ss");
 	/* libfay spans of composer (no endpoint: the process's service) */
 	for (int i = 0; i < 10; i++) {
 		s = mk(&r, 100 + (uint64_t)i, NULL, "object", false, NULL, "object", i % 2 ? "o1" : "o2");
-		spantap_feed(t, &s, "composer", 2);
+		spantap_feed(t, &s, "composer", 2, NULL, NULL);
 	}
 	spantap_pass_end(t);
 	is_int((int)count(&mapper, 0), 1, "spans(\"mapper\") does not see composer's");
@@ -170,7 +170,7 @@ int main(void)
 
 	spantap_detach(t, all.e);
 	s = mk(&r, 200, NULL, "object", false, NULL, "object", "o1");
-	spantap_feed(t, &s, "composer", 2);
+	spantap_feed(t, &s, "composer", 2, NULL, NULL);
 	is_int((int)count(&all, 1), 11, "a detached query sees nothing more");
 	is_int((int)count(&tagged, 0), 6, "the others go on");
 	spantap_counts(t, &fed, &dropped);

@@ -91,7 +91,7 @@ static void feed(struct engine *e, const struct plan *p, int from, int to)
 	for (int i = from; i < to; i++) {
 		span(i, &r, &sr);
 		if (spanctx_match(p, &sr, "svc"))
-			spanctx_fill(p, &sr, "svc", 77, ctx);
+			spanctx_fill(p, &sr, "svc", 77, NULL, NULL, ctx);
 		else
 			continue;
 		if (engine_span_feed(e, ctx))

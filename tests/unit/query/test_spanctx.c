@@ -71,7 +71,8 @@ static void test_fill(void)
 				  "tr: sp.trace_id, s: sp.span_id, pa: sp.parent_id, pid: sp.pid, "
 				  "e: sp.error, k: sp.kind, n: sp.name, sv: sp.service, "
 				  "o: sp.tag(\"object\"), z: sp.tag(\"size\"), x: sp.tag(\"absent\"), "
-				  "o2: sp.tag(\"object\"), th: sp.trace_id_hi}", &p);
+				  "o2: sp.tag(\"object\"), th: sp.trace_id_hi, cg: sp.cgroup, "
+				  "ct: sp.container}", &p);
 	struct rec r = { 0 };
 	struct spanrec sr;
 	unsigned char *ctx;
@@ -105,7 +106,9 @@ static void test_fill(void)
 	ok(spanrec_decode(&r, sizeof(r.f) + used, &sr, err, sizeof(err)) > 0, "decodes: %s", err);
 	ctx = malloc((size_t)p->ctx_size);
 	memset(ctx, 0xa5, (size_t)p->ctx_size);
-	spanctx_fill(p, &sr, "composer", 4242, ctx);
+	spanctx_fill(p, &sr, "composer", 4242,
+		     "/fay-test/kubepods.slice/kubepods-pod0123456789abcdef.slice/crio-0123456789ab.scope",
+		     "web-1", ctx);
 	is_u64(u64_at(ctx, col_field(p, 0)), r.f.start_ns, "time is the start");
 	is_u64(u64_at(ctx, col_field(p, 1)), 2500000, "duration");
 	is_u64(u64_at(ctx, col_field(p, 2)), r.f.trace_lo, "trace_id: the low 64 bits");
@@ -120,6 +123,10 @@ static void test_fill(void)
 	is_str(str_at(ctx, col_field(p, 11)), "-16384", "an integer tag in decimal");
 	is_str(str_at(ctx, col_field(p, 12)), "", "an absent tag is empty");
 	is_u64(u64_at(ctx, col_field(p, 14)), 7, "trace_id_hi: the high 64 bits");
+	is_str(str_at(ctx, col_field(p, 15)),
+	       "...e/kubepods-pod0123456789abcdef.slice/crio-0123456789ab.scope",
+	       "cgroup: a long path keeps its end (as a probe's s.cgroup)");
+	is_str(str_at(ctx, col_field(p, 16)), "web-1", "container: the process's");
 	ok(!memchr(ctx, 0xa5, (size_t)p->ctx_size), "every byte written (strings NUL padded)");
 
 	/* an endpoint names the service; an "error" tag makes an error; a
@@ -137,7 +144,7 @@ static void test_fill(void)
 	err[0] = '\0';
 	n = spanrec_decode(&r, sizeof(r.f) + used, &sr, err, sizeof(err));
 	ok(n > 0, "decodes: %d %s", n, err);
-	spanctx_fill(p, &sr, "blockstack", 1, ctx);
+	spanctx_fill(p, &sr, "blockstack", 1, NULL, NULL, ctx);
 	is_u64(u64_at(ctx, col_field(p, 6)), 1, "an error tag is an error");
 	is_str(str_at(ctx, col_field(p, 7)), "", "an unset kind is empty");
 	is_int((int)strnlen(str_at(ctx, col_field(p, 8)), 100), SPANCTX_STR, "a long name fills its slot");
