@@ -12,11 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "engine/driver.h"
+#include "engine/engine_int.h"
 
 struct drv {
+	struct query *q;
 	const struct engine_drive_opts *o;
 	const struct engine_sink *s;
 	const struct plan *p;
@@ -143,6 +146,38 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 	return 0;
 }
 
+/*
+ * Auto mode, the runtime refused to arm an inline probe (after SITES
+ * took it: no room for a trampoline, a thread that could not be moved
+ * out of the patched bytes): the query again, as a uprobe, the runtime's
+ * session (which holds a program fay run started) kept open until that
+ * uprobe is attached.  0, or -errno (err when it was not that; d->e
+ * NULL when the query could not be built again, its message kept).
+ */
+static int as_uprobe(struct drv *d, int err)
+{
+	struct engine_opts eo = d->o->eo;
+	char note[1024];
+	int hold = engine_inl_fallback(d->e, note, sizeof(note));
+
+	if (hold < 0)
+		return err;
+	engine_free(d->e);
+	eo.sz = sizeof(eo);
+	eo.probe_mode = ENGINE_PROBE_UPROBE;
+	d->e = engine_new(d->q, d->p, &eo, d->o->err, d->o->errlen);
+	if (!d->e) {
+		err = errno ? -errno : -EINVAL;
+		close(hold);
+		return err;
+	}
+	engine_inl_adopt(d->e, hold, note);
+	if (d->p->mode == PLAN_STREAM && d->s->record)
+		engine_set_record_fn(d->e, on_record, d);
+	err = engine_load(d->e);
+	return err ? : engine_attach(d->e);
+}
+
 static int start(struct drv *d)
 {
 	int err;
@@ -151,6 +186,10 @@ static int start(struct drv *d)
 		engine_set_record_fn(d->e, on_record, d);
 	err = engine_load(d->e);
 	err = err ? : engine_attach(d->e);
+	if (err)
+		err = as_uprobe(d, err);
+	if (err && !d->e)
+		return err;
 	if (err) {
 		keep_err(d->o, "", engine_error(d->e));
 		return err;
@@ -172,7 +211,7 @@ int engine_drive(struct query *q, const struct plan *p,
 		 const struct engine_drive_opts *o, const struct engine_sink *s)
 {
 	struct engine_opts eo = o->eo;
-	struct drv d = { .o = o, .s = s, .p = p };
+	struct drv d = { .q = q, .o = o, .s = s, .p = p };
 	bool stream = p->mode == PLAN_STREAM, windowed = p->window_ns && !stream;
 	uint64_t t0, rt0, deadline = 0, wnext = 0, snext = 0, wstart = 0;
 	bool ustacks;

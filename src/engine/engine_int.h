@@ -106,7 +106,9 @@ struct engine {
 	char note[1024];
 	uint64_t inl_injected_us;	/* this query loaded the runtime with ptrace: how long */
 	int inl_hold;		/* fd + 1 of a runtime session kept open until the
-				 * uprobe replacing it is attached, or 0 */	/* processes that exec after the attach, for probes on a library
+				 * uprobe replacing it is attached, or 0 */
+	bool inl_refused;	/* auto: the runtime refused the attach (the
+				 * session kept open: engine_inl_fallback()) */	/* processes that exec after the attach, for probes on a library
 	 * in every process (execwatch.c); NULL: none watched */
 	struct engine_exec *exec;
 };
@@ -224,6 +226,17 @@ void engine_inl_free(struct engine *e);
 /* Close the runtime session an auto fallback kept open (the runtime
  * then lets a held program run): once its uprobe is attached, or failed. */
 void engine_inl_release(struct engine *e);
+/* Auto mode, after engine_inl_attach() failed because the runtime
+ * refused (ARM could not write the jump: no room for a trampoline, a
+ * thread that could not be moved...): the session's socket, which still
+ * holds a program fay run started, handed to the caller, and into note
+ * (len bytes) the line saying the function takes a uprobe and why.  The
+ * caller builds the query again with --probe-mode=uprobe and gives both
+ * to engine_inl_adopt().  -1 when the failure was anything else. */
+int engine_inl_fallback(struct engine *e, char *note, size_t len);
+/* e (uprobe mode) keeps fd open until its uprobe is attached
+ * (engine_inl_release()), and says note (engine_note()). */
+void engine_inl_adopt(struct engine *e, int fd, const char *note);
 /* The VM maps of an engine (spans.c), for engine_inl_attach(). */
 const struct engine_inline *engine_vm_inline(const struct engine *e);
 

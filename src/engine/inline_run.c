@@ -581,12 +581,40 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 	if (err)
 		return engine_fail(e, err, "pid %d: the fay runtime: %s", (int)s->pid,
 				   strerror(-err));
-	if (r.status)
+	if (r.status) {
+		/* auto: a uprobe takes the function (engine_inl_fallback());
+		 * the session stays open until it is attached */
+		if (e->opts.probe_mode == ENGINE_PROBE_AUTO) {
+			e->inl_refused = true;
+			snprintf(e->note, sizeof(e->note), "pid %d: uprobe: the fay runtime "
+				 "could not arm the inline probe: %.900s", (int)s->pid, r.msg);
+		}
 		return engine_fail(e, r.status, "pid %d: the fay runtime refuses: %s",
 				   (int)s->pid, r.msg);
+	}
 	s->armed = true;
 	e->attached = true;
 	return 0;
+}
+
+int engine_inl_fallback(struct engine *e, char *note, size_t len)
+{
+	int fd;
+
+	if (!e->inl || !e->inl_refused || e->inl->fd < 0)
+		return -1;
+	fd = e->inl->fd;
+	e->inl->fd = -1;
+	e->inl->armed = false;
+	snprintf(note, len, "%s", e->note);
+	return fd;
+}
+
+void engine_inl_adopt(struct engine *e, int fd, const char *note)
+{
+	engine_inl_release(e);
+	e->inl_hold = fd + 1;
+	snprintf(e->note, sizeof(e->note), "%s", note);
 }
 
 void engine_inl_detach(struct engine *e)

@@ -181,7 +181,8 @@ static int task_asleep_at(pid_t tid, uint64_t *pc)
  * the trap and the delivery, where membarrier does not reach), after the
  * write is over: so the handler stays installed once a site was written
  * (other SIGTRAPs go to the program's handler), and every site ever
- * written is remembered (the slots are never reused, as trampolines).
+ * written is remembered (a slot is reused only by a later site of the
+ * same function with the same trampoline, or once its code is gone).
  * A thread stopped at func + 1 is sent where the current bytes send it:
  * to the trampoline if the site is armed, else to the relocated original
  * instructions (the same as the function's own).
@@ -234,6 +235,13 @@ static int trap_slot(struct patch_site *s)
 	}
 	if (s->trap_slot >= 0)
 		return s->trap_slot;
+	/* the slot of an earlier site with this trampoline (tramp.c reuses
+	 * it, unchanged, for the same function): the same destinations */
+	for (int i = 0; i < ntrap_sites; i++)
+		if (__atomic_load_n(&trap_sites[i].func, __ATOMIC_ACQUIRE) ==
+		    (uint64_t)(uintptr_t)s->func && trap_sites[i].tramp == s->tramp &&
+		    trap_sites[i].body == s->body)
+			return s->trap_slot = i;
 	/* the slot of a site whose code went away (patch_live_forget()):
 	 * its fields first, the address last (on_trap() matches on it) */
 	for (int i = 0; i < ntrap_sites; i++)

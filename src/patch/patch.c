@@ -121,6 +121,7 @@ struct patch_site *patch_site_new_room(void *func, size_t size, size_t room, cha
 	s->func = func;
 	s->size = size;
 	s->trap_slot = -1;
+	s->tramp_slot = -1;
 	n = dec_range(func, scan, f, all, scan, &bad, err, errlen);
 	if (n < 0) {
 		rc = n;
@@ -258,6 +259,7 @@ void patch_site_forget(struct patch_site *s)
 {
 	s->armed = false;
 	patch_live_forget(s);
+	patch_tramp_release(s);
 }
 
 int patch_site_disarm(struct patch_site *s)
@@ -278,6 +280,10 @@ void patch_site_free(struct patch_site *s)
 		return;
 	patch_site_disarm(s);
 	/* The trampoline and its unwind information stay: a thread may be
-	 * inside the function (its return address in the trampoline). */
+	 * inside the function (its return address in the trampoline).  A
+	 * later arm of the function may take it again, unchanged
+	 * (patch_build()); never while the jump to it may still be there. */
+	if (!s->armed)
+		patch_tramp_release(s);
 	free(s);
 }

@@ -39,7 +39,10 @@
  * cannot go (patch_site_traps()), an int3 with a SIGTRAP handler that
  * sends a thread meeting it where the finished patch would (other
  * SIGTRAPs are passed to the program's handler).  Trampolines are never
- * unmapped: a thread may still be inside one after disarm.  During the
+ * unmapped nor rewritten: a thread may still be inside one after
+ * disarm.  A later arm of the same function with the same handlers,
+ * arg and flags takes a disarmed site's trampoline again (its bytes are
+ * the ones it needs), so arm/disarm cycles take no room.  During the
  * write the patcher calls no function outside itself (raw system calls),
  * so any function may be patched, libc's included, from a thread that
  * calls them; no int3 write starts while a thread blocks SIGTRAP
@@ -125,7 +128,8 @@ size_t patch_site_len(const struct patch_site *s);
 bool patch_site_nop(const struct patch_site *s);
 /* The first instruction at the site ("push rbp"), for messages. */
 const char *patch_site_first(const struct patch_site *s);
-/* Disarm, free (the trampoline stays mapped).  Accepts NULL. */
+/* Disarm, free (the trampoline stays mapped, for an identical later
+ * arm of the function).  Accepts NULL. */
 void patch_site_free(struct patch_site *s);
 /* Why writing s (to_patch: the jump in, else the original bytes back)
  * holds its first byte with an int3 rather than a spin, or NULL: the first

@@ -28,11 +28,12 @@ struct patch_site {
 	uint8_t orig[16];
 	bool nop, armed;
 	bool unreached;			/* PATCH_ARM_UNREACHED: move no thread */
-	uint8_t *tramp;			/* mapping, never unmapped */
+	uint8_t *tramp;			/* mapping, never unmapped (reused: tramp.c) */
 	size_t tramp_map;
 	uint8_t *body;			/* where the relocated code starts */
 	uint8_t *eh;			/* registered .eh_frame, or NULL */
 	int trap_slot;			/* in trap_sites, -1 before the first write */
+	int tramp_slot;			/* tramp.c's record of s->tramp, or -1 */
 };
 
 /* printf into err (errlen bytes, when err is not NULL); returns rc. */
@@ -42,6 +43,10 @@ int patch_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
  * s->eh set).  0, or -errno with a reason in err. */
 int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
 		unsigned int flags, char *err, size_t errlen);
+/* s no longer needs its trampoline (its jump is out, or its code is
+ * gone): a later site of the same function may take it again when its
+ * bytes are the same (patch_build()). */
+void patch_tramp_release(struct patch_site *s);
 /* Emit s's relocated first instructions into w, whose first byte will
  * be at address base, followed by the jump back past them; set
  * s->newoff.  0, or -errno with a reason in err. */

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -30,6 +31,7 @@
 #define ENTRY_FRAME	296	/* struct patch_regs + xmm0-7; rsp % 16 == 0 */
 #define EXIT_FRAME	304
 #define ARGS_COPY	72	/* 8 stack argument slots + 8 to align */
+#define TRAMP_MAP	4096	/* one trampoline's mapping */
 
 void __register_frame(void *begin);
 
@@ -175,59 +177,152 @@ static uint8_t *eh_frame(uint64_t pc, uint64_t len, int cfa)
 	return w.p;
 }
 
+/*
+ * Every trampoline this process built (never unmapped: see
+ * patch_build()).  busy: a site holds it (from its build to its free,
+ * or for good when its jump could not be taken out).
+ */
+static struct tramp_slot {
+	uint8_t *func, *t;
+	size_t len, body_at;
+	uint8_t *eh;
+	bool busy;
+} *tslots;
+static int ntslots, tslots_cap;
+
+/* Emit s's trampoline for these handlers into w as if it started at
+ * base; *call_at: the offset of "call body" (exit only), *body_at: of
+ * the relocated code.  0, or -errno with a reason in err. */
+static int emit(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
+		bool vec, uint64_t base, struct wbuf *w, size_t *call_at, size_t *body_at,
+		char *err, size_t errlen)
+{
+	uint64_t f = (uint64_t)(uintptr_t)s->func;
+	size_t fix = 0;
+	int rc;
+
+	call_handler(w, ENTRY_FRAME, on_entry, arg, f, -1, 0, vec);
+	if (on_exit) {
+		rsp_add(w, -ARGS_COPY);
+		for (int i = 0; i < 8; i++) {
+			mov_rsp(w, 11, ARGS_COPY + 8 + 8 * i, false);
+			mov_rsp(w, 11, 8 * i, true);
+		}
+		*call_at = w->len;
+		b(w, 1, 0xe8);				/* call body */
+		fix = w->len;
+		wbuf_le32(w, 0);
+		call_handler(w, EXIT_FRAME, on_exit, arg, 0, ARGS_COPY, ARGS_COPY + 8, vec);
+		rsp_add(w, ARGS_COPY);
+		b(w, 1, 0xc3);
+	}
+	*body_at = w->len;
+	rc = patch_relocate(s, w, base + *body_at, err, errlen);
+	if (rc)
+		return rc;
+	if (w->err || w->len > TRAMP_MAP)
+		return patch_errf(err, errlen, -ENOMEM, "the trampoline does not fit in %d bytes",
+				  TRAMP_MAP);
+	if (on_exit) {
+		int32_t rel = (int32_t)(*body_at - (fix + 4));
+
+		memcpy(w->p + fix, &rel, 4);
+	}
+	return 0;
+}
+
+/* A free trampoline of s's function whose bytes are exactly those s
+ * needs for these handlers (emitted at its address): its slot, or -1. */
+static int reusable(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
+		    bool vec)
+{
+	for (int i = 0; i < ntslots; i++) {
+		struct tramp_slot *ts = &tslots[i];
+		struct wbuf w = { 0 };
+		size_t call_at = 0, body_at = 0;
+		bool same;
+
+		if (ts->busy || ts->func != s->func)
+			continue;
+		same = !emit(s, on_entry, on_exit, arg, vec, (uint64_t)(uintptr_t)ts->t, &w,
+			     &call_at, &body_at, NULL, 0) &&
+		       w.len == ts->len && body_at == ts->body_at && !memcmp(w.p, ts->t, w.len);
+		wbuf_free(&w);
+		if (same)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Trampolines are reused, never rewritten nor unmapped.  A thread may be
+ * inside one long after its site was disarmed: stopped in it, returning
+ * into it (the call-through's return address stays on the stack for as
+ * long as the function runs, which may be for good: a server's accept
+ * loop), or sent to it by a SIGTRAP delivered late.  None of that can be
+ * seen from outside (a thread seen with its pc outside may still return
+ * into it), so a trampoline is never given other bytes.  Instead, arming
+ * a function again takes a free trampoline of the same function whose
+ * bytes are exactly the ones it needs (same handlers, arg and flags:
+ * emitted at that address and compared): a thread still in there runs
+ * the code it would have run anyway.  Its unwind information stays
+ * registered.  So arming and disarming a function for ever takes one
+ * trampoline per set of handlers, not one per arm.
+ */
 int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void *arg,
 		unsigned int flags, char *err, size_t errlen)
 {
 	bool vec = !(flags & PATCH_HANDLERS_KEEP_VECTORS);
 	struct wbuf w = { 0 };
+	struct tramp_slot *ts;
 	uint8_t *t;
-	size_t call_at = 0, body_at, fix = 0;
-	int rc;
-	uint64_t f = (uint64_t)(uintptr_t)s->func;
+	size_t call_at = 0, body_at = 0;
+	int rc, i = reusable(s, on_entry, on_exit, arg, vec);
 
-	s->tramp_map = 4096;
+	if (i >= 0) {
+		ts = &tslots[i];
+		/* emit() set s->newoff for this address: redo it for s */
+		rc = emit(s, on_entry, on_exit, arg, vec, (uint64_t)(uintptr_t)ts->t, &w,
+			  &call_at, &body_at, err, errlen);
+		wbuf_free(&w);
+		if (rc)
+			return rc;
+		ts->busy = true;
+		s->tramp = ts->t;
+		s->tramp_map = TRAMP_MAP;
+		s->body = ts->t + ts->body_at;
+		s->eh = ts->eh;
+		s->tramp_slot = i;
+		return 0;
+	}
+	if (ntslots == tslots_cap) {
+		int cap = tslots_cap ? 2 * tslots_cap : 64;
+		struct tramp_slot *n = realloc(tslots, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return patch_errf(err, errlen, -ENOMEM, "out of memory");
+		tslots = n;
+		tslots_cap = cap;
+	}
+	s->tramp_map = TRAMP_MAP;
 	t = map_near(s->func, s->tramp_map);
 	if (!t)
 		return patch_errf(err, errlen, -ENOMEM, "no room for a trampoline within 2 GiB "
 			    "of the function");
-	call_handler(&w, ENTRY_FRAME, on_entry, arg, f, -1, 0, vec);
-	if (on_exit) {
-		rsp_add(&w, -ARGS_COPY);
-		for (int i = 0; i < 8; i++) {
-			mov_rsp(&w, 11, ARGS_COPY + 8 + 8 * i, false);
-			mov_rsp(&w, 11, 8 * i, true);
-		}
-		call_at = w.len;
-		b(&w, 1, 0xe8);				/* call body */
-		fix = w.len;
-		wbuf_le32(&w, 0);
-		call_handler(&w, EXIT_FRAME, on_exit, arg, 0, ARGS_COPY, ARGS_COPY + 8, vec);
-		rsp_add(&w, ARGS_COPY);
-		b(&w, 1, 0xc3);
-	}
-	body_at = w.len;
-	rc = patch_relocate(s, &w, (uint64_t)(uintptr_t)t + body_at, err, errlen);
+	rc = emit(s, on_entry, on_exit, arg, vec, (uint64_t)(uintptr_t)t, &w, &call_at,
+		  &body_at, err, errlen);
 	if (rc) {
 		munmap(t, s->tramp_map);
 		wbuf_free(&w);
 		return rc;
 	}
-	if (w.err || w.len > s->tramp_map) {
+	memcpy(t, w.p, w.len);
+	if (mprotect(t, s->tramp_map, PROT_READ | PROT_EXEC)) {
+		rc = -errno;
 		munmap(t, s->tramp_map);
 		wbuf_free(&w);
-		return -ENOMEM;
-	}
-	if (on_exit) {
-		int32_t rel = (int32_t)(body_at - (fix + 4));
-
-		memcpy(w.p + fix, &rel, 4);
-	}
-	memcpy(t, w.p, w.len);
-	wbuf_free(&w);
-	if (mprotect(t, s->tramp_map, PROT_READ | PROT_EXEC)) {
-		munmap(t, s->tramp_map);
-		return patch_errf(err, errlen, -errno, "mprotect of the trampoline: %s",
-			    strerror(errno));
+		return patch_errf(err, errlen, rc, "mprotect of the trampoline: %s",
+				  strerror(-rc));
 	}
 	s->tramp = t;
 	s->body = t + body_at;
@@ -237,6 +332,17 @@ int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void 
 		if (s->eh)
 			__register_frame(s->eh);
 	}
+	ts = &tslots[ntslots];
+	*ts = (struct tramp_slot){ s->func, t, w.len, body_at, s->eh, true };
+	s->tramp_slot = ntslots++;
+	wbuf_free(&w);
 	return 0;
 }
 
+void patch_tramp_release(struct patch_site *s)
+{
+	if (s->tramp_slot < 0)
+		return;
+	tslots[s->tramp_slot].busy = false;
+	s->tramp_slot = -1;
+}

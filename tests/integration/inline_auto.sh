@@ -5,7 +5,8 @@
 # it falls back to a uprobe with one line saying exactly why.  Exact
 # counts in auto and uprobe mode on the same workload; the function's
 # bytes restored after the query and the process's own results right;
-# the fallbacks: a static binary, a site the patcher refuses, another
+# the fallbacks: a static binary, a site the patcher refuses, a site
+# whose ARM fails (no room for a trampoline near it), another
 # tracer (strace), --no-inject, Yama's ptrace_scope=3
 # (restored by a trap; skipped where the kernel has no Yama) and a
 # non-root requester without CAP_SYS_PTRACE on root's process.
@@ -99,6 +100,16 @@ ok "a refused site: the refusal came from fay, nothing was loaded into the proce
 a=$(FN=fay_inline_branchy WMODE=branchy count "$W" inline 1000)
 grep -q "error: --probe-mode=inline: pid $(cat "$T_TMP/w.pid"): site refused: fay_inline_branchy: " "$T_TMP/c.err" &&
 	pass "inline mode: the same refusal is an error" || fail "inline mode, refused site" "$(cat "$T_TMP/c.err")"
+
+# ARM itself fails after the site was accepted: no room for a trampoline
+# near the function (the workload fills the address space around it)
+a=$(QW_NOROOM=1 count "$W" auto 1000)
+fellback "ARM fails (no room for a trampoline near the function)" \
+	"the fay runtime could not arm the inline probe: fay_inline_fn: no room for a trampoline within 2 GiB of the function" "$a"
+ok "ARM failed: the process finished its own work right (exit 0)" test "$(cat "$T_TMP/w.rc")" -eq 0
+a=$(QW_NOROOM=1 count "$W" inline 1000)
+grep -q "error: pid $(cat "$T_TMP/w.pid"): the fay runtime refuses: fay_inline_fn: no room for a trampoline" "$T_TMP/c.err" &&
+	pass "inline mode: the same ARM failure is an error" || fail "inline mode, ARM fails" "$(cat "$T_TMP/c.err")"
 
 if command -v strace >/dev/null; then
 	a=$(TRACER=1 count "$W" auto 1000)

@@ -59,6 +59,9 @@
  *                                (a site the patcher refuses)
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
+ * QW_NOROOM=1 first fills every free page within 1 GiB + 2 MiB of
+ * fay_inline_fn with a PROT_NONE mapping: no trampoline can be mapped
+ * near it, so an inline probe's ARM fails after its site was accepted.
  * QW_WAIT=PATH waits until PATH exists before starting; QW_READY=PATH
  * creates PATH first, in main (glibc mapped and started: fay may attach
  * to or load its runtime into the process; before that /proc/PID/exe may
@@ -76,6 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -314,11 +318,46 @@ static long jumps(long k, long depth, long j, long us)
 	return bad;
 }
 
+/* QW_NOROOM: reserve the free address space within 1 GiB + 2 MiB of
+ * fay_inline_fn (the gaps between the mappings /proc/self/maps lists). */
+static void no_room(void)
+{
+	uint64_t f = (uint64_t)(uintptr_t)fay_inline_fn, span = (1ull << 30) + (2ull << 20);
+	uint64_t lo = f > span ? (f - span) & ~0xfffull : 0x10000, hi = (f + span) & ~0xfffull;
+	uint64_t at = lo, a, b;
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	if (!m)
+		exit(2);
+	/* (the list is read whole first: the reservations are mappings too) */
+	static uint64_t gaps[4096][2];
+	int n = 0;
+
+	while (fgets(line, sizeof(line), m) && n < 4096)
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2) {
+			if (a > at && at < hi)
+				gaps[n][0] = at, gaps[n++][1] = a < hi ? a : hi;
+			if (b > at)
+				at = b;
+		}
+	fclose(m);
+	if (at < hi && n < 4096)
+		gaps[n][0] = at, gaps[n++][1] = hi;
+	for (int i = 0; i < n; i++)
+		if (mmap((void *)(uintptr_t)gaps[i][0], gaps[i][1] - gaps[i][0], PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+			 0) == MAP_FAILED)
+			exit(2);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[1] : "", *wait = getenv("QW_WAIT");
 	long k = argc > 2 ? atol(argv[2]) : 0, bad = 0;
 
+	if (getenv("QW_NOROOM"))
+		no_room();
 	if (getenv("QW_READY"))
 		close(open(getenv("QW_READY"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
 	while (wait && access(wait, F_OK))

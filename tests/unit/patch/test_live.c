@@ -17,6 +17,10 @@
  *     changed) and no call goes wrong;
  *   - a one-byte first instruction (push %rbx) needs the int3
  *     (patch_site_traps()), a long one does not;
+ *   - 10000 arm/disarm cycles of one function (4200 of a push %rbx one,
+ *     written with an int3) beside calling threads: every write
+ *     succeeds, every call is right, and the trampolines are reused (no
+ *     mapping, no trap slot taken per arm);
  *   - a thread forks children while the function is armed and disarmed
  *     100 times; each child calls the function and must return from it
  *     (patch_live_child() finishes a write the fork cut in two) with the
@@ -25,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -56,7 +61,7 @@ static long (*volatile fn)(long, long);
 static volatile int stop;
 static long bad, entries;
 
-enum how { FOR_GOOD, AROUND_EACH };
+enum how { FOR_GOOD, AROUND_EACH, PLAIN };
 
 static void *caller(void *arg)
 {
@@ -77,7 +82,7 @@ static void *caller(void *arg)
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (r != a + 7)
 			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
-		if (how == AROUND_EACH)
+		if (how != FOR_GOOD)
 			usleep(20);	/* pthread_kill() is occasional */
 		else if (calls % 64 == 0)
 			sched_yield();
@@ -91,6 +96,81 @@ static void on_entry(struct patch_regs *r, void *arg)
 	(void)r;
 	(void)arg;
 	__atomic_add_fetch(&entries, 1, __ATOMIC_RELAXED);
+}
+
+static long exits;
+
+static void on_exit_(struct patch_regs *r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	__atomic_add_fetch(&exits, 1, __ATOMIC_RELAXED);
+}
+
+/* Mappings of this process (lines of /proc/self/maps). */
+static int nmappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * In this process: 4 threads calling f while it is armed and disarmed
+ * `rounds` times, every other time with an exit handler too.  Exit
+ * status: 0 when every write succeeded, every call was right, entries
+ * and exits were seen, and the process holds at most 4 mappings more
+ * than after the first two rounds (the two trampolines, reused: no
+ * room taken per arm); else 1..5.
+ */
+static int reuse_cycles(long (*f)(long, long), int rounds)
+{
+	pthread_t t[4];
+	int failed = 0, maps0 = 0, maps1;
+	struct timespec t0, t1;
+	char err[256];
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fn = f;
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, caller, (void *)(uintptr_t)PLAIN);
+	usleep(20000);
+	for (int r = 0; r < rounds; r++) {
+		struct patch_site *s = patch_site_new((void *)f, 16, err, sizeof(err));
+		int rc = s ? patch_site_arm(s, on_entry, r & 1 ? on_exit_ : NULL, NULL, err,
+					    sizeof(err)) : -999;
+
+		if (rc && !failed++)
+			fprintf(stderr, "round %d: rc %d: %s\n", r, rc, err);
+		if (r % 16 == 0)
+			usleep(200);	/* let the callers through the probe */
+		patch_site_free(s);
+		if (r == 1)
+			maps0 = nmappings();
+	}
+	maps1 = nmappings();
+	stop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fprintf(stderr, "%d rounds in %.1f s: %d failed, %ld entries, %ld exits, mappings "
+		"%d -> %d\n", rounds, (double)(t1.tv_sec - t0.tv_sec) +
+		(double)(t1.tv_nsec - t0.tv_nsec) / 1e9, failed, entries, exits, maps0, maps1);
+	if (failed)
+		return 1;
+	if (bad)
+		return 2;
+	if (!entries || !exits)
+		return 3;
+	if (maps0 <= 0 || maps1 > maps0 + 4)
+		return 4;
+	return 0;
 }
 
 /* In this process: nfor threads blocking for good, naround blocking
@@ -135,6 +215,19 @@ static int cycles(long (*f)(long, long), int nfor, int naround, int rounds, int 
 	if (want_rc == 0 && !entries)
 		return 3;
 	return 0;
+}
+
+/* reuse_cycles() in a child: its exit status, or 128 + the signal. */
+static int reuse_in_child(long (*f)(long, long), int rounds)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0)
+		_exit(reuse_cycles(f, rounds));
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* cycles() in a child; its exit status, or 128 + the signal that killed it. */
@@ -192,6 +285,16 @@ int main(void)
 	st = in_child(f_two, 2, 2, 10, -EBUSY, 0);
 	is_int(st, 0, "two short instructions, threads running it with every signal blocked: "
 	       "each write refused with -EBUSY, nothing changed, every call right");
+
+	/* trampolines reused: no room nor trap slot taken per arm */
+	st = reuse_in_child(f_long, 10000);
+	is_int(st, 0, "10000 arms and disarms of one function (entry, and entry + exit, in "
+	       "turn) beside 4 calling threads: every write succeeds, every call right, "
+	       "no mapping taken per arm (1: a write failed, 2: a wrong result, 3: no "
+	       "entry or exit, 4: mappings grew, 128+N: killed by N)");
+	st = reuse_in_child(f_pushbx, 4200);
+	is_int(st, 0, "4200 arms and disarms of a push %%rbx function, each written with an "
+	       "int3 (more than the 4096 trap slots): the same");
 
 	s = patch_site_new((void *)f_pushbx, 16, err, sizeof(err));
 	ok(s && patch_site_traps(s, true) && strstr(patch_site_traps(s, true), "one byte"),
