@@ -13,6 +13,7 @@
 #include "common/json_tok.h"
 #include "common/utf8.h"
 
+/* A token carries the fields of its type only (json_tok.h). */
 struct rd {
 	yajl_handle h;
 	json_tok_fn *fn;
@@ -93,7 +94,11 @@ static int cb_number(void *ctx, const char *s, size_t len)
 
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
-	struct json_tok t = { .t = JT_STR, .s = s, .len = len };
+	struct json_tok t;
+
+	t.t = JT_STR;
+	t.s = s;
+	t.len = len;
 
 	if (memchr(s, '\0', len))
 		return fail(ctx, "\\u0000 is not allowed in a string");
@@ -102,7 +107,11 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
 
 static int cb_key(void *ctx, const unsigned char *s, size_t len)
 {
-	struct json_tok t = { .t = JT_KEY, .s = s, .len = len };
+	struct json_tok t;
+
+	t.t = JT_KEY;
+	t.s = s;
+	t.len = len;
 
 	if (memchr(s, '\0', len))
 		return fail(ctx, "\\u0000 is not allowed in a key");
@@ -111,14 +120,18 @@ static int cb_key(void *ctx, const unsigned char *s, size_t len)
 
 static int cb_start_map(void *ctx)
 {
-	struct json_tok t = { .t = JT_MAP };
+	struct json_tok t;
+
+	t.t = JT_MAP;
 
 	return tok(ctx, &t);
 }
 
 static int cb_start_array(void *ctx)
 {
-	struct json_tok t = { .t = JT_ARRAY };
+	struct json_tok t;
+
+	t.t = JT_ARRAY;
 
 	return tok(ctx, &t);
 }
@@ -126,7 +139,9 @@ static int cb_start_array(void *ctx)
 static int cb_end(void *ctx)
 {
 	struct rd *r = ctx;
-	struct json_tok t = { .t = JT_END };
+	struct json_tok t;
+
+	t.t = JT_END;
 
 	r->depth--;
 	if (!tok(r, &t))

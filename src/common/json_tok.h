@@ -30,6 +30,8 @@ enum json_tok_type {
 	JT_END,         /* the end of the innermost object or array */
 };
 
+/* A token: t and depth, and only the fields of its type (the others are
+ * not set). */
 struct json_tok {
 	enum json_tok_type t;
 	int b;                  /* JT_BOOL */

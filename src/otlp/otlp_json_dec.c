@@ -692,7 +692,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 		struct av *a = f->p;
 
 		a->b_ok = v->t == JT_BOOL;
-		a->b = v->b;
+		a->b = a->b_ok && v->b;
 		break;
 	}
 	case R_AV_I: {
@@ -706,7 +706,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 		struct av *a = f->p;
 
 		a->d_ok = v->t == JT_INT || v->t == JT_REAL;
-		a->d = v->t == JT_INT ? (double)v->i : v->d;
+		a->d = v->t == JT_INT ? (double)v->i : v->t == JT_REAL ? v->d : 0;
 		break;
 	}
 	case R_AV_ARR: {
