@@ -165,7 +165,8 @@ static int read_dynamic(const char *dir, struct tglob *g)
 		}
 	}
 	fclose(f);
-	qsort(g->dyn, g->ndyn, sizeof(*g->dyn), names_cmp);
+	if (g->ndyn)
+		qsort(g->dyn, g->ndyn, sizeof(*g->dyn), names_cmp);
 	return 0;
 }
 
@@ -236,7 +237,8 @@ int tracefs_glob(const char *dir, const char *sys_pat, const char *ev_pat,
 	} else if (!err) {
 		err = list_dirs(dir, &g, sys_pat, ev_pat);
 	}
-	qsort(g.v, g.n, sizeof(*g.v), names_cmp);
+	if (g.n)	/* qsort(NULL, 0, ...) is undefined */
+		qsort(g.v, g.n, sizeof(*g.v), names_cmp);
 	*nmatch = (int)g.n;
 	if (!err && g.n > TRACEFS_GLOB_MAX)
 		err = -E2BIG;
