@@ -83,7 +83,6 @@ struct zd {
 	struct epb ep;
 	struct annb an;
 	size_t nann_el, capann;         /* annotations: elements read, room */
-	int in_ann;
 	size_t captags, cur_tag;
 	uint8_t *tag_bad;               /* per tag: 0, or 1 null, 2 array, 3 object */
 	size_t cap_tag_bad;
@@ -454,7 +453,6 @@ static int span_value(struct zd *z, const struct json_tok *t)
 		s->annotations = NULL;
 		s->nannotations = 0;
 		z->capann = z->nann_el = 0;
-		z->in_ann = 0;
 		if (t->t == JT_ARRAY)
 			return 0;
 		if (t->t != JT_NULL)

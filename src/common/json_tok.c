@@ -92,30 +92,28 @@ static int cb_number(void *ctx, const char *s, size_t len)
 	return tok(r, &t);
 }
 
-static int cb_string(void *ctx, const unsigned char *s, size_t len)
+/* A string or key (t): no NUL in it (jansson's rule). */
+static int str_tok(struct rd *r, enum json_tok_type t, const unsigned char *s, size_t len)
 {
-	struct json_tok t;
-
-	t.t = JT_STR;
-	t.s = s;
-	t.len = len;
+	struct json_tok tk;
 
 	if (memchr(s, '\0', len))
-		return fail(ctx, "\\u0000 is not allowed in a string");
-	return tok(ctx, &t);
+		return fail(r, t == JT_KEY ? "\\u0000 is not allowed in a key" :
+				"\\u0000 is not allowed in a string");
+	tk.t = t;
+	tk.s = s;
+	tk.len = len;
+	return tok(r, &tk);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+	return str_tok(ctx, JT_STR, s, len);
 }
 
 static int cb_key(void *ctx, const unsigned char *s, size_t len)
 {
-	struct json_tok t;
-
-	t.t = JT_KEY;
-	t.s = s;
-	t.len = len;
-
-	if (memchr(s, '\0', len))
-		return fail(ctx, "\\u0000 is not allowed in a key");
-	return tok(ctx, &t);
+	return str_tok(ctx, JT_KEY, s, len);
 }
 
 static int cb_start_map(void *ctx)

@@ -963,6 +963,7 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 
 /* ---- the tokens ------------------------------------------------------------ */
 
+__attribute__((noinline))
 static int on_value(struct jd *j, const struct json_tok *v)
 {
 	struct frame *f;
@@ -976,12 +977,15 @@ static int on_value(struct jd *j, const struct json_tok *v)
 	return value(j, f, r, v);
 }
 
-static void on_key(struct jd *j, const struct json_tok *t)
+/* The token handlers return 0 or -ENOMEM; not inlined into on_tok(), which
+ * then only jumps to them. */
+__attribute__((noinline))
+static int on_key(struct jd *j, const struct json_tok *t)
 {
 	struct frame *f = &j->st[j->nst - 1];
 
 	if (f->t == R_SKIP)
-		return;
+		return 0;
 	f->next = key_role(f, t->s, t->len);
 	if (f->next == R_KVS) {
 		/* the kv list the value fills (R_AV_KVL: f->p already) */
@@ -992,10 +996,12 @@ static void on_key(struct jd *j, const struct json_tok *t)
 		else if (f->t == R_RESOURCE)
 			f->p = &j->rb.attrs;
 	}
+	return 0;
 }
 
 /* An object or array ends: what it built is done. */
-static void on_end(struct jd *j)
+__attribute__((noinline))
+static int on_end(struct jd *j)
 {
 	struct frame *f = &j->st[j->nst - 1];
 
@@ -1023,6 +1029,7 @@ static void on_end(struct jd *j)
 		break;
 	}
 	j->nst--;
+	return j->oom ? -ENOMEM : 0;
 }
 
 static int on_tok(void *ctx, const struct json_tok *t)
@@ -1030,12 +1037,10 @@ static int on_tok(void *ctx, const struct json_tok *t)
 	struct jd *j = ctx;
 
 	if (t->t == JT_KEY)
-		on_key(j, t);
-	else if (t->t == JT_END)
-		on_end(j);
-	else if (!on_value(j, t))
-		j->oom = 1;
-	return j->oom ? -ENOMEM : 0;
+		return on_key(j, t);
+	if (t->t == JT_END)
+		return on_end(j);
+	return on_value(j, t) ? 0 : -ENOMEM;
 }
 
 /* ---- the front end -------------------------------------------------------- */
@@ -1049,6 +1054,8 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 
 	memset(r, 0, sizeof(*r));
 	ret = json_tok_read(body, len, on_tok, &j, &e);
+	if (j.oom)
+		ret = -ENOMEM;
 	if (ret == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
 	} else if (ret) {
