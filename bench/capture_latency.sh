@@ -9,7 +9,8 @@
 # it; the collector's account of each capture has latency_ms (the leaf's
 # end to the trace stored).  Runs once per --settle value and prints
 # p50, p99 and max of latency_ms for each, and the spans stored per
-# capture.  No other tool captures a trace retroactively across hosts on
+# capture in its first round and after its follow rounds (the rule's
+# default --follow 10s), with when the late ones were stored.  No other tool captures a trace retroactively across hosts on
 # this machine: there is no peer to run beside it.
 #
 #   bench/capture_latency.sh [REQUESTS [EVERY [SETTLES]]]   (default 200 4 "300 100")
@@ -76,14 +77,25 @@ for settle in $SETTLES; do
 print(sum(1 for c in json.load(sys.stdin)["captures"] if c.get("rule") == sys.argv[1]))' "$name")" -ge "$want" ]
 	}
 	wait_for 60 done_caps
+	# and every follow ended (the rule's default --follow 10s)
+	followed() {
+		api "$URL/api/captures" | python3 -c 'import json,sys
+sys.exit(any(c.get("following") for c in json.load(sys.stdin)["captures"] if c.get("rule") == sys.argv[1]))' "$name"
+	}
+	wait_for 60 followed
 	api "$URL/api/captures" | python3 -c '
-import json, sys
+import json, sys, collections
 c = [x for x in json.load(sys.stdin)["captures"] if x.get("rule") == sys.argv[1]]
 lat = sorted(x["latency_ms"] for x in c)
-stored = [x["spans_stored"] for x in c]
-q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
-print("settle %4s ms: %d captures (want %s), spans stored per capture %s, latency ms p50 %d p99 %d max %d"
-      % (sys.argv[2], len(c), sys.argv[3], sorted(set(stored)), q(0.5), q(0.99), lat[-1]))
+first = collections.Counter(x["spans_stored"] - x["spans_late"] for x in c)
+final = collections.Counter(x["spans_stored"] for x in c)
+late = sorted(x["last_late_ms"] for x in c if x["spans_late"])
+q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))] if v else 0
+print("settle %4s ms: %d captures (want %s), latency ms p50 %d p99 %d max %d; spans per capture "
+      "(count: captures) in the first round %s, after the follow %s; %d captures had late spans "
+      "(%d spans), stored by the round at p50 %d ms, max %d ms after the capture"
+      % (sys.argv[2], len(c), sys.argv[3], q(lat, 0.5), q(lat, 0.99), lat[-1], dict(first),
+         dict(final), len(late), sum(x["spans_late"] for x in c), q(late, 0.5), q(late, 1)))
 ' "$name" "$settle" "$want"
 	ns_run coll "$FAY" capture --cluster "$URL" --token cli --drop "$name" >/dev/null
 done

@@ -28,7 +28,7 @@ static void usage(FILE *f)
 "    fay capture --cluster URL --trace ID\n"
 "    fay capture --cluster URL --last DUR [--host H] [--service S]\n"
 "    fay capture --cluster URL --when EXPR [--name NAME] [--per-second N]\n"
-"                [--settle DUR]\n"
+"                [--settle DUR] [--follow DUR]\n"
 "    fay capture --cluster URL --drop NAME\n"
 "    fay capture --cluster URL --list\n"
 "    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE]\n"
@@ -70,13 +70,21 @@ static void usage(FILE *f)
 "    (a match of a trace pending or captured lately is counted\n"
 "    deduplicated), and a rule makes at most --per-second captures a\n"
 "    second (default 10; the matches over it are counted over_budget,\n"
-"    also on the collector's /metrics).  The rule stands until --drop,\n"
-"    across restarts of the collector (DB.captures/rules.json).  An error\n"
-"    in EXPR is printed with its line and column, as fay query prints them.\n"
+"    also on the collector's /metrics).  Settling is a guess: a span of\n"
+"    the trace that ends later still (a slow downstream call, an agent\n"
+"    that drains late) is brought by the capture's follow rounds, which\n"
+"    ask every agent for the trace again 250ms, 500ms, 1s, 2s ... after\n"
+"    the capture, the last --follow after it (default 10s; 0: none), and\n"
+"    store the spans not stored yet, tagged fay.capture.late_ms (the ms\n"
+"    from the capture to the round); the account counts them (spans\n"
+"    late).  The rule stands until --drop, across restarts of the\n"
+"    collector (DB.captures/rules.json).  An error in EXPR is printed\n"
+"    with its line and column, as fay query prints them.\n"
 "\n"
-"    --list prints the captures the collector made since it started (a\n"
-"    rule's with the time from the matching span's end to its trace\n"
-"    stored), then the rules with their counts.\n"
+"    --list prints the captures the collector made (the newest 256, kept\n"
+"    across its restarts in DB.captures/captures.jsonl; a rule's with the\n"
+"    time from the matching span's end to its trace stored, and its late\n"
+"    spans), then the rules with their counts.\n"
 "\n"
 "OPTIONS\n"
 OPT_CLUSTER_HELP("                      ")
@@ -90,6 +98,8 @@ OPT_CLUSTER_HELP("                      ")
 "                      default rule_ and the time)\n"
 "    --per-second N    with --when: at most N captures a second (1-1000, 10)\n"
 "    --settle DUR      with --when: from a match to its capture (0-60s, 300ms)\n"
+"    --follow DUR      with --when: how long a capture follows its trace for\n"
+"                      late spans (0-10m, 10s; 0: it does not)\n"
 "    --drop NAME       drop capture rule NAME\n"
 "    --list            the captures made so far, and the rules\n"
 "    --json            the collector's JSON answer as it is\n"
@@ -146,6 +156,17 @@ static void print_account(json_t *a)
 		printf("  by rule %s: %" JSON_INTEGER_FORMAT " ms from the span's end to stored\n",
 		       json_string_value(json_object_get(a, "rule")),
 		       json_integer_value(json_object_get(a, "latency_ms")));
+	if (json_integer_value(json_object_get(a, "follow_ms")))
+		printf("  followed%s: %" JSON_INTEGER_FORMAT " spans late (the last %"
+		       JSON_INTEGER_FORMAT " ms after the capture), %" JSON_INTEGER_FORMAT
+		       " rounds%s%s\n",
+		       json_is_true(json_object_get(a, "following")) ? " (still)" : "",
+		       json_integer_value(json_object_get(a, "spans_late")),
+		       json_integer_value(json_object_get(a, "last_late_ms")),
+		       json_integer_value(json_object_get(a, "follow_rounds")),
+		       json_object_get(a, "follow_cut") ? "; cut: " : "",
+		       json_object_get(a, "follow_cut") ?
+		       json_string_value(json_object_get(a, "follow_cut")) : "");
 	if (json_object_get(a, "error"))
 		printf("error: %s\n", json_string_value(json_object_get(a, "error")));
 }
@@ -156,13 +177,16 @@ static void print_rule(json_t *r)
 	       json_string_value(json_object_get(r, "expr")));
 	printf("  matches %" JSON_INTEGER_FORMAT ", captures %" JSON_INTEGER_FORMAT
 	       ", deduplicated %" JSON_INTEGER_FORMAT ", over budget %" JSON_INTEGER_FORMAT
-	       " (%" JSON_INTEGER_FORMAT "/s, settle %" JSON_INTEGER_FORMAT " ms)%s\n",
+	       ", spans late %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT "/s, settle %"
+	       JSON_INTEGER_FORMAT " ms, follow %" JSON_INTEGER_FORMAT " ms)%s\n",
 	       json_integer_value(json_object_get(r, "matches")),
 	       json_integer_value(json_object_get(r, "captures")),
 	       json_integer_value(json_object_get(r, "deduplicated")),
 	       json_integer_value(json_object_get(r, "over_budget")),
+	       json_integer_value(json_object_get(r, "spans_late")),
 	       json_integer_value(json_object_get(r, "per_s")),
 	       json_integer_value(json_object_get(r, "settle_ms")),
+	       json_integer_value(json_object_get(r, "follow_ms")),
 	       json_is_true(json_object_get(r, "running")) ? "" : "; not running (no agent)");
 }
 
@@ -173,10 +197,10 @@ static const char *rule_name(char *buf, size_t len)
 	return buf;
 }
 
-/* --when (register rule name; per_s 0, settle_ms -1: the collector's
- * defaults) or --drop NAME. */
+/* --when (register rule name; per_s 0, settle_ms and follow_ms -1: the
+ * collector's defaults) or --drop NAME. */
 static int rule_cmd(const char *url, const char *when, const char *name, long per_s,
-		    long settle_ms, const char *drop, const char *token, int json)
+		    long settle_ms, long follow_ms, const char *drop, const char *token, int json)
 {
 	struct tr_http_resp resp = { 0 };
 	char full[2048], err[512], *body = NULL;
@@ -192,6 +216,8 @@ static int rule_cmd(const char *url, const char *when, const char *name, long pe
 			json_object_set_new(o, "per_s", json_integer(per_s));
 		if (o && settle_ms >= 0)
 			json_object_set_new(o, "settle_ms", json_integer(settle_ms));
+		if (o && follow_ms >= 0)
+			json_object_set_new(o, "follow_ms", json_integer(follow_ms));
 		body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		json_decref(o);
 		if (!body) {
@@ -234,7 +260,7 @@ static int rule_cmd(const char *url, const char *when, const char *name, long pe
 int cmd_capture(int argc, char **argv)
 {
 	enum { O_TRACE = 256, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_WHEN, O_NAME,
-	       O_PER_S, O_SETTLE, O_DROP };
+	       O_PER_S, O_SETTLE, O_FOLLOW, O_DROP };
 	static const struct option lopts[] = {
 		OPT_CLUSTER_ROW,
 		{ "trace", required_argument, NULL, O_TRACE },
@@ -247,6 +273,7 @@ int cmd_capture(int argc, char **argv)
 		{ "name", required_argument, NULL, O_NAME },
 		{ "per-second", required_argument, NULL, O_PER_S },
 		{ "settle", required_argument, NULL, O_SETTLE },
+		{ "follow", required_argument, NULL, O_FOLLOW },
 		{ "drop", required_argument, NULL, O_DROP },
 		{ "json", no_argument, NULL, O_JSON },
 		OPT_CLIENT_TOKEN_ROWS,
@@ -257,8 +284,9 @@ int cmd_capture(int argc, char **argv)
 	const char *url = NULL, *trace = NULL, *last = NULL, *host = NULL, *service = NULL;
 	struct opt_client_token tok;
 	const char *when = NULL, *name = NULL, *per_s = NULL, *settle = NULL, *drop = NULL;
+	const char *follow = NULL;
 	char gen_name[32];
-	uint64_t settle_ns = 0;
+	uint64_t settle_ns = 0, follow_ns = 0;
 	long per_s_n = 0;
 	struct tr_http_resp resp = { 0 };
 	int opt, list = 0, json = 0, rc;
@@ -285,6 +313,7 @@ int cmd_capture(int argc, char **argv)
 		case O_NAME: name = optarg; break;
 		case O_PER_S: per_s = optarg; break;
 		case O_SETTLE: settle = optarg; break;
+		case O_FOLLOW: follow = optarg; break;
 		case O_DROP: drop = optarg; break;
 		case O_JSON: json = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -299,8 +328,9 @@ int cmd_capture(int argc, char **argv)
 			"Run 'fay capture --help' for the manual.\n");
 		return 2;
 	}
-	if ((name || per_s || settle) && !when) {
-		fprintf(stderr, "error: --name, --per-second and --settle go with --when\n");
+	if ((name || per_s || settle || follow) && !when) {
+		fprintf(stderr, "error: --name, --per-second, --settle and --follow go with "
+			"--when\n");
 		return 2;
 	}
 	if (per_s) {
@@ -317,10 +347,15 @@ int cmd_capture(int argc, char **argv)
 			settle);
 		return 2;
 	}
+	if (follow && (clock_parse_duration(follow, &follow_ns) || follow_ns > 600000000000ull)) {
+		fprintf(stderr, "error: --follow '%s': want a duration from 0 to 10m (10s)\n",
+			follow);
+		return 2;
+	}
 	if (when || drop)
 		return rule_cmd(url, when, name ? name : rule_name(gen_name, sizeof(gen_name)),
-				per_s ? per_s_n : 0, settle ? (long)(settle_ns / 1000000u) : -1, drop,
-				tok.token, json);
+				per_s ? per_s_n : 0, settle ? (long)(settle_ns / 1000000u) : -1,
+				follow ? (long)(follow_ns / 1000000u) : -1, drop, tok.token, json);
 	if ((host || service) && !last) {
 		fprintf(stderr, "error: --host and --service go with --last\n");
 		return 2;

@@ -8,8 +8,17 @@
  * naming every host under it (cquery_out.c), so the parent merges one
  * partial per subtree and the answer is the same whatever the tree's
  * shape (every merge is associative and commutative).
+ *
+ * A CAPTURE from the parent (the flight recorder, #22) is made on this
+ * collector's own agents (cluster_capture_run()) and answered as one
+ * host: the records every agent under it found, in one BATCH payload,
+ * their flight buffers' counts summed.  It waits CTREE_CAPTURE_NS at
+ * most (on the link's thread, which sends no BEAT meanwhile: that plus a
+ * beat's interval stays under WIRE_DEAD_MS), so that its answer reaches
+ * the parent within the parent's own 5 s.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +28,8 @@
 #include "common/qlink.h"
 #include "common/rand.h"
 #include "engine/driver.h"
+
+#define CTREE_CAPTURE_NS	2000000000ull
 
 /* The link's context: what a job needs. */
 struct tctx {
@@ -54,6 +65,64 @@ static void run_job(struct qlink_job *job)
 	query_free(q);
 }
 
+/* The parent's CAPTURE c, made on this collector's agents. */
+static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_captured *res,
+			 struct wbuf *spans)
+{
+	struct tctx *t = ctx;
+	char service[WIRE_SERVICE_MAX + 1];
+	struct cluster_capture_req rq = {
+		.kind = c->kind, .trace_hi = c->trace_hi, .trace_lo = c->trace_lo,
+		.from_ns = c->from_ns, .to_ns = c->to_ns, .timeout_ns = CTREE_CAPTURE_NS,
+	};
+	struct cluster_capture_res r;
+	size_t at = spans->len;
+	uint32_t count = 0;
+	bool answered = false;
+
+	snprintf(service, sizeof(service), "%.*s", (int)c->service_len,
+		 c->service ? c->service : "");
+	rq.service = service[0] ? service : NULL;
+	res->state = WIRE_CS_OFF;
+	wbuf_le32(spans, 0);		/* the count, set below */
+	if (cluster_capture_run(t->cl, &rq, &r)) {
+		cluster_capture_res_free(&r);
+		return;
+	}
+	for (size_t i = 0; i < r.n; i++) {
+		const struct cluster_capture_host *h = &r.h[i];
+
+		if (h->state != CCH_ANSWERED)
+			continue;
+		answered = true;
+		res->held += h->held;
+		res->dropped += h->dropped;
+		if (h->oldest_ns && (!res->oldest_ns || h->oldest_ns < res->oldest_ns))
+			res->oldest_ns = h->oldest_ns;
+		if (h->cut)
+			res->flags |= WIRE_CF_CUT;
+		if (h->len <= 4)
+			continue;
+		if (spans->len - at + h->len - 4 > WIRE_CAPTURE_MAX) {
+			res->flags |= WIRE_CF_CUT;	/* one frame holds no more */
+			continue;
+		}
+		wbuf_put(spans, h->spans + 4, h->len - 4);	/* its records */
+		count += h->nspans;
+	}
+	if (answered)
+		res->state = WIRE_CS_ANSWERED;
+	if (!spans->err) {
+		spans->p[at] = (unsigned char)count;
+		spans->p[at + 1] = (unsigned char)(count >> 8);
+		spans->p[at + 2] = (unsigned char)(count >> 16);
+		spans->p[at + 3] = (unsigned char)(count >> 24);
+	}
+	pr_info("capture %" PRIu32 " from the parent: %" PRIu32 " spans from %zu hosts",
+		c->cid, count, r.n);
+	cluster_capture_res_free(&r);
+}
+
 struct ctree *ctree_start(struct cluster *cl, const char *parent, const char *host,
 			  const char *token, struct tls_conf *tls)
 {
@@ -61,7 +130,7 @@ struct ctree *ctree_start(struct cluster *cl, const char *parent, const char *ho
 	struct qlink_opts lo = {
 		.upper = parent, .token = token, .tls = tls, .collector = true,
 		.what = "link to the parent collector", .run = run_job,
-		.ctx = &t, .ctx_size = sizeof(t),
+		.capture = tree_capture, .ctx = &t, .ctx_size = sizeof(t),
 	};
 	uint64_t r[2];
 

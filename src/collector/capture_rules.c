@@ -37,14 +37,14 @@ struct crule {
 	struct crules *rs;
 	char name[CRULES_NAME_MAX + 1];
 	char *expr, *text;
-	unsigned per_s, settle_ms;
+	unsigned per_s, settle_ms, follow_ms;
 	uint64_t created_ms;
 	struct query *q;
 	const struct plan *p;
 	volatile int stop;
 	pthread_t thread;
 	/* under rs->lock */
-	uint64_t matches, captures, deduped, over_budget;
+	uint64_t matches, captures, deduped, over_budget, late, unfollowed;
 	double tokens;
 	uint64_t tokens_ns;
 	int running;
@@ -54,9 +54,21 @@ struct crule {
 struct cpend {
 	struct cpend *next;
 	uint64_t hi, lo, due_ns, matched_ns, span_end_ns;
+	unsigned follow_ms;
 	char rule[CRULES_NAME_MAX + 1];
 	char host[WIRE_HOST_MAX + 1];
 	char span[QUERY_STR_MAX + 1];
+};
+
+/* A capture following its trace: rounds at 250 ms, 500 ms, 1 s, 2 s ...
+ * after it, the last at follow_ms. */
+struct cfollow {
+	struct cfollow *next;
+	uint64_t hi, lo, start_ns, due_ns, end_ns;	/* monotonic */
+	unsigned round;
+	json_t *acc;			/* its account (a reference) */
+	struct capture_seen seen;	/* the records it stored */
+	char rule[CRULES_NAME_MAX + 1];
 };
 
 struct crules {
@@ -71,8 +83,11 @@ struct crules {
 	unsigned npend;
 	uint64_t recent[CRULES_RECENT][2];	/* trace ids pending or captured */
 	unsigned nrecent, recent_at;
+	struct cfollow *follow;		/* in due order */
+	unsigned nfollow;
+	pthread_cond_t fcond;
 	int stop;
-	pthread_t thread;
+	pthread_t thread, fthread;
 };
 
 /* ---- definitions on disk ------------------------------------------------- */
@@ -85,9 +100,9 @@ static int save(struct crules *rs)
 	int err;
 
 	for (struct crule *r = rs->list; a && r; r = r->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:I}", "name", r->name,
+		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:i, s:I}", "name", r->name,
 			"expr", r->expr, "per_s", (int)r->per_s, "settle_ms", (int)r->settle_ms,
-			"created_ms", (json_int_t)r->created_ms));
+			"follow_ms", (int)r->follow_ms, "created_ms", (json_int_t)r->created_ms));
 	doc = a ? json_pack("{s:o}", "rules", a) : NULL;
 	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
 	json_decref(doc);
@@ -163,6 +178,7 @@ static void on_row(struct crule *r, json_t *j)
 	pd->due_ns = now + (uint64_t)r->settle_ms * 1000000u;
 	pd->matched_ns = clock_realtime_ns();
 	pd->span_end_ns = (uint64_t)json_integer_value(json_array_get(v, 2));
+	pd->follow_ms = r->follow_ms;
 	snprintf(pd->rule, sizeof(pd->rule), "%s", r->name);
 	snprintf(pd->host, sizeof(pd->host), "%s", host ? host : "");
 	snprintf(pd->span, sizeof(pd->span), "%s", span ? span : "");
@@ -220,7 +236,112 @@ static void *rule_main(void *arg)
 	return NULL;
 }
 
-/* ---- the capture thread ------------------------------------------------ */
+/* ---- the capture thread and the follow thread ----------------------- */
+
+/* Wait on cond until due_ns (monotonic; 0: none), 200 ms at most.
+ * Under rs->lock. */
+static void wait_due(struct crules *rs, pthread_cond_t *cond, uint64_t due_ns)
+{
+	uint64_t now = clock_monotonic_ns(), wait = due_ns ? due_ns - now : 200000000u, t;
+	struct timespec ts;
+
+	if (wait > 200000000u)
+		wait = 200000000u;
+	t = clock_realtime_ns() + wait;
+	ts.tv_sec = (time_t)(t / 1000000000u);
+	ts.tv_nsec = (long)(t % 1000000000u);
+	pthread_cond_timedwait(cond, &rs->lock, &ts);
+}
+
+static struct crule *rule_named(struct crules *rs, const char *name)
+{
+	for (struct crule *r = rs->list; r; r = r->next)
+		if (!strcmp(r->name, name))
+			return r;
+	return NULL;
+}
+
+/* Put fo in the follow list, in due order.  Under rs->lock. */
+static void follow_insert(struct crules *rs, struct cfollow *fo)
+{
+	struct cfollow **pp;
+
+	for (pp = &rs->follow; *pp && (*pp)->due_ns <= fo->due_ns; pp = &(*pp)->next)
+		;
+	fo->next = *pp;
+	*pp = fo;
+	pthread_cond_broadcast(&rs->fcond);
+}
+
+static void follow_free(struct cfollow *fo)
+{
+	json_decref(fo->acc);
+	capture_seen_free(&fo->seen);
+	free(fo);
+}
+
+/* When round k (0, 1, ...) of fo is due: 250 ms << k after the capture,
+ * the follow's end at most. */
+static uint64_t follow_due(const struct cfollow *fo, unsigned k)
+{
+	uint64_t d = k < 20 ? 250000000ull << k : fo->end_ns;
+
+	return fo->start_ns + d < fo->end_ns ? fo->start_ns + d : fo->end_ns;
+}
+
+/* Capture pd's trace; follow it when its rule says so. */
+static void capture_pending(struct crules *rs, const struct cpend *pd)
+{
+	struct cluster_capture_req cr = { .kind = WIRE_CK_TRACE, .trace_hi = pd->hi,
+					  .trace_lo = pd->lo };
+	struct capture_trigger tr = { .rule = pd->rule, .host = pd->host, .span = pd->span,
+				      .span_end_ns = pd->span_end_ns,
+				      .matched_ns = pd->matched_ns, .follow_ms = pd->follow_ms };
+	struct cfollow *fo = pd->follow_ms ? calloc(1, sizeof(*fo)) : NULL;
+	char by[300];
+	int status;
+	json_t *acc;
+
+	snprintf(by, sizeof(by), "rule %s: span %.64s on %.64s, trace %016" PRIx64 "%016" PRIx64,
+		 pd->rule, pd->span, pd->host, pd->hi, pd->lo);
+	acc = capture_make(rs->c, &cr, by, &tr, fo ? &fo->seen : NULL, &status);
+	if (!acc)
+		pr_warn("capture rule %s: out of memory for a capture", pd->rule);
+	pthread_mutex_lock(&rs->lock);
+	{
+		struct crule *r = rule_named(rs, pd->rule);
+
+		if (r)
+			r->captures++;
+		if (r && pd->follow_ms && (!fo || !acc || rs->nfollow >= CRULES_FOLLOWING))
+			r->unfollowed++;
+	}
+	if (fo && acc && rs->nfollow < CRULES_FOLLOWING) {
+		fo->hi = pd->hi;
+		fo->lo = pd->lo;
+		fo->acc = acc;
+		acc = NULL;
+		fo->start_ns = clock_monotonic_ns();
+		fo->end_ns = fo->start_ns + (uint64_t)pd->follow_ms * 1000000u;
+		fo->due_ns = follow_due(fo, 0);
+		snprintf(fo->rule, sizeof(fo->rule), "%s", pd->rule);
+		rs->nfollow++;
+		follow_insert(rs, fo);
+		fo = NULL;
+	}
+	pthread_mutex_unlock(&rs->lock);
+	if (fo) {
+		if (acc) {	/* not followed after all: say so */
+			pthread_mutex_lock(&rs->c->captures_lock);
+			json_object_set_new(acc, "following", json_false());
+			json_object_set_new(acc, "follow_cut", json_string(
+				"too many captures following their traces"));
+			pthread_mutex_unlock(&rs->c->captures_lock);
+		}
+		follow_free(fo);
+	}
+	json_decref(acc);
+}
 
 static void *capture_main(void *arg)
 {
@@ -229,46 +350,59 @@ static void *capture_main(void *arg)
 	pthread_mutex_lock(&rs->lock);
 	while (!rs->stop) {
 		struct cpend *pd = rs->pend;
-		uint64_t now = clock_monotonic_ns();
 
-		if (!pd || pd->due_ns > now) {
-			uint64_t wait = pd ? pd->due_ns - now : 200000000u, t;
-			struct timespec ts;
-
-			if (wait > 200000000u)
-				wait = 200000000u;
-			t = clock_realtime_ns() + wait;
-			ts.tv_sec = (time_t)(t / 1000000000u);
-			ts.tv_nsec = (long)(t % 1000000000u);
-			pthread_cond_timedwait(&rs->cond, &rs->lock, &ts);
+		if (!pd || pd->due_ns > clock_monotonic_ns()) {
+			wait_due(rs, &rs->cond, pd ? pd->due_ns : 0);
 			continue;
 		}
 		rs->pend = pd->next;
 		rs->npend--;
 		pthread_mutex_unlock(&rs->lock);
-		{
-			struct cluster_capture_req cr = { .kind = WIRE_CK_TRACE, .trace_hi = pd->hi,
-							  .trace_lo = pd->lo };
-			struct capture_trigger tr = { .rule = pd->rule, .host = pd->host,
-						      .span = pd->span,
-						      .span_end_ns = pd->span_end_ns,
-						      .matched_ns = pd->matched_ns };
-			char by[300];
-			int status;
-			json_t *acc;
-
-			snprintf(by, sizeof(by), "rule %s: span %.64s on %.64s, trace %016" PRIx64
-				 "%016" PRIx64, pd->rule, pd->span, pd->host, pd->hi, pd->lo);
-			acc = capture_make(rs->c, &cr, by, &tr, &status);
-			if (!acc)
-				pr_warn("capture rule %s: out of memory for a capture", pd->rule);
-			json_decref(acc);
-		}
-		pthread_mutex_lock(&rs->lock);
-		for (struct crule *r = rs->list; r; r = r->next)
-			if (!strcmp(r->name, pd->rule))
-				r->captures++;
+		capture_pending(rs, pd);
 		free(pd);
+		pthread_mutex_lock(&rs->lock);
+	}
+	pthread_mutex_unlock(&rs->lock);
+	return NULL;
+}
+
+/* The follow rounds, on a thread of their own: a round of one capture
+ * never delays the first round of another. */
+static void *follow_main(void *arg)
+{
+	struct crules *rs = arg;
+
+	pthread_mutex_lock(&rs->lock);
+	while (!rs->stop) {
+		struct cfollow *fo = rs->follow;
+		struct cluster_capture_req cr = { .kind = WIRE_CK_TRACE };
+		bool last;
+		long n;
+
+		if (!fo || fo->due_ns > clock_monotonic_ns()) {
+			wait_due(rs, &rs->fcond, fo ? fo->due_ns : 0);
+			continue;
+		}
+		rs->follow = fo->next;
+		pthread_mutex_unlock(&rs->lock);
+		cr.trace_hi = fo->hi;
+		cr.trace_lo = fo->lo;
+		last = fo->due_ns >= fo->end_ns;
+		n = capture_follow(rs->c, fo->acc, &cr, &fo->seen, last);
+		pthread_mutex_lock(&rs->lock);
+		if (n > 0) {
+			struct crule *r = rule_named(rs, fo->rule);
+
+			if (r)
+				r->late += (uint64_t)n;
+		}
+		if (last) {
+			rs->nfollow--;
+			follow_free(fo);
+			continue;
+		}
+		fo->due_ns = follow_due(fo, ++fo->round);
+		follow_insert(rs, fo);
 	}
 	pthread_mutex_unlock(&rs->lock);
 	return NULL;
@@ -334,7 +468,8 @@ static void rule_error(const struct crule *r, char *err, size_t errlen, int *lin
 
 /* Compile and start a rule (not yet in the list). */
 static struct crule *rule_start(struct crules *rs, const char *name, const char *expr,
-				unsigned per_s, unsigned settle_ms, uint64_t created_ms,
+				unsigned per_s, unsigned settle_ms, unsigned follow_ms,
+				uint64_t created_ms,
 				char *err, size_t errlen, int *line, int *col)
 {
 	struct query_opts qo = { .sz = sizeof(qo), .cluster = true };
@@ -352,6 +487,7 @@ static struct crule *rule_start(struct crules *rs, const char *name, const char 
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->per_s = per_s;
 	r->settle_ms = settle_ms;
+	r->follow_ms = follow_ms;
 	r->created_ms = created_ms;
 	r->tokens = per_s;
 	r->tokens_ns = clock_monotonic_ns();
@@ -385,7 +521,8 @@ static void rule_stop(struct crule *r)
 }
 
 int crules_add(struct crules *rs, const char *name, const char *expr, unsigned per_s,
-	       unsigned settle_ms, char *err, size_t errlen, int *line, int *col)
+	       unsigned settle_ms, unsigned follow_ms, char *err, size_t errlen, int *line,
+	       int *col)
 {
 	struct crule *r;
 	int ret;
@@ -395,9 +532,11 @@ int crules_add(struct crules *rs, const char *name, const char *expr, unsigned p
 		snprintf(err, errlen, "a rule's name is 1 to %d of [A-Za-z0-9_]", CRULES_NAME_MAX);
 		return -EINVAL;
 	}
-	if (per_s < 1 || per_s > CRULES_PER_S_MAX || settle_ms > CRULES_SETTLE_MS_MAX) {
-		snprintf(err, errlen, "per_s: 1 to %d captures a second; settle_ms: 0 to %d",
-			 CRULES_PER_S_MAX, CRULES_SETTLE_MS_MAX);
+	if (per_s < 1 || per_s > CRULES_PER_S_MAX || settle_ms > CRULES_SETTLE_MS_MAX ||
+	    follow_ms > CRULES_FOLLOW_MS_MAX) {
+		snprintf(err, errlen, "per_s: 1 to %d captures a second; settle_ms: 0 to %d; "
+			 "follow_ms: 0 to %d", CRULES_PER_S_MAX, CRULES_SETTLE_MS_MAX,
+			 CRULES_FOLLOW_MS_MAX);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&rs->lock);
@@ -412,7 +551,7 @@ int crules_add(struct crules *rs, const char *name, const char *expr, unsigned p
 		snprintf(err, errlen, "%d rules already (drop one)", CRULES_MAX);
 	if (ret)
 		return ret;
-	r = rule_start(rs, name, expr, per_s, settle_ms, clock_realtime_ns() / 1000000u,
+	r = rule_start(rs, name, expr, per_s, settle_ms, follow_ms, clock_realtime_ns() / 1000000u,
 		       err, errlen, line, col);
 	if (!r)
 		return -EINVAL;
@@ -459,12 +598,16 @@ json_t *crules_list(struct crules *rs)
 
 	pthread_mutex_lock(&rs->lock);
 	for (struct crule *r = rs->list; a && r; r = r->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:b}",
+		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
+						   "s:I, s:I, s:I, s:b}",
 			"name", r->name, "expr", r->expr, "per_s", (int)r->per_s,
-			"settle_ms", (int)r->settle_ms, "created_ms", (json_int_t)r->created_ms,
+			"settle_ms", (int)r->settle_ms, "follow_ms", (int)r->follow_ms,
+			"created_ms", (json_int_t)r->created_ms,
 			"matches", (json_int_t)r->matches, "captures", (json_int_t)r->captures,
 			"deduplicated", (json_int_t)r->deduped,
-			"over_budget", (json_int_t)r->over_budget, "running", r->running));
+			"over_budget", (json_int_t)r->over_budget,
+			"spans_late", (json_int_t)r->late, "unfollowed", (json_int_t)r->unfollowed,
+			"running", r->running));
 	pthread_mutex_unlock(&rs->lock);
 	return a;
 }
@@ -484,6 +627,12 @@ void crules_metrics(struct crules *rs, FILE *f)
 		{ "fay_capture_rule_over_budget_total",
 		  "Matches dropped: over the rule's captures per second",
 		  offsetof(struct crule, over_budget) },
+		{ "fay_capture_rule_late_spans_total",
+		  "Spans of a captured trace stored by a follow round (late)",
+		  offsetof(struct crule, late) },
+		{ "fay_capture_rule_unfollowed_total",
+		  "Captures not followed: too many following at once",
+		  offsetof(struct crule, unfollowed) },
 	};
 
 	if (!rs)
@@ -526,6 +675,7 @@ static int load(struct crules *rs, char *err, size_t errlen)
 	json_array_foreach(a, i, v) {
 		const char *name = json_string_value(json_object_get(v, "name"));
 		const char *expr = json_string_value(json_object_get(v, "expr"));
+		json_t *fm = json_object_get(v, "follow_ms");
 		char why[2048];
 		int line, col;
 		struct crule *r;
@@ -535,6 +685,9 @@ static int load(struct crules *rs, char *err, size_t errlen)
 		r = rule_start(rs, name, expr,
 			       (unsigned)json_integer_value(json_object_get(v, "per_s")),
 			       (unsigned)json_integer_value(json_object_get(v, "settle_ms")),
+			       /* a rule of a fay without follow: the default */
+			       json_is_integer(fm) ? (unsigned)json_integer_value(fm) :
+			       CRULES_FOLLOW_MS_DEFAULT,
 			       (uint64_t)json_integer_value(json_object_get(v, "created_ms")),
 			       why, sizeof(why), &line, &col);
 		if (!r) {
@@ -543,6 +696,8 @@ static int load(struct crules *rs, char *err, size_t errlen)
 		}
 		if (r->per_s < 1 || r->per_s > CRULES_PER_S_MAX)
 			r->per_s = CRULES_PER_S_DEFAULT;
+		if (r->follow_ms > CRULES_FOLLOW_MS_MAX)
+			r->follow_ms = CRULES_FOLLOW_MS_DEFAULT;
 		r->next = rs->list;
 		rs->list = r;
 		rs->n++;
@@ -568,8 +723,23 @@ struct crules *crules_new(struct collector *c, const char *dir, char *err, size_
 	}
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_cond_init(&rs->cond, NULL);
+	pthread_cond_init(&rs->fcond, NULL);
 	if (pthread_create(&rs->thread, NULL, capture_main, rs)) {
 		snprintf(err, errlen, "cannot start a thread");
+		pthread_cond_destroy(&rs->fcond);
+		pthread_cond_destroy(&rs->cond);
+		pthread_mutex_destroy(&rs->lock);
+		free(rs);
+		return NULL;
+	}
+	if (pthread_create(&rs->fthread, NULL, follow_main, rs)) {
+		snprintf(err, errlen, "cannot start a thread");
+		pthread_mutex_lock(&rs->lock);
+		rs->stop = 1;
+		pthread_cond_broadcast(&rs->cond);
+		pthread_mutex_unlock(&rs->lock);
+		pthread_join(rs->thread, NULL);
+		pthread_cond_destroy(&rs->fcond);
 		pthread_cond_destroy(&rs->cond);
 		pthread_mutex_destroy(&rs->lock);
 		free(rs);
@@ -595,14 +765,24 @@ void crules_free(struct crules *rs)
 	pthread_mutex_lock(&rs->lock);
 	rs->stop = 1;
 	pthread_cond_broadcast(&rs->cond);
+	pthread_cond_broadcast(&rs->fcond);
 	pthread_mutex_unlock(&rs->lock);
 	pthread_join(rs->thread, NULL);
+	pthread_join(rs->fthread, NULL);
 	while (rs->pend) {
 		struct cpend *pd = rs->pend;
 
 		rs->pend = pd->next;
 		free(pd);
 	}
+	while (rs->follow) {	/* their accounts stay "following": the list's
+				 * next load says they were cut */
+		struct cfollow *fo = rs->follow;
+
+		rs->follow = fo->next;
+		follow_free(fo);
+	}
+	pthread_cond_destroy(&rs->fcond);
 	pthread_cond_destroy(&rs->cond);
 	pthread_mutex_destroy(&rs->lock);
 	free(rs);

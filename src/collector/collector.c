@@ -379,6 +379,12 @@ static int coll_cluster_start(struct collector_run *r, const struct collector_op
 		return -EINVAL;
 	}
 	snprintf(dir, sizeof(dir), "%s.captures", o->db);
+	/* the list before the rules that add to it */
+	ret = caplog_open(c, dir, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "the list of captures: %s", why);
+		return ret;
+	}
 	c->rules = crules_new(c, dir, why, sizeof(why));
 	if (!c->rules) {
 		snprintf(err, errlen, "capture rules: %s", why);
@@ -541,6 +547,7 @@ void collector_stop(struct collector *c)
 		free(c->ac_keys[i]);
 	free(c->ac_keys);
 	pthread_mutex_destroy(&c->agents_lock);
+	caplog_close(c);
 	api_captures_free(c);
 	pthread_mutex_destroy(&c->captures_lock);
 	pthread_mutex_destroy(&c->readers_lock);

@@ -32,6 +32,7 @@
 struct ingest;
 struct coll_ext;
 struct crules;
+struct caplog;
 
 /* The collector's one set of counters: bumped and read with M_ADD(),
  * M_SUB(), M_GET() (relaxed atomics), written to /metrics by
@@ -122,6 +123,7 @@ struct collector {
 	pthread_mutex_t captures_lock;
 	void *captures;
 	uint64_t ncaptures;
+	struct caplog *caplog;	/* DIR/captures.jsonl (capture_log.c) */
 
 	pthread_mutex_t readers_lock;
 	struct store_reader *readers[8];
@@ -203,6 +205,14 @@ void coll_reader_put(struct collector *c, struct store_reader *r);
 struct coll_agent *coll_agent_get(struct collector *c, const char *id);
 /* The list of captures (api_capture.c), at the collector's end. */
 void api_captures_free(struct collector *c);
+/* Load the captures DIR/captures.jsonl lists into c->captures (those of
+ * a follow the last run did not finish marked so), rewrite it compacted
+ * and keep it open for caplog_put() (capture_log.c); DIR is made when
+ * absent.  0, or
+ * -errno with the reason in err. */
+int caplog_open(struct collector *c, const char *dir, char *err, size_t errlen);
+/* Close it.  Accepts a collector without one. */
+void caplog_close(struct collector *c);
 void coll_agents_free(struct collector *c);
 /* The counters, the memory budget, the store's and the agents' lines of
  * /metrics, written to f (common/prom.h). */

@@ -15,6 +15,7 @@
 #define FAY_COLLECTOR_HTTP_INT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "collector/auth.h"
@@ -157,18 +158,52 @@ struct capture_trigger {
 	const char *host, *span;	/* the matching span's host and name */
 	uint64_t span_end_ns;		/* its end (wall clock) */
 	uint64_t matched_ns;		/* when its row reached the collector */
+	unsigned follow_ms;		/* how long it follows its trace (0: not) */
 };
+
+/* The span records a capture stored (keys: span id, flags, size), so
+ * that a later round stores only what is new.  Zero it to start. */
+struct capture_seen {
+	uint64_t *key;
+	size_t n, nsorted, cap;
+};
+void capture_seen_free(struct capture_seen *s);
+
+/* The captures GET /api/captures lists (and captures.jsonl keeps). */
+#define CAPTURES_KEEP	256
+
+/* Append account acc to DIR/captures.jsonl (capture_log.c; a later line
+ * of the same id replaces an earlier one), rewriting the file whole when
+ * it holds 4 x CAPTURES_KEEP lines.  Under c->captures_lock.  A failure
+ * is warned about once, never fatal. */
+void caplog_put(struct collector *c, json_t *acc);
 
 /*
  * Make a capture (api_capture.c): ask every agent for what cr names,
  * store the spans found marked fay.capture / .at / .by (by: what asked),
- * add its account to GET /api/captures' list and return it (a new
- * reference; tr: the rule that triggered it, added to the account), with
- * *status 200, or 503 when some spans could not be stored.  NULL: out of
- * memory (*status 500).
+ * add its account to GET /api/captures' list (and DIR/captures.jsonl:
+ * caplog_put()) and return it (a new reference; tr: the rule that
+ * triggered it, added to the account, with the follow fields when
+ * tr->follow_ms), with *status 200, or 503 when some spans could not be
+ * stored.  seen: NULL, or filled with what was stored (for
+ * capture_follow()).  NULL: out of memory (*status 500).
  */
 json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, const char *by,
-		     const struct capture_trigger *tr, int *status);
+		     const struct capture_trigger *tr, struct capture_seen *seen, int *status);
+
+/*
+ * A follow round of capture acc (capture_make()'s account): ask every
+ * agent for trace cr again and store the spans not in seen, marked as
+ * acc's with a fourth tag, fay.capture.late_ms (ms from the capture to
+ * this round); acc counts them (spans_late, last_late_ms, follow_rounds,
+ * each host's late; a host that answers now for the first time is
+ * counted answered).  last: the final round (following: false).  The
+ * account is written to captures.jsonl when it changed.  The number of
+ * late spans stored, or -errno.
+ */
+long capture_follow(struct collector *c, json_t *acc, const struct cluster_capture_req *cr,
+		    struct capture_seen *seen, bool last);
+
 /* otlp_http.c: POST /v1/traces */
 int api_otlp(struct collector *c, struct http_con *con, const struct http_rq *rq);
 

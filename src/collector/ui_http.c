@@ -3,7 +3,7 @@
  * The web UI's files, from the table tools/ui-embed generated at build
  * time (ui_assets.h).  The UI is one page: every page path (/, /traces,
  * /trace/ID, /dependencies, /dashboard, /query, /hosts, /queries,
- * /queries/NAME) answers
+ * /queries/NAME, /captures) answers
  * index.html and the page's script draws what the path names, so a trace
  * has a stable URL that can be linked, bookmarked and reloaded.
  *
@@ -25,7 +25,7 @@ static int is_page(const char *url)
 {
 	static const char *const pages[] = {
 		"/", "/index.html", "/traces", "/dependencies", "/dashboard", "/query",
-		"/hosts", "/queries",
+		"/hosts", "/queries", "/captures",
 	};
 
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)

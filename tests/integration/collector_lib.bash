@@ -63,6 +63,19 @@ metric() { curl -s "$URL/metrics" | awk -v n="$1" '$1 == n { print $2 }'; }
 # each time: `wait_for N test "$(metric X)" = V` would test one reading)
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 
+# captured_spans URL TRACE BY: how many spans of TRACE the collector at URL
+# stores that a capture (the flight recorder) marked with a fay.capture.by
+# starting with BY ("trace ID", "rule NAME: ", "": any capture)
+captured_spans() {
+	curl -s "$1/api/v2/trace/$2" | python3 -c '
+import json, sys
+try:
+    s = json.load(sys.stdin)
+except Exception:
+    s = []
+print(sum(1 for x in s if x.get("tags", {}).get("fay.capture.by", "").startswith(sys.argv[1])))' "$3"
+}
+
 # acked FILE M: how many ACKs fay-wire-client's send printed to FILE for
 # batches stored whole (M spans each, not duplicates)
 acked() { grep -c "^ack .*\"stored\":$2,\"duplicate\":false" "$1"; }

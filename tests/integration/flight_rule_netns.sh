@@ -16,7 +16,12 @@
 #  - the rule's counts say matches = captures = the slow requests;
 #  - a rule with an error is refused with its line and column;
 #  - a rule that matches everything, with --per-second 2, makes at most
-#    its budget of captures and counts the rest over_budget.
+#    its budget of captures and counts the rest over_budget;
+#  - a span that ends 3 s after its leaf (long after the settle) is
+#    brought by the capture's follow rounds, stored once, tagged and
+#    counted late;
+#  - the list of captures (GET /api/captures) is the same after a
+#    restart of the collector.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$TOP/tests/lib/netns.bash"
 HOP=$BUILD/tests/bin/flight_hop
@@ -37,6 +42,7 @@ chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
 ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
 	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
 	>"$T_TMP/coll.log" 2>&1
+COLL_PID=$NS_PID
 URL=http://127.0.0.1:9411
 api() { ns_run coll curl -s -H "Authorization: Bearer cli" "$@"; }
 capture() { ns_run coll timeout 30 "$FAY" capture --cluster "$URL" --token cli "$@"; }
@@ -121,17 +127,20 @@ ok "... matches $NSLOW, captures $NSLOW, none over budget" \
 	"$(rule matches)" "$(rule captures)" "$(rule over_budget)" "$NSLOW"
 
 # every stored span, once: each trace's spans checked against req.out
+# PY_SPANS: the start of a python check: spans, each trace's stored
+# spans (argv[1]: /api/v2/traces' answer) by 32-digit trace id
+PY_SPANS='import json, sys, collections
+spans = collections.defaultdict(list)
+for tr in json.load(open(sys.argv[1])):
+    for x in tr:
+        spans[x["traceId"].rjust(32, "0")].append(x)
+'
 api "$URL/api/v2/traces?limit=100000&lookback=86400000" >"$T_TMP/traces.json"
 # check WHAT: the traces of that kind of request whose spans are not as
 # they must be (slow: 5 spans, each once, services front=2 middle=2
 # back=1, all marked by the rule; fast: none stored)
 check() {
-	python3 - "$T_TMP/traces.json" "$T_TMP/req.out" "$1" <<'PY'
-import json, sys, collections
-spans = collections.defaultdict(list)
-for tr in json.load(open(sys.argv[1])):
-    for x in tr:
-        spans[x["traceId"].rjust(32, "0")].append(x)
+	python3 -c "$PY_SPANS$(cat <<'PY'
 bad = []
 for line in open(sys.argv[2]):
     tid, slow, sampled = line.split()
@@ -151,6 +160,7 @@ for line in open(sys.argv[2]):
                                                             ruled, dict(svc)))
 print("; ".join(bad))
 PY
+)" "$T_TMP/traces.json" "$T_TMP/req.out" "$1"
 }
 bad=$(check slow)
 ok "every slow request's trace stored whole: 5 spans, each once, from h1 h2 h3, marked by the rule" \
@@ -210,5 +220,108 @@ max=$(( 2 + 2 * (T1 - T0 + 999999999) / 1000000000 ))
 ok "captures within the budget ($caps <= $max), the rest counted: over budget $over, deduplicated $dedup" \
 	bash -c '[ "$1" -ge 1 ] && [ "$1" -le "$2" ] && [ "$3" -gt 0 ] && [ $(($1 + $3 + $4)) -eq "$5" ]' \
 	_ "$caps" "$max" "$over" "$dedup" "$(rule matches everything)"
+ok "the collector runs on" ns_run coll curl -sfo /dev/null "$URL/health"
+
+# ---- late spans: a capture follows its trace -------------------------------------
+# Each slow leaf also starts a span "late" that ends 3 s after the leaf
+# answered: long after the 300 ms settle, so the capture's first round
+# cannot have it; a follow round (250 ms, 500 ms, 1 s, 2 s, 4 s, 6 s after
+# the capture) must bring it, stored once, tagged late, counted late.
+capture --drop everything >/dev/null 2>&1
+capture --when 'sp.name == "leaf" && sp.duration > 100ms' --name late_leaf --follow 6s \
+	>"$T_TMP/add3.out" 2>&1
+ok "fay capture --when ... --follow 6s" grep -q "^capture rule late_leaf: " "$T_TMP/add3.out" ||
+	diag "$(cat "$T_TMP/add3.out")"
+ok "the rule runs on the three agents" wait_for 30 attached 'sp.name == "leaf"' ||
+	diag "$(api "$URL/api/cluster/peers")"
+hop h3 --serve 7302 --service back --late-ms 3000 2>"$T_TMP/hop3l.err"
+wait_for 30 listening h3 7302
+hop h2 --serve 7302 --next "$(ns_ip h3):7302" --service middle
+wait_for 30 listening h2 7302
+ns_enter h1 env FAY_SHM_DIR="$T_TMP/h1/shm" FAY_SAMPLE=1000 \
+	FAY_RECORD=all timeout 120 nice -n 10 "$HOP" --client "$(ns_ip h2):7302" --service front \
+	--requests 10 --slow-every 5 --slow-ms 200 --pause-us 20000 >"$T_TMP/req3.out" 2>&1
+# followed: the late_leaf captures, every one's follow ended
+followed() {
+	api "$URL/api/captures" | python3 -c '
+import json, sys
+c = [x for x in json.load(sys.stdin)["captures"] if x.get("rule") == "late_leaf"]
+sys.exit(0 if len(c) >= int(sys.argv[1]) and not any(x["following"] for x in c) else 1)' \
+	"$(awk '$2 == 1' "$T_TMP/req3.out" | wc -l)"
+}
+ok "the captures of the slow requests followed their traces to the end" \
+	wait_for 30 followed || diag "$(api "$URL/api/captures")"
+api "$URL/api/v2/traces?limit=100000&lookback=86400000" >"$T_TMP/traces3.json"
+api "$URL/api/captures" >"$T_TMP/list3.json"
+# late_check: each unsampled slow trace has its 6 spans once, "late"
+# among those tagged fay.capture.late_ms (h1's two may be too: at the
+# default 300 ms settle its agent may drain them after the first round,
+# and then a follow round brings them, which is the point), and its
+# capture's account counts as late what is so tagged, 1 from h3 (the
+# leaf, which matched, was there); prints the problems, then the late
+# spans in all on the last line
+late_check() {
+	python3 -c "$PY_SPANS$(cat <<'PY'
+caps = {}
+for c in json.load(open(sys.argv[3]))["captures"]:
+    if c.get("rule") == "late_leaf":
+        caps[c["by"].rsplit("trace ", 1)[1]] = c
+bad, n, total = [], 0, 0
+for line in open(sys.argv[2]):
+    tid, slow, sampled = line.split()
+    if slow != "1" or sampled == "1":
+        continue
+    n += 1
+    s = spans.get(tid, [])
+    late = [x for x in s if "fay.capture.late_ms" in x.get("tags", {})]
+    names = [x["name"] for x in late]
+    if (len(s) != 6 or len({x["id"] for x in s}) != 6 or "late" not in names or
+            not set(names) <= {"late", "request", "call"}):
+        bad.append("%s: %d spans, %d ids, late-tagged: %s" % (tid, len(s), len({x["id"] for x in s}),
+                                                              sorted(names)))
+    c = caps.get(tid)
+    h3 = [h for h in (c or {}).get("hosts", []) if h["host"] == "h3"]
+    if (not c or c["spans_late"] != len(late) or c["spans_stored"] != 6 or
+            c["follow_rounds"] < 1 or not h3 or h3[0].get("late") != 1 or
+            c["last_late_ms"] < 1000):
+        bad.append("%s: account %s" % (tid, json.dumps(c)))
+    total += len(late)
+print("; ".join(bad) if bad or n else "no unsampled slow request")
+print(total)
+PY
+)" "$T_TMP/traces3.json" "$T_TMP/req3.out" "$T_TMP/list3.json"
+}
+late_check >"$T_TMP/late.out"
+bad=$(head -n -1 "$T_TMP/late.out")
+NLATE=$(tail -1 "$T_TMP/late.out")
+ok "each trace stored with its late span (6 spans, once each; 'late' tagged fay.capture.late_ms); each account counts its late spans, 1 from h3" \
+	[ -z "$bad" ] || diag "$bad"
+diag "$NLATE spans came late in all"
+ok "the rule counts the $NLATE late spans" [ "$(rule spans_late late_leaf)" = "$NLATE" ] ||
+	diag "$(api "$URL/api/captures/rules")"
+capture --list >"$T_TMP/list3.out" 2>&1
+ok "fay capture --list says what came late" \
+	grep -Eq "^  followed: [1-9][0-9]* spans late \(the last [0-9]+ ms after the capture\)" \
+	"$T_TMP/list3.out" ||
+	diag "$(cat "$T_TMP/list3.out")"
+
+# ---- the list of captures outlives a restart of the collector --------------------
+ids() {
+	api "$URL/api/captures" | python3 -c '
+import json, sys
+for c in json.load(sys.stdin)["captures"]:
+    print(c["id"], c.get("rule", ""), c["spans_stored"], c.get("spans_late", 0))' | sort
+}
+ids >"$T_TMP/ids.before"
+kill "$COLL_PID"
+wait_for 30 bash -c '! kill -0 "$1" 2>/dev/null' _ "$COLL_PID"
+ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
+	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
+	>"$T_TMP/coll2.log" 2>&1
+ok "the collector restarted" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
+ids >"$T_TMP/ids.after"
+ok "GET /api/captures after the restart: the same $(wc -l <"$T_TMP/ids.before") captures, their counts and late spans" \
+	bash -c '[ -s "$1" ] && grep -q late_leaf "$1" && cmp -s "$1" "$2"' _ \
+	"$T_TMP/ids.before" "$T_TMP/ids.after" || diag "$(diff "$T_TMP/ids.before" "$T_TMP/ids.after")"
 ok "the collector runs on" ns_run coll curl -sfo /dev/null "$URL/health"
 done_testing

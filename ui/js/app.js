@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fay UI: the router.  Every page has a real path served by the
 // collector (/traces, /trace/ID, /dependencies, /dashboard, /query,
-// /hosts, /queries, /queries/NAME), so links can be shared and pages reloaded.
+// /hosts, /queries, /queries/NAME, /captures), so links can be shared and pages reloaded.
 'use strict';
 
 (() => {
@@ -16,6 +16,7 @@
 		[/^\/query$/, 'query', () => Query.render(main)],
 		[/^\/hosts$/, 'hosts', () => Hosts.render(main)],
 		[/^\/queries(?:\/([A-Za-z0-9_]{1,64}))?$/, 'queries', (m) => Queries.render(main, m[1])],
+		[/^\/captures$/, 'captures', () => Captures.render(main)],
 	];
 
 	function show() {

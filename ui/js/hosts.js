@@ -11,6 +11,8 @@
 // (those with live traced processes, from its stats: the tag its spans
 // carry, their services) are a column, each a link to their traces; the
 // container filter keeps the hosts running a container that matches.
+// "Capture the last N s" dumps every host's flight buffer (POST
+// /api/captures {"last_ms"}).
 'use strict';
 
 const Hosts = (() => {
@@ -23,7 +25,30 @@ const Hosts = (() => {
 		const cats = el('div', { id: 'host-categories' });
 		let hostCat = new Map();	// host -> [{query, category, changed}]
 		const ctrFilter = el('input', { id: 'container-filter', type: 'search', placeholder: 'container or service', size: 24 });
+		// the flight recorder's dump: every host's last N seconds
+		const capLast = el('input', { id: 'hosts-cap-last', value: '30s', size: 6, 'aria-label': 'capture window' });
+		const capBox = el('span', { id: 'hosts-cap-msg' });
+		const capGo = el('button', { type: 'button', id: 'hosts-cap-go' }, 'Capture');
+		capGo.addEventListener('click', async () => {
+			const us = U.parseDur(capLast.value.trim());
+			if (!(us >= 1000)) {
+				capBox.replaceChildren(U.errorBox(new Error('a duration such as 30s, 500ms, 5m')));
+				return;
+			}
+			capGo.disabled = true;
+			try {
+				const c = await U.api('/api/captures', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+					body: JSON.stringify({ last_ms: Math.round(us / 1000) }) });
+				capBox.replaceChildren(el('span', { class: 'q-info' }, `${c.spans_stored} spans stored from ${Captures.hostsText(c)}`), ' ',
+					el('a', { href: '/captures' }, 'captures'));
+			} catch (e) {
+				capBox.replaceChildren(U.errorBox(e));
+			}
+			capGo.disabled = false;
+		});
 		main.append(el('h2', {}, 'Hosts'), el('p', { class: 'muted' }, 'Agents that spoke to this collector. Up: connected and heard from in the last 2 minutes.'),
+			el('div', { class: 'toolbar' }, el('span', {}, 'Capture the last '), capLast,
+				el('span', { class: 'muted' }, ' of every host\'s flight buffer '), capGo, capBox),
 			el('label', { class: 'field ctr-filter' }, el('span', {}, 'Container'), ctrFilter), out, cats,
 			el('h3', {}, 'OTLP senders'), el('p', { class: 'muted' }, 'Clients that sent OTLP (HTTP or gRPC), by address: spans stored, and spans rejected (invalid, or refused while the ingest queue was full).'), ot,
 			el('h3', {}, 'Cluster queries'), el('p', { class: 'muted' }, 'Hosts connected for queries (agents, and child collectors with their hosts), and what each runs for the cluster and standing queries.'), cl);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // fay UI: trace search (Zipkin's /api/v2/traces) with duration bars.
 // The form is mirrored in the URL (/traces?serviceName=...), so a search
-// is a link too.
+// is a link too.  A trace id opens its page (/trace/ID), which offers to
+// capture it from the hosts' flight buffers when it is not stored.
 'use strict';
 
 const Traces = (() => {
@@ -62,7 +63,19 @@ const Traces = (() => {
 			field('Min duration', minD), field('Max duration', maxD), field('Range', lb),
 			field('Ending', end), field('Limit', limit),
 			el('button', { type: 'submit', class: 'primary', id: 'q-go' }, 'Search'));
-		main.append(el('h2', {}, 'Traces'), form, out);
+		const tid = el('input', { id: 'q-trace-id', placeholder: '16 or 32 hex digits', size: 34, class: 'mono' });
+		const byId = el('form', { class: 'search', id: 'trace-by-id' }, field('Trace ID', tid),
+			el('button', { type: 'submit', id: 'q-trace-go' }, 'Open'));
+		byId.addEventListener('submit', (ev) => {
+			ev.preventDefault();
+			const id = tid.value.trim().toLowerCase();
+			if (!/^([0-9a-f]{16}|[0-9a-f]{32})$/.test(id)) {
+				out.replaceChildren(U.errorBox(`Trace ID: '${tid.value}' is not 16 or 32 hex digits`));
+				return;
+			}
+			U.go('/trace/' + id);
+		});
+		main.append(el('h2', {}, 'Traces'), form, byId, out);
 
 		async function loadNames() {
 			name.replaceChildren(el('option', { value: '' }, 'any span'));

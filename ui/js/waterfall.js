@@ -122,7 +122,12 @@ const Waterfall = (() => {
 		try {
 			spans = await U.api('/api/v2/trace/' + encodeURIComponent(id));
 		} catch (e) {
+			const box = el('div', { id: 'cap-box' });
+			// not stored: its spans may still be in the hosts' flight buffers
 			main.replaceChildren(el('h2', {}, 'Trace ' + id), U.errorBox(e),
+				e.status === 404 ? el('div', { class: 'toolbar' }, el('span', { class: 'muted' },
+					'Not stored. The hosts may still hold it (FAY_RECORD=all, fay agent --flight): '),
+				Captures.button(id, box)) : null, box,
 				el('p', {}, el('a', { href: '/traces' }, '← back to the search')));
 			return;
 		}

@@ -8,6 +8,10 @@
  *     server  (span "hop" from the traceparent, child "call")  -> ...
  *     server without --next  (span "leaf"; sleeps SLOW_MS when asked)
  *
+ * With --late-ms MS, a leaf asked to sleep also starts a span "late", a
+ * child of the leaf on a thread of its own, that ends MS after the leaf
+ * answered (the follow rounds of a capture must bring it).
+ *
  * The client prints one line per request once it ended:
  *
  *     TRACE_HEX SLOW SAMPLED
@@ -17,13 +21,14 @@
  * and exits when it closes (so a chain ends when its client does); a
  * client of a server not listening yet tries again for 30 s.
  *
- *   flight_hop --serve PORT [--next ADDR:PORT] [--service NAME]
+ *   flight_hop --serve PORT [--next ADDR:PORT] [--service NAME] [--late-ms MS]
  *   flight_hop --client ADDR:PORT [--requests N] [--slow-every K]
  *              [--slow-ms MS] [--pause-us US] [--service NAME]
  */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +69,25 @@ static FILE *dial(const char *addr)
 	return NULL;
 }
 
+#define LATE_MAX 64
+
+/* A late span: its parent's traceparent and how long it lasts. */
+struct late {
+	char tp[FAY_TRACEPARENT_LEN];
+	long ms;
+	pthread_t t;
+};
+
+static void *late_main(void *arg)
+{
+	struct late *l = arg;
+	struct fay_span *s = fay_span_remote(l->tp, "late");
+
+	usleep((useconds_t)l->ms * 1000);
+	fay_span_end(s);
+	return NULL;
+}
+
 /* Send "TRACEPARENT SLOW_MS" to the next hop and wait for its "ok". */
 static int call(FILE *next, const struct fay_span *s, long slow_ms)
 {
@@ -76,8 +100,10 @@ static int call(FILE *next, const struct fay_span *s, long slow_ms)
 	return fgets(line, sizeof(line), next) && !strncmp(line, "ok", 2) ? 0 : -1;
 }
 
-static int serve(int port, const char *next_addr)
+static int serve(int port, const char *next_addr, long late_ms)
 {
+	static struct late late[LATE_MAX];
+	int nlate = 0;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
 	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
 	FILE *in, *next = NULL;
@@ -110,6 +136,12 @@ static int serve(int port, const char *next_addr)
 			if (err)
 				return 1;
 		} else if (slow_ms) {
+			if (late_ms && nlate < LATE_MAX &&
+			    fay_span_traceparent(s, late[nlate].tp, sizeof(late[nlate].tp)) > 0) {
+				late[nlate].ms = late_ms;
+				if (!pthread_create(&late[nlate].t, NULL, late_main, &late[nlate]))
+					nlate++;
+			}
 			usleep((useconds_t)slow_ms * 1000);
 		}
 		fay_span_end(s);
@@ -119,6 +151,8 @@ static int serve(int port, const char *next_addr)
 	if (next)
 		fclose(next);
 	fclose(in);
+	for (int i = 0; i < nlate; i++)
+		pthread_join(late[i].t, NULL);
 	return 0;
 }
 
@@ -164,9 +198,10 @@ int main(int argc, char **argv)
 		{ "slow-ms", required_argument, NULL, 'm' },
 		{ "pause-us", required_argument, NULL, 'p' },
 		{ "service", required_argument, NULL, 's' },
+		{ "late-ms", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long requests = 30, slow_every = 10, slow_ms = 200, pause_us = 20000;
+	long requests = 30, slow_every = 10, slow_ms = 200, pause_us = 20000, late_ms = 0;
 	const char *next = NULL, *to = NULL, *service = "hop";
 	int opt, port = 0, err;
 
@@ -180,10 +215,11 @@ int main(int argc, char **argv)
 		case 'm': slow_ms = atol(optarg); break;
 		case 'p': pause_us = atol(optarg); break;
 		case 's': service = optarg; break;
+		case 'l': late_ms = atol(optarg); break;
 		default:
 			fprintf(stderr, "usage: flight_hop --serve PORT [--next ADDR:PORT] | "
 				"--client ADDR:PORT [--requests N] [--slow-every K] [--slow-ms MS] "
-				"[--pause-us US]  [--service NAME]\n");
+				"[--pause-us US]  [--service NAME] [--late-ms MS]\n");
 			return 2;
 		}
 	}
@@ -196,5 +232,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fay_init: %s\n", strerror(-err));
 		return 1;
 	}
-	return port ? serve(port, next) : client(to, requests, slow_every, slow_ms, pause_us);
+	return port ? serve(port, next, late_ms) : client(to, requests, slow_every, slow_ms, pause_us);
 }

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The flight recorder through a tree of collectors (#22): a root
+# collector, a child collector under it (--parent), agent a1 (--flight)
+# under the child and agent a2 (--flight) under the root, real processes
+# and sockets.  A workload on a1's host records every request
+# (FAY_RECORD=all, head sampling 1 in 1000) and prints each trace's id,
+# whether it was sampled and its span count, which every count here is
+# checked against:
+#  - fay capture --trace ID at the root stores the trace's spans in the
+#    root's store: the child collector answers for a1 (one host, its
+#    spans and a1's buffer counts), a2 answers with none;
+#  - a capture rule registered at the root runs on a1 through the child
+#    (its predicate picks one service's spans) and captures each of that
+#    service's unsampled traces whole, marked by the rule, and no other
+#    (the other service's requests run meanwhile: nothing of them stored).
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/collector_lib.bash"
+WL=$BUILD/tests/bin/flight_workload
+[ -x "$FAY" ] || skip_all "no fay binary at $FAY (build first)"
+[ -x "$WL" ] || skip_all "no $WL (make)"
+command -v curl >/dev/null || skip_all "needs curl"
+command -v python3 >/dev/null || skip_all "needs python3"
+
+# coll NAME [ARGS...]: a collector on free ports; sets ${NAME}_W, ${NAME}_H
+coll() {
+	local n=$1 w h
+	shift
+	w=$(free_port)
+	h=$(free_port)
+	timeout 300 "$FAY" collector --listen 127.0.0.1:$w --http 127.0.0.1:$h --db "$T_TMP/$n.db" \
+		--otlp-http off --otlp-grpc off "$@" >>"$T_TMP/$n.log" 2>&1 &
+	T_PIDS+=($!)
+	printf -v "${n}_W" %s "$w"
+	printf -v "${n}_H" %s "$h"
+	wait_for 30 curl -sf "http://127.0.0.1:$h/health"
+}
+agent() {	# HOST WIREPORT
+	mkdir -p "$T_TMP/$1/shm" "$T_TMP/$1/state"
+	timeout 300 nice -n 10 "$FAY" agent --collector 127.0.0.1:$2 --host "$1" --flight 16M \
+		--shm-dir "$T_TMP/$1/shm" --state-dir "$T_TMP/$1/state" --stats-interval 200ms \
+		--flush-interval 20ms >>"$T_TMP/$1.log" 2>&1 &
+	T_PIDS+=($!)
+}
+ok "root collector up" coll root
+ok "child collector up, under the root" coll c1 --parent 127.0.0.1:$root_W --host c1
+agent a1 "$c1_W"
+agent a2 "$root_W"
+ROOT=http://127.0.0.1:$root_H
+# peers URL NAMES...: each has a query connection there
+peers() {
+	local u=$1 h; shift
+	for h; do curl -s "$u/api/cluster/peers" | grep -q "\"host\":\"$h\"" || return 1; done
+}
+ok "a1 under c1; c1 and a2 under the root" \
+	wait_for 30 bash -c "$(declare -f peers); peers http://127.0.0.1:$c1_H a1 && peers $ROOT c1 a2"
+capture() { timeout 30 "$FAY" capture --cluster "$ROOT" "$@"; }
+
+# run SERVICE N OUT: N requests of 3 children on a1, recorded all
+run() {
+	FAY_SHM_DIR=$T_TMP/a1/shm FAY_SAMPLE=1000 FAY_RECORD=all timeout 60 nice -n 10 \
+		"$WL" --requests "$2" --children 3 --pause-us 2000 --service "$1" >"$3" 2>"$3.err"
+}
+run shop 20 "$T_TMP/w1.out"
+ok "the workload ran 20 requests" bash -c '[ "$(wc -l <"$1")" -eq 20 ]' _ "$T_TMP/w1.out" ||
+	diag "$(cat "$T_TMP/w1.out.err")"
+ALL1=$(awk '$2 == 0 { n += $3 } END { print n + 0 }' "$T_TMP/w1.out")
+held() {
+	python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["flight"]["added"] >= int(sys.argv[2]) else 1)' \
+		"$T_TMP/a1/state/stats.json" "$1" 2>/dev/null
+}
+ok "a1 holds the $ALL1 unsampled spans" wait_for 30 held "$ALL1"
+read -r T N < <(awk '$2 == 0 { print $1, $3; exit }' "$T_TMP/w1.out")
+
+# ---- by trace id, through the child ---------------------------------------------
+capture --trace "$T" --json >"$T_TMP/cap.json" 2>"$T_TMP/cap.err"
+ok "fay capture --trace at the root: c1 answers for a1 with the $N spans, a2 with none" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = {x["host"]: x for x in a["hosts"]}
+assert a["hosts_asked"] == 2 and a["hosts_answered"] == 2, a
+assert h["c1"]["state"] == "answered" and h["c1"]["spans"] == int(sys.argv[2]), h
+assert h["c1"]["held"] >= int(sys.argv[3]), h
+assert h["a2"]["state"] == "answered" and h["a2"]["spans"] == 0, h
+assert a["spans_stored"] == int(sys.argv[2]), a' "$T_TMP/cap.json" "$N" "$ALL1" ||
+	diag "$(cat "$T_TMP/cap.json" "$T_TMP/cap.err")"
+ok "the root's store has the trace's $N spans, marked" [ "$(captured_spans "$ROOT" "$T" "trace $T")" = "$N" ]
+
+# ---- a rule at the root, run on a1 through the child ------------------------------
+capture --when 'sp.service == "depot" && sp.name == "request"' --name depot --follow 0 \
+	>"$T_TMP/rule.out" 2>&1
+ok "a rule registered at the root" grep -q "^capture rule depot: " "$T_TMP/rule.out" ||
+	diag "$(cat "$T_TMP/rule.out")"
+attached() {
+	curl -s "http://127.0.0.1:$c1_H/api/cluster/peers" | grep -q '"state":"attached"'
+}
+ok "its query reached a1 through c1" wait_for 30 attached
+run depot 10 "$T_TMP/w2.out"
+ok "the second workload ran 10 requests" bash -c '[ "$(wc -l <"$1")" -eq 10 ]' _ "$T_TMP/w2.out"
+NU=$(awk '$2 == 0' "$T_TMP/w2.out" | wc -l)
+rule() {
+	curl -s "$ROOT/api/captures/rules" | python3 -c '
+import json, sys
+print([x for x in json.load(sys.stdin)["rules"] if x["name"] == "depot"][0][sys.argv[1]])' "$1"
+}
+captured() { [ "$(rule captures)" -ge 10 ]; }
+ok "the rule captured the 10 depot traces" wait_for 30 captured ||
+	diag "$(curl -s "$ROOT/api/captures/rules")"
+bad=""
+while read -r t s n _; do
+	[ "$s" = 0 ] || continue
+	got=$(captured_spans "$ROOT" "$t" "rule depot: span request on ")
+	[ "$got" = "$n" ] || bad+=" $t: $got of $n;"
+done <"$T_TMP/w2.out"
+ok "each of the $NU unsampled depot traces stored whole at the root, marked by the rule" [ -z "$bad" ] ||
+	diag "$bad"
+# shop requests again, while the rule runs: none of them matches
+run shop 10 "$T_TMP/w3.out"
+ok "a third workload (shop) ran 10 requests" wait_for 30 held "$((ALL1 + $(awk '$2 == 0 { n += $3 } END { print n + 0 }' "$T_TMP/w2.out" "$T_TMP/w3.out")))"
+bad=""
+while read -r t s n _; do
+	[ "$s" = 0 ] || continue
+	got=$(captured_spans "$ROOT" "$t" "")
+	[ "$got" = 0 ] || bad+=" $t: $got;"
+done <"$T_TMP/w3.out"
+ok "no span of the shop traces run while the rule ran is stored" [ -z "$bad" ] || diag "$bad"
+ok "the rule matched the depot roots only" [ "$(rule matches)" = 10 ]
+ok "the collectors run on" bash -c "curl -sf $ROOT/health >/dev/null && curl -sf http://127.0.0.1:$c1_H/health >/dev/null"
+done_testing
