@@ -70,12 +70,12 @@ int main(void)
 	is_int((int)n, 3, "a refused body's elements are all counted");
 	/* a syntax error anywhere wins over a problem of content */
 	is_int(rd("[{\"x\":1},{" IDS "},{"), -EINVAL, "a cut body is refused");
-	ok(!strncmp(err, "body: invalid JSON at line 1", 28), "... as invalid JSON: %s", err);
+	ok(!strncmp(err, "body: invalid JSON at line 1", 28), "... as invalid JSON: %.200s", err);
 	is_int((int)n, 0, "... with no count");
 	is_int(rd("[{\"traceId\":"), -EINVAL, "a body cut in a span is refused");
-	ok(!strncmp(err, "body: invalid JSON at line 1", 28), "... as invalid JSON: %s", err);
+	ok(!strncmp(err, "body: invalid JSON at line 1", 28), "... as invalid JSON: %.200s", err);
 	is_int(rd("[1]\n[2]"), -EINVAL, "trailing garbage is refused");
-	ok(!strncmp(err, "body: invalid JSON at line 2 column", 35), "... naming its line: %s", err);
+	ok(!strncmp(err, "body: invalid JSON at line 2 column", 35), "... naming its line: %.200s", err);
 	is_int(rd("7"), -EINVAL, "a scalar body is refused");
 	is_int(rd("[\"\\u0000\"]"), -EINVAL, "\\u0000 in a string is refused");
 	is_int(rd("[99999999999999999999]"), -EINVAL, "an integer beyond 64 bits is refused");
@@ -87,7 +87,7 @@ int main(void)
 		  "\"tags\":{\"a\":null,\"b\":1.5,\"a\":true,\"c\":-7},"
 		  "\"annotations\":[7],\"annotations\":[{\"timestamp\":2,\"value\":\"z\"},"
 		  "{\"value\":\"y\",\"timestamp\":1,\"timestamp\":2}],"
-		  "\"debug\":true,\"debug\":null,\"shared\":true}]"), 0, "duplicates: read (%s)", err);
+		  "\"debug\":true,\"debug\":null,\"shared\":true}]"), 0, "duplicates: read (%.200s)", err);
 	is_int((int)n, 1, "... one span");
 	if (n == 1) {
 		ok(zs_str_eqc(s[0].name, "b"), "... the last name, lower case");
@@ -106,7 +106,7 @@ int main(void)
 		is_int(s[0].shared, 1, "... shared");
 	}
 	is_int(rd("[{" IDS ",\"timestamp\":-5,\"duration\":null,\"parentId\":null,\"kind\":null}]"), 0,
-	       "null and negative times: read (%s)", err);
+	       "null and negative times: read (%.200s)", err);
 	ok(n == 1 && !s[0].timestamp_us && !s[0].parent_id && !s[0].kind, "... absent");
 	is_int(rd("[]"), 0, "an empty array: read");
 	is_int((int)n, 0, "... no spans");
