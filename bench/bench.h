@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int bench_cmp_double(const void *a, const void *b)
@@ -23,6 +24,24 @@ static inline double median(double *v, unsigned n)
 {
 	qsort(v, n, sizeof(*v), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Seconds on the monotonic clock. */
+static inline double bench_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Print the load average: "load average WHEN: 1.00 0.50 0.25". */
+static inline void bench_loadavg(const char *when)
+{
+	double l[3];
+
+	if (getloadavg(l, 3) == 3)
+		printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
 }
 
 /*

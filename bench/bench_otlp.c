@@ -15,7 +15,9 @@
  *      otlp_pb_decode, then otlp_map(), spans/s;
  *   2. with --fay: end to end, a running `fay collector` (a temporary
  *      SQLite store) taking OTLP/HTTP protobuf and JSON (POST /v1/traces
- *      on --otlp-http, keep-alive) and OTLP/gRPC (Export on --otlp-grpc)
+ *      on --otlp-http, keep-alive), OTLP/gRPC (Export on --otlp-grpc)
+ *      and Zipkin v2 JSON of the same spans (POST /api/v2/spans on
+ *      --http, keep-alive)
  *      from 1 and from 4 connections, each with one request in flight
  *      answered after its COMMIT, as SDK exporters send them (head and
  *      body in one write, TCP_NODELAY): spans/s, the collector's CPU
@@ -44,19 +46,12 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "collector/zjson.h"
 #include "common/procstat.h"
 #include "otlp/otlp.h"
 #include "otlp_h2.h"
 
 #define NBODIES 8
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* An OTLP/JSON request of n spans; malloc'ed. */
 static char *json_request(int n, unsigned seed)
@@ -118,20 +113,20 @@ static size_t decode_map(const void *body, size_t len, int pb)
 
 static double rate_decode(const void *body, size_t len, int pb, double secs)
 {
-	double t0 = now_s(), t;
+	double t0 = bench_now_s(), t;
 	size_t spans = 0;
 
 	do {
 		spans += decode_map(body, len, pb);
-		t = now_s();
+		t = bench_now_s();
 	} while (t - t0 < secs);
 	return spans / (t - t0);
 }
 
 /* ---- end to end ---------------------------------------------------------- */
 
-enum { T_PB, T_JSON, T_GRPC, NT };
-static const char *const tname[NT] = { "HTTP protobuf", "HTTP JSON", "gRPC" };
+enum { T_PB, T_JSON, T_GRPC, T_ZIPKIN, NT };
+static const char *const tname[NT] = { "HTTP protobuf", "HTTP JSON", "gRPC", "Zipkin v2 JSON" };
 
 struct body {
 	const void *p;
@@ -164,9 +159,9 @@ static int conn(int port)
 	return fd;
 }
 
-/* One POST on a keep-alive connection, head and body in one write (as
- * SDK exporters do); the HTTP status, -1 on error. */
-static int post(int fd, const struct body *b, int pb)
+/* One POST of transport t on a keep-alive connection, head and body in
+ * one write (as SDK exporters do); the HTTP status, -1 on error. */
+static int post(int fd, const struct body *b, int t)
 {
 	char hdr[256], buf[8192];
 	size_t have = 0;
@@ -176,9 +171,10 @@ static int post(int fd, const struct body *b, int pb)
 	struct iovec iov[2];
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	n = snprintf(hdr, sizeof(hdr), "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	n = snprintf(hdr, sizeof(hdr), "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		     "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
-		     pb ? "application/x-protobuf" : "application/json", b->len);
+		     t == T_ZIPKIN ? "/api/v2/spans" : "/v1/traces",
+		     t == T_PB ? "application/x-protobuf" : "application/json", b->len);
 	iov[0] = (struct iovec){ hdr, (size_t)n };
 	iov[1] = (struct iovec){ (void *)b->p, b->len };
 	while (mh.msg_iovlen) {
@@ -226,7 +222,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct h2c *h = NULL;
 	int fd = -1, i = 0;
-	double t0 = now_s(), t = t0;
+	double t0 = bench_now_s(), t = t0;
 
 	if (w->transport == T_GRPC)
 		h = h2c_open(w->port);
@@ -237,10 +233,12 @@ static void *worker_main(void *arg)
 		double t1;
 		int st;
 
-		st = h ? h2c_export(h, b->p, b->len) : post(fd, b, w->transport == T_PB);
+		st = h ? h2c_export(h, b->p, b->len) : post(fd, b, w->transport);
 		if (h && st >= 0)
 			st = st ? 503 : 200;    /* a gRPC status: refused or not */
-		t1 = now_s();
+		if (w->transport == T_ZIPKIN && st == 202)
+			st = 200;               /* Zipkin's "accepted" */
+		t1 = bench_now_s();
 		if (st == 200) {
 			w->spans += w->spans_per_req;
 			if (w->nlat == w->caplat) {
@@ -279,7 +277,7 @@ static void run_cell(pid_t pid, int port, int transport, int conns, const struct
 		     size_t spr, double secs, struct cell *out)
 {
 	struct worker w[4];
-	double t0 = now_s(), c0 = cpu_of(pid), t, *all = NULL;
+	double t0 = bench_now_s(), c0 = cpu_of(pid), t, *all = NULL;
 	size_t spans = 0, refused = 0, nall = 0;
 
 	for (int i = 0; i < conns; i++) {
@@ -297,7 +295,7 @@ static void run_cell(pid_t pid, int port, int transport, int conns, const struct
 		nall += all ? w[i].nlat : 0;
 		free(w[i].lat);
 	}
-	t = now_s();
+	t = bench_now_s();
 	if (refused)
 		fprintf(stderr, "  (%s, %d conns: %zu requests refused, e.g. 429)\n", tname[transport],
 			conns, refused);
@@ -326,15 +324,19 @@ static int free_port(void)
 	return port;
 }
 
-static pid_t start_collector(const char *fay, int port, int gport, char *dir)
+static pid_t start_collector(const char *fay, int port, int gport, int *hport, char *dir)
 {
 	char otlp[32], grpc[32], wire[32], http[32], db[300];
 	pid_t pid;
 
+	*hport = free_port();
+	while (*hport == port || *hport == gport)
+		*hport = free_port();
+
 	snprintf(otlp, sizeof(otlp), "127.0.0.1:%d", port);
 	snprintf(grpc, sizeof(grpc), "127.0.0.1:%d", gport);
 	snprintf(wire, sizeof(wire), "127.0.0.1:%d", free_port());
-	snprintf(http, sizeof(http), "127.0.0.1:%d", free_port());
+	snprintf(http, sizeof(http), "127.0.0.1:%d", *hport);
 	snprintf(db, sizeof(db), "%s/bench.db", dir);
 	fflush(stdout);
 	pid = fork();
@@ -361,16 +363,25 @@ static pid_t start_collector(const char *fay, int port, int gport, char *dir)
 	return -1;
 }
 
-static void loadavg(const char *when)
+/* The Zipkin v2 JSON of the spans r maps to; malloc'ed, NULL on error. */
+static char *zipkin_request(const struct otlp_req *r, struct zarena *a)
 {
-	double l[3];
+	struct otlp_result res;
+	json_t *j;
+	char *text;
 
-	if (getloadavg(l, 3) == 3)
-		printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
+	if (otlp_map(r, a, &res))
+		return NULL;
+	j = zjson_spans(res.spans, res.nspans);
+	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return text;
 }
 
-/* The requests of spr spans: JSON, protobuf, gRPC messages; 0 or 1. */
-static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *gb)
+/* The requests of spr spans: OTLP/JSON, protobuf, gRPC messages and the
+ * Zipkin v2 JSON of the same spans; 0 or 1. */
+static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *gb,
+		       struct body *zb)
 {
 	size_t jbytes = 0, pbytes = 0;
 
@@ -381,14 +392,15 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 		void *out;
 		size_t outlen;
 		uint8_t *g;
-		char *j = json_request(spr, (unsigned)i + 1);
+		char *j = json_request(spr, (unsigned)i + 1), *zj;
 
 		if (otlp_json_decode(j, strlen(j), &a, &r, err, sizeof(err)) ||
-		    otlp_pb_encode(&r, &out, &outlen)) {
+		    otlp_pb_encode(&r, &out, &outlen) || !(zj = zipkin_request(&r, &a))) {
 			fprintf(stderr, "cannot build the requests: %s\n", err);
 			return 1;
 		}
 		zarena_reset(&a);
+		zb[i] = (struct body){ zj, strlen(zj) };
 		g = malloc(outlen + 5);
 		if (!g)
 			return 1;
@@ -408,8 +420,9 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 			return 1;
 		}
 	}
-	printf("requests of %d spans: JSON %zu bytes, protobuf %zu bytes (%.2fx smaller)\n",
-	       spr, jbytes / NBODIES, pbytes / NBODIES, (double)jbytes / pbytes);
+	printf("requests of %d spans: JSON %zu bytes, protobuf %zu bytes (%.2fx smaller), "
+	       "Zipkin v2 JSON %zu bytes\n", spr, jbytes / NBODIES, pbytes / NBODIES,
+	       (double)jbytes / pbytes, zb[0].len);
 	return 0;
 }
 
@@ -422,7 +435,7 @@ int main(int argc, char **argv)
 	static const int conns[2] = { 1, 4 };
 	double secs = 0.5;
 	const char *fay = NULL;
-	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES];
+	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES], zb[2][NBODIES];
 	static struct cell cells[2][2][NT][MAXR];
 
 	for (int o; (o = getopt_long(argc, argv, "s:r:t:", lopts, NULL)) != -1;) {
@@ -439,11 +452,11 @@ int main(int argc, char **argv)
 	}
 	if (rounds < 1 || rounds > MAXR || sizes[0] < 1)
 		return 2;
-	loadavg("at the start");
+	bench_loadavg("at the start");
 	for (int z = 0; z < nsizes; z++) {
 		double dj[MAXR], dp[MAXR], mp, mj;
 
-		if (make_bodies(sizes[z], jb[z], pb[z], gb[z]))
+		if (make_bodies(sizes[z], jb[z], pb[z], gb[z], zb[z]))
 			return 1;
 		for (int r = 0; r < rounds; r++) {
 			dp[r] = rate_decode(pb[z][r % NBODIES].p, pb[z][r % NBODIES].len, 1, secs);
@@ -456,7 +469,7 @@ int main(int argc, char **argv)
 	}
 	if (fay) {
 		char dir[] = "/tmp/fay-bench-otlp.XXXXXX", cmd[400];
-		int port = free_port(), gport = free_port();
+		int port = free_port(), gport = free_port(), hport;
 		pid_t pid;
 		int st;
 
@@ -464,7 +477,7 @@ int main(int argc, char **argv)
 			gport = free_port();
 		if (!mkdtemp(dir))
 			return 1;
-		pid = start_collector(fay, port, gport, dir);
+		pid = start_collector(fay, port, gport, &hport, dir);
 		if (pid < 0) {
 			fprintf(stderr, "fay collector did not start\n");
 			return 1;
@@ -475,8 +488,10 @@ int main(int argc, char **argv)
 					for (int k = 0; k < NT; k++) {
 						int t = (k + r) % NT;
 
-						run_cell(pid, t == T_GRPC ? gport : port, t, conns[c],
-							 t == T_PB ? pb[z] : t == T_JSON ? jb[z] : gb[z],
+						run_cell(pid, t == T_GRPC ? gport : t == T_ZIPKIN ? hport : port,
+							 t, conns[c],
+							 t == T_PB ? pb[z] : t == T_JSON ? jb[z] :
+							 t == T_GRPC ? gb[z] : zb[z],
 							 (size_t)sizes[z], secs, &cells[z][c][t][r]);
 					}
 		kill(pid, SIGTERM);
@@ -505,6 +520,6 @@ int main(int argc, char **argv)
 					       median(v[3], (unsigned)rounds));
 				}
 	}
-	loadavg("at the end");
+	bench_loadavg("at the end");
 	return 0;
 }

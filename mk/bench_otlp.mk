@@ -14,3 +14,15 @@ $(BENCH_OTLP): bench/bench_otlp.c bench/otlp_h2.c bench/otlp_h2.h bench/bench.h 
 		$(LIBINT) $(LDLIBS)
 
 bench: $(BENCH_OTLP)
+
+# bench/bench_zjson.c: Zipkin v2 JSON read into spans, the streaming
+# reader against the jansson tree reader it replaced (tests/fuzz/zjson_tree.c).
+#   $(B)/bench/bench_zjson -s 512 -r 5 -t 0.5
+BENCH_ZJSON := $(B)/bench/bench_zjson
+
+$(BENCH_ZJSON): bench/bench_zjson.c tests/fuzz/zjson_tree.c bench/bench.h $(LIBINT)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench_zjson.c $(LIBINT) $(LDLIBS)
+
+bench: $(BENCH_ZJSON)

@@ -11,12 +11,16 @@
 
 #include "store/span.h"
 
+/* The names of the span kinds (CLIENT ...), indexed by SPAN_KIND_*. */
+extern const char *const zjson_kinds[SPAN_KIND_MAX];
+
 /*
  * Parse a POST /api/v2/spans body (a JSON array of spans) into *out (*n
  * spans, arena-allocated, normalized).  Returns 0, or -EINVAL with the
  * first problem in err, naming the span (0-based) and the field: "span 3:
  * traceId: must be 16 or 32 lowercase hex characters".  *n is then the
  * number of array elements (for the drop counter), 0 if no array.
+ * Streamed, with no tree of values (zjson_dec.c).
  */
 int zjson_parse_spans(const char *body, size_t len, struct zarena *a,
 		      struct zspan **out, size_t *n, char *err, size_t errlen);

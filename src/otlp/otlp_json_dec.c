@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The OTLP/JSON front end: an ExportTraceServiceRequest in proto3's JSON
- * mapping -> struct otlp_req (otlp.h), streamed: yajl (Debian's
- * libyajl-dev; this is the one file that includes it) tokenizes the body
- * and calls back for every key and value; the callbacks fill the request
- * as the tokens come, with no tree of values.
+ * mapping -> struct otlp_req (otlp.h), streamed: common/json_tok.c (yajl)
+ * hands over every key and value; they fill the request as they come,
+ * with no tree of values.
  *
  * The answers are those of a decoder that reads the whole document first
  * (as the jansson one before it did, and tests/fuzz/otlp_json_tree.c
@@ -22,30 +21,26 @@
  *     resource attributes first, then its scopeSpans, then their spans;
  *   - what is not an object where an object belongs is an empty one (a
  *     span: rejected, "expected a span object");
- *   - numbers: integers beyond int64 and reals beyond double are errors
- *     of the body; a string holding \u0000 too, and \v or \f (yajl would
- *     take them for white space).
+ *   - what is JSON is json_tok.h's (jansson's) rule: integers beyond
+ *     int64, reals beyond double, \u0000 in a string, \v or \f are
+ *     errors of the body.
  *
  * Errors of the body name the byte (counted from 1, the last one read):
- * "body: byte 17: invalid object key (must be a string)".  Ids are hex (the spec); 24/12-character base64
- * ids, which older exporters wrote, are accepted too.  One known
- * difference from jansson: yajl decodes a lone UTF-16 surrogate escape
- * (\ud800 without its pair) as "?" where jansson refused the body; and
- * a NUL byte right after a number, which jansson let through, is refused
- * like any other byte that is not JSON.
+ * "body: byte 17: invalid object key (must be a string)".  Ids are hex
+ * (the spec); 24/12-character base64 ids, which older exporters wrote,
+ * are accepted too.  Known differences from jansson: a lone UTF-16
+ * surrogate escape reads as "?" (json_tok.h); a NUL byte right after a
+ * number, which jansson let through, is refused like any other byte that
+ * is not JSON.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <yajl/yajl_parse.h>
-
+#include "common/json_tok.h"
 #include "common/spanrec.h"
-#include "common/utf8.h"
 #include "otlp/otlp.h"
-
-#define JD_MAX_NEST 2048        /* objects and arrays in one another (jansson's) */
 
 /* ---- what the callbacks build ------------------------------------------- */
 
@@ -140,15 +135,11 @@ struct frame {
 
 struct jd {
 	struct zarena *a;
-	yajl_handle h;
 	struct frame *st;
 	size_t nst, capst;
-	char *err;
-	size_t errlen;
-	int oom, failed;
+	int oom;
 
 	int root_obj, rss_bad;
-	size_t root_end;        /* the byte after the top-level value */
 	char doc_err[512];      /* the first problem of content (doc_err[0]) */
 	struct otlp_resource_spans *rs;
 	size_t nrs, caprs;
@@ -161,15 +152,6 @@ struct jd {
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static int fail(struct jd *j, const char *what)
-{
-	if (!j->failed)
-		snprintf(j->err, j->errlen, "body: byte %zu: %s",
-			 yajl_get_bytes_consumed(j->h), what);
-	j->failed = 1;
-	return 0;
-}
 
 static int oom(struct jd *j)
 {
@@ -258,21 +240,9 @@ int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n)
 	return -EINVAL;
 }
 
-/* A token: what a value is. */
-enum tok { T_NULL, T_BOOL, T_INT, T_REAL, T_STR, T_MAP, T_ARRAY };
-
-struct val {
-	enum tok t;
-	int b;
-	long long i;
-	double d;
-	const unsigned char *s;
-	size_t len;
-};
-
 /* The text of a string value, NUL-terminated, in j->num (NULL: too long
  * for a number anyway). */
-static const char *num_text(struct jd *j, const struct val *v)
+static const char *num_text(struct jd *j, const struct json_tok *v)
 {
 	if (v->len >= sizeof(j->num))
 		return NULL;
@@ -282,16 +252,16 @@ static const char *num_text(struct jd *j, const struct val *v)
 }
 
 /* A uint64 from a string of digits or an integer; -EINVAL. */
-static int u64_of(struct jd *j, const struct val *v, uint64_t *out)
+static int u64_of(struct jd *j, const struct json_tok *v, uint64_t *out)
 {
 	const char *s;
 	char *end;
 
-	if (v->t == T_INT && v->i >= 0) {
+	if (v->t == JT_INT && v->i >= 0) {
 		*out = (uint64_t)v->i;
 		return 0;
 	}
-	if (v->t != T_STR)
+	if (v->t != JT_STR)
 		return -EINVAL;
 	if (!(s = num_text(j, v)))
 		return -EINVAL;
@@ -301,16 +271,16 @@ static int u64_of(struct jd *j, const struct val *v, uint64_t *out)
 }
 
 /* An int64 from an integer or a string of digits (proto3 JSON). */
-static int i64_of(struct jd *j, const struct val *v, int64_t *out)
+static int i64_of(struct jd *j, const struct json_tok *v, int64_t *out)
 {
 	const char *s;
 	char *end;
 
-	if (v->t == T_INT) {
+	if (v->t == JT_INT) {
 		*out = v->i;
 		return 0;
 	}
-	if (v->t != T_STR || !(s = num_text(j, v)))
+	if (v->t != JT_STR || !(s = num_text(j, v)))
 		return -EINVAL;
 	errno = 0;
 	*out = strtoll(s, &end, 10);
@@ -318,11 +288,11 @@ static int i64_of(struct jd *j, const struct val *v, int64_t *out)
 }
 
 /* A number in 0..max from an integer or one of names; -1 otherwise. */
-static int enum_of(const struct val *v, const char *const *names, int max)
+static int enum_of(const struct json_tok *v, const char *const *names, int max)
 {
-	if (v->t == T_INT)
+	if (v->t == JT_INT)
 		return v->i < 0 || v->i > max ? -1 : (int)v->i;
-	for (int i = 0; v->t == T_STR && i <= max; i++)
+	for (int i = 0; v->t == JT_STR && i <= max; i++)
 		if (key_is(v->s, v->len, names[i]))
 			return i;
 	return -1;
@@ -330,11 +300,11 @@ static int enum_of(const struct val *v, const char *const *names, int max)
 
 /* An id field: its bytes, 0 absent ("" and null too), 1 when it is not
  * hex/base64 of n bytes (the mapping refuses it). */
-static size_t id_of(const struct val *v, uint8_t *out, size_t n)
+static size_t id_of(const struct json_tok *v, uint8_t *out, size_t n)
 {
-	if (v->t == T_NULL || (v->t == T_STR && !v->len))
+	if (v->t == JT_NULL || (v->t == JT_STR && !v->len))
 		return 0;
-	if (v->t != T_STR || otlp_id_parse((const char *)v->s, v->len, out, n))
+	if (v->t != JT_STR || otlp_id_parse((const char *)v->s, v->len, out, n))
 		return 1;
 	return n;
 }
@@ -409,10 +379,6 @@ static struct frame *push(struct jd *j, enum role t, int array, void *p)
 {
 	struct frame *f;
 
-	if (j->nst == JD_MAX_NEST) {
-		fail(j, "nested deeper than 2048");
-		return NULL;
-	}
 	if (j->nst == j->capst) {
 		size_t cap = j->capst ? j->capst * 2 : 32;
 		struct frame *st = realloc(j->st, cap * sizeof(*st));
@@ -607,7 +573,7 @@ static void rs_end(struct jd *j)
  * A value of role r in frame f: a scalar (its token) or the start of an
  * object or array (then the frame to push).  Returns 0 to stop the parse.
  */
-static int value(struct jd *j, struct frame *f, enum role r, const struct val *v)
+static int value(struct jd *j, struct frame *f, enum role r, const struct json_tok *v)
 {
 	static const char *const kinds[] = {
 		"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
@@ -616,7 +582,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 	static const char *const codes[] = {
 		"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR",
 	};
-	int map = v->t == T_MAP, arr = v->t == T_ARRAY;
+	int map = v->t == JT_MAP, arr = v->t == JT_ARRAY;
 	enum role push_as = R_SKIP;     /* a container: what it is read as */
 	void *p = NULL;
 	struct spanb *sp = &j->pb;
@@ -674,7 +640,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 	case R_KEY: {
 		struct kvlist *l = f->p;
 
-		f->key_ok = v->t == T_STR;
+		f->key_ok = v->t == JT_STR;
 		if (f->key_ok && !COPY(j, v, &l->kv[f->idx].key))
 			return 0;
 		break;
@@ -709,7 +675,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 	case R_AV_S:
 	case R_AV_BY: {
 		struct av *a = f->p;
-		int ok = v->t == T_STR;
+		int ok = v->t == JT_STR;
 
 		if (r == R_AV_S) {
 			a->s_ok = ok;
@@ -725,8 +691,8 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 	case R_AV_B: {
 		struct av *a = f->p;
 
-		a->b_ok = v->t == T_BOOL;
-		a->b = v->b;
+		a->b_ok = v->t == JT_BOOL;
+		a->b = a->b_ok && v->b;
 		break;
 	}
 	case R_AV_I: {
@@ -739,8 +705,8 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 	case R_AV_D: {
 		struct av *a = f->p;
 
-		a->d_ok = v->t == T_INT || v->t == T_REAL;
-		a->d = v->t == T_INT ? (double)v->i : v->d;
+		a->d_ok = v->t == JT_INT || v->t == JT_REAL;
+		a->d = v->t == JT_INT ? (double)v->i : v->t == JT_REAL ? v->d : 0;
 		break;
 	}
 	case R_AV_ARR: {
@@ -806,7 +772,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 
 		o->p = NULL;
 		o->len = 0;
-		if (v->t == T_STR && !COPY(j, v, o))
+		if (v->t == JT_STR && !COPY(j, v, o))
 			return 0;
 		break;
 	}
@@ -834,10 +800,10 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 		sp->s.parent_len = id_of(v, sp->s.parent_id, 8);
 		break;
 	case R_NAME:
-		sp->name_bad = v->t != T_STR;
+		sp->name_bad = v->t != JT_STR;
 		sp->s.name.p = NULL;
 		sp->s.name.len = 0;
-		if (v->t == T_STR && !COPY(j, v, &sp->s.name))
+		if (v->t == JT_STR && !COPY(j, v, &sp->s.name))
 			return 0;
 		break;
 	case R_KIND:
@@ -861,7 +827,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 	case R_ST_MSG:
 		sp->s.status_msg.p = NULL;
 		sp->s.status_msg.len = 0;
-		if (v->t == T_STR && !COPY(j, v, &sp->s.status_msg))
+		if (v->t == JT_STR && !COPY(j, v, &sp->s.status_msg))
 			return 0;
 		break;
 	case R_LINKS:
@@ -888,10 +854,10 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct val *v
 		event_end(j);
 		break;
 	case R_EV_NAME:
-		j->eb.e.has_name = v->t == T_STR;
+		j->eb.e.has_name = v->t == JT_STR;
 		j->eb.e.name.p = NULL;
 		j->eb.e.name.len = 0;
-		if (v->t == T_STR && !COPY(j, v, &j->eb.e.name))
+		if (v->t == JT_STR && !COPY(j, v, &j->eb.e.name))
 			return 0;
 		break;
 	case R_EV_TIME:
@@ -995,92 +961,32 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 #undef K
 }
 
-/* ---- yajl's callbacks ---------------------------------------------------- */
+/* ---- the tokens ------------------------------------------------------------ */
 
-static int on_value(struct jd *j, const struct val *v)
+__attribute__((noinline))
+static int on_value(struct jd *j, const struct json_tok *v)
 {
 	struct frame *f;
 	enum role r = role_now(j, &f);
 
 	if (f && f->t == R_SKIP) {
-		if (v->t == T_MAP || v->t == T_ARRAY)
-			return push(j, R_SKIP, v->t == T_ARRAY, NULL) != NULL;
+		if (v->t == JT_MAP || v->t == JT_ARRAY)
+			return push(j, R_SKIP, v->t == JT_ARRAY, NULL) != NULL;
 		return 1;
 	}
 	return value(j, f, r, v);
 }
 
-static int cb_null(void *ctx)
+/* The token handlers return 0 or -ENOMEM; not inlined into on_tok(), which
+ * then only jumps to them. */
+__attribute__((noinline))
+static int on_key(struct jd *j, const struct json_tok *t)
 {
-	struct val v = { .t = T_NULL };
-
-	return on_value(ctx, &v);
-}
-
-static int cb_bool(void *ctx, int b)
-{
-	struct val v = { .t = T_BOOL, .b = b };
-
-	return on_value(ctx, &v);
-}
-
-static int cb_number(void *ctx, const char *s, size_t len)
-{
-	struct jd *j = ctx;
-	struct val v = { .t = T_INT };
-	char buf[512], *end;
-
-	if (len >= sizeof(buf))
-		return fail(j, "number too long");
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	errno = 0;
-	if (strpbrk(buf, ".eE")) {
-		v.t = T_REAL;
-		v.d = strtod(buf, &end);
-		if (errno == ERANGE && (v.d > 1 || v.d < -1))
-			return fail(j, "real number overflow");
-	} else {
-		v.i = strtoll(buf, &end, 10);
-		if (errno == ERANGE)
-			return fail(j, "integer too big for 64 bits");
-	}
-	return on_value(j, &v);
-}
-
-static int cb_string(void *ctx, const unsigned char *s, size_t len)
-{
-	struct val v = { .t = T_STR, .s = s, .len = len };
-
-	if (memchr(s, '\0', len))
-		return fail(ctx, "\\u0000 is not allowed in a string");
-	return on_value(ctx, &v);
-}
-
-static int cb_start_map(void *ctx)
-{
-	struct val v = { .t = T_MAP };
-
-	return on_value(ctx, &v);
-}
-
-static int cb_start_array(void *ctx)
-{
-	struct val v = { .t = T_ARRAY };
-
-	return on_value(ctx, &v);
-}
-
-static int cb_key(void *ctx, const unsigned char *k, size_t len)
-{
-	struct jd *j = ctx;
 	struct frame *f = &j->st[j->nst - 1];
 
-	if (memchr(k, '\0', len))
-		return fail(j, "\\u0000 is not allowed in a key");
 	if (f->t == R_SKIP)
-		return 1;
-	f->next = key_role(f, k, len);
+		return 0;
+	f->next = key_role(f, t->s, t->len);
 	if (f->next == R_KVS) {
 		/* the kv list the value fills (R_AV_KVL: f->p already) */
 		if (f->t == R_SPAN)
@@ -1090,13 +996,13 @@ static int cb_key(void *ctx, const unsigned char *k, size_t len)
 		else if (f->t == R_RESOURCE)
 			f->p = &j->rb.attrs;
 	}
-	return 1;
+	return 0;
 }
 
 /* An object or array ends: what it built is done. */
-static int cb_end(void *ctx)
+__attribute__((noinline))
+static int on_end(struct jd *j)
 {
-	struct jd *j = ctx;
 	struct frame *f = &j->st[j->nst - 1];
 
 	switch (f->t) {
@@ -1123,99 +1029,37 @@ static int cb_end(void *ctx)
 		break;
 	}
 	j->nst--;
-	if (!j->nst)
-		j->root_end = yajl_get_bytes_consumed(j->h);
-	return !j->oom;
+	return j->oom ? -ENOMEM : 0;
 }
 
-static const yajl_callbacks callbacks = {
-	.yajl_null = cb_null,
-	.yajl_boolean = cb_bool,
-	.yajl_number = cb_number,
-	.yajl_string = cb_string,
-	.yajl_start_map = cb_start_map,
-	.yajl_map_key = cb_key,
-	.yajl_end_map = cb_end,
-	.yajl_start_array = cb_start_array,
-	.yajl_end_array = cb_end,
-};
+static int on_tok(void *ctx, const struct json_tok *t)
+{
+	struct jd *j = ctx;
+
+	if (t->t == JT_KEY)
+		return on_key(j, t);
+	if (t->t == JT_END)
+		return on_end(j);
+	return on_value(j, t) ? 0 : -ENOMEM;
+}
 
 /* ---- the front end -------------------------------------------------------- */
-
-/* The length of the JSON white space (RFC 8259: space, tab, LF, CR) at s. */
-static size_t strspn_json_ws(const char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-		i++;
-	return i;
-}
 
 int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		     struct otlp_req *r, char *err, size_t errlen)
 {
-	struct jd j = { .a = a, .err = err, .errlen = errlen };
-	yajl_status st;
-	size_t at;
-	int ret = 0;
+	struct jd j = { .a = a };
+	struct json_tok_err e;
+	int ret;
 
 	memset(r, 0, sizeof(*r));
-	/* JSON text is UTF-8 (RFC 8259), and yajl's own check lets
-	 * overlong forms through */
-	at = utf8_invalid_at(body, len);
-	if (at < len) {
-		snprintf(err, errlen, "body: byte %zu: invalid UTF-8 (0x%02x)", at,
-			 (unsigned char)body[at]);
-		return -EINVAL;
-	}
-	/* yajl takes \v and \f for white space; JSON has no such thing
-	 * (and no control character in a string either) */
-	for (const char *c = "\v\f"; *c; c++) {
-		const char *bad = memchr(body, *c, len);
-
-		if (bad) {
-			snprintf(err, errlen, "body: byte %zu: invalid character 0x%02x",
-				 (size_t)(bad - body), *c);
-			return -EINVAL;
-		}
-	}
-	j.h = yajl_alloc(&callbacks, NULL, &j);
-	if (!j.h) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	yajl_config(j.h, yajl_dont_validate_strings, 1);       /* done above */
-	st = yajl_parse(j.h, (const unsigned char *)body, len);
-	at = yajl_get_bytes_consumed(j.h);
-	if (st == yajl_status_ok) {
-		st = yajl_complete_parse(j.h);
-		at = len;       /* what is missing is missing at the end */
-	}
-	/* yajl lets an unfinished token after the top-level value pass
-	 * (it waits for more input that complete_parse never checks) */
-	if (st == yajl_status_ok && j.root_end && !j.failed && !j.oom)
-		at = j.root_end + strspn_json_ws(body + j.root_end, len - j.root_end);
-	if (j.oom) {
+	ret = json_tok_read(body, len, on_tok, &j, &e);
+	if (j.oom)
 		ret = -ENOMEM;
+	if (ret == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
-	} else if (st != yajl_status_ok) {
-		if (!j.failed) {
-			unsigned char *e = yajl_get_error(j.h, 0, (const unsigned char *)body, len);
-			const char *msg = e ? (const char *)e : "not JSON";
-			size_t n;
-
-			if (!strncmp(msg, "parse error: ", 13))
-				msg += 13;
-			n = strcspn(msg, "\n");
-			snprintf(err, errlen, "body: byte %zu: %.*s", at, (int)n, msg);
-			if (e)
-				yajl_free_error(j.h, e);
-		}
-		ret = -EINVAL;
-	} else if (j.root_end && at < len) {
-		snprintf(err, errlen, "body: byte %zu: trailing garbage after the top-level object", at);
-		ret = -EINVAL;
+	} else if (ret) {
+		snprintf(err, errlen, "body: byte %zu: %s", e.at, e.msg);
 	} else if (!j.root_obj || j.rss_bad) {
 		snprintf(err, errlen, "resourceSpans: expected {\"resourceSpans\": [...]}");
 		ret = -EINVAL;
@@ -1226,7 +1070,6 @@ int otlp_json_decode(const char *body, size_t len, struct zarena *a,
 		r->rs = j.rs;
 		r->nrs = j.nrs;
 	}
-	yajl_free(j.h);
 	free(j.st);
 	if (ret)
 		memset(r, 0, sizeof(*r));
