@@ -279,7 +279,7 @@ static void from_record(void)
 	ok(spanrec_decode(buf, off, &r, err, sizeof(err)) > 0, "record decodes");
 	is_int(zspan_from_rec(&r, &A, &z), 1, "record -> span");
 	is_u64(z.timestamp_us, 5000, "ns -> us");
-	is_u64(z.duration_us, 1, "a sub-microsecond duration is 1 us, not absent");
+	is_u64(z.duration_us, 2, "1.5 us from a whole microsecond: 2 us, the end rounded up");
 	is_str(z.name.p, "read", "name lower-cased (Zipkin)");
 	is_str(z.local.service.p, "disk", "service lower-cased");
 	is_str(z.local.ipv4, "1.2.3.4", "IPv4-mapped IPv6 -> ipv4");
