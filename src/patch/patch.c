@@ -45,6 +45,14 @@ static bool is_plain_ret(const struct dinsn *d)
  * patched instructions), or NULL. */
 static const char *unmovable(const struct dinsn *d, bool last)
 {
+	/* int3, int1, int N: a function's code has none of these at its
+	 * start; there they are another tracer's breakpoint (a uprobe, a
+	 * debugger's), put over the first byte of the real instruction,
+	 * which is then not in memory to move, and which the other tracer
+	 * writes back over our jump when it leaves */
+	if (d->bytes[0] == 0xcc || d->bytes[0] == 0xf1 || d->bytes[0] == 0xcd)
+		return "is a breakpoint another tracer put there (a uprobe or a debugger): "
+		       "the function's own first instruction is not in memory";
 	if (d->rel && d->kind == DK_OTHER)
 		return "has a relative operand that cannot be moved";
 	if (d->call && !last)

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "probe/demangle.h"
 #include "probe/elfsym.h"
+#include "probe/patched.h"
 #include "probe/procroot.h"
 #include "probe/provider.h"
 
@@ -372,9 +373,39 @@ static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
 	return uprobe_open_at(p, p->path, prog_fd, offset, ref_ctr, ret, with_cookie, cookie);
 }
 
+/* An every-process uprobe on offs of path is refused while a process
+ * has fay's inline probe there (patched.c: the kernel would corrupt it). */
+static int refuse_if_patched(struct probe *p, const char *path, const uint64_t *offs, size_t n)
+{
+	size_t which = 0;
+	pid_t pid = 0;
+	int rc;
+
+	if (p->opts.pid > 0)
+		return 0;	/* the kernel puts a pid's uprobe in that process alone */
+	rc = patched_in_process(path, offs, n, &pid, &which);
+	if (rc < 0)
+		return probe_fail(p, rc, "out of memory");
+	if (rc)
+		return probe_fail(p, -EBUSY, "%s: process %d has an inline probe (fay's runtime "
+				  "rewrote the function at file offset 0x%llx of %s): a uprobe in "
+				  "every process would be written over it and corrupt that process "
+				  "when removed; stop the inline query first, or name processes "
+				  "with -p", p->desc, (int)pid, (unsigned long long)offs[which],
+				  path);
+	return 0;
+}
+
 static int uprobe_attach(struct probe *p, int prog_fd)
 {
 	const struct uwild *w = p->priv;
+	int rc = w ? refuse_if_patched(p, p->path, w->offs, p->nsites) :
+		     refuse_if_patched(p, p->path, &p->offset, 1);
+
+	for (size_t i = 0; !rc && i < p->nmore; i++)
+		rc = refuse_if_patched(p, p->more[i].path, &p->more[i].offset, 1);
+	if (rc)
+		return rc;
 
 	for (size_t i = 0; i < (w ? p->nsites : 1); i++)
 		if (evex_first(p->path, w ? w->offs[i] : p->offset))

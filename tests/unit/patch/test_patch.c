@@ -252,6 +252,11 @@ static void basics(void)
 		"a 3-byte function");
 	refused((void *)f_into, fsize("f_into"), "jumps into the patched bytes",
 		"a loop back into the prologue");
+	/* glibc's getppid (mov $0x6e,%eax; syscall; ret) with a uprobe on
+	 * it: the kernel's int3 over the mov's first byte */
+	static const uint8_t uprobed[] = { 0xcc, 0x6e, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3 };
+	refused((void *)uprobed, sizeof(uprobed), "breakpoint another tracer put there",
+		"a function under another tracer's uprobe");
 }
 
 static void *exiter(void *arg)
