@@ -75,6 +75,7 @@ struct standing {
 	unsigned n;
 	/* a store shared by several collectors: definitions in the store */
 	bool shared;
+	bool may_run;			/* it may take the lease (not under --parent) */
 	bool holder;			/* this collector holds the lease */
 	char me[128];			/* its id in the lease */
 	char who[128];			/* the lease's holder, last read */
@@ -541,8 +542,8 @@ static void sync_shared(struct standing *s)
 	if (!v)
 		return;
 	pthread_mutex_lock(&s->sync_lock);
-	held = store__standing_lease(s->st, s->me, STANDING_LEASE_MS * 1000ull, false,
-				     who, sizeof(who), err, sizeof(err));
+	held = s->may_run ? store__standing_lease(s->st, s->me, STANDING_LEASE_MS * 1000ull,
+						  false, who, sizeof(who), err, sizeof(err)) : 0;
 	if (held < 0)
 		pr_warn("standing queries: the store's lease: %s",
 			err[0] ? err : strerror(-held));
@@ -744,7 +745,7 @@ static int load(struct standing *s, char *err, size_t errlen)
 }
 
 struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
-			      char *err, size_t errlen)
+			      bool may_run, char *err, size_t errlen)
 {
 	struct standing *s = calloc(1, sizeof(*s));
 
@@ -754,15 +755,16 @@ struct standing *standing_new(struct cluster *cl, struct store *st, const char *
 	}
 	s->cl = cl;
 	s->st = st;
+	s->may_run = may_run;
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->sync_lock, NULL);
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		standing_free(s);
 		return NULL;
 	}
 	import_history(s);
-	pthread_mutex_init(&s->sync_lock, NULL);
 	s->shared = store__standing_shared(st);
 	if (s->shared) {
 		char host[64] = "";

@@ -45,13 +45,16 @@ struct store;
 bool standing_name_ok(const char *n);
 
 /* Load DIR's definitions (creating DIR) and start each on cl, their
- * windows written into st (which outlives the registry).  History files
+ * windows written into st (which outlives the registry).  With a store
+ * several collectors share, the store's definitions instead, run only
+ * while this collector holds the store's lease, which it takes only if
+ * may_run (a collector under a parent: false; its parent runs them).  History files
  * of older versions (DIR/NAME.ndjson and .ndjson.1) are imported into st
  * first and renamed NAME.ndjson.imported (once; an import cut short is
  * run again).  NULL with a reason in err: DIR unusable, or queries.json
  * corrupt (named, never overwritten). */
 struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
-			      char *err, size_t errlen);
+			      bool may_run, char *err, size_t errlen);
 /* Stop every standing query (their probes are detached) and free. */
 void standing_free(struct standing *s);
 
