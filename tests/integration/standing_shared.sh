@@ -8,6 +8,7 @@
 # - the runner killed -9, the other takes the lease over (10 s) and the
 #   windows go on, now its own host's; the killed one started again lists
 #   the query and does not run it; a runner stopped gives the lease back;
+#   a collector under a parent never runs them;
 # - dropped on B, it is gone on A, and the store keeps the drop;
 # - a collector's queries.json of before (definitions kept beside its own
 #   store) goes into the store at its first start and is renamed.
@@ -141,5 +142,15 @@ if [ -n "$R" ]; then
 else
 	fail "no collector runs calls"
 fi
+# a collector under a parent (--parent) lists them but never takes the
+# lease (its parent's run reaches its hosts), even once it is free
+COLL_WAIT=30 coll_start "$T_TMP/D.db" --clickhouse "$DBURL" --parent "127.0.0.1:${C_WP[A]}" --host dcoll &&
+	C_URL[D]=$URL C_PID[D]=$CPID && pass "collector D starts under A (--parent)" || fail "D under A"
+ok "D lists calls" wait_for 30 listed D calls false
 for x in A B C; do CPID=${C_PID[$x]} coll_stop; done
+free_lease() { [ "$(chq "SELECT argMax(until_us, ver) < toUInt64(now()) * 1000000 FROM sq.standing_lease GROUP BY lease")" = 1 ]; }
+ok "A, B and C stopped: the lease is free" wait_for 30 free_lease
+wait_for 10 sleep_until $(( $(date +%s) + 5 ))
+ok "... and D, under a parent, does not take it (two syncs later)" listed D calls false
+CPID=${C_PID[D]} coll_stop
 done_testing
