@@ -36,6 +36,7 @@
 #define SPANCUR_PROCS   1024	/* libfay processes in the map at once */
 #define SPANCUR_TICK_NS 250000000ull	/* the look for gone processes */
 #define SPANCUR_RETRY_NS 2000000ull	/* a file not live yet */
+#define SPANCUR_TRIES   8		/* more looks for a process not found */
 
 /* The map's value (the probe reads it at these offsets). */
 struct spancur_val {
@@ -212,13 +213,15 @@ void cg_spancur_name(struct cg *g, const struct pexpr *x, int off, int size)
 
 /* A libfay file known to the reader: its name's (pid, instance), the
  * process (root namespace pid and start tick) it is in the map for, or
- * none (gone, or never found: not looked for again while the file is
- * there; libfay never removes its files). */
+ * none (gone, or not found: looked for again at the next SPANCUR_TRIES
+ * looks, then no more while the file is there; libfay never removes its
+ * files, so those of processes gone long ago cost one look each). */
 struct spancur_proc {
 	uint32_t nspid;		/* the pid in the file's name (its namespace's) */
 	uint64_t instance;
 	uint32_t pid;		/* the map's key; 0: not in the map */
 	unsigned long long start;	/* /proc/pid/stat's start tick */
+	int tries;		/* looks left for one not found */
 	bool seen;
 };
 
@@ -392,13 +395,12 @@ static void scan(struct engine *e, struct engine_spancur *s, uint64_t now)
 		for (i = 0; i < s->n; i++)
 			if (s->p[i].nspid == pid && s->p[i].instance == inst)
 				break;
-		if (i < s->n) {
-			/* known: kept while its process is (a gone or
-			 * never found one is not looked for again) */
+		if (i < s->n && (s->p[i].pid || !s->p[i].tries)) {
+			/* known: kept while its process is */
 			s->p[i].seen = !s->p[i].pid || still_there(&s->p[i]);
 			continue;
 		}
-		if (s->n == s->cap) {
+		if (i == s->n && s->n == s->cap) {
 			int cap = s->cap ? 2 * s->cap : 64;
 			struct spancur_proc *g = realloc(s->p, (size_t)cap * sizeof(*g));
 
@@ -416,8 +418,15 @@ static void scan(struct engine *e, struct engine_spancur *s, uint64_t now)
 		if (err || s->in_map == SPANCUR_PROCS || bmap_update(e->spancur, &rpid, &v, BPF_ANY))
 			rpid = 0;
 		s->in_map += rpid != 0;
+		if (i < s->n) {		/* another look at one not found */
+			s->p[i].pid = rpid;
+			s->p[i].start = start;
+			s->p[i].tries--;
+			s->p[i].seen = true;
+			continue;
+		}
 		s->p[s->n++] = (struct spancur_proc){ .nspid = (uint32_t)pid, .instance = inst,
-			.pid = rpid, .start = start, .seen = true };
+			.pid = rpid, .start = start, .tries = SPANCUR_TRIES, .seen = true };
 	}
 	if (dh)
 		closedir(dh);
