@@ -29,6 +29,7 @@
 #include <fay/ring.h>
 
 #include "common/clock.h"
+#include "common/grow.h"
 #include "common/procstat.h"
 #include "engine/codegen.h"
 #include "probe/probe.h"
@@ -232,9 +233,10 @@ struct spancur_ns {
 
 struct engine_spancur {
 	struct spancur_proc *p;
-	int n, cap, in_map;
+	size_t n, cap;
+	int in_map;
 	struct spancur_ns *ns;	/* this scan's, made when first needed */
-	int nns, nscap;
+	size_t nns, nscap;
 	bool ns_made;
 	uint64_t next_ns;
 	int ino;		/* inotify on the directory, or -1 */
@@ -286,15 +288,8 @@ static void ns_index(struct engine_spancur *s)
 		k = proc_status_nums((pid_t)n, "NSpid", ns, 32);
 		if (k < 2 || ns[k - 1] > UINT32_MAX)
 			continue;
-		if (s->nns == s->nscap) {
-			int cap = s->nscap ? 2 * s->nscap : 256;
-			struct spancur_ns *g = realloc(s->ns, (size_t)cap * sizeof(*g));
-
-			if (!g)
-				break;
-			s->ns = g;
-			s->nscap = cap;
-		}
+		if (array_grow((void **)&s->ns, s->nns, &s->nscap, sizeof(*s->ns), 256))
+			break;
 		s->ns[s->nns++] = (struct spancur_ns){ .nspid = (uint32_t)ns[k - 1],
 						       .pid = (uint32_t)n };
 	}
@@ -314,7 +309,7 @@ static uint32_t root_pid(struct engine_spancur *s, uint32_t nspid, dev_t dev, in
 		return nspid;
 	if (!s->ns_made)
 		ns_index(s);
-	for (int i = 0; i < s->nns; i++)
+	for (size_t i = 0; i < s->nns; i++)
 		if (s->ns[i].nspid == nspid && (*at = mapped_at(s->ns[i].pid, dev, ino)))
 			return s->ns[i].pid;
 	return 0;
@@ -376,7 +371,7 @@ static void scan(struct engine *e, struct engine_spancur *s, uint64_t now)
 	DIR *dh;
 
 	s->ns_made = false;
-	for (int i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++)
 		s->p[i].seen = false;
 	dh = opendir(s->dir);
 	while (dh && (d = readdir(dh))) {
@@ -384,7 +379,8 @@ static void scan(struct engine *e, struct engine_spancur *s, uint64_t now)
 		unsigned long long pid, inst, start = 0;
 		struct spancur_val v;
 		uint32_t rpid = 0;
-		int i, err;
+		size_t i;
+		int err;
 
 		if (strncmp(d->d_name, FAY_SHM_PREFIX, strlen(FAY_SHM_PREFIX)) ||
 		    l < strlen(FAY_SHM_SUFFIX) ||
@@ -400,15 +396,8 @@ static void scan(struct engine *e, struct engine_spancur *s, uint64_t now)
 			s->p[i].seen = !s->p[i].pid || still_there(&s->p[i]);
 			continue;
 		}
-		if (i == s->n && s->n == s->cap) {
-			int cap = s->cap ? 2 * s->cap : 64;
-			struct spancur_proc *g = realloc(s->p, (size_t)cap * sizeof(*g));
-
-			if (!g)
-				break;
-			s->p = g;
-			s->cap = cap;
-		}
+		if (i == s->n && array_grow((void **)&s->p, s->n, &s->cap, sizeof(*s->p), 64))
+			break;
 		snprintf(path, sizeof(path), "%s/%s", s->dir, d->d_name);
 		err = file_val(s, path, (uint32_t)pid, inst, &rpid, &start, &v);
 		if (err == -EAGAIN) {
@@ -430,7 +419,7 @@ static void scan(struct engine *e, struct engine_spancur *s, uint64_t now)
 	}
 	if (dh)
 		closedir(dh);
-	for (int i = 0; i < s->n;) {
+	for (size_t i = 0; i < s->n;) {
 		if (s->p[i].seen) {
 			i++;
 			continue;
