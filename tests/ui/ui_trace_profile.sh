@@ -82,6 +82,11 @@ print(sum(row[2] for w in r["windows"] for row in w["rows"]))')
 ok "results?trace=ID keeps that trace's rows only ($m samples, $n expected)" [ "$m" = "$n" ]
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/queries/cpu/results?trace=xyz")
 ok "results?trace=xyz: 400" [ "$code" = 400 ]
+curl -s -o /dev/null -X POST "$URL/api/queries" -d '{"name":"comms","query":"from s in cluster.profile(99) group s by s.comm into g select {c: g.key, n: g.count()} window 1s"}'
+curl -s -o "$T_TMP/nokey" -w '%{http_code}' "$URL/api/queries/comms/results?trace=$TRACE" >"$T_TMP/code"
+refused() { [ "$(cat "$T_TMP/code")" = 400 ] && grep -q 'does not group profile' "$T_TMP/nokey"; }
+ok "results?trace=ID of a query without an s.trace_id key: 400, saying so" refused
+curl -s -o /dev/null -X DELETE "$URL/api/queries/comms"
 
 IMG=${FAY_UI_IMG:-$BUILD/test-logs/ui-img}
 URL=$URL IMG_DIR=$IMG TRACE=$TRACE QUIET=$QUIET SAMPLES=$n TOTAL=$total node "$TOP/tests/ui/trace_profile.mjs" >"$T_TMP/tap" 2>&1
