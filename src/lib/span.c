@@ -8,10 +8,12 @@
  * FAY_REC_SPAN record into the calling thread's ring and frees the handle.
  *
  * An unsampled span is one of the thread's LIB_NR_HANDLES non-recording
- * handles (struct lib_nonrec, reused in turn): root costs a random number
- * and a few stores, and event/tag/end return at their first test.  Its
- * ids are made only when something asks for them (a child, a
- * traceparent), so propagation still works.
+ * handles (struct fay_fast_nonrec, reused in turn): a root its thread's
+ * skip budget passes costs a decrement and two stores, made inline in the
+ * caller by include/fay/trace.h (or here, for a caller built without it),
+ * and event/tag/end return at their first test (inline too).  Its ids
+ * are made only when something asks for them (a child, a traceparent), so
+ * propagation still works.
  *
  * With FAY_RECORD=all (lib.record_all) the spans sampling did not choose
  * are recorded too, as any other but with SPAN_F_UNSAMPLED instead of
@@ -25,6 +27,7 @@
  * counted in lost_nested, and leaves the ring and the thread's handle
  * cache alone.
  */
+#define FAY_NO_INLINE 1         /* this file defines the calls */
 #include <string.h>
 
 #include "common/clock.h"
@@ -45,8 +48,9 @@ static inline int is_open(const struct fay_span *s)
 static inline struct fay_span *nonrec(struct lib_tls *t, uint64_t hi,
 				      uint64_t lo, uint8_t flags)
 {
-	struct lib_nonrec *n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
+	struct lib_nonrec *n = lib_nr_next(lib_fast());
 
+	(void)t;
 	n->state = LIB_NONREC;
 	n->flags = flags;
 	n->trace_hi = hi;
@@ -73,6 +77,13 @@ static int span_ids(const struct fay_span *s, uint64_t *hi, uint64_t *lo,
 	if (sl->state != LIB_NONREC)
 		return -EINVAL;
 	n = (struct lib_nonrec *)s;
+	if (n->flags & FAY_FAST_FRESH) {
+		/* an unsampled root's (fay_span_root(), maybe inline) */
+		n->trace_hi = 0;
+		n->trace_lo = 0;
+		n->span_id = 0;
+		n->flags = 0;
+	}
 	if (!n->trace_hi && !n->trace_lo) {
 		n->trace_hi = lib_id(lib_tls());
 		n->trace_lo = lib_id(lib_tls());
@@ -248,21 +259,17 @@ static __attribute__((noinline)) struct fay_span *root_slow(struct lib_tls *t,
 
 struct fay_span *fay_span_root(const char *name)
 {
-	struct lib_tls *t = lib_tls();
-
-	if (likely(lib_root_skip(t))) {
+	if (likely(lib_root_skip())) {
 		/* unsampled, not recorded (no budget under FAY_RECORD=all):
 		 * a non-recording handle of a new trace, ids made on demand;
-		 * its state word is set already (lib_nonrec_prepare) */
-		struct lib_nonrec *n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
+		 * its state word is set already (lib_nonrec_prepare).  The
+		 * same as fay_fast_root() of include/fay/trace.h. */
+		struct lib_nonrec *n = lib_nr_next(lib_fast());
 
-		n->flags = 0;
-		n->trace_hi = 0;
-		n->trace_lo = 0;
-		n->span_id = 0;
+		n->flags = FAY_FAST_FRESH;
 		return (struct fay_span *)n;
 	}
-	return root_slow(t, name);
+	return root_slow(lib_tls(), name);
 }
 
 struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
