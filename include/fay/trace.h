@@ -234,10 +234,24 @@ struct fay_fast_tls {
 	struct fay_fast_nonrec nr[FAY_FAST_NR];
 };
 
+/* fay_span_root(), fay_span_event(), fay_span_tag() with the strings'
+ * lengths known (len == strlen(str); NULL strings as the plain calls):
+ * the inline path calls them for constant strings, whose lengths the
+ * compiler knows.  ABI, not API (LIBFAY_0.3.0). */
+FAY_API FAY_HOT struct fay_span *fay_fast_root_n(const char *name, size_t len);
+FAY_API FAY_HOT void fay_fast_event_n(struct fay_span *s, const char *event, size_t len);
+FAY_API FAY_HOT void fay_fast_tag_n(struct fay_span *s, const char *key, size_t klen,
+				    const char *value, size_t vlen);
+
 #ifdef FAY_FAST
 extern __thread struct fay_fast_tls fay_fast_tls_1
 	__attribute__((tls_model("initial-exec")));
 extern uint32_t fay_fast_gen;
+
+/* strlen(s), 0 for NULL: a constant for a constant string (or NULL),
+ * which FAY_FAST_CONST() tells once the inline function is inlined. */
+#define FAY_FAST_LEN(s)   __builtin_strlen((s) ? (s) : "")
+#define FAY_FAST_CONST(s) __builtin_constant_p(FAY_FAST_LEN(s))
 
 static inline struct fay_span *fay_fast_root(const char *name)
 {
@@ -252,6 +266,8 @@ static inline struct fay_span *fay_fast_root(const char *name)
 		n->flags = FAY_FAST_FRESH;
 		return (struct fay_span *)n;
 	}
+	if (FAY_FAST_CONST(name))
+		return fay_fast_root_n(name, FAY_FAST_LEN(name));
 	return (fay_span_root)(name);
 }
 
@@ -265,13 +281,21 @@ static inline int fay_fast_open(const struct fay_span *s)
 
 static inline void fay_fast_event(struct fay_span *s, const char *event)
 {
-	if (fay_fast_open(s))
+	if (!fay_fast_open(s))
+		return;
+	if (FAY_FAST_CONST(event))
+		fay_fast_event_n(s, event, FAY_FAST_LEN(event));
+	else
 		(fay_span_event)(s, event);
 }
 
 static inline void fay_fast_tag(struct fay_span *s, const char *key, const char *value)
 {
-	if (fay_fast_open(s))
+	if (!fay_fast_open(s))
+		return;
+	if (FAY_FAST_CONST(key) && FAY_FAST_CONST(value))
+		fay_fast_tag_n(s, key, FAY_FAST_LEN(key), value, FAY_FAST_LEN(value));
+	else
 		(fay_span_tag)(s, key, value);
 }
 
