@@ -303,6 +303,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 			goto out;
 		}
 		dopts.eo.pid = child;
+		dopts.eo.hold_execs = true;
 		if (o->preload)
 			dopts.eo.inline_wait_ms = 10000;
 	}
