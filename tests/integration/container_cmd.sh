@@ -9,7 +9,8 @@
 # child, is held at that exec (stopped by the BPF program, continued
 # once fay has looked) so that calls from the first instruction of main()
 # are counted: exactly N, in uprobe and auto mode (-c runs as a uprobe
-# there).  Before, the answer was n = 0, silently.  A library the command
+# there), and with `fay run --probe-mode=uprobe`.  Before, the answer
+# was n = 0, silently.  A library the command
 # dlopen()s from elsewhere in its root is followed too (its mmap(), held
 # the same way).  The host's command keeps its answer.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -55,6 +56,12 @@ a=$(run uprobe "chroot $R /bin/ctr_work /w $N now >/dev/null" \
 	'from f in function("libc:getppid") where f.comm == "ctr_work" select { n: count() }')
 [ "$a" = "{\"n\":$N}" ] && pass "-c with shell syntax (sh -c 'exec chroot ...'), uprobe: n = $N" ||
 	fail "-c with shell syntax (sh -c 'exec chroot ...'), uprobe: n = $N" "answer: $a" "$(cat "$T_TMP/c.err")"
+# fay run with a uprobe: the same (its runtime, preloaded by a host
+# path, is not in the root; the uprobe follows and holds the command)
+a=$(timeout 120 nice -n 10 "$FAY" run --json --probe-mode=uprobe --query "$Q" -- \
+	chroot "$R" /bin/ctr_work /w $N now 2>"$T_TMP/c.err")
+[ "$a" = "{\"n\":$N}" ] && pass "fay run --probe-mode=uprobe -- chroot ROOT prog: n = $N" ||
+	fail "fay run --probe-mode=uprobe -- chroot ROOT prog: n = $N" "answer: $a" "$(cat "$T_TMP/c.err")"
 # the host's own command: unchanged
 D=$T_TMP/host
 mkdir -p "$D"
