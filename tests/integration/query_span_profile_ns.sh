@@ -28,7 +28,9 @@ bg_query() {
 	attached() { grep -q 'attached' "$T_TMP/err"; }
 	wait_for 30 attached
 	sh -c "$2"
-	kill -INT $q
+	# fay itself, once (timeout would also signal its whole group: a
+	# second SIGINT after fay restored its handlers kills it, rc 130)
+	pkill -INT -P $q
 	wait $q
 	RC=$?
 }
