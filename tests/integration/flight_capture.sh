@@ -14,6 +14,7 @@
 #  - fay capture --last DUR after a pause returns exactly the spans of the
 #    requests run since, none of before, and --service filters;
 #  - a capture's account counts its bytes on the wire, exactly;
+#  - an agent killed while a capture waits for it is reported missing;
 #  - GET /api/captures lists the captures; --help is a manual;
 #  - a capture rule (--when) is still there after the collector restarts,
 #    and a dropped one is not.
@@ -189,6 +190,26 @@ ok "fay capture --list prints them" [ "$(grep -c '^capture ' "$T_TMP/list.out")"
 curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"trace_id":"xyz"}' "$URL/api/captures" >"$T_TMP/bad.code"
 ok "a bad trace id: 400" [ "$(cat "$T_TMP/bad.code")" = 400 ]
 ok "the collector runs on" coll_alive
+
+# ---- an agent killed during a capture ------------------------------------------------
+# h1's agent stopped (SIGSTOP) cannot answer: once the CAPTURE sits unread
+# in its query socket (the collector sends it nothing else), it is killed
+A1=$(pgrep -P "$APID_h1")
+kill -STOP "$A1"
+timeout 30 "$FAY" capture --cluster "$URL" --trace 0123456789abcdef0123456789abcdef --json \
+	>"$T_TMP/kill.json" 2>&1 &
+CPID=$!
+unread() { ss -Htnp | awk -v p="pid=$A1," '$2 > 0 && index($0, p)' | grep -q .; }
+ok "the CAPTURE reached the stopped h1's agent, unread" wait_for 30 unread
+kill -9 "$A1"
+wait "$CPID"
+ok "h1's agent killed during the capture: reported missing, h2 answered, h3 not connected" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = {x["host"]: x["state"] for x in a["hosts"]}
+assert h == {"h1": "missing", "h2": "no flight buffer", "h3": "not connected"}, h
+assert a["hosts_asked"] == 2 and a["hosts_answered"] == 1, a' "$T_TMP/kill.json" ||
+	diag "$(cat "$T_TMP/kill.json")"
 
 # ---- a capture rule outlives the collector -----------------------------------------
 "$FAY" capture --cluster "$URL" --when 'sp.duration > 10s' --name keepme --per-second 3 \

@@ -40,7 +40,7 @@ pass "4 hosts: collector $(ns_ip coll), h1..h3 $(ns_ip h1)..$(ns_ip h3)"
 printf 'agt write agents\ncli read,write,probe client\n' >"$T_TMP/tokens"
 echo agt >"$T_TMP/agent.tok"
 chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
-ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
+ns_bg coll timeout 600 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
 	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
 	>"$T_TMP/coll.log" 2>&1
 COLL_PID=$NS_PID
@@ -51,7 +51,7 @@ ok "collector up" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
 
 for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	ns_enter_bg $h timeout 300 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
+	ns_enter_bg $h timeout 600 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
 		--flight 16M --shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" \
 		--token-file "$T_TMP/agent.tok" --flush-interval 20ms --stats-interval 200ms \
 		>"$T_TMP/$h.log" 2>&1
@@ -325,7 +325,7 @@ ids >"$T_TMP/ids.before"
 counts >"$T_TMP/counts.before"
 kill "$COLL_PID"
 wait_for 30 bash -c '! kill -0 "$1" 2>/dev/null' _ "$COLL_PID"
-ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
+ns_bg coll timeout 600 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
 	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
 	>"$T_TMP/coll2.log" 2>&1
 ok "the collector restarted" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
