@@ -33,7 +33,7 @@ coll_start "$T_TMP/c.db" || { fail "collector starts" "$(cat "$T_TMP/collector.l
 agent() {	# HOST [ARGS...]
 	local h=$1; shift
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	timeout 300 nice -n 10 "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
 		--shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" --stats-interval 200ms \
 		--flush-interval 20ms "$@" >>"$T_TMP/$h.log" 2>&1 &
 	T_PIDS+=($!)
@@ -198,11 +198,11 @@ A1=$(pgrep -P "$APID_h1")
 kill -STOP "$A1"
 timeout 30 "$FAY" capture --cluster "$URL" --trace 0123456789abcdef0123456789abcdef --json \
 	>"$T_TMP/kill.json" 2>&1 &
-CPID=$!
+CAP_PID=$!
 unread() { ss -Htnp | awk -v p="pid=$A1," '$2 > 0 && index($0, p)' | grep -q .; }
 ok "the CAPTURE reached the stopped h1's agent, unread" wait_for 30 unread
 kill -9 "$A1"
-wait "$CPID"
+wait "$CAP_PID"
 ok "h1's agent killed during the capture: reported missing, h2 answered, h3 not connected" python3 -c '
 import json, sys
 a = json.load(open(sys.argv[1]))

@@ -32,7 +32,7 @@ coll() {
 	shift
 	w=$(free_port)
 	h=$(free_port)
-	timeout 300 "$FAY" collector --listen 127.0.0.1:$w --http 127.0.0.1:$h --db "$T_TMP/$n.db" \
+	timeout 800 "$FAY" collector --listen 127.0.0.1:$w --http 127.0.0.1:$h --db "$T_TMP/$n.db" \
 		--otlp-http off --otlp-grpc off "$@" >>"$T_TMP/$n.log" 2>&1 &
 	T_PIDS+=($!)
 	printf -v "${n}_W" %s "$w"
@@ -41,7 +41,7 @@ coll() {
 }
 agent() {	# HOST WIREPORT
 	mkdir -p "$T_TMP/$1/shm" "$T_TMP/$1/state"
-	timeout 300 nice -n 10 "$FAY" agent --collector 127.0.0.1:$2 --host "$1" --flight 16M \
+	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$2 --host "$1" --flight 16M \
 		--shm-dir "$T_TMP/$1/shm" --state-dir "$T_TMP/$1/state" --stats-interval 200ms \
 		--flush-interval 20ms >>"$T_TMP/$1.log" 2>&1 &
 	T_PIDS+=($!)
