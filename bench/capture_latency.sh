@@ -41,8 +41,10 @@ for h in coll h1 h2 h3; do ns_add $h || exit 1; done
 URL=http://127.0.0.1:9411
 # listening on a network needs tokens (the collector refuses otherwise)
 printf 'agt write agents\ncli read,write,probe client\n' >"$T_TMP/tokens"
+cp "$T_TMP/tokens" "$T_TMP/mid.tokens"	# the child's own (TREE=1)
+echo 'kid write agents' >>"$T_TMP/tokens"	# the child's to the root
 echo agt >"$T_TMP/agent.tok"
-chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
+chmod 600 "$T_TMP/tokens" "$T_TMP/mid.tokens" "$T_TMP/agent.tok"
 ns_bg coll timeout 900 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
 	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
 	>"$T_TMP/coll.log" 2>&1
@@ -51,8 +53,8 @@ up3=coll
 if [ "$TREE" = 1 ]; then
 	up3=mid
 	ns_bg mid timeout 900 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
-		--db "$T_TMP/mid.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
-		--parent "$(ns_ip coll):9410" --host mid --token agt >"$T_TMP/mid.log" 2>&1
+		--db "$T_TMP/mid.db" --token-file "$T_TMP/mid.tokens" --otlp-http off --otlp-grpc off \
+		--parent "$(ns_ip coll):9410" --host mid --token kid >"$T_TMP/mid.log" 2>&1
 	wait_for 30 ns_run mid curl -sfo /dev/null "$URL/health" || exit 1
 fi
 for h in h1 h2 h3; do
