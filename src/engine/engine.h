@@ -107,8 +107,15 @@ struct engine_opts {
 	 * span_name of profile(...) samples (spancur.c; fay agent
 	 * --shm-dir).  NULL or "": $FAY_SHM_DIR, else /dev/shm. */
 	const char *shm_dir;
+	/* pid is a command fay started (fay query -c, fay run): while the
+	 * exec watch follows it into another root (a chroot, a container:
+	 * execwatch.c), it is stopped at each exec and executable mmap()
+	 * (SIGSTOP sent by the BPF program) until fay has looked at its new
+	 * files, and continued (SIGCONT) then: its first calls are counted.
+	 * Never for a process fay did not start. */
+	bool hold_execs;
 };
-#define engine_opts__last_field shm_dir
+#define engine_opts__last_field hold_execs
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;
@@ -315,10 +322,18 @@ const struct plan *engine_plan(const struct engine *e);
 #define ENGINE_STACK_TICK_MS	50
 bool engine_stacks_tick(struct engine *e);
 /* A query reading trace_id or span_name of profile(...) samples: look
- * for new libfay processes and forget gone ones (at most every 250 ms),
- * for the probe to find their threads' current spans (docs/ABI.md 1.6).
- * Returns whether the query needs it (then the driver calls it every
- * ENGINE_STACK_TICK_MS too). */
+ * for new libfay processes (at once when engine_spancur_fd() is readable:
+ * a file renamed into the directory) and forget gone ones (every 250
+ * ms), for the probe to find their threads' current spans (docs/ABI.md
+ * 1.6).  Returns whether the query needs it (then the driver calls it
+ * every ENGINE_STACK_TICK_MS, when engine_spancur_fd() is readable and
+ * at engine_spancur_wake()). */
 bool engine_spancur_tick(struct engine *e);
+/* The inotify fd on the libfay files' directory (readable: a new file),
+ * or -1 (none yet: the first engine_spancur_tick() makes it). */
+int engine_spancur_fd(const struct engine *e);
+/* When (clock_monotonic_ns()) engine_spancur_tick() wants to run next:
+ * soon after a file that is not live yet was seen; UINT64_MAX: none. */
+uint64_t engine_spancur_wake(const struct engine *e);
 
 #endif
