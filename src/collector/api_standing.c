@@ -87,8 +87,12 @@ int api_standing(struct collector *c, struct http_con *con, const struct http_rq
 	memcpy(name, rest, n);
 	name[n] = '\0';
 	if (!slash && !strcmp(method, "DELETE")) {
-		if (standing_drop(c->standing, name))
+		ret = standing_drop(c->standing, name);
+		if (ret == -ENOENT)
 			return reply_text(c, con, 404, "no standing query named %s\n", name);
+		if (ret)
+			return reply_text(c, con, 503, "the store cannot take the drop (the"
+					  " collector's log says why)\n");
 		return reply_json(c, con, json_pack("{s:s}", "dropped", name));
 	}
 	if (slash && !strcmp(slash, "/results") && get) {
