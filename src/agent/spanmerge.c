@@ -5,15 +5,6 @@
  * service, each holding the name, the endpoint, the four RPC timestamps
  * and the tag items verbatim; a span is built into one record buffer
  * when a side is whole.
- *
- * Why not the store's merge (store/span_v1.c, zparts_merge()): that one
- * is Zipkin's V1SpanConverter run over every part of a span id at once
- * (the store re-merges all stored parts each time one arrives: from many
- * agents, across restarts), allocating from an arena and making every
- * span V1 makes (annotations, remote endpoints, messaging spans).  This
- * one runs on the drain thread, sees each part once as it is drained,
- * may not allocate or keep parts unbounded, and must say when a span is
- * whole.  What the two must agree on, the rule, is common/zipkin_v1.c.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -26,19 +17,12 @@
 #define PART_STR	64
 #define PART_TAGS	1024	/* bytes of tag items kept per span */
 
-/* The two sides of an RPC span: their begin and end annotations. */
-#define SIDE_CLIENT	1u
-#define SIDE_SERVER	2u
-#define CLIENT_BITS	(1u << ZV1_CS | 1u << ZV1_CR)
-#define SERVER_BITS	(1u << ZV1_SR | 1u << ZV1_SS)
-
 struct part {
 	uint64_t h;			/* hash of the key */
 	uint64_t trace_hi, trace_lo, span_id, parent_id;
 	uint64_t first_ns;		/* start of the first part (its age) */
 	uint64_t ts[ZV1_NCORE];		/* of the core annotations seen */
 	unsigned have;			/* 1 << ZV1_* */
-	unsigned done;			/* SIDE_*: the sides already out */
 	bool used;
 	uint8_t flags;
 	uint16_t port, ntags;
@@ -173,10 +157,6 @@ static int build(struct spanmerge *m, const struct part *p, int from, int to,
 	f->duration_ns = zv1_duration(p->ts[from], p->ts[to], 1000);
 	f->kind = zv1_kind(from);
 	f->flags = (uint8_t)(p->flags & ~SPAN_F_PARTIAL);
-	/* the server side of a loopback RPC (cs seen too) is shared, as
-	 * the store's V1SpanConverter makes it */
-	if (from == ZV1_SR && (p->have & (1u << ZV1_CS)))
-		f->flags |= SPAN_F_SHARED;
 	spanrec_put_item(m->out.items, cap, &used, SPAN_ITEM_NAME, 0, p->name, strlen(p->name),
 			 NULL, 0);
 	spanrec_put_item(m->out.items, cap, &used, SPAN_ITEM_LOCAL_EP, p->port, p->service,
@@ -255,17 +235,11 @@ int spanmerge_add(struct spanmerge *m, const struct spanrec *r, struct spanrec *
 			break;
 		}
 	}
-	if ((p->have & CLIENT_BITS) == CLIENT_BITS && !(p->done & SIDE_CLIENT)) {
+	if ((p->have & (1u << ZV1_CS)) && (p->have & (1u << ZV1_CR)))
 		ret = build(m, p, ZV1_CS, ZV1_CR, out);
-		p->done |= SIDE_CLIENT;
-	} else if ((p->have & SERVER_BITS) == SERVER_BITS && !(p->done & SIDE_SERVER)) {
+	else if ((p->have & (1u << ZV1_SR)) && (p->have & (1u << ZV1_SS)))
 		ret = build(m, p, ZV1_SR, ZV1_SS, out);
-		p->done |= SIDE_SERVER;
-	}
-	/* forgotten once every side it has begun is out: a loopback RPC
-	 * (both sides in one service) waits for its other side */
-	if (ret && (!(p->have & CLIENT_BITS) || (p->done & SIDE_CLIENT)) &&
-	    (!(p->have & SERVER_BITS) || (p->done & SIDE_SERVER)))
+	if (ret)
 		del(m, (unsigned)(p - m->t));
 	return ret < 0 ? 0 : ret;
 }

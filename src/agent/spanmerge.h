@@ -12,9 +12,7 @@
  * from cs to cr) or sr and ss (a server span, from sr to ss; durations
  * by common/zipkin_v1.h: under 1 us is 1 us, as the store has it); then the
  * span comes out once, with every tag recorded so far, and its parts are
- * forgotten (a loopback RPC, cs and sr in one service, makes two spans as
- * the store's merge does: each side comes out when it ends, the server
- * side shared, and the parts are forgotten after the second).  Parts that arrive after that (a tag recorded after the end
+ * forgotten.  Parts that arrive after that (a tag recorded after the end
  * annotation) and spans that never end are not seen by queries: a span
  * whose parts wait longer than SPANMERGE_TTL_NS, or that the table must
  * give up when it is full (its oldest), is counted in spanmerge_dropped().

@@ -4,8 +4,7 @@
  * side (sr .. ss) each come out once, when their end arrives, with the
  * kind, start, duration, name, endpoint and every tag recorded before;
  * parts of other spans interleave freely; the same span id recorded by two
- * services makes two spans, and so does a loopback RPC (both sides in one
- * service, the server side shared); a span that never ends is given up after the
+ * services makes two spans; a span that never ends is given up after the
  * TTL or when the table is full (counted), and the table keeps working
  * through many evictions and deletions (probe runs stay intact).
  */
@@ -117,23 +116,6 @@ int main(void)
 	is_int(add(m, &r, &out, 6, 60, "vm-client", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 9), 1,
 	       "and its client side, apart");
 	is_u64(out.f.duration_ns, 1000, "the client's duration (9 ns: 1 us)");
-	ok(!(out.f.flags & SPAN_F_SHARED), "a client side is not shared");
-	/* a loopback RPC (cs and sr in one service): two spans, as the
-	 * store's merge makes them (test_merge.c loopback()); the server
-	 * side ends first and is shared, the client side still comes out */
-	is_int(add(m, &r, &out, 9, 90, "loop", SPAN_ITEM_EVENT, "cs", NULL, 0, t0), 0, "loopback cs");
-	is_int(add(m, &r, &out, 9, 90, "loop", SPAN_ITEM_EVENT, "sr", NULL, 0, t0 + 20000), 0, "loopback sr");
-	is_int(add(m, &r, &out, 9, 90, "loop", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 100000), 1,
-	       "loopback ss ends the server side");
-	is_int(out.f.kind, SPAN_KIND_SERVER, "loopback: the server span first");
-	is_u64(out.f.duration_ns, 80000, "loopback server: sr to ss");
-	ok(out.f.flags & SPAN_F_SHARED, "loopback server: shared");
-	is_int(add(m, &r, &out, 9, 90, "loop", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 120000), 1,
-	       "loopback cr ends the client side too");
-	is_int(out.f.kind, SPAN_KIND_CLIENT, "loopback: then the client span");
-	is_u64(out.f.duration_ns, 120000, "loopback client: cs to cr");
-	is_int(add(m, &r, &out, 9, 90, "loop", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 130000), 0,
-	       "both sides out: the loopback span is forgotten (a late ss starts over)");
 	/* the duration rule (common/zipkin_v1.h), as the store applies it */
 	add(m, &r, &out, 8, 80, "mapper", SPAN_ITEM_EVENT, "sr", NULL, 0, t0 + 3000);
 	add(m, &r, &out, 8, 80, "mapper", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 3000);
