@@ -141,9 +141,12 @@ ns_enter() {
 }
 
 # ns_enter_bg HOST CMD...: ns_enter in the background; the pid is killed
-# at exit.
+# at exit.  nsenter itself is the background job (it execs CMD, so the pid
+# is CMD's): a subshell running ns_enter would be killed and leave CMD
+# running after the test.
 ns_enter_bg() {
-	ns_enter "$@" &
+	local h=$1; shift
+	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@" &
 	T_PIDS+=($!)
 }
 
