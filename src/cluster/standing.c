@@ -570,6 +570,20 @@ int standing_drop(struct standing *s, const char *name)
 	return 0;
 }
 
+/* A key column that is a profile sample's s.trace_id (the trace page's
+ * profile of a request), or -1. */
+static int trace_col(const struct plan *p)
+{
+	for (int i = 0; p && i < p->ncols; i++) {
+		const struct pexpr *e = p->cols[i].e;
+		const struct pexpr *k = e && e->op == PX_KEY ? p->keys[e->idx].e : NULL;
+
+		if (p->source == SRC_PROFILE && k && k->op == PX_FIELD && k->field == F_TRACE_ID)
+			return i;
+	}
+	return -1;
+}
+
 json_t *plan_columns_json(const struct plan *p)
 {
 	json_t *a = json_array();
@@ -586,6 +600,9 @@ json_t *plan_columns_json(const struct plan *p)
 		/* folded frames, root first (the UI's flame graph) */
 		if (c && pc->stack_key >= 0)
 			json_object_set_new(c, "stack", json_true());
+		/* a profile sample's trace id (the trace page's profile) */
+		if (c && trace_col(p) == i)
+			json_object_set_new(c, "trace", json_true());
 		json_array_append_new(a, c);
 	}
 	return a;
@@ -608,18 +625,37 @@ char *standing_list_json(struct standing *s)
 	return out;
 }
 
+struct windows_out {
+	json_t *a;
+	int col;		/* keep only rows whose column col is trace; -1: all */
+	json_int_t trace;
+};
+
 /* store__windows()'s callback: each window's answer into the array. */
 static int add_window(void *ctx, const struct store_window *w)
 {
-	json_t *j = json_loads(w->answer, 0, NULL);
+	struct windows_out *o = ctx;
+	json_t *j = json_loads(w->answer, 0, NULL), *rows = json_object_get(j, "rows"), *kept, *r;
+	size_t i;
 
+	if (j && o->col >= 0 && json_is_array(rows) && (kept = json_array())) {
+		json_array_foreach(rows, i, r) {
+			json_t *v = json_array_get(r, (size_t)o->col);
+
+			if (json_is_integer(v) && json_integer_value(v) == o->trace)
+				json_array_append(kept, r);
+		}
+		json_object_set_new(j, "rows", kept);
+	}
 	if (j)
-		json_array_append_new(ctx, j);
+		json_array_append_new(o->a, j);
 	return 0;
 }
 
-int standing_results(struct standing *s, const char *name, unsigned limit, char **json)
+int standing_results(struct standing *s, const char *name, unsigned limit,
+		     const uint64_t *trace, char **json)
 {
+	struct windows_out wo = { .col = -1 };
 	json_t *a, *o;
 	const char *text = NULL;
 	const struct plan *p = NULL;
@@ -632,16 +668,22 @@ int standing_results(struct standing *s, const char *name, unsigned limit, char 
 		if (!strcmp(q->name, name)) {
 			text = q->text;
 			p = q->p;
+			wo.col = trace ? trace_col(p) : -1;
 		}
 	o = text ? json_pack("{s:s, s:s, s:o?}", "name", name, "query", text,
 			     "columns", plan_columns_json(p)) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (!text)
 		return -ENOENT;
-	a = json_array();
+	if (trace && wo.col < 0) {
+		json_decref(o);
+		return -EINVAL;
+	}
+	wo.trace = trace ? (json_int_t)*trace : 0;
+	a = wo.a = json_array();
 	r = store__reader_new(s->st);
 	ret = !a || !o ? -ENOMEM : !r ? -errno :
-	      store__windows(r, name, STORE_WINDOW_MERGED, limit, add_window, a, err, sizeof(err));
+	      store__windows(r, name, STORE_WINDOW_MERGED, limit, add_window, &wo, err, sizeof(err));
 	store__reader_free(r);
 	if (ret) {
 		pr_warn("standing query %s: reading its windows: %s", name,

@@ -64,7 +64,8 @@ int standing_drop(struct standing *s, const char *name);
 /*
  * The columns of a plan's rows as a JSON array (NULL: no memory):
  * {"name", "type": "int"|"string"|"distribution", "key": true for a
- * group key}.  The header line of POST /api/query and the standing
+ * group key, "unit", "stack": true for folded frames, "trace": true for
+ * the s.trace_id key of a profile(...) query}.  The header line of POST /api/query and the standing
  * queries' listings carry it.
  */
 struct json_t *plan_columns_json(const struct plan *p);
@@ -74,8 +75,13 @@ struct json_t *plan_columns_json(const struct plan *p);
 char *standing_list_json(struct standing *s);
 /* {"name","query","columns","windows":[the last limit window objects,
  * oldest first]} (from the store: the merged answers) into *json
- * (malloc'd).  0, -ENOENT, -ENOMEM, or the store's -errno (logged). */
-int standing_results(struct standing *s, const char *name, unsigned limit, char **json);
+ * (malloc'd).  trace non-NULL: each window keeps only its rows whose
+ * s.trace_id key of a profile(...) query (the column marked "trace") is
+ * *trace, the low 64 bits of a trace id (the trace page's profile of a
+ * request).  0, -ENOENT, -EINVAL (trace, and the query has no such
+ * key), -ENOMEM, or the store's -errno (logged). */
+int standing_results(struct standing *s, const char *name, unsigned limit,
+		     const uint64_t *trace, char **json);
 /* The latest window of each as Prometheus gauges, appended to f. */
 void standing_metrics(struct standing *s, FILE *f);
 

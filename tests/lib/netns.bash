@@ -141,9 +141,8 @@ ns_enter() {
 }
 
 # ns_enter_bg HOST CMD...: ns_enter in the background; the pid is killed
-# at exit.  nsenter itself is the background job (it execs CMD, so the pid
-# is CMD's): a subshell running ns_enter would be killed and leave CMD
-# running after the test.
+# at exit (nsenter execs CMD, so the pid is CMD's: not a subshell whose
+# death would leave CMD running).
 ns_enter_bg() {
 	local h=$1; shift
 	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@" &
