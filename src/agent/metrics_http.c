@@ -9,7 +9,8 @@
  *   lost.REASON            fay_agent_records_lost_total{reason=REASON}
  *   processes.STATE        fay_agent_processes{state=STATE}
  *   probes[] {name, hits}  fay_agent_probe_hits_total{probe=NAME}
- *   any other number N.M   fay_agent_N_M (untyped)
+ *   any other number N.M   fay_agent_N_M_total (a counter) or
+ *                          fay_agent_N_M (a gauge: is_gauge())
  *
  * every sample labelled with the agent's host and id, plus fay_agent_up and
  * fay_agent_stats_age_seconds (how old the file is).
@@ -42,7 +43,28 @@ static void name_part(FILE *f, const char *s)
 		      (*s >= 'A' && *s <= 'Z') ? *s - 'A' + 'a' : '_', f);
 }
 
-/* Generic numbers: fay_agent_PREFIX_KEY{labels} value. */
+/* Whether the stats number at full (PREFIX_KEY, as in stats.json) is a
+ * gauge (a level, a maximum, a size, a state) rather than a counter. */
+static int is_gauge(const char *full, const char *key)
+{
+	static const char *const gauges[] = {
+		"uptime_s", "rings", "spool_bytes", "spool_batches", "shipping_connected",
+		"drain_queue_max", "drain_fast_tick", "flight_bytes", "flight_used",
+		"flight_spans", "flight_oldest_ns", "containers_looked_into", "containers_shm_dirs",
+	};
+	size_t n = strlen(key);
+
+	if (!strncmp(key, "max_", 4) || !strncmp(key, "last_", 5) ||
+	    (n > 4 && !strcmp(key + n - 4, "_hwm")) || !strncmp(full, "containers_live_", 16))
+		return 1;
+	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+		if (!strcmp(full, gauges[i]))
+			return 1;
+	return 0;
+}
+
+/* Generic numbers: fay_agent_PREFIX_KEY{labels} value, a gauge, or a
+ * counter named fay_agent_PREFIX_KEY_total (as every fay counter is). */
 static void flat(FILE *f, json_t *o, const char *prefix, const char *labels)
 {
 	const char *k;
@@ -58,14 +80,17 @@ static void flat(FILE *f, json_t *o, const char *prefix, const char *labels)
 			snprintf(p, sizeof(p), "%s%s_", prefix, k);
 			flat(f, v, p, labels);
 		} else if (json_is_number(v) || json_is_boolean(v)) {
+			char full[192];
+			int gauge;
+
+			snprintf(full, sizeof(full), "%s%s", prefix, k);
+			gauge = is_gauge(full, k);
 			fputs("# TYPE fay_agent_", f);
-			name_part(f, prefix);
-			name_part(f, k);
-			fputs(" untyped\nfay_agent_", f);
-			name_part(f, prefix);
-			name_part(f, k);
-			fprintf(f, "{%s} %.17g\n", labels, json_is_boolean(v) ? (double)json_is_true(v) :
-								json_number_value(v));
+			name_part(f, full);
+			fputs(gauge ? " gauge\nfay_agent_" : "_total counter\nfay_agent_", f);
+			name_part(f, full);
+			fprintf(f, "%s{%s} %.17g\n", gauge ? "" : "_total", labels,
+				json_is_boolean(v) ? (double)json_is_true(v) : json_number_value(v));
 		}
 	}
 }

@@ -5,6 +5,15 @@
  * service, each holding the name, the endpoint, the four RPC timestamps
  * and the tag items verbatim; a span is built into one record buffer
  * when a side is whole.
+ *
+ * Why not the store's merge (store/span_v1.c, zparts_merge()): that one
+ * is Zipkin's V1SpanConverter run over every part of a span id at once
+ * (the store re-merges all stored parts each time one arrives: from many
+ * agents, across restarts), allocating from an arena and making every
+ * span V1 makes (annotations, remote endpoints, messaging spans).  This
+ * one runs on the drain thread, sees each part once as it is drained,
+ * may not allocate or keep parts unbounded, and must say when a span is
+ * whole.  What the two must agree on, the rule, is common/zipkin_v1.c.
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -18,6 +18,7 @@
 #include "cli/opts.h"
 #include "cli/traces.h"
 #include "common/clock.h"
+#include "common/spanrec.h"
 
 struct opts {
 	const char *server;
@@ -269,18 +270,17 @@ out:
 	return ret;
 }
 
-/* A trace id is 16 or 32 hex digits; lower-cased into @out. */
+/* A trace id is 16 or 32 hex digits (spanrec_parse_trace(), the one
+ * hex-id parser); lower-cased into @out as given. */
 static int check_trace_id(const char *id, char out[33])
 {
 	size_t n = strlen(id);
+	uint64_t hi, lo;
 
-	if (n != 16 && n != 32)
+	if (spanrec_parse_trace(id, n, &hi, &lo))
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (!isxdigit((unsigned char)id[i]))
-			return -EINVAL;
+	for (size_t i = 0; i < n; i++)
 		out[i] = (char)tolower((unsigned char)id[i]);
-	}
 	out[n] = '\0';
 	return 0;
 }

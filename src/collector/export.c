@@ -42,7 +42,8 @@ struct exporter {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	json_t *queue;              /* Zipkin JSON span objects */
+	json_t *queue;              /* Zipkin JSON span objects, from head on */
+	size_t head;                /* queue[0, head) are taken: see take() */
 	int stop;
 	/* counters (under lock or relaxed atomics) */
 	uint64_t sent, failed, queue_dropped, requests, retries, errors;
@@ -135,6 +136,48 @@ static void send_batch(struct exporter *x, CURL *curl, json_t *batch, int stoppi
 	}
 }
 
+/* Spans waiting (x->lock held). */
+static size_t queued(const struct exporter *x)
+{
+	return json_array_size(x->queue) - x->head;
+}
+
+/* The n oldest spans waiting, as a new array (x->lock held; NULL: out of
+ * memory).  Taking moves head, in O(n): removing from the front
+ * (json_array_remove(q, 0) each) moved the whole queue once per span,
+ * under the lock exporter_push() takes on the ingest thread.  The taken
+ * slots are cleared when the queue is empty, or compacted away once they
+ * are more than half of it (each span copied at most once more). */
+static json_t *take(struct exporter *x, size_t n)
+{
+	json_t *batch = json_array(), *rest;
+	size_t size = json_array_size(x->queue);
+
+	for (size_t i = 0; batch && i < n; i++)
+		if (json_array_append(batch, json_array_get(x->queue, x->head + i))) {
+			json_decref(batch);
+			batch = NULL;
+		}
+	if (!batch)
+		return NULL;
+	x->head += n;
+	if (x->head == size) {
+		json_array_clear(x->queue);
+		x->head = 0;
+	} else if (x->head * 2 >= size && (rest = json_array())) {
+		for (size_t i = x->head; i < size; i++)
+			json_array_append(rest, json_array_get(x->queue, i));
+		if (json_array_size(rest) == size - x->head) {
+			json_decref(x->queue);
+			x->queue = rest;
+			x->head = 0;
+		} else {
+			json_decref(rest);
+		}
+	}
+	return batch;
+}
+
 static void *export_main(void *arg)
 {
 	struct exporter *x = arg;
@@ -145,7 +188,7 @@ static void *export_main(void *arg)
 		json_t *batch;
 		size_t n;
 
-		if (!x->stop && json_array_size(x->queue) < EXPORT_BATCH) {
+		if (!x->stop && queued(x) < EXPORT_BATCH) {
 			struct timespec ts;
 			uint64_t ns = clock_realtime_ns() + EXPORT_FLUSH_MS * 1000000ull;
 
@@ -153,7 +196,7 @@ static void *export_main(void *arg)
 			ts.tv_nsec = (long)(ns % 1000000000u);
 			pthread_cond_timedwait(&x->wake, &x->lock, &ts);
 		}
-		n = json_array_size(x->queue);
+		n = queued(x);
 		if (!n) {
 			if (x->stop)
 				break;
@@ -161,11 +204,14 @@ static void *export_main(void *arg)
 		}
 		if (n > EXPORT_BATCH)
 			n = EXPORT_BATCH;
-		batch = json_array();
-		for (size_t i = 0; batch && i < n; i++)
-			json_array_append(batch, json_array_get(x->queue, i));
-		for (size_t i = 0; batch && i < n; i++)
-			json_array_remove(x->queue, 0);
+		batch = take(x, n);
+		if (!batch) {   /* out of memory: these spans are lost */
+			x->head += n;
+			if (x->head == json_array_size(x->queue)) {
+				json_array_clear(x->queue);
+				x->head = 0;
+			}
+		}
 		pthread_mutex_unlock(&x->lock);
 		if (batch && curl)
 			send_batch(x, curl, batch, x->stop);
@@ -243,13 +289,13 @@ void exporter_push(struct exporter *x, const struct zspan *s, size_t n)
 
 	pthread_mutex_lock(&x->lock);
 	for (size_t i = 0; i < n; i++) {
-		if (json_array_size(x->queue) >= EXPORT_QUEUE_MAX) {
+		if (queued(x) >= EXPORT_QUEUE_MAX) {
 			dropped = n - i;
 			break;
 		}
 		json_array_append_new(x->queue, zjson_span(&s[i]));
 	}
-	if (json_array_size(x->queue) >= EXPORT_BATCH)
+	if (queued(x) >= EXPORT_BATCH)
 		pthread_cond_signal(&x->wake);
 	pthread_mutex_unlock(&x->lock);
 	if (dropped)
@@ -286,12 +332,12 @@ void exporter_metrics(struct exporter *const *xs, int n, FILE *f)
 	}
 	prom_family(f, "fay_export_queue_spans", "gauge", "Spans waiting to be exported.");
 	for (int k = 0; k < n; k++) {
-		size_t queued;
+		size_t waiting;
 
 		pthread_mutex_lock(&xs[k]->lock);
-		queued = json_array_size(xs[k]->queue);
+		waiting = queued(xs[k]);
 		pthread_mutex_unlock(&xs[k]->lock);
 		fprintf(f, "fay_export_queue_spans{exporter=\"%s\",url=\"%s\"} %zu\n",
-			kind_name(xs[k]), xs[k]->url, queued);
+			kind_name(xs[k]), xs[k]->url, waiting);
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fay agent --metrics ADDR: Prometheus text of the agent's counters (losses
-# by reason, processes, shipping), fresh with --stats-interval; the agent's
+# by reason, processes, shipping; counters named _total, levels gauges),
+# fresh with --stats-interval; the agent's
 # counters also reach the collector's /metrics through STATS.
 . "$(dirname "$0")/../lib/lib.sh"
 for f in collector_lib.bash collector_lib.sh; do
@@ -24,6 +25,15 @@ ok "the agent answers /metrics" wait_for 10 curl -sf "$M"
 ok "counters arrive with --stats-interval, labelled with host and agent" wait_for 10 bash -c \
 	"curl -s $M | grep -q '^fay_agent_records_lost_total{host=\"metrics-host\",agent=\"[0-9a-f]\{32\}\",reason=\"ring_overwrite\"} 0$'"
 ok "shipping: connected to the collector" wait_for 10 bash -c "curl -s $M | grep -q '^fay_agent_shipping_connected{.*} 1$'"
+ok "the agent's counters are _total counters: connections to the collector" bash -c \
+	"curl -s $M | grep -qx '# TYPE fay_agent_shipping_connects_total counter' &&
+	 curl -s $M | grep -q '^fay_agent_shipping_connects_total{.*} [1-9][0-9]*$'"
+ok "its levels are gauges without _total: connected, the spool's bytes" bash -c \
+	"curl -s $M | grep -qx '# TYPE fay_agent_shipping_connected gauge' &&
+	 curl -s $M | grep -qx '# TYPE fay_agent_spool_bytes gauge'"
+ok "no untyped family, and every counter is named _total" bash -c \
+	"! curl -s $M | grep -q ' untyped$' &&
+	 ! curl -s $M | grep -E '^# TYPE [a-z_]+ counter$' | grep -vq '_total counter$'"
 ok "processes by state" bash -c "curl -s $M | grep -q '^fay_agent_processes{.*state=\"live\"} 0$'"
 ok "how old the counters are" bash -c "curl -s $M | grep -qE '^fay_agent_stats_age_seconds\{.*\} [0-9.]+$'"
 ok "every sample line parses" bash -c "curl -s $M | grep -v '^#' | grep -vqE '^[a-z_]+\{[^}]*\} [0-9.e+-]+$' && exit 1 || exit 0"

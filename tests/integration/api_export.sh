@@ -62,4 +62,24 @@ sed 's/0e01/0e02/' "$T_TMP/spans.json" >"$T_TMP/spans2.json"
 curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary @"$T_TMP/spans2.json" "$URL/api/v2/spans"
 ok "ingest goes on while a backend is down" bash -c "curl -s $URL/api/v2/trace/00000000000000000000000000000e02 | grep -q a2"
 ok "collector still up" coll_alive
+
+# more spans than a batch (500) at once: taken from the queue 500 at a
+# time, every one sent once, none lost or repeated
+python3 -c "
+import json
+print(json.dumps([{'traceId': '00000000000000000000000000000e03', 'id': '%016x' % (0x1000 + i),
+                   'kind': 'SERVER', 'name': 'bulk', 'timestamp': $NOW + i, 'duration': 10,
+                   'localEndpoint': {'serviceName': 'bulk'}} for i in range(1300)]))" >"$T_TMP/bulk.json"
+ok "1,300 spans posted at once" bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @'$T_TMP/bulk.json' $URL/api/v2/spans) = 202 ]"
+bulk_ids() { curl -s "$1/api/v2/trace/00000000000000000000000000000e03" |
+	python3 -c 'import json, sys; ids = [s["id"] for s in json.load(sys.stdin)]; print(len(ids), len(set(ids)))'; }
+bulk_all() { [ "$(bulk_ids "$1")" = "1300 1300" ]; }
+for b in "$OURL" "$PURL"; do
+	ok "all 1,300 reach $b, each once" wait_for 30 bulk_all "$b" || diag "spans, distinct: $(bulk_ids "$b")"
+done
+ok "counted: 2 + 2 + 1,300 sent per exporter" wait_for 30 bash -c \
+	"curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp\",url=\"$OURL/v1/traces\"} 1304' &&
+	 curl -s $URL/metrics | grep -q 'fay_export_spans_sent_total{exporter=\"otlp-protobuf\",url=\"$PURL/v1/traces\"} 1304'"
+ok "nothing left in the queues that work" bash -c \
+	"curl -s $URL/metrics | grep -q 'fay_export_queue_spans{exporter=\"otlp\",url=\"$OURL/v1/traces\"} 0'"
 done_testing

@@ -29,18 +29,15 @@ cg_gone() {
 }
 trap 't_cleanup; cg_gone; ns_teardown' EXIT
 
-for h in coll $HOSTS; do
-	ns_add $h || { fail "namespace $h"; done_testing; exit; }
-done
+ns_hosts coll $HOSTS
 pass "7 hosts: collector $(ns_ip coll), h1..h6 $(ns_ip h1)..$(ns_ip h6)"
 
 printf 'agt write agents\ncli read,probe client\n' >"$T_TMP/tokens"
 echo agt >"$T_TMP/agent.tok"
 echo cli >"$T_TMP/cli.tok"
 chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok" "$T_TMP/cli.tok"
-ns_bg coll "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 --db "$T_TMP/c.db" \
-	--token-file "$T_TMP/tokens" >"$T_TMP/coll.log" 2>&1
-ok "collector up" wait_for 15 ns_run coll curl -sf http://127.0.0.1:9411/health
+ok "collector up" ns_collector coll "$T_TMP/coll.log" --db "$T_TMP/c.db" \
+	--token-file "$T_TMP/tokens"
 
 ok "an agent refuses a cgroup that does not exist, naming it" \
 	bash -c '"$1" agent --cgroup /fay-no-such-cgroup --collector 127.0.0.1:1 2>&1 |

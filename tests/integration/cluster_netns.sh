@@ -13,9 +13,7 @@
 ns_need_query_work
 ns_init
 
-for h in root mid h1 h2 h3; do
-	ns_add $h || { fail "namespace $h"; done_testing; exit; }
-done
+ns_hosts root mid h1 h2 h3
 pass "5 hosts: root $(ns_ip root), mid $(ns_ip mid), h1 $(ns_ip h1), h2 $(ns_ip h2), h3 $(ns_ip h3)"
 
 # beyond loopback, tokens: agents and the intermediate collector (its own
@@ -25,13 +23,10 @@ printf 'agt write agents\nmidt write mid\ncli read,probe client\n' >"$T_TMP/toke
 echo agt >"$T_TMP/agent.tok"
 echo cli >"$T_TMP/cli.tok"
 chmod 600 "$T_TMP/tokens" "$T_TMP/tokens.mid" "$T_TMP/agent.tok" "$T_TMP/cli.tok"
-ns_bg root "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 --db "$T_TMP/root.db" \
-	--token-file "$T_TMP/tokens" >"$T_TMP/root.log" 2>&1
-ok "root collector up" wait_for 15 ns_run root curl -sf http://127.0.0.1:9411/health
-ns_bg mid "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 --db "$T_TMP/mid.db" \
-	--token-file "$T_TMP/tokens.mid" --parent "$(ns_ip root):9410" --token midt --host mid \
-	>"$T_TMP/mid.log" 2>&1
-ok "intermediate collector up" wait_for 15 ns_run mid curl -sf http://127.0.0.1:9411/health
+ok "root collector up" ns_collector root "$T_TMP/root.log" --db "$T_TMP/root.db" \
+	--token-file "$T_TMP/tokens"
+ok "intermediate collector up" ns_collector mid "$T_TMP/mid.log" --db "$T_TMP/mid.db" \
+	--token-file "$T_TMP/tokens.mid" --parent "$(ns_ip root):9410" --token midt --host mid
 
 declare -A K=([h1]=100 [h2]=200 [h3]=300) UP=([h1]=root [h2]=root [h3]=mid)
 for h in h1 h2 h3; do

@@ -32,22 +32,18 @@ command -v curl >/dev/null || skip_all "needs curl"
 command -v python3 >/dev/null || skip_all "needs python3"
 ns_init
 
-for h in coll h1 h2 h3; do
-	ns_add $h || { fail "namespace $h"; done_testing; exit; }
-done
+ns_hosts coll h1 h2 h3
 pass "4 hosts: collector $(ns_ip coll), h1..h3 $(ns_ip h1)..$(ns_ip h3)"
 
 printf 'agt write agents\ncli read,write,probe client\n' >"$T_TMP/tokens"
 echo agt >"$T_TMP/agent.tok"
 chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
-ns_bg coll timeout 600 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
-	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
-	>"$T_TMP/coll.log" 2>&1
+ok "collector up" ns_collector coll "$T_TMP/coll.log" --db "$T_TMP/c.db" \
+	--token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off
 COLL_PID=$NS_PID
 URL=http://127.0.0.1:9411
 api() { ns_run coll curl -s -H "Authorization: Bearer cli" "$@"; }
 capture() { ns_run coll timeout 30 "$FAY" capture --cluster "$URL" --token cli "$@"; }
-ok "collector up" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
 
 for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
@@ -325,10 +321,8 @@ ids >"$T_TMP/ids.before"
 counts >"$T_TMP/counts.before"
 kill "$COLL_PID"
 wait_for 30 bash -c '! kill -0 "$1" 2>/dev/null' _ "$COLL_PID"
-ns_bg coll timeout 600 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
-	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
-	>"$T_TMP/coll2.log" 2>&1
-ok "the collector restarted" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
+ok "the collector restarted" ns_collector coll "$T_TMP/coll2.log" --db "$T_TMP/c.db" \
+	--token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off
 ids >"$T_TMP/ids.after"
 ok "GET /api/captures after the restart: the same $(wc -l <"$T_TMP/ids.before") captures, their counts and late spans" \
 	bash -c '[ -s "$1" ] && grep -q late_leaf "$1" && cmp -s "$1" "$2"' _ \

@@ -17,9 +17,7 @@ command -v jq >/dev/null || skip_all "needs jq"
 ns_init
 not() { ! "$@"; }
 
-for h in coll h1 h2 h3; do
-	ns_add $h || { fail "namespace $h"; done_testing; exit; }
-done
+ns_hosts coll h1 h2 h3
 pass "4 hosts on one switch: coll $(ns_ip coll), h1 $(ns_ip h1), h2 $(ns_ip h2), h3 $(ns_ip h3)"
 
 # Own network stacks: the same fixed ports in every namespace.
@@ -27,9 +25,8 @@ pass "4 hosts on one switch: coll $(ns_ip coll), h1 $(ns_ip h1), h2 $(ns_ip h2),
 printf 'agt write agents\nrdt read checks\n' >"$T_TMP/tokens"
 echo agt >"$T_TMP/agent.tok"
 chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
-ns_bg coll "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
-	--db "$T_TMP/fay.db" --token-file "$T_TMP/tokens" >"$T_TMP/collector.log" 2>&1
-ok "collector up in its namespace" wait_for 15 ns_run coll curl -sf http://127.0.0.1:9411/health
+ok "collector up in its namespace" ns_collector coll "$T_TMP/collector.log" \
+	--db "$T_TMP/fay.db" --token-file "$T_TMP/tokens"
 ok "the collector's agent port is reachable from h1" ns_reach h1 coll 9410
 ok "h1 is a stack of its own: nothing listens on its own port 9410" not ns_reach h1 h1 9410
 

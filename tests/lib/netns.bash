@@ -96,6 +96,26 @@ ns_add() {
 
 ns_ip() { echo "${NS_ADDR[$1]}"; }
 
+# ns_hosts NAME...: ns_add each; a namespace that cannot be made fails the
+# test and ends it.
+ns_hosts() {
+	for h in "$@"; do
+		ns_add "$h" || { fail "namespace $h"; done_testing; exit; }
+	done
+}
+
+# ns_collector HOST LOG ARGS...: `fay collector ARGS` in HOST's namespace
+# (a network stack of its own: always the agent port 0.0.0.0:9410 and HTTP
+# on 127.0.0.1:9411), its output to LOG, at most 15 minutes; NS_PID is its
+# pid (killed at exit).  Returns 0 once its /health answers, 1 if it does
+# not within 30 s.
+ns_collector() {
+	local h=$1 log=$2; shift 2
+	ns_bg "$h" timeout 900 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
+		"$@" >"$log" 2>&1
+	wait_for 30 ns_run "$h" curl -sfo /dev/null http://127.0.0.1:9411/health
+}
+
 # ns_run HOST CMD...: run CMD in HOST's namespace (foreground).
 ns_run() {
 	local h=$1; shift

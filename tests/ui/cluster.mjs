@@ -51,6 +51,22 @@ await session('the cluster pages', pg, close, async () => {
 	const axes = await page.locator('#sq-chart').getAttribute('data-axes');
 	ok(axes === 'count,ns', 'counts and times get an axis each', axes);
 	if (await page.locator('#sq-chart .uplot').count()) {
+		// each y axis is wide enough for its labels as drawn (no "0,000"
+		// cut off), and the time axis prints times
+		const ys = await page.locator('#sq-chart').evaluate((b) => {
+			const c = document.createElement('canvas').getContext('2d');
+			return ['count', 'ns'].map((k) => {
+				const y = JSON.parse(b.dataset['y' + k] || 'null');
+				if (!y) return { k, missing: true };
+				c.font = y.font;
+				const wide = Math.max(...y.labels.map((l) => c.measureText(l).width));
+				return { k, labels: y.labels, size: y.size, wide };
+			});
+		});
+		for (const y of ys)
+			ok(!y.missing && y.labels.length > 0 && y.wide + 15 <= y.size, `the ${y.k} axis fits its labels`, JSON.stringify(y));
+		const ns = ys.find((y) => y.k === 'ns');
+		ok(ns && ns.labels && ns.labels.every((l) => /^-?[0-9.]+(µs|ms|s|min)$/.test(l)), 'the time axis labels are times', JSON.stringify(ns));
 		// the x axis ends at the last window, not past it
 		const end = await page.waitForFunction(() => {
 			const b = document.querySelector('#sq-chart');

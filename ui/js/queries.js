@@ -141,10 +141,19 @@ const Queries = (() => {
 		};
 	}
 
+	// The width in CSS pixels of the widest of labels in uPlot's axis font
+	// (the font's CSS size, not the canvas's device-pixel one).
+	const measure = document.createElement('canvas').getContext('2d');
+	function labelWidth(font, labels) {
+		measure.font = font[0].replace(/[0-9.]+px/, font[2] + 'px');
+		return Math.max(...labels.map((v) => measure.measureText(String(v)).width));
+	}
+
 	// uPlot options: one y scale and axis per unit (counts on the left,
 	// times on the right when both are charted; one unit: on the left),
-	// each axis as wide as its longest label, and x from the first window
-	// to the last.
+	// each axis as wide as its longest label as drawn (measured: a width
+	// per character cut "100ms" off), and x from the first window to the
+	// last.
 	function plotOpts(ts, series, w, box) {
 		const units = [...new Set(series.map((s) => s.unit))].sort();
 		const scales = { x: { time: true, range: (u) => [u.data[0][0], Math.max(u.data[0][u.data[0].length - 1], u.data[0][0] + 1)] } };
@@ -155,7 +164,14 @@ const Queries = (() => {
 			axes.push({ scale: unit || 'n', side: k ? 1 : 3, grid: { show: k === 0 },
 				label: unit === 'ns' ? 'time' : 'count', labelSize: 18,
 				values: (u, vals) => vals.map(fmt),
-				size: (u, vals) => vals && vals.length ? 16 + 7 * Math.max(...vals.map((v) => String(v).length)) : 40 });
+				// the labels, then the tick (10) and the gap (5): uPlot's defaults
+				size: (u, vals, ai) => {
+					if (!vals || !vals.length) return 40;
+					const size = Math.ceil(labelWidth(u.axes[ai].font, vals)) + 10 + 5 + 2;
+					// what was drawn, for whoever checks it (tests/ui/cluster.mjs)
+					box.dataset['y' + (unit || 'count')] = JSON.stringify({ size, font: u.axes[ai].font[0].replace(/[0-9.]+px/, u.axes[ai].font[2] + 'px'), labels: vals.map(String) });
+					return size;
+				} });
 		});
 		// the x range drawn, for whoever checks it (tests/ui/cluster.mjs)
 		const hooks = { setScale: [(u, key) => { if (key === 'x') box.dataset.xmax = String(u.scales.x.max); }] };
