@@ -187,6 +187,139 @@ struct fay_current {
  */
 FAY_API int fay_current_span(struct fay_current *out, size_t size, int version);
 
+/*
+ * The unsampled path, inline (docs/ABI.md 3.8).  An unsampled root and the
+ * event, tag and end calls on a span that is not recorded cost no call
+ * into libfay: fay_span_root() takes a root from the thread's skip budget
+ * (the unsampled roots libfay's sampler has already decided on, set only
+ * under the sampling generation fay_fast_gen) and hands out one of the
+ * thread's non-recording handles; event, tag and end call libfay only for
+ * a span being recorded.  Everything else, and every decision the budget
+ * cannot make, is the exported function of the same name.
+ *
+ * What these functions touch is ABI, versioned by its symbols
+ * (LIBFAY_0.3.0: fay_fast_tls_1 and fay_fast_gen): a new layout gets new
+ * names.  It is no API: nothing but the functions below may touch it.
+ * Define FAY_NO_INLINE before including this header for plain calls (a
+ * program built so runs with a libfay older than 0.3.0).
+ */
+#if !defined(FAY_BUILD_LIB) && !defined(FAY_NO_INLINE) && defined(__GNUC__) && \
+	(defined(__x86_64__) || defined(__aarch64__))
+#define FAY_FAST 1
+#endif
+
+#define FAY_FAST_OPEN   1u          /* a recording handle's first word */
+#define FAY_FAST_NONREC 0x4e4f4e52u /* a non-recording handle's */
+#define FAY_FAST_FRESH  0x80u       /* nonrec flags: no ids made yet */
+#define FAY_FAST_NR     8u          /* non-recording handles per thread */
+
+/* A non-recording handle: a span that is not recorded, carrying its ids
+ * for propagation (made on demand).  Its first word is where a recording
+ * handle (struct fay_pool_slot, docs/ABI.md 1.3) has its state. */
+struct fay_fast_nonrec {
+	uint32_t state;         /* FAY_FAST_NONREC, set by libfay */
+	uint8_t flags;          /* 1: sampled upstream; FAY_FAST_FRESH */
+	uint8_t _pad[3];
+	uint64_t trace_hi, trace_lo;
+	uint64_t span_id;       /* 0: made on demand */
+};
+
+/* A thread's unsampled-root state. */
+struct fay_fast_tls {
+	/* bits 0-31: roots fay_span_root() may still pass as unsampled;
+	 * bits 32-63: the next non-recording handle (mod FAY_FAST_NR) */
+	uint64_t budget;
+	uint32_t gen;           /* fay_fast_gen the budget holds under, 0 none */
+	uint32_t _pad;
+	struct fay_fast_nonrec nr[FAY_FAST_NR];
+};
+
+/* fay_span_root(), fay_span_event(), fay_span_tag() with the strings'
+ * lengths known (len == strlen(str); NULL strings as the plain calls):
+ * the inline path calls them for constant strings, whose lengths the
+ * compiler knows.  ABI, not API (LIBFAY_0.3.0). */
+FAY_API FAY_HOT struct fay_span *fay_fast_root_n(const char *name, size_t len);
+FAY_API FAY_HOT void fay_fast_event_n(struct fay_span *s, const char *event, size_t len);
+FAY_API FAY_HOT void fay_fast_tag_n(struct fay_span *s, const char *key, size_t klen,
+				    const char *value, size_t vlen);
+
+#ifdef FAY_FAST
+extern __thread struct fay_fast_tls fay_fast_tls_1
+	__attribute__((tls_model("initial-exec")));
+extern uint32_t fay_fast_gen;
+
+/* strlen(s), 0 for NULL: a constant for a constant string (or NULL),
+ * which FAY_FAST_CONST() tells once the inline function is inlined. */
+#define FAY_FAST_LEN(s)   __builtin_strlen((s) ? (s) : "")
+#define FAY_FAST_CONST(s) __builtin_constant_p(FAY_FAST_LEN(s))
+
+static inline struct fay_span *fay_fast_root(const char *name)
+{
+	struct fay_fast_tls *t = &fay_fast_tls_1;
+	uint64_t b = t->budget;
+
+	if (__builtin_expect((uint32_t)b != 0, 1) &&
+	    __builtin_expect(t->gen == __atomic_load_n(&fay_fast_gen, __ATOMIC_RELAXED), 1)) {
+		struct fay_fast_nonrec *n = &t->nr[(b >> 32) % FAY_FAST_NR];
+
+		t->budget = b + ((uint64_t)1 << 32) - 1;
+		n->flags = FAY_FAST_FRESH;
+		return (struct fay_span *)n;
+	}
+	if (FAY_FAST_CONST(name))
+		return fay_fast_root_n(name, FAY_FAST_LEN(name));
+	return (fay_span_root)(name);
+}
+
+/* A plain load: a span is used by one thread at a time (the API's rule),
+ * and the compiler may then test an unsampled span's handle once for the
+ * calls that follow its root. */
+static inline int fay_fast_open(const struct fay_span *s)
+{
+	return s && __builtin_expect(*(const uint32_t *)(const void *)s == FAY_FAST_OPEN, 0);
+}
+
+static inline void fay_fast_event(struct fay_span *s, const char *event)
+{
+	if (!fay_fast_open(s))
+		return;
+	if (FAY_FAST_CONST(event))
+		fay_fast_event_n(s, event, FAY_FAST_LEN(event));
+	else
+		(fay_span_event)(s, event);
+}
+
+static inline void fay_fast_tag(struct fay_span *s, const char *key, const char *value)
+{
+	if (!fay_fast_open(s))
+		return;
+	if (FAY_FAST_CONST(key) && FAY_FAST_CONST(value))
+		fay_fast_tag_n(s, key, FAY_FAST_LEN(key), value, FAY_FAST_LEN(value));
+	else
+		(fay_span_tag)(s, key, value);
+}
+
+static inline void fay_fast_tag_int(struct fay_span *s, const char *key, int64_t value)
+{
+	if (fay_fast_open(s))
+		(fay_span_tag_int)(s, key, value);
+}
+
+static inline void fay_fast_end(struct fay_span *s)
+{
+	if (fay_fast_open(s))
+		(fay_span_end)(s);
+}
+
+/* Function-like: &fay_span_end and (fay_span_end)(s) still name the
+ * exported functions. */
+#define fay_span_root(name)            fay_fast_root(name)
+#define fay_span_event(s, event)       fay_fast_event(s, event)
+#define fay_span_tag(s, key, value)    fay_fast_tag(s, key, value)
+#define fay_span_tag_int(s, key, value) fay_fast_tag_int(s, key, value)
+#define fay_span_end(s)                fay_fast_end(s)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

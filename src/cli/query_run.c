@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -213,6 +214,9 @@ static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
 		sigprocmask(SIG_SETMASK, mask, NULL);
+		/* the exec watch may stop it at an exec until fay has looked
+		 * (engine_opts.hold_execs): if fay dies meanwhile, it goes on */
+		prctl(PR_SET_PDEATHSIG, SIGCONT);
 		close(fds[1]);
 		if (preload && (fay_preload_env(preload) || setenv("FAY_INLINE_HOLD", "1", 1)))
 			_exit(127);
@@ -303,6 +307,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 			goto out;
 		}
 		dopts.eo.pid = child;
+		dopts.eo.hold_execs = true;
 		if (o->preload)
 			dopts.eo.inline_wait_ms = 10000;
 	}

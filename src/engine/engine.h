@@ -107,8 +107,15 @@ struct engine_opts {
 	 * span_name of profile(...) samples (spancur.c; fay agent
 	 * --shm-dir).  NULL or "": $FAY_SHM_DIR, else /dev/shm. */
 	const char *shm_dir;
+	/* pid is a command fay started (fay query -c, fay run): while the
+	 * exec watch follows it into another root (a chroot, a container:
+	 * execwatch.c), it is stopped at each exec and executable mmap()
+	 * (SIGSTOP sent by the BPF program) until fay has looked at its new
+	 * files, and continued (SIGCONT) then: its first calls are counted.
+	 * Never for a process fay did not start. */
+	bool hold_execs;
 };
-#define engine_opts__last_field shm_dir
+#define engine_opts__last_field hold_execs
 #define ENGINE_MAX_PREALLOC (256ull << 20)
 
 struct engine;

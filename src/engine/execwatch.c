@@ -41,11 +41,25 @@
  * file answers to the library's name and is none of the probe's
  * (probe_follow_mapping(): a file probed already, a host process's libc,
  * costs a readlink() and a stat()).  The calls made between the mmap() and the
- * attach (a dlopen()ed library's constructors) are not counted.
+ * attach (a dlopen()ed library's constructors) are not counted.  A file
+ * looked at with nothing more to do (probed already, another name) goes
+ * into a hash map of (s_dev, inode) that the entry program checks, the
+ * file read from the task's file table (probe_file_offsets()): a host
+ * process's libc wakes fay once, not once a process.
+ *
+ * A probe on one process (-p, -c: its pid) follows that process alone
+ * (the programs compare the pid): when it execs into another root (a
+ * chroot, a new mount namespace) its new files are probed for that pid.
+ * A command fay started (engine_opts.hold_execs) is stopped by the
+ * program itself at each exec and executable mmap() it reports
+ * (bpf_send_signal(SIGSTOP), taken before its next user instruction) and
+ * continued by on_exec() once its files are probed: no call missed.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include <bpf/libbpf.h>
 
@@ -57,6 +71,7 @@
 #define EXEC_MAX_VIEWS	4096		/* views remembered (then each is looked at again) */
 #define MMAP_PENDING	4096		/* threads inside an executable file mmap() */
 #define MMAP_REC	24		/* pid, address, length */
+#define MMAP_KNOWN	4096		/* files looked at, not reported again */
 #ifndef PROT_EXEC
 #define PROT_EXEC	0x4
 #endif
@@ -74,12 +89,36 @@ struct engine_exec {
 	struct exec_prog mmap_out;	/* syscalls:sys_exit_mmap */
 	struct bmap *ring;
 	struct bmap *pending;		/* tid -> length: in an mmap() to report */
+	struct bmap *known;		/* (s_dev, ino) -> 1: looked at, nothing to do */
+	struct probe_file_offs fo;	/* where the program finds them (ok: have_fo) */
+	bool have_fo;
 	struct ring_buffer *rb;
 	struct engine *e;
 	struct proc_root_id *seen;	/* views looked at: fay's first */
 	size_t nseen;
-	uint64_t nexec, nviews, nfiles, nmaps;
+	pid_t pid;			/* > 0: only this process's (e->opts.pid) */
+	bool hold;			/* it is stopped at each record (hold_execs) */
+	uint64_t nexec, nviews, nfiles, nmaps, nknown;
 };
+
+/* The mapped file of an mmap() record is one no probe has anything more
+ * to do with (probed already, another name, another version): the
+ * program skips its later mappings, no record, no wake-up (a host
+ * process's libc after the first).  The key as the program reads it:
+ * the superblock's s_dev in the kernel's encoding, and the inode. */
+static void remember_file(struct engine_exec *x, pid_t pid, uint64_t addr, uint64_t size)
+{
+	struct stat st;
+	uint64_t key[2];
+	uint8_t one = 1;
+
+	if (!x->have_fo || x->nknown >= MMAP_KNOWN || proc_mapping_stat(pid, addr, size, &st))
+		return;
+	key[0] = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
+	key[1] = st.st_ino;
+	if (!bmap_update(x->known, key, &one, BPF_ANY))
+		x->nknown++;
+}
 
 static bool seen_view(struct engine_exec *x, const struct proc_root_id *id)
 {
@@ -103,6 +142,7 @@ static int on_exec(void *ctx, void *data, size_t size)
 	uint64_t rec[MMAP_REC / 8] = { 0 };
 	char path[4096];
 	bool mapped = size >= sizeof(rec);
+	bool settled = true;	/* no probe wants to see this file again */
 
 	if (size < sizeof(rec[0]))
 		return 0;
@@ -112,7 +152,7 @@ static int on_exec(void *ctx, void *data, size_t size)
 	} else {
 		x->nexec++;
 		if (proc_root_id((pid_t)rec[0], &id) || seen_view(x, &id))
-			return 0;
+			goto out;
 		x->nviews++;
 	}
 	for (int i = e->nprogs - 1; i >= 0; i--) {
@@ -128,9 +168,16 @@ static int on_exec(void *ctx, void *data, size_t size)
 				"%zu files", e->progs[i].spec, path, (int)rec[0],
 				mapped ? "mapped" : "started", probe_nfiles(p));
 		} else if (rc < 0) {
+			settled = false;
 			pr_warn("%s", probe_strerror(p));
 		}
 	}
+	if (mapped && settled)
+		remember_file(x, (pid_t)rec[0], rec[1], rec[2]);
+out:
+	/* the program stopped it after writing the record: on it goes */
+	if (x->hold && (pid_t)rec[0] == x->pid)
+		kill(x->pid, SIGCONT);
 	return 0;
 }
 
@@ -158,14 +205,41 @@ void engine_exec_free(struct engine *e)
 				e->progs[i].spec, probe_files_capped(e->progs[i].probe),
 				PROBE_MAX_FILES);
 	ring_buffer__free(x->rb);
+	if (x->hold)	/* a record not read: never left stopped */
+		kill(x->pid, SIGCONT);
 	prog_free(&x->exec);
 	prog_free(&x->mmap_in);
 	prog_free(&x->mmap_out);
 	bmap_free(x->ring);
 	bmap_free(x->pending);
+	bmap_free(x->known);
 	free(x->seen);
 	free(x);
 	e->exec = NULL;
+}
+
+/* The record at the stack slot rec, size bytes, into the ring; with
+ * x->hold, the task stopped (SIGSTOP, taken on its way back to user
+ * space) when it is there: on_exec() continues it. */
+static void emit_output(struct engine_exec *x, struct ir *ir, int rec, int size, int out)
+{
+	ir_reg r = ir_vreg(ir);
+
+	ir_call(ir, r, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec), IR_I(size),
+		IR_I(0));
+	if (!x->hold)
+		return;
+	ir_jmp(ir, BPF_JNE, r, IR_I(0), out);	/* no record: never stopped */
+	ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGSTOP));
+}
+
+/* r = the current pid (tgid); with x->pid, to out when it is another. */
+static void emit_tgid(struct engine_exec *x, struct ir *ir, ir_reg r, int out)
+{
+	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_alu(ir, BPF_RSH, r, IR_I(32));
+	if (x->pid > 0)
+		ir_jmp(ir, BPF_JNE, r, IR_I(x->pid), out);
 }
 
 /* The program: the pid (tgid) of the task that exec'ed, into the ring. */
@@ -173,13 +247,13 @@ static int exec_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 {
 	ir_reg r = ir_vreg(ir);
 	int slot = ir_stack_alloc(ir, 8, 8);
+	int out = ir_label_new(ir);
 
 	(void)tp;
-	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
-	ir_alu(ir, BPF_RSH, r, IR_I(32));
+	emit_tgid(x, ir, r, out);
 	ir_store(ir, IR_S(slot), 0, 8, IR_R(r));
-	ir_call(ir, IR_NOREG, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(slot), IR_I(8),
-		IR_I(0));
+	emit_output(x, ir, slot, 8, out);
+	ir_label(ir, out);
 	ir_exit(ir, IR_I(0));
 	return ir_error(ir);
 }
@@ -194,6 +268,50 @@ static int tp_off(struct probe *tp, const char *name)
 		if (!strcmp(f[i].name, name) && f[i].size == 8)
 			return f[i].offset;
 	return -1;
+}
+
+/* To out when the file of the mmap()'s descriptor (field fd of the
+ * context) is one of x->known: task->files->fdt->fd[fd]->f_inode's i_ino
+ * and i_sb->s_dev, read with bpf_probe_read_kernel() (a read that fails
+ * leaves 0: no such key, the mapping is reported). */
+static void emit_known(struct engine_exec *x, struct ir *ir, int fd, int out)
+{
+	const struct probe_file_offs *o = &x->fo;
+	int k = ir_stack_alloc(ir, 16, 8), t = ir_stack_alloc(ir, 8, 8);
+	ir_reg p = ir_vreg(ir), f = ir_vreg(ir);
+	/* one pointer along: p = *(p + off) */
+	const int step[] = { o->task_files, o->files_fdt, o->fdt_fd };
+
+	ir_zero(ir, k, 16);
+	ir_call(ir, p, BPF_FUNC_get_current_task, 0);
+	for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+		ir_alu(ir, BPF_ADD, p, IR_I(step[i]));
+		ir_zero(ir, t, 8);
+		ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(8), IR_R(p));
+		ir_load(ir, p, IR_S(t), 0, 8, 0);
+	}
+	ir_load(ir, f, IR_R(ir_ctx(ir)), fd, 8, 0);
+	ir_alu(ir, BPF_AND, f, IR_I(0x7fffffff));
+	ir_alu(ir, BPF_LSH, f, IR_I(3));
+	ir_alu(ir, BPF_ADD, p, IR_R(f));		/* &fd[fd] */
+	ir_zero(ir, t, 8);
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(8), IR_R(p));
+	ir_load(ir, p, IR_S(t), 0, 8, 0);		/* struct file * */
+	ir_alu(ir, BPF_ADD, p, IR_I(o->file_inode));
+	ir_zero(ir, t, 8);
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(8), IR_R(p));
+	ir_load(ir, p, IR_S(t), 0, 8, 0);		/* struct inode * */
+	ir_mov(ir, f, IR_R(p));
+	ir_alu(ir, BPF_ADD, f, IR_I(o->inode_ino));
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(k + 8), IR_I(8), IR_R(f));
+	ir_alu(ir, BPF_ADD, p, IR_I(o->inode_sb));
+	ir_zero(ir, t, 8);
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(8), IR_R(p));
+	ir_load(ir, p, IR_S(t), 0, 8, 0);		/* struct super_block * */
+	ir_alu(ir, BPF_ADD, p, IR_I(o->sb_dev));
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(k), IR_I(4), IR_R(p));
+	ir_call(ir, p, BPF_FUNC_map_lookup_elem, 2, IR_M(x->known), IR_S(k));
+	ir_jmp(ir, BPF_JNE, p, IR_I(0), out);
 }
 
 /* sys_enter_mmap: an mmap() of a file (fd >= 0) with PROT_EXEC: its
@@ -212,6 +330,10 @@ static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	ir_jmp(ir, BPF_JEQ, r, IR_I(0), out);
 	ir_load(ir, r, IR_R(ir_ctx(ir)), fd, 8, 0);
 	ir_jmp(ir, BPF_JGT, r, IR_I(0x7fffffff), out);	/* -1: anonymous */
+	if (x->pid > 0)
+		emit_tgid(x, ir, r, out);
+	if (x->have_fo)
+		emit_known(x, ir, fd, out);
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_store(ir, IR_S(key), 0, 8, IR_R(r));
 	ir_load(ir, r, IR_R(ir_ctx(ir)), len, 8, 0);
@@ -246,8 +368,7 @@ static int mmap_out_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	ir_store(ir, IR_S(rec), 0, 8, IR_R(r));
 	ir_store(ir, IR_S(rec), 8, 8, IR_R(v));
 	ir_store(ir, IR_S(rec), 16, 8, IR_R(l));
-	ir_call(ir, IR_NOREG, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec),
-		IR_I(MMAP_REC), IR_I(0));
+	emit_output(x, ir, rec, MMAP_REC, out);
 	ir_label(ir, out);
 	ir_exit(ir, IR_I(0));
 	return ir_error(ir);
@@ -296,10 +417,15 @@ int engine_exec_start(struct engine *e)
 	struct proc_root_id self;
 	char why[512] = "";
 	bool want = false;
+	pid_t pid = -1;		/* the one process every following probe is on, or 0 */
 	int err;
 
-	for (int i = 0; i < e->nprogs; i++)
-		want |= e->progs[i].probe && probe_follows_processes(e->progs[i].probe);
+	for (int i = 0; i < e->nprogs; i++) {
+		if (!e->progs[i].probe || !probe_follows_processes(e->progs[i].probe))
+			continue;
+		want = true;
+		pid = pid < 0 || pid == e->progs[i].popts.pid ? e->progs[i].popts.pid : 0;
+	}
 	if (!want || e->exec)
 		return 0;
 	x = calloc(1, sizeof(*x));
@@ -308,13 +434,17 @@ int engine_exec_start(struct engine *e)
 		return -ENOMEM;
 	}
 	x->e = e;
+	x->pid = pid > 0 ? pid : 0;
+	x->hold = e->opts.hold_execs && x->pid > 0 && x->pid == e->opts.pid;
 	e->exec = x;
 	if (!proc_root_id(0, &self))	/* fay's view: the files it resolved */
 		x->seen[x->nseen++] = self;
 	x->ring = bmap_new("fay_exec", BPF_MAP_TYPE_RINGBUF, 0, 0, EXEC_RING_BYTES);
 	/* LRU: a thread killed inside mmap() never leaves by itself */
 	x->pending = bmap_new("fay_mmap", BPF_MAP_TYPE_LRU_HASH, 8, 8, MMAP_PENDING);
-	if (!x->ring || !x->pending) {
+	x->known = bmap_new("fay_known", BPF_MAP_TYPE_HASH, 16, 1, MMAP_KNOWN);
+	x->have_fo = x->known && !probe_file_offsets(&x->fo);
+	if (!x->ring || !x->pending || !x->known) {
 		err = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
@@ -337,6 +467,7 @@ int engine_exec_start(struct engine *e)
 			"directories (dlopen(), LD_LIBRARY_PATH) are not looked at: %s", why);
 		prog_free(&x->mmap_in);
 		prog_free(&x->mmap_out);
+		x->have_fo = false;
 		memset(&x->mmap_in, 0, sizeof(x->mmap_in));
 		memset(&x->mmap_out, 0, sizeof(x->mmap_out));
 	}

@@ -10,7 +10,8 @@
  * A struct fay_span * is one of two things, told apart by its first
  * 32-bit word:
  *   FAY_POOL_OPEN  a struct fay_pool_slot in the shm pool: recording;
- *   LIB_NONREC     a struct lib_nonrec in the thread's TLS: carries ids
+ *   LIB_NONREC     a struct fay_fast_nonrec in the thread's TLS
+ *                  (fay_fast_tls_1, include/fay/trace.h): carries ids
  *                  for propagation only;
  *   anything else  (FAY_POOL_FREE: a handle inherited across fork(), whose
  *                  pages the child replaced with zeros) inert.
@@ -45,8 +46,8 @@
 #define LIB_NCUR            1024u    /* current-span cells (a power of two) */
 
 #define LIB_NAME_MAX        256u     /* span names are cut to this */
-#define LIB_NONREC          0x4e4f4e52u /* "RNON": a non-recording handle */
-#define LIB_NR_HANDLES      8u       /* unsampled spans in flight per thread */
+#define LIB_NONREC          FAY_FAST_NONREC /* "RNON": a non-recording handle */
+#define LIB_NR_HANDLES      FAY_FAST_NR /* unsampled spans in flight per thread */
 #define LIB_CACHE_MAX       16u      /* free handle indices kept per thread */
 #define LIB_CACHE_BATCH     8u       /* moved to/from the global stack at once */
 #define LIB_UNSAMPLED_FLUSH 1024u    /* unsampled roots counted per thread before
@@ -57,16 +58,16 @@
 #define LIB_THRESH_RATE     1u       /* lib.sample_thresh in rate mode (1/N
 				      * never gives 1: N < 2^32) */
 
-/* A handle for a span that is not recorded: ids only.  Its first word sits
- * where struct fay_pool_slot has state.  Zero trace id or span id means
+/* A handle for a span that is not recorded: ids only (struct
+ * fay_fast_nonrec of include/fay/trace.h, where the inline fay_span_root()
+ * hands them out).  Its first word sits where struct fay_pool_slot has
+ * state.  FAY_FAST_FRESH in flags, or a zero trace id or span id, means
  * "not generated yet" (ids of unsampled spans are made on demand). */
-struct lib_nonrec {
-	uint32_t state;          /* LIB_NONREC */
-	uint8_t flags;           /* SPAN_F_SAMPLED: sampled upstream, not here */
-	uint8_t _pad[3];
-	uint64_t trace_hi, trace_lo;
-	uint64_t span_id;
-};
+#define lib_nonrec fay_fast_nonrec
+_Static_assert(FAY_FAST_OPEN == FAY_POOL_OPEN, "the inline open test");
+_Static_assert(offsetof(struct fay_pool_slot, state) == 0, "a handle's state first");
+_Static_assert((FAY_FAST_FRESH & SPAN_F_SAMPLED) == 0, "nonrec flags");
+_Static_assert(LIB_NR_HANDLES == 8, "a power of two");
 
 /* A thread's TSC clock (clock.c): realtime ns = ns + (TSC - tsc) * mult
  * >> 32 while TSC - tsc < lib_tls.clk_limit; cal_* the pair the rate is
@@ -84,15 +85,11 @@ struct lib_tls {
 	uint32_t ring;           /* ring index + 1 owned by this thread, 0 none */
 	uint32_t tid;            /* gettid(), 0 until needed */
 	uint32_t ncache;
-	uint32_t nr_next;
 	uint32_t unsampled;      /* unsampled roots not yet added to the header
-				  * (besides skip_set - skip) */
-	uint32_t skip;           /* roots fay_span_root() may still pass as
-				  * unsampled without a look at the sampler
-				  * (sample.c: lib_root_slow sets it) */
-	uint32_t skip_set;       /* skip as last set: skip_set - skip roots
+				  * (besides skip_set - lib_skip()) */
+	uint32_t skip_set;       /* the skip budget as last set (fay_fast_tls_1:
+				  * lib_skip()): skip_set - lib_skip() roots
 				  * passed, not yet in unsampled */
-	uint32_t skip_gen;       /* lib.sample_gen skip was set under, 0 none */
 	uint32_t started;        /* sampled spans begun, not yet added */
 	uint32_t key_set;        /* the thread-exit destructor is armed */
 	uint32_t no_room;        /* spans to drop (lost_no_room) before trying
@@ -106,7 +103,6 @@ struct lib_tls {
 	struct lib_clock clk;
 	struct ring_prod prod;
 	uint32_t cache[LIB_CACHE_MAX];
-	struct lib_nonrec nr[LIB_NR_HANDLES];
 };
 
 struct lib_cfg {
@@ -155,10 +151,6 @@ struct lib_proc {
 	 * rate mode (GCRA on rate_tat). */
 	uint64_t sample_thresh;
 	uint64_t rate_interval_ns, rate_tau_ns, rate_tat;
-	/* Bumped (never 0) whenever sampling or record_all changes: a
-	 * thread's skip budget holds only under the generation it was set
-	 * in. */
-	uint32_t sample_gen;
 
 	/* The TSC clock (clock.c): tsc_state 0 not looked at yet, 1 usable,
 	 * 2 not (clock_gettime every time); tsc_mult the last rate measured
@@ -176,6 +168,14 @@ struct lib_proc {
 #define LIB_HIDDEN __attribute__((visibility("hidden")))
 extern struct lib_proc lib LIB_HIDDEN;
 extern __thread struct lib_tls lib_t LIB_HIDDEN __attribute__((tls_model("initial-exec")));
+/* Exported for the inline unsampled path of include/fay/trace.h: the
+ * thread's skip budget and non-recording handles, and the sampling
+ * generation (bumped, never 0, whenever sampling or record_all changes:
+ * a thread's skip budget holds only under the generation it was set in;
+ * shm.c). */
+extern __thread struct fay_fast_tls fay_fast_tls_1 FAY_API
+	__attribute__((tls_model("initial-exec")));
+extern uint32_t fay_fast_gen FAY_API;
 
 /* The thread's block, its address computed once per call: with TLS
  * descriptors the compiler would otherwise redo the lookup (a call) at
@@ -186,6 +186,38 @@ static inline struct lib_tls *lib_tls(void)
 
 	__asm__("" : "+r"(t));
 	return t;
+}
+
+/* The thread's fay_fast_tls_1, its address computed once per call. */
+static inline struct fay_fast_tls *lib_fast(void)
+{
+	struct fay_fast_tls *f = &fay_fast_tls_1;
+
+	__asm__("" : "+r"(f));
+	return f;
+}
+
+/* The thread's skip budget: roots fay_span_root() may still pass as
+ * unsampled without a look at the sampler (sample.c: lib_root_slow sets
+ * it), the low half of fay_fast_tls_1.budget. */
+static inline uint32_t lib_skip(const struct fay_fast_tls *f)
+{
+	return (uint32_t)f->budget;
+}
+
+static inline void lib_set_skip(struct fay_fast_tls *f, uint32_t n)
+{
+	f->budget = (f->budget & ~(uint64_t)UINT32_MAX) | n;
+}
+
+/* The thread's next non-recording handle, in turn (the high half of the
+ * budget word). */
+static inline struct lib_nonrec *lib_nr_next(struct fay_fast_tls *f)
+{
+	uint64_t b = f->budget;
+
+	f->budget = b + ((uint64_t)1 << 32);
+	return &f->nr[(b >> 32) % LIB_NR_HANDLES];
 }
 
 static inline struct fay_pool_slot *lib_slot(uint32_t idx)
@@ -286,10 +318,12 @@ void lib_sample_changed(void) LIB_HIDDEN;
  * budget, set under the current sampling generation, is not spent.  Then
  * take one root from it: one TLS load, a compare with the generation and
  * a decrement (no clock, no random number, no atomic). */
-static inline int lib_root_skip(struct lib_tls *t)
+static inline int lib_root_skip(void)
 {
-	if (likely(t->skip) && likely(t->skip_gen == READ_ONCE(lib.sample_gen))) {
-		t->skip--;
+	struct fay_fast_tls *f = lib_fast();
+
+	if (likely(lib_skip(f)) && likely(f->gen == READ_ONCE(fay_fast_gen))) {
+		f->budget--;
 		return 1;
 	}
 	return 0;
@@ -301,7 +335,7 @@ static inline int lib_root_skip(struct lib_tls *t)
  * counted (spans_unsampled). */
 static inline int lib_root_sampled(struct lib_tls *t)
 {
-	if (lib_root_skip(t))
+	if (lib_root_skip())
 		return 0;
 	return lib_root_slow(t);
 }
@@ -365,10 +399,12 @@ void lib_put(struct spanrec_fixed *f, uint8_t *buf, uint32_t cap,
 void lib_count_unsampled_slow(void) LIB_HIDDEN;
 /* Give the thread's non-recording handles their state word (once is
  * enough: nothing else is ever written there). */
-static inline void lib_nonrec_prepare(struct lib_tls *t)
+static inline void lib_nonrec_prepare(void)
 {
+	struct fay_fast_tls *f = lib_fast();
+
 	for (unsigned i = 0; i < LIB_NR_HANDLES; i++)
-		t->nr[i].state = LIB_NONREC;
+		f->nr[i].state = LIB_NONREC;
 }
 /* span.c: write one finished record (fixed + items) to the thread's ring
  * under the recursion guard; counts every loss.  Returns 0 or -errno. */

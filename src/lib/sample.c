@@ -12,8 +12,10 @@
  * of the thread's skip budget (lib_root_skip()), at most
  * LIB_UNSAMPLED_FLUSH at a time so that spans_unsampled reaches the
  * header as often as before; sampling all, rate mode and FAY_RECORD=all
- * give no budget (every root comes here).  A change of sampling bumps
- * lib.sample_gen, which voids every thread's budget.
+ * give no budget (every root comes here).  The budget and the generation
+ * are read (and the budget spent) by the inline fay_span_root() of
+ * include/fay/trace.h too.  A change of sampling bumps fay_fast_gen,
+ * which voids every thread's budget.
  *
  * Rate mode, about R traces a second: a token bucket kept as one word, the
  * "theoretical arrival time" of GCRA: a root is sampled when tat <= now +
@@ -110,13 +112,15 @@ static uint64_t draw_gap(struct lib_tls *t, uint64_t th)
 
 int lib_root_slow(struct lib_tls *t)
 {
-	uint32_t gen = smp_load_acquire(&lib.sample_gen);
+	struct fay_fast_tls *f = lib_fast();
+	uint32_t gen = smp_load_acquire(&fay_fast_gen);
 	uint64_t th = READ_ONCE(lib.sample_thresh), b;
 	int sampled;
 
 	/* the roots the budget passed are unsampled roots */
-	t->unsampled += t->skip_set - t->skip;
-	t->skip = t->skip_set = 0;
+	t->unsampled += t->skip_set - lib_skip(f);
+	lib_set_skip(f, 0);
+	t->skip_set = 0;
 	if (th == UINT64_MAX) {
 		sampled = 1;
 	} else if (th == LIB_THRESH_RATE) {
@@ -124,7 +128,7 @@ int lib_root_slow(struct lib_tls *t)
 	} else if (th >= UINT64_MAX / GAP_MIN_N) {
 		sampled = lib_rand(t) < th;
 	} else {
-		if (t->skip_gen != gen)
+		if (f->gen != gen)
 			t->gap = draw_gap(t, th);
 		sampled = !t->gap;
 		if (sampled)
@@ -135,12 +139,13 @@ int lib_root_slow(struct lib_tls *t)
 			b = t->gap < LIB_UNSAMPLED_FLUSH ? t->gap : LIB_UNSAMPLED_FLUSH;
 			if (t->gap != UINT64_MAX)
 				t->gap -= b;
-			t->skip = t->skip_set = (uint32_t)b;
 			if (b)
-				lib_nonrec_prepare(t);
+				lib_nonrec_prepare();
+			t->skip_set = (uint32_t)b;
+			lib_set_skip(f, (uint32_t)b);
 		}
 	}
-	t->skip_gen = gen;
+	f->gen = gen;
 	if (!sampled && unlikely(++t->unsampled >= LIB_UNSAMPLED_FLUSH))
 		lib_count_unsampled_slow();
 	return sampled;
@@ -148,8 +153,8 @@ int lib_root_slow(struct lib_tls *t)
 
 void lib_sample_changed(void)
 {
-	if (!__atomic_add_fetch(&lib.sample_gen, 1, __ATOMIC_RELEASE))
-		__atomic_add_fetch(&lib.sample_gen, 1, __ATOMIC_RELEASE);
+	if (!__atomic_add_fetch(&fay_fast_gen, 1, __ATOMIC_RELEASE))
+		__atomic_add_fetch(&fay_fast_gen, 1, __ATOMIC_RELEASE);
 }
 
 uint64_t lib_rng_seed(void)

@@ -26,9 +26,10 @@ struct lib_proc lib = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.sample_thresh = UINT64_MAX,   /* record every root until told */
-	.sample_gen = 1,
 };
 __thread struct lib_tls lib_t __attribute__((tls_model("initial-exec")));
+__thread struct fay_fast_tls fay_fast_tls_1 __attribute__((tls_model("initial-exec")));
+uint32_t fay_fast_gen = 1;
 
 uint32_t lib_gettid(void)
 {
@@ -59,8 +60,8 @@ void lib_flush_counters(void)
 	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
 
 	/* the roots the skip budget passed so far */
-	lib_t.unsampled += lib_t.skip_set - lib_t.skip;
-	lib_t.skip_set = lib_t.skip;
+	lib_t.unsampled += lib_t.skip_set - lib_skip(&fay_fast_tls_1);
+	lib_t.skip_set = lib_skip(&fay_fast_tls_1);
 	if (h && lib_t.unsampled)
 		atomic_add(&h->spans_unsampled, lib_t.unsampled);
 	if (h && lib_t.started)
@@ -367,9 +368,9 @@ static void atfork_child(void)
 	lib_t.nest = 0;
 	lib_t.no_room = 0;
 	lib_t.rng = 0;          /* reseed: the child's samples are its own */
-	lib_t.skip = 0;         /* and so is its next sampled root */
+	lib_set_skip(&fay_fast_tls_1, 0); /* and so is its next sampled root */
 	lib_t.skip_set = 0;
-	lib_t.skip_gen = 0;
+	fay_fast_tls_1.gen = 0;
 	lib_t.clk_limit = 0;    /* ns until the child's own file has a TSC line */
 	pthread_mutex_unlock(&lib.lock);
 }

@@ -8,10 +8,12 @@
  * FAY_REC_SPAN record into the calling thread's ring and frees the handle.
  *
  * An unsampled span is one of the thread's LIB_NR_HANDLES non-recording
- * handles (struct lib_nonrec, reused in turn): root costs a random number
- * and a few stores, and event/tag/end return at their first test.  Its
- * ids are made only when something asks for them (a child, a
- * traceparent), so propagation still works.
+ * handles (struct fay_fast_nonrec, reused in turn): a root its thread's
+ * skip budget passes costs a decrement and two stores, made inline in the
+ * caller by include/fay/trace.h (or here, for a caller built without it),
+ * and event/tag/end return at their first test (inline too).  Its ids
+ * are made only when something asks for them (a child, a traceparent), so
+ * propagation still works.
  *
  * With FAY_RECORD=all (lib.record_all) the spans sampling did not choose
  * are recorded too, as any other but with SPAN_F_UNSAMPLED instead of
@@ -25,6 +27,7 @@
  * counted in lost_nested, and leaves the ring and the thread's handle
  * cache alone.
  */
+#define FAY_NO_INLINE 1         /* this file defines the calls */
 #include <string.h>
 
 #include "common/clock.h"
@@ -45,8 +48,9 @@ static inline int is_open(const struct fay_span *s)
 static inline struct fay_span *nonrec(struct lib_tls *t, uint64_t hi,
 				      uint64_t lo, uint8_t flags)
 {
-	struct lib_nonrec *n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
+	struct lib_nonrec *n = lib_nr_next(lib_fast());
 
+	(void)t;
 	n->state = LIB_NONREC;
 	n->flags = flags;
 	n->trace_hi = hi;
@@ -73,6 +77,13 @@ static int span_ids(const struct fay_span *s, uint64_t *hi, uint64_t *lo,
 	if (sl->state != LIB_NONREC)
 		return -EINVAL;
 	n = (struct lib_nonrec *)s;
+	if (n->flags & FAY_FAST_FRESH) {
+		/* an unsampled root's (fay_span_root(), maybe inline) */
+		n->trace_hi = 0;
+		n->trace_lo = 0;
+		n->span_id = 0;
+		n->flags = 0;
+	}
 	if (!n->trace_hi && !n->trace_lo) {
 		n->trace_hi = lib_id(lib_tls());
 		n->trace_lo = lib_id(lib_tls());
@@ -173,14 +184,14 @@ static inline void put(struct fay_pool_slot *sl, unsigned type, uint64_t val,
  * recorded.
  */
 static __attribute__((noinline)) struct fay_span *
-begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags)
+begin_n(const char *name, size_t nlen, uint64_t hi, uint64_t lo, uint64_t parent,
+	uint8_t flags)
 {
 	struct lib_tls *t = lib_tls();
 	struct fay_shm_hdr *h;
 	struct fay_pool_slot *sl;
 	struct fay_span *nr;
 	int64_t idx;
-	size_t nlen;
 
 	if (!hi && !lo) {
 		hi = lib_id(t);
@@ -204,9 +215,6 @@ begin(const char *name, uint64_t hi, uint64_t lo, uint64_t parent, uint8_t flags
 	sl->fixed.span_id = lib_id(t);
 	sl->fixed.parent_id = parent;
 	sl->fixed.flags = flags | lib_ticks_flag(t);
-	if (!name)
-		name = "";
-	nlen = strnlen(name, LIB_NAME_MAX);
 	put(sl, SPAN_ITEM_NAME, 0, name, nlen, NULL, 0);
 	sl->fixed.start_ns = lib_stamp(t, sl->fixed.flags & SPAN_F_TICKS);
 	smp_store_release(&sl->state, FAY_POOL_OPEN);
@@ -224,6 +232,18 @@ nonrec:
 	return nr;
 }
 
+/* A name's length as recorded: cut to LIB_NAME_MAX; NULL is "". */
+static inline size_t name_len(const char *name)
+{
+	return name ? strnlen(name, LIB_NAME_MAX) : 0;
+}
+
+static inline struct fay_span *begin(const char *name, uint64_t hi, uint64_t lo,
+				     uint64_t parent, uint8_t flags)
+{
+	return begin_n(name ? name : "", name_len(name), hi, lo, parent, flags);
+}
+
 void lib_count_unsampled_slow(void)
 {
 	if (lib.hdr)
@@ -235,34 +255,53 @@ void lib_count_unsampled_slow(void)
 /* A root that its thread's skip budget did not pass: sampled, recorded
  * unsampled (FAY_RECORD=all), or not recorded. */
 static __attribute__((noinline)) struct fay_span *root_slow(struct lib_tls *t,
-							      const char *name)
+							      const char *name, size_t nlen)
 {
 	/* sampling all, and no budget left to count: no more to decide */
 	if ((READ_ONCE(lib.sample_thresh) == UINT64_MAX && !t->skip_set) ||
 	    lib_root_slow(t))
-		return begin(name, 0, 0, 0, SPAN_F_SAMPLED);
+		return begin_n(name, nlen, 0, 0, 0, SPAN_F_SAMPLED);
 	if (unlikely(READ_ONCE(lib.record_all)))
-		return begin(name, 0, 0, 0, SPAN_F_UNSAMPLED);
+		return begin_n(name, nlen, 0, 0, 0, SPAN_F_UNSAMPLED);
 	return nonrec(t, 0, 0, 0);
+}
+
+/* A root the thread's skip budget passes (the same as fay_fast_root() of
+ * include/fay/trace.h), or NULL. */
+static inline struct fay_span *root_skip(void)
+{
+	if (likely(lib_root_skip())) {
+		/* unsampled, not recorded (no budget under FAY_RECORD=all):
+		 * a non-recording handle of a new trace, ids made on demand;
+		 * its state word is set already (lib_nonrec_prepare) */
+		struct lib_nonrec *n = lib_nr_next(lib_fast());
+
+		n->flags = FAY_FAST_FRESH;
+		return (struct fay_span *)n;
+	}
+	return NULL;
 }
 
 struct fay_span *fay_span_root(const char *name)
 {
-	struct lib_tls *t = lib_tls();
+	struct fay_span *s = root_skip();
 
-	if (likely(lib_root_skip(t))) {
-		/* unsampled, not recorded (no budget under FAY_RECORD=all):
-		 * a non-recording handle of a new trace, ids made on demand;
-		 * its state word is set already (lib_nonrec_prepare) */
-		struct lib_nonrec *n = &t->nr[t->nr_next++ % LIB_NR_HANDLES];
+	if (likely(s))
+		return s;
+	return root_slow(lib_tls(), name ? name : "", name_len(name));
+}
 
-		n->flags = 0;
-		n->trace_hi = 0;
-		n->trace_lo = 0;
-		n->span_id = 0;
-		return (struct fay_span *)n;
-	}
-	return root_slow(t, name);
+/* fay_span_root() with the name's length known (the inline path of
+ * include/fay/trace.h, for a constant name): len is strlen(name). */
+struct fay_span *fay_fast_root_n(const char *name, size_t len)
+{
+	struct fay_span *s = root_skip();
+
+	if (likely(s))
+		return s;
+	if (!name)
+		name = "";
+	return root_slow(lib_tls(), name, len < LIB_NAME_MAX ? len : LIB_NAME_MAX);
 }
 
 struct fay_span *fay_span_child(const struct fay_span *parent, const char *name)
@@ -317,27 +356,22 @@ int fay_span_traceparent(const struct fay_span *s, char *buf, size_t len)
 /* The recording halves of event/tag/end, out of line so that the public
  * functions are a test or two and a jump when the span is not recorded. */
 static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
-						 const char *event)
+						 const char *event, size_t len)
 {
 	if (lib_enter())
 		return;
-	if (!event)
-		event = "";
 	put(sl, SPAN_ITEM_EVENT, lib_stamp(lib_tls(), sl->fixed.flags & SPAN_F_TICKS), event,
-	    strlen(event), NULL, 0);
+	    len, NULL, 0);
 	lib_leave();
 }
 
 static __attribute__((noinline)) void span_tag(struct fay_pool_slot *sl,
-					       const char *key, const char *value)
+					       const char *key, size_t klen,
+					       const char *value, size_t vlen)
 {
 	if (lib_enter())
 		return;
-	if (!key)
-		key = "";
-	if (!value)
-		value = "";
-	put(sl, SPAN_ITEM_TAG, 0, key, strlen(key), value, strlen(value));
+	put(sl, SPAN_ITEM_TAG, 0, key, klen, value, vlen);
 	lib_leave();
 }
 
@@ -355,13 +389,30 @@ static __attribute__((noinline)) void span_tag_int(struct fay_pool_slot *sl,
 void fay_span_event(struct fay_span *s, const char *event)
 {
 	if (is_open(s))
-		span_event(as_slot(s), event);
+		span_event(as_slot(s), event ? event : "", event ? strlen(event) : 0);
+}
+
+/* The same with the length known (strlen(event); the inline path). */
+void fay_fast_event_n(struct fay_span *s, const char *event, size_t len)
+{
+	if (is_open(s))
+		span_event(as_slot(s), event ? event : "", event ? len : 0);
 }
 
 void fay_span_tag(struct fay_span *s, const char *key, const char *value)
 {
 	if (is_open(s))
-		span_tag(as_slot(s), key, value);
+		span_tag(as_slot(s), key ? key : "", key ? strlen(key) : 0,
+			 value ? value : "", value ? strlen(value) : 0);
+}
+
+/* The same with the lengths known (the inline path). */
+void fay_fast_tag_n(struct fay_span *s, const char *key, size_t klen,
+		    const char *value, size_t vlen)
+{
+	if (is_open(s))
+		span_tag(as_slot(s), key ? key : "", key ? klen : 0,
+			 value ? value : "", value ? vlen : 0);
 }
 
 void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value)

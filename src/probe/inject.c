@@ -82,20 +82,22 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-int proc_map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr)
+int proc_map_addrs(pid_t pid, const char *path, const uint64_t *offs, size_t n,
+		   uint64_t *addrs)
 {
 	char fn[64], line[4400];
 	struct stat want;
+	size_t found = 0;
 	FILE *f;
-	int err = -ENOENT;
 
+	memset(addrs, 0, n * sizeof(*addrs));
 	if (stat(path, &want))
 		return -errno;
 	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
 	f = fopen(fn, "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	while (found < n && fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi, pgoff, ino;
 		unsigned int maj, min;
 		char perms[8];
@@ -103,14 +105,21 @@ int proc_map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr)
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &pgoff,
 			   &maj, &min, &ino) != 7 || perms[2] != 'x' || ino != want.st_ino)
 			continue;
-		if (off >= pgoff && off < pgoff + (hi - lo)) {
-			*addr = lo + (off - pgoff);
-			err = 0;
-			break;
-		}
+		for (size_t i = 0; i < n; i++)
+			if (!addrs[i] && offs[i] >= pgoff && offs[i] < pgoff + (hi - lo)) {
+				addrs[i] = lo + (offs[i] - pgoff);
+				found++;
+			}
 	}
 	fclose(f);
-	return err;
+	return (int)(found < INT32_MAX ? found : INT32_MAX);
+}
+
+int proc_map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr)
+{
+	int rc = proc_map_addrs(pid, path, &off, 1, addr);
+
+	return rc < 0 ? rc : rc ? 0 : -ENOENT;
 }
 
 /* "libc.so.6", "libc-2.31.so"; "ld-linux-x86-64.so.2" */

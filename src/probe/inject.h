@@ -59,4 +59,13 @@ int inject_check(pid_t pid, char *why, size_t len);
  */
 int proc_map_addr(pid_t pid, const char *path, uint64_t off, uint64_t *addr);
 
+/*
+ * proc_map_addr() for n offsets at once, reading pid's maps once:
+ * addrs[i] is where offs[i] is mapped executable, or 0 where it is not.
+ * Returns how many were found (>= 0), or -errno (the file or the maps
+ * could not be read).
+ */
+int proc_map_addrs(pid_t pid, const char *path, const uint64_t *offs, size_t n,
+		   uint64_t *addrs);
+
 #endif

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where the kernel keeps a task's pid in its own pid namespace (probe.h,
- * probe_task_offsets()): task->group_leader->thread_pid->numbers[level].nr,
- * the member offsets read from the running kernel's BTF, so that a
- * program reads them with bpf_probe_read_kernel() (what CO-RE would
- * relocate, done by fay when it generates the program).
+ * Where the kernel keeps what a program reads of the current task (probe.h):
+ * its pid in its own pid namespace (probe_task_offsets():
+ * task->group_leader->thread_pid->numbers[level].nr) and the inode of one
+ * of its file descriptors (probe_file_offsets()), the member offsets read
+ * from the running kernel's BTF, so that a program reads them with
+ * bpf_probe_read_kernel() (what CO-RE would relocate, done by fay when it
+ * generates the program).
  */
 #include <errno.h>
 #include <string.h>
@@ -69,5 +71,36 @@ int probe_task_offsets(struct probe_task_offs *o)
 	o->pid_numbers = (int)v[3];
 	o->upid_nr = (int)v[4];
 	o->upid_size = (int)sz;
+	return 0;
+}
+
+int probe_file_offsets(struct probe_file_offs *o)
+{
+	static const struct { const char *type, *member; } want[] = {
+		{ "task_struct", "files" }, { "files_struct", "fdt" }, { "fdtable", "fd" },
+		{ "file", "f_inode" }, { "inode", "i_ino" }, { "inode", "i_sb" },
+		{ "super_block", "s_dev" },
+	};
+	long v[7];
+	struct btf *btf = btf__load_vmlinux_btf();
+
+	if (!btf)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		int id = btf__find_by_name_kind(btf, want[i].type, BTF_KIND_STRUCT);
+
+		v[i] = id > 0 ? member_off(btf, id, want[i].member) : -ENOENT;
+	}
+	btf__free(btf);
+	for (int i = 0; i < 7; i++)
+		if (v[i] < 0)
+			return -ENOENT;
+	o->task_files = (int)v[0];
+	o->files_fdt = (int)v[1];
+	o->fdt_fd = (int)v[2];
+	o->file_inode = (int)v[3];
+	o->inode_ino = (int)v[4];
+	o->inode_sb = (int)v[5];
+	o->sb_dev = (int)v[6];
 	return 0;
 }

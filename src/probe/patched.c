@@ -45,18 +45,15 @@ static bool has_runtime(pid_t pid)
 	return yes;
 }
 
-/* Whether the CMP_LEN bytes at file offset off of path, in pid (mem: its
- * /proc/PID/mem), differ from want, other than by another uprobe's int3
- * (which a second uprobe shares and puts back right); want all int3:
- * the file's bytes are not known, nothing is. */
-static bool rewritten(int mem, pid_t pid, const char *path, uint64_t off,
-		      const unsigned char *want)
+/* Whether the CMP_LEN bytes at addr in a process (mem: its /proc/PID/mem)
+ * differ from want, other than by another uprobe's int3 (which a second
+ * uprobe shares and puts back right); want all int3: the file's bytes
+ * are not known, nothing is; addr 0: not mapped there. */
+static bool rewritten(int mem, uint64_t addr, const unsigned char *want)
 {
 	unsigned char got[CMP_LEN];
-	uint64_t addr;
 
-	return want[0] != 0xcc && !proc_map_addr(pid, path, off, &addr) &&
-	       pread(mem, got, CMP_LEN, (off_t)addr) == CMP_LEN &&
+	return want[0] != 0xcc && addr && pread(mem, got, CMP_LEN, (off_t)addr) == CMP_LEN &&
 	       memcmp(got, want, CMP_LEN) && got[0] != 0xcc;
 }
 
@@ -64,6 +61,7 @@ int patched_in_process(const char *path, const uint64_t *offs, size_t noffs, pid
 		       size_t *which)
 {
 	unsigned char (*want)[CMP_LEN];
+	uint64_t *addrs;
 	struct dirent *de;
 	DIR *d;
 	int fd, found = 0;
@@ -71,8 +69,12 @@ int patched_in_process(const char *path, const uint64_t *offs, size_t noffs, pid
 	if (!noffs)
 		return 0;
 	want = calloc(noffs, sizeof(*want));
-	if (!want)
+	addrs = calloc(noffs, sizeof(*addrs));
+	if (!want || !addrs) {
+		free(want);
+		free(addrs);
 		return -ENOMEM;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	for (size_t i = 0; fd >= 0 && i < noffs; i++)
 		if (pread(fd, want[i], CMP_LEN, (off_t)offs[i]) != CMP_LEN)
@@ -85,14 +87,15 @@ int patched_in_process(const char *path, const uint64_t *offs, size_t noffs, pid
 		char mem[64];
 		int m;
 
-		if (p <= 0 || p == getpid() || !has_runtime(p))
-			continue;
+		if (p <= 0 || p == getpid() || !has_runtime(p) ||
+		    proc_map_addrs(p, path, offs, noffs, addrs) <= 0)
+			continue;	/* (one read of its maps for every offset) */
 		snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)p);
 		m = open(mem, O_RDONLY | O_CLOEXEC);
 		if (m < 0)
 			continue;	/* gone, or not ours to read: nothing known */
 		for (size_t i = 0; i < noffs && !found; i++)
-			if (rewritten(m, p, path, offs[i], want[i])) {
+			if (rewritten(m, addrs[i], want[i])) {
 				*pid = p;
 				*which = i;
 				found = 1;
@@ -102,5 +105,6 @@ int patched_in_process(const char *path, const uint64_t *offs, size_t noffs, pid
 	if (d)
 		closedir(d);
 	free(want);
+	free(addrs);
 	return found;
 }

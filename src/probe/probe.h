@@ -118,11 +118,15 @@ size_t probe_nfiles(const struct probe *p);
 size_t probe_files_capped(const struct probe *p);
 /* Whether the probe is on a library by its short name in every process
  * ("libc:malloc" without a pid, not a wildcard): one whose files a
- * process started after the attach may add to (probe_follow_pid()). */
+ * process started after the attach may add to (probe_follow_pid()); or
+ * a uprobe on one process (any name, not a wildcard), which may exec
+ * into another root (a chroot, a container) where the name is another
+ * file. */
 bool probe_follows_processes(const struct probe *p);
 /*
  * For an attached probe that follows processes: attach it to the file
- * pid sees under the probe's library name (through its root and maps:
+ * pid (the probe's own process when it has one, else any) sees under the
+ * probe's library name (through its root and maps:
  * procroot.h; a container started after the attach has its own copy)
  * when that file (device and inode) is none of the probe's yet.  Returns
  * 1 with the file's path in path (len bytes) when it attached one, 0
@@ -170,6 +174,20 @@ struct probe_task_offs {
 /* Fill o (reads the BTF each call: tens of ms).  0, or -ENOENT: no vmlinux BTF, or a
  * kernel whose structures lack one of these members. */
 int probe_task_offsets(struct probe_task_offs *o);
+
+/* Byte offsets, from the running kernel's BTF, of what leads from a task
+ * and one of its file descriptors to the file's inode number and device:
+ * task->files->fdt->fd[fd]->f_inode->{i_ino, i_sb->s_dev} (s_dev in the
+ * kernel's encoding, major << 20 | minor). */
+struct probe_file_offs {
+	int task_files;			/* in struct task_struct */
+	int files_fdt, fdt_fd;		/* in struct files_struct, struct fdtable */
+	int file_inode;			/* in struct file */
+	int inode_ino, inode_sb;	/* in struct inode */
+	int sb_dev;			/* in struct super_block */
+};
+/* Fill o (reads the BTF: tens of ms).  0, or -ENOENT as probe_task_offsets(). */
+int probe_file_offsets(struct probe_file_offs *o);
 
 /* ---- helpers shared with `fay probes` ------------------------------------ */
 

@@ -156,15 +156,32 @@ int proc_mapped_at(pid_t pid, unsigned long long addr, const char *name, char *p
 	return maps_walk(pid, name, &addr, path_copy, &o) == 1 ? 0 : -ENOENT;
 }
 
+/* fn: /proc/PID/map_files/LO-HI of the mapping at addr, size bytes */
+static void map_files_name(char *fn, size_t len, pid_t pid, unsigned long long addr,
+			   unsigned long long size)
+{
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+
+	snprintf(fn, len, "/proc/%d/map_files/%llx-%llx", (int)pid, addr,
+		 addr + (size + page - 1) / page * page);
+}
+
+int proc_mapping_stat(pid_t pid, unsigned long long addr, unsigned long long size,
+		      struct stat *st)
+{
+	char fn[96];
+
+	map_files_name(fn, sizeof(fn), pid, addr, size);
+	return stat(fn, st) ? -errno : 0;
+}
+
 int proc_mapped_file(pid_t pid, unsigned long long addr, unsigned long long size,
 		     const char *name, struct stat *st)
 {
-	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
 	char fn[96], target[4200], path[4400];
 	ssize_t n;
 
-	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%llx-%llx", (int)pid, addr,
-		 addr + (size + page - 1) / page * page);
+	map_files_name(fn, sizeof(fn), pid, addr, size);
 	n = readlink(fn, target, sizeof(target) - 1);
 	if (n > 0) {
 		target[n] = '\0';

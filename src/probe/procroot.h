@@ -72,6 +72,10 @@ int proc_mapped_at(pid_t pid, unsigned long long addr, const char *name, char *p
  * there: a mapping merged with its neighbour, or no CAP_SYS_ADMIN).
  * 0, or -ENOENT (another name, unmapped, gone).
  */
+/* The stat of the file pid maps at addr, size bytes (whatever its name),
+ * through /proc/PID/map_files/LO-HI.  0, or -errno (unmapped, gone). */
+int proc_mapping_stat(pid_t pid, unsigned long long addr, unsigned long long size,
+		      struct stat *st);
 int proc_mapped_file(pid_t pid, unsigned long long addr, unsigned long long size,
 		     const char *name, struct stat *st);
 

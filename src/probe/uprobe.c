@@ -204,16 +204,17 @@ static int find_more(struct probe *p, const char *sym)
 	return proc_each_mapped(bin, more_cb, &m) == -ENOMEM ? -ENOMEM : 0;
 }
 
-/* The library name and symbol of a probe that follows processes (a
- * short name: no '/'); false for any other. */
+/* The library name and symbol of a probe that follows processes: in
+ * every process, a short name (no '/'); on one process (it may exec into
+ * another root: a chroot, a container), any name; false for any other. */
 static bool follow_names(const struct probe *p, char *bin, size_t len, const char **sym)
 {
-	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || p->opts.pid > 0 ||
-	    p->priv || !p->path[0])
-		return false;	/* one process, a wildcard (p->priv), unresolved */
+	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || p->priv ||
+	    !p->path[0])
+		return false;	/* a wildcard (p->priv), unresolved */
 	if (split_last((struct probe *)p, p->spec, bin, len, sym))
 		return false;
-	return !strchr(bin, '/');
+	return p->opts.pid > 0 || !strchr(bin, '/');
 }
 
 bool probe_follows_processes(const struct probe *p)
@@ -257,7 +258,12 @@ static bool evex_first(const char *path, uint64_t off)
 /* p->desc of a probe on one function (sym): its files. */
 static void uprobe_desc(struct probe *p, const char *sym)
 {
-	if (p->nmore)
+	if (p->nmore && p->opts.pid > 0)
+		snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s+0x%llx (one pid) and %zu "
+			 "other file%s of that name it mapped after it exec'ed (%zu files)",
+			 p->mech, p->path, sym, (unsigned long long)p->offset, p->nmore,
+			 p->nmore > 1 ? "s" : "", p->nmore + 1);
+	else if (p->nmore)
 		snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s+0x%llx and %zu other "
 			 "file%s of that name mapped on this host (%zu files)", p->mech, p->path,
 			 sym, (unsigned long long)p->offset, p->nmore, p->nmore > 1 ? "s" : "",
@@ -498,7 +504,8 @@ int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len)
 	const char *sym;
 	struct stat st;
 
-	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
+	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p) ||
+	    (p->opts.pid > 0 && pid != p->opts.pid))
 		return 0;
 	if (proc_resolve_path(pid, bin, path, len) || stat(path, &st))
 		return 0;	/* gone, or none there */
@@ -512,7 +519,8 @@ int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t siz
 	const char *sym;
 	struct stat st;
 
-	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p))
+	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p) ||
+	    (p->opts.pid > 0 && pid != p->opts.pid))
 		return 0;
 	/* the common case, a file probed already (a host process's libc),
 	 * costs two system calls; only a new file is looked up in the maps

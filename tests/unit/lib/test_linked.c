@@ -142,7 +142,7 @@ static void test_exports(void)
 		"fay_span_traceparent", "fay_span_event", "fay_span_tag",
 		"fay_span_tag_int", "fay_span_end", "blkin_init", "blkin_record",
 		"blkin_init_new_trace", "blkin_init_child_info",
-		"blkin_pack_trace_info", "CLIENT_SEND",
+		"blkin_pack_trace_info", "CLIENT_SEND", "fay_fast_tls_1", "fay_fast_gen",
 	};
 	static const char *internal[] = {
 		"lib", "lib_t", "lib_pool_get", "lib_write_record", "rand_u64",
