@@ -53,7 +53,10 @@ static void usage(FILE *f)
 "    flight buffer (an agent without --flight), missing (asked, did not\n"
 "    answer within 5 s, or its connection broke), not connected (an agent\n"
 "    the collector knows whose query connection is down: a killed agent),\n"
-"    does not capture (a child collector, or an agent before this).\n"
+"    does not capture (an agent before this).  A child collector (fay\n"
+"    collector --parent) answers for the agents under it as one host; with\n"
+"    --host H, a host under a child collector is asked through it, and its\n"
+"    line says \"(via CHILD)\".\n"
 "    The spans then show in fay traces, the UI and fay sql (WHERE the tag\n"
 "    fay.capture is set).\n"
 "\n"
@@ -90,7 +93,8 @@ static void usage(FILE *f)
 OPT_CLUSTER_HELP("                      ")
 "    --trace ID        the trace: 16 or 32 hex digits\n"
 "    --last DUR        the window, ending now: 500ms, 30s, 5m (at most 24h)\n"
-"    --host H          with --last: only the agent of host H\n"
+"    --host H          with --last: only the agent of host H (also one under\n"
+"                      a child collector)\n"
 "    --service S       with --last: only spans of local service S\n"
 "    --when EXPR       register a capture rule (a predicate over spans sp)\n"
 "    --rule EXPR       the same as --when\n"
@@ -141,7 +145,13 @@ static void print_account(json_t *a)
 	json_array_foreach(hosts, i, h) {
 		const char *st = json_string_value(json_object_get(h, "state"));
 
-		printf("  %-24s %s", json_string_value(json_object_get(h, "host")), st);
+		const char *via = json_string_value(json_object_get(h, "via"));
+		char name[600];
+
+		snprintf(name, sizeof(name), "%s%s%s%s",
+			 json_string_value(json_object_get(h, "host")), via ? " (via " : "",
+			 via ? via : "", via ? ")" : "");
+		printf("  %-24s %s", name, st);
 		if (st && !strcmp(st, "answered"))
 			printf(": %" JSON_INTEGER_FORMAT " spans (buffer: %" JSON_INTEGER_FORMAT
 			       " spans held, %" JSON_INTEGER_FORMAT " dropped)%s",

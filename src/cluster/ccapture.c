@@ -46,7 +46,8 @@ static struct ccap *find(struct cluster *cl, uint32_t cid)
 	return NULL;
 }
 
-void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_captured *wc)
+void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_captured *wc,
+		      size_t frame_len)
 {
 	struct ccap *c = find(cl, wc->cid);
 
@@ -59,12 +60,14 @@ void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_cap
 			continue;
 		c->m[i].peer = NULL;
 		c->waiting--;
-		h->state = wc->state == WIRE_CS_OFF ? CCH_OFF : CCH_ANSWERED;
+		h->state = wc->state == WIRE_CS_OFF ? CCH_OFF :
+			   wc->state == WIRE_CS_NOHOST ? CCH_NOHOST : CCH_ANSWERED;
 		h->cut = wc->flags & WIRE_CF_CUT;
 		h->nspans = wc->nspans;
 		h->held = wc->held;
 		h->dropped = wc->dropped;
 		h->oldest_ns = wc->oldest_ns;
+		h->wire_bytes += frame_len;
 		h->spans = malloc(wc->body_len ? wc->body_len : 1);
 		if (h->spans) {
 			memcpy(h->spans, wc->body, wc->body_len);
@@ -92,12 +95,24 @@ void ccap_peer_left(struct cluster *cl, struct cpeer *p)
 			}
 }
 
-static int send_capture(struct cpeer *p, const struct cluster_capture_req *rq, uint32_t cid)
+/* Is p asked by rq: every peer, or only rq->host, or a child collector
+ * that may have it under it? */
+static bool capture_member(const struct cpeer *p, const struct cluster_capture_req *rq)
 {
+	return !p->dead && (!rq->host || !strcmp(rq->host, p->host) || (p->collector && p->capture));
+}
+
+/* Send rq to p; its frame's bytes (header included) into *bytes. */
+static int send_capture(struct cpeer *p, const struct cluster_capture_req *rq, uint32_t cid,
+			uint64_t *bytes)
+{
+	/* the host travels to a child collector not of that name itself */
+	bool below = rq->host && p->collector && strcmp(rq->host, p->host);
 	struct wire_capture wc = {
 		.cid = cid, .kind = rq->kind, .trace_hi = rq->trace_hi, .trace_lo = rq->trace_lo,
 		.from_ns = rq->from_ns, .to_ns = rq->to_ns, .service = rq->service,
 		.service_len = rq->service ? strlen(rq->service) : 0,
+		.host = below ? rq->host : NULL, .host_len = below ? strlen(rq->host) : 0,
 	};
 	struct wbuf w = { 0 };
 	int err;
@@ -109,6 +124,8 @@ static int send_capture(struct cpeer *p, const struct cluster_capture_req *rq, u
 		err = p->dead ? -ENOTCONN : wire_send_frame(p->fd, WIRE_CAPTURE, 0, w.p,
 							    (uint32_t)w.len);
 	pthread_mutex_unlock(&p->send_lock);
+	if (!err)
+		*bytes += FAY_WIRE_HDR_SIZE + w.len;
 	wbuf_free(&w);
 	return err;
 }
@@ -133,7 +150,7 @@ int cluster_capture_run(struct cluster *cl, const struct cluster_capture_req *rq
 	memset(res, 0, sizeof(*res));
 	pthread_mutex_lock(&cl->lock);
 	for (struct cpeer *p = cl->peers; p; p = p->next)
-		n += !p->dead && (!rq->host || !strcmp(rq->host, p->host));
+		n += capture_member(p, rq);
 	res->h = calloc(n ? n : 1, sizeof(*res->h));
 	c.m = calloc(n ? n : 1, sizeof(*c.m));
 	if (!res->h || !c.m) {
@@ -147,9 +164,14 @@ int cluster_capture_run(struct cluster *cl, const struct cluster_capture_req *rq
 	for (struct cpeer *p = cl->peers; p; p = p->next) {
 		struct cluster_capture_host *h = &res->h[res->n];
 
-		if (p->dead || (rq->host && strcmp(rq->host, p->host)))
+		if (!capture_member(p, rq))
 			continue;
-		snprintf(h->host, sizeof(h->host), "%s", p->host);
+		if (rq->host && strcmp(rq->host, p->host)) {	/* a child collector */
+			snprintf(h->host, sizeof(h->host), "%s", rq->host);
+			snprintf(h->via, sizeof(h->via), "%s", p->host);
+		} else {
+			snprintf(h->host, sizeof(h->host), "%s", p->host);
+		}
 		if (p->capture) {
 			h->state = CCH_MISSING;		/* until it answers */
 			c.m[res->n].peer = p;
@@ -167,7 +189,7 @@ int cluster_capture_run(struct cluster *cl, const struct cluster_capture_req *rq
 	for (size_t i = 0; i < res->n; i++) {
 		struct cpeer *p = c.m[i].peer;
 
-		if (p && send_capture(p, rq, c.cid)) {
+		if (p && send_capture(p, rq, c.cid, &res->h[i].wire_bytes)) {
 			c.m[i].peer = NULL;
 			c.waiting--;
 		}

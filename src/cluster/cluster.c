@@ -131,7 +131,7 @@ static int on_frame(struct cluster *cl, struct cpeer *p, const struct wire_hdr *
 		if (err)
 			break;
 		pthread_mutex_lock(&cl->lock);
-		ccap_on_captured(cl, p, &wc);
+		ccap_on_captured(cl, p, &wc, FAY_WIRE_HDR_SIZE + (size_t)h->len);
 		pthread_mutex_unlock(&cl->lock);
 		break;
 	}

@@ -96,7 +96,9 @@ struct cluster_capture_req {
 	uint64_t trace_hi, trace_lo;	/* WIRE_CK_TRACE */
 	uint64_t from_ns, to_ns;	/* WIRE_CK_WINDOW (wall clock) */
 	const char *service;		/* WIRE_CK_WINDOW: NULL or "": any */
-	const char *host;		/* only this host's agent; NULL: every one */
+	const char *host;		/* only this host: its agent, or the child
+					 * collectors, asked for it under them;
+					 * NULL: every one */
 	uint64_t timeout_ns;		/* how long to wait for the answers */
 };
 
@@ -107,16 +109,22 @@ enum cluster_capture_state {
 				 * went away */
 	CCH_UNSUPPORTED,	/* a peer that does not answer CAPTURE (a child
 				 * collector, an agent before #22): not asked */
+	CCH_NOHOST,		/* a child collector asked for rq->host, which
+				 * is not under it: not a member after all */
 };
 
 struct cluster_capture_host {
 	char host[WIRE_HOST_MAX + 1];
+	char via[WIRE_HOST_MAX + 1];	/* "" or the child collector asked for
+					 * host (rq->host) under it */
 	enum cluster_capture_state state;
 	bool cut;			/* it had more than one frame holds */
 	uint32_t nspans;
 	uint64_t held, dropped, oldest_ns;	/* its flight buffer (wire_captured) */
 	unsigned char *spans;		/* a BATCH payload, malloc'd (ANSWERED) */
 	size_t len;
+	uint64_t wire_bytes;		/* its CAPTURE and CAPTURED frames,
+					 * headers included */
 };
 
 struct cluster_capture_res {
@@ -125,7 +133,8 @@ struct cluster_capture_res {
 };
 
 /*
- * Ask every connected query peer (rq->host: the one of that name) for
+ * Ask every connected query peer (rq->host: the one of that name, and
+ * every child collector for it, the host being maybe under one) for
  * the spans rq names in its flight buffer, and wait until each answered,
  * went away, or rq->timeout_ns passed.  Fills res (free it with
  * cluster_capture_res_free(), also after a failure).  0, or -ENOMEM.

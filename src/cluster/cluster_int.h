@@ -161,9 +161,11 @@ void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qst
 int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_partial *wp,
 		      char *why, size_t len);
 
-/* ccapture.c, under cl->lock: a CAPTURED from p (its body copied); p's
- * connection is gone (its hosts of running captures: missing). */
-void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_captured *c);
+/* ccapture.c, under cl->lock: a CAPTURED from p (its body copied;
+ * frame_len: its bytes on the wire, header included); p's connection is
+ * gone (its hosts of running captures: missing). */
+void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_captured *c,
+		      size_t frame_len);
 void ccap_peer_left(struct cluster *cl, struct cpeer *p);
 
 /* ---- cquery.c, for the query thread (cquery_run.c) ---- */

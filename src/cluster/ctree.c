@@ -12,7 +12,9 @@
  * A CAPTURE from the parent (the flight recorder, #22) is made on this
  * collector's own agents (cluster_capture_run()) and answered as one
  * host: the records every agent under it found, in one BATCH payload,
- * their flight buffers' counts summed.  It waits CTREE_CAPTURE_NS at
+ * their flight buffers' counts summed.  A CAPTURE naming a host (--host
+ * H through the tree) asks only that host under this one, and is
+ * answered "no such host" (WIRE_CS_NOHOST) when none is.  It waits CTREE_CAPTURE_NS at
  * most (on the link's thread, which sends no BEAT meanwhile: that plus a
  * beat's interval stays under WIRE_DEAD_MS), so that its answer reaches
  * the parent within the parent's own 5 s.
@@ -70,7 +72,7 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 			 struct wbuf *spans)
 {
 	struct tctx *t = ctx;
-	char service[WIRE_SERVICE_MAX + 1];
+	char service[WIRE_SERVICE_MAX + 1], host[WIRE_HOST_MAX + 1];
 	struct cluster_capture_req rq = {
 		.kind = c->kind, .trace_hi = c->trace_hi, .trace_lo = c->trace_lo,
 		.from_ns = c->from_ns, .to_ns = c->to_ns, .timeout_ns = CTREE_CAPTURE_NS,
@@ -79,10 +81,13 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 	size_t at = spans->len;
 	uint32_t count = 0;
 	bool answered = false;
+	size_t nohost = 0;
 
 	snprintf(service, sizeof(service), "%.*s", (int)c->service_len,
 		 c->service ? c->service : "");
 	rq.service = service[0] ? service : NULL;
+	snprintf(host, sizeof(host), "%.*s", (int)c->host_len, c->host ? c->host : "");
+	rq.host = host[0] ? host : NULL;
 	res->state = WIRE_CS_OFF;
 	wbuf_le32(spans, 0);		/* the count, set below */
 	if (cluster_capture_run(t->cl, &rq, &r)) {
@@ -92,6 +97,7 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 	for (size_t i = 0; i < r.n; i++) {
 		const struct cluster_capture_host *h = &r.h[i];
 
+		nohost += h->state == CCH_NOHOST;
 		if (h->state != CCH_ANSWERED)
 			continue;
 		answered = true;
@@ -112,6 +118,8 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 	}
 	if (answered)
 		res->state = WIRE_CS_ANSWERED;
+	else if (rq.host && nohost == r.n)	/* no member is that host */
+		res->state = WIRE_CS_NOHOST;
 	if (!spans->err) {
 		spans->p[at] = (unsigned char)count;
 		spans->p[at + 1] = (unsigned char)(count >> 8);

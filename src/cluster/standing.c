@@ -7,6 +7,17 @@
  * of older versions (DIR/NAME.ndjson, NAME.ndjson.1) are imported into
  * the store at start, once (import_history()).  When no agent is connected yet, or the cluster refuses the
  * query for now, it is retried every STANDING_RETRY_MS until dropped.
+ *
+ * With a store that several collectors share (ClickHouse,
+ * store__standing_shared()), the definitions are the store's
+ * (standing_queries): a sync thread reads them every STANDING_SYNC_MS,
+ * compiles the new ones and forgets the dropped ones, and renews the
+ * store's lease (standing_lease, STANDING_LEASE_MS): only the lease's
+ * holder runs the queries, the others list them; a holder that dies
+ * stops renewing and another takes over once the lease ran out (one
+ * that stops gives it back at once).  Adding and dropping write the
+ * store, then sync.  With SQLite the collector keeps its own in
+ * DIR/queries.json and runs them all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +43,8 @@
 #include "store/store.h"
 
 #define STANDING_RETRY_MS	2000
+#define STANDING_SYNC_MS	2000	/* shared: definitions and lease read */
+#define STANDING_LEASE_MS	10000	/* shared: a lease not renewed runs out */
 
 struct sq {
 	struct standing *s;
@@ -42,6 +55,7 @@ struct sq {
 	const struct plan *p;
 	volatile int stop;
 	pthread_t thread;
+	bool running;			/* its thread runs (shared: the lease's) */
 	json_t *last;			/* the latest window line (under s->lock) */
 	/* the rows of the window under way: its hosts' answers, then the
 	 * merged one, stored together (one INSERT); each row owns its
@@ -59,6 +73,16 @@ struct standing {
 	pthread_mutex_t lock;		/* the list, each sq's last and windows */
 	struct sq *list;
 	unsigned n;
+	/* a store shared by several collectors: definitions in the store */
+	bool shared;
+	bool may_run;			/* it may take the lease (not under --parent) */
+	bool holder;			/* this collector holds the lease */
+	char me[128];			/* its id in the lease */
+	char who[128];			/* the lease's holder, last read */
+	pthread_mutex_t sync_lock;	/* one sync() at a time */
+	pthread_t sync_thread;
+	bool sync_started;
+	volatile int stop;
 };
 
 bool standing_name_ok(const char *n)
@@ -268,8 +292,8 @@ static void sq_free(struct sq *q)
 	free(q);
 }
 
-/* A standing query compiled and started (not yet in the list). */
-static struct sq *sq_start(struct standing *s, const char *name, const char *text,
+/* A standing query compiled, not started (not yet in the list). */
+static struct sq *sq_new(struct standing *s, const char *name, const char *text,
 			   uint64_t grace_ns, uint64_t created_ms, char *err, size_t errlen,
 			   int *line, int *col)
 {
@@ -302,7 +326,29 @@ static struct sq *sq_start(struct standing *s, const char *name, const char *tex
 		sq_free(q);
 		return NULL;
 	}
+	return q;
+}
+
+/* Start q's thread.  0 or -errno (logged). */
+static int sq_run(struct sq *q)
+{
+	q->stop = 0;
 	if (pthread_create(&q->thread, NULL, sq_main, q)) {
+		pr_warn("standing query %s: cannot start a thread", q->name);
+		return -EAGAIN;
+	}
+	q->running = true;
+	return 0;
+}
+
+/* A standing query compiled and started (not yet in the list). */
+static struct sq *sq_start(struct standing *s, const char *name, const char *text,
+			   uint64_t grace_ns, uint64_t created_ms, char *err, size_t errlen,
+			   int *line, int *col)
+{
+	struct sq *q = sq_new(s, name, text, grace_ns, created_ms, err, errlen, line, col);
+
+	if (q && sq_run(q)) {
 		snprintf(err, errlen, "cannot start a thread");
 		sq_free(q);
 		return NULL;
@@ -310,10 +356,19 @@ static struct sq *sq_start(struct standing *s, const char *name, const char *tex
 	return q;
 }
 
-static void sq_stop(struct sq *q)
+/* Stop q's thread, if it runs (its agents detach the probes). */
+static void sq_halt(struct sq *q)
 {
+	if (!q->running)
+		return;
 	q->stop = 1;
 	pthread_join(q->thread, NULL);
+	q->running = false;
+}
+
+static void sq_stop(struct sq *q)
+{
+	sq_halt(q);
 	sq_free(q);
 }
 
@@ -420,6 +475,230 @@ static void import_history(struct standing *s)
 		closedir(d);
 }
 
+/* ---- definitions in a shared store ------------------------------------------- */
+
+/* The store's live definitions, as store__standing_list() gives them. */
+struct defs {
+	struct store_standing d[STANDING_MAX];
+	size_t n;
+	bool all;			/* every name, dropped ones too */
+};
+
+static int def_add(void *ctx, const struct store_standing *d)
+{
+	struct defs *v = ctx;
+
+	if ((d->deleted && !v->all) || !standing_name_ok(d->name))
+		return 0;
+	if (v->n == STANDING_MAX) {
+		pr_warn("standing query %s: this collector runs its maximum of %d; not run",
+			d->name, STANDING_MAX);
+		return 0;
+	}
+	v->d[v->n] = *d;
+	v->d[v->n].name = strdup(d->name);
+	v->d[v->n].query = strdup(d->query);
+	if (!v->d[v->n].name || !v->d[v->n].query) {
+		free((char *)v->d[v->n].name);
+		free((char *)v->d[v->n].query);
+		return -ENOMEM;
+	}
+	v->n++;
+	return 0;
+}
+
+static void defs_free(struct defs *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		free((char *)v->d[i].name);
+		free((char *)v->d[i].query);
+	}
+	v->n = 0;
+}
+
+static const struct store_standing *defs_find(const struct defs *v, const char *name)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (!strcmp(v->d[i].name, name))
+			return &v->d[i];
+	return NULL;
+}
+
+/*
+ * Bring this collector's list to the store's definitions and its
+ * running queries to the lease: take or renew it, read the definitions,
+ * forget those dropped or changed, compile the new ones, and run all of
+ * them on the lease's holder only.  A store that does not answer
+ * changes nothing (warned).
+ */
+static void sync_shared(struct standing *s)
+{
+	struct defs *v = calloc(1, sizeof(*v));
+	struct sq *gone = NULL, *halt[STANDING_MAX], **pp, *q;
+	size_t nhalt = 0;
+	char err[512] = "", who[128] = "";
+	int held, ret;
+
+	if (!v)
+		return;
+	pthread_mutex_lock(&s->sync_lock);
+	held = s->may_run ? store__standing_lease(s->st, s->me, STANDING_LEASE_MS * 1000ull,
+						  false, who, sizeof(who), err, sizeof(err)) : 0;
+	if (held < 0)
+		pr_warn("standing queries: the store's lease: %s",
+			err[0] ? err : strerror(-held));
+	else
+		pr_debug("standing queries: lease %s (holder %s)", held ? "held" : "not held",
+			 who);
+	err[0] = '\0';
+	ret = store__standing_list(s->st, def_add, v, err, sizeof(err));
+	if (ret) {
+		pr_warn("standing queries: reading the store's definitions: %s",
+			err[0] ? err : strerror(-ret));
+		defs_free(v);
+		free(v);
+		pthread_mutex_unlock(&s->sync_lock);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (held >= 0) {
+		if ((bool)held != s->holder)
+			pr_info("standing queries: %s (lease holder: %s)", held ?
+				"this collector runs them" : "another collector runs them",
+				who[0] ? who : "none");
+		s->holder = held;
+		snprintf(s->who, sizeof(s->who), "%s", who);
+	}
+	for (pp = &s->list; (q = *pp);) {
+		const struct store_standing *d = defs_find(v, q->name);
+
+		if (d && !strcmp(d->query, q->text) &&
+		    d->grace_ms == q->grace_ns / 1000000) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;		/* dropped (or changed: made again below) */
+		s->n--;
+		q->next = gone;
+		gone = q;
+		pr_info("standing query %s: dropped%s", q->name, d ? " (changed)" : "");
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const struct store_standing *d = &v->d[i];
+		char why[2048];
+
+		for (q = s->list; q && strcmp(q->name, d->name); q = q->next)
+			;
+		if (q)
+			continue;
+		q = sq_new(s, d->name, d->query, d->grace_ms * 1000000ull, d->created_ms,
+			   why, sizeof(why), NULL, NULL);
+		if (!q) {
+			pr_debug("standing query %s: %s", d->name, why);
+			continue;
+		}
+		q->next = s->list;
+		s->list = q;
+		s->n++;
+		pr_info("standing query %s: defined in the store: %s", d->name, d->query);
+	}
+	for (q = s->list; q; q = q->next) {
+		if (s->holder && !q->running)
+			sq_run(q);
+		else if (!s->holder && q->running)
+			halt[nhalt++] = q;
+		if (!s->holder && q->running)
+			q->stop = 1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	/* threads joined outside the lock: their sinks take it */
+	for (size_t i = 0; i < nhalt; i++)
+		sq_halt(halt[i]);
+	while ((q = gone)) {
+		gone = q->next;
+		sq_stop(q);
+	}
+	pthread_mutex_unlock(&s->sync_lock);
+	defs_free(v);
+	free(v);
+}
+
+static void *sync_main(void *arg)
+{
+	struct standing *s = arg;
+
+	while (!s->stop) {
+		for (int w = 0; w < STANDING_SYNC_MS && !s->stop; w += 50)
+			poll(NULL, 0, 50);
+		if (!s->stop)
+			sync_shared(s);
+	}
+	return NULL;
+}
+
+/*
+ * Definitions of DIR/queries.json (kept before the store shared them)
+ * into the store, those whose name it never had, then the file renamed
+ * queries.json.imported.  A file that cannot be read stays (warned).
+ */
+static void import_defs(struct standing *s)
+{
+	struct defs *v = calloc(1, sizeof(*v));
+	char path[4200], to[4300], err[512] = "";
+	json_t *j, *e;
+	size_t i, n = 0;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/queries.json", s->dir);
+	if (!v || access(path, F_OK)) {
+		free(v);
+		return;
+	}
+	v->all = true;
+	j = json_load_file(path, 0, NULL);
+	ret = j ? store__standing_list(s->st, def_add, v, err, sizeof(err)) : -EBADMSG;
+	json_array_foreach(ret ? NULL : json_object_get(j, "queries"), i, e) {
+		struct store_standing d = {
+			.name = json_string_value(json_object_get(e, "name")),
+			.query = json_string_value(json_object_get(e, "query")),
+			.grace_ms = (uint64_t)json_integer_value(json_object_get(e, "grace_ms")),
+			.created_ms = (uint64_t)json_integer_value(json_object_get(e, "created_ms")),
+		};
+
+		if (!d.name || !d.query || !standing_name_ok(d.name) || defs_find(v, d.name))
+			continue;
+		ret = store__standing_put(s->st, &d, err, sizeof(err));
+		if (ret)
+			break;
+		n++;
+	}
+	json_decref(j);
+	defs_free(v);
+	free(v);
+	snprintf(to, sizeof(to), "%s.imported", path);
+	if (ret)
+		pr_warn("standing queries: %s into the store: %s (tried again at the next start)",
+			path, err[0] ? err : strerror(-ret));
+	else if (rename(path, to))
+		pr_warn("standing queries: %s: %s", path, strerror(errno));
+	else
+		pr_info("standing queries: %zu definitions of %s now in the store", n, path);
+}
+
+/* Shared: write d (a definition, or a drop) and sync at once.  0 or
+ * -errno with a reason in err. */
+static int put_shared(struct standing *s, const struct store_standing *d, char *err,
+		      size_t errlen)
+{
+	int ret = store__standing_put(s->st, d, err, errlen);
+
+	if (ret && !err[0])
+		snprintf(err, errlen, "the store: %s", strerror(-ret));
+	if (!ret)
+		sync_shared(s);
+	return ret;
+}
+
 /* ---- the registry ------------------------------------------------------------ */
 
 static int load(struct standing *s, char *err, size_t errlen)
@@ -466,7 +745,7 @@ static int load(struct standing *s, char *err, size_t errlen)
 }
 
 struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
-			      char *err, size_t errlen)
+			      bool may_run, char *err, size_t errlen)
 {
 	struct standing *s = calloc(1, sizeof(*s));
 
@@ -476,14 +755,33 @@ struct standing *standing_new(struct cluster *cl, struct store *st, const char *
 	}
 	s->cl = cl;
 	s->st = st;
+	s->may_run = may_run;
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->sync_lock, NULL);
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		standing_free(s);
 		return NULL;
 	}
 	import_history(s);
+	s->shared = store__standing_shared(st);
+	if (s->shared) {
+		char host[64] = "";
+
+		gethostname(host, sizeof(host) - 1);
+		snprintf(s->me, sizeof(s->me), "%.63s:%d:%016" PRIx64, host, (int)getpid(),
+			 clock_realtime_ns() ^ ((uint64_t)getpid() << 40));
+		import_defs(s);
+		sync_shared(s);
+		if (pthread_create(&s->sync_thread, NULL, sync_main, s)) {
+			snprintf(err, errlen, "cannot start a thread");
+			standing_free(s);
+			return NULL;
+		}
+		s->sync_started = true;
+		return s;
+	}
 	if (load(s, err, errlen)) {
 		standing_free(s);
 		return NULL;
@@ -495,12 +793,25 @@ void standing_free(struct standing *s)
 {
 	if (!s)
 		return;
+	s->stop = 1;
+	if (s->sync_started)
+		pthread_join(s->sync_thread, NULL);
 	while (s->list) {
 		struct sq *q = s->list;
 
 		s->list = q->next;
 		sq_stop(q);
 	}
+	if (s->shared && s->holder) {	/* another takes over now */
+		char err[512] = "";
+
+		if (store__standing_lease(s->st, s->me, 0, true, NULL, 0, err, sizeof(err)) < 0)
+			pr_warn("standing queries: giving the lease back: %s", err);
+		else
+			pr_info("standing queries: the lease given back (another collector"
+				" takes it at its next sync)");
+	}
+	pthread_mutex_destroy(&s->sync_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -530,6 +841,20 @@ int standing_add(struct standing *s, const char *name, const char *text, uint64_
 			 STANDING_MAX);
 	if (ret)
 		return ret;
+	if (s->shared) {	/* checked here, run by the lease's holder */
+		struct store_standing d = { .name = name, .query = text,
+			.grace_ms = grace_ns / 1000000,
+			.created_ms = clock_realtime_ns() / 1000000 };
+
+		q = sq_new(s, name, text, grace_ns, d.created_ms, err, errlen, line, col);
+		if (!q)
+			return -EINVAL;
+		sq_free(q);
+		ret = put_shared(s, &d, err, errlen);
+		if (!ret)
+			pr_info("standing query %s: %s (in the store)", name, text);
+		return ret;
+	}
 	q = sq_start(s, name, text, grace_ns, clock_realtime_ns() / 1000000, err, errlen, line, col);
 	if (!q)
 		return -EINVAL;
@@ -552,6 +877,24 @@ int standing_drop(struct standing *s, const char *name)
 {
 	struct sq **pp, *q = NULL;
 
+	if (s->shared) {	/* a drop in the store, then everyone forgets it */
+		struct store_standing d = { .name = name, .query = "", .deleted = 1 };
+		char err[512] = "";
+		bool known = false;
+
+		pthread_mutex_lock(&s->lock);
+		for (q = s->list; q && !known; q = q->next)
+			known = !strcmp(q->name, name);
+		pthread_mutex_unlock(&s->lock);
+		if (!known)
+			return -ENOENT;
+		if (put_shared(s, &d, err, sizeof(err))) {
+			pr_warn("standing query %s: dropping it in the store: %s", name, err);
+			return -EIO;
+		}
+		return 0;
+	}
+
 	pthread_mutex_lock(&s->lock);
 	for (pp = &s->list; *pp; pp = &(*pp)->next)
 		if (!strcmp((*pp)->name, name)) {
@@ -570,6 +913,20 @@ int standing_drop(struct standing *s, const char *name)
 	return 0;
 }
 
+/* A key column that is a profile sample's s.trace_id (the trace page's
+ * profile of a request), or -1. */
+static int trace_col(const struct plan *p)
+{
+	for (int i = 0; p && i < p->ncols; i++) {
+		const struct pexpr *e = p->cols[i].e;
+		const struct pexpr *k = e && e->op == PX_KEY ? p->keys[e->idx].e : NULL;
+
+		if (p->source == SRC_PROFILE && k && k->op == PX_FIELD && k->field == F_TRACE_ID)
+			return i;
+	}
+	return -1;
+}
+
 json_t *plan_columns_json(const struct plan *p)
 {
 	json_t *a = json_array();
@@ -586,6 +943,9 @@ json_t *plan_columns_json(const struct plan *p)
 		/* folded frames, root first (the UI's flame graph) */
 		if (c && pc->stack_key >= 0)
 			json_object_set_new(c, "stack", json_true());
+		/* a profile sample's trace id (the trace page's profile) */
+		if (c && trace_col(p) == i)
+			json_object_set_new(c, "trace", json_true());
 		json_array_append_new(a, c);
 	}
 	return a;
@@ -598,28 +958,47 @@ char *standing_list_json(struct standing *s)
 
 	pthread_mutex_lock(&s->lock);
 	for (struct sq *q = s->list; a && q; q = q->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:o?, s:I, s:I, s:I, s:O?}", "name", q->name,
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o?, s:I, s:I, s:I, s:O?, s:b}", "name", q->name,
 			"query", q->text, "columns", plan_columns_json(q->p), "grace_ms", (json_int_t)(q->grace_ns / 1000000),
 			"created_ms", (json_int_t)q->created_ms, "windows", (json_int_t)q->windows,
-			"last", q->last));
+			"last", q->last, "runs", q->running));
 	pthread_mutex_unlock(&s->lock);
 	out = a ? json_dumps(a, JSON_COMPACT) : NULL;
 	json_decref(a);
 	return out;
 }
 
+struct windows_out {
+	json_t *a;
+	int col;		/* keep only rows whose column col is trace; -1: all */
+	json_int_t trace;
+};
+
 /* store__windows()'s callback: each window's answer into the array. */
 static int add_window(void *ctx, const struct store_window *w)
 {
-	json_t *j = json_loads(w->answer, 0, NULL);
+	struct windows_out *o = ctx;
+	json_t *j = json_loads(w->answer, 0, NULL), *rows = json_object_get(j, "rows"), *kept, *r;
+	size_t i;
 
+	if (j && o->col >= 0 && json_is_array(rows) && (kept = json_array())) {
+		json_array_foreach(rows, i, r) {
+			json_t *v = json_array_get(r, (size_t)o->col);
+
+			if (json_is_integer(v) && json_integer_value(v) == o->trace)
+				json_array_append(kept, r);
+		}
+		json_object_set_new(j, "rows", kept);
+	}
 	if (j)
-		json_array_append_new(ctx, j);
+		json_array_append_new(o->a, j);
 	return 0;
 }
 
-int standing_results(struct standing *s, const char *name, unsigned limit, char **json)
+int standing_results(struct standing *s, const char *name, unsigned limit,
+		     const uint64_t *trace, char **json)
 {
+	struct windows_out wo = { .col = -1 };
 	json_t *a, *o;
 	const char *text = NULL;
 	const struct plan *p = NULL;
@@ -632,16 +1011,22 @@ int standing_results(struct standing *s, const char *name, unsigned limit, char 
 		if (!strcmp(q->name, name)) {
 			text = q->text;
 			p = q->p;
+			wo.col = trace ? trace_col(p) : -1;
 		}
 	o = text ? json_pack("{s:s, s:s, s:o?}", "name", name, "query", text,
 			     "columns", plan_columns_json(p)) : NULL;
 	pthread_mutex_unlock(&s->lock);
 	if (!text)
 		return -ENOENT;
-	a = json_array();
+	if (trace && wo.col < 0) {
+		json_decref(o);
+		return -EINVAL;
+	}
+	wo.trace = trace ? (json_int_t)*trace : 0;
+	a = wo.a = json_array();
 	r = store__reader_new(s->st);
 	ret = !a || !o ? -ENOMEM : !r ? -errno :
-	      store__windows(r, name, STORE_WINDOW_MERGED, limit, add_window, a, err, sizeof(err));
+	      store__windows(r, name, STORE_WINDOW_MERGED, limit, add_window, &wo, err, sizeof(err));
 	store__reader_free(r);
 	if (ret) {
 		pr_warn("standing query %s: reading its windows: %s", name,

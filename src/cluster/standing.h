@@ -16,6 +16,12 @@
  *
  * one series per integer column C of each row.  Names are 1 to 64 of
  * [A-Za-z0-9_] (Prometheus-safe).  DIR is the store's path + ".queries".
+ *
+ * A store that several collectors share (ClickHouse) keeps the
+ * definitions instead (table standing_queries): each collector on it
+ * reads them every 2 s, and only the holder of the store's lease
+ * (standing_lease, 10 s, renewed at each read) runs them; when it dies,
+ * another takes over once the lease ran out, at once when it stopped.
  */
 #ifndef FAY_CLUSTER_STANDING_H
 #define FAY_CLUSTER_STANDING_H
@@ -39,13 +45,16 @@ struct store;
 bool standing_name_ok(const char *n);
 
 /* Load DIR's definitions (creating DIR) and start each on cl, their
- * windows written into st (which outlives the registry).  History files
+ * windows written into st (which outlives the registry).  With a store
+ * several collectors share, the store's definitions instead, run only
+ * while this collector holds the store's lease, which it takes only if
+ * may_run (a collector under a parent: false; its parent runs them).  History files
  * of older versions (DIR/NAME.ndjson and .ndjson.1) are imported into st
  * first and renamed NAME.ndjson.imported (once; an import cut short is
  * run again).  NULL with a reason in err: DIR unusable, or queries.json
  * corrupt (named, never overwritten). */
 struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
-			      char *err, size_t errlen);
+			      bool may_run, char *err, size_t errlen);
 /* Stop every standing query (their probes are detached) and free. */
 void standing_free(struct standing *s);
 
@@ -58,24 +67,32 @@ void standing_free(struct standing *s);
 int standing_add(struct standing *s, const char *name, const char *text, uint64_t grace_ns,
 		 char *err, size_t errlen, int *line, int *col);
 /* Stop and forget NAME (its windows stay in the store, until the
- * retention).  0 or -ENOENT. */
+ * retention; shared: a drop written to the store, which every collector
+ * on it reads).  0, -ENOENT, or -EIO (the store refused; logged). */
 int standing_drop(struct standing *s, const char *name);
 
 /*
  * The columns of a plan's rows as a JSON array (NULL: no memory):
  * {"name", "type": "int"|"string"|"distribution", "key": true for a
- * group key}.  The header line of POST /api/query and the standing
+ * group key, "unit", "stack": true for folded frames, "trace": true for
+ * the s.trace_id key of a profile(...) query}.  The header line of POST /api/query and the standing
  * queries' listings carry it.
  */
 struct json_t *plan_columns_json(const struct plan *p);
 
 /* A JSON array: name, query, columns, grace_ms, created_ms, windows, last
- * (the latest window line); malloc'd. */
+ * (the latest window line), runs (this collector runs it: false on a
+ * shared store's collectors but the lease's holder); malloc'd. */
 char *standing_list_json(struct standing *s);
 /* {"name","query","columns","windows":[the last limit window objects,
  * oldest first]} (from the store: the merged answers) into *json
- * (malloc'd).  0, -ENOENT, -ENOMEM, or the store's -errno (logged). */
-int standing_results(struct standing *s, const char *name, unsigned limit, char **json);
+ * (malloc'd).  trace non-NULL: each window keeps only its rows whose
+ * s.trace_id key of a profile(...) query (the column marked "trace") is
+ * *trace, the low 64 bits of a trace id (the trace page's profile of a
+ * request).  0, -ENOENT, -EINVAL (trace, and the query has no such
+ * key), -ENOMEM, or the store's -errno (logged). */
+int standing_results(struct standing *s, const char *name, unsigned limit,
+		     const uint64_t *trace, char **json);
 /* The latest window of each as Prometheus gauges, appended to f. */
 void standing_metrics(struct standing *s, FILE *f);
 

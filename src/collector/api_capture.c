@@ -6,7 +6,10 @@
  *     {"trace_id":"HEX"}                     every span of that trace, or
  *     {"last_ms":N, "host":H, "service":S}   every span overlapping the
  *                                            last N ms (host, service:
- *                                            optional filters)
+ *                                            optional filters; a host
+ *                                            under a child collector is
+ *                                            asked through it: its entry
+ *                                            in the account says "via")
  * asks every agent for what its flight buffer holds (cluster_capture_run(),
  * through the query connections), stores the spans it gets back, each
  * marked with three tags:
@@ -59,6 +62,7 @@ static const char *state_name(enum cluster_capture_state s)
 	case CCH_OFF: return "no flight buffer";
 	case CCH_MISSING: return "missing";
 	case CCH_UNSUPPORTED: return "does not capture";
+	case CCH_NOHOST: return "no such host";
 	}
 	return "?";
 }
@@ -306,6 +310,7 @@ struct cap_round {
 	json_t *hosts;			/* one object per host */
 	unsigned asked, answered;
 	uint64_t found, stored;
+	uint64_t wire_bytes;		/* CAPTURE + CAPTURED frames, all hosts */
 	int ret;			/* a store failure: -errno, err says */
 	char err[512];
 };
@@ -325,9 +330,13 @@ static int round_run(struct collector *c, const struct cluster_capture_req *cr,
 	for (size_t i = 0; rd->hosts && i < res.n; i++) {
 		const struct cluster_capture_host *h = &res.h[i];
 		long st = 0;
+		json_t *o;
 
+		if (h->state == CCH_NOHOST)
+			continue;	/* a child collector without cr->host */
 		rd->asked += h->state != CCH_UNSUPPORTED;
 		rd->answered += h->state == CCH_ANSWERED || h->state == CCH_OFF;
+		rd->wire_bytes += h->wire_bytes;
 		if (h->state == CCH_ANSWERED) {
 			rd->found += h->nspans;
 			st = store_host(c, h, mk, seen, rd->err, sizeof(rd->err));
@@ -339,11 +348,14 @@ static int round_run(struct collector *c, const struct cluster_capture_req *cr,
 			}
 			rd->stored += (uint64_t)st;
 		}
-		json_array_append_new(rd->hosts, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b}",
+		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b}",
 			"host", h->host, "state", state_name(h->state),
 			"spans", (json_int_t)h->nspans, "stored", (json_int_t)st,
 			"held", (json_int_t)h->held, "dropped", (json_int_t)h->dropped,
-			"oldest_ms", (json_int_t)(h->oldest_ns / 1000000u), "cut", h->cut));
+			"oldest_ms", (json_int_t)(h->oldest_ns / 1000000u), "cut", h->cut);
+		if (o && h->via[0])
+			json_object_set_new(o, "via", json_string(h->via));
+		json_array_append_new(rd->hosts, o);
 	}
 	cluster_capture_res_free(&res);
 	if (!rd->hosts)
@@ -378,6 +390,7 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 		"hosts", rd.hosts);
 	if (!acc)
 		return NULL;
+	json_object_set_new(acc, "wire_bytes", json_integer((json_int_t)rd.wire_bytes));
 	if (rd.ret)
 		json_object_set_new(acc, "error", json_string(rd.err));
 	if (tr) {	/* a rule's capture: what matched, and how long it took */
@@ -395,6 +408,7 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 		json_object_set_new(acc, "follow_ms", json_integer((json_int_t)tr->follow_ms));
 		json_object_set_new(acc, "following", json_boolean(tr->follow_ms > 0));
 		json_object_set_new(acc, "follow_rounds", json_integer(0));
+		json_object_set_new(acc, "follow_wire_bytes", json_integer(0));
 		json_object_set_new(acc, "spans_late", json_integer(0));
 		json_object_set_new(acc, "last_late_ms", json_integer(0));
 	}
@@ -504,6 +518,7 @@ long capture_follow(struct collector *c, json_t *acc, const struct cluster_captu
 	pthread_mutex_lock(&c->captures_lock);
 	fold_hosts(acc, rd.hosts);
 	acc_add(acc, "follow_rounds", 1);
+	acc_add(acc, "follow_wire_bytes", (json_int_t)rd.wire_bytes);
 	if (rd.stored) {
 		acc_add(acc, "spans_late", (json_int_t)rd.stored);
 		acc_add(acc, "spans_stored", (json_int_t)rd.stored);

@@ -8,20 +8,26 @@
  *                                        201; 400 with the line:col
  *                                        diagnostic; 409 when N exists
  *   DELETE /api/queries/NAME             stop it (its agents detach)
- *   GET    /api/queries/NAME/results?limit=N
+ *   GET    /api/queries/NAME/results?limit=N&trace=ID
  *                                        its history: the last N windows
- *                                        (default 100), oldest first
+ *                                        (default 100), oldest first;
+ *                                        with trace (a trace id in hex),
+ *                                        only the rows of that trace (a
+ *                                        profile query grouped by
+ *                                        s.trace_id: the trace page)
  *
  * POST and DELETE need the token when the collector has one.
  */
 #include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/standing.h"
 #include "collector/http_int.h"
+#include "common/spanrec.h"
 
 static int add(struct collector *c, struct http_con *con,
 	       const struct http_body *body)
@@ -81,8 +87,12 @@ int api_standing(struct collector *c, struct http_con *con, const struct http_rq
 	memcpy(name, rest, n);
 	name[n] = '\0';
 	if (!slash && !strcmp(method, "DELETE")) {
-		if (standing_drop(c->standing, name))
+		ret = standing_drop(c->standing, name);
+		if (ret == -ENOENT)
 			return reply_text(c, con, 404, "no standing query named %s\n", name);
+		if (ret)
+			return reply_text(c, con, 503, "the store cannot take the drop (the"
+					  " collector's log says why)\n");
 		return reply_json(c, con, json_pack("{s:s}", "dropped", name));
 	}
 	if (slash && !strcmp(slash, "/results") && get) {
@@ -90,11 +100,18 @@ int api_standing(struct collector *c, struct http_con *con, const struct http_rq
 		char *end;
 		unsigned long limit = l ? strtoul(l, &end, 10) : 100;
 
+		const char *t = http_arg(con, "trace");
+		uint64_t hi, trace = 0;
+
 		if (l && (*end || !*l || limit < 1 || limit > 100000))
 			return reply_text(c, con, 400, "limit: an integer from 1 to 100000\n");
-		ret = standing_results(c->standing, name, (unsigned)limit, &json);
+		if (t && spanrec_parse_trace(t, strlen(t), &hi, &trace))
+			return reply_text(c, con, 400, "trace: a trace id, 16 or 32 hex digits\n");
+		ret = standing_results(c->standing, name, (unsigned)limit, t ? &trace : NULL, &json);
 		if (ret == -ENOENT)
 			return reply_text(c, con, 404, "no standing query named %s\n", name);
+		if (ret == -EINVAL)
+			return reply_text(c, con, 400, "trace: the standing query %s does not group profile(...) samples by s.trace_id\n", name);
 		return ret ? reply_text(c, con, ret == -ENOMEM ? 500 : 503,
 					"%s\n", ret == -ENOMEM ? "out of memory" :
 					"the store cannot answer (the collector's log says why)") :

@@ -5,11 +5,17 @@
  * agent can run it); its rows become pending captures, which one capture
  * thread makes when they are due (capture_make()).  One mutex guards the
  * rules' counts, the pending list and the recent trace ids.
+ *
+ * The counts are kept in rules.json with the definitions: written by the
+ * capture thread at most once a CR_SAVE_MS while they change, and when
+ * the collector stops, so that a restart goes on from them (a collector
+ * killed -9 loses the last CR_SAVE_MS at most).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +31,7 @@
 #include "engine/driver.h"
 
 #define CR_RETRY_MS	2000
+#define CR_SAVE_MS	1000
 #define CR_SOURCE	"rule"
 /* The query around a rule's predicate: the predicate alone on line 2,
  * so that its errors' columns are the rule's own. */
@@ -86,13 +93,44 @@ struct crules {
 	struct cfollow *follow;		/* in due order */
 	unsigned nfollow;
 	pthread_cond_t fcond;
+	bool dirty;			/* counts changed since the last save */
+	uint64_t saved_ns;		/* monotonic */
 	int stop;
 	pthread_t thread, fthread;
 };
 
 /* ---- definitions on disk ------------------------------------------------- */
 
-/* Write rules.json whole.  Under rs->lock. */
+/* A rule's counts, as rules.json and /api/captures/rules name them. */
+static const struct {
+	const char *key;
+	size_t off;
+} cr_counts[] = {
+	{ "matches", offsetof(struct crule, matches) },
+	{ "captures", offsetof(struct crule, captures) },
+	{ "deduplicated", offsetof(struct crule, deduped) },
+	{ "over_budget", offsetof(struct crule, over_budget) },
+	{ "spans_late", offsetof(struct crule, late) },
+	{ "unfollowed", offsetof(struct crule, unfollowed) },
+};
+#define CR_NCOUNTS	(sizeof(cr_counts) / sizeof(cr_counts[0]))
+
+static uint64_t *count_of(struct crule *r, size_t i)
+{
+	return (uint64_t *)((char *)r + cr_counts[i].off);
+}
+
+/* r's counts as a JSON object (NULL: out of memory). */
+static json_t *counts_json(struct crule *r)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < CR_NCOUNTS; i++)
+		json_object_set_new(o, cr_counts[i].key, json_integer((json_int_t)*count_of(r, i)));
+	return o;
+}
+
+/* Write rules.json whole: definitions and counts.  Under rs->lock. */
 static int save(struct crules *rs)
 {
 	json_t *a = json_array(), *doc;
@@ -100,9 +138,10 @@ static int save(struct crules *rs)
 	int err;
 
 	for (struct crule *r = rs->list; a && r; r = r->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:i, s:I}", "name", r->name,
-			"expr", r->expr, "per_s", (int)r->per_s, "settle_ms", (int)r->settle_ms,
-			"follow_ms", (int)r->follow_ms, "created_ms", (json_int_t)r->created_ms));
+		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:o*}", "name",
+			r->name, "expr", r->expr, "per_s", (int)r->per_s, "settle_ms",
+			(int)r->settle_ms, "follow_ms", (int)r->follow_ms, "created_ms",
+			(json_int_t)r->created_ms, "counts", counts_json(r)));
 	doc = a ? json_pack("{s:o}", "rules", a) : NULL;
 	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
 	json_decref(doc);
@@ -111,7 +150,28 @@ static int save(struct crules *rs)
 	snprintf(path, sizeof(path), "%s/rules.json", rs->dir);
 	err = file_write_atomic(path, text, strlen(text), 0600, 0);
 	free(text);
+	if (!err) {
+		rs->dirty = false;
+		rs->saved_ns = clock_monotonic_ns();
+	}
 	return err;
+}
+
+/* Save the counts when they changed, CR_SAVE_MS after the last save at
+ * the soonest (force: now).  Under rs->lock. */
+static void save_counts(struct crules *rs, bool force)
+{
+	int err;
+
+	if (!rs->dirty || (!force && clock_monotonic_ns() - rs->saved_ns <
+			   (uint64_t)CR_SAVE_MS * 1000000u))
+		return;
+	err = save(rs);
+	if (err) {
+		rs->saved_ns = clock_monotonic_ns();	/* warn once a CR_SAVE_MS */
+		pr_warn("capture rules: their counts not saved in %s/rules.json: %s", rs->dir,
+			strerror(-err));
+	}
 }
 
 /* ---- matches ----------------------------------------------------------- */
@@ -163,6 +223,7 @@ static void on_row(struct crule *r, json_t *j)
 		return;
 	pthread_mutex_lock(&rs->lock);
 	r->matches++;
+	rs->dirty = true;
 	if (recent_has(rs, hi, lo)) {
 		r->deduped++;
 		goto out;
@@ -313,6 +374,7 @@ static void capture_pending(struct crules *rs, const struct cpend *pd)
 
 		if (r)
 			r->captures++;
+		rs->dirty = true;
 		if (r && pd->follow_ms && (!fo || !acc || rs->nfollow >= CRULES_FOLLOWING))
 			r->unfollowed++;
 	}
@@ -351,6 +413,7 @@ static void *capture_main(void *arg)
 	while (!rs->stop) {
 		struct cpend *pd = rs->pend;
 
+		save_counts(rs, false);
 		if (!pd || pd->due_ns > clock_monotonic_ns()) {
 			wait_due(rs, &rs->cond, pd ? pd->due_ns : 0);
 			continue;
@@ -395,6 +458,7 @@ static void *follow_main(void *arg)
 
 			if (r)
 				r->late += (uint64_t)n;
+			rs->dirty = true;
 		}
 		if (last) {
 			rs->nfollow--;
@@ -698,6 +762,13 @@ static int load(struct crules *rs, char *err, size_t errlen)
 			r->per_s = CRULES_PER_S_DEFAULT;
 		if (r->follow_ms > CRULES_FOLLOW_MS_MAX)
 			r->follow_ms = CRULES_FOLLOW_MS_DEFAULT;
+		/* its counts so far (a rules.json of a fay before: none) */
+		for (size_t k = 0; k < CR_NCOUNTS; k++) {
+			json_t *n = json_object_get(json_object_get(v, "counts"), cr_counts[k].key);
+
+			if (json_is_integer(n) && json_integer_value(n) > 0)
+				*count_of(r, k) = (uint64_t)json_integer_value(n);
+		}
 		r->next = rs->list;
 		rs->list = r;
 		rs->n++;
@@ -756,12 +827,10 @@ void crules_free(struct crules *rs)
 {
 	if (!rs)
 		return;
-	while (rs->list) {
-		struct crule *r = rs->list;
-
-		rs->list = r->next;
-		rule_stop(r);
-	}
+	for (struct crule *r = rs->list; r; r = r->next)	/* no more matches */
+		r->stop = 1;
+	for (struct crule *r = rs->list; r; r = r->next)
+		pthread_join(r->thread, NULL);
 	pthread_mutex_lock(&rs->lock);
 	rs->stop = 1;
 	pthread_cond_broadcast(&rs->cond);
@@ -769,6 +838,15 @@ void crules_free(struct crules *rs)
 	pthread_mutex_unlock(&rs->lock);
 	pthread_join(rs->thread, NULL);
 	pthread_join(rs->fthread, NULL);
+	pthread_mutex_lock(&rs->lock);
+	save_counts(rs, true);		/* the last of them, for the next start */
+	pthread_mutex_unlock(&rs->lock);
+	while (rs->list) {
+		struct crule *r = rs->list;
+
+		rs->list = r->next;
+		rule_free(r);
+	}
 	while (rs->pend) {
 		struct cpend *pd = rs->pend;
 

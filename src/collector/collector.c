@@ -373,7 +373,9 @@ static int coll_cluster_start(struct collector_run *r, const struct collector_op
 	int ret;
 
 	snprintf(dir, sizeof(dir), "%s.queries", o->db);
-	c->standing = standing_new(c->cluster, c->store, dir, why, sizeof(why));
+	/* under --parent, the root runs the shared ones: its queries reach
+	 * this collector's hosts too */
+	c->standing = standing_new(c->cluster, c->store, dir, !o->parent, why, sizeof(why));
 	if (!c->standing) {
 		snprintf(err, errlen, "standing queries: %s", why);
 		return -EINVAL;

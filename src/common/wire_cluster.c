@@ -179,6 +179,10 @@ void wire_capture_encode(const struct wire_capture *c, struct wbuf *w)
 	wbuf_le64(w, c->from_ns);
 	wbuf_le64(w, c->to_ns);
 	put_text(w, c->service ? c->service : "", c->service ? c->service_len : 0);
+	/* only to a child collector (the caller's choice): an agent of a
+	 * fay before it refuses bytes after the service */
+	if (c->host && c->host_len)
+		put_text(w, c->host, c->host_len);
 }
 
 void wire_captured_encode_head(const struct wire_captured *c, struct wbuf *w)
@@ -213,6 +217,9 @@ int wire_capture_decode(const void *p, size_t len, struct wire_capture *c,
 	if (!r.err && c->to_ns < c->from_ns)
 		rbuf_fail(&r, "to (before from)");
 	c->service = get_text(&r, WIRE_SERVICE_MAX, &c->service_len, "service");
+	/* a parent before --host through trees sent no host: none */
+	if (!r.err && r.off < r.len)
+		c->host = get_text(&r, WIRE_HOST_MAX, &c->host_len, "host");
 	return finish(&r, false, "CAPTURE", why, whylen);
 }
 
@@ -229,7 +236,7 @@ int wire_captured_decode(const void *p, size_t len, struct wire_captured *c,
 	rbuf_init(&r, p, len);
 	c->cid = rbuf_le32(&r, "cid");
 	st = rbuf_u8(&r, "state");
-	if (!r.err && st != WIRE_CS_ANSWERED && st != WIRE_CS_OFF) {
+	if (!r.err && st != WIRE_CS_ANSWERED && st != WIRE_CS_OFF && st != WIRE_CS_NOHOST) {
 		r.off--;
 		rbuf_fail(&r, "state");
 	}

@@ -32,7 +32,9 @@
  *                     u64 trace_lo (kind TRACE), u64 from_ns, u64 to_ns
  *                     (kind WINDOW: spans overlapping [from, to], wall
  *                     clock), uvar length, service (WINDOW: only spans of
- *                     that local service; empty: any)
+ *                     that local service; empty: any), then only to a
+ *                     child collector: uvar length, host (only that host
+ *                     under it; empty or absent: every one)
  *   peer  -> CAPTURED u32 cid, u8 state (enum wire_cstate), u8 flags
  *                     (WIRE_CF_*), uvar held, uvar dropped (spans in the
  *                     flight buffer now, and overwritten since the agent
@@ -101,6 +103,8 @@ enum wire_cstate {
 	WIRE_CS_ANSWERED = 1,	/* the spans found (maybe none) follow */
 	WIRE_CS_OFF,		/* this host keeps no flight buffer (fay agent
 				 * without --flight) */
+	WIRE_CS_NOHOST,		/* a child collector with no host of the
+				 * CAPTURE's name under it: not a member */
 };
 
 enum wire_cflags {
@@ -119,6 +123,9 @@ struct wire_capture {
 	uint64_t from_ns, to_ns;
 	const char *service;	/* decode: into the payload, not NUL terminated */
 	size_t service_len;
+	const char *host;	/* to a child collector only (NULL or empty:
+				 * none sent); decode: into the payload */
+	size_t host_len;
 };
 
 struct wire_captured {
@@ -187,7 +194,7 @@ int wire_partial_decode(const void *p, size_t len, struct wire_partial *out,
 			char *why, size_t whylen);
 int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t whylen);
 /* CAPTURE: a known kind, from <= to, a service of at most
- * WIRE_SERVICE_MAX bytes.  CAPTURED: a known state, and its records as a
+ * WIRE_SERVICE_MAX bytes, a host of at most WIRE_HOST_MAX (absent: none).  CAPTURED: a known state, and its records as a
  * BATCH payload (wire_batch_open's checks; the records themselves are the
  * receiver's to decode, spanrec_decode). */
 int wire_capture_decode(const void *p, size_t len, struct wire_capture *c,

@@ -2,7 +2,7 @@
 /*
  * The one query driver (driver.h): load, attach, and a loop that waits
  * with ppoll() for the stream's fd, new processes (engine_exec_fd()), a
- * watched fd and the next deadline (window end, snapshot, time limit,
+ * watched fd, new libfay files (engine_spancur_fd()) and the next deadline (window end, snapshot, time limit,
  * tick), then hands records and
  * aggregates to the sink.  Every path out frees the engine, which
  * detaches every probe.
@@ -100,9 +100,10 @@ static int deliver(struct drv *d, bool reset, const struct engine_window *w)
 static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 {
 	const struct engine_drive_opts *o = d->o;
-	struct pollfd pf[3];
+	struct pollfd pf[4];
 	struct timespec ts, *tsp = NULL;
 	int npf = 0, sfd = engine_stream_fd(d->e), xfd = engine_exec_fd(d->e), xi = -1;
+	int cfd = engine_spancur_fd(d->e), wi = -1;
 
 	if (o->tick_ms && (wake == UINT64_MAX || wake - now > o->tick_ms * 1000000ull))
 		wake = now + o->tick_ms * 1000000ull;
@@ -123,7 +124,12 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 		pf[npf++].events = POLLIN;
 	}
 	if (o->watch_fd > 0) {
+		wi = npf;
 		pf[npf].fd = o->watch_fd;
+		pf[npf++].events = POLLIN;
+	}
+	if (cfd >= 0) {		/* a new libfay file: engine_spancur_tick() */
+		pf[npf].fd = cfd;
 		pf[npf++].events = POLLIN;
 	}
 	if (ppoll(pf, (nfds_t)npf, tsp, o->wait_mask) < 0) {
@@ -141,7 +147,7 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 	}
 	if (xi >= 0 && (pf[xi].revents & POLLIN))
 		engine_exec_consume(d->e);
-	if (o->watch_fd > 0 && (pf[npf - 1].revents & (POLLIN | POLLHUP)))
+	if (wi >= 0 && (pf[wi].revents & (POLLIN | POLLHUP)))
 		return 1;	/* the watched process exited */
 	return 0;
 }
@@ -312,6 +318,8 @@ int engine_drive(struct query *q, const struct plan *p,
 			wake = snext;
 		if (ustacks && now + ENGINE_STACK_TICK_MS * 1000000ull < wake)
 			wake = now + ENGINE_STACK_TICK_MS * 1000000ull;
+		if (ustacks && engine_spancur_wake(d.e) < wake)
+			wake = engine_spancur_wake(d.e);
 		rc = wait_events(&d, now, wake);
 		if (ustacks) {
 			engine_stacks_tick(d.e);

@@ -322,10 +322,18 @@ const struct plan *engine_plan(const struct engine *e);
 #define ENGINE_STACK_TICK_MS	50
 bool engine_stacks_tick(struct engine *e);
 /* A query reading trace_id or span_name of profile(...) samples: look
- * for new libfay processes and forget gone ones (at most every 250 ms),
- * for the probe to find their threads' current spans (docs/ABI.md 1.6).
- * Returns whether the query needs it (then the driver calls it every
- * ENGINE_STACK_TICK_MS too). */
+ * for new libfay processes (at once when engine_spancur_fd() is readable:
+ * a file renamed into the directory) and forget gone ones (every 250
+ * ms), for the probe to find their threads' current spans (docs/ABI.md
+ * 1.6).  Returns whether the query needs it (then the driver calls it
+ * every ENGINE_STACK_TICK_MS, when engine_spancur_fd() is readable and
+ * at engine_spancur_wake()). */
 bool engine_spancur_tick(struct engine *e);
+/* The inotify fd on the libfay files' directory (readable: a new file),
+ * or -1 (none yet: the first engine_spancur_tick() makes it). */
+int engine_spancur_fd(const struct engine *e);
+/* When (clock_monotonic_ns()) engine_spancur_tick() wants to run next:
+ * soon after a file that is not live yet was seen; UINT64_MAX: none. */
+uint64_t engine_spancur_wake(const struct engine *e);
 
 #endif

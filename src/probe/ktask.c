@@ -44,7 +44,7 @@ int probe_task_offsets(struct probe_task_offs *o)
 {
 	struct btf *btf;
 	int task, pid, upid;
-	long v[5];
+	long v[5], st;
 	__s64 sz;
 
 	btf = btf__load_vmlinux_btf();
@@ -58,6 +58,7 @@ int probe_task_offsets(struct probe_task_offs *o)
 	v[2] = member_off(btf, pid, "level");
 	v[3] = member_off(btf, pid, "numbers");
 	v[4] = member_off(btf, upid, "nr");
+	st = member_off(btf, task, "start_boottime");
 	sz = upid > 0 ? btf__resolve_size(btf, (uint32_t)upid) : -ENOENT;
 	btf__free(btf);
 	if (task <= 0 || pid <= 0 || upid <= 0 || sz <= 0)
@@ -71,6 +72,7 @@ int probe_task_offsets(struct probe_task_offs *o)
 	o->pid_numbers = (int)v[3];
 	o->upid_nr = (int)v[4];
 	o->upid_size = (int)sz;
+	o->start_boottime = st >= 0 ? (int)st : -1;
 	return 0;
 }
 

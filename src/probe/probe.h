@@ -170,6 +170,9 @@ struct probe_task_offs {
 	int group_leader, thread_pid;	/* in struct task_struct */
 	int pid_level, pid_numbers;	/* in struct pid */
 	int upid_nr, upid_size;		/* in struct upid, and its size */
+	int start_boottime;		/* in struct task_struct (the start
+					 * /proc/PID/stat gives in clock
+					 * ticks), or -1: not in this kernel */
 };
 /* Fill o (reads the BTF each call: tens of ms).  0, or -ENOENT: no vmlinux BTF, or a
  * kernel whose structures lack one of these members. */

@@ -61,6 +61,14 @@ struct store_ops {
 	void (*disk_low)(struct store_be *st);
 	int (*put_windows)(struct store_be *st, const struct store_window *w, size_t n,
 			   char *err, size_t errlen);
+	/* shared standing definitions (store.h); NULL: not shared */
+	int (*standing_put)(struct store_be *st, const struct store_standing *d, char *err,
+			    size_t errlen);
+	int (*standing_list)(struct store_be *st,
+			     int (*fn)(void *ctx, const struct store_standing *d), void *ctx,
+			     char *err, size_t errlen);
+	int (*standing_lease)(struct store_be *st, const char *holder, uint64_t lease_us,
+			      bool release, char *who, size_t wholen, char *err, size_t errlen);
 	/* what store__windows() reads: the table, deduplicated (ClickHouse:
 	 * "query_windows FINAL") */
 	const char *windows_from;

@@ -54,7 +54,7 @@ int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t le
 
 /* ---- the schema (store/ch_schema.c) ---- */
 
-#define CH_SCHEMA_VERSION 3
+#define CH_SCHEMA_VERSION 4
 
 /* Where the tables are: the database, and with a cluster the suffix of
  * the local tables and the cluster's name. */
@@ -349,6 +349,13 @@ int ch__agent_last_seq(struct store_be *st, const char *agent_id, uint64_t *last
 int ch__retain(struct store_be *st, uint64_t before_us, unsigned chunk);
 int ch__put_windows(struct store_be *st, const struct store_window *w, size_t n,
 		    char *err, size_t errlen);	/* ch_windows.c */
+/* shared standing definitions and their lease (ch_standing.c) */
+int ch__standing_put(struct store_be *st, const struct store_standing *d, char *err,
+		     size_t errlen);
+int ch__standing_list(struct store_be *st, int (*fn)(void *ctx, const struct store_standing *d),
+		      void *ctx, char *err, size_t errlen);
+int ch__standing_lease(struct store_be *st, const char *holder, uint64_t lease_us,
+		       bool release, char *who, size_t wholen, char *err, size_t errlen);
 int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
 		      size_t errlen);
 struct store_rd *ch__reader_new(struct store_be *st);

@@ -33,6 +33,13 @@
  *               them; a window written again (a retry, an amended one,
  *               two collectors on one database) is one row.  Readers
  *               read it FINAL (store/windows.c).  Sharded by name.
+ *   standing_queries  standing queries' definitions, shared by every
+ *               collector on the database (schema 4): one row per name
+ *               and change, ReplacingMergeTree(ver); the newest row of a
+ *               name wins, a drop is a row with deleted = 1.
+ *   standing_lease  which collector runs them (schema 4): one row per
+ *               taking or renewal, the newest (ver) names the holder and
+ *               until when (ch_standing.c).
  *
  * Tags and annotations are Nested columns (parallel arrays tags.key /
  * tags.value), so SQL reaches them: tags.value[indexOf(tags.key, 'k')].
@@ -105,6 +112,15 @@ static const struct ch_table ch_tables[] = {
 	  " provisional UInt8, amended UInt8, written_us UInt64",
 	  "ReplacingMergeTree(written_us) PARTITION BY day ORDER BY (name, end_us, host)",
 	  "cityHash64(name)" },
+	{ "standing_queries",
+	  "name String, query String, grace_ms UInt64, created_ms UInt64, deleted UInt8,"
+	  " ver UInt64",
+	  "ReplacingMergeTree(ver) ORDER BY name",
+	  "cityHash64(name)" },
+	{ "standing_lease",
+	  "lease String, holder String, until_us UInt64, ver UInt64",
+	  "ReplacingMergeTree(ver) ORDER BY lease",
+	  "cityHash64(lease)" },
 };
 
 /* The table called name in ch_tables (there is one). */
@@ -336,10 +352,21 @@ static int migrate_2_3(const struct step *s)
 	return create(s->c, s->w, table("query_windows"), s->feats, s->err, s->errlen);
 }
 
+/* 3 -> 4: the shared standing definitions and their lease (new tables,
+ * as 2 -> 3). */
+static int migrate_3_4(const struct step *s)
+{
+	int ret = create(s->c, s->w, table("standing_queries"), s->feats, s->err, s->errlen);
+
+	return ret ? ret : create(s->c, s->w, table("standing_lease"), s->feats, s->err,
+				  s->errlen);
+}
+
 static int (*const ch_migrations[])(const struct step *) = {
 	migrate_0_1,
 	migrate_1_2,
 	migrate_2_3,
+	migrate_3_4,
 };
 
 _Static_assert(ARRAY_SIZE(ch_migrations) == CH_SCHEMA_VERSION,

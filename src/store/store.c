@@ -157,6 +157,33 @@ int store__put_windows(struct store *st, const struct store_window *w, size_t n,
 	return st->ops->put_windows(st->be, w, n, err, errlen);
 }
 
+bool store__standing_shared(const struct store *st)
+{
+	return st->ops->standing_list != NULL;
+}
+
+int store__standing_put(struct store *st, const struct store_standing *d, char *err,
+			size_t errlen)
+{
+	return st->ops->standing_put ? st->ops->standing_put(st->be, d, err, errlen) :
+	       -EOPNOTSUPP;
+}
+
+int store__standing_list(struct store *st, int (*fn)(void *ctx, const struct store_standing *d),
+			 void *ctx, char *err, size_t errlen)
+{
+	return st->ops->standing_list ? st->ops->standing_list(st->be, fn, ctx, err, errlen) :
+	       -EOPNOTSUPP;
+}
+
+int store__standing_lease(struct store *st, const char *holder, uint64_t lease_us,
+			  bool release, char *who, size_t wholen, char *err, size_t errlen)
+{
+	return st->ops->standing_lease ?
+	       st->ops->standing_lease(st->be, holder, lease_us, release, who, wholen, err,
+				       errlen) : -EOPNOTSUPP;
+}
+
 int store__health(struct store *st, char *err, size_t errlen)
 {
 	if (!st->ops->health)

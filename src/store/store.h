@@ -24,6 +24,7 @@
 #ifndef FAY_STORE_STORE_H
 #define FAY_STORE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +242,45 @@ int store__put_windows(struct store *st, const struct store_window *w, size_t n,
 int store__windows(struct store_reader *r, const char *name, const char *host,
 		   unsigned limit, int (*fn)(void *ctx, const struct store_window *w),
 		   void *ctx, char *err, size_t errlen);
+
+/* ---- shared standing-query definitions (ClickHouse, docs/SQL.md) ------- */
+
+/*
+ * A standing query's definition as the store keeps it for every
+ * collector on it (tables standing_queries and standing_lease).  Only a
+ * store that several collectors share keeps them (store__standing_shared();
+ * SQLite: the collector keeps its own beside the file).
+ */
+struct store_standing {
+	const char *name;         /* [A-Za-z0-9_]{1,64} */
+	const char *query;        /* FayQL text */
+	uint64_t grace_ms, created_ms;
+	uint8_t deleted;          /* 1: dropped (the newest row of a name wins) */
+};
+
+/* Does st keep standing definitions for several collectors? */
+bool store__standing_shared(const struct store *st);
+/* Write d as the newest version of its name (a drop: d->deleted).  Any
+ * thread.  0, -EOPNOTSUPP (not shared) or -errno with a reason in err. */
+int store__standing_put(struct store *st, const struct store_standing *d, char *err,
+			size_t errlen);
+/* Call fn with the newest version of every name ever defined (dropped
+ * ones with deleted set; strings valid during the call).  fn returning
+ * non-zero stops (and is returned); 0, -EOPNOTSUPP or -errno (err). */
+int store__standing_list(struct store *st, int (*fn)(void *ctx, const struct store_standing *d),
+			 void *ctx, char *err, size_t errlen);
+/*
+ * The lease that names the one collector running the standing queries:
+ * holder (a collector's unique id, at most 127 bytes) takes it if no one
+ * holds it or its holder let it run out, and keeps it (renewed until
+ * now + lease_us) if it is its own; release gives it back at once.
+ * Returns 1 when holder holds it after the call, 0 when another does
+ * (*who: its id, if who is not NULL), -EOPNOTSUPP or -errno (err).
+ * Two takers at once: the newest write wins, the other sees it at its
+ * next call.
+ */
+int store__standing_lease(struct store *st, const char *holder, uint64_t lease_us,
+			  bool release, char *who, size_t wholen, char *err, size_t errlen);
 
 /* ---- reading ------------------------------------------------------------ */
 

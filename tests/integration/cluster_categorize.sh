@@ -55,11 +55,12 @@ timeout 90 "$FAY" query --cluster "$URL" --json "$Q" >"$T_TMP/out" 2>"$T_TMP/err
 QPID=$!
 ok "the query attaches on six hosts" wait_for 30 bash -c '[ "$(grep -o "^fay: [^:]*: attached" "$1" | sort -u | wc -l)" -ge 6 ]' _ "$T_TMP/err"
 touch "$go"
+GO_NS=$(date +%s%N)
 wait $QPID
 ok "fay query --cluster --json with categorize ends well" [ $? -eq 0 ]
 
 . "$(dirname "$0")/query_tools/categorize_six.bash"
-categorize_six "$T_TMP/out"
+categorize_six "$T_TMP/out" "$GO_NS"
 
 # into auto, on the same hosts (h6 has turned; they run 60 s): k is
 # chosen by silhouette, 3 here, with the same three groups

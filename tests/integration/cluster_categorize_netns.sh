@@ -78,11 +78,12 @@ QPID=$!
 attached6() { [ "$(hosts_attached "$T_TMP/err")" -ge 6 ]; }
 ok "the query attaches on six hosts" wait_for 30 attached6
 touch "$go"
+GO_NS=$(date +%s%N)
 wait $QPID
 ok "fay query --cluster --json with categorize ends well" [ $? -eq 0 ]
 
 . "$(dirname "$0")/query_tools/categorize_six.bash"
-categorize_six "$T_TMP/out"
+categorize_six "$T_TMP/out" "$GO_NS"
 python3 - "$T_TMP/out" "$CATEGORIZE_VERDICT" >"$T_TMP/more" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"')]

@@ -13,6 +13,8 @@
 #    has no flight buffer, h3 is not connected;
 #  - fay capture --last DUR after a pause returns exactly the spans of the
 #    requests run since, none of before, and --service filters;
+#  - a capture's account counts its bytes on the wire, exactly;
+#  - an agent killed while a capture waits for it is reported missing;
 #  - GET /api/captures lists the captures; --help is a manual;
 #  - a capture rule (--when) is still there after the collector restarts,
 #    and a dropped one is not.
@@ -31,7 +33,7 @@ coll_start "$T_TMP/c.db" || { fail "collector starts" "$(cat "$T_TMP/collector.l
 agent() {	# HOST [ARGS...]
 	local h=$1; shift
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	timeout 300 nice -n 10 "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
 		--shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" --stats-interval 200ms \
 		--flush-interval 20ms "$@" >>"$T_TMP/$h.log" 2>&1 &
 	T_PIDS+=($!)
@@ -140,6 +142,19 @@ timeout 30 "$FAY" capture --cluster "$URL" --trace 0123456789abcdef0123456789abc
 ok "a trace id no host holds: found 0, printed as an account" \
 	grep -q 'spans found 0, stored 0' "$T_TMP/none.out" || diag "$(cat "$T_TMP/none.out")"
 ok "... with one line per host" grep -q 'h3 .*not connected' "$T_TMP/none.out"
+timeout 30 "$FAY" capture --cluster "$URL" --trace 0123456789abcdef0123456789abcdef --json \
+	>"$T_TMP/none.json" 2>&1
+# a CAPTURE by trace id is a 24-byte header and 38 bytes (cid, kind, two
+# ids, a window, an empty service); a CAPTURED of no span 24 + 20 bytes,
+# and a byte more per LEB128 byte of held and dropped after their first
+ok "... its bytes on the wire: 2 CAPTUREs and 2 CAPTUREDs of no span, exactly" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+leb = lambda v: max(1, (v.bit_length() + 6) // 7)
+want = sum(62 + 44 + leb(h["held"]) - 1 + leb(h["dropped"]) - 1
+           for h in a["hosts"] if h["state"] in ("answered", "no flight buffer"))
+assert a["hosts_answered"] == 2 and a["wire_bytes"] == want, (a["wire_bytes"], want, a)
+' "$T_TMP/none.json" || diag "$(cat "$T_TMP/none.json")"
 
 # ---- capture by time ------------------------------------------------------------
 # B runs 3 s after A ended; --last covers B (from just before it started)
@@ -164,17 +179,37 @@ ok "... only h1 asked" bash -c '[ "$1" = 1 ] && [ "$2" = absent ]' _ \
 
 # ---- the list ------------------------------------------------------------------
 curl -s "$URL/api/captures" >"$T_TMP/list.json"
-ok "GET /api/captures lists the 7 captures, newest first" python3 -c '
+ok "GET /api/captures lists the 8 captures, newest first" python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["captures"]
-assert len(c) == 7, len(c)
+assert len(c) == 8, len(c)
 assert c[0]["by"].startswith("last 3600000ms service flightb"), c[0]["by"]
 ' "$T_TMP/list.json"
 "$FAY" capture --cluster "$URL" --list >"$T_TMP/list.out" 2>&1
-ok "fay capture --list prints them" [ "$(grep -c '^capture ' "$T_TMP/list.out")" -eq 7 ]
+ok "fay capture --list prints them" [ "$(grep -c '^capture ' "$T_TMP/list.out")" -eq 8 ]
 curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"trace_id":"xyz"}' "$URL/api/captures" >"$T_TMP/bad.code"
 ok "a bad trace id: 400" [ "$(cat "$T_TMP/bad.code")" = 400 ]
 ok "the collector runs on" coll_alive
+
+# ---- an agent killed during a capture ------------------------------------------------
+# h1's agent stopped (SIGSTOP) cannot answer: once the CAPTURE sits unread
+# in its query socket (the collector sends it nothing else), it is killed
+A1=$(pgrep -P "$APID_h1")
+kill -STOP "$A1"
+timeout 30 "$FAY" capture --cluster "$URL" --trace 0123456789abcdef0123456789abcdef --json \
+	>"$T_TMP/kill.json" 2>&1 &
+CAP_PID=$!
+unread() { ss -Htnp | awk -v p="pid=$A1," '$2 > 0 && index($0, p)' | grep -q .; }
+ok "the CAPTURE reached the stopped h1's agent, unread" wait_for 30 unread
+kill -9 "$A1"
+wait "$CAP_PID"
+ok "h1's agent killed during the capture: reported missing, h2 answered, h3 not connected" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = {x["host"]: x["state"] for x in a["hosts"]}
+assert h == {"h1": "missing", "h2": "no flight buffer", "h3": "not connected"}, h
+assert a["hosts_asked"] == 2 and a["hosts_answered"] == 1, a' "$T_TMP/kill.json" ||
+	diag "$(cat "$T_TMP/kill.json")"
 
 # ---- a capture rule outlives the collector -----------------------------------------
 "$FAY" capture --cluster "$URL" --when 'sp.duration > 10s' --name keepme --per-second 3 \

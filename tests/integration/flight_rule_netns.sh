@@ -20,8 +20,9 @@
 #  - a span that ends 3 s after its leaf (long after the settle) is
 #    brought by the capture's follow rounds, stored once, tagged and
 #    counted late;
-#  - the list of captures (GET /api/captures) is the same after a
-#    restart of the collector.
+#  - the list of captures (GET /api/captures) and the rule's counts
+#    (GET /api/captures/rules) are the same after a restart of the
+#    collector.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$TOP/tests/lib/netns.bash"
 HOP=$BUILD/tests/bin/flight_hop
@@ -39,7 +40,7 @@ pass "4 hosts: collector $(ns_ip coll), h1..h3 $(ns_ip h1)..$(ns_ip h3)"
 printf 'agt write agents\ncli read,write,probe client\n' >"$T_TMP/tokens"
 echo agt >"$T_TMP/agent.tok"
 chmod 600 "$T_TMP/tokens" "$T_TMP/agent.tok"
-ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
+ns_bg coll timeout 600 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
 	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
 	>"$T_TMP/coll.log" 2>&1
 COLL_PID=$NS_PID
@@ -50,7 +51,7 @@ ok "collector up" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
 
 for h in h1 h2 h3; do
 	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	ns_enter_bg $h timeout 300 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
+	ns_enter_bg $h timeout 600 nice -n 10 "$FAY" agent --collector "$(ns_ip coll):9410" --host $h \
 		--flight 16M --shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" \
 		--token-file "$T_TMP/agent.tok" --flush-interval 20ms --stats-interval 200ms \
 		>"$T_TMP/$h.log" 2>&1
@@ -312,10 +313,19 @@ import json, sys
 for c in json.load(sys.stdin)["captures"]:
     print(c["id"], c.get("rule", ""), c["spans_stored"], c.get("spans_late", 0))' | sort
 }
+# counts: each rule's name and counts
+counts() {
+	api "$URL/api/captures/rules" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["rules"]:
+    print(r["name"], *(r[k] for k in ("matches", "captures", "deduplicated", "over_budget",
+                                      "spans_late", "unfollowed")))' | sort
+}
 ids >"$T_TMP/ids.before"
+counts >"$T_TMP/counts.before"
 kill "$COLL_PID"
 wait_for 30 bash -c '! kill -0 "$1" 2>/dev/null' _ "$COLL_PID"
-ns_bg coll timeout 300 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
+ns_bg coll timeout 600 "$FAY" collector --listen 0.0.0.0:9410 --http 127.0.0.1:9411 \
 	--db "$T_TMP/c.db" --token-file "$T_TMP/tokens" --otlp-http off --otlp-grpc off \
 	>"$T_TMP/coll2.log" 2>&1
 ok "the collector restarted" wait_for 30 ns_run coll curl -sfo /dev/null "$URL/health"
@@ -323,5 +333,10 @@ ids >"$T_TMP/ids.after"
 ok "GET /api/captures after the restart: the same $(wc -l <"$T_TMP/ids.before") captures, their counts and late spans" \
 	bash -c '[ -s "$1" ] && grep -q late_leaf "$1" && cmp -s "$1" "$2"' _ \
 	"$T_TMP/ids.before" "$T_TMP/ids.after" || diag "$(diff "$T_TMP/ids.before" "$T_TMP/ids.after")"
+counts >"$T_TMP/counts.after"
+ok "the rule's counts after the restart: as before ($(cat "$T_TMP/counts.before"))" \
+	bash -c '[ -s "$1" ] && awk "\$1 == \"late_leaf\" && \$2 > 0 && \$3 > 0" "$1" | grep -q . &&
+		cmp -s "$1" "$2"' _ "$T_TMP/counts.before" "$T_TMP/counts.after" ||
+	diag "$(diff "$T_TMP/counts.before" "$T_TMP/counts.after")"
 ok "the collector runs on" ns_run coll curl -sfo /dev/null "$URL/health"
 done_testing

@@ -13,7 +13,11 @@
 #  - a capture rule registered at the root runs on a1 through the child
 #    (its predicate picks one service's spans) and captures each of that
 #    service's unsampled traces whole, marked by the rule, and no other
-#    (the other service's requests run meanwhile: nothing of them stored).
+#    (the other service's requests run meanwhile: nothing of them stored);
+#  - fay capture --last --host a1 at the root asks a1 through the child
+#    (its account names a1 "via c1", with every unsampled span a1 holds),
+#    --host a2 asks a2 only (the child, without a2 under it, is left
+#    out), and a host under no one is asked nowhere.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 WL=$BUILD/tests/bin/flight_workload
@@ -28,7 +32,7 @@ coll() {
 	shift
 	w=$(free_port)
 	h=$(free_port)
-	timeout 300 "$FAY" collector --listen 127.0.0.1:$w --http 127.0.0.1:$h --db "$T_TMP/$n.db" \
+	timeout 800 "$FAY" collector --listen 127.0.0.1:$w --http 127.0.0.1:$h --db "$T_TMP/$n.db" \
 		--otlp-http off --otlp-grpc off "$@" >>"$T_TMP/$n.log" 2>&1 &
 	T_PIDS+=($!)
 	printf -v "${n}_W" %s "$w"
@@ -37,7 +41,7 @@ coll() {
 }
 agent() {	# HOST WIREPORT
 	mkdir -p "$T_TMP/$1/shm" "$T_TMP/$1/state"
-	timeout 300 nice -n 10 "$FAY" agent --collector 127.0.0.1:$2 --host "$1" --flight 16M \
+	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$2 --host "$1" --flight 16M \
 		--shm-dir "$T_TMP/$1/shm" --state-dir "$T_TMP/$1/state" --stats-interval 200ms \
 		--flush-interval 20ms >>"$T_TMP/$1.log" 2>&1 &
 	T_PIDS+=($!)
@@ -125,5 +129,36 @@ while read -r t s n _; do
 done <"$T_TMP/w3.out"
 ok "no span of the shop traces run while the rule ran is stored" [ -z "$bad" ] || diag "$bad"
 ok "the rule matched the depot roots only" [ "$(rule matches)" = 10 ]
+
+# ---- --last --host: a host under the child, one under the root, one nowhere -------
+ALLA1=$(awk '$2 == 0 { n += $3 } END { print n + 0 }' "$T_TMP/w1.out" "$T_TMP/w2.out" "$T_TMP/w3.out")
+capture --last 1h --host a1 --json >"$T_TMP/h1.json" 2>"$T_TMP/h1.err"
+ok "capture --last 1h --host a1 at the root: a1 asked via c1, its $ALLA1 unsampled spans, no one else" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["hosts_asked"] == 1 and a["hosts_answered"] == 1, a
+h = a["hosts"]
+assert len(h) == 1 and h[0]["host"] == "a1" and h[0].get("via") == "c1", h
+assert h[0]["state"] == "answered" and h[0]["spans"] == int(sys.argv[2]), h
+assert a["spans_found"] == int(sys.argv[2]), a' "$T_TMP/h1.json" "$ALLA1" ||
+	diag "$(cat "$T_TMP/h1.json" "$T_TMP/h1.err")"
+capture --last 1h --host a1 >"$T_TMP/h1.out" 2>&1
+ok "... printed as a1 (via c1)" grep -Eq '^  a1 \(via c1\) +answered: '"$ALLA1"' spans' "$T_TMP/h1.out" ||
+	diag "$(cat "$T_TMP/h1.out")"
+capture --last 1h --host a2 --json >"$T_TMP/h2.json" 2>"$T_TMP/h2.err"
+ok "capture --last 1h --host a2: a2 only (c1, without a2 under it, left out)" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["hosts_asked"] == 1 and a["hosts_answered"] == 1, a
+h = a["hosts"]
+assert len(h) == 1 and h[0]["host"] == "a2" and "via" not in h[0], h
+assert h[0]["state"] == "answered" and h[0]["spans"] == 0, h' "$T_TMP/h2.json" ||
+	diag "$(cat "$T_TMP/h2.json" "$T_TMP/h2.err")"
+capture --last 1h --host nosuch --json >"$T_TMP/h3.json" 2>"$T_TMP/h3.err"
+ok "capture --last 1h --host nosuch: no host asked, none found" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["hosts_asked"] == 0 and a["hosts"] == [] and a["spans_found"] == 0, a' "$T_TMP/h3.json" ||
+	diag "$(cat "$T_TMP/h3.json" "$T_TMP/h3.err")"
 ok "the collectors run on" bash -c "curl -sf $ROOT/health >/dev/null && curl -sf http://127.0.0.1:$c1_H/health >/dev/null"
 done_testing

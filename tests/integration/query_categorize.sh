@@ -6,7 +6,10 @@
 #   cw-file-a, cw-file-b   openat in a loop
 #   cw-ppid-a, cw-ppid-b   getppid in a loop
 #   cw-idle-a, cw-idle-b   1 ms sleeps
-#   cw-shift               sleeps for ~3 s, then getppid in a loop
+#   cw-shift               sleeps until the first window is out, then
+#                          getppid in a loop (a time, not a count of
+#                          sleeps: 1 ms sleeps last longer on a loaded
+#                          machine)
 # must come out as exactly the three groups in every window, cw-shift
 # first with the sleepers and at the end with the getppid loops, reported
 # as changed in between; the text table shows the same categories.
@@ -36,7 +39,7 @@ start cw-ppid-a "$T_TMP/run/r3" getppid 2000000000
 start cw-ppid-b "$T_TMP/run/r4" getppid 2000000000
 start cw-idle-a "$T_TMP/run/r5" sleep 1000000 1000
 start cw-idle-b "$T_TMP/run/r6" sleep 1000000 1000
-start cw-shift "$T_TMP/run/r7" sleep 3000 1000
+start cw-shift "$T_TMP/run/r7" sleep 1000000 1000	# killed after the first window
 shift1=${T_PIDS[-1]}
 # the second phase of cw-shift waits (QW_WAIT) until the first has ended
 QW_READY=$T_TMP/run/r8 QW_WAIT=$go bg run_as "$T_TMP/cw-shift" getppid 2000000000
@@ -48,7 +51,11 @@ Q='from s in tracepoint("raw_syscalls:sys_enter") where s.uid == '$U'
 group s by {comm: s.comm, call: s.id} into g
 select { comm: g.comm, call: g.call, n: g.count() }
 categorize comm by call into 3 window 2s for 12s'
-timeout 60 "$FAY" query --json "$Q" >"$T_TMP/out.json" 2>"$T_TMP/err" </dev/null
+timeout 60 "$FAY" query --json "$Q" >"$T_TMP/out.json" 2>"$T_TMP/err" </dev/null &
+QPID=$!
+ok "the first window is out" wait_for 30 grep -q '"categories"' "$T_TMP/out.json"
+kill "$shift1"	# cw-shift's sleeps end: its getppid loop goes
+wait $QPID
 ok "fay query --json with categorize runs" [ $? -eq 0 ]
 
 python3 - "$T_TMP/out.json" >"$T_TMP/verdict" <<'EOF'

@@ -59,7 +59,9 @@ PY
 # start NAME ARGS...: its collector (again) on its store
 start() {
 	local n=$1; shift
-	FAY_TEST_CH_URLS=${CHU[$n]} FAY_TEST_CH_CLUSTER=${CHC[$n]} \
+	# up to 30 s: on a loaded machine a two-shard ClickHouse's schema
+	# check and the shared standing definitions took over 10
+	COLL_WAIT=30 FAY_TEST_CH_URLS=${CHU[$n]} FAY_TEST_CH_CLUSTER=${CHC[$n]} \
 		coll_start "$T_TMP/$n.db" "$@" || return 1
 	C_URL[$n]=$URL C_PID[$n]=$CPID C_WP[$n]=$WP
 }

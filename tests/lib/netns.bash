@@ -121,9 +121,11 @@ ns_enter() {
 }
 
 # ns_enter_bg HOST CMD...: ns_enter in the background; the pid is killed
-# at exit.
+# at exit (nsenter execs CMD, so the pid is CMD's: not a subshell whose
+# death would leave CMD running).
 ns_enter_bg() {
-	ns_enter "$@" &
+	local h=$1; shift
+	nsenter --net="/run/netns/$NS_PREFIX-$h" "$@" &
 	T_PIDS+=($!)
 }
 

@@ -4,7 +4,8 @@
 // window and its completeness, registers new ones (POST /api/queries) and
 // drops them (DELETE /api/queries/NAME); /queries/NAME charts a query's
 // history (GET /api/queries/NAME/results): one series per group and
-// integer column, over the windows.
+// integer column, over the windows; a query grouped by a stack also draws
+// the samples of its kept windows as one flame graph (flame.js).
 'use strict';
 
 const Queries = (() => {
@@ -167,10 +168,12 @@ const Queries = (() => {
 		const head = el('div', { id: 'sq-head' });
 		const chartBox = el('div', { id: 'sq-chart', class: 'chart-card wide' });
 		const latest = el('div', { id: 'sq-latest' });
+		const flameBox = el('div', { id: 'sq-flame' });
 		main.append(el('p', {}, el('a', { href: '/queries' }, '← Standing queries')),
-			el('h2', {}, 'Standing query ', el('span', { class: 'mono' }, name)), head, chartBox,
+			el('h2', {}, 'Standing query ', el('span', { class: 'mono' }, name)), head, flameBox, chartBox,
 			el('h3', {}, 'Latest window'), latest);
 		let plot = null, shape = '';
+		const flame = {};	/* its search and zoom across reloads */
 
 		async function load() {
 			const d = await U.load(`/api/queries/${encodeURIComponent(name)}/results?limit=${HISTORY}`, head);
@@ -188,6 +191,17 @@ const Queries = (() => {
 				el('p', { class: complete(last) ? 'ok-text' : 'bad', id: 'sq-complete' },
 					`${U.time(last.t)} · ${completeness(last)}${last.provisional ? ' · provisional' : ''}${last.amended ? ' · amended' : ''}`),
 				rowsTable(d.columns || [], last.rows, 'sq-rows'));
+			if (Flame.fits(d.columns || [])) {
+				// every kept window's samples; a trace id column (one
+				// request's samples: the trace page) is left out
+				const t = d.columns.findIndex((c) => c.trace);
+				const cols = d.columns.filter((c, i) => i !== t);
+				const rows = d.windows.flatMap((x) => (x.rows || []).map((r) => r.filter((v, i) => i !== t)));
+				flameBox.replaceChildren(el('h3', {}, `Flame graph of the ${d.windows.length} windows kept`),
+					Flame.render(rows, cols, flame));
+				chartBox.hidden = true;
+				return;
+			}
 			const { ts, series } = seriesOf(d);
 			if (!series.length) {
 				chartBox.replaceChildren(el('p', { class: 'muted' }, 'No integer column to chart.'));

@@ -2,7 +2,8 @@
 // fay UI: one trace as a waterfall.  Spans are bars on one time axis,
 // nested under their parents, coloured by service; annotations are ticks
 // on the bars; a click shows a span's tags and annotations; the critical
-// path (the chain of spans the trace's end waited for) is highlighted.
+// path (the chain of spans the trace's end waited for) is highlighted;
+// below, the profile of the request's own threads (profile()).
 'use strict';
 
 const Waterfall = (() => {
@@ -116,6 +117,48 @@ const Waterfall = (() => {
 		return box;
 	}
 
+	// The profile of the request's own threads: the samples that standing
+	// profile queries grouped by s.trace_id and a stack took while this
+	// trace's spans were current on their threads (the collector keeps a
+	// window's rows of this trace only: results?trace=ID), merged over
+	// the stored windows and drawn as a flame graph per query.
+	async function profile(id) {
+		const box = el('section', { id: 'trace-profile' }, el('h3', {}, 'Profile of this request'));
+		let qs;
+		try {
+			qs = (await U.api('/api/queries')).filter((q) => (q.columns || []).some((c) => c.trace) && Flame.fits(q.columns));
+		} catch (e) {
+			box.append(U.errorBox(e));
+			return box;
+		}
+		if (!qs.length) {
+			box.append(el('p', { class: 'muted', id: 'tp-none' },
+				'No standing query samples CPU by trace. Keep one, e.g. ',
+				el('code', {}, 'fay query --cluster URL --keep cpu \'from s in cluster.profile(99) where s.trace_id != 0 group s by {trace: s.trace_id, stack: s.ustack} into g select {trace: g.trace, stack: g.stack, n: g.count()} window 10s\''),
+				', and the CPU samples taken while a request\'s spans ran on their threads show here.'));
+			return box;
+		}
+		for (const q of qs) {
+			let r;
+			try {
+				r = await U.api(`/api/queries/${encodeURIComponent(q.name)}/results?limit=100000&trace=${encodeURIComponent(id)}`);
+			} catch (e) {
+				box.append(U.errorBox(e));
+				continue;
+			}
+			const t = r.columns.findIndex((c) => c.trace);
+			const cols = r.columns.filter((c, i) => i !== t);
+			const rows = [];
+			for (const w of r.windows)
+				for (const row of w.rows || []) rows.push(row.filter((v, i) => i !== t));
+			const n = rows.reduce((a, row) => a + (Number(row[cols.findIndex((c, i) => c.type === 'int' && !c.key && !c.stack)]) || 0), 0);
+			box.append(el('h4', {}, q.name, ' ', el('span', { class: 'muted mono' }, q.query)),
+				rows.length ? el('div', { class: 'tp-flame', 'data-query': q.name, 'data-samples': n }, Flame.render(rows, cols))
+					: el('p', { class: 'muted tp-empty' }, 'No samples of this trace in its stored windows.'));
+		}
+		return box;
+	}
+
 	async function render(main, id) {
 		main.append(el('p', { class: 'muted' }, 'Loading trace…'));
 		let spans;
@@ -201,6 +244,7 @@ const Waterfall = (() => {
 			wf.append(row);
 		}
 		main.replaceChildren(el('p', {}, el('a', { href: '/traces', id: 'back' }, '← Traces')), head, wf);
+		main.append(await profile(spans[0].traceId));
 	}
 
 	return { render, tree, critical };

@@ -14,6 +14,8 @@
  * --rate R       about R spans per second per thread (0: flat out)
  * --keep-going   run on when fay_init() fails (prints its error), as an
  *                application must: context still flows, nothing recorded
+ * --names A,B,.. name the spans A, B, ... in turn (default span-T-I: the
+ *                thread and the span's number)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,8 @@
 static long count = 100, rate;
 static int nthreads = 1;
 static FILE *ids;
+static char *names[16];
+static int nnames;
 static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void sleep_ns(long ns)
@@ -50,7 +54,10 @@ static void *run(void *arg)
 		char name[64], tp[FAY_TRACEPARENT_LEN];
 		struct fay_span *s;
 
-		snprintf(name, sizeof(name), "span-%ld-%ld", t, i);
+		if (nnames)
+			snprintf(name, sizeof(name), "%s", names[i % nnames]);
+		else
+			snprintf(name, sizeof(name), "span-%ld-%ld", t, i);
 		s = fay_span_root(name);
 		fay_span_tag(s, "thread", "producer");
 		fay_span_tag_int(s, "i", i);
@@ -91,6 +98,7 @@ int main(int argc, char **argv)
 		{ "hold", required_argument, NULL, 'H' },
 		{ "open-span", no_argument, NULL, 'o' },
 		{ "keep-going", no_argument, NULL, 'k' },
+		{ "names", required_argument, NULL, 'N' },
 		{ 0 },
 	};
 	const char *service = "producer", *ready = NULL, *hold = NULL;
@@ -114,9 +122,15 @@ int main(int argc, char **argv)
 		case 'H': hold = optarg; break;
 		case 'o': open_span = 1; break;
 		case 'k': keep_going = 1; break;
+		case 'N':
+			for (char *sv = NULL, *n = strtok_r(optarg, ",", &sv); n && nnames < 16;
+			     n = strtok_r(NULL, ",", &sv))
+				names[nnames++] = n;
+			break;
 		default:
 			fprintf(stderr, "usage: span_producer --count N [--ids FILE] [--threads T] "
-				"[--rate R] [--service S] [--ready FILE] [--hold FILE] [--open-span] [--keep-going]\n");
+				"[--rate R] [--service S] [--ready FILE] [--hold FILE] [--open-span] [--keep-going]"
+				" [--names A,B,...]\n");
 			return 2;
 		}
 	}

@@ -2,8 +2,12 @@
 # The checks of a categorize query's --json output where six hosts h1..h6
 # fall in three kinds, two each, and h6 turns into h1's kind during the
 # query (cluster_categorize.sh, cluster_categorize_netns.sh).  Source it
-# after tests/lib/lib.sh; categorize_six OUT writes OUT.verdict, makes the
-# checks below, and leaves v NAME to read a verdict line:
+# after tests/lib/lib.sh; categorize_six OUT [GO_NS] writes OUT.verdict,
+# makes the checks below, and leaves v NAME to read a verdict line.  With
+# GO_NS (when the workloads were let go, ns since the epoch), the windows
+# that began before it are left out (the hosts all waited alike: on a
+# loaded machine a whole window can pass between the attach and the go),
+# and so are the changes the first window after it reports against them:
 #   windows N       windows with all six hosts
 #   exact N         of those, how many split them {h1 h2}{h3 h4}{h5 h6}
 #                   (before h6 turned) or {h1 h2 h6}{h3 h4}{h5} (after)
@@ -17,13 +21,18 @@
 v() { sed -n "s/^$1 //p" "$CATEGORIZE_VERDICT"; }
 categorize_six() {
 	CATEGORIZE_VERDICT=$1.verdict
-	python3 - "$1" >"$CATEGORIZE_VERDICT" <<'EOF'
+	python3 - "$1" "${2:-0}" >"$CATEGORIZE_VERDICT" <<'EOF'
 import json
 import sys
 
 
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+go = int(sys.argv[2])
 wins = [w for w in lines if "categories" in w]
+if go:
+    wins = [w for w in wins if w.get("window_start_ns", 0) >= go]
+    if wins:
+        wins[0] = dict(wins[0], changed=[])    # against a window before the go
 
 
 def part(w):

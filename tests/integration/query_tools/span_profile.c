@@ -5,11 +5,12 @@
  * span_name fields of profile(...) samples
  * (tests/integration/query_span_profile.sh).
  *
- *   span_profile K IDS    K rounds: a root span "heavy" spinning 3 units
- *                         of work, then a root span "light" spinning 1
- *                         unit, then 1 unit outside any span; the low
- *                         64 bits of every trace id it made are written
- *                         to the file IDS, one decimal number a line.
+ *   span_profile K IDS [H]  K rounds: a root span "heavy" spinning H
+ *                         (default 3) units of work, then a root span
+ *                         "light" spinning 1 unit, then 1 unit outside
+ *                         any span; the low 64 bits of every trace id it
+ *                         made are written to the file IDS, one decimal
+ *                         number a line.
  *
  * A unit is ~1 ms of arithmetic on this machine (the same loop for
  * every kind, so the CPU each kind takes is in the ratio of its units).
@@ -46,9 +47,10 @@ int main(int argc, char **argv)
 {
 	long k = argc > 2 ? atol(argv[1]) : 0;
 	FILE *ids = argc > 2 ? fopen(argv[2], "w") : NULL;
+	long heavy = argc > 3 ? atol(argv[3]) : 3;
 
-	if (!ids || k <= 0) {
-		fprintf(stderr, "usage: span_profile K IDS\n");
+	if (!ids || k <= 0 || heavy <= 0) {
+		fprintf(stderr, "usage: span_profile K IDS [H]\n");
 		return 2;
 	}
 	if (fay_init("span-profile", NULL, 0)) {
@@ -59,7 +61,7 @@ int main(int argc, char **argv)
 		struct fay_span *s = fay_span_root("heavy");
 
 		fprintf(ids, "%llu\n", (unsigned long long)trace_lo());
-		spin(3);
+		spin(heavy);
 		fay_span_end(s);
 		s = fay_span_root("light");
 		fprintf(ids, "%llu\n", (unsigned long long)trace_lo());

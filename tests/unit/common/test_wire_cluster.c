@@ -63,6 +63,16 @@ static void test_capture(void)
 	   "CAPTURE whose window ends before it starts: refused");
 	diag("%s", why);
 	wbuf_free(&w);
+	/* to a child collector: the host under it (--host through a tree) */
+	c = (struct wire_capture){ .cid = 12, .kind = WIRE_CK_WINDOW, .from_ns = 1, .to_ns = 2,
+				   .host = "a1", .host_len = 2 };
+	wire_capture_encode(&c, &w);
+	ok(!wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) && d.host_len == 2 &&
+	   !memcmp(d.host, "a1", 2) && !d.service_len, "CAPTURE with a host: decoded");
+	ok(wire_capture_decode(w.p, w.len - 1, &d, why, sizeof(why)) == -EBADMSG &&
+	   strstr(why, "host"), "... its host cut short: refused, naming it");
+	diag("%s", why);
+	wbuf_free(&w);
 
 	/* CAPTURED with two records */
 	wire_captured_encode_head(&r, &w);
@@ -89,6 +99,12 @@ static void test_capture(void)
 	wbuf_le32(&w, 0);
 	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) && e.state == WIRE_CS_OFF &&
 	   !e.nspans, "CAPTURED from a host without a flight buffer: decoded");
+	wbuf_free(&w);
+	r = (struct wire_captured){ .cid = 4, .state = WIRE_CS_NOHOST };
+	wire_captured_encode_head(&r, &w);
+	wbuf_le32(&w, 0);
+	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) && e.state == WIRE_CS_NOHOST,
+	   "CAPTURED from a child collector without the host asked for: decoded");
 	wbuf_free(&w);
 }
 
