@@ -172,7 +172,10 @@ struct vm_env {
  * once a second by one thread, slews the TSC line back to CLOCK_MONOTONIC
  * (no step under 1 ms): durations within ~1e-6, absolute times within
  * microseconds.  vm_tsc_init() and vm_tsc_sync() have one caller at a
- * time; vm_tsc_now() runs in any thread at any time (a sequence lock). */
+ * time; vm_tsc_now() runs in any thread at any time (a sequence lock),
+ * and its readings on one thread strictly increase (a TSC may advance in
+ * 10 ns steps: a reading in the step of the thread's previous one is
+ * that one + 1 ns), so a duration between two is never 0 or negative. */
 int vm_tsc_init(void);
 int vm_tsc_sync(void);
 bool vm_tsc_active(void);
