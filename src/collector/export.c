@@ -142,24 +142,14 @@ static size_t queued(const struct exporter *x)
 	return json_array_size(x->queue) - x->head;
 }
 
-/* The n oldest spans waiting, as a new array (x->lock held; NULL: out of
- * memory).  Taking moves head, in O(n): removing from the front
- * (json_array_remove(q, 0) each) moved the whole queue once per span,
- * under the lock exporter_push() takes on the ingest thread.  The taken
- * slots are cleared when the queue is empty, or compacted away once they
- * are more than half of it (each span copied at most once more). */
-static json_t *take(struct exporter *x, size_t n)
+/* Pass the n oldest spans waiting (x->lock held): the taken slots are
+ * cleared when the queue is empty, or compacted away once they are more
+ * than half of it (each span copied at most once more). */
+static void skip(struct exporter *x, size_t n)
 {
-	json_t *batch = json_array(), *rest;
 	size_t size = json_array_size(x->queue);
+	json_t *rest;
 
-	for (size_t i = 0; batch && i < n; i++)
-		if (json_array_append(batch, json_array_get(x->queue, x->head + i))) {
-			json_decref(batch);
-			batch = NULL;
-		}
-	if (!batch)
-		return NULL;
 	x->head += n;
 	if (x->head == size) {
 		json_array_clear(x->queue);
@@ -175,6 +165,24 @@ static json_t *take(struct exporter *x, size_t n)
 			json_decref(rest);
 		}
 	}
+}
+
+/* The n oldest spans waiting, as a new array (x->lock held; NULL: out of
+ * memory: nothing taken).  Taking moves head (skip()), in O(n):
+ * removing from the front (json_array_remove(q, 0) each) moved the whole
+ * queue once per span, under the lock exporter_push() takes on the
+ * ingest thread. */
+static json_t *take(struct exporter *x, size_t n)
+{
+	json_t *batch = json_array();
+
+	for (size_t i = 0; batch && i < n; i++)
+		if (json_array_append(batch, json_array_get(x->queue, x->head + i))) {
+			json_decref(batch);
+			batch = NULL;
+		}
+	if (batch)
+		skip(x, n);
 	return batch;
 }
 
@@ -205,13 +213,8 @@ static void *export_main(void *arg)
 		if (n > EXPORT_BATCH)
 			n = EXPORT_BATCH;
 		batch = take(x, n);
-		if (!batch) {   /* out of memory: these spans are lost */
-			x->head += n;
-			if (x->head == json_array_size(x->queue)) {
-				json_array_clear(x->queue);
-				x->head = 0;
-			}
-		}
+		if (!batch)     /* out of memory: these spans are lost (failed) */
+			skip(x, n);
 		pthread_mutex_unlock(&x->lock);
 		if (batch && curl)
 			send_batch(x, curl, batch, x->stop);
