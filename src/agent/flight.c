@@ -272,9 +272,9 @@ long flight_capture(struct flight *f, const struct wire_capture *c, struct wbuf 
 	f->st.captures++;
 	*lost = 0;
 	if (c->kind == WIRE_CK_TRACE) {
-		*lost = lost_get(f, c->trace_hi, c->trace_lo);
 		uint64_t p = f->bucket[bucket_of(f, c->trace_hi, c->trace_lo)];
 
+		*lost = lost_get(f, c->trace_hi, c->trace_lo);
 		/* newest first; a chain only goes down, and stops at the tail */
 		while (p && p - 1 >= f->tail) {
 			const struct fent *e = ent_at(f, p - 1);

@@ -71,10 +71,12 @@ void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_cap
 		h->dropped = wc->dropped;
 		h->oldest_ns = wc->oldest_ns;
 		h->wire_bytes += frame_len;
-		h->spans = h->state == CCH_MISSING ? NULL : malloc(wc->body_len ? wc->body_len : 1);
-		if (h->state == CCH_MISSING) {
-			/* a child whose hosts under it did not answer */
-		} else if (h->spans) {
+		if (h->state == CCH_MISSING) {	/* a child: no host under it answered */
+			pthread_cond_broadcast(&c->cond);
+			return;
+		}
+		h->spans = malloc(wc->body_len ? wc->body_len : 1);
+		if (h->spans) {
 			memcpy(h->spans, wc->body, wc->body_len);
 			h->len = wc->body_len;
 		} else {

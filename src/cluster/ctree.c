@@ -16,10 +16,10 @@
  * H through the tree) asks only that host under this one, and is
  * answered "no such host" (WIRE_CS_NOHOST) when none is.  Hosts under it
  * asked that did not answer make it "missing" (WIRE_CS_MISSING) when no
- * one answered, or mark its answer partial (WIRE_CF_PARTIAL).  It waits CTREE_CAPTURE_NS at
- * most (on the link's thread, which sends no BEAT meanwhile: that plus a
- * beat's interval stays under WIRE_DEAD_MS), so that its answer reaches
- * the parent within the parent's own 5 s.
+ * one answered, or mark its answer partial (WIRE_CF_PARTIAL).  It waits
+ * CTREE_CAPTURE_NS at most (on the link's thread, which sends no BEAT
+ * meanwhile: that plus a beat's interval stays under WIRE_DEAD_MS), so
+ * that its answer reaches the parent within the parent's own 5 s.
  */
 #include <errno.h>
 #include <inttypes.h>
