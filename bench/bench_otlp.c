@@ -2,7 +2,8 @@
 /*
  * OTLP ingest, protobuf vs JSON vs gRPC, on the same spans in one run.
  *
- *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [--fay PATH]
+ *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-T TRANSPORT]
+ *              [--fay PATH]
  *
  * The spans: SDK-like (hex ids, a parent, kind, 8 attributes of every
  * type with an array, 2 events, a status), 16 distinct traces per
@@ -29,7 +30,8 @@
  *      body in one write, TCP_NODELAY): spans/s, the collector's CPU
  *      (user + system, /proc) per span, each request's latency p50/p99.
  *
- * Every cell runs SECONDS per round; the order of transports turns each
+ * -T pb|json|grpc|zipkin: that transport's cells alone (to profile one
+ * path).  Every cell runs SECONDS per round; the order of transports turns each
  * round; medians of ROUNDS.  The load average is printed before and
  * after: the machine may be shared.
  */
@@ -132,6 +134,7 @@ static double rate_decode(const void *body, size_t len, int pb, double secs)
 /* ---- end to end ---------------------------------------------------------- */
 
 enum { T_PB, T_JSON, T_GRPC, T_ZIPKIN, NT };
+static const char *const topt[NT] = { "pb", "json", "grpc", "zipkin" };
 static const char *const tname[NT] = { "HTTP protobuf", "HTTP JSON", "gRPC", "Zipkin v2 JSON" };
 
 struct body {
@@ -144,6 +147,7 @@ struct body {
 };
 
 static int reuse_traces;        /* -R */
+static int only = -1;           /* -T: that transport alone */
 static uint64_t next_trace = 1; /* the 40-bit part of the next request's trace ids */
 
 struct worker {
@@ -544,16 +548,25 @@ int main(int argc, char **argv)
 	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES], zb[2][NBODIES];
 	static struct cell cells[2][2][NT][MAXR];
 
-	for (int o; (o = getopt_long(argc, argv, "s:r:t:R", lopts, NULL)) != -1;) {
+	for (int o; (o = getopt_long(argc, argv, "s:r:t:RT:", lopts, NULL)) != -1;) {
 		switch (o) {
 		case 's': sizes[0] = atoi(optarg); nsizes = 1; break;
 		case 'r': rounds = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
 		case 'R': reuse_traces = 1; break;
+		case 'T':
+			for (int t = 0; t < NT; t++)
+				if (!strcmp(optarg, topt[t]))
+					only = t;
+			if (only < 0) {
+				fprintf(stderr, "-T %s: pb, json, grpc or zipkin\n", optarg);
+				return 2;
+			}
+			break;
 		case 'f': fay = optarg; break;
 		default:
 			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] "
-				"[--fay PATH]\n", argv[0]);
+				"[-T pb|json|grpc|zipkin] [--fay PATH]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -595,6 +608,8 @@ int main(int argc, char **argv)
 					for (int k = 0; k < NT; k++) {
 						int t = (k + r) % NT;
 
+						if (only >= 0 && t != only)
+							continue;
 						run_cell(pid, t == T_GRPC ? gport : t == T_ZIPKIN ? hport : port,
 							 t, conns[c],
 							 t == T_PB ? pb[z] : t == T_JSON ? jb[z] :
@@ -617,6 +632,8 @@ int main(int argc, char **argv)
 				for (int t = 0; t < NT; t++) {
 					double v[4][MAXR];
 
+					if (only >= 0 && t != only)
+						continue;
 					for (int r = 0; r < rounds; r++) {
 						v[0][r] = cells[z][c][t][r].rate;
 						v[1][r] = cells[z][c][t][r].cpu_us;
