@@ -4,7 +4,9 @@
  * every collector on one database reads the same definitions from table
  * standing_queries (one row per name and change, the newest ver wins, a
  * drop is a row with deleted = 1), and one of them, the holder of the
- * lease in table standing_lease, runs them.
+ * lease in table standing_lease, runs them.  Each collector on it also
+ * beats in table collectors (its address, lease id and hosts), so the
+ * holder asks the others for their hosts' answers.
  *
  * ClickHouse 18.16 has no compare-and-set, so the lease is the newest
  * row (argMax by ver) of lease 'standing': a collector that reads it
@@ -179,4 +181,66 @@ int ch__standing_lease(struct store_be *st, const char *holder, uint64_t lease_u
 	if (who)
 		snprintf(who, wholen, "%s", cur);
 	return !strcmp(cur, holder);
+}
+
+#define CH_COLLECTOR_COLS "id, run, hosts, beat_us, gone, ver"
+
+int ch__collector_beat(struct store_be *st, const struct store_collector *c, char *err,
+		       size_t errlen)
+{
+	struct wbuf b = { 0 };
+	int ret;
+
+	ch_put_str(&b, c->id, strlen(c->id));
+	ch_put_str(&b, c->run, strlen(c->run));
+	ch_put_str(&b, c->hosts, strlen(c->hosts));
+	wbuf_le64(&b, c->beat_us);
+	wbuf_u8(&b, c->gone);
+	wbuf_le64(&b, clock_realtime_ns() / 1000);
+	if (b.err) {
+		wbuf_free(&b);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&st->qlock);
+	ret = ch_insert(st->qc, "INSERT INTO collectors (" CH_COLLECTOR_COLS
+			") FORMAT RowBinary", b.p, b.len, err, errlen);
+	pthread_mutex_unlock(&st->qlock);
+	wbuf_free(&b);
+	return ret;
+}
+
+int ch__collectors(struct store_be *st, int (*fn)(void *ctx, const struct store_collector *c),
+		   void *ctx, char *err, size_t errlen)
+{
+	struct wbuf out = { 0 };
+	struct rbuf r;
+	int ret;
+
+	pthread_mutex_lock(&st->qlock);
+	ret = ch_query(st->qc, "SELECT id, argMax(run, ver), argMax(hosts, ver),"
+		       " argMax(beat_us, ver), argMax(gone, ver) FROM collectors"
+		       " GROUP BY id ORDER BY id FORMAT RowBinary", &out, err, errlen);
+	pthread_mutex_unlock(&st->qlock);
+	rbuf_init(&r, out.p, out.len);
+	while (!ret && r.off < r.len) {
+		char *id = get_str(&r, "id"), *run = get_str(&r, "run");
+		char *hosts = get_str(&r, "hosts");
+		struct store_collector c = { .id = id, .run = run, .hosts = hosts };
+
+		c.beat_us = rbuf_le64(&r, "beat_us");
+		c.gone = rbuf_u8(&r, "gone");
+		if (r.err) {
+			snprintf(err, errlen, "collectors: %s", r.why);
+			ret = r.err;
+		} else if (!id || !run || !hosts) {
+			ret = -ENOMEM;
+		} else {
+			ret = fn(ctx, &c);
+		}
+		free(id);
+		free(run);
+		free(hosts);
+	}
+	wbuf_free(&out);
+	return ret;
 }
