@@ -42,11 +42,26 @@ static char *get_str(struct rbuf *r, const char *what)
 	return p ? strndup(p, n) : NULL;
 }
 
+/* Send b's rows with sql (an INSERT ... FORMAT RowBinary) over the
+ * windows' connection, and free b.  0 or -errno (err). */
+static int insert_rows(struct store_be *st, const char *sql, struct wbuf *b, char *err,
+		       size_t errlen)
+{
+	int ret = b->err ? -ENOMEM : 0;
+
+	if (!ret) {
+		pthread_mutex_lock(&st->qlock);
+		ret = ch_insert(st->qc, sql, b->p, b->len, err, errlen);
+		pthread_mutex_unlock(&st->qlock);
+	}
+	wbuf_free(b);
+	return ret;
+}
+
 int ch__standing_put(struct store_be *st, const struct store_standing *d, char *err,
 		     size_t errlen)
 {
 	struct wbuf b = { 0 };
-	int ret;
 
 	ch_put_str(&b, d->name, strlen(d->name));
 	ch_put_str(&b, d->query, strlen(d->query));
@@ -54,16 +69,8 @@ int ch__standing_put(struct store_be *st, const struct store_standing *d, char *
 	wbuf_le64(&b, d->created_ms);
 	wbuf_u8(&b, d->deleted);
 	wbuf_le64(&b, clock_realtime_ns() / 1000);
-	if (b.err) {
-		wbuf_free(&b);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&st->qlock);
-	ret = ch_insert(st->qc, "INSERT INTO standing_queries (" CH_STANDING_COLS
-			") FORMAT RowBinary", b.p, b.len, err, errlen);
-	pthread_mutex_unlock(&st->qlock);
-	wbuf_free(&b);
-	return ret;
+	return insert_rows(st, "INSERT INTO standing_queries (" CH_STANDING_COLS
+			  ") FORMAT RowBinary", &b, err, errlen);
 }
 
 int ch__standing_list(struct store_be *st, int (*fn)(void *ctx, const struct store_standing *d),
@@ -139,22 +146,13 @@ static int lease_write(struct store_be *st, const char *holder, uint64_t until_u
 		       char *err, size_t errlen)
 {
 	struct wbuf b = { 0 };
-	int ret;
 
 	ch_put_str(&b, CH_LEASE, strlen(CH_LEASE));
 	ch_put_str(&b, holder, strlen(holder));
 	wbuf_le64(&b, until_us);
 	wbuf_le64(&b, clock_realtime_ns() / 1000);
-	if (b.err) {
-		wbuf_free(&b);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&st->qlock);
-	ret = ch_insert(st->qc, "INSERT INTO standing_lease (lease, holder, until_us, ver)"
-			" FORMAT RowBinary", b.p, b.len, err, errlen);
-	pthread_mutex_unlock(&st->qlock);
-	wbuf_free(&b);
-	return ret;
+	return insert_rows(st, "INSERT INTO standing_lease (lease, holder, until_us, ver)"
+			  " FORMAT RowBinary", &b, err, errlen);
 }
 
 int ch__standing_lease(struct store_be *st, const char *holder, uint64_t lease_us,
@@ -189,7 +187,6 @@ int ch__collector_beat(struct store_be *st, const struct store_collector *c, cha
 		       size_t errlen)
 {
 	struct wbuf b = { 0 };
-	int ret;
 
 	ch_put_str(&b, c->id, strlen(c->id));
 	ch_put_str(&b, c->run, strlen(c->run));
@@ -197,16 +194,8 @@ int ch__collector_beat(struct store_be *st, const struct store_collector *c, cha
 	wbuf_le64(&b, c->beat_us);
 	wbuf_u8(&b, c->gone);
 	wbuf_le64(&b, clock_realtime_ns() / 1000);
-	if (b.err) {
-		wbuf_free(&b);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&st->qlock);
-	ret = ch_insert(st->qc, "INSERT INTO collectors (" CH_COLLECTOR_COLS
-			") FORMAT RowBinary", b.p, b.len, err, errlen);
-	pthread_mutex_unlock(&st->qlock);
-	wbuf_free(&b);
-	return ret;
+	return insert_rows(st, "INSERT INTO collectors (" CH_COLLECTOR_COLS ") FORMAT RowBinary",
+			   &b, err, errlen);
 }
 
 int ch__collectors(struct store_be *st, int (*fn)(void *ctx, const struct store_collector *c),
