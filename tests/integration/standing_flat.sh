@@ -150,8 +150,10 @@ ok "$R runs on" runs "$R"
 
 # ---- back, then the holder dies: the other takes over ----
 ok "$O started again" start "$O"
+ok "... its agents connect again (their back-off)" wait_for 60 peers "$O" ${HOSTS[$O]}
 T5=$(now_us)
-ok "... its hosts answer again (4 of 4)" wait_for 40 has_win "$T5" 4 4 -
+ok "... its hosts answer again (4 of 4)" wait_for 40 has_win "$T5" 4 4 - ||
+	diag "$(wins "$T5" | tail -n 5)"
 diag "$(date +%T) $R killed -9"
 kill9 "$R"
 T6=$(now_us)
