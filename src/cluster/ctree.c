@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,13 @@ static void run_job(struct qlink_job *job)
 		qlink_status(job, WIRE_QS_FAILED, err);
 		return;
 	}
-	ret = cluster_query_run(t->cl, q, p, job->text, &co, &env, err, sizeof(err));
+	/* no agent here yet (this collector just started): wait for one
+	 * rather than fail the upper collector's query for good */
+	while ((ret = cluster_query_run(t->cl, q, p, job->text, &co, &env, err,
+					sizeof(err))) == -EHOSTUNREACH && !job->stop &&
+	       !strncmp(err, "no agent is connected", 21))
+		for (int w = 0; w < 1000 && !job->stop; w += 50)
+			poll(NULL, 0, 50);
 	if (ret && ret != -EPIPE && err[0])
 		qlink_status(job, WIRE_QS_FAILED, err);
 	query_free(q);
