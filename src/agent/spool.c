@@ -23,6 +23,7 @@
 #include "common/file_atomic.h"
 #include "common/wire.h"
 #include "common/log.h"
+#include "common/rand.h"
 
 /* ---- spool ------------------------------------------------------------- */
 
@@ -205,9 +206,12 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 	iov[2] = (struct iovec){ &ncur, 4 };
 	iov[3] = (struct iovec){ (void *)cur, (size_t)ncur * sizeof(*cur) };
 
-	snprintf(tmp, sizeof(tmp), "tmp-%" PRIu64, h.seq);
+	/* a name nobody can guess, made here or not at all: nothing planted
+	 * in the directory (a link to a file this agent may write) is
+	 * followed or truncated (spool_load.c removes tmp-* at start) */
+	snprintf(tmp, sizeof(tmp), "tmp-%" PRIu64 "-%016" PRIx64, h.seq, rand_u64());
 	spool_ent_name(name, sizeof(name), h.seq);
-	fd = openat(sp->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = openat(sp->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		goto err;

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 "                  [--export zipkin=URL|otlp=URL|otlp-protobuf=URL]...\n"
 "                  [--autocomplete-keys K1,K2]\n"
 "                  [--parent HOST:PORT [--host NAME] [--parent-tls-ca FILE]]\n"
+"                  [--advertise HOST:PORT]\n"
 "                  [--max-conns N]\n"
 "                  [--max-conns-per-peer N] [--max-memory BYTES]\n"
 "                  [--allow-other-users] [--probe-group GROUP]\n"
@@ -256,6 +257,15 @@ static void usage(FILE *f)
 "                      (fay capture) from the parent it makes on its own\n"
 "                      agents and answers as one host\n"
 "    --host NAME       this collector's name to its parent (default: host name)\n"
+"    --advertise HOST:PORT\n"
+"                      with ClickHouse shared by several collectors side by side\n"
+"                      (not --parent): the address of this collector's agent\n"
+"                      port the others reach it at (default: --listen's, with\n"
+"                      the host name for 0.0.0.0 or [::]).  Each says it in the\n"
+"                      store; the one running the standing queries asks the\n"
+"                      others for their hosts' answers (they link to it as to a\n"
+"                      parent: --token, --parent-tls-ca), and counts a silent\n"
+"                      one's hosts missing\n"
 "    --max-conns N     connections on the agent port at once (default 8192; an\n"
 "                      agent holds two: spans and queries); more are refused\n"
 "                      with a reason the agent logs, and it retries.  The open\n"
@@ -557,6 +567,7 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 		{ "export", required_argument, NULL, 'x' },
 		{ "parent", required_argument, NULL, 'P' },
 		{ "host", required_argument, NULL, 'n' },
+		{ "advertise", required_argument, NULL, 1015 },
 		{ "autocomplete-keys", required_argument, NULL, 'A' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "max-conns-per-peer", required_argument, NULL, 'E' },
@@ -606,6 +617,7 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 		case 'T': o.ext.thresholds = optarg; break;
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;
+		case 1015: o.advertise = optarg; break;
 		case 'A': o.autocomplete_keys = optarg; break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {

@@ -34,6 +34,52 @@ struct cluster *cluster_new(void)
 	return cl;
 }
 
+static void flat_free(struct cflat *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t h = 0; h < v[i].nhosts; h++)
+			free(v[i].hosts[h]);
+		free(v[i].hosts);
+		free(v[i].name);
+	}
+	free(v);
+}
+
+int cluster_set_flat(struct cluster *cl, const struct cluster_flat *v, size_t n)
+{
+	struct cflat *nv = n ? calloc(n, sizeof(*nv)) : NULL;
+	bool oom = n && !nv;
+
+	for (size_t i = 0; !oom && i < n; i++) {
+		nv[i].name = strdup(v[i].name);
+		nv[i].hosts = v[i].nhosts ? calloc(v[i].nhosts, sizeof(char *)) : NULL;
+		oom = !nv[i].name || (v[i].nhosts && !nv[i].hosts);
+		for (size_t h = 0; !oom && h < v[i].nhosts; h++) {
+			nv[i].hosts[h] = strdup(v[i].hosts[h]);
+			oom = !nv[i].hosts[h];
+			nv[i].nhosts = h + 1;
+		}
+	}
+	if (oom) {
+		flat_free(nv, n);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&cl->lock);
+	flat_free(cl->flat, cl->nflat);
+	cl->flat = nv;
+	cl->nflat = n;
+	pthread_mutex_unlock(&cl->lock);
+	return 0;
+}
+
+const struct cflat *cluster_flat_find(const struct cluster *cl, const char *name)
+{
+	for (size_t i = 0; i < cl->nflat; i++)
+		if (!strcmp(cl->flat[i].name, name))
+			return &cl->flat[i];
+	return NULL;
+}
+
 void cluster_free(struct cluster *cl)
 {
 	if (!cl)
@@ -49,6 +95,7 @@ void cluster_free(struct cluster *cl)
 	pthread_mutex_unlock(&cl->lock);
 	pthread_mutex_destroy(&cl->lock);
 	pthread_cond_destroy(&cl->peers_gone);
+	flat_free(cl->flat, cl->nflat);
 	free(cl);
 }
 

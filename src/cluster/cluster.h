@@ -73,7 +73,28 @@ struct cluster_qopts {
 	/* In a tree (ctree.c): the upper collector's query; windows go up
 	 * as PARTIALs through it instead of lines through env->emit. */
 	struct qlink_job *up;
+	/* Count the collectors beside this one (cluster_set_flat()) as
+	 * asked: one that is not a member (not linked here) is missing with
+	 * the hosts it last named, never left out (standing queries). */
+	bool flat;
+	/* The query came from a collector beside this one (ctree_start()
+	 * with flat): ask none of them, so two that both think the other
+	 * holds the lease never pass a query round. */
+	bool from_flat;
 };
+
+/* A collector beside this one on a shared store (standing.c reads them
+ * from the store): it links to the lease's holder as a child collector
+ * would, its HELLO host being its name. */
+struct cluster_flat {
+	const char *name;		/* its HELLO host: its --advertise address */
+	const char *const *hosts;	/* its agents' hosts, as it last said */
+	size_t nhosts;
+};
+
+/* Replace the list of collectors beside this one (copied; n 0: none).
+ * 0, or -ENOMEM (the old list kept). */
+int cluster_set_flat(struct cluster *cl, const struct cluster_flat *v, size_t n);
 
 /*
  * Run query q (planned with query_opts.cluster; text is its source) on
@@ -157,10 +178,12 @@ struct ctree;
  * of its agent port) and run its queries on cl (this collector's agents).
  * NULL with errno (EINVAL: a bad address).  The strings must outlive it.
  * tls: TLS to the parent (--parent-tls-ca; NULL: plaintext), must outlive it
- * too. */
+ * too.  flat: the "parent" is the collector beside this one that holds a
+ * shared store's lease (standing.c): its queries ask no collector beside
+ * this one (cluster_qopts.from_flat). */
 struct tls_conf;
 struct ctree *ctree_start(struct cluster *cl, const char *parent, const char *host,
-			  const char *token, struct tls_conf *tls);
+			  const char *token, struct tls_conf *tls, bool flat);
 /* Stop the parent's queries, close, join.  Accepts NULL. */
 void ctree_stop(struct ctree *t);
 

@@ -94,11 +94,19 @@ struct cquery {
 	pthread_cond_t cond;
 	bool has_collectors;	/* a member is a child collector */
 	bool host_answers;	/* cluster_qopts.host_answers */
+	bool flat, from_flat;	/* cluster_qopts.flat, .from_flat */
 	bool shape_err_logged;
 	char shape_err[512];	/* a member's partial of another shape */
 };
 
 struct ccap;
+
+/* A collector beside this one (cluster_set_flat()), copied. */
+struct cflat {
+	char *name;
+	char **hosts;
+	size_t nhosts;
+};
 
 struct cluster {
 	pthread_mutex_t lock;
@@ -107,6 +115,8 @@ struct cluster {
 	struct ccap *captures;	/* captures waiting for their answers (ccapture.c) */
 	uint32_t next_qid;
 	uint32_t next_cid;
+	struct cflat *flat;	/* the collectors beside this one */
+	size_t nflat;
 	int npeers_threads;	/* serving threads still running */
 	pthread_cond_t peers_gone;
 	volatile int stop;
@@ -167,6 +177,9 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_captured *c,
 		      size_t frame_len);
 void ccap_peer_left(struct cluster *cl, struct cpeer *p);
+
+/* Under cl->lock: the collector beside this one named name, or NULL. */
+const struct cflat *cluster_flat_find(const struct cluster *cl, const char *name);
 
 /* ---- cquery.c, for the query thread (cquery_run.c) ---- */
 

@@ -60,6 +60,8 @@ static struct cmember *member_of(struct cquery *q, const struct cpeer *p)
 
 bool cq_in_scope(const struct cquery *q, const struct cpeer *p)
 {
+	if (q->from_flat && p->collector && cluster_flat_find(q->cl, p->host))
+		return false;
 	return !q->scope_host || p->collector || !strcmp(q->scope_host, p->host);
 }
 

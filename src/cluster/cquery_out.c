@@ -93,19 +93,66 @@ static void put_counters(FILE *f, const uint64_t c[ENGINE_NCOUNTERS])
 	fputc('}', f);
 }
 
+/* q's member named name, or NULL. */
+static const struct cmember *member_named(const struct cquery *q, const char *name)
+{
+	for (size_t i = 0; i < q->nm; i++)
+		if (!strcmp(q->m[i].host, name))
+			return &q->m[i];
+	return NULL;
+}
+
+/* The collectors beside this one that are not members of q (q->flat):
+ * each missing with the hosts it last named (itself: it named none). */
+static unsigned flat_absent(const struct cquery *q, FILE *f, int *k)
+{
+	const struct cluster *cl = q->cl;
+	unsigned n = 0;
+
+	for (size_t i = 0; q->flat && i < cl->nflat; i++) {
+		const struct cflat *c = &cl->flat[i];
+
+		if (member_named(q, c->name))
+			continue;
+		n += c->nhosts ? (unsigned)c->nhosts : 1;
+		for (size_t h = 0; f && h < (c->nhosts ? c->nhosts : 1); h++) {
+			const char *name = c->nhosts ? c->hosts[h] : c->name;
+
+			if ((*k)++)
+				fputc(',', f);
+			json_str(f, name, strlen(name));
+		}
+	}
+	return n;
+}
+
+/* The hosts member m stands for when it named none (a collector beside
+ * this one before its first PARTIAL: those it last said it has), or
+ * NULL: itself. */
+static const struct cflat *unnamed_hosts(const struct cquery *q, const struct cmember *m)
+{
+	const struct cflat *c = q->flat && !m->nsubs ? cluster_flat_find(q->cl, m->host) : NULL;
+
+	return c && c->nhosts ? c : NULL;
+}
+
 /* ,"hosts":{"asked":N,"answered":N,"late":N,"missing":[..],"failed":[..]} */
 static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 		      unsigned answered, unsigned late)
 {
-	unsigned asked = 0;
+	unsigned asked = flat_absent(q, NULL, NULL);
 	int k = 0;
 
-	for (size_t i = 0; i < q->nm; i++)
-		asked += q->m[i].nsubs ? q->m[i].nsubs : 1;
+	for (size_t i = 0; i < q->nm; i++) {
+		const struct cflat *c = unnamed_hosts(q, &q->m[i]);
+
+		asked += q->m[i].nsubs ? q->m[i].nsubs : c ? (unsigned)c->nhosts : 1;
+	}
 	fprintf(f, ",\"hosts\":{\"asked\":%u,\"answered\":%u,\"late\":%u,\"missing\":[",
 		asked, answered, late);
 	for (size_t i = 0; i < q->nm; i++) {
 		const struct cmember *m = &q->m[i];
+		const struct cflat *c = unnamed_hosts(q, m);
 
 		if (m->state == CM_FAILED || m->state == CM_ENDED)
 			continue;
@@ -119,10 +166,15 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 		}
 		if (got[i] || m->nsubs)
 			continue;
-		if (k++)
-			fputc(',', f);
-		json_str(f, m->host, strlen(m->host));
+		for (size_t h = 0; h < (c ? c->nhosts : 1); h++) {
+			const char *name = c ? c->hosts[h] : m->host;
+
+			if (k++)
+				fputc(',', f);
+			json_str(f, name, strlen(name));
+		}
 	}
+	flat_absent(q, f, &k);
 	fputs("],\"failed\":[", f);
 	k = 0;
 	for (size_t i = 0; i < q->nm; i++) {

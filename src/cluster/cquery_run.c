@@ -299,6 +299,8 @@ int cluster_query_run(struct cluster *cl, struct query *qq, const struct plan *p
 			 p->for_ns ? q->start_rt + p->for_ns : 0;
 	q->grace_ns = o->grace_ns ? o->grace_ns : CLUSTER_GRACE_NS;
 	q->host_answers = o->host_answers && !o->up;
+	q->flat = o->flat && !o->up && !q->scope_host;
+	q->from_flat = o->from_flat;
 	if (q->window_ns)
 		q->next_wstart = q->start_rt / q->window_ns * q->window_ns;
 	q->chunks_tail = &q->chunks;

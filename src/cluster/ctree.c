@@ -9,6 +9,11 @@
  * partial per subtree and the answer is the same whatever the tree's
  * shape (every merge is associative and commutative).
  *
+ * The same link joins a collector to the one beside it on a shared
+ * store that holds the standing queries' lease (standing.c, flat): the
+ * holder asks it as it asks a child, and its jobs ask no collector
+ * beside it (cluster_qopts.from_flat).
+ *
  * A CAPTURE from the parent (the flight recorder, #22) is made on this
  * collector's own agents (cluster_capture_run()) and answered as one
  * host: the records every agent under it found, in one BATCH payload,
@@ -23,6 +28,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +46,7 @@ struct tctx {
 	struct cluster *cl;
 	char host[256];
 	char id[33];
+	bool flat;		/* the lease's holder beside this one */
 };
 
 static int no_lines(void *ctx, const char *json, size_t len)
@@ -51,7 +58,7 @@ static void run_job(struct qlink_job *job)
 {
 	struct tctx *t = job->ctx;
 	struct query_opts qo = { .sz = sizeof(qo), .cluster = true };
-	struct cluster_qopts co = { .up = job, .all = true };
+	struct cluster_qopts co = { .up = job, .all = true, .from_flat = t->flat };
 	struct qengine_env env = { .emit = no_lines, .stop = (const volatile int *)&job->stop };
 	const struct plan *p;
 	char err[2048] = "";
@@ -63,7 +70,13 @@ static void run_job(struct qlink_job *job)
 		qlink_status(job, WIRE_QS_FAILED, err);
 		return;
 	}
-	ret = cluster_query_run(t->cl, q, p, job->text, &co, &env, err, sizeof(err));
+	/* no agent here yet (this collector just started): wait for one
+	 * rather than fail the upper collector's query for good */
+	while ((ret = cluster_query_run(t->cl, q, p, job->text, &co, &env, err,
+					sizeof(err))) == -EHOSTUNREACH && !job->stop &&
+	       !strncmp(err, "no agent is connected", 21))
+		for (int w = 0; w < 1000 && !job->stop; w += 50)
+			poll(NULL, 0, 50);
 	if (ret && ret != -EPIPE && err[0])
 		qlink_status(job, WIRE_QS_FAILED, err);
 	query_free(q);
@@ -140,12 +153,13 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 }
 
 struct ctree *ctree_start(struct cluster *cl, const char *parent, const char *host,
-			  const char *token, struct tls_conf *tls)
+			  const char *token, struct tls_conf *tls, bool flat)
 {
-	struct tctx t = { .cl = cl };
+	struct tctx t = { .cl = cl, .flat = flat };
 	struct qlink_opts lo = {
 		.upper = parent, .token = token, .tls = tls, .collector = true,
-		.what = "link to the parent collector", .run = run_job,
+		.what = flat ? "link to the collector running the standing queries" :
+			"link to the parent collector", .run = run_job,
 		.capture = tree_capture, .ctx = &t, .ctx_size = sizeof(t),
 	};
 	uint64_t r[2];

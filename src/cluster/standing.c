@@ -18,6 +18,18 @@
  * that stops gives it back at once).  Adding and dropping write the
  * store, then sync.  With SQLite the collector keeps its own in
  * DIR/queries.json and runs them all.
+ *
+ * Collectors side by side on such a store (not under --parent) know each
+ * other: at each sync every one beats in the store's collectors table
+ * (its --advertise address, its lease id, its agents' hosts), and reads
+ * the others' rows.  One that does not hold the lease links to the
+ * holder's address as a child collector links to its parent (ctree.c,
+ * flat), so the holder asks it for its hosts' answers as it asks a
+ * child; the holder counts every collector beside it (cluster_set_flat(),
+ * cluster_qopts.flat): one that does not answer a window, or is not
+ * linked (dead: its beat goes stale), is missing in it with the hosts
+ * it last named, until it stops cleanly (a row with gone) or for
+ * STANDING_FORGET_MS after its last beat.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +57,8 @@
 #define STANDING_RETRY_MS	2000
 #define STANDING_SYNC_MS	2000	/* shared: definitions and lease read */
 #define STANDING_LEASE_MS	10000	/* shared: a lease not renewed runs out */
+#define STANDING_FORGET_MS	3600000	/* shared: a collector silent that long
+					 * is no longer counted missing */
 
 struct sq {
 	struct standing *s;
@@ -79,6 +93,11 @@ struct standing {
 	bool holder;			/* this collector holds the lease */
 	char me[128];			/* its id in the lease */
 	char who[128];			/* the lease's holder, last read */
+	/* shared, may_run: this collector beside the others */
+	struct standing_net net;
+	char addr[256];			/* its --advertise address (its id) */
+	char link_addr[256];		/* the holder it links to ("": none) */
+	struct ctree *link;
 	pthread_mutex_t sync_lock;	/* one sync() at a time */
 	pthread_t sync_thread;
 	bool sync_started;
@@ -259,7 +278,7 @@ static void *sq_main(void *arg)
 {
 	struct sq *q = arg;
 	struct cluster_qopts o = { .grace_ns = q->grace_ns, .all = true,
-				   .host_answers = true };
+				   .host_answers = true, .flat = q->s->shared };
 	struct qengine_env env = { .emit = on_line, .ctx = q, .stop = &q->stop };
 
 	while (!q->stop) {
@@ -524,6 +543,142 @@ static const struct store_standing *defs_find(const struct defs *v, const char *
 	return NULL;
 }
 
+/* ---- collectors side by side on a shared store ---------------------------- */
+
+/* This collector's agents' hosts, as a JSON array text (malloc'd; NULL:
+ * no memory): its connected peers that are not collectors. */
+static char *own_hosts(struct standing *s)
+{
+	char *pj = cluster_peers_json(s->cl), *out;
+	json_t *peers = pj ? json_loads(pj, 0, NULL) : NULL, *a = json_array(), *p;
+	size_t i;
+
+	free(pj);
+	json_array_foreach(peers, i, p) {
+		if (!json_is_true(json_object_get(p, "collector")) &&
+		    json_is_string(json_object_get(p, "host")))
+			json_array_append(a, json_object_get(p, "host"));
+	}
+	out = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(peers);
+	json_decref(a);
+	return out;
+}
+
+/* The other collectors' rows, as store__collectors() gives them. */
+struct peer_rows {
+	struct standing *s;
+	uint64_t now_us;
+	struct cluster_flat *v;		/* names and hosts owned by the arrays */
+	json_t **hosts;			/* each one's hosts (parsed) */
+	size_t n, cap;
+	char holder_addr[256];		/* the row whose run is s->who */
+};
+
+static int peer_row(void *ctx, const struct store_collector *c)
+{
+	struct peer_rows *r = ctx;
+	json_t *h;
+	const char **names;
+	size_t i;
+
+	if (!strcmp(c->run, r->s->who) && !c->gone && strcmp(c->id, r->s->addr))
+		snprintf(r->holder_addr, sizeof(r->holder_addr), "%s", c->id);
+	if (!strcmp(c->id, r->s->addr) || c->gone ||
+	    c->beat_us + STANDING_FORGET_MS * 1000ull < r->now_us)
+		return 0;
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? 2 * r->cap : 8;
+		struct cluster_flat *nv = realloc(r->v, nc * sizeof(*nv));
+		json_t **nh;
+
+		if (!nv)
+			return -ENOMEM;
+		r->v = nv;
+		nh = realloc(r->hosts, nc * sizeof(*nh));
+		if (!nh)
+			return -ENOMEM;
+		r->hosts = nh;
+		r->cap = nc;
+	}
+	h = json_loads(c->hosts, 0, NULL);
+	names = calloc(json_array_size(h) + 1, sizeof(*names));
+	if (!names || !(r->v[r->n].name = strdup(c->id))) {
+		free(names);
+		json_decref(h);
+		return -ENOMEM;
+	}
+	r->v[r->n].hosts = names;
+	r->v[r->n].nhosts = 0;
+	for (i = 0; i < json_array_size(h); i++)
+		if (json_is_string(json_array_get(h, i)))
+			names[r->v[r->n].nhosts++] = json_string_value(json_array_get(h, i));
+	r->hosts[r->n++] = h;
+	return 0;
+}
+
+static void peer_rows_free(struct peer_rows *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free((char *)r->v[i].name);
+		free((void *)r->v[i].hosts);
+		json_decref(r->hosts[i]);
+	}
+	free(r->v);
+	free(r->hosts);
+}
+
+/*
+ * Beat in the store's collectors table, read the others (the holder
+ * counts them: cluster_set_flat()), and link to the lease's holder when
+ * another holds it (stopping a link to one that no longer does).  On
+ * the sync thread, s->holder and s->who just read; not under s->lock.
+ */
+static void sync_peers(struct standing *s)
+{
+	char *hosts = own_hosts(s), err[512] = "";
+	struct peer_rows r = { .s = s, .now_us = clock_realtime_ns() / 1000 };
+	struct store_collector me = {
+		.id = s->addr, .run = s->me, .hosts = hosts ? hosts : "[]", .beat_us = r.now_us,
+	};
+	int ret = store__collector_beat(s->st, &me, err, sizeof(err));
+
+	free(hosts);
+	if (ret)
+		pr_warn("standing queries: beating in the store's collectors: %s",
+			err[0] ? err : strerror(-ret));
+	err[0] = '\0';
+	ret = store__collectors(s->st, peer_row, &r, err, sizeof(err));
+	if (ret) {
+		pr_warn("standing queries: reading the store's collectors: %s",
+			err[0] ? err : strerror(-ret));
+	} else if (cluster_set_flat(s->cl, r.v, r.n)) {
+		pr_warn("standing queries: the collectors beside this one: out of memory");
+	}
+	if (s->holder || ret)
+		r.holder_addr[0] = '\0';
+	if (strcmp(r.holder_addr, s->link_addr) && (!ret || s->holder)) {
+		if (s->link)
+			pr_info("standing queries: link to %s closed", s->link_addr);
+		ctree_stop(s->link);
+		s->link = NULL;
+		snprintf(s->link_addr, sizeof(s->link_addr), "%s", r.holder_addr);
+		if (s->link_addr[0]) {
+			s->link = ctree_start(s->cl, s->link_addr, s->addr, s->net.token,
+					      s->net.tls, true);
+			if (s->link)
+				pr_info("standing queries: linked to %s, which runs them",
+					s->link_addr);
+			else
+				pr_warn("standing queries: cannot link to %s: %s", s->link_addr,
+					strerror(errno));
+			if (!s->link)
+				s->link_addr[0] = '\0';
+		}
+	}
+	peer_rows_free(&r);
+}
+
 /*
  * Bring this collector's list to the store's definitions and its
  * running queries to the lease: take or renew it, read the definitions,
@@ -618,6 +773,8 @@ static void sync_shared(struct standing *s)
 		gone = q->next;
 		sq_stop(q);
 	}
+	if (s->may_run)
+		sync_peers(s);
 	pthread_mutex_unlock(&s->sync_lock);
 	defs_free(v);
 	free(v);
@@ -745,7 +902,7 @@ static int load(struct standing *s, char *err, size_t errlen)
 }
 
 struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
-			      bool may_run, char *err, size_t errlen)
+			      const struct standing_net *net, char *err, size_t errlen)
 {
 	struct standing *s = calloc(1, sizeof(*s));
 
@@ -755,7 +912,11 @@ struct standing *standing_new(struct cluster *cl, struct store *st, const char *
 	}
 	s->cl = cl;
 	s->st = st;
-	s->may_run = may_run;
+	s->may_run = net != NULL;
+	if (net) {
+		s->net = *net;
+		snprintf(s->addr, sizeof(s->addr), "%s", net->advertise);
+	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->sync_lock, NULL);
@@ -796,6 +957,15 @@ void standing_free(struct standing *s)
 	s->stop = 1;
 	if (s->sync_started)
 		pthread_join(s->sync_thread, NULL);
+	ctree_stop(s->link);	/* the holder's queries here first */
+	if (s->shared && s->may_run) {	/* the others no longer count it */
+		struct store_collector me = { .id = s->addr, .run = s->me, .hosts = "[]",
+			.beat_us = clock_realtime_ns() / 1000, .gone = 1 };
+		char err[512] = "";
+
+		if (store__collector_beat(s->st, &me, err, sizeof(err)))
+			pr_warn("standing queries: leaving the store's collectors: %s", err);
+	}
 	while (s->list) {
 		struct sq *q = s->list;
 

@@ -22,6 +22,8 @@
  * reads them every 2 s, and only the holder of the store's lease
  * (standing_lease, 10 s, renewed at each read) runs them; when it dies,
  * another takes over once the lease ran out, at once when it stopped.
+ * The others link to the holder (table collectors: each one's address),
+ * which asks them for their hosts' answers as a parent asks a child.
  */
 #ifndef FAY_CLUSTER_STANDING_H
 #define FAY_CLUSTER_STANDING_H
@@ -44,17 +46,31 @@ struct store;
  * [A-Za-z0-9_], Prometheus-safe)?  Capture rules' names are the same. */
 bool standing_name_ok(const char *n);
 
+/* How a collector meets the others beside it on a shared store. */
+struct tls_conf;
+struct standing_net {
+	const char *advertise;	/* HOST:PORT the others reach its agent port at
+				 * (--advertise): its id among them */
+	const char *token;	/* presented to the lease's holder (--token) */
+	struct tls_conf *tls;	/* TLS to the holder (--parent-tls-ca; NULL: none) */
+};
+
 /* Load DIR's definitions (creating DIR) and start each on cl, their
  * windows written into st (which outlives the registry).  With a store
  * several collectors share, the store's definitions instead, run only
  * while this collector holds the store's lease, which it takes only if
- * may_run (a collector under a parent: false; its parent runs them).  History files
+ * net is not NULL (a collector under a parent: NULL; its parent runs
+ * them).  With net, it beats in the store's collectors table, links to
+ * the holder when another holds the lease (its hosts answer through the
+ * holder's windows), and as the holder counts every other collector's
+ * hosts, missing when one is silent (strings copied; tls must outlive
+ * it).  History files
  * of older versions (DIR/NAME.ndjson and .ndjson.1) are imported into st
  * first and renamed NAME.ndjson.imported (once; an import cut short is
  * run again).  NULL with a reason in err: DIR unusable, or queries.json
  * corrupt (named, never overwritten). */
 struct standing *standing_new(struct cluster *cl, struct store *st, const char *dir,
-			      bool may_run, char *err, size_t errlen);
+			      const struct standing_net *net, char *err, size_t errlen);
 /* Stop every standing query (their probes are detached) and free. */
 void standing_free(struct standing *s);
 

@@ -362,6 +362,26 @@ static int coll_listen(struct collector_run *r, const struct collector_opts *o,
 	return 0;
 }
 
+/* The address collectors beside this one reach its agent port at:
+ * --advertise, else the port's own address (the host name for a
+ * wildcard one). */
+static void advertise_addr(const struct collector_run *r, const struct collector_opts *o,
+			   char *buf, size_t len)
+{
+	const char *a = wire_server_addr(r->ws), *port = strrchr(a, ':');
+	char host[256] = "";
+
+	if (o->advertise) {
+		snprintf(buf, len, "%s", o->advertise);
+	} else if (port && (!strncmp(a, "0.0.0.0:", 8) || !strncmp(a, "[::]:", 5))) {
+		if (gethostname(host, sizeof(host) - 1))
+			snprintf(host, sizeof(host), "localhost");
+		snprintf(buf, len, "%s%s", host, port);
+	} else {
+		snprintf(buf, len, "%s", a);
+	}
+}
+
 /* The standing queries and the capture rules kept beside the store, and
  * with --parent the link to the collector above.  0, or -errno with the
  * reason in err. */
@@ -369,13 +389,25 @@ static int coll_cluster_start(struct collector_run *r, const struct collector_op
 			      char *err, size_t errlen)
 {
 	struct collector *c = &r->c;
-	char why[512], dir[4200];
+	char why[512], dir[4200], adv[300];
+	struct standing_net net = { .advertise = adv, .token = c->token };
 	int ret;
 
+	if (o->parent_tls_ca) {
+		/* our own certificate, if any, for a parent (or the collector
+		 * beside this one running the standing queries) that asks */
+		c->parent_tls = tls_client_conf(o->parent_tls_ca, o->tls_cert, o->tls_key,
+						why, sizeof(why));
+		if (!c->parent_tls)
+			return start_failed(err, errlen, "--parent-tls-ca: ", why);
+	}
+	net.tls = c->parent_tls;
+	advertise_addr(r, o, adv, sizeof(adv));
 	snprintf(dir, sizeof(dir), "%s.queries", o->db);
 	/* under --parent, the root runs the shared ones: its queries reach
 	 * this collector's hosts too */
-	c->standing = standing_new(c->cluster, c->store, dir, !o->parent, why, sizeof(why));
+	c->standing = standing_new(c->cluster, c->store, dir, o->parent ? NULL : &net, why,
+				   sizeof(why));
 	if (!c->standing) {
 		snprintf(err, errlen, "standing queries: %s", why);
 		return -EINVAL;
@@ -394,14 +426,7 @@ static int coll_cluster_start(struct collector_run *r, const struct collector_op
 	}
 	if (!o->parent)
 		return 0;
-	if (o->parent_tls_ca) {
-		/* our own certificate, if any, for a parent that asks */
-		c->parent_tls = tls_client_conf(o->parent_tls_ca, o->tls_cert, o->tls_key,
-						why, sizeof(why));
-		if (!c->parent_tls)
-			return start_failed(err, errlen, "--parent-tls-ca: ", why);
-	}
-	r->tree = ctree_start(c->cluster, o->parent, o->host, c->token, c->parent_tls);
+	r->tree = ctree_start(c->cluster, o->parent, o->host, c->token, c->parent_tls, false);
 	if (!r->tree) {
 		ret = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "--parent %s: %s", o->parent,

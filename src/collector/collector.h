@@ -81,6 +81,10 @@ struct collector_opts {
 	struct coll_ext_opts ext;
 	const char *parent;          /* --parent HOST:PORT: an intermediate aggregator */
 	const char *host;            /* our name to the parent (NULL: gethostname) */
+	/* --advertise HOST:PORT: the agent port as collectors beside this one
+	 * on a shared store reach it (NULL: --listen's, the host name for a
+	 * wildcard address) */
+	const char *advertise;
 	const char *autocomplete_keys;  /* "k1,k2": tags whose values are kept */
 	unsigned max_conns;          /* agent-port connections (0: COLL_MAX_CONNS) */
 	unsigned max_conns_per_peer; /* from one address (0: no cap) */

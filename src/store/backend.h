@@ -69,6 +69,12 @@ struct store_ops {
 			     char *err, size_t errlen);
 	int (*standing_lease)(struct store_be *st, const char *holder, uint64_t lease_us,
 			      bool release, char *who, size_t wholen, char *err, size_t errlen);
+	/* the collectors beside each other on it (store.h); NULL: not shared */
+	int (*collector_beat)(struct store_be *st, const struct store_collector *c, char *err,
+			      size_t errlen);
+	int (*collectors)(struct store_be *st,
+			  int (*fn)(void *ctx, const struct store_collector *c), void *ctx,
+			  char *err, size_t errlen);
 	/* what store__windows() reads: the table, deduplicated (ClickHouse:
 	 * "query_windows FINAL") */
 	const char *windows_from;

@@ -54,7 +54,7 @@ int ch_insert(struct ch_conn *c, const char *insert, const void *rows, size_t le
 
 /* ---- the schema (store/ch_schema.c) ---- */
 
-#define CH_SCHEMA_VERSION 4
+#define CH_SCHEMA_VERSION 5
 
 /* Where the tables are: the database, and with a cluster the suffix of
  * the local tables and the cluster's name. */
@@ -356,6 +356,10 @@ int ch__standing_list(struct store_be *st, int (*fn)(void *ctx, const struct sto
 		      void *ctx, char *err, size_t errlen);
 int ch__standing_lease(struct store_be *st, const char *holder, uint64_t lease_us,
 		       bool release, char *who, size_t wholen, char *err, size_t errlen);
+int ch__collector_beat(struct store_be *st, const struct store_collector *c, char *err,
+		       size_t errlen);
+int ch__collectors(struct store_be *st, int (*fn)(void *ctx, const struct store_collector *c),
+		   void *ctx, char *err, size_t errlen);
 int ch__set_retention(struct store_be *st, uint64_t retention_us, char *err,
 		      size_t errlen);
 struct store_rd *ch__reader_new(struct store_be *st);

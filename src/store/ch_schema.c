@@ -40,6 +40,9 @@
  *   standing_lease  which collector runs them (schema 4): one row per
  *               taking or renewal, the newest (ver) names the holder and
  *               until when (ch_standing.c).
+ *   collectors  the collectors on the database beside each other (schema
+ *               5): one row per beat, the newest (ver) of an id says its
+ *               address, lease id, hosts and last beat (ch_standing.c).
  *
  * Tags and annotations are Nested columns (parallel arrays tags.key /
  * tags.value), so SQL reaches them: tags.value[indexOf(tags.key, 'k')].
@@ -121,6 +124,10 @@ static const struct ch_table ch_tables[] = {
 	  "lease String, holder String, until_us UInt64, ver UInt64",
 	  "ReplacingMergeTree(ver) ORDER BY lease",
 	  "cityHash64(lease)" },
+	{ "collectors",
+	  "id String, run String, hosts String, beat_us UInt64, gone UInt8, ver UInt64",
+	  "ReplacingMergeTree(ver) ORDER BY id",
+	  "cityHash64(id)" },
 };
 
 /* The table called name in ch_tables (there is one). */
@@ -362,11 +369,19 @@ static int migrate_3_4(const struct step *s)
 				  s->errlen);
 }
 
+/* 4 -> 5: the collectors beside each other on the database (a new
+ * table, as 2 -> 3). */
+static int migrate_4_5(const struct step *s)
+{
+	return create(s->c, s->w, table("collectors"), s->feats, s->err, s->errlen);
+}
+
 static int (*const ch_migrations[])(const struct step *) = {
 	migrate_0_1,
 	migrate_1_2,
 	migrate_2_3,
 	migrate_3_4,
+	migrate_4_5,
 };
 
 _Static_assert(ARRAY_SIZE(ch_migrations) == CH_SCHEMA_VERSION,

@@ -4,7 +4,9 @@
  * every collector on one database reads the same definitions from table
  * standing_queries (one row per name and change, the newest ver wins, a
  * drop is a row with deleted = 1), and one of them, the holder of the
- * lease in table standing_lease, runs them.
+ * lease in table standing_lease, runs them.  Each collector on it also
+ * beats in table collectors (its address, lease id and hosts), so the
+ * holder asks the others for their hosts' answers.
  *
  * ClickHouse 18.16 has no compare-and-set, so the lease is the newest
  * row (argMax by ver) of lease 'standing': a collector that reads it
@@ -40,11 +42,26 @@ static char *get_str(struct rbuf *r, const char *what)
 	return p ? strndup(p, n) : NULL;
 }
 
+/* Send b's rows with sql (an INSERT ... FORMAT RowBinary) over the
+ * windows' connection, and free b.  0 or -errno (err). */
+static int insert_rows(struct store_be *st, const char *sql, struct wbuf *b, char *err,
+		       size_t errlen)
+{
+	int ret = b->err ? -ENOMEM : 0;
+
+	if (!ret) {
+		pthread_mutex_lock(&st->qlock);
+		ret = ch_insert(st->qc, sql, b->p, b->len, err, errlen);
+		pthread_mutex_unlock(&st->qlock);
+	}
+	wbuf_free(b);
+	return ret;
+}
+
 int ch__standing_put(struct store_be *st, const struct store_standing *d, char *err,
 		     size_t errlen)
 {
 	struct wbuf b = { 0 };
-	int ret;
 
 	ch_put_str(&b, d->name, strlen(d->name));
 	ch_put_str(&b, d->query, strlen(d->query));
@@ -52,16 +69,8 @@ int ch__standing_put(struct store_be *st, const struct store_standing *d, char *
 	wbuf_le64(&b, d->created_ms);
 	wbuf_u8(&b, d->deleted);
 	wbuf_le64(&b, clock_realtime_ns() / 1000);
-	if (b.err) {
-		wbuf_free(&b);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&st->qlock);
-	ret = ch_insert(st->qc, "INSERT INTO standing_queries (" CH_STANDING_COLS
-			") FORMAT RowBinary", b.p, b.len, err, errlen);
-	pthread_mutex_unlock(&st->qlock);
-	wbuf_free(&b);
-	return ret;
+	return insert_rows(st, "INSERT INTO standing_queries (" CH_STANDING_COLS
+			  ") FORMAT RowBinary", &b, err, errlen);
 }
 
 int ch__standing_list(struct store_be *st, int (*fn)(void *ctx, const struct store_standing *d),
@@ -137,22 +146,13 @@ static int lease_write(struct store_be *st, const char *holder, uint64_t until_u
 		       char *err, size_t errlen)
 {
 	struct wbuf b = { 0 };
-	int ret;
 
 	ch_put_str(&b, CH_LEASE, strlen(CH_LEASE));
 	ch_put_str(&b, holder, strlen(holder));
 	wbuf_le64(&b, until_us);
 	wbuf_le64(&b, clock_realtime_ns() / 1000);
-	if (b.err) {
-		wbuf_free(&b);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&st->qlock);
-	ret = ch_insert(st->qc, "INSERT INTO standing_lease (lease, holder, until_us, ver)"
-			" FORMAT RowBinary", b.p, b.len, err, errlen);
-	pthread_mutex_unlock(&st->qlock);
-	wbuf_free(&b);
-	return ret;
+	return insert_rows(st, "INSERT INTO standing_lease (lease, holder, until_us, ver)"
+			  " FORMAT RowBinary", &b, err, errlen);
 }
 
 int ch__standing_lease(struct store_be *st, const char *holder, uint64_t lease_us,
@@ -179,4 +179,57 @@ int ch__standing_lease(struct store_be *st, const char *holder, uint64_t lease_u
 	if (who)
 		snprintf(who, wholen, "%s", cur);
 	return !strcmp(cur, holder);
+}
+
+#define CH_COLLECTOR_COLS "id, run, hosts, beat_us, gone, ver"
+
+int ch__collector_beat(struct store_be *st, const struct store_collector *c, char *err,
+		       size_t errlen)
+{
+	struct wbuf b = { 0 };
+
+	ch_put_str(&b, c->id, strlen(c->id));
+	ch_put_str(&b, c->run, strlen(c->run));
+	ch_put_str(&b, c->hosts, strlen(c->hosts));
+	wbuf_le64(&b, c->beat_us);
+	wbuf_u8(&b, c->gone);
+	wbuf_le64(&b, clock_realtime_ns() / 1000);
+	return insert_rows(st, "INSERT INTO collectors (" CH_COLLECTOR_COLS ") FORMAT RowBinary",
+			   &b, err, errlen);
+}
+
+int ch__collectors(struct store_be *st, int (*fn)(void *ctx, const struct store_collector *c),
+		   void *ctx, char *err, size_t errlen)
+{
+	struct wbuf out = { 0 };
+	struct rbuf r;
+	int ret;
+
+	pthread_mutex_lock(&st->qlock);
+	ret = ch_query(st->qc, "SELECT id, argMax(run, ver), argMax(hosts, ver),"
+		       " argMax(beat_us, ver), argMax(gone, ver) FROM collectors"
+		       " GROUP BY id ORDER BY id FORMAT RowBinary", &out, err, errlen);
+	pthread_mutex_unlock(&st->qlock);
+	rbuf_init(&r, out.p, out.len);
+	while (!ret && r.off < r.len) {
+		char *id = get_str(&r, "id"), *run = get_str(&r, "run");
+		char *hosts = get_str(&r, "hosts");
+		struct store_collector c = { .id = id, .run = run, .hosts = hosts };
+
+		c.beat_us = rbuf_le64(&r, "beat_us");
+		c.gone = rbuf_u8(&r, "gone");
+		if (r.err) {
+			snprintf(err, errlen, "collectors: %s", r.why);
+			ret = r.err;
+		} else if (!id || !run || !hosts) {
+			ret = -ENOMEM;
+		} else {
+			ret = fn(ctx, &c);
+		}
+		free(id);
+		free(run);
+		free(hosts);
+	}
+	wbuf_free(&out);
+	return ret;
 }

@@ -184,6 +184,20 @@ int store__standing_lease(struct store *st, const char *holder, uint64_t lease_u
 				       errlen) : -EOPNOTSUPP;
 }
 
+int store__collector_beat(struct store *st, const struct store_collector *c, char *err,
+			  size_t errlen)
+{
+	return st->ops->collector_beat ? st->ops->collector_beat(st->be, c, err, errlen) :
+	       -EOPNOTSUPP;
+}
+
+int store__collectors(struct store *st, int (*fn)(void *ctx, const struct store_collector *c),
+		      void *ctx, char *err, size_t errlen)
+{
+	return st->ops->collectors ? st->ops->collectors(st->be, fn, ctx, err, errlen) :
+	       -EOPNOTSUPP;
+}
+
 int store__health(struct store *st, char *err, size_t errlen)
 {
 	if (!st->ops->health)

@@ -282,6 +282,31 @@ int store__standing_list(struct store *st, int (*fn)(void *ctx, const struct sto
 int store__standing_lease(struct store *st, const char *holder, uint64_t lease_us,
 			  bool release, char *who, size_t wholen, char *err, size_t errlen);
 
+/*
+ * A collector on a shared store, as it says itself (table collectors):
+ * beside the others (not under --parent), each beats every 2 s, so the
+ * lease's holder knows whom to ask for their hosts' answers and whose
+ * hosts are missing when one stops beating.
+ */
+struct store_collector {
+	const char *id;           /* the address its peers reach it at (HOST:PORT
+	                           * of its agent port, --advertise) */
+	const char *run;          /* its id in the lease (store__standing_lease()) */
+	const char *hosts;        /* its agents' hosts, a JSON array of strings */
+	uint64_t beat_us;         /* when it said so (its clock) */
+	uint8_t gone;             /* 1: it stopped (cleanly) */
+};
+
+/* Write c as the newest row of its id.  Any thread.  0, -EOPNOTSUPP (not
+ * shared) or -errno with a reason in err. */
+int store__collector_beat(struct store *st, const struct store_collector *c, char *err,
+			  size_t errlen);
+/* Call fn with the newest row of every collector id ever written (strings
+ * valid during the call).  fn returning non-zero stops (and is
+ * returned); 0, -EOPNOTSUPP or -errno (err). */
+int store__collectors(struct store *st, int (*fn)(void *ctx, const struct store_collector *c),
+		      void *ctx, char *err, size_t errlen);
+
 /* ---- reading ------------------------------------------------------------ */
 
 struct store_reader *store__reader_new(struct store *st);   /* NULL + errno */

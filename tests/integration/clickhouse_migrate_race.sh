@@ -5,7 +5,7 @@
 # lock made of CREATE TABLE, and every collector starts.  On a real
 # server: a new database and rounds of a schema-1 database with rows
 # (each round made anew) under 3 collectors released at once from a
-# gate: each answers /health, fay_schema says 1, 2, 3, 4 once, span_index
+# gate: each answers /health, fay_schema says 1, 2, 3, 4, 5 once, span_index
 # has exactly the rows of the schema-1 table keyed by their hashes,
 # no table is left behind and the searches answer as on a database
 # created at schema 2.  Then the holder killed -9 between the copy and
@@ -134,7 +134,7 @@ versions() {
 # leftovers DB: tables of DB other than the schema's
 leftovers() {
 	ch_q one "SELECT groupArray(name) FROM system.tables WHERE database = '$1'
-		AND name NOT IN ('spans', 'span_index', 'span_parts', 'names', 'agents', 'query_windows', 'standing_queries', 'standing_lease', 'fay_schema')"
+		AND name NOT IN ('spans', 'span_index', 'span_parts', 'names', 'agents', 'query_windows', 'standing_queries', 'standing_lease', 'collectors', 'fay_schema')"
 }
 index_sum() {
 	ch_q one "SELECT count(), sum(cityHash64(day, service_h, name_h, start_us, duration_us,
@@ -147,7 +147,7 @@ migrated() {
 		up $i || bad=1
 	done
 	ok "$what: all $n collectors up" [ $bad = 0 ]
-	ok "$what: fay_schema 1, 2, 3, 4: migrated once" [ "$(versions "$db")" = "[1,2,3,4]" ]
+	ok "$what: fay_schema 1, 2, 3, 4, 5: migrated once" [ "$(versions "$db")" = "[1,2,3,4,5]" ]
 	local got
 	got=$(index_sum "$db")
 	ok "$what: span_index has each schema-1 row once, by its hashes" [ "$got" = "$WANT" ] ||
@@ -169,7 +169,7 @@ race fresh 3
 bad=0
 for i in 1 2 3; do up $i || bad=1; done
 ok "new database: all 3 collectors up" [ $bad = 0 ]
-ok "new database: fay_schema 1, 2, 3, 4 once" [ "$(versions fresh)" = "[1,2,3,4]" ] ||
+ok "new database: fay_schema 1, 2, 3, 4, 5 once" [ "$(versions fresh)" = "[1,2,3,4,5]" ] ||
 	diag "fay_schema: $(versions fresh)"
 ok "new database: no table left behind" [ "$(leftovers fresh)" = "[]" ]
 stop_all
@@ -270,7 +270,7 @@ for r in 1 2; do
 	ok "cluster round $r: all 3 collectors up" [ $bad = 0 ]
 	bad=0
 	for n in two1 two2; do
-		[ "$(ch_q $n 'SELECT groupArray(version) FROM (SELECT version FROM cb.fay_schema ORDER BY version)')" = "[1,2,3,4]" ] ||
+		[ "$(ch_q $n 'SELECT groupArray(version) FROM (SELECT version FROM cb.fay_schema ORDER BY version)')" = "[1,2,3,4,5]" ] ||
 			{ diag "$n: fay_schema $(ch_q $n 'SELECT groupArray(version) FROM cb.fay_schema')"; bad=1; }
 		got=$(ch_q $n "SELECT count(), sum(cityHash64(day, service_h, name_h, start_us,
 			duration_us, trace_hi, trace_lo)) FROM cb.span_index_local")
@@ -279,7 +279,7 @@ for r in 1 2; do
 			AND (name LIKE 'span_index_v%' OR name LIKE 'fay_migrate_lock%')")
 		[ "$left" = "[]" ] || { diag "$n: left $left"; bad=1; }
 	done
-	ok "cluster round $r: on each shard fay_schema 1, 2, 3, 4, every row once by its hashes, nothing left" [ $bad = 0 ]
+	ok "cluster round $r: on each shard fay_schema 1, 2, 3, 4, 5, every row once by its hashes, nothing left" [ $bad = 0 ]
 	ok "cluster round $r: the Distributed span_index reads the new columns" \
 		[ "$(ch_q two1 "SELECT count() FROM cb.span_index WHERE service_h = murmurHash2_64('frontend')")" = 10 ]
 	bad=0
@@ -328,7 +328,7 @@ kill -CONT "$APID" 2>/dev/null
 ok "the first, continued, starts too" wait_for 30 curl -sf "http://127.0.0.1:$AHP/health"
 ok "... having found its lock gone at 'copied' and stopped its migration there" \
 	grep -q "fay_migrate_lock_1 is no longer ours at 'copied'" "$T_TMP/stop-a.log"
-ok "fay_schema 1, 2, 3, 4: migrated once" [ "$(versions k3)" = "[1,2,3,4]" ]
+ok "fay_schema 1, 2, 3, 4, 5: migrated once" [ "$(versions k3)" = "[1,2,3,4,5]" ]
 ok "span_index has each schema-1 row once, by its hashes" [ "$(index_sum k3)" = "$WANT" ]
 ok "no table left behind" [ "$(leftovers k3)" = "[]" ] || diag "left: $(leftovers k3)"
 answers "http://127.0.0.1:$AHP" >"$T_TMP/got-a.txt" 2>/dev/null

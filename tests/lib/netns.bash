@@ -96,6 +96,20 @@ ns_add() {
 
 ns_ip() { echo "${NS_ADDR[$1]}"; }
 
+# ns_root: plug this (the root) namespace into the switch too, at
+# NS_NET.0.254 (ns_ip root), for servers that stay here (a ClickHouse on
+# loopback, collectors that reach it) beside hosts in namespaces.  The
+# cable goes with the switch at exit (a veth dies with its other end).
+ns_root() {
+	local ifc="fr$$"
+	ip link add "$ifc" type veth peer name p254 netns "$NS_SW" &&
+	ip -n "$NS_SW" link set p254 master br0 &&
+	ip -n "$NS_SW" link set p254 up &&
+	ip addr add "$NS_NET.0.254/24" dev "$ifc" &&
+	ip link set "$ifc" up &&
+	NS_ADDR[root]="$NS_NET.0.254"
+}
+
 # ns_hosts NAME...: ns_add each; a namespace that cannot be made fails the
 # test and ends it.
 ns_hosts() {

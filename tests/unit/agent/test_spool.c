@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -499,6 +500,48 @@ static void test_memory_overwritten(void)
 	free(ring_mem);
 }
 
+/* A link planted where the batch's temporary file was once named
+ * (tmp-SEQ, predictable) is neither followed nor truncated: the file it
+ * points to keeps its bytes, and the batch is written all the same. */
+static void test_tmp_planted(void)
+{
+	struct cursor_tab t = { 0 };
+	struct spool sp;
+	struct wire_batch b;
+	struct cursor c = { .instance = 9, .ring = 0, .pos = 10, .rec_no = 5 };
+	char victim[160], link[160], buf[16] = "";
+	uint32_t fl;
+	int fd;
+
+	fresh();
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ok(fd >= 0 && write(fd, "precious", 8) == 8, "a file the agent may write");
+	if (fd >= 0)
+		close(fd);
+	wire_batch_init(&b, 1 << 16, 1000);
+	is_int(spool_open(&sp, spooldir, curpath, 1 << 20, 0, &t), 0, "open");
+	for (unsigned s = 1; s <= 3; s++) {
+		snprintf(link, sizeof(link), "%s/tmp-%u", spooldir, s);
+		ok(symlink(victim, link) == 0, "a link planted at tmp-%u", s);
+	}
+	for (uint64_t s = 1; s <= 3; s++) {
+		fl = mkframe(&b, s, 2, 100);
+		is_int(spool_put(&sp, b.buf, fl, 2, &c, 1), 0, "put batch %llu",
+		       (unsigned long long)s);
+	}
+	ok(sp.nbatches == 3, "3 batches spooled");
+	fd = open(victim, O_RDONLY);
+	ok(fd >= 0 && read(fd, buf, sizeof(buf) - 1) == 8 && !strcmp(buf, "precious"),
+	   "the linked file untouched: '%s'", buf);
+	if (fd >= 0)
+		close(fd);
+	is_int(count_files(spooldir), 6, "3 batch files beside the 3 links, no temporary file left");
+	spool_close(&sp);
+	cursor_tab_free(&t);
+	wire_batch_free(&b);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/fay-test-spool-%d", (int)getpid());
@@ -508,6 +551,7 @@ int main(void)
 	test_spool_index();
 	test_crash_points();
 	test_memory_overwritten();
+	test_tmp_planted();
 	rm_rf(dir);
 	return test_done();
 }
