@@ -4,7 +4,9 @@
  * comm holds ") (" and spaces started no earlier and reads its own the
  * same as its parent does, and a child reaped is gone (-ENOENT);
  * proc_cpu_ticks() grows by about the CPU time a child burns, read
- * through its odd comm, and agrees with getrusage() for this process. */
+ * through its odd comm, and agrees with getrusage() for this process;
+ * proc_exiting(): a running child 0, a zombie 1, a reaped one 1; the
+ * signal sets read as hex (a blocked SIGUSR1 sent: bit 9 of ShdPnd). */
 #include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -107,6 +109,39 @@ int main(void)
 		is_int(proc_cpu_ticks(0, &me), 0, "this process's CPU time");
 		ok((double)me > ru - 3 && (double)me < ru + 3, "... agrees with getrusage (%llu, %.1f ticks)",
 		   me, ru);
+	}
+	{
+		unsigned long long pend = 0;
+		sigset_t usr1, orig;
+		char go;
+		int gate[2];
+
+		if (pipe(gate))
+			return 1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, &orig);	/* the child inherits it */
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_NAME, "a) b (c ) 9 9");
+			if (read(gate[0], &go, 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		sigprocmask(SIG_SETMASK, &orig, NULL);
+		is_int(proc_exiting(pid), 0, "proc_exiting: a running child (odd comm): 0");
+		kill(pid, SIGUSR1);
+		is_int(proc_status_nums(pid, "ShdPnd", &pend, 1), 1, "its ShdPnd line");
+		ok(pend & (1ull << (SIGUSR1 - 1)), "... read as hex: the blocked SIGUSR1 (%llx)", pend);
+		is_int(proc_exiting(pid), 0, "... a pending signal other than SIGKILL: 0");
+		if (write(gate[1], "g", 1) != 1)
+			return 1;
+		/* a zombie until reaped: poll its state (the child may take long) */
+		for (int i = 0; i < 3000 && !proc_exiting(pid); i++)
+			usleep(10000);
+		is_int(proc_exiting(pid), 1, "... exited, not reaped (a zombie): 1");
+		waitpid(pid, &st, 0);
+		is_int(proc_exiting(pid), 1, "... reaped: 1");
 	}
 	return test_done();
 }
