@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Numbers from /proc/PID/status (uids, gids, capabilities, tracer) and
  * /proc/PID/stat (start time). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,17 +20,9 @@ static FILE *proc_open(char *fn, size_t len, pid_t pid, const char *what)
 	return fopen(fn, "re");
 }
 
-/* The status lines whose numbers are hex masks: Cap*, and the signal
- * sets (SigPnd, ShdPnd, SigBlk, SigIgn, SigCgt; SigQ is "n/m"). */
-static bool hex_key(const char *key)
-{
-	return !strncmp(key, "Cap", 3) || !strcmp(key, "ShdPnd") ||
-	       (!strncmp(key, "Sig", 3) && strcmp(key, "SigQ"));
-}
-
 int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n)
 {
-	int base = hex_key(key) ? 16 : 10;
+	int base = strncmp(key, "Cap", 3) ? 10 : 16;
 	char fn[64], line[512];
 	size_t kl = strlen(key);
 	FILE *f;
@@ -58,14 +51,14 @@ int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n)
 	return got;
 }
 
-/* The state letter of /proc/PID/stat (field 3) into *st.  0, or -errno /
- * -EPROTO. */
-static int stat_state(pid_t pid, char *st)
+/* The state letter of /proc/PID/WHAT (a stat file: field 3) into *st.
+ * 0, or -errno / -EPROTO. */
+static int stat_state(pid_t pid, const char *what, char *st)
 {
-	char fn[64], line[1024], *p;
+	char fn[320], line[1024], *p;
 	FILE *f;
 
-	f = proc_open(fn, sizeof(fn), pid, "stat");
+	f = proc_open(fn, sizeof(fn), pid, what);
 	if (!f)
 		return -errno;
 	p = fgets(line, sizeof(line), f);
@@ -77,15 +70,15 @@ static int stat_state(pid_t pid, char *st)
 	return 0;
 }
 
-/* Fields first .. first+n-1 of /proc/PID/stat (1-based, as proc(5)
+/* Fields first .. first+n-1 of /proc/PID/WHAT (a stat file) (1-based, as proc(5)
  * numbers them; first >= 3) into v.  0, or -errno / -EPROTO. */
-static int stat_fields(pid_t pid, int first, unsigned long long *v, int n)
+static int stat_fields_of(pid_t pid, const char *what, int first, unsigned long long *v, int n)
 {
-	char fn[64], line[1024], *p, *end;
+	char fn[320], line[1024], *p, *end;
 	FILE *f;
 	int field = 3;   /* the first after "pid (comm)" */
 
-	f = proc_open(fn, sizeof(fn), pid, "stat");
+	f = proc_open(fn, sizeof(fn), pid, what);
 	if (!f)
 		return -errno;
 	p = fgets(line, sizeof(line), f);
@@ -105,6 +98,11 @@ static int stat_fields(pid_t pid, int first, unsigned long long *v, int n)
 		p = end;
 	}
 	return 0;
+}
+
+static int stat_fields(pid_t pid, int first, unsigned long long *v, int n)
+{
+	return stat_fields_of(pid, "stat", first, v, n);
 }
 
 int proc_start_ticks(pid_t pid, unsigned long long *ticks)
@@ -127,30 +125,60 @@ int proc_cpu_ticks(pid_t pid, unsigned long long *ticks)
 #define PF_EXITING_FLAG	0x4ull
 #define SIGKILL_BIT	(1ull << 8)
 
-int proc_exiting(pid_t pid)
+/* The SIGKILL bit of the "SigPnd:" and "ShdPnd:" lines (hex) of
+ * /proc/PID/WHAT (a status file). */
+static bool kill_pending(pid_t pid, const char *what)
 {
-	unsigned long long flags, pend;
-	char st;
-	int ret = stat_state(pid, &st);
+	char fn[320], line[512];
+	bool k = false;
+	FILE *f = proc_open(fn, sizeof(fn), pid, what);
 
-	if (ret == -ENOENT || ret == -ESRCH)
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigPnd:", 7) || !strncmp(line, "ShdPnd:", 7))
+			k |= (strtoull(line + 7, NULL, 16) & SIGKILL_BIT) != 0;
+	if (f)
+		fclose(f);
+	return k;
+}
+
+/* Whether thread tid of pid is gone or on its way out: 1, 0, -errno. */
+static int task_exiting(pid_t pid, const char *tid)
+{
+	unsigned long long flags;
+	char what[288], st = 0;
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%s/stat", tid);
+	ret = stat_state(pid, what, &st);
+	if (!ret && (st == 'Z' || st == 'X' || st == 'x'))
 		return 1;
-	if (ret)
-		return ret;
-	if (st == 'Z' || st == 'X' || st == 'x')
-		return 1;
-	ret = stat_fields(pid, 9, &flags, 1);
+	ret = ret ? ret : stat_fields_of(pid, what, 9, &flags, 1);
 	if (ret == -ENOENT || ret == -ESRCH)
 		return 1;
 	if (ret)
 		return ret;
 	if (flags & PF_EXITING_FLAG)
 		return 1;
-	/* killed, not yet in do_exit() (the SIGKILL is pending on every
-	 * thread and in the shared set) */
-	if (proc_status_nums(pid, "ShdPnd", &pend, 1) == 1 && (pend & SIGKILL_BIT))
-		return 1;
-	if (proc_status_nums(pid, "SigPnd", &pend, 1) == 1 && (pend & SIGKILL_BIT))
-		return 1;
-	return 0;
+	snprintf(what, sizeof(what), "task/%s/status", tid);
+	return kill_pending(pid, what);
+}
+
+int proc_exiting(pid_t pid)
+{
+	char fn[64];
+	struct dirent *d;
+	DIR *dir;
+	int ret = 1;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/task", (int)pid);
+	dir = opendir(fn);
+	if (!dir)
+		return errno == ENOENT || errno == ESRCH ? 1 : -errno;
+	/* on its way out when every thread is (a main thread that called
+	 * pthread_exit() is a zombie while the others run on) */
+	while (ret == 1 && (d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			ret = task_exiting(pid, d->d_name);
+	closedir(dir);
+	return ret;
 }

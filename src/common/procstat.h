@@ -6,10 +6,10 @@
 
 /*
  * The numbers after "KEY:" in /proc/PID/status (pid 0: this process), up
- * to n of them, into v; the Cap* lines and the signal sets (SigPnd,
- * ShdPnd, SigBlk, SigIgn, SigCgt) are read as hex, the rest as decimal.
- * Returns how many were read (0 when the line is absent or has none),
- * or -errno when the file cannot be opened (-ENOENT: no such process).
+ * to n of them, into v; the Cap* lines are read as hex, the rest as
+ * decimal.  Returns how many were read (0 when the line is absent or has
+ * none), or -errno when the file cannot be opened (-ENOENT: no such
+ * process).
  */
 int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n);
 /*
@@ -28,11 +28,12 @@ int proc_start_ticks(pid_t pid, unsigned long long *ticks);
 int proc_cpu_ticks(pid_t pid, unsigned long long *ticks);
 /*
  * Whether process pid is gone or on its way out: 1 when /proc/PID is
- * gone, the process is a zombie or dead, its main thread has begun
- * do_exit() (PF_EXITING: its memory and files are going), or a SIGKILL
- * is pending for it; 0 when it runs on; -errno (-EPROTO: a line it
- * cannot read).  A process killed with SIGKILL answers 1 from the kill
- * on, before the kernel closes its files.
+ * gone or every thread of it is a zombie, dead, in do_exit() (PF_EXITING:
+ * its memory and files are going) or has a SIGKILL pending; 0 when a
+ * thread of it runs on (a main thread that called pthread_exit() is a
+ * zombie: the process is not); -errno (-EPROTO: a line it cannot read).
+ * A process killed with SIGKILL answers 1 from the kill on, before the
+ * kernel closes its files.
  */
 int proc_exiting(pid_t pid);
 
