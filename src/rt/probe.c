@@ -101,8 +101,11 @@ static pthread_key_t key;
 /* libfay's fay_current_span() (LIBFAY_0.2.0), when the process has it */
 static int (*fay_cur)(struct fay_current *out, size_t size, int version);
 
+/* A slot back to the free ones (its thread is exiting, in no handler: a
+ * busy count a signal handler's siglongjmp left on it goes too). */
 static void release_slot(unsigned int s)
 {
+	__atomic_store_n(&slots[s].busy, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_and(&used[s / 64], ~(1ull << (s % 64)), __ATOMIC_RELEASE);
 }
 

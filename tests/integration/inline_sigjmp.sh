@@ -34,7 +34,7 @@ wait_for 60 test -S /run/fay/inline/$wpid.sock
 orig=$(orig_of $wpid)
 bad=0 counted=0 partial=0
 for i in $(seq $N); do
-	timeout 60 "$FAY" query -q --json -p $wpid --probe-mode=inline \
+	timeout -k 5 60 "$FAY" query -q --json -p $wpid --probe-mode=inline \
 		"from f in process($wpid).function(\"fay_inline_fn\") select { n: count(), s: sum(f.arg(1)) } for 100ms" \
 		>"$T_TMP/out" 2>"$T_TMP/err"
 	rc=$?
@@ -72,7 +72,10 @@ attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/nu
 wait_for 60 attached_or_gone
 touch "$D/go2"
 wait_for 60 test -e "$D/done2"
+# the query ends at SIGINT, or is killed after 60 s (a detach that hangs)
 kill -INT $q 2>/dev/null
+wait_for 60 eval '! kill -0 $q'
+kill -9 $q 2>/dev/null
 wait $q; RC=$?
 cp "$T_TMP/q.err" "$T_TMP/err"
 same "$T_TMP/q.out" "{\"n\":$K,\"s\":$((7 * K))}" "after the storm, a new query counts exactly the $K calls of phase 2 (no slot left busy)"
@@ -85,7 +88,7 @@ ok "the process ends normally, every result right ($(tr '\n' ' ' <"$T_TMP/work.o
 D=$T_TMP/r
 mkdir -p "$D"
 touch "$D/go2" "$D/end"
-QW_SIGJMP=1 QW_TRIES=20000000 timeout 300 "$FAY" run -q --json --query \
+QW_SIGJMP=1 QW_TRIES=20000000 timeout -k 5 300 "$FAY" run -q --json --query \
 	"from f in function(\"$W:fay_inline_fn\") select { n: count(), s: sum(f.arg(1)) }" \
 	-- "$W" phases "$D" $K >"$T_TMP/out" 2>"$T_TMP/err"
 RC=$?

@@ -32,7 +32,7 @@ for i in $(seq $N); do
 	wait_for 60 attached_or_gone
 	grep -q attached "$T_TMP/k.err" || { bad=$((bad + 1)); diag "round $i: the first query: $(head -c 300 "$T_TMP/k.err")"; }
 	kill -9 $k
-	timeout 60 "$FAY" query -q --json -p $wpid --probe-mode=inline "$Q for 50ms" >"$T_TMP/out" 2>"$T_TMP/err"
+	timeout -k 5 60 "$FAY" query -q --json -p $wpid --probe-mode=inline "$Q for 50ms" >"$T_TMP/out" 2>"$T_TMP/err"
 	rc=$?
 	wait $k 2>/dev/null
 	if grep -q "traced by another fay query" "$T_TMP/err"; then
@@ -56,7 +56,10 @@ attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/nu
 wait_for 60 attached_or_gone
 touch "$D/go2"
 wait_for 60 test -e "$D/done2"
+# the query ends at SIGINT, or is killed after 60 s (a detach that hangs)
 kill -INT $q 2>/dev/null
+wait_for 60 eval '! kill -0 $q'
+kill -9 $q 2>/dev/null
 wait $q; RC=$?
 cp "$T_TMP/q.err" "$T_TMP/err"
 same "$T_TMP/q.out" "{\"n\":$K,\"s\":$((7 * K))}" "afterwards a query counts exactly the $K calls of phase 2"
