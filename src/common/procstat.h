@@ -26,5 +26,15 @@ int proc_start_ticks(pid_t pid, unsigned long long *ticks);
  * process, -EPROTO: a line it cannot read).
  */
 int proc_cpu_ticks(pid_t pid, unsigned long long *ticks);
+/*
+ * Whether process pid is gone or on its way out: 1 when /proc/PID is
+ * gone or every thread of it is a zombie, dead, in do_exit() (PF_EXITING:
+ * its memory and files are going) or has a SIGKILL pending; 0 when a
+ * thread of it runs on (a main thread that called pthread_exit() is a
+ * zombie: the process is not); -errno (-EPROTO: a line it cannot read).
+ * A process killed with SIGKILL answers 1 from the kill on, before the
+ * kernel closes its files.
+ */
+int proc_exiting(pid_t pid);
 
 #endif

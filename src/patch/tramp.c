@@ -119,21 +119,69 @@ static void call_handler(struct wbuf *w, int frame, patch_fn fn, void *arg,
 	rsp_add(w, frame);
 }
 
-/* A mapping within +-2 GiB of near (RIP-relative operands must reach). */
+/* Trampoline pages go within REACH of their function (its jump back and
+ * the relocated RIP-relative operands are rel32: 1 GiB leaves room for
+ * targets in the function's object). */
+#define REACH		(1ull << 30)
+#define NHINTS		16
+
+/* The last trampoline pages mapped (0: none), round robin: a new one is
+ * mapped right after one of them when that is in reach and free, so the
+ * trampolines of different functions fill consecutive pages (one VMA)
+ * instead of one page per 1 MiB step of the search below, which tries
+ * 2046 addresses (about 2000 trampolines a process, measured, before
+ * these hints).  The patch lock serialises patch_build(). */
+static uintptr_t hints[NHINTS];
+static int next_hint;
+
+static bool in_reach(uintptr_t a, size_t size, uintptr_t near)
+{
+	uintptr_t lo = a < near ? a : near, hi = a + size > near ? a + size : near;
+
+	return a && hi - lo < REACH;
+}
+
+/* size bytes mapped at exactly a (MAP_FIXED_NOREPLACE), or NULL. */
+static void *map_at(uintptr_t a, size_t size)
+{
+	void *p = mmap((void *)a, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if ((uintptr_t)p != a) {	/* a kernel without NOREPLACE: a hint */
+		munmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+/* A mapping within REACH of near (RIP-relative operands must reach): next
+ * to an earlier trampoline page, else the first free 1 MiB step out. */
 static void *map_near(uint8_t *near, size_t size)
 {
-	uintptr_t base = (uintptr_t)near & ~(uintptr_t)0xfffff;
+	uintptr_t n = (uintptr_t)near, base = n & ~(uintptr_t)0xfffff;
+	void *p;
 
-	for (uintptr_t d = 1u << 20; d < (1u << 30); d += 1u << 20)
+	for (int i = 0; i < NHINTS; i++) {
+		uintptr_t a = hints[i] + size;
+
+		if (!hints[i] || !in_reach(a, size, n))
+			continue;
+		if ((p = map_at(a, size))) {
+			hints[i] = a;
+			return p;
+		}
+		hints[i] = 0;	/* the next page is taken: this run is over */
+	}
+	for (uintptr_t d = 1u << 20; d < REACH; d += 1u << 20)
 		for (int sgn = -1; sgn <= 1; sgn += 2) {
 			uintptr_t a = sgn < 0 ? base - d : base + d;
-			void *p = mmap((void *)a, size, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
-			if (p != MAP_FAILED) {
-				if ((uintptr_t)p == a)
-					return p;
-				munmap(p, size);
+			if (in_reach(a, size, n) && (p = map_at(a, size))) {
+				hints[next_hint] = a;
+				next_hint = (next_hint + 1) % NHINTS;
+				return p;
 			}
 		}
 	return NULL;

@@ -13,8 +13,10 @@
  * mode).  Nothing fay sends is trusted: the programs are verified
  * again here, every map memfd must have the exact size its definition
  * gives, and a site must lie inside an executable segment of a loaded
- * object.  A session ends with DETACH or when its socket closes (fay
- * killed): every site is restored and the session freed once no handler
+ * object.  A session ends with DETACH, when its socket closes (fay
+ * killed), or when another fay connects while the session's fay is
+ * dying (SO_PEERCRED's pid gone, exiting or SIGKILLed: it is not kept
+ * waiting for the kernel to close the dead one's files): every site is restored and the session freed once no handler
  * can be inside it (rt_unpublish()).
  *
  * FAY_INLINE_HOLD=1 in the environment (fay run sets it) holds the
@@ -42,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/procstat.h"
 #include "rt/rt.h"
 
 static int lfd = -1, sfd = -1;
@@ -159,6 +162,8 @@ static void disarm_all(struct rt_session *s)
 	}
 }
 
+/* End session s: its sites restored, then freed once no handler can be
+ * inside it (rt_unpublish()); kept, never freed, when a slot stayed busy. */
 static void session_free(struct rt_session *s)
 {
 	if (!s)
@@ -167,7 +172,8 @@ static void session_free(struct rt_session *s)
 	rt_patch_lock();
 	disarm_all(s);
 	rt_patch_unlock();
-	rt_unpublish();
+	if (!rt_unpublish())
+		return;		/* a handler may still run its programs: kept */
 	for (int i = 0; i < s->nsites; i++)
 		patch_site_free(s->sites[i]);
 	vm_prog_free(s->entry);
@@ -408,6 +414,31 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Whether the fay process on the session's socket is gone or on its way
+ * out (killed: its socket hangs up only once the kernel closes its
+ * files, after it freed its memory, which takes a while for a large
+ * one).  false when it cannot be known (a peer in a pid namespace this
+ * process does not see: pid 0). */
+static bool peer_gone(int fd)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || cr.pid <= 0)
+		return false;
+	/* again 20 ms later: between taking its SIGKILL and do_exit()'s
+	 * first steps a killed process shows neither */
+	for (int i = 0; i < 3; i++) {
+		struct timespec d = { 0, 10 * 1000000 };
+
+		if (proc_exiting(cr.pid) == 1)
+			return true;
+		if (i < 2)
+			nanosleep(&d, NULL);
+	}
+	return false;
+}
+
 /* Serve one session until DETACH or end of file; the TSC clock is
  * brought back to CLOCK_MONOTONIC about once a second meanwhile. */
 static void serve(void)
@@ -436,7 +467,13 @@ static void serve(void)
 			continue;
 		/* one session at a time; a connection that comes while this
 		 * one is hanging up waits for it to end (fay run reconnects
-		 * at once after INL_NEXT: inline_run_exec.sh) */
+		 * at once after INL_NEXT: inline_run_exec.sh), and so does one
+		 * that comes while this one's fay is dying (kill -9: its socket
+		 * hangs up only when the kernel closes its files): this
+		 * session ends, the listener accepts the new one */
+		if ((pf[1].revents & POLLIN) && !(pf[0].revents & (POLLHUP | POLLERR)) &&
+		    peer_gone(sfd))
+			break;
 		if ((pf[1].revents & POLLIN) && !(pf[0].revents & (POLLHUP | POLLERR))) {
 			int other = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 

@@ -34,7 +34,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -84,6 +86,8 @@ struct rt_thread {
 struct rt_slot {
 	uint32_t busy;		/* handlers running on the slot (above) */
 	unsigned int n;		/* pairing levels in use */
+	uint64_t frame;		/* while busy: the running handler's regs (on
+				 * its thread's stack): taken_back() */
 	uint64_t sp[INLINE_DEPTH];
 } __attribute__((aligned(64)));	/* its own cache lines */
 
@@ -97,8 +101,11 @@ static pthread_key_t key;
 /* libfay's fay_current_span() (LIBFAY_0.2.0), when the process has it */
 static int (*fay_cur)(struct fay_current *out, size_t size, int version);
 
+/* A slot back to the free ones (its thread is exiting, in no handler: a
+ * busy count a signal handler's siglongjmp left on it goes too). */
 static void release_slot(unsigned int s)
 {
+	__atomic_store_n(&slots[s].busy, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_and(&used[s / 64], ~(1ull << (s % 64)), __ATOMIC_RELEASE);
 }
 
@@ -261,20 +268,80 @@ static uint64_t first_probe(uint64_t t, uint64_t unused1, uint64_t unused2, uint
 	return th->state == 0 && thread_init(th);
 }
 
-/* The slot of a signal handler's probe while this thread runs one (*b
- * != 0): the thread's second slot, NULL when that one is busy too
- * (deeper nesting is not traced); *b gets its busy count. */
-static uint64_t nested_env(uint64_t t_, uint64_t b_, uint64_t unused1, uint64_t unused2)
+static unsigned long taken_back_n;	/* slots taken back (rt_probe_taken_back) */
+
+/* sigaltstack(NULL, ss) without libc (whose wrapper may be a probed
+ * function: this runs inside a handler). */
+static long raw_sigaltstack(stack_t *ss)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_sigaltstack), "D"(0L), "S"(ss)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/*
+ * Whether the handler that made slot sl busy (this thread's: a slot has
+ * one thread) has been left without its end: a signal handler that
+ * interrupted it siglongjmp()ed (or threw) past it, so its busy count
+ * would stay forever (the detacher waits for it; the thread's probes
+ * fall to its second slot, then to none).  regs is the new handler's,
+ * on this thread's stack.  Two live handlers' regs are never at one
+ * address, and a live one's frame is above every frame run after it on
+ * the same stack; so the old one is gone when its regs are the new
+ * one's, or below them on the same stack (both on the alternate signal
+ * stack or both off it), or on the alternate stack while this one is
+ * not.  Otherwise it may be live (this handler interrupted it): not
+ * taken.  (A signal handler that switches to another stack, swapcontext,
+ * and runs a probe there above the interrupted one would be misread.)
+ */
+static bool taken_back(const struct rt_slot *sl, uint64_t regs)
+{
+	uint64_t f = __atomic_load_n(&sl->frame, __ATOMIC_RELAXED);
+	stack_t ss;
+	bool on_alt, f_alt;
+
+	if (f == regs)
+		return true;
+	if (raw_sigaltstack(&ss))
+		return false;
+	on_alt = ss.ss_flags & SS_ONSTACK;
+	f_alt = !(ss.ss_flags & SS_DISABLE) && f - (uint64_t)(uintptr_t)ss.ss_sp < ss.ss_size;
+	if (on_alt != f_alt)
+		return f_alt;	/* its frame on the signal stack, this one off it */
+	return f < regs;
+}
+
+/* The slot of a probe that found its thread's slot busy (*b != 0): that
+ * slot again when the handler that made it busy was left (taken_back():
+ * *b 0); else, a signal handler's probe while this thread runs one, the
+ * thread's second slot (taken back the same way), NULL when that one is
+ * busy too (deeper nesting is not traced); *b gets its busy count. */
+static uint64_t nested_env(uint64_t t_, uint64_t b_, uint64_t regs, uint64_t unused)
 {
 	struct rt_thread *t = (struct rt_thread *)(uintptr_t)t_;
 	uint32_t *b = (uint32_t *)(uintptr_t)b_;
 
-	(void)unused1;
-	(void)unused2;
+	(void)unused;
+	if (taken_back(&slots[t->env.slot], regs)) {
+		__atomic_fetch_add(&taken_back_n, 1, __ATOMIC_RELAXED);
+		*b = 0;
+		return (uint64_t)(uintptr_t)&t->env;
+	}
 	if (t->nstate != 1 && (t->nstate != 0 || !nested_init(t)))
 		return 0;
 	*b = __atomic_load_n(&slots[t->env2.slot].busy, __ATOMIC_RELAXED);
+	if (*b && taken_back(&slots[t->env2.slot], regs)) {
+		__atomic_fetch_add(&taken_back_n, 1, __ATOMIC_RELAXED);
+		*b = 0;
+	}
 	return *b ? 0 : (uint64_t)(uintptr_t)&t->env2;
+}
+
+unsigned long rt_probe_taken_back(void)
+{
+	return __atomic_load_n(&taken_back_n, __ATOMIC_RELAXED);
 }
 
 /* The program of role exit (0, 1) of session s_ on the slot of env_,
@@ -384,6 +451,7 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	struct vm_env *env = &t->env;
 	struct rt_session *s;
 	struct rt_slot *sl;
+	uint64_t f0;
 	uint32_t b;
 
 	if (__builtin_expect(t->state != 1, 0) && !rt_vec_call(first_probe, U(t), 0, 0, 0))
@@ -393,13 +461,18 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	if (__builtin_expect(b != 0, 0)) {
 		/* a signal handler's probe while this thread runs one: one
 		 * writer per slot, a pairing stack of its own */
-		env = (struct vm_env *)(uintptr_t)rt_vec_call(nested_env, U(t), U(&b), 0, 0);
+		env = (struct vm_env *)(uintptr_t)rt_vec_call(nested_env, U(t), U(&b), U(regs), 0);
 		if (!env)
 			return;
 		sl = &slots[env->slot];
 	}
 	/* a count, not a flag: a probe nested in a signal handler restores
-	 * what it found before this one goes on */
+	 * what it found before this one goes on; the frame too, stored
+	 * before the count (a probe nested in between puts back what it
+	 * found: the frame is always the running handler's while busy) */
+	f0 = __atomic_load_n(&sl->frame, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->frame, U(regs), __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sl->busy, b + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (paired) {
@@ -413,6 +486,8 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 		run_prog(s, regs, env, exit);
 out:
 	__atomic_store_n(&sl->busy, b, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&sl->frame, f0, __ATOMIC_RELAXED);
 }
 
 /* Each on a 64-byte boundary: the fast path's cache lines do not depend
@@ -433,8 +508,18 @@ void rt_publish(struct rt_session *s)
 	__atomic_store_n(&cur, s, __ATOMIC_RELEASE);
 }
 
-void rt_unpublish(void)
+/* CLOCK_MONOTONIC in ms (the control thread's: untraced). */
+static uint64_t mono_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool rt_unpublish(void)
+{
+	uint64_t until = mono_ms() + RT_BUSY_WAIT_MS;
 	unsigned int hw;
 
 	__atomic_store_n(&cur, NULL, __ATOMIC_SEQ_CST);
@@ -446,6 +531,10 @@ void rt_unpublish(void)
 	}
 	hw = __atomic_load_n(&hiwater, __ATOMIC_ACQUIRE);
 	for (unsigned int i = 0; i < hw; i++)
-		while (__atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&slots[i].busy, __ATOMIC_ACQUIRE)) {
+			if (mono_ms() > until)
+				return false;
 			sched_yield();
+		}
+	return true;
 }

@@ -84,11 +84,19 @@ void rt_later_child(void);
  * non-NULL when the site has both (the calls' nesting is counted). */
 void rt_on_entry(struct patch_regs *regs, void *arg);
 void rt_on_exit(struct patch_regs *regs, void *arg);
-/* Publish s to the handlers (NULL: none).  rt_unpublish() returns once
- * no handler can still be running s's programs (membarrier, then every
- * busy slot waited for): s may be freed afterwards. */
+/* Publish s to the handlers (NULL: none).  rt_unpublish() unpublishes
+ * and returns true once no handler can still be running s's programs
+ * (membarrier, then every busy slot waited for): s may be freed
+ * afterwards.  false when a slot stayed busy RT_BUSY_WAIT_MS (a thread
+ * stopped inside a handler, or one that left a handler by a signal
+ * handler's siglongjmp and has run no probe since: probe.c): s must
+ * then be kept, never freed. */
+#define RT_BUSY_WAIT_MS	2000
 void rt_publish(struct rt_session *s);
-void rt_unpublish(void);
+bool rt_unpublish(void);
+/* How many times a thread's probe took back a slot whose handler had
+ * been left by a signal handler's siglongjmp (probe.c: taken_back()). */
+unsigned long rt_probe_taken_back(void);
 /* Look up libfay's fay_current_span() (version LIBFAY_0.2.0) in the
  * process, again at each session (libfay may have been loaded since):
  * the trace_id / span_name fields read it. */

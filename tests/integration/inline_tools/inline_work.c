@@ -57,6 +57,23 @@
  *   inline_work branchy K        fay_inline_branchy(i, 7) K times: a
  *                                later jump lands in its first 5 bytes
  *                                (a site the patcher refuses)
+ *   inline_work phases DIR K     phase 1: the main thread calls
+ *                                fay_inline_fn(i, 7) until DIR/stop1
+ *                                exists (a 100 us sleep every 4096
+ *                                calls); with QW_SIGJMP=1 without the
+ *                                sleeps, while another thread sends it
+ *                                SIGUSR2 as fast as it can, whose handler
+ *                                siglongjmp()s out of wherever it landed
+ *                                (the probed call, its probes) back into
+ *                                the loop; prints "phase1 tries T returns
+ *                                R jumps J bad B in_probe P" (a call that
+ *                                returned is one of the R, every call is
+ *                                one of the T), creates DIR/ready2, waits
+ *                                for DIR/go2; phase 2: K calls of
+ *                                fay_inline_fn(i, 7), no signals;
+ *                                creates DIR/done2, waits for DIR/end;
+ *                                prints "phase2 calls K bad B";
+ *                                QW_TRIES=N ends phase 1 after N calls
  *
  * Exit status 0 when every call returned a + b, 1 otherwise.
  * QW_NOROOM=1 first fills every free page within 1 GiB + 2 MiB of
@@ -70,6 +87,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -204,12 +222,14 @@ static void on_usr1(int sig, siginfo_t *si, void *uc)
 	nsig = n + 1;
 }
 
+static int pester_sig = SIGUSR1;
+
 static void *pester(void *arg)
 {
 	pthread_t main_thread = *(pthread_t *)arg;
 
 	while (!main_done) {
-		pthread_kill(main_thread, SIGUSR1);
+		pthread_kill(main_thread, pester_sig);
 		for (int i = 0; i < 200; i++)
 			__asm__ volatile("pause");
 	}
@@ -290,6 +310,88 @@ static long lib_calls(const char *lib, long k, const char *dir, bool first)
 	dlclose(h);
 	return bad;
 #endif
+}
+
+static long calls(long k, long base);
+
+static sigjmp_buf ph_jb;
+static volatile sig_atomic_t ph_jump;
+static volatile long ph_tries, ph_returns, ph_jumps, ph_bad, ph_max = LONG_MAX;
+
+/* phases' SIGUSR2: note where it landed, then siglongjmp() out of it */
+static void on_usr2(int sig, siginfo_t *si, void *uc)
+{
+	long n = nsig;
+
+	(void)sig;
+	(void)si;
+	if (!ph_jump)
+		return;
+	if (n < MAX_RIPS)
+		rips[n] = (unsigned long long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+	nsig = n + 1;
+	siglongjmp(ph_jb, 1);
+}
+
+/* phases' phase 1 (statics: a siglongjmp() lands back in it anywhere) */
+static void phase_one(const char *stop, bool jumps)
+{
+	if (sigsetjmp(ph_jb, 1))
+		ph_jumps++;
+	ph_jump = jumps;
+	for (;;) {
+		long i = ph_tries, r;
+
+		if (i >= ph_max)
+			break;
+		if (!(i & 4095)) {
+			if (!access(stop, F_OK))
+				break;
+			if (!jumps)
+				usleep(100);
+		}
+		ph_tries = i + 1;
+		r = fay_inline_fn(i, 7);
+		ph_bad += r != i + 7;
+		ph_returns++;
+	}
+	ph_jump = 0;
+}
+
+static long phases(const char *dir, long k)
+{
+	struct sigaction sa = { .sa_sigaction = on_usr2, .sa_flags = SA_SIGINFO };
+	pthread_t self = pthread_self(), p;
+	bool jumps = getenv("QW_SIGJMP") != NULL;
+	char stop[4096];
+	long bad;
+
+	snprintf(stop, sizeof(stop), "%s/stop1", dir);
+	if (getenv("QW_TRIES"))
+		ph_max = atol(getenv("QW_TRIES"));
+	sigaction(SIGUSR2, &sa, NULL);
+	bad = calls(1, 0);	/* the thread's probe slot, before the signals */
+	ph_tries = ph_returns = 1;
+	if (jumps) {
+		pester_sig = SIGUSR2;
+		pthread_create(&p, NULL, pester, &self);
+	}
+	phase_one(stop, jumps);
+	if (jumps) {
+		main_done = 1;
+		pthread_join(p, NULL);
+	}
+	bad += ph_bad;
+	printf("phase1 tries %ld returns %ld jumps %ld bad %ld in_probe %ld\n", ph_tries,
+	       ph_returns, ph_jumps, bad, in_probe());
+	fflush(stdout);
+	touch_in(dir, "ready2");
+	wait_in(dir, "go2");
+	bad += calls(k, 0);
+	touch_in(dir, "done2");
+	wait_in(dir, "end");
+	printf("phase2 calls %ld bad %ld\n", k, bad);
+	return bad;
 }
 
 static long calls(long k, long base)
@@ -411,6 +513,8 @@ int main(int argc, char **argv)
 		bad += sig_bad;
 		printf("calls %ld bad %ld signals %ld in_probe %ld\n", k + nsig, bad, nsig,
 		       in_probe());
+	} else if (!strcmp(mode, "phases") && argc > 3) {
+		bad = phases(argv[2], atol(argv[3]));
 	} else if (!strcmp(mode, "dlopen") && argc > 4) {
 		bad = lib_calls(argv[3], k, argv[4], true);
 		touch_in(argv[4], "closed");

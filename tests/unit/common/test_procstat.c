@@ -4,9 +4,15 @@
  * comm holds ") (" and spaces started no earlier and reads its own the
  * same as its parent does, and a child reaped is gone (-ENOENT);
  * proc_cpu_ticks() grows by about the CPU time a child burns, read
- * through its odd comm, and agrees with getrusage() for this process. */
+ * through its odd comm, and agrees with getrusage() for this process;
+ * proc_exiting(): a running child 0, with a blocked SIGUSR1 pending 0,
+ * whose main thread called pthread_exit() while another runs 0, a
+ * zombie 1, a reaped one 1. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -15,6 +21,14 @@
 
 #include "common/procstat.h"
 #include "test.h"
+
+/* A thread that waits for a byte on *fd, then ends the process. */
+static void *wait_gate(void *fd)
+{
+	char c;
+
+	_exit(read(*(int *)fd, &c, 1) == 1 ? 0 : 1);
+}
 
 /* Spin on the CPU for about ms milliseconds of CPU time. */
 static void burn(long ms)
@@ -107,6 +121,71 @@ int main(void)
 		is_int(proc_cpu_ticks(0, &me), 0, "this process's CPU time");
 		ok((double)me > ru - 3 && (double)me < ru + 3, "... agrees with getrusage (%llu, %.1f ticks)",
 		   me, ru);
+	}
+	{
+		sigset_t usr1, orig;
+		char go;
+		int gate[2];
+
+		if (pipe(gate))
+			return 1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, &orig);	/* the child inherits it */
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_NAME, "a) b (c ) 9 9");
+			if (read(gate[0], &go, 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		sigprocmask(SIG_SETMASK, &orig, NULL);
+		is_int(proc_exiting(pid), 0, "proc_exiting: a running child (odd comm): 0");
+		kill(pid, SIGUSR1);
+		is_int(proc_exiting(pid), 0, "... a pending signal other than SIGKILL: 0");
+		if (write(gate[1], "g", 1) != 1)
+			return 1;
+		/* a zombie until reaped: poll its state (the child may take long) */
+		for (int i = 0; i < 3000 && !proc_exiting(pid); i++)
+			usleep(10000);
+		is_int(proc_exiting(pid), 1, "... exited, not reaped (a zombie): 1");
+		waitpid(pid, &st, 0);
+		is_int(proc_exiting(pid), 1, "... reaped: 1");
+	}
+	{
+		char go;
+		int gate[2];
+		pthread_t t;
+		char st_path[64], st_c = 0;
+		FILE *f;
+
+		if (pipe(gate))
+			return 1;
+		pid = fork();
+		if (pid == 0) {
+			if (pthread_create(&t, NULL, wait_gate, &gate[0]))
+				_exit(1);
+			pthread_exit(NULL);	/* the process lives on in t */
+		}
+		/* poll: until the main thread is a zombie */
+		snprintf(st_path, sizeof(st_path), "/proc/%d/stat", (int)pid);
+		for (int i = 0; i < 3000 && st_c != 'Z'; i++) {
+			char line[512], *p;
+
+			f = fopen(st_path, "r");
+			p = f && fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+			st_c = p ? p[2] : 0;
+			if (f)
+				fclose(f);
+			if (st_c != 'Z')
+				usleep(10000);
+		}
+		ok(st_c == 'Z', "a child whose main thread called pthread_exit(): that thread a zombie");
+		is_int(proc_exiting(pid), 0, "... its other thread runs: 0");
+		if (write(gate[1], "g", 1) != 1)
+			return 1;
+		waitpid(pid, &st, 0);
+		(void)go;
 	}
 	return test_done();
 }

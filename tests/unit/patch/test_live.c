@@ -21,6 +21,10 @@
  *     written with an int3) beside calling threads: every write
  *     succeeds, every call is right, and the trampolines are reused (no
  *     mapping, no trap slot taken per arm);
+ *   - 5000 arms of one function, each with another handler argument
+ *     (another trampoline each, none reusable): every arm succeeds
+ *     (trampoline pages are packed: the 1 MiB-step search alone ran out
+ *     after about 2000), every call runs its own handler;
  *   - a thread forks children while the function is armed and disarmed
  *     100 times; each child calls the function and must return from it
  *     (patch_live_child() finishes a write the fork cut in two) with the
@@ -230,6 +234,59 @@ static int reuse_in_child(long (*f)(long, long), int rounds)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static uintptr_t last_arg;
+
+static void on_entry_arg(struct patch_regs *r, void *arg)
+{
+	(void)r;
+	last_arg = (uintptr_t)arg;
+}
+
+/* rounds arms of f, each with another handler argument (so another
+ * trampoline: one is reused only for the same bytes), each called once
+ * and disarmed.  0 when every arm succeeded and every call ran its own
+ * handler with the right result, 1: an arm failed, 2: a wrong result or
+ * argument, 4: the mappings grew by more than rounds / 10 (the pages not
+ * packed: one mapping each would be rounds more; 5000 gave 64 here). */
+static int many_tramps(long (*f)(long, long), int rounds)
+{
+	char err[256];
+	int maps0 = nmappings(), maps1;
+
+	for (int r = 0; r < rounds; r++) {
+		struct patch_site *s = patch_site_new((void *)f, 16, err, sizeof(err));
+		int rc = s ? patch_site_arm(s, on_entry_arg, NULL, (void *)(uintptr_t)(r + 1), err,
+					    sizeof(err)) : -999;
+
+		if (rc) {
+			fprintf(stderr, "arm %d: rc %d: %s\n", r, rc, err);
+			patch_site_free(s);
+			return 1;
+		}
+		last_arg = 0;
+		if (f(r, 5) != r + 5 || last_arg != (uintptr_t)(r + 1)) {
+			patch_site_free(s);
+			return 2;
+		}
+		patch_site_free(s);
+	}
+	maps1 = nmappings();
+	fprintf(stderr, "%d trampolines: mappings %d -> %d\n", rounds, maps0, maps1);
+	return maps1 > maps0 + rounds / 10 ? 4 : 0;
+}
+
+static int many_tramps_in_child(long (*f)(long, long), int rounds)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0)
+		_exit(many_tramps(f, rounds));
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* cycles() in a child; its exit status, or 128 + the signal that killed it. */
 static int in_child(long (*f)(long, long), int nfor, int naround, int rounds, int want_rc,
 		    int busy_ok)
@@ -296,6 +353,13 @@ int main(void)
 	st = reuse_in_child(f_pushbx, 4200);
 	is_int(st, 0, "4200 arms and disarms of a push %%rbx function, each written with an "
 	       "int3 (more than the 4096 trap slots): the same");
+
+	/* trampolines of different code: pages packed, not one per 1 MiB */
+	st = many_tramps_in_child(f_long, 5000);
+	is_int(st, 0, "5000 trampolines of different code near one function (the search "
+	       "alone found about 2000): every arm succeeds, every call runs its own "
+	       "handler, the pages packed into few mappings (1: an arm failed, 2: a wrong "
+	       "call, 4: mappings grew by > 500)");
 
 	s = patch_site_new((void *)f_pushbx, 16, err, sizeof(err));
 	ok(s && patch_site_traps(s, true) && strstr(patch_site_traps(s, true), "one byte"),
