@@ -75,6 +75,8 @@ struct uwild {
 	uint64_t *offs;		/* offs[i]: the file offset of p->sites[i] */
 	size_t cap;
 	size_t max;		/* UPROBE_MAX_SITES or UPROBE_MULTI_MAX_SITES */
+	char **ifuncs;		/* the binary's IFUNC names (while resolving) */
+	size_t nifuncs, ifcap;
 	bool multi;		/* one uprobe.multi link */
 	int err;
 };
@@ -93,7 +95,24 @@ static bool umulti_have(void)
 	return have;
 }
 
-static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *arg)
+static int uwild_ifunc(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct uwild *w = arg;
+
+	(void)addr;
+	(void)size;
+	if (array_grow((void **)&w->ifuncs, w->nifuncs, &w->ifcap, sizeof(*w->ifuncs), 16) ||
+	    !(w->ifuncs[w->nifuncs] = strdup(name)))
+		return -ENOMEM;
+	w->nifuncs++;
+	return 0;
+}
+
+/* A function of the binary at file offset off (elf_foreach_func_offset()):
+ * a site when its name matches.  A name that is an IFUNC too (memcpy's
+ * old version beside the IFUNC) is looked up as elf_func_offset() does:
+ * the implementation this CPU runs. */
+static int uwild_collect(const char *name, uint64_t off, uint64_t size, void *arg)
 {
 	struct probe *p = arg;
 	struct uwild *w = p->priv;
@@ -121,9 +140,15 @@ static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *a
 		w->offs = no;
 		w->cap = nc;
 	}
-	w->err = elf_func_offset(p->path, name, &w->offs[n]);
-	if (w->err)
-		return 0;	/* no offset (an undefined or odd symbol): skip */
+	(void)size;
+	w->offs[n] = off;
+	for (size_t i = 0; i < w->nifuncs; i++)
+		if (!strcmp(w->ifuncs[i], name)) {
+			w->err = elf_func_offset(p->path, name, &w->offs[n]);
+			if (w->err)
+				return 0;	/* no implementation found: skip */
+			break;
+		}
 	if (!(p->sites[n] = strdup(name)))
 		return -ENOMEM;
 	p->nsites++;
@@ -140,7 +165,14 @@ static int uwild_resolve(struct probe *p, const char *bin, const char *pat)
 	p->priv = w;
 	w->multi = umulti_have();
 	w->max = w->multi ? UPROBE_MULTI_MAX_SITES : UPROBE_MAX_SITES;
-	err = elf_foreach_func(p->path, uwild_collect, p);
+	err = elf_foreach_ifunc(p->path, uwild_ifunc, w);
+	if (!err)
+		err = elf_foreach_func_offset(p->path, uwild_collect, p);
+	for (size_t i = 0; i < w->nifuncs; i++)
+		free(w->ifuncs[i]);
+	free(w->ifuncs);
+	w->ifuncs = NULL;
+	w->nifuncs = 0;
 	if (err == -E2BIG)
 		return probe_fail(p, err, "function(\"%s\") matches more than %zu functions in %s: "
 				  "name fewer%s", p->spec, w->max, p->path, w->multi ? "" :
