@@ -5,7 +5,8 @@
 (Linux 6.6) vs a uprobe per function (FAY_NO_UPROBE_MULTI=1, the path
 kernels without uprobe.multi take, and fay's only path before), and
 bpftrace 0.17's `uprobe:libc:*` (a perf event per symbol) on the same
-process, same run, medians (bpftrace: one round, it takes minutes).
+process, same run, medians (bpftrace with BENCH_BPFTRACE=1: one round,
+it takes minutes, and 0.17 gave up on libc:* here after 3.5 min).
 
     make && sudo nice -n 10 bench/uprobe_multi_attach.py [ROUNDS]
 
@@ -62,8 +63,9 @@ def bt_one(pat):
 
 cases = [("[a-m]*", "multi", lambda: fay_one("[a-m]*", True)),
          ("[a-m]*", "uprobe each", lambda: fay_one("[a-m]*", False)),
-         ("*", "multi", lambda: fay_one("*", True)),
-         ("*", "bpftrace", lambda: bt_one("*"))]
+         ("*", "multi", lambda: fay_one("*", True))]
+if os.environ.get("BENCH_BPFTRACE"):	# fails here: see bench/RESULTS.md
+    cases.append(("*", "bpftrace", lambda: bt_one("*")))
 res = {(p, k): [] for p, k, _ in cases}
 notes = {}
 try:
