@@ -203,11 +203,163 @@ OPT_CLIENT_TOKEN_HELP("                        ", "write")
 "    See docs/ABI.md, \"Agent spool and cursor files\".\n");
 }
 
-int cmd_agent(int argc, char **argv)
+enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
+       O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
+       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_ENV, O_FLIGHT };
+
+/* What the command line gives beside struct agent_opts. */
+struct agent_cli {
+	struct agent_opts o;
+	struct opt_client_token tok;	/* o.token points into it */
+	const char *metrics_addr;	/* --metrics */
+	const char *tls_ca, *tls_cert, *tls_key;
+};
+
+/* --spool-max, --queue-max, --flight: 0, or 2 after saying why. */
+static int size_opt(int c, const char *arg, struct agent_opts *o)
 {
-	enum { O_COLL = 256, O_SHM, O_STATE, O_SPOOL, O_FLUSH, O_STATS, O_HOST,
-	       O_FSYNC, O_METRICS, O_QUEUE, O_NICE, O_ANYOWNER, O_NOCTR, O_CTRIN,
-	       O_OTHERUSERS, O_NOINJECT, O_CGROUP, O_TOKEN_ENV, O_FLIGHT };
+	switch (c) {
+	case O_SPOOL:
+		if (opt_parse_size(arg, &o->spool_max) || o->spool_max < 4096) {
+			fprintf(stderr, "error: --spool-max '%s': want a size of at least 4k (64k, 256M, 2G)\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	case O_QUEUE:
+		if (opt_parse_size(arg, &o->queue_max) || o->queue_max < (2u << 20) ||
+		    o->queue_max > (64ull << 30)) {
+			fprintf(stderr, "error: --queue-max '%s': want a size from 2M to 64G (16M, 256M)\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	default:	/* O_FLIGHT */
+		if (opt_parse_size(arg, &o->flight_bytes) || o->flight_bytes < (1u << 20) ||
+		    o->flight_bytes > (1ull << 40)) {
+			fprintf(stderr, "error: --flight '%s': want a size from 1M to 1T (64M, 1G)\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	}
+}
+
+/* --drain-nice, --flush-interval, --stats-interval: 0, or 2 after saying why. */
+static int number_opt(int c, const char *arg, struct agent_opts *o)
+{
+	char *end;
+	uint64_t ns;
+	long v;
+
+	if (c == O_NICE) {
+		v = strtol(arg, &end, 10);
+		if (!*arg || *end || v < -20 || v > 19) {
+			fprintf(stderr, "error: --drain-nice '%s': want a number from -20 to 19\n",
+				arg);
+			return 2;
+		}
+		o->drain_nice = (int)v;
+		return 0;
+	}
+	if (clock_parse_duration(arg, &ns) || ns < 1000000 || ns > 3600 * 1000000000ull) {
+		fprintf(stderr, "error: --%s '%s': want a duration from 1ms to 1h (20ms, 1s)\n",
+			c == O_FLUSH ? "flush-interval" : "stats-interval", arg);
+		return 2;
+	}
+	if (c == O_FLUSH)
+		o->flush_ns = ns;
+	else
+		o->stats_ns = ns;
+	return 0;
+}
+
+/* Which processes the agent reads and probes: 0, or 2 after saying why. */
+static int scope_opt(int c, const char *arg, struct agent_opts *o)
+{
+	char canon[4096], why[512];
+	uint64_t id;
+	int level;
+
+	switch (c) {
+	case O_CTRIN:
+		if (arg[0] != '/') {
+			fprintf(stderr, "error: --containers-in '%s': want a cgroup path "
+				"starting with '/'\n", arg);
+			return 2;
+		}
+		o->containers_in = arg;
+		return 0;
+	case O_CGROUP:
+		if (cgroup_scope_of(arg, &id, &level, canon, sizeof(canon), why, sizeof(why))) {
+			fprintf(stderr, "error: --cgroup: %s\n", why);
+			return 2;
+		}
+		o->cgroup = arg;
+		return 0;
+	case O_NOCTR:
+		o->no_containers = 1;
+		return 0;
+	case O_ANYOWNER:
+		o->shm_any_owner = 1;
+		return 0;
+	case O_OTHERUSERS:
+		o->allow_other_users = 1;
+		return 0;
+	default:	/* O_NOINJECT */
+		o->no_inject = 1;
+		return 0;
+	}
+}
+
+/* How the agent reaches its collector: 0, or 2 after saying why. */
+static int link_opt(int c, const char *arg, struct agent_cli *a)
+{
+	switch (c) {
+	case O_COLL:
+		a->o.collector = arg;
+		return 0;
+	case O_HOST:
+		if (!*arg || strlen(arg) > 255) {
+			fprintf(stderr, "error: --host '%s': want a name of 1 to 255 bytes\n", arg);
+			return 2;
+		}
+		a->o.host = arg;
+		return 0;
+	case OPT_TOKEN:
+	case OPT_TOKEN_FILE:
+		if (opt_client_token(c, arg, &a->tok) < 0)
+			return 2;
+		a->o.token = a->tok.token;
+		a->o.token_file = a->tok.file;
+		return 0;
+	case O_TOKEN_ENV:
+		a->o.token_file = NULL;
+		a->o.token = getenv(arg);
+		if (!a->o.token || !*a->o.token) {
+			fprintf(stderr, "error: --token-env %s: the variable is not set or empty\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	case OPT_TLS_CA:
+		a->tls_ca = arg;
+		return 0;
+	case OPT_TLS_CERT:
+		a->tls_cert = arg;
+		return 0;
+	default:	/* OPT_TLS_KEY */
+		a->tls_key = arg;
+		return 0;
+	}
+}
+
+/*
+ * Read the options into a.  Returns -1 to go on, else the exit status
+ * (0 after --help, 2 after saying what is wrong).
+ */
+static int parse_args(int argc, char **argv, struct agent_cli *a)
+{
 	static const struct option lopts[] = {
 		{ "collector", required_argument, NULL, O_COLL },
 		{ "shm-dir", required_argument, NULL, O_SHM },
@@ -234,161 +386,37 @@ int cmd_agent(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct agent_opts o = {
-		.collector = "127.0.0.1:9410",
-		.shm_dir = getenv("FAY_SHM_DIR"),
-		.state_dir = "/var/lib/fay/agent",
-		.spool_max = 256ull << 20,
-		.queue_max = 16ull << 20,
-		.drain_nice = -10,
-		.flush_ns = 20 * 1000000ull,
-		.stats_ns = 10 * 1000000000ull,
-	};
-	struct opt_client_token tok;
-	char hostname[256], probe_lib[4096];
-	const char *metrics_addr = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
-	struct agent_metrics *metrics = NULL;
-	int c, rc;
+	int c, rc = 0;
 
-	if (!o.shm_dir || !*o.shm_dir)
-		o.shm_dir = "/dev/shm";
-	opt_client_token_init(&tok);
-	o.token = tok.token;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
+	while (!rc && (c = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
 		switch (c) {
-		case O_COLL:
-			o.collector = optarg;
-			break;
 		case O_SHM:
-			o.shm_dir = optarg;
+			a->o.shm_dir = optarg;
 			break;
 		case O_STATE:
-			o.state_dir = optarg;
-			break;
-		case O_SPOOL:
-			if (opt_parse_size(optarg, &o.spool_max) || o.spool_max < 4096) {
-				fprintf(stderr, "error: --spool-max '%s': want a size of at least 4k (64k, 256M, 2G)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case O_QUEUE:
-			if (opt_parse_size(optarg, &o.queue_max) || o.queue_max < (2u << 20) ||
-			    o.queue_max > (64ull << 30)) {
-				fprintf(stderr, "error: --queue-max '%s': want a size from 2M to 64G (16M, 256M)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case O_FLIGHT:
-			if (opt_parse_size(optarg, &o.flight_bytes) || o.flight_bytes < (1u << 20) ||
-			    o.flight_bytes > (1ull << 40)) {
-				fprintf(stderr, "error: --flight '%s': want a size from 1M to 1T (64M, 1G)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case O_NICE: {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (!*optarg || *end || v < -20 || v > 19) {
-				fprintf(stderr, "error: --drain-nice '%s': want a number from -20 to 19\n",
-					optarg);
-				return 2;
-			}
-			o.drain_nice = (int)v;
-			break;
-		}
-		case O_NOCTR:
-			o.no_containers = 1;
-			break;
-		case O_CTRIN:
-			if (optarg[0] != '/') {
-				fprintf(stderr, "error: --containers-in '%s': want a cgroup path "
-					"starting with '/'\n", optarg);
-				return 2;
-			}
-			o.containers_in = optarg;
-			break;
-		case O_ANYOWNER:
-			o.shm_any_owner = 1;
-			break;
-		case O_OTHERUSERS:
-			o.allow_other_users = 1;
-			break;
-		case O_NOINJECT:
-			o.no_inject = 1;
-			break;
-		case O_CGROUP: {
-			char canon[4096], why[512];
-			uint64_t id;
-			int level;
-
-			if (cgroup_scope_of(optarg, &id, &level, canon, sizeof(canon), why,
-					    sizeof(why))) {
-				fprintf(stderr, "error: --cgroup: %s\n", why);
-				return 2;
-			}
-			o.cgroup = optarg;
-			break;
-		}
-		case O_FLUSH:
-		case O_STATS: {
-			uint64_t ns;
-
-			if (clock_parse_duration(optarg, &ns) || ns < 1000000 ||
-			    ns > 3600 * 1000000000ull) {
-				fprintf(stderr, "error: --%s '%s': want a duration from 1ms to 1h (20ms, 1s)\n",
-					c == O_FLUSH ? "flush-interval" : "stats-interval", optarg);
-				return 2;
-			}
-			if (c == O_FLUSH)
-				o.flush_ns = ns;
-			else
-				o.stats_ns = ns;
-			break;
-		}
-		case O_HOST:
-			if (!*optarg || strlen(optarg) > 255) {
-				fprintf(stderr, "error: --host '%s': want a name of 1 to 255 bytes\n",
-					optarg);
-				return 2;
-			}
-			o.host = optarg;
-			break;
-		case OPT_TOKEN:
-		case OPT_TOKEN_FILE:
-			if (opt_client_token(c, optarg, &tok) < 0)
-				return 2;
-			o.token = tok.token;
-			o.token_file = tok.file;
-			break;
-		case OPT_TLS_CA:
-			tls_ca = optarg;
-			break;
-		case OPT_TLS_CERT:
-			tls_cert = optarg;
-			break;
-		case OPT_TLS_KEY:
-			tls_key = optarg;
-			break;
-		case O_TOKEN_ENV:
-			o.token_file = NULL;
-			o.token = getenv(optarg);
-			if (!o.token || !*o.token) {
-				fprintf(stderr, "error: --token-env %s: the variable is not set or "
-					"empty\n", optarg);
-				return 2;
-			}
+			a->o.state_dir = optarg;
 			break;
 		case O_FSYNC:
-			o.fsync = 1;
+			a->o.fsync = 1;
 			break;
 		case O_METRICS:
-			metrics_addr = optarg;
+			a->metrics_addr = optarg;
+			break;
+		case O_SPOOL: case O_QUEUE: case O_FLIGHT:
+			rc = size_opt(c, optarg, &a->o);
+			break;
+		case O_NICE: case O_FLUSH: case O_STATS:
+			rc = number_opt(c, optarg, &a->o);
+			break;
+		case O_CTRIN: case O_CGROUP: case O_NOCTR: case O_ANYOWNER: case O_OTHERUSERS:
+		case O_NOINJECT:
+			rc = scope_opt(c, optarg, &a->o);
+			break;
+		case O_COLL: case O_HOST: case OPT_TOKEN: case OPT_TOKEN_FILE: case O_TOKEN_ENV:
+		case OPT_TLS_CA: case OPT_TLS_CERT: case OPT_TLS_KEY:
+			rc = link_opt(c, optarg, a);
 			break;
 		case 'v':
 			log_set_level(LOG_DEBUG);
@@ -406,49 +434,84 @@ int cmd_agent(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc) {
+	if (!rc && optind < argc) {
 		fprintf(stderr, "error: unexpected argument '%s'\n"
 			"Run 'fay agent --help' for the manual.\n", argv[optind]);
+		rc = 2;
+	}
+	return rc ? rc : -1;
+}
+
+/* --tls-ca, --tls-cert, --tls-key into a->o.tls: 0, or 2 after saying why. */
+static int tls_setup(struct agent_cli *a)
+{
+	char err[600];
+
+	if (!a->tls_ca && !a->tls_cert && !a->tls_key)
+		return 0;
+	if (!a->tls_ca) {
+		fprintf(stderr, "error: --tls-cert/--tls-key need --tls-ca (the CA of the "
+			"collector's certificate)\n");
 		return 2;
 	}
-	if (tls_ca || tls_cert || tls_key) {
-		char err[600];
-
-		if (!tls_ca) {
-			fprintf(stderr, "error: --tls-cert/--tls-key need --tls-ca (the CA of the "
-				"collector's certificate)\n");
-			return 2;
-		}
-		o.tls = tls_client_conf(tls_ca, tls_cert, tls_key, err, sizeof(err));
-		o.tls_ca = tls_ca;
-		o.tls_cert = tls_cert;
-		o.tls_key = tls_key;
-		if (!o.tls) {
-			fprintf(stderr, "error: TLS: %s\n", err);
-			return 2;
-		}
+	a->o.tls = tls_client_conf(a->tls_ca, a->tls_cert, a->tls_key, err, sizeof(err));
+	a->o.tls_ca = a->tls_ca;
+	a->o.tls_cert = a->tls_cert;
+	a->o.tls_key = a->tls_key;
+	if (!a->o.tls) {
+		fprintf(stderr, "error: TLS: %s\n", err);
+		return 2;
 	}
-	if (!o.host) {
+	return 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent_cli a = { .o = {
+		.collector = "127.0.0.1:9410",
+		.shm_dir = getenv("FAY_SHM_DIR"),
+		.state_dir = "/var/lib/fay/agent",
+		.spool_max = 256ull << 20,
+		.queue_max = 16ull << 20,
+		.drain_nice = -10,
+		.flush_ns = 20 * 1000000ull,
+		.stats_ns = 10 * 1000000000ull,
+	} };
+	struct agent_opts *o = &a.o;
+	char hostname[256], probe_lib[4096], path[4096], err[256];
+	struct agent_metrics *metrics = NULL;
+	int rc;
+
+	if (!o->shm_dir || !*o->shm_dir)
+		o->shm_dir = "/dev/shm";
+	opt_client_token_init(&a.tok);
+	o->token = a.tok.token;
+	rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	rc = tls_setup(&a);
+	if (rc)
+		return rc;
+	if (!o->host) {
 		if (gethostname(hostname, sizeof(hostname)))
 			snprintf(hostname, sizeof(hostname), "localhost");
 		hostname[sizeof(hostname) - 1] = '\0';
-		o.host = hostname;
+		o->host = hostname;
 	}
-	if (metrics_addr) {
-		char path[4096], err[256];
-
-		snprintf(path, sizeof(path), "%s/stats.json", o.state_dir);
-		metrics = agent_metrics_start(metrics_addr, path, err, sizeof(err));
+	if (a.metrics_addr) {
+		snprintf(path, sizeof(path), "%s/stats.json", o->state_dir);
+		metrics = agent_metrics_start(a.metrics_addr, path, err, sizeof(err));
 		if (!metrics) {
 			fprintf(stderr, "error: --metrics %s\n", err);
+			tls_conf_free(o->tls);
 			return 1;
 		}
 		pr_info("agent: metrics on http://%s/metrics", agent_metrics_addr(metrics));
 	}
-	if (!o.no_inject && !fay_probe_lib(probe_lib, sizeof(probe_lib)))
-		o.inject_lib = probe_lib;
-	rc = agent_run(&o) ? 1 : 0;
-	tls_conf_free(o.tls);
+	if (!o->no_inject && !fay_probe_lib(probe_lib, sizeof(probe_lib)))
+		o->inject_lib = probe_lib;
+	rc = agent_run(o) ? 1 : 0;
+	tls_conf_free(o->tls);
 	agent_metrics_stop(metrics);
 	return rc;
 }

@@ -426,6 +426,104 @@ static int min_free_arg(const char *arg, uint64_t *bytes, unsigned *pct)
 	return 0;
 }
 
+/* The store's options (ClickHouse's, --retention): 0, or 2 after saying why. */
+static int store_opt(int opt, const char *arg, struct collector_opts *o)
+{
+	uint64_t ns, size;
+
+	switch (opt) {
+	case 1009:
+		if (clock_parse_duration(arg, &ns) || ns > 10000000000ull) {
+			fprintf(stderr, "error: --clickhouse-linger '%s': expected a duration"
+				" of at most 10s (50ms, 1s) or 0\n", arg);
+			return 2;
+		}
+		o->ch_linger_ns = ns;
+		o->ch_linger_set = true;
+		return 0;
+	case 1010:
+		if (opt_parse_size(arg, &size) || !size || size > 1000000) {
+			fprintf(stderr, "error: --clickhouse-batch '%s': expected a number of"
+				" spans from 1 to 1000000 (like 50000 or 50k)\n", arg);
+			return 2;
+		}
+		o->ch_batch = (size_t)size;
+		return 0;
+	case 1012:
+		if (opt_parse_size(arg, &size) || !size || size > 4) {
+			fprintf(stderr, "error: --clickhouse-writers '%s': expected a number"
+				" of writer threads from 1 to 4\n", arg);
+			return 2;
+		}
+		o->ch_writers = (unsigned)size;
+		return 0;
+	default:	/* 'r' */
+		if (!strcmp(arg, "0")) {
+			o->retention_us = 0;
+			return 0;
+		}
+		if (clock_parse_duration(arg, &ns) || ns < 1000000000ull) {
+			fprintf(stderr, "error: --retention '%s': expected a duration of at least 1s (30s, 12h, 7d) or 0\n",
+				arg);
+			return 2;
+		}
+		o->retention_us = ns / 1000;
+		return 0;
+	}
+}
+
+/* The limits on what clients may take: 0, or 2 after saying why. */
+static int limit_opt(int opt, const char *arg, struct collector_opts *o)
+{
+	uint64_t size;
+
+	switch (opt) {
+	case 'm':
+	case 'Q':
+		if (opt_parse_size(arg, &size) || !size || size > (1ull << 31)) {
+			fprintf(stderr, "error: %s '%s': expected %s\n",
+				opt == 'm' ? "--max-body" : "--ingest-queue", arg,
+				opt == 'm' ? "a size like 512k or 16M" :
+					     "a number of spans like 100000 or 100k");
+			return 2;
+		}
+		*(opt == 'm' ? &o->max_body : &o->ingest_queue) = (size_t)size;
+		return 0;
+	case 'C':
+		return count_arg("max-conns", arg, 1, &o->max_conns) ? 2 : 0;
+	case 'E':
+		return count_arg("max-conns-per-peer", arg, 0, &o->max_conns_per_peer) ? 2 : 0;
+	case 'M':
+		if (opt_parse_size(arg, &size) || size < (1u << 20)) {
+			fprintf(stderr, "error: --max-memory '%s': expected a size of at least 1M (like 256M or 2G)\n",
+				arg);
+			return 2;
+		}
+		o->max_memory = size;
+		return 0;
+	default:	/* 1014 */
+		return min_free_arg(arg, &o->min_free, &o->min_free_pct) ? 2 : 0;
+	}
+}
+
+/* The options that need another: 0, or 2 after saying which. */
+static int check_opts(const struct collector_opts *o)
+{
+	const char *why = NULL;
+
+	if (o->clickhouse_cluster && !o->clickhouse)
+		why = "--clickhouse-cluster needs --clickhouse URL";
+	else if (o->ch_writers && !o->clickhouse)
+		why = "--clickhouse-writers needs --clickhouse URL (SQLite"
+		      " has one writer: one write transaction at a time)";
+	else if ((o->ch_linger_set || o->ch_batch) && !o->clickhouse)
+		why = "--clickhouse-linger and --clickhouse-batch need"
+		      " --clickhouse URL (SQLite commits many batches at once already)";
+	if (why)
+		fprintf(stderr, "error: %s\n", why);
+	return why ? 2 : 0;
+}
+
 /*
  * The options of argv into *out (its defaults already there): -1 to go
  * on, else the exit status: 0 when --help printed the manual, 2 after
@@ -471,12 +569,11 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct collector_opts o = *out;
-	uint64_t ns, size;
 	char err[512];
-	int opt;
+	int opt, rc = 0;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
+	while (!rc && (opt = getopt_long(argc, argv, "+vh", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'l': o.listen = optarg; break;
 		case 'H': o.http = optarg; break;
@@ -495,56 +592,14 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 		case 1011:
 			if (coll_ports_parse(optarg, &o.tls_client_ca_ports, err, sizeof(err))) {
 				fprintf(stderr, "error: --tls-client-ca-ports %s\n", err);
-				return 2;
+				rc = 2;
 			}
 			break;
-		case 1009:
-			if (clock_parse_duration(optarg, &ns) || ns > 10000000000ull) {
-				fprintf(stderr, "error: --clickhouse-linger '%s': expected a duration"
-					" of at most 10s (50ms, 1s) or 0\n", optarg);
-				return 2;
-			}
-			o.ch_linger_ns = ns;
-			o.ch_linger_set = true;
+		case 1009: case 1010: case 1012: case 'r':
+			rc = store_opt(opt, optarg, &o);
 			break;
-		case 1010:
-			if (opt_parse_size(optarg, &size) || !size || size > 1000000) {
-				fprintf(stderr, "error: --clickhouse-batch '%s': expected a number of"
-					" spans from 1 to 1000000 (like 50000 or 50k)\n", optarg);
-				return 2;
-			}
-			o.ch_batch = (size_t)size;
-			break;
-		case 1012:
-			if (opt_parse_size(optarg, &size) || !size || size > 4) {
-				fprintf(stderr, "error: --clickhouse-writers '%s': expected a number"
-					" of writer threads from 1 to 4\n", optarg);
-				return 2;
-			}
-			o.ch_writers = (unsigned)size;
-			break;
-		case 'r':
-			if (!strcmp(optarg, "0")) {
-				o.retention_us = 0;
-				break;
-			}
-			if (clock_parse_duration(optarg, &ns) || ns < 1000000000ull) {
-				fprintf(stderr, "error: --retention '%s': expected a duration of at least 1s (30s, 12h, 7d) or 0\n",
-					optarg);
-				return 2;
-			}
-			o.retention_us = ns / 1000;
-			break;
-		case 'm':
-		case 'Q':
-			if (opt_parse_size(optarg, &size) || !size || size > (1ull << 31)) {
-				fprintf(stderr, "error: %s '%s': expected %s\n",
-					opt == 'm' ? "--max-body" : "--ingest-queue", optarg,
-					opt == 'm' ? "a size like 512k or 16M" :
-						     "a number of spans like 100000 or 100k");
-				return 2;
-			}
-			*(opt == 'm' ? &o.max_body : &o.ingest_queue) = (size_t)size;
+		case 'm': case 'Q': case 'C': case 'E': case 'M': case 1014:
+			rc = limit_opt(opt, optarg, &o);
 			break;
 		case 'O': o.otlp_http = optarg; break;
 		case 'G': o.otlp_grpc = optarg; break;
@@ -552,30 +607,10 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 		case 'P': o.parent = optarg; break;
 		case 'n': o.host = optarg; break;
 		case 'A': o.autocomplete_keys = optarg; break;
-		case 'C':
-			if (count_arg("max-conns", optarg, 1, &o.max_conns))
-				return 2;
-			break;
-		case 'E':
-			if (count_arg("max-conns-per-peer", optarg, 0, &o.max_conns_per_peer))
-				return 2;
-			break;
-		case 'M':
-			if (opt_parse_size(optarg, &size) || size < (1u << 20)) {
-				fprintf(stderr, "error: --max-memory '%s': expected a size of at least 1M (like 256M or 2G)\n",
-					optarg);
-				return 2;
-			}
-			o.max_memory = size;
-			break;
-		case 1014:
-			if (min_free_arg(optarg, &o.min_free, &o.min_free_pct))
-				return 2;
-			break;
 		case 'x':
 			if (coll_ext_add_export(&o.ext, optarg, err, sizeof(err))) {
 				fprintf(stderr, "error: %s\n", err);
-				return 2;
+				rc = 2;
 			}
 			break;
 		case 'v': log_set_level(LOG_DEBUG); break;
@@ -585,6 +620,8 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 			return 2;
 		}
 	}
+	if (rc)
+		return rc;
 	if (optind < argc) {
 		fprintf(stderr, "error: unexpected argument '%s'\n"
 			"Run 'fay collector --help' for the manual.\n", argv[optind]);
@@ -592,20 +629,9 @@ static int parse_opts(int argc, char **argv, struct collector_opts *out)
 	}
 	if (o.token && !*o.token)
 		o.token = NULL;
-	if (o.clickhouse_cluster && !o.clickhouse) {
-		fprintf(stderr, "error: --clickhouse-cluster needs --clickhouse URL\n");
-		return 2;
-	}
-	if (o.ch_writers && !o.clickhouse) {
-		fprintf(stderr, "error: --clickhouse-writers needs --clickhouse URL (SQLite"
-			" has one writer: one write transaction at a time)\n");
-		return 2;
-	}
-	if ((o.ch_linger_set || o.ch_batch) && !o.clickhouse) {
-		fprintf(stderr, "error: --clickhouse-linger and --clickhouse-batch need"
-			" --clickhouse URL (SQLite commits many batches at once already)\n");
-		return 2;
-	}
+	rc = check_opts(&o);
+	if (rc)
+		return rc;
 	*out = o;
 	return -1;
 }
