@@ -2,14 +2,21 @@
 /*
  * OTLP ingest, protobuf vs JSON vs gRPC, on the same spans in one run.
  *
- *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [--fay PATH]
+ *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-T TRANSPORT]
+ *              [--fay PATH]
  *
  * The spans: SDK-like (hex ids, a parent, kind, 8 attributes of every
  * type with an array, 2 events, a status), 16 distinct traces per
- * request.  The same request is written as OTLP/JSON, then decoded by
- * fay's JSON front end and written as protobuf by otlp_pb_encode(), so
- * every body carries exactly the same spans.  Requests of 100 and of 512
- * spans (the BatchSpanProcessor's default), or of -s alone.
+ * request.  Each request sent to the collector carries traces of its
+ * own, as an SDK's batches do (40 bits of each trace id set from a
+ * counter of the run before it is sent); -R sends the same 8 bodies in
+ * turn instead, so every request adds spans to the same 128 traces
+ * (growing through the run: the store inserts into the middle of its
+ * span table, the worst case).  The same request is written as
+ * OTLP/JSON, then decoded by fay's JSON front end and written as
+ * protobuf by otlp_pb_encode(), so every body carries exactly the same
+ * spans.  Requests of 100 and of 512 spans (the BatchSpanProcessor's
+ * default), or of -s alone.
  *
  *   1. decode + map, in this process (no store): otlp_json_decode or
  *      otlp_pb_decode, then otlp_map(), spans/s;
@@ -23,7 +30,8 @@
  *      body in one write, TCP_NODELAY): spans/s, the collector's CPU
  *      (user + system, /proc) per span, each request's latency p50/p99.
  *
- * Every cell runs SECONDS per round; the order of transports turns each
+ * -T pb|json|grpc|zipkin: that transport's cells alone (to profile one
+ * path).  Every cell runs SECONDS per round; the order of transports turns each
  * round; medians of ROUNDS.  The load average is printed before and
  * after: the machine may be shared.
  */
@@ -126,12 +134,21 @@ static double rate_decode(const void *body, size_t len, int pb, double secs)
 /* ---- end to end ---------------------------------------------------------- */
 
 enum { T_PB, T_JSON, T_GRPC, T_ZIPKIN, NT };
+static const char *const topt[NT] = { "pb", "json", "grpc", "zipkin" };
 static const char *const tname[NT] = { "HTTP protobuf", "HTTP JSON", "gRPC", "Zipkin v2 JSON" };
 
 struct body {
 	const void *p;
 	size_t len;
+	size_t *tid;            /* where its trace ids' 5 zero bytes (10 hex
+				   digits in JSON) are: set per request */
+	size_t ntid;
+	int hex;
 };
+
+static int reuse_traces;        /* -R */
+static int only = -1;           /* -T: that transport alone */
+static uint64_t next_trace = 1; /* the 40-bit part of the next request's trace ids */
 
 struct worker {
 	int port, transport;
@@ -142,7 +159,85 @@ struct worker {
 	double *lat;                    /* each request's seconds */
 	size_t nlat, caplat;
 	pthread_t t;
+	char *copy;                     /* a body with this request's trace ids */
+	size_t copycap;
 };
+
+/* Body b with trace ids no request sent before (the counter's next value
+ * in every trace id's 5 zero bytes), in *buf (grown as needed); NULL when
+ * out of memory. */
+static const void *with_new_traces(const struct body *b, char **buf, size_t *cap)
+{
+	uint64_t n = __atomic_fetch_add(&next_trace, 1, __ATOMIC_RELAXED);
+	static const char hexd[] = "0123456789abcdef";
+
+	if (*cap < b->len) {
+		char *nb = realloc(*buf, b->len);
+
+		if (!nb)
+			return NULL;
+		*buf = nb;
+		*cap = b->len;
+	}
+	memcpy(*buf, b->p, b->len);
+	for (size_t i = 0; i < b->ntid; i++) {
+		char *d = *buf + b->tid[i];
+
+		for (int k = 0; k < 5; k++) {
+			uint8_t v = (uint8_t)(n >> (8 * (4 - k)));
+
+			if (b->hex) {
+				d[2 * k] = hexd[v >> 4];
+				d[2 * k + 1] = hexd[v & 15];
+			} else {
+				d[k] = (char)v;
+			}
+		}
+	}
+	return *buf;
+}
+
+/* Where the trace ids of the body of seed are in b (json_request()'s ids:
+ * seed, k, 5 zero bytes, k for k < 16): the offsets of their zero bytes.
+ * 0, or 1 when none is found (the request would reuse its traces). */
+static int find_traces(struct body *b, unsigned seed, int hex)
+{
+	size_t cap = 0;
+
+	b->hex = hex;
+	for (unsigned k = 0; k < 16; k++) {
+		char pat[40];
+		size_t plen, zero;
+
+		if (hex) {
+			snprintf(pat, sizeof(pat), "%08x%08x0000000000%06x", seed, k, k);
+			plen = 32;
+			zero = 16;
+		} else {
+			uint8_t *q = (uint8_t *)pat;
+
+			memset(q, 0, 16);
+			q[0] = (uint8_t)(seed >> 24), q[1] = (uint8_t)(seed >> 16);
+			q[2] = (uint8_t)(seed >> 8), q[3] = (uint8_t)seed;
+			q[7] = (uint8_t)k;
+			q[15] = (uint8_t)k;
+			plen = 16;
+			zero = 8;
+		}
+		for (const char *p = b->p, *end = (const char *)b->p + b->len;
+		     (p = memmem(p, (size_t)(end - p), pat, plen)); p += plen) {
+			if (b->ntid == cap) {
+				size_t *nt = realloc(b->tid, (cap = cap ? 2 * cap : 64) * sizeof(*nt));
+
+				if (!nt)
+					return 1;
+				b->tid = nt;
+			}
+			b->tid[b->ntid++] = (size_t)(p - (const char *)b->p) + zero;
+		}
+	}
+	return b->ntid ? 0 : 1;
+}
 
 static int conn(int port)
 {
@@ -230,8 +325,17 @@ static void *worker_main(void *arg)
 		fd = conn(w->port);
 	while ((h || fd >= 0) && t - t0 < w->secs) {
 		const struct body *b = &w->bodies[i++ % NBODIES];
+		struct body own;
 		double t1;
 		int st;
+
+		if (!reuse_traces) {
+			own = *b;
+			own.p = with_new_traces(b, &w->copy, &w->copycap);
+			if (!own.p)
+				break;
+			b = &own;
+		}
 
 		st = h ? h2c_export(h, b->p, b->len) : post(fd, b, w->transport);
 		if (h && st >= 0)
@@ -294,6 +398,7 @@ static void run_cell(pid_t pid, int port, int transport, int conns, const struct
 			memcpy(all + nall, w[i].lat, w[i].nlat * sizeof(*all));
 		nall += all ? w[i].nlat : 0;
 		free(w[i].lat);
+		free(w[i].copy);
 	}
 	t = bench_now_s();
 	if (refused)
@@ -400,7 +505,7 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 			return 1;
 		}
 		zarena_reset(&a);
-		zb[i] = (struct body){ zj, strlen(zj) };
+		zb[i] = (struct body){ .p = zj, .len = strlen(zj) };
 		g = malloc(outlen + 5);
 		if (!g)
 			return 1;
@@ -410,11 +515,16 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 		g[3] = (uint8_t)(outlen >> 8);
 		g[4] = (uint8_t)outlen;
 		memcpy(g + 5, out, outlen);
-		jb[i] = (struct body){ j, strlen(j) };
-		pb[i] = (struct body){ out, outlen };
-		gb[i] = (struct body){ g, outlen + 5 };
+		jb[i] = (struct body){ .p = j, .len = strlen(j) };
+		pb[i] = (struct body){ .p = out, .len = outlen };
+		gb[i] = (struct body){ .p = g, .len = outlen + 5 };
 		jbytes += jb[i].len;
 		pbytes += outlen;
+		if (find_traces(&jb[i], (unsigned)i + 1, 1) || find_traces(&pb[i], (unsigned)i + 1, 0) ||
+		    find_traces(&gb[i], (unsigned)i + 1, 0) || find_traces(&zb[i], (unsigned)i + 1, 1)) {
+			fprintf(stderr, "cannot find the trace ids in the requests\n");
+			return 1;
+		}
 		if (decode_map(j, strlen(j), 0) != (size_t)spr || decode_map(out, outlen, 1) != (size_t)spr) {
 			fprintf(stderr, "the requests do not map to %d spans each\n", spr);
 			return 1;
@@ -438,15 +548,25 @@ int main(int argc, char **argv)
 	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES], zb[2][NBODIES];
 	static struct cell cells[2][2][NT][MAXR];
 
-	for (int o; (o = getopt_long(argc, argv, "s:r:t:", lopts, NULL)) != -1;) {
+	for (int o; (o = getopt_long(argc, argv, "s:r:t:RT:", lopts, NULL)) != -1;) {
 		switch (o) {
 		case 's': sizes[0] = atoi(optarg); nsizes = 1; break;
 		case 'r': rounds = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
+		case 'R': reuse_traces = 1; break;
+		case 'T':
+			for (int t = 0; t < NT; t++)
+				if (!strcmp(optarg, topt[t]))
+					only = t;
+			if (only < 0) {
+				fprintf(stderr, "-T %s: pb, json, grpc or zipkin\n", optarg);
+				return 2;
+			}
+			break;
 		case 'f': fay = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] "
-				"[--fay PATH]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] "
+				"[-T pb|json|grpc|zipkin] [--fay PATH]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -488,6 +608,8 @@ int main(int argc, char **argv)
 					for (int k = 0; k < NT; k++) {
 						int t = (k + r) % NT;
 
+						if (only >= 0 && t != only)
+							continue;
 						run_cell(pid, t == T_GRPC ? gport : t == T_ZIPKIN ? hport : port,
 							 t, conns[c],
 							 t == T_PB ? pb[z] : t == T_JSON ? jb[z] :
@@ -499,8 +621,10 @@ int main(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 		if (system(cmd))
 			fprintf(stderr, "could not remove %s\n", dir);
-		printf("into fay collector (SQLite, each request answered after its COMMIT), "
-		       "medians of %d rounds of %.1f s:\n", rounds, secs);
+		printf("into fay collector (SQLite, each request answered after its COMMIT; %s), "
+		       "medians of %d rounds of %.1f s:\n", reuse_traces ?
+		       "-R: the same 128 traces in every round" : "each request with traces of its own",
+		       rounds, secs);
 		printf("| spans/request | connections | transport | spans/s | collector CPU "
 		       "us/span | latency p50 ms | p99 ms |\n|---|---|---|---|---|---|---|\n");
 		for (int z = 0; z < nsizes; z++)
@@ -508,6 +632,8 @@ int main(int argc, char **argv)
 				for (int t = 0; t < NT; t++) {
 					double v[4][MAXR];
 
+					if (only >= 0 && t != only)
+						continue;
 					for (int r = 0; r < rounds; r++) {
 						v[0][r] = cells[z][c][t][r].rate;
 						v[1][r] = cells[z][c][t][r].cpu_us;

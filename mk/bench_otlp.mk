@@ -26,3 +26,16 @@ $(BENCH_ZJSON): bench/bench_zjson.c tests/fuzz/zjson_tree.c bench/bench.h $(LIBI
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench_zjson.c $(LIBINT) $(LDLIBS)
 
 bench: $(BENCH_ZJSON)
+
+# bench/bench_export.c: --export's OTLP encoding from the span model
+# against the path through Zipkin JSON it replaced
+# (tests/unit/otlp/otlp_export_ref.h), same spans, same run.
+#   $(B)/bench/bench_export -s 500 -r 5 -t 0.5
+BENCH_EXPORT := $(B)/bench/bench_export
+
+$(BENCH_EXPORT): bench/bench_export.c tests/unit/otlp/otlp_export_ref.h bench/bench.h $(LIBINT)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ bench/bench_export.c $(LIBINT) $(LDLIBS)
+
+bench: $(BENCH_EXPORT)

@@ -20,3 +20,7 @@ $(OTLP_NPM): tests/otlp/package.json tests/otlp/package-lock.json
 	$(Q)[ ! -d tests/otlp/node_modules ] || touch $@
 
 tests: | $(OTLP_NPM)
+
+# test_otlp_export checks the export's encoding against the old path kept
+# in tests/unit/otlp/otlp_export_ref.h.
+$(filter $(B)/tests/unit/otlp/test_otlp_export,$(UNIT_BIN)): tests/unit/otlp/otlp_export_ref.h

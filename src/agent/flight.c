@@ -25,6 +25,17 @@ struct fent {
 	uint32_t _pad;
 };
 
+/* A trace some of whose spans were lost (evicted, or too big to keep):
+ * a capture of it says how many (its account's "overwritten"). */
+struct flost {
+	uint64_t trace_hi, trace_lo;
+	uint64_t count;		/* 0: the slot is free */
+	uint64_t stamp;		/* the buffer's lost count at its last loss:
+				 * the set's oldest goes first */
+};
+
+#define FL_LOST_WAYS	4u
+
 struct flight {
 	pthread_mutex_t lock;
 	uint8_t *arena;
@@ -32,6 +43,8 @@ struct flight {
 	uint64_t head, tail;	/* absolute positions: [tail, head) is alive */
 	uint64_t *bucket;	/* position + 1 of the newest entry, 0: none */
 	uint32_t nbuckets;	/* a power of two */
+	struct flost *lost;	/* nbuckets / 8 sets of FL_LOST_WAYS */
+	uint64_t nlost;		/* spans lost (the stamps' clock) */
 	struct flight_stats st;
 };
 
@@ -86,11 +99,15 @@ struct flight *flight_new(uint64_t bytes)
 	if (!f)
 		return NULL;
 	f->nbuckets = nb;
-	f->cap = (bytes - (uint64_t)nb * sizeof(uint64_t)) & ~(uint64_t)(FL_ALIGN - 1);
+	/* the index and the lost table come out of the bound */
+	f->cap = (bytes - (uint64_t)nb * sizeof(uint64_t) - (uint64_t)nb / 2 * sizeof(struct flost)) &
+		 ~(uint64_t)(FL_ALIGN - 1);
 	f->bucket = calloc(nb, sizeof(uint64_t));
+	f->lost = calloc(nb / 2, sizeof(struct flost));
 	f->arena = malloc(f->cap);
-	if (!f->bucket || !f->arena) {
+	if (!f->bucket || !f->lost || !f->arena) {
 		free(f->bucket);
+		free(f->lost);
 		free(f->arena);
 		free(f);
 		errno = ENOMEM;
@@ -107,16 +124,60 @@ void flight_free(struct flight *f)
 		return;
 	pthread_mutex_destroy(&f->lock);
 	free(f->bucket);
+	free(f->lost);
 	free(f->arena);
 	free(f);
+}
+
+/* The set of the lost table a trace goes to. */
+static struct flost *lost_set(const struct flight *f, uint64_t hi, uint64_t lo)
+{
+	return f->lost + (bucket_of(f, hi, lo) & (f->nbuckets / 8 - 1)) * FL_LOST_WAYS;
+}
+
+/* One more span of trace (hi, lo) lost: counted in its slot, or in the
+ * set's least recently lost one (that trace's count is forgotten).  Under
+ * the lock. */
+static void lost_add(struct flight *f, uint64_t hi, uint64_t lo)
+{
+	struct flost *set = lost_set(f, hi, lo), *old = set;
+
+	f->nlost++;
+	for (unsigned i = 0; i < FL_LOST_WAYS; i++) {
+		struct flost *l = &set[i];
+
+		if (l->count && l->trace_hi == hi && l->trace_lo == lo) {
+			l->count++;
+			l->stamp = f->nlost;
+			return;
+		}
+		if (!l->count || (old->count && l->stamp < old->stamp))
+			old = l;
+	}
+	*old = (struct flost){ .trace_hi = hi, .trace_lo = lo, .count = 1, .stamp = f->nlost };
+}
+
+/* Spans of trace (hi, lo) lost so far (as far as the table remembers).
+ * Under the lock. */
+static uint64_t lost_get(const struct flight *f, uint64_t hi, uint64_t lo)
+{
+	const struct flost *set = lost_set(f, hi, lo);
+
+	for (unsigned i = 0; i < FL_LOST_WAYS; i++)
+		if (set[i].count && set[i].trace_hi == hi && set[i].trace_lo == lo)
+			return set[i].count;
+	return 0;
 }
 
 /* Drop the oldest entry.  Under the lock, with tail < head. */
 static void evict_one(struct flight *f)
 {
 	if (ent_is_span(f, f->tail)) {
+		const struct fent *e = ent_at(f, f->tail);
+
 		f->st.dropped++;
 		f->st.held--;
+		lost_add(f, e->trace_hi, e->trace_lo);
 	}
 	f->tail = ent_next(f, f->tail);
 }
@@ -132,6 +193,7 @@ void flight_add(struct flight *f, const void *rec, uint32_t reclen, const struct
 	pthread_mutex_lock(&f->lock);
 	if (len >= FL_PAD || need > f->cap / 4) {
 		f->st.too_big++;
+		lost_add(f, r->f.trace_hi, r->f.trace_lo);
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
@@ -197,7 +259,7 @@ static int window_match(const struct flight *f, uint64_t pos, const struct wire_
 }
 
 long flight_capture(struct flight *f, const struct wire_capture *c, struct wbuf *out,
-		    uint64_t max_bytes, int *cut, struct flight_stats *st)
+		    uint64_t max_bytes, int *cut, uint64_t *lost, struct flight_stats *st)
 {
 	uint64_t *pos = NULL, total = 0;
 	size_t n = 0, cap = 0, count_off;
@@ -208,9 +270,11 @@ long flight_capture(struct flight *f, const struct wire_capture *c, struct wbuf 
 	wbuf_le32(out, 0);
 	pthread_mutex_lock(&f->lock);
 	f->st.captures++;
+	*lost = 0;
 	if (c->kind == WIRE_CK_TRACE) {
 		uint64_t p = f->bucket[bucket_of(f, c->trace_hi, c->trace_lo)];
 
+		*lost = lost_get(f, c->trace_hi, c->trace_lo);
 		/* newest first; a chain only goes down, and stops at the tail */
 		while (p && p - 1 >= f->tail) {
 			const struct fent *e = ent_at(f, p - 1);

@@ -18,6 +18,11 @@
  * a walk stops at the first position below the tail: the index never
  * needs cleaning when entries are evicted.
  *
+ * Spans lost (evicted, or too big to keep) are counted by trace in a
+ * second table (nbuckets / 2 slots, 4-way sets, the least recently lost
+ * trace of a set forgotten first), so that a capture of a trace says how
+ * many of its spans were already overwritten when it asked.
+ *
  * Threads: the drain thread adds (flight_add), a capture (the query
  * link's thread) reads; one mutex, held for one add or one capture.
  */
@@ -64,10 +69,12 @@ void flight_add(struct flight *f, const void *rec, uint32_t reclen, const struct
 /* The spans c asks for (a trace id, or those overlapping a window and of
  * a service), appended to out as a BATCH payload (u32 count, then (u32
  * len, record) each), at most max_bytes of records: when more match, the
- * newest are kept and *cut is set.  Fills st as flight_stats().  Returns
- * the number of spans appended, or -ENOMEM (out->err). */
+ * newest are kept and *cut is set.  *lost: for a trace, how many of its
+ * spans the buffer had lost before (0 for a window).  Fills st as
+ * flight_stats().  Returns the number of spans appended, or -ENOMEM
+ * (out->err). */
 long flight_capture(struct flight *f, const struct wire_capture *c, struct wbuf *out,
-		    uint64_t max_bytes, int *cut, struct flight_stats *st);
+		    uint64_t max_bytes, int *cut, uint64_t *lost, struct flight_stats *st);
 
 void flight_get_stats(struct flight *f, struct flight_stats *st);
 

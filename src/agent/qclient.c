@@ -199,14 +199,15 @@ static void on_capture(void *ctx, const struct wire_capture *c, struct wire_capt
 		wbuf_le32(spans, 0);
 		return;
 	}
-	n = flight_capture(o->flight, c, spans, WIRE_CAPTURE_MAX, &cut, &st);
+	n = flight_capture(o->flight, c, spans, WIRE_CAPTURE_MAX, &cut, &res->lost, &st);
 	res->state = WIRE_CS_ANSWERED;
 	res->flags = cut ? WIRE_CF_CUT : 0;
 	res->held = st.held;
 	res->dropped = st.dropped;
 	res->oldest_ns = st.oldest_ns;
-	pr_info("capture %" PRIu32 ": %ld spans found (%s)%s", c->cid, n,
-		c->kind == WIRE_CK_TRACE ? "by trace id" : "by time", cut ? ", cut to one frame" : "");
+	pr_info("capture %" PRIu32 ": %ld spans found (%s), %" PRIu64 " already overwritten%s",
+		c->cid, n, c->kind == WIRE_CK_TRACE ? "by trace id" : "by time", res->lost,
+		cut ? ", cut to one frame" : "");
 }
 
 struct qclient *qclient_start(const struct qclient_opts *o)

@@ -25,6 +25,8 @@
 
 #define PART_STR	64
 #define PART_TAGS	1024	/* bytes of tag items kept per span */
+#define SIDE_CLIENT	1u	/* cs or cr seen / the client span built */
+#define SIDE_SERVER	2u	/* sr or ss seen / the server span built */
 
 struct part {
 	uint64_t h;			/* hash of the key */
@@ -32,6 +34,7 @@ struct part {
 	uint64_t first_ns;		/* start of the first part (its age) */
 	uint64_t ts[ZV1_NCORE];		/* of the core annotations seen */
 	unsigned have;			/* 1 << ZV1_* */
+	unsigned sides, built;		/* SIDE_*: seen, built */
 	bool used;
 	uint8_t flags;
 	uint16_t port, ntags;
@@ -244,11 +247,24 @@ int spanmerge_add(struct spanmerge *m, const struct spanrec *r, struct spanrec *
 			break;
 		}
 	}
-	if ((p->have & (1u << ZV1_CS)) && (p->have & (1u << ZV1_CR)))
+	if (p->have & ((1u << ZV1_CS) | (1u << ZV1_CR)))
+		p->sides |= SIDE_CLIENT;
+	if (p->have & ((1u << ZV1_SR) | (1u << ZV1_SS)))
+		p->sides |= SIDE_SERVER;
+	/* A record has one annotation, so at most one side ends here.  A
+	 * loopback RPC (cs, sr, ss, cr in one service) is two spans, as
+	 * Zipkin's converter and the store make it: the part stays until
+	 * each side it has seen is built. */
+	if (!(p->built & SIDE_CLIENT) && (p->have & (1u << ZV1_CS)) &&
+	    (p->have & (1u << ZV1_CR))) {
 		ret = build(m, p, ZV1_CS, ZV1_CR, out);
-	else if ((p->have & (1u << ZV1_SR)) && (p->have & (1u << ZV1_SS)))
+		p->built |= SIDE_CLIENT;
+	} else if (!(p->built & SIDE_SERVER) && (p->have & (1u << ZV1_SR)) &&
+		   (p->have & (1u << ZV1_SS))) {
 		ret = build(m, p, ZV1_SR, ZV1_SS, out);
-	if (ret)
+		p->built |= SIDE_SERVER;
+	}
+	if (ret && (p->built & p->sides) == p->sides)
 		del(m, (unsigned)(p - m->t));
 	return ret < 0 ? 0 : ret;
 }

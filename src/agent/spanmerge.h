@@ -12,7 +12,9 @@
  * from cs to cr) or sr and ss (a server span, from sr to ss; durations
  * by common/zipkin_v1.h: under 1 us is 1 us, as the store has it); then the
  * span comes out once, with every tag recorded so far, and its parts are
- * forgotten.  Parts that arrive after that (a tag recorded after the end
+ * forgotten once every side they began is out (a loopback RPC, cs, sr,
+ * ss and cr in one service, is a server span and then a client span, as
+ * the store's Zipkin converter makes it).  Parts that arrive after that (a tag recorded after the end
  * annotation) and spans that never end are not seen by queries: a span
  * whose parts wait longer than SPANMERGE_TTL_NS, or that the table must
  * give up when it is full (its oldest), is counted in spanmerge_dropped().

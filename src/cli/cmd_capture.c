@@ -47,16 +47,19 @@ static void usage(FILE *f)
 "        fay.capture      the capture's id\n"
 "        fay.capture.at   when it was made (RFC 3339, UTC)\n"
 "        fay.capture.by   what it asked for (\"trace ID\", \"last 30000ms\")\n"
-"    and prints its account: the hosts asked and those that answered, and\n"
-"    the spans found and stored, then one line per host: answered (with\n"
-"    its spans, and how much its flight buffer holds and has dropped), no\n"
+"    and prints its account: the hosts asked and those that answered, the\n"
+"    spans found and stored, and (by trace id) how many spans of the trace\n"
+"    the hosts' flight buffers had already overwritten, then one line per\n"
+"    host: answered (with its spans, and how much its flight buffer holds\n"
+"    and has dropped), no\n"
 "    flight buffer (an agent without --flight), missing (asked, did not\n"
 "    answer within 5 s, or its connection broke), not connected (an agent\n"
 "    the collector knows whose query connection is down: a killed agent),\n"
 "    does not capture (an agent before this).  A child collector (fay\n"
 "    collector --parent) answers for the agents under it as one host; with\n"
 "    --host H, a host under a child collector is asked through it, and its\n"
-"    line says \"(via CHILD)\".\n"
+"    line says \"(via CHILD)\"; a child none of whose hosts answered is\n"
+"    missing.\n"
 "    The spans then show in fay traces, the UI and fay sql (WHERE the tag\n"
 "    fay.capture is set).\n"
 "\n"
@@ -137,11 +140,13 @@ static void print_account(json_t *a)
 	       json_string_value(json_object_get(a, "by")),
 	       json_string_value(json_object_get(a, "at")));
 	printf("hosts asked %" JSON_INTEGER_FORMAT ", answered %" JSON_INTEGER_FORMAT
-	       "; spans found %" JSON_INTEGER_FORMAT ", stored %" JSON_INTEGER_FORMAT "\n",
+	       "; spans found %" JSON_INTEGER_FORMAT ", stored %" JSON_INTEGER_FORMAT
+	       ", already overwritten %" JSON_INTEGER_FORMAT "\n",
 	       json_integer_value(json_object_get(a, "hosts_asked")),
 	       json_integer_value(json_object_get(a, "hosts_answered")),
 	       json_integer_value(json_object_get(a, "spans_found")),
-	       json_integer_value(json_object_get(a, "spans_stored")));
+	       json_integer_value(json_object_get(a, "spans_stored")),
+	       json_integer_value(json_object_get(a, "spans_overwritten")));
 	json_array_foreach(hosts, i, h) {
 		const char *st = json_string_value(json_object_get(h, "state"));
 
@@ -160,6 +165,11 @@ static void print_account(json_t *a)
 			       json_integer_value(json_object_get(h, "dropped")),
 			       json_is_true(json_object_get(h, "cut")) ?
 			       "; cut: more matched than one answer holds" : "");
+		if (json_integer_value(json_object_get(h, "overwritten")))
+			printf("; %" JSON_INTEGER_FORMAT " of the trace already overwritten",
+			       json_integer_value(json_object_get(h, "overwritten")));
+		if (json_is_true(json_object_get(h, "partial")))
+			printf("; some hosts under it did not answer");
 		printf("\n");
 	}
 	if (json_object_get(a, "rule"))

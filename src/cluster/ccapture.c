@@ -61,13 +61,20 @@ void ccap_on_captured(struct cluster *cl, struct cpeer *p, const struct wire_cap
 		c->m[i].peer = NULL;
 		c->waiting--;
 		h->state = wc->state == WIRE_CS_OFF ? CCH_OFF :
-			   wc->state == WIRE_CS_NOHOST ? CCH_NOHOST : CCH_ANSWERED;
+			   wc->state == WIRE_CS_NOHOST ? CCH_NOHOST :
+			   wc->state == WIRE_CS_MISSING ? CCH_MISSING : CCH_ANSWERED;
 		h->cut = wc->flags & WIRE_CF_CUT;
+		h->partial = wc->flags & WIRE_CF_PARTIAL;
+		h->lost = wc->lost;
 		h->nspans = wc->nspans;
 		h->held = wc->held;
 		h->dropped = wc->dropped;
 		h->oldest_ns = wc->oldest_ns;
 		h->wire_bytes += frame_len;
+		if (h->state == CCH_MISSING) {	/* a child: no host under it answered */
+			pthread_cond_broadcast(&c->cond);
+			return;
+		}
 		h->spans = malloc(wc->body_len ? wc->body_len : 1);
 		if (h->spans) {
 			memcpy(h->spans, wc->body, wc->body_len);

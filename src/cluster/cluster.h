@@ -113,14 +113,20 @@ enum cluster_capture_state {
 				 * is not under it: not a member after all */
 };
 
+/* A child collector's missing hosts under it: none answered is
+ * CCH_MISSING; some is CCH_ANSWERED with partial set. */
+
 struct cluster_capture_host {
 	char host[WIRE_HOST_MAX + 1];
 	char via[WIRE_HOST_MAX + 1];	/* "" or the child collector asked for
 					 * host (rq->host) under it */
 	enum cluster_capture_state state;
 	bool cut;			/* it had more than one frame holds */
+	bool partial;			/* a child collector: some hosts under
+					 * it did not answer */
 	uint32_t nspans;
 	uint64_t held, dropped, oldest_ns;	/* its flight buffer (wire_captured) */
+	uint64_t lost;			/* spans of the trace already overwritten */
 	unsigned char *spans;		/* a BATCH payload, malloc'd (ANSWERED) */
 	size_t len;
 	uint64_t wire_bytes;		/* its CAPTURE and CAPTURED frames,

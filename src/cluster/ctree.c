@@ -14,10 +14,12 @@
  * host: the records every agent under it found, in one BATCH payload,
  * their flight buffers' counts summed.  A CAPTURE naming a host (--host
  * H through the tree) asks only that host under this one, and is
- * answered "no such host" (WIRE_CS_NOHOST) when none is.  It waits CTREE_CAPTURE_NS at
- * most (on the link's thread, which sends no BEAT meanwhile: that plus a
- * beat's interval stays under WIRE_DEAD_MS), so that its answer reaches
- * the parent within the parent's own 5 s.
+ * answered "no such host" (WIRE_CS_NOHOST) when none is.  Hosts under it
+ * asked that did not answer make it "missing" (WIRE_CS_MISSING) when no
+ * one answered, or mark its answer partial (WIRE_CF_PARTIAL).  It waits
+ * CTREE_CAPTURE_NS at most (on the link's thread, which sends no BEAT
+ * meanwhile: that plus a beat's interval stays under WIRE_DEAD_MS), so
+ * that its answer reaches the parent within the parent's own 5 s.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -81,7 +83,7 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 	size_t at = spans->len;
 	uint32_t count = 0;
 	bool answered = false;
-	size_t nohost = 0;
+	size_t nohost = 0, missing = 0;
 
 	snprintf(service, sizeof(service), "%.*s", (int)c->service_len,
 		 c->service ? c->service : "");
@@ -98,11 +100,13 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 		const struct cluster_capture_host *h = &r.h[i];
 
 		nohost += h->state == CCH_NOHOST;
+		missing += h->state == CCH_MISSING || (h->state == CCH_ANSWERED && h->partial);
 		if (h->state != CCH_ANSWERED)
 			continue;
 		answered = true;
 		res->held += h->held;
 		res->dropped += h->dropped;
+		res->lost += h->lost;
 		if (h->oldest_ns && (!res->oldest_ns || h->oldest_ns < res->oldest_ns))
 			res->oldest_ns = h->oldest_ns;
 		if (h->cut)
@@ -118,8 +122,12 @@ static void tree_capture(void *ctx, const struct wire_capture *c, struct wire_ca
 	}
 	if (answered)
 		res->state = WIRE_CS_ANSWERED;
+	else if (missing)	/* asked, silent or gone: not "no flight buffer" */
+		res->state = WIRE_CS_MISSING;
 	else if (rq.host && nohost == r.n)	/* no member is that host */
 		res->state = WIRE_CS_NOHOST;
+	if (answered && missing)
+		res->flags |= WIRE_CF_PARTIAL;
 	if (!spans->err) {
 		spans->p[at] = (unsigned char)count;
 		spans->p[at + 1] = (unsigned char)(count >> 8);

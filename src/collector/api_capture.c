@@ -17,7 +17,10 @@
  *     fay.capture.at   when it was made, RFC 3339 UTC, ms
  *     fay.capture.by   what it asked for ("trace HEX", "last 30000ms")
  * and answers with its account: hosts asked and answered, spans found
- * and stored, and each host's state.  Agents known to the collector
+ * and stored, spans of the trace its hosts had already overwritten
+ * ("spans_overwritten", each host's "overwritten"), and each host's
+ * state ("missing" also for a host under a child collector that did not
+ * answer; "partial": a child some of whose hosts did not).  Agents known to the collector
  * whose query connection is down are listed as "not connected", so an
  * agent that was killed is reported, never silently absent.
  *
@@ -310,6 +313,7 @@ struct cap_round {
 	json_t *hosts;			/* one object per host */
 	unsigned asked, answered;
 	uint64_t found, stored;
+	uint64_t overwritten;		/* spans of the trace lost before */
 	uint64_t wire_bytes;		/* CAPTURE + CAPTURED frames, all hosts */
 	int ret;			/* a store failure: -errno, err says */
 	char err[512];
@@ -337,6 +341,7 @@ static int round_run(struct collector *c, const struct cluster_capture_req *cr,
 		rd->asked += h->state != CCH_UNSUPPORTED;
 		rd->answered += h->state == CCH_ANSWERED || h->state == CCH_OFF;
 		rd->wire_bytes += h->wire_bytes;
+		rd->overwritten += h->lost;
 		if (h->state == CCH_ANSWERED) {
 			rd->found += h->nspans;
 			st = store_host(c, h, mk, seen, rd->err, sizeof(rd->err));
@@ -353,6 +358,10 @@ static int round_run(struct collector *c, const struct cluster_capture_req *cr,
 			"spans", (json_int_t)h->nspans, "stored", (json_int_t)st,
 			"held", (json_int_t)h->held, "dropped", (json_int_t)h->dropped,
 			"oldest_ms", (json_int_t)(h->oldest_ns / 1000000u), "cut", h->cut);
+		if (o)
+			json_object_set_new(o, "overwritten", json_integer((json_int_t)h->lost));
+		if (o && h->partial)	/* a child collector: some hosts under it silent */
+			json_object_set_new(o, "partial", json_true());
 		if (o && h->via[0])
 			json_object_set_new(o, "via", json_string(h->via));
 		json_array_append_new(rd->hosts, o);
@@ -391,6 +400,8 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 	if (!acc)
 		return NULL;
 	json_object_set_new(acc, "wire_bytes", json_integer((json_int_t)rd.wire_bytes));
+	/* lost before the capture asked (a trace's; 0 for a window) */
+	json_object_set_new(acc, "spans_overwritten", json_integer((json_int_t)rd.overwritten));
 	if (rd.ret)
 		json_object_set_new(acc, "error", json_string(rd.err));
 	if (tr) {	/* a rule's capture: what matched, and how long it took */
@@ -415,7 +426,8 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 	if (seen)
 		seen_sort(seen);
 	pr_info("capture %s (%s): %u hosts asked, %u answered, %" PRIu64 " spans found, %"
-		PRIu64 " stored", mk.id, mk.by, rd.asked, rd.answered, rd.found, rd.stored);
+		PRIu64 " stored, %" PRIu64 " already overwritten", mk.id, mk.by, rd.asked,
+		rd.answered, rd.found, rd.stored, rd.overwritten);
 	pthread_mutex_lock(&c->captures_lock);
 	if (!c->captures)
 		c->captures = json_array();

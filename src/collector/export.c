@@ -6,7 +6,10 @@
  * a collector's /v1/traces), with libcurl.
  *
  * The ingest thread hands every committed span to each exporter
- * (exporter_push: a copy into a bounded queue, never blocking the store).
+ * (exporter_push: a copy, zspan_dup(), into a bounded ring, never blocking
+ * the store).  A batch is encoded from the span model when it is sent:
+ * Zipkin v2 JSON by zjson_spans(), OTLP by src/otlp
+ * (otlp_req_from_zspans(), then otlp_json_encode() or otlp_pb_encode()).
  * Each exporter has a thread that sends a batch when EXPORT_BATCH spans
  * are waiting or every EXPORT_FLUSH_MS, and retries a failed POST (network
  * error or non-2xx) EXPORT_RETRIES times with doubling waits before it
@@ -42,8 +45,8 @@ struct exporter {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	json_t *queue;              /* Zipkin JSON span objects, from head on */
-	size_t head;                /* queue[0, head) are taken: see take() */
+	struct zspan **queue;       /* a ring of EXPORT_QUEUE_MAX span copies */
+	size_t head, n;             /* the oldest, how many are waiting */
 	int stop;
 	/* counters (under lock or relaxed atomics) */
 	uint64_t sent, failed, queue_dropped, requests, retries, errors;
@@ -89,26 +92,45 @@ static int post(struct exporter *x, CURL *curl, const void *body, size_t len, lo
 	return *status >= 200 && *status < 300 ? 0 : -EIO;
 }
 
-/* Send batch (a JSON array of spans), retrying; counts the outcome. */
-static void send_batch(struct exporter *x, CURL *curl, json_t *batch, int stopping)
+/* The body of n spans in x's format (malloc'ed); NULL when out of memory. */
+static void *encode(const struct exporter *x, const struct zspan *s, size_t n, size_t *len)
 {
-	size_t n = json_array_size(batch), len = 0;
 	void *body = NULL;
+
+	if (x->kind == EXPORT_ZIPKIN) {
+		json_t *doc = zjson_spans(s, n);
+
+		body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+		*len = body ? strlen(body) : 0;
+		json_decref(doc);
+	} else {
+		struct zarena a = { 0 };
+		struct otlp_req r;
+		char *text;
+
+		if (!otlp_req_from_zspans(s, n, &a, &r)) {
+			if (x->kind == EXPORT_OTLP_PROTOBUF) {
+				if (otlp_pb_encode(&r, &body, len))
+					body = NULL;
+			} else if (!otlp_json_encode(&r, &text, len)) {
+				body = text;
+			}
+		}
+		zarena_reset(&a);
+	}
+	return body;
+}
+
+/* Send the n spans, retrying; counts the outcome. */
+static void send_batch(struct exporter *x, CURL *curl, const struct zspan *s, size_t n,
+		       int stopping)
+{
+	size_t len = 0;
+	void *body = encode(x, s, n, &len);
 	unsigned wait_ms = 250;
 	long status = 0;
 	int ret = -ENOMEM;
 
-	if (x->kind == EXPORT_OTLP_PROTOBUF) {
-		if (otlp_from_zspans_pb(batch, &body, &len))
-			body = NULL;
-	} else {
-		json_t *doc = x->kind == EXPORT_OTLP ? otlp_from_zspans_json(batch) :
-						       json_incref(batch);
-
-		body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-		len = body ? strlen(body) : 0;
-		json_decref(doc);
-	}
 	for (int attempt = 0; body && attempt <= EXPORT_RETRIES; attempt++) {
 		ret = post(x, curl, body, len, &status);
 		x->last_status = status;
@@ -136,67 +158,36 @@ static void send_batch(struct exporter *x, CURL *curl, json_t *batch, int stoppi
 	}
 }
 
-/* Spans waiting (x->lock held). */
-static size_t queued(const struct exporter *x)
+/*
+ * Take the n oldest spans waiting (x->lock held): their copies move to
+ * blocks[0, n) (the caller frees them) and the spans to batch[0, n), a
+ * contiguous array the encoders read.  The ring's head moves: O(n), where
+ * json_array_remove(q, 0) per span once moved the whole queue under the
+ * lock exporter_push() takes on the ingest thread.
+ */
+static void take(struct exporter *x, size_t n, struct zspan **blocks, struct zspan *batch)
 {
-	return json_array_size(x->queue) - x->head;
-}
-
-/* Pass the n oldest spans waiting (x->lock held): the taken slots are
- * cleared when the queue is empty, or compacted away once they are more
- * than half of it (each span copied at most once more). */
-static void skip(struct exporter *x, size_t n)
-{
-	size_t size = json_array_size(x->queue);
-	json_t *rest;
-
-	x->head += n;
-	if (x->head == size) {
-		json_array_clear(x->queue);
-		x->head = 0;
-	} else if (x->head * 2 >= size && (rest = json_array())) {
-		for (size_t i = x->head; i < size; i++)
-			json_array_append(rest, json_array_get(x->queue, i));
-		if (json_array_size(rest) == size - x->head) {
-			json_decref(x->queue);
-			x->queue = rest;
-			x->head = 0;
-		} else {
-			json_decref(rest);
-		}
+	for (size_t i = 0; i < n; i++) {
+		blocks[i] = x->queue[(x->head + i) % EXPORT_QUEUE_MAX];
+		if (batch)
+			batch[i] = *blocks[i];
 	}
-}
-
-/* The n oldest spans waiting, as a new array (x->lock held; NULL: out of
- * memory: nothing taken).  Taking moves head (skip()), in O(n):
- * removing from the front (json_array_remove(q, 0) each) moved the whole
- * queue once per span, under the lock exporter_push() takes on the
- * ingest thread. */
-static json_t *take(struct exporter *x, size_t n)
-{
-	json_t *batch = json_array();
-
-	for (size_t i = 0; batch && i < n; i++)
-		if (json_array_append(batch, json_array_get(x->queue, x->head + i))) {
-			json_decref(batch);
-			batch = NULL;
-		}
-	if (batch)
-		skip(x, n);
-	return batch;
+	x->head = (x->head + n) % EXPORT_QUEUE_MAX;
+	x->n -= n;
 }
 
 static void *export_main(void *arg)
 {
 	struct exporter *x = arg;
 	CURL *curl = curl_easy_init();
+	struct zspan *blocks[EXPORT_BATCH];
+	struct zspan *batch = malloc(sizeof(*batch) * EXPORT_BATCH);
 
 	pthread_mutex_lock(&x->lock);
 	for (;;) {
-		json_t *batch;
 		size_t n;
 
-		if (!x->stop && queued(x) < EXPORT_BATCH) {
+		if (!x->stop && x->n < EXPORT_BATCH) {
 			struct timespec ts;
 			uint64_t ns = clock_realtime_ns() + EXPORT_FLUSH_MS * 1000000ull;
 
@@ -204,7 +195,7 @@ static void *export_main(void *arg)
 			ts.tv_nsec = (long)(ns % 1000000000u);
 			pthread_cond_timedwait(&x->wake, &x->lock, &ts);
 		}
-		n = queued(x);
+		n = x->n;
 		if (!n) {
 			if (x->stop)
 				break;
@@ -212,19 +203,19 @@ static void *export_main(void *arg)
 		}
 		if (n > EXPORT_BATCH)
 			n = EXPORT_BATCH;
-		batch = take(x, n);
-		if (!batch)     /* out of memory: these spans are lost (failed) */
-			skip(x, n);
+		take(x, n, blocks, batch);
 		pthread_mutex_unlock(&x->lock);
 		if (batch && curl)
-			send_batch(x, curl, batch, x->stop);
-		else
+			send_batch(x, curl, batch, n, x->stop);
+		else    /* out of memory: these spans are lost (failed) */
 			__atomic_add_fetch(&x->failed, n, __ATOMIC_RELAXED);
-		json_decref(batch);
+		for (size_t i = 0; i < n; i++)
+			free(blocks[i]);
 		pthread_mutex_lock(&x->lock);
 	}
 	pthread_mutex_unlock(&x->lock);
 	curl_easy_cleanup(curl);
+	free(batch);
 	return NULL;
 }
 
@@ -249,10 +240,10 @@ struct exporter *exporter_new(enum export_kind kind, const char *url)
 		return fay_err_ptr(-ENOMEM);
 	x->kind = kind;
 	x->url = strdup(url);
-	x->queue = json_array();
+	x->queue = malloc(sizeof(*x->queue) * EXPORT_QUEUE_MAX);
 	if (!x->url || !x->queue) {
 		free(x->url);
-		json_decref(x->queue);
+		free(x->queue);
 		free(x);
 		return fay_err_ptr(-ENOMEM);
 	}
@@ -262,7 +253,7 @@ struct exporter *exporter_new(enum export_kind kind, const char *url)
 		pthread_mutex_destroy(&x->lock);
 		pthread_cond_destroy(&x->wake);
 		free(x->url);
-		json_decref(x->queue);
+		free(x->queue);
 		free(x);
 		return fay_err_ptr(-EAGAIN);
 	}
@@ -281,7 +272,9 @@ void exporter_free(struct exporter *x)
 	pthread_join(x->thread, NULL);
 	pthread_mutex_destroy(&x->lock);
 	pthread_cond_destroy(&x->wake);
-	json_decref(x->queue);
+	for (size_t i = 0; i < x->n; i++)
+		free(x->queue[(x->head + i) % EXPORT_QUEUE_MAX]);
+	free(x->queue);
 	free(x->url);
 	free(x);
 }
@@ -292,13 +285,15 @@ void exporter_push(struct exporter *x, const struct zspan *s, size_t n)
 
 	pthread_mutex_lock(&x->lock);
 	for (size_t i = 0; i < n; i++) {
-		if (queued(x) >= EXPORT_QUEUE_MAX) {
-			dropped = n - i;
-			break;
+		struct zspan *d = x->n < EXPORT_QUEUE_MAX ? zspan_dup(&s[i]) : NULL;
+
+		if (!d) {       /* full, or out of memory */
+			dropped++;
+			continue;
 		}
-		json_array_append_new(x->queue, zjson_span(&s[i]));
+		x->queue[(x->head + x->n++) % EXPORT_QUEUE_MAX] = d;
 	}
-	if (queued(x) >= EXPORT_BATCH)
+	if (x->n >= EXPORT_BATCH)
 		pthread_cond_signal(&x->wake);
 	pthread_mutex_unlock(&x->lock);
 	if (dropped)
@@ -338,7 +333,7 @@ void exporter_metrics(struct exporter *const *xs, int n, FILE *f)
 		size_t waiting;
 
 		pthread_mutex_lock(&xs[k]->lock);
-		waiting = queued(xs[k]);
+		waiting = xs[k]->n;
 		pthread_mutex_unlock(&xs[k]->lock);
 		fprintf(f, "fay_export_queue_spans{exporter=\"%s\",url=\"%s\"} %zu\n",
 			kind_name(xs[k]), xs[k]->url, waiting);

@@ -288,7 +288,7 @@ static ssize_t flush(struct gconn *k)
 		if (n < 0)
 			return -1;
 		if ((!n || len + (size_t)n > sizeof(out)) && len) {
-			if (send_all(k->fd, out, len))
+			if (send_all(k->a.fd, out, len))
 				return -1;
 			total += len;
 			len = 0;
@@ -296,7 +296,7 @@ static ssize_t flush(struct gconn *k)
 		if (!n)
 			return (ssize_t)total;
 		if ((size_t)n > sizeof(out)) {
-			if (send_all(k->fd, p, (size_t)n))
+			if (send_all(k->a.fd, p, (size_t)n))
 				return -1;
 			total += (size_t)n;
 			continue;
@@ -476,7 +476,7 @@ void otlp_grpc_serve(struct gconn *k)
 		goto out;
 	while (!__atomic_load_n(&k->g->stop, __ATOMIC_RELAXED) &&
 	       (nghttp2_session_want_read(k->s) || nghttp2_session_want_write(k->s))) {
-		struct pollfd p = { .fd = k->fd, .events = POLLIN };
+		struct pollfd p = { .fd = k->a.fd, .events = POLLIN };
 		ssize_t n;
 		int got;
 
@@ -493,7 +493,7 @@ void otlp_grpc_serve(struct gconn *k)
 		idle_ms = 0;
 		got = 0;
 		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-			n = recv(k->fd, buf, sizeof(buf), 0);
+			n = recv(k->a.fd, buf, sizeof(buf), 0);
 			if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
 				break;
 			if (n > 0 && nghttp2_session_mem_recv(k->s, buf, (size_t)n) < 0)
@@ -506,7 +506,7 @@ void otlp_grpc_serve(struct gconn *k)
 		/* a stream begun and not answered: the rest of it is awaited,
 		 * perhaps behind our delayed ACK (net.h) */
 		if (got && !n && k->streams)
-			net_quickack(k->fd);
+			net_quickack(k->a.fd);
 	}
 out:
 	nghttp2_session_del(k->s);

@@ -6,7 +6,8 @@
  *
  * One thread per connection (like the HTTP server: ingest blocks until
  * the commit); at most GRPC_CONNS connections, GRPC_PER_IP of them from
- * one address on a listener beyond loopback.  A connection's memory
+ * one address on a listener beyond loopback, admitted by the one accept
+ * module (common/accept.h: admission, budget, TLS, back-off).  A connection's memory
  * (coll_conn_mem()) and every message body as it grows (a gzip one's
  * decoded bytes too, otlp_ingest()) are taken from --max-memory: a
  * connection that does not fit is closed at accept, a body that does not
@@ -28,64 +29,21 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/net.h"
-#include "common/tls.h"
 
 #define GRPC_CONNS      256
 #define GRPC_PER_IP     64      /* from one address (not on loopback) */
 
-/* k leaves: its memory back to the budget, out of the list, freed. */
-static void leave(struct otlp_grpc *g, struct gconn *k)
-{
-	mem_budget_give(&g->c->mem, k->mem);
-	pthread_mutex_lock(&g->lock);
-	*k->pprev = k->next;
-	if (k->next)
-		k->next->pprev = k->pprev;
-	free(k);
-	if (!--g->nconns)
-		pthread_cond_broadcast(&g->idle);
-	pthread_mutex_unlock(&g->lock);
-}
-
 static void *conn_main(void *arg)
 {
 	struct gconn *k = arg;
+	struct otlp_grpc *g = k->g;
 
-	if (coll_gate_wait(k->g->c))	/* unserved if the collector stops instead */
+	if (coll_gate_wait(g->c))	/* unserved if the collector stops instead */
 		otlp_grpc_serve(k);
-	close(k->fd);
-	leave(k->g, k);
+	acceptor_leave(&g->acc, &k->a);
+	close(k->a.fd);
+	free(k);
 	return NULL;
-}
-
-/* Let k in (0: counted, listed, its memory taken) or say why not (-1). */
-static int admit(struct otlp_grpc *g, struct gconn *k)
-{
-	unsigned same = 0;
-
-	pthread_mutex_lock(&g->lock);
-	for (const struct gconn *o = g->conns; o && !g->loopback; o = o->next)
-		same += !strcmp(o->ip, k->ip);
-	if (g->nconns >= GRPC_CONNS || same >= GRPC_PER_IP) {
-		pthread_mutex_unlock(&g->lock);
-		pr_warn("otlp-grpc: %s: %d connections open (%u from that address); refusing one "
-			"more", k->peer, GRPC_CONNS, same);
-		return -1;
-	}
-	k->mem = coll_conn_mem(g->c);
-	if (mem_budget_take(&g->c->mem, k->mem)) {
-		pthread_mutex_unlock(&g->lock);
-		M_ADD(g->c, conn_busy, 1);
-		return -1;
-	}
-	g->nconns++;
-	k->next = g->conns;
-	if (k->next)
-		k->next->pprev = &k->next;
-	k->pprev = &g->conns;
-	g->conns = k;
-	pthread_mutex_unlock(&g->lock);
-	return 0;
 }
 
 static void *accept_main(void *arg)
@@ -93,50 +51,50 @@ static void *accept_main(void *arg)
 	struct otlp_grpc *g = arg;
 
 	while (!__atomic_load_n(&g->stop, __ATOMIC_RELAXED)) {
-		struct pollfd p = { .fd = g->fd, .events = POLLIN };
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
+		struct pollfd p = { .fd = g->acc.fd, .events = POLLIN };
 		struct timeval tv = { .tv_sec = 10 };
 		struct gconn *k;
+		enum acc_verdict v;
 		pthread_t t;
-		int fd;
 
 		if (poll(&p, 1, GRPC_POLL_MS) <= 0)
 			continue;
-		/* out of descriptors, it pauses (poll would say "readable"
-		 * again at once: the connection waits in the backlog) */
-		fd = net_accept(g->fd, &ss, &sl);
-		if (fd < 0)
-			continue;
 		k = calloc(1, sizeof(*k));
 		if (!k) {
-			close(fd);
+			/* the connection waits in the backlog */
+			usleep(GRPC_POLL_MS * 1000);
+			continue;
+		}
+		/* out of descriptors, it pauses (poll would say "readable"
+		 * again at once: the connection waits in the backlog) */
+		if (acceptor_accept(&g->acc, &k->a)) {
+			free(k);
 			continue;
 		}
 		k->g = g;
-		net_addr_ip((struct sockaddr *)&ss, k->ip, sizeof(k->ip));
-		otlp_addr_str((struct sockaddr *)&ss, k->peer, sizeof(k->peer));
-		if (admit(g, k)) {
-			close(fd);
+		otlp_addr_str((struct sockaddr *)&k->a.ss, k->peer, sizeof(k->peer));
+		v = acceptor_admit(&g->acc, &k->a);
+		if (v != ACC_IN) {
+			if (v == ACC_FULL || v == ACC_PEER)
+				pr_warn("otlp-grpc: %s: %s open; refusing one more", k->peer,
+					v == ACC_FULL ? "256 connections (GRPC_CONNS)" :
+					"64 connections from that address (GRPC_PER_IP)");
+			close(k->a.fd);
 			free(k);
 			continue;
 		}
 		/* a peer that stops reading cannot hold a thread in send() forever */
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		net_nodelay(fd);
-		if (g->c->tls) {
-			/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the
-			 * plaintext end (tls.h) */
-			fd = tls_accept(g->c->tls, fd, k->ip, "h2",
-					!!(g->c->mtls_ports & COLL_PORT_OTLP_GRPC));
-			if (fd >= 0)
-				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		}
-		k->fd = fd;
-		if (fd < 0 || pthread_create(&t, NULL, conn_main, k)) {
-			if (fd >= 0)
-				close(fd);
-			leave(g, k);
+		setsockopt(k->a.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		net_nodelay(k->a.fd);
+		/* gRPC over TLS: HTTP/2 by ALPN; fd becomes the plaintext
+		 * end (tls.h) */
+		if (g->acc.tls && !acceptor_tls(&g->acc, &k->a))
+			setsockopt(k->a.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (k->a.fd < 0 || pthread_create(&t, NULL, conn_main, k)) {
+			acceptor_leave(&g->acc, &k->a);
+			if (k->a.fd >= 0)
+				close(k->a.fd);
+			free(k);
 			continue;
 		}
 		pthread_detach(t);
@@ -154,21 +112,28 @@ struct otlp_grpc *otlp_grpc_new(struct collector *c, const char *addr, char *err
 		return fay_err_ptr(-ENOMEM);
 	}
 	g->c = c;
-	g->fd = net_listen_named(addr, 128, g->addr, sizeof(g->addr), err, errlen);
-	if (g->fd < 0) {
-		ret = g->fd;
+	g->acc.fd = net_listen_named(addr, 128, g->addr, sizeof(g->addr), err, errlen);
+	if (g->acc.fd < 0) {
+		ret = g->acc.fd;
 		free(g);
 		return fay_err_ptr(ret);
 	}
-	g->loopback = !strncmp(g->addr, "127.", 4) || !strncmp(g->addr, "[::1]", 5);
-	pthread_mutex_init(&g->lock, NULL);
-	pthread_cond_init(&g->idle, NULL);
+	g->acc.max_conns = GRPC_CONNS;
+	/* from one address, beyond loopback */
+	if (strncmp(g->addr, "127.", 4) && strncmp(g->addr, "[::1]", 5))
+		g->acc.max_per_peer = GRPC_PER_IP;
+	g->acc.budget = &c->mem;
+	g->acc.conn_mem = coll_conn_mem(c);
+	g->acc.busy = &c->m.conn_busy;
+	g->acc.tls = c->tls;
+	g->acc.alpn = "h2";
+	g->acc.tls_mutual = !!(c->mtls_ports & COLL_PORT_OTLP_GRPC);
+	acceptor_init(&g->acc);
 	ret = pthread_create(&g->thread, NULL, accept_main, g);
 	if (ret) {
 		snprintf(err, errlen, "%s: cannot start a thread: %s", addr, errstr(-ret));
-		close(g->fd);
-		pthread_mutex_destroy(&g->lock);
-		pthread_cond_destroy(&g->idle);
+		close(g->acc.fd);
+		acceptor_destroy(&g->acc);
 		free(g);
 		return fay_err_ptr(-ret);
 	}
@@ -186,12 +151,9 @@ void otlp_grpc_free(struct otlp_grpc *g)
 		return;
 	__atomic_store_n(&g->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(g->thread, NULL);
-	close(g->fd);
-	pthread_mutex_lock(&g->lock);
-	while (g->nconns)
-		pthread_cond_wait(&g->idle, &g->lock);
-	pthread_mutex_unlock(&g->lock);
-	pthread_mutex_destroy(&g->lock);
-	pthread_cond_destroy(&g->idle);
+	close(g->acc.fd);
+	/* each connection's thread sees stop within GRPC_POLL_MS */
+	acceptor_wait_idle(&g->acc);
+	acceptor_destroy(&g->acc);
 	free(g);
 }

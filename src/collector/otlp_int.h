@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/accept.h"
 #include "otlp/otlp.h"
 
 struct collector;
@@ -87,25 +88,18 @@ struct gstream;
 /* The listener (otlp_grpc_new()). */
 struct otlp_grpc {
 	struct collector *c;
-	int fd;
 	char addr[64];
 	pthread_t thread;
 	int stop;                       /* atomic */
-	pthread_mutex_t lock;
-	pthread_cond_t idle;            /* nconns dropped to 0 */
-	int nconns;
-	int loopback;                   /* listens on 127.0.0.0/8 or ::1 */
-	struct gconn *conns;            /* under lock */
+	struct acceptor acc;            /* GRPC_CONNS, GRPC_PER_IP (none on
+					 * loopback), --max-memory, TLS */
 };
 
 /* One connection, on a thread of its own. */
 struct gconn {
+	struct acc_conn a;              /* fd, ip, its memory (common/accept.h) */
 	struct otlp_grpc *g;
-	int fd;
-	char peer[64];
-	char ip[64];                    /* peer without its port */
-	size_t mem;                     /* taken from --max-memory at accept */
-	struct gconn *next, **pprev;    /* g->conns */
+	char peer[64];                  /* the sender's name: its address */
 	struct nghttp2_session *s;
 	struct gstream *streams;        /* freed at the end even when nghttp2
 					   never closed them (a broken session) */

@@ -180,7 +180,7 @@ static size_t read_ahead(struct agent_conn *ac, struct pend *v, size_t *taken)
 	 * the room left: the first batch always goes, and one batch over
 	 * is what the watermark keeps room for */
 	while (n < WIRE_AHEAD_BATCHES && spans < WIRE_AHEAD_SPANS && spans < room) {
-		int ret = wire_read(&ac->rd, ac->w->fd, &f, ac->held_err, sizeof(ac->held_err));
+		int ret = wire_read(&ac->rd, ac->w->a.fd, &f, ac->held_err, sizeof(ac->held_err));
 
 		if (ret == 0)
 			break;

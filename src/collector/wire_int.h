@@ -10,31 +10,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/accept.h"
 #include "common/wire.h"
 
 struct collector;
 struct wire_server;
 
 struct wconn {
+	struct acc_conn a;            /* fd, peer, ip, its memory (common/accept.h) */
 	struct wire_server *ws;
-	int fd;
-	char peer[64];
-	char ip[64];                  /* peer without its port */
-	size_t mem;                   /* taken from --max-memory at accept */
-	struct wconn *next, **pprev;
 };
 
 struct wire_server {
 	struct collector *c;
-	int fd;
 	char addr[64];
 	pthread_t accept_thread;
-	pthread_mutex_t lock;
-	pthread_cond_t gone;
-	struct wconn *conns;
-	unsigned nconns, max_conns, max_per_peer;
+	struct acceptor acc;          /* the listening socket, --max-conns,
+					 --max-conns-per-peer, --max-memory, TLS */
 	int hello_ms, frame_ms;       /* COLL_HELLO_MS, COLL_FRAME_MS (tests: less) */
-	int stop;
+	int stop;                     /* atomic */
 };
 
 /* Per-connection state. */
@@ -85,7 +79,7 @@ int wire_nack(struct agent_conn *ac, uint64_t seq, const char *why);
 int wire_on_batch(struct agent_conn *ac, const struct wire_frame *f);
 
 /* A connection's thread: HELLO, then frames until it closes; then it
- * leaves ws->conns and frees w.  arg: the struct wconn. */
+ * leaves ws->acc (acceptor_leave()) and frees w.  arg: the struct wconn. */
 void *wire_conn_main(void *arg);
 
 #endif

@@ -46,8 +46,8 @@
 int wire_flush_out(struct agent_conn *ac)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = ac->w->fd, .events = POLLOUT };
-		int ret = wire_buf_flush(&ac->out, ac->w->fd);
+		struct pollfd pfd = { .fd = ac->w->a.fd, .events = POLLOUT };
+		int ret = wire_buf_flush(&ac->out, ac->w->a.fd);
 
 		if (ret != -EAGAIN)
 			return ret;
@@ -69,7 +69,7 @@ int wire_violation(struct agent_conn *ac, const char *fmt, ...)
 	vsnprintf(e.error, sizeof(e.error), fmt, ap);
 	va_end(ap);
 	M_ADD(ac->c, wire_errors, 1);
-	pr_warn("wire: %s%s%s: %s; closing the connection", ac->w->peer,
+	pr_warn("wire: %s%s%s: %s; closing the connection", ac->w->a.peer,
 		ac->agent_id[0] ? " agent " : "", ac->agent_id, e.error);
 	if (!wire_put_error(&ac->out, &e))
 		wire_flush_out(ac);
@@ -102,22 +102,22 @@ static int claim_id(struct agent_conn *ac, char *err, size_t errlen)
 {
 	struct coll_agent *ag = ac->agent;
 	struct collector *c = ac->c;
-	size_t n = peer_ip_len(ac->w->peer);
+	size_t n = peer_ip_len(ac->w->a.peer);
 	int ret = 0;
 
 	pthread_mutex_lock(&c->agents_lock);
 	if (ag->host[0] && strcmp(ag->host, ac->host))
 		pr_warn("wire: agent id %s was host \"%s\", now \"%s\" from %s: two agents "
 			"with one id? (a cloned state directory)", ac->agent_id, ag->host,
-			ac->host, ac->w->peer);
+			ac->host, ac->w->a.peer);
 	if (ag->connected > 0) {
 		int same = ac->session[0] || ag->session[0] ?
 			!strcmp(ac->session, ag->session) :
-			peer_ip_len(ag->peer) == n && !strncmp(ag->peer, ac->w->peer, n);
+			peer_ip_len(ag->peer) == n && !strncmp(ag->peer, ac->w->a.peer, n);
 
 		if (same) {
 			pr_warn("wire: agent %s reconnected from %s while its connection from %s "
-				"is open: closing the old one", ac->agent_id, ac->w->peer, ag->peer);
+				"is open: closing the old one", ac->agent_id, ac->w->a.peer, ag->peer);
 			shutdown(ag->conn_fd, SHUT_RDWR);
 		} else {
 			snprintf(err, errlen, "HELLO: agent id %s is already connected from %s "
@@ -129,7 +129,7 @@ static int claim_id(struct agent_conn *ac, char *err, size_t errlen)
 	}
 	if (!ret) {
 		ag->connected++;
-		ag->conn_fd = ac->w->fd;
+		ag->conn_fd = ac->w->a.fd;
 		memcpy(ag->session, ac->session, sizeof(ag->session));
 	}
 	pthread_mutex_unlock(&c->agents_lock);
@@ -215,14 +215,14 @@ static int on_hello(struct agent_conn *ac, const struct wire_frame *f)
 		pthread_mutex_lock(&c->agents_lock);
 		snprintf(ac->agent->host, sizeof(ac->agent->host), "%s", ac->host);
 		snprintf(ac->agent->version, sizeof(ac->agent->version), "%s", m.version);
-		snprintf(ac->agent->peer, sizeof(ac->agent->peer), "%s", ac->w->peer);
+		snprintf(ac->agent->peer, sizeof(ac->agent->peer), "%s", ac->w->a.peer);
 		ac->agent->last_seq = last_seq;
 		ac->agent->last_seen_us = clock_realtime_ns() / 1000;
 		pthread_mutex_unlock(&c->agents_lock);
 	}
 	M_ADD(c, agents_connected, 1);
 	pr_info("wire: agent %s (%s) connected from %s, last committed batch %" PRIu64,
-		ac->agent_id, ac->host[0] ? ac->host : "?", ac->w->peer, last_seq);
+		ac->agent_id, ac->host[0] ? ac->host : "?", ac->w->a.peer, last_seq);
 	snprintf(wm.version, sizeof(wm.version), "%s", FAY_VERSION);
 	wm.last_seq = last_seq;
 	ret = wire_put_welcome(&ac->out, &wm);
@@ -312,7 +312,7 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 		return 0;
 	}
 	for (;;) {
-		struct pollfd pfd = { .fd = ac->w->fd, .events = POLLIN };
+		struct pollfd pfd = { .fd = ac->w->a.fd, .events = POLLIN };
 		int ret;
 
 		if (ac->held_ret) {
@@ -320,7 +320,7 @@ static int next_frame(struct agent_conn *ac, struct wire_frame *f)
 			ac->held_ret = 0;
 			snprintf(err, sizeof(err), "%s", ac->held_err);
 		} else {
-			ret = wire_read(&ac->rd, ac->w->fd, f, err, sizeof(err));
+			ret = wire_read(&ac->rd, ac->w->a.fd, f, err, sizeof(err));
 		}
 
 		if (ret == 1)
@@ -375,7 +375,7 @@ static int one_frame(struct agent_conn *ac)
 	case WIRE_ERROR:
 		if (wire_get_error(&f, &e, err, sizeof(err)))
 			snprintf(e.error, sizeof(e.error), "(unreadable: %s)", err);
-		pr_warn("wire: %s agent %s sent ERROR: %s", ac->w->peer, ac->agent_id, e.error);
+		pr_warn("wire: %s agent %s sent ERROR: %s", ac->w->a.peer, ac->agent_id, e.error);
 		return 1;
 	default:
 		return wire_violation(ac, "unexpected %s frame from an agent", wire_type_name(f.h.type));
@@ -407,11 +407,11 @@ void *wire_conn_main(void *arg)
 			.kernel = ac.kernel, .btf = ac.btf, .capture = ac.capture,
 		};
 
-		cluster_serve(ws->c->cluster, w->fd, w->peer, &pi);
+		cluster_serve(ws->c->cluster, w->a.fd, w->a.peer, &pi);
 		ret = 1;
 	}
 	if (ret < 0 && ret != -EPROTO && ret != -ECONNRESET)
-		pr_info("wire: %s agent %s: connection: %s", w->peer, ac.agent_id, errstr(ret));
+		pr_info("wire: %s agent %s: connection: %s", w->a.peer, ac.agent_id, errstr(ret));
 	if (ac.agent) {
 		pthread_mutex_lock(&ws->c->agents_lock);
 		ac.agent->connected--;
@@ -422,15 +422,9 @@ void *wire_conn_main(void *arg)
 	wire_reader_free(&ac.rd);
 	wire_buf_free(&ac.out);
 
-	pthread_mutex_lock(&ws->lock);
-	*w->pprev = w->next;
-	if (w->next)
-		w->next->pprev = w->pprev;
-	ws->nconns--;
-	close(w->fd);
-	mem_budget_give(&ws->c->mem, w->mem);
+	acceptor_leave(&ws->acc, &w->a);    /* ws may be gone after this */
+	close(w->a.fd);                     /* once out of the list that
+					     * acceptor_stop() shuts down */
 	free(w);
-	pthread_cond_broadcast(&ws->gone);
-	pthread_mutex_unlock(&ws->lock);
 	return NULL;
 }

@@ -16,11 +16,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/accept.h"
 #include "common/budget.h"
 #include "common/httpd.h"
 #include "common/lazy.h"
 #include "common/net.h"
-#include "common/tls.h"
 
 #define MHD_SONAME  "libmicrohttpd.so.12"
 #define MHD_PACKAGE "libmicrohttpd12"
@@ -46,6 +46,8 @@ _Static_assert(HTTPD_YES == MHD_YES && HTTPD_NO == MHD_NO, "results");
 struct httpd {
 	struct MHD_Daemon *d;
 	struct httpd_opts o;
+	struct acceptor acc;            /* the budget, TLS and back-off (accept.h);
+					 * libmicrohttpd counts connections */
 	pthread_t acceptor;             /* TLS: accepts, shakes hands */
 	int has_acceptor;
 	int stop;                       /* atomic */
@@ -99,11 +101,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 
 	(void)addr;
 	(void)len;
-	if (mem_budget_fits(d->o.budget, d->o.conn_mem))
-		return MHD_YES;
-	if (d->o.busy)
-		__atomic_add_fetch(d->o.busy, 1, __ATOMIC_RELAXED);
-	return MHD_NO;
+	return acceptor_fits(&d->acc) ? MHD_YES : MHD_NO;
 }
 
 static void on_conn(void *cls, struct MHD_Connection *con, void **sock,
@@ -128,26 +126,22 @@ static void *accept_main(void *arg)
 	struct httpd *d = arg;
 
 	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		char ip[64];
-		int fd = net_accept(d->o.fd, &ss, &sl);
+		struct acc_conn k;
+		int ret = acceptor_accept(&d->acc, &k);
 
-		if (fd < 0) {
+		if (ret < 0) {
 			if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED))
 				break;
-			if (fd != -EAGAIN)
+			if (ret != -EAGAIN)
 				usleep(100000);      /* shut down: stop comes next */
 			continue;
 		}
-		if (on_accept(d, (struct sockaddr *)&ss, sl) != MHD_YES) {
-			close(fd);
+		if (!acceptor_fits(&d->acc)) {
+			close(k.fd);
 			continue;
 		}
-		net_addr_ip((struct sockaddr *)&ss, ip, sizeof(ip));
-		fd = tls_accept(d->o.tls, fd, ip, NULL, d->o.tls_mutual);
-		if (fd >= 0)    /* closed by libmicrohttpd when it cannot take it */
-			fn.MHD_add_connection(d->d, fd, (struct sockaddr *)&ss, sl);
+		if (!acceptor_tls(&d->acc, &k))  /* closed by libmicrohttpd when it cannot take it */
+			fn.MHD_add_connection(d->d, k.fd, (struct sockaddr *)&k.ss, k.sl);
 	}
 	return NULL;
 }
@@ -169,6 +163,13 @@ struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 		goto fail;
 	}
 	d->o = *o;
+	d->acc.fd = o->fd;
+	d->acc.budget = o->budget;
+	d->acc.conn_mem = o->conn_mem;
+	d->acc.busy = o->busy;
+	d->acc.tls = o->tls;
+	d->acc.tls_mutual = o->tls_mutual;
+	acceptor_init(&d->acc);
 	if (o->thread_per_conn)
 		flags |= MHD_USE_THREAD_PER_CONNECTION;
 	if (o->tls)     /* connections come from accept_main() */
@@ -192,6 +193,7 @@ struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 	if (!d->d) {
 		snprintf(err, errlen, "cannot start the HTTP%s server (libmicrohttpd)",
 			 o->tls ? "S" : "");
+		acceptor_destroy(&d->acc);
 		free(d);
 		ret = -EIO;
 		goto fail;
@@ -201,6 +203,7 @@ struct httpd *httpd_start(const struct httpd_opts *o, char *err, size_t errlen)
 		if (ret) {
 			snprintf(err, errlen, "cannot start a thread: %s", strerror(-ret));
 			fn.MHD_stop_daemon(d->d);
+			acceptor_destroy(&d->acc);
 			free(d);
 			goto fail;
 		}
@@ -225,6 +228,7 @@ void httpd_stop(struct httpd *d)
 		close(d->o.fd);
 	}
 	fn.MHD_stop_daemon(d->d);	/* closes the listening socket too */
+	acceptor_destroy(&d->acc);
 	free(d);
 }
 

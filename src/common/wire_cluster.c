@@ -189,10 +189,12 @@ void wire_captured_encode_head(const struct wire_captured *c, struct wbuf *w)
 {
 	wbuf_le32(w, c->cid);
 	wbuf_u8(w, (uint8_t)c->state);
-	wbuf_u8(w, (uint8_t)c->flags);
+	wbuf_u8(w, (uint8_t)((c->flags & ~(unsigned)WIRE_CF_LOST) | (c->lost ? WIRE_CF_LOST : 0)));
 	wbuf_uvar(w, c->held);
 	wbuf_uvar(w, c->dropped);
 	wbuf_le64(w, c->oldest_ns);
+	if (c->lost)
+		wbuf_uvar(w, c->lost);
 }
 
 int wire_capture_decode(const void *p, size_t len, struct wire_capture *c,
@@ -236,7 +238,8 @@ int wire_captured_decode(const void *p, size_t len, struct wire_captured *c,
 	rbuf_init(&r, p, len);
 	c->cid = rbuf_le32(&r, "cid");
 	st = rbuf_u8(&r, "state");
-	if (!r.err && st != WIRE_CS_ANSWERED && st != WIRE_CS_OFF && st != WIRE_CS_NOHOST) {
+	if (!r.err && st != WIRE_CS_ANSWERED && st != WIRE_CS_OFF && st != WIRE_CS_NOHOST &&
+	    st != WIRE_CS_MISSING) {
 		r.off--;
 		rbuf_fail(&r, "state");
 	}
@@ -245,6 +248,8 @@ int wire_captured_decode(const void *p, size_t len, struct wire_captured *c,
 	c->held = rbuf_uvar(&r, "held");
 	c->dropped = rbuf_uvar(&r, "dropped");
 	c->oldest_ns = rbuf_le64(&r, "oldest");
+	if (c->flags & WIRE_CF_LOST)
+		c->lost = rbuf_uvar(&r, "lost");
 	err = finish(&r, true, "CAPTURED", why, whylen);
 	if (err)
 		return err;

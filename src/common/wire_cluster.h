@@ -39,7 +39,9 @@
  *                     (WIRE_CF_*), uvar held, uvar dropped (spans in the
  *                     flight buffer now, and overwritten since the agent
  *                     started), u64 oldest_ns (start of the oldest span
- *                     held, 0: none), then the spans found as a BATCH
+ *                     held, 0: none), then with flag WIRE_CF_LOST: uvar
+ *                     lost (spans of the trace asked for that the buffer
+ *                     had lost before), then the spans found as a BATCH
  *                     payload (u32 count, count x (u32 len, span record))
  *
  * Windows are aligned on wall-clock multiples of the query's window on
@@ -105,11 +107,19 @@ enum wire_cstate {
 				 * without --flight) */
 	WIRE_CS_NOHOST,		/* a child collector with no host of the
 				 * CAPTURE's name under it: not a member */
+	WIRE_CS_MISSING,	/* a child collector: none of the hosts it
+				 * asked under it answered (went away, or
+				 * silent past its wait) */
 };
 
 enum wire_cflags {
 	WIRE_CF_CUT = 1 << 0,	/* more spans matched than one frame holds
 				 * (WIRE_CAPTURE_MAX): the oldest are left out */
+	WIRE_CF_LOST = 1 << 1,	/* a lost count follows oldest_ns (sent only
+				 * when not 0: a collector before it reads
+				 * the rest) */
+	WIRE_CF_PARTIAL = 1 << 2,	/* a child collector: some hosts it asked
+				 * under it did not answer */
 };
 
 /* The most bytes of span records a CAPTURED carries. */
@@ -133,6 +143,8 @@ struct wire_captured {
 	enum wire_cstate state;
 	unsigned flags;		/* WIRE_CF_* */
 	uint64_t held, dropped, oldest_ns;
+	uint64_t lost;		/* with WIRE_CF_LOST (encode: sets it when
+				 * not 0) */
 	uint32_t nspans;	/* decode: records in body */
 	const unsigned char *body;	/* decode: the BATCH payload, body_len bytes */
 	size_t body_len;

@@ -39,8 +39,22 @@ static void cg_pid_filter(struct cg *g)
 	ir_reg r = ir_vreg(ir);
 
 	/* inline probes run in that process only (a fork child's are inert) */
+	struct bmap *follow;
+	int key;
+
 	if (g->e->opts.pid <= 0 || g->e->inl)
 		return;
+	follow = engine_follow_map(g->e);
+	if (follow) {	/* a command fay started, and its descendants */
+		ir_comment(ir, "only process %d and its descendants", (int)g->e->opts.pid);
+		key = ir_stack_alloc(ir, 4, 4);
+		ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
+		ir_alu(ir, BPF_RSH, r, IR_I(32));
+		ir_store(ir, IR_S(key), 0, 4, IR_R(r));
+		ir_call(ir, r, BPF_FUNC_map_lookup_elem, 2, IR_M(follow), IR_S(key));
+		ir_jmp(ir, BPF_JEQ, r, IR_I(0), g->out);
+		return;
+	}
 	ir_comment(ir, "only process %d", (int)g->e->opts.pid);
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_alu(ir, BPF_RSH, r, IR_I(32));

@@ -111,6 +111,10 @@ struct engine {
 				 * session kept open: engine_inl_fallback()) */	/* processes that exec after the attach, for probes on a library
 	 * in every process (execwatch.c); NULL: none watched */
 	struct engine_exec *exec;
+	/* a command fay started (opts.hold_execs): its pid and its
+	 * descendants' (by fork, in the kernel: execwatch.c), the pids the
+	 * programs count; NULL until engine_follow_map() */
+	struct bmap *follow;
 };
 
 /* ---- processes started after the attach (execwatch.c) ----------------- */
@@ -122,6 +126,11 @@ struct engine {
 int engine_exec_start(struct engine *e);
 /* Stop watching and free (accepts an engine without a watch). */
 void engine_exec_free(struct engine *e);
+/* For a command fay started (opts.hold_execs, opts.pid, not inline):
+ * the BPF hash map (u32 pid -> u8) of it and its descendants, which the
+ * exec watch fills at each fork of one of them; made at the first call,
+ * with opts.pid in it.  NULL for other queries, or out of memory. */
+struct bmap *engine_follow_map(struct engine *e);
 
 /* Set e->err (printf) and return err. */
 int engine_fail(struct engine *e, int err, const char *fmt, ...)

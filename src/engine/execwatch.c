@@ -54,6 +54,29 @@
  * program itself at each exec and executable mmap() it reports
  * (bpf_send_signal(SIGSTOP), taken before its next user instruction) and
  * continued by on_exec() once its files are probed: no call missed.
+ *
+ * Such a command's descendants are its too (`-c 'unshare -f -p chroot
+ * ROOT prog'`, `systemd-nspawn -D ROOT prog`, `podman run IMAGE prog`):
+ * the program that is counted is a descendant, often in a new pid
+ * namespace, and for podman not even a child of fay's child (conmon,
+ * which starts the runtime, daemonizes; the container's process is
+ * conmon's runtime's child).  Parentage changes; ancestry by fork does
+ * not: a program on sched:sched_process_fork puts each child of a
+ * followed process into the follow map (engine_follow_map(), what the
+ * query's programs count: -c means the command and every process it
+ * forks, as `strace -f` or `perf record` do), one on
+ * sched:sched_process_exit takes threads out again.  The exec and mmap
+ * programs report and hold every followed process, and on_exec()
+ * attaches a uprobe on that process alone to the file it sees
+ * (probe_follow_child()): the kernel's filter of a uprobe on a pid is on
+ * that process's memory, so a fork, which has its own, needs its own.  A
+ * descendant is held and probed at its execs only: a forked child that
+ * never execs (a server's worker) is not counted.  Holding it on its way
+ * back from fork() (syscalls:sys_exit_clone... run in the new task) was
+ * tried and dropped: a daemon that forks and exits at once (conmon)
+ * leaves its child stopped in an orphaned process group, which the
+ * kernel sends SIGHUP, and the child dies (podman run failed 2 runs of
+ * 4).
  */
 #include <errno.h>
 #include <signal.h>
@@ -72,6 +95,7 @@
 #define MMAP_PENDING	4096		/* threads inside an executable file mmap() */
 #define MMAP_REC	24		/* pid, address, length */
 #define MMAP_KNOWN	4096		/* files looked at, not reported again */
+#define FOLLOW_MAX	16384		/* a command's processes and live threads */
 #ifndef PROT_EXEC
 #define PROT_EXEC	0x4
 #endif
@@ -98,6 +122,11 @@ struct engine_exec {
 	size_t nseen;
 	pid_t pid;			/* > 0: only this process's (e->opts.pid) */
 	bool hold;			/* it is stopped at each record (hold_execs) */
+	struct bmap *follow;		/* with hold: it and its descendants */
+	struct exec_prog fork;		/* with follow: sched:sched_process_fork */
+	struct exec_prog exit;		/* with follow: sched:sched_process_exit */
+	bool closing;			/* records read to continue their process */
+	uint64_t nkids;
 	uint64_t nexec, nviews, nfiles, nmaps, nknown;
 };
 
@@ -130,6 +159,27 @@ static bool seen_view(struct engine_exec *x, const struct proc_root_id *id)
 	return false;
 }
 
+/* A descendant of the followed command exec'ed (addr and size 0) or
+ * mapped a file executable: every following probe on it alone. */
+static void follow_child(struct engine_exec *x, pid_t pid, uint64_t addr, uint64_t size)
+{
+	struct engine *e = x->e;
+	char path[4096];
+
+	for (int i = e->nprogs - 1; i >= 0; i--) {
+		struct probe *p = e->progs[i].probe;
+		int rc = p ? probe_follow_child(p, pid, addr, size, path, sizeof(path)) : 0;
+
+		if (rc > 0) {
+			x->nkids++;
+			pr_info("%s: process %d, a descendant, %s %s", e->progs[i].spec,
+				(int)pid, size ? "mapped" : "started with", path);
+		} else if (rc < 0) {
+			pr_warn("%s", probe_strerror(p));
+		}
+	}
+}
+
 /* A process that exec'ed (8 bytes: its pid) or mapped a file executable
  * (MMAP_REC: its pid, the address and the length): every following
  * probe, exit ones first (as engine_attach(): no entry recorded without
@@ -147,6 +197,12 @@ static int on_exec(void *ctx, void *data, size_t size)
 	if (size < sizeof(rec[0]))
 		return 0;
 	memcpy(rec, data, mapped ? sizeof(rec) : sizeof(rec[0]));
+	if (x->closing)
+		goto out;
+	if (x->follow && (pid_t)rec[0] != x->pid) {
+		follow_child(x, (pid_t)rec[0], rec[1], rec[2]);
+		goto out;
+	}
 	if (mapped) {
 		x->nmaps++;
 	} else {
@@ -175,9 +231,10 @@ static int on_exec(void *ctx, void *data, size_t size)
 	if (mapped && settled)
 		remember_file(x, (pid_t)rec[0], rec[1], rec[2]);
 out:
-	/* the program stopped it after writing the record: on it goes */
-	if (x->hold && (pid_t)rec[0] == x->pid)
-		kill(x->pid, SIGCONT);
+	/* the program stopped it after writing the record: on it goes (a
+	 * record is of the followed processes alone) */
+	if (x->hold && (x->follow || (pid_t)rec[0] == x->pid))
+		kill((pid_t)rec[0], SIGCONT);
 	return 0;
 }
 
@@ -186,6 +243,7 @@ static void prog_free(struct exec_prog *q)
 	probe_free(q->tp);
 	bprog_free(q->prog);
 	ir_free(q->ir);
+	memset(q, 0, sizeof(*q));
 }
 
 void engine_exec_free(struct engine *e)
@@ -194,22 +252,29 @@ void engine_exec_free(struct engine *e)
 
 	if (!x)
 		return;
-	if (x->nviews || x->nmaps)
+	if (x->nviews || x->nmaps || x->nkids)
 		pr_debug("exec watch: %llu execs, %llu new views of the file system, %llu "
-			 "executable file mappings, %llu files added",
+			 "executable file mappings, %llu files added, %llu descendants' files",
 			 (unsigned long long)x->nexec, (unsigned long long)x->nviews,
-			 (unsigned long long)x->nmaps, (unsigned long long)x->nfiles);
+			 (unsigned long long)x->nmaps, (unsigned long long)x->nfiles,
+			 (unsigned long long)x->nkids);
 	for (int i = 0; i < e->nprogs; i++)
 		if (e->progs[i].probe && probe_files_capped(e->progs[i].probe))
 			pr_warn("%s: %zu files of the library left out: a probe is on at most %d",
 				e->progs[i].spec, probe_files_capped(e->progs[i].probe),
 				PROBE_MAX_FILES);
-	ring_buffer__free(x->rb);
-	if (x->hold)	/* a record not read: never left stopped */
-		kill(x->pid, SIGCONT);
+	/* the programs first: no process stopped from now on */
 	prog_free(&x->exec);
-	prog_free(&x->mmap_in);
 	prog_free(&x->mmap_out);
+	prog_free(&x->mmap_in);
+	prog_free(&x->fork);
+	prog_free(&x->exit);
+	x->closing = true;	/* a record not read: its process continued */
+	if (x->rb)
+		ring_buffer__consume(x->rb);
+	ring_buffer__free(x->rb);
+	if (x->hold)
+		kill(x->pid, SIGCONT);
 	bmap_free(x->ring);
 	bmap_free(x->pending);
 	bmap_free(x->known);
@@ -233,13 +298,29 @@ static void emit_output(struct engine_exec *x, struct ir *ir, int rec, int size,
 	ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGSTOP));
 }
 
-/* r = the current pid (tgid); with x->pid, to out when it is another. */
+/* To out when the u32 at stack slot key is not in the follow map (r
+ * clobbered). */
+static void emit_followed(struct engine_exec *x, struct ir *ir, ir_reg r, int key, int out)
+{
+	ir_call(ir, r, BPF_FUNC_map_lookup_elem, 2, IR_M(x->follow), IR_S(key));
+	ir_jmp(ir, BPF_JEQ, r, IR_I(0), out);
+}
+
+/* r = the current pid (tgid); with x->pid, to out when it is another
+ * (with x->follow: none of the followed). */
 static void emit_tgid(struct engine_exec *x, struct ir *ir, ir_reg r, int out)
 {
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_alu(ir, BPF_RSH, r, IR_I(32));
-	if (x->pid > 0)
+	if (x->follow) {
+		int key = ir_stack_alloc(ir, 4, 4);
+		ir_reg t = ir_vreg(ir);
+
+		ir_store(ir, IR_S(key), 0, 4, IR_R(r));
+		emit_followed(x, ir, t, key, out);
+	} else if (x->pid > 0) {
 		ir_jmp(ir, BPF_JNE, r, IR_I(x->pid), out);
+	}
 }
 
 /* The program: the pid (tgid) of the task that exec'ed, into the ring. */
@@ -258,16 +339,72 @@ static int exec_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	return ir_error(ir);
 }
 
-/* The offset of field name of tracepoint tp, or -1. */
-static int tp_off(struct probe *tp, const char *name)
+/* The offset of field name (size bytes) of tracepoint tp, or -1. */
+static int tp_off_size(struct probe *tp, const char *name, unsigned int size)
 {
 	size_t n;
 	const struct probe_field *f = probe_fields(tp, &n);
 
 	for (size_t i = 0; f && i < n; i++)
-		if (!strcmp(f[i].name, name) && f[i].size == 8)
+		if (!strcmp(f[i].name, name) && f[i].size == (int)size)
 			return f[i].offset;
 	return -1;
+}
+
+static int tp_off(struct probe *tp, const char *name)
+{
+	return tp_off_size(tp, name, 8);
+}
+
+/* The program's end: map[stack slot key] = stack slot val, then label
+ * out and the exit; returns ir_error(). */
+static int emit_put_exit(struct ir *ir, struct bmap *map, int key, int val, int out)
+{
+	ir_call(ir, IR_NOREG, BPF_FUNC_map_update_elem, 4, IR_M(map), IR_S(key), IR_S(val),
+		IR_I(BPF_ANY));
+	ir_label(ir, out);
+	ir_exit(ir, IR_I(0));
+	return ir_error(ir);
+}
+
+/* sched_process_fork, in the parent: a child of a followed process
+ * (field child_pid: a thread's too, taken out at its exit) is followed. */
+static int fork_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
+{
+	int child = tp_off_size(tp, "child_pid", 4);
+	int key = ir_stack_alloc(ir, 4, 4), one = ir_stack_alloc(ir, 8, 8);
+	int out = ir_label_new(ir);
+	ir_reg r = ir_vreg(ir);
+
+	if (child < 0)
+		return -ENOENT;
+	emit_tgid(x, ir, r, out);
+	ir_load(ir, r, IR_R(ir_ctx(ir)), child, 4, 0);
+	ir_store(ir, IR_S(key), 0, 4, IR_R(r));
+	ir_zero(ir, one, 8);
+	ir_store(ir, IR_S(one), 0, 1, IR_I(1));
+	return emit_put_exit(ir, x->follow, key, one, out);
+}
+
+/* sched_process_exit: a thread (not a process's leader) leaves the
+ * follow map (fork_prog() put it there with the processes). */
+static int exit_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
+{
+	int key = ir_stack_alloc(ir, 4, 4);
+	int out = ir_label_new(ir);
+	ir_reg r = ir_vreg(ir), t = ir_vreg(ir);
+
+	(void)tp;
+	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_mov(ir, t, IR_R(r));
+	ir_alu(ir, BPF_RSH, t, IR_I(32));
+	ir_alu(ir, BPF_AND, r, IR_I(0x7fffffff));
+	ir_jmp(ir, BPF_JEQ, r, IR_R(t), out);	/* the leader: its process stays */
+	ir_store(ir, IR_S(key), 0, 4, IR_R(r));
+	ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(x->follow), IR_S(key));
+	ir_label(ir, out);
+	ir_exit(ir, IR_I(0));
+	return ir_error(ir);
 }
 
 /* To out when the file of the mmap()'s descriptor (field fd of the
@@ -332,17 +469,13 @@ static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	ir_jmp(ir, BPF_JGT, r, IR_I(0x7fffffff), out);	/* -1: anonymous */
 	if (x->pid > 0)
 		emit_tgid(x, ir, r, out);
-	if (x->have_fo)
+	if (x->have_fo && !x->follow)	/* a descendant's known file: its own uprobe */
 		emit_known(x, ir, fd, out);
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_store(ir, IR_S(key), 0, 8, IR_R(r));
 	ir_load(ir, r, IR_R(ir_ctx(ir)), len, 8, 0);
 	ir_store(ir, IR_S(val), 0, 8, IR_R(r));
-	ir_call(ir, IR_NOREG, BPF_FUNC_map_update_elem, 4, IR_M(x->pending), IR_S(key),
-		IR_S(val), IR_I(BPF_ANY));
-	ir_label(ir, out);
-	ir_exit(ir, IR_I(0));
-	return ir_error(ir);
+	return emit_put_exit(ir, x->pending, key, val, out);
 }
 
 /* sys_exit_mmap: a pending thread's call, when it succeeded: the pid, the
@@ -436,6 +569,7 @@ int engine_exec_start(struct engine *e)
 	x->e = e;
 	x->pid = pid > 0 ? pid : 0;
 	x->hold = e->opts.hold_execs && x->pid > 0 && x->pid == e->opts.pid;
+	x->follow = x->hold ? e->follow : NULL;
 	e->exec = x;
 	if (!proc_root_id(0, &self))	/* fay's view: the files it resolved */
 		x->seen[x->nseen++] = self;
@@ -448,6 +582,15 @@ int engine_exec_start(struct engine *e)
 		err = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
+	}
+	/* the fork program before the exec one: no child unseen between */
+	if (x->follow &&
+	    (prog_start(x, &x->exit, "sched:sched_process_exit", exit_prog, why, sizeof(why)) ||
+	     prog_start(x, &x->fork, "sched:sched_process_fork", fork_prog, why, sizeof(why)))) {
+		pr_warn("the command's descendants are not followed (only its own process "
+			"is): %s", why);
+		prog_free(&x->fork);
+		prog_free(&x->exit);
 	}
 	err = prog_start(x, &x->exec, "sched:sched_process_exec", exec_prog, why, sizeof(why));
 	if (err)
@@ -477,6 +620,24 @@ fail:
 		"library (a container's own copy): watching execs: %s", why);
 	engine_exec_free(e);
 	return err;
+}
+
+struct bmap *engine_follow_map(struct engine *e)
+{
+	uint32_t pid = (uint32_t)e->opts.pid;
+	uint8_t one = 1;
+
+	if (!e->opts.hold_execs || e->opts.pid <= 0 || e->inl)
+		return NULL;
+	if (e->follow)
+		return e->follow;
+	e->follow = bmap_new("fay_follow", BPF_MAP_TYPE_HASH, 4, 1, FOLLOW_MAX);
+	if (e->follow && (bmap_create(e->follow) ||
+			  bmap_update(e->follow, &pid, &one, BPF_ANY))) {
+		bmap_free(e->follow);
+		e->follow = NULL;
+	}
+	return e->follow;
 }
 
 int engine_exec_fd(const struct engine *e)

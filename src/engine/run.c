@@ -445,6 +445,7 @@ void engine_free(struct engine *e)
 	bmap_free(e->out);
 	bmap_free(e->counters);
 	bmap_free(e->stacks);
+	bmap_free(e->follow);
 	engine_spancur_free(e);
 	stacksym_free(e->ssym);
 	engine_cats_free(e->cat_prev);

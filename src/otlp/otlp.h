@@ -14,6 +14,8 @@
  *                refusal)
  *   otlp_pb.c    struct otlp_req and answers -> protobuf (protobuf-c, the
  *                one file that includes it)
+ *   otlp_export.c  fay's spans -> struct otlp_req (--export), which
+ *                otlp_json.c writes as OTLP/JSON and otlp_pb.c as protobuf
  *
  * and the one mapping to Zipkin spans (otlp_map.c) that both share, so
  * JSON, protobuf and gRPC requests give the same spans and the same
@@ -31,8 +33,6 @@
 #include <stdint.h>
 
 #include "store/span.h"
-
-struct json_t;
 
 /* Bytes (not NUL-terminated). */
 struct otlp_str {
@@ -136,7 +136,7 @@ struct otlp_result {
 
 /*
  * Map r to Zipkin spans (OpenTelemetry's Zipkin transformation, see
- * otlp_json.c's header): every span that passes is kept, every other one is
+ * otlp_map.c's header): every span that passes is kept, every other one is
  * counted in res->rejected.  Returns 0, or -ENOMEM (nothing kept).
  */
 int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res);
@@ -192,14 +192,23 @@ int otlp_pb_response(uint64_t rejected, const char *msg, void **out, size_t *out
  */
 int otlp_pb_status(int code, const char *msg, unsigned retry_s, void **out, size_t *outlen);
 
-/* ---- otlp_json.c: Zipkin JSON -> OTLP (--export) -------------------------- */
+/* ---- export: fay's spans -> OTLP (--export otlp=URL, otlp-protobuf=URL) -- */
 
-/* OTLP/JSON of spans (ExportTraceServiceRequest), grouped by service.
- * New reference, NULL on ENOMEM. */
-struct json_t *otlp_from_zspans_json(const struct json_t *zipkin_spans);
-/* The same request in protobuf (*out malloc'ed): the JSON above decoded
- * by the receiver's own front end and encoded by otlp_pb_encode().  0,
- * -ENOMEM, or -EINVAL if the spans do not make a valid request. */
-int otlp_from_zspans_pb(const struct json_t *zipkin_spans, void **out, size_t *outlen);
+/*
+ * otlp_export.c: the n spans as a request in a (arena-allocated): one
+ * ResourceSpans per service, in the order the spans name them, the rules
+ * in otlp_export.c's header.  Every value is a string (OTLP_V_STRING).
+ * 0 or -ENOMEM.
+ */
+int otlp_req_from_zspans(const struct zspan *s, size_t n, struct zarena *a,
+			 struct otlp_req *r);
+
+/*
+ * otlp_json.c: r as compact OTLP/JSON text (*out malloc'ed and
+ * NUL-terminated, *outlen bytes before the NUL).  Attribute values must be
+ * strings (what otlp_req_from_zspans() makes): another type is -EINVAL.
+ * 0, -EINVAL or -ENOMEM.
+ */
+int otlp_json_encode(const struct otlp_req *r, char **out, size_t *outlen);
 
 #endif

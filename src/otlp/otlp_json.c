@@ -1,137 +1,179 @@
 // SPDX-License-Identifier: MIT
 /*
- * Zipkin -> OTLP/JSON for --export otlp=URL (the OTLP/JSON front end is
- * otlp_json_dec.c).  What every front end's spans become (otlp_map.c,
- * OpenTelemetry's Zipkin transformation):
+ * struct otlp_req -> OTLP/JSON text, for --export otlp=URL (the OTLP/JSON
+ * front end is otlp_json_dec.c; the request comes from
+ * otlp_req_from_zspans(), otlp_export.c).  Compact, fields in the order
+ * the export always wrote them (jansson's insertion order):
  *
- *   resource attribute service.name  -> localEndpoint.serviceName
- *                                       ("unknown_service" when absent)
- *   kind SERVER/CLIENT/PRODUCER/CONSUMER -> the same Zipkin kind;
- *        INTERNAL, UNSPECIFIED        -> no kind
- *   startTimeUnixNano, endTimeUnixNano -> timestamp, duration (us)
- *   attributes                        -> tags (ints in decimal, bools
- *        true/false, doubles shortest, bytes base64, arrays and maps as
- *        JSON: ["a","b"], [1,2], {"k":"v"}); peer.service also names the
- *        remoteEndpoint
- *   events                            -> annotations ("name", or
- *        "name: {attributes as JSON}")
- *   status ERROR                      -> tag error = the message (or
- *        "true"), otel.status_code = ERROR; OK -> otel.status_code = OK
- *   scope name/version                -> otel.scope.name/.version tags
- *   links                             -> nothing (Zipkin has no links)
+ *   {"resourceSpans":[{"resource":{"attributes":[...]},
+ *     "scopeSpans":[{"scope":{"name":..,"version":..},"spans":[
+ *       {"traceId":"<32 hex>","spanId":"<16 hex>","name":..,"kind":N,
+ *        "startTimeUnixNano":"<ns>","endTimeUnixNano":"<ns>",
+ *        "attributes":[{"key":..,"value":{"stringValue":..}}],
+ *        "events":[{"timeUnixNano":"<ns>","name":..}],
+ *        "status":{"code":N,"message":..},"parentSpanId":"<16 hex>"}]}]}]}
  *
- * The HTTP and gRPC answers are in src/collector/otlp_http.c and
- * otlp_grpc.c.
+ * Strings through the one JSON string writer (common/json_str.h).
+ * What each span field becomes in Zipkin terms: otlp_map.c.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include <jansson.h>
-
-#include "common/log.h"
+#include "common/bytes.h"
+#include "common/json_str.h"
 #include "otlp/otlp.h"
 
-/* ---- Zipkin JSON -> OTLP JSON (export.c) ----------------------------------- */
-
-static json_t *kv(const char *k, const char *v)
+static void put(void *ctx, const char *s, size_t n)
 {
-	return json_pack("{s:s, s:{s:s}}", "key", k, "value", "stringValue", v);
+	wbuf_put(ctx, s, n);
 }
 
-static json_t *otlp_span(json_t *z)
+static void lit(struct wbuf *o, const char *s)
 {
-	static const char *const kinds[] = { "CLIENT", "SERVER", "PRODUCER", "CONSUMER" };
-	static const int codes[] = { 3, 2, 4, 5 };
-	const char *kind = json_string_value(json_object_get(z, "kind"));
-	json_int_t ts = json_integer_value(json_object_get(z, "timestamp"));
-	json_int_t dur = json_integer_value(json_object_get(z, "duration"));
-	json_t *attrs = json_array(), *events = json_array(), *v, *s;
-	const char *k, *parent = json_string_value(json_object_get(z, "parentId"));
-	const char *tid = json_string_value(json_object_get(z, "traceId"));
-	char tid32[33], start[24], end[24];
-	const char *err = NULL;
-	int code = 1;
-	size_t i;
+	put(o, s, strlen(s));
+}
 
-	for (i = 0; kind && i < 4; i++)
-		if (!strcmp(kind, kinds[i]))
-			code = codes[i];
-	/* OTLP trace ids are 16 bytes: a 64-bit Zipkin id is left-padded */
-	snprintf(tid32, sizeof(tid32), "%s%s", tid && strlen(tid) == 16 ? "0000000000000000" : "",
-		 tid ? tid : "");
-	json_object_foreach(json_object_get(z, "tags"), k, v) {
-		if (!strcmp(k, "error"))
-			err = json_string_value(v) ? json_string_value(v) : "true";
-		json_array_append_new(attrs, kv(k, json_string_value(v) ? json_string_value(v) : ""));
+static void str(struct wbuf *o, const struct otlp_str *s)
+{
+	json_str_put(put, o, s->p ? s->p : "", s->len);
+}
+
+/* A uint64 in decimal; quoted as OTLP/JSON writes 64-bit integers. */
+static void u64(struct wbuf *o, uint64_t v, int quoted)
+{
+	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
+
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (quoted)
+		put(o, "\"", 1);
+	put(o, q, (size_t)(e - q));
+	if (quoted)
+		put(o, "\"", 1);
+}
+
+static void hex(struct wbuf *o, const uint8_t *b, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[34];
+	size_t k = 0;
+
+	tmp[k++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		tmp[k++] = digits[b[i] >> 4];
+		tmp[k++] = digits[b[i] & 15];
 	}
-	json_array_foreach(json_object_get(z, "annotations"), i, v) {
-		snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT "000",
-			 json_integer_value(json_object_get(v, "timestamp")));
-		json_array_append_new(events, json_pack("{s:s, s:O}", "timeUnixNano", start,
-			"name", json_object_get(v, "value")));
+	tmp[k++] = '"';
+	put(o, tmp, k);
+}
+
+/* [{"key":..,"value":{"stringValue":..}}, ...]; -EINVAL for a value that
+ * is not a string. */
+static int attrs(struct wbuf *o, const struct otlp_kv *kv, size_t n)
+{
+	put(o, "[", 1);
+	for (size_t i = 0; i < n; i++) {
+		if (kv[i].value.type != OTLP_V_STRING && kv[i].value.type != OTLP_V_BYTES_B64)
+			return -EINVAL;
+		lit(o, i ? ",{\"key\":" : "{\"key\":");
+		str(o, &kv[i].key);
+		lit(o, ",\"value\":{\"stringValue\":");
+		str(o, &kv[i].value.u.s);
+		lit(o, "}}");
 	}
-	snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT "000", ts);
-	snprintf(end, sizeof(end), "%" JSON_INTEGER_FORMAT "000", ts + dur);
-	s = json_pack("{s:s, s:O, s:s, s:i, s:s, s:s, s:o, s:o, s:{s:i, s:s}}",
-		      "traceId", tid32, "spanId", json_object_get(z, "id"),
-		      "name", json_string_value(json_object_get(z, "name")) ?: "",
-		      "kind", code, "startTimeUnixNano", start, "endTimeUnixNano", end,
-		      "attributes", attrs, "events", events,
-		      "status", "code", err ? 2 : 0, "message", err ? err : "");
-	if (s && parent)
-		json_object_set_new(s, "parentSpanId", json_string(parent));
-	return s;
+	put(o, "]", 1);
+	return 0;
 }
 
-int otlp_from_zspans_pb(const json_t *spans, void **out, size_t *outlen)
+static int span(struct wbuf *o, const struct otlp_span *s)
 {
-	json_t *doc = otlp_from_zspans_json(spans);
-	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	struct zarena a = { 0 };
-	struct otlp_req r;
-	char err[256];
-	int ret;
-
-	json_decref(doc);
-	if (!text)
-		return -ENOMEM;
-	ret = otlp_json_decode(text, strlen(text), &a, &r, err, sizeof(err));
-	if (!ret)
-		ret = otlp_pb_encode(&r, out, outlen);
-	zarena_reset(&a);
-	free(text);
-	return ret;
-}
-
-json_t *otlp_from_zspans_json(const json_t *spans)
-{
-	json_t *rss = json_array(), *by = json_object(), *z, *rs;
-	const char *svc;
-	size_t i;
-
-	json_array_foreach((json_t *)spans, i, z) {
-		svc = json_string_value(json_object_get(json_object_get(z, "localEndpoint"),
-							"serviceName"));
-		if (!svc)
-			svc = "unknown_service";
-		rs = json_object_get(by, svc);
-		if (!rs) {
-			rs = json_pack("{s:{s:[o]}, s:[{s:{s:s}, s:[]}]}",
-				       "resource", "attributes", kv("service.name", svc),
-				       "scopeSpans", "scope", "name", "fay", "spans");
-			if (!rs)
-				continue;
-			json_object_set_new(by, svc, rs);
-			json_array_append(rss, rs);
+	lit(o, "{\"traceId\":");
+	hex(o, s->trace_id, s->trace_len == 16 ? 16 : 0);
+	lit(o, ",\"spanId\":");
+	hex(o, s->span_id, s->span_len == 8 ? 8 : 0);
+	lit(o, ",\"name\":");
+	str(o, &s->name);
+	lit(o, ",\"kind\":");
+	u64(o, s->kind < 0 ? 0 : (uint64_t)s->kind, 0);
+	lit(o, ",\"startTimeUnixNano\":");
+	u64(o, s->start_ns, 1);
+	lit(o, ",\"endTimeUnixNano\":");
+	u64(o, s->end_ns, 1);
+	lit(o, ",\"attributes\":");
+	if (attrs(o, s->attrs, s->nattrs))
+		return -EINVAL;
+	lit(o, ",\"events\":[");
+	for (size_t i = 0; i < s->nevents; i++) {
+		lit(o, i ? ",{\"timeUnixNano\":" : "{\"timeUnixNano\":");
+		u64(o, s->events[i].time_ns, 1);
+		lit(o, ",\"name\":");
+		str(o, &s->events[i].name);
+		if (s->events[i].nattrs) {
+			lit(o, ",\"attributes\":");
+			if (attrs(o, s->events[i].attrs, s->events[i].nattrs))
+				return -EINVAL;
 		}
-		json_array_append_new(json_object_get(json_array_get(json_object_get(rs, "scopeSpans"),
-								     0), "spans"), otlp_span(z));
+		put(o, "}", 1);
 	}
-	json_decref(by);
-	return json_pack("{s:o}", "resourceSpans", rss);
+	lit(o, "],\"status\":{\"code\":");
+	u64(o, s->status_code < 0 ? 0 : (uint64_t)s->status_code, 0);
+	lit(o, ",\"message\":");
+	str(o, &s->status_msg);
+	put(o, "}", 1);
+	if (s->parent_len == 8) {
+		lit(o, ",\"parentSpanId\":");
+		hex(o, s->parent_id, 8);
+	}
+	put(o, "}", 1);
+	return 0;
 }
 
+int otlp_json_encode(const struct otlp_req *r, char **out, size_t *outlen)
+{
+	struct wbuf o = { 0 };
+
+	lit(&o, "{\"resourceSpans\":[");
+	for (size_t i = 0; i < r->nrs; i++) {
+		const struct otlp_resource_spans *rs = &r->rs[i];
+
+		lit(&o, i ? ",{\"resource\":{\"attributes\":" : "{\"resource\":{\"attributes\":");
+		if (attrs(&o, rs->attrs, rs->nattrs))
+			goto inval;
+		lit(&o, "},\"scopeSpans\":[");
+		for (size_t j = 0; j < rs->nss; j++) {
+			const struct otlp_scope_spans *ss = &rs->ss[j];
+
+			lit(&o, j ? ",{\"scope\":{\"name\":" : "{\"scope\":{\"name\":");
+			str(&o, &ss->scope_name);
+			if (ss->scope_version.len) {
+				lit(&o, ",\"version\":");
+				str(&o, &ss->scope_version);
+			}
+			lit(&o, "},\"spans\":[");
+			for (size_t k = 0; k < ss->nspans; k++) {
+				if (k)
+					put(&o, ",", 1);
+				if (span(&o, &ss->spans[k]))
+					goto inval;
+			}
+			lit(&o, "]}");
+		}
+		lit(&o, "]}");
+	}
+	lit(&o, "]}");
+	put(&o, "", 1);         /* the NUL */
+	if (o.err) {
+		free(o.p);
+		return -ENOMEM;
+	}
+	*out = (char *)o.p;
+	*outlen = o.len - 1;
+	return 0;
+inval:
+	free(o.p);
+	return -EINVAL;
+}

@@ -1,7 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
  * The one mapping of OTLP spans (struct otlp_req, from either front end)
- * to Zipkin spans; the rules are listed at the top of otlp_json.c.  Attribute
+ * to Zipkin spans (OpenTelemetry's Zipkin transformation):
+ *
+ *   resource attribute service.name  -> localEndpoint.serviceName
+ *                                       ("unknown_service" when absent)
+ *   kind SERVER/CLIENT/PRODUCER/CONSUMER -> the same Zipkin kind;
+ *        INTERNAL, UNSPECIFIED        -> no kind
+ *   startTimeUnixNano, endTimeUnixNano -> timestamp, duration (us)
+ *   attributes                        -> tags; peer.service also names
+ *        the remoteEndpoint
+ *   events                            -> annotations ("name", or
+ *        "name: {attributes as JSON}")
+ *   status ERROR                      -> tag error = the message (or
+ *        "true"), otel.status_code = ERROR; OK -> otel.status_code = OK
+ *   scope name/version                -> otel.scope.name/.version tags
+ *   links                             -> nothing (Zipkin has no links)
+ *
+ * The way back, for --export: otlp_export.c.  Attribute
  * values follow OpenTelemetry's "mapping to non-OTLP formats": strings as
  * they are, booleans true/false, integers in decimal, doubles in the
  * shortest form that reads back the same, bytes in base64, arrays and

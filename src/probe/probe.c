@@ -129,6 +129,7 @@ void probe_free(struct probe *p)
 	for (size_t i = 0; i < p->nmore; i++)
 		free(p->more[i].path);
 	free(p->more);
+	free(p->kids);
 	for (size_t i = 0; i < p->nsites; i++)
 		free(p->sites[i]);
 	free(p->sites);

@@ -146,6 +146,21 @@ int probe_follow_pid(struct probe *p, pid_t pid, char *path, size_t len);
  */
 int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
 			 size_t len);
+/*
+ * For an attached uprobe on one process (a command fay started, -c)
+ * that follows its descendants: attach it, for process pid alone (a
+ * descendant: a fork of the probe's process or of another descendant,
+ * in any root or pid namespace), to the file pid sees under the probe's
+ * library name (size 0: at an exec, through its root), or to the file it
+ * has just mapped executable at addr, size bytes, when that answers to
+ * the name.  A uprobe on one pid is on that process alone, whatever file
+ * the others are on: each (descendant, file) once.  Returns as
+ * probe_follow_pid() (-E2BIG at PROBE_MAX_KIDS).
+ */
+int probe_follow_child(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
+		       size_t len);
+/* At most this many (descendant, file) attachments of one probe. */
+#define PROBE_MAX_KIDS 1024
 /* A wildcard function ("libc:pthread_mutex_*"): how many functions it
  * matched (0 for any other probe), and the name of function i, whose
  * attachment carries i as its BPF cookie; NULL past the end. */

@@ -71,12 +71,22 @@ struct probe {
 	struct probe_file *more;
 	size_t nmore, more_cap;
 	size_t nfiles_capped;		/* files left out at UPROBE_MAX_FILES */
+	/* a uprobe on one process that follows its descendants: each
+	 * (descendant, file) it is on (probe_follow_child()) */
+	struct probe_kid *kids;
+	size_t nkids, kids_cap;
 	int prog_fd;			/* the program probe_attach() attached (not owned) */
 	/* a wildcard: the name of each function or event it matched, whose
 	 * attachment carries its index as the BPF cookie (freed by
 	 * probe_free()) */
 	char **sites;
 	size_t nsites;
+};
+
+struct probe_kid {
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
 };
 
 struct probe_file {

@@ -388,10 +388,12 @@ static int uprobe_emit_ret(struct probe *p, struct ir *ir, ir_reg dst)
 	return 0;
 }
 
-/* One uprobe PMU event at offset (ref_ctr: USDT semaphore offset or 0);
- * with_cookie: through a BPF link carrying cookie. */
-static int uprobe_open_at(struct probe *p, const char *path, int prog_fd, uint64_t offset,
-			  uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie)
+/* One uprobe PMU event at offset (ref_ctr: USDT semaphore offset or 0)
+ * in process pid (<= 0: every process); with_cookie: through a BPF link
+ * carrying cookie. */
+static int uprobe_open_pid(struct probe *p, const char *path, int prog_fd, uint64_t offset,
+			   uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie,
+			   pid_t pid)
 {
 	struct perf_event_attr attr = { 0 };
 	int type = perf_pmu_type("uprobe"), bit, fd;
@@ -418,20 +420,27 @@ static int uprobe_open_at(struct probe *p, const char *path, int prog_fd, uint64
 		attr.config |= ref_ctr << bit;
 	}
 	if (with_cookie) {
-		fd = p->opts.pid > 0 ?
-		     perf_attach_bpf_cookie(p, &attr, p->opts.pid, -1, prog_fd, cookie) :
-		     perf_attach_bpf_cookie(p, &attr, -1, 0, prog_fd, cookie);
+		fd = pid > 0 ? perf_attach_bpf_cookie(p, &attr, pid, -1, prog_fd, cookie) :
+			       perf_attach_bpf_cookie(p, &attr, -1, 0, prog_fd, cookie);
 		if (fd == -ESRCH)
-			return probe_fail(p, fd, "no process %d", (int)p->opts.pid);
+			return probe_fail(p, fd, "no process %d", (int)pid);
 		return fd;
 	}
-	fd = p->opts.pid > 0 ? perf_attach_bpf(&attr, p->opts.pid, -1, prog_fd) :
-			       perf_attach_bpf(&attr, -1, 0, prog_fd);
+	fd = pid > 0 ? perf_attach_bpf(&attr, pid, -1, prog_fd) :
+		       perf_attach_bpf(&attr, -1, 0, prog_fd);
 	if (fd == -ESRCH)
-		return probe_fail(p, fd, "no process %d", (int)p->opts.pid);
+		return probe_fail(p, fd, "no process %d", (int)pid);
 	if (fd < 0)
 		return fd;
 	return probe_keep_fd(p, fd);
+}
+
+/* uprobe_open_pid() in the probe's process (or every process). */
+static int uprobe_open_at(struct probe *p, const char *path, int prog_fd, uint64_t offset,
+			  uint64_t ref_ctr, bool ret, bool with_cookie, uint64_t cookie)
+{
+	return uprobe_open_pid(p, path, prog_fd, offset, ref_ctr, ret, with_cookie, cookie,
+			       p->opts.pid);
 }
 
 static int uprobe_open(struct probe *p, int prog_fd, uint64_t offset,
@@ -606,6 +615,27 @@ static bool probed_already(const struct probe *p, dev_t dev, ino_t ino)
 	return false;
 }
 
+/* A uprobe of p on function sym of file path (its offset in *off), in
+ * process pid (<= 0: every process): 1, 0 (the file has no such
+ * function, or it is gone with its process), or -errno. */
+static int open_sym(struct probe *p, const char *path, const char *sym, pid_t pid,
+		    uint64_t *off)
+{
+	int err;
+
+	if (elf_func_offset(path, sym, off))
+		return 0;	/* another version, without the function */
+	if (evex_first(path, *off))
+		return probe_fail(p, -EOPNOTSUPP, "%s: not probed in %s: the function begins "
+				  "with an EVEX (AVX-512) instruction, which the kernel's "
+				  "uprobe executes wrongly", p->desc, path);
+	err = uprobe_open_pid(p, path, p->prog_fd, *off, 0, p->kind == PROBE_URETPROBE,
+			      false, 0, pid);
+	if (err == -ENOENT || err == -ESRCH)
+		return 0;	/* the process and its root gone meanwhile */
+	return err < 0 ? err : 1;
+}
+
 /* Attach p to one more file, path (stat st), that pid maps or will map
  * under the probe's library name: 1, 0 (nothing to do), or -errno. */
 static int follow_file(struct probe *p, pid_t pid, const char *path, const struct stat *st,
@@ -621,17 +651,8 @@ static int follow_file(struct probe *p, pid_t pid, const char *path, const struc
 		return probe_fail(p, -E2BIG, "%s: %s (process %d) left out: the probe is on %d "
 				  "files already", p->desc, path, (int)pid, PROBE_MAX_FILES);
 	}
-	if (elf_func_offset(path, sym, &off))
-		return 0;	/* another version, without the function */
-	if (evex_first(path, off))
-		return probe_fail(p, -EOPNOTSUPP, "%s: not probed in %s: the function begins "
-				  "with an EVEX (AVX-512) instruction, which the kernel's "
-				  "uprobe executes wrongly", p->desc, path);
-	err = uprobe_open_at(p, path, p->prog_fd, off, 0, p->kind == PROBE_URETPROBE,
-			     false, 0);
-	if (err == -ENOENT || err == -ESRCH)
-		return 0;	/* the process and its root gone meanwhile */
-	if (err < 0)
+	err = open_sym(p, path, sym, p->opts.pid, &off);
+	if (err <= 0)
 		return err;
 	err = more_add(p, path, off, st->st_dev, st->st_ino);
 	if (err)
@@ -673,6 +694,49 @@ int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t siz
 	if (proc_mapped_at(pid, addr, bin, path, len) || stat(path, &st))
 		return 0;
 	return follow_file(p, pid, path, &st, sym);
+}
+
+/* Is (pid, dev, ino) one of the probe's descendant attachments already? */
+static bool kid_already(const struct probe *p, pid_t pid, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < p->nkids; i++)
+		if (p->kids[i].pid == pid && p->kids[i].dev == dev && p->kids[i].ino == ino)
+			return true;
+	return false;
+}
+
+int probe_follow_child(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
+		       size_t len)
+{
+	char bin[4096];
+	const char *sym;
+	struct stat st;
+	uint64_t off;
+	int err;
+
+	if (!follow_names(p, bin, sizeof(bin), &sym) || !probe_attached(p) ||
+	    p->opts.pid <= 0 || pid == p->opts.pid || pid <= 0)
+		return 0;
+	if (size ? proc_mapped_file(pid, addr, size, bin, &st) ||
+		   proc_mapped_at(pid, addr, bin, path, len) :
+		   proc_resolve_path(pid, bin, path, len))
+		return 0;	/* gone, none there, another file */
+	if (stat(path, &st) || kid_already(p, pid, st.st_dev, st.st_ino))
+		return 0;
+	if (p->nkids >= PROBE_MAX_KIDS) {
+		p->nfiles_capped++;
+		return probe_fail(p, -E2BIG, "%s: process %d (a descendant) left out: the probe "
+				  "is on %d descendants' files already", p->desc, (int)pid,
+				  PROBE_MAX_KIDS);
+	}
+	err = open_sym(p, path, sym, pid, &off);
+	if (err <= 0)
+		return err;
+	if (array_grow((void **)&p->kids, p->nkids, &p->kids_cap, sizeof(*p->kids), 8))
+		return probe_fail(p, -ENOMEM, "out of memory");
+	p->kids[p->nkids++] = (struct probe_kid){ .pid = pid, .dev = st.st_dev,
+						  .ino = st.st_ino };
+	return 1;
 }
 
 const struct provider provider_uprobe = {

@@ -124,6 +124,50 @@ int zs_str_eqc(struct zs_str a, const char *c)
 	return a.len == n && (!n || !memcmp(a.p, c, n));
 }
 
+/* Copy str's bytes to *at (moved past them) and point str there. */
+static void dup_str(struct zs_str *str, char **at)
+{
+	if (str->len)
+		memcpy(*at, str->p, str->len);
+	str->p = *at;
+	*at += str->len;
+}
+
+struct zspan *zspan_dup(const struct zspan *s)
+{
+	size_t size = sizeof(*s) + sizeof(*s->annotations) * s->nannotations +
+		      sizeof(*s->tags) * s->ntags + s->name.len + s->local.service.len +
+		      s->remote.service.len;
+	struct zspan *d;
+	char *at;
+
+	for (uint32_t i = 0; i < s->nannotations; i++)
+		size += s->annotations[i].value.len;
+	for (uint32_t i = 0; i < s->ntags; i++)
+		size += s->tags[i].key.len + s->tags[i].value.len;
+	d = malloc(size);
+	if (!d)
+		return NULL;
+	*d = *s;
+	d->annotations = (struct zs_annotation *)(d + 1);
+	d->tags = (struct zs_tag *)(d->annotations + s->nannotations);
+	at = (char *)(d->tags + s->ntags);
+	if (s->nannotations)
+		memcpy(d->annotations, s->annotations, sizeof(*s->annotations) * s->nannotations);
+	if (s->ntags)
+		memcpy(d->tags, s->tags, sizeof(*s->tags) * s->ntags);
+	dup_str(&d->name, &at);
+	dup_str(&d->local.service, &at);
+	dup_str(&d->remote.service, &at);
+	for (uint32_t i = 0; i < d->nannotations; i++)
+		dup_str(&d->annotations[i].value, &at);
+	for (uint32_t i = 0; i < d->ntags; i++) {
+		dup_str(&d->tags[i].key, &at);
+		dup_str(&d->tags[i].value, &at);
+	}
+	return d;
+}
+
 static int zs_str_cmp(struct zs_str a, struct zs_str b)
 {
 	uint32_t n = a.len < b.len ? a.len : b.len;

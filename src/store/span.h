@@ -106,6 +106,13 @@ void zarena_reset(struct zarena *a);
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/*
+ * A copy of s and of everything it points to (name, endpoints' services,
+ * annotations, tags) in one malloc'ed block: free() it whole.  The copy's
+ * strings point into the block.  NULL when out of memory.
+ */
+struct zspan *zspan_dup(const struct zspan *s);
+
 static inline int zs_ep_present(const struct zs_endpoint *e)
 {
 	return e->service.len || e->ipv4[0] || e->ipv6[0] || e->port;

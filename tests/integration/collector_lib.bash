@@ -104,3 +104,31 @@ coll_peers() {
 		[[ $got == *"\"host\":\"$h\""* ]] || return 1
 	done
 }
+
+# flight_agent HOST [ARGS...]: a fay agent named HOST for the flight
+# recorder's tests (#22), its shm and state in $T_TMP/HOST/{shm,state},
+# stats every 200 ms, ARGS added (--flight SIZE); its pid (timeout's: the
+# agent is its child) in APID_HOST.
+flight_agent() {
+	local h=$1; shift
+	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
+	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
+		--shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" --stats-interval 200ms \
+		--flush-interval 20ms "$@" >>"$T_TMP/$h.log" 2>&1 &
+	T_PIDS+=($!)
+	eval "APID_$h=$!"
+}
+# agent_stat HOST KEY.KEY: a number from that flight_agent's stats.json
+# (0 when absent)
+agent_stat() {
+	python3 - "$T_TMP/$1/state/stats.json" "$2" <<'PY'
+import json, sys
+try:
+    v = json.load(open(sys.argv[1]))
+    for k in sys.argv[2].split('.'):
+        v = v[k]
+    print(int(v))
+except Exception:
+    print(0)
+PY
+}

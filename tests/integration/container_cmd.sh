@@ -87,14 +87,5 @@ else
 fi
 # nothing left stopped: every command above ran to its end (its done
 # file), and no ctr_work of ours is left
-ours() {
-	local p
-	for p in $(pgrep -x ctr_work); do
-		[ "/proc/$p/root" -ef "$R" ] && return 0
-		grep -qF "$D" "/proc/$p/cmdline" 2>/dev/null && return 0
-	done
-	return 1
-}
-ours && fail "no workload left behind (stopped or running)" "$(ps -o pid,stat,args -C ctr_work)" ||
-	pass "no workload left behind (stopped or running)"
+ctr_none_left "$R" "$D"
 done_testing

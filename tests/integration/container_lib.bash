@@ -14,6 +14,8 @@
 #     more arguments of ctr_work (unshare only).
 #   ctr_go DIR / ctr_done DIR / ctr_stop DIR: let it call, wait until it
 #     called, let it exit.
+#   ctr_none_left ROOT STR: a test point: no ctr_work is left (stopped or
+#     running) whose root is ROOT or whose command line has STR.
 #   ctr_cgroup_base NAME [C]: BASE, a cgroup path $CGR/NAME-$$ to make
 #     the test's cgroups under, and ID, a 64-digit container id of this
 #     run (C fills what is not a hex digit); skips the test without a
@@ -81,6 +83,15 @@ ctr_start() {
 	[ -n "$CPID" ] || return 1
 	CVPID=$(cat "$r/w/ready")
 	T_PIDS+=($CPID)
+}
+ctr_none_left() {
+	local p left=
+	for p in $(pgrep -x ctr_work); do
+		[ "/proc/$p/root" -ef "$1" ] && left=$p
+		grep -qF "$2" "/proc/$p/cmdline" 2>/dev/null && left=$p
+	done
+	[ -z "$left" ] && pass "no workload left behind (stopped or running)" ||
+		fail "no workload left behind (stopped or running)" "$(ps -o pid,stat,args -C ctr_work)"
 }
 ctr_go() { touch "$1/w/go"; }
 ctr_done() { wait_for 60 test -s "$1/w/done"; }

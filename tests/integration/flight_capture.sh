@@ -30,18 +30,9 @@ ok "fay capture --help is a manual" grep -q '^SYNOPSIS' "$T_TMP/help.out"
 ok "--trace with --last: a usage error (2)" [ $? -eq 2 ]
 
 coll_start "$T_TMP/c.db" || { fail "collector starts" "$(cat "$T_TMP/collector.log")"; done_testing; exit; }
-agent() {	# HOST [ARGS...]
-	local h=$1; shift
-	mkdir -p "$T_TMP/$h/shm" "$T_TMP/$h/state"
-	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$WP --host "$h" \
-		--shm-dir "$T_TMP/$h/shm" --state-dir "$T_TMP/$h/state" --stats-interval 200ms \
-		--flush-interval 20ms "$@" >>"$T_TMP/$h.log" 2>&1 &
-	T_PIDS+=($!)
-	eval "APID_$h=$!"
-}
-agent h1 --flight 64M
-agent h2
-agent h3 --flight 8M
+flight_agent h1 --flight 64M
+flight_agent h2
+flight_agent h3 --flight 8M
 peers() { [ "$(curl -s "$URL/api/cluster/peers" | grep -o '"host":' | wc -l)" -ge 3 ]; }
 ok "three agents with query connections" wait_for 30 peers
 # h3 is known to the collector (its span connection said HELLO) and then
@@ -53,19 +44,7 @@ kill -9 $(pgrep -P "$APID_h3") "$APID_h3"
 gone3() { ! curl -s "$URL/api/cluster/peers" | grep -q '"h3"'; }
 ok "h3 killed: its query connection is gone" wait_for 30 gone3
 
-# stat H KEY.KEY: a number from H's stats.json (0 when absent)
-stat() {
-	python3 - "$T_TMP/$1/state/stats.json" "$2" <<'PY'
-import json, sys
-try:
-    v = json.load(open(sys.argv[1]))
-    for k in sys.argv[2].split('.'):
-        v = v[k]
-    print(int(v))
-except Exception:
-    print(0)
-PY
-}
+stat() { agent_stat "$@"; }
 stat_eq() { [ "$(stat "$1" "$2")" -eq "$3" ]; }
 
 # ---- phase A: 2000 requests, 1 in 1000 sampled, all recorded -----------------

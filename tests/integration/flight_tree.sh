@@ -17,7 +17,10 @@
 #  - fay capture --last --host a1 at the root asks a1 through the child
 #    (its account names a1 "via c1", with every unsampled span a1 holds),
 #    --host a2 asks a2 only (the child, without a2 under it, is left
-#    out), and a host under no one is asked nowhere.
+#    out), and a host under no one is asked nowhere;
+#  - a1 stopped (SIGSTOP): --host a1 reports a1 (via c1) "missing", not
+#    "no flight buffer", and so does a capture by id for c1 (its only
+#    host silent); a1 killed while the child waits on it: missing too.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 WL=$BUILD/tests/bin/flight_workload
@@ -45,6 +48,7 @@ agent() {	# HOST WIREPORT
 		--shm-dir "$T_TMP/$1/shm" --state-dir "$T_TMP/$1/state" --stats-interval 200ms \
 		--flush-interval 20ms >>"$T_TMP/$1.log" 2>&1 &
 	T_PIDS+=($!)
+	eval "APID_$1=$!"
 }
 ok "root collector up" coll root
 ok "child collector up, under the root" coll c1 --parent 127.0.0.1:$root_W --host c1
@@ -160,5 +164,45 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 assert a["hosts_asked"] == 0 and a["hosts"] == [] and a["spans_found"] == 0, a' "$T_TMP/h3.json" ||
 	diag "$(cat "$T_TMP/h3.json" "$T_TMP/h3.err")"
+# ---- a1 silent, then killed, under the child: missing -------------------------
+A1=$(pgrep -P "$APID_a1")
+# each stop shorter than WIRE_DEAD_MS: c1 keeps a1's connection
+kill -STOP "$A1"
+capture --last 1h --host a1 --json >"$T_TMP/s1.json" 2>"$T_TMP/s1.err"
+kill -CONT "$A1"
+kill -STOP "$A1"
+capture --trace "$T" --json >"$T_TMP/s2.json" 2>"$T_TMP/s2.err"
+kill -CONT "$A1"
+ok "a1 continued: still under c1" wait_for 30 bash -c "$(declare -f peers); peers http://127.0.0.1:$c1_H a1"
+ok "a1 stopped: --last --host a1 reports a1 (via c1) missing, not \"no flight buffer\"" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = a["hosts"]
+assert len(h) == 1 and h[0]["host"] == "a1" and h[0].get("via") == "c1", h
+assert h[0]["state"] == "missing" and a["hosts_asked"] == 1 and a["hosts_answered"] == 0, a' \
+	"$T_TMP/s1.json" || diag "$(cat "$T_TMP/s1.json" "$T_TMP/s1.err")"
+ok "... --trace: c1 (its only host silent) missing, a2 answered" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = {x["host"]: x["state"] for x in a["hosts"]}
+assert h == {"c1": "missing", "a2": "answered"}, h
+assert a["hosts_asked"] == 2 and a["hosts_answered"] == 1, a' "$T_TMP/s2.json" ||
+	diag "$(cat "$T_TMP/s2.json" "$T_TMP/s2.err")"
+# killed while the child waits on it: the CAPTURE sits unread in its socket
+unread() { ss -Htnp | awk -v p="pid=$A1," '$2 > 0 && index($0, p)' | grep -q .; }
+wait_for 30 bash -c "$(declare -f unread); A1=$A1; ! unread"
+kill -STOP "$A1"
+capture --last 1h --host a1 --json >"$T_TMP/s3.json" 2>"$T_TMP/s3.err" &
+CAP_PID=$!
+ok "a CAPTURE reached the stopped a1 through c1, unread" wait_for 30 unread
+kill -9 "$A1"
+wait "$CAP_PID"
+ok "a1 killed during a capture through c1: reported missing (via c1)" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = a["hosts"]
+assert len(h) == 1 and h[0]["host"] == "a1" and h[0].get("via") == "c1", h
+assert h[0]["state"] == "missing" and a["hosts_answered"] == 0, a' "$T_TMP/s3.json" ||
+	diag "$(cat "$T_TMP/s3.json" "$T_TMP/s3.err")"
 ok "the collectors run on" bash -c "curl -sf $ROOT/health >/dev/null && curl -sf http://127.0.0.1:$c1_H/health >/dev/null"
 done_testing

@@ -11,7 +11,7 @@
  * Run it with FAY_SAMPLE and FAY_RECORD=all in the environment.
  *
  *   flight_workload [--requests N] [--children K] [--service NAME]
- *                   [--pause-us US]
+ *                   [--pause-us US] [--child-pause-us US]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -37,9 +37,10 @@ int main(int argc, char **argv)
 		{ "children", required_argument, NULL, 'k' },
 		{ "service", required_argument, NULL, 's' },
 		{ "pause-us", required_argument, NULL, 'p' },
+		{ "child-pause-us", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long requests = 100, children = 3, pause_us = 100;
+	long requests = 100, children = 3, pause_us = 100, child_pause_us = 0;
 	const char *service = "flightd";
 	int opt, err;
 
@@ -49,9 +50,10 @@ int main(int argc, char **argv)
 		case 'k': children = atol(optarg); break;
 		case 's': service = optarg; break;
 		case 'p': pause_us = atol(optarg); break;
+		case 'c': child_pause_us = atol(optarg); break;
 		default:
 			fprintf(stderr, "usage: flight_workload [--requests N] [--children K] "
-				"[--service NAME] [--pause-us US]\n");
+				"[--service NAME] [--pause-us US] [--child-pause-us US]\n");
 			return 2;
 		}
 	}
@@ -71,6 +73,8 @@ int main(int argc, char **argv)
 
 			fay_span_event(c, "work");
 			fay_span_end(c);
+			if (child_pause_us)
+				usleep((useconds_t)child_pause_us);
 		}
 		if (fay_span_traceparent(root, tp, sizeof(tp)) < 0) {
 			fprintf(stderr, "no traceparent for request %ld\n", i);

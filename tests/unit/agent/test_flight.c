@@ -77,12 +77,14 @@ static int see(void *ctx, const void *rec, uint32_t len)
 	return 0;
 }
 
+static uint64_t lost;	/* the last capture's */
+
 static long capture(struct flight *f, const struct wire_capture *c, struct seen *s,
 		    struct flight_stats *st, int *cut, uint64_t max)
 {
 	struct wbuf w = { 0 };
 	char err[256];
-	long n = flight_capture(f, c, &w, max, cut, st);
+	long n = flight_capture(f, c, &w, max, cut, &lost, st);
 
 	memset(s, 0, sizeof(*s));
 	if (n >= 0 && wire_batch_walk(w.p, (uint32_t)w.len, see, s, err, sizeof(err)) != n)
@@ -116,6 +118,7 @@ int main(void)
 	c.trace_lo = 3;
 	n = capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX);
 	is_int((int)n, 10, "trace 3: its 10 spans");
+	is_int((int)lost, 0, "... none of them overwritten");
 	ok(s.trace_mask == 1ull << 3 && !s.bad && !cut, "... of that trace only, whole");
 	is_int((int)s.with_ep, 5, "... the process's endpoint added to those without one");
 	is_int((int)s.svc_own, 5, "... and not to those with their own");
@@ -152,9 +155,34 @@ int main(void)
 	c = (struct wire_capture){ .kind = WIRE_CK_TRACE, .trace_lo = 3 };
 	is_int((int)capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX), 0,
 	       "trace 3, overwritten: none (the index never returns a dropped span)");
+
 	c.trace_lo = 1000 + 19999 / 4;
 	is_int((int)capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX), 4,
 	       "the newest trace: its 4 spans");
+	is_int((int)lost, 0, "... none overwritten");
+	{
+		/* trace 500: 40 spans, then more until the buffer has lost
+		 * some of them: held + overwritten is its 40, exactly */
+		unsigned more = 0;
+		long h = 40;
+
+		for (unsigned i = 0; i < 40; i++)
+			add(f, 500, ++id, 200000 + i, NULL, &ep);
+		c = (struct wire_capture){ .kind = WIRE_CK_TRACE, .trace_lo = 500 };
+		for (; h == 40 && more < 40000; more++) {
+			add(f, 30000 + more / 4, ++id, 300000 + more, NULL, &ep);
+			h = capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX);
+		}
+		for (unsigned i = 0; i < 20; i++, more++)
+			add(f, 30000 + more / 4, ++id, 300000 + more, NULL, &ep);
+		h = capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX);
+		ok(h > 0 && h < 40 && h + (long)lost == 40,
+		   "trace 500 partly evicted: %ld held + %llu already overwritten == 40", h,
+		   (unsigned long long)lost);
+		c.trace_lo = 30000 + (more - 1) / 4;
+		capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX);
+		is_int((int)lost, 0, "... the newest trace: none overwritten");
+	}
 	c = (struct wire_capture){ .kind = WIRE_CK_WINDOW, .from_ns = 0, .to_ns = UINT64_MAX };
 	n = capture(f, &c, &s, &st, &cut, WIRE_CAPTURE_MAX);
 	ok(n == (long)st.held && !s.bad, "everything: every span held (%ld), all well formed", n);

@@ -4,7 +4,8 @@
  * side (sr .. ss) each come out once, when their end arrives, with the
  * kind, start, duration, name, endpoint and every tag recorded before;
  * parts of other spans interleave freely; the same span id recorded by two
- * services makes two spans; a span that never ends is given up after the
+ * services makes two spans, and so does a loopback RPC (cs, sr, ss, cr
+ * in one service); a span that never ends is given up after the
  * TTL or when the table is full (counted), and the table keeps working
  * through many evictions and deletions (probe runs stay intact).
  */
@@ -116,6 +117,25 @@ int main(void)
 	is_int(add(m, &r, &out, 6, 60, "vm-client", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 9), 1,
 	       "and its client side, apart");
 	is_u64(out.f.duration_ns, 1000, "the client's duration (9 ns: 1 us)");
+	/* a loopback RPC: one service is client and server of one span id:
+	 * two spans, as Zipkin's converter and the store make it */
+	is_int(add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_EVENT, "cs", NULL, 0, t0), 0, "loopback cs kept");
+	is_int(add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_EVENT, "sr", NULL, 0, t0 + 2000), 0,
+	       "loopback sr kept");
+	is_int(add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 5000), 1,
+	       "loopback ss ends the server side");
+	ok(out.f.kind == SPAN_KIND_SERVER && out.f.start_ns == t0 + 2000 &&
+	   out.f.duration_ns == 3000, "the server span, sr to ss");
+	is_int(add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_TAG, "after", "x", 0, t0 + 6000), 0,
+	       "a tag between ss and cr joins the open client side");
+	is_int(add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 9000), 1,
+	       "loopback cr ends the client side");
+	ok(out.f.kind == SPAN_KIND_CLIENT && out.f.start_ns == t0 && out.f.duration_ns == 9000,
+	   "the client span, cs to cr");
+	is_str(tag_of(&out, "after", buf, sizeof(buf)), "x", "with the tag");
+	add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_EVENT, "cs", NULL, 0, t0 + 10000);
+	is_int(add(m, &r, &out, 10, 100, "loop", SPAN_ITEM_EVENT, "cr", NULL, 0, t0 + 12000), 1,
+	       "both sides built: the part was forgotten (a retried id starts over)");
 	/* the duration rule (common/zipkin_v1.h), as the store applies it */
 	add(m, &r, &out, 8, 80, "mapper", SPAN_ITEM_EVENT, "sr", NULL, 0, t0 + 3000);
 	add(m, &r, &out, 8, 80, "mapper", SPAN_ITEM_EVENT, "ss", NULL, 0, t0 + 3000);

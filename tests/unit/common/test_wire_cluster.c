@@ -106,6 +106,24 @@ static void test_capture(void)
 	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) && e.state == WIRE_CS_NOHOST,
 	   "CAPTURED from a child collector without the host asked for: decoded");
 	wbuf_free(&w);
+	r = (struct wire_captured){ .cid = 5, .state = WIRE_CS_MISSING };
+	wire_captured_encode_head(&r, &w);
+	wbuf_le32(&w, 0);
+	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) && e.state == WIRE_CS_MISSING &&
+	   !(e.flags & WIRE_CF_LOST) && !e.lost,
+	   "CAPTURED from a child collector whose hosts did not answer: decoded, nothing lost");
+	wbuf_free(&w);
+	/* a lost count: flagged, after oldest_ns, before the records */
+	r = (struct wire_captured){ .cid = 6, .state = WIRE_CS_ANSWERED, .held = 3, .lost = 300,
+				    .oldest_ns = 7, .flags = WIRE_CF_PARTIAL };
+	wire_captured_encode_head(&r, &w);
+	wbuf_le32(&w, 0);
+	ok(!wire_captured_decode(w.p, w.len, &e, why, sizeof(why)) && e.lost == 300 &&
+	   e.flags == (WIRE_CF_LOST | WIRE_CF_PARTIAL) && e.held == 3 && e.oldest_ns == 7 &&
+	   !e.nspans, "CAPTURED with spans already overwritten: the count round-trips");
+	ok(wire_captured_decode(w.p, 4 + 1 + 1 + 1 + 1 + 8 + 1, &e, why, sizeof(why)) == -EBADMSG &&
+	   strstr(why, "lost"), "... cut inside it: refused, naming it (%s)", why);
+	wbuf_free(&w);
 }
 
 int main(void)
