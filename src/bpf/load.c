@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/insn.h"
 #include "bpf/ir.h"
 #include "bpf/load.h"
 #include "common/err.h"
@@ -101,6 +102,53 @@ int bpf_kprobe_multi_link(int prog_fd, const char *const *syms, size_t n, bool r
 		fd = -errno;
 	free(cookies);
 	return fd;
+}
+
+/* BPF_LINK_CREATE's attribute for uprobe.multi (Linux 6.6), spelt out:
+ * libbpf 1.1 and the 6.1 uapi headers Debian 12 builds with have neither
+ * the attach type nor this member of union bpf_attr's link_create. */
+struct umulti_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, umflags, pid;
+	uint32_t pad[9];		/* zero: the kernel checks its tail */
+};
+
+int bpf_uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
+			  const uint64_t *cookies, size_t n, pid_t pid, bool ret)
+{
+	struct umulti_attr a;
+	long fd;
+
+	if (!n || n > UINT32_MAX)
+		return -EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)prog_fd;
+	a.attach_type = BPF_TRACE_UPROBE_MULTI_NR;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)n;
+	a.umflags = ret ? 1u : 0u;	/* BPF_F_UPROBE_MULTI_RETURN */
+	a.pid = pid > 0 ? (uint32_t)pid : 0;
+	fd = syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+bool bpf_have_uprobe_multi(void)
+{
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_UPROBE_MULTI_NR);
+	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, 0), EXIT_INSN() };
+	uint64_t off = 0, cookie = 0;
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "fay_try", "GPL", insns, 2, &o), link;
+
+	if (fd < 0)
+		return false;
+	link = bpf_uprobe_multi_link(fd, "/", &off, &cookie, 1, 0, false);
+	close(fd);
+	if (link >= 0)
+		close(link);
+	return link == -EBADF;
 }
 
 const char *bpf_privilege_hint(void)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <linux/bpf.h>
 
@@ -128,6 +129,22 @@ int bpf_perf_link(int prog_fd, int perf_fd, uint64_t cookie);
  * -errno (ESRCH: a name the kernel cannot resolve; EOPNOTSUPP: no
  * CONFIG_FPROBE). */
 int bpf_kprobe_multi_link(int prog_fd, const char *const *syms, size_t n, bool ret);
+/* The attach type of uprobe.multi programs (BPF_TRACE_UPROBE_MULTI,
+ * Linux 6.6), which the uapi headers fay builds with may lack. */
+#define BPF_TRACE_UPROBE_MULTI_NR ((enum bpf_attach_type)48)
+/* Attach the kprobe program prog_fd (loaded with expected attach type
+ * BPF_TRACE_UPROBE_MULTI_NR) to the n file offsets offs[] of the ELF file
+ * path in one uprobe.multi link (Linux 6.6), offset i's hits carrying
+ * cookies[i]; pid > 0: in that process alone, else in every process;
+ * ret: on their returns instead.  Returns the link's fd (closing it
+ * detaches every site) or -errno (EINVAL or EOPNOTSUPP: a kernel without
+ * uprobe.multi). */
+int bpf_uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
+			  const uint64_t *cookies, size_t n, pid_t pid, bool ret);
+/* Does this kernel make uprobe.multi links?  As libbpf probes it: a link
+ * on "/" (no regular file) fails with EBADF where it does, with EINVAL
+ * where it does not (before Linux 6.6). */
+bool bpf_have_uprobe_multi(void);
 /* A plain sentence for an EPERM from the bpf() syscall. */
 const char *bpf_privilege_hint(void);
 

@@ -272,6 +272,8 @@ OPT_CLIENT_TLS_HELP("                    ")
 "    FAY_TRACEFS     default for --tracefs\n"
 "    FAY_LOG_LEVEL   error, warn, info, debug (debug: the verifier's log\n"
 "                    when a program is rejected)\n"
+"    FAY_NO_UPROBE_MULTI=1  a function wildcard gets a uprobe per function\n"
+"                    (at most 1024), not one uprobe.multi link\n"
 "\n"
 "FILES\n"
 "    /sys/kernel/tracing/events/*/*/format   tracepoint field layouts\n"

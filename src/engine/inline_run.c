@@ -381,8 +381,8 @@ int engine_inl_decide(struct engine *e)
 
 	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && ep->probe &&
 	    probe_nsites(ep->probe))
-		return no_inline(e, -EOPNOTSUPP, "%s: a wildcard runs as uprobes, one per "
-				 "function it matches", ep->spec);
+		return no_inline(e, -EOPNOTSUPP, "%s: a wildcard runs as uprobes (one "
+				 "uprobe.multi link where the kernel has it)", ep->spec);
 	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && e->p->stack_depth)
 		return no_inline(e, -EOPNOTSUPP, "%s: a stack key is walked by the kernel "
 				 "(a BPF stack map), which inline probes cannot reach; "

@@ -310,6 +310,19 @@ int elf_foreach_func(const char *path,
 	return err;
 }
 
+int elf_foreach_ifunc(const char *path,
+		      int (*cb)(const char *, uint64_t, uint64_t, void *), void *arg)
+{
+	struct elf_file f;
+	int err = elf_open(path, &f);
+
+	if (err)
+		return err;
+	err = foreach_sym_type(f.e, STT_GNU_IFUNC, cb, arg);
+	elf_close(&f);
+	return err;
+}
+
 struct off_walk {
 	Elf *e;
 	int (*cb)(const char *, uint64_t, uint64_t, void *);

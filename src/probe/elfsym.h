@@ -79,6 +79,13 @@ int elf_foreach_func(const char *path,
 			       void *arg),
 		     void *arg);
 
+/* Call cb for every IFUNC symbol (name, its resolver's address, size),
+ * as elf_foreach_func() does for functions. */
+int elf_foreach_ifunc(const char *path,
+		      int (*cb)(const char *name, uint64_t addr, uint64_t size,
+				void *arg),
+		      void *arg);
+
 /* elf_foreach_func() with each function's file offset (its st_value
  * mapped through the PT_LOAD segment that holds it) instead of its
  * address: what a /proc/PID/maps line turns a running address into.

@@ -20,6 +20,7 @@
 #include "common/err.h"
 #include "common/grow.h"
 #include "common/log.h"
+#include "bpf/load.h"
 #include "probe/demangle.h"
 #include "probe/elfsym.h"
 #include "probe/patched.h"
@@ -61,8 +62,11 @@ static int find_binary(struct probe *p, const char *name)
 	return 0;
 }
 
-/* At most this many functions one wildcard attaches to (a uprobe each). */
+/* At most this many functions one wildcard attaches to: a uprobe each
+ * (a perf event and a link: two fds) where the kernel has no
+ * uprobe.multi, else in one uprobe.multi link (libpython: ~12000). */
 #define UPROBE_MAX_SITES 1024
+#define UPROBE_MULTI_MAX_SITES (1 << 16)
 
 /* function("lib:pthread_mutex_*"): every function whose name matches,
  * each at its own offset (p->priv); attached with its index as the BPF
@@ -70,10 +74,45 @@ static int find_binary(struct probe *p, const char *name)
 struct uwild {
 	uint64_t *offs;		/* offs[i]: the file offset of p->sites[i] */
 	size_t cap;
+	size_t max;		/* UPROBE_MAX_SITES or UPROBE_MULTI_MAX_SITES */
+	char **ifuncs;		/* the binary's IFUNC names (while resolving) */
+	size_t nifuncs, ifcap;
+	bool multi;		/* one uprobe.multi link */
 	int err;
 };
 
-static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *arg)
+/* One uprobe.multi link (bpf_have_uprobe_multi()), unless
+ * FAY_NO_UPROBE_MULTI=1 says no: the fallback's tests and benchmark. */
+static bool umulti_have(void)
+{
+	static int have = -1;
+	const char *env = getenv("FAY_NO_UPROBE_MULTI");
+
+	if (env && *env && strcmp(env, "0"))
+		return false;
+	if (have < 0)
+		have = bpf_have_uprobe_multi();
+	return have;
+}
+
+static int uwild_ifunc(const char *name, uint64_t addr, uint64_t size, void *arg)
+{
+	struct uwild *w = arg;
+
+	(void)addr;
+	(void)size;
+	if (array_grow((void **)&w->ifuncs, w->nifuncs, &w->ifcap, sizeof(*w->ifuncs), 16) ||
+	    !(w->ifuncs[w->nifuncs] = strdup(name)))
+		return -ENOMEM;
+	w->nifuncs++;
+	return 0;
+}
+
+/* A function of the binary at file offset off (elf_foreach_func_offset()):
+ * a site when its name matches.  A name that is an IFUNC too (memcpy's
+ * old version beside the IFUNC) is looked up as elf_func_offset() does:
+ * the implementation this CPU runs. */
+static int uwild_collect(const char *name, uint64_t off, uint64_t size, void *arg)
 {
 	struct probe *p = arg;
 	struct uwild *w = p->priv;
@@ -85,7 +124,7 @@ static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *a
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(p->sites[i], name))
 			return 0;	/* in .symtab and .dynsym */
-	if (n == UPROBE_MAX_SITES)
+	if (n == w->max)
 		return -E2BIG;
 	if (n == w->cap) {
 		size_t nc = w->cap ? 2 * w->cap : 16;
@@ -101,9 +140,15 @@ static int uwild_collect(const char *name, uint64_t addr, uint64_t size, void *a
 		w->offs = no;
 		w->cap = nc;
 	}
-	w->err = elf_func_offset(p->path, name, &w->offs[n]);
-	if (w->err)
-		return 0;	/* no offset (an undefined or odd symbol): skip */
+	(void)size;
+	w->offs[n] = off;
+	for (size_t i = 0; i < w->nifuncs; i++)
+		if (!strcmp(w->ifuncs[i], name)) {
+			w->err = elf_func_offset(p->path, name, &w->offs[n]);
+			if (w->err)
+				return 0;	/* no implementation found: skip */
+			break;
+		}
 	if (!(p->sites[n] = strdup(name)))
 		return -ENOMEM;
 	p->nsites++;
@@ -118,10 +163,21 @@ static int uwild_resolve(struct probe *p, const char *bin, const char *pat)
 	if (!w)
 		return -ENOMEM;
 	p->priv = w;
-	err = elf_foreach_func(p->path, uwild_collect, p);
+	w->multi = umulti_have();
+	w->max = w->multi ? UPROBE_MULTI_MAX_SITES : UPROBE_MAX_SITES;
+	err = elf_foreach_ifunc(p->path, uwild_ifunc, w);
+	if (!err)
+		err = elf_foreach_func_offset(p->path, uwild_collect, p);
+	for (size_t i = 0; i < w->nifuncs; i++)
+		free(w->ifuncs[i]);
+	free(w->ifuncs);
+	w->ifuncs = NULL;
+	w->nifuncs = 0;
 	if (err == -E2BIG)
-		return probe_fail(p, err, "function(\"%s\") matches more than %d functions in %s: "
-				  "name fewer", p->spec, UPROBE_MAX_SITES, p->path);
+		return probe_fail(p, err, "function(\"%s\") matches more than %zu functions in %s: "
+				  "name fewer%s", p->spec, w->max, p->path, w->multi ? "" :
+				  " (a uprobe each: no uprobe.multi links, which Linux 6.6 "
+				  "has, or FAY_NO_UPROBE_MULTI set)");
 	if (err)
 		return probe_fail(p, err, "cannot read the functions of %s: %s", p->path,
 				  strerror(-err));
@@ -129,7 +185,12 @@ static int uwild_resolve(struct probe *p, const char *bin, const char *pat)
 		return probe_fail(p, -ENOENT, "no function matches \"%s\" in %s (see `fay "
 				  "probes '%s:%s'`)", pat, p->path, bin, pat);
 	p->prog_type = BPF_PROG_TYPE_KPROBE;
-	p->mech = p->kind == PROBE_URETPROBE ? "uretprobe" : "uprobe";
+	if (w->multi) {
+		p->attach_type = BPF_TRACE_UPROBE_MULTI_NR;
+		p->mech = p->kind == PROBE_URETPROBE ? "uretprobe.multi" : "uprobe.multi";
+	} else {
+		p->mech = p->kind == PROBE_URETPROBE ? "uretprobe" : "uprobe";
+	}
 	p->nargs = p->kind == PROBE_URETPROBE ? 0 : 6;
 	snprintf(p->desc, sizeof(p->desc), "%s %.300s:%.64s (%zu functions)%s", p->mech,
 		 p->path, pat, p->nsites, p->opts.pid > 0 ? " (one pid)" : "");
@@ -411,6 +472,96 @@ static int refuse_if_patched(struct probe *p, const char *path, const uint64_t *
 	return 0;
 }
 
+/* Attach offs[0..n) (cookies[]) in one uprobe.multi link, kept with the
+ * probe; where the kernel refuses a site (it cannot run the first
+ * instruction out of line: ENOTSUPP, 524), each half in its own link, down
+ * to the refused sites, which are left out and counted in *nref.  0 or
+ * -errno (another error). */
+static int umulti_attach(struct probe *p, int prog_fd, const uint64_t *offs,
+			 const uint64_t *cookies, size_t n, size_t *nref)
+{
+	int fd = bpf_uprobe_multi_link(prog_fd, p->path, offs, cookies, n, p->opts.pid,
+				       p->kind == PROBE_URETPROBE);
+
+	if (fd >= 0)
+		return probe_keep_fd(p, fd) < 0 ? -ENOMEM : 0;
+	if (fd != -524 && fd != -EINVAL && fd != -EOPNOTSUPP)
+		return fd;
+	if (n == 1) {
+		pr_debug("%s: the kernel refused a uprobe on %s (file offset 0x%llx): %s",
+			 p->desc, p->sites[cookies[0]], (unsigned long long)offs[0],
+			 errstr(fd));
+		(*nref)++;
+		return 0;
+	}
+	fd = umulti_attach(p, prog_fd, offs, cookies, n / 2, nref);
+	if (fd)
+		return fd;
+	return umulti_attach(p, prog_fd, offs + n / 2, cookies + n / 2, n - n / 2, nref);
+}
+
+/* A wildcard's sites: those that begin with an EVEX instruction left out
+ * (one warning naming them; all of them is an error), the rest in one
+ * uprobe.multi link, or a uprobe each; site i carries i as its cookie. */
+static int uwild_attach(struct probe *p, int prog_fd)
+{
+	struct uwild *w = p->priv;
+	uint64_t *offs = calloc(p->nsites, sizeof(*offs));
+	uint64_t *cookies = calloc(p->nsites, sizeof(*cookies));
+	size_t n = 0, nevex = 0, first = 0;
+	int fd = 0;
+
+	if (!offs || !cookies) {
+		fd = probe_fail(p, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < p->nsites; i++) {
+		if (evex_first(p->path, w->offs[i])) {
+			if (!nevex++)
+				first = i;
+			continue;
+		}
+		offs[n] = w->offs[i];
+		cookies[n++] = i;
+	}
+	if (!n) {
+		fd = probe_fail(p, -EOPNOTSUPP, "%s: every function it matches begins with an "
+				"EVEX (AVX-512) instruction, which the kernel's uprobe executes "
+				"wrongly out of line (the traced program's results change): "
+				"probe them inline (-p PID or fay run)", p->desc);
+		goto out;
+	}
+	if (nevex)
+		pr_warn("%s: %zu of its functions left out (%s%s): they begin with an EVEX "
+			"(AVX-512) instruction, which the kernel's uprobe executes wrongly out "
+			"of line; probe them inline (-p PID or fay run)", p->desc, nevex,
+			p->sites[first], nevex > 1 ? ", ..." : "");
+	if (w->multi) {
+		size_t nref = 0;
+
+		fd = umulti_attach(p, prog_fd, offs, cookies, n, &nref);
+		if (fd == -ESRCH)
+			fd = probe_fail(p, fd, "no process %d", (int)p->opts.pid);
+		else if (fd >= 0 && nref == n)
+			fd = probe_fail(p, -EOPNOTSUPP, "%s: the kernel refused a uprobe on "
+					"every function it matches", p->desc);
+		else if (fd < 0)
+			fd = probe_fail(p, fd, "cannot attach %s in uprobe.multi links: %s",
+					p->desc, errstr(fd));
+		else if (nref)
+			pr_warn("%s: %zu of its functions left out: the kernel refused a "
+				"uprobe at their first instruction", p->desc, nref);
+		goto out;
+	}
+	for (size_t i = 0; i < n && fd >= 0; i++)
+		fd = uprobe_open(p, prog_fd, offs[i], 0, p->kind == PROBE_URETPROBE, true,
+				 cookies[i]);
+out:
+	free(offs);
+	free(cookies);
+	return fd < 0 ? fd : 0;
+}
+
 static int uprobe_attach(struct probe *p, int prog_fd)
 {
 	const struct uwild *w = p->priv;
@@ -422,24 +573,15 @@ static int uprobe_attach(struct probe *p, int prog_fd)
 	if (rc)
 		return rc;
 
-	for (size_t i = 0; i < (w ? p->nsites : 1); i++)
-		if (evex_first(p->path, w ? w->offs[i] : p->offset))
-			return probe_fail(p, -EOPNOTSUPP, "%s: the function at file offset "
-					  "0x%llx begins with an EVEX (AVX-512) instruction, which "
-					  "the kernel's uprobe executes wrongly out of line (the "
-					  "traced program's results change: libc's memset wrote "
-					  "other bytes): probe it inline (-p PID or fay run)",
-					  p->desc, (unsigned long long)(w ? w->offs[i] : p->offset));
-
-	for (size_t i = 0; w && i < p->nsites; i++) {
-		int err = uprobe_open(p, prog_fd, w->offs[i], 0,
-				      p->kind == PROBE_URETPROBE, true, i);
-
-		if (err < 0)
-			return err;
-	}
 	if (w)
-		return 0;
+		return uwild_attach(p, prog_fd);
+	if (evex_first(p->path, p->offset))
+		return probe_fail(p, -EOPNOTSUPP, "%s: the function at file offset 0x%llx "
+				  "begins with an EVEX (AVX-512) instruction, which the kernel's "
+				  "uprobe executes wrongly out of line (the traced program's "
+				  "results change: libc's memset wrote other bytes): probe it "
+				  "inline (-p PID or fay run)", p->desc,
+				  (unsigned long long)p->offset);
 	for (size_t i = 0; i < p->nmore; i++) {
 		int err;
 

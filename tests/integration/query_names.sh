@@ -7,8 +7,11 @@
 # count(); } on the same run, where s.name == "..." as a filter (also at
 # the entry of a paired query), streamed as a column, and across a
 # cluster (two agents, merged by name at the collector); a wildcard
-# function("libc:pthread_mutex_*") (a uprobe per function, s.name by its
-# cookie) against the workload's counts and bpftrace's.
+# function("libc:pthread_mutex_*") (s.name by its cookie) against the
+# workload's counts and bpftrace's, through one uprobe.multi link (Linux
+# 6.6: fay's descriptors show it) and a uprobe per function
+# (FAY_NO_UPROBE_MULTI=1); function("libc:*"), 2500+ functions, through
+# uprobe.multi.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 . "$(dirname "$0")/query_lib.bash"
@@ -68,7 +71,56 @@ r = {x['name']: x['n'] for x in map(json.loads, open('$T_TMP/out'))}
 assert r['pthread_mutex_lock'] >= 100 and r['pthread_mutex_unlock'] >= 150, r"
 "$FAY" query -c "$W mutex 1" 'from f in function("libc:pthread_mutex_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
 ok "the attach line says how many functions the pattern matched" \
-	grep -qE 'uprobe [^ ]*libc[^ ]*:pthread_mutex_\* \([0-9]+ functions\)' "$T_TMP/err"
+	grep -qE 'uprobe(\.multi)? [^ ]*libc[^ ]*:pthread_mutex_\* \([0-9]+ functions\)' "$T_TMP/err"
+
+# ---- uprobe.multi (Linux 6.6): one link for all the functions, else a uprobe each ------
+fqv() {	# fq with fay's attach line and warnings
+	timeout 60 "$FAY" query "$@" >"$T_TMP/out" 2>"$T_TMP/err"
+	RC=$?
+}
+kv=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
+fq --json -c "$W mutex 100" 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }'
+cp "$T_TMP/out" "$T_TMP/multi.out"
+FAY_NO_UPROBE_MULTI=1 fqv --json -c "$W mutex 100" 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }'
+ok "FAY_NO_UPROBE_MULTI=1: a uprobe per function, named so on the attach line" \
+	grep -qE 'attached: uprobe [^ ]*libc[^ ]*:pthread_mutex_\* \([0-9]+ functions\)' "$T_TMP/err"
+same "$T_TMP/out" "$(cat "$T_TMP/multi.out")" "a uprobe per function counts exactly as the uprobe.multi link (or as the default)"
+if [ "$kv" -ge 6006 ]; then
+	# fay's own descriptors while it runs: one bpf_link of type
+	# uprobe_multi holding the 11 sites, no perf event
+	QW_WAIT=$T_TMP/mgo "$W" mutex 30 & mw=$!
+	timeout 60 "$FAY" query --json -p $mw 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+		>"$T_TMP/out" 2>"$T_TMP/err" & mt=$!
+	wait_for 30 grep -q attached "$T_TMP/err"
+	fp=$(pgrep -P $mt | head -1)
+	links=$(for f in /proc/$fp/fd/*; do [ "$(readlink "$f")" = anon_inode:bpf_link ] && cat "/proc/$fp/fdinfo/${f##*/}"; done)
+	nperf=$(find "/proc/$fp/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
+	nsites=$(grep -c '^function:' <("$FAY" probes 'libc:pthread_mutex_*'))
+	touch "$T_TMP/mgo"
+	wait $mw
+	wait $mt
+	RC=$?
+	ok "Linux $(uname -r): one uprobe.multi link with the $nsites sites, no perf event (the attach line: uprobe.multi)" \
+		test "$(grep -c '^link_type:.uprobe_multi' <<<"$links")" = 1 -a \
+		"$(awk '/^uprobe_cnt:/ { print $2 }' <<<"$links")" = "$nsites" -a "$nperf" = 0 -a \
+		"$(grep -c 'attached: uprobe.multi ' "$T_TMP/err")" = 1
+	ok "... and it counts the workload's 15 trylocks" grep -qx '{"name":"pthread_mutex_trylock","n":15}' "$T_TMP/out"
+	# every function of libc (2500+, more than the 1024 uprobes fay puts
+	# one by one): pthread_spin_lock begins with a lock prefix, which the
+	# kernel refuses to run out of line; it is left out, the rest attach
+	nlibc=$(grep -c '^function:' <("$FAY" probes 'libc:*'))
+	fqv --json -c "$W mutex 100" 'from f in function("libc:*") group f by f.name into g select { name: g.key, n: g.count() }'
+	ok "function(\"libc:*\"): the $nlibc functions through uprobe.multi" \
+		grep -q "attached: uprobe.multi [^ ]*libc[^ ]*:\\* ($nlibc functions)" "$T_TMP/err"
+	ok "... counting the workload's 50 trylocks exactly" grep -qx '{"name":"pthread_mutex_trylock","n":50}' "$T_TMP/out"
+	ok "... the functions the kernel refuses (pthread_spin_lock) left out with a warning" \
+		grep -qE ': [0-9]+ of its functions left out: the kernel refused a uprobe at their first instruction' "$T_TMP/err"
+	FAY_NO_UPROBE_MULTI=1 fq 'from f in function("libc:*") select { n: count() }'
+	ok "FAY_NO_UPROBE_MULTI=1: function(\"libc:*\") is refused past 1024 uprobes, saying why" \
+		grep -q 'matches more than 1024 functions in .*: name fewer (a uprobe each: no uprobe.multi links' "$T_TMP/err"
+else
+	diag "Linux $(uname -r) has no uprobe.multi (6.6): its checks are not made"
+fi
 QW_WAIT=$T_TMP/pgo "$W" calls 50 & pw=$!
 timeout 60 "$FAY" query --json "from f in process($pw).function(\"fay_work_*\") group f by f.name into g select { f: g.key, n: g.count() } for 5s" \
 	>"$T_TMP/out" 2>"$T_TMP/err" & qp=$!
@@ -92,6 +144,12 @@ if [ -n "$BT" ]; then
 	libc=$(readlink -f "$(ldconfig -p | awk '/libc.so.6 .*x86-64/ { print $NF; exit }')")
 	compare_check 'function("libc:pthread_mutex_*") by s.name' 'pthread_mutex_(?!lock$|unlock$|trylock$).*' \
 		"uprobe:$libc:" pthread_mutex_trylock=150
+	# and the fallback, a uprobe per function
+	FAY_NO_UPROBE_MULTI=1 versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+		'uprobe:libc:pthread_mutex_lock,uprobe:libc:pthread_mutex_unlock,uprobe:libc:pthread_mutex_trylock /pid == @PID@/ { @[probe] = count(); }' \
+		3 mutex 300
+	compare_check 'FAY_NO_UPROBE_MULTI=1 function("libc:pthread_mutex_*") by s.name' \
+		'pthread_mutex_(?!lock$|unlock$|trylock$).*' "uprobe:$libc:" pthread_mutex_trylock=150
 fi
 
 # ---- a cluster: two agents, names merged at the collector ------------------------------
