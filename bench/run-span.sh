@@ -23,6 +23,13 @@
 # OPTIONS
 #   --runs N    bench_span runs (default 5); other options go to bench_span
 #               (--rounds N, --spans N).
+#   --live      with the rest of each pipeline running, as in production:
+#               a fay collector (SQLite in a temporary directory) and a
+#               fay agent draining the rings and shipping to it, and an
+#               LTTng session in normal mode (its consumer daemon writing
+#               the trace to disk) instead of a snapshot session.  The
+#               figures then include what sharing the CPUs and the rings'
+#               cache lines with the consumers costs the producer.
 #
 # EXAMPLES
 #   O=/tmp/fay-me bench/run-span.sh --runs 5
@@ -38,6 +45,7 @@ cd "$(dirname "$0")/.."
 
 O=${O:-build}
 runs=5
+live=0
 args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -47,6 +55,7 @@ while [ $# -gt 0 ]; do
 		*) echo "error: --runs wants a number from 1 to 99, not '${2:-}'" >&2; exit 1 ;;
 		esac
 		shift 2 ;;
+	--live) live=1; shift ;;
 	-h|--help) sed -n '4,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) args+=("$1"); shift ;;
 	esac
@@ -60,9 +69,11 @@ work=$(mktemp -d /tmp/fay-bench-span.XXXXXX)
 export FAY_SHM_DIR=$work/shm
 mkdir -p "$FAY_SHM_DIR"
 session=fay-bench-span-$$
-sessiond_pid=
+sessiond_pid= coll_pid= agent_pid=
 
 cleanup() {
+	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+	[ -n "$coll_pid" ] && kill "$coll_pid" 2>/dev/null && wait "$coll_pid" 2>/dev/null
 	lttng destroy "$session" >/dev/null 2>&1 || true
 	if [ -n "$sessiond_pid" ]; then
 		kill "$sessiond_pid" 2>/dev/null || true
@@ -80,7 +91,31 @@ if ! lttng list >/dev/null 2>&1; then
 		sleep 0.1
 	done
 fi
-if ! lttng create "$session" --snapshot >/dev/null ||
+if [ $live = 1 ]; then
+	lttng_mode=(--output="$work/lttng")
+	make --no-print-directory -s O="$O" >&2
+	# a free port pair for the collector (wire, HTTP)
+	for _ in $(seq 50); do
+		port=$((20000 + RANDOM % 30000))
+		ss -Hltn "sport = :$port or sport = :$((port + 1))" | grep -q . || break
+	done
+	"$O/fay" collector --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 1))" \
+		--db "$work/fay.db" >"$work/collector.log" 2>&1 &
+	coll_pid=$!
+	mkdir -p "$work/agent"
+	"$O/fay" agent --collector "127.0.0.1:$port" --shm-dir "$FAY_SHM_DIR" \
+		--state-dir "$work/agent" >"$work/agent.log" 2>&1 &
+	agent_pid=$!
+	for _ in $(seq 100); do
+		grep -q "connected" "$work/agent.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q "connected" "$work/agent.log" ||
+		{ echo "error: the agent did not connect (see $work/agent.log)" >&2; exit 1; }
+else
+	lttng_mode=(--snapshot)
+fi
+if ! lttng create "$session" "${lttng_mode[@]}" >/dev/null ||
    ! lttng enable-event --userspace --session="$session" 'zipkin:*' >/dev/null ||
    ! lttng start "$session" >/dev/null; then
 	echo "error: could not start an LTTng userspace session (see $work/sessiond.log)" >&2
@@ -105,8 +140,17 @@ mfs=$(med "${fs[@]}") mlt=$(med "${lt[@]}") mfu=$(med "${fu[@]}")
 mfr=$(med "${fr[@]}") mf2=$(med "${f2[@]}")
 
 lttng stop "$session" >/dev/null
-lttng snapshot record --session="$session" "$work/snap" >/dev/null
-snap=$(du -sb "$work/snap" | cut -f1)
+if [ $live = 1 ]; then
+	snap=$(du -sb "$work/lttng" | cut -f1)
+	kill "$agent_pid"
+	wait "$agent_pid" 2>/dev/null || true
+	agent_pid=
+	shipped=$(sed -n 's/.*agent stopped: .* \([0-9]*\) spans spooled, \([0-9]*\) acknowledged.*/\1 spooled, \2 acknowledged by the collector/p' \
+		"$work/agent.log" | tail -1)
+else
+	lttng snapshot record --session="$session" "$work/snap" >/dev/null
+	snap=$(du -sb "$work/snap" | cut -f1)
+fi
 
 # Instructions per span (user space; callgrind runs clock_gettime as a
 # system call, so the vDSO's few dozen instructions per read are not in
@@ -127,10 +171,14 @@ ir_s=$(ir one_span_sampled) ir_u=$(ir one_span_unsampled) ir_r=$(ir one_span_rem
 ratio=$(awk -v a="$mfs" -v b="$mlt" 'BEGIN {printf "%.2f", a / b}')
 ratio2=$(awk -v a="$mf2" -v b="$mfs" 'BEGIN {printf "%.2f", a / b}')
 echo
-echo "bench_span, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), median of $runs runs, load average $load0 before, $load1 after"
+echo "bench_span, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), median of $runs runs, load average $load0 before, $load1 after$([ $live = 1 ] && echo ", live: fay agent + collector draining, LTTng consumer writing")"
 echo "  sampled span (root+event+tag+end): fay $mfs ns, LTTng-UST $mlt ns (4 tracepoints, BlkKin fields): ratio $ratio (goal <= 50 ns, <= 0.10)"
 echo "  unsampled span (same 4 calls):     fay $mfu ns (goal <= 3 ns)"
 echo "  child of a remote parent:          fay $mfr ns (goal <= 80 ns)"
 echo "  two threads at once:               fay $mf2 ns per span per thread, ${ratio2}x one thread's (goal <= 1.10)"
 echo "  callgrind: sampled span $ir_s instructions, remote parent $ir_r, unsampled span $ir_u"
-echo "  LTTng snapshot after the runs: $snap bytes of trace data (the tracepoints recorded)"
+if [ $live = 1 ]; then
+	echo "  LTTng trace written by its consumer: $snap bytes; fay agent: ${shipped:-unknown (see agent.log)}"
+else
+	echo "  LTTng snapshot after the runs: $snap bytes of trace data (the tracepoints recorded)"
+fi

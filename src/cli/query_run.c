@@ -180,13 +180,14 @@ int fay_preload_env(const char *lib)
 }
 
 /* Fork the command, held until *go is written (or closed: then it
- * exits 127 without running anything).  With preload, it runs at once
- * with the runtime preloaded and held in the runtime's constructor
- * (FAY_INLINE_HOLD) until the probes are armed; *go is -1 then.
+ * exits 127 without running anything).  With preload, the runtime is
+ * preloaded; with rt_hold too, it runs at once and is held in the
+ * runtime's constructor (FAY_INLINE_HOLD) until the probes are armed,
+ * *go -1 then (a uprobe query arms no inline session: the pipe holds it).
  * words: the command as words (cmd is ignored).  Returns the pid or
  * -errno. */
 static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
-		       const sigset_t *mask, int *go)
+		       bool rt_hold, const sigset_t *mask, int *go)
 {
 	int fds[2];
 	pid_t pid;
@@ -218,9 +219,10 @@ static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
 		 * (engine_opts.hold_execs): if fay dies meanwhile, it goes on */
 		prctl(PR_SET_PDEATHSIG, SIGCONT);
 		close(fds[1]);
-		if (preload && (fay_preload_env(preload) || setenv("FAY_INLINE_HOLD", "1", 1)))
+		if (preload && (fay_preload_env(preload) ||
+				(rt_hold && setenv("FAY_INLINE_HOLD", "1", 1))))
 			_exit(127);
-		if (!preload && (read(fds[0], &c, 1) != 1 || !full))
+		if (!(preload && rt_hold) && (read(fds[0], &c, 1) != 1 || !full))
 			_exit(127);
 		close(fds[0]);
 		if (words) {
@@ -253,7 +255,7 @@ static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
 	}
 	close(fds[0]);
 	*go = fds[1];
-	if (preload) {		/* it runs already */
+	if (preload && rt_hold) {	/* it runs already */
 		close(fds[1]);
 		*go = -1;
 	}
@@ -282,6 +284,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	char why[2048];
 	pid_t child = -1;
+	bool rt_hold = false;
 	int rc = 1;
 
 	got_stop = 0;
@@ -300,7 +303,8 @@ int engine_run_query(struct query *q, const struct plan *p,
 	dopts.errlen = sizeof(why);
 
 	if (o->cmd || o->argv) {
-		child = start_cmd(o->cmd, o->argv, o->preload, &orig, &s.go);
+		rt_hold = o->preload && o->probe_mode != ENGINE_PROBE_UPROBE;
+		child = start_cmd(o->cmd, o->argv, o->preload, rt_hold, &orig, &s.go);
 		if (child < 0) {
 			fprintf(o->err, "error: cannot start the command: %s\n",
 				strerror((int)-child));
@@ -308,7 +312,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 		}
 		dopts.eo.pid = child;
 		dopts.eo.hold_execs = true;
-		if (o->preload)
+		if (rt_hold)
 			dopts.eo.inline_wait_ms = 10000;
 	}
 	if (dopts.eo.pid > 0) {
@@ -330,7 +334,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 		rc = 1;
 	}
 	if (child > 0) {
-		bool ran = s.go < 0 && !(o->preload && rc);
+		bool ran = s.go < 0 && !(rt_hold && rc);
 		int st;
 
 		if (!ran) {	/* never released: it exits without running */

@@ -4,10 +4,10 @@
 # and s.container (the container that path names).  Two containers (each
 # in its own pid and mount namespaces with its own root, unshare +
 # chroot) are put into cgroups named as the runtimes name them:
-# systemd-nspawn/machined's machine-web\x2d1.scope ("web-1") and podman's
+# systemd-nspawn/machined's machine-web\x2dPID.scope ("web-PID") and podman's
 # libpod-ID.scope (ID's first 12 digits); a third workload runs on the
 # host.  Each calls getppid() a known number of times: a query grouped by
-# container counts each exactly; `where s.container == "web-1"` counts
+# container counts each exactly; `where s.container == "web-PID"` counts
 # one, compiled to a cgroup id comparison in the probe; a process's own
 # function() query (uprobe and inline) knows its container too; and
 # function("libc:getppid") in every process (item 2) counts the
@@ -16,7 +16,10 @@
 . "$(dirname "$0")/container_lib.bash"
 command -v python3 >/dev/null || skip_all "python3 is not installed"
 ctr_cgroup_base fay-test
-CG_A=$BASE/machine.slice/'machine-web\x2d1.scope'
+# web-PID, not web-1: a name no other test's (or leftover) cgroup has,
+# since s.container == NAME matches every cgroup that name is read from
+WEB=web-$$
+CG_A=$BASE/machine.slice/"machine-web\\x2d$$.scope"
 CG_B=$BASE/libpod-$ID.scope
 mkdir -p "$CG_A" "$CG_B" || skip_all "cannot make cgroups under $CGR"
 cg_cleanup() {
@@ -67,9 +70,9 @@ query() {
 query 'from s in syscall("getppid") where s.comm == "ctr_work" group s by s.container into g select { c: g.key, n: g.count() }'
 want="{\"c\":\"\",\"n\":$NH}
 {\"c\":\"${ID:0:12}\",\"n\":$NB}
-{\"c\":\"web-1\",\"n\":$NA}"
+{\"c\":\"$WEB\",\"n\":$NA}"
 [ "$(sort "$T_TMP/q.out")" = "$(echo "$want" | sort)" ] &&
-	pass "grouped by container: web-1 (machined's name) $NA, ${ID:0:12} (podman's id) $NB, the host ('') $NH" ||
+	pass "grouped by container: $WEB (machined's name) $NA, ${ID:0:12} (podman's id) $NB, the host ('') $NH" ||
 	fail "grouped by container" "got: $(cat "$T_TMP/q.out")" "want: $want" "$(cat "$T_TMP/q.err")"
 
 # item 2: function("libc:...") in every process probes the containers'
@@ -84,27 +87,27 @@ ok "the attach line says how many files were probed (${nf:-none}: the host's lib
 	test "${nf:-0}" -ge 3
 
 query 'from s in syscall("getppid") where s.comm == "ctr_work" group s by s.cgroup into g select { c: g.key, n: g.count() }'
-python3 - "$T_TMP/q.out" "/fay-test-$$" "$ID" $NA $NB <<'PY' && pass "grouped by cgroup: the paths (a long one cut to its end), counted exactly" || fail "grouped by cgroup" "$(cat "$T_TMP/q.out")"
+python3 - "$T_TMP/q.out" "/fay-test-$$" "$ID" $NA $NB "$CG_A" "$BASE" <<'PY' && pass "grouped by cgroup: the paths (a long one cut to its end), counted exactly" || fail "grouped by cgroup" "$(cat "$T_TMP/q.out")"
 import json, sys
 rows = {r["c"]: r["n"] for r in map(json.loads, open(sys.argv[1]))}
 base, id_, na, nb = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-assert rows.get(base + "/machine.slice/machine-web\\x2d1.scope") == na, rows
+assert rows.get(base + sys.argv[6][len(sys.argv[7]):]) == na, rows
 full = base + "/libpod-" + id_ + ".scope"	# longer than a string slot (64):
 assert rows.get("..." + full[-60:] if len(full) > 63 else full) == nb, rows	# its end
 PY
 
-query 'from s in syscall("getppid") where s.container == "web-1" select { n: count() }'
-ok "where s.container == \"web-1\": $NA" test "$(cat "$T_TMP/q.out")" = "{\"n\":$NA}"
-"$FAY" query --emit=ir 'from s in syscall("getppid") where s.container == "web-1" select { n: count() }' >"$T_TMP/ir" 2>&1
-grep -q get_current_cgroup_id "$T_TMP/ir" && ! grep -qi 'web-1' "$T_TMP/ir" &&
+query "from s in syscall(\"getppid\") where s.container == \"$WEB\" select { n: count() }"
+ok "where s.container == \"$WEB\": $NA" test "$(cat "$T_TMP/q.out")" = "{\"n\":$NA}"
+"$FAY" query --emit=ir "from s in syscall(\"getppid\") where s.container == \"$WEB\" select { n: count() }" >"$T_TMP/ir" 2>&1
+grep -q get_current_cgroup_id "$T_TMP/ir" && ! grep -qi "$WEB" "$T_TMP/ir" &&
 	pass "the filter runs in the probe: bpf_get_current_cgroup_id() against the cgroup's id (no string)" ||
 	fail "the filter in the probe" "$(head -40 "$T_TMP/ir")"
 # the BPF the kernel gets: the helper's result compared with the id of
-# web-1's cgroup (the inode of its directory), a jump past the count
-"$FAY" query --emit=bpf 'from s in syscall("getppid") where s.container == "web-1" select { n: count() }' >"$T_TMP/bpf" 2>&1
+# $WEB's cgroup (the inode of its directory), a jump past the count
+"$FAY" query --emit=bpf "from s in syscall(\"getppid\") where s.container == \"$WEB\" select { n: count() }" >"$T_TMP/bpf" 2>&1
 cgid=$(printf '0x%x' "$(stat -c %i "$CG_A")")
 grep -q 'call bpf_get_current_cgroup_id' "$T_TMP/bpf" && grep -q "if r[0-9]* != $cgid goto" "$T_TMP/bpf" &&
-	pass "the generated BPF compares bpf_get_current_cgroup_id() with web-1's cgroup id ($cgid)" ||
+	pass "the generated BPF compares bpf_get_current_cgroup_id() with $WEB's cgroup id ($cgid)" ||
 	fail "the generated BPF" "want a compare with $cgid" "$(head -20 "$T_TMP/bpf")"
 "$FAY" query 'from s in syscall("getppid") where s.container == "no-such-ctr" select { n: count() }' >/dev/null 2>"$T_TMP/e"
 grep -q 'no container is named "no-such-ctr"' "$T_TMP/e" &&
@@ -122,8 +125,8 @@ for m in uprobe inline; do
 	go3; done3
 	kill -INT $qp 2>/dev/null; wait $qp
 	stop3
-	[ "$(cat "$T_TMP/q.out")" = "{\"c\":\"web-1\",\"n\":$NA}" ] &&
-		pass "$m: -p PID, function(\"libc:getppid\") by container: web-1 $NA" ||
+	[ "$(cat "$T_TMP/q.out")" = "{\"c\":\"$WEB\",\"n\":$NA}" ] &&
+		pass "$m: -p PID, function(\"libc:getppid\") by container: $WEB $NA" ||
 		fail "$m: by container" "$(cat "$T_TMP/q.out" "$T_TMP/q.err")"
 done
 done_testing

@@ -6,7 +6,8 @@
 # wait for it.  Before, the runtime's session was closed on the refusal,
 # which let main() run at once: a short program gave "error: no process
 # N" or a count short of its calls.  Here a program making 3 calls of a
-# refused site and exiting at once, 6 times: the exact count each time.
+# refused site and exiting at once, 6 times: the exact count each time;
+# then the same with --probe-mode=uprobe, which arms no inline session.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
 
@@ -25,4 +26,23 @@ done
 grep -q "uprobe: .*fay_inline_branchy" "$T_TMP/err" &&
 	pass "the site fell back to a uprobe (the case this test is about)" ||
 	diag "the site ran inline: this test then checks the hold of an inline site only"
+
+# --probe-mode=uprobe: no inline session ever arms, so the preloaded
+# runtime must not hold main() (it used to, until its 30 s limit: every
+# fay run --probe-mode=uprobe started its program 30 s late); fay holds it
+# itself until the uprobe is attached.  Exact count, and no 30 s wait.
+for i in 1 2 3; do
+	t0=$(date +%s%N)
+	timeout 60 "$FAY" run --json --probe-mode=uprobe --query "$Q" -- "$W" branchy 3 \
+		>"$T_TMP/out" 2>"$T_TMP/err"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	a=$(tail -1 "$T_TMP/out")
+	if [ $rc -eq 0 ] && [ "$a" = '{"n":3,"s":3}' ] && [ $ms -lt 20000 ]; then
+		pass "uprobe run $i: every call counted ($a), in $ms ms"
+	else
+		fail "uprobe run $i: exit $rc, answer '$a' in $ms ms (want {\"n\":3,\"s\":3}, well under the runtime's 30 s hold)" \
+			"$(cat "$T_TMP/err")"
+	fi
+done
 done_testing
