@@ -51,22 +51,39 @@ int proc_status_nums(pid_t pid, const char *key, unsigned long long *v, int n)
 	return got;
 }
 
+/* The line of /proc/PID/WHAT (a stat file) into line, and where its
+ * fields after "pid (comm)" start (comm may hold spaces and ')': after the
+ * last ')').  *rest NULL and -errno / -EPROTO when it cannot be read. */
+static int stat_line(pid_t pid, const char *what, char *line, size_t len, char **rest)
+{
+	char fn[320], *p;
+	FILE *f;
+
+	*rest = NULL;
+	f = proc_open(fn, sizeof(fn), pid, what);
+	if (!f)
+		return -errno;
+	p = fgets(line, (int)len, f);
+	fclose(f);
+	p = p ? strrchr(line, ')') : NULL;
+	if (!p)
+		return -EPROTO;
+	*rest = p + 1;
+	return 0;
+}
+
 /* The state letter of /proc/PID/WHAT (a stat file: field 3) into *st.
  * 0, or -errno / -EPROTO. */
 static int stat_state(pid_t pid, const char *what, char *st)
 {
-	char fn[320], line[1024], *p;
-	FILE *f;
+	char line[1024], *p;
+	int err = stat_line(pid, what, line, sizeof(line), &p);
 
-	f = proc_open(fn, sizeof(fn), pid, what);
-	if (!f)
-		return -errno;
-	p = fgets(line, sizeof(line), f);
-	fclose(f);
-	p = p ? strrchr(line, ')') : NULL;
-	if (!p || p[1] != ' ' || !p[2])
+	if (err)
+		return err;
+	if (p[0] != ' ' || !p[1])
 		return -EPROTO;
-	*st = p[2];
+	*st = p[1];
 	return 0;
 }
 
@@ -74,20 +91,13 @@ static int stat_state(pid_t pid, const char *what, char *st)
  * numbers them; first >= 3) into v.  0, or -errno / -EPROTO. */
 static int stat_fields_of(pid_t pid, const char *what, int first, unsigned long long *v, int n)
 {
-	char fn[320], line[1024], *p, *end;
-	FILE *f;
+	char line[1024], *p, *end;
 	int field = 3;   /* the first after "pid (comm)" */
+	int err = stat_line(pid, what, line, sizeof(line), &p);
 
-	f = proc_open(fn, sizeof(fn), pid, what);
-	if (!f)
-		return -errno;
-	p = fgets(line, sizeof(line), f);
-	fclose(f);
-	/* comm may hold spaces and ')': the fields start after the last ')' */
-	p = p ? strrchr(line, ')') : NULL;
-	if (!p)
-		return -EPROTO;
-	for (p++; *p && field < first; field++) {
+	if (err)
+		return err;
+	for (; *p && field < first; field++) {
 		p += strspn(p, " ");
 		p += strcspn(p, " ");
 	}
