@@ -47,6 +47,30 @@ busy() {
 	in_main "$ready"
 	orig=$(first_bytes $wpid)
 }
+# phase_query GO DONE ARGS...: with a workload (pid in wpid) that runs a
+# phase when the file GO appears and writes DONE after it, run `fay query
+# ARGS` (answer in $T_TMP/q.out, progress in $T_TMP/q.err, copied to
+# $T_TMP/err) until it attached or failed, let the phase run, then end the
+# query with SIGINT; a query that does not end within 60 s (a detach that
+# hangs) is killed.  Its exit status in RC.
+phase_query() {
+	local go=$1 done=$2 q
+	shift 2
+	: >"$T_TMP/q.err"
+	"$FAY" query "$@" >"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
+	T_PIDS+=($q)
+	attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/null; }
+	wait_for 60 attached_or_gone
+	touch "$go"
+	wait_for 60 test -e "$done"
+	kill -INT $q 2>/dev/null
+	wait_for 60 eval "! kill -0 $q"
+	kill -9 $q 2>/dev/null
+	wait $q
+	RC=$?
+	cp "$T_TMP/q.err" "$T_TMP/err"
+}
+
 # go_query GO ARGS...: with a workload (pid in wpid) waiting for the file
 # GO, run `fay query ARGS` (its answer in $T_TMP/q.out, progress in
 # $T_TMP/q.err) until it attached or failed, let the workload go, wait

@@ -63,21 +63,9 @@ read -r _ _ tries _ rets _ jumps _ pbad _ inp <<<"$p1"
 ok "phase 1: $p1: the handler jumped out of calls" test "${jumps:-0}" -gt 0
 ok "... and out of the probe machinery (runtime, trampoline or JIT code): $inp of its signals landed there" test "${inp:-0}" -gt 0
 ok "... every call that returned returned the right result" test "${pbad:-1}" -eq 0
-: >"$T_TMP/q.err"
-"$FAY" query --json -p $wpid --probe-mode=inline \
-	"from f in process($wpid).function(\"fay_inline_fn\") select { n: count(), s: sum(f.arg(1)) }" \
-	>"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
-T_PIDS+=($q)
-attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/null; }
-wait_for 60 attached_or_gone
-touch "$D/go2"
-wait_for 60 test -e "$D/done2"
 # the query ends at SIGINT, or is killed after 60 s (a detach that hangs)
-kill -INT $q 2>/dev/null
-wait_for 60 eval '! kill -0 $q'
-kill -9 $q 2>/dev/null
-wait $q; RC=$?
-cp "$T_TMP/q.err" "$T_TMP/err"
+phase_query "$D/go2" "$D/done2" --json -p $wpid --probe-mode=inline \
+	"from f in process($wpid).function(\"fay_inline_fn\") select { n: count(), s: sum(f.arg(1)) }"
 same "$T_TMP/q.out" "{\"n\":$K,\"s\":$((7 * K))}" "after the storm, a new query counts exactly the $K calls of phase 2 (no slot left busy)"
 ok "the function's bytes are the original ones after the last detach" test "$(orig_of $wpid)" = "$orig"
 touch "$D/end"

@@ -49,19 +49,8 @@ ok "$N rounds of kill -9 of an attached inline query and a new one at once: none
 ok "... each new query's answer right (sum(arg1) = 7 x count; $bad bad)" test $bad -eq 0
 touch "$D/stop1"
 wait_for 60 test -e "$D/ready2"
-: >"$T_TMP/q.err"
-"$FAY" query --json -p $wpid --probe-mode=inline "$Q" >"$T_TMP/q.out" 2>"$T_TMP/q.err" & q=$!
-T_PIDS+=($q)
-attached_or_gone() { grep -q 'attached' "$T_TMP/q.err" || ! kill -0 $q 2>/dev/null; }
-wait_for 60 attached_or_gone
-touch "$D/go2"
-wait_for 60 test -e "$D/done2"
 # the query ends at SIGINT, or is killed after 60 s (a detach that hangs)
-kill -INT $q 2>/dev/null
-wait_for 60 eval '! kill -0 $q'
-kill -9 $q 2>/dev/null
-wait $q; RC=$?
-cp "$T_TMP/q.err" "$T_TMP/err"
+phase_query "$D/go2" "$D/done2" --json -p $wpid --probe-mode=inline "$Q"
 same "$T_TMP/q.out" "{\"n\":$K,\"s\":$((7 * K))}" "afterwards a query counts exactly the $K calls of phase 2"
 ok "the function's bytes are the original ones after the last detach" test "$(first_bytes $wpid)" = "$orig"
 touch "$D/end"
