@@ -48,8 +48,12 @@ await session('the flame graph', pg, close, async () => {
 		JSON.stringify({ b, c, d }));
 	// within 3 standard deviations of the share for the samples taken
 	// (the program gets what CPU a loaded machine leaves it: 62 samples
-	// in 4 s at 997 Hz in one run here)
-	const n = sum(b, 'value') + sum(d, 'value'), tol = 3 * Math.sqrt(0.09 / Math.max(1, n));
+	// in 4 s at 997 Hz in one run here), and never tighter than 0.035:
+	// the workload's own split is not exactly 9:1 (0.921 and 0.924 of
+	// ~3700 samples in two quiet CI runs; query_stacks.sh allows 0.05),
+	// while a flame graph that counted B twice would show 0.947
+	const n = sum(b, 'value') + sum(d, 'value'),
+		tol = Math.max(0.035, 3 * Math.sqrt(0.09 / Math.max(1, n)));
 	ok(n >= 30 && Math.abs(ratio - 0.9) <= tol,
 		`B holds about 9 of every 10 samples of B and D (${ratio.toFixed(3)} of ${n}, within ${tol.toFixed(3)})`);
 	ok(Math.abs(sum(b, 'width') / Math.max(1, sum(b, 'width') + sum(d, 'width')) - ratio) < 0.02,
