@@ -226,13 +226,16 @@ struct ingest *ingest_new(struct collector *c);
 /* Stop (finishing queued work) and free. */
 void ingest_free(struct ingest *in);
 /* Queue b and wait until it is committed (0) or failed (-errno, reason
- * in err).  Any thread. */
+ * in err).  Any thread; b is an HTTP or gRPC sender's (not an agent's:
+ * ingest_write_chain()), which the store's linger counts by how many
+ * were queued at once lately (ingest.c). */
 int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen);
 /*
  * Queue the n (1..64) batches of b, in order, to be written in ONE store
  * write (never split over two: all are committed or none), and wait for
  * it: 0, or -errno with the reason in err for all of them.  An agent
- * connection's batches read ahead (wire_batch.c).
+ * connection's batches read ahead (wire_batch.c); the store's linger
+ * counts them by the connected agents.
  */
 int ingest_write_chain(struct ingest *in, struct store_batch **b, size_t n, char *err,
 		       size_t errlen);

@@ -23,9 +23,13 @@
  * INSERT) is written in fewer, larger writes: once a job is queued the
  * writer waits, up to c->write_linger_ns after that job arrived, for
  * c->write_batch spans to gather, and stops waiting early when every
- * connected agent already has a batch queued (each waits for its ACK, so
- * nothing more can come from them).  The ACKs still follow the write that
- * contains their batch: the guarantees are the same, only later.
+ * sender it knows of already has a batch queued (each waits for its
+ * answer, so nothing more can come from them): the connected agents, and
+ * as many HTTP and gRPC senders (OTLP, Zipkin) as were in the store's
+ * hands at once in the last INGEST_PEAK_NS (they have no session to count
+ * them by; one OTLP exporter on one connection is then 1, and its
+ * requests never wait for the linger).  The ACKs still follow the write
+ * that contains their batch: the guarantees are the same, only later.
  *
  * While the store's disk is low (store__write_gate(), its watermark),
  * batches are refused before they are queued: agents get a NACK and keep
@@ -54,6 +58,8 @@
 #define INGEST_CHAIN_MAX    64     /* batches ingest_write_chain() takes */
 #define INGEST_RETAIN_CHUNK 5000
 #define INGEST_WRITERS_MAX  8
+#define INGEST_PEAK_NS      1000000000ull /* how long an HTTP/gRPC sender
+					     is remembered (linger above) */
 
 enum job_type { JOB_BATCH, JOB_HELLO, JOB_STATS };
 
@@ -67,6 +73,7 @@ struct job {
 	int done;
 	uint64_t queued_ns;         /* when it was queued (monotonic) */
 	int chained;                /* goes in the same group as the job before */
+	int other;                  /* a batch of an HTTP or gRPC sender, not an agent */
 	struct job *next;
 };
 
@@ -86,6 +93,10 @@ struct ingest {
 	size_t waiting_senders;     /* submitters of batches queued and not
 				       taken (a chain of batches is one) */
 	size_t writing_senders;     /* ... taken by a writer, not yet done */
+	size_t others;              /* HTTP/gRPC senders with a batch queued
+				       or being written */
+	size_t others_peak;         /* the most of them at once since ... */
+	uint64_t others_peak_ns;    /* ... this time (monotonic) */
 	unsigned writing;           /* groups of batches taken, not yet done */
 };
 
@@ -125,19 +136,32 @@ static void retain(struct ingest *in)
 		in->next_retain_ns = clock_monotonic_ns() + retain_interval_ns(c);
 }
 
+/* The HTTP/gRPC senders seen at once lately (the linger above): the peak
+ * of in->others over the last INGEST_PEAK_NS, taken anew when it is
+ * older; with in->lock held. */
+static size_t others_known(struct ingest *in, uint64_t now_ns)
+{
+	if (in->others >= in->others_peak || now_ns - in->others_peak_ns > INGEST_PEAK_NS) {
+		in->others_peak = in->others;
+		in->others_peak_ns = now_ns;
+	}
+	return in->others_peak;
+}
+
 /* Whether the writer should wait for more before taking a group (the
  * linger above); called with in->lock held and a job queued. */
-static int linger(const struct ingest *in, uint64_t now_ns)
+static int linger(struct ingest *in, uint64_t now_ns)
 {
 	const struct collector *c = in->c;
-	uint64_t agents = __atomic_load_n(&c->m.agents_connected, __ATOMIC_RELAXED);
+	uint64_t senders = __atomic_load_n(&c->m.agents_connected, __ATOMIC_RELAXED) +
+			   others_known(in, now_ns);
 
 	if (!c->write_linger_ns || in->stop || in->head->type != JOB_BATCH)
 		return 0;
 	if (in->waiting_spans >= c->write_batch)
 		return 0;
-	/* the senders another writer has are waiting for their ACKs too */
-	if (agents && in->waiting_senders + in->writing_senders >= agents)
+	/* the senders another writer has are waiting for their answers too */
+	if (senders && in->waiting_senders + in->writing_senders >= senders)
 		return 0;
 	return now_ns < in->head->queued_ns + c->write_linger_ns;
 }
@@ -236,8 +260,13 @@ static void *writer_main(void *arg)
 
 			if (!in->head || !linger(in, now))
 				break;
-			until = clock_realtime_ns() + (in->head->queued_ns +
-						       in->c->write_linger_ns - now);
+			/* until the linger ends, or the senders seen lately
+			 * are forgotten (fewer may be waited for then) */
+			until = in->head->queued_ns + in->c->write_linger_ns;
+			if (in->others_peak > in->others &&
+			    in->others_peak_ns + INGEST_PEAK_NS + 1 < until)
+				until = in->others_peak_ns + INGEST_PEAK_NS + 1;
+			until = clock_realtime_ns() + (until - now);
 			ts.tv_sec = (time_t)(until / 1000000000u);
 			ts.tv_nsec = (long)(until % 1000000000u);
 			pthread_cond_timedwait(&in->wake, &in->lock, &ts);
@@ -288,6 +317,8 @@ static void *writer_main(void *arg)
 			if (j->type == JOB_BATCH)
 				__atomic_sub_fetch(&in->queued_spans, j->b->nspans + j->b->nparts,
 						   __ATOMIC_RELAXED);
+			if (j->other)
+				in->others--;
 			j->done = 1; /* after this, j may be gone */
 			j = next;
 		}
@@ -384,6 +415,10 @@ static int submit_n(struct ingest *in, struct job *v, size_t nj, size_t cap)
 	}
 	__atomic_add_fetch(&in->queued_spans, n, __ATOMIC_RELAXED); /* under lock; read by /metrics */
 	in->waiting_spans += n;
+	if (v[0].other && ++in->others >= in->others_peak) {
+		in->others_peak = in->others;
+		in->others_peak_ns = clock_monotonic_ns();
+	}
 	for (size_t i = 0; i < nj; i++) {
 		if (v[i].type == JOB_BATCH && !i)
 			in->waiting_senders++;
@@ -406,7 +441,7 @@ static int submit(struct ingest *in, struct job *j, size_t cap)
 
 int ingest_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen)
 {
-	struct job j = { .type = JOB_BATCH, .b = b };
+	struct job j = { .type = JOB_BATCH, .b = b, .other = 1 };
 	int ret = submit(in, &j, 0);
 
 	if (ret)
@@ -436,7 +471,7 @@ int ingest_write_chain(struct ingest *in, struct store_batch **b, size_t n, char
 
 int ingest_try_write(struct ingest *in, struct store_batch *b, char *err, size_t errlen)
 {
-	struct job j = { .type = JOB_BATCH, .b = b };
+	struct job j = { .type = JOB_BATCH, .b = b, .other = 1 };
 	int ret = submit(in, &j, in->c->ingest_queue);
 
 	if (ret)

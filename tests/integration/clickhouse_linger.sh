@@ -7,8 +7,9 @@
 # Checked on a real collector and server: many batches become few store
 # writes (fay_collector_store_writes_total), every ACKed span is stored
 # once, the linger ends early when every connected agent waits (one
-# agent is not slowed), two HTTP senders lingered into one write, and
-# the options are refused without --clickhouse.
+# agent is not slowed) and when every HTTP sender seen lately waits (one
+# is not slowed, four are written together), and the options are
+# refused without --clickhouse.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/clickhouse.bash"
 . "$(dirname "$0")/collector_lib.bash"
@@ -45,27 +46,41 @@ ok "no linger when the one agent waits (6 batches in < 30 s, a linger each is 60
 	[ $((t1 - t0)) -lt 30 ]
 coll_stop
 
-# 3. two HTTP posts (no agent connected) within the linger: one write
+# 3. HTTP senders (no agent connected), linger 4s: the writer counts them
+# by how many it had at once lately (src/collector/ingest.c), so that one
+# sender posting one request after another never waits for the linger
+# (before, each of its requests waited the whole 4 s), and four posting
+# side by side are written together without waiting for the linger
 ok "collector up (linger 4s)" ch_coll_start one http --clickhouse-linger 4s
 now=$(( $(date +%s) * 1000000 ))
 post() {
 	curl -sf -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
 		"$URL/api/v2/spans" --data-binary \
-		"[{\"traceId\":\"00000000000000a$1\",\"id\":\"000000000000000$1\",\"name\":\"get\",\"timestamp\":$now,\"duration\":5,\"localEndpoint\":{\"serviceName\":\"web\"}}]"
+		"[{\"traceId\":\"$(printf %016x $((0xa000 + $1)))\",\"id\":\"$(printf %016x $1)\",\"name\":\"get\",\"timestamp\":$now,\"duration\":5,\"localEndpoint\":{\"serviceName\":\"web\"}}]"
 }
 : >"$T_TMP/codes"
 t0=$(date +%s%N)
-post 1 >>"$T_TMP/codes" &
-p1=$!
-post 2 >>"$T_TMP/codes" &
-p2=$!
-wait $p1 $p2
+for i in $(seq 1 10); do post $i >>"$T_TMP/codes"; done
 t1=$(date +%s%N)
-diag "two POSTs answered in $(( (t1 - t0) / 1000000 )) ms"
-ok "both POSTs 202" [ "$(grep -c 202 "$T_TMP/codes")" = 2 ]
-ok "... answered after the linger (>= 3 s: they waited for more)" [ $(( (t1 - t0) / 1000000 )) -ge 3000 ]
-ok "... in one store write" [ "$(metric fay_collector_store_writes_total)" = 1 ]
-ok "both spans there" [ "$(ch_q one 'SELECT count() FROM http.spans FINAL')" = 2 ]
+diag "10 POSTs one after another answered in $(( (t1 - t0) / 1000000 )) ms"
+ok "one sender: 10 POSTs 202" [ "$(grep -c 202 "$T_TMP/codes")" = 10 ]
+ok "... in less than one linger (4 s) in all" [ $(( (t1 - t0) / 1000000 )) -lt 4000 ]
+w0=$(metric fay_collector_store_writes_total)
+: >"$T_TMP/codes"
+t0=$(date +%s%N)
+for k in 0 1 2 3; do
+	( for i in $(seq 1 10); do post $((100 + k * 10 + i)); done >>"$T_TMP/codes" ) &
+	pids+=($!)
+done
+wait "${pids[@]}"
+t1=$(date +%s%N)
+w=$(( $(metric fay_collector_store_writes_total) - w0 ))
+diag "4 senders x 10 POSTs answered in $(( (t1 - t0) / 1000000 )) ms, in $w store writes"
+ok "four senders: 40 POSTs 202" [ "$(grep -c 202 "$T_TMP/codes")" = 40 ]
+ok "... in at most 30 store writes (written together)" [ "$w" -le 30 ]
+ok "... in less than 5 lingers (20 s; each round waited 4 s before)" \
+	[ $(( (t1 - t0) / 1000000 )) -lt 20000 ]
+ok "every span there" [ "$(ch_q one 'SELECT count() FROM http.spans FINAL')" = 50 ]
 coll_stop
 
 # 4. the options need --clickhouse; bad values are refused
