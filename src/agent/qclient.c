@@ -4,7 +4,10 @@
  * is common/qlink.c; here, what runs a query: the query driver
  * (engine/driver.h) with windows aligned to the wall clock and raw rows,
  * and a sink that sends each window as a PARTIAL (the host's merge of
- * the per-CPU partials), streamed records in batches, and QSTATUS.  The
+ * the per-CPU partials), streamed records in batches, and QSTATUS; or, for
+ * a query in keep mode ('keep DUR'), that keeps its records in a keep
+ * buffer (engine/keepbuf.h, registered in keepreg.h) for a capture by
+ * query instead of sending them.  The
  * driver checks the job's stop flag every QC_TICK_MS, so probes are
  * detached within that (and the time it takes to free the programs)
  * after a CANCEL or the loss of the connection.
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "agent/flight.h"
+#include "agent/keepreg.h"
 #include "agent/qclient.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
@@ -33,6 +37,7 @@ struct runner {
 	const char *host;
 	struct wbuf stream;		/* records not yet sent */
 	uint64_t nrecords;
+	struct keepbuf *keep;		/* keep mode: records kept here, not sent */
 };
 
 static int send_frame(struct runner *r, unsigned type, const struct wbuf *w)
@@ -120,6 +125,10 @@ static int on_record(void *ctx, struct engine *e, const void *rec, size_t size)
 {
 	struct runner *r = ctx;
 
+	if (r->keep) {
+		keepbuf_add(r->keep, rec, clock_realtime_ns());
+		return 0;
+	}
 	partial_record_encode(engine_plan(e), rec, &r->stream);
 	r->nrecords++;
 	return r->stream.len >= QC_STREAM_FLUSH ? flush_stream(r, e, false, NULL) : 0;
@@ -166,6 +175,20 @@ static void run_job(struct qlink_job *job)
 	}
 	o.err = why;
 	o.errlen = sizeof(why);
+	if (p->mode == PLAN_STREAM && p->keep_ns) {
+		if (!c->keeps) {
+			qlink_status(job, WIRE_QS_FAILED, "keep mode: this agent keeps no events");
+			query_free(q);
+			return;
+		}
+		r->keep = keepbuf_new((uint32_t)p->record_size, p->keep_ns, p->keep_max);
+		if (!r->keep || keepreg_add(c->keeps, keepreg_key(job->text, job->len), r->keep)) {
+			qlink_status(job, WIRE_QS_FAILED, "keep mode: out of memory");
+			keepbuf_free(r->keep);
+			query_free(q);
+			return;
+		}
+	}
 	if (c->tap) {		/* spans(...): the drain thread feeds them */
 		o.spans_attach = spantap_attach;
 		o.spans_detach = spantap_detach;
@@ -180,6 +203,16 @@ static void run_job(struct qlink_job *job)
 		qlink_status(job, WIRE_QS_ENDED, "");
 	pr_info("query %" PRIu32 ": %s", job->qid, job->stop ? "cancelled, probes detached" :
 		rc ? (why[0] ? why : "failed") : "ended");
+	if (r->keep) {
+		struct keepbuf_stats ks;
+
+		keepreg_remove(c->keeps, r->keep);
+		keepbuf_get_stats(r->keep, clock_realtime_ns(), &ks);
+		pr_info("query %" PRIu32 ": keep mode: %" PRIu64 " events kept, %" PRIu64
+			" overwritten, %" PRIu64 " older dropped", job->qid, ks.added,
+			ks.overwritten, ks.expired);
+		keepbuf_free(r->keep);
+	}
 	wbuf_free(&r->stream);
 	query_free(q);
 }

@@ -340,8 +340,9 @@ static struct sq *sq_new(struct standing *s, const char *name, const char *text,
 		sq_free(q);
 		return NULL;
 	}
-	if (q->p->mode != PLAN_AGGREGATE || !q->p->window_ns) {
-		snprintf(err, errlen, "a standing query needs aggregates and 'window DUR' (its windows are its history)");
+	if ((q->p->mode != PLAN_AGGREGATE || !q->p->window_ns) &&
+	    (q->p->mode != PLAN_STREAM || !q->p->keep_ns)) {
+		snprintf(err, errlen, "a standing query needs aggregates and 'window DUR' (its windows are its history), or events in keep mode ('keep DUR': each host keeps them for fay capture --query)");
 		sq_free(q);
 		return NULL;
 	}
