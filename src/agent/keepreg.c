@@ -13,7 +13,22 @@ struct kentry {
 	struct kentry *next;
 	uint64_t key;
 	struct keepbuf *kb;
+	const struct plan *p;
 };
+
+/* keepreg_each()'s walk of one buffer: fn with its plan. */
+struct walk {
+	int (*fn)(void *ctx, const struct plan *p, const void *rec, uint64_t t_ns);
+	void *ctx;
+	const struct plan *p;
+};
+
+static int walk_one(void *ctx, const void *rec, uint64_t t_ns)
+{
+	struct walk *w = ctx;
+
+	return w->fn(w->ctx, w->p, rec, t_ns);
+}
 
 struct keepreg {
 	pthread_mutex_t lock;
@@ -43,18 +58,7 @@ void keepreg_free(struct keepreg *r)
 	free(r);
 }
 
-uint64_t keepreg_key(const char *text, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)text[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-int keepreg_add(struct keepreg *r, uint64_t key, struct keepbuf *kb)
+int keepreg_add(struct keepreg *r, uint64_t key, struct keepbuf *kb, const struct plan *p)
 {
 	struct kentry *e = calloc(1, sizeof(*e));
 
@@ -62,6 +66,7 @@ int keepreg_add(struct keepreg *r, uint64_t key, struct keepbuf *kb)
 		return -ENOMEM;
 	e->key = key;
 	e->kb = kb;
+	e->p = p;
 	pthread_mutex_lock(&r->lock);
 	e->next = r->head;
 	r->head = e;
@@ -97,7 +102,8 @@ static void sum(struct keepbuf_stats *a, const struct keepbuf_stats *b)
 }
 
 int keepreg_each(struct keepreg *r, uint64_t key, uint64_t from_ns, uint64_t to_ns,
-		 uint64_t now_ns, int (*fn)(void *ctx, const void *rec, uint64_t t_ns),
+		 uint64_t now_ns,
+		 int (*fn)(void *ctx, const struct plan *p, const void *rec, uint64_t t_ns),
 		 void *ctx, uint64_t *n, struct keepbuf_stats *st)
 {
 	int nbufs = 0;
@@ -107,12 +113,13 @@ int keepreg_each(struct keepreg *r, uint64_t key, uint64_t from_ns, uint64_t to_
 	pthread_mutex_lock(&r->lock);
 	for (struct kentry *e = r->head; e; e = e->next) {
 		struct keepbuf_stats one;
+		struct walk w = { .fn = fn, .ctx = ctx, .p = e->p };
 		uint64_t k = 0;
 
 		if (e->key != key)
 			continue;
 		nbufs++;
-		keepbuf_each(e->kb, from_ns, to_ns, now_ns, fn, ctx, &k);
+		keepbuf_each(e->kb, from_ns, to_ns, now_ns, walk_one, &w, &k);
 		*n += k;
 		keepbuf_get_stats(e->kb, now_ns, &one);
 		sum(st, &one);

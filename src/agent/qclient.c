@@ -182,7 +182,8 @@ static void run_job(struct qlink_job *job)
 			return;
 		}
 		r->keep = keepbuf_new((uint32_t)p->record_size, p->keep_ns, p->keep_max);
-		if (!r->keep || keepreg_add(c->keeps, keepreg_key(job->text, job->len), r->keep)) {
+		if (!r->keep || keepreg_add(c->keeps, wire_query_key(job->text, job->len), r->keep,
+					    p)) {
 			qlink_status(job, WIRE_QS_FAILED, "keep mode: out of memory");
 			keepbuf_free(r->keep);
 			query_free(q);
@@ -217,8 +218,75 @@ static void run_job(struct qlink_job *job)
 	query_free(q);
 }
 
+/* A capture by query: the events appended to its BATCH payload. */
+struct kept_out {
+	struct wbuf *w;
+	uint32_t n;
+	bool cut;
+};
+
+/* Overwrite the u32 at w->p + at, little-endian (a length written first
+ * as 0); nothing after a failed append. */
+static void patch_le32(struct wbuf *w, size_t at, uint32_t v)
+{
+	if (w->err)
+		return;
+	for (int i = 0; i < 4; i++)
+		w->p[at + i] = (unsigned char)(v >> (8 * i));
+}
+
+static int put_kept(void *ctx, const struct plan *p, const void *rec, uint64_t t_ns)
+{
+	struct kept_out *k = ctx;
+	size_t at = k->w->len;
+	uint32_t len;
+
+	if (at >= WIRE_CAPTURE_MAX) {	/* the oldest fill the frame */
+		k->cut = true;
+		return 1;
+	}
+	wbuf_le32(k->w, 0);
+	wbuf_le64(k->w, t_ns);
+	partial_record_encode(p, rec, k->w);
+	if (k->w->err)
+		return 1;
+	len = (uint32_t)(k->w->len - at - 4);
+	patch_le32(k->w, at, len);
+	k->n++;
+	return 0;
+}
+
+/* A CAPTURE of a query's kept events (kind QUERY): "off" when no query of
+ * that key keeps events here. */
+static void capture_kept(const struct qclient_opts *o, const struct wire_capture *c,
+			 struct wire_captured *res, struct wbuf *out)
+{
+	struct kept_out k = { .w = out };
+	struct keepbuf_stats st;
+	uint64_t n = 0;
+	int nbufs;
+
+	wbuf_le32(out, 0);
+	nbufs = o->keeps ? keepreg_each(o->keeps, c->trace_lo, c->from_ns, c->to_ns,
+					clock_realtime_ns(), put_kept, &k, &n, &st) : 0;
+	if (!nbufs) {
+		res->state = WIRE_CS_OFF;
+		return;
+	}
+	patch_le32(out, 0, k.n);
+	res->state = WIRE_CS_ANSWERED;
+	res->flags = k.cut ? WIRE_CF_CUT : 0;
+	res->held = st.held;
+	res->dropped = st.overwritten;
+	res->lost = st.overwritten;
+	res->oldest_ns = st.oldest_ns;
+	pr_info("capture %" PRIu32 ": %" PRIu32 " kept events found, %" PRIu64
+		" overwritten before%s", c->cid, k.n, st.overwritten,
+		k.cut ? ", cut to one frame" : "");
+}
+
 /* A CAPTURE from the collector: the spans of the flight buffer it asks
- * for (flight.h), or "off" without one. */
+ * for (flight.h), or "off" without one; or a query's kept events. */
 static void on_capture(void *ctx, const struct wire_capture *c, struct wire_captured *res,
 		       struct wbuf *spans)
 {
@@ -227,6 +295,10 @@ static void on_capture(void *ctx, const struct wire_capture *c, struct wire_capt
 	long n;
 	int cut;
 
+	if (c->kind == WIRE_CK_QUERY) {
+		capture_kept(o, c, res, spans);
+		return;
+	}
 	if (!o->flight) {
 		res->state = WIRE_CS_OFF;
 		wbuf_le32(spans, 0);

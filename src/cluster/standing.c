@@ -1044,6 +1044,21 @@ int standing_add(struct standing *s, const char *name, const char *text, uint64_
 	return 0;
 }
 
+char *standing_text(struct standing *s, const char *name)
+{
+	char *t = NULL;
+
+	errno = ENOENT;
+	pthread_mutex_lock(&s->lock);
+	for (struct sq *q = s->list; q; q = q->next)
+		if (!strcmp(q->name, name)) {
+			t = strdup(q->text);
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
 int standing_drop(struct standing *s, const char *name)
 {
 	struct sq **pp, *q = NULL;
