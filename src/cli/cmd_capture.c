@@ -31,7 +31,7 @@ static void usage(FILE *f)
 "    fay capture --cluster URL --query NAME --last DUR [--host H]\n"
 "    fay capture --cluster URL --show ID\n"
 "    fay capture --cluster URL --when EXPR [--name NAME] [--per-second N]\n"
-"                [--settle DUR] [--follow DUR]\n"
+"                [--settle DUR] [--follow DUR] [--with-query NAME --last DUR]\n"
 "    fay capture --cluster URL --drop NAME\n"
 "    fay capture --cluster URL --list\n"
 "    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE]\n"
@@ -102,6 +102,13 @@ static void usage(FILE *f)
 "    keeping it\".  --show ID prints such a capture's events, one JSON\n"
 "    line each: {\"host\":H,\"t_ns\":ARRIVAL,\"event\":{the query's columns}}.\n"
 "\n"
+"    --with-query NAME --last DUR joins the two: each capture of the rule\n"
+"    also captures the events standing query NAME (in keep mode) kept in\n"
+"    the last DUR on the trace's hosts (the matching span's and those that\n"
+"    answered with spans of it): the syscalls around a slow request, from\n"
+"    where it ran.  The trace's account names that capture\n"
+"    (events_capture), listed with the others.\n"
+"\n"
 "    --list prints the captures the collector made (the newest 256, kept\n"
 "    across its restarts in DB.captures/captures.jsonl; a rule's with the\n"
 "    time from the matching span's end to its trace stored, and its late\n"
@@ -124,6 +131,8 @@ OPT_CLUSTER_HELP("                      ")
 "    --settle DUR      with --when: from a match to its capture (0-60s, 300ms)\n"
 "    --follow DUR      with --when: how long a capture follows its trace for\n"
 "                      late spans (0-10m, 10s; 0: it does not)\n"
+"    --with-query NAME with --when and --last: capture query NAME's kept\n"
+"                      events of the last DUR with each trace (0-10m)\n"
 "    --drop NAME       drop capture rule NAME\n"
 "    --list            the captures made so far, and the rules\n"
 "    --json            the collector's JSON answer as it is\n"
@@ -220,6 +229,9 @@ static void print_account(json_t *a)
 		printf("  by rule %s: %" JSON_INTEGER_FORMAT " ms from the span's end to stored\n",
 		       json_string_value(json_object_get(a, "rule")),
 		       json_integer_value(json_object_get(a, "latency_ms")));
+	if (json_object_get(a, "events_capture"))
+		printf("  with its hosts' kept events: capture %s\n",
+		       json_string_value(json_object_get(a, "events_capture")));
 	if (json_integer_value(json_object_get(a, "follow_ms")))
 		printf("  followed%s: %" JSON_INTEGER_FORMAT " spans late (the last %"
 		       JSON_INTEGER_FORMAT " ms after the capture), %" JSON_INTEGER_FORMAT
@@ -252,6 +264,10 @@ static void print_rule(json_t *r)
 	       json_integer_value(json_object_get(r, "settle_ms")),
 	       json_integer_value(json_object_get(r, "follow_ms")),
 	       json_is_true(json_object_get(r, "running")) ? "" : "; not running (no agent)");
+	if (json_object_get(r, "with_query"))
+		printf("  with query %s's events of the last %" JSON_INTEGER_FORMAT " ms\n",
+		       json_string_value(json_object_get(r, "with_query")),
+		       json_integer_value(json_object_get(r, "with_last_ms")));
 }
 
 /* A name for a rule registered without --name: rule_ and the time in ms. */
@@ -264,7 +280,8 @@ static const char *rule_name(char *buf, size_t len)
 /* --when (register rule name; per_s 0, settle_ms and follow_ms -1: the
  * collector's defaults) or --drop NAME. */
 static int rule_cmd(const char *url, const char *when, const char *name, long per_s,
-		    long settle_ms, long follow_ms, const char *drop, const char *token, int json)
+		    long settle_ms, long follow_ms, const char *with_query, uint64_t with_ms,
+		    const char *drop, const char *token, int json)
 {
 	struct tr_http_resp resp = { 0 };
 	char full[2048], err[512], *body = NULL;
@@ -282,6 +299,10 @@ static int rule_cmd(const char *url, const char *when, const char *name, long pe
 			json_object_set_new(o, "settle_ms", json_integer(settle_ms));
 		if (o && follow_ms >= 0)
 			json_object_set_new(o, "follow_ms", json_integer(follow_ms));
+		if (o && with_query) {
+			json_object_set_new(o, "with_query", json_string(with_query));
+			json_object_set_new(o, "with_last_ms", json_integer((json_int_t)with_ms));
+		}
 		body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		json_decref(o);
 		if (!body) {
@@ -334,7 +355,7 @@ static int show_events(const char *url, const char *id, const char *token)
 int cmd_capture(int argc, char **argv)
 {
 	enum { O_TRACE = 256, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_WHEN, O_NAME,
-	       O_PER_S, O_SETTLE, O_FOLLOW, O_DROP, O_QUERY, O_SHOW };
+	       O_PER_S, O_SETTLE, O_FOLLOW, O_DROP, O_QUERY, O_SHOW, O_WITH_QUERY };
 	static const struct option lopts[] = {
 		OPT_CLUSTER_ROW,
 		{ "trace", required_argument, NULL, O_TRACE },
@@ -351,6 +372,7 @@ int cmd_capture(int argc, char **argv)
 		{ "drop", required_argument, NULL, O_DROP },
 		{ "query", required_argument, NULL, O_QUERY },
 		{ "show", required_argument, NULL, O_SHOW },
+		{ "with-query", required_argument, NULL, O_WITH_QUERY },
 		{ "json", no_argument, NULL, O_JSON },
 		OPT_CLIENT_TOKEN_ROWS,
 		OPT_CLIENT_TLS_ROWS,
@@ -360,7 +382,7 @@ int cmd_capture(int argc, char **argv)
 	const char *url = NULL, *trace = NULL, *last = NULL, *host = NULL, *service = NULL;
 	struct opt_client_token tok;
 	const char *when = NULL, *name = NULL, *per_s = NULL, *settle = NULL, *drop = NULL;
-	const char *follow = NULL, *query = NULL, *show = NULL;
+	const char *follow = NULL, *query = NULL, *show = NULL, *with_query = NULL;
 	char gen_name[32];
 	uint64_t settle_ns = 0, follow_ns = 0;
 	long per_s_n = 0;
@@ -393,6 +415,7 @@ int cmd_capture(int argc, char **argv)
 		case O_DROP: drop = optarg; break;
 		case O_QUERY: query = optarg; break;
 		case O_SHOW: show = optarg; break;
+		case O_WITH_QUERY: with_query = optarg; break;
 		case O_JSON: json = 1; break;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -400,15 +423,25 @@ int cmd_capture(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !url || (!!trace + !!last + list + !!when + !!drop + !!show) != 1) {
+	if (optind != argc || !url ||
+	    (!!trace + (!!last && !when) + list + !!when + !!drop + !!show) != 1) {
 		fprintf(stderr, "error: want --cluster URL and one of --trace ID, --last DUR "
 			"[--query NAME], --when EXPR, --drop NAME, --list, --show ID\n"
 			"Run 'fay capture --help' for the manual.\n");
 		return 2;
 	}
-	if ((name || per_s || settle || follow) && !when) {
-		fprintf(stderr, "error: --name, --per-second, --settle and --follow go with "
-			"--when\n");
+	if ((name || per_s || settle || follow || with_query) && !when) {
+		fprintf(stderr, "error: --name, --per-second, --settle, --follow and --with-query "
+			"go with --when\n");
+		return 2;
+	}
+	if (when && !!with_query != !!last) {
+		fprintf(stderr, "error: with --when, --with-query NAME and --last DUR go together\n");
+		return 2;
+	}
+	if (when && last && (clock_parse_duration(last, &last_ns) || last_ns < 1000000u ||
+			     last_ns > 600000000000ull)) {
+		fprintf(stderr, "error: --last '%s': want a duration from 1ms to 10m\n", last);
 		return 2;
 	}
 	if (per_s) {
@@ -433,7 +466,8 @@ int cmd_capture(int argc, char **argv)
 	if (when || drop)
 		return rule_cmd(url, when, name ? name : rule_name(gen_name, sizeof(gen_name)),
 				per_s ? per_s_n : 0, settle ? (long)(settle_ns / 1000000u) : -1,
-				follow ? (long)(follow_ns / 1000000u) : -1, drop, tok.token, json);
+				follow ? (long)(follow_ns / 1000000u) : -1, with_query,
+				last_ns / 1000000u, drop, tok.token, json);
 	if ((host || service || query) && !last) {
 		fprintf(stderr, "error: --host, --service and --query go with --last\n");
 		return 2;

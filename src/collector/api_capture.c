@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "cluster/cluster.h"
+#include "cluster/standing.h"
 #include "collector/capture_rules.h"
 #include "collector/http_int.h"
 #include "common/clock.h"
@@ -617,13 +618,31 @@ int api_captures(struct collector *c, struct http_con *con, const struct http_rq
 					    c->rules ? crules_list(c->rules) : json_array()));
 }
 
+/* A rule's "with_query" (a standing query's name) and "with_last_ms", when
+ * given: NULL, or why not. */
+static const char *with_check(struct collector *c, json_t *wq, json_t *wl)
+{
+	char *text;
+
+	if (!wq && !wl)
+		return NULL;
+	if (!json_is_string(wq) || !json_is_integer(wl) || json_integer_value(wl) < 1 ||
+	    json_integer_value(wl) > CRULES_WITH_LAST_MS_MAX)
+		return "\"with_query\" (a standing query's name) goes with \"with_last_ms\" "
+		       "(1 to 600000)";
+	text = c->standing ? standing_text(c->standing, json_string_value(wq)) : NULL;
+	free(text);
+	return text ? NULL : "\"with_query\": no standing query of that name";
+}
+
 /* POST /api/captures/rules {"name":N, "expr":E, "per_s":R, "settle_ms":S,
- * "follow_ms":F}. */
+ * "follow_ms":F, "with_query":Q, "with_last_ms":L}. */
 static int rule_add(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	json_error_t je;
-	json_t *b, *n, *e, *r, *s, *f;
+	json_t *b, *n, *e, *r, *s, *f, *wq, *wl;
 	char err[4096] = "";
+	const char *why;
 	int line = 0, col = 0, ret;
 
 	if (rq->body.too_big)
@@ -636,6 +655,13 @@ static int rule_add(struct collector *c, struct http_con *con, const struct http
 	r = json_object_get(b, "per_s");
 	s = json_object_get(b, "settle_ms");
 	f = json_object_get(b, "follow_ms");
+	wq = json_object_get(b, "with_query");
+	wl = json_object_get(b, "with_last_ms");
+	why = with_check(c, wq, wl);
+	if (why) {
+		json_decref(b);
+		return reply_text(c, con, 400, "%s\n", why);
+	}
 	if (!json_is_string(n) || !json_is_string(e) || (r && !json_is_integer(r)) ||
 	    (s && !json_is_integer(s)) || (f && !json_is_integer(f))) {
 		json_decref(b);
@@ -655,6 +681,12 @@ static int rule_add(struct collector *c, struct http_con *con, const struct http
 			 r ? (unsigned)json_integer_value(r) : CRULES_PER_S_DEFAULT,
 			 s ? (unsigned)json_integer_value(s) : CRULES_SETTLE_MS_DEFAULT,
 			 f ? (unsigned)json_integer_value(f) : CRULES_FOLLOW_MS_DEFAULT, err, sizeof(err), &line, &col);
+	if (!ret && wq && crules_with_query(c->rules, json_string_value(n), json_string_value(wq),
+					     (unsigned)json_integer_value(wl), err, sizeof(err))) {
+		crules_drop(c->rules, json_string_value(n));
+		json_decref(b);
+		return reply_text(c, con, 500, "%s\n", err);
+	}
 	json_decref(b);
 	if (ret == -EINVAL || ret == -EEXIST || ret == -ENOSPC)
 		return reply_json_status(c, con, ret == -EINVAL ? 400 : 409,

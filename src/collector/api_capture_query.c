@@ -88,19 +88,28 @@ static long write_host(const struct plan *p, const struct cluster_capture_host *
 	return ret < 0 ? ret : n;
 }
 
+/* Is host one of hosts[0..n) (n 0: every host is)? */
+static bool host_in(const char *host, const char *const *hosts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(host, hosts[i]))
+			return true;
+	return !n;
+}
+
 json_t *capture_query_make(struct collector *c, const char *name, uint64_t from_ns,
-			   uint64_t to_ns, const char *host, const char *by, int *status,
-			   char *err, size_t errlen)
+			   uint64_t to_ns, const char *const *hosts, size_t nhosts, const char *by,
+			   int *status, char *err, size_t errlen)
 {
 	struct query_opts qo = { .sz = sizeof(qo), .cluster = true };
 	struct cluster_capture_req cr = { .kind = WIRE_CK_QUERY, .from_ns = from_ns,
-					   .to_ns = to_ns, .host = host };
+					   .to_ns = to_ns, .host = nhosts == 1 ? hosts[0] : NULL };
 	struct cluster_capture_res res;
 	uint64_t now = clock_realtime_ns(), found = 0, over = 0, wire = 0;
 	char id[48], at[64], path[4300], tmp[4400], bybuf[300];
 	unsigned asked = 0, answered = 0;
 	const struct plan *p;
-	json_t *hosts, *acc;
+	json_t *jh, *acc;
 	struct query *q;
 	char *text;
 	FILE *f;
@@ -147,13 +156,13 @@ json_t *capture_query_make(struct collector *c, const char *name, uint64_t from_
 		query_free(q);
 		return NULL;
 	}
-	hosts = json_array();
-	for (size_t i = 0; hosts && i < res.n; i++) {
+	jh = json_array();
+	for (size_t i = 0; jh && i < res.n; i++) {
 		const struct cluster_capture_host *h = &res.h[i];
 		long n = 0;
 		json_t *o;
 
-		if (h->state == CCH_NOHOST)
+		if (h->state == CCH_NOHOST || !host_in(h->host, hosts, nhosts))
 			continue;
 		asked += h->state != CCH_UNSUPPORTED;
 		answered += h->state == CCH_ANSWERED || h->state == CCH_OFF;
@@ -178,22 +187,25 @@ json_t *capture_query_make(struct collector *c, const char *name, uint64_t from_
 			      "oldest_ms", (json_int_t)(h->oldest_ns / 1000000u), "cut", h->cut);
 		if (o && h->via[0])
 			json_object_set_new(o, "via", json_string(h->via));
-		json_array_append_new(hosts, o);
+		json_array_append_new(jh, o);
 	}
 	cluster_capture_res_free(&res);
 	query_free(q);
-	if (fclose(f) || !hosts || rename(tmp, path)) {
-		snprintf(err, errlen, "%s: %s", path, hosts ? strerror(errno) : "out of memory");
+	if (fclose(f) || !jh || rename(tmp, path)) {
+		snprintf(err, errlen, "%s: %s", path, jh ? strerror(errno) : "out of memory");
 		unlink(tmp);
-		json_decref(hosts);
+		json_decref(jh);
 		return NULL;
 	}
-	capture_add_unconnected(c, hosts, host);
+	if (!nhosts)
+		capture_add_unconnected(c, jh, NULL);
+	for (size_t i = 0; i < nhosts; i++)
+		capture_add_unconnected(c, jh, hosts[i]);
 	acc = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:I, s:I, s:o}",
 		"id", id, "at", at, "by", by, "query", name, "at_ms", (json_int_t)(now / 1000000u),
 		"hosts_asked", (int)asked, "hosts_answered", (int)answered,
 		"events_found", (json_int_t)found, "events_overwritten", (json_int_t)over,
-		"wire_bytes", (json_int_t)wire, "hosts", hosts);
+		"wire_bytes", (json_int_t)wire, "hosts", jh);
 	if (!acc) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -210,6 +222,7 @@ int capture_query_post(struct collector *c, struct http_con *con, json_t *body)
 	json_t *n = json_object_get(body, "query"), *l = json_object_get(body, "last_ms");
 	json_t *h = json_object_get(body, "host"), *acc;
 	uint64_t now = clock_realtime_ns(), ms;
+	const char *host;
 	char err[4096] = "";
 	int status;
 
@@ -219,9 +232,9 @@ int capture_query_post(struct collector *c, struct http_con *con, json_t *body)
 		return reply_text(c, con, 400, "want {\"query\": NAME (a standing query in keep "
 				  "mode), \"last_ms\": 1 to 86400000, \"host\": H (optional)}\n");
 	ms = (uint64_t)json_integer_value(l);
-	acc = capture_query_make(c, json_string_value(n), now - ms * 1000000u, now,
-				 h && json_string_length(h) ? json_string_value(h) : NULL, NULL,
-				 &status, err, sizeof(err));
+	host = h && json_string_length(h) ? json_string_value(h) : NULL;
+	acc = capture_query_make(c, json_string_value(n), now - ms * 1000000u, now, &host,
+				 host ? 1 : 0, NULL, &status, err, sizeof(err));
 	if (!acc)
 		return reply_text(c, con, status, "%s\n", err);
 	return reply_json_status(c, con, status, acc);

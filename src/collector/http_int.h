@@ -210,16 +210,17 @@ void capture_add_unconnected(struct collector *c, json_t *hosts, const char *hos
  * api_capture_query.c: a capture of a standing query's kept events (#22
  * item 4).  capture_query_post() answers POST /api/captures with
  * {"query":NAME, "last_ms":N, "host":H}; capture_query_make() makes it
- * (by: what asked, NULL: "query NAME last Nms"; hosts: NULL for every
- * host, else only these) and returns its account (a new reference) with
- * *status 200, or NULL with *status and the reason in err.  The events
+ * (by: what asked, NULL: "query NAME last Nms"; nhosts 0: every host,
+ * else only hosts[0..nhosts), the others neither counted nor kept) and
+ * returns its account (a new reference) with *status 200, or NULL with
+ * *status and the reason in err.  The events
  * go to DIR/captures/ID.events.jsonl, read back by GET
  * /api/captures/ID/events (capture_query_events()).
  */
 int capture_query_post(struct collector *c, struct http_con *con, json_t *body);
 json_t *capture_query_make(struct collector *c, const char *name, uint64_t from_ns,
-			   uint64_t to_ns, const char *host, const char *by, int *status,
-			   char *err, size_t errlen);
+			   uint64_t to_ns, const char *const *hosts, size_t nhosts, const char *by,
+			   int *status, char *err, size_t errlen);
 int capture_query_events(struct collector *c, struct http_con *con, const struct http_rq *rq);
 /* The file of capture id's events: DIR/ID.events.jsonl (capture_log.c).
  * -ENOENT without a capture directory, -EINVAL for an id that is not

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Probe events in keep mode across hosts (#22 item 4): a collector and
 # three agent hosts, each in its own network namespace.  A standing query
-# in keep mode ('... keep 60s max 250') on a uprobe of the workload
+# in keep mode ('... keep 300s max 250') on a uprobe of the workload
 # (each host runs its own copy: ./qw in the agent's directory, so each
 # host's events are its own, exactly) keeps every event on its host:
 #  - nothing is sent: the query's hosts keep exactly the calls made on
@@ -13,6 +13,10 @@
 #    299), 50 already overwritten in the account; --show ID prints them;
 #    --list lists the capture;
 #  - a later, shorter window holds only the calls made in it;
+#  - a capture rule with --with-query kq --last 2s: when a slow span
+#    appears on h1, its trace is captured and so are kq's events of the
+#    last 2 s on the trace's host (h1): exactly the 30 calls made there
+#    just before, none of h2's 5 (not a host of the trace), none older;
 #  - an agent stopped and then killed while the capture waits for it is
 #    reported missing, the others answer;
 #  - an ad hoc cluster query in keep mode sends no event.
@@ -59,7 +63,7 @@ all_kstat_eq() {	# KEY VALUE: on every host
 	for h in h1 h2 h3; do kstat_eq $h "$1" "$2" || return 1; done
 }
 
-KQ='from c in cluster.function("./qw:fay_work_fn") select { host: c.host, i: c.arg(0) } keep 60s max 250'
+KQ='from c in cluster.function("./qw:fay_work_fn") select { host: c.host, i: c.arg(0) } keep 300s max 250'
 ns_run root "$FAY" query "${CL[@]}" --keep kq "$KQ" >"$T_TMP/keep.out" 2>&1
 ok "a standing query in keep mode is registered" grep -q '^standing query kq' "$T_TMP/keep.out" ||
 	diag "$(cat "$T_TMP/keep.out")"
@@ -91,8 +95,8 @@ hacc() {
 a = json.load(open(sys.argv[1]))
 print(next((h[sys.argv[3]] for h in a["hosts"] if h["host"] == sys.argv[2]), "absent"))' "$@"
 }
-ns_run root timeout 30 "$FAY" capture "${CL[@]}" --query kq --last 50s --json >"$T_TMP/c1.json" 2>&1
-ok "capture --query kq --last 50s: 550 events found, 50 already overwritten" \
+ns_run root timeout 30 "$FAY" capture "${CL[@]}" --query kq --last 5m --json >"$T_TMP/c1.json" 2>&1
+ok "capture --query kq --last 5m: 550 events found, 50 already overwritten" \
 	bash -c '[ "$1 $2" = "550 50" ]' _ "$(acc "$T_TMP/c1.json" events_found)" \
 	"$(acc "$T_TMP/c1.json" events_overwritten)" || diag "$(cat "$T_TMP/c1.json")"
 ok "... 3 hosts asked, 3 answered" bash -c '[ "$1 $2" = "3 3" ]' _ \
@@ -133,10 +137,56 @@ ok "capture --last 2s after 7 more calls on h1: those 7 alone" \
 	"$(hacc "$T_TMP/c2.json" h1 events)" "$(hacc "$T_TMP/c2.json" h2 events)" \
 	"$(hacc "$T_TMP/c2.json" h3 events)" || diag "$(cat "$T_TMP/c2.json")"
 
+# ---- a rule that captures kq's events with a slow span's trace --------------
+WL=$BUILD/tests/bin/flight_workload
+RULE='sp.name == "request" && sp.service == "slowsvc" && sp.duration > 150ms'
+ns_run root "$FAY" capture "${CL[@]}" --when "$RULE" --name slowreq --with-query kq --last 2s \
+	--follow 0 >"$T_TMP/rule.out" 2>&1
+ok "a rule with --with-query kq --last 2s is registered" grep -q '^capture rule slowreq' "$T_TMP/rule.out" ||
+	diag "$(cat "$T_TMP/rule.out")"
+rules() { ns_run root curl -s -H "Authorization: Bearer cli" http://127.0.0.1:9411/api/captures/rules; }
+rule_running() { rules | grep -q '"running":true'; }
+ok "... running on the agents" wait_for 30 rule_running
+rules >"$T_TMP/rules.json"
+ok "... GET /api/captures/rules lists with_query kq, with_last_ms 2000" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["rules"]
+assert [(x["name"], x.get("with_query"), x.get("with_last_ms")) for x in r] == [("slowreq", "kq", 2000)], r
+' "$T_TMP/rules.json" || diag "$(cat "$T_TMP/rules.json")"
+sleep 2.5	# the earlier calls leave the 2 s window
+( cd "$T_TMP/h1" && exec ./qw calls 30 )
+( cd "$T_TMP/h2" && exec ./qw calls 5 )
+FAY_SHM_DIR=$T_TMP/h1 FAY_SAMPLE=1 timeout 60 "$WL" --requests 1 --children 1 \
+	--child-pause-us 200000 --service slowsvc >"$T_TMP/slow.out" 2>&1
+caps() { ns_run root curl -s -H "Authorization: Bearer cli" http://127.0.0.1:9411/api/captures; }
+linked() { caps | grep -q '"events_capture"'; }
+ok "the slow span's trace is captured, with an events capture" wait_for 30 linked ||
+	diag "$(caps)"
+caps >"$T_TMP/caps.json"
+ok "... of exactly h1's 30 calls of the last 2 s, h1 alone asked, linked both ways" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["captures"]
+t = [a for a in c if a.get("rule") == "slowreq" and "events_capture" in a]
+assert len(t) == 1, c
+q = [a for a in c if a["id"] == t[0]["events_capture"]]
+assert len(q) == 1 and q[0]["trace_capture"] == t[0]["id"] and q[0]["rule"] == "slowreq", q
+q = q[0]
+assert q["query"] == "kq" and q["events_found"] == 30, q
+assert [(h["host"], h["state"], h["events"]) for h in q["hosts"]] == [("h1", "answered", 30)], q
+open(sys.argv[2], "w").write(q["id"])
+' "$T_TMP/caps.json" "$T_TMP/qid" || diag "$(cat "$T_TMP/caps.json")"
+ns_run root "$FAY" capture "${CL[@]}" --show "$(cat "$T_TMP/qid" 2>/dev/null)" >"$T_TMP/show2.out" 2>&1
+ok "... --show prints them: h1's arguments 0 to 29" python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted((e["host"], e["event"]["i"]) for e in ev) == [("h1", i) for i in range(30)], ev[:3]
+' "$T_TMP/show2.out" || diag "$(head -3 "$T_TMP/show2.out")"
+ns_run root "$FAY" capture "${CL[@]}" --drop slowreq >/dev/null 2>&1
+
 # ---- an agent killed during the capture --------------------------------------
 A2=$AGENT_h2
 kill -STOP "$A2"
-ns_run root timeout 30 "$FAY" capture "${CL[@]}" --query kq --last 50s --json >"$T_TMP/kill.json" 2>&1 &
+ns_run root timeout 30 "$FAY" capture "${CL[@]}" --query kq --last 5m --json >"$T_TMP/kill.json" 2>&1 &
 CAP=$!
 unread() { ns_run h2 ss -Htnp | awk -v p="pid=$A2," '$2 > 0 && index($0, p)' | grep -q .; }
 ok "the CAPTURE reached the stopped h2 agent, unread" wait_for 30 unread
@@ -146,8 +196,8 @@ ok "h2's agent killed during the capture: missing; h1 and h3 answered with their
 import json, sys
 a = json.load(open(sys.argv[1]))
 h = {x["host"]: (x["state"], x["events"]) for x in a["hosts"]}
-assert h == {"h1": ("answered", 107), "h2": ("missing", 0), "h3": ("answered", 250)}, h
-assert a["hosts_asked"] == 3 and a["hosts_answered"] == 2 and a["events_found"] == 357, a
+assert h == {"h1": ("answered", 137), "h2": ("missing", 0), "h3": ("answered", 250)}, h
+assert a["hosts_asked"] == 3 and a["hosts_answered"] == 2 and a["events_found"] == 387, a
 ' "$T_TMP/kill.json" || diag "$(cat "$T_TMP/kill.json")"
 
 # ---- an ad hoc cluster query in keep mode sends no event -------------------
