@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster/cluster.h"
 #include "cluster/standing.h"
@@ -398,8 +399,17 @@ void capture_list_put(struct collector *c, json_t *acc)
 		c->captures = json_array();
 	if (c->captures) {
 		json_array_insert(c->captures, 0, acc);
-		if (json_array_size(c->captures) > CAPTURES_KEEP)
+		if (json_array_size(c->captures) > CAPTURES_KEEP) {
+			json_t *old = json_array_get(c->captures, CAPTURES_KEEP);
+			char path[4300];
+
+			/* a capture of events: its file goes with it */
+			if (json_object_get(old, "query") &&
+			    !caplog_events_path(c, json_string_value(json_object_get(old, "id")),
+						path, sizeof(path)))
+				unlink(path);
 			json_array_remove(c->captures, CAPTURES_KEEP);
+		}
 	}
 	caplog_put(c, acc);
 	pthread_mutex_unlock(&c->captures_lock);

@@ -196,7 +196,8 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 void capture_new_id(struct collector *c, uint64_t now, char *id, size_t idlen, char *at,
 		    size_t atlen);
 /* Add account acc to GET /api/captures' list (newest first, at most
- * CAPTURES_KEEP) and to DIR/captures.jsonl; takes captures_lock. */
+ * CAPTURES_KEEP: the events file of a capture of events that falls off
+ * is removed) and to DIR/captures.jsonl; takes captures_lock. */
 void capture_list_put(struct collector *c, json_t *acc);
 /* An account's name of a host's state s (enum cluster_capture_state:
  * "answered", "missing" ...). */

@@ -505,6 +505,9 @@ static int check_options(struct sema *s)
 			break;
 		}
 	}
+	if (seen[O_KEEP] && seen[O_LIMIT])
+		return query_errorf(s->q, &seen[O_KEEP]->loc,
+				    "keep and limit do not go together (kept events are not counted; a capture takes the last DUR)");
 	return 0;
 }
 

@@ -67,5 +67,7 @@ ok "keep without a duration: refused" bad 'from s in syscall("getppid") select s
 	"expected a duration after 'keep'"
 ok "keep ... max too large: refused" bad 'from s in syscall("getppid") select s.pid keep 1s max 20000000' \
 	'at most 10000000 events'
+ok "keep with limit: refused" bad 'from s in syscall("getppid") select s.pid limit 5 for 1s keep 1s' \
+	'keep and limit do not go together'
 ok "'keep' is still a name elsewhere" bash -c '"$0" query --emit=plan "from s in syscall(\"getppid\") let keep = s.pid select { keep: keep }" >/dev/null' "$FAY"
 done_testing
