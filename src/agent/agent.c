@@ -43,6 +43,7 @@
 #include "agent/qclient.h"
 #include "agent/shmfile.h"
 #include "agent/flight.h"
+#include "agent/keepreg.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -198,6 +199,10 @@ static int setup(struct agent *a)
 		pr_warn("cannot set up the span tap: %s; spans(...) queries will not run here",
 			errstr(-errno));
 	a->drain.tap = a->tap;
+	a->keeps = keepreg_new();
+	if (!a->keeps)
+		pr_warn("cannot set up keep mode: %s; queries in keep mode will not run here",
+			errstr(-errno));
 	if (a->o->flight_bytes) {
 		a->flight = flight_new(a->o->flight_bytes);
 		if (!a->flight) {
@@ -316,6 +321,8 @@ static void teardown(struct agent *a)
 	a->tap = NULL;
 	flight_free(a->flight);	/* nor adds to or captures from this */
 	a->flight = NULL;
+	keepreg_free(a->keeps);	/* every runner removed its buffer */
+	a->keeps = NULL;
 	free_dead(a);
 	while (a->procs) {
 		struct proc *p = a->procs;
@@ -412,7 +419,7 @@ int agent_run(const struct agent_opts *o)
 			.agent_id = a.agent_id, .token = o->token, .tls = o->tls, .tap = a.tap,
 			.allow_other_users = o->allow_other_users,
 			.inject_lib = o->inject_lib, .no_inject = o->no_inject,
-			.flight = a.flight,
+			.flight = a.flight, .keeps = a.keeps,
 			.cgroup = o->cgroup,
 			.shm_dir = o->shm_dir,
 		};

@@ -77,6 +77,7 @@ struct agent {
 	struct qclient *qc;	/* the query connection (cluster queries) */
 	struct spantap *tap;	/* spans(...) queries: fed by the drain thread */
 	struct flight *flight;	/* --flight: unsampled spans (NULL: none) */
+	struct keepreg *keeps;	/* keep-mode queries' buffers (NULL: none) */
 	uint64_t flight_dropped_logged;	/* flight.dropped when last logged */
 	char cursors_path[PATH_MAX], stats_path[PATH_MAX];
 

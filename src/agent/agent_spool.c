@@ -17,6 +17,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/flight.h"
+#include "agent/keepreg.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -305,6 +306,18 @@ static char *stats_json(struct agent *a, uint64_t now)
 			pr_info("flight buffer full (%" PRIu64 " bytes): the oldest spans make room "
 				"for new ones (counted: flight.dropped in stats.json)", fs.bytes);
 		a->flight_dropped_logged = fs.dropped;
+	}
+	if (a->keeps) {
+		struct keepbuf_stats ks;
+		int nq;
+
+		keepreg_totals(a->keeps, clock_realtime_ns(), &ks, &nq);
+		json_object_set_new(j, "keep", json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}",
+				    "queries", nq, "bytes", (json_int_t)ks.bytes,
+				    "held", (json_int_t)ks.held, "added", (json_int_t)ks.added,
+				    "overwritten", (json_int_t)ks.overwritten,
+				    "expired", (json_int_t)ks.expired,
+				    "oldest_ns", (json_int_t)ks.oldest_ns));
 	}
 	json_object_set_new(j, "containers", containers_json(a));
 	s = json_dumps(j, JSON_COMPACT);

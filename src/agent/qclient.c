@@ -4,7 +4,10 @@
  * is common/qlink.c; here, what runs a query: the query driver
  * (engine/driver.h) with windows aligned to the wall clock and raw rows,
  * and a sink that sends each window as a PARTIAL (the host's merge of
- * the per-CPU partials), streamed records in batches, and QSTATUS.  The
+ * the per-CPU partials), streamed records in batches, and QSTATUS; or, for
+ * a query in keep mode ('keep DUR'), that keeps its records in a keep
+ * buffer (engine/keepbuf.h, registered in keepreg.h) for a capture by
+ * query instead of sending them.  The
  * driver checks the job's stop flag every QC_TICK_MS, so probes are
  * detached within that (and the time it takes to free the programs)
  * after a CANCEL or the loss of the connection.
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "agent/flight.h"
+#include "agent/keepreg.h"
 #include "agent/qclient.h"
 #include "agent/spantap.h"
 #include "common/clock.h"
@@ -33,6 +37,7 @@ struct runner {
 	const char *host;
 	struct wbuf stream;		/* records not yet sent */
 	uint64_t nrecords;
+	struct keepbuf *keep;		/* keep mode: records kept here, not sent */
 };
 
 static int send_frame(struct runner *r, unsigned type, const struct wbuf *w)
@@ -120,6 +125,10 @@ static int on_record(void *ctx, struct engine *e, const void *rec, size_t size)
 {
 	struct runner *r = ctx;
 
+	if (r->keep) {
+		keepbuf_add(r->keep, rec, clock_realtime_ns());
+		return 0;
+	}
 	partial_record_encode(engine_plan(e), rec, &r->stream);
 	r->nrecords++;
 	return r->stream.len >= QC_STREAM_FLUSH ? flush_stream(r, e, false, NULL) : 0;
@@ -166,6 +175,21 @@ static void run_job(struct qlink_job *job)
 	}
 	o.err = why;
 	o.errlen = sizeof(why);
+	if (p->mode == PLAN_STREAM && p->keep_ns) {
+		if (!c->keeps) {
+			qlink_status(job, WIRE_QS_FAILED, "keep mode: this agent keeps no events");
+			query_free(q);
+			return;
+		}
+		r->keep = keepbuf_new((uint32_t)p->record_size, p->keep_ns, p->keep_max);
+		if (!r->keep || keepreg_add(c->keeps, wire_query_key(job->text, job->len), r->keep,
+					    p)) {
+			qlink_status(job, WIRE_QS_FAILED, "keep mode: out of memory");
+			keepbuf_free(r->keep);
+			query_free(q);
+			return;
+		}
+	}
 	if (c->tap) {		/* spans(...): the drain thread feeds them */
 		o.spans_attach = spantap_attach;
 		o.spans_detach = spantap_detach;
@@ -180,12 +204,89 @@ static void run_job(struct qlink_job *job)
 		qlink_status(job, WIRE_QS_ENDED, "");
 	pr_info("query %" PRIu32 ": %s", job->qid, job->stop ? "cancelled, probes detached" :
 		rc ? (why[0] ? why : "failed") : "ended");
+	if (r->keep) {
+		struct keepbuf_stats ks;
+
+		keepreg_remove(c->keeps, r->keep);
+		keepbuf_get_stats(r->keep, clock_realtime_ns(), &ks);
+		pr_info("query %" PRIu32 ": keep mode: %" PRIu64 " events kept, %" PRIu64
+			" overwritten, %" PRIu64 " older dropped", job->qid, ks.added,
+			ks.overwritten, ks.expired);
+		keepbuf_free(r->keep);
+	}
 	wbuf_free(&r->stream);
 	query_free(q);
 }
 
+/* A capture by query: the events appended to its BATCH payload. */
+struct kept_out {
+	struct wbuf *w;
+	uint32_t n;
+	bool cut;
+};
+
+/* Overwrite the u32 at w->p + at, little-endian (a length written first
+ * as 0); nothing after a failed append. */
+static void patch_le32(struct wbuf *w, size_t at, uint32_t v)
+{
+	if (w->err)
+		return;
+	for (int i = 0; i < 4; i++)
+		w->p[at + i] = (unsigned char)(v >> (8 * i));
+}
+
+static int put_kept(void *ctx, const struct plan *p, const void *rec, uint64_t t_ns)
+{
+	struct kept_out *k = ctx;
+	size_t at = k->w->len;
+	uint32_t len;
+
+	if (at >= WIRE_CAPTURE_MAX) {	/* the oldest fill the frame */
+		k->cut = true;
+		return 1;
+	}
+	wbuf_le32(k->w, 0);
+	wbuf_le64(k->w, t_ns);
+	partial_record_encode(p, rec, k->w);
+	if (k->w->err)
+		return 1;
+	len = (uint32_t)(k->w->len - at - 4);
+	patch_le32(k->w, at, len);
+	k->n++;
+	return 0;
+}
+
+/* A CAPTURE of a query's kept events (kind QUERY): "off" when no query of
+ * that key keeps events here. */
+static void capture_kept(const struct qclient_opts *o, const struct wire_capture *c,
+			 struct wire_captured *res, struct wbuf *out)
+{
+	struct kept_out k = { .w = out };
+	struct keepbuf_stats st;
+	uint64_t n = 0;
+	int nbufs;
+
+	wbuf_le32(out, 0);
+	nbufs = o->keeps ? keepreg_each(o->keeps, c->trace_lo, c->from_ns, c->to_ns,
+					clock_realtime_ns(), put_kept, &k, &n, &st) : 0;
+	if (!nbufs) {
+		res->state = WIRE_CS_OFF;
+		return;
+	}
+	patch_le32(out, 0, k.n);
+	res->state = WIRE_CS_ANSWERED;
+	res->flags = k.cut ? WIRE_CF_CUT : 0;
+	res->held = st.held;
+	res->dropped = st.overwritten;
+	res->lost = st.overwritten;
+	res->oldest_ns = st.oldest_ns;
+	pr_info("capture %" PRIu32 ": %" PRIu32 " kept events found, %" PRIu64
+		" overwritten before%s", c->cid, k.n, st.overwritten,
+		k.cut ? ", cut to one frame" : "");
+}
+
 /* A CAPTURE from the collector: the spans of the flight buffer it asks
- * for (flight.h), or "off" without one. */
+ * for (flight.h), or "off" without one; or a query's kept events. */
 static void on_capture(void *ctx, const struct wire_capture *c, struct wire_captured *res,
 		       struct wbuf *spans)
 {
@@ -194,6 +295,10 @@ static void on_capture(void *ctx, const struct wire_capture *c, struct wire_capt
 	long n;
 	int cut;
 
+	if (c->kind == WIRE_CK_QUERY) {
+		capture_kept(o, c, res, spans);
+		return;
+	}
 	if (!o->flight) {
 		res->state = WIRE_CS_OFF;
 		wbuf_le32(spans, 0);

@@ -20,6 +20,7 @@
 
 struct spantap;
 struct flight;
+struct keepreg;
 struct tls_conf;
 
 struct qclient_opts {
@@ -40,6 +41,9 @@ struct qclient_opts {
 	bool no_inject;
 	/* the flight buffer CAPTUREs read (NULL: answered "off") */
 	struct flight *flight;
+	/* where queries in keep mode register their buffers (NULL: such a
+	 * query fails, saying so) */
+	struct keepreg *keeps;
 	/* only tasks in this cgroup (engine_opts.cgroup); NULL: all */
 	const char *cgroup;
 	/* libfay's shm files (engine_opts.shm_dir) */

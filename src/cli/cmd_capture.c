@@ -2,7 +2,8 @@
 /*
  * fay capture: bring back from every agent's flight buffer the spans of
  * one trace id, or of the last N seconds, and store them on the
- * collector (POST /api/captures); register or drop a capture rule (POST
+ * collector (POST /api/captures); or the events a standing query in keep
+ * mode kept on every host, printed by --show ID; register or drop a capture rule (POST
  * /api/captures/rules, DELETE /api/captures/rules/NAME); or list the
  * captures made and the rules (GET /api/captures).
  */
@@ -27,8 +28,10 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    fay capture --cluster URL --trace ID\n"
 "    fay capture --cluster URL --last DUR [--host H] [--service S]\n"
+"    fay capture --cluster URL --query NAME --last DUR [--host H]\n"
+"    fay capture --cluster URL --show ID\n"
 "    fay capture --cluster URL --when EXPR [--name NAME] [--per-second N]\n"
-"                [--settle DUR] [--follow DUR]\n"
+"                [--settle DUR] [--follow DUR] [--with-query NAME --last DUR]\n"
 "    fay capture --cluster URL --drop NAME\n"
 "    fay capture --cluster URL --list\n"
 "    (each with [--json] [--token T | --token-file FILE] [--tls-ca FILE]\n"
@@ -87,6 +90,25 @@ static void usage(FILE *f)
 "    collector (DB.captures/rules.json).  An error in EXPR is printed\n"
 "    with its line and column, as fay query prints them.\n"
 "\n"
+"    --query NAME --last DUR brings back probe events instead: NAME is a\n"
+"    standing query in keep mode (fay query --cluster URL --keep NAME\n"
+"    'from s in cluster.syscall(\"getppid\") select {...} keep 30s'), whose\n"
+"    hosts keep its events instead of sending them (docs/QUERY.md, \"Probe\n"
+"    events in keep mode\").  Every host is asked for those that arrived in\n"
+"    the last DUR; the collector keeps them (DB.captures/ID.events.jsonl)\n"
+"    and the account says the events found, each host's, and how many its\n"
+"    buffer had already overwritten (its bound, keep ... max N or its\n"
+"    memory) when asked.  A host that keeps no events of NAME is \"not\n"
+"    keeping it\".  --show ID prints such a capture's events, one JSON\n"
+"    line each: {\"host\":H,\"t_ns\":ARRIVAL,\"event\":{the query's columns}}.\n"
+"\n"
+"    --with-query NAME --last DUR joins the two: each capture of the rule\n"
+"    also captures the events standing query NAME (in keep mode) kept in\n"
+"    the last DUR on the trace's hosts (the matching span's and those that\n"
+"    answered with spans of it): the syscalls around a slow request, from\n"
+"    where it ran.  The trace's account names that capture\n"
+"    (events_capture), listed with the others.\n"
+"\n"
 "    --list prints the captures the collector made (the newest 256, kept\n"
 "    across its restarts in DB.captures/captures.jsonl; a rule's with the\n"
 "    time from the matching span's end to its trace stored, and its late\n"
@@ -99,6 +121,8 @@ OPT_CLUSTER_HELP("                      ")
 "    --host H          with --last: only the agent of host H (also one under\n"
 "                      a child collector)\n"
 "    --service S       with --last: only spans of local service S\n"
+"    --query NAME      with --last: the events standing query NAME keeps\n"
+"    --show ID         print the events capture ID brought back\n"
 "    --when EXPR       register a capture rule (a predicate over spans sp)\n"
 "    --rule EXPR       the same as --when\n"
 "    --name NAME       with --when: the rule's name (1-64 of [A-Za-z0-9_];\n"
@@ -107,6 +131,8 @@ OPT_CLUSTER_HELP("                      ")
 "    --settle DUR      with --when: from a match to its capture (0-60s, 300ms)\n"
 "    --follow DUR      with --when: how long a capture follows its trace for\n"
 "                      late spans (0-10m, 10s; 0: it does not)\n"
+"    --with-query NAME with --when and --last: capture query NAME's kept\n"
+"                      events of the last DUR with each trace (0-10m)\n"
 "    --drop NAME       drop capture rule NAME\n"
 "    --list            the captures made so far, and the rules\n"
 "    --json            the collector's JSON answer as it is\n"
@@ -119,6 +145,7 @@ OPT_CLIENT_TLS_HELP("                      ")
 "EXAMPLES\n"
 "    fay capture --cluster http://127.0.0.1:9411 --trace 4bf92f3577b34da6a3ce929d0e0e4736\n"
 "    fay capture --cluster http://127.0.0.1:9411 --last 30s --service mapperd\n"
+"    fay capture --cluster http://127.0.0.1:9411 --query ppid --last 10s\n"
 "    fay capture --cluster http://127.0.0.1:9411 --name slow_writes \\\n"
 "        --when 'sp.name == \"write\" && sp.duration > 50ms'\n"
 "    fay capture --cluster http://127.0.0.1:9411 --drop slow_writes\n"
@@ -131,6 +158,51 @@ OPT_CLIENT_TLS_HELP("                      ")
 "    2 usage error, or an error in a rule's EXPR.\n", f);
 }
 
+/* One host's line of an account: what ("spans", "events") it answered,
+ * and its buffer's count lost ("dropped", "overwritten"). */
+static void print_host(json_t *h, const char *what, const char *lost)
+{
+	const char *st = json_string_value(json_object_get(h, "state"));
+	const char *via = json_string_value(json_object_get(h, "via"));
+	char name[600];
+
+	snprintf(name, sizeof(name), "%s%s%s%s", json_string_value(json_object_get(h, "host")),
+		 via ? " (via " : "", via ? via : "", via ? ")" : "");
+	printf("  %-24s %s", name, st);
+	if (st && !strcmp(st, "answered"))
+		printf(": %" JSON_INTEGER_FORMAT " %s (buffer: %" JSON_INTEGER_FORMAT
+		       " %s held, %" JSON_INTEGER_FORMAT " %s)%s",
+		       json_integer_value(json_object_get(h, what)), what,
+		       json_integer_value(json_object_get(h, "held")), what,
+		       json_integer_value(json_object_get(h, lost)), lost,
+		       json_is_true(json_object_get(h, "cut")) ?
+		       "; cut: more matched than one answer holds" : "");
+	if (!strcmp(what, "spans") && json_integer_value(json_object_get(h, "overwritten")))
+		printf("; %" JSON_INTEGER_FORMAT " of the trace already overwritten",
+		       json_integer_value(json_object_get(h, "overwritten")));
+	if (json_is_true(json_object_get(h, "partial")))
+		printf("; some hosts under it did not answer");
+	printf("\n");
+}
+
+/* The account of a capture of a query's kept events. */
+static void print_events_account(json_t *a)
+{
+	json_t *h;
+	size_t i;
+
+	printf("hosts asked %" JSON_INTEGER_FORMAT ", answered %" JSON_INTEGER_FORMAT
+	       "; events found %" JSON_INTEGER_FORMAT ", already overwritten %"
+	       JSON_INTEGER_FORMAT " (fay capture --show %s)\n",
+	       json_integer_value(json_object_get(a, "hosts_asked")),
+	       json_integer_value(json_object_get(a, "hosts_answered")),
+	       json_integer_value(json_object_get(a, "events_found")),
+	       json_integer_value(json_object_get(a, "events_overwritten")),
+	       json_string_value(json_object_get(a, "id")));
+	json_array_foreach(json_object_get(a, "hosts"), i, h)
+		print_host(h, "events", "overwritten");
+}
+
 static void print_account(json_t *a)
 {
 	json_t *hosts = json_object_get(a, "hosts"), *h;
@@ -139,6 +211,10 @@ static void print_account(json_t *a)
 	printf("capture %s (%s) at %s\n", json_string_value(json_object_get(a, "id")),
 	       json_string_value(json_object_get(a, "by")),
 	       json_string_value(json_object_get(a, "at")));
+	if (json_object_get(a, "query")) {
+		print_events_account(a);
+		return;
+	}
 	printf("hosts asked %" JSON_INTEGER_FORMAT ", answered %" JSON_INTEGER_FORMAT
 	       "; spans found %" JSON_INTEGER_FORMAT ", stored %" JSON_INTEGER_FORMAT
 	       ", already overwritten %" JSON_INTEGER_FORMAT "\n",
@@ -147,35 +223,15 @@ static void print_account(json_t *a)
 	       json_integer_value(json_object_get(a, "spans_found")),
 	       json_integer_value(json_object_get(a, "spans_stored")),
 	       json_integer_value(json_object_get(a, "spans_overwritten")));
-	json_array_foreach(hosts, i, h) {
-		const char *st = json_string_value(json_object_get(h, "state"));
-
-		const char *via = json_string_value(json_object_get(h, "via"));
-		char name[600];
-
-		snprintf(name, sizeof(name), "%s%s%s%s",
-			 json_string_value(json_object_get(h, "host")), via ? " (via " : "",
-			 via ? via : "", via ? ")" : "");
-		printf("  %-24s %s", name, st);
-		if (st && !strcmp(st, "answered"))
-			printf(": %" JSON_INTEGER_FORMAT " spans (buffer: %" JSON_INTEGER_FORMAT
-			       " spans held, %" JSON_INTEGER_FORMAT " dropped)%s",
-			       json_integer_value(json_object_get(h, "spans")),
-			       json_integer_value(json_object_get(h, "held")),
-			       json_integer_value(json_object_get(h, "dropped")),
-			       json_is_true(json_object_get(h, "cut")) ?
-			       "; cut: more matched than one answer holds" : "");
-		if (json_integer_value(json_object_get(h, "overwritten")))
-			printf("; %" JSON_INTEGER_FORMAT " of the trace already overwritten",
-			       json_integer_value(json_object_get(h, "overwritten")));
-		if (json_is_true(json_object_get(h, "partial")))
-			printf("; some hosts under it did not answer");
-		printf("\n");
-	}
+	json_array_foreach(hosts, i, h)
+		print_host(h, "spans", "dropped");
 	if (json_object_get(a, "rule"))
 		printf("  by rule %s: %" JSON_INTEGER_FORMAT " ms from the span's end to stored\n",
 		       json_string_value(json_object_get(a, "rule")),
 		       json_integer_value(json_object_get(a, "latency_ms")));
+	if (json_object_get(a, "events_capture"))
+		printf("  with its hosts' kept events: capture %s\n",
+		       json_string_value(json_object_get(a, "events_capture")));
 	if (json_integer_value(json_object_get(a, "follow_ms")))
 		printf("  followed%s: %" JSON_INTEGER_FORMAT " spans late (the last %"
 		       JSON_INTEGER_FORMAT " ms after the capture), %" JSON_INTEGER_FORMAT
@@ -208,6 +264,10 @@ static void print_rule(json_t *r)
 	       json_integer_value(json_object_get(r, "settle_ms")),
 	       json_integer_value(json_object_get(r, "follow_ms")),
 	       json_is_true(json_object_get(r, "running")) ? "" : "; not running (no agent)");
+	if (json_object_get(r, "with_query"))
+		printf("  with query %s's events of the last %" JSON_INTEGER_FORMAT " ms\n",
+		       json_string_value(json_object_get(r, "with_query")),
+		       json_integer_value(json_object_get(r, "with_last_ms")));
 }
 
 /* A name for a rule registered without --name: rule_ and the time in ms. */
@@ -220,7 +280,8 @@ static const char *rule_name(char *buf, size_t len)
 /* --when (register rule name; per_s 0, settle_ms and follow_ms -1: the
  * collector's defaults) or --drop NAME. */
 static int rule_cmd(const char *url, const char *when, const char *name, long per_s,
-		    long settle_ms, long follow_ms, const char *drop, const char *token, int json)
+		    long settle_ms, long follow_ms, const char *with_query, uint64_t with_ms,
+		    const char *drop, const char *token, int json)
 {
 	struct tr_http_resp resp = { 0 };
 	char full[2048], err[512], *body = NULL;
@@ -238,6 +299,10 @@ static int rule_cmd(const char *url, const char *when, const char *name, long pe
 			json_object_set_new(o, "settle_ms", json_integer(settle_ms));
 		if (o && follow_ms >= 0)
 			json_object_set_new(o, "follow_ms", json_integer(follow_ms));
+		if (o && with_query) {
+			json_object_set_new(o, "with_query", json_string(with_query));
+			json_object_set_new(o, "with_last_ms", json_integer((json_int_t)with_ms));
+		}
 		body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		json_decref(o);
 		if (!body) {
@@ -277,10 +342,20 @@ static int rule_cmd(const char *url, const char *when, const char *name, long pe
 	return 0;
 }
 
+/* --show ID: the events capture ID brought back, as the collector keeps
+ * them (JSON lines). */
+static int show_events(const char *url, const char *id, const char *token)
+{
+	char full[2048];
+
+	snprintf(full, sizeof(full), "%s/api/captures/%s/events", url, id);
+	return tr_http_to_stdout("GET", full, NULL, token, url, true);
+}
+
 int cmd_capture(int argc, char **argv)
 {
 	enum { O_TRACE = 256, O_LAST, O_HOST, O_SERVICE, O_LIST, O_JSON, O_WHEN, O_NAME,
-	       O_PER_S, O_SETTLE, O_FOLLOW, O_DROP };
+	       O_PER_S, O_SETTLE, O_FOLLOW, O_DROP, O_QUERY, O_SHOW, O_WITH_QUERY };
 	static const struct option lopts[] = {
 		OPT_CLUSTER_ROW,
 		{ "trace", required_argument, NULL, O_TRACE },
@@ -295,6 +370,9 @@ int cmd_capture(int argc, char **argv)
 		{ "settle", required_argument, NULL, O_SETTLE },
 		{ "follow", required_argument, NULL, O_FOLLOW },
 		{ "drop", required_argument, NULL, O_DROP },
+		{ "query", required_argument, NULL, O_QUERY },
+		{ "show", required_argument, NULL, O_SHOW },
+		{ "with-query", required_argument, NULL, O_WITH_QUERY },
 		{ "json", no_argument, NULL, O_JSON },
 		OPT_CLIENT_TOKEN_ROWS,
 		OPT_CLIENT_TLS_ROWS,
@@ -304,7 +382,7 @@ int cmd_capture(int argc, char **argv)
 	const char *url = NULL, *trace = NULL, *last = NULL, *host = NULL, *service = NULL;
 	struct opt_client_token tok;
 	const char *when = NULL, *name = NULL, *per_s = NULL, *settle = NULL, *drop = NULL;
-	const char *follow = NULL;
+	const char *follow = NULL, *query = NULL, *show = NULL, *with_query = NULL;
 	char gen_name[32];
 	uint64_t settle_ns = 0, follow_ns = 0;
 	long per_s_n = 0;
@@ -335,6 +413,9 @@ int cmd_capture(int argc, char **argv)
 		case O_SETTLE: settle = optarg; break;
 		case O_FOLLOW: follow = optarg; break;
 		case O_DROP: drop = optarg; break;
+		case O_QUERY: query = optarg; break;
+		case O_SHOW: show = optarg; break;
+		case O_WITH_QUERY: with_query = optarg; break;
 		case O_JSON: json = 1; break;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -342,15 +423,25 @@ int cmd_capture(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !url || (!!trace + !!last + list + !!when + !!drop) != 1) {
-		fprintf(stderr, "error: want --cluster URL and one of --trace ID, --last DUR, "
-			"--when EXPR, --drop NAME, --list\n"
+	if (optind != argc || !url ||
+	    (!!trace + (!!last && !when) + list + !!when + !!drop + !!show) != 1) {
+		fprintf(stderr, "error: want --cluster URL and one of --trace ID, --last DUR "
+			"[--query NAME], --when EXPR, --drop NAME, --list, --show ID\n"
 			"Run 'fay capture --help' for the manual.\n");
 		return 2;
 	}
-	if ((name || per_s || settle || follow) && !when) {
-		fprintf(stderr, "error: --name, --per-second, --settle and --follow go with "
-			"--when\n");
+	if ((name || per_s || settle || follow || with_query) && !when) {
+		fprintf(stderr, "error: --name, --per-second, --settle, --follow and --with-query "
+			"go with --when\n");
+		return 2;
+	}
+	if (when && !!with_query != !!last) {
+		fprintf(stderr, "error: with --when, --with-query NAME and --last DUR go together\n");
+		return 2;
+	}
+	if (when && last && (clock_parse_duration(last, &last_ns) || last_ns < 1000000u ||
+			     last_ns > 600000000000ull)) {
+		fprintf(stderr, "error: --last '%s': want a duration from 1ms to 10m\n", last);
 		return 2;
 	}
 	if (per_s) {
@@ -375,11 +466,18 @@ int cmd_capture(int argc, char **argv)
 	if (when || drop)
 		return rule_cmd(url, when, name ? name : rule_name(gen_name, sizeof(gen_name)),
 				per_s ? per_s_n : 0, settle ? (long)(settle_ns / 1000000u) : -1,
-				follow ? (long)(follow_ns / 1000000u) : -1, drop, tok.token, json);
-	if ((host || service) && !last) {
-		fprintf(stderr, "error: --host and --service go with --last\n");
+				follow ? (long)(follow_ns / 1000000u) : -1, with_query,
+				last_ns / 1000000u, drop, tok.token, json);
+	if ((host || service || query) && !last) {
+		fprintf(stderr, "error: --host, --service and --query go with --last\n");
 		return 2;
 	}
+	if (query && service) {
+		fprintf(stderr, "error: --service goes with spans, not with --query\n");
+		return 2;
+	}
+	if (show)
+		return show_events(url, show, tok.token);
 	if (last && (clock_parse_duration(last, &last_ns) || last_ns < 1000000u ||
 		     last_ns > 24ull * 3600 * 1000000000u)) {
 		fprintf(stderr, "error: --last '%s': want a duration from 1ms to 24h (500ms, 30s, 5m)\n",
@@ -390,6 +488,9 @@ int cmd_capture(int argc, char **argv)
 	if (!list) {
 		json_t *o = trace ? json_pack("{s:s}", "trace_id", trace) :
 			json_pack("{s:I}", "last_ms", (json_int_t)(last_ns / 1000000u));
+
+		if (o && query)
+			json_object_set_new(o, "query", json_string(query));
 
 		if (o && host)
 			json_object_set_new(o, "host", json_string(host));
@@ -413,7 +514,7 @@ int cmd_capture(int argc, char **argv)
 		fprintf(stderr, "error: %s: HTTP %ld: %s", url, resp.status,
 			resp.body ? resp.body : "\n");
 		free(resp.body);
-		return resp.status == 400 ? 2 : 1;
+		return resp.status == 400 || resp.status == 404 ? 2 : 1;
 	}
 	a = json_loads(resp.body ? resp.body : "", 0, NULL);
 	if (json || !a) {

@@ -57,26 +57,10 @@ OPT_CLIENT_TLS_HELP("                      ")
 /* URL-encode s after "?sql=" is not needed: the statement is the body. */
 static int via_collector(const char *url, const char *sql, const char *token, int json)
 {
-	struct tr_http_resp resp = { 0 };
-	char full[2048], err[512];
-	int ret;
+	char full[2048];
 
 	snprintf(full, sizeof(full), "%s/api/sql?format=%s", url, json ? "json" : "table");
-	ret = tr_http("POST", full, sql, token, &resp, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "error: %s: %s\n", url, err);
-		free(resp.body);
-		return 1;
-	}
-	if (resp.status != 200) {
-		fprintf(stderr, "error: %s: HTTP %ld: %s", url, resp.status,
-			resp.body ? resp.body : "\n");
-		free(resp.body);
-		return resp.status == 400 || resp.status == 403 ? 2 : 1;
-	}
-	fwrite(resp.body, 1, resp.len, stdout);
-	free(resp.body);
-	return 0;
+	return tr_http_to_stdout("POST", full, sql, token, url, true);
 }
 
 int cmd_sql(int argc, char **argv)

@@ -4,7 +4,9 @@
  * (engine/driver.h).  It starts the command to trace (-c; held at a pipe
  * until the probes are attached), watches it or the -p process through a
  * pidfd, stops at SIGINT/SIGTERM/SIGHUP, and prints rows as tables or
- * JSON lines as the driver hands them over.
+ * JSON lines as the driver hands them over.  A query in keep mode ('keep
+ * DUR') keeps its events in a keep buffer (engine/keepbuf.h) instead, and
+ * prints those of its last DUR when it ends, like a flight recorder.
  *
  * Signals are blocked outside the driver's wait and let in only inside
  * its ppoll(), so a Ctrl-C can never fall between a check and the sleep;
@@ -26,7 +28,9 @@
 #include <unistd.h>
 
 #include "cli/query_run.h"
+#include "common/clock.h"
 #include "engine/driver.h"
+#include "engine/keepbuf.h"
 
 static volatile sig_atomic_t got_stop;
 
@@ -39,6 +43,8 @@ struct sess {
 	const struct engine_run_opts *o;
 	struct engine_out out;
 	int go;			/* -c: the pipe that starts the command */
+	struct keepbuf *keep;	/* keep mode: the events kept, not printed yet */
+	const struct plan *plan;
 };
 
 static void print_counters(struct sess *s, const struct plan *p,
@@ -90,8 +96,41 @@ static int on_attached(void *ctx, struct engine *e)
 static int on_record(void *ctx, struct engine *e, const void *rec, size_t size)
 {
 	struct sess *s = ctx;
-	int err = engine_print_record(engine_plan(e), &s->out, rec);
+	int err;
 
+	if (s->keep) {
+		keepbuf_add(s->keep, rec, clock_realtime_ns());
+		return 0;
+	}
+	err = engine_print_record(engine_plan(e), &s->out, rec);
+	return err ? write_err(s, err) : 0;
+}
+
+static int print_kept(void *ctx, const void *rec, uint64_t t_ns)
+{
+	struct sess *s = ctx;
+
+	(void)t_ns;
+	return engine_print_record(s->plan, &s->out, rec);
+}
+
+/* Keep mode, at the end: the events of the last DUR, then their account. */
+static int dump_kept(struct sess *s, const struct plan *p)
+{
+	uint64_t now = clock_realtime_ns(), n = 0;
+	struct keepbuf_stats st;
+	int err;
+
+	s->plan = p;
+	err = keepbuf_each(s->keep, 0, UINT64_MAX, now, print_kept, s, &n);
+	keepbuf_get_stats(s->keep, now, &st);
+	if (!s->o->quiet)
+		fprintf(s->o->err, "fay: kept %" PRIu64 " events of the last %" PRIu64
+			" ms (%" PRIu64 " seen, %" PRIu64 " overwritten: at most %" PRIu64
+			" kept, %" PRIu64 " older dropped)\n", n, p->keep_ns / 1000000, st.added,
+			st.overwritten, st.cap, st.expired);
+	if (fflush(s->o->out) && !err)
+		err = -errno;
 	return err ? write_err(s, err) : 0;
 }
 
@@ -119,8 +158,11 @@ static int on_result(void *ctx, struct engine *e, const struct engine_result *re
 
 static int on_stream_end(void *ctx, struct engine *e, const uint64_t c[ENGINE_NCOUNTERS])
 {
+	struct sess *s = ctx;
+	int rc = s->keep ? dump_kept(s, engine_plan(e)) : 0;
+
 	print_counters(ctx, engine_plan(e), c);
-	return 0;
+	return rc;
 }
 
 int parse_probe_mode(const char *s, enum engine_probe_mode *m)
@@ -287,6 +329,14 @@ int engine_run_query(struct query *q, const struct plan *p,
 	bool rt_hold = false;
 	int rc = 1;
 
+	if (p->mode == PLAN_STREAM && p->keep_ns) {
+		s.keep = keepbuf_new((uint32_t)p->record_size, p->keep_ns, p->keep_max);
+		if (!s.keep) {
+			fprintf(o->err, "error: keep %" PRIu64 " ms: %s\n", p->keep_ns / 1000000,
+				strerror(errno));
+			return 1;
+		}
+	}
 	got_stop = 0;
 	sigemptyset(&block);
 	for (int i = 0; i < 3; i++)
@@ -363,5 +413,6 @@ out:
 	for (int i = 0; i < 3; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
+	keepbuf_free(s.keep);
 	return rc;
 }

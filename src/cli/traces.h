@@ -19,6 +19,7 @@
 #ifndef FAY_CLI_TRACES_H
 #define FAY_CLI_TRACES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -165,6 +166,12 @@ void tr_http_set_cert(const char *cert, const char *key);
 void tr_http_tls(void *c);
 int tr_http(const char *method, const char *url, const char *body, const char *token,
 	    struct tr_http_resp *resp, char *err, size_t errlen);
+/* tr_http(), then a 200's body written to stdout as it is; otherwise the
+ * error on stderr, prefixed with shown (the collector's URL).  Returns 0;
+ * 2 for a status the caller's mistake (usage2: 400, 403 and 404 when
+ * true, else 400 alone); 1 otherwise. */
+int tr_http_to_stdout(const char *method, const char *url, const char *body,
+		      const char *token, const char *shown, bool usage2);
 
 /* The collector `fay traces` asks when neither --server nor $FAY_SERVER
  * names one. */

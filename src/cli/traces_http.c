@@ -166,3 +166,26 @@ int tr_http(const char *method, const char *url, const char *body, const char *t
 	}
 	return 0;
 }
+
+int tr_http_to_stdout(const char *method, const char *url, const char *body,
+		      const char *token, const char *shown, bool usage2)
+{
+	struct tr_http_resp resp = { 0 };
+	char err[512];
+	long st;
+
+	if (tr_http(method, url, body, token, &resp, err, sizeof(err))) {
+		fprintf(stderr, "error: %s: %s\n", shown, err);
+		free(resp.body);
+		return 1;
+	}
+	st = resp.status;
+	if (st != 200) {
+		fprintf(stderr, "error: %s: HTTP %ld: %s", shown, st, resp.body ? resp.body : "\n");
+		free(resp.body);
+		return st == 400 || (usage2 && (st == 403 || st == 404)) ? 2 : 1;
+	}
+	fwrite(resp.body, 1, resp.len, stdout);
+	free(resp.body);
+	return fflush(stdout) ? 1 : 0;
+}

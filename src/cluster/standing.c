@@ -340,8 +340,9 @@ static struct sq *sq_new(struct standing *s, const char *name, const char *text,
 		sq_free(q);
 		return NULL;
 	}
-	if (q->p->mode != PLAN_AGGREGATE || !q->p->window_ns) {
-		snprintf(err, errlen, "a standing query needs aggregates and 'window DUR' (its windows are its history)");
+	if ((q->p->mode != PLAN_AGGREGATE || !q->p->window_ns) &&
+	    (q->p->mode != PLAN_STREAM || !q->p->keep_ns)) {
+		snprintf(err, errlen, "a standing query needs aggregates and 'window DUR' (its windows are its history), or events in keep mode ('keep DUR': each host keeps them for fay capture --query)");
 		sq_free(q);
 		return NULL;
 	}
@@ -1041,6 +1042,21 @@ int standing_add(struct standing *s, const char *name, const char *text, uint64_
 	}
 	pr_info("standing query %s: %s", name, text);
 	return 0;
+}
+
+char *standing_text(struct standing *s, const char *name)
+{
+	char *t = NULL;
+
+	errno = ENOENT;
+	pthread_mutex_lock(&s->lock);
+	for (struct sq *q = s->list; q; q = q->next)
+		if (!strcmp(q->name, name)) {
+			t = strdup(q->text);
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+	return t;
 }
 
 int standing_drop(struct standing *s, const char *name)

@@ -82,6 +82,10 @@ void standing_free(struct standing *s);
  */
 int standing_add(struct standing *s, const char *name, const char *text, uint64_t grace_ns,
 		 char *err, size_t errlen, int *line, int *col);
+/* The text of standing query NAME (malloc'd), or NULL (none: ENOENT; or
+ * ENOMEM).  A capture by query (#22) asks the agents for the events NAME
+ * keeps by this text's key. */
+char *standing_text(struct standing *s, const char *name);
 /* Stop and forget NAME (its windows stay in the store, until the
  * retention; shared: a drop written to the store, which every collector
  * on it reads).  0, -ENOENT, or -EIO (the store refused; logged). */

@@ -31,6 +31,9 @@
  * late (spans_late, last_late_ms, follow_rounds, each host's late, a
  * host that answered only in a later round).
  *
+ * {"query":NAME, "last_ms":N, "host":H} captures the events a standing
+ * query in keep mode keeps on its hosts instead (api_capture_query.c).
+ *
  * GET /api/captures lists the captures (the newest first, at most
  * CAPTURES_KEEP), with the same accounts, kept across restarts in
  * DIR/captures.jsonl (capture_log.c).
@@ -41,8 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster/cluster.h"
+#include "cluster/standing.h"
 #include "collector/capture_rules.h"
 #include "collector/http_int.h"
 #include "common/clock.h"
@@ -58,7 +63,7 @@ void api_captures_free(struct collector *c)
 	c->captures = NULL;
 }
 
-static const char *state_name(enum cluster_capture_state s)
+const char *capture_state_name(int s)
 {
 	switch (s) {
 	case CCH_ANSWERED: return "answered";
@@ -277,7 +282,7 @@ static const char *parse(json_t *o, struct cluster_capture_req *rq, char *by, si
 
 /* Hosts known from their span connections whose query connection did
  * not take part: "not connected" (host: only that one). */
-static void add_unconnected(struct collector *c, json_t *hosts, const char *host)
+void capture_add_unconnected(struct collector *c, json_t *hosts, const char *host)
 {
 	pthread_mutex_lock(&c->agents_lock);
 	for (struct coll_agent *ag = c->agents; ag; ag = ag->next) {
@@ -354,7 +359,7 @@ static int round_run(struct collector *c, const struct cluster_capture_req *cr,
 			rd->stored += (uint64_t)st;
 		}
 		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b}",
-			"host", h->host, "state", state_name(h->state),
+			"host", h->host, "state", capture_state_name(h->state),
 			"spans", (json_int_t)h->nspans, "stored", (json_int_t)st,
 			"held", (json_int_t)h->held, "dropped", (json_int_t)h->dropped,
 			"oldest_ms", (json_int_t)(h->oldest_ns / 1000000u), "cut", h->cut);
@@ -369,10 +374,45 @@ static int round_run(struct collector *c, const struct cluster_capture_req *cr,
 	cluster_capture_res_free(&res);
 	if (!rd->hosts)
 		return -ENOMEM;
-	add_unconnected(c, rd->hosts, cr->host);
+	capture_add_unconnected(c, rd->hosts, cr->host);
 	if (rd->ret && !rd->err[0])
 		snprintf(rd->err, sizeof(rd->err), "%s", strerror(-rd->ret));
 	return 0;
+}
+
+void capture_new_id(struct collector *c, uint64_t now, char *id, size_t idlen, char *at,
+		    size_t atlen)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&c->captures_lock);
+	n = ++c->ncaptures;
+	pthread_mutex_unlock(&c->captures_lock);
+	snprintf(id, idlen, "%" PRIu64 "-%" PRIu64, now / 1000000u, n);
+	rfc3339(now, at, atlen);
+}
+
+void capture_list_put(struct collector *c, json_t *acc)
+{
+	pthread_mutex_lock(&c->captures_lock);
+	if (!c->captures)
+		c->captures = json_array();
+	if (c->captures) {
+		json_array_insert(c->captures, 0, acc);
+		if (json_array_size(c->captures) > CAPTURES_KEEP) {
+			json_t *old = json_array_get(c->captures, CAPTURES_KEEP);
+			char path[4300];
+
+			/* a capture of events: its file goes with it */
+			if (json_object_get(old, "query") &&
+			    !caplog_events_path(c, json_string_value(json_object_get(old, "id")),
+						path, sizeof(path)))
+				unlink(path);
+			json_array_remove(c->captures, CAPTURES_KEEP);
+		}
+	}
+	caplog_put(c, acc);
+	pthread_mutex_unlock(&c->captures_lock);
 }
 
 json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, const char *by,
@@ -381,15 +421,11 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 	struct cap_mark mk = { 0 };
 	struct cap_round rd;
 	json_t *acc;
-	uint64_t now = clock_realtime_ns(), n;
+	uint64_t now = clock_realtime_ns();
 
 	*status = 500;
 	snprintf(mk.by, sizeof(mk.by), "%s", by);
-	pthread_mutex_lock(&c->captures_lock);
-	n = ++c->ncaptures;
-	pthread_mutex_unlock(&c->captures_lock);
-	snprintf(mk.id, sizeof(mk.id), "%" PRIu64 "-%" PRIu64, now / 1000000u, n);
-	rfc3339(now, mk.at, sizeof(mk.at));
+	capture_new_id(c, now, mk.id, sizeof(mk.id), mk.at, sizeof(mk.at));
 	if (round_run(c, cr, &mk, seen, &rd))
 		return NULL;
 	acc = json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:I, s:o}",
@@ -428,16 +464,7 @@ json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, 
 	pr_info("capture %s (%s): %u hosts asked, %u answered, %" PRIu64 " spans found, %"
 		PRIu64 " stored, %" PRIu64 " already overwritten", mk.id, mk.by, rd.asked,
 		rd.answered, rd.found, rd.stored, rd.overwritten);
-	pthread_mutex_lock(&c->captures_lock);
-	if (!c->captures)
-		c->captures = json_array();
-	if (c->captures) {
-		json_array_insert(c->captures, 0, acc);
-		if (json_array_size(c->captures) > CAPTURES_KEEP)
-			json_array_remove(c->captures, CAPTURES_KEEP);
-	}
-	caplog_put(c, acc);
-	pthread_mutex_unlock(&c->captures_lock);
+	capture_list_put(c, acc);
 	/* stored but not all: 503, the account says which */
 	*status = rd.ret ? 503 : 200;
 	return acc;
@@ -566,6 +593,12 @@ static int post(struct collector *c, struct http_con *con, const struct http_rq 
 	body = json_loadb(rq->body.p ? rq->body.p : "", rq->body.len, 0, &je);
 	if (!body)
 		return reply_text(c, con, 400, "body: %s\n", je.text);
+	if (json_object_get(body, "query")) {	/* a query's kept events */
+		int ret = capture_query_post(c, con, body);
+
+		json_decref(body);
+		return ret;
+	}
 	why = parse(body, &cr, by, sizeof(by));
 	if (why) {
 		int ret = reply_text(c, con, 400, "%s\n", why);
@@ -595,13 +628,31 @@ int api_captures(struct collector *c, struct http_con *con, const struct http_rq
 					    c->rules ? crules_list(c->rules) : json_array()));
 }
 
+/* A rule's "with_query" (a standing query's name) and "with_last_ms", when
+ * given: NULL, or why not. */
+static const char *with_check(struct collector *c, json_t *wq, json_t *wl)
+{
+	char *text;
+
+	if (!wq && !wl)
+		return NULL;
+	if (!json_is_string(wq) || !json_is_integer(wl) || json_integer_value(wl) < 1 ||
+	    json_integer_value(wl) > CRULES_WITH_LAST_MS_MAX)
+		return "\"with_query\" (a standing query's name) goes with \"with_last_ms\" "
+		       "(1 to 600000)";
+	text = c->standing ? standing_text(c->standing, json_string_value(wq)) : NULL;
+	free(text);
+	return text ? NULL : "\"with_query\": no standing query of that name";
+}
+
 /* POST /api/captures/rules {"name":N, "expr":E, "per_s":R, "settle_ms":S,
- * "follow_ms":F}. */
+ * "follow_ms":F, "with_query":Q, "with_last_ms":L}. */
 static int rule_add(struct collector *c, struct http_con *con, const struct http_rq *rq)
 {
 	json_error_t je;
-	json_t *b, *n, *e, *r, *s, *f;
+	json_t *b, *n, *e, *r, *s, *f, *wq, *wl;
 	char err[4096] = "";
+	const char *why;
 	int line = 0, col = 0, ret;
 
 	if (rq->body.too_big)
@@ -614,6 +665,13 @@ static int rule_add(struct collector *c, struct http_con *con, const struct http
 	r = json_object_get(b, "per_s");
 	s = json_object_get(b, "settle_ms");
 	f = json_object_get(b, "follow_ms");
+	wq = json_object_get(b, "with_query");
+	wl = json_object_get(b, "with_last_ms");
+	why = with_check(c, wq, wl);
+	if (why) {
+		json_decref(b);
+		return reply_text(c, con, 400, "%s\n", why);
+	}
 	if (!json_is_string(n) || !json_is_string(e) || (r && !json_is_integer(r)) ||
 	    (s && !json_is_integer(s)) || (f && !json_is_integer(f))) {
 		json_decref(b);
@@ -633,6 +691,12 @@ static int rule_add(struct collector *c, struct http_con *con, const struct http
 			 r ? (unsigned)json_integer_value(r) : CRULES_PER_S_DEFAULT,
 			 s ? (unsigned)json_integer_value(s) : CRULES_SETTLE_MS_DEFAULT,
 			 f ? (unsigned)json_integer_value(f) : CRULES_FOLLOW_MS_DEFAULT, err, sizeof(err), &line, &col);
+	if (!ret && wq && crules_with_query(c->rules, json_string_value(n), json_string_value(wq),
+					     (unsigned)json_integer_value(wl), err, sizeof(err))) {
+		crules_drop(c->rules, json_string_value(n));
+		json_decref(b);
+		return reply_text(c, con, 500, "%s\n", err);
+	}
 	json_decref(b);
 	if (ret == -EINVAL || ret == -EEXIST || ret == -ENOSPC)
 		return reply_json_status(c, con, ret == -EINVAL ? 400 : 409,

@@ -24,6 +24,7 @@
 #include "common/log.h"
 
 struct caplog {
+	char dir[4096];
 	char path[4200];
 	int fd;
 	unsigned lines;
@@ -152,6 +153,7 @@ int caplog_open(struct collector *c, const char *dir, char *err, size_t errlen)
 		free(l);
 		return ret;
 	}
+	snprintf(l->dir, sizeof(l->dir), "%s", dir);
 	snprintf(l->path, sizeof(l->path), "%s/captures.jsonl", dir);
 	list = load(l->path, &bad);
 	if (!list) {
@@ -217,4 +219,17 @@ void caplog_close(struct collector *c)
 		close(c->caplog->fd);
 	free(c->caplog);
 	c->caplog = NULL;
+}
+
+int caplog_events_path(struct collector *c, const char *id, char *out, size_t len)
+{
+	const char *dash = strchr(id, '-');
+
+	if (!dash || dash == id || !dash[1] || strspn(id, "0123456789") != (size_t)(dash - id) ||
+	    strspn(dash + 1, "0123456789") != strlen(dash + 1))
+		return -EINVAL;
+	if (!c->caplog)
+		return -ENOENT;
+	snprintf(out, len, "%s/%s.events.jsonl", c->caplog->dir, id);
+	return 0;
 }

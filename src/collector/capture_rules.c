@@ -45,6 +45,11 @@ struct crule {
 	char name[CRULES_NAME_MAX + 1];
 	char *expr, *text;
 	unsigned per_s, settle_ms, follow_ms;
+	/* --with-query: a standing query in keep mode whose events of the
+	 * last with_last_ms on the trace's hosts are captured with it ("":
+	 * none) */
+	char with_query[STANDING_NAME_MAX + 1];
+	unsigned with_last_ms;
 	uint64_t created_ms;
 	struct query *q;
 	const struct plan *p;
@@ -62,6 +67,8 @@ struct cpend {
 	struct cpend *next;
 	uint64_t hi, lo, due_ns, matched_ns, span_end_ns;
 	unsigned follow_ms;
+	char with_query[STANDING_NAME_MAX + 1];
+	unsigned with_last_ms;
 	char rule[CRULES_NAME_MAX + 1];
 	char host[WIRE_HOST_MAX + 1];
 	char span[QUERY_STR_MAX + 1];
@@ -130,6 +137,15 @@ static json_t *counts_json(struct crule *r)
 	return o;
 }
 
+/* r's --with-query, added to its object o (nothing without one). */
+static void with_json(const struct crule *r, json_t *o)
+{
+	if (!o || !r->with_query[0])
+		return;
+	json_object_set_new(o, "with_query", json_string(r->with_query));
+	json_object_set_new(o, "with_last_ms", json_integer(r->with_last_ms));
+}
+
 /* Write rules.json whole: definitions and counts.  Under rs->lock. */
 static int save(struct crules *rs)
 {
@@ -137,11 +153,15 @@ static int save(struct crules *rs)
 	char path[4200], *text;
 	int err;
 
-	for (struct crule *r = rs->list; a && r; r = r->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:o*}", "name",
+	for (struct crule *r = rs->list; a && r; r = r->next) {
+		json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:o*}", "name",
 			r->name, "expr", r->expr, "per_s", (int)r->per_s, "settle_ms",
 			(int)r->settle_ms, "follow_ms", (int)r->follow_ms, "created_ms",
-			(json_int_t)r->created_ms, "counts", counts_json(r)));
+			(json_int_t)r->created_ms, "counts", counts_json(r));
+
+		with_json(r, o);
+		json_array_append_new(a, o);
+	}
 	doc = a ? json_pack("{s:o}", "rules", a) : NULL;
 	text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
 	json_decref(doc);
@@ -240,6 +260,8 @@ static void on_row(struct crule *r, json_t *j)
 	pd->matched_ns = clock_realtime_ns();
 	pd->span_end_ns = (uint64_t)json_integer_value(json_array_get(v, 2));
 	pd->follow_ms = r->follow_ms;
+	snprintf(pd->with_query, sizeof(pd->with_query), "%s", r->with_query);
+	pd->with_last_ms = r->with_last_ms;
 	snprintf(pd->rule, sizeof(pd->rule), "%s", r->name);
 	snprintf(pd->host, sizeof(pd->host), "%s", host ? host : "");
 	snprintf(pd->span, sizeof(pd->span), "%s", span ? span : "");
@@ -350,6 +372,56 @@ static uint64_t follow_due(const struct cfollow *fo, unsigned k)
 	return fo->start_ns + d < fo->end_ns ? fo->start_ns + d : fo->end_ns;
 }
 
+/* pd's rule has --with-query: capture that query's events of the last
+ * with_last_ms on the trace's hosts (the matching span's, and those that
+ * answered acc's capture with spans), and link the two accounts. */
+static void capture_with_query(struct crules *rs, const struct cpend *pd, json_t *acc)
+{
+	const char *hosts[CRULES_WITH_HOSTS];
+	char names[CRULES_WITH_HOSTS][WIRE_HOST_MAX + 1], by[300], err[512];
+	uint64_t now = clock_realtime_ns();
+	size_t n = 0, i;
+	json_t *h, *qacc;
+	int status;
+
+	snprintf(names[n], sizeof(names[n]), "%s", pd->host);
+	hosts[n] = names[n];
+	n++;
+	pthread_mutex_lock(&rs->c->captures_lock);
+	json_array_foreach(json_object_get(acc, "hosts"), i, h) {
+		const char *name = json_string_value(json_object_get(h, "host"));
+
+		if (n == CRULES_WITH_HOSTS || !name || !strcmp(name, pd->host) ||
+		    json_integer_value(json_object_get(h, "spans")) <= 0)
+			continue;
+		snprintf(names[n], sizeof(names[n]), "%s", name);
+		hosts[n] = names[n];
+		n++;
+	}
+	pthread_mutex_unlock(&rs->c->captures_lock);
+	snprintf(by, sizeof(by), "rule %s: query %s last %ums, trace %016" PRIx64 "%016" PRIx64,
+		 pd->rule, pd->with_query, pd->with_last_ms, pd->hi, pd->lo);
+	qacc = capture_query_make(rs->c, pd->with_query,
+				  now - (uint64_t)pd->with_last_ms * 1000000u, now, hosts, n, by,
+				  &status, err, sizeof(err));
+	pthread_mutex_lock(&rs->c->captures_lock);
+	if (qacc) {
+		json_object_set_new(acc, "events_capture", json_string(
+			json_string_value(json_object_get(qacc, "id"))));
+		json_object_set_new(qacc, "rule", json_string(pd->rule));
+		json_object_set_new(qacc, "trace_capture", json_string(
+			json_string_value(json_object_get(acc, "id"))));
+		caplog_put(rs->c, qacc);
+	} else {
+		json_object_set_new(acc, "events_error", json_string(err));
+		pr_warn("capture rule %s: the events of query %s not captured: %s", pd->rule,
+			pd->with_query, err);
+	}
+	caplog_put(rs->c, acc);
+	pthread_mutex_unlock(&rs->c->captures_lock);
+	json_decref(qacc);
+}
+
 /* Capture pd's trace; follow it when its rule says so. */
 static void capture_pending(struct crules *rs, const struct cpend *pd)
 {
@@ -368,6 +440,8 @@ static void capture_pending(struct crules *rs, const struct cpend *pd)
 	acc = capture_make(rs->c, &cr, by, &tr, fo ? &fo->seen : NULL, &status);
 	if (!acc)
 		pr_warn("capture rule %s: out of memory for a capture", pd->rule);
+	else if (pd->with_query[0])
+		capture_with_query(rs, pd, acc);
 	pthread_mutex_lock(&rs->lock);
 	{
 		struct crule *r = rule_named(rs, pd->rule);
@@ -632,6 +706,37 @@ int crules_add(struct crules *rs, const char *name, const char *expr, unsigned p
 	return ret;
 }
 
+/* Set r's --with-query (a bad one, from a file: none). */
+static void with_set(struct crule *r, const char *query, json_int_t last_ms)
+{
+	if (!query || !standing_name_ok(query) || last_ms < 1 || last_ms > CRULES_WITH_LAST_MS_MAX)
+		return;
+	snprintf(r->with_query, sizeof(r->with_query), "%s", query);
+	r->with_last_ms = (unsigned)last_ms;
+}
+
+int crules_with_query(struct crules *rs, const char *name, const char *query,
+		      unsigned last_ms, char *err, size_t errlen)
+{
+	struct crule *r;
+	int ret;
+
+	if (!standing_name_ok(query) || last_ms < 1 || last_ms > CRULES_WITH_LAST_MS_MAX) {
+		snprintf(err, errlen, "with_query: a standing query's name; with_last_ms: 1 to %d",
+			 CRULES_WITH_LAST_MS_MAX);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&rs->lock);
+	r = rule_named(rs, name);
+	if (r)
+		with_set(r, query, last_ms);
+	ret = r ? save(rs) : -ENOENT;
+	pthread_mutex_unlock(&rs->lock);
+	if (ret)
+		snprintf(err, errlen, "%s", ret == -ENOENT ? "no such rule" : strerror(-ret));
+	return ret;
+}
+
 int crules_drop(struct crules *rs, const char *name)
 {
 	struct crule *r = NULL;
@@ -661,9 +766,9 @@ json_t *crules_list(struct crules *rs)
 	json_t *a = json_array();
 
 	pthread_mutex_lock(&rs->lock);
-	for (struct crule *r = rs->list; a && r; r = r->next)
-		json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
-						   "s:I, s:I, s:I, s:b}",
+	for (struct crule *r = rs->list; a && r; r = r->next) {
+		json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
+				      "s:I, s:I, s:I, s:b}",
 			"name", r->name, "expr", r->expr, "per_s", (int)r->per_s,
 			"settle_ms", (int)r->settle_ms, "follow_ms", (int)r->follow_ms,
 			"created_ms", (json_int_t)r->created_ms,
@@ -671,7 +776,11 @@ json_t *crules_list(struct crules *rs)
 			"deduplicated", (json_int_t)r->deduped,
 			"over_budget", (json_int_t)r->over_budget,
 			"spans_late", (json_int_t)r->late, "unfollowed", (json_int_t)r->unfollowed,
-			"running", r->running));
+			"running", r->running);
+
+		with_json(r, o);
+		json_array_append_new(a, o);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	return a;
 }
@@ -762,6 +871,8 @@ static int load(struct crules *rs, char *err, size_t errlen)
 			r->per_s = CRULES_PER_S_DEFAULT;
 		if (r->follow_ms > CRULES_FOLLOW_MS_MAX)
 			r->follow_ms = CRULES_FOLLOW_MS_DEFAULT;
+		with_set(r, json_string_value(json_object_get(v, "with_query")),
+			 json_integer_value(json_object_get(v, "with_last_ms")));
 		/* its counts so far (a rules.json of a fay before: none) */
 		for (size_t k = 0; k < CR_NCOUNTS; k++) {
 			json_t *n = json_object_get(json_object_get(v, "counts"), cr_counts[k].key);

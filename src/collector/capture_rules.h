@@ -74,6 +74,21 @@ void crules_free(struct crules *rs);
 int crules_add(struct crules *rs, const char *name, const char *expr, unsigned per_s,
 	       unsigned settle_ms, unsigned follow_ms, char *err, size_t errlen, int *line,
 	       int *col);
+/* The most hosts of a trace a rule's --with-query capture asks. */
+#define CRULES_WITH_HOSTS	64
+#define CRULES_WITH_LAST_MS_MAX	600000
+
+/*
+ * Rule name's captures also capture the events standing query query (in
+ * keep mode) kept on the trace's hosts in the last last_ms
+ * (1..CRULES_WITH_LAST_MS_MAX) before the capture (#22 item 4: fay
+ * capture --when ... --with-query NAME --last DUR); the trace's account
+ * names that capture ("events_capture"), which names it back
+ * ("trace_capture").  Kept in rules.json.  0; -EINVAL, -ENOENT with err;
+ * -errno (rules.json).
+ */
+int crules_with_query(struct crules *rs, const char *name, const char *query,
+		      unsigned last_ms, char *err, size_t errlen);
 /* Stop and forget rule name.  0 or -ENOENT. */
 int crules_drop(struct crules *rs, const char *name);
 

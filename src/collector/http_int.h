@@ -191,6 +191,43 @@ void caplog_put(struct collector *c, json_t *acc);
 json_t *capture_make(struct collector *c, const struct cluster_capture_req *cr, const char *by,
 		     const struct capture_trigger *tr, struct capture_seen *seen, int *status);
 
+/* A new capture's id ("<ms>-<n>") and its time as RFC 3339 (at), for a
+ * capture made now (ns since the epoch). */
+void capture_new_id(struct collector *c, uint64_t now, char *id, size_t idlen, char *at,
+		    size_t atlen);
+/* Add account acc to GET /api/captures' list (newest first, at most
+ * CAPTURES_KEEP: the events file of a capture of events that falls off
+ * is removed) and to DIR/captures.jsonl; takes captures_lock. */
+void capture_list_put(struct collector *c, json_t *acc);
+/* An account's name of a host's state s (enum cluster_capture_state:
+ * "answered", "missing" ...). */
+const char *capture_state_name(int s);
+/* Hosts known from their span connections whose query connection did
+ * not take part, added to the account's hosts as "not connected" (host:
+ * only that one). */
+void capture_add_unconnected(struct collector *c, json_t *hosts, const char *host);
+
+/*
+ * api_capture_query.c: a capture of a standing query's kept events (#22
+ * item 4).  capture_query_post() answers POST /api/captures with
+ * {"query":NAME, "last_ms":N, "host":H}; capture_query_make() makes it
+ * (by: what asked, NULL: "query NAME last Nms"; nhosts 0: every host,
+ * else only hosts[0..nhosts), the others neither counted nor kept) and
+ * returns its account (a new reference) with *status 200, or NULL with
+ * *status and the reason in err.  The events
+ * go to DIR/captures/ID.events.jsonl, read back by GET
+ * /api/captures/ID/events (capture_query_events()).
+ */
+int capture_query_post(struct collector *c, struct http_con *con, json_t *body);
+json_t *capture_query_make(struct collector *c, const char *name, uint64_t from_ns,
+			   uint64_t to_ns, const char *const *hosts, size_t nhosts, const char *by,
+			   int *status, char *err, size_t errlen);
+int capture_query_events(struct collector *c, struct http_con *con, const struct http_rq *rq);
+/* The file of capture id's events: DIR/ID.events.jsonl (capture_log.c).
+ * -ENOENT without a capture directory, -EINVAL for an id that is not
+ * digits and one '-'. */
+int caplog_events_path(struct collector *c, const char *id, char *out, size_t len);
+
 /*
  * A follow round of capture acc (capture_make()'s account): ask every
  * agent for trace cr again and store the spans not in seen, marked as

@@ -54,6 +54,7 @@ static const struct http_route routes[] = {
 	{ "GET",    "/api/captures/rules",        0, R, api_capture_rules },
 	{ "POST",   "/api/captures/rules",        0, P, api_capture_rules },
 	{ "DELETE", "/api/captures/rules/",       1, P, api_capture_rules },
+	{ "GET",    "/api/captures/",             1, R, capture_query_events },
 	/* SQL (read-only) and FayQL */
 	{ "POST",   "/api/sql",                   0, R, api_sql },
 	{ "POST",   "/api/query",                 0, P, api_query },

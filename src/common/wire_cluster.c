@@ -170,6 +170,17 @@ int wire_u32_decode(const void *p, size_t len, uint32_t *qid, char *why, size_t 
 
 /* ---- the flight recorder: CAPTURE, CAPTURED ------------------------------- */
 
+uint64_t wire_query_key(const char *text, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)text[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
 void wire_capture_encode(const struct wire_capture *c, struct wbuf *w)
 {
 	wbuf_le32(w, c->cid);
@@ -207,7 +218,7 @@ int wire_capture_decode(const void *p, size_t len, struct wire_capture *c,
 	rbuf_init(&r, p, len);
 	c->cid = rbuf_le32(&r, "cid");
 	k = rbuf_u8(&r, "kind");
-	if (!r.err && k != WIRE_CK_TRACE && k != WIRE_CK_WINDOW) {
+	if (!r.err && k != WIRE_CK_TRACE && k != WIRE_CK_WINDOW && k != WIRE_CK_QUERY) {
 		r.off--;
 		rbuf_fail(&r, "kind");
 	}

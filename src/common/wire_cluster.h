@@ -34,7 +34,10 @@
  *                     clock), uvar length, service (WINDOW: only spans of
  *                     that local service; empty: any), then only to a
  *                     child collector: uvar length, host (only that host
- *                     under it; empty or absent: every one)
+ *                     under it; empty or absent: every one); kind QUERY
+ *                     (#22 item 4): trace_lo is the key of a query's text
+ *                     (wire_query_key()), the events its keep buffers hold
+ *                     that arrived in [from, to]
  *   peer  -> CAPTURED u32 cid, u8 state (enum wire_cstate), u8 flags
  *                     (WIRE_CF_*), uvar held, uvar dropped (spans in the
  *                     flight buffer now, and overwritten since the agent
@@ -42,7 +45,14 @@
  *                     held, 0: none), then with flag WIRE_CF_LOST: uvar
  *                     lost (spans of the trace asked for that the buffer
  *                     had lost before), then the spans found as a BATCH
- *                     payload (u32 count, count x (u32 len, span record))
+ *                     payload (u32 count, count x (u32 len, span record));
+ *                     for kind QUERY: held, dropped, oldest and lost are
+ *                     the keep buffers' (events held, overwritten, the
+ *                     oldest's arrival, overwritten again as lost), each
+ *                     record is u64 arrival ns then the event's columns
+ *                     (query/partial.h partial_record_encode()), and
+ *                     state OFF says no query of that key keeps events
+ *                     there
  *
  * Windows are aligned on wall-clock multiples of the query's window on
  * every host.  An agent's PARTIAL names one host (itself, ANSWERED); a
@@ -99,6 +109,8 @@ enum wire_qflags {
 enum wire_ckind {
 	WIRE_CK_TRACE = 1,	/* every span of one trace id */
 	WIRE_CK_WINDOW,		/* every span overlapping [from_ns, to_ns] */
+	WIRE_CK_QUERY,		/* the kept events of query trace_lo (its
+				 * text's key) that arrived in [from, to] */
 };
 
 enum wire_cstate {
@@ -181,6 +193,10 @@ struct wire_partial {
 	const unsigned char *body;	/* decode: the partial results, body_len bytes */
 	size_t body_len;
 };
+
+/* The key of a query in keep mode (CAPTURE kind QUERY): FNV-1a (64 bits)
+ * of its text, len bytes, as the QUERY frame carried it. */
+uint64_t wire_query_key(const char *text, size_t len);
 
 /* Encoders append the payload to w (w->err says if memory ran out). */
 void wire_query_encode(const struct wire_query *q, struct wbuf *w);

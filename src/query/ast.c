@@ -258,6 +258,12 @@ int query_dump_ast(const struct query *q, FILE *f)
 		case O_LIMIT:
 			fprintf(f, "  limit %" PRIu64, o->val);
 			break;
+		case O_KEEP:
+			fputs("  keep ", f);
+			dump_dur(f, o->val);
+			if (o->max)
+				fprintf(f, " max %" PRIu64, o->max);
+			break;
 		case O_CATEGORIZE:
 			fprintf(f, "  categorize %s by", o->cat->entity);
 			for (int j = 0; j < o->cat->nfeat; j++)
@@ -453,7 +459,7 @@ int query_dump_ast_json(const struct query *q, FILE *f)
 	for (int i = 0; i < aq->nopts; i++) {
 		const struct ast_option *o = &aq->opts[i];
 		static const char *const names[] = { "window", "for", "order", "limit",
-						     "categorize" };
+						     "categorize", "keep" };
 
 		fprintf(f, "%s{\"kind\":\"%s\",", i ? "," : "", names[o->kind]);
 		jloc(f, &o->loc);
@@ -481,6 +487,8 @@ int query_dump_ast_json(const struct query *q, FILE *f)
 		} else {
 			fprintf(f, ",\"%s\":%" PRIu64, o->kind == O_LIMIT ? "rows" : "ns",
 				o->val);
+			if (o->kind == O_KEEP && o->max)
+				fprintf(f, ",\"max\":%" PRIu64, o->max);
 		}
 		fputc('}', f);
 	}

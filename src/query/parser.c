@@ -254,6 +254,13 @@ static int parse_categorize(struct parser *p, struct ast_option *o)
 	return 0;
 }
 
+/* t is the identifier word (a contextual keyword: 'keep' and 'max' stay
+ * usable as names elsewhere). */
+static bool is_word(const struct token *t, const char *word)
+{
+	return t->kind == T_IDENT && !strcmp(t->text, word);
+}
+
 static int parse_options(struct parser *p, struct ast_query *aq)
 {
 	struct ast_option buf[16];
@@ -265,13 +272,27 @@ static int parse_options(struct parser *p, struct ast_query *aq)
 
 		if (t->kind != T_WINDOW && t->kind != T_FOR &&
 		    t->kind != T_ORDER && t->kind != T_LIMIT &&
-		    t->kind != T_CATEGORIZE)
+		    t->kind != T_CATEGORIZE && !is_word(t, "keep"))
 			break;
 		if (n == (int)ARRAY_SIZE(buf))
 			return query_errorf(p->q, &t->loc, "too many options");
 		memset(o, 0, sizeof(*o));
 		o->loc = t->loc;
 		next(p);
+		if (t->kind == T_IDENT) {	/* keep DUR [max N] */
+			o->kind = O_KEEP;
+			if (p->t->kind != T_DURATION)
+				return expected(p, "a duration after 'keep' (e.g. keep 30s)");
+			o->val = next(p)->ival;
+			if (is_word(p->t, "max")) {
+				next(p);
+				if (p->t->kind != T_INT)
+					return expected(p, "an event count after 'max' (e.g. keep 30s max 100000)");
+				o->max = next(p)->ival;
+			}
+			n++;
+			continue;
+		}
 		switch (t->kind) {
 		case T_WINDOW:
 		case T_FOR:
@@ -365,7 +386,8 @@ static int parse_query(struct parser *p, struct ast_query *aq)
 	if (p->t->kind != T_SELECT) {
 		if (p->t->kind == T_EOF || p->t->kind == T_WINDOW ||
 		    p->t->kind == T_FOR || p->t->kind == T_ORDER ||
-		    p->t->kind == T_LIMIT || p->t->kind == T_CATEGORIZE)
+		    p->t->kind == T_LIMIT || p->t->kind == T_CATEGORIZE ||
+		    is_word(p->t, "keep"))
 			return query_errorf(p->q, &p->t->loc,
 					    "missing 'select' (a query ends with select EXPR or select { NAME: EXPR, ... })");
 		return expected(p, aq->group ? "'select'" :
@@ -376,7 +398,7 @@ static int parse_query(struct parser *p, struct ast_query *aq)
 	TRY(parse_items(p, &aq->sel_tuple, &aq->cols, &aq->ncols, "select columns"));
 	TRY(parse_options(p, aq));
 	if (p->t->kind != T_EOF)
-		return expected(p, "an option (window, for, order by, limit, categorize) or the end of the query");
+		return expected(p, "an option (window, for, order by, limit, categorize, keep) or the end of the query");
 	return 0;
 }
 

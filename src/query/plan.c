@@ -427,6 +427,8 @@ int query_plan(struct query *q, const struct plan **out)
 	p->order_desc = aq->order_desc;
 	p->window_ns = aq->window_ns;
 	p->for_ns = aq->for_ns;
+	p->keep_ns = aq->keep_ns;
+	p->keep_max = aq->keep_max;
 	p->limit = aq->limit;
 	p->cat = aq->cat;
 	p->saved_size = 8 * p->nsaved;

@@ -278,6 +278,11 @@ struct plan {
 
 	uint64_t window_ns;		/* 0: one result at the end */
 	uint64_t for_ns;		/* 0: until interrupted */
+	uint64_t keep_ns;		/* STREAM 'keep DUR': each host keeps its
+					 * events of the last DUR instead of sending
+					 * them (engine/keepbuf.h); 0: none */
+	uint64_t keep_max;		/* 'keep DUR max N': at most N events (0:
+					 * the memory bound alone) */
 	struct pexpr *order;		/* NULL: key order */
 	bool order_desc;
 	uint64_t limit;			/* 0: no limit (rows, per window) */

@@ -320,7 +320,13 @@ int plan_dump(const struct plan *p, FILE *f)
 		}
 	}
 	fputs("  output ", f);
-	if (p->mode == PLAN_STREAM) {
+	if (p->mode == PLAN_STREAM && p->keep_ns) {
+		fputs("none: each host keeps its events of the last ", f);
+		dump_dur(f, p->keep_ns);
+		if (p->keep_max)
+			fprintf(f, " (at most %" PRIu64 ")", p->keep_max);
+		fputs(" for a capture", f);
+	} else if (p->mode == PLAN_STREAM) {
 		fputs("rows as events arrive", f);
 	} else if (p->window_ns) {
 		fputs("a table every ", f);
@@ -552,6 +558,9 @@ int plan_dump_json(const struct plan *p, FILE *f)
 	}
 	fprintf(f, "],\"window_ns\":%" PRIu64 ",\"for_ns\":%" PRIu64, p->window_ns,
 		p->for_ns);
+	if (p->keep_ns)
+		fprintf(f, ",\"keep_ns\":%" PRIu64 ",\"keep_max\":%" PRIu64, p->keep_ns,
+			p->keep_max);
 	jopt(p, "order", p->order, f);
 	fprintf(f, ",\"order_desc\":%s,\"limit\":%" PRIu64 "}\n",
 		p->order_desc ? "true" : "false", p->limit);

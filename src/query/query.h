@@ -265,7 +265,7 @@ struct ast_group {
 	struct loc into_loc;
 };
 
-enum opt_kind { O_WINDOW, O_FOR, O_ORDER, O_LIMIT, O_CATEGORIZE };
+enum opt_kind { O_WINDOW, O_FOR, O_ORDER, O_LIMIT, O_CATEGORIZE, O_KEEP };
 
 #define QUERY_CAT_MAX_FEATURES	16	/* categorize E by F1, ..., F16 */
 #define QUERY_CAT_MAX_K		32
@@ -289,10 +289,14 @@ struct ast_categorize {
 	bool pivot;			/* one key column's values are the features */
 };
 
+/* keep DUR max N: the most events a host keeps for one query. */
+#define QUERY_KEEP_EVENTS_MAX	10000000u
+
 struct ast_option {
 	enum opt_kind kind;
 	struct loc loc;
-	uint64_t val;		/* ns for window/for; rows for limit */
+	uint64_t val;		/* ns for window/for/keep; rows for limit */
+	uint64_t max;		/* keep ... max N: events (0: not given) */
 	struct node *e;		/* order by */
 	bool desc;
 	struct ast_categorize *cat;	/* categorize */
@@ -322,6 +326,8 @@ struct ast_query {
 	uint64_t for_ns;	/* 0: none; from 'for' or the time-limit form */
 	struct loc for_loc;
 	uint64_t window_ns;
+	uint64_t keep_ns;	/* 'keep DUR': events kept, not sent (0: none) */
+	uint64_t keep_max;	/* 'keep DUR max N' (0: not given) */
 	struct node *order;
 	bool order_desc;
 	uint64_t limit;		/* 0: none */

@@ -10,6 +10,7 @@
  * expressions are typed in sema_expr.c, names resolved in sema_names.c.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -419,12 +420,12 @@ static int check_categorize(struct sema *s, struct ast_option *o)
 static int check_options(struct sema *s)
 {
 	struct ast_query *aq = s->aq;
-	const struct ast_option *seen[5] = { NULL };
+	const struct ast_option *seen[6] = { NULL };
 
 	for (int i = 0; i < aq->nopts; i++) {
 		struct ast_option *o = &aq->opts[i];
 		static const char *const names[] = { "window", "for", "order by", "limit",
-						     "categorize" };
+						     "categorize", "keep" };
 
 		if (seen[o->kind])
 			return query_errorf(s->q, &o->loc,
@@ -489,8 +490,24 @@ static int check_options(struct sema *s)
 			TRY(check_categorize(s, o));
 			aq->cat = o->cat;
 			break;
+		case O_KEEP:
+			if (!o->val)
+				return query_errorf(s->q, &o->loc, "keep must be longer than 0");
+			if (aq->aggregating)
+				return query_errorf(s->q, &o->loc,
+						    "keep needs a select without aggregates (events are kept; an aggregate keeps its windows)");
+			if (o->max > QUERY_KEEP_EVENTS_MAX)
+				return query_errorf(s->q, &o->loc,
+						    "keep ... max %" PRIu64 ": at most %u events",
+						    o->max, QUERY_KEEP_EVENTS_MAX);
+			aq->keep_ns = o->val;
+			aq->keep_max = o->max;
+			break;
 		}
 	}
+	if (seen[O_KEEP] && seen[O_LIMIT])
+		return query_errorf(s->q, &seen[O_KEEP]->loc,
+				    "keep and limit do not go together (kept events are not counted; a capture takes the last DUR)");
 	return 0;
 }
 

@@ -46,7 +46,8 @@ const Captures = (() => {
 			el('td', {}, c.rule ? el('span', {}, 'rule ', el('b', {}, c.rule)) : c.by.replace(/ [0-9a-f]{16,32}$/, '')),
 			el('td', { class: 'mono' }, t ? el('a', { href: '/trace/' + t }, t) : '–'),
 			el('td', { class: complete(c) ? 'ok-text' : 'bad' }, hostsText(c)),
-			el('td', { class: 'num cap-stored' }, c.spans_stored),
+			// a capture of a keep-mode query's events (fay capture --query): its events
+			el('td', { class: 'num cap-stored' }, c.query ? `${c.events_found} events of ${c.query}` : c.spans_stored),
 			el('td', { class: 'cap-late' }, lateText(c)),
 			el('td', { class: 'num' }, c.rule ? U.dur(c.latency_ms * 1000) : '–'));
 	}

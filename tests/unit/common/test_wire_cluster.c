@@ -46,7 +46,7 @@ static void test_capture(void)
 	ok(wire_capture_decode(w.p, w.len - 1, &d, why, sizeof(why)) == -EBADMSG,
 	   "CAPTURE cut short: refused");
 	diag("%s", why);
-	w.p[4] = 3;		/* kind */
+	w.p[4] = 4;		/* kind */
 	ok(wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) == -EBADMSG &&
 	   strstr(why, "kind"), "CAPTURE of an unknown kind: refused, naming it");
 	diag("%s", why);
@@ -56,6 +56,16 @@ static void test_capture(void)
 	wire_capture_encode(&c, &w);
 	ok(!wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) && d.kind == WIRE_CK_TRACE &&
 	   d.trace_hi == 1 && d.trace_lo == 2 && !d.service_len, "CAPTURE by trace id: decoded");
+	wbuf_free(&w);
+	/* a query's kept events (#22 item 4): kind 3, the key of its text */
+	c = (struct wire_capture){ .cid = 13, .kind = WIRE_CK_QUERY,
+				   .trace_lo = wire_query_key("a", 1), .from_ns = 1, .to_ns = 9 };
+	wire_capture_encode(&c, &w);
+	ok(!wire_capture_decode(w.p, w.len, &d, why, sizeof(why)) && d.kind == WIRE_CK_QUERY &&
+	   d.trace_lo == 0xaf63dc4c8601ec8cull && d.from_ns == 1 && d.to_ns == 9,
+	   "CAPTURE of a query's events: decoded, its key FNV-1a of the text");
+	ok(wire_query_key("", 0) == 0xcbf29ce484222325ull &&
+	   wire_query_key("ab", 2) != wire_query_key("ba", 2), "... the key: FNV-1a 64");
 	wbuf_free(&w);
 	c = (struct wire_capture){ .cid = 11, .kind = WIRE_CK_WINDOW, .from_ns = 5, .to_ns = 4 };
 	wire_capture_encode(&c, &w);
