@@ -3,7 +3,7 @@
  * OTLP ingest, protobuf vs JSON vs gRPC, on the same spans in one run.
  *
  *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-T TRANSPORT]
- *              [--fay PATH]
+ *              [--fay PATH [--clickhouse URL]]
  *
  * The spans: SDK-like (hex ids, a parent, kind, 8 attributes of every
  * type with an array, 2 events, a status), 16 distinct traces per
@@ -29,6 +29,11 @@
  *      answered after its COMMIT, as SDK exporters send them (head and
  *      body in one write, TCP_NODELAY): spans/s, the collector's CPU
  *      (user + system, /proc) per span, each request's latency p50/p99.
+ *
+ * --clickhouse URL: a second collector beside the first, storing into
+ * ClickHouse at URL (fay collector --clickhouse URL); every cell runs on
+ * the SQLite one and then on the ClickHouse one, and a second table
+ * gives ClickHouse's figures and its spans/s over SQLite's.
  *
  * -T pb|json|grpc|zipkin: that transport's cells alone (to profile one
  * path).  Every cell runs SECONDS per round; the order of transports turns each
@@ -429,7 +434,11 @@ static int free_port(void)
 	return port;
 }
 
-static pid_t start_collector(const char *fay, int port, int gport, int *hport, char *dir)
+/* A fay collector on OTLP/HTTP port, gRPC gport and a Zipkin port of its
+ * own (*hport), storing into dir's SQLite file, or into ClickHouse at ch
+ * when ch is not NULL.  Its pid, or -1 when it did not start in 30 s. */
+static pid_t start_collector(const char *fay, const char *ch, int port, int gport, int *hport,
+			     char *dir)
 {
 	char otlp[32], grpc[32], wire[32], http[32], db[300];
 	pid_t pid;
@@ -449,7 +458,8 @@ static pid_t start_collector(const char *fay, int port, int gport, int *hport, c
 		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
 			_exit(127);
 		execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http", otlp,
-		      "--otlp-grpc", grpc, "--db", db, "--retention", "0", (char *)NULL);
+		      "--otlp-grpc", grpc, ch ? "--clickhouse" : "--db", ch ? ch : db,
+		      "--retention", "0", (char *)NULL);
 		_exit(127);
 	}
 	/* up to 30 s: a loaded machine, or the collector under valgrind */
@@ -540,13 +550,15 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 
 int main(int argc, char **argv)
 {
-	static const struct option lopts[] = { { "fay", required_argument, NULL, 'f' }, { 0 } };
+	static const struct option lopts[] = { { "fay", required_argument, NULL, 'f' },
+					       { "clickhouse", required_argument, NULL, 'c' },
+					       { 0 } };
 	int sizes[2] = { 100, 512 }, nsizes = 2, rounds = 5;
 	static const int conns[2] = { 1, 4 };
 	double secs = 0.5;
-	const char *fay = NULL;
+	const char *fay = NULL, *ch = NULL;
 	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES], zb[2][NBODIES];
-	static struct cell cells[2][2][NT][MAXR];
+	static struct cell cells[2][2][2][NT][MAXR]; /* [store: SQLite, ClickHouse] */
 
 	for (int o; (o = getopt_long(argc, argv, "s:r:t:RT:", lopts, NULL)) != -1;) {
 		switch (o) {
@@ -564,13 +576,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'f': fay = optarg; break;
+		case 'c': ch = optarg; break;
 		default:
 			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] "
-				"[-T pb|json|grpc|zipkin] [--fay PATH]\n", argv[0]);
+				"[-T pb|json|grpc|zipkin] [--fay PATH [--clickhouse URL]]\n", argv[0]);
 			return 2;
 		}
 	}
-	if (rounds < 1 || rounds > MAXR || sizes[0] < 1)
+	if (rounds < 1 || rounds > MAXR || sizes[0] < 1 || (ch && !fay))
 		return 2;
 	bench_loadavg("at the start");
 	for (int z = 0; z < nsizes; z++) {
@@ -589,18 +602,26 @@ int main(int argc, char **argv)
 	}
 	if (fay) {
 		char dir[] = "/tmp/fay-bench-otlp.XXXXXX", cmd[400];
-		int port = free_port(), gport = free_port(), hport;
-		pid_t pid;
+		int port[2], gport[2], hport[2], nstores = ch ? 2 : 1;
+		pid_t pid[2];
 		int st;
 
-		while (gport == port)
-			gport = free_port();
 		if (!mkdtemp(dir))
 			return 1;
-		pid = start_collector(fay, port, gport, &hport, dir);
-		if (pid < 0) {
-			fprintf(stderr, "fay collector did not start\n");
-			return 1;
+		for (int s = 0; s < nstores; s++) {
+			port[s] = free_port();
+			gport[s] = free_port();
+			while (gport[s] == port[s])
+				gport[s] = free_port();
+			pid[s] = start_collector(fay, s ? ch : NULL, port[s], gport[s], &hport[s], dir);
+			if (pid[s] < 0) {
+				fprintf(stderr, "fay collector (%s) did not start\n", s ? ch : "SQLite");
+				if (s) {
+					kill(pid[0], SIGTERM);
+					waitpid(pid[0], &st, 0);
+				}
+				return 1;
+			}
 		}
 		for (int r = 0; r < rounds; r++)
 			for (int z = 0; z < nsizes; z++)
@@ -610,41 +631,54 @@ int main(int argc, char **argv)
 
 						if (only >= 0 && t != only)
 							continue;
-						run_cell(pid, t == T_GRPC ? gport : t == T_ZIPKIN ? hport : port,
-							 t, conns[c],
-							 t == T_PB ? pb[z] : t == T_JSON ? jb[z] :
-							 t == T_GRPC ? gb[z] : zb[z],
-							 (size_t)sizes[z], secs, &cells[z][c][t][r]);
+						for (int s = 0; s < nstores; s++)
+							run_cell(pid[s], t == T_GRPC ? gport[s] :
+								 t == T_ZIPKIN ? hport[s] : port[s],
+								 t, conns[c],
+								 t == T_PB ? pb[z] : t == T_JSON ? jb[z] :
+								 t == T_GRPC ? gb[z] : zb[z],
+								 (size_t)sizes[z], secs, &cells[s][z][c][t][r]);
 					}
-		kill(pid, SIGTERM);
-		waitpid(pid, &st, 0);
+		for (int s = 0; s < nstores; s++) {
+			kill(pid[s], SIGTERM);
+			waitpid(pid[s], &st, 0);
+		}
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 		if (system(cmd))
 			fprintf(stderr, "could not remove %s\n", dir);
-		printf("into fay collector (SQLite, each request answered after its COMMIT; %s), "
-		       "medians of %d rounds of %.1f s:\n", reuse_traces ?
-		       "-R: the same 128 traces in every round" : "each request with traces of its own",
-		       rounds, secs);
-		printf("| spans/request | connections | transport | spans/s | collector CPU "
-		       "us/span | latency p50 ms | p99 ms |\n|---|---|---|---|---|---|---|\n");
-		for (int z = 0; z < nsizes; z++)
-			for (int c = 0; c < 2; c++)
-				for (int t = 0; t < NT; t++) {
-					double v[4][MAXR];
+		for (int s = 0; s < nstores; s++) {
+			printf("into fay collector (%s, each request answered after its %s; %s), "
+			       "medians of %d rounds of %.1f s:\n", s ? "ClickHouse" : "SQLite", s ? "INSERTs" : "COMMIT",
+			       reuse_traces ? "-R: the same 128 traces in every round" :
+			       "each request with traces of its own", rounds, secs);
+			printf("| spans/request | connections | transport | spans/s | collector CPU "
+			       "us/span | latency p50 ms | p99 ms |%s\n|---|---|---|---|---|---|---|%s\n",
+			       s ? " spans/s ClickHouse / SQLite |" : "", s ? "---|" : "");
+			for (int z = 0; z < nsizes; z++)
+				for (int c = 0; c < 2; c++)
+					for (int t = 0; t < NT; t++) {
+						double v[5][MAXR];
 
-					if (only >= 0 && t != only)
-						continue;
-					for (int r = 0; r < rounds; r++) {
-						v[0][r] = cells[z][c][t][r].rate;
-						v[1][r] = cells[z][c][t][r].cpu_us;
-						v[2][r] = cells[z][c][t][r].p50_ms;
-						v[3][r] = cells[z][c][t][r].p99_ms;
+						if (only >= 0 && t != only)
+							continue;
+						for (int r = 0; r < rounds; r++) {
+							v[0][r] = cells[s][z][c][t][r].rate;
+							v[1][r] = cells[s][z][c][t][r].cpu_us;
+							v[2][r] = cells[s][z][c][t][r].p50_ms;
+							v[3][r] = cells[s][z][c][t][r].p99_ms;
+							v[4][r] = cells[0][z][c][t][r].rate;
+						}
+						printf("| %d | %d | %s | %.0f | %.1f | %.2f | %.2f |", sizes[z],
+						       conns[c], tname[t], median(v[0], (unsigned)rounds),
+						       median(v[1], (unsigned)rounds),
+						       median(v[2], (unsigned)rounds),
+						       median(v[3], (unsigned)rounds));
+						if (s)
+							printf(" %.2f |", median(v[0], (unsigned)rounds) /
+									  median(v[4], (unsigned)rounds));
+						printf("\n");
 					}
-					printf("| %d | %d | %s | %.0f | %.1f | %.2f | %.2f |\n", sizes[z],
-					       conns[c], tname[t], median(v[0], (unsigned)rounds),
-					       median(v[1], (unsigned)rounds), median(v[2], (unsigned)rounds),
-					       median(v[3], (unsigned)rounds));
-				}
+		}
 	}
 	bench_loadavg("at the end");
 	return 0;

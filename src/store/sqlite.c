@@ -443,6 +443,8 @@ void sq__close(struct store_be *st)
 	free(st->extra.p);
 	free(st->tm.v);
 	free(st->tm.slot);
+	free(st->rows);
+	free(st->tcount);
 	zarena_reset(&st->merge_arena);
 	zarena_reset(&st->txn_arena);
 	free(st->path);

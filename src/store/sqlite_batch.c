@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "store/sqlite_int.h"
 #include "store/store.h"
@@ -119,6 +120,102 @@ static int write_parts(struct store_be *st, struct store_batch *b)
 	return rc;
 }
 
+/* Room for need elements of el bytes in *v (of *cap).  0 or -ENOMEM. */
+static int room(void **v, size_t need, size_t *cap, size_t el)
+{
+	while (*cap < need)
+		if (array_grow(v, *cap, cap, el, 256))
+			return -ENOMEM;
+	return 0;
+}
+
+static int seq_cmp(const void *x, const void *y)
+{
+	const struct sq_row *a = x, *b = y;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * Put the claimed rows r[0..n) in key order (trace_seq, no), into st->rows.
+ * Within a trace the claims are already in order (no grows), so this is a
+ * stable bucket sort by trace: O(n) plus the batch's distinct traces
+ * sorted by seq.  0 or -ENOMEM.
+ */
+static int rows_in_key_order(struct store_be *st, struct sq_row *r, size_t n)
+{
+	struct sq_row *tr, *out;
+	size_t nt = 0, at = 0;
+
+	if (room((void **)&st->tcount, st->tm.n, &st->tcount_cap, sizeof(*st->tcount)))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		st->tcount[r[i].ti] = 0;
+	/* the first row of each trace stands for the trace: r[n..n+nt) */
+	tr = r + n;
+	for (size_t i = 0; i < n; i++)
+		if (!st->tcount[r[i].ti]++)
+			tr[nt++] = r[i];
+	qsort(tr, nt, sizeof(*tr), seq_cmp);
+	for (size_t k = 0; k < nt; k++) {
+		uint32_t c = st->tcount[tr[k].ti];
+
+		st->tcount[tr[k].ti] = (uint32_t)at; /* where its rows start */
+		at += c;
+	}
+	out = r + n + nt;
+	for (size_t i = 0; i < n; i++)
+		out[st->tcount[r[i].ti]++] = r[i];
+	memmove(r, out, n * sizeof(*r));
+	return 0;
+}
+
+/*
+ * A batch's spans: claimed in arrival order (trace seqs, row numbers and
+ * names exactly as one span after the other would give them), then their
+ * rows written in key order.  The spans of an SDK's batch interleave a
+ * few traces; written as they come, each row would go into the middle of
+ * the B-tree behind its trace's last row, and SQLite splits a page far
+ * more often than when every row of a new trace is appended at the end.
+ */
+static int write_spans(struct store_be *st, struct store_batch *b)
+{
+	size_t n = b->nspans, sorted = 1;
+	int rc;
+
+	if (n < 2) {
+		for (size_t i = 0; i < n; i++) {
+			rc = sq_insert_span(st, &b->spans[i], 0);
+			if (rc != SQLITE_OK)
+				return rc;
+		}
+		return SQLITE_OK;
+	}
+	/* room for the rows, their traces and the sorted copy */
+	if (room((void **)&st->rows, 3 * n, &st->rows_cap, sizeof(*st->rows)))
+		return SQLITE_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct sq_row *r = &st->rows[i];
+
+		rc = sq_span_claim(st, &b->spans[i], r);
+		if (rc != SQLITE_OK)
+			return rc;
+		r->span = (uint32_t)i;
+		if (i && (r->seq < r[-1].seq || (r->seq == r[-1].seq && r->no < r[-1].no)))
+			sorted = 0;
+	}
+	if (!sorted && rows_in_key_order(st, st->rows, n))
+		return SQLITE_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct sq_row *r = &st->rows[i];
+
+		rc = sq_span_row(st, &b->spans[r->span], 0, r);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
+}
+
 static int last_seq_of(struct store_be *st, const char *agent_id, uint64_t *seq)
 {
 	sqlite3_stmt *s = st->st[ST_LAST_SEQ];
@@ -147,11 +244,9 @@ static int write_one(struct store_be *st, struct store_batch *b)
 			return SQLITE_OK;
 		}
 	}
-	for (size_t i = 0; i < b->nspans; i++) {
-		rc = sq_insert_span(st, &b->spans[i], 0);
-		if (rc != SQLITE_OK)
-			return rc;
-	}
+	rc = write_spans(st, b);
+	if (rc != SQLITE_OK)
+		return rc;
 	if (b->nparts) {
 		rc = write_parts(st, b);
 		if (rc != SQLITE_OK)

@@ -176,6 +176,14 @@ struct ckpt {
 	uint64_t retry_ns;          /* no RESTART before (monotonic): one failed */
 };
 
+/* A span's place in the spans table: (trace_seq, no), and its trace in
+ * st->tm. */
+struct sq_row {
+	int64_t seq, no;
+	uint32_t ti;
+	uint32_t span;              /* the span's index in its batch */
+};
+
 struct store_be {
 	sqlite3 *db;
 	char *path;
@@ -188,6 +196,9 @@ struct store_be {
 	struct zarena merge_arena;  /* scratch for merging parts */
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
 	struct tmap tm;
+	struct sq_row *rows;        /* a batch's rows in key order (sqlite_batch.c) */
+	uint32_t *tcount;           /* per st->tm index: rows of a batch (the same) */
+	size_t rows_cap, tcount_cap;
 	int64_t max_seq;            /* highest traces.seq given */
 	uint64_t now_us;            /* the transaction's time */
 	uint64_t retained;          /* rows retention deleted since the last prune */
@@ -251,6 +262,14 @@ int sq_prepare(struct store_be *st);
  * touched so far and forget them (do it every few thousand spans).
  * SQLite result codes. */
 int sq_insert_span(struct store_be *st, const struct zspan *z, int origin);
+/* sq_insert_span() in two halves, so that a batch's rows can be written
+ * in key order (appended to the spans B-tree) while everything else
+ * happens in arrival order.  sq_span_claim(): z's trace (st->tm), its
+ * next row number and z's names; sq_span_row(): the row and z's share of
+ * its trace's summary.  Every claim of a transaction must be followed by
+ * its row before sq_flush_traces().  SQLite result codes. */
+int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r);
+int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
 int sq_insert_part(struct store_be *st, const struct zs_part *p);
 int sq_flush_traces(struct store_be *st);
 #endif

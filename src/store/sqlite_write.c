@@ -405,9 +405,8 @@ int sq_flush_traces(struct store_be *st)
 
 /* ---- spans and parts ---------------------------------------------------- */
 
-int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
+int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r)
 {
-	sqlite3_stmt *s = st->st[ST_INS_SPAN];
 	uint64_t name_us = z->timestamp_us ? z->timestamp_us : st->now_us;
 	struct tsum *t;
 	size_t ti;
@@ -417,10 +416,33 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 	if (rc != SQLITE_OK)
 		return rc;
 	t = &st->tm.v[ti];
+	r->seq = t->seq;
+	r->no = t->next_no++;
+	r->ti = (uint32_t)ti;
+	for (uint32_t i = 0; i < z->ntags && rc == SQLITE_OK && st->nac_keys; i++)
+		for (size_t k = 0; k < st->nac_keys && rc == SQLITE_OK; k++)
+			if (zs_str_eqc(z->tags[i].key, st->ac_keys[k]))
+				rc = note_name(st, ST_INS_AUTOCOMPLETE, z->tags[i].key,
+					       z->tags[i].value, name_us);
+	if (rc == SQLITE_OK)
+		rc = note_name(st, ST_INS_SERVICE, z->local.service, (struct zs_str){ 0 }, name_us);
+	if (rc == SQLITE_OK)
+		rc = note_name(st, ST_INS_SPAN_NAME, z->local.service, z->name, name_us);
+	if (rc == SQLITE_OK)
+		rc = note_name(st, ST_INS_REMOTE, z->local.service, z->remote.service, name_us);
+	return rc;
+}
+
+int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r)
+{
+	sqlite3_stmt *s = st->st[ST_INS_SPAN];
+	struct tsum *t = &st->tm.v[r->ti];
+	int rc;
+
 	if (sq_extra_encode(&st->extra, z))
 		return SQLITE_NOMEM;
-	sqlite3_bind_int64(s, 1, t->seq);
-	sqlite3_bind_int64(s, 2, t->next_no);
+	sqlite3_bind_int64(s, 1, r->seq);
+	sqlite3_bind_int64(s, 2, r->no);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)z->id);
 	bind_u64_or_null(s, 4, z->parent_id);
 	sqlite3_bind_int(s, 5, z->kind);
@@ -440,21 +462,16 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 	rc = sq_step_done(s);
 	if (rc != SQLITE_OK)
 		return rc;
-	t->next_no++;
 	t->nspans++;
-	rc = trace_add(st, t, z);
-	for (uint32_t i = 0; i < z->ntags && rc == SQLITE_OK && st->nac_keys; i++)
-		for (size_t k = 0; k < st->nac_keys && rc == SQLITE_OK; k++)
-			if (zs_str_eqc(z->tags[i].key, st->ac_keys[k]))
-				rc = note_name(st, ST_INS_AUTOCOMPLETE, z->tags[i].key,
-					       z->tags[i].value, name_us);
-	if (rc == SQLITE_OK)
-		rc = note_name(st, ST_INS_SERVICE, z->local.service, (struct zs_str){ 0 }, name_us);
-	if (rc == SQLITE_OK)
-		rc = note_name(st, ST_INS_SPAN_NAME, z->local.service, z->name, name_us);
-	if (rc == SQLITE_OK)
-		rc = note_name(st, ST_INS_REMOTE, z->local.service, z->remote.service, name_us);
-	return rc;
+	return trace_add(st, t, z);
+}
+
+int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
+{
+	struct sq_row r;
+	int rc = sq_span_claim(st, z, &r);
+
+	return rc == SQLITE_OK ? sq_span_row(st, z, origin, &r) : rc;
 }
 
 int sq_insert_part(struct store_be *st, const struct zs_part *p)

@@ -3,8 +3,8 @@
  * The SQLite store through its interface (store/store.h), on real files in
  * a temp directory: schema, insert and read back, dedupe by agent
  * last_seq, partial-record merge across batches, names, trace search,
- * retention, a version 1 file migrated, and files that are not fay stores
- * (never touched).
+ * retention, a version 1 file migrated, files that are not fay stores
+ * (never touched), and a batch interleaving traces (rows in key order).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -363,6 +363,109 @@ static void trace_across_batches(struct store *st, struct store_reader *r)
 	store_traces_free(&t);
 }
 
+/*
+ * A batch interleaving the spans of 16 new traces (as an SDK's batch
+ * does) and of one trace stored before: every row gets the trace seq and
+ * row number one span after the other would give it (seqs by first
+ * appearance, numbers by arrival within the trace), and the rows are
+ * written in key order: the spans B-tree grows at its end, its leaf
+ * pages numbered in key order.  Written in arrival order, each row went
+ * into the middle of the tree behind its trace's last row and SQLite
+ * split pages there (16 of 69 leaf pages out of order here).
+ */
+static void interleaved_batch(void)
+{
+	enum { NT = 16, PER = 64, N = NT * PER + 1 };
+	static struct zspan s[N];
+	static struct zs_tag tags[N][4];
+	struct zspan old = span(5000, 1, 0, "svc", "old", 1000, 10);
+	char p[160], err[256];
+	struct store *st;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL;
+	int64_t old_seq = 0;
+	size_t bad = 0, rows = 0, i = 0;
+	int leaves = -1, back = 0;
+
+	snprintf(p, sizeof(p), "%s/interleaved.db", dir);
+	st = store__open(p, 0, err, sizeof(err));
+	ok(st != NULL, "interleaved: a new store opens: %s", st ? p : err);
+	if (!st)
+		return;
+	is_int(write1(st, NULL, 0, &old, 1, NULL), 0, "interleaved: a trace stored before");
+	for (size_t k = 0; k < N - 1; k++) {
+		s[k] = span(6000 + k % NT, 100 + k, k < NT ? 0 : 100 + k % NT, "svc", "get /cart",
+			    2000 + k, 5);
+		for (int j = 0; j < 4; j++)
+			tags[k][j] = (struct zs_tag){ { "http.url.with.a.long.key", 24 },
+						      { "https://shop.example/api/cart?x=1&y=2&z=3",
+							41 } };
+		tags[k][0].key = (struct zs_str){ "a.key", 5 };
+		tags[k][1].key = (struct zs_str){ "b.key", 5 };
+		tags[k][2].key = (struct zs_str){ "c.key", 5 };
+		tags[k][3].key = (struct zs_str){ "d.key", 5 };
+		s[k].tags = tags[k];
+		s[k].ntags = 4;
+	}
+	/* the old trace's second span, in the middle of the batch */
+	memmove(&s[N / 2 + 1], &s[N / 2], (N - 1 - N / 2) * sizeof(s[0]));
+	s[N / 2] = span(5000, 2, 1, "svc", "old", 1001, 10);
+	is_int(write1(st, NULL, 0, s, N, NULL), 0, "interleaved: one batch of %d spans", N);
+	store__close(st);
+
+	if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT t.trace_lo, t.seq, s.no, s.id FROM spans s"
+			       " JOIN traces t ON t.seq = s.trace_seq ORDER BY t.trace_lo, s.no",
+			       -1, &q, NULL) != SQLITE_OK) {
+		ok(0, "interleaved: read the file: %s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return;
+	}
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		uint64_t lo = (uint64_t)sqlite3_column_int64(q, 0);
+		int64_t seq = sqlite3_column_int64(q, 1), no = sqlite3_column_int64(q, 2);
+		uint64_t id = (uint64_t)sqlite3_column_int64(q, 3);
+
+		rows++;
+		if (lo == 5000) {
+			if (!old_seq)
+				old_seq = seq;
+			bad += seq != old_seq || id != (uint64_t)no + 1;
+			continue;
+		}
+		/* trace 6000 + t: seq old + 1 + t, span k = t + NT * no */
+		bad += seq != old_seq + 1 + (int64_t)(lo - 6000) ||
+		       id != 100 + (lo - 6000) + (uint64_t)NT * (uint64_t)no;
+		i++;
+	}
+	sqlite3_finalize(q);
+	is_int((int)rows, N + 1, "interleaved: every row there");
+	is_int((int)bad, 0, "interleaved: seqs by first appearance, row numbers by arrival");
+	/* the leaf pages in key order: each one a page number lower than the
+	 * one before it is a page split off in the middle of the tree */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT pageno FROM dbstat WHERE name = 'spans'"
+			       " AND pagetype = 'leaf' ORDER BY path", -1, &q, NULL) == SQLITE_OK) {
+		int64_t prev = 0;
+
+		leaves = 0;
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			int64_t pg = sqlite3_column_int64(q, 0);
+
+			back += pg < prev;
+			prev = pg;
+			leaves++;
+		}
+	}
+	sqlite3_finalize(q);
+	if (leaves < 0)
+		diag("no dbstat: %s", sqlite3_errmsg(db));
+	ok(leaves > 0 && back <= 1, "interleaved: rows appended in key order: %d of %d leaf pages"
+	   " out of order", back, leaves);
+	sqlite3_close(db);
+}
+
 static const char v1_schema[] =
 	"CREATE TABLE spans ( trace_hi INTEGER NOT NULL, trace_lo INTEGER NOT"
 	" NULL, id INTEGER NOT NULL, parent_id INTEGER, kind INTEGER NOT"
@@ -600,6 +703,7 @@ int main(void)
 
 	not_a_store();
 	migrate_v1();
+	interleaved_batch();
 
 	zarena_reset(&A);
 	snprintf(err, sizeof(err), "rm -rf '%s'", dir);
