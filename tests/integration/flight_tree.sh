@@ -18,14 +18,20 @@
 #    (its account names a1 "via c1", with every unsampled span a1 holds),
 #    --host a2 asks a2 only (the child, without a2 under it, is left
 #    out), and a host under no one is asked nowhere;
+#  - probe events in keep mode (a standing query registered at the root,
+#    '... keep 300s') are kept on a1 (under the child) and a2 (under the
+#    root), each its own calls of its own copy of query_work, and fay
+#    capture --query at the root brings back both: a1's through c1;
 #  - a1 stopped (SIGSTOP): --host a1 reports a1 (via c1) "missing", not
 #    "no flight buffer", and so does a capture by id for c1 (its only
 #    host silent); a1 killed while the child waits on it: missing too.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 WL=$BUILD/tests/bin/flight_workload
+QW=$BUILD/tests/bin/query_work
 [ -x "$FAY" ] || skip_all "no fay binary at $FAY (build first)"
 [ -x "$WL" ] || skip_all "no $WL (make)"
+[ -x "$QW" ] || skip_all "no $QW (make)"
 command -v curl >/dev/null || skip_all "needs curl"
 command -v python3 >/dev/null || skip_all "needs python3"
 
@@ -42,13 +48,16 @@ coll() {
 	printf -v "${n}_H" %s "$h"
 	wait_for 30 curl -sf "http://127.0.0.1:$h/health"
 }
-agent() {	# HOST WIREPORT
+agent() {	# HOST WIREPORT; it runs in $T_TMP/HOST, where ./qw is its own
 	mkdir -p "$T_TMP/$1/shm" "$T_TMP/$1/state"
+	cp "$QW" "$T_TMP/$1/qw"
+	cd "$T_TMP/$1" || return
 	timeout 800 nice -n 10 "$FAY" agent --collector 127.0.0.1:$2 --host "$1" --flight 16M \
 		--shm-dir "$T_TMP/$1/shm" --state-dir "$T_TMP/$1/state" --stats-interval 200ms \
 		--flush-interval 20ms >>"$T_TMP/$1.log" 2>&1 &
 	T_PIDS+=($!)
 	eval "APID_$1=$!"
+	cd - >/dev/null
 }
 ok "root collector up" coll root
 ok "child collector up, under the root" coll c1 --parent 127.0.0.1:$root_W --host c1
@@ -164,13 +173,61 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 assert a["hosts_asked"] == 0 and a["hosts"] == [] and a["spans_found"] == 0, a' "$T_TMP/h3.json" ||
 	diag "$(cat "$T_TMP/h3.json" "$T_TMP/h3.err")"
+# ---- probe events in keep mode, through the child ---------------------------------
+KQ='from c in cluster.function("./qw:fay_work_fn") select { host: c.host, i: c.arg(0) } keep 300s'
+timeout 30 "$FAY" query --cluster "$ROOT" --keep kq "$KQ" >"$T_TMP/kq.out" 2>&1
+ok "a standing query in keep mode registered at the root" grep -q '^standing query kq' "$T_TMP/kq.out" ||
+	diag "$(cat "$T_TMP/kq.out")"
+# kept HOST: how many events HOST's keep buffers have taken (stats.json)
+kept() {
+	python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["keep"]["added"]))' \
+		"$T_TMP/$1/state/stats.json" 2>/dev/null || echo 0
+}
+keeping() {
+	python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["keep"]["queries"] >= 1 else 1)' \
+		"$T_TMP/$1/state/stats.json" 2>/dev/null
+}
+ok "a1 (under c1) and a2 run it in keep mode" wait_for 60 bash -c "$(declare -f keeping); T_TMP=$T_TMP; keeping a1 && keeping a2"
+sleep 1
+( cd "$T_TMP/a1" && exec ./qw calls 40 ) >/dev/null 2>&1
+( cd "$T_TMP/a2" && exec ./qw calls 15 ) >/dev/null 2>&1
+kept_all() { [ "$(kept a1) $(kept a2)" = "40 15" ]; }
+ok "a1 kept its 40 calls, a2 its 15" wait_for 30 kept_all || diag "a1 $(kept a1), a2 $(kept a2)"
+capture --query kq --last 5m --json >"$T_TMP/kq.json" 2>"$T_TMP/kq.err"
+ok "fay capture --query kq at the root: 55 events, c1 answering for a1's 40, a2 its 15" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+h = {x["host"]: x for x in a["hosts"]}
+assert a["events_found"] == 55 and a["hosts_answered"] == 2, a
+assert h["c1"]["state"] == "answered" and h["c1"]["events"] == 40, h
+assert h["a2"]["state"] == "answered" and h["a2"]["events"] == 15, h' "$T_TMP/kq.json" ||
+	diag "$(cat "$T_TMP/kq.json" "$T_TMP/kq.err")"
+capture --show "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T_TMP/kq.json")" \
+	>"$T_TMP/kq.show" 2>&1
+ok "... --show prints a1's arguments 0..39 and a2's 0..14" python3 -c '
+import json, sys
+got = {}
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    got.setdefault(e["event"]["host"], []).append(e["event"]["i"])
+assert {h: sorted(v) for h, v in got.items()} == {"a1": list(range(40)), "a2": list(range(15))}, got' \
+	"$T_TMP/kq.show" || diag "$(head -5 "$T_TMP/kq.show")"
+
 # ---- a1 silent, then killed, under the child: missing -------------------------
 A1=$(pgrep -P "$APID_a1")
+# stop_a1: SIGSTOP, and wait until every thread of a1 is stopped (on a
+# loaded machine the group stop can still be under way when a capture
+# reaches a1 otherwise)
+stop_a1() {
+	kill -STOP "$A1"
+	wait_for 10 bash -c 'for t in /proc/$1/task/*/stat; do
+		[ "$(sed "s/.*) //" "$t" | cut -d" " -f1)" = T ] || exit 1; done' _ "$A1"
+}
 # each stop shorter than WIRE_DEAD_MS: c1 keeps a1's connection
-kill -STOP "$A1"
+stop_a1
 capture --last 1h --host a1 --json >"$T_TMP/s1.json" 2>"$T_TMP/s1.err"
 kill -CONT "$A1"
-kill -STOP "$A1"
+stop_a1
 capture --trace "$T" --json >"$T_TMP/s2.json" 2>"$T_TMP/s2.err"
 kill -CONT "$A1"
 ok "a1 continued: still under c1" wait_for 30 bash -c "$(declare -f peers); peers http://127.0.0.1:$c1_H a1"
@@ -191,7 +248,7 @@ assert a["hosts_asked"] == 2 and a["hosts_answered"] == 1, a' "$T_TMP/s2.json" |
 # killed while the child waits on it: the CAPTURE sits unread in its socket
 unread() { ss -Htnp | awk -v p="pid=$A1," '$2 > 0 && index($0, p)' | grep -q .; }
 wait_for 30 bash -c "$(declare -f unread); A1=$A1; ! unread"
-kill -STOP "$A1"
+stop_a1
 capture --last 1h --host a1 --json >"$T_TMP/s3.json" 2>"$T_TMP/s3.err" &
 CAP_PID=$!
 ok "a CAPTURE reached the stopped a1 through c1, unread" wait_for 30 unread
