@@ -42,19 +42,20 @@ void tsc_map_follow(struct tsc_map *m, uint64_t tsc0, uint64_t ns0,
 		return;
 	}
 	changed = tsc0 != m->pub_tsc0 || ns0 != m->pub_ns0 || mult != m->pub_mult;
-	m->pub_tsc0 = tsc0;
-	m->pub_ns0 = ns0;
-	m->pub_mult = mult;
 	l = &m->seg[m->last];
 	if (!changed && !m->until)
 		return;                 /* on the line, and it is the same */
 	/* A new segment only after every tick drained so far (now), and
-	 * not more often than TSC_MAP_GAP_NS (the history's length). */
+	 * not more often than TSC_MAP_GAP_NS (the history's length); a new
+	 * line seen sooner is taken up at a later call (pub_* unchanged). */
 	a = now > l->tsc ? now : l->tsc;
 	if (tsc_delta_ns((int64_t)(a - l->tsc), mult) < TSC_MAP_GAP_NS)
 		return;
 	if (!changed && a < m->until)
 		return;                 /* slewing toward the same line */
+	m->pub_tsc0 = tsc0;
+	m->pub_ns0 = ns0;
+	m->pub_mult = mult;
 	fa = seg_ns(l, a);
 	e = (int64_t)(tsc_line_ns(tsc0, ns0, mult, a) - fa);
 	ae = e < 0 ? -(uint64_t)e : (uint64_t)e;

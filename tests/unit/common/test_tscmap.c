@@ -8,7 +8,8 @@
  * their ticks; the map is continuous (no step at a new line), never runs
  * faster or slower than 500 ppm plus the lines' own rates, and is within
  * 1 us of the newest line at the end.  A line 1 s ahead (the clock was
- * set) is stepped to.  A span's duration goes through the map: a child
+ * set) is stepped to; a line seen too soon after the last segment is
+ * still followed later.  A span's duration goes through the map: a child
  * inside its parent in ticks stays inside it in ns.
  */
 #include <stdlib.h>
@@ -173,11 +174,31 @@ static void test_span(void)
 	is_u64(r.f.duration_ns, 0, "a negative duration becomes 0");
 }
 
+/* A new line seen 2 ms after the last segment (too soon for a new one),
+ * then never changed again: still followed, at later passes. */
+static void test_late_line(void)
+{
+	const uint64_t ms = 2100000, ns0 = 1000000000000ull;
+	uint64_t now = 1000 * ms, l2ns = tsc_line_ns(now, ns0, GHZ21, now + 2 * ms) + 700;
+	int64_t err;
+
+	tsc_map_line(&m, now, ns0, GHZ21);
+	tsc_map_follow(&m, now + 2 * ms, l2ns, GHZ21, now + 2 * ms);
+	for (int i = 3; i < 400; i++)   /* passes every ms, the same line */
+		tsc_map_follow(&m, now + 2 * ms, l2ns, GHZ21, now + (uint64_t)i * ms);
+	err = (int64_t)(tsc_map_ns(&m, now + 400 * ms) -
+			tsc_line_ns(now + 2 * ms, l2ns, GHZ21, now + 400 * ms));
+	ok(err > -TSC_MAP_NEAR_NS && err < TSC_MAP_NEAR_NS,
+	   "a line 700 ns ahead, seen too soon for a segment, is reached later (%lld ns off)",
+	   (long long)err);
+}
+
 int main(void)
 {
 	test_one_line();
 	test_walk();
 	test_step();
+	test_late_line();
 	test_span();
 	return test_done();
 }
