@@ -45,6 +45,7 @@
 #include "common/atomic.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tsc.h"
 
 #define BAD_REPORTS_MAX 10
 
@@ -82,8 +83,10 @@ static void refresh_ep(struct proc *p)
 }
 
 /* p's TSC line (version 2 files), for the ticks of SPAN_F_TICKS records:
- * read under the header's sequence lock.  A line being rewritten, or one
- * whose rate is not 0.01 to 10 ns a tick, leaves the last good one. */
+ * read under the header's sequence lock, and followed by p's map without
+ * a step back (common/tscmap.h: a parent drained after a new line would
+ * start after its child).  A line being rewritten, or one whose rate is
+ * not 0.01 to 10 ns a tick, leaves the map as it was. */
 static void refresh_clk(struct proc *p)
 {
 	const struct fay_shm_hdr *h = p->live;
@@ -100,9 +103,8 @@ static void refresh_clk(struct proc *p)
 			continue;
 		if (mult < (UINT64_C(1) << 32) / 100 || mult > UINT64_C(10) << 32)
 			return;
-		p->clk_tsc0 = tsc0;
-		p->clk_ns0 = ns0;
-		p->clk_mult = mult;
+		/* the TSC after the line, before the records it converts */
+		tsc_map_follow(&p->clk, tsc0, ns0, mult, tsc_now());
 		return;
 	}
 }
@@ -282,7 +284,7 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 		 * in place (payload is the consumer's own copy of the
 		 * record), before anything reads a time */
 		const char *why = p->snap.version < 2 ? "TSC ticks (flag bit 7) in a version-1 file" :
-				  !p->clk_mult ? "TSC ticks but the file publishes no TSC line" : NULL;
+				  !p->clk.n ? "TSC ticks but the file publishes no TSC line" : NULL;
 
 		if (unlikely(why)) {
 			if (p->n.bad++ < BAD_REPORTS_MAX)
@@ -290,7 +292,7 @@ static int on_record(void *ctx, uint16_t type, const void *payload, uint32_t len
 					dc->ring, rec_no, why);
 			return 0;
 		}
-		spanrec_ticks_to_ns((void *)payload, &r, p->clk_tsc0, p->clk_ns0, p->clk_mult);
+		tsc_map_span(&p->clk, (void *)payload, &r);
 	}
 	if (unlikely(r.f.flags & SPAN_F_UNSAMPLED)) {
 		/* recorded though not sampled (FAY_RECORD=all): kept on this

@@ -30,6 +30,7 @@
 #include "agent/shmfile.h"
 #include "agent/spool.h"
 #include "common/ring/ring.h"
+#include "common/tscmap.h"
 
 struct spantap;
 struct flight;
@@ -96,8 +97,8 @@ struct proc {
 	uint8_t *in_batch;      /* ring has records in the current batch */
 	struct ep_item ep;
 	char ep_key[64 + 48 + 8];
-	uint64_t clk_tsc0, clk_ns0, clk_mult; /* its last good TSC line
-					       * (version 2; mult 0: none) */
+	struct tsc_map clk;     /* its ticks to ns, from the TSC lines it
+				 * published (version 2; clk.n 0: none yet) */
 	struct proc_counts n;
 };
 

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "common/spanrec.h"
-#include "common/tsc.h"
 
 int spanrec_put_item(uint8_t *buf, size_t cap, size_t *off, unsigned type,
 		     uint64_t val, const char *a, size_t alen,
@@ -232,31 +231,4 @@ int spanrec_parse_id(const char *s, size_t len, uint64_t *id)
 	if (len != 16)
 		return -EINVAL;
 	return spanrec_hex_u64(s, 16, false, id);
-}
-
-void spanrec_ticks_to_ns(void *buf, struct spanrec *r, uint64_t tsc0,
-			 uint64_t ns0, uint64_t mult)
-{
-	uint8_t *p = (uint8_t *)buf + sizeof(struct spanrec_fixed);
-	uint8_t *end = p + r->items_len;
-	int64_t dur = tsc_delta_ns((int64_t)r->f.duration_ns, mult);
-
-	r->f.start_ns = tsc_line_ns(tsc0, ns0, mult, r->f.start_ns);
-	r->f.duration_ns = dur > 0 ? (uint64_t)dur : 0;
-	r->f.flags &= (uint8_t)~SPAN_F_TICKS;
-	memcpy(buf, &r->f, sizeof(r->f));
-	/* the items were checked by spanrec_decode(): walk them by size */
-	while (p < end) {
-		uint16_t alen, blen;
-		uint64_t v;
-
-		memcpy(&alen, p + 2, 2);
-		memcpy(&blen, p + 4, 2);
-		if (p[0] == SPAN_ITEM_EVENT) {
-			memcpy(&v, p + SPANREC_ITEM_HDR, 8);
-			v = tsc_line_ns(tsc0, ns0, mult, v);
-			memcpy(p + SPANREC_ITEM_HDR, &v, 8);
-		}
-		p += spanrec_item_size(p[0], alen, blen);
-	}
 }

@@ -159,16 +159,6 @@ struct spanrec {
 int spanrec_decode(const void *buf, size_t len, struct spanrec *out,
 		   char *err, size_t errlen);
 
-/*
- * Turn the TSC ticks of a SPAN_F_TICKS record into CLOCK_REALTIME ns with
- * the line (tsc0, ns0, mult) (common/tsc.h): start_ns, duration_ns (a
- * negative one, the TSCs of two CPUs apart, becomes 0) and every EVENT
- * value, in the record at buf that spanrec_decode() made *r of, and in
- * *r; clears the flag in both.  The agent's, for shm files (ABI.md 1.2.2).
- */
-void spanrec_ticks_to_ns(void *buf, struct spanrec *r, uint64_t tsc0,
-			 uint64_t ns0, uint64_t mult);
-
 /* Iterate the items of a decoded record: *off starts at 0.  Returns 1 and
  * fills *it, or 0 at the end. */
 int spanrec_next(const struct spanrec *r, uint32_t *off, struct spanrec_item *it);

@@ -22,6 +22,16 @@
 #include <x86intrin.h>
 #endif
 
+/* The TSC now (x86-64; 0 elsewhere, where nothing records ticks). */
+static inline uint64_t tsc_now(void)
+{
+#if defined(__x86_64__)
+	return __rdtsc();
+#else
+	return 0;
+#endif
+}
+
 /* ns per tick << 32 for d_ns nanoseconds in d_tsc ticks (d_tsc > 0). */
 static inline uint64_t tsc_rate(uint64_t d_ns, uint64_t d_tsc)
 {

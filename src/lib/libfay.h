@@ -261,7 +261,14 @@ static inline struct ring_prod *lib_ring(void)
 		return &lib_t.prod;
 	return lib_ring_claim();
 }
-uint32_t lib_gettid(void);
+/* The calling thread's id (gettid()), asked of the kernel once. */
+uint32_t lib_gettid_slow(void);
+static inline uint32_t lib_gettid(void)
+{
+	uint32_t tid = lib_t.tid;
+
+	return likely(tid) ? tid : lib_gettid_slow();
+}
 int lib_parse_uint(const char *s, unsigned long long max, unsigned long long *v);
 /* Add the thread's batched counters to the header. */
 void lib_flush_counters(void);

@@ -31,10 +31,9 @@ __thread struct lib_tls lib_t __attribute__((tls_model("initial-exec")));
 __thread struct fay_fast_tls fay_fast_tls_1 __attribute__((tls_model("initial-exec")));
 uint32_t fay_fast_gen = 1;
 
-uint32_t lib_gettid(void)
+uint32_t lib_gettid_slow(void)
 {
-	if (unlikely(!lib_t.tid))
-		lib_t.tid = (uint32_t)syscall(SYS_gettid);
+	lib_t.tid = (uint32_t)syscall(SYS_gettid);
 	return lib_t.tid;
 }
 
@@ -281,6 +280,44 @@ static int ring_reserve(uint32_t r)
 	return 0;
 }
 
+/* Make ring r, owned by the calling thread now, the thread's. */
+static struct ring_prod *ring_take(uint32_t r, struct fay_ring_ctl *ctl)
+{
+	ring_prod_init(&lib_t.prod, ctl, lib.ring_slots);
+	lib_t.ring = r + 1;
+	if (!lib_t.key_set) {
+		/* any non-NULL value arms the destructor */
+		pthread_setspecific(lib.key, &lib_t);
+		lib_t.key_set = 1;
+	}
+	return &lib_t.prod;
+}
+
+static inline struct fay_ring_ctl *ring_ctl(uint32_t r)
+{
+	return (struct fay_ring_ctl *)(lib.rings + r * lib.ring_stride);
+}
+
+static inline int ring_is_reserved(uint32_t r)
+{
+	return !!(smp_load_acquire(&lib.ring_reserved[r / 64]) & (UINT64_C(1) << (r % 64)));
+}
+
+static inline int ring_own(struct fay_ring_ctl *ctl, uint32_t tid)
+{
+	uint32_t zero = 0;
+
+	return !READ_ONCE(ctl->owner_tid) && atomic_cas(&ctl->owner_tid, &zero, tid);
+}
+
+/*
+ * A ring for the calling thread.  A ring another thread of the process
+ * used and gave back is taken first: its pages are reserved and already
+ * mapped, where a ring never used costs its reservation (~2.6 ms for 1 MiB
+ * here) and a page fault per 4 KiB written (~1 us a span over its first
+ * ~10000 spans): a process that starts threads, a pool that renews them,
+ * paid that at each new thread (bench/RESULTS.md, "Two threads").
+ */
 struct ring_prod *lib_ring_claim(void)
 {
 	struct fay_shm_hdr *h = smp_load_acquire(&lib.hdr);
@@ -295,28 +332,23 @@ struct ring_prod *lib_ring_claim(void)
 		return NULL;
 	n = lib.nrings;
 	for (i = 0; i < n; i++) {
-		uint32_t r = (tid + i) % n, zero = 0;
-		struct fay_ring_ctl *ctl =
-			(struct fay_ring_ctl *)(lib.rings + r * lib.ring_stride);
+		uint32_t r = (tid + i) % n;
 
-		if (!(smp_load_acquire(&lib.ring_reserved[r / 64]) &
-		      (UINT64_C(1) << (r % 64)))) {
+		if (ring_is_reserved(r) && ring_own(ring_ctl(r), tid))
+			return ring_take(r, ring_ctl(r));
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t r = (tid + i) % n;
+
+		if (!ring_is_reserved(r)) {
 			/* after one failure, don't try the others */
 			if (no_room || ring_reserve(r)) {
 				no_room = 1;
 				continue;
 			}
 		}
-		if (READ_ONCE(ctl->owner_tid) || !atomic_cas(&ctl->owner_tid, &zero, tid))
-			continue;
-		ring_prod_init(&lib_t.prod, ctl, lib.ring_slots);
-		lib_t.ring = r + 1;
-		if (!lib_t.key_set) {
-			/* any non-NULL value arms the destructor */
-			pthread_setspecific(lib.key, &lib_t);
-			lib_t.key_set = 1;
-		}
-		return &lib_t.prod;
+		if (ring_own(ring_ctl(r), tid))
+			return ring_take(r, ring_ctl(r));
 	}
 	/* Every ring owned (lost_no_ring), or the free ones could not be
 	 * reserved (lost_no_room). */

@@ -12,6 +12,9 @@
  * Optional white space around the value (HTTP OWS) is ignored.
  */
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "lib/libfay.h"
 
@@ -42,6 +45,35 @@ static int get_hex(const char *s, unsigned n, uint64_t *v)
 	return 0;
 }
 
+#ifdef __SSE2__
+/* 16 lower-case hex digits at s into *v, all 16 at once with SSE2 (always
+ * there on x86-64): about 25 instructions, where two 8-digit words (SWAR,
+ * below) took ~90.  A byte is a digit when it is in '0'..'9' or 'a'..'f'
+ * (signed compares: bytes >= 0x80 are negative, never digits).  0 or
+ * -EINVAL. */
+static inline int get_hex16(const char *s, uint64_t *v)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
+	__m128i dig = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)),
+				    _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+	__m128i let = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('a' - 1)),
+				    _mm_cmplt_epi8(x, _mm_set1_epi8('f' + 1)));
+	__m128i n, w;
+
+	if (_mm_movemask_epi8(_mm_or_si128(dig, let)) != 0xffff)
+		return -EINVAL;
+	/* each byte's digit: its low nibble, + 9 for a letter */
+	n = _mm_add_epi8(_mm_and_si128(x, _mm_set1_epi8(0x0f)),
+			 _mm_and_si128(let, _mm_set1_epi8(9)));
+	/* each pair of bytes (the first the higher digit) into one byte;
+	 * byte 0 is then the most significant of the 8 */
+	w = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(n, _mm_set1_epi16(0x00ff)), 4),
+			 _mm_srli_epi16(n, 8));
+	w = _mm_packus_epi16(w, w);
+	*v = __builtin_bswap64((uint64_t)_mm_cvtsi128_si64(w));
+	return 0;
+}
+#else
 /* 8 lower-case hex digits at s into *v, 8 at a time in one word (SWAR):
  * the per-digit loop above took ~420 instructions for a traceparent's 48
  * id digits.  A byte is a digit when its high bit is clear, it is >= '0'
@@ -83,6 +115,7 @@ static inline int get_hex16(const char *s, uint64_t *v)
 	*v = (uint64_t)a << 32 | b;
 	return 0;
 }
+#endif
 
 /*
  * Parse a traceparent value.  Fills the ids and the flags byte.  Returns 0

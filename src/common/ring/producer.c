@@ -138,37 +138,51 @@ static inline uint64_t put_staged(struct ring_prod *p, uint64_t pos,
 	return pos;
 }
 
+/* Fill the data of slot s (room bytes at d) from src, len bytes left:
+ * whole when len >= room, else the tail zeroed first (no stale bytes in
+ * the file) and the rest copied.  Returns the bytes taken. */
+static inline uint32_t fill_slot(uint8_t *d, uint32_t room, const uint8_t *src,
+				 uint32_t len)
+{
+	if (len >= room) {
+		memcpy(d, src, room);
+		return room;
+	}
+	memset(d, 0, room);
+	copy_small(d, src, len);
+	return len;
+}
+
 /* The same straight from one contiguous payload (no staging copy): whole
  * slots are copied with fixed-size moves, the last one's tail is zeroed
- * (no stale bytes in the file) and then filled. */
+ * and then filled.  The first slot (header and the payload's first bytes)
+ * is done before the loop over the others, so that every copy has a size
+ * the compiler knows. */
 static inline uint64_t put_direct(struct ring_prod *p, uint64_t pos,
 				  const struct fay_rec_hdr *hdr,
 				  const uint8_t *src, uint32_t len)
 {
-	for (uint32_t i = 0; i < hdr->nslots; i++, pos++) {
-		uint8_t *d;
-		uint32_t room, k;
-		struct fay_slot *s = slot_begin(p, pos, i, hdr, &d, &room);
+	struct fay_slot *s = &p->slots[pos & p->mask];
+	uint32_t k;
 
-		if (len >= room) {
-			if (i == 0)
-				memcpy(d, src, FAY_SLOT_DATA - sizeof(*hdr));
-			else
-				memcpy(d, src, FAY_SLOT_DATA);
-			k = room;
-		} else {
-			if (i == 0)
-				memset(d, 0, FAY_SLOT_DATA - sizeof(*hdr));
-			else
-				memset(d, 0, FAY_SLOT_DATA);
-			k = len;
-			copy_small(d, src, k);
-		}
+	WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
+	smp_wmb();
+	memcpy(s->data, hdr, sizeof(*hdr));
+	k = fill_slot(s->data + sizeof(*hdr), FAY_SLOT_DATA - sizeof(*hdr), src, len);
+	src += k;
+	len -= k;
+	smp_store_release(&s->seq, pos << 2 | FAY_SEQ_FIRST);
+	for (uint32_t i = 1; i < hdr->nslots; i++) {
+		pos++;
+		s = &p->slots[pos & p->mask];
+		WRITE_ONCE(s->seq, pos << 2 | FAY_SEQ_BUSY);
+		smp_wmb();
+		k = fill_slot(s->data, FAY_SLOT_DATA, src, len);
 		src += k;
 		len -= k;
-		smp_store_release(&s->seq, pos << 2 | (i == 0 ? FAY_SEQ_FIRST : 0));
+		smp_store_release(&s->seq, pos << 2);
 	}
-	return pos;
+	return pos + 1;
 }
 
 /* The same for a record too big to stage: copy from the pieces. */
@@ -187,6 +201,29 @@ static uint64_t put_pieces(struct ring_prod *p, uint64_t pos,
 		smp_store_release(&s->seq, pos << 2 | (i == 0 ? FAY_SEQ_FIRST : 0));
 	}
 	return pos;
+}
+
+/* The header of the ring's next record: len payload bytes of type. */
+static inline struct fay_rec_hdr rec_hdr(const struct ring_prod *p, uint16_t type,
+					 uint32_t len)
+{
+	struct fay_rec_hdr hdr;
+
+	hdr.rec_no = p->records;
+	hdr.len = len;
+	hdr.type = type;
+	hdr.nslots = (uint16_t)ring_rec_slots(len);
+	return hdr;
+}
+
+/* The record is in: the ring's head moves to pos, counted, and both are
+ * published (records, then head, with release). */
+static inline void rec_commit(struct ring_prod *p, uint64_t pos)
+{
+	p->head = pos;
+	p->records++;
+	smp_store_release(&p->ctl->records, p->records);
+	smp_store_release(&p->ctl->head, p->head);
 }
 
 /*
@@ -212,14 +249,10 @@ int ring_write(struct ring_prod *p, uint16_t type, const struct ring_piece *pc,
 	if (unlikely(total > ring_max_payload(p->mask + 1)))
 		return -E2BIG;
 
-	hdr.rec_no = p->records;
-	hdr.len = (uint32_t)total;
-	hdr.type = type;
-	hdr.nslots = (uint16_t)ring_rec_slots(total);
-
-	if (n == 1) {
-		pos = put_direct(p, p->head, &hdr, pc[0].p, (uint32_t)total);
-	} else if (total <= STAGE_MAX) {
+	if (n == 1)
+		return ring_write1(p, type, pc[0].p, (uint32_t)total);
+	hdr = rec_hdr(p, type, (uint32_t)total);
+	if (total <= STAGE_MAX) {
 		/* Whole slots are copied: room for the last one's tail. */
 		uint8_t buf[sizeof(hdr) + STAGE_MAX + FAY_SLOT_DATA]
 			__attribute__((aligned(16)));
@@ -237,10 +270,17 @@ int ring_write(struct ring_prod *p, uint16_t type, const struct ring_piece *pc,
 	} else {
 		pos = put_pieces(p, p->head, &hdr, pc, n);
 	}
+	rec_commit(p, pos);
+	return 0;
+}
 
-	p->head = pos;
-	p->records++;
-	smp_store_release(&p->ctl->records, p->records);
-	smp_store_release(&p->ctl->head, p->head);
+int ring_write1(struct ring_prod *p, uint16_t type, const void *payload, uint32_t len)
+{
+	struct fay_rec_hdr hdr;
+
+	if (unlikely(len > ring_max_payload(p->mask + 1)))
+		return -E2BIG;
+	hdr = rec_hdr(p, type, len);
+	rec_commit(p, put_direct(p, p->head, &hdr, payload, len));
 	return 0;
 }

@@ -67,6 +67,10 @@ struct ring_piece {
 int ring_write(struct ring_prod *p, uint16_t type, const struct ring_piece *pc,
 	       unsigned n);
 
+/* ring_write() of one contiguous payload of len bytes (a span's pool
+ * handle): the same record, without the pieces' bookkeeping. */
+int ring_write1(struct ring_prod *p, uint16_t type, const void *payload, uint32_t len);
+
 /* ---- consumer ---------------------------------------------------------- */
 
 struct ring_cons {

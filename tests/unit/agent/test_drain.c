@@ -13,7 +13,9 @@
  * file's records (ns) are shipped as they are; a version-2 file's
  * SPAN_F_TICKS records are converted with its TSC line (start, duration,
  * events) and shipped without the flag; ticks in a version-1 file, or in
- * a file with no line, are counted bad, not shipped.
+ * a file with no line, are counted bad, not shipped; a line published
+ * after a child was drained does not move its parent's start after the
+ * child's (common/tscmap.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 
 #include "agent/drain.h"
 #include "common/clock.h"
+#include "common/tsc.h"
 #include "test.h"
 
 #define NPOOL  4u
@@ -504,6 +507,80 @@ static void test_versions(void)
 	fake_free(&noline);
 }
 
+/* Publish the TSC line (tsc0, ns0, mult) in f's header, as a thread of
+ * the process does (clock.c's publish()). */
+static void publish_line(struct fake *f, uint64_t tsc0, uint64_t ns0, uint64_t mult)
+{
+	f->h->clk_seq++;
+	f->h->clk_tsc0 = tsc0;
+	f->h->clk_ns0 = ns0;
+	f->h->clk_mult = mult;
+	f->h->clk_seq++;
+}
+
+/* Ship what the passes sealed into t. */
+static void take_times(struct bqueue *q, struct times *t)
+{
+	struct qbatch *qb;
+	char err[200];
+
+	while ((qb = bqueue_peek(q))) {
+		wire_batch_walk(qb->b.buf + FAY_WIRE_HDR_SIZE, qb->b.len, times_span, t, err,
+				sizeof(err));
+		bqueue_pop(q);
+	}
+}
+
+/*
+ * e2e/blockstack_traces' inversion, made deterministic: a child span
+ * (begun 100 ns after its parent, in the same thread) ends first and is
+ * drained with the line its process published then; another thread then
+ * publishes its own line, 800 ns ahead (two pairs taken 64 ms apart
+ * disagree by that much under load), and the parent, ended later, is
+ * drained after it.  The parent must still start before its child and
+ * end after it.  Ticks are the machine's TSC, as libfay's are: the agent
+ * reads the TSC to know which ticks it has drained.
+ */
+static void test_line_change(void)
+{
+	struct bqueue q;
+	struct drain d;
+	struct fake f;
+	struct times t = { 0 };
+	const uint64_t mult = UINT64_C(1) << 31;         /* 2 GHz */
+	const uint64_t ns0 = 1700000000000000000ull;
+	uint64_t t0 = tsc_now(), tc = t0 + 1000, tp = tc - 200;
+
+	bqueue_init(&q, 4);
+	drain_init(&d, &q, 20 * MS);
+	fake_init(&f, 401, 1, 64);
+	publish_line(&f, t0, ns0, mult);
+	drain_add(&d, f.p);
+	/* the child: begun at tc, 400 ticks long, an event 100 in */
+	produce_timed(&f, 2, tc, 400, tc + 100, SPAN_F_SAMPLED | SPAN_F_TICKS);
+	drain_pass(&d, 1000 * MS);
+	take_times(&q, &t);
+	is_u64(t.start[2], ns0 + 500, "the child starts 500 ns after the first line's origin");
+	usleep(20000);          /* the next drain pass comes 20 ms later */
+	publish_line(&f, t0 + 3000, ns0 + 1500 + 800, mult);
+	/* the parent: begun 200 ticks before the child, ended 1000 after it */
+	produce_timed(&f, 1, tp, 1600, tp + 10, SPAN_F_SAMPLED | SPAN_F_TICKS);
+	drain_pass(&d, 1020 * MS);
+	take_times(&q, &t);
+	is_int(t.n, 2, "both spans shipped");
+	ok(t.start[1] < t.start[2],
+	   "the parent, drained after a line 800 ns ahead, still starts before its child "
+	   "(parent %lld ns, child %lld ns from the first origin)",
+	   (long long)(t.start[1] - ns0), (long long)(t.start[2] - ns0));
+	ok(t.start[1] + t.dur[1] >= t.start[2] + t.dur[2],
+	   "and ends after it (parent %lld ns, child %lld ns)",
+	   (long long)(t.start[1] + t.dur[1] - ns0), (long long)(t.start[2] + t.dur[2] - ns0));
+	is_u64(t.start[2] - t.start[1], 100, "the two starts 200 ticks (100 ns) apart, as stamped");
+	drain_free(&d);
+	bqueue_free(&q);
+	fake_free(&f);
+}
+
 int main(void)
 {
 	test_exact_and_trailers();
@@ -511,5 +588,6 @@ int main(void)
 	test_retire();
 	test_thread();
 	test_versions();
+	test_line_change();
 	return test_done();
 }

@@ -24,6 +24,7 @@
 #include "common/err.h"
 #include "common/ring/ring.h"
 #include "common/spanrec.h"
+#include "common/tscmap.h"
 #include "test.h"
 
 static char lt_dir[PATH_MAX];
@@ -205,9 +206,12 @@ static inline int lt_collect(void *ctx, uint16_t type, const void *payload,
 		s->bad++;
 		return 0;
 	}
-	if (sp->r.f.flags & SPAN_F_TICKS)   /* as the agent does (ABI.md 1.2.2) */
-		spanrec_ticks_to_ns(sp->bytes, &sp->r, s->hdr->clk_tsc0, s->hdr->clk_ns0,
-				    s->hdr->clk_mult);
+	if (sp->r.f.flags & SPAN_F_TICKS) {  /* as the agent does (ABI.md 1.2.2) */
+		struct tsc_map m;
+
+		tsc_map_line(&m, s->hdr->clk_tsc0, s->hdr->clk_ns0, s->hdr->clk_mult);
+		tsc_map_span(&m, sp->bytes, &sp->r);
+	}
 	sp->ring = s->cur_ring;
 	sp->rec_no = rec_no;
 	s->n++;
