@@ -195,6 +195,10 @@ struct probe_task_offs {
 	int start_boottime;		/* in struct task_struct (the start
 					 * /proc/PID/stat gives in clock
 					 * ticks), or -1: not in this kernel */
+	int signal, signal_live;	/* task->signal->live (atomic_t: the
+					 * process's threads not exited yet;
+					 * 0 at its last thread's
+					 * sched_process_exit), or -1 */
 };
 /* Fill o (reads the BTF each call: tens of ms).  0, or -ENOENT: no vmlinux BTF, or a
  * kernel whose structures lack one of these members. */
