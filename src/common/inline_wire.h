@@ -30,7 +30,7 @@
 #define INLINE_RUN_DIR		"/run/fay/inline"
 #define INLINE_MAGIC		0x6661796eu	/* "fayn" */
 #define INLINE_VERSION		1
-#define INLINE_MAX_SITES	64
+#define INLINE_MAX_SITES	256
 #define INLINE_MAX_MAPS		16
 /* A paired source's entry records per thread: one per level of nested
  * probed calls (recursion, signal handlers); deeper calls are not paired
@@ -75,6 +75,8 @@ struct inl_site {
 	uint64_t room;		/* bytes up to the next symbol (>= size): the
 				 * function and its alignment padding */
 	char name[64];		/* for messages */
+	uint64_t cookie;	/* the programs' fay_cookie() at this site (a
+				 * wildcard's function index: s.name) */
 };
 
 struct inl_later {
@@ -83,6 +85,7 @@ struct inl_later {
 	uint64_t size, room;	/* as struct inl_site's */
 	char name[64];		/* the function, for messages */
 	char obj[128];		/* the object's path, for messages */
+	uint64_t cookie;	/* as struct inl_site's */
 };
 
 struct inl_map {

@@ -242,7 +242,12 @@ static ir_reg cg_name_id(struct cg *g, const struct pexpr *x)
 		ir_load(g->ir, r, IR_R(ir_ctx(g->ir)), t->ctx_off, 8, 0);
 		break;
 	case PN_COOKIE:
-		ir_call(g->ir, r, BPF_FUNC_get_attach_cookie, 1, IR_R(ir_ctx(g->ir)));
+		/* inline: the runtime gives the site's id as the kernel gives
+		 * an attachment's cookie */
+		if (engine_inl_active(g->e))
+			ir_call(g->ir, r, VM_FUNC_fay_cookie, 0);
+		else
+			ir_call(g->ir, r, BPF_FUNC_get_attach_cookie, 1, IR_R(ir_ctx(g->ir)));
 		break;
 	}
 	return r;

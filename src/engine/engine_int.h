@@ -163,6 +163,10 @@ void engine_stacks_key(struct engine *e, unsigned char *ukey, const unsigned cha
 
 /* Free the map and the reader's list of processes. */
 void engine_spancur_free(struct engine *e);
+/* Emit: the size-byte (1, 2, 4 or 8) kernel value at p + off into r,
+ * through k (an 8-byte stack slot); 0 when the read fails
+ * (bpf_probe_read_kernel()).  Also execwatch.c's. */
+void engine_read_kernel(struct ir *ir, ir_reg r, ir_reg p, int off, int size, int k);
 
 /* ---- spans(...) in the VM (spans.c) ----------------------------------- */
 

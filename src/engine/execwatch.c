@@ -65,7 +65,10 @@
  * followed process into the follow map (engine_follow_map(), what the
  * query's programs count: -c means the command and every process it
  * forks, as `strace -f` or `perf record` do), one on
- * sched:sched_process_exit takes threads out again.  The exec and mmap
+ * sched:sched_process_exit takes threads out again, and a process once
+ * its last thread is gone (its pid may be a stranger's next: never
+ * followed, held nor probed then; tests/integration/query_pid_reuse.sh).
+ * The exec and mmap
  * programs report and hold every followed process, and on_exec()
  * attaches a uprobe on that process alone to the file it sees
  * (probe_follow_child()): the kernel's filter of a uprobe on a pid is on
@@ -387,21 +390,39 @@ static int fork_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 }
 
 /* sched_process_exit: a thread (not a process's leader) leaves the
- * follow map (fork_prog() put it there with the processes). */
+ * follow map (fork_prog() put it there with the processes), and so does
+ * the process once its last thread exits (task->signal->live is 0 then:
+ * do_exit() counts it down before the tracepoint): its pid, free once it
+ * is reaped, may be any other process's next, which is not the
+ * command's (a leader that exits before its threads leaves the process
+ * followed until they are gone).  Without the offsets (no BTF) the
+ * process stays, as before. */
 static int exit_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 {
-	int key = ir_stack_alloc(ir, 4, 4);
-	int out = ir_label_new(ir);
-	ir_reg r = ir_vreg(ir), t = ir_vreg(ir);
+	struct probe_task_offs o;
+	int key = ir_stack_alloc(ir, 4, 4), k = ir_stack_alloc(ir, 8, 8);
+	int out = ir_label_new(ir), proc = ir_label_new(ir);
+	ir_reg r = ir_vreg(ir), t = ir_vreg(ir), p = ir_vreg(ir);
+	bool live = !probe_task_offsets(&o) && o.signal >= 0;
 
 	(void)tp;
 	ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_mov(ir, t, IR_R(r));
 	ir_alu(ir, BPF_RSH, t, IR_I(32));
 	ir_alu(ir, BPF_AND, r, IR_I(0x7fffffff));
-	ir_jmp(ir, BPF_JEQ, r, IR_R(t), out);	/* the leader: its process stays */
+	ir_jmp(ir, BPF_JEQ, r, IR_R(t), proc);	/* the leader */
 	ir_store(ir, IR_S(key), 0, 4, IR_R(r));
 	ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(x->follow), IR_S(key));
+	ir_label(ir, proc);
+	if (live) {
+		ir_call(ir, p, BPF_FUNC_get_current_task, 0);
+		engine_read_kernel(ir, p, p, o.signal, 8, k);
+		ir_jmp(ir, BPF_JEQ, p, IR_I(0), out);
+		engine_read_kernel(ir, p, p, o.signal_live, 4, k);
+		ir_jmp(ir, BPF_JNE, p, IR_I(0), out);	/* threads left */
+		ir_store(ir, IR_S(key), 0, 4, IR_R(t));
+		ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(x->follow), IR_S(key));
+	}
 	ir_label(ir, out);
 	ir_exit(ir, IR_I(0));
 	return ir_error(ir);

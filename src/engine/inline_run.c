@@ -47,7 +47,6 @@
 struct engine_inl {
 	int fd;
 	pid_t pid, vpid;	/* the host's, and its own namespace's */
-	struct inl_site site;
 	char desc[700];
 	bool armed;
 };
@@ -261,7 +260,8 @@ static int site_ok(pid_t pid, const struct inl_site *s, const char *file, uint64
  * inject_check()) and the patcher would take site s (site_ok()), then
  * connect.  0 with *fd connected, or no_inline()'s answer with *fd < 0
  * (auto: 0 and the note saying why; inline: -errno).  s may be NULL when
- * no load is allowed (no inject_lib, or no_inject): only the note then.
+ * no load is allowed (no inject_lib, or no_inject): only the note then;
+ * or when the caller judged its sites already (a wildcard's).
  * file (else NULL): s is in that shared object at offset off, read
  * there (it may not be loaded yet).
  */
@@ -281,7 +281,7 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const 
 				 "with fay run, or --probe-mode=inline to load it with ptrace)",
 				 (int)pid);
 	err = inject_check(pid, why, sizeof(why));
-	if (!err) {
+	if (!err && s) {
 		err = site_ok(pid, s, file, off, nosym, why, sizeof(why));
 		if (err == -EINVAL)
 			return no_inline(e, err, "pid %d: site refused: %s: %s (nothing loaded)",
@@ -360,54 +360,200 @@ static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t of
 	return fd;
 }
 
+/* The functions one function(...) source patches: its one function, or
+ * each a wildcard matched (one site per address: aliases share it). */
+struct inl_set {
+	struct inl_site *s;		/* [n]: SITES */
+	struct inl_later *l;		/* [n]: LATER (a shared object) */
+	uint64_t *off;			/* [n]: file offsets */
+	size_t n, matched, aliases, nrefused;
+	int nosym0;			/* the first site's elf_func_at() */
+	char refused[1536];		/* "name: why; " each */
+};
+
+static void set_free(struct inl_set *w)
+{
+	free(w->s);
+	free(w->l);
+	free(w->off);
+}
+
+static void set_refuse(struct inl_set *w, const char *name, const char *why)
+{
+	size_t o = strlen(w->refused);
+
+	w->nrefused++;
+	if (o < sizeof(w->refused) - 1)
+		snprintf(w->refused + o, sizeof(w->refused) - o, "%s%s: %s", o ? "; " : "",
+			 name, why);
+}
+
+/*
+ * Fill w with the sites of ep's probe in pid (nw: the wildcard's
+ * functions, 0 for one function at off named sym): each site's size
+ * (symbols or CFI), its address (later: none, the runtime finds it in
+ * each load) and the cookie the programs read (the function's index,
+ * s.name).  A wildcard's sites are judged by the patcher here
+ * (site_ok()); refused ones are left out and named in w->refused.
+ * 0, -ENOMEM, or -ENOENT for one function with no size.
+ */
+static int set_fill(struct inl_set *w, const struct eprog *ep, pid_t pid, size_t nw,
+		    const char *path, uint64_t off, const char *sym, bool later,
+		    const struct stat *st)
+{
+	size_t n = nw ? nw : 1;
+
+	memset(w, 0, sizeof(*w));
+	w->matched = n;
+	w->s = calloc(n, sizeof(*w->s));
+	w->l = calloc(n, sizeof(*w->l));
+	w->off = calloc(n, sizeof(*w->off));
+	if (!w->s || !w->l || !w->off)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct inl_site *s = &w->s[w->n];
+		struct inl_later *l = &w->l[w->n];
+		const char *p = path, *name = sym;
+		uint64_t o = off;
+		char why[512];
+		bool dup = false;
+		int nosym;
+
+		if (nw && probe_uprobe_wsite(ep->probe, i, &p, &o, &name))
+			continue;
+		for (size_t j = 0; j < w->n && !dup; j++)
+			dup = w->off[j] == o;
+		if (dup) {		/* an alias: one site, counted under the first */
+			w->aliases++;
+			continue;
+		}
+		memset(s, 0, sizeof(*s));
+		nosym = elf_func_at(path, o, &s->size, &s->room);
+		if (nosym < 0 && !nw)
+			return -ENOENT;
+		if (nosym < 0) {
+			set_refuse(w, name, "no size in the symbols or call frame information");
+			continue;
+		}
+		if (!later && proc_map_addr(pid, path, o, &s->addr)) {
+			set_refuse(w, name, "not mapped executable");
+			continue;
+		}
+		s->cookie = i;
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		if (nw && site_ok(pid, s, later ? path : NULL, o, nosym, why, sizeof(why)) ==
+		    -EINVAL) {
+			set_refuse(w, name, why);
+			continue;
+		}
+		if (!w->n)
+			w->nosym0 = nosym;
+		memset(l, 0, sizeof(*l));
+		l->dev = (uint64_t)st->st_dev;
+		l->ino = (uint64_t)st->st_ino;
+		l->off = o;
+		l->size = s->size;
+		l->room = s->room;
+		l->cookie = s->cookie;
+		snprintf(l->name, sizeof(l->name), "%s", name);
+		snprintf(l->obj, sizeof(l->obj), "%s", path);
+		w->off[w->n++] = o;
+	}
+	return 0;
+}
+
+/* Send w's sites (SITES, or LATER) in one message: 0 or -errno, *r the
+ * reply. */
+static int set_send(int fd, const struct inl_set *w, bool later, struct inl_reply *r)
+{
+	size_t one = later ? sizeof(*w->l) : sizeof(*w->s);
+	size_t len = sizeof(struct inl_hdr) + w->n * one;
+	unsigned char *buf = malloc(len);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	inline_hdr((struct inl_hdr *)buf, later ? INL_LATER : INL_SITES, len, (uint32_t)w->n);
+	memcpy(buf + sizeof(struct inl_hdr), later ? (const void *)w->l : (const void *)w->s,
+	       w->n * one);
+	err = call(fd, buf, len, NULL, 0, r);
+	free(buf);
+	return err;
+}
+
+/* The sites' addresses in pid again (an image that exec()ed). */
+static int set_remap(struct inl_set *w, pid_t pid, const char *path)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		int err = proc_map_addr(pid, path, w->off[i], &w->s[i].addr);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* What a wildcard's set is, for the mode line: "N functions matched, K
+ * patched" with the aliases and the refused ones. */
+static void set_describe(const struct inl_set *w, char *buf, size_t len)
+{
+	int o = snprintf(buf, len, "%zu functions matched, %zu sites patched", w->matched, w->n);
+
+	if (w->aliases && o > 0 && (size_t)o < len)
+		o += snprintf(buf + o, len - (size_t)o, ", %zu aliases (an address of an "
+			      "earlier name: counted under that name)", w->aliases);
+	if (w->nrefused && o > 0 && (size_t)o < len)
+		snprintf(buf + o, len - (size_t)o, "; %zu refused, not traced: %.500s", w->nrefused,
+			 w->refused);
+}
+
 int engine_inl_decide(struct engine *e)
 {
 	struct eprog *ep = &e->progs[0];
 	struct inl_reply r;
-	struct {
-		struct inl_hdr h;
-		struct inl_site s;
-	} m;
-	struct {
-		struct inl_hdr h;
-		struct inl_later l;
-	} ml;
+	struct inl_set w;
 	struct stat st;
-	const char *path, *sym;
+	const char *path, *sym, *label;
+	char wdesc[700] = "";
 	uint64_t off, addr = 0;
 	pid_t pid = ep->popts.pid;
+	size_t nw;
 	bool later;
-	int fd, err, nosym;
+	int fd, err;
 
-	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && ep->probe &&
-	    probe_nsites(ep->probe))
-		return no_inline(e, -EOPNOTSUPP, "%s: a wildcard runs as uprobes (one "
-				 "uprobe.multi link where the kernel has it)", ep->spec);
 	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && e->p->stack_depth)
 		return no_inline(e, -EOPNOTSUPP, "%s: a stack key is walked by the kernel "
 				 "(a BPF stack map), which inline probes cannot reach; "
 				 "they run as uprobes", ep->spec);
-	if (e->opts.emit_only || ep->kind != PROBE_UPROBE || !ep->probe ||
+	if (e->opts.emit_only || ep->kind != PROBE_UPROBE || !ep->probe)
+		return 0;
+	nw = probe_nsites(ep->probe);
+	if (nw ? probe_uprobe_wsite(ep->probe, 0, &path, &off, &sym) :
 	    probe_uprobe_site(ep->probe, &path, &off, &sym))
 		return 0;
+	label = nw && strrchr(ep->spec, ':') ? strrchr(ep->spec, ':') + 1 : sym;
 	if (e->opts.probe_mode == ENGINE_PROBE_UPROBE) {
-		snprintf(e->note, sizeof(e->note), "%s: uprobe (--probe-mode=uprobe)", sym);
+		snprintf(e->note, sizeof(e->note), "%s: uprobe (--probe-mode=uprobe)", label);
 		return 0;
 	}
 	if (pid <= 0 && e->opts.probe_mode == ENGINE_PROBE_INLINE)
 		return no_inline(e, -EINVAL, "%s in every process: uprobe (inline probes run in "
 				 "one process: name it with -p or process(PID), or start it "
 				 "with fay run; a uprobe also sees the processes that start "
-				 "later)", sym);
+				 "later)", label);
 	if (pid <= 0) {
 		/* auto's usual case, not a fault: one short line (the reason is
 		 * the error of --probe-mode=inline above, and docs/QUERY.md) */
-		snprintf(e->note, sizeof(e->note), "%s: uprobe, every process", sym);
+		snprintf(e->note, sizeof(e->note), "%s: uprobe, every process", label);
 		return 0;
 	}
 	if (e->out && !e->use_ringbuf)
 		return no_inline(e, -EOPNOTSUPP, "pid %d: streamed rows need a ring "
 				 "buffer (--buffer=perf)", (int)pid);
+	if (nw > INLINE_MAX_SITES)
+		return no_inline(e, -E2BIG, "pid %d: %s matches %zu functions; inline probes "
+				 "patch at most %d in one process (name fewer)", (int)pid, label,
+				 nw, INLINE_MAX_SITES);
 	fd = connect_rt(pid, e->opts.inline_wait_ms);
 	if (fd < 0 && (e->opts.no_inject || !e->opts.inject_lib))
 		return load_rt(e, pid, NULL, NULL, 0, false, &fd);	/* says why it will not */
@@ -424,65 +570,72 @@ int engine_inl_decide(struct engine *e)
 		return no_inline(e, err, "pid %d: %s is not mapped executable in it",
 				 (int)pid, path);
 	}
-	if (later)
-		addr = 0;	/* the runtime finds it in each load */
-	memset(&m, 0, sizeof(m));
-	/* the function at off: its symbol's size, or its FDE's (an IFUNC's
+	/* the functions: each one's symbol size, or its FDE's (an IFUNC's
 	 * implementation in a stripped library) */
-	nosym = elf_func_at(path, off, &m.s.size, &m.s.room);
-	if (nosym < 0) {
+	err = set_fill(&w, ep, pid, nw, path, off, sym, later, &st);
+	if (err) {
+		set_free(&w);
 		if (fd >= 0)
 			hold_or_close(e, fd);
-		return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols "
-				 "or call frame information", (int)pid, sym, path);
+		if (err == -ENOENT)
+			return no_inline(e, -ENOENT, "pid %d: %s has no size in %s's symbols "
+					 "or call frame information", (int)pid, sym, path);
+		return engine_fail(e, err, "out of memory");
 	}
-	inline_hdr(&m.h, INL_SITES, sizeof(m), 1);
-	m.s.addr = addr;
-	snprintf(m.s.name, sizeof(m.s.name), "%s", sym);
-	memset(&ml, 0, sizeof(ml));
-	inline_hdr(&ml.h, INL_LATER, sizeof(ml), 1);
-	ml.l.dev = (uint64_t)st.st_dev;
-	ml.l.ino = (uint64_t)st.st_ino;
-	ml.l.off = off;
-	ml.l.size = m.s.size;
-	ml.l.room = m.s.room;
-	snprintf(ml.l.name, sizeof(ml.l.name), "%s", sym);
-	snprintf(ml.l.obj, sizeof(ml.l.obj), "%s", path);
+	/* a wildcard runs inline whole, or (auto) as uprobes whole; inline
+	 * mode patches what the patcher takes and names the rest */
+	if (nw && (!w.n || (w.nrefused && e->opts.probe_mode != ENGINE_PROBE_INLINE))) {
+		set_describe(&w, wdesc, sizeof(wdesc));
+		set_free(&w);
+		if (fd >= 0)
+			hold_or_close(e, fd);
+		return no_inline(e, -EINVAL, "pid %d: %s: the patcher refuses %zu of its "
+				 "functions (a wildcard runs inline whole): %.700s", (int)pid,
+				 label, w.nrefused, wdesc);
+	}
+	if (nw)
+		set_describe(&w, wdesc, sizeof(wdesc));
 	if (fd < 0) {
-		err = load_rt(e, pid, &m.s, later ? path : NULL, off, nosym, &fd);
-		if (err || fd < 0)
+		/* a wildcard's sites were judged in set_fill() */
+		err = load_rt(e, pid, nw ? NULL : &w.s[0], later ? path : NULL, off, w.nosym0,
+			      &fd);
+		if (err || fd < 0) {
+			set_free(&w);
 			return err;
-	} else if (later) {
+		}
+	} else if (later && !nw) {
 		/* the patcher's verdict from the file: the runtime may see
 		 * the site only when the object loads */
 		char why[512];
 
-		if (site_ok(pid, &m.s, path, off, nosym, why, sizeof(why)) == -EINVAL) {
+		if (site_ok(pid, &w.s[0], path, off, w.nosym0, why, sizeof(why)) == -EINVAL) {
+			set_free(&w);
 			hold_or_close(e, fd);
 			return no_inline(e, -EINVAL, "pid %d: site refused: %s: %s", (int)pid,
 					 sym, why);
 		}
 	}
-	err = later ? call(fd, &ml, sizeof(ml), NULL, 0, &r) : call(fd, &m, sizeof(m), NULL, 0, &r);
+	err = set_send(fd, &w, later, &r);
 	if ((err == -ECONNRESET || err == -EPIPE) && e->opts.inline_wait_ms > 0 &&
 	    !kill(pid, 0)) {
 		/* fay run: the image exec()ed between next_image()'s connect
-		 * and now; the next one holds: the site at its address */
+		 * and now; the next one holds: the sites at their addresses */
 		close(fd);
 		fd = connect_rt(pid, e->opts.inline_wait_ms);
-		err = fd < 0 ? fd : later ? 0 : proc_map_addr(pid, path, off, &addr);
-		m.s.addr = addr;
-		err = err ? : later ? call(fd, &ml, sizeof(ml), NULL, 0, &r) :
-			call(fd, &m, sizeof(m), NULL, 0, &r);
+		err = fd < 0 ? fd : later ? 0 : set_remap(&w, pid, path);
+		err = err ? : set_send(fd, &w, later, &r);
 	}
+	addr = w.s[0].addr;
+	set_free(&w);
 	if (err || r.status) {
 		hold_or_close(e, fd);
 		if (err)
 			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
 					 (int)pid, strerror(-err));
-		if (later && r.status == -EPROTO)
-			return no_inline(e, r.status, "pid %d: its fay runtime predates sites of "
-					 "objects loaded later: %s", (int)pid, r.msg);
+		if (r.status == -EPROTO)
+			return no_inline(e, r.status, "pid %d: its fay runtime is older than this "
+					 "fay (%s): restart the process, or --probe-mode=uprobe",
+					 (int)pid, r.msg);
 		if (e->inl_injected_us)
 			return no_inline(e, r.status, "pid %d: %s (the fay runtime, loaded with "
 					 "ptrace, stays loaded, idle)", (int)pid, r.msg);
@@ -498,8 +651,11 @@ int engine_inl_decide(struct engine *e)
 	e->inl->vpid = proc_vpid(pid);
 	if (e->inl->vpid <= 0)
 		e->inl->vpid = pid;
-	e->inl->site = m.s;
-	if (later)
+	if (nw)
+		snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.300s:%.64s, %.200s%s "
+			 "(pid %d)", path, label, wdesc, later ? ", armed at each load" : "",
+			 (int)pid);
+	else if (later)
 		snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s, armed at "
 			 "each load (pid %d)", path, sym, (int)pid);
 	else
@@ -507,9 +663,11 @@ int engine_inl_decide(struct engine *e)
 			 " (pid %d)", path, sym, addr, (int)pid);
 	if (e->inl_injected_us)
 		snprintf(e->note, sizeof(e->note), "pid %d: inline, runtime loaded with ptrace "
-			 "in %.1f ms (%.860s)", (int)pid, e->inl_injected_us / 1000.0, r.msg);
+			 "in %.1f ms (%s%s%.700s)", (int)pid, e->inl_injected_us / 1000.0, wdesc,
+			 nw ? "; " : "", r.msg);
 	else
-		snprintf(e->note, sizeof(e->note), "pid %d: inline (%.900s)", (int)pid, r.msg);
+		snprintf(e->note, sizeof(e->note), "pid %d: inline (%s%s%.700s)", (int)pid, wdesc,
+			 nw ? "; " : "", r.msg);
 	return 0;
 }
 

@@ -72,9 +72,7 @@ static struct bmap *spancur_map(struct engine *e)
 	return e->spancur;
 }
 
-/* Emit: *(u64 *)(p + off) into r (k: an 8-byte stack slot; 0 when the
- * read fails). */
-static void read_kernel(struct ir *ir, ir_reg r, ir_reg p, int off, int size, int k)
+void engine_read_kernel(struct ir *ir, ir_reg r, ir_reg p, int off, int size, int k)
 {
 	ir_zero(ir, k, 8);
 	ir_mov(ir, r, IR_R(p));
@@ -103,20 +101,20 @@ static void emit_task(struct ir *ir, ir_reg pt, ir_reg v, ir_reg tid, int none)
 	}
 	ir_call(ir, task, BPF_FUNC_get_current_task, 0);
 	if (o.start_boottime >= 0) {
-		read_kernel(ir, p, task, o.group_leader, 8, k);
-		read_kernel(ir, p, p, o.start_boottime, 8, k);
+		engine_read_kernel(ir, p, task, o.group_leader, 8, k);
+		engine_read_kernel(ir, p, p, o.start_boottime, 8, k);
 		ir_load(ir, t, IR_R(v), offsetof(struct spancur_val, start_lo), 8, 0);
 		ir_jmp(ir, BPF_JLT, p, IR_R(t), none);
 		ir_load(ir, t, IR_R(v), offsetof(struct spancur_val, start_hi), 8, 0);
 		ir_jmp(ir, BPF_JGE, p, IR_R(t), none);
 	}
 	/* task->thread_pid->numbers[level].nr: the thread's own namespace */
-	read_kernel(ir, p, task, o.thread_pid, 8, k);
-	read_kernel(ir, t, p, o.pid_level, 4, k);
+	engine_read_kernel(ir, p, task, o.thread_pid, 8, k);
+	engine_read_kernel(ir, t, p, o.pid_level, 4, k);
 	ir_alu(ir, BPF_AND, t, IR_I(31));		/* MAX_PID_NS_LEVEL is 32 */
 	ir_alu(ir, BPF_MUL, t, IR_I(o.upid_size));
 	ir_alu(ir, BPF_ADD, p, IR_R(t));
-	read_kernel(ir, tid, p, o.pid_numbers + o.upid_nr, 4, k);
+	engine_read_kernel(ir, tid, p, o.pid_numbers + o.upid_nr, 4, k);
 	ir_jmp(ir, BPF_JEQ, tid, IR_I(0), none);
 }
 

@@ -43,8 +43,8 @@ static long member_off(const struct btf *btf, int id, const char *name)
 int probe_task_offsets(struct probe_task_offs *o)
 {
 	struct btf *btf;
-	int task, pid, upid;
-	long v[5], st;
+	int task, pid, upid, sig;
+	long v[5], st, sg, live;
 	__s64 sz;
 
 	btf = btf__load_vmlinux_btf();
@@ -59,6 +59,9 @@ int probe_task_offsets(struct probe_task_offs *o)
 	v[3] = member_off(btf, pid, "numbers");
 	v[4] = member_off(btf, upid, "nr");
 	st = member_off(btf, task, "start_boottime");
+	sig = btf__find_by_name_kind(btf, "signal_struct", BTF_KIND_STRUCT);
+	sg = member_off(btf, task, "signal");
+	live = sig > 0 ? member_off(btf, sig, "live") : -ENOENT;
 	sz = upid > 0 ? btf__resolve_size(btf, (uint32_t)upid) : -ENOENT;
 	btf__free(btf);
 	if (task <= 0 || pid <= 0 || upid <= 0 || sz <= 0)
@@ -73,6 +76,8 @@ int probe_task_offsets(struct probe_task_offs *o)
 	o->upid_nr = (int)v[4];
 	o->upid_size = (int)sz;
 	o->start_boottime = st >= 0 ? (int)st : -1;
+	o->signal = sg >= 0 && live >= 0 ? (int)sg : -1;
+	o->signal_live = sg >= 0 && live >= 0 ? (int)live : -1;
 	return 0;
 }
 

@@ -108,6 +108,13 @@ const struct probe_field *probe_fields(const struct probe *p, size_t *n);
  * other kinds. */
 int probe_uprobe_site(const struct probe *p, const char **path, uint64_t *offset,
 		      const char **sym);
+/* A wildcard uprobe ("libc:pthread_mutex_*", probe_nsites() > 0): the
+ * binary, the file offset and the name of its function i, whose
+ * attachment carries i as its cookie (inline probes patch the same
+ * functions in memory).  0, or -EINVAL past the end or for other
+ * probes. */
+int probe_uprobe_wsite(const struct probe *p, size_t i, const char **path, uint64_t *offset,
+		       const char **sym);
 /* Uprobes: how many files it is on: 1, or 1 + the other files of that
  * name mapped on the host for a library named by its short name in every
  * process ("libc:malloc": containers' own copies); 0 for other kinds. */
@@ -188,6 +195,10 @@ struct probe_task_offs {
 	int start_boottime;		/* in struct task_struct (the start
 					 * /proc/PID/stat gives in clock
 					 * ticks), or -1: not in this kernel */
+	int signal, signal_live;	/* task->signal->live (atomic_t: the
+					 * process's threads not exited yet;
+					 * 0 at its last thread's
+					 * sched_process_exit), or -1 */
 };
 /* Fill o (reads the BTF each call: tens of ms).  0, or -ENOENT: no vmlinux BTF, or a
  * kernel whose structures lack one of these members. */

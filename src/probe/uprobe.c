@@ -208,6 +208,20 @@ static void uwild_release(struct probe *p)
 	p->priv = NULL;
 }
 
+int probe_uprobe_wsite(const struct probe *p, size_t i, const char **path, uint64_t *offset,
+		       const char **sym)
+{
+	const struct uwild *w = p->priv;
+
+	if ((p->kind != PROBE_UPROBE && p->kind != PROBE_URETPROBE) || !w ||
+	    i >= p->nsites)
+		return -EINVAL;
+	*path = p->path;
+	*offset = w->offs[i];
+	*sym = p->sites[i];
+	return 0;
+}
+
 struct more_ctx {
 	struct probe *p;
 	const char *sym;

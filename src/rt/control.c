@@ -377,7 +377,7 @@ static int do_arm(struct rt_session *s)
 	for (; s->narmed < s->nsites; s->narmed++) {
 		int rc = patch_site_arm_flags(s->sites[s->narmed], rt_on_entry,
 					      s->exit ? rt_on_exit : NULL,
-					      s->exit ? (void *)1 : NULL,
+					      rt_site_arg(s, s->info[s->narmed].cookie),
 					      PATCH_HANDLERS_KEEP_VECTORS, why, sizeof(why));
 
 		if (rc) {

@@ -168,7 +168,7 @@ static void arm_one(struct rt_session *s, struct rt_later *l, uint64_t addr,
 
 	ps = patch_site_new_room((void *)(uintptr_t)addr, l->w.size, room, why, sizeof(why));
 	if (ps && patch_site_arm_flags(ps, rt_on_entry, s->exit ? rt_on_exit : NULL,
-				       s->exit ? (void *)1 : NULL,
+				       rt_site_arg(s, l->w.cookie),
 				       PATCH_HANDLERS_KEEP_VECTORS | flags, why, sizeof(why))) {
 		patch_site_free(ps);
 		ps = NULL;

@@ -89,6 +89,7 @@ struct rt_slot {
 	uint64_t frame;		/* while busy: the running handler's regs (on
 				 * its thread's stack): taken_back() */
 	uint64_t sp[INLINE_DEPTH];
+	uint64_t ck[INLINE_DEPTH];	/* each level's site (vm_env.cookie) */
 } __attribute__((aligned(64)));	/* its own cache lines */
 
 static __thread struct rt_thread tls __attribute__((tls_model("initial-exec")));
@@ -390,7 +391,7 @@ static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_sl
 							     struct patch_regs *regs)
 {
 	struct rt_session *s = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
-	uint64_t ax = regs->ax;
+	uint64_t ax = regs->ax, ck = env->cookie;
 
 	regs->ax = 0;		/* no copy: a struct copy could be a memcpy() call */
 	while (d && (st->sp[d - 1] < sp || (at && st->sp[d - 1] == sp))) {
@@ -399,9 +400,11 @@ static __attribute__((noinline, cold)) unsigned int drop_left(const struct rt_sl
 			continue;
 		env->depth = d;
 		env->unwound = 1;
+		env->cookie = st->ck[d];	/* the call's own site */
 		run_prog(s, regs, env, true);
 		env->unwound = 0;
 	}
+	env->cookie = ck;
 	regs->ax = ax;
 	return d;
 }
@@ -417,6 +420,7 @@ static inline __attribute__((always_inline)) void push(struct rt_slot *st,
 		d = drop_left(st, env, d, sp, true, regs);
 	if (__builtin_expect(d < INLINE_DEPTH, 1)) {
 		st->sp[d] = sp;
+		st->ck[d] = env->cookie;
 		st->n = d + 1;
 	} else {
 		st->n = d;
@@ -445,7 +449,7 @@ static inline __attribute__((always_inline)) bool pop(struct rt_slot *st,
 }
 
 static inline __attribute__((always_inline)) void run(struct patch_regs *regs, bool exit,
-						      bool paired)
+						      bool paired, uint64_t cookie)
 {
 	struct rt_thread *t = &tls;
 	struct vm_env *env = &t->env;
@@ -475,6 +479,7 @@ static inline __attribute__((always_inline)) void run(struct patch_regs *regs, b
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sl->busy, b + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	env->cookie = cookie;	/* the site's (this slot is ours while busy) */
 	if (paired) {
 		if (!exit)
 			push(sl, env, regs->sp, regs);
@@ -495,12 +500,12 @@ out:
  * off cost ~0.7 ns per call in bench/bench_inline_ab.sh). */
 __attribute__((aligned(64))) void rt_on_entry(struct patch_regs *regs, void *arg)
 {
-	run(regs, false, arg != NULL);
+	run(regs, false, (uintptr_t)arg & 1, (uintptr_t)arg >> 1);
 }
 
 __attribute__((aligned(64))) void rt_on_exit(struct patch_regs *regs, void *arg)
 {
-	run(regs, true, true);
+	run(regs, true, true, (uintptr_t)arg >> 1);
 }
 
 void rt_publish(struct rt_session *s)

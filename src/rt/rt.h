@@ -81,9 +81,14 @@ void rt_later_end(struct rt_session *s);
 void rt_later_child(void);
 
 /* The entry and exit handlers patched into the sites (probe.c); arg is
- * non-NULL when the site has both (the calls' nesting is counted). */
+ * rt_site_arg()'s: the site's cookie (vm_env.cookie while its programs
+ * run) and whether the site has both (the calls' nesting is counted). */
 void rt_on_entry(struct patch_regs *regs, void *arg);
 void rt_on_exit(struct patch_regs *regs, void *arg);
+static inline void *rt_site_arg(const struct rt_session *s, uint64_t cookie)
+{
+	return (void *)(uintptr_t)(cookie << 1 | (s->exit != NULL));
+}
 /* Publish s to the handlers (NULL: none).  rt_unpublish() unpublishes
  * and returns true once no handler can still be running s's programs
  * (membarrier, then every busy slot waited for): s may be freed

@@ -169,6 +169,15 @@ static const struct vm_helper fay_unwound_helper = {
 	"fay_unwound", h_fay_unwound, { 0 }, VR_SCALAR, 0
 };
 
+H(fay_cookie)
+{
+	return env->cookie;
+}
+
+static const struct vm_helper fay_cookie_helper = {
+	"fay_cookie", h_fay_cookie, { 0 }, VR_SCALAR, 0
+};
+
 static const struct vm_helper helpers[] = {
 	[BPF_FUNC_map_lookup_elem] = { "map_lookup_elem", h_map_lookup_elem,
 		{ VA_MAP, VA_KEY }, VR_MAP_VALUE_OR_NULL, 0 },
@@ -205,6 +214,8 @@ const struct vm_helper *vm_helper(int id)
 		return &fay_depth_helper;
 	if (id == VM_FUNC_fay_unwound)
 		return &fay_unwound_helper;
+	if (id == VM_FUNC_fay_cookie)
+		return &fay_cookie_helper;
 	if (id < 0 || (size_t)id >= sizeof(helpers) / sizeof(helpers[0]) || !helpers[id].fn)
 		return NULL;
 	return &helpers[id];

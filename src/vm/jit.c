@@ -9,8 +9,8 @@
  *
  * r1..r5 are the System V argument registers, so a helper call is a plain
  * call with the struct vm_env pointer (kept in r12) as the sixth argument
- * (r9); map_lookup_elem of an array map, get_current_pid_tgid, fay_depth and
- * fay_unwound are
+ * (r9); map_lookup_elem of an array map, get_current_pid_tgid, fay_depth,
+ * fay_unwound and fay_cookie are
  * inlined (inline_lookup()), ktime_get_ns calls vm_prog_set_now()'s
  * clock directly.  r10/r11 are scratch.  The frame: the callee-saved registers, then
  * 512 bytes of BPF stack below rbp; rsp stays 16-byte aligned at calls.
@@ -32,7 +32,8 @@ enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, 
 static const uint8_t xreg[11] = { RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP };
 
 _Static_assert(offsetof(struct vm_env, depth) < 128 &&
-	       offsetof(struct vm_env, unwound) < 128 && offsetof(struct vm_env, pid_tgid) < 128,
+	       offsetof(struct vm_env, unwound) < 128 && offsetof(struct vm_env, cookie) < 128 &&
+	       offsetof(struct vm_env, pid_tgid) < 128,
 	       "the inlined helpers load from r12 with an 8-bit displacement");
 
 /* What the prologue may save (the System V callee-saved registers). */
@@ -467,6 +468,10 @@ int vm_prog_jit(struct vm_prog *p)
 				/* mov eax, [r12 + unwound] */
 				emit(&j, (const uint8_t[]){ 0x41, 0x8b, 0x44, 0x24,
 					   (uint8_t)offsetof(struct vm_env, unwound) }, 5);
+			} else if (op == BPF_CALL && in->imm == VM_FUNC_fay_cookie) {
+				/* mov rax, [r12 + cookie] */
+				emit(&j, (const uint8_t[]){ 0x49, 0x8b, 0x44, 0x24,
+					   (uint8_t)offsetof(struct vm_env, cookie) }, 5);
 			} else if (op == BPF_CALL && in->imm == BPF_FUNC_ktime_get_ns && p->now) {
 				mov_rr(&j, true, RDI, R12);
 				mov_ri64(&j, RAX, (uint64_t)(uintptr_t)p->now);

@@ -148,6 +148,9 @@ struct vm_env {
 	 * of a call left without its return (longjmp, an exception: a
 	 * level of that stack it dropped), 0 otherwise (f.unwound). */
 	uint32_t unwound;
+	/* VM_FUNC_fay_cookie: the probed site's id (the inline runtime sets
+	 * it from the site fay armed: a wildcard's function index, s.name) */
+	uint64_t cookie;
 };
 
 /* fay's own helper (not the kernel's): fay_span(dst, size, which) fills
@@ -161,6 +164,10 @@ struct vm_env {
  * the exit of a call left without its return (no arguments; compiled in
  * place, a load). */
 #define VM_FUNC_fay_unwound	0x46590003
+/* fay's own helper: fay_cookie() returns struct vm_env.cookie, the id of
+ * the site the program runs for (no arguments; compiled in place, a
+ * load): what bpf_get_attach_cookie() gives a kernel probe. */
+#define VM_FUNC_fay_cookie	0x46590004
 #define VM_SPAN_TRACE_ID	0
 #define VM_SPAN_NAME		1
 

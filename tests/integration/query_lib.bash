@@ -10,6 +10,10 @@ need_query_work() {
 	[ -x "$W" ] || skip_all "query_work is not built (make)"
 }
 
+# attached_or_gone ERR PID: fay query PID (its stderr in ERR) attached
+# its probes, or ended (a refusal): for wait_for
+attached_or_gone() { grep -q 'attached' "$1" || ! kill -0 "$2" 2>/dev/null; }
+
 # fq ARGS...: fay query -q, stdout in $T_TMP/out, stderr in $T_TMP/err, rc in $RC
 fq() {
 	timeout 60 "$FAY" query -q "$@" >"$T_TMP/out" 2>"$T_TMP/err"
@@ -32,7 +36,12 @@ same() {
 # pid).  bpftrace prints "Attaching N probes" before it attaches them: it
 # is attached when it holds NPROBES perf events.  fay's JSON in
 # $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC, the
-# workload's /proc/PID/maps once started in $T_TMP/maps.
+# workload's /proc/PID/maps once started in $T_TMP/maps.  VS_MODE=uprobe:
+# fay with --probe-mode=uprobe (a function(...) source on one process
+# otherwise goes inline, and bpftrace's uprobe on a function fay patched
+# restores the file's first instruction in the middle of the jump: the
+# workload crashes; inline probes refuse a function under another
+# tracer's uprobe, the reverse order fay cannot stop, issue #19).
 bt_attached() {
 	local n
 	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
@@ -44,7 +53,8 @@ versus() {
 	wait_for 30 test -e "$ready"
 	cp "/proc/$wpid/maps" "$T_TMP/maps" 2>/dev/null	# for addresses bpftrace cannot name
 	: >"$T_TMP/err"
-	timeout 90 "$FAY" query --json -p $wpid "$1" >"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
+	timeout 90 "$FAY" query --json ${VS_MODE:+--probe-mode=$VS_MODE} -p $wpid "$1" \
+		>"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
 	timeout 90 "$BT" -p $wpid -e "${2//@PID@/$wpid}" >"$T_TMP/bt" 2>&1 & bpid=$!
 	wait_for 30 grep -q attached "$T_TMP/err"
 	wait_for 60 bt_attached $bpid "$3"

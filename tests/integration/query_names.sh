@@ -89,7 +89,7 @@ if [ "$kv" -ge 6006 ]; then
 	# fay's own descriptors while it runs: one bpf_link of type
 	# uprobe_multi holding the 11 sites, no perf event
 	QW_WAIT=$T_TMP/mgo "$W" mutex 30 & mw=$!
-	timeout 60 "$FAY" query --json -p $mw 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+	timeout 60 "$FAY" query --json --probe-mode=uprobe -p $mw 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
 		>"$T_TMP/out" 2>"$T_TMP/err" & mt=$!
 	wait_for 30 grep -q attached "$T_TMP/err"
 	fp=$(pgrep -P $mt | head -1)
@@ -138,14 +138,14 @@ if [ -n "$BT" ]; then
 	# bpftrace 0.17 attaches pthread_mutex_* once per versioned alias
 	# (28 probes for 11 functions: each call counted twice), so it is
 	# given the three functions the workload calls, by name
-	versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+	VS_MODE=uprobe versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
 		'uprobe:libc:pthread_mutex_lock,uprobe:libc:pthread_mutex_unlock,uprobe:libc:pthread_mutex_trylock /pid == @PID@/ { @[probe] = count(); }' \
 		3 mutex 300
 	libc=$(readlink -f "$(ldconfig -p | awk '/libc.so.6 .*x86-64/ { print $NF; exit }')")
 	compare_check 'function("libc:pthread_mutex_*") by s.name' 'pthread_mutex_(?!lock$|unlock$|trylock$).*' \
 		"uprobe:$libc:" pthread_mutex_trylock=150
 	# and the fallback, a uprobe per function
-	FAY_NO_UPROBE_MULTI=1 versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
+	FAY_NO_UPROBE_MULTI=1 VS_MODE=uprobe versus 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
 		'uprobe:libc:pthread_mutex_lock,uprobe:libc:pthread_mutex_unlock,uprobe:libc:pthread_mutex_trylock /pid == @PID@/ { @[probe] = count(); }' \
 		3 mutex 300
 	compare_check 'FAY_NO_UPROBE_MULTI=1 function("libc:pthread_mutex_*") by s.name' \

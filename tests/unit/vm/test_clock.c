@@ -118,16 +118,39 @@ static void depth_tests(struct vm_map *m, const struct bpf_insn *lk, size_t n)
 	vm_prog_free(p);
 }
 
+/* A helper that returns a field of its vm_env, id, named name: compiled
+ * in place (no call out), and its answer for es[i] is want[i], JIT and
+ * interpreter alike. */
+static void env_field_test(int32_t id, const char *name, const struct vm_env *es,
+			   const uint64_t *want, int n)
+{
+	const struct bpf_insn prog[] = {
+		CALL_HELPER(id),
+		EXIT_INSN(),
+	};
+	char err[256], ctx[8] = { 0 };
+	struct vm_prog *p = vm_prog_new(prog, N(prog), NULL, 0, sizeof(ctx), err, sizeof(err));
+	int right = 0;
+
+	ok(p && vm_prog_jit(p) == 0 && !vm_prog_calls_out(p),
+	   "%s compiled in place (no call out)%s%s", name, p ? "" : ": ", p ? "" : err);
+	if (!p)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct vm_env e = es[i];
+
+		right += vm_run(p, ctx, &e) == want[i] && vm_interp(p, ctx, &e) == want[i];
+	}
+	ok(right == n, "%s returns its vm_env field, JIT and interpreter (%d/%d)", name, right, n);
+	vm_prog_free(p);
+}
+
 /* fay_unwound(): env->unwound (1 at the exit of a call the runtime found
  * left without its return, else 0), compiled in place, the interpreter's
  * answer the same; as a program's branch (f.unwound in a where): the
  * return register read only for a normal return. */
 static void unwound_tests(void)
 {
-	const struct bpf_insn prog[] = {
-		CALL_HELPER(VM_FUNC_fay_unwound),
-		EXIT_INSN(),
-	};
 	/* r0 = fay_unwound() ? 1000 : ctx[0] + 1 */
 	const struct bpf_insn br[] = {
 		MOV64_REG(BPF_REG_6, BPF_REG_1),
@@ -139,23 +162,15 @@ static void unwound_tests(void)
 		MOV64_IMM(BPF_REG_0, 1000),
 		EXIT_INSN(),
 	};
+	const struct vm_env es[4] = { { .depth = 7 }, { .depth = 7, .unwound = 1 },
+				      { .depth = 7 }, { .depth = 7, .unwound = 1 } };
+	const uint64_t is[4] = { 0, 1, 0, 1 };
 	uint64_t regs[1] = { 41 };
-	char err[256], ctx[8] = { 0 };
-	struct vm_prog *p = vm_prog_new(prog, N(prog), NULL, 0, sizeof(ctx), err, sizeof(err));
+	char err[256];
+	struct vm_prog *p;
 	int right = 0;
 
-	ok(p && vm_prog_jit(p) == 0 && !vm_prog_calls_out(p),
-	   "fay_unwound compiled in place (no call out)%s%s", p ? "" : ": ", p ? "" : err);
-	if (!p)
-		return;
-	for (uint32_t u = 0; u < 4; u++) {
-		struct vm_env e = { .slot = 0, .depth = 7, .unwound = u & 1 };
-
-		right += vm_run(p, ctx, &e) == (u & 1) && vm_interp(p, ctx, &e) == (u & 1);
-	}
-	ok(right == 4, "fay_unwound returns vm_env.unwound, JIT and interpreter (%d/4)", right);
-	vm_prog_free(p);
-
+	env_field_test(VM_FUNC_fay_unwound, "fay_unwound", es, is, 4);
 	p = vm_prog_new(br, N(br), NULL, 0, sizeof(regs), err, sizeof(err));
 	ok(p && vm_prog_jit(p) == 0 && !vm_prog_calls_out(p),
 	   "f.unwound as a branch: compiled in place%s%s", p ? "" : ": ", p ? "" : err);
@@ -171,6 +186,18 @@ static void unwound_tests(void)
 	ok(right == 2, "f.unwound as a branch: a return reads ctx, an unwound exit does not, JIT and interpreter (%d/2)",
 	   right);
 	vm_prog_free(p);
+}
+
+/* fay_cookie(): env->cookie (the probed site's id, a wildcard's function
+ * index: s.name), all 64 bits. */
+static void cookie_tests(void)
+{
+	const uint64_t ck[] = { 0, 1, 10, 255, 0x123456789abull };
+	struct vm_env es[5];
+
+	for (int i = 0; i < 5; i++)
+		es[i] = (struct vm_env){ .depth = 3, .unwound = 1, .cookie = ck[i] };
+	env_field_test(VM_FUNC_fay_cookie, "fay_cookie", es, ck, 5);
 }
 
 static void jit_tests(void)
@@ -243,6 +270,7 @@ static void jit_tests(void)
 	depth_tests(m, lk, N(lk));
 	vm_map_free(m);
 	unwound_tests();
+	cookie_tests();
 }
 
 int main(void)
