@@ -308,7 +308,7 @@ static void continue_held(int map)
 static void guard_run(int map, int rd)
 {
 	char c;
-	int lo = map < rd ? map : rd, hi = map < rd ? rd : map;
+	int lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
 
 	if (fork() != 0)
 		_exit(0);
@@ -316,6 +316,12 @@ static void guard_run(int map, int rd)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	prctl(PR_SET_NAME, "fay-exec-guard");
+	/* no terminal or pipe of fay's kept open (a caller reading fay's
+	 * output to its end) */
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);	/* (closed below) */
+	for (int f = 0; f < 3 && null >= 0; f++)
+		if (f != map && f != rd)
+			dup2(null, f);
 	if (lo > 3)
 		close_range(3, (unsigned int)lo - 1, 0);
 	if (hi > lo + 1)
