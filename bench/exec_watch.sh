@@ -13,9 +13,14 @@
 # process: /bin/true on the host (fay's own view: nothing to look at), a
 # program in a chroot (one view, looked at once), and `unshare -m` +
 # chroot (a new mount namespace each exec: every exec is a new view that
-# fay resolves libc in, the worst case).  Medians of RUNS rounds.
+# fay resolves libc in, the worst case of the watch); and "fresh" (not
+# in the default KINDS): `unshare -m` + chroot into a root of its own
+# each exec, N roots made first, each with its own copy of libc (a new
+# file for fay each exec: each process is held at its mmap() of it until
+# fay has attached, the hold's worst case; bpftrace misses their calls).
+# Medians of RUNS rounds.
 #
-#   [KINDS="host chroot unshare"] bench/exec_watch.sh [--runs N] [--n N] FAY CTR_WORK
+#   [KINDS="host chroot unshare fresh"] bench/exec_watch.sh [--runs N] [--n N] FAY CTR_WORK
 #
 # Run as root at nice 10; note `uptime` with the figures.
 set -u
@@ -41,6 +46,10 @@ ctr_bench_root "$R" "$CW"
 loop_host() { for ((i = 0; i < N; i++)); do /bin/true; done; }
 loop_chroot() { for ((i = 0; i < N; i++)); do chroot "$R" /bin/ctr_work 2>/dev/null; done; }
 loop_unshare() { for ((i = 0; i < N; i++)); do unshare -m chroot "$R" /bin/ctr_work 2>/dev/null; done; }
+loop_fresh() { for ((i = 0; i < N; i++)); do unshare -m chroot "$W/f$i" /bin/ctr_work 2>/dev/null; done; }
+case " ${KINDS:-} " in
+*" fresh "*) for ((i = 0; i < N; i++)); do ctr_bench_root "$W/f$i" "$CW"; done ;;
+esac
 
 # rate LOOP: execs per second of the loop (the unshare loop execs 2 a
 # process: unshare's child chroot, then ctr_work; counted as processes)
@@ -49,7 +58,7 @@ rate() {
 	t0=$(date +%s%N)
 	"$1"
 	t1=$(date +%s%N)
-	echo $((N * 1000000000 / (t1 - t0)))
+	awk -v n="$N" -v d=$((t1 - t0)) 'BEGIN { printf "%.1f\n", n * 1e9 / d }'
 }
 # CPU ns of fay's (one) thread: schedstat's time on CPU
 cpu_ns() { awk '{print $1}' "/proc/$1/schedstat" 2>/dev/null || echo 0; }

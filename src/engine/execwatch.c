@@ -80,12 +80,41 @@
  * leaves its child stopped in an orphaned process group, which the
  * kernel sends SIGHUP, and the child dies (podman run failed 2 runs of
  * 4).
+ *
+ * In every process (no pid), the first calls of a container fay did not
+ * start: its libc is a file no probe is on until fay has looked at its
+ * mapping, and the loader runs main() in well under the time that takes
+ * (a few ms on a loaded host: 3 rounds of 20 missed 16 to 3699 calls).
+ * So the mmap() exit program also holds the process it reports when that
+ * process is in another mount namespace than fay (task->nsproxy->mnt_ns,
+ * probe_mntns_offsets()): SIGSTOP from the program (queued before the
+ * record is written, so fay's SIGCONT can only come after it), the pid
+ * in the held map, the record flagged (bit 32 of its pid word); on_exec()
+ * probes the file and continues it.  Only a file none looked at yet is
+ * reported (the known map), so a container is stopped once for each new
+ * executable file it maps (its libc, its libgcc_s, ...), for the time of
+ * one look (about a millisecond), and the host's own processes (fay's
+ * mount namespace) never.  If fay dies meanwhile, a guard process
+ * (guard_start(): a grandchild of fay waiting on a pipe only fay writes)
+ * sees the pipe close and continues every pid of the held map.  The
+ * limits: a process stopped and continued can be seen so by its parent
+ * (SIGCHLD with CLD_STOPPED/CLD_CONTINUED, waitpid(WUNTRACED)) and by
+ * its tracer; a SIGCONT handler runs; a chroot without a new mount
+ * namespace is not held (it is seen at exec, as before); past
+ * MMAP_KNOWN files each unknown mapping is held again.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include <bpf/libbpf.h>
 
@@ -99,6 +128,8 @@
 #define MMAP_REC	24		/* pid, address, length */
 #define MMAP_KNOWN	4096		/* files looked at, not reported again */
 #define FOLLOW_MAX	16384		/* a command's processes and live threads */
+#define HELD_MAX	4096		/* processes stopped at an mmap() record */
+#define HELD_BIT	(1ull << 32)	/* in a record's pid word: it is held */
 #ifndef PROT_EXEC
 #define PROT_EXEC	0x4
 #endif
@@ -129,6 +160,14 @@ struct engine_exec {
 	struct exec_prog fork;		/* with follow: sched:sched_process_fork */
 	struct exec_prog exit;		/* with follow: sched:sched_process_exit */
 	bool closing;			/* records read to continue their process */
+	/* every process: one in another mount namespace is held at its
+	 * mmap() record (x->pid 0 and the offsets found) */
+	bool hold_new;
+	struct probe_mntns_offs mo;
+	uint32_t self_mnt;		/* fay's mount namespace's inode */
+	struct bmap *held;		/* pid -> 1: stopped, not continued yet */
+	int guard;			/* the guard's pipe (write end), or -1 */
+	uint64_t nheld;
 	uint64_t nkids;
 	uint64_t nexec, nviews, nfiles, nmaps, nknown;
 };
@@ -196,10 +235,13 @@ static int on_exec(void *ctx, void *data, size_t size)
 	char path[4096];
 	bool mapped = size >= sizeof(rec);
 	bool settled = true;	/* no probe wants to see this file again */
+	bool held;
 
 	if (size < sizeof(rec[0]))
 		return 0;
 	memcpy(rec, data, mapped ? sizeof(rec) : sizeof(rec[0]));
+	held = mapped && (rec[0] & HELD_BIT);
+	rec[0] &= ~HELD_BIT;
 	if (x->closing)
 		goto out;
 	if (x->follow && (pid_t)rec[0] != x->pid) {
@@ -238,6 +280,85 @@ out:
 	 * record is of the followed processes alone) */
 	if (x->hold && (x->follow || (pid_t)rec[0] == x->pid))
 		kill((pid_t)rec[0], SIGCONT);
+	if (held) {
+		uint32_t pid = (uint32_t)rec[0];
+
+		x->nheld++;
+		bmap_delete(x->held, &pid);
+		kill((pid_t)pid, SIGCONT);
+	}
+	return 0;
+}
+
+/* Every pid of the held map continued (the guard's job too, as it may
+ * not call into fay's code). */
+static void continue_held(int map)
+{
+	uint32_t k = 0, next;
+	bool first = true;
+
+	while (!bpf_map_get_next_key(map, first ? NULL : &k, &next)) {
+		kill((pid_t)next, SIGCONT);
+		k = next;
+		first = false;
+	}
+}
+
+/* The guard: a grandchild of fay (reparented at once: none of fay's
+ * waits reaps it), with nothing open but the held map and the pipe's
+ * read end, whose read returns when fay is gone (killed, crashed) or
+ * done; then every process still held is continued. */
+static void guard_run(int map, int rd)
+{
+	char c;
+	int lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
+
+	if (fork() != 0)
+		_exit(0);
+	signal(SIGINT, SIG_IGN);	/* a Ctrl-C to fay's process group */
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	prctl(PR_SET_NAME, "fay-exec-guard");
+	/* no terminal or pipe of fay's kept open (a caller reading fay's
+	 * output to its end) */
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);	/* (closed below) */
+	for (int f = 0; f < 3 && null >= 0; f++)
+		if (f != map && f != rd)
+			dup2(null, f);
+	if (lo > 3)
+		close_range(3, (unsigned int)lo - 1, 0);
+	if (hi > lo + 1)
+		close_range((unsigned int)lo + 1, (unsigned int)hi - 1, 0);
+	close_range((unsigned int)hi + 1, ~0u, 0);
+	while (read(rd, &c, 1) < 0 && errno == EINTR)
+		;
+	continue_held(map);
+	_exit(0);
+}
+
+/* Start the guard of x->held.  0 or -errno. */
+static int guard_start(struct engine_exec *x)
+{
+	int fds[2], err;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		guard_run(bmap_fd(x->held), fds[0]);
+	}
+	err = pid < 0 ? -errno : 0;
+	close(fds[0]);
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	if (err) {
+		close(fds[1]);
+		return err;
+	}
+	x->guard = fds[1];
 	return 0;
 }
 
@@ -278,6 +399,15 @@ void engine_exec_free(struct engine *e)
 	ring_buffer__free(x->rb);
 	if (x->hold)
 		kill(x->pid, SIGCONT);
+	if (x->held && bmap_fd(x->held) >= 0)
+		continue_held(bmap_fd(x->held));
+	if (x->guard >= 0)
+		close(x->guard);	/* the guard finds none held, and exits */
+	if (x->nheld)
+		pr_debug("exec watch: %llu processes of other mount namespaces held at a "
+			 "new file's mapping until it was looked at",
+			 (unsigned long long)x->nheld);
+	bmap_free(x->held);
 	bmap_free(x->ring);
 	bmap_free(x->pending);
 	bmap_free(x->known);
@@ -428,6 +558,20 @@ static int exit_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	return ir_error(ir);
 }
 
+/* p = the current task, then one pointer along each step: p = *(p +
+ * step[i]) read with bpf_probe_read_kernel() through stack slot t (a
+ * read that fails gives 0). */
+static void emit_task_chase(struct ir *ir, ir_reg p, const int *step, size_t n, int t)
+{
+	ir_call(ir, p, BPF_FUNC_get_current_task, 0);
+	for (size_t i = 0; i < n; i++) {
+		ir_alu(ir, BPF_ADD, p, IR_I(step[i]));
+		ir_zero(ir, t, 8);
+		ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(8), IR_R(p));
+		ir_load(ir, p, IR_S(t), 0, 8, 0);
+	}
+}
+
 /* To out when the file of the mmap()'s descriptor (field fd of the
  * context) is one of x->known: task->files->fdt->fd[fd]->f_inode's i_ino
  * and i_sb->s_dev, read with bpf_probe_read_kernel() (a read that fails
@@ -437,17 +581,10 @@ static void emit_known(struct engine_exec *x, struct ir *ir, int fd, int out)
 	const struct probe_file_offs *o = &x->fo;
 	int k = ir_stack_alloc(ir, 16, 8), t = ir_stack_alloc(ir, 8, 8);
 	ir_reg p = ir_vreg(ir), f = ir_vreg(ir);
-	/* one pointer along: p = *(p + off) */
 	const int step[] = { o->task_files, o->files_fdt, o->fdt_fd };
 
 	ir_zero(ir, k, 16);
-	ir_call(ir, p, BPF_FUNC_get_current_task, 0);
-	for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
-		ir_alu(ir, BPF_ADD, p, IR_I(step[i]));
-		ir_zero(ir, t, 8);
-		ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(8), IR_R(p));
-		ir_load(ir, p, IR_S(t), 0, 8, 0);
-	}
+	emit_task_chase(ir, p, step, sizeof(step) / sizeof(step[0]), t);
 	ir_load(ir, f, IR_R(ir_ctx(ir)), fd, 8, 0);
 	ir_alu(ir, BPF_AND, f, IR_I(0x7fffffff));
 	ir_alu(ir, BPF_LSH, f, IR_I(3));
@@ -499,6 +636,57 @@ static int mmap_in_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	return emit_put_exit(ir, x->pending, key, val, out);
 }
 
+/* r = the inode of the current task's mount namespace (0 when a read
+ * failed: an exiting task). */
+static void emit_mntns(struct engine_exec *x, struct ir *ir, ir_reg r)
+{
+	const int step[] = { x->mo.task_nsproxy, x->mo.nsproxy_mnt_ns };
+	int t = ir_stack_alloc(ir, 8, 8);
+
+	emit_task_chase(ir, r, step, sizeof(step) / sizeof(step[0]), t);
+	ir_alu(ir, BPF_ADD, r, IR_I(x->mo.mnt_ns_inum));
+	ir_zero(ir, t, 8);
+	ir_call(ir, IR_NOREG, BPF_FUNC_probe_read_kernel, 3, IR_S(t), IR_I(4), IR_R(r));
+	ir_load(ir, r, IR_S(t), 0, 4, 0);
+}
+
+/* Every process: the record at stack slot rec (its pid, tgid, in r) of a
+ * task in another mount namespace than fay's is written held: the pid
+ * into the held map, SIGSTOP queued (taken on the way back to user
+ * space), then the record with HELD_BIT, and to out; without a record
+ * it is not held (SIGCONT discards the queued stop).  A task of fay's
+ * mount namespace falls through. */
+static void emit_hold_new(struct engine_exec *x, struct ir *ir, int rec, ir_reg r, int out)
+{
+	int key = ir_stack_alloc(ir, 4, 4), one = ir_stack_alloc(ir, 8, 8);
+	int plain = ir_label_new(ir);
+	ir_reg m = ir_vreg(ir), t = ir_vreg(ir);
+
+	emit_mntns(x, ir, m);
+	ir_jmp(ir, BPF_JEQ, m, IR_I(0), plain);
+	/* (an inode number is above INT32_MAX: compared in 32 bits) */
+	ir_alu32(ir, BPF_XOR, m, IR_I((int32_t)x->self_mnt));
+	ir_jmp(ir, BPF_JEQ, m, IR_I(0), plain);
+	ir_store(ir, IR_S(key), 0, 4, IR_R(r));
+	ir_zero(ir, one, 8);
+	ir_store(ir, IR_S(one), 0, 1, IR_I(1));
+	ir_call(ir, t, BPF_FUNC_map_update_elem, 4, IR_M(x->held), IR_S(key), IR_S(one),
+		IR_I(BPF_ANY));
+	ir_jmp(ir, BPF_JNE, t, IR_I(0), plain);	/* held map full: not held */
+	ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGSTOP));
+	ir_mov(ir, t, IR_I(1));
+	ir_alu(ir, BPF_LSH, t, IR_I(32));
+	ir_alu(ir, BPF_OR, t, IR_R(r));
+	ir_store(ir, IR_S(rec), 0, 8, IR_R(t));
+	ir_call(ir, t, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec), IR_I(MMAP_REC),
+		IR_I(0));
+	ir_jmp(ir, BPF_JEQ, t, IR_I(0), out);
+	ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGCONT));
+	ir_call(ir, IR_NOREG, BPF_FUNC_map_delete_elem, 2, IR_M(x->held), IR_S(key));
+	ir_goto(ir, out);
+	ir_label(ir, plain);
+}
+
 /* sys_exit_mmap: a pending thread's call, when it succeeded: the pid, the
  * address and the length into the ring. */
 static int mmap_out_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
@@ -522,6 +710,8 @@ static int mmap_out_prog(struct engine_exec *x, struct ir *ir, struct probe *tp)
 	ir_store(ir, IR_S(rec), 0, 8, IR_R(r));
 	ir_store(ir, IR_S(rec), 8, 8, IR_R(v));
 	ir_store(ir, IR_S(rec), 16, 8, IR_R(l));
+	if (x->hold_new)
+		emit_hold_new(x, ir, rec, r, out);
 	emit_output(x, ir, rec, MMAP_REC, out);
 	ir_label(ir, out);
 	ir_exit(ir, IR_I(0));
@@ -588,6 +778,7 @@ int engine_exec_start(struct engine *e)
 		return -ENOMEM;
 	}
 	x->e = e;
+	x->guard = -1;
 	x->pid = pid > 0 ? pid : 0;
 	x->hold = e->opts.hold_execs && x->pid > 0 && x->pid == e->opts.pid;
 	x->follow = x->hold ? e->follow : NULL;
@@ -599,6 +790,19 @@ int engine_exec_start(struct engine *e)
 	x->pending = bmap_new("fay_mmap", BPF_MAP_TYPE_LRU_HASH, 8, 8, MMAP_PENDING);
 	x->known = bmap_new("fay_known", BPF_MAP_TYPE_HASH, 16, 1, MMAP_KNOWN);
 	x->have_fo = x->known && !probe_file_offsets(&x->fo);
+	if (!x->pid && x->have_fo) {
+		struct stat mnt;
+
+		x->held = bmap_new("fay_held", BPF_MAP_TYPE_HASH, 4, 1, HELD_MAX);
+		x->hold_new = x->held && !probe_mntns_offsets(&x->mo) &&
+			      !stat("/proc/self/ns/mnt", &mnt) && !bmap_create(x->held) &&
+			      !guard_start(x);
+		x->self_mnt = x->hold_new ? (uint32_t)mnt.st_ino : 0;
+		if (!x->hold_new)
+			pr_warn("processes of other mount namespaces (containers) are not "
+				"held at a new library's mapping: their first calls, made "
+				"before fay attached to it, are not counted");
+	}
 	if (!x->ring || !x->pending || !x->known) {
 		err = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");

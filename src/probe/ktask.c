@@ -3,7 +3,8 @@
  * Where the kernel keeps what a program reads of the current task (probe.h):
  * its pid in its own pid namespace (probe_task_offsets():
  * task->group_leader->thread_pid->numbers[level].nr) and the inode of one
- * of its file descriptors (probe_file_offsets()), the member offsets read
+ * of its file descriptors (probe_file_offsets()) and of its mount
+ * namespace (probe_mntns_offsets()), the member offsets read
  * from the running kernel's BTF, so that a program reads them with
  * bpf_probe_read_kernel() (what CO-RE would relocate, done by fay when it
  * generates the program).
@@ -81,27 +82,42 @@ int probe_task_offsets(struct probe_task_offs *o)
 	return 0;
 }
 
+/* One member of one struct, for offsets(). */
+struct want {
+	const char *type, *member;
+};
+
+/* v[i] = the offset of want[i].member in struct want[i].type, for i < n,
+ * from the running kernel's BTF.  0, or -ENOENT (no BTF, or one missing). */
+static int offsets(const struct want *want, size_t n, long *v)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int err = 0;
+
+	if (!btf)
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		int id = btf__find_by_name_kind(btf, want[i].type, BTF_KIND_STRUCT);
+
+		v[i] = id > 0 ? member_off(btf, id, want[i].member) : -ENOENT;
+		if (v[i] < 0)
+			err = -ENOENT;
+	}
+	btf__free(btf);
+	return err;
+}
+
 int probe_file_offsets(struct probe_file_offs *o)
 {
-	static const struct { const char *type, *member; } want[] = {
+	static const struct want want[] = {
 		{ "task_struct", "files" }, { "files_struct", "fdt" }, { "fdtable", "fd" },
 		{ "file", "f_inode" }, { "inode", "i_ino" }, { "inode", "i_sb" },
 		{ "super_block", "s_dev" },
 	};
 	long v[7];
-	struct btf *btf = btf__load_vmlinux_btf();
 
-	if (!btf)
+	if (offsets(want, 7, v))
 		return -ENOENT;
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		int id = btf__find_by_name_kind(btf, want[i].type, BTF_KIND_STRUCT);
-
-		v[i] = id > 0 ? member_off(btf, id, want[i].member) : -ENOENT;
-	}
-	btf__free(btf);
-	for (int i = 0; i < 7; i++)
-		if (v[i] < 0)
-			return -ENOENT;
 	o->task_files = (int)v[0];
 	o->files_fdt = (int)v[1];
 	o->fdt_fd = (int)v[2];
@@ -109,5 +125,21 @@ int probe_file_offsets(struct probe_file_offs *o)
 	o->inode_ino = (int)v[4];
 	o->inode_sb = (int)v[5];
 	o->sb_dev = (int)v[6];
+	return 0;
+}
+
+int probe_mntns_offsets(struct probe_mntns_offs *o)
+{
+	static const struct want want[] = {
+		{ "task_struct", "nsproxy" }, { "nsproxy", "mnt_ns" },
+		{ "mnt_namespace", "ns" }, { "ns_common", "inum" },
+	};
+	long v[4];
+
+	if (offsets(want, 4, v))
+		return -ENOENT;
+	o->task_nsproxy = (int)v[0];
+	o->nsproxy_mnt_ns = (int)v[1];
+	o->mnt_ns_inum = (int)(v[2] + v[3]);
 	return 0;
 }

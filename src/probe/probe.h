@@ -218,6 +218,17 @@ struct probe_file_offs {
 /* Fill o (reads the BTF: tens of ms).  0, or -ENOENT as probe_task_offsets(). */
 int probe_file_offsets(struct probe_file_offs *o);
 
+/* Byte offsets, from the running kernel's BTF, of what leads from a task
+ * to the inode number of its mount namespace (what stat() of
+ * /proc/PID/ns/mnt gives as st_ino): task->nsproxy->mnt_ns->ns.inum. */
+struct probe_mntns_offs {
+	int task_nsproxy;		/* in struct task_struct */
+	int nsproxy_mnt_ns;		/* in struct nsproxy */
+	int mnt_ns_inum;		/* in struct mnt_namespace (its ns's inum) */
+};
+/* Fill o (reads the BTF: tens of ms).  0, or -ENOENT as probe_task_offsets(). */
+int probe_mntns_offsets(struct probe_mntns_offs *o);
+
 /* ---- helpers shared with `fay probes` ------------------------------------ */
 
 /* The tracefs mount point, mounting tracefs at /sys/kernel/tracing when

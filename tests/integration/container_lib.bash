@@ -4,7 +4,8 @@
 #     libraries COPIED into /usr/lib/x86_64-linux-gnu (another file, another
 #     inode than the host's libc: a uprobe on the host's file never fires
 #     in it), the loader in /lib64, /lib -> usr/lib, /w (the workload's
-#     files: systemd-nspawn mounts a tmpfs on /tmp), /tmp /run /proc /dev.
+#     files: systemd-nspawn mounts a tmpfs on /tmp), /tmp /run /proc /dev;
+#     with CTR_WORK_NAME set, ctr_work also as /bin/$CTR_WORK_NAME.
 #   ctr_start DIR N: ctr_work /w N in DIR as root, in its own pid and
 #     mount namespaces: CTR_RUNTIME=unshare (the default: unshare -p -m -f
 #     --mount-proc + chroot, what a runtime does) or nspawn (systemd-nspawn,
@@ -43,6 +44,9 @@ ctr_root() {
 	touch "$r/etc/os-release"	# systemd-nspawn wants it
 	ln -sfn usr/lib "$r/lib"
 	cp "$CW" "$r/bin/ctr_work"
+	# (a name of the test's own: its queries tell its processes from
+	# other tests' ctr_work)
+	[ -z "${CTR_WORK_NAME:-}" ] || cp "$CW" "$r/bin/$CTR_WORK_NAME"
 	# and libgcc_s, as every Debian root has it (fay's runtime needs it)
 	for lib in $(ldd "$CW" | grep -o '/[^ ]*') $(ldd "$BUILD/libfay-probe.so" | grep -o '/[^ ]*libgcc_s[^ ]*'); do
 		case "$lib" in
