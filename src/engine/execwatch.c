@@ -86,15 +86,16 @@
  * mapping, and the loader runs main() in well under the time that takes
  * (a few ms on a loaded host: 3 rounds of 20 missed 16 to 3699 calls).
  * So the mmap() exit program also holds the process it reports when that
- * process is in another mount namespace than fay (task->nsproxy->mnt_ns,
+ * process is in another mount namespace than the host's (pid 1's, with
+ * fay in the host's pid namespace; task->nsproxy->mnt_ns,
  * probe_mntns_offsets()): SIGSTOP from the program (queued before the
  * record is written, so fay's SIGCONT can only come after it), the pid
  * in the held map, the record flagged (bit 32 of its pid word); on_exec()
  * probes the file and continues it.  Only a file none looked at yet is
  * reported (the known map), so a container is stopped once for each new
  * executable file it maps (its libc, its libgcc_s, ...), for the time of
- * one look (about a millisecond), and the host's own processes (fay's
- * mount namespace) never.  If fay dies meanwhile, a guard process
+ * one look (about a millisecond), and the host's own processes (pid 1's
+ * mount namespace, whatever fay's own is) never.  If fay dies meanwhile, a guard process
  * (guard_start(): a grandchild of fay waiting on a pipe only fay writes)
  * sees the pipe close and continues every pid of the held map.  The
  * limits: a process stopped and continued can be seen so by its parent
@@ -127,6 +128,7 @@
 #define MMAP_PENDING	4096		/* threads inside an executable file mmap() */
 #define MMAP_REC	24		/* pid, address, length */
 #define MMAP_KNOWN	4096		/* files looked at, not reported again */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU	/* the initial pid namespace's inode (linux/proc_ns.h) */
 #define FOLLOW_MAX	16384		/* a command's processes and live threads */
 #define HELD_MAX	4096		/* processes stopped at an mmap() record */
 #define HELD_BIT	(1ull << 32)	/* in a record's pid word: it is held */
@@ -164,7 +166,8 @@ struct engine_exec {
 	 * mmap() record (x->pid 0 and the offsets found) */
 	bool hold_new;
 	struct probe_mntns_offs mo;
-	uint32_t self_mnt;		/* fay's mount namespace's inode */
+	uint32_t self_mnt;		/* the host's mount namespace's inode
+					   (pid 1's) */
 	struct bmap *held;		/* pid -> 1: stopped, not continued yet */
 	int guard;			/* the guard's pipe (write end), or -1 */
 	uint64_t nheld;
@@ -651,11 +654,11 @@ static void emit_mntns(struct engine_exec *x, struct ir *ir, ir_reg r)
 }
 
 /* Every process: the record at stack slot rec (its pid, tgid, in r) of a
- * task in another mount namespace than fay's is written held: the pid
+ * task in another mount namespace than the host's is written held: the pid
  * into the held map, SIGSTOP queued (taken on the way back to user
  * space), then the record with HELD_BIT, and to out; without a record
- * it is not held (SIGCONT discards the queued stop).  A task of fay's
- * mount namespace falls through. */
+ * it is not held (SIGCONT discards the queued stop).  A task of the
+ * host's mount namespace falls through. */
 static void emit_hold_new(struct engine_exec *x, struct ir *ir, int rec, ir_reg r, int out)
 {
 	int key = ir_stack_alloc(ir, 4, 4), one = ir_stack_alloc(ir, 8, 8);
@@ -791,17 +794,26 @@ int engine_exec_start(struct engine *e)
 	x->known = bmap_new("fay_known", BPF_MAP_TYPE_HASH, 16, 1, MMAP_KNOWN);
 	x->have_fo = x->known && !probe_file_offsets(&x->fo);
 	if (!x->pid && x->have_fo) {
-		struct stat mnt;
+		struct stat mnt, pidns;
+		/* only from the host's pid namespace, and against the host's
+		 * mount namespace (pid 1's), not fay's own: a fay in a
+		 * container, or in a unit with a private mount namespace
+		 * (PrivateTmp=), must never stop the host's processes */
+		bool host = !stat("/proc/self/ns/pid", &pidns) &&
+			    pidns.st_ino == PROC_PID_INIT_INO;
 
 		x->held = bmap_new("fay_held", BPF_MAP_TYPE_HASH, 4, 1, HELD_MAX);
-		x->hold_new = x->held && !probe_mntns_offsets(&x->mo) &&
-			      !stat("/proc/self/ns/mnt", &mnt) && !bmap_create(x->held) &&
-			      !guard_start(x);
+		/* (pid 1's may be unreadable, as in a sandbox whose pid 1 is
+		 * not dumpable: then fay's own) */
+		x->hold_new = host && x->held && !probe_mntns_offsets(&x->mo) &&
+			      (!stat("/proc/1/ns/mnt", &mnt) || !stat("/proc/self/ns/mnt", &mnt)) &&
+			      !bmap_create(x->held) && !guard_start(x);
 		x->self_mnt = x->hold_new ? (uint32_t)mnt.st_ino : 0;
 		if (!x->hold_new)
 			pr_warn("processes of other mount namespaces (containers) are not "
-				"held at a new library's mapping: their first calls, made "
-				"before fay attached to it, are not counted");
+				"held at a new library's mapping%s: their first calls, made "
+				"before fay attached to it, are not counted",
+				host ? "" : " (fay is not in the host's pid namespace)");
 	}
 	if (!x->ring || !x->pending || !x->known) {
 		err = -ENOMEM;
