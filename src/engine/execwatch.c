@@ -86,16 +86,16 @@
  * mapping, and the loader runs main() in well under the time that takes
  * (a few ms on a loaded host: 3 rounds of 20 missed 16 to 3699 calls).
  * So the mmap() exit program also holds the process it reports when that
- * process is in another mount namespace than the host's (pid 1's, with
- * fay in the host's pid namespace; task->nsproxy->mnt_ns,
+ * process is in another mount namespace than the host's (the kernel
+ * threads', with fay in the host's pid namespace; task->nsproxy->mnt_ns,
  * probe_mntns_offsets()): SIGSTOP from the program (queued before the
  * record is written, so fay's SIGCONT can only come after it), the pid
  * in the held map, the record flagged (bit 32 of its pid word); on_exec()
  * probes the file and continues it.  Only a file none looked at yet is
  * reported (the known map), so a container is stopped once for each new
  * executable file it maps (its libc, its libgcc_s, ...), for the time of
- * one look (about a millisecond), and the host's own processes (pid 1's
- * mount namespace, whatever fay's own is) never.  If fay dies meanwhile, a guard process
+ * one look (about a millisecond), and the host's own processes (of the
+ * initial mount namespace, whatever fay's own is) never.  If fay dies meanwhile, a guard process
  * (guard_start(): a grandchild of fay waiting on a pipe only fay writes)
  * sees the pipe close and continues every pid of the held map.  The
  * limits: a process stopped and continued can be seen so by its parent
@@ -167,7 +167,7 @@ struct engine_exec {
 	bool hold_new;
 	struct probe_mntns_offs mo;
 	uint32_t self_mnt;		/* the host's mount namespace's inode
-					   (pid 1's) */
+					   (the kernel threads') */
 	struct bmap *held;		/* pid -> 1: stopped, not continued yet */
 	int guard;			/* the guard's pipe (write end), or -1 */
 	uint64_t nheld;
@@ -796,17 +796,18 @@ int engine_exec_start(struct engine *e)
 	if (!x->pid && x->have_fo) {
 		struct stat mnt, pidns;
 		/* only from the host's pid namespace, and against the host's
-		 * mount namespace (pid 1's), not fay's own: a fay in a
+		 * mount namespace (the initial one), not fay's own: a fay in a
 		 * container, or in a unit with a private mount namespace
 		 * (PrivateTmp=), must never stop the host's processes */
 		bool host = !stat("/proc/self/ns/pid", &pidns) &&
 			    pidns.st_ino == PROC_PID_INIT_INO;
 
 		x->held = bmap_new("fay_held", BPF_MAP_TYPE_HASH, 4, 1, HELD_MAX);
-		/* (pid 1's may be unreadable, as in a sandbox whose pid 1 is
-		 * not dumpable: then fay's own) */
+		/* the host's: the kernel's own threads' (kthreadd, pid 2 in the
+		 * host's pid namespace, has the initial namespaces), else pid
+		 * 1's; neither readable: no hold */
 		x->hold_new = host && x->held && !probe_mntns_offsets(&x->mo) &&
-			      (!stat("/proc/1/ns/mnt", &mnt) || !stat("/proc/self/ns/mnt", &mnt)) &&
+			      (!stat("/proc/2/ns/mnt", &mnt) || !stat("/proc/1/ns/mnt", &mnt)) &&
 			      !bmap_create(x->held) && !guard_start(x);
 		x->self_mnt = x->hold_new ? (uint32_t)mnt.st_ino : 0;
 		if (!x->hold_new)

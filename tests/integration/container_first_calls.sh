@@ -15,7 +15,9 @@
 # is stopped for half a second (a fay slow to look: without the hold that
 # round's calls are all missed).  Then the guard: fay stopped (so it
 # cannot look), a container's process held at its libc's mapping, fay
-# killed: the process is continued all the same and finishes.
+# killed: the process is continued all the same and finishes.  And a
+# fay in a mount namespace of its own (PrivateTmp=) never holds a
+# process of the host's.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
 trap 'kill -CONT $FP $fp 2>/dev/null; ctr_podman_clean; t_cleanup' EXIT
@@ -127,6 +129,26 @@ wait_for 30 test -s "$T_TMP/rg/w/done" &&
 	pass "fay killed: the guard continued the held process, which made its $N calls" ||
 	fail "continued after fay was killed" "$(ps -o pid,stat,args -C ctr_first)"
 wait $up
+# fay in a mount namespace of its own (as in a systemd unit with
+# PrivateTmp=): a process of the host's mount namespace with a new libc
+# file (chroot, no unshare -m) is the host's, never held, even with fay
+# stopped (held against fay's own namespace, it would stay stopped)
+ctr_root "$T_TMP/rh"
+unshare -m "$FAY" query --json "$Q" >"$T_TMP/h.out" 2>"$T_TMP/h.err" & FP=$!
+T_PIDS+=($FP)
+wait_for 60 bash -c "grep -q attached '$T_TMP/h.err' || ! kill -0 $FP" ||
+	fail "the query in a mount namespace of its own attached" "$(cat "$T_TMP/h.err")"
+kill -STOP $FP
+rm -f "$T_TMP/rh/w/done"
+timeout -s KILL 60 chroot "$T_TMP/rh" /bin/ctr_first /w $N now >>"$T_TMP/ctr.out" 2>&1
+[ "$(cat "$T_TMP/rh/w/done" 2>/dev/null)" = $N ] &&
+	pass "fay in a private mount namespace, stopped: a host process with a new libc is not held" ||
+	fail "a host process is not held by a fay in a private mount namespace" \
+		"$(ps -o pid,stat,args -C ctr_first)"
+kill -CONT $FP
+kill -INT $FP
+wait $FP 2>/dev/null
+FP=
 # (ctr_first is this test's name alone: any one left is of this test)
 wait_for 30 bash -c '! pgrep -x ctr_first >/dev/null' &&
 	pass "no workload left behind (stopped or running)" ||
