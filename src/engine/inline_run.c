@@ -19,11 +19,15 @@
  * run.c reads them through spans.c's functions, one slot standing for one
  * CPU) and engine_attach() sends the maps, the programs (verified here
  * and again there) and arms the site; engine_detach() restores it.  When
- * fay dies the socket closes and the runtime detaches by itself.
+ * fay dies the socket closes and the runtime detaches by itself.  Under
+ * fay run each image of the command is followed through its execs
+ * (INL_NEXT in every session, engine_inl_follow(): the site armed in each
+ * image with the same maps).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +41,7 @@
 
 #include "common/clock.h"
 #include "common/inline_wire.h"
+#include "common/procstat.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 #include "patch/patch.h"
@@ -50,6 +55,14 @@ struct engine_inl {
 	struct inl_site site;
 	char desc[700];
 	bool armed;
+	/* fay run follows the process's execs (engine_inl_follow()): the
+	 * site by file (path, off; LATER: later), armed again in each image */
+	bool follow, idle, following;
+	bool later;
+	struct inl_later ml;
+	char path[4096];
+	uint64_t off, until;	/* following: give up at until (ns) */
+	unsigned execs;		/* images armed after the first */
 };
 
 const char *engine_note(const struct engine *e)
@@ -116,7 +129,8 @@ static int connect_rt(pid_t pid, int wait_ms)
 			return fd;
 		err = -errno;
 		close(fd);
-		if (waited >= wait_ms || kill(pid, 0))
+		/* a zombie (fay run's child before it is reaped) binds nothing */
+		if (waited >= wait_ms || proc_exiting(pid) == 1)
 			return err;
 		sleep_ms(10);
 	}
@@ -322,13 +336,43 @@ static bool shared_object(pid_t pid, const char *path, struct stat *st)
 }
 
 /*
+ * fay run (inline_wait_ms): INL_NEXT first, so that the image this
+ * process execs next holds too and fay can arm it (engine_inl_follow()),
+ * then the site message msg.  call()'s answer for the one that failed.
+ */
+static int offer(const struct engine *e, int fd, const void *msg, size_t len,
+		 struct inl_reply *r)
+{
+	struct inl_hdr h;
+	int err = 0;
+
+	if (e->opts.inline_wait_ms > 0) {
+		inline_hdr(&h, INL_NEXT, sizeof(h), 0);
+		err = call(fd, &h, sizeof(h), NULL, 0, r);
+	}
+	return err ? : call(fd, msg, len, NULL, 0, r);
+}
+
+/* Wait until session fd hangs up (its image exec()ed or exited), up to
+ * until (ns). */
+static void wait_hangup(int fd, uint64_t until)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	uint64_t now;
+
+	while ((now = clock_monotonic_ns()) < until &&
+	       poll(&p, 1, (int)((until - now) / 1000000 + 1)) < 0 && errno == EINTR)
+		;
+}
+
+/*
  * fay run (a process fay started held: inline_wait_ms) whose image maps
  * no object with the function: a wrapper that will exec the program
  * (sh -c 'exec prog', a pyenv shim).  Each round tells the runtime
- * INL_NEXT (its next image holds again), closes the session (the image
- * runs on), and connects again: the same image answers until it has
- * exec()ed, then the next one's runtime; up to 30 s, or until the
- * process is gone.  Returns the session's fd (< 0: none), *err
+ * INL_NEXT (its next image holds again) and INL_GO (this one runs on, the
+ * session idle), waits for the session to hang up (the exec, or the
+ * exit), and connects to the next image's runtime; up to 30 s, or until
+ * the process is gone.  Returns the session's fd (< 0: none), *err
  * proc_map_addr()'s last answer.
  */
 static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t off,
@@ -341,17 +385,20 @@ static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t of
 	while (*err && clock_monotonic_ns() < until) {
 		int rc;
 
-		inline_hdr(&h, INL_NEXT, sizeof(h), 0);
-		rc = call(fd, &h, sizeof(h), NULL, 0, &r);
+		inline_hdr(&h, INL_GO, sizeof(h), 0);
+		rc = offer(e, fd, &h, sizeof(h), &r);
 		if (rc && rc != -ECONNRESET && rc != -EPIPE)
 			break;
 		/* -EBUSY: the runtime took this connection for a second
-		 * session while the one closed just before had not ended on
-		 * its side yet (a loaded machine): connect again */
+		 * session while the one before had not ended on its side yet
+		 * (a loaded machine): connect again */
 		if (!rc && r.status && r.status != -EBUSY)
-			break;		/* a runtime without INL_NEXT */
+			break;		/* a runtime without INL_GO */
+		if (!rc && !r.status)
+			wait_hangup(fd, until);
 		close(fd);		/* (a reset: it exec()ed meanwhile) */
-		sleep_ms(10);
+		if (!rc)
+			sleep_ms(10);
 		fd = connect_rt(pid, e->opts.inline_wait_ms);
 		if (fd < 0)
 			return fd;	/* the process is gone */
@@ -463,7 +510,7 @@ int engine_inl_decide(struct engine *e)
 					 sym, why);
 		}
 	}
-	err = later ? call(fd, &ml, sizeof(ml), NULL, 0, &r) : call(fd, &m, sizeof(m), NULL, 0, &r);
+	err = later ? offer(e, fd, &ml, sizeof(ml), &r) : offer(e, fd, &m, sizeof(m), &r);
 	if ((err == -ECONNRESET || err == -EPIPE) && e->opts.inline_wait_ms > 0 &&
 	    !kill(pid, 0)) {
 		/* fay run: the image exec()ed between next_image()'s connect
@@ -472,8 +519,8 @@ int engine_inl_decide(struct engine *e)
 		fd = connect_rt(pid, e->opts.inline_wait_ms);
 		err = fd < 0 ? fd : later ? 0 : proc_map_addr(pid, path, off, &addr);
 		m.s.addr = addr;
-		err = err ? : later ? call(fd, &ml, sizeof(ml), NULL, 0, &r) :
-			call(fd, &m, sizeof(m), NULL, 0, &r);
+		err = err ? : later ? offer(e, fd, &ml, sizeof(ml), &r) :
+			offer(e, fd, &m, sizeof(m), &r);
 	}
 	if (err || r.status) {
 		hold_or_close(e, fd);
@@ -499,6 +546,11 @@ int engine_inl_decide(struct engine *e)
 	if (e->inl->vpid <= 0)
 		e->inl->vpid = pid;
 	e->inl->site = m.s;
+	e->inl->follow = e->opts.inline_wait_ms > 0;
+	e->inl->later = later;
+	e->inl->ml = ml.l;
+	snprintf(e->inl->path, sizeof(e->inl->path), "%s", path);
+	e->inl->off = off;
 	if (later)
 		snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.400s:%.64s, armed at "
 			 "each load (pid %d)", path, sym, (int)pid);
@@ -530,10 +582,11 @@ int engine_inl_pairs(struct engine *e)
 	return 0;
 }
 
-int engine_inl_attach(struct engine *e, const struct engine_inline *in)
+/* Send the maps and programs of in on session fd and arm: 0 with *r
+ * the last reply (r->status: the runtime's refusal), or call()'s -errno
+ * (-ENOMEM). */
+static int arm_session(int fd, const struct engine_inline *in, struct inl_reply *r)
 {
-	struct engine_inl *s = e->inl;
-	struct inl_reply r;
 	unsigned char *buf;
 	size_t len;
 	int fds[INLINE_MAX_MAPS], err;
@@ -546,7 +599,7 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn);
 	buf = calloc(1, len);
 	if (!buf)
-		return engine_fail(e, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	hd = (uint32_t *)(buf + sizeof(struct inl_hdr));
 	/* the maps and their memfds */
 	len = sizeof(struct inl_hdr) + 8 + (size_t)in->nmaps * sizeof(struct inl_map);
@@ -559,9 +612,9 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		memcpy(buf + sizeof(struct inl_hdr) + 8 + i * sizeof(im), &im, sizeof(im));
 		fds[i] = vm_map_fd(in->maps[i]);
 	}
-	err = call(s->fd, buf, len, fds, in->nmaps, &r);
+	err = call(fd, buf, len, fds, in->nmaps, r);
 	/* the programs: verified by fay already, verified again there */
-	for (int role = 0; role < 2 && !err && !r.status; role++) {
+	for (int role = 0; role < 2 && !err && !r->status; role++) {
 		if (!in->ninsns[role])
 			continue;
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[role] * sizeof(struct bpf_insn);
@@ -569,15 +622,26 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		hd[0] = (uint32_t)role;
 		hd[1] = (uint32_t)INLINE_CTX_SIZE;
 		memcpy(hd + 2, in->insns[role], in->ninsns[role] * sizeof(struct bpf_insn));
-		err = call(s->fd, buf, len, NULL, 0, &r);
+		err = call(fd, buf, len, NULL, 0, r);
 	}
-	if (!err && !r.status) {
+	if (!err && !r->status) {
 		struct inl_hdr h;
 
 		inline_hdr(&h, INL_ARM, sizeof(h), 0);
-		err = call(s->fd, &h, sizeof(h), NULL, 0, &r);
+		err = call(fd, &h, sizeof(h), NULL, 0, r);
 	}
 	free(buf);
+	return err;
+}
+
+int engine_inl_attach(struct engine *e, const struct engine_inline *in)
+{
+	struct engine_inl *s = e->inl;
+	struct inl_reply r;
+	int err = arm_session(s->fd, in, &r);
+
+	if (err == -ENOMEM)
+		return engine_fail(e, err, "out of memory");
 	if (err)
 		return engine_fail(e, err, "pid %d: the fay runtime: %s", (int)s->pid,
 				   strerror(-err));
@@ -595,6 +659,122 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 	s->armed = true;
 	e->attached = true;
 	return 0;
+}
+
+int engine_inl_fd(const struct engine *e)
+{
+	const struct engine_inl *s = e->inl;
+
+	return s && s->follow && (s->armed || s->idle) ? s->fd : -1;
+}
+
+bool engine_inl_following(const struct engine *e)
+{
+	return e->inl && e->inl->following;
+}
+
+void engine_inl_hangup(struct engine *e)
+{
+	struct engine_inl *s = e->inl;
+
+	if (!s || s->fd < 0)
+		return;
+	close(s->fd);
+	s->fd = -1;
+	s->armed = s->idle = false;
+	s->following = true;
+	s->until = clock_monotonic_ns() + (uint64_t)e->opts.inline_wait_ms * 1000000ull;
+}
+
+/*
+ * Session fd on the runtime of the image the process runs now: INL_NEXT
+ * (its next image holds too), then its site (LATER by file; SITES at the
+ * address this image maps the program at) armed with the query's maps
+ * and programs, or INL_GO when this image maps no site (a wrapper
+ * execing a wrapper): it runs on, the session idle.  0 (s->fd is fd),
+ * -EAGAIN (the session reset: the image exec()ed meanwhile, connect
+ * again), or -errno / the runtime's refusal (fd closed: the image runs
+ * on untraced).
+ */
+static int follow_image(struct engine *e, int fd)
+{
+	struct engine_inl *s = e->inl;
+	struct inl_reply r;
+	struct {
+		struct inl_hdr h;
+		struct inl_site s;
+	} m;
+	struct inl_hdr h;
+	uint64_t addr = 0;
+	int err;
+
+	memset(&m, 0, sizeof(m));
+	if (!s->later && proc_map_addr(s->pid, s->path, s->off, &addr)) {
+		inline_hdr(&h, INL_GO, sizeof(h), 0);
+		err = offer(e, fd, &h, sizeof(h), &r);
+		if (!err && !r.status) {
+			s->fd = fd;
+			s->idle = true;
+			return 0;
+		}
+	} else {
+		m.s = s->site;
+		m.s.addr = addr;
+		inline_hdr(&m.h, INL_SITES, sizeof(m), 1);
+		if (s->later) {
+			struct {
+				struct inl_hdr h;
+				struct inl_later l;
+			} ml = { .l = s->ml };
+
+			inline_hdr(&ml.h, INL_LATER, sizeof(ml), 1);
+			err = offer(e, fd, &ml, sizeof(ml), &r);
+		} else {
+			err = offer(e, fd, &m, sizeof(m), &r);
+		}
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), &r);
+		if (!err && !r.status) {
+			s->fd = fd;
+			s->armed = true;
+			s->execs++;
+			return 0;
+		}
+	}
+	close(fd);
+	if (err == -ECONNRESET || err == -EPIPE)
+		return -EAGAIN;
+	snprintf(e->note, sizeof(e->note), "pid %d: its exec()ed image is not traced: %.900s",
+		 (int)s->pid, err ? strerror(-err) : r.msg);
+	return err ? : r.status;
+}
+
+bool engine_inl_follow(struct engine *e)
+{
+	struct engine_inl *s = e->inl;
+	int fd, err = 0;
+
+	if (!s || !s->following)
+		return false;
+	if (proc_exiting(s->pid) == 1) {
+		s->following = false;	/* it exited: nothing to follow */
+		return false;
+	}
+	fd = connect_rt(s->pid, 0);
+	if (fd >= 0 && (err = follow_image(e, fd)) == -EAGAIN)
+		fd = -1;
+	if (fd >= 0) {
+		s->following = false;	/* armed, idle, or refused */
+		return err != 0;
+	}
+	if (clock_monotonic_ns() >= s->until) {
+		/* an image without the runtime (a static program, a set-uid
+		 * one whose loader ignores LD_PRELOAD) */
+		s->following = false;
+		snprintf(e->note, sizeof(e->note), "pid %d: its exec()ed image has no fay "
+			 "runtime after %d ms: not traced", (int)s->pid, e->opts.inline_wait_ms);
+		return true;
+	}
+	return false;
 }
 
 int engine_inl_fallback(struct engine *e, char *note, size_t len)
@@ -623,6 +803,11 @@ void engine_inl_detach(struct engine *e)
 	struct inl_reply r;
 	struct inl_hdr h;
 
+	if (s && s->idle) {
+		close(s->fd);
+		s->fd = -1;
+		s->idle = false;
+	}
 	if (!s || !s->armed)
 		return;
 	inline_hdr(&h, INL_DETACH, sizeof(h), 0);
