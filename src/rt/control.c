@@ -695,8 +695,10 @@ __attribute__((constructor)) static void rt_init(void)
 
 __attribute__((destructor)) static void rt_fini(void)
 {
-	if (lfd >= 0 && getpid() == owner) {
+	/* (the mark of INL_NEXT stays: the destructor runs on the
+	 * program's thread, whose libc calls may be probed; the mark of a
+	 * pid is only read by an image of that pid holding FAY_INLINE_HOLD
+	 * with it) */
+	if (lfd >= 0 && getpid() == owner)
 		unlink(path);
-		drop_next();	/* it exits: no next image */
-	}
 }
