@@ -818,9 +818,29 @@ void engine_inl_detach(struct engine *e)
 	s->fd = -1;
 }
 
+/* fay run ends: the runtime's INL_NEXT mark of the command (PID.next
+ * beside its socket, which the runtime leaves at the exit: its
+ * destructor runs on the program's thread) goes, so that nothing is
+ * left behind and an image exec()ed later holds for no one. */
+static void drop_next_mark(pid_t pid)
+{
+	char p[160];
+	size_t n;
+
+	rt_sock_path(pid, p, sizeof(p));
+	n = strlen(p);
+	if (n > 5 && !strcmp(p + n - 5, ".sock")) {
+		memcpy(p + n - 5, ".next", 5);
+		unlink(p);
+	}
+}
+
 void engine_inl_free(struct engine *e)
 {
 	engine_inl_release(e);
+	/* (also when no session armed: a wrapper told NEXT that exited) */
+	if (e->opts.inline_wait_ms > 0 && e->nprogs > 0 && e->progs[0].popts.pid > 0)
+		drop_next_mark(e->progs[0].popts.pid);
 	if (!e->inl)
 		return;
 	engine_inl_detach(e);

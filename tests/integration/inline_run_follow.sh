@@ -124,4 +124,9 @@ for m in uprobe inline auto; do
 		pass "xz behind sh -c exec, $m: output identical, lzma_code n = $n$([ $m = uprobe ] || echo " = the uprobe's")"
 	fi
 done
+# the runtime's marks that a fay follows the next image (PID.next beside
+# its socket) are gone once each fay run ended (none of this test's is
+# left: a process that exited leaves its own, fay removes it)
+left=$(ls /run/fay/inline/ 2>/dev/null | grep '\.next$' | tr '\n' ' ')
+ok "no INL_NEXT mark left behind in /run/fay/inline ($left)" test -z "$left"
 done_testing
