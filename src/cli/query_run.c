@@ -59,6 +59,14 @@ static int write_err(struct sess *s, int err)
 	return 1;
 }
 
+static void on_note(void *ctx, struct engine *e, const char *line)
+{
+	struct sess *s = ctx;
+
+	if (!s->o->quiet)
+		fprintf(s->o->err, "fay: %s\n", line);
+}
+
 static int on_attached(void *ctx, struct engine *e)
 {
 	struct sess *s = ctx;
@@ -312,7 +320,7 @@ int engine_run_query(struct query *q, const struct plan *p,
 	struct engine_sink sink = {
 		.sz = sizeof(sink), .attached = on_attached, .record = on_record,
 		.result = on_result, .batch_end = on_batch_end,
-		.stream_end = on_stream_end, .ctx = &s,
+		.stream_end = on_stream_end, .ctx = &s, .note = on_note,
 	};
 	struct engine_drive_opts dopts = {
 		.sz = sizeof(dopts), .stop = &got_stop, .watch_fd = -1,

@@ -58,6 +58,11 @@ enum inl_type {
 	 * (the runtime watches the loader's r_brk, rt/later.c); instead of
 	 * or beside SITES, before ARM */
 	INL_LATER = 7,
+	/* fay run following exec: an image that maps no site (the wrapper
+	 * of a wrapper): the held image runs on, unarmed, and the session
+	 * stays open, idle, so that fay sees the process's next exec (the
+	 * socket hangs up) after an INL_NEXT */
+	INL_GO = 8,
 	INL_REPLY = 100,
 };
 

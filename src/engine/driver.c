@@ -100,13 +100,17 @@ static int deliver(struct drv *d, bool reset, const struct engine_window *w)
 static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 {
 	const struct engine_drive_opts *o = d->o;
-	struct pollfd pf[4];
+	struct pollfd pf[5];
 	struct timespec ts, *tsp = NULL;
 	int npf = 0, sfd = engine_stream_fd(d->e), xfd = engine_exec_fd(d->e), xi = -1;
-	int cfd = engine_spancur_fd(d->e), wi = -1;
+	int cfd = engine_spancur_fd(d->e), wi = -1, ifd = engine_inl_fd(d->e), ii = -1;
 
 	if (o->tick_ms && (wake == UINT64_MAX || wake - now > o->tick_ms * 1000000ull))
 		wake = now + o->tick_ms * 1000000ull;
+	/* an exec()ed image held until fay arms it */
+	if (engine_inl_following(d->e) &&
+	    (wake == UINT64_MAX || wake - now > ENGINE_INL_FOLLOW_MS * 1000000ull))
+		wake = now + ENGINE_INL_FOLLOW_MS * 1000000ull;
 	if (wake != UINT64_MAX) {
 		uint64_t dt = wake > now ? wake - now : 0;
 
@@ -132,6 +136,11 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 		pf[npf].fd = cfd;
 		pf[npf++].events = POLLIN;
 	}
+	if (ifd >= 0) {		/* the inline session's exec or exit */
+		ii = npf;
+		pf[npf].fd = ifd;
+		pf[npf++].events = POLLIN;
+	}
 	if (ppoll(pf, (nfds_t)npf, tsp, o->wait_mask) < 0) {
 		int err = errno;
 
@@ -147,6 +156,10 @@ static int wait_events(struct drv *d, uint64_t now, uint64_t wake)
 	}
 	if (xi >= 0 && (pf[xi].revents & POLLIN))
 		engine_exec_consume(d->e);
+	if (ii >= 0 && (pf[ii].revents & (POLLIN | POLLHUP | POLLERR)))
+		engine_inl_hangup(d->e);
+	if (engine_inl_follow(d->e) && d->s->note)
+		d->s->note(d->s->ctx, d->e, engine_note(d->e));
 	if (wi >= 0 && (pf[wi].revents & (POLLIN | POLLHUP)))
 		return 1;	/* the watched process exited */
 	return 0;

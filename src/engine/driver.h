@@ -64,8 +64,11 @@ struct engine_sink {
 	int (*stream_end)(void *ctx, struct engine *e,
 			  const uint64_t counters[ENGINE_NCOUNTERS]);
 	void *ctx;
+	/* A line to tell the user while the query runs (fay run following
+	 * the command's execs: an image not traced, and why); NULL: none. */
+	void (*note)(void *ctx, struct engine *e, const char *line);
 };
-#define engine_sink__last_field ctx
+#define engine_sink__last_field note
 
 struct engine_drive_opts {
 	size_t sz;			/* sizeof(struct engine_drive_opts) */

@@ -233,6 +233,25 @@ pid_t engine_inl_pid(const struct engine *e, bool inner);
 const char *engine_inl_desc(const struct engine *e);
 /* Send the maps and programs of in, arm the site.  0 or -errno (e->err). */
 int engine_inl_attach(struct engine *e, const struct engine_inline *in);
+/* fay run follows the command's execs (the runtime of each image it
+ * execs is preloaded and holds its main(); docs/QUERY.md): the session's
+ * fd, whose hangup (POLLHUP, POLLIN: end of file) is the exec or the
+ * exit, or -1 (no session to watch). */
+int engine_inl_fd(const struct engine *e);
+/* The session hung up: closed, and the process followed from now on
+ * (engine_inl_follow()) for up to engine_opts.inline_wait_ms. */
+void engine_inl_hangup(struct engine *e);
+/* Whether engine_inl_follow() has an image to look for (the driver
+ * calls it every ENGINE_INL_FOLLOW_MS meanwhile). */
+#define ENGINE_INL_FOLLOW_MS	5
+bool engine_inl_following(const struct engine *e);
+/* One attempt, without waiting: connect to the runtime of the image the
+ * process exec()ed and arm the site there with the same maps (the
+ * counts go on), or let an image that maps no site run on; stops when
+ * the process has exited, and after inline_wait_ms without a runtime
+ * (e->note then says so, as it does when the image refuses the site:
+ * true then, once). */
+bool engine_inl_follow(struct engine *e);
 /* Restore the site (nothing if not armed); close the session. */
 void engine_inl_detach(struct engine *e);
 void engine_inl_free(struct engine *e);

@@ -19,11 +19,15 @@
  * run.c reads them through spans.c's functions, one slot standing for one
  * CPU) and engine_attach() sends the maps, the programs (verified here
  * and again there) and arms the site; engine_detach() restores it.  When
- * fay dies the socket closes and the runtime detaches by itself.
+ * fay dies the socket closes and the runtime detaches by itself.  Under
+ * fay run each image of the command is followed through its execs
+ * (INL_NEXT in every session, engine_inl_follow(): the site armed in each
+ * image with the same maps).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +41,7 @@
 
 #include "common/clock.h"
 #include "common/inline_wire.h"
+#include "common/procstat.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 #include "patch/patch.h"
@@ -44,11 +49,31 @@
 #include "probe/inject.h"
 #include "probe/procroot.h"
 
+/* The functions one function(...) source patches: its one function, or
+ * each a wildcard matched (one site per address: aliases share it). */
+struct inl_set {
+	struct inl_site *s;		/* [n]: SITES */
+	struct inl_later *l;		/* [n]: LATER (a shared object) */
+	uint64_t *off;			/* [n]: file offsets */
+	size_t n, matched, aliases, nrefused;
+	int nosym0;			/* the first site's elf_func_at() */
+	char refused[1536];		/* "name: why; " each */
+};
+
 struct engine_inl {
 	int fd;
 	pid_t pid, vpid;	/* the host's, and its own namespace's */
 	char desc[700];
 	bool armed;
+	/* fay run follows the process's execs (engine_inl_follow()): the
+	 * sites (w: by file offset in path; LATER: later), armed again in
+	 * each image */
+	bool follow, idle, following;
+	bool later;
+	struct inl_set w;
+	char path[4096];
+	uint64_t until;		/* following: give up at until (ns) */
+	unsigned execs;		/* images armed after the first */
 };
 
 const char *engine_note(const struct engine *e)
@@ -115,7 +140,8 @@ static int connect_rt(pid_t pid, int wait_ms)
 			return fd;
 		err = -errno;
 		close(fd);
-		if (waited >= wait_ms || kill(pid, 0))
+		/* a zombie (fay run's child before it is reaped) binds nothing */
+		if (waited >= wait_ms || proc_exiting(pid) == 1)
 			return err;
 		sleep_ms(10);
 	}
@@ -322,13 +348,48 @@ static bool shared_object(pid_t pid, const char *path, struct stat *st)
 }
 
 /*
+ * fay run (inline_wait_ms): INL_NEXT, so that the image this process
+ * execs next holds too and fay can arm it (engine_inl_follow()); 0
+ * without fay run.  call()'s answer.
+ */
+static int next_first(const struct engine *e, int fd, struct inl_reply *r)
+{
+	struct inl_hdr h;
+
+	if (e->opts.inline_wait_ms <= 0)
+		return 0;
+	inline_hdr(&h, INL_NEXT, sizeof(h), 0);
+	return call(fd, &h, sizeof(h), NULL, 0, r);
+}
+
+/* INL_NEXT first (next_first()), then the message msg: call()'s answer
+ * for the one that failed. */
+static int offer(const struct engine *e, int fd, const void *msg, size_t len,
+		 struct inl_reply *r)
+{
+	return next_first(e, fd, r) ? : call(fd, msg, len, NULL, 0, r);
+}
+
+/* Wait until session fd hangs up (its image exec()ed or exited), up to
+ * until (ns). */
+static void wait_hangup(int fd, uint64_t until)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	uint64_t now;
+
+	while ((now = clock_monotonic_ns()) < until &&
+	       poll(&p, 1, (int)((until - now) / 1000000 + 1)) < 0 && errno == EINTR)
+		;
+}
+
+/*
  * fay run (a process fay started held: inline_wait_ms) whose image maps
  * no object with the function: a wrapper that will exec the program
  * (sh -c 'exec prog', a pyenv shim).  Each round tells the runtime
- * INL_NEXT (its next image holds again), closes the session (the image
- * runs on), and connects again: the same image answers until it has
- * exec()ed, then the next one's runtime; up to 30 s, or until the
- * process is gone.  Returns the session's fd (< 0: none), *err
+ * INL_NEXT (its next image holds again) and INL_GO (this one runs on, the
+ * session idle), waits for the session to hang up (the exec, or the
+ * exit), and connects to the next image's runtime; up to 30 s, or until
+ * the process is gone.  Returns the session's fd (< 0: none), *err
  * proc_map_addr()'s last answer.
  */
 static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t off,
@@ -341,17 +402,20 @@ static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t of
 	while (*err && clock_monotonic_ns() < until) {
 		int rc;
 
-		inline_hdr(&h, INL_NEXT, sizeof(h), 0);
-		rc = call(fd, &h, sizeof(h), NULL, 0, &r);
+		inline_hdr(&h, INL_GO, sizeof(h), 0);
+		rc = offer(e, fd, &h, sizeof(h), &r);
 		if (rc && rc != -ECONNRESET && rc != -EPIPE)
 			break;
 		/* -EBUSY: the runtime took this connection for a second
-		 * session while the one closed just before had not ended on
-		 * its side yet (a loaded machine): connect again */
+		 * session while the one before had not ended on its side yet
+		 * (a loaded machine): connect again */
 		if (!rc && r.status && r.status != -EBUSY)
-			break;		/* a runtime without INL_NEXT */
+			break;		/* a runtime without INL_GO */
+		if (!rc && !r.status)
+			wait_hangup(fd, until);
 		close(fd);		/* (a reset: it exec()ed meanwhile) */
-		sleep_ms(10);
+		if (!rc)
+			sleep_ms(10);
 		fd = connect_rt(pid, e->opts.inline_wait_ms);
 		if (fd < 0)
 			return fd;	/* the process is gone */
@@ -359,17 +423,6 @@ static int next_image(struct engine *e, pid_t pid, const char *path, uint64_t of
 	}
 	return fd;
 }
-
-/* The functions one function(...) source patches: its one function, or
- * each a wildcard matched (one site per address: aliases share it). */
-struct inl_set {
-	struct inl_site *s;		/* [n]: SITES */
-	struct inl_later *l;		/* [n]: LATER (a shared object) */
-	uint64_t *off;			/* [n]: file offsets */
-	size_t n, matched, aliases, nrefused;
-	int nosym0;			/* the first site's elf_func_at() */
-	char refused[1536];		/* "name: why; " each */
-};
 
 static void set_free(struct inl_set *w)
 {
@@ -479,6 +532,13 @@ static int set_send(int fd, const struct inl_set *w, bool later, struct inl_repl
 	err = call(fd, buf, len, NULL, 0, r);
 	free(buf);
 	return err;
+}
+
+/* offer() of w's sites: INL_NEXT first under fay run, then the sites. */
+static int set_offer(const struct engine *e, int fd, const struct inl_set *w, bool later,
+		     struct inl_reply *r)
+{
+	return next_first(e, fd, r) ? : set_send(fd, w, later, r);
 }
 
 /* The sites' addresses in pid again (an image that exec()ed). */
@@ -615,7 +675,7 @@ int engine_inl_decide(struct engine *e)
 					 sym, why);
 		}
 	}
-	err = set_send(fd, &w, later, &r);
+	err = set_offer(e, fd, &w, later, &r);
 	if ((err == -ECONNRESET || err == -EPIPE) && e->opts.inline_wait_ms > 0 &&
 	    !kill(pid, 0)) {
 		/* fay run: the image exec()ed between next_image()'s connect
@@ -623,11 +683,11 @@ int engine_inl_decide(struct engine *e)
 		close(fd);
 		fd = connect_rt(pid, e->opts.inline_wait_ms);
 		err = fd < 0 ? fd : later ? 0 : set_remap(&w, pid, path);
-		err = err ? : set_send(fd, &w, later, &r);
+		err = err ? : set_offer(e, fd, &w, later, &r);
 	}
 	addr = w.s[0].addr;
-	set_free(&w);
 	if (err || r.status) {
+		set_free(&w);
 		hold_or_close(e, fd);
 		if (err)
 			return no_inline(e, err, "pid %d: the fay runtime does not answer: %s",
@@ -643,14 +703,19 @@ int engine_inl_decide(struct engine *e)
 	}
 	e->inl = calloc(1, sizeof(*e->inl));
 	if (!e->inl) {
+		set_free(&w);
 		hold_or_close(e, fd);
 		return engine_fail(e, -ENOMEM, "out of memory");
 	}
+	e->inl->w = w;		/* (its sites again in each image fay run follows) */
 	e->inl->fd = fd;
 	e->inl->pid = pid;
 	e->inl->vpid = proc_vpid(pid);
 	if (e->inl->vpid <= 0)
 		e->inl->vpid = pid;
+	e->inl->follow = e->opts.inline_wait_ms > 0;
+	e->inl->later = later;
+	snprintf(e->inl->path, sizeof(e->inl->path), "%s", path);
 	if (nw)
 		snprintf(e->inl->desc, sizeof(e->inl->desc), "inline %.300s:%.64s, %.200s%s "
 			 "(pid %d)", path, label, wdesc, later ? ", armed at each load" : "",
@@ -688,10 +753,11 @@ int engine_inl_pairs(struct engine *e)
 	return 0;
 }
 
-int engine_inl_attach(struct engine *e, const struct engine_inline *in)
+/* Send the maps and programs of in on session fd and arm: 0 with *r
+ * the last reply (r->status: the runtime's refusal), or call()'s -errno
+ * (-ENOMEM). */
+static int arm_session(int fd, const struct engine_inline *in, struct inl_reply *r)
 {
-	struct engine_inl *s = e->inl;
-	struct inl_reply r;
 	unsigned char *buf;
 	size_t len;
 	int fds[INLINE_MAX_MAPS], err;
@@ -704,7 +770,7 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn);
 	buf = calloc(1, len);
 	if (!buf)
-		return engine_fail(e, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	hd = (uint32_t *)(buf + sizeof(struct inl_hdr));
 	/* the maps and their memfds */
 	len = sizeof(struct inl_hdr) + 8 + (size_t)in->nmaps * sizeof(struct inl_map);
@@ -717,9 +783,9 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		memcpy(buf + sizeof(struct inl_hdr) + 8 + i * sizeof(im), &im, sizeof(im));
 		fds[i] = vm_map_fd(in->maps[i]);
 	}
-	err = call(s->fd, buf, len, fds, in->nmaps, &r);
+	err = call(fd, buf, len, fds, in->nmaps, r);
 	/* the programs: verified by fay already, verified again there */
-	for (int role = 0; role < 2 && !err && !r.status; role++) {
+	for (int role = 0; role < 2 && !err && !r->status; role++) {
 		if (!in->ninsns[role])
 			continue;
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[role] * sizeof(struct bpf_insn);
@@ -727,15 +793,26 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		hd[0] = (uint32_t)role;
 		hd[1] = (uint32_t)INLINE_CTX_SIZE;
 		memcpy(hd + 2, in->insns[role], in->ninsns[role] * sizeof(struct bpf_insn));
-		err = call(s->fd, buf, len, NULL, 0, &r);
+		err = call(fd, buf, len, NULL, 0, r);
 	}
-	if (!err && !r.status) {
+	if (!err && !r->status) {
 		struct inl_hdr h;
 
 		inline_hdr(&h, INL_ARM, sizeof(h), 0);
-		err = call(s->fd, &h, sizeof(h), NULL, 0, &r);
+		err = call(fd, &h, sizeof(h), NULL, 0, r);
 	}
 	free(buf);
+	return err;
+}
+
+int engine_inl_attach(struct engine *e, const struct engine_inline *in)
+{
+	struct engine_inl *s = e->inl;
+	struct inl_reply r;
+	int err = arm_session(s->fd, in, &r);
+
+	if (err == -ENOMEM)
+		return engine_fail(e, err, "out of memory");
 	if (err)
 		return engine_fail(e, err, "pid %d: the fay runtime: %s", (int)s->pid,
 				   strerror(-err));
@@ -753,6 +830,103 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 	s->armed = true;
 	e->attached = true;
 	return 0;
+}
+
+int engine_inl_fd(const struct engine *e)
+{
+	const struct engine_inl *s = e->inl;
+
+	return s && s->follow && (s->armed || s->idle) ? s->fd : -1;
+}
+
+bool engine_inl_following(const struct engine *e)
+{
+	return e->inl && e->inl->following;
+}
+
+void engine_inl_hangup(struct engine *e)
+{
+	struct engine_inl *s = e->inl;
+
+	if (!s || s->fd < 0)
+		return;
+	close(s->fd);
+	s->fd = -1;
+	s->armed = s->idle = false;
+	s->following = true;
+	s->until = clock_monotonic_ns() + (uint64_t)e->opts.inline_wait_ms * 1000000ull;
+}
+
+/*
+ * Session fd on the runtime of the image the process runs now: INL_NEXT
+ * (its next image holds too), then its sites (LATER by file; SITES at
+ * the addresses this image maps the program at) armed with the query's maps
+ * and programs, or INL_GO when this image maps no site (a wrapper
+ * execing a wrapper): it runs on, the session idle.  0 (s->fd is fd),
+ * -EAGAIN (the session reset: the image exec()ed meanwhile, connect
+ * again), or -errno / the runtime's refusal (fd closed: the image runs
+ * on untraced).
+ */
+static int follow_image(struct engine *e, int fd)
+{
+	struct engine_inl *s = e->inl;
+	struct inl_reply r;
+	struct inl_hdr h;
+	int err;
+
+	if (!s->later && set_remap(&s->w, s->pid, s->path)) {
+		inline_hdr(&h, INL_GO, sizeof(h), 0);
+		err = offer(e, fd, &h, sizeof(h), &r);
+		if (!err && !r.status) {
+			s->fd = fd;
+			s->idle = true;
+			return 0;
+		}
+	} else {
+		err = set_offer(e, fd, &s->w, s->later, &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), &r);
+		if (!err && !r.status) {
+			s->fd = fd;
+			s->armed = true;
+			s->execs++;
+			return 0;
+		}
+	}
+	close(fd);
+	if (err == -ECONNRESET || err == -EPIPE)
+		return -EAGAIN;
+	snprintf(e->note, sizeof(e->note), "pid %d: its exec()ed image is not traced: %.900s",
+		 (int)s->pid, err ? strerror(-err) : r.msg);
+	return err ? : r.status;
+}
+
+bool engine_inl_follow(struct engine *e)
+{
+	struct engine_inl *s = e->inl;
+	int fd, err = 0;
+
+	if (!s || !s->following)
+		return false;
+	if (proc_exiting(s->pid) == 1) {
+		s->following = false;	/* it exited: nothing to follow */
+		return false;
+	}
+	fd = connect_rt(s->pid, 0);
+	if (fd >= 0 && (err = follow_image(e, fd)) == -EAGAIN)
+		fd = -1;
+	if (fd >= 0) {
+		s->following = false;	/* armed, idle, or refused */
+		return err != 0;
+	}
+	if (clock_monotonic_ns() >= s->until) {
+		/* an image without the runtime (a static program, a set-uid
+		 * one whose loader ignores LD_PRELOAD) */
+		s->following = false;
+		snprintf(e->note, sizeof(e->note), "pid %d: its exec()ed image has no fay "
+			 "runtime after %d ms: not traced", (int)s->pid, e->opts.inline_wait_ms);
+		return true;
+	}
+	return false;
 }
 
 int engine_inl_fallback(struct engine *e, char *note, size_t len)
@@ -781,6 +955,11 @@ void engine_inl_detach(struct engine *e)
 	struct inl_reply r;
 	struct inl_hdr h;
 
+	if (s && s->idle) {
+		close(s->fd);
+		s->fd = -1;
+		s->idle = false;
+	}
 	if (!s || !s->armed)
 		return;
 	inline_hdr(&h, INL_DETACH, sizeof(h), 0);
@@ -791,14 +970,35 @@ void engine_inl_detach(struct engine *e)
 	s->fd = -1;
 }
 
+/* fay run ends: the runtime's INL_NEXT mark of the command (PID.next
+ * beside its socket, which the runtime leaves at the exit: its
+ * destructor runs on the program's thread) goes, so that nothing is
+ * left behind and an image exec()ed later holds for no one. */
+static void drop_next_mark(pid_t pid)
+{
+	char p[160];
+	size_t n;
+
+	rt_sock_path(pid, p, sizeof(p));
+	n = strlen(p);
+	if (n > 5 && !strcmp(p + n - 5, ".sock")) {
+		memcpy(p + n - 5, ".next", 5);
+		unlink(p);
+	}
+}
+
 void engine_inl_free(struct engine *e)
 {
 	engine_inl_release(e);
+	/* (also when no session armed: a wrapper told NEXT that exited) */
+	if (e->opts.inline_wait_ms > 0 && e->nprogs > 0 && e->progs[0].popts.pid > 0)
+		drop_next_mark(e->progs[0].popts.pid);
 	if (!e->inl)
 		return;
 	engine_inl_detach(e);
 	if (e->inl->fd >= 0)
 		close(e->inl->fd);
+	set_free(&e->inl->w);
 	free(e->inl);
 	e->inl = NULL;
 }

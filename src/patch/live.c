@@ -291,6 +291,14 @@ static void on_move(int sig, siginfo_t *si, void *uc_)
 	pid_t me = (pid_t)rsys(SYS_gettid, 0, 0, 0, 0);
 
 	if (!s || si->si_code != SI_TKILL || si->si_pid != (pid_t)rsys(SYS_getpid, 0, 0, 0, 0)) {
+		/* the program's own handler, with the mask its sigaction
+		 * asked for (on_move runs with every signal blocked) */
+		uint64_t m = *(const uint64_t *)&uc->uc_sigmask |
+			*(const uint64_t *)&old_move.sa_mask;
+
+		if (!(old_move.sa_flags & SA_NODEFER))
+			m |= 1ull << (sig - 1);
+		rsys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8);
 		if (old_move.sa_flags & SA_SIGINFO) {
 			if (old_move.sa_sigaction)
 				old_move.sa_sigaction(sig, si, uc_);
@@ -600,7 +608,12 @@ static int live_write_once(struct patch_site *s, const uint8_t *new, bool to_pat
 	if (mprotect((void *)pg, span, PROT_READ | PROT_WRITE | PROT_EXEC))
 		return -errno;
 	if (move && !move_installed) {
-		sigemptyset(&sa.sa_mask);
+		/* every signal blocked while it runs: a program's handler that
+		 * siglongjmp()s out of its signal (inline_sigjmp.sh's storm)
+		 * took it at the exit of on_move's first system call and left
+		 * on_move before its answer, and the write gave up after ~1 s
+		 * (-ETIMEDOUT: "writing the jump: Connection timed out") */
+		sigfillset(&sa.sa_mask);
 		sigaction(MOVE_SIG, &sa, &old_move);
 		move_installed = true;
 	}

@@ -24,7 +24,12 @@
  * armed its probes (or ended; at most 30 s); it is removed from the
  * environment so children do not hold.  INL_NEXT (fay run on a wrapper
  * that execs the program) sets it to the process's pid: the image the
- * process execs next holds again, a forked child's does not.  fork:
+ * process execs next holds again, a forked child's does not: fay run
+ * sends it in every image it arms (the image holds only while the mark
+ * INLINE_RUN_DIR/PID.next says a fay follows it), so that it follows each exec (the
+ * session's socket hangs up, fay connects to the next image's runtime
+ * and arms its sites there with the same maps).  INL_GO lets a held
+ * image that maps no site run on, its session open and idle.  fork:
  * the child's handlers are inert and it closes the inherited sockets; exec: the runtime goes with
  * the image (a preloaded one starts afresh in the new image).
  */
@@ -68,19 +73,43 @@ static void release_hold(void)
 	pthread_mutex_unlock(&hold_lock);
 }
 
-/* INL_NEXT: while the constructor holds main() (it reads no environment
- * meanwhile), FAY_INLINE_HOLD=PID, so that this process's next image
- * holds too (a forked child's image has another pid: it does not). */
+/* INLINE_RUN_DIR/PID.next: the mark that a fay follows this process
+ * into its next image (INL_NEXT made it); buf of len bytes. */
+static void next_mark(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%d.next", INLINE_RUN_DIR, (int)getpid());
+}
+
+/* INL_NEXT: the mark that a fay follows this process's next image
+ * (INLINE_RUN_DIR/PID.next): the image this process execs holds too (a
+ * forked child's image has another pid: it does not), and only while
+ * the mark is there.  Nothing is written into the environment: the
+ * program would see it (python's os.environ: one more entry, one more
+ * call of a function a query counts).  A session that ends while this image lives (fay detached,
+ * fell back to a uprobe, exited) removes it (drop_next()); an exec ends
+ * it without a word, the mark stays for the next image. */
 static void next_image(void)
 {
-	char me[24];
+	char mark[108];
+	int fd;
 
 	pthread_mutex_lock(&hold_lock);
 	if (holding) {
-		snprintf(me, sizeof(me), "%d", (int)getpid());
-		setenv("FAY_INLINE_HOLD", me, 1);
+		next_mark(mark, sizeof(mark));
+		fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0)
+			close(fd);
 	}
 	pthread_mutex_unlock(&hold_lock);
+}
+
+/* The session ended while this image lives: no fay follows its exec. */
+static void drop_next(void)
+{
+	char mark[108];
+
+	next_mark(mark, sizeof(mark));
+	unlink(mark);
 }
 
 static int reply(int fd, int status, uint32_t nslots, const char *fmt, ...)
@@ -521,6 +550,10 @@ static void serve(void)
 			next_image();
 			reply(sfd, 0, 0, "the next image holds");
 			break;
+		case INL_GO:
+			release_hold();
+			reply(sfd, 0, 0, "runs on, unarmed");
+			break;
 		case INL_DETACH: {
 			unsigned long loads = s->loads, unloads = s->unloads;
 			unsigned long refused = s->refused;
@@ -558,6 +591,7 @@ static void *listener(void *arg)
 		serve();
 		close(sfd);
 		sfd = -1;
+		drop_next();
 		release_hold();		/* a session that ended without arming */
 	}
 	return NULL;
@@ -607,15 +641,16 @@ static int open_socket(void)
 __attribute__((constructor)) static void rt_init(void)
 {
 	const char *hold = getenv("FAY_INLINE_HOLD");
-	char me[24];
+	char mark[108];
 	bool want_hold;
 	sigset_t all, orig;
 	pthread_t th;
 	int err;
 
-	/* "1" (fay run), or this pid: an image exec()ed after INL_NEXT */
-	snprintf(me, sizeof(me), "%d", (int)getpid());
-	want_hold = hold && (!strcmp(hold, "1") || !strcmp(hold, me));
+	/* "1" (fay run), or an image exec()ed after INL_NEXT while its fay
+	 * follows (the mark of this pid: next_image()) */
+	next_mark(mark, sizeof(mark));
+	want_hold = (hold && !strcmp(hold, "1")) || !unlink(mark);
 	if (hold)
 		unsetenv("FAY_INLINE_HOLD");
 	owner = getpid();
@@ -658,6 +693,10 @@ __attribute__((constructor)) static void rt_init(void)
 
 __attribute__((destructor)) static void rt_fini(void)
 {
+	/* (the mark of INL_NEXT stays: the destructor runs on the
+	 * program's thread, whose libc calls may be probed; the mark of a
+	 * pid is only read by an image of that pid holding FAY_INLINE_HOLD
+	 * with it) */
 	if (lfd >= 0 && getpid() == owner)
 		unlink(path);
 }

@@ -38,6 +38,13 @@
  *                                times, then execs "inline_work calls K";
  *                                the parent waits for it, then calls
  *                                fay_inline_fn(1000 + i, 7) K times
+ *   inline_work sid K [PROG ARG...]  getsid(0) and fay_inline_fn(i, 7) K
+ *                                times each (getsid: a libc function no
+ *                                other test probes); prints "sid calls K
+ *                                bad B";
+ *                                then execs PROG ARG... if given (a
+ *                                chain of images under one pid: fay run
+ *                                follows exec)
  *   inline_work tsc K            K pairs of rdtsc (the floor of timing a
  *                                call from two TSC reads); QW_TIME=1 as lat
  *   inline_work fp K             fay_inline_fp(i, 1, 2, 3, 4, 5, 6, 0.5)
@@ -556,6 +563,19 @@ int main(int argc, char **argv)
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 		bad += calls(k, 1000);
+	} else if (!strcmp(mode, "sid")) {
+		pid_t sid = k > 0 ? getsid(0) : 0;
+
+		for (long i = 1; i < k; i++)	/* K calls in all */
+			bad += getsid(0) != sid;
+		bad += calls(k, 0);
+		printf("sid calls %ld bad %ld\n", k, bad);
+		fflush(stdout);
+		if (argc > 3 && !bad) {
+			execv(argv[3], argv + 3);
+			perror(argv[3]);
+			return 127;
+		}
 	} else if (!strcmp(mode, "tsc")) {
 		long long t0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
 		uint64_t sum = 0;
@@ -590,7 +610,7 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr, "usage: inline_work calls K | threads N FILE | loop FILE | "
 			"manythreads N K | signals K | dlopen K LIB DIR | lat K | sleep K MS | "
-			"forkexec K | tsc K | fp K | rec K D US | jump K D J US | branchy K\n");
+			"forkexec K | sid K [PROG ARG...] | tsc K | fp K | rec K D US | jump K D J US | branchy K\n");
 		return 2;
 	}
 	return bad ? 1 : 0;

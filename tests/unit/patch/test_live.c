@@ -25,12 +25,20 @@
  *     (another trampoline each, none reusable): every arm succeeds
  *     (trampoline pages are packed: the 1 MiB-step search alone ran out
  *     after about 2000), every call runs its own handler;
+ *   - a siglongjmp() storm: a thread calls a two-instruction function
+ *     (moved out of the second at each arm) while another sends it
+ *     SIGUSR2 as fast as it can, whose handler siglongjmp()s back into
+ *     its loop; 2000 arms each succeed (the move handler runs with every
+ *     signal blocked: a SIGUSR2 taken at the exit of its first system
+ *     call left it before its answer, and the write gave up after ~1 s
+ *     with -ETIMEDOUT: 3 of 2000 arms at load 10);
  *   - a thread forks children while the function is armed and disarmed
  *     100 times; each child calls the function and must return from it
  *     (patch_live_child() finishes a write the fork cut in two) with the
  *     right answer, within 10 s.
  */
 #include <errno.h>
+#include <setjmp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -221,6 +229,89 @@ static int cycles(long (*f)(long, long), int nfor, int naround, int rounds, int 
 	return 0;
 }
 
+static sigjmp_buf storm_jb;
+static volatile int storm_ready;
+static volatile long storm_jumps;
+
+static void on_storm(int sig)
+{
+	(void)sig;
+	if (storm_ready)
+		siglongjmp(storm_jb, 1);
+}
+
+/* Calls fn until stop; every SIGUSR2 jumps back here. */
+static void *jumper(void *arg)
+{
+	(void)arg;
+	if (sigsetjmp(storm_jb, 1))
+		storm_jumps++;
+	storm_ready = 1;
+	while (!stop) {
+		long a = storm_jumps & 0xffff;
+
+		if (fn(a, 7) != a + 7)
+			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+	}
+	storm_ready = 0;
+	return NULL;
+}
+
+static void *stormer(void *arg)
+{
+	pthread_t to = *(pthread_t *)arg;
+
+	while (!stop) {
+		pthread_kill(to, SIGUSR2);
+		for (int i = 0; i < 200; i++)
+			__asm__ volatile("pause");
+	}
+	return NULL;
+}
+
+/* In a child: `rounds` arms of f while a thread running it is jumped
+ * out of by SIGUSR2 as fast as another can send it.  Exit status: 0,
+ * 1 (a write failed: the first one's reason on stderr), 2 (a wrong
+ * result), 3 (no jump), 128 + N (killed by N). */
+static int storm_in_child(long (*f)(long, long), int rounds)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0) {
+		struct sigaction sa = { .sa_handler = on_storm };
+		pthread_t j, s;
+		int failed = 0;
+		char err[256];
+
+		sigaction(SIGUSR2, &sa, NULL);
+		fn = f;
+		stop = 0;
+		pthread_create(&j, NULL, jumper, NULL);
+		while (!storm_ready)
+			usleep(100);
+		pthread_create(&s, NULL, stormer, &j);
+		for (int r = 0; r < rounds; r++) {
+			struct patch_site *ps = patch_site_new((void *)f, 16, err, sizeof(err));
+			int rc = ps ? patch_site_arm(ps, on_entry, NULL, NULL, err, sizeof(err)) : -1;
+
+			if (rc && !failed++)
+				fprintf(stderr, "round %d: rc %d: %s\n", r, rc, err);
+			patch_site_free(ps);
+			usleep(3000);	/* the two threads run at once meanwhile */
+		}
+		stop = 1;
+		pthread_join(s, NULL);
+		pthread_join(j, NULL);
+		if (failed)
+			fprintf(stderr, "%d of %d arms failed\n", failed, rounds);
+		_exit(failed ? 1 : bad ? 2 : !storm_jumps ? 3 : 0);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* reuse_cycles() in a child: its exit status, or 128 + the signal. */
 static int reuse_in_child(long (*f)(long, long), int rounds)
 {
@@ -369,6 +460,11 @@ int main(void)
 	s = patch_site_new((void *)f_long, 16, err, sizeof(err));
 	ok(s && !patch_site_traps(s, true), "an 8-byte first instruction: a spin write");
 	patch_site_free(s);
+
+	st = storm_in_child(f_two, 2000);
+	is_int(st, 0, "2000 arms of a two-instruction function while its caller is "
+	       "siglongjmp()ed out of by a SIGUSR2 storm: every write succeeds, every call "
+	       "right (1: a write failed, 2: a wrong result, 3: no jump, 128+N: killed by N)");
 
 	/* forks across writes (the runtime registers the same handler) */
 	pthread_atfork(NULL, NULL, patch_live_child);
