@@ -126,6 +126,7 @@ int role_blocker(const struct bs_opts *o)
 		fay_span_tag(s, "object", m.object);
 		fay_span_tag_int(s, "offset", (int64_t)m.offset);
 		fay_span_tag_int(s, "size", m.size);
+		bs_burn(o->cpu_us);
 		if (++ops == hold_k)
 			hold(o->dir, o->name);
 		r.id = m.id;

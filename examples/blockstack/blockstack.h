@@ -71,6 +71,7 @@ struct bs_opts {
 	int notify_fd;             /* roles: report to the parent here */
 	const char *hold;          /* "blocker-1:K": hold the K-th span open */
 	int quiet;
+	unsigned cpu_us;           /* roles: CPU to burn per request (work.c) */
 };
 
 /* Role entry points: return the process exit status. */
@@ -105,6 +106,14 @@ void bs_blkin_traceparent(const struct blkin_trace_info *info,
 int bs_traceparent_blkin(const char *tp, struct blkin_trace_info *info);
 /* Is a traceparent's sampled flag set? */
 int bs_traceparent_sampled(const char *tp);
+
+/* work.c: a known CPU cost per layer.  *us = the microseconds of CPU
+ * BLOCKSTACK_CPU_US ("composer=1000,blocker-1=2000") gives @role per
+ * request, 0 when it names it not (or @role is NULL: only check the
+ * variable).  0, or -EINVAL for a malformed variable (said on stderr). */
+int bs_cpu_us(const char *role, unsigned *us);
+/* Spin until this thread has used @us more microseconds of CPU time. */
+void bs_burn(unsigned us);
 
 /* A small fast PRNG (splitmix64) for workload choices. */
 uint64_t bs_rand(uint64_t *state);

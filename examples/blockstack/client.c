@@ -68,6 +68,7 @@ int role_client(const struct bs_opts *o)
 		BLKIN_KEYVAL_INTEGER(&t, &ep, "offset", (int64_t)off);
 		BLKIN_KEYVAL_INTEGER(&t, &ep, "size", (int64_t)o->size);
 		bs_blkin_traceparent(&t.info, m.traceparent);
+		bs_burn(o->cpu_us);
 		if (is_write) {
 			for (uint32_t k = 0; k < o->size; k += 8) {
 				uint64_t r = bs_rand(&rng);

@@ -25,6 +25,7 @@ static int compose(const struct bs_opts *o, int down, struct bs_msg *m,
 
 	fay_span_tag_int(s, "offset", (int64_t)m->offset);
 	fay_span_tag_int(s, "size", m->size);
+	bs_burn(o->cpu_us);
 	while (off < end && !status) {
 		uint64_t obj = off / o->object_size;
 		uint32_t ooff = (uint32_t)(off % o->object_size);

@@ -86,7 +86,11 @@ static const char help[] =
 "\n"
 "ENVIRONMENT\n"
 "    FAY_SAMPLE, FAY_SHM_DIR, FAY_DISABLE as for any libfay program\n"
-"    (include/fay/trace.h).  FAY_SERVICE is ignored: each role names itself.\n";
+"    (include/fay/trace.h).  FAY_SERVICE is ignored: each role names itself.\n"
+"    BLOCKSTACK_CPU_US=ROLE=US[,...]  a known CPU cost per layer: each role\n"
+"    named (vm-client, composer, mapper, blocker-1, blocker-2) spins US\n"
+"    microseconds of its thread's CPU time per request it serves, inside\n"
+"    the span it opens for it (for CPU profiles checked against it).\n";
 
 enum { R_B1, R_B2, R_MAPPER, R_COMPOSER, R_CLIENT, R_N };
 static const char *const role_names[R_N] = {
@@ -547,6 +551,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (bs_cpu_us(o.role && !strcmp(o.role, "blocker") ? o.name : o.role, &o.cpu_us))
+		return 2;
 	if (o.role) {
 		if (!strcmp(o.role, "vm-client"))
 			return role_client(&o);

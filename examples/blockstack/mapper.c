@@ -146,6 +146,7 @@ int role_mapper(const struct bs_opts *o)
 		BLKIN_KEYVAL_STRING(&map, &ep, "object", m.object);
 		BLKIN_KEYVAL_INTEGER(&map, &ep, "offset", (int64_t)m.offset);
 		BLKIN_KEYVAL_INTEGER(&map, &ep, "size", m.size);
+		bs_burn(o->cpu_us);
 		if (m.op == BS_READ) {
 			which[0] = primary(m.object);
 			/* A read fails over to the other copy. */
