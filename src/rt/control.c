@@ -81,24 +81,34 @@ static void next_mark(char *buf, size_t len)
 }
 
 /* INL_NEXT: the mark that a fay follows this process's next image
- * (INLINE_RUN_DIR/PID.next): the image this process execs holds too (a
- * forked child's image has another pid: it does not), and only while
- * the mark is there.  Nothing is written into the environment: the
- * program would see it (python's os.environ: one more entry, one more
- * call of a function a query counts).  A session that ends while this image lives (fay detached,
+ * (INLINE_RUN_DIR/PID.next, holding that fay's pid as the session's
+ * SO_PEERCRED gives it, 0 when unknown): the image this process execs
+ * holds too (a forked child's image has another pid: it does not), only
+ * while the mark is there and that fay lives (rt_init()).  Nothing is
+ * written into the environment: the program would see it (python's
+ * os.environ: one more entry, one more call of a function a query
+ * counts).  A session that ends while this image lives (fay detached,
  * fell back to a uprobe, exited) removes it (drop_next()); an exec ends
  * it without a word, the mark stays for the next image. */
 static void next_image(void)
 {
-	char mark[108];
-	int fd;
+	struct ucred cr = { 0 };
+	socklen_t cl = sizeof(cr);
+	char mark[108], line[24];
+	int fd, n;
 
+	if (getsockopt(sfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || cr.pid < 0)
+		cr.pid = 0;
+	n = snprintf(line, sizeof(line), "%d\n", (int)cr.pid);
 	pthread_mutex_lock(&hold_lock);
 	if (holding) {
 		next_mark(mark, sizeof(mark));
-		fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd >= 0)
+		fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0) {
+			if (write(fd, line, (size_t)n) != n)
+				(void)ftruncate(fd, 0);	/* (read as 0: unknown) */
 			close(fd);
+		}
 	}
 	pthread_mutex_unlock(&hold_lock);
 }
@@ -638,19 +648,46 @@ static int open_socket(void)
 	return 0;
 }
 
+/* The mark at path (next_image()): true when it was there (it is gone
+ * now), *fay the pid it names (0: unknown). */
+static bool read_mark(const char *path, pid_t *fay)
+{
+	char line[24] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	*fay = 0;
+	if (fd < 0)
+		return false;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n > 0)
+		*fay = (pid_t)atoi(line);
+	return !unlink(path);
+}
+
 __attribute__((constructor)) static void rt_init(void)
 {
 	const char *hold = getenv("FAY_INLINE_HOLD");
 	char mark[108];
 	bool want_hold;
+	pid_t fay = 0;		/* the fay the hold waits for (0: unknown) */
 	sigset_t all, orig;
 	pthread_t th;
 	int err;
 
-	/* "1" (fay run), or an image exec()ed after INL_NEXT while its fay
-	 * follows (the mark of this pid: next_image()) */
+	/* "1" (fay run: fay is the parent), or an image exec()ed after
+	 * INL_NEXT while its fay follows (the mark of this pid, with that
+	 * fay's pid: next_image()); a fay that is gone holds nothing */
 	next_mark(mark, sizeof(mark));
-	want_hold = (hold && !strcmp(hold, "1")) || !unlink(mark);
+	if (hold && !strcmp(hold, "1")) {
+		want_hold = true;
+		fay = getppid();
+	} else {
+		want_hold = read_mark(mark, &fay);
+	}
+	if (want_hold && fay > 0 && proc_exiting(fay) == 1)
+		want_hold = false;
 	if (hold)
 		unsetenv("FAY_INLINE_HOLD");
 	owner = getpid();
@@ -680,14 +717,27 @@ __attribute__((constructor)) static void rt_init(void)
 	}
 	pthread_detach(th);
 	if (want_hold) {
-		struct timespec until;
+		/* at most 30 s, and not past the fay it waits for (killed, or
+		 * stopped with Ctrl-C after this image read the mark): looked
+		 * at every 250 ms */
+		for (int slice = 0; slice < 120; slice++) {
+			struct timespec until;
+			bool on;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 30;
-		pthread_mutex_lock(&hold_lock);
-		while (holding && pthread_cond_timedwait(&hold_cond, &hold_lock, &until) == 0)
-			;
-		pthread_mutex_unlock(&hold_lock);
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 250 * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_mutex_lock(&hold_lock);
+			while (holding && pthread_cond_timedwait(&hold_cond, &hold_lock, &until) == 0)
+				;
+			on = holding;
+			pthread_mutex_unlock(&hold_lock);
+			if (!on || (fay > 0 && proc_exiting(fay) == 1))
+				break;
+		}
 	}
 }
 
@@ -695,8 +745,8 @@ __attribute__((destructor)) static void rt_fini(void)
 {
 	/* (the mark of INL_NEXT stays: the destructor runs on the
 	 * program's thread, whose libc calls may be probed; the mark of a
-	 * pid is only read by an image of that pid holding FAY_INLINE_HOLD
-	 * with it) */
+	 * pid holds an image of that pid only while the fay it names
+	 * lives, and fay removes it when its run ends) */
 	if (lfd >= 0 && getpid() == owner)
 		unlink(path);
 }

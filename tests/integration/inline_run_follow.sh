@@ -11,7 +11,8 @@
 # the shell's 1 call (its image alone was armed) and liblzma's lzma_code
 # under `sh -c 'exec xz ...'` 0.  A real program's output must be
 # byte-identical to an unprobed run's; an image without the runtime (a
-# static program) runs on untraced and the query ends cleanly.
+# static program) runs on untraced and the query ends cleanly; a fay
+# killed while an exec()ed image holds for it lets that image run on.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
 WS=$BUILD/tests/bin/inline_work_static
@@ -124,6 +125,25 @@ for m in uprobe inline auto; do
 		pass "xz behind sh -c exec, $m: output identical, lzma_code n = $n$([ $m = uprobe ] || echo " = the uprobe's")"
 	fi
 done
+# fay gone while an exec()ed image holds for it: fay stopped before the
+# exec (so it cannot connect), the new image held, then fay killed: the
+# image runs on at once, not after the hold's 30 s (the mark names the
+# fay it waits for, and the hold looks at it every 250 ms)
+"$FAY" run --json --probe-mode=inline --query 'from f in function("libc:getsid") select { n: count() }' \
+	-- sh -c "sleep 2; exec $W sid 300" >"$T_TMP/k.out" 2>"$T_TMP/k.err" & kf=$!
+T_PIDS+=($kf)
+wait_for 30 grep -q attached "$T_TMP/k.err"
+kc=$(pgrep -P $kf | head -1)
+kill -STOP $kf
+wait_for 30 test "$(readlink /proc/$kc/exe)" = "$W"
+sleep 1		# held: fay cannot connect
+t0=$(date +%s%N)
+kill -KILL $kf
+kill -CONT $kf 2>/dev/null
+wait_for 40 grep -q "sid calls 300 bad 0" "$T_TMP/k.out"
+ms=$((($(date +%s%N) - t0) / 1000000))
+ok "fay killed while the exec()ed image holds for it: the program runs on at once ($ms ms, under 5 s)" \
+	test $ms -lt 5000 -a "$(grep -c 'sid calls 300 bad 0' "$T_TMP/k.out")" = 1
 # the runtime's marks that a fay follows the next image (PID.next beside
 # its socket) are gone once each fay run ended (none of this test's is
 # left: a process that exited leaves its own, fay removes it)
