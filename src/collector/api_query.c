@@ -364,6 +364,19 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 			return reply_json_status(c, con, 400, json_pack("{s:s}", "error", why));
 		}
 	}
+	if ((copts.all || query_ast(q)->src.scope != SCOPE_LOCAL) && p->mode == PLAN_STREAM &&
+	    p->keep_ns) {
+		/* its events would be kept on every host for no one: a
+		 * capture names a standing query */
+		M_ADD(c, queries_refused, 1);
+		free(text);
+		query_free(q);
+		return reply_json_status(c, con, 400, json_pack("{s:s}", "error",
+			"keep mode on the cluster needs a standing query, so that "
+			"its kept events can be asked for: register it with a name "
+			"(fay query --cluster URL --keep NAME, or POST /api/queries) "
+			"and bring them back with fay capture --query NAME --last DUR"));
+	}
 	{
 		/* #20: may this requester load these probes? (requester.h) */
 		bool cluster = copts.all || query_ast(q)->src.scope != SCOPE_LOCAL;
