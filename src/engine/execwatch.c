@@ -758,6 +758,31 @@ static int prog_start(struct engine_exec *x, struct exec_prog *q, const char *na
 	return err;
 }
 
+/* A command fay started whose probes are on no file (syscalls,
+ * tracepoints, profile): nothing to look at in its execs, only its
+ * descendants to follow (the fork and exit programs on the follow map
+ * cg_pid_filter() checks). */
+static int follow_only(struct engine *e)
+{
+	struct engine_exec *x = calloc(1, sizeof(*x));
+	char why[512] = "";
+
+	if (!x)
+		return -ENOMEM;
+	x->e = e;
+	x->guard = -1;
+	x->pid = e->opts.pid;
+	x->follow = e->follow;
+	e->exec = x;
+	if (prog_start(x, &x->exit, "sched:sched_process_exit", exit_prog, why, sizeof(why)) ||
+	    prog_start(x, &x->fork, "sched:sched_process_fork", fork_prog, why, sizeof(why))) {
+		pr_warn("the command's descendants are not followed (only its own process "
+			"is): %s", why);
+		engine_exec_free(e);
+	}
+	return 0;
+}
+
 int engine_exec_start(struct engine *e)
 {
 	struct engine_exec *x;
@@ -773,6 +798,8 @@ int engine_exec_start(struct engine *e)
 		want = true;
 		pid = pid < 0 || pid == e->progs[i].popts.pid ? e->progs[i].popts.pid : 0;
 	}
+	if (!want && e->follow && !e->exec)
+		return follow_only(e);
 	if (!want || e->exec)
 		return 0;
 	x = calloc(1, sizeof(*x));

@@ -16,6 +16,11 @@ K=1000
 # ---- system calls ------------------------------------------------------------
 fq --json -c "$W getppid $K" 'from s in syscall("getppid") group s by s.comm into g select { comm: g.key, n: g.count() }'
 same "$T_TMP/out" '{"comm":"query_work","n":1000}' "syscall: K getppid grouped by comm (-c)"
+# -c is the command and its descendants (as for function sources): a
+# shell's two children's calls count, each under its own comm (the
+# syscall source had only the shell's own process: 2)
+fq --json -c "sh -c '$W getppid $K; $W getppid $K; :'" 'from s in syscall("getppid") where s.comm == "query_work" select { n: count() }'
+same "$T_TMP/out" "{\"n\":$((2 * K))}" "syscall: -c follows the command's descendants (2 x K by two children of sh)"
 
 # fq_pid QUERY-WITH-@PID@ WORKLOAD...: start the workload held at a file,
 # trace it with -p PID, release it once fay says it is attached.
