@@ -33,3 +33,12 @@ vm_tap() {
 		esac
 	done <"$out"
 }
+
+# vm_need_query_work: root, fay and query_work (W) built, or skip saying
+# which is missing
+vm_need_query_work() {
+	need_root
+	W=$BUILD/tests/bin/query_work
+	[ -x "$FAY" ] || skip_all "fay is not built"
+	[ -x "$W" ] || skip_all "query_work is not built (make)"
+}

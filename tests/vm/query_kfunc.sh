@@ -11,11 +11,8 @@
 # refusals of "*" (no kprobe.multi here), of fay's own functions, of an
 # empty match, and the time "*_read*" takes to attach and detach.
 . "$(dirname "$0")/../lib/lib.sh"
-need_root
 . "$(dirname "$0")/lib.bash"
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || skip_all "fay is not built"
-[ -x "$W" ] || skip_all "query_work is not built (make)"
+vm_need_query_work
 
 out=$T_TMP/guest.log
 if ! vm_tap "$out" 900 FAY="$FAY" W="$W" bash "$TOP/tests/vm/query_kfunc.guest"; then

@@ -12,11 +12,8 @@
 # when the backports kernel cannot be had (setup.sh --backports fails:
 # no network, no bookworm-backports), saying why.
 . "$(dirname "$0")/../lib/lib.sh"
-need_root
 . "$(dirname "$0")/lib.bash"
-W=$BUILD/tests/bin/query_work
-[ -x "$FAY" ] || skip_all "fay is not built"
-[ -x "$W" ] || skip_all "query_work is not built (make)"
+vm_need_query_work
 BST=${VMTEST_BPO_STATE:-/var/tmp/fay-vmtest-bpo}
 if ! ls "$BST"/kernel/boot/vmlinuz-* >/dev/null 2>&1; then
 	VMTEST_STATE=$BST "$TOP/tests/vm/vmtest/setup.sh" --backports >"$T_TMP/setup.log" 2>&1 ||
