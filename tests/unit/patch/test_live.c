@@ -240,12 +240,23 @@ static void on_storm(int sig)
 		siglongjmp(storm_jb, 1);
 }
 
-/* Calls fn until stop; every SIGUSR2 jumps back here. */
+/* Calls fn until stop; every SIGUSR2 jumps back here.  The mask is not
+ * saved (sigsetjmp(.., 0)): the jump lands with SIGUSR2 still blocked,
+ * as the handler ran, and it is unblocked here, on the unwound stack.
+ * A saved mask would be restored inside siglongjmp() before the stack
+ * is left, and the next signal of the storm would nest a handler there,
+ * again and again: ASan's slower handler overflowed the stack in CI. */
 static void *jumper(void *arg)
 {
+	sigset_t usr2;
+
 	(void)arg;
-	if (sigsetjmp(storm_jb, 1))
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	if (sigsetjmp(storm_jb, 0)) {
 		storm_jumps++;
+		pthread_sigmask(SIG_UNBLOCK, &usr2, NULL);
+	}
 	storm_ready = 1;
 	while (!stop) {
 		long a = storm_jumps & 0xffff;
