@@ -5,7 +5,7 @@
 # (agents on one machine share a kernel: the probe on ./qw resolves to
 # each host's own file, so each host has its own truth).  Three kinds of
 # host: h1 h2 sleep 300 us at a time, h3 h4 600 us, h5 h6 900 us; after
-# ~3 s h6 turns into the first kind.  Grouped by the mix of
+# ~6 s h6 turns into the first kind.  Grouped by the mix of
 # fay_work_sleep's argument, k-means at the collector must recover the
 # three groups exactly in every window, report h6 changed once (from the
 # 900 us category to the 300 us one) and nobody else; then `into auto`
@@ -39,7 +39,9 @@ go=$T_TMP/go
 for h in $HOSTS; do
 	# each ends by itself (timeout) whatever happens to this script
 	if [ $h = h6 ]; then
-		( QW_WAIT=$go timeout 60 "$T_TMP/$h/qw" sleep 3000 900 &&
+		# ~5.7 s at 900 us: the first whole window after the go
+		# (it starts within 2 s of it) ends before h6 turns
+		( QW_WAIT=$go timeout 60 "$T_TMP/$h/qw" sleep 6000 900 &&
 		  exec timeout 60 "$T_TMP/$h/qw" sleep 1000000 300 ) &
 	else
 		QW_WAIT=$go timeout 60 "$T_TMP/$h/qw" sleep 1000000 "${US[$h]}" &
