@@ -11,8 +11,10 @@
 # probe takes the slot back (src/rt/README.md "Signals").
 # Checked: SIGJMP_ROUNDS (default 10) attach/detach rounds during the
 # storm, each ending (exit 0, sum(arg1) = 7 x count, but for calls whose
-# program the handler jumped out of between its two updates: a multiple
-# of 7, at most 100 such calls); the signals landed
+# program the handler jumped out of between its two updates: the count
+# has them, the sum not; at most 100 of them or 1 in 1000 calls: on the
+# quiet CI machine rounds of 1.3-3.8 M calls had 256-479, at load 10-15
+# rounds had fewer than 100); the signals landed
 # in the probe machinery and were jumped out of; then, with no signals,
 # a query counts exactly the K calls of phase 2; the bytes are restored,
 # every call returned the right result.  Then under fay run --query over
@@ -46,7 +48,8 @@ for i in $(seq $N); do
 	python3 -c "
 import json, sys
 r = json.loads(open('$T_TMP/out').read())
-sys.exit(0 if r['s'] % 7 == 0 and abs(r['s'] - 7 * r['n']) <= 7 * 100 else 1)" ||
+cut = 7 * r['n'] - r['s']
+sys.exit(0 if r['s'] % 7 == 0 and 0 <= cut <= 7 * max(100, r['n'] // 1000) else 1)" ||
 		{ bad=$((bad + 1)); diag "round $i: $(cat "$T_TMP/out")"; }
 	python3 -c "
 import json, sys
