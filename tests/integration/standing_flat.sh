@@ -95,7 +95,9 @@ ok "exactly one of A and B runs it" wait_for 30 one_runs
 one_runs || { diag "$(tail -n 20 "$T_TMP/A.log" "$T_TMP/B.log")"; done_testing; exit; }
 declare -A HOSTS=([A]="h1 h2" [B]="h3 h4")
 diag "holder: $R (${HOSTS[$R]}), beside it: $O (${HOSTS[$O]})"
-ok "the store's collectors table has both, each with its hosts" [ "$(chq "SELECT count() FROM (SELECT id, argMax(hosts, ver) AS h FROM flat.collectors GROUP BY id) WHERE h IN ('[\"h1\",\"h2\"]', '[\"h2\",\"h1\"]', '[\"h3\",\"h4\"]', '[\"h4\",\"h3\"]')")" = 2 ]
+# (each collector writes its row at its next beat: waited for)
+both_rows() { [ "$(chq "SELECT count() FROM (SELECT id, argMax(hosts, ver) AS h FROM flat.collectors GROUP BY id) WHERE h IN ('[\"h1\",\"h2\"]', '[\"h2\",\"h1\"]', '[\"h3\",\"h4\"]', '[\"h4\",\"h3\"]')")" = 2 ]; }
+ok "the store's collectors table has both, each with its hosts" wait_for 30 both_rows
 
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 # wins FROM [TO]: the merged windows ending in (FROM, TO] (us) as lines
