@@ -25,7 +25,7 @@
  *
  * The patch window (from the hold to the last membarrier) calls no
  * function outside this file: every system call is a raw syscall
- * instruction (rsys()) and every byte is stored here, because the
+ * instruction (raw_syscall()) and every byte is stored here, because the
  * function being written may be any of libc's (malloc, nanosleep,
  * getpid, syscall, memcpy, opendir...): a call of it from the patcher's
  * own thread would meet its own hold.  A process that forks inside the
@@ -48,20 +48,8 @@
 
 #include <linux/membarrier.h>
 
+#include "common/rawsys.h"
 #include "patch/patch_int.h"
-
-/* A system call without libc (the patch window: above). */
-static long rsys(long nr, long a, long b, long c, long d)
-{
-	register long r10 __asm__("r10") = d;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
 
 /* Store n bytes one by one (no memcpy() call: the patch window). */
 static void put_bytes(volatile uint8_t *dst, const uint8_t *src, size_t n)
@@ -83,15 +71,15 @@ static void store2(uint8_t *p, const uint8_t *b)
  * The bytes read, or -errno. */
 static long read_raw(const char *path, char *buf, size_t n)
 {
-	long fd = rsys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+	long fd = raw_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
 	long got = 0, r;
 
 	if (fd < 0)
 		return fd;
-	while (got < (long)n - 1 && (r = rsys(SYS_read, fd, (long)(buf + got),
+	while (got < (long)n - 1 && (r = raw_syscall(SYS_read, fd, (long)(buf + got),
 					      (long)n - 1 - got, 0)) > 0)
 		got += r;
-	rsys(SYS_close, fd, 0, 0, 0);
+	raw_syscall(SYS_close, fd, 0, 0, 0);
 	buf[got] = '\0';
 	return got;
 }
@@ -288,9 +276,9 @@ static void on_move(int sig, siginfo_t *si, void *uc_)
 {
 	ucontext_t *uc = uc_;
 	struct patch_site *s = moving;
-	pid_t me = (pid_t)rsys(SYS_gettid, 0, 0, 0, 0);
+	pid_t me = (pid_t)raw_syscall(SYS_gettid, 0, 0, 0, 0);
 
-	if (!s || si->si_code != SI_TKILL || si->si_pid != (pid_t)rsys(SYS_getpid, 0, 0, 0, 0)) {
+	if (!s || si->si_code != SI_TKILL || si->si_pid != (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0)) {
 		/* the program's own handler, with the mask its sigaction
 		 * asked for (on_move runs with every signal blocked) */
 		uint64_t m = *(const uint64_t *)&uc->uc_sigmask |
@@ -298,7 +286,7 @@ static void on_move(int sig, siginfo_t *si, void *uc_)
 
 		if (!(old_move.sa_flags & SA_NODEFER))
 			m |= 1ull << (sig - 1);
-		rsys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8);
+		raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8);
 		if (old_move.sa_flags & SA_SIGINFO) {
 			if (old_move.sa_sigaction)
 				old_move.sa_sigaction(sig, si, uc_);
@@ -329,14 +317,14 @@ struct dirent64_raw {
 static int list_threads(pid_t self)
 {
 	char buf[4096];
-	long fd = rsys(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
+	long fd = raw_syscall(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
 		       O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	long n;
 
 	if (fd < 0)
 		return (int)fd;
 	move_n = 0;
-	while ((n = rsys(SYS_getdents64, fd, (long)buf, sizeof(buf), 0)) > 0) {
+	while ((n = raw_syscall(SYS_getdents64, fd, (long)buf, sizeof(buf), 0)) > 0) {
 		for (long at = 0; at < n;) {
 			const struct dirent64_raw *e = (const void *)(buf + at);
 			pid_t t = 0;
@@ -350,7 +338,7 @@ static int list_threads(pid_t self)
 			at += e->reclen;
 		}
 	}
-	rsys(SYS_close, fd, 0, 0, 0);
+	raw_syscall(SYS_close, fd, 0, 0, 0);
 	return n < 0 ? (int)n : 0;
 }
 
@@ -368,8 +356,8 @@ static int list_threads(pid_t self)
  */
 static int move_threads(struct patch_site *s, bool *pending)
 {
-	pid_t self = (pid_t)rsys(SYS_gettid, 0, 0, 0, 0);
-	pid_t pid = (pid_t)rsys(SYS_getpid, 0, 0, 0, 0);
+	pid_t self = (pid_t)raw_syscall(SYS_gettid, 0, 0, 0, 0);
+	pid_t pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0);
 	struct timespec nap = { 0, 50000 };
 	uint64_t f = (uint64_t)(uintptr_t)s->func;
 	int rc = list_threads(self);
@@ -378,7 +366,7 @@ static int move_threads(struct patch_site *s, bool *pending)
 		return rc;
 	moving = s;
 	for (int i = 0; i < move_n; i++)
-		if (rsys(SYS_tgkill, pid, move_tids[i], MOVE_SIG, 0))
+		if (raw_syscall(SYS_tgkill, pid, move_tids[i], MOVE_SIG, 0))
 			move_acked[i] = 1;		/* gone */
 	for (int i = 0; i < move_n && !rc; i++) {
 		int blocked_looks = 0;
@@ -386,7 +374,7 @@ static int move_threads(struct patch_site *s, bool *pending)
 		for (int w = 0; !__atomic_load_n(&move_acked[i], __ATOMIC_ACQUIRE); w++) {
 			uint64_t pc;
 
-			if (rsys(SYS_tgkill, pid, move_tids[i], 0, 0) == -ESRCH)
+			if (raw_syscall(SYS_tgkill, pid, move_tids[i], 0, 0) == -ESRCH)
 				break;			/* exited meanwhile */
 			if (w > 20000) {		/* ~1 s */
 				rc = -ETIMEDOUT;
@@ -403,7 +391,7 @@ static int move_threads(struct patch_site *s, bool *pending)
 					break;
 				}
 			}
-			rsys(SYS_nanosleep, (long)&nap, 0, 0, 0);
+			raw_syscall(SYS_nanosleep, (long)&nap, 0, 0, 0);
 		}
 	}
 	moving = NULL;
@@ -413,7 +401,7 @@ static int move_threads(struct patch_site *s, bool *pending)
 /* Inside the window: libc-free. */
 static int sync_cores(void)
 {
-	long rc = rsys(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0);
+	long rc = raw_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0);
 
 	return rc < 0 ? (int)rc : 0;
 }
@@ -574,10 +562,10 @@ void patch_live_child(void)
 	/* one thread, outside the function (in fork()): no hold needed */
 	pg = (uintptr_t)s->func & ~(uintptr_t)4095;
 	span = ((uintptr_t)s->func + JMP_LEN - pg + 4095) & ~(size_t)4095;
-	rsys(SYS_mprotect, (long)pg, (long)span, PROT_READ | PROT_WRITE | PROT_EXEC, 0);
+	raw_syscall(SYS_mprotect, (long)pg, (long)span, PROT_READ | PROT_WRITE | PROT_EXEC, 0);
 	put_bytes(s->func + 1, writing_bytes + 1, JMP_LEN - 1);
 	s->func[0] = writing_bytes[0];
-	rsys(SYS_mprotect, (long)pg, (long)span, PROT_READ | PROT_EXEC, 0);
+	raw_syscall(SYS_mprotect, (long)pg, (long)span, PROT_READ | PROT_EXEC, 0);
 	writing = NULL;
 }
 
@@ -655,7 +643,7 @@ static int live_write_once(struct patch_site *s, const uint8_t *new, bool to_pat
 	}
 	writing = NULL;
 	/* The window is over. */
-	rsys(SYS_mprotect, (long)pg, (long)span, PROT_READ | PROT_EXEC, 0);
+	raw_syscall(SYS_mprotect, (long)pg, (long)span, PROT_READ | PROT_EXEC, 0);
 	/* A signal not taken yet (a thread that blocks it, or late) may be
 	 * pending somewhere: leave the handler (it passes other signals on)
 	 * rather than let it kill the process. */

@@ -43,6 +43,7 @@
 
 #include <linux/membarrier.h>
 
+#include "common/rawsys.h"
 #include "fay/trace.h"
 #include "rt/rt.h"
 
@@ -202,14 +203,7 @@ static unsigned int take_slot(void)
  * any of libc's): the 64 signals as one word. */
 static long raw_sigmask(int how, const uint64_t *set, uint64_t *old)
 {
-	long ret;
-	register long r10 __asm__("r10") = 8;
-
-	__asm__ volatile("syscall" : "=a"(ret)
-			 : "0"((long)SYS_rt_sigprocmask), "D"((long)how), "S"(set), "d"(old),
-			   "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return raw_syscall(SYS_rt_sigprocmask, how, (long)set, (long)old, 8);
 }
 
 static bool thread_init_unmasked(struct rt_thread *t);
@@ -314,11 +308,7 @@ static unsigned long taken_back_n;	/* slots taken back (rt_probe_taken_back) */
  * function: this runs inside a handler). */
 static long raw_sigaltstack(stack_t *ss)
 {
-	long ret;
-
-	__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_sigaltstack), "D"(0L), "S"(ss)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return raw_syscall(SYS_sigaltstack, 0, (long)ss, 0, 0);
 }
 
 /*
