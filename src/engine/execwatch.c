@@ -758,6 +758,26 @@ static int prog_start(struct engine_exec *x, struct exec_prog *q, const char *na
 	return err;
 }
 
+/* The exit and fork programs on x->follow (the command's descendants):
+ * 0, or -errno with a warning and neither loaded (only the command's
+ * own process is followed then). */
+static int start_follow(struct engine_exec *x)
+{
+	char why[512] = "";
+	int err = prog_start(x, &x->exit, "sched:sched_process_exit", exit_prog, why,
+			     sizeof(why));
+
+	err = err ? : prog_start(x, &x->fork, "sched:sched_process_fork", fork_prog, why,
+				 sizeof(why));
+	if (err) {
+		pr_warn("the command's descendants are not followed (only its own process "
+			"is): %s", why);
+		prog_free(&x->fork);
+		prog_free(&x->exit);
+	}
+	return err;
+}
+
 /* A command fay started whose probes are on no file (syscalls,
  * tracepoints, profile): nothing to look at in its execs, only its
  * descendants to follow (the fork and exit programs on the follow map
@@ -765,7 +785,6 @@ static int prog_start(struct engine_exec *x, struct exec_prog *q, const char *na
 static int follow_only(struct engine *e)
 {
 	struct engine_exec *x = calloc(1, sizeof(*x));
-	char why[512] = "";
 
 	if (!x)
 		return -ENOMEM;
@@ -774,12 +793,8 @@ static int follow_only(struct engine *e)
 	x->pid = e->opts.pid;
 	x->follow = e->follow;
 	e->exec = x;
-	if (prog_start(x, &x->exit, "sched:sched_process_exit", exit_prog, why, sizeof(why)) ||
-	    prog_start(x, &x->fork, "sched:sched_process_fork", fork_prog, why, sizeof(why))) {
-		pr_warn("the command's descendants are not followed (only its own process "
-			"is): %s", why);
+	if (start_follow(x))
 		engine_exec_free(e);
-	}
 	return 0;
 }
 
@@ -849,14 +864,8 @@ int engine_exec_start(struct engine *e)
 		goto fail;
 	}
 	/* the fork program before the exec one: no child unseen between */
-	if (x->follow &&
-	    (prog_start(x, &x->exit, "sched:sched_process_exit", exit_prog, why, sizeof(why)) ||
-	     prog_start(x, &x->fork, "sched:sched_process_fork", fork_prog, why, sizeof(why)))) {
-		pr_warn("the command's descendants are not followed (only its own process "
-			"is): %s", why);
-		prog_free(&x->fork);
-		prog_free(&x->exit);
-	}
+	if (x->follow)
+		start_follow(x);
 	err = prog_start(x, &x->exec, "sched:sched_process_exec", exec_prog, why, sizeof(why));
 	if (err)
 		goto fail;
