@@ -52,7 +52,8 @@
  * chroot, a new mount namespace) its new files are probed for that pid.
  * A command fay started (engine_opts.hold_execs) is stopped by the
  * program itself at each exec and executable mmap() it reports
- * (bpf_send_signal(SIGSTOP), taken before its next user instruction) and
+ * (bpf_send_signal(SIGSTOP), queued before the record is written and
+ * taken before its next user instruction) and
  * continued by on_exec() once its files are probed: no call missed.
  *
  * Such a command's descendants are its too (`-c 'unshare -f -p chroot
@@ -421,17 +422,25 @@ void engine_exec_free(struct engine *e)
 
 /* The record at the stack slot rec, size bytes, into the ring; with
  * x->hold, the task stopped (SIGSTOP, taken on its way back to user
- * space) when it is there: on_exec() continues it. */
+ * space) when it is there: on_exec() continues it.  The stop is queued
+ * before the record is written: fay may read the record and send its
+ * SIGCONT before this program's next instruction (a vCPU preempted in
+ * between), and a SIGSTOP queued after that SIGCONT would stop the task
+ * for good (a CI run of 2026-11-29: an nspawn container stopped at its exec for
+ * the 120 s of the test's timeout).  No record: SIGCONT discards the
+ * queued stop. */
 static void emit_output(struct engine_exec *x, struct ir *ir, int rec, int size, int out)
 {
 	ir_reg r = ir_vreg(ir);
 
+	if (x->hold)
+		ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGSTOP));
 	ir_call(ir, r, BPF_FUNC_ringbuf_output, 4, IR_M(x->ring), IR_S(rec), IR_I(size),
 		IR_I(0));
 	if (!x->hold)
 		return;
-	ir_jmp(ir, BPF_JNE, r, IR_I(0), out);	/* no record: never stopped */
-	ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGSTOP));
+	ir_jmp(ir, BPF_JEQ, r, IR_I(0), out);
+	ir_call(ir, IR_NOREG, BPF_FUNC_send_signal, 1, IR_I(SIGCONT));
 }
 
 /* To out when the u32 at stack slot key is not in the follow map (r
