@@ -3,10 +3,15 @@
  * The inline probes' control channel: framing and descriptor passing
  * (inline_wire.h).  Linked into fay and into the runtime library.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/inline_wire.h"
@@ -14,6 +19,35 @@
 void inline_sock_path(pid_t pid, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%d.sock", INLINE_RUN_DIR, (int)pid);
+}
+
+int inline_sweep_stale(void)
+{
+	DIR *d = opendir(INLINE_RUN_DIR);
+	struct dirent *de;
+	time_t now = time(NULL);
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end, path[300];
+		long pid = strtol(de->d_name, &end, 10);
+		struct stat st;
+
+		if (pid <= 0 || end == de->d_name ||
+		    (strcmp(end, ".sock") && strcmp(end, ".next")))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", INLINE_RUN_DIR, de->d_name);
+		if (lstat(path, &st) || st.st_mtime + 1 >= now)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (!unlink(path))
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 void inline_hdr(struct inl_hdr *h, enum inl_type type, size_t len, uint32_t count)

@@ -113,6 +113,14 @@ struct inl_reply {
 
 /* The socket path of pid's runtime into buf (INLINE_RUN_DIR/PID.sock). */
 void inline_sock_path(pid_t pid, char *buf, size_t len);
+
+/* Remove from INLINE_RUN_DIR the control sockets (PID.sock) and follow
+ * marks (PID.next) of processes that are gone (kill(PID, 0) fails with
+ * ESRCH) and that are older than a second (a process that took a freed pid
+ * an instant ago keeps its new socket): a runtime removes its socket only
+ * at a normal exit, so killed processes leave theirs.  Returns how many
+ * files were removed; a missing directory is 0. */
+int inline_sweep_stale(void);
 /* Send one message (len bytes) with nfds file descriptors.  0 or -errno. */
 int inline_send(int fd, const void *msg, size_t len, const int *fds, int nfds);
 /* Receive one message into buf (cap bytes); up to *nfds descriptors into

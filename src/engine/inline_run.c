@@ -990,6 +990,8 @@ static void drop_next_mark(pid_t pid)
 void engine_inl_free(struct engine *e)
 {
 	engine_inl_release(e);
+	if (e->inl)	/* (a session's fay cleans up after killed processes) */
+		inline_sweep_stale();
 	/* (also when no session armed: a wrapper told NEXT that exited) */
 	if (e->opts.inline_wait_ms > 0 && e->nprogs > 0 && e->progs[0].popts.pid > 0)
 		drop_next_mark(e->progs[0].popts.pid);

@@ -61,7 +61,24 @@ ok "its function's bytes are the original ones after the query" test "$(first_by
 grep -q 'libfay-probe.so' /proc/$wpid/maps && [ -S /run/fay/inline/$wpid.sock ] &&
 	pass "the runtime stays loaded, idle (its trampolines may still be returned into)" ||
 	fail "runtime after the query" "$(grep fay /proc/$wpid/maps)"
+# leftovers of killed processes in the control directory: a gone pid's
+# socket and mark (a minute old) go at the end of an inline session; a
+# live pid's and one made this instant stay
+true & gone=$!
+wait $gone
+D=/run/fay/inline
+touch -d '1 minute ago' "$D/$gone.sock" "$D/$gone.next" "$D/$$.sock"
+sleep 0 & gone2=$!
+wait $gone2
+touch "$D/$gone2.sock"
 timeout 30 "$FAY" query --json --probe-mode=inline -p $wpid "$Q" >"$T_TMP/o2" 2>"$T_TMP/e2"
+[ ! -e "$D/$gone.sock" ] && [ ! -e "$D/$gone.next" ] &&
+	pass "a gone process's socket and mark are removed by the next session" ||
+	fail "stale socket removed" "$(ls -l "$D" | head)"
+[ -e "$D/$$.sock" ] && [ -e "$D/$gone2.sock" ] &&
+	pass "a live pid's socket and a fresh one stay" ||
+	fail "live/fresh socket kept" "$(ls -l "$D/$$.sock" "$D/$gone2.sock" 2>&1)"
+rm -f "$D/$$.sock" "$D/$gone2.sock"
 grep -q "pid $wpid: inline (" "$T_TMP/e2" && ! grep -q ptrace "$T_TMP/e2" &&
 	pass "a second query uses the loaded runtime (no second load)" || fail "second query" "$(cat "$T_TMP/e2")"
 [ "$(grep -c 'r-xp.*libfay-probe.so' /proc/$wpid/maps)" = 1 ] &&
