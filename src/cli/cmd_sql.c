@@ -60,7 +60,7 @@ static int via_collector(const char *url, const char *sql, const char *token, in
 	char full[2048];
 
 	snprintf(full, sizeof(full), "%s/api/sql?format=%s", url, json ? "json" : "table");
-	return tr_http_to_stdout("POST", full, sql, token, url, true);
+	return tr_http_to_stdout("POST", full, sql, token, url, false);
 }
 
 int cmd_sql(int argc, char **argv)

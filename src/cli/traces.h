@@ -168,10 +168,11 @@ int tr_http(const char *method, const char *url, const char *body, const char *t
 	    struct tr_http_resp *resp, char *err, size_t errlen);
 /* tr_http(), then a 200's body written to stdout as it is; otherwise the
  * error on stderr, prefixed with shown (the collector's URL).  Returns 0;
- * 2 for a status the caller's mistake (usage2: 400, 403 and 404 when
- * true, else 400 alone); 1 otherwise. */
+ * 2 for a status that is the caller's mistake (400, 403, and 404 when
+ * missing2: a name or id the caller gave that is not there); 1 otherwise
+ * (a 404 without missing2: not the server the caller meant). */
 int tr_http_to_stdout(const char *method, const char *url, const char *body,
-		      const char *token, const char *shown, bool usage2);
+		      const char *token, const char *shown, bool missing2);
 
 /* The collector `fay traces` asks when neither --server nor $FAY_SERVER
  * names one. */

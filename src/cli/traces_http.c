@@ -168,7 +168,7 @@ int tr_http(const char *method, const char *url, const char *body, const char *t
 }
 
 int tr_http_to_stdout(const char *method, const char *url, const char *body,
-		      const char *token, const char *shown, bool usage2)
+		      const char *token, const char *shown, bool missing2)
 {
 	struct tr_http_resp resp = { 0 };
 	char err[512];
@@ -183,7 +183,7 @@ int tr_http_to_stdout(const char *method, const char *url, const char *body,
 	if (st != 200) {
 		fprintf(stderr, "error: %s: HTTP %ld: %s", shown, st, resp.body ? resp.body : "\n");
 		free(resp.body);
-		return st == 400 || (usage2 && (st == 403 || st == 404)) ? 2 : 1;
+		return st == 400 || st == 403 || (missing2 && st == 404) ? 2 : 1;
 	}
 	fwrite(resp.body, 1, resp.len, stdout);
 	free(resp.body);

@@ -51,6 +51,9 @@ assert json.loads(sys.argv[1]) == [{'name': 'get', 'empty': None}, {'name': 'que
 	ok "$backend: --collector: the collector's store answers" [ "$(printf '%s\n' "$out" | sed -n 3p)" = 2 ]
 	"$FAY" sql --collector "$URL" "${BAD[1]}" >/dev/null 2>"$T_TMP/err"
 	ok "$backend: --collector refuses a write with 403" bash -c "[ $? -eq 2 ] && grep -q 403 '$T_TMP/err'"
+	"$FAY" sql --collector "$URL/not-fay" "SELECT 1" >/dev/null 2>"$T_TMP/err"
+	ok "$backend: --collector at a URL with no /api/sql (HTTP 404): exit 1, not a usage error" \
+		bash -c "[ $? -eq 1 ] && grep -q 404 '$T_TMP/err'"
 	coll_stop
 done
 # tags are SQL-queryable on ClickHouse (Nested columns)
