@@ -10,7 +10,9 @@
  *   processes.STATE        fay_agent_processes{state=STATE}
  *   probes[] {name, hits}  fay_agent_probe_hits_total{probe=NAME}
  *   any other number N.M   fay_agent_N_M_total (a counter) or
- *                          fay_agent_N_M (a gauge: is_gauge())
+ *                          fay_agent_N_M (a gauge: is_gauge()), e.g.
+ *                          keep mode's fay_agent_keep_held (events kept
+ *                          now) and fay_agent_keep_overwritten_total
  *
  * every sample labelled with the agent's host and id, plus fay_agent_up and
  * fay_agent_stats_age_seconds (how old the file is).
@@ -51,6 +53,7 @@ static int is_gauge(const char *full, const char *key)
 		"uptime_s", "rings", "spool_bytes", "spool_batches", "shipping_connected",
 		"drain_queue_max", "drain_fast_tick", "flight_bytes", "flight_used",
 		"flight_spans", "flight_oldest_ns", "containers_looked_into", "containers_shm_dirs",
+		"keep_queries", "keep_bytes", "keep_held", "keep_oldest_ns",
 	};
 	size_t n = strlen(key);
 

@@ -34,6 +34,11 @@ ok "its levels are gauges without _total: connected, the spool's bytes" bash -c 
 ok "no untyped family, and every counter is named _total" bash -c \
 	"! curl -s $M | grep -q ' untyped$' &&
 	 ! curl -s $M | grep -E '^# TYPE [a-z_]+ counter$' | grep -vq '_total counter$'"
+ok "keep mode's buffers: what they hold a gauge, what they overwrote a counter" bash -c \
+	"curl -s $M | grep -qx '# TYPE fay_agent_keep_held gauge' &&
+	 curl -s $M | grep -q '^fay_agent_keep_queries{.*} 0$' &&
+	 curl -s $M | grep -q '^fay_agent_keep_overwritten_total{.*} 0$' &&
+	 ! curl -s $M | grep -q '^fay_agent_keep_held_total'"
 ok "processes by state" bash -c "curl -s $M | grep -q '^fay_agent_processes{.*state=\"live\"} 0$'"
 ok "how old the counters are" bash -c "curl -s $M | grep -qE '^fay_agent_stats_age_seconds\{.*\} [0-9.]+$'"
 ok "every sample line parses" bash -c "curl -s $M | grep -v '^#' | grep -vqE '^[a-z_]+\{[^}]*\} [0-9.e+-]+$' && exit 1 || exit 0"
