@@ -135,12 +135,33 @@ int bpf_uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 	return fd < 0 ? -errno : (int)fd;
 }
 
+int bpf_trivial_prog(enum bpf_prog_type type, enum bpf_attach_type expected,
+		     uint32_t attach_btf_id)
+{
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = expected,
+		    .attach_btf_id = attach_btf_id);
+	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, 0), EXIT_INSN() };
+	int fd = bpf_prog_load(type, "fay_try", "GPL", insns, 2, &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int bpf_raw_tp_link(int prog_fd)
+{
+	int fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+
+	return fd < 0 ? -errno : fd;
+}
+
+bool bpf_have_ringbuf(void)
+{
+	return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
+}
+
 bool bpf_have_uprobe_multi(void)
 {
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_UPROBE_MULTI_NR);
-	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, 0), EXIT_INSN() };
 	uint64_t off = 0, cookie = 0;
-	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "fay_try", "GPL", insns, 2, &o), link;
+	int fd = bpf_trivial_prog(BPF_PROG_TYPE_KPROBE, BPF_TRACE_UPROBE_MULTI_NR, 0), link;
 
 	if (fd < 0)
 		return false;

@@ -23,7 +23,7 @@ struct bprog;
 /* A map: HASH, PERCPU_HASH, LRU_HASH, ARRAY or PERCPU_ARRAY with a bound on entries;
  * also PERF_EVENT_ARRAY (key and value 4 bytes, one entry per CPU) and
  * RINGBUF (key and value 0, max_entries the size in bytes: a power of two
- * and a multiple of the page size), whose fd the caller reads with libbpf.
+ * and a multiple of the page size), which a brbuf (rbuf.h) reads.
  * Nothing is created in the kernel until bmap_create() (or bprog_load() of
  * a program using it).  Returns NULL and sets errno (EINVAL for another
  * type, zero sizes or max_entries, ENOMEM).  Free with bmap_free(). */
@@ -141,6 +141,18 @@ int bpf_kprobe_multi_link(int prog_fd, const char *const *syms, size_t n, bool r
  * uprobe.multi). */
 int bpf_uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 			  const uint64_t *cookies, size_t n, pid_t pid, bool ret);
+/* A program of type that returns 0, loaded with the expected attach
+ * type and BTF id given (0: none): its fd, or -errno when this kernel
+ * refuses such a program there (how fay asks what a kernel can do, as
+ * libbpf's feature probes do).  The caller closes the fd. */
+int bpf_trivial_prog(enum bpf_prog_type type, enum bpf_attach_type expected,
+		     uint32_t attach_btf_id);
+/* Attach the tracing program prog_fd (fentry/fexit: its BTF id given at
+ * load) through a raw tracepoint link.  Returns the link's fd (closing
+ * it detaches) or -errno. */
+int bpf_raw_tp_link(int prog_fd);
+/* Does this kernel have BPF ring buffers (Linux 5.8)? */
+bool bpf_have_ringbuf(void);
 /* Does this kernel make uprobe.multi links?  As libbpf probes it: a link
  * on "/" (no regular file) fails with EBADF where it does, with EINVAL
  * where it does not (before Linux 6.6). */

@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
-
+#include "bpf/kbtf.h"
 #include "cli/cmds.h"
 #include "common/log.h"
 #include "probe/elfsym.h"
@@ -175,26 +173,27 @@ static int list_tracepoints(struct lister *l, const char *tdir)
 	return 0;
 }
 
+static int add_kfunc(const char *name, int nargs, void *ctx)
+{
+	(void)nargs;
+	return add_line(ctx, name) ? -ENOMEM : 0;
+}
+
 static int list_kfuncs(struct lister *l)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	int n;
+	struct kbtf *btf = kbtf_open();
+	int err;
 
 	if (!btf) {
+		err = -errno;
 		pr_warn("cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): %s",
-			strerror(errno));
-		return -errno;
+			strerror(-err));
+		return err;
 	}
-	n = (int)btf__type_cnt(btf);
-	for (int id = 1; id < n; id++) {
-		const struct btf_type *t = btf__type_by_id(btf, id);
-
-		if (btf_is_func(t) && add_line(l, btf__name_by_offset(btf, t->name_off))) {
-			btf__free(btf);
-			return -ENOMEM;
-		}
-	}
-	btf__free(btf);
+	err = kbtf_each_func(btf, add_kfunc, l);
+	kbtf_free(btf);
+	if (err)
+		return err;
 	qsort(l->lines, l->nlines, sizeof(*l->lines), cmp_str);
 	for (size_t i = 0; i < l->nlines; i++) {
 		if (!i || strcmp(l->lines[i], l->lines[i - 1]))

@@ -9,6 +9,7 @@
 
 #include "bpf/ir.h"
 #include "bpf/load.h"
+#include "bpf/rbuf.h"
 #include "engine/engine.h"
 #include "probe/probe.h"
 #include "probe/stacksym.h"
@@ -91,8 +92,7 @@ struct engine {
 	char host[QUERY_STR_MAX + 1];
 
 	/* streaming */
-	struct ring_buffer *rb;
-	struct perf_buffer *pb;
+	struct brbuf *out_rd;		/* e->out's reader (ring or perf buffers) */
 	engine_record_fn rec_fn;
 	void *rec_ctx;
 	uint64_t user_lost;		/* perf buffer: lost samples */

@@ -116,10 +116,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
-
-#include <bpf/libbpf.h>
-
 #include "common/log.h"
 #include "engine/engine_int.h"
 #include "probe/procroot.h"
@@ -153,7 +149,7 @@ struct engine_exec {
 	struct bmap *known;		/* (s_dev, ino) -> 1: looked at, nothing to do */
 	struct probe_file_offs fo;	/* where the program finds them (ok: have_fo) */
 	bool have_fo;
-	struct ring_buffer *rb;
+	struct brbuf *rb;
 	struct engine *e;
 	struct proc_root_id *seen;	/* views looked at: fay's first */
 	size_t nseen;
@@ -230,7 +226,7 @@ static void follow_child(struct engine_exec *x, pid_t pid, uint64_t addr, uint64
  * (MMAP_REC: its pid, the address and the length): every following
  * probe, exit ones first (as engine_attach(): no entry recorded without
  * its exit). */
-static int on_exec(void *ctx, void *data, size_t size)
+static int on_exec(void *ctx, const void *data, size_t size)
 {
 	struct engine_exec *x = ctx;
 	struct engine *e = x->e;
@@ -294,14 +290,14 @@ out:
 	return 0;
 }
 
-/* Every pid of the held map continued (the guard's job too, as it may
- * not call into fay's code). */
-static void continue_held(int map)
+/* Every pid of the held map continued (the guard's job too: after
+ * fork(), bmap_next_key() is one system call, no lock nor allocation). */
+static void continue_held(const struct bmap *held)
 {
 	uint32_t k = 0, next;
 	bool first = true;
 
-	while (!bpf_map_get_next_key(map, first ? NULL : &k, &next)) {
+	while (!bmap_next_key(held, first ? NULL : &k, &next)) {
 		kill((pid_t)next, SIGCONT);
 		k = next;
 		first = false;
@@ -312,10 +308,10 @@ static void continue_held(int map)
  * waits reaps it), with nothing open but the held map and the pipe's
  * read end, whose read returns when fay is gone (killed, crashed) or
  * done; then every process still held is continued. */
-static void guard_run(int map, int rd)
+static void guard_run(const struct bmap *held, int rd)
 {
 	char c;
-	int lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
+	int map = bmap_fd(held), lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
 
 	if (fork() != 0)
 		_exit(0);
@@ -336,7 +332,7 @@ static void guard_run(int map, int rd)
 	close_range((unsigned int)hi + 1, ~0u, 0);
 	while (read(rd, &c, 1) < 0 && errno == EINTR)
 		;
-	continue_held(map);
+	continue_held(held);
 	_exit(0);
 }
 
@@ -351,7 +347,7 @@ static int guard_start(struct engine_exec *x)
 	pid = fork();
 	if (pid == 0) {
 		close(fds[1]);
-		guard_run(bmap_fd(x->held), fds[0]);
+		guard_run(x->held, fds[0]);
 	}
 	err = pid < 0 ? -errno : 0;
 	close(fds[0]);
@@ -399,12 +395,12 @@ void engine_exec_free(struct engine *e)
 	prog_free(&x->exit);
 	x->closing = true;	/* a record not read: its process continued */
 	if (x->rb)
-		ring_buffer__consume(x->rb);
-	ring_buffer__free(x->rb);
+		brbuf_consume(x->rb);
+	brbuf_free(x->rb);
 	if (x->hold)
 		kill(x->pid, SIGCONT);
 	if (x->held && bmap_fd(x->held) >= 0)
-		continue_held(bmap_fd(x->held));
+		continue_held(x->held);
 	if (x->guard >= 0)
 		close(x->guard);	/* the guard finds none held, and exits */
 	if (x->nheld)
@@ -878,7 +874,7 @@ int engine_exec_start(struct engine *e)
 	err = prog_start(x, &x->exec, "sched:sched_process_exec", exec_prog, why, sizeof(why));
 	if (err)
 		goto fail;
-	x->rb = ring_buffer__new(bmap_fd(x->ring), on_exec, x, NULL);
+	x->rb = brbuf_new(x->ring, 0, on_exec, NULL, x);
 	if (!x->rb) {
 		err = -errno;
 		snprintf(why, sizeof(why), "cannot map the ring buffer: %s", errstr(err));
@@ -925,10 +921,10 @@ struct bmap *engine_follow_map(struct engine *e)
 
 int engine_exec_fd(const struct engine *e)
 {
-	return e->exec && e->exec->rb ? ring_buffer__epoll_fd(e->exec->rb) : -1;
+	return e->exec && e->exec->rb ? brbuf_fd(e->exec->rb) : -1;
 }
 
 int engine_exec_consume(struct engine *e)
 {
-	return e->exec && e->exec->rb ? ring_buffer__consume(e->exec->rb) : 0;
+	return e->exec && e->exec->rb ? brbuf_consume(e->exec->rb) : 0;
 }

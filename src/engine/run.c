@@ -12,9 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
-
+#include "bpf/kbtf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "engine/engine_int.h"
@@ -181,18 +179,14 @@ static bool needs_probe_for_codegen(const struct eprog *ep)
  * for fentry/fexit anyway (arguments from BTF), and say so. */
 static int assume_fentry(struct engine *e, struct eprog *ep)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	int id = btf ? btf__find_by_name_kind(btf, ep->spec, BTF_KIND_FUNC) : -ENOENT;
+	struct kbtf *btf = kbtf_open();
+	int n = btf ? kbtf_func(btf, ep->spec, NULL) : -ENOENT;
 
 	snprintf(ep->why_not, sizeof(ep->why_not), "%.*s", (int)strcspn(e->err, "\n"),
 		 e->err);
-	if (id > 0) {
-		const struct btf_type *fn = btf__type_by_id(btf, (uint32_t)id);
-		const struct btf_type *proto = btf__type_by_id(btf, fn->type);
-
-		ep->assume_fentry_nargs = proto ? btf_vlen(proto) : 0;
-	}
-	btf__free(btf);
+	if (n != -ENOENT)
+		ep->assume_fentry_nargs = n < 0 ? 0 : n;
+	kbtf_free(btf);
 	if (ep->assume_fentry_nargs < 0)
 		return engine_fail(e, -EOPNOTSUPP, "%s", ep->why_not);
 	e->err[0] = '\0';
@@ -377,8 +371,7 @@ struct engine *engine_new(struct query *q, const struct plan *p,
 		if (engine_is_vm(e))
 			e->use_ringbuf = true;	/* the VM's per-slot ring */
 		else if (e->opts.buffer == ENGINE_BUF_AUTO && !e->opts.emit_only)
-			e->use_ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF,
-								   NULL) == 1;
+			e->use_ringbuf = bpf_have_ringbuf();
 	}
 	rc = make_maps(e);
 	if (rc) {
@@ -431,8 +424,7 @@ void engine_free(struct engine *e)
 	engine_detach(e);
 	engine_inl_free(e);
 	engine_vm_free(e);
-	ring_buffer__free(e->rb);
-	perf_buffer__free(e->pb);
+	brbuf_free(e->out_rd);
 	for (int i = 0; i < e->nprogs; i++) {
 		probe_free(e->progs[i].probe);
 		bprog_free(e->progs[i].prog);

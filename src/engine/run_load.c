@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <bpf/libbpf.h>
-
 #include "common/log.h"
 #include "engine/engine_int.h"
 
@@ -49,7 +47,7 @@ static int verifier_error(struct engine *e, struct eprog *ep, struct bprog_diag 
 			   d->msg, d->log ? " (FAY_LOG_LEVEL=debug shows its log)" : "");
 }
 
-static int ring_sample(void *ctx, void *data, size_t size)
+static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct engine *e = ctx;
 
@@ -67,15 +65,11 @@ static int ring_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void perf_sample(void *ctx, int cpu, void *data, __u32 size)
-{
-	ring_sample(ctx, data, size);
-}
-
-static void perf_lost(void *ctx, int cpu, __u64 n)
+static void on_lost(void *ctx, int cpu, uint64_t n)
 {
 	struct engine *e = ctx;
 
+	(void)cpu;
 	e->user_lost += n;
 }
 
@@ -121,17 +115,11 @@ int engine_load(struct engine *e)
 		err = bmap_create(e->vals);
 	if (err)
 		return engine_fail(e, err, "cannot create a map: %s", errstr(err));
-	if (e->out && e->use_ringbuf) {
-		e->rb = ring_buffer__new(bmap_fd(e->out), ring_sample, e, NULL);
-		if (!e->rb)
-			return engine_fail(e, -errno, "cannot map the ring buffer: %s",
-					   errstr(-errno));
-	} else if (e->out) {
-		e->pb = perf_buffer__new(bmap_fd(e->out), ENGINE_PERF_PAGES, perf_sample,
-					 perf_lost, e, NULL);
-		if (!e->pb)
-			return engine_fail(e, -errno, "cannot open the perf buffers: %s",
-					   errstr(-errno));
+	if (e->out) {
+		e->out_rd = brbuf_new(e->out, ENGINE_PERF_PAGES, on_record, on_lost, e);
+		if (!e->out_rd)
+			return engine_fail(e, -errno, "cannot map the %s: %s", e->use_ringbuf ?
+					   "ring buffer" : "perf buffers", errstr(-errno));
 	}
 	e->loaded = true;
 	return 0;
@@ -217,11 +205,7 @@ int engine_stream_fd(const struct engine *e)
 {
 	if (e->vm)
 		return engine_vm_stream_fd(e);
-	if (e->rb)
-		return ring_buffer__epoll_fd(e->rb);
-	if (e->pb)
-		return perf_buffer__epoll_fd(e->pb);
-	return -1;
+	return e->out_rd ? brbuf_fd(e->out_rd) : -1;
 }
 
 int engine_consume(struct engine *e)
@@ -230,9 +214,7 @@ int engine_consume(struct engine *e)
 
 	if (e->vm)
 		return engine_vm_consume(e);
-	if (e->rb)
-		n = ring_buffer__consume(e->rb);
-	else if (e->pb)
-		n = perf_buffer__consume(e->pb);
+	if (e->out_rd)
+		n = brbuf_consume(e->out_rd);
 	return n;
 }

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
-
 #include "common/log.h"
 #include "common/inline_wire.h"
 #include "engine/engine_int.h"

@@ -17,13 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
 
-#include "bpf/insn.h"
-#include "common/log.h"
+#include "bpf/kbtf.h"
 #include "bpf/load.h"
+#include "common/log.h"
 #include "probe/provider.h"
 
 static const int kprobe_arg_regs[] = { PT_DI, PT_SI, PT_DX, PT_CX, PT_R8, PT_R9 };
@@ -36,14 +33,10 @@ static bool is_exit(const struct probe *p)
 /* Can a tracing program attach here?  0, or -errno of the refusal. */
 static int fentry_try(struct probe *p)
 {
-	LIBBPF_OPTS(bpf_prog_load_opts, o,
-		    .expected_attach_type = p->attach_type,
-		    .attach_btf_id = p->attach_btf_id);
-	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, 0), EXIT_INSN() };
-	int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "fay_try", "GPL", insns, 2, &o);
+	int fd = bpf_trivial_prog(BPF_PROG_TYPE_TRACING, p->attach_type, p->attach_btf_id);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	close(fd);
 	return 0;
 }
@@ -81,13 +74,11 @@ static bool in_kallsyms(const char *name)
  * does, EOPNOTSUPP where it does not (no CONFIG_FPROBE: Debian's 6.1). */
 static int kmulti_try(void)
 {
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_KPROBE_MULTI);
-	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, 0), EXIT_INSN() };
 	const char *sym = "fay_no_such_kernel_function";
-	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "fay_try", "GPL", insns, 2, &o), link;
+	int fd = bpf_trivial_prog(BPF_PROG_TYPE_KPROBE, BPF_TRACE_KPROBE_MULTI, 0), link;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	link = bpf_kprobe_multi_link(fd, &sym, 1, false);
 	close(fd);
 	if (link >= 0) {
@@ -157,30 +148,35 @@ static bool is_own(const char *name)
 
 /* The most arguments BTF gives any of the (sorted) sites, or 6 when one
  * has no BTF: one pass over vmlinux's types. */
+/* kwild_nargs()'s walk: the sites found so far and their most arguments. */
+struct kwild_walk {
+	const struct probe *p;
+	size_t found;
+	int max;
+};
+
+static int kwild_one(const char *name, int nargs, void *ctx)
+{
+	struct kwild_walk *w = ctx;
+
+	if (bsearch(&name, w->p->sites, w->p->nsites, sizeof(*w->p->sites), str_cmp)) {
+		w->found++;
+		if (nargs > w->max)
+			w->max = nargs;
+	}
+	return 0;
+}
+
 static int kwild_nargs(const struct probe *p)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	size_t found = 0;
-	int max = 0;
+	struct kbtf *btf = kbtf_open();
+	struct kwild_walk w = { p, 0, 0 };
 
 	if (!btf)
 		return 6;
-	for (__u32 id = 1; id < btf__type_cnt(btf); id++) {
-		const struct btf_type *t = btf__type_by_id(btf, id), *proto;
-		const char *name;
-
-		if (!btf_is_func(t))
-			continue;
-		name = btf__name_by_offset(btf, t->name_off);
-		if (!name || !bsearch(&name, p->sites, p->nsites, sizeof(*p->sites), str_cmp))
-			continue;
-		found++;
-		proto = btf__type_by_id(btf, t->type);
-		if (proto && btf_vlen(proto) > max)
-			max = btf_vlen(proto);
-	}
-	btf__free(btf);
-	return found < p->nsites || max > 6 ? 6 : max;
+	kbtf_each_func(btf, kwild_one, &w);
+	kbtf_free(btf);
+	return w.found < p->nsites || w.max > 6 ? 6 : w.max;
 }
 
 /*
@@ -308,8 +304,9 @@ static int kwild_resolve(struct probe *p)
 
 static int kfunc_resolve(struct probe *p)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	int id = -ENOENT, fentry_err = -ENOENT, kp_type;
+	struct kbtf *btf;
+	uint32_t id = 0;
+	int fentry_err = -ENOENT, kp_type;
 	bool exists;
 
 	if (!*p->spec || strchr(p->spec, ' '))
@@ -317,15 +314,13 @@ static int kfunc_resolve(struct probe *p)
 				  "function name", p->spec);
 	if (strpbrk(p->spec, "*?["))
 		return kwild_resolve(p);
+	btf = kbtf_open();
 	if (btf) {
-		id = btf__find_by_name_kind(btf, p->spec, BTF_KIND_FUNC);
-		if (id > 0) {
-			const struct btf_type *fn = btf__type_by_id(btf, id);
-			const struct btf_type *proto = btf__type_by_id(btf, fn->type);
+		int n = kbtf_func(btf, p->spec, &id);
 
-			p->nargs = proto ? btf_vlen(proto) : -1;
-		}
-		btf__free(btf);
+		if (n != -ENOENT)
+			p->nargs = n;
+		kbtf_free(btf);
 	}
 	exists = id > 0 || in_kallsyms(p->spec);
 	if (!exists)
@@ -453,9 +448,9 @@ static int kfunc_attach(struct probe *p, int prog_fd)
 	if (p->nsites)
 		return 0;
 	if (p->prog_type == BPF_PROG_TYPE_TRACING) {
-		fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+		fd = bpf_raw_tp_link(prog_fd);
 		if (fd < 0)
-			return -errno;
+			return fd;
 		return probe_keep_fd(p, fd);
 	}
 	attr.type = (uint32_t)p->pmu_type;

@@ -12,60 +12,27 @@
 #include <errno.h>
 #include <string.h>
 
-#include <bpf/btf.h>
-
+#include "bpf/kbtf.h"
 #include "probe/probe.h"
-
-/* The byte offset of member name in struct type id (looking into
- * anonymous structs and unions), or -ENOENT. */
-static long member_off(const struct btf *btf, int id, const char *name)
-{
-	const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
-	const struct btf_member *m;
-
-	if (!t || (!btf_is_struct(t) && !btf_is_union(t)))
-		return -ENOENT;
-	m = btf_members(t);
-	for (unsigned short i = 0; i < btf_vlen(t); i++, m++) {
-		const char *mn = btf__name_by_offset(btf, m->name_off);
-		long bits = (long)btf_member_bit_offset(t, i), in;
-
-		if (mn && !strcmp(mn, name))
-			return bits % 8 ? -ENOENT : bits / 8;
-		if (mn && *mn)
-			continue;
-		in = member_off(btf, (int)btf__resolve_type(btf, m->type), name);
-		if (in >= 0)
-			return bits / 8 + in;
-	}
-	return -ENOENT;
-}
 
 int probe_task_offsets(struct probe_task_offs *o)
 {
-	struct btf *btf;
-	int task, pid, upid, sig;
-	long v[5], st, sg, live;
-	__s64 sz;
+	struct kbtf *btf = kbtf_open();
+	long v[5], st, sg, live, sz;
 
-	btf = btf__load_vmlinux_btf();
 	if (!btf)
 		return -ENOENT;
-	task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
-	pid = btf__find_by_name_kind(btf, "pid", BTF_KIND_STRUCT);
-	upid = btf__find_by_name_kind(btf, "upid", BTF_KIND_STRUCT);
-	v[0] = member_off(btf, task, "group_leader");
-	v[1] = member_off(btf, task, "thread_pid");
-	v[2] = member_off(btf, pid, "level");
-	v[3] = member_off(btf, pid, "numbers");
-	v[4] = member_off(btf, upid, "nr");
-	st = member_off(btf, task, "start_boottime");
-	sig = btf__find_by_name_kind(btf, "signal_struct", BTF_KIND_STRUCT);
-	sg = member_off(btf, task, "signal");
-	live = sig > 0 ? member_off(btf, sig, "live") : -ENOENT;
-	sz = upid > 0 ? btf__resolve_size(btf, (uint32_t)upid) : -ENOENT;
-	btf__free(btf);
-	if (task <= 0 || pid <= 0 || upid <= 0 || sz <= 0)
+	v[0] = kbtf_member_off(btf, "task_struct", "group_leader");
+	v[1] = kbtf_member_off(btf, "task_struct", "thread_pid");
+	v[2] = kbtf_member_off(btf, "pid", "level");
+	v[3] = kbtf_member_off(btf, "pid", "numbers");
+	v[4] = kbtf_member_off(btf, "upid", "nr");
+	st = kbtf_member_off(btf, "task_struct", "start_boottime");
+	sg = kbtf_member_off(btf, "task_struct", "signal");
+	live = kbtf_member_off(btf, "signal_struct", "live");
+	sz = kbtf_struct_size(btf, "upid");
+	kbtf_free(btf);
+	if (sz <= 0)
 		return -ENOENT;
 	for (int i = 0; i < 5; i++)
 		if (v[i] < 0)
@@ -91,19 +58,17 @@ struct want {
  * from the running kernel's BTF.  0, or -ENOENT (no BTF, or one missing). */
 static int offsets(const struct want *want, size_t n, long *v)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	struct kbtf *btf = kbtf_open();
 	int err = 0;
 
 	if (!btf)
 		return -ENOENT;
 	for (size_t i = 0; i < n; i++) {
-		int id = btf__find_by_name_kind(btf, want[i].type, BTF_KIND_STRUCT);
-
-		v[i] = id > 0 ? member_off(btf, id, want[i].member) : -ENOENT;
+		v[i] = kbtf_member_off(btf, want[i].type, want[i].member);
 		if (v[i] < 0)
 			err = -ENOENT;
 	}
-	btf__free(btf);
+	kbtf_free(btf);
 	return err;
 }
 
