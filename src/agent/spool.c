@@ -17,13 +17,13 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "agent/spool_int.h"
 #include "common/file_atomic.h"
 #include "common/wire.h"
 #include "common/log.h"
 #include "common/rand.h"
+#include "common/zlib.h"
 
 /* ---- spool ------------------------------------------------------------- */
 
@@ -156,7 +156,7 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 	struct iovec iov[4];
 	struct spool_ent *e;
 	int fd, ret;
-	uLong c;
+	uint32_t c;
 
 	memcpy(&h, frame, sizeof(h));
 	if (h.seq <= sp->max_seq || h.seq <= sp->tab->seq)
@@ -196,11 +196,11 @@ int spool_put(struct spool *sp, const void *frame, uint32_t frame_len,
 	e->frame_len = frame_len;
 	e->nspans = nspans;
 
-	c = crc32(0L, (const Bytef *)&magic, 4);
-	c = crc32(c, (const Bytef *)&ncur, 4);
+	c = crc32_of(0, &magic, 4);
+	c = crc32_of(c, &ncur, 4);
 	if (ncur)
-		c = crc32(c, (const Bytef *)cur, (uInt)(ncur * sizeof(*cur)));
-	crc = (uint32_t)c;
+		c = crc32_of(c, cur, ncur * sizeof(*cur));
+	crc = c;
 	iov[0] = (struct iovec){ (void *)frame, frame_len };
 	iov[1] = (struct iovec){ &magic, 4 };
 	iov[2] = (struct iovec){ &ncur, 4 };

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "agent/spool_int.h"
 #include "common/wire.h"
 #include "common/log.h"
+#include "common/zlib.h"
 
 /* Overwrite the frame header of spool file name with hdr (24 bytes). */
 static int rewrite_hdr(int dfd, const char *name, const void *hdr)
@@ -100,7 +100,7 @@ static int load_one(uint8_t *buf, size_t len, uint64_t seq,
 		return -EBADMSG;
 	}
 	memcpy(&crc, buf + len - 4, 4);
-	if (crc != (uint32_t)crc32(0L, buf + off, (uInt)(len - off - 4))) {
+	if (crc != crc32_of(0, buf + off, len - off - 4)) {
 		snprintf(err, errlen, "cursor trailer at byte %zu: checksum mismatch", off);
 		return -EBADMSG;
 	}

@@ -52,17 +52,6 @@ int reply_store_err(struct collector *c, struct http_con *con,
 		    int err);
 /* A query-string argument, NULL when absent. */
 const char *arg(struct http_con *con, const char *k);
-/*
- * Inflate a gzip body into *out (malloc'ed, at most max bytes), its
- * buffer taken from b as it grows (mem_budget_realloc(): old and new
- * charged while one copies): on success *charged bytes of b are held,
- * which the caller gives back with free(*out).  0, or -E2BIG (over max),
- * -ENOBUFS (the buffer did not fit in b: busy), -EINVAL, -ENOMEM with the
- * reason in err, nothing held.  b NULL: nothing charged.
- */
-int gunzip(struct mem_budget *b, const char *in, size_t len, size_t max, char **out,
-	   size_t *outlen, size_t *charged, char *err, size_t errlen);
-
 /* Scopes a token may carry (auth.h: enum coll_scope); a route
  * needs one of them, or none (HTTP_OPEN). */
 #define HTTP_OPEN 0u

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "collector/collector_int.h"
 #include "collector/http_int.h"
@@ -85,77 +84,6 @@ const char *arg(struct http_con *con, const char *k)
 }
 
 /* ---- bodies ------------------------------------------------------------- */
-
-/* Free what gunzip() holds and give its charge back.  Returns ret. */
-static int gunzip_fail(struct mem_budget *b, z_stream *z, char *buf, size_t cap, int ret)
-{
-	free(buf);
-	mem_budget_give(b, cap);
-	inflateEnd(z);
-	return ret;
-}
-
-int gunzip(struct mem_budget *b, const char *in, size_t len, size_t max, char **out,
-	   size_t *outlen, size_t *charged, char *err, size_t errlen)
-{
-	z_stream z = { 0 };
-	size_t cap = 0, n = 0, want = len * 4 + 1024;
-	char *buf = NULL;
-	int zr;
-
-	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
-		snprintf(err, errlen, "gzip: cannot start inflate");
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	do {
-		if (n == cap) {
-			char *nb;
-
-			if (buf)
-				want = cap * 2;
-			if (want > max + 1)
-				want = max + 1;
-			if (n >= want) {
-				snprintf(err, errlen, "body: more than %zu bytes after gzip decoding", max);
-				return gunzip_fail(b, &z, buf, cap, -E2BIG);
-			}
-			/* the old and the new buffer both charged while realloc() copies */
-			nb = mem_budget_realloc(b, buf, cap, want);
-			if (!nb && errno == ENOBUFS) {
-				snprintf(err, errlen, "busy: the collector holds its --max-memory "
-					 "(%llu bytes) of bodies and frames in flight, gzip decoded "
-					 "ones too; retry later", (unsigned long long)b->max);
-				return gunzip_fail(b, &z, buf, cap, -ENOBUFS);
-			}
-			if (!nb) {
-				snprintf(err, errlen, "out of memory");
-				return gunzip_fail(b, &z, buf, cap, -ENOMEM);
-			}
-			buf = nb;
-			cap = want;
-		}
-		z.next_out = (Bytef *)buf + n;
-		z.avail_out = (uInt)(cap - n);
-		zr = inflate(&z, Z_NO_FLUSH);
-		n = cap - z.avail_out;
-		if (n > max) {
-			snprintf(err, errlen, "body: more than %zu bytes after gzip decoding", max);
-			return gunzip_fail(b, &z, buf, cap, -E2BIG);
-		}
-	} while (zr == Z_OK);
-	if (zr != Z_STREAM_END) {
-		snprintf(err, errlen, "body: gzip: %s", z.msg ? z.msg :
-			 zr == Z_BUF_ERROR ? "truncated stream" : "corrupt stream");
-		return gunzip_fail(b, &z, buf, cap, -EINVAL);
-	}
-	inflateEnd(&z);
-	*out = buf;
-	*outlen = n;
-	*charged = cap;
-	return 0;
-}
 
 int reply_json_status(struct collector *c, struct http_con *con,
 		      unsigned status, json_t *j)

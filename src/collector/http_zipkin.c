@@ -25,6 +25,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "common/zlib.h"
 
 #define DEFAULT_LOOKBACK_MS 86400000ull  /* Zipkin's zipkin.query.lookback */
 #define MAX_LIMIT           100000

@@ -29,6 +29,7 @@
 #include "collector/http_int.h"
 #include "collector/otlp_int.h"
 #include "common/log.h"
+#include "common/zlib.h"
 
 #define OTLP_RETRY_AFTER_S 1
 

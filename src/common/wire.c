@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <zlib.h>
 
 #include "common/budget.h"
 #include "common/wire.h"
+#include "common/zlib.h"
 
 static const char *const type_names[] = {
 	[WIRE_HELLO] = "HELLO", [WIRE_WELCOME] = "WELCOME", [WIRE_BATCH] = "BATCH",
@@ -35,13 +35,13 @@ const char *wire_type_name(unsigned type)
 static uint32_t frame_crc(const struct wire_hdr *hdr, const void *payload)
 {
 	struct wire_hdr h = *hdr;
-	uLong c;
+	uint32_t c;
 
 	h.crc = 0;
-	c = crc32(0L, (const Bytef *)&h, sizeof(h));
+	c = crc32_of(0, &h, sizeof(h));
 	if (hdr->len)
-		c = crc32(c, payload, hdr->len);
-	return (uint32_t)c;
+		c = crc32_of(c, payload, hdr->len);
+	return c;
 }
 
 void wire_hdr_init(struct wire_hdr *hdr, unsigned type, uint64_t seq,
