@@ -332,9 +332,14 @@ int bmap_delete(const struct bmap *m, const void *key)
 
 int bmap_next_key(const struct bmap *m, const void *prev, void *next)
 {
-	if (m->fd < 0)
+	return bmap_fd_next_key(m->fd, prev, next);
+}
+
+int bmap_fd_next_key(int fd, const void *prev, void *next)
+{
+	if (fd < 0)
 		return -EBADF;
-	return bpf_map_get_next_key(m->fd, prev, next) ? -errno : 0;
+	return bpf_map_get_next_key(fd, prev, next) ? -errno : 0;
 }
 
 int bmap_sum_u64(const struct bmap *m, const void *key, unsigned int off,

@@ -68,6 +68,9 @@ int bmap_update(const struct bmap *m, const void *key, const void *value,
 int bmap_delete(const struct bmap *m, const void *key);
 /* Walk keys: prev NULL gives the first.  0, -ENOENT at the end. */
 int bmap_next_key(const struct bmap *m, const void *prev, void *next);
+/* bmap_next_key() by the map's fd alone (a child process that moved its
+ * descriptors): one system call, no lock nor allocation. */
+int bmap_fd_next_key(int fd, const void *prev, void *next);
 /* Sum of the u64 at byte off of map[key] over all CPUs (a plain read for
  * a map that is not per-CPU).  0 or -errno. */
 int bmap_sum_u64(const struct bmap *m, const void *key, unsigned int off,

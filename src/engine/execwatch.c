@@ -290,14 +290,15 @@ out:
 	return 0;
 }
 
-/* Every pid of the held map continued (the guard's job too: after
- * fork(), bmap_next_key() is one system call, no lock nor allocation). */
-static void continue_held(const struct bmap *held)
+/* Every pid of the map whose fd is map (held, follow) continued (the
+ * guard's job too: after fork(), bmap_fd_next_key() is one system call,
+ * no lock nor allocation). */
+static void continue_held(int map)
 {
 	uint32_t k = 0, next;
 	bool first = true;
 
-	while (!bmap_next_key(held, first ? NULL : &k, &next)) {
+	while (!bmap_fd_next_key(map, first ? NULL : &k, &next)) {
 		kill((pid_t)next, SIGCONT);
 		k = next;
 		first = false;
@@ -308,10 +309,10 @@ static void continue_held(const struct bmap *held)
  * waits reaps it), with nothing open but the held map and the pipe's
  * read end, whose read returns when fay is gone (killed, crashed) or
  * done; then every process still held is continued. */
-static void guard_run(const struct bmap *held, int rd)
+static void guard_run(int map, int rd)
 {
 	char c;
-	int map = bmap_fd(held), lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
+	int lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
 
 	if (fork() != 0)
 		_exit(0);
@@ -332,7 +333,7 @@ static void guard_run(const struct bmap *held, int rd)
 	close_range((unsigned int)hi + 1, ~0u, 0);
 	while (read(rd, &c, 1) < 0 && errno == EINTR)
 		;
-	continue_held(held);
+	continue_held(map);
 	_exit(0);
 }
 
@@ -347,7 +348,7 @@ static int guard_start(struct engine_exec *x)
 	pid = fork();
 	if (pid == 0) {
 		close(fds[1]);
-		guard_run(x->held, fds[0]);
+		guard_run(bmap_fd(x->held), fds[0]);
 	}
 	err = pid < 0 ? -errno : 0;
 	close(fds[0]);
@@ -400,7 +401,7 @@ void engine_exec_free(struct engine *e)
 	if (x->hold)
 		kill(x->pid, SIGCONT);
 	if (x->held && bmap_fd(x->held) >= 0)
-		continue_held(x->held);
+		continue_held(bmap_fd(x->held));
 	if (x->guard >= 0)
 		close(x->guard);	/* the guard finds none held, and exits */
 	if (x->nheld)
