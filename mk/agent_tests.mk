@@ -45,3 +45,13 @@ $(B)/tests/bin/flight_hop: tests/integration/agent_tools/flight_hop.c $(LIBFAY_A
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBFAY_A) -lpthread
 all: $(B)/tests/bin/flight_hop
 agent-tests: $(B)/tests/bin/flight_hop
+
+# The heap-buffer traceparent workload of
+# tests/integration/libfay_memcheck.sh (run under Valgrind's memcheck).
+$(B)/tests/bin/tp_heap: tests/integration/agent_tools/tp_heap.c $(B)/libfay.so.0
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(B) -lfay \
+		-Wl,-rpath,$(abspath $(B)) -Wl,--enable-new-dtags
+all: $(B)/tests/bin/tp_heap
+agent-tests: $(B)/tests/bin/tp_heap

@@ -63,7 +63,7 @@ static inline bool alive(const struct cur *c)
 	       READ_ONCE(sl->fixed.span_id) == c->span_id;
 }
 
-static void prune(struct cstack *cs)
+static inline __attribute__((always_inline)) void prune(struct cstack *cs)
 {
 	while (cs->n && !alive(&cs->e[cs->n - 1]))
 		cs->n--;
@@ -95,24 +95,32 @@ static __attribute__((noinline, cold)) struct fay_cur_cell *cell_take(struct cst
 	return c;
 }
 
-/* The top of the stack into the thread's cell. */
-static inline void publish(struct cstack *cs)
+/* Entry top (NULL: the stack is empty) into the thread's cell. */
+static inline __attribute__((always_inline)) void publish_top(struct cstack *cs,
+							       const struct cur *top)
 {
 	const uint8_t *base = READ_ONCE(lib.base);
 	struct fay_cur_cell *c = cs->cell;
-	uint32_t n = cs->n;
 
 	if (unlikely(cs->cell_base != base))
 		c = cell_take(cs, base);
 	if (!c)
 		return;
-	if (!n) {
+	if (!top) {
 		WRITE_ONCE(c->slot_off, 0);
 		return;
 	}
-	WRITE_ONCE(c->span_id, cs->e[n - 1].span_id);
+	WRITE_ONCE(c->span_id, top->span_id);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	WRITE_ONCE(c->slot_off, (uint64_t)((const uint8_t *)cs->e[n - 1].sl - base));
+	WRITE_ONCE(c->slot_off, (uint64_t)((const uint8_t *)top->sl - base));
+}
+
+/* The top of the stack into the thread's cell. */
+static inline __attribute__((always_inline)) void publish(struct cstack *cs)
+{
+	uint32_t n = cs->n;
+
+	publish_top(cs, n ? &cs->e[n - 1] : NULL);
 }
 
 void lib_cur_release(void)
@@ -138,16 +146,35 @@ void lib_cur_push(const struct fay_pool_slot *sl)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		memmove(&cs->e[0], &cs->e[1], (CUR_MAX - 1) * sizeof(cs->e[0]));
 	}
-	cs->e[cs->n] = (struct cur){ sl, sl->fixed.span_id };
+	struct cur *top = &cs->e[cs->n];
+
+	*top = (struct cur){ sl, sl->fixed.span_id };
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cs->n++;
-	publish(cs);
+	publish_top(cs, top);
 }
 
 void lib_cur_pop(const struct fay_pool_slot *sl)
 {
 	struct cstack *cs = cstack();
+	uint32_t n = cs->n;
 
+	/* the common case: sl is the top, and below it nothing or a live
+	 * span (its parent, on the same thread) */
+	if (likely(n) && cs->e[n - 1].sl == sl && cs->e[n - 1].span_id == sl->fixed.span_id) {
+		cs->n = --n;
+		if (!n) {
+			publish_top(cs, NULL);
+			return;
+		}
+		if (likely(alive(&cs->e[n - 1]))) {
+			publish_top(cs, &cs->e[n - 1]);
+			return;
+		}
+		prune(cs);
+		publish(cs);
+		return;
+	}
 	for (uint32_t i = cs->n; i-- > 0;) {
 		if (cs->e[i].sl != sl || cs->e[i].span_id != sl->fixed.span_id)
 			continue;

@@ -220,14 +220,18 @@ static inline struct lib_nonrec *lib_nr_next(struct fay_fast_tls *f)
 	return &f->nr[(b >> 32) % LIB_NR_HANDLES];
 }
 
+/* A handle by index and back.  libfay's pool stride is always
+ * LIB_POOL_STRIDE (shm.c), a power of two: a shift, where a division by
+ * lib.pool_stride was a 64-bit div (tens of cycles) at every span's end. */
+_Static_assert((LIB_POOL_STRIDE & (LIB_POOL_STRIDE - 1)) == 0, "a power of two");
 static inline struct fay_pool_slot *lib_slot(uint32_t idx)
 {
-	return (struct fay_pool_slot *)(lib.pool + (size_t)idx * lib.pool_stride);
+	return (struct fay_pool_slot *)(lib.pool + (size_t)idx * LIB_POOL_STRIDE);
 }
 
 static inline uint32_t lib_slot_idx(const struct fay_pool_slot *s)
 {
-	return (uint32_t)(((const uint8_t *)s - lib.pool) / lib.pool_stride);
+	return (uint32_t)((size_t)((const uint8_t *)s - lib.pool) / LIB_POOL_STRIDE);
 }
 
 /* current.c: sl, just opened by this thread, becomes its current span;
@@ -274,9 +278,27 @@ int lib_parse_uint(const char *s, unsigned long long max, unsigned long long *v)
 void lib_flush_counters(void);
 
 /* pool.c: span handles. */
-/* A free handle index, or -1 when the pool is empty. */
-int64_t lib_pool_get(void);
-void lib_pool_put(uint32_t idx);
+/* The slow halves of lib_pool_get() and lib_pool_put(): refill the
+ * thread's cache from the global stack (-1: the pool is empty), spill
+ * half of a full one to it. */
+int64_t lib_pool_refill(void) LIB_HIDDEN;
+void lib_pool_spill(void) LIB_HIDDEN;
+/* A free handle index, or -1 when the pool is empty: from the thread's
+ * cache, inline. */
+static inline int64_t lib_pool_get(void)
+{
+	if (likely(lib_t.ncache))
+		return lib_t.cache[--lib_t.ncache];
+	return lib_pool_refill();
+}
+
+/* Give a handle index back (into the thread's cache). */
+static inline void lib_pool_put(uint32_t idx)
+{
+	if (unlikely(lib_t.ncache == LIB_CACHE_MAX))
+		lib_pool_spill();
+	lib_t.cache[lib_t.ncache++] = idx;
+}
 /* Signal-safe: straight onto the global stack (no thread cache). */
 void lib_pool_push(uint32_t idx);
 /* Give the thread's cached indices back (thread exit). */

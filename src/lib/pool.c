@@ -63,7 +63,7 @@ static uint32_t pool_fresh(uint32_t n, uint32_t *got)
 }
 
 /* Slow path of lib_pool_get(): refill the thread's cache. */
-static int64_t pool_refill(void)
+int64_t lib_pool_refill(void)
 {
 	uint32_t got, first, i;
 	int64_t idx;
@@ -84,20 +84,11 @@ static int64_t pool_refill(void)
 	return lib_t.cache[--lib_t.ncache];
 }
 
-int64_t lib_pool_get(void)
+/* Slow path of lib_pool_put(): the cache is full. */
+void lib_pool_spill(void)
 {
-	if (likely(lib_t.ncache))
-		return lib_t.cache[--lib_t.ncache];
-	return pool_refill();
-}
-
-void lib_pool_put(uint32_t idx)
-{
-	if (unlikely(lib_t.ncache == LIB_CACHE_MAX)) {
-		for (unsigned i = 0; i < LIB_CACHE_BATCH; i++)
-			lib_pool_push(lib_t.cache[--lib_t.ncache]);
-	}
-	lib_t.cache[lib_t.ncache++] = idx;
+	for (unsigned i = 0; i < LIB_CACHE_BATCH; i++)
+		lib_pool_push(lib_t.cache[--lib_t.ncache]);
 }
 
 void lib_pool_spill_all(void)

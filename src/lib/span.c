@@ -256,9 +256,10 @@ void lib_count_unsampled_slow(void)
 }
 
 /* A root that its thread's skip budget did not pass: sampled, recorded
- * unsampled (FAY_RECORD=all), or not recorded. */
-static __attribute__((noinline)) struct fay_span *root_slow(struct lib_tls *t,
-							      const char *name, size_t nlen)
+ * unsampled (FAY_RECORD=all), or not recorded.  Inlined into its two
+ * callers: one call less on the way to begin_n(). */
+static inline __attribute__((always_inline)) struct fay_span *
+root_slow(struct lib_tls *t, const char *name, size_t nlen)
 {
 	/* sampling all, and no budget left to count: no more to decide */
 	if ((READ_ONCE(lib.sample_thresh) == UINT64_MAX && !t->skip_set) ||
@@ -295,13 +296,12 @@ struct fay_span *fay_span_root(const char *name)
 }
 
 /* fay_span_root() with the name's length known (the inline path of
- * include/fay/trace.h, for a constant name): len is strlen(name). */
+ * include/fay/trace.h, for a constant name): len is strlen(name).  Only
+ * that path calls it, once its own test of the skip budget has failed
+ * (the budget is the thread's own, and a changed generation never
+ * returns to the old one): the test is not made again. */
 struct fay_span *fay_fast_root_n(const char *name, size_t len)
 {
-	struct fay_span *s = root_skip();
-
-	if (likely(s))
-		return s;
 	if (!name)
 		name = "";
 	return root_slow(lib_tls(), name, len < LIB_NAME_MAX ? len : LIB_NAME_MAX);
@@ -356,10 +356,12 @@ int fay_span_traceparent(const struct fay_span *s, char *buf, size_t len)
 	return lib_tp_format(buf, len, hi, lo, id, flags & SPAN_F_SAMPLED ? 1 : 0);
 }
 
-/* The recording halves of event/tag/end, out of line so that the public
- * functions are a test or two and a jump when the span is not recorded. */
-static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
-						 const char *event, size_t len)
+/* The recording halves of event and tag.  The plain calls reach them
+ * out of line (span_event, span_tag), so that they are a test or two and
+ * a jump when the span is not recorded; the _n calls of the inline path,
+ * made only for a recording span, have them inline (one call less). */
+static inline __attribute__((always_inline)) void
+event_rec(struct fay_pool_slot *sl, const char *event, size_t len)
 {
 	if (lib_enter())
 		return;
@@ -368,14 +370,27 @@ static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
 	lib_leave();
 }
 
-static __attribute__((noinline)) void span_tag(struct fay_pool_slot *sl,
-					       const char *key, size_t klen,
-					       const char *value, size_t vlen)
+static inline __attribute__((always_inline)) void
+tag_rec(struct fay_pool_slot *sl, const char *key, size_t klen,
+	const char *value, size_t vlen)
 {
 	if (lib_enter())
 		return;
 	put(sl, SPAN_ITEM_TAG, 0, key, klen, value, vlen);
 	lib_leave();
+}
+
+static __attribute__((noinline)) void span_event(struct fay_pool_slot *sl,
+						 const char *event, size_t len)
+{
+	event_rec(sl, event, len);
+}
+
+static __attribute__((noinline)) void span_tag(struct fay_pool_slot *sl,
+					       const char *key, size_t klen,
+					       const char *value, size_t vlen)
+{
+	tag_rec(sl, key, klen, value, vlen);
 }
 
 static __attribute__((noinline)) void span_tag_int(struct fay_pool_slot *sl,
@@ -399,7 +414,7 @@ void fay_span_event(struct fay_span *s, const char *event)
 void fay_fast_event_n(struct fay_span *s, const char *event, size_t len)
 {
 	if (is_open(s))
-		span_event(as_slot(s), event ? event : "", event ? len : 0);
+		event_rec(as_slot(s), event ? event : "", event ? len : 0);
 }
 
 void fay_span_tag(struct fay_span *s, const char *key, const char *value)
@@ -414,8 +429,8 @@ void fay_fast_tag_n(struct fay_span *s, const char *key, size_t klen,
 		    const char *value, size_t vlen)
 {
 	if (is_open(s))
-		span_tag(as_slot(s), key ? key : "", key ? klen : 0,
-			 value ? value : "", value ? vlen : 0);
+		tag_rec(as_slot(s), key ? key : "", key ? klen : 0,
+			value ? value : "", value ? vlen : 0);
 }
 
 void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value)
@@ -424,8 +439,9 @@ void fay_span_tag_int(struct fay_span *s, const char *key, int64_t value)
 		span_tag_int(as_slot(s), key, value);
 }
 
-int lib_write_record(struct spanrec_fixed *f, const void *items,
-		     uint32_t items_len)
+/* lib_write_record(), inline in span_end(): one call less a span. */
+static inline __attribute__((always_inline)) int
+write_record(struct spanrec_fixed *f, const void *items, uint32_t items_len)
 {
 	struct fay_shm_hdr *h = lib_hdr();
 	struct ring_piece pc[2];
@@ -459,6 +475,12 @@ int lib_write_record(struct spanrec_fixed *f, const void *items,
 	return err;
 }
 
+int lib_write_record(struct spanrec_fixed *f, const void *items,
+		     uint32_t items_len)
+{
+	return write_record(f, items, items_len);
+}
+
 static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 {
 	uint64_t now;
@@ -473,7 +495,7 @@ static __attribute__((noinline)) void span_end(struct fay_pool_slot *sl)
 	lib_cur_pop(sl);
 	now = lib_stamp(lib_tls(), sl->fixed.flags & SPAN_F_TICKS);
 	sl->fixed.duration_ns = now > sl->fixed.start_ns ? now - sl->fixed.start_ns : 0;
-	lib_write_record(&sl->fixed, sl->buf, sl->used);
+	write_record(&sl->fixed, sl->buf, sl->used);
 	smp_store_release(&sl->state, FAY_POOL_FREE);
 	lib_pool_put(lib_slot_idx(sl));
 	lib_leave();

@@ -12,13 +12,16 @@
  * rings released and reused, every ring taken), the recursion guard and
  * signal handlers, fork (the child gets its own file).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <fay/trace.h>
 
@@ -277,6 +280,98 @@ static void test_traceparent(void)
 	fay_span_end(root);
 	fay_span_end(srv);
 	is_u64(lt_records(&view) - n0, 0, "nothing recorded for an unsampled upstream");
+}
+
+/* The traceparent writer and reader against a plain reference: every
+ * nibble value at every digit position, then random ids and flags:
+ * lib_tp_format() (16 digits at once with SSE2) must write what snprintf
+ * writes, and lib_tp_parse() must give back the ids and flags. */
+static uint64_t splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static void test_tp_digits(void)
+{
+	char got[FAY_TRACEPARENT_LEN + 8], want[FAY_TRACEPARENT_LEN + 8];
+	uint64_t x = 42, nfmt = 0, nparse = 0, n = 0;
+
+	for (unsigned i = 0; i < 256 + 200000; i++) {
+		uint64_t hi = splitmix(&x), lo = splitmix(&x), id = splitmix(&x);
+		uint64_t h2, l2, i2;
+		uint8_t f = (uint8_t)splitmix(&x), f2;
+
+		if (i < 256) {
+			/* nibble value i & 15 at position i >> 4 of each id */
+			uint64_t m = UINT64_C(0xf) << (4 * (i >> 4));
+
+			hi = (hi & ~m) | ((uint64_t)(i & 15) << (4 * (i >> 4)));
+			lo = (lo & ~m) | ((uint64_t)(i & 15) << (4 * (i >> 4)));
+			id = (id & ~m) | ((uint64_t)(i & 15) << (4 * (i >> 4)));
+		}
+		memset(got, 'x', sizeof(got));
+		snprintf(want, sizeof(want), "00-%016" PRIx64 "%016" PRIx64 "-%016" PRIx64 "-%02x",
+			 hi, lo, id, f);
+		if (lib_tp_format(got, sizeof(got), hi, lo, id, f) != 55 ||
+		    memcmp(got, want, 56) || got[56] != 'x')
+			nfmt++;
+		if ((hi || lo) && id &&
+		    (lib_tp_parse(want, &h2, &l2, &i2, &f2) || h2 != hi || l2 != lo ||
+		     i2 != id || f2 != f))
+			nparse++;
+		n++;
+	}
+	is_u64(nfmt, 0, "traceparent writer: %" PRIu64 " ids as snprintf writes them", n);
+	is_u64(nparse, 0, "traceparent reader: the same %" PRIu64 " read back", n);
+}
+
+/* The reader's length test (aligned 16-byte loads) at every alignment
+ * and length around 55, each string ending on the last byte of a page
+ * whose next page is not mapped (a read past the NUL's page would
+ * crash): a prefix of a good header is refused, the whole one accepted,
+ * a longer version-00 one refused, a longer version-01 one accepted. */
+static void test_tp_lengths(void)
+{
+	static const char good[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned wrong = 0, n = 0;
+
+	if (m == MAP_FAILED || mprotect(m + pg, (size_t)pg, PROT_NONE)) {
+		ok(0, "test_tp_lengths: mmap: %s", strerror(errno));
+		return;
+	}
+	for (unsigned ver = 0; ver < 2; ver++) {
+		for (unsigned len = 0; len <= 72; len++) {
+			for (unsigned end = 0; end < 16; end++) {
+				/* the NUL at m + pg - 1 - end */
+				char *s = m + pg - 1 - end - len;
+				uint64_t hi, lo, id;
+				uint8_t f;
+				int want, got;
+
+				for (unsigned i = 0; i < len; i++)
+					s[i] = i < 55 ? good[i] : "-x"[(i - 55) & 1];
+				if (len > 1)
+					s[1] = ver ? '1' : '0';
+				s[len] = '\0';
+				want = len == 55 || (ver && len > 55) ? 0 : -EINVAL;
+				got = lib_tp_parse(s, &hi, &lo, &id, &f);
+				if (got != want || (!got && (hi != 0x0af7651916cd43ddull ||
+							      lo != 0x8448eb211c80319cull ||
+							      id != 0xb7ad6b7169203331ull || f != 1)))
+					wrong++;
+				n++;
+			}
+		}
+	}
+	is_int(wrong, 0, "traceparent reader: %u lengths and alignments at a page's end", n);
+	munmap(m, (size_t)pg * 2);
 }
 
 static void test_unsampled(void)
@@ -796,6 +891,8 @@ int main(void)
 	test_file();
 	test_basic();
 	test_traceparent();
+	test_tp_digits();
+	test_tp_lengths();
 	test_unsampled();
 	test_sampling();
 	test_truncation();
