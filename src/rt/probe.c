@@ -250,6 +250,7 @@ static bool thread_init_unmasked(struct rt_thread *t)
 	t->env.cpu = (uint32_t)sched_getcpu();
 	t->env.now = vm_tsc_now;	/* clock_gettime() without an invariant TSC */
 	t->env.span = rt_span;
+	t->env.ustack = rt_ustack;
 	prctl(PR_GET_NAME, t->env.comm, 0, 0, 0);
 	t->state = 1;
 	return true;
@@ -400,6 +401,7 @@ static inline __attribute__((always_inline)) void run_prog(struct rt_session *s,
 	/* seen <= nslots: a slot below it is in the maps and noted */
 	vm_code_fn f = s->fast[exit];
 
+	env->exit = exit;	/* a user stack's walk starts at ip, or at ip and sp */
 	if (__builtin_expect(f && env->slot < __atomic_load_n(&s->seen, __ATOMIC_RELAXED), 1))
 		f(regs, env);
 	else

@@ -13,6 +13,11 @@
  *                        units under B, D spins 1 unit itself (samples:
  *                        90% main;A;B;C, 10% main;A;D)
  *
+ *   stack_work tree D    T(D): T(d) calls L(d - 1) then R(d - 1), which
+ *                        call T(d - 1); T(0) calls C(0): C is entered
+ *                        2^D times, each under a stack of its own (the
+ *                        path of Ls and Rs), for a full stack table
+ *
  * QW_READY=PATH creates PATH once started; QW_WAIT=PATH waits for PATH
  * first (as query_work does).  No inlining, no sibling calls: every
  * function keeps its frame.
@@ -76,6 +81,32 @@ NOINL void A(long i)
 	sink++;
 }
 
+NOINL void T(int d);
+
+NOINL void L(int d)
+{
+	T(d);
+	sink++;
+}
+
+NOINL void R(int d)
+{
+	T(d);
+	sink++;
+}
+
+NOINL void T(int d)
+{
+	if (!d) {
+		C(0);
+		sink++;
+		return;
+	}
+	L(d - 1);
+	R(d - 1);
+	sink++;
+}
+
 static long long cpu_ms(void)
 {
 	struct timespec t;
@@ -89,8 +120,9 @@ int main(int argc, char **argv)
 	const char *wait = getenv("QW_WAIT");
 	long k = argc > 2 ? atol(argv[2]) : 0;
 
-	if (argc < 3 || (strcmp(argv[1], "calls") && strcmp(argv[1], "spin"))) {
-		fprintf(stderr, "usage: stack_work calls K | spin MS\n");
+	if (argc < 3 || (strcmp(argv[1], "calls") && strcmp(argv[1], "spin") &&
+			 strcmp(argv[1], "tree"))) {
+		fprintf(stderr, "usage: stack_work calls K | spin MS | tree D\n");
 		return 2;
 	}
 	if (getenv("QW_READY"))
@@ -103,6 +135,11 @@ int main(int argc, char **argv)
 			if (i % 10 == 9)
 				usleep(1000);	/* not a spinner: ~0.1 s per 1000 */
 		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "tree")) {
+		T((int)k);
+		usleep(300000);	/* the reader names the stacks of a live process */
 		return 0;
 	}
 	spin_units = 1;
