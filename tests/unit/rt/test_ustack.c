@@ -216,7 +216,7 @@ static void garbage(void)
 		}
 		/* stack words: half pointers into buf and around, half noise */
 		for (int w = 0; w < 512; w++)
-			buf[w] = rnd() & 1 ? U(&buf[rnd() % 600]) - 64 + (rnd() % 3) * 8 : rnd();
+			buf[w] = rnd() & 1 ? U(buf) + 8 * (rnd() % 600) - 64 + (rnd() % 3) * 8 : rnd();
 		switch (i % 4) {
 		case 0: bp = rnd(); break;
 		case 1: bp = U(&buf[rnd() % 512]); break;
