@@ -30,6 +30,12 @@
  * ARM, never removed, since trampolines are never unmapped; past
  * RT_RETURN_POINTS of them a frame shows the trampoline).
  *
+ * A frame whose return address is in the runtime's own code (a signal
+ * handler's probe, walking down through the probe it interrupted) is
+ * left out; the interrupted trampoline and JIT code have no frames of
+ * their own (rbp is the program's, or the JIT's BPF frame: the walk
+ * may then stop there).
+ *
  * Runs on the program's thread, in the probe's slow path (rt_vec_call()):
  * the helper that calls it is out of line.
  */
@@ -144,6 +150,28 @@ static bool scan(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
+/* The runtime's own code (its executable mapping, found once): a
+ * frame there is a probe's that a signal handler interrupted (the
+ * handler's probe walks down through it): left out. */
+static uint64_t own_lo, own_hi;
+static int own_state;		/* 0: not looked up, 1: known, -1: not found */
+
+static bool own_text(uint64_t a)
+{
+	int st = __atomic_load_n(&own_state, __ATOMIC_ACQUIRE);
+	uint64_t lo, hi;
+
+	if (!st) {	/* two threads at once find the same */
+		st = scan((uint64_t)(uintptr_t)&rt_ustack, &lo, &hi) ? 1 : -1;
+		if (st == 1) {
+			own_lo = lo;
+			own_hi = hi;
+		}
+		__atomic_store_n(&own_state, st, __ATOMIC_RELEASE);
+	}
+	return st == 1 && a >= own_lo && a < own_hi;
+}
+
 /* Bounds for a walk from sp: the mapping that holds it (cached per
  * thread; looked up again when sp leaves it: a signal stack, a
  * coroutine's). */
@@ -211,7 +239,8 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 				break;
 			ret = *(const uint64_t *)(uintptr_t)(fp + 16 + PATCH_RETURN_SLOT);
 		}
-		ips[n++] = ret;
+		if (!own_text(ret))
+			ips[n++] = ret;
 		floor = fp + 16;
 		fp = f[0];
 	}

@@ -9,8 +9,9 @@
 # call each other through their trampolines (exit probes: the functions
 # return into the trampoline, whose frame the walk must see through);
 # without frame pointers the caller is exact and the rest is cut; a
-# kernel stack says there is none; a full table says "[lost]" and counts
-# them; auto mode now takes such a query inline.  Real programs built
+# kernel stack says there is none; a signal handler's probe that
+# interrupted a probe shows no frame of the runtime; a full table says
+# "[lost]" and counts them; auto mode now takes such a query inline.  Real programs built
 # without frame pointers (python3, xz) with a stack key on inline probes
 # run to the same output and the same counts as without it.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -85,6 +86,26 @@ timeout 60 "$FAY" run --json --query "from f in function(\"$FP:C\") group f by f
 ok "fay run, auto mode: a stack key runs inline now ($(head -1 "$T_TMP/err"))" \
 	grep -q ': inline (C' "$T_TMP/err"
 ok "... with the same stacks" grep -q '"stack":"[^"]*;main;A;D;C","n":200' "$T_TMP/out"
+
+# ---- signals into probes: no frame of the runtime ---------------------------------------
+# inline_work signals: SIGUSR1 as fast as it can be sent, whose handler
+# calls the probed function; many land inside a probe, and the handler's
+# probe walks down through the interrupted one
+W=$BUILD/tests/bin/inline_work
+timeout 120 "$FAY" run --json --probe-mode=inline --query \
+	"from f in function(\"$W:fay_inline_fn\") group f by f.ustack into g select { s: g.key, n: g.count() }" \
+	-- "$W" signals 200000 >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+ok "signals into probes (rc $RC: $(grep -o 'signals [0-9]* in_probe [0-9]*' "$T_TMP/out")): every call counted, no frame of the runtime" \
+	python3 - "$T_TMP/out" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+calls = int(re.search(r"calls (\d+) bad 0", text).group(1))
+rows = [json.loads(l) for l in text.splitlines() if l.startswith("{")]
+assert sum(r["n"] for r in rows) == calls, (calls, rows)
+assert all(r["s"].endswith(";fay_inline_fn") and "rt_" not in r["s"] and "libfay-probe" not in r["s"]
+           for r in rows), rows
+PY
 
 # ---- a full table ------------------------------------------------------------------------
 # stack_work tree 14: C under 2^14 = 16384 stacks of their own, in a

@@ -75,6 +75,11 @@ static void walks(void)
 	ok(n == 1 && ips[0] == 0xC0, "depth 1: ip only");
 	is_int((int)rt_ustack(&entry_env, &r, ips, 0), 0, "depth 0: nothing");
 
+	buf[11] = U(&rt_ustack) + 1;	/* a return into the runtime's code */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 4 && ips[2] == 0xA0 && ips[3] == 0x80,
+	   "a frame returning into the runtime (an interrupted probe's) is left out (%u)", n);
+	chain(buf);
 	buf[21] = 0;
 	n = rt_ustack(&entry_env, &r, ips, 127);
 	is_int((int)n, 4, "a return address 0 ends the stack");
