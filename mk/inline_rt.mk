@@ -127,3 +127,7 @@ $(UNWIND_CXX): tests/integration/inline_tools/unwind_cxx.cc
 	$(Q)$(CXX) -O2 -g -std=c++11 -Wall -Wextra -Werror -o $@ $<
 
 all: $(UNWIND_WORK) $(UNWIND_CXX)
+
+# The walker's unit test compiles src/rt/ustack.c into itself (the
+# runtime is not in libfay-internal.a): rebuild it when that changes.
+$(filter $(B)/tests/unit/rt/%,$(UNIT_BIN)): src/rt/ustack.c src/rt/rt.h

@@ -581,10 +581,6 @@ int engine_inl_decide(struct engine *e)
 	bool later;
 	int fd, err;
 
-	if (!e->opts.emit_only && ep->kind == PROBE_UPROBE && e->p->stack_depth)
-		return no_inline(e, -EOPNOTSUPP, "%s: a stack key is walked by the kernel "
-				 "(a BPF stack map), which inline probes cannot reach; "
-				 "they run as uprobes", ep->spec);
 	if (e->opts.emit_only || ep->kind != PROBE_UPROBE || !ep->probe)
 		return 0;
 	nw = probe_nsites(ep->probe);

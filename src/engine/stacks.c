@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "engine/inline.h"
 
 int engine_stacks_map(struct engine *e)
 {
@@ -27,6 +28,20 @@ int engine_stacks_map(struct engine *e)
 	return 0;
 }
 
+/* Stack id's addresses in the inline runtime's stack table (the VM map
+ * of e->stacks, shared with the process): 0 or -ENOENT. */
+static int vm_lookup(struct engine *e, uint32_t id, uint64_t *ips)
+{
+	const struct engine_inline *in = engine_vm_inline(e);
+	struct vm_map *m = in ? engine_inline_map(in, e->stacks) : NULL;
+	const void *v = m ? vm_map_lookup(m, &id, 0) : NULL;
+
+	if (!v)
+		return -ENOENT;
+	memcpy(ips, v, vm_map_def(m)->value_size);
+	return 0;
+}
+
 /* The folded names of stack key k (its probe's part at b) into out. */
 static void fold(struct engine *e, const struct plan_key *k, const unsigned char *b,
 		 char *out)
@@ -39,6 +54,12 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 	memcpy(&id, b, 8);
 	if (k->stack == PSTACK_USER)
 		memcpy(&pid, b + 8, 8);
+	if (id == -ENOSPC) {
+		/* inline: the runtime's stack table was full (the row counts
+		 * the stacks lost) */
+		snprintf(out, (size_t)k->size, "[lost]");
+		return;
+	}
 	if (id < 0) {
 		/* the kernel could not walk it: EFAULT (no stack of that kind
 		 * here, e.g. a kernel stack in a uprobe), EEXIST (the map's
@@ -51,7 +72,7 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 	}
 	id32 = (uint32_t)id;
 	memset(ips, 0, sizeof(ips));
-	err = e->vm ? -EOPNOTSUPP : bmap_lookup(e->stacks, &id32, ips);
+	err = e->vm ? vm_lookup(e, id32, ips) : bmap_lookup(e->stacks, &id32, ips);
 	if (err) {
 		snprintf(out, (size_t)k->size, "[stack %u gone]", id32);
 		return;
@@ -85,10 +106,12 @@ bool engine_stacks_tick(struct engine *e)
 
 	for (int i = 0; i < p->nkeys; i++)
 		user |= p->keys[i].stack == PSTACK_USER;
-	if (!user || !e->ssym || !e->vals || e->vm || !e->loaded)
+	if (!user || !e->ssym || !e->vals || !e->loaded)
 		return user;
 	/* a walk that the probes change under it may repeat keys: bounded */
-	while (n < 4L * p->max_entries && !bmap_next_key(e->vals, n ? prev : NULL, k)) {
+	while (n < 4L * p->max_entries &&
+	       !(e->vm ? engine_vm_next_key(e, e->vals, n ? prev : NULL, k) :
+		 bmap_next_key(e->vals, n ? prev : NULL, k))) {
 		for (int i = 0; i < p->nkeys; i++) {
 			int64_t pid;
 

@@ -207,6 +207,11 @@ size_t patch_site_len(const struct patch_site *s)
 	return s->len;
 }
 
+uint64_t patch_site_return_point(const struct patch_site *s)
+{
+	return s->ret_at ? (uint64_t)(uintptr_t)s->tramp + s->ret_at : 0;
+}
+
 bool patch_site_nop(const struct patch_site *s)
 {
 	return s->nop;

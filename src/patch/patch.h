@@ -124,6 +124,14 @@ void patch_site_forget(struct patch_site *s);
 /* The bytes the patch replaces: the whole first instructions covering
  * the jump (>= 5). */
 size_t patch_site_len(const struct patch_site *s);
+/* The address the function returns to in the site's trampoline (armed
+ * with an exit handler: the call-through's return point, which a stack
+ * walk finds as the return address of the probed function's frame), 0
+ * without one.  The caller's real return address is then
+ * PATCH_RETURN_SLOT bytes above the stack pointer at that point (the
+ * address of the return address plus 8). */
+uint64_t patch_site_return_point(const struct patch_site *s);
+#define PATCH_RETURN_SLOT	72
 /* Whether the first instructions were a nop (no relocation needed). */
 bool patch_site_nop(const struct patch_site *s);
 /* The first instruction at the site ("push rbp"), for messages. */

@@ -31,6 +31,8 @@ struct patch_site {
 	uint8_t *tramp;			/* mapping, never unmapped (reused: tramp.c) */
 	size_t tramp_map;
 	uint8_t *body;			/* where the relocated code starts */
+	size_t ret_at;			/* the return point after "call body" (exit
+					 * handler), 0: none */
 	uint8_t *eh;			/* registered .eh_frame, or NULL */
 	int trap_slot;			/* in trap_sites, -1 before the first write */
 	int tramp_slot;			/* tramp.c's record of s->tramp, or -1 */

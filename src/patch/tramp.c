@@ -30,7 +30,7 @@
 
 #define ENTRY_FRAME	296	/* struct patch_regs + xmm0-7; rsp % 16 == 0 */
 #define EXIT_FRAME	304
-#define ARGS_COPY	72	/* 8 stack argument slots + 8 to align */
+#define ARGS_COPY	PATCH_RETURN_SLOT	/* 8 stack argument slots + 8 to align */
 #define TRAMP_MAP	4096	/* one trampoline's mapping */
 
 void __register_frame(void *begin);
@@ -336,6 +336,7 @@ int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void 
 		if (rc)
 			return rc;
 		ts->busy = true;
+		s->ret_at = on_exit ? call_at + 5 : 0;
 		s->tramp = ts->t;
 		s->tramp_map = TRAMP_MAP;
 		s->body = ts->t + ts->body_at;
@@ -373,6 +374,7 @@ int patch_build(struct patch_site *s, patch_fn on_entry, patch_fn on_exit, void 
 				  strerror(-rc));
 	}
 	s->tramp = t;
+	s->ret_at = on_exit ? call_at + 5 : 0;
 	s->body = t + body_at;
 	if (on_exit) {
 		/* The return address after "call body": CFA = rsp + 72 + 8. */

@@ -428,6 +428,7 @@ static int do_arm(struct rt_session *s)
 			s->narmed = 0;
 			return rc;
 		}
+		rt_ustack_note(s->sites[s->narmed]);
 	}
 	rt_patch_unlock();
 	if (rt_later_watch(s, why, sizeof(why))) {

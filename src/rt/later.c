@@ -178,6 +178,7 @@ static void arm_one(struct rt_session *s, struct rt_later *l, uint64_t addr,
 		snprintf(s->later_err, sizeof(s->later_err), "%.63s: %s", l->w.name, why);
 		return;
 	}
+	rt_ustack_note(ps);
 	l->ps = ps;
 	l->addr = addr;
 	s->loads++;

@@ -250,6 +250,7 @@ static bool thread_init_unmasked(struct rt_thread *t)
 	t->env.cpu = (uint32_t)sched_getcpu();
 	t->env.now = vm_tsc_now;	/* clock_gettime() without an invariant TSC */
 	t->env.span = rt_span;
+	t->env.ustack = rt_ustack;
 	prctl(PR_GET_NAME, t->env.comm, 0, 0, 0);
 	t->state = 1;
 	return true;
@@ -379,11 +380,15 @@ unsigned long rt_probe_taken_back(void)
 static uint64_t run_slow(uint64_t s_, uint64_t regs, uint64_t env_, uint64_t exit)
 {
 	struct rt_session *s = (struct rt_session *)(uintptr_t)s_;
-	const struct vm_env *env = (const struct vm_env *)(uintptr_t)env_;
+	struct vm_env *env = (struct vm_env *)(uintptr_t)env_;
 	const struct vm_prog *p = exit ? s->exit : s->entry;
 
 	if (env->slot >= s->nslots)
 		return 0;
+	/* a user stack's walk starts at ip, or at ip and sp (set here: a
+	 * program that walks one calls a helper out of line, so it always
+	 * runs here, and the fast path pays nothing) */
+	env->exit = (uint32_t)exit;
 	if (env->slot >= __atomic_load_n(&s->seen, __ATOMIC_RELAXED))
 		note_slot(s, env->slot);
 	return p ? vm_run(p, (void *)(uintptr_t)regs, env) : 0;

@@ -120,6 +120,15 @@ uint64_t rt_vec_call(vec_fn fn, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
  * environment's FAY_RT_VECSAVE=xsave picks XSAVE where XSAVEC would do
  * (for tests). */
 void rt_vec_init(void);
+/* vm_env.ustack (ustack.c): the calling thread's user stack at the
+ * probe whose saved registers are ctx (struct patch_regs), innermost
+ * first, into ips (at most max): frame pointers, every read inside the
+ * mapping of the thread's stack pointer.  Returns how many (>= 1 when
+ * max >= 1: ctx's ip).  On the probe's slow path only. */
+uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uint32_t max);
+/* Note armed site ps's trampoline return point (an exit handler's; none:
+ * nothing), so that rt_ustack() names the caller behind it. */
+void rt_ustack_note(const struct patch_site *ps);
 /* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
 int rt_probe_init(void);
 /* The calling thread's calls of patched functions run no program (the

@@ -178,6 +178,26 @@ static const struct vm_helper fay_cookie_helper = {
 	"fay_cookie", h_fay_cookie, { 0 }, VR_SCALAR, 0
 };
 
+/* get_stackid(ctx, map, flags): a user stack (BPF_F_USER_STACK) from
+ * the caller's walker, interned in the stack map: its id, -EFAULT (no
+ * walker, no frame; a kernel stack: none in user space), -ENOSPC (the
+ * map is full). */
+H(get_stackid)
+{
+	uint64_t ips[127];
+	struct vm_map *m = (struct vm_map *)(uintptr_t)a2;
+	uint32_t max = vm_map_def(m)->value_size / 8, n;
+
+	(void)a4;
+	(void)a5;
+	if (!(a3 & BPF_F_USER_STACK) || !env->ustack)
+		return (uint64_t)(int64_t)-EFAULT;
+	n = env->ustack(env, (const void *)(uintptr_t)a1, ips, max < 127 ? max : 127);
+	if (!n)
+		return (uint64_t)(int64_t)-EFAULT;
+	return (uint64_t)vm_stack_intern(m, ips, n);
+}
+
 static const struct vm_helper helpers[] = {
 	[BPF_FUNC_map_lookup_elem] = { "map_lookup_elem", h_map_lookup_elem,
 		{ VA_MAP, VA_KEY }, VR_MAP_VALUE_OR_NULL, 0 },
@@ -204,6 +224,8 @@ static const struct vm_helper helpers[] = {
 		{ VA_UNINIT_MEM, VA_SIZE, VA_ANY }, VR_SCALAR, 0 },
 	[BPF_FUNC_ringbuf_output] = { "ringbuf_output", h_ringbuf_output,
 		{ VA_MAP, VA_MEM, VA_SIZE, VA_ANY }, VR_SCALAR, -1 },
+	[BPF_FUNC_get_stackid] = { "get_stackid", h_get_stackid,
+		{ VA_CTX, VA_MAP, VA_ANY }, VR_SCALAR, BPF_MAP_TYPE_STACK_TRACE },
 };
 
 const struct vm_helper *vm_helper(int id)

@@ -10,6 +10,9 @@
  *                  values[max_entries]
  *   PERCPU_HASH    the same with values[nslots][max_entries]
  *   RINGBUF        per slot: struct ring (head, tail), data[max_entries]
+ *   STACK_TRACE    entries[max_entries] (tag, addresses): the tag is 0
+ *                  (free), 1 (being written) or the addresses' hash with
+ *                  the top bit set (published)
  * Values are padded to 8 bytes.  A hash table has cap = the power of two
  * >= 2 * max_entries entries and linear probing; deleted entries become
  * tombstones that an insert reuses, so an entry never moves.  Values are
@@ -30,6 +33,8 @@
 #include "vm/vm_int.h"
 
 enum { E_EMPTY, E_FULL, E_DEAD };
+
+#define STACK_READY	(1ull << 63)	/* a stack entry's tag: published */
 
 struct ring {
 	uint64_t head;			/* bytes produced */
@@ -96,6 +101,12 @@ struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, 
 		    def->max_entries > (1u << 20))
 			goto inval;
 		break;
+	case BPF_MAP_TYPE_STACK_TRACE:
+		if (def->key_size != 4 || !def->value_size || def->value_size % 8 ||
+		    def->value_size > 127 * 8 || !def->max_entries ||
+		    def->max_entries > (1u << 20))
+			goto inval;
+		break;
 	case BPF_MAP_TYPE_RINGBUF:
 		if (def->max_entries < 4096 || (def->max_entries & (def->max_entries - 1)) ||
 		    def->max_entries > (1u << 28))
@@ -109,7 +120,7 @@ struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, 
 		return NULL;
 	m->def = *def;
 	m->nslots = nslots;
-	m->vsz = align8(def->value_size);
+	m->vsz = align8(def->value_size) + (def->type == BPF_MAP_TYPE_STACK_TRACE ? 8 : 0);
 	if (def->type == BPF_MAP_TYPE_RINGBUF) {
 		m->slot_stride = sizeof(struct ring) + def->max_entries;
 		sz = hdr + (size_t)nslots * m->slot_stride;
@@ -275,6 +286,13 @@ void *vm_map_lookup(const struct vm_map *m, const void *key, unsigned int slot)
 
 	if (slot >= m->nslots || m->def.type == BPF_MAP_TYPE_RINGBUF)
 		return NULL;
+	if (m->def.type == BPF_MAP_TYPE_STACK_TRACE) {
+		memcpy(&k, key, 4);
+		if (k >= m->cap ||
+		    !(__atomic_load_n((uint64_t *)value(m, k, 0), __ATOMIC_ACQUIRE) & STACK_READY))
+			return NULL;
+		return value(m, k, 0) + 8;
+	}
 	if (!is_hash(m->def.type)) {
 		memcpy(&k, key, 4);
 		return k < m->cap ? value(m, k, slot) : NULL;
@@ -355,7 +373,8 @@ int vm_map_update(struct vm_map *m, const void *key, const void *v,
 	uint32_t k, mask, i, tomb = UINT32_MAX;
 	int64_t at;
 
-	if (slot >= m->nslots || flags > BPF_EXIST || m->def.type == BPF_MAP_TYPE_RINGBUF)
+	if (slot >= m->nslots || flags > BPF_EXIST || m->def.type == BPF_MAP_TYPE_RINGBUF ||
+	    m->def.type == BPF_MAP_TYPE_STACK_TRACE)
 		return -EINVAL;
 	if (!is_hash(m->def.type)) {
 		memcpy(&k, key, 4);
@@ -401,6 +420,42 @@ int vm_map_update(struct vm_map *m, const void *key, const void *v,
 	(*m->count)++;
 	unlock(m);
 	return 0;
+}
+
+/* ---- stacks --------------------------------------------------------------- */
+
+#define STACK_BUSY	1ull
+#define STACK_PROBES	64u
+
+int64_t vm_stack_intern(struct vm_map *m, const uint64_t *ips, uint32_t n)
+{
+	uint32_t depth = m->def.value_size / 8;
+	uint64_t h = 0xcbf29ce484222325ull, tag;
+
+	if (m->def.type != BPF_MAP_TYPE_STACK_TRACE || !n)
+		return -EINVAL;
+	if (n > depth)
+		n = depth;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ ips[i]) * 0x100000001b3ull;
+	h ^= h >> 29;
+	tag = h | STACK_READY;
+	for (uint32_t p = 0; p < STACK_PROBES && p < m->cap; p++) {
+		uint32_t k = (uint32_t)((h + p) % m->cap);
+		uint64_t *e = (uint64_t *)value(m, k, 0);
+		uint64_t t = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+
+		if (t == tag && !memcmp(e + 1, ips, n * 8ull) && (n == depth || !e[1 + n]))
+			return k;
+		if (t || !__atomic_compare_exchange_n(e, &t, STACK_BUSY, false,
+						      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;	/* another stack's, or one being written */
+		memcpy(e + 1, ips, n * 8ull);
+		memset(e + 1 + n, 0, (depth - n) * 8ull);
+		__atomic_store_n(e, tag, __ATOMIC_RELEASE);
+		return k;
+	}
+	return -ENOSPC;
 }
 
 int vm_map_delete(struct vm_map *m, const void *key)

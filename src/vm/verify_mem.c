@@ -205,9 +205,16 @@ int vv_do_call(struct vctx *v, struct state *s, const struct bpf_insn *in)
 			md = vm_map_def(v->p->maps[mapidx]);
 			/* one map per call site: a join of two maps is no map */
 			v->p->cmap[v->pc] = (uint8_t)(mapidx + 1);
-			if ((h->map_type == -1) != (md->type == BPF_MAP_TYPE_RINGBUF))
+			if (h->map_type > 0 ? md->type != (uint32_t)h->map_type :
+			    (h->map_type == -1) != (md->type == BPF_MAP_TYPE_RINGBUF) ||
+			    md->type == BPF_MAP_TYPE_STACK_TRACE)
 				return vv_fail(v, "%s: map %d has the wrong type (%u)", h->name,
 					    mapidx, md->type);
+			break;
+		case VA_CTX:
+			if (x->type != R_CTX || x->lo != 0)
+				return vv_fail(v, "%s: %s is %s, not the context (r1 at entry)",
+					    h->name, vv_rname(r), vv_rt_name[x->type]);
 			break;
 		case VA_KEY:
 			rc = check_arg_mem(v, s, r, md->key_size, false, h->name);

@@ -40,8 +40,10 @@
  * get_current_uid_gid, get_current_comm, get_smp_processor_id (from the
  * caller's struct vm_env), probe_read_user[_str] (process_vm_readv on
  * this process: a bad address returns -EFAULT and never faults),
- * probe_read_kernel[_str] (-EFAULT: no kernel memory in user space), and
- * ringbuf_output (a per-slot ring).
+ * probe_read_kernel[_str] (-EFAULT: no kernel memory in user space),
+ * ringbuf_output (a per-slot ring), and get_stackid(ctx, stack map,
+ * flags) (a user stack from vm_env.ustack, interned by vm_stack_intern();
+ * a kernel stack: -EFAULT, as the kernel says in a uprobe).
  *
  * Per-CPU maps are per-slot maps: the caller gives each thread its own
  * slot (struct vm_env.slot < nslots), a program sees that slot's values,
@@ -64,7 +66,9 @@
 
 /* What a map is; types: BPF_MAP_TYPE_ARRAY, PERCPU_ARRAY, HASH,
  * PERCPU_HASH, RINGBUF (max_entries: bytes of ring per slot, a power of
- * two >= 4096; key and value sizes 0). */
+ * two >= 4096; key and value sizes 0), STACK_TRACE (key 4 bytes, the
+ * stack id; value 8 to 127 * 8 bytes, the addresses, innermost first,
+ * zero-padded: filled only by the get_stackid helper, vm_stack_intern()). */
 struct vm_map_def {
 	uint32_t type;
 	uint32_t key_size;
@@ -92,6 +96,16 @@ const struct vm_map_def *vm_map_def(const struct vm_map *m);
 unsigned int vm_map_nslots(const struct vm_map *m);
 /* The map's memory (one mapping of *size bytes, everything included). */
 void *vm_map_mem(const struct vm_map *m, size_t *size);
+
+/* The id of the stack ips[0..n) (n >= 1) in stack map m: the entry that
+ * holds those addresses, or a new one (a hash of the addresses picks
+ * where the search starts: at most 64 entries are looked at).  Any
+ * thread at any time: an entry is claimed with a compare-and-swap and
+ * published once written (two threads putting the same new stack at
+ * once may get two ids; the reader merges them by their names).
+ * -ENOSPC when no entry is free there (the table is full: the caller's
+ * key says the stack is lost), -EINVAL (not a stack map, n 0). */
+int64_t vm_stack_intern(struct vm_map *m, const uint64_t *ips, uint32_t n);
 
 /* Slot bookkeeping of a shared per-slot map, kept in its header: the
  * writer calls vm_map_note_slot(m, slot) before a slot's first program
@@ -151,6 +165,16 @@ struct vm_env {
 	/* VM_FUNC_fay_cookie: the probed site's id (the inline runtime sets
 	 * it from the site fay armed: a wildcard's function index, s.name) */
 	uint64_t cookie;
+	/* get_stackid(ctx, map, BPF_F_USER_STACK): the calling thread's
+	 * user stack at the probe whose registers are ctx, innermost first,
+	 * into ips (at most max addresses); returns how many (0: none, the
+	 * helper returns -EFAULT).  NULL: no user stack (-EFAULT).  The
+	 * inline runtime walks frame pointers (src/rt/ustack.c). */
+	uint32_t (*ustack)(const struct vm_env *env, const void *ctx, uint64_t *ips,
+			   uint32_t max);
+	/* 1 while an exit program runs (ctx's ip is then a return
+	 * address, not the probed function: ustack's walk starts there) */
+	uint32_t exit;
 };
 
 /* fay's own helper (not the kernel's): fay_span(dst, size, which) fills

@@ -24,6 +24,7 @@ enum vm_arg {
 	VA_MEM,			/* pointer to readable bytes, size in the next arg */
 	VA_UNINIT_MEM,		/* pointer to writable bytes, size in the next arg */
 	VA_SIZE,		/* a constant or bounded number > 0: the size */
+	VA_CTX,			/* the context pointer, unmoved (r1 at entry) */
 };
 
 enum vm_ret { VR_SCALAR, VR_MAP_VALUE_OR_NULL };
@@ -34,7 +35,8 @@ struct vm_helper {
 	enum vm_arg args[5];
 	enum vm_ret ret;
 	int map_type;		/* for VA_MAP: the only type taken (0: any
-				 * lookup-able map, -1: a ring) */
+				 * lookup-able map, -1: a ring, > 0: that
+				 * BPF_MAP_TYPE_*) */
 };
 
 /* The helper with BPF id, or NULL when the VM does not support it. */

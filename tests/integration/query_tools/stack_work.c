@@ -13,6 +13,14 @@
  *                        units under B, D spins 1 unit itself (samples:
  *                        90% main;A;B;C, 10% main;A;D)
  *
+ *   stack_work tree D    T(D): T(d) calls L(d - 1) then R(d - 1), which
+ *                        call T(d - 1); T(0) calls C(0): C is entered
+ *                        2^D times, each under a stack of its own (the
+ *                        path of Ls and Rs), for a full stack table
+ *   stack_work deep N K  K calls of C from N frames of Deep() below
+ *                        main, no sleep (bench/bench_inline_stack.sh:
+ *                        QW_TIME=1 prints "cpu_ns X" for the loop)
+ *
  * QW_READY=PATH creates PATH once started; QW_WAIT=PATH waits for PATH
  * first (as query_work does).  No inlining, no sibling calls: every
  * function keeps its frame.
@@ -76,6 +84,57 @@ NOINL void A(long i)
 	sink++;
 }
 
+NOINL void T(int d);
+
+NOINL void L(int d)
+{
+	T(d);
+	sink++;
+}
+
+NOINL void R(int d)
+{
+	T(d);
+	sink++;
+}
+
+NOINL void T(int d)
+{
+	if (!d) {
+		C(0);
+		sink++;
+		return;
+	}
+	L(d - 1);
+	R(d - 1);
+	sink++;
+}
+
+static long deep_calls;
+
+static long long cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+NOINL void Deep(int d)
+{
+	if (d > 0) {
+		Deep(d - 1);
+	} else {
+		long long t0 = cpu_ns();
+
+		for (long i = 0; i < deep_calls; i++)
+			C(0);
+		if (getenv("QW_TIME"))
+			printf("cpu_ns %lld\n", cpu_ns() - t0);
+	}
+	sink++;
+}
+
 static long long cpu_ms(void)
 {
 	struct timespec t;
@@ -89,8 +148,9 @@ int main(int argc, char **argv)
 	const char *wait = getenv("QW_WAIT");
 	long k = argc > 2 ? atol(argv[2]) : 0;
 
-	if (argc < 3 || (strcmp(argv[1], "calls") && strcmp(argv[1], "spin"))) {
-		fprintf(stderr, "usage: stack_work calls K | spin MS\n");
+	if (argc < 3 || (strcmp(argv[1], "calls") && strcmp(argv[1], "spin") &&
+			 strcmp(argv[1], "tree") && strcmp(argv[1], "deep"))) {
+		fprintf(stderr, "usage: stack_work calls K | spin MS | tree D | deep N K\n");
 		return 2;
 	}
 	if (getenv("QW_READY"))
@@ -103,6 +163,16 @@ int main(int argc, char **argv)
 			if (i % 10 == 9)
 				usleep(1000);	/* not a spinner: ~0.1 s per 1000 */
 		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "deep")) {
+		deep_calls = argc > 3 ? atol(argv[3]) : 0;
+		Deep((int)k);
+		return 0;
+	}
+	if (!strcmp(argv[1], "tree")) {
+		T((int)k);
+		usleep(300000);	/* the reader names the stacks of a live process */
 		return 0;
 	}
 	spin_units = 1;

@@ -9,6 +9,7 @@
  * and sums are the ones expected).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -498,6 +499,181 @@ static void map_ops(void)
 	vm_map_free(h);
 }
 
+/* ---- stack maps and get_stackid ----------------------------------------- */
+
+static uint64_t fake_ips[8];
+static uint32_t fake_n;
+
+/* vm_env.ustack for the tests: fake_ips[0..fake_n), and the context's
+ * first word checks that the helper passed the context through */
+static uint32_t fake_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips,
+			    uint32_t max)
+{
+	uint32_t n = fake_n < max ? fake_n : max;
+
+	(void)env;
+	if (*(const uint64_t *)ctx != 0xc7c7)
+		return 0;
+	memcpy(ips, fake_ips, n * 8);
+	return n;
+}
+
+static void stacks(void)
+{
+	struct vm_map_def sd = { BPF_MAP_TYPE_STACK_TRACE, 4, 4 * 8, 4 };
+	struct vm_map *sm = vm_map_new(&sd, 8), *two[2] = { sm, maps[3] };
+	uint64_t ctx[21] = { 0xc7c7 }, ids[4];
+	struct vm_env env = { .slot = 1, .ustack = fake_ustack };
+	char err[300];
+	const uint64_t *v;
+	uint32_t k;
+	const struct bpf_insn user[] = {
+		LD_MAP(BPF_REG_2, 0),
+		MOV64_IMM(BPF_REG_3, BPF_F_USER_STACK),
+		CALL_HELPER(BPF_FUNC_get_stackid),
+		EXIT_INSN(),
+	}, kern[] = {
+		LD_MAP(BPF_REG_2, 0),
+		MOV64_IMM(BPF_REG_3, 0),
+		CALL_HELPER(BPF_FUNC_get_stackid),
+		EXIT_INSN(),
+	}, not_ctx[] = {
+		MOV64_REG(BPF_REG_1, BPF_REG_10),
+		LD_MAP(BPF_REG_2, 0),
+		MOV64_IMM(BPF_REG_3, BPF_F_USER_STACK),
+		CALL_HELPER(BPF_FUNC_get_stackid),
+		EXIT_INSN(),
+	}, not_stack_map[] = {
+		LD_MAP(BPF_REG_2, 1),
+		MOV64_IMM(BPF_REG_3, BPF_F_USER_STACK),
+		CALL_HELPER(BPF_FUNC_get_stackid),
+		EXIT_INSN(),
+	}, lookup_stack_map[] = {
+		ST_MEM(BPF_W, BPF_REG_10, -8, 0),
+		LD_MAP(BPF_REG_1, 0),
+		MOV64_REG(BPF_REG_2, BPF_REG_10),
+		ALU64_IMM(BPF_ADD, BPF_REG_2, -8),
+		CALL_HELPER(BPF_FUNC_map_lookup_elem),
+		MOV64_IMM(BPF_REG_0, 0),
+		EXIT_INSN(),
+	};
+	struct vm_prog *p, *pk, *bad;
+
+	ok(sm != NULL, "a stack map (4 stacks of 4 frames)");
+	if (!sm)
+		return;
+	sd.value_size = 128 * 8;
+	ok(!vm_map_new(&sd, 1) && errno == EINVAL, "a stack map of 128 frames is refused");
+	bad = vm_prog_new(not_ctx, N(not_ctx), two, 2, CTX_SIZE, err, sizeof(err));
+	ok(!bad && strstr(err, "not the context"), "get_stackid wants the context: %s", err);
+	vm_prog_free(bad);
+	bad = vm_prog_new(not_stack_map, N(not_stack_map), two, 2, CTX_SIZE, err, sizeof(err));
+	ok(!bad && strstr(err, "wrong type"), "get_stackid wants a stack map: %s", err);
+	vm_prog_free(bad);
+	bad = vm_prog_new(lookup_stack_map, N(lookup_stack_map), two, 2, CTX_SIZE, err,
+			  sizeof(err));
+	ok(!bad && strstr(err, "wrong type"), "a stack map is not looked up by programs: %s",
+	   err);
+	vm_prog_free(bad);
+	p = vm_prog_new(user, N(user), two, 2, CTX_SIZE, err, sizeof(err));
+	pk = vm_prog_new(kern, N(kern), two, 2, CTX_SIZE, err, sizeof(err));
+	ok(p && pk, "get_stackid(ctx, stack map, flags) is accepted%s%s", p && pk ? "" : ": ",
+	   p && pk ? "" : err);
+	if (!p || !pk)
+		goto out;
+	is_int(vm_prog_jit(p), 0, "JIT compiles get_stackid");
+	fake_n = 3;
+	memcpy(fake_ips, (uint64_t[]){ 0x401000, 0x402000, 0x403000 }, 24);
+	ids[0] = both(p, ctx, &env, "a user stack");
+	ok((int64_t)ids[0] >= 0 && ids[0] < 4, "a user stack gets an id (%lld)",
+	   (long long)ids[0]);
+	k = (uint32_t)ids[0];
+	v = vm_map_lookup(sm, &k, 0);
+	ok(v && v[0] == 0x401000 && v[1] == 0x402000 && v[2] == 0x403000 && v[3] == 0,
+	   "the reader finds its addresses, innermost first, zero-padded");
+	is_u64(both(p, ctx, &env, "the same stack"), ids[0], "the same stack: the same id");
+	fake_n = 2;
+	ids[1] = both(p, ctx, &env, "a prefix");
+	ok((int64_t)ids[1] >= 0 && ids[1] != ids[0], "its 2-frame prefix is another stack");
+	fake_ips[1] = 0x402001;
+	ids[2] = both(p, ctx, &env, "another");
+	ok((int64_t)ids[2] >= 0 && ids[2] != ids[0] && ids[2] != ids[1], "another stack, another id");
+	fake_ips[1] = 0x402002;
+	ids[3] = both(p, ctx, &env, "a fourth");
+	ok((int64_t)ids[3] >= 0, "a fourth stack fills the map");
+	fake_ips[1] = 0x402003;
+	is_int((int)(int64_t)both(p, ctx, &env, "a fifth"), -ENOSPC,
+	       "a fifth stack in a full map: -ENOSPC (the key says [lost])");
+	fake_ips[1] = 0x402001;
+	is_u64(both(p, ctx, &env, "a known one"), ids[2], "a full map still finds its stacks");
+	fake_n = 5;
+	memcpy(fake_ips, (uint64_t[]){ 1, 2, 3, 4, 5 }, 40);
+	vm_map_clear(sm);
+	ids[0] = both(p, ctx, &env, "deeper than the map");
+	k = (uint32_t)ids[0];
+	v = vm_map_lookup(sm, &k, 0);
+	ok(v && v[3] == 4, "a stack deeper than the map's frames keeps the innermost ones");
+	is_int((int)(int64_t)both(pk, ctx, &env, "a kernel stack"), -EFAULT,
+	       "a kernel stack: -EFAULT (no kernel in user space)");
+	ctx[0] = 0;
+	is_int((int)(int64_t)both(p, ctx, &env, "no frame"), -EFAULT,
+	       "a walker that finds no frame: -EFAULT");
+	env.ustack = NULL;
+	is_int((int)(int64_t)both(p, ctx, &env, "no walker"), -EFAULT,
+	       "no walker (not in a traced process): -EFAULT");
+out:
+	vm_prog_free(p);
+	vm_prog_free(pk);
+	vm_map_free(sm);
+}
+
+/* Threads interning the same and different stacks at once: one id per
+ * stack (or a second one when two put it at once), never a torn one. */
+static void *intern_thread(void *arg)
+{
+	struct vm_map *sm = arg;
+	uint64_t ips[3];
+	long bad = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		int64_t id;
+		uint32_t k;
+		const uint64_t *v;
+
+		ips[0] = 0x1000 + (uint64_t)(i % 50);
+		ips[1] = ips[0] * 3;
+		ips[2] = ips[0] * 7;
+		id = vm_stack_intern(sm, ips, 3);
+		k = (uint32_t)id;
+		v = id >= 0 ? vm_map_lookup(sm, &k, 0) : NULL;
+		bad += !v || memcmp(v, ips, 24);
+	}
+	return (void *)bad;
+}
+
+static void stacks_threads(void)
+{
+	struct vm_map_def sd = { BPF_MAP_TYPE_STACK_TRACE, 4, 3 * 8, 1024 };
+	struct vm_map *sm = vm_map_new(&sd, 1);
+	pthread_t t[4];
+	long bad = 0;
+	uint32_t used = 0;
+
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, intern_thread, sm);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+
+		pthread_join(t[i], &r);
+		bad += (long)r;
+	}
+	is_int((int)bad, 0, "4 threads x 20000 interns of 50 stacks: each id holds its stack");
+	for (uint32_t k = 0; k < 1024; k++)
+		used += vm_map_lookup(sm, &k, 0) != NULL;
+	ok(used >= 50 && used <= 200, "50 stacks take %u entries (at most 4 each)", used);
+	vm_map_free(sm);
+}
+
 int main(void)
 {
 	static const struct vm_map_def defs[4] = {
@@ -513,6 +689,8 @@ int main(void)
 	hostile();
 	map_ops();
 	semantics();
+	stacks();
+	stacks_threads();
 	generated();
 	for (int i = 0; i < 4; i++)
 		vm_map_free(maps[i]);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The cost of a stack key on inline probes (#27), against the kernel's
+# uprobe path in the same run: the traced process's CPU time per call of
+# stack_work_fp's C, called K times from N + 3 frames (main, N + 1 of
+# Deep, C: `stack_work deep N K`, QW_TIME's cpu_ns of the loop), minus
+# the unprobed loop's, under `fay run --query` for
+#
+#   count     select { n: count() }                     inline fast path
+#   comm      group by f.comm, count                    inline slow path (an
+#                                                       out-of-line helper), no stack
+#   ustack    group by f.ustack, count                  inline: walk + table
+#   ustack4   group by f.ustack(4), count               inline: 4 frames
+#   u:count   the same as count, --probe-mode=uprobe     the kernel's uprobe
+#   u:ustack  the same as ustack, --probe-mode=uprobe    + bpf_get_stackid()
+#
+# medians of ROUNDS rounds, the order of the queries alternating; every
+# run's counts are checked (the sum of n is the number of calls).
+#
+#   make && sudo bench/bench_inline_stack.sh [ROUNDS]     (N=20 K=1000000 KU=100000)
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+B=${FAY_BUILD:-$TOP/build}
+FAY=$B/fay W=$B/tests/bin/stack_work_fp
+R=${1:-5} N=${N:-20} K=${K:-1000000} KU=${KU:-100000}
+[ -x "$FAY" ] && [ -x "$W" ] || { echo "build first: make" >&2; exit 1; }
+T=$(mktemp -d /tmp/fay-bench-inline-stack.XXXXXX) && trap 'rm -rf "$T"' EXIT
+export QW_TIME=1
+
+cpu() { sed -n 's/^cpu_ns \([0-9]*\)$/\1/p' "$1"; }
+median() { python3 -c 'import sys; v=sorted(float(x) for x in sys.argv[1:]); print("%.1f" % v[len(v)//2])' "$@"; }
+Q="from f in function(\"$W:C\")"
+declare -A QS=(
+	[count]="$Q select { n: count() }"
+	[comm]="$Q group f by f.comm into g select { c: g.key, n: g.count() }"
+	[ustack]="$Q group f by f.ustack into g select { s: g.key, n: g.count() }"
+	[ustack4]="$Q group f by f.ustack(4) into g select { s: g.key, n: g.count() }"
+	[u:count]="$Q select { n: count() }"
+	[u:ustack]="$Q group f by f.ustack into g select { s: g.key, n: g.count() }"
+)
+NAMES=(count comm ustack ustack4 u:count u:ustack)
+
+# one NAME CALLS BASE_NS_PER_CALL: added ns per call (the count checked)
+one() {
+	local mode=inline
+	[ "${1#u:}" != "$1" ] && mode=uprobe
+	"$FAY" run --json --probe-mode=$mode --query "${QS[$1]}" -- "$W" deep "$N" "$2" \
+		>"$T/o" 2>"$T/e" || { echo "fay run failed ($1): $(cat "$T/e")" >&2; exit 1; }
+	python3 - "$T/o" "$2" "$1" <<'PY' || { cat "$T/e" >&2; exit 1; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+n = sum(r["n"] for r in rows)
+assert n == int(sys.argv[2]), ("wrong count", sys.argv[3], n, rows[:3])
+if "ustack" in sys.argv[3]:
+    assert all(r["s"].endswith("Deep;C") for r in rows), rows[:3]
+PY
+	python3 -c "print('%.1f' % (($(cpu "$T/o") - $3 * $2) / $2))"
+}
+
+declare -A res
+for r in $(seq "$R"); do
+	"$W" deep "$N" "$K" >"$T/o"
+	base=$(python3 -c "print($(cpu "$T/o") / $K)")
+	order=("${NAMES[@]}")
+	[ $((r % 2)) = 0 ] && order=(u:ustack u:count ustack4 ustack comm count)
+	for q in "${order[@]}"; do
+		k=$K
+		[ "${q#u:}" != "$q" ] && k=$KU
+		res[$q]+=" $(one "$q" "$k" "$base")"
+	done
+done
+echo "date: $(date -u '+%F %T') UTC; $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+echo "C called from $((N + 3)) frames; $K calls inline, $KU with uprobes; $R rounds"
+declare -A med
+for q in "${NAMES[@]}"; do
+	# shellcheck disable=SC2086
+	med[$q]=$(median ${res[$q]})
+	printf '%-9s %8s ns/call   (%s)\n' "$q" "${med[$q]}" "${res[$q]# }"
+done
+python3 - "${med[count]}" "${med[comm]}" "${med[ustack]}" "${med[ustack4]}" "${med[u:count]}" "${med[u:ustack]}" <<'PY'
+import sys
+c, comm, us, us4, uc, uus = map(float, sys.argv[1:])
+print("inline: a stack key adds %.1f ns to a call on the slow path (ustack - comm), "
+      "%.1f with 4 frames" % (us - comm, us4 - comm))
+print("uprobe: bpf_get_stackid() adds %.1f ns (u:ustack - u:count)" % (uus - uc))
+print("ustack per call, uprobe / inline: %.1f" % (uus / us))
+PY

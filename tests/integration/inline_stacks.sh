@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# s.ustack on inline probes (issue #27): the runtime walks the frame
+# pointers in the probe (src/rt/ustack.c), interns the stacks in a table
+# shared with fay, and fay names them as it names a BPF stack map's.
+# On stack_work's known call tree (main -> A -> B -> C, A -> D -> C)
+# inline mode's folded stacks equal uprobe mode's exactly, at C's entry,
+# at its exit, with a depth, and on a wildcard whose probed functions
+# call each other through their trampolines (exit probes: the functions
+# return into the trampoline, whose frame the walk must see through);
+# without frame pointers the caller is exact and the rest is cut; a
+# kernel stack says there is none; a signal handler's probe that
+# interrupted a probe shows no frame of the runtime; a full table says
+# "[lost]" and counts them; auto mode now takes such a query inline.  Real programs built
+# without frame pointers (python3, xz) with a stack key on inline probes
+# run to the same output and the same counts as without it.
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+[ -x "$FAY" ] || { fail "fay binary at $FAY"; done_testing; exit 1; }
+[ -e "$BUILD/libfay-probe.so" ] || skip_all "no libfay-probe.so in $BUILD"
+FP=$BUILD/tests/bin/stack_work_fp NOFP=$BUILD/tests/bin/stack_work_nofp
+[ -x "$FP" ] && [ -x "$NOFP" ] || skip_all "stack_work is not built (make)"
+. "$(dirname "$0")/query_lib.bash"
+
+# both NAME CMD QUERY: the query's folded output, --probe-mode inline and
+# uprobe, on a run each of CMD; equal (and the inline run's mode line
+# says inline): pass.  Outputs in $T_TMP/inline, $T_TMP/uprobe.
+both() {
+	local m rc_i
+	for m in inline uprobe; do
+		timeout 60 "$FAY" query --probe-mode=$m --format folded -c "$2" "$3" \
+			>"$T_TMP/out" 2>"$T_TMP/$m.err"
+		RC=$?
+		# from main inward, as query_stacks.sh compares: libc's frame
+		# outside main is named from the maps read while the process
+		# lives, and was once "[unknown]" (1 run of 30, load 15)
+		sed -E 's/^.*;main(;| )/main\1/' "$T_TMP/out" | sort >"$T_TMP/$m"
+		[ $m = inline ] && rc_i=$RC
+	done
+	if [ "$rc_i" -eq 0 ] && [ "$RC" -eq 0 ] && [ -s "$T_TMP/inline" ] &&
+	   cmp -s "$T_TMP/inline" "$T_TMP/uprobe" && grep -q ': inline (' "$T_TMP/inline.err"; then
+		pass "$1: inline = uprobe ($(wc -l <"$T_TMP/inline") stacks: $(tr '\n' ',' <"$T_TMP/inline" | head -c 300))"
+	else
+		fail "$1: inline = uprobe (rc $rc_i, $RC)" "inline: $(head -c 800 "$T_TMP/inline")" \
+			"uprobe: $(head -c 800 "$T_TMP/uprobe")" "$(head -c 400 "$T_TMP/inline.err")"
+	fi
+}
+
+K=600
+both "function(C) by s.ustack, $K calls" "$FP calls $K" \
+	"from f in function(\"$FP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+RC=0
+same "$T_TMP/inline" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
+	"inline: $K calls under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
+both "s.ustack(2)" "$FP calls $K" \
+	"from f in function(\"$FP:C\") group f by f.ustack(2) into g select { stack: g.key, n: g.count() }"
+RC=0
+same "$T_TMP/inline" "B;C $K"$'\n'"D;C $(((K + 2) / 3))" "inline s.ustack(2): the two innermost frames"
+both "at C's exit (the caller's stack)" "$FP calls $K" \
+	"from f in function(\"$FP:C\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }"
+# every one-letter function (A B C D), with exit probes: each returns
+# into its trampoline, so a walk from C crosses B's, A's and D's
+both "function(\"?\") with exit probes: frames through trampolines" "$FP calls $K" \
+	"from f in function(\"$FP:?\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }"
+both "function(\"?\") at entry" "$FP calls $K" \
+	"from f in function(\"$FP:?\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+
+# ---- no frame pointers -------------------------------------------------------------
+fq --probe-mode=inline --format folded -c "$NOFP calls $K" \
+	"from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+sort "$T_TMP/out" >"$T_TMP/folded"
+# the caller is the return address at sp (exact at an entry); the walk
+# from rbp, which this code does not keep as a frame pointer, is cut (the
+# kernel's uprobe stack of the same run is "C" alone: it reads the
+# caller at sp only when the function starts with push rbp)
+same "$T_TMP/folded" "B;C $K"$'\n'"D;C $(((K + 2) / 3))" \
+	"no frame pointers: the caller exact, the rest cut ($K and $(((K + 2) / 3)))"
+
+# ---- a kernel stack, auto mode -----------------------------------------------------------
+fq --probe-mode=inline --json -c "$FP calls 30" \
+	"from f in function(\"$FP:C\") group f by f.kstack into g select { stack: g.key, n: g.count() }"
+same "$T_TMP/out" '{"stack":"[no kernel stack: EFAULT]","n":40}' \
+	"inline s.kstack: there is no kernel stack in a process (as a uprobe's says)"
+timeout 60 "$FAY" run --json --query "from f in function(\"$FP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	-- "$FP" calls $K >"$T_TMP/out" 2>"$T_TMP/err"
+ok "fay run, auto mode: a stack key runs inline now ($(head -1 "$T_TMP/err"))" \
+	grep -q ': inline (C' "$T_TMP/err"
+ok "... with the same stacks" grep -q '"stack":"[^"]*;main;A;D;C","n":200' "$T_TMP/out"
+
+# ---- signals into probes: no frame of the runtime ---------------------------------------
+# inline_work signals: SIGUSR1 as fast as it can be sent, whose handler
+# calls the probed function; many land inside a probe, and the handler's
+# probe walks down through the interrupted one
+W=$BUILD/tests/bin/inline_work
+timeout 120 "$FAY" run --json --probe-mode=inline --query \
+	"from f in function(\"$W:fay_inline_fn\") group f by f.ustack into g select { s: g.key, n: g.count() }" \
+	-- "$W" signals 200000 >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+ok "signals into probes (rc $RC: $(grep -o 'signals [0-9]* in_probe [0-9]*' "$T_TMP/out")): every call counted, no frame of the runtime" \
+	python3 - "$T_TMP/out" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+calls = int(re.search(r"calls (\d+) bad 0", text).group(1))
+rows = [json.loads(l) for l in text.splitlines() if l.startswith("{")]
+assert sum(r["n"] for r in rows) == calls, (calls, rows)
+assert all(r["s"].endswith(";fay_inline_fn") and "rt_" not in r["s"] and "libfay-probe" not in r["s"]
+           for r in rows), rows
+PY
+
+# ---- a full table ------------------------------------------------------------------------
+# stack_work tree 14: C under 2^14 = 16384 stacks of their own, in a
+# table of 8192 (ENGINE_STACK_ENTRIES)
+fq --probe-mode=inline --format folded -c "$FP tree 14" \
+	"from f in function(\"$FP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+ok "a full stack table: 8192 stacks named once each, the other 8192 calls under [lost]" \
+	python3 - "$T_TMP/out" <<'PY'
+import re, sys
+rows = [l.rstrip("\n").rsplit(" ", 1) for l in open(sys.argv[1])]
+n = {s: int(c) for s, c in rows}
+assert sum(n.values()) == 16384, sum(n.values())
+lost = n.pop("[lost]", 0)
+assert lost == 16384 - len(n), (lost, len(n))
+assert len(n) == 8192, len(n)
+for s, c in n.items():
+    assert c == 1 and re.fullmatch(r".*main;T(;[LR];T){14};C", s), (s, c)
+PY
+
+# ---- real programs without frame pointers ---------------------------------------------------
+PY=/usr/bin/python3
+D=$T_TMP/d
+mkdir -p "$D"
+head -c 200000 /dev/urandom | base64 >"$D/in.txt"
+# real NAME FN OUT CMD...: fay run, inline, count() and the same counted
+# by s.ustack: the same output file, the same total, rows that name FN
+real() {
+	local name=$1 fn=$2 out=$3 a b q
+	shift 3
+	for q in plain stack; do
+		rm -f "$out"
+		if [ $q = plain ]; then
+			timeout 120 "$FAY" run --json --probe-mode=inline \
+				--query "from f in function(\"$fn\") select { n: count() }" -- "$@" \
+				>"$T_TMP/q.$q" 2>"$T_TMP/e.$q"
+		else
+			timeout 120 "$FAY" run --json --probe-mode=inline \
+				--query "from f in function(\"$fn\") group f by f.ustack(127) into g select { s: g.key, n: g.count() }" \
+				-- "$@" >"$T_TMP/q.$q" 2>"$T_TMP/e.$q"
+		fi
+		RC=$?
+		[ $RC -eq 0 ] && [ -s "$out" ] || { fail "$name, $q: rc $RC" "$(head -c 600 "$T_TMP/e.$q")"; return; }
+		mv "$out" "$T_TMP/o.$q"
+	done
+	a=$(python3 -c 'import json,sys; print(sum(json.loads(l)["n"] for l in open(sys.argv[1]) if l.startswith("{")))' "$T_TMP/q.plain")
+	b=$(python3 -c 'import json,sys; print(sum(json.loads(l)["n"] for l in open(sys.argv[1]) if l.startswith("{")))' "$T_TMP/q.stack")
+	if cmp -s "$T_TMP/o.plain" "$T_TMP/o.stack" && [ -n "$a" ] && [ "$a" -gt 0 ] && [ "$a" = "$b" ] &&
+	   grep -q ': inline (' "$T_TMP/e.stack" &&
+	   python3 -c 'import json,sys
+r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert r and all(x["s"].split(";")[-1].endswith(sys.argv[2]) for x in r), r[:5]' "$T_TMP/q.stack" "${fn#*:}"; then
+		pass "$name: same output and count ($a) with s.ustack, $(grep -c . "$T_TMP/q.stack") stacks, each ending in ${fn#*:}"
+	else
+		fail "$name: same output and count with s.ustack ($a vs $b)" "$(head -c 600 "$T_TMP/q.stack")" \
+			"$(head -c 600 "$T_TMP/e.stack")"
+	fi
+}
+if [ -x $PY ]; then
+	export PYTHONHASHSEED=0
+	real "python3 (no frame pointers), libc malloc" libc:malloc "$D/pm" $PY -c "
+import json, sys
+d = [json.dumps({'k': i, 'v': list(range(i % 50))}) for i in range(20000)]
+open(sys.argv[1], 'w').write(str(sum(len(x) for x in d)))" "$D/pm"
+	real "python3 zlib" libz:deflate "$D/pz" $PY -c "
+import zlib, sys, time
+d = open(sys.argv[1], 'rb').read()
+open(sys.argv[2], 'w').write(' '.join(str(zlib.crc32(zlib.compress(d[i:i+9000]))) for i in range(0, 300000, 3000)))
+time.sleep(0.5)	# the reader names the stacks of a process still there" "$D/in.txt" "$D/pz"
+else
+	diag "no $PY: its cases are not run"
+fi
+if command -v xz >/dev/null; then
+	real "xz (no frame pointers), lzma_code" liblzma:lzma_code "$D/in.txt.xz" xz -k -f "$D/in.txt"
+else
+	diag "no xz: its case is not run"
+fi
+done_testing
