@@ -996,6 +996,10 @@ int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg),
 			  "not reached in " "10 s");
 		goto out;
 	}
+	/* its hold ends here (this thread stays stopped, by ptrace): a
+	 * thread made while the process is stopped (the runtime's, in
+	 * dlopen()) would stop with it, and never answer */
+	kill(pid, SIGCONT);
 	rc = find_libc(t, err, errlen);
 	rc = rc ? : libc_syms(t, err, errlen);
 	if (!rc && (rc = write_stub(pid, memfd, page)))

@@ -52,7 +52,10 @@ int inject_library(pid_t pid, const char *lib, char *err, size_t errlen);
  * relocated and initialized every library; main() has not run), lib is
  * dlopen()ed on it, ready(arg) is called (NULL: none) while it stays
  * stopped there (the runtime's own thread answers: fay arms its probes),
- * and it is let go.  No instruction of its own is changed: a fay killed
+ * and it is let go.  Its hold ends at the entry point (SIGCONT: a thread
+ * made in a stopped process stops too; the thread at the entry point
+ * stays stopped by ptrace until ready() returned); its SIGCONT handler,
+ * if any, runs then.  No instruction of its own is changed: a fay killed
  * at any point leaves it running (the trampoline only goes on to the
  * entry point; between the mmap()'s set-up and its return, a few
  * microseconds, it would resume on the vDSO's instruction with fay's

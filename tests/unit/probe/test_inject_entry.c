@@ -73,6 +73,15 @@ static pid_t held_sh(const char *cmd)
 	return -1;
 }
 
+/* The runtime's socket of a process gone (nothing of ours left). */
+static void unlink_sock(pid_t pid)
+{
+	char p[108];
+
+	inline_sock_path(pid, p, sizeof(p));
+	unlink(p);
+}
+
 struct seen {
 	pid_t pid;
 	char done[512];
@@ -133,6 +142,7 @@ static bool one(int i, bool quiet)
 	rc = inject_library_at_entry(s.pid, lib, ready, &s, err, sizeof(err));
 	kill(s.pid, SIGCONT);	/* the exec watch continues what it held */
 	waitpid(s.pid, &st, 0);
+	unlink_sock(s.pid);
 	f = fopen(s.done, "re");
 	if (f) {
 		if (!fgets(out, sizeof(out), f))
@@ -217,6 +227,7 @@ int main(void)
 		waitpid(inj, NULL, 0);
 		kill(p, SIGCONT);	/* the exec watch's guard's job */
 		waitpid(p, &st, 0);
+		unlink_sock(p);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(done, F_OK) == 0)
 			good++;
 		else
