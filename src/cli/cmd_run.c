@@ -60,7 +60,7 @@ static void usage(FILE *f)
 "    A descendant of CMD in another root (unshare ... chroot ROOT prog,\n"
 "    systemd-nspawn, podman run), which cannot load the runtime\n"
 "    preloaded by its host path, gets it loaded with ptrace at its entry\n"
-"    point when --probe-mode=inline (docs/QUERY.md, \"Processes in\n"
+"    point in inline mode, the default (docs/QUERY.md, \"Processes in\n"
 "    containers\"); CMD itself must not exec into another root.\n"
 "\n"
 "OPTIONS\n"

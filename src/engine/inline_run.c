@@ -318,6 +318,12 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const 
 	if (e->opts.no_inject)
 		return no_inline(e, -EPERM, "pid %d: the fay runtime is not loaded and "
 				 "--no-inject forbids loading it", (int)pid);
+	if (!e->opts.inject_lib && e->opts.hold_execs)
+		return no_inline(e, -ENOENT, "pid %d: the fay runtime is not loaded (auto, a "
+				 "command: a uprobe, which follows the command and every process "
+				 "it forks; --probe-mode=inline preloads the runtime and loads it "
+				 "into each descendant in another root at its entry point)",
+				 (int)pid);
 	if (!e->opts.inject_lib)
 		return no_inline(e, -ENOENT, "pid %d: the fay runtime is not loaded (start it "
 				 "with fay run, or --probe-mode=inline to load it with ptrace)",
