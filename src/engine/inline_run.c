@@ -876,8 +876,12 @@ static int kid_window(struct engine_inl *s, pid_t pid)
 		struct inl_kid *k = &s->kids[i];
 		struct pollfd p = { k->fd, POLLIN, 0 };
 
+		char c;
+
+		/* gone: its session at its end (a reply never comes unasked) */
 		if (k->pid == pid || !k->pid ||
-		    (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLIN)))) {
+		    (poll(&p, 1, 0) == 1 && ((p.revents & (POLLHUP | POLLERR)) ||
+					     recv(k->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0))) {
 			if (k->fd >= 0)
 				close(k->fd);
 			k->fd = -1;
