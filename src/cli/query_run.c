@@ -372,6 +372,8 @@ int engine_run_query(struct query *q, const struct plan *p,
 		dopts.eo.hold_execs = true;
 		if (rt_hold)
 			dopts.eo.inline_wait_ms = 10000;
+		if (o->preload && o->probe_mode == ENGINE_PROBE_INLINE)
+			dopts.eo.kid_lib = o->preload;
 	}
 	if (dopts.eo.pid > 0) {
 		dopts.watch_fd = (int)syscall(SYS_pidfd_open, dopts.eo.pid, 0);

@@ -32,6 +32,9 @@
 #define INLINE_VERSION		1
 #define INLINE_MAX_SITES	256
 #define INLINE_MAX_MAPS		16
+/* Slots of the maps of one query (the VM's limit): one process's
+ * window of them is at most the runtime's RT_MAX_SLOTS. */
+#define INLINE_MAX_SLOTS	4096
 /* A paired source's entry records per thread: one per level of nested
  * probed calls (recursion, signal handlers); deeper calls are not paired
  * (the programs count them: EC_DEPTH).  The pairs map is a per-slot
@@ -97,8 +100,11 @@ struct inl_map {
 	uint32_t type, key_size, value_size, max_entries;
 };
 
-/* MAPS: struct inl_hdr, uint32_t nslots, uint32_t pad, inl_map[count];
- * the memfds in SCM_RIGHTS, one per map, in order. */
+/* MAPS: struct inl_hdr, uint32_t nslots, uint32_t base, inl_map[count];
+ * the memfds in SCM_RIGHTS, one per map, in order.  The maps have
+ * nslots slots; this process writes those from base on (its threads'
+ * slot s is the maps' base + s: vm_map_new_window()), so that several
+ * processes feed one query's maps; 0 for a query of one process. */
 /* PROG: struct inl_hdr, uint32_t role (0 entry, 1 exit), uint32_t
  * ctx_size, struct bpf_insn[count] (a map load's imm: the map's index). */
 

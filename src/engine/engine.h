@@ -95,6 +95,11 @@ struct engine_opts {
 	 * (libfay-probe.so) into it with ptrace (probe/inject.h); NULL: never
 	 * (auto mode then falls back to a uprobe) */
 	const char *inject_lib;
+	/* The runtime to load with ptrace into the descendants of a command
+	 * fay started (hold_execs) that enter another root (a container),
+	 * inline mode (engine_inl_kid()); NULL: none (the command's own
+	 * runtime is preloaded: a host path its descendants' roots lack) */
+	const char *kid_lib;
 	/* Never load a library into a process (fay query --no-inject):
 	 * auto mode falls back to a uprobe saying so, inline fails */
 	bool no_inject;

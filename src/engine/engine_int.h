@@ -252,7 +252,20 @@ bool engine_inl_following(const struct engine *e);
  * (e->note then says so, as it does when the image refuses the site:
  * true then, once). */
 bool engine_inl_follow(struct engine *e);
-/* Restore the site (nothing if not armed); close the session. */
+/*
+ * A process of the command fay started (a descendant, held by the exec
+ * watch at its exec) that sees another root than fay (a container): when
+ * the probe's BIN resolves there (probe_child_file()), the runtime is
+ * loaded at its entry point (inject_library_at_entry()) and armed with
+ * the query's maps, its threads writing a window of their slots of its
+ * own (KID_WINDOW slots from KID_BASE), before its main() runs.  1 when
+ * armed (an info line says so: "inline in N processes"), 0 when it is
+ * none of the query's, -errno when it could not be (warned; it runs on
+ * untraced).  Inline mode of a command fay started only.
+ */
+int engine_inl_kid(struct engine *e, pid_t pid);
+/* Restore the site (nothing if not armed) in the process and every
+ * descendant's image armed; close the sessions. */
 void engine_inl_detach(struct engine *e);
 void engine_inl_free(struct engine *e);
 /* Close the runtime session an auto fallback kept open (the runtime

@@ -98,7 +98,10 @@
  * one look (about a millisecond), and the host's own processes (of the
  * initial mount namespace, whatever fay's own is) never.  If fay dies meanwhile, a guard process
  * (guard_start(): a grandchild of fay waiting on a pipe only fay writes)
- * sees the pipe close and continues every pid of the held map.  The
+ * sees the pipe close and continues every pid of the held map (and, for
+ * a command fay started, of the follow map: a descendant held at an exec
+ * when fay died; fay writes a byte before it closes the pipe when it is
+ * done, so that a normal end continues no one but the held).  The
  * limits: a process stopped and continued can be seen so by its parent
  * (SIGCHLD with CLD_STOPPED/CLD_CONTINUED, waitpid(WUNTRACED)) and by
  * its tracer; a SIGCONT handler runs; a chroot without a new mount
@@ -208,6 +211,14 @@ static void follow_child(struct engine_exec *x, pid_t pid, uint64_t addr, uint64
 	struct engine *e = x->e;
 	char path[4096];
 
+	/* inline: its runtime is loaded at its exec, before its loader
+	 * maps anything; the mappings are the runtime's to arm */
+	if (engine_inl_active(e)) {
+		if (!size)
+			engine_inl_kid(e, pid);
+		return;
+	}
+
 	for (int i = e->nprogs - 1; i >= 0; i--) {
 		struct probe *p = e->progs[i].probe;
 		int rc = p ? probe_follow_child(p, pid, addr, size, path, sizeof(path)) : 0;
@@ -248,6 +259,8 @@ static int on_exec(void *ctx, const void *data, size_t size)
 		follow_child(x, (pid_t)rec[0], rec[1], rec[2]);
 		goto out;
 	}
+	if (engine_inl_active(e))
+		goto out;	/* the command's own execs: its runtime follows them */
 	if (mapped) {
 		x->nmaps++;
 	} else {
@@ -306,13 +319,18 @@ static void continue_held(int map)
 }
 
 /* The guard: a grandchild of fay (reparented at once: none of fay's
- * waits reaps it), with nothing open but the held map and the pipe's
- * read end, whose read returns when fay is gone (killed, crashed) or
- * done; then every process still held is continued. */
-static void guard_run(int map, int rd)
+ * waits reaps it), with nothing open but the maps (held, follow; -1:
+ * none) and the pipe's read end, whose read returns when fay is gone
+ * (killed, crashed: end of file) or done (a byte); then every process
+ * still held is continued, and when fay is gone every process it
+ * followed (a command's descendant it held at an exec: the program
+ * stopped it, fay would have continued it; a SIGCONT to one running is
+ * nothing to it). */
+static void guard_run(int held, int follow, int rd)
 {
+	int keep[3] = { held, follow, rd }, null;
+	ssize_t n;
 	char c;
-	int lo = map < rd ? map : rd, hi = map < rd ? rd : map, null;
 
 	if (fork() != 0)
 		_exit(0);
@@ -320,24 +338,31 @@ static void guard_run(int map, int rd)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	prctl(PR_SET_NAME, "fay-exec-guard");
-	/* no terminal or pipe of fay's kept open (a caller reading fay's
-	 * output to its end) */
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);	/* (closed below) */
+	/* nothing of fay's kept open but these, as 3, 4, 5 (no terminal or
+	 * pipe of fay's: a caller reading fay's output to its end) */
+	for (int i = 0; i < 3; i++)
+		keep[i] = keep[i] >= 0 ? fcntl(keep[i], F_DUPFD_CLOEXEC, 1000) : -1;
+	close_range(3, 999, 0);
+	for (int i = 0; i < 3; i++)
+		if (keep[i] >= 0 && dup2(keep[i], 3 + i) == 3 + i)
+			keep[i] = 3 + i;
+	close_range(6, ~0u, 0);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int f = 0; f < 3 && null >= 0; f++)
-		if (f != map && f != rd)
-			dup2(null, f);
-	if (lo > 3)
-		close_range(3, (unsigned int)lo - 1, 0);
-	if (hi > lo + 1)
-		close_range((unsigned int)lo + 1, (unsigned int)hi - 1, 0);
-	close_range((unsigned int)hi + 1, ~0u, 0);
-	while (read(rd, &c, 1) < 0 && errno == EINTR)
+		dup2(null, f);
+	if (null > 5)
+		close(null);
+	while ((n = read(keep[2], &c, 1)) < 0 && errno == EINTR)
 		;
-	continue_held(map);
+	if (keep[0] >= 0)
+		continue_held(keep[0]);
+	if (n <= 0 && keep[1] >= 0)
+		continue_held(keep[1]);
 	_exit(0);
 }
 
-/* Start the guard of x->held.  0 or -errno. */
+/* Start the guard of x->held and x->follow (either may be NULL).  0 or
+ * -errno. */
 static int guard_start(struct engine_exec *x)
 {
 	int fds[2], err;
@@ -348,7 +373,8 @@ static int guard_start(struct engine_exec *x)
 	pid = fork();
 	if (pid == 0) {
 		close(fds[1]);
-		guard_run(bmap_fd(x->held), fds[0]);
+		guard_run(x->held ? bmap_fd(x->held) : -1, x->follow ? bmap_fd(x->follow) : -1,
+			  fds[0]);
 	}
 	err = pid < 0 ? -errno : 0;
 	close(fds[0]);
@@ -402,8 +428,14 @@ void engine_exec_free(struct engine *e)
 		kill(x->pid, SIGCONT);
 	if (x->held && bmap_fd(x->held) >= 0)
 		continue_held(bmap_fd(x->held));
-	if (x->guard >= 0)
-		close(x->guard);	/* the guard finds none held, and exits */
+	if (x->guard >= 0) {
+		/* done, not gone: the guard continues the held ones alone
+		 * (none now), not every process followed */
+		if (write(x->guard, "x", 1) != 1) {
+			/* then it continues those too: nothing is left stopped */
+		}
+		close(x->guard);
+	}
 	if (x->nheld)
 		pr_debug("exec watch: %llu processes of other mount namespaces held at a "
 			 "new file's mapping until it was looked at",
@@ -804,6 +836,20 @@ static int follow_only(struct engine *e)
 	return 0;
 }
 
+/* The follow map with the command's pid in it, or NULL. */
+static struct bmap *follow_map_new(struct engine *e)
+{
+	uint32_t pid = (uint32_t)e->opts.pid;
+	uint8_t one = 1;
+	struct bmap *m = bmap_new("fay_follow", BPF_MAP_TYPE_HASH, 4, 1, FOLLOW_MAX);
+
+	if (m && (bmap_create(m) || bmap_update(m, &pid, &one, BPF_ANY))) {
+		bmap_free(m);
+		m = NULL;
+	}
+	return m;
+}
+
 int engine_exec_start(struct engine *e)
 {
 	struct engine_exec *x;
@@ -832,6 +878,10 @@ int engine_exec_start(struct engine *e)
 	x->guard = -1;
 	x->pid = pid > 0 ? pid : 0;
 	x->hold = e->opts.hold_execs && x->pid > 0 && x->pid == e->opts.pid;
+	/* (inline: a map of the exec watch's alone; the programs, in the
+	 * processes, filter nothing) */
+	if (x->hold && e->inl && !e->follow)
+		e->follow = follow_map_new(e);
 	x->follow = x->hold ? e->follow : NULL;
 	e->exec = x;
 	if (!proc_root_id(0, &self))	/* fay's view: the files it resolved */
@@ -869,9 +919,15 @@ int engine_exec_start(struct engine *e)
 		snprintf(why, sizeof(why), "out of memory");
 		goto fail;
 	}
-	/* the fork program before the exec one: no child unseen between */
-	if (x->follow)
+	/* the fork program before the exec one: no child unseen between;
+	 * a descendant held at an exec when fay dies is the guard's to
+	 * continue */
+	if (x->follow) {
 		start_follow(x);
+		if (x->guard < 0 && guard_start(x))
+			pr_warn("no guard for the command's descendants held at their "
+				"execs: if fay dies, one held then stays stopped");
+	}
 	err = prog_start(x, &x->exec, "sched:sched_process_exec", exec_prog, why, sizeof(why));
 	if (err)
 		goto fail;
@@ -904,19 +960,10 @@ fail:
 
 struct bmap *engine_follow_map(struct engine *e)
 {
-	uint32_t pid = (uint32_t)e->opts.pid;
-	uint8_t one = 1;
-
 	if (!e->opts.hold_execs || e->opts.pid <= 0 || e->inl)
 		return NULL;
-	if (e->follow)
-		return e->follow;
-	e->follow = bmap_new("fay_follow", BPF_MAP_TYPE_HASH, 4, 1, FOLLOW_MAX);
-	if (e->follow && (bmap_create(e->follow) ||
-			  bmap_update(e->follow, &pid, &one, BPF_ANY))) {
-		bmap_free(e->follow);
-		e->follow = NULL;
-	}
+	if (!e->follow)
+		e->follow = follow_map_new(e);
 	return e->follow;
 }
 

@@ -41,12 +41,14 @@
 
 #include "common/clock.h"
 #include "common/inline_wire.h"
+#include "common/log.h"
 #include "common/procstat.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
 #include "patch/patch.h"
 #include "probe/elfsym.h"
 #include "probe/inject.h"
+#include "probe/probe.h"
 #include "probe/procroot.h"
 
 /* The functions one function(...) source patches: its one function, or
@@ -58,6 +60,18 @@ struct inl_set {
 	size_t n, matched, aliases, nrefused;
 	int nosym0;			/* the first site's elf_func_at() */
 	char refused[1536];		/* "name: why; " each */
+};
+
+/* A command's descendant in another root with a session of its own
+ * (engine_inl_kid()): slots KID_BASE + i * KID_WINDOW of the maps are
+ * kids[i]'s while its image lives (its session open). */
+#define KID_BASE	1024	/* the command's own (a runtime's RT_MAX_SLOTS) */
+#define KID_WINDOW	32	/* threads of one descendant that are traced */
+#define KID_MAX		((INLINE_MAX_SLOTS - KID_BASE) / KID_WINDOW)
+
+struct inl_kid {
+	pid_t pid;		/* 0: a free window */
+	int fd;			/* its session */
 };
 
 struct engine_inl {
@@ -74,6 +88,8 @@ struct engine_inl {
 	char path[4096];
 	uint64_t until;		/* following: give up at until (ns) */
 	unsigned execs;		/* images armed after the first */
+	struct inl_kid kids[KID_MAX];
+	unsigned nkids;		/* descendants' images armed, in all */
 };
 
 const char *engine_note(const struct engine *e)
@@ -302,6 +318,12 @@ static int load_rt(struct engine *e, pid_t pid, const struct inl_site *s, const 
 	if (e->opts.no_inject)
 		return no_inline(e, -EPERM, "pid %d: the fay runtime is not loaded and "
 				 "--no-inject forbids loading it", (int)pid);
+	if (!e->opts.inject_lib && e->opts.hold_execs)
+		return no_inline(e, -ENOENT, "pid %d: the fay runtime is not loaded (auto, a "
+				 "command: a uprobe, which follows the command and every process "
+				 "it forks; --probe-mode=inline preloads the runtime and loads it "
+				 "into each descendant in another root at its entry point)",
+				 (int)pid);
 	if (!e->opts.inject_lib)
 		return no_inline(e, -ENOENT, "pid %d: the fay runtime is not loaded (start it "
 				 "with fay run, or --probe-mode=inline to load it with ptrace)",
@@ -749,10 +771,11 @@ int engine_inl_pairs(struct engine *e)
 	return 0;
 }
 
-/* Send the maps and programs of in on session fd and arm: 0 with *r
- * the last reply (r->status: the runtime's refusal), or call()'s -errno
- * (-ENOMEM). */
-static int arm_session(int fd, const struct engine_inline *in, struct inl_reply *r)
+/* Send the maps and programs of in on session fd and arm, the process
+ * writing the maps' slots from base on: 0 with *r the last reply
+ * (r->status: the runtime's refusal), or call()'s -errno (-ENOMEM). */
+static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
+		       struct inl_reply *r)
 {
 	unsigned char *buf;
 	size_t len;
@@ -772,6 +795,7 @@ static int arm_session(int fd, const struct engine_inline *in, struct inl_reply 
 	len = sizeof(struct inl_hdr) + 8 + (size_t)in->nmaps * sizeof(struct inl_map);
 	inline_hdr((struct inl_hdr *)buf, INL_MAPS, len, (uint32_t)in->nmaps);
 	hd[0] = vm_map_nslots(in->maps[0]);
+	hd[1] = base;
 	for (int i = 0; i < in->nmaps; i++) {
 		const struct vm_map_def *d = vm_map_def(in->maps[i]);
 		struct inl_map im = { d->type, d->key_size, d->value_size, d->max_entries };
@@ -805,7 +829,16 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 {
 	struct engine_inl *s = e->inl;
 	struct inl_reply r;
-	int err = arm_session(s->fd, in, &r);
+	int err;
+
+	/* a command fay started: its descendants in other roots too
+	 * (engine_inl_kid()), seen by the exec watch, whose fork program
+	 * is in place before the command runs on (fay run: ARM lets it) */
+	for (int i = 0; i < KID_MAX; i++)
+		s->kids[i].fd = -1;
+	if (e->opts.hold_execs && e->opts.probe_mode == ENGINE_PROBE_INLINE)
+		engine_exec_start(e);
+	err = arm_session(s->fd, in, 0, &r);
 
 	if (err == -ENOMEM)
 		return engine_fail(e, err, "out of memory");
@@ -826,6 +859,126 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 	s->armed = true;
 	e->attached = true;
 	return 0;
+}
+
+/* The window of a descendant: pid's own (an image before this one), else
+ * one whose image is gone (its session hung up: exec()ed or exited),
+ * else a free one; -1 when every window has a live image. */
+static int kid_window(struct engine_inl *s, pid_t pid)
+{
+	int free_at = -1;
+
+	for (int i = 0; i < KID_MAX; i++) {
+		struct inl_kid *k = &s->kids[i];
+		struct pollfd p = { k->fd, POLLIN, 0 };
+
+		char c;
+
+		/* gone: its session at its end (a reply never comes unasked) */
+		if (k->pid == pid || !k->pid ||
+		    (poll(&p, 1, 0) == 1 && ((p.revents & (POLLHUP | POLLERR)) ||
+					     recv(k->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0))) {
+			if (k->fd >= 0)
+				close(k->fd);
+			k->fd = -1;
+			if (k->pid == pid)
+				return i;
+			k->pid = 0;
+			if (free_at < 0)
+				free_at = i;
+		}
+	}
+	return free_at;
+}
+
+struct kid_arm {
+	struct engine *e;
+	pid_t pid;
+	int win;
+	const char *path, *sym;
+	char why[1024];
+};
+
+/* inject_library_at_entry()'s ready(): the descendant, stopped at its
+ * entry point, answers on its runtime's socket: its site (by file: the
+ * runtime arms it in the object loaded already, or when it is loaded)
+ * and the query's maps and programs, its threads writing its window. */
+static int kid_ready(void *arg)
+{
+	struct kid_arm *a = arg;
+	struct engine *e = a->e;
+	struct inl_kid *k = &e->inl->kids[a->win];
+	struct inl_reply r;
+	struct inl_set w;
+	struct stat st;
+	uint64_t off;
+	bool later = shared_object(a->pid, a->path, &st);
+	int fd = connect_rt(a->pid, 5000), err;
+
+	if (fd < 0) {
+		snprintf(a->why, sizeof(a->why), "its runtime does not answer: %s",
+			 strerror(-fd));
+		return fd;
+	}
+	err = elf_func_offset(a->path, a->sym, &off);
+	err = err ? : set_fill(&w, &e->progs[0], a->pid, 0, a->path, off, a->sym, later, &st);
+	if (err) {
+		snprintf(a->why, sizeof(a->why), "%s: no size or no symbol in %s", a->sym,
+			 a->path);
+	} else {
+		err = set_send(fd, &w, later, &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e),
+							   KID_BASE + (uint32_t)a->win * KID_WINDOW,
+							   &r);
+		if (err || r.status)
+			snprintf(a->why, sizeof(a->why), "%.1000s", err ? strerror(-err) : r.msg);
+		err = err ? : r.status;
+	}
+	set_free(&w);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	k->pid = a->pid;
+	k->fd = fd;
+	return 0;
+}
+
+int engine_inl_kid(struct engine *e, pid_t pid)
+{
+	struct engine_inl *s = e->inl;
+	struct eprog *ep = &e->progs[0];
+	struct kid_arm a = { .e = e, .pid = pid };
+	char path[4096], why[1024] = "";
+	uint64_t t0 = clock_monotonic_ns();
+	unsigned live = 1;	/* the command's own process, and each window's */
+	int err;
+
+	if (!s || pid == s->pid || !e->opts.kid_lib || e->opts.no_inject ||
+	    !ep->probe || !proc_other_root(pid) ||
+	    probe_child_file(ep->probe, pid, path, sizeof(path), &a.sym) != 1)
+		return 0;
+	a.path = path;
+	a.win = kid_window(s, pid);
+	if (a.win < 0) {
+		pr_warn("%s: process %d, a descendant, not traced: %d descendants' images are "
+			"traced inline already", ep->spec, (int)pid, KID_MAX);
+		return -E2BIG;
+	}
+	err = inject_library_at_entry(pid, e->opts.kid_lib, kid_ready, &a, why, sizeof(why));
+	if (err) {
+		/* a static program, one that exited or exec()ed again first */
+		pr_warn("%s: process %d, a descendant, not traced inline: %s", ep->spec,
+			(int)pid, a.why[0] ? a.why : strip_pid(why, pid));
+		return err;
+	}
+	s->nkids++;
+	for (int i = 0; i < KID_MAX; i++)
+		live += s->kids[i].pid != 0;
+	pr_info("%s: process %d, a descendant, inline with %s (runtime loaded at its entry "
+		"point in %.1f ms): inline in %u processes", ep->spec, (int)pid, path,
+		(double)(clock_monotonic_ns() - t0) / 1e6, live);
+	return 1;
 }
 
 int engine_inl_fd(const struct engine *e)
@@ -880,7 +1033,7 @@ static int follow_image(struct engine *e, int fd)
 		}
 	} else {
 		err = set_offer(e, fd, &s->w, s->later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), 0, &r);
 		if (!err && !r.status) {
 			s->fd = fd;
 			s->armed = true;
@@ -956,9 +1109,16 @@ void engine_inl_detach(struct engine *e)
 		s->fd = -1;
 		s->idle = false;
 	}
+	inline_hdr(&h, INL_DETACH, sizeof(h), 0);
+	for (int i = 0; s && i < KID_MAX; i++)
+		if (s->kids[i].pid) {
+			(void)call(s->kids[i].fd, &h, sizeof(h), NULL, 0, &r);
+			close(s->kids[i].fd);
+			s->kids[i].fd = -1;
+			s->kids[i].pid = 0;
+		}
 	if (!s || !s->armed)
 		return;
-	inline_hdr(&h, INL_DETACH, sizeof(h), 0);
 	/* a process that exited has nothing left to restore */
 	(void)call(s->fd, &h, sizeof(h), NULL, 0, &r);
 	s->armed = false;

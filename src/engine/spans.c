@@ -64,7 +64,10 @@ static int inl_load(struct engine *e, struct engine_vm *v)
 	char why[1024];
 	int err;
 
-	v->nslots = INLINE_SLOTS;
+	/* a command fay started: its descendants' windows above the
+	 * command's slots (engine_inl_kid()) */
+	v->nslots = e->opts.hold_execs && e->opts.probe_mode == ENGINE_PROBE_INLINE ?
+		    INLINE_MAX_SLOTS : INLINE_SLOTS;
 	err = engine_inline_new_shared(e, v->nslots, INLINE_CTX_SIZE, &v->in, why, sizeof(why));
 	if (err)
 		return engine_fail(e, err, "inline probes: %s", why);

@@ -59,6 +59,9 @@ struct target {
 	uint64_t dlopen, dlerror;	/* in the process */
 	uint64_t avoid_lo[INJ_MAX_AVOID], avoid_hi[INJ_MAX_AVOID];
 	int navoid;			/* libc's and the loader's code */
+	/* the calls' return address: 0 (the call ends at its fault there),
+	 * or a return stub (inject_library_at_entry(): STUB_*) */
+	uint64_t back;
 };
 
 /* A thread stopped by us, as it was. */
@@ -264,16 +267,24 @@ static int restore(pid_t tid, struct saved *s)
 	return 0;
 }
 
+/* A return stub's system call (its end, seen with PTRACE_SYSCALL): the
+ * offset after it, and its number (rt_sigprocmask). */
+#define STUB_MARK	40
+#define STUB_NR		14
+
 /*
  * Call fn(a0, a1) on stopped thread tid with stack pointer sp (its word
- * is the return address 0); *ret gets rax.  0, -EFAULT (it faulted
- * elsewhere: *ret is the address), -ESRCH, -ETIMEDOUT.  *sig: a stop
- * signal that arrived meanwhile, to deliver after.
+ * is the return address: 0, or the stub back); *ret gets rax.  0,
+ * -EFAULT (it faulted elsewhere: *ret is the address), -ESRCH,
+ * -ETIMEDOUT.  *sig: a stop signal that arrived meanwhile, to deliver
+ * after.  With a stub the thread runs under PTRACE_SYSCALL and the call
+ * ends at the stub's system call (rax kept in rbx by the stub).
  */
 static int call(pid_t tid, const struct saved *s, uint64_t fn, uint64_t a0, uint64_t a1,
-		uint64_t sp, uint64_t *ret, int *sig)
+		uint64_t sp, uint64_t back, uint64_t *ret, int *sig)
 {
 	struct user_regs_struct r = s->regs;
+	long how = back ? PTRACE_SYSCALL : PTRACE_CONT;
 	int st, err;
 
 	r.rip = fn;
@@ -282,14 +293,24 @@ static int call(pid_t tid, const struct saved *s, uint64_t fn, uint64_t a0, uint
 	r.rax = 0;
 	r.orig_rax = (unsigned long long)-1;
 	r.rsp = sp;
-	if (ptrace(PTRACE_SETREGS, tid, 0, &r) || ptrace(PTRACE_CONT, tid, 0, 0))
+	if (ptrace(PTRACE_SETREGS, tid, 0, &r) || ptrace(how, tid, 0, 0))
 		return -errno;
 	for (;;) {
 		err = wait_stop(tid, &st, INJ_CALL_WAIT_MS, false);
 		if (err)
 			return err;
+		if (back && (st >> 16) == 0 && WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			if (ptrace(PTRACE_GETREGS, tid, 0, &r))
+				return -errno;
+			if (r.rip == back + STUB_MARK && (long)r.orig_rax == STUB_NR) {
+				*ret = r.rbx;
+				return 0;
+			}
+			ptrace(how, tid, 0, 0);
+			continue;
+		}
 		if ((st >> 16) == PTRACE_EVENT_STOP || WSTOPSIG(st) == SIGTRAP) {
-			ptrace(PTRACE_CONT, tid, 0, 0);
+			ptrace(how, tid, 0, 0);
 			continue;
 		}
 		if (WSTOPSIG(st) == SIGSEGV || WSTOPSIG(st) == SIGBUS ||
@@ -297,7 +318,7 @@ static int call(pid_t tid, const struct saved *s, uint64_t fn, uint64_t a0, uint
 			break;
 		if (!*sig)
 			*sig = WSTOPSIG(st);	/* SIGSTOP and the like: later */
-		ptrace(PTRACE_CONT, tid, 0, 0);
+		ptrace(how, tid, 0, 0);
 	}
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
 		return -errno;
@@ -316,7 +337,7 @@ static int load_on(const struct target *t, pid_t tid, const char *lib, int *sig,
 	struct saved *s = malloc(sizeof(*s));
 	char memfn[64], why[512] = "";
 	size_t len = strlen(lib) + 1;
-	uint64_t str, sp, handle = 0, zero = 0;
+	uint64_t str, sp, handle = 0, back = t->back;
 	int fd, rc;
 
 	if (!s)
@@ -333,13 +354,13 @@ static int load_on(const struct target *t, pid_t tid, const char *lib, int *sig,
 	snprintf(memfn, sizeof(memfn), "/proc/%d/mem", (int)tid);
 	fd = open(memfn, O_RDWR | O_CLOEXEC);
 	if (fd < 0 || pwrite(fd, lib, len, (off_t)str) != (ssize_t)len ||
-	    pwrite(fd, &zero, sizeof(zero), (off_t)sp) != sizeof(zero)) {
+	    pwrite(fd, &back, sizeof(back), (off_t)sp) != sizeof(back)) {
 		rc = -errno;
 		fail(err, errlen, rc, "pid %d: writing its stack: %s", (int)t->pid,
 		     strerror(errno));
 		goto out;
 	}
-	rc = call(tid, s, t->dlopen, str, 2 /* RTLD_NOW */, sp, &handle, sig);
+	rc = call(tid, s, t->dlopen, str, 2 /* RTLD_NOW */, sp, t->back, &handle, sig);
 	if (rc == -EFAULT)
 		fail(err, errlen, rc, "pid %d: dlopen(%s) faulted at %#llx in it (it was "
 		     "stopped and put back as it was)", (int)t->pid, lib,
@@ -350,7 +371,8 @@ static int load_on(const struct target *t, pid_t tid, const char *lib, int *sig,
 	else if (!handle) {
 		uint64_t msg = 0;
 
-		if (t->dlerror && !call(tid, s, t->dlerror, 0, 0, sp, &msg, sig) && msg) {
+		if (t->dlerror && !call(tid, s, t->dlerror, 0, 0, sp, t->back, &msg, sig) &&
+		    msg) {
 			ssize_t n = pread(fd, why, sizeof(why) - 1, (off_t)msg);
 
 			why[n > 0 ? n : 0] = '\0';
@@ -532,6 +554,34 @@ static int place_lib(pid_t pid, const char *lib, char *inside, size_t ilen, char
 		    (int)pid, lib, strerror(-rc));
 }
 
+/* lib checked (an absolute path fay can read) and placed where pid sees
+ * it (place_lib()).  0 or -errno with err. */
+static int lib_inside(pid_t pid, const char *lib, char *inside, size_t ilen, char *copy,
+		      size_t clen, char *err, size_t errlen)
+{
+	copy[0] = '\0';
+	if (lib[0] != '/' || access(lib, R_OK) || strlen(lib) >= 400)
+		return fail(err, errlen, -EINVAL, "%s: not an absolute path to a readable "
+			    "library", lib);
+	return place_lib(pid, lib, inside, ilen, copy, clen, err, errlen);
+}
+
+/* t's dlopen (and dlerror) in its libc (find_libc() first).  0 or
+ * -ENOEXEC with err. */
+static int libc_syms(struct target *t, char *err, size_t errlen)
+{
+	int rc = libc_sym(t, "dlopen", &t->dlopen);
+
+	if (rc)
+		rc = libc_sym(t, "__libc_dlopen_mode", &t->dlopen);
+	if (rc)
+		return fail(err, errlen, -ENOEXEC, "pid %d: no dlopen in %s", (int)t->pid,
+			    t->libc);
+	if (libc_sym(t, "dlerror", &t->dlerror))
+		t->dlerror = 0;
+	return 0;
+}
+
 int inject_library(pid_t pid, const char *lib, char *err, size_t errlen)
 {
 	struct target *t = calloc(1, sizeof(*t));
@@ -542,27 +592,12 @@ int inject_library(pid_t pid, const char *lib, char *err, size_t errlen)
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
-	if (lib[0] != '/' || access(lib, R_OK) || strlen(lib) >= 400) {
-		rc = fail(err, errlen, -EINVAL, "%s: not an absolute path to a readable "
-			  "library", lib);
-		goto out;
-	}
-	rc = place_lib(pid, lib, inside, sizeof(inside), copy, sizeof(copy), err, errlen);
+	rc = lib_inside(pid, lib, inside, sizeof(inside), copy, sizeof(copy), err, errlen);
+	rc = rc ? : find_libc(t, err, errlen);
+	rc = rc ? : libc_syms(t, err, errlen);
 	if (rc)
 		goto out;
 	lib = inside;
-	rc = find_libc(t, err, errlen);
-	if (rc)
-		goto out;
-	rc = libc_sym(t, "dlopen", &t->dlopen);
-	if (rc)
-		rc = libc_sym(t, "__libc_dlopen_mode", &t->dlopen);
-	if (rc) {
-		rc = fail(err, errlen, -ENOEXEC, "pid %d: no dlopen in %s", (int)pid, t->libc);
-		goto out;
-	}
-	if (libc_sym(t, "dlerror", &t->dlerror))
-		t->dlerror = 0;
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	rc = -EAGAIN;
 	while (rc == -EAGAIN && clock_monotonic_ns() < until) {
@@ -585,6 +620,404 @@ int inject_library(pid_t pid, const char *lib, char *err, size_t errlen)
 out:
 	if (copy[0])
 		unlink(copy);	/* loaded (mapped) or not, the file is no more needed */
+	free(t);
+	return rc;
+}
+
+/* ---- a process held at its exec: loaded at its program's entry ------------- */
+
+#define INJ_ENTRY_WAIT_MS	10000	/* for the loader to reach the entry point */
+#define TRAMP_MARK		10	/* the trampoline's offset after its syscall */
+
+/*
+ * The code AT_ENTRY is pointed at: getpid() (the mark: fay stops the
+ * process at that call's exit with PTRACE_SYSCALL; untraced, a no-op),
+ * then on to the program's entry point with rdx (the loader's fini
+ * function) as it came; the other registers are undefined at an entry
+ * point (the ABI), r15, rcx and r11 change.
+ */
+static const unsigned char tramp_code[] = {
+	0x49, 0x89, 0xd7,			/* mov r15, rdx */
+	0xb8, 39, 0, 0, 0,			/* mov eax, SYS_getpid */
+	0x0f, 0x05,				/* syscall (TRAMP_MARK after it) */
+	0x4c, 0x89, 0xfa,			/* mov rdx, r15 */
+	0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,	/* movabs rax, entry */
+	0xff, 0xe0,				/* jmp rax */
+};
+
+/*
+ * The return stub of the calls made at the mark (STUB_AT in the page):
+ * a call that returns with fay gone (killed in the middle of dlopen())
+ * goes on as if never made: rsp back to the mark's, the signal mask back
+ * to its own (the call ran with every signal blocked), then the
+ * trampoline's rest (r15, callee-saved, still holds rdx).  Under fay
+ * the call ends at its system call (STUB_MARK), and fay puts everything
+ * back itself.
+ */
+#define STUB_AT		32
+static const unsigned char stub_code[] = {
+	0x48, 0x89, 0xc3,			/* mov rbx, rax (the answer) */
+	0x48, 0xbc, 0, 0, 0, 0, 0, 0, 0, 0,	/* movabs rsp, (the mark's) */
+	0xb8, STUB_NR, 0, 0, 0,			/* mov eax, SYS_rt_sigprocmask */
+	0xbf, 2, 0, 0, 0,			/* mov edi, SIG_SETMASK */
+	0x48, 0x8d, 0x35, 18, 0, 0, 0,		/* lea rsi, [rip + 18]: the mask */
+	0x31, 0xd2,				/* xor edx, edx */
+	0x41, 0xba, 8, 0, 0, 0,			/* mov r10d, 8 */
+	0x0f, 0x05,				/* syscall (STUB_MARK after it) */
+	0xe9, 0xbd, 0xff, 0xff, 0xff,		/* jmp the trampoline's TRAMP_MARK */
+	0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0,			/* the mask */
+};
+
+/* Write the return stub for a thread at the mark (its rsp and mask). */
+static int write_stub(pid_t tid, int memfd, uint64_t page)
+{
+	unsigned char code[sizeof(stub_code)];
+	struct user_regs_struct r;
+	uint64_t mask;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) ||
+	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask))
+		return -errno;
+	memcpy(code, stub_code, sizeof(code));
+	memcpy(code + 5, &r.rsp, 8);
+	memcpy(code + 48, &mask, 8);
+	if (pwrite(memfd, code, sizeof(code), (off_t)(page + STUB_AT)) != (ssize_t)sizeof(code))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* pid's auxv entry typ (/proc/PID/auxv).  0 or -errno. */
+static int auxv_get(pid_t pid, uint64_t typ, uint64_t *val)
+{
+	uint64_t av[2 * 64];
+	char fn[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/auxv", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, av, sizeof(av));
+	close(fd);
+	for (ssize_t i = 0; n > 0 && i + 1 < n / 8 && av[i]; i += 2)
+		if (av[i] == typ) {
+			*val = av[i + 1];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* The address of the first "syscall" instruction (0f 05) of pid's vDSO. */
+static int vdso_syscall(pid_t pid, int memfd, uint64_t *at)
+{
+	unsigned char buf[16384];
+	unsigned long long lo, hi;
+	char fn[64], line[512];
+	FILE *f;
+	int rc = -ENOENT;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (rc && fgets(line, sizeof(line), f)) {
+		ssize_t n;
+
+		if (!strstr(line, "[vdso]") || sscanf(line, "%llx-%llx", &lo, &hi) != 2)
+			continue;
+		n = pread(memfd, buf, hi - lo < sizeof(buf) ? hi - lo : sizeof(buf), (off_t)lo);
+		for (ssize_t i = 0; i + 1 < n && rc; i++)
+			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+				*at = lo + (uint64_t)i;
+				rc = 0;
+			}
+	}
+	fclose(f);
+	return rc;
+}
+
+/*
+ * Run tid (PTRACE_SYSCALL) to its next syscall-exit stop whose call is
+ * nr at rip (nr -1: any call's next stop), up to ms; signals on the way
+ * are delivered but SIGSTOP (the exec watch's hold: the process runs on
+ * under fay's eye) and group stops.  0, -ESRCH (it exited), -ECHILD (it
+ * exec()ed again), -ETIMEDOUT.
+ */
+static int run_to(pid_t tid, long nr, uint64_t rip, int ms, bool exit_only)
+{
+	uint64_t until = clock_monotonic_ns() + (uint64_t)ms * 1000000ull;
+	struct user_regs_struct r;
+	bool in = false;		/* between a call's entry and exit stops */
+	int st, sig = 0, err;
+
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, tid, 0, (void *)(long)sig))
+			return -errno;
+		sig = 0;
+		err = wait_stop(tid, &st, (int)((until - clock_monotonic_ns()) / 1000000 + 1),
+				false);
+		if (err == -ETIMEDOUT) {
+			stop_thread(tid);	/* stopped, to be put back */
+			return err;
+		}
+		if (err)
+			return err;
+		if ((st >> 16) == PTRACE_EVENT_EXEC)
+			return -ECHILD;
+		if ((st >> 16) == PTRACE_EVENT_STOP || (st >> 16))
+			continue;
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(st) == SIGSTOP ? 0 : WSTOPSIG(st);
+			continue;
+		}
+		in = !in;
+		if (in && exit_only)
+			continue;
+		if (ptrace(PTRACE_GETREGS, tid, 0, &r))
+			return -errno;
+		if (nr < 0 || ((long)r.orig_rax == nr && r.rip == rip))
+			return 0;
+	}
+}
+
+/*
+ * Room for the trampoline and its stub (STUB_AT + sizeof(stub_code)
+ * bytes) in tid's program: the end of the last page of its executable
+ * segment, past the segment's bytes (padding no code reaches; the page
+ * is private, written copy-on-write, the file untouched): *at, where
+ * the trampoline goes (its stub STUB_AT after).  0, or -ENOSPC (too little room: remote_page()).
+ */
+static int text_room(pid_t tid, uint64_t *at)
+{
+	char fn[64], line[4400];
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	struct stat exe;
+	int fd, rc = -ENOSPC;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/exe", (int)tid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &exe) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(ph)) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOEXEC;
+	}
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)tid);
+	f = fopen(fn, "re");
+	while (f && rc && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, pgoff, ino;
+		unsigned int maj, min;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &pgoff, &maj,
+			   &min, &ino) != 7 || perms[2] != 'x' || ino != exe.st_ino)
+			continue;
+		for (int i = 0; i < eh.e_phnum && rc; i++) {
+			uint64_t end;
+
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+			    sizeof(ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+			    ph.p_offset + ph.p_filesz <= pgoff ||
+			    ph.p_offset + ph.p_filesz > pgoff + (hi - lo))
+				continue;
+			end = (lo + (ph.p_offset + ph.p_filesz - pgoff) + 15) & ~15ull;
+			if (end + STUB_AT + sizeof(stub_code) <= hi) {
+				*at = end;
+				rc = 0;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	close(fd);
+	return rc;
+}
+
+/*
+ * mmap() a page of code (read and execute) in tid, stopped at its exec,
+ * on the vDSO's syscall instruction.  0 with *page, or -errno.
+ */
+static int remote_page(pid_t tid, int memfd, uint64_t *page)
+{
+	struct user_regs_struct saved, r;
+	uint64_t sc;
+	int rc;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &saved))
+		return -errno;
+	rc = vdso_syscall(tid, memfd, &sc);
+	if (rc)
+		return rc;
+	r = saved;
+	r.rip = sc;
+	r.orig_rax = (unsigned long long)-1;
+	r.rax = SYS_mmap;
+	r.rdi = 0;
+	r.rsi = 4096;
+	r.rdx = 5;		/* PROT_READ | PROT_EXEC */
+	r.r10 = 0x22;		/* MAP_PRIVATE | MAP_ANONYMOUS */
+	r.r8 = (unsigned long long)-1;
+	r.r9 = 0;
+	if (ptrace(PTRACE_SETREGS, tid, 0, &r))
+		return -errno;
+	/* its entry stop, then its exit stop */
+	rc = run_to(tid, SYS_mmap, sc + 2, 2000, true);
+	if (!rc && ptrace(PTRACE_GETREGS, tid, 0, &r))
+		rc = -errno;
+	if (!rc && r.rax > (unsigned long long)-4096)
+		rc = (int)r.rax;
+	*page = r.rax;
+	if (rc != -ESRCH && ptrace(PTRACE_SETREGS, tid, 0, &saved) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+/*
+ * The address of the AT_ENTRY value in the auxiliary vector on the stack
+ * of tid, at its exec's first instruction (rsp: argc, argv..., NULL,
+ * envp..., NULL, auxv pairs).  0 or -errno.
+ */
+static int auxv_entry_at(pid_t tid, int memfd, uint64_t *at)
+{
+	struct user_regs_struct r;
+	uint64_t w[2], p;
+	int nulls = 0;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
+		return -errno;
+	/* past argc, then to the second NULL (argv's end, envp's end) */
+	for (p = r.rsp + 8; nulls < 2; p += 8) {
+		if (pread(memfd, w, 8, (off_t)p) != 8 || p > r.rsp + (1u << 20))
+			return -EFAULT;
+		nulls += !w[0];
+	}
+	for (; p < r.rsp + (1u << 20); p += 16) {
+		if (pread(memfd, w, 16, (off_t)p) != 16 || !w[0])
+			return -ENOENT;
+		if (w[0] == AT_ENTRY) {
+			*at = p + 8;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Whether tid is at its loader's first instruction (AT_BASE's e_entry):
+ * just exec()ed, nothing of it run. */
+static bool at_exec(pid_t tid, int memfd)
+{
+	struct user_regs_struct r;
+	uint64_t base = 0, entry = 0;
+
+	return !auxv_get(tid, AT_BASE, &base) && base &&
+	       pread(memfd, &entry, 8, (off_t)(base + 24)) == 8 &&
+	       !ptrace(PTRACE_GETREGS, tid, 0, &r) && r.rip == base + entry;
+}
+
+/* Seize tid, stopped (held) at its exec: its stop reported. */
+static int seize_held(pid_t tid)
+{
+	int st;
+
+	if (ptrace(PTRACE_SEIZE, tid, 0,
+		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC)))
+		return -errno;
+	/* a stopped task re-traps at once; else interrupt it */
+	if (!wait_stop(tid, &st, 100, false))
+		return 0;
+	return stop_thread(tid);
+}
+
+int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg), void *arg,
+			    char *err, size_t errlen)
+{
+	struct target *t = calloc(1, sizeof(*t));
+	unsigned char code[sizeof(tramp_code)];
+	char memfn[64], inside[512], copy[700] = "";
+	uint64_t entry = 0, at = 0, page = 0;
+	int memfd = -1, rc, sig = 0;
+	bool seized = false;
+
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	rc = lib_inside(pid, lib, inside, sizeof(inside), copy, sizeof(copy), err, errlen);
+	if (rc)
+		goto out;
+	snprintf(memfn, sizeof(memfn), "/proc/%d/mem", (int)pid);
+	memfd = open(memfn, O_RDWR | O_CLOEXEC);
+	if (memfd < 0 || auxv_get(pid, AT_ENTRY, &entry)) {
+		rc = fail(err, errlen, -ESRCH, "pid %d: %s", (int)pid, strerror(ESRCH));
+		goto out;
+	}
+	rc = seize_held(pid);
+	seized = rc != -EPERM && rc != -ESRCH;
+	if (rc) {
+		rc = fail(err, errlen, rc, "pid %d: ptrace: %s", (int)pid, strerror(-rc));
+		goto out;
+	}
+	if (!at_exec(pid, memfd)) {
+		rc = fail(err, errlen, -EINVAL, "pid %d is not at its exec's first instruction "
+			  "(or has no loader: a static program)", (int)pid);
+		goto out;
+	}
+	rc = auxv_entry_at(pid, memfd, &at);
+	/* the padding after its code, else a page mapped for it (a window
+	 * of microseconds where a fay killed leaves it on the vDSO) */
+	if (!rc && text_room(pid, &page))
+		rc = remote_page(pid, memfd, &page);
+	if (rc) {
+		rc = fail(err, errlen, rc, "pid %d: a page for the trampoline to its entry "
+			  "point: %s", (int)pid, strerror(-rc));
+		goto out;
+	}
+	memcpy(code, tramp_code, sizeof(code));
+	memcpy(code + 15, &entry, 8);
+	if (pwrite(memfd, code, sizeof(code), (off_t)page) != (ssize_t)sizeof(code) ||
+	    pwrite(memfd, &page, 8, (off_t)at) != 8) {
+		rc = fail(err, errlen, -errno, "pid %d: writing its trampoline: %s", (int)pid,
+			  strerror(errno));
+		goto out;
+	}
+	/* the loader jumps to the trampoline once every library is mapped,
+	 * relocated and initialized: stopped at its mark, before the
+	 * program's first instruction */
+	rc = run_to(pid, SYS_getpid, page + TRAMP_MARK, INJ_ENTRY_WAIT_MS, true);
+	if (rc) {
+		if (rc != -ESRCH && rc != -ECHILD)
+			(void)pwrite(memfd, &entry, 8, (off_t)at);	/* if still unread */
+		rc = fail(err, errlen, rc, "pid %d: %s before its entry point", (int)pid,
+			  rc == -ESRCH ? "exited" : rc == -ECHILD ? "exec()ed again" :
+			  "not reached in " "10 s");
+		goto out;
+	}
+	/* its hold ends here (this thread stays stopped, by ptrace): a
+	 * thread made while the process is stopped (the runtime's, in
+	 * dlopen()) would stop with it, and never answer */
+	kill(pid, SIGCONT);
+	rc = find_libc(t, err, errlen);
+	rc = rc ? : libc_syms(t, err, errlen);
+	if (!rc && (rc = write_stub(pid, memfd, page)))
+		fail(err, errlen, rc, "pid %d: writing its return stub: %s", (int)pid,
+		     strerror(-rc));
+	t->back = page + STUB_AT;
+	rc = rc ? : load_on(t, pid, inside, &sig, err, errlen);
+	if (!rc && ready)
+		rc = ready(arg);
+	if (sig == SIGSTOP)
+		sig = 0;	/* a hold while it was ours: its SIGCONT comes after */
+out:
+	if (seized && kill(pid, 0) == 0)
+		ptrace(PTRACE_DETACH, pid, 0, (void *)(long)sig);
+	if (memfd >= 0)
+		close(memfd);
+	if (copy[0])
+		unlink(copy);
 	free(t);
 	return rc;
 }

@@ -41,6 +41,34 @@
 int inject_library(pid_t pid, const char *lib, char *err, size_t errlen);
 
 /*
+ * inject_library() for a process held at its exec (stopped by SIGSTOP at
+ * its loader's first instruction, one thread, no libc mapped yet: the
+ * exec watch's hold of a command's descendant), loaded before its
+ * program's first instruction.  AT_ENTRY in its auxiliary vector (which
+ * the loader reads to know where to jump) is pointed at a page of code
+ * mapped in it (mmap() made on the vDSO's syscall instruction): a
+ * getpid() call, then a jump to the program's entry point.  The process
+ * runs under PTRACE_SYSCALL until that call (the loader has mapped,
+ * relocated and initialized every library; main() has not run), lib is
+ * dlopen()ed on it, ready(arg) is called (NULL: none) while it stays
+ * stopped there (the runtime's own thread answers: fay arms its probes),
+ * and it is let go.  Its hold ends at the entry point (SIGCONT: a thread
+ * made in a stopped process stops too; the thread at the entry point
+ * stays stopped by ptrace until ready() returned); its SIGCONT handler,
+ * if any, runs then.  No instruction of its own is changed: a fay killed
+ * at any point leaves it running (the trampoline only goes on to the
+ * entry point; between the mmap()'s set-up and its return, a few
+ * microseconds, it would resume on the vDSO's instruction with fay's
+ * registers).  Signals on the way are delivered, SIGSTOP (a hold) is
+ * not.  lib is placed as inject_library() places it.  0, or -errno with
+ * the reason in err: -EINVAL (not at its exec, or a static program),
+ * -ESRCH (it exited first), -ECHILD (it exec()ed again first), -ETIMEDOUT
+ * (its entry not reached in 10 s), ready()'s, and inject_library()'s.
+ */
+int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg), void *arg,
+			    char *err, size_t errlen);
+
+/*
  * Whether inject_library() may be tried on pid, without touching it: Yama's
  * ptrace_scope (3: never; 2: CAP_SYS_PTRACE; 1: CAP_SYS_PTRACE, pid not
  * being a descendant), the kernel's same-credentials rule without

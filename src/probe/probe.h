@@ -166,6 +166,16 @@ int probe_follow_mapping(struct probe *p, pid_t pid, uint64_t addr, uint64_t siz
  */
 int probe_follow_child(struct probe *p, pid_t pid, uint64_t addr, uint64_t size, char *path,
 		       size_t len);
+/*
+ * The file a command's descendant pid sees under the probe's BIN (as
+ * probe_follow_child() resolves it at an exec, through its root), for
+ * inline probes, which attach nothing here: 1 with path (as fay opens
+ * it) and *sym (the function's name in the probe's spec), 0 when the
+ * probe follows no processes (a wildcard, not a function) or the name is
+ * not there.
+ */
+int probe_child_file(const struct probe *p, pid_t pid, char *path, size_t len,
+		     const char **sym);
 /* At most this many (descendant, file) attachments of one probe. */
 #define PROBE_MAX_KIDS 1024
 /* A wildcard function ("libc:pthread_mutex_*"): how many functions it

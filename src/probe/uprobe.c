@@ -300,6 +300,16 @@ bool probe_follows_processes(const struct probe *p)
 	return follow_names(p, bin, sizeof(bin), &sym);
 }
 
+int probe_child_file(const struct probe *p, pid_t pid, char *path, size_t len,
+		     const char **sym)
+{
+	char bin[4096];
+
+	if (!follow_names(p, bin, sizeof(bin), sym) || pid <= 0)
+		return 0;
+	return proc_resolve_path(pid, bin, path, len) ? 0 : 1;
+}
+
 size_t probe_files_capped(const struct probe *p)
 {
 	return p->nfiles_capped;

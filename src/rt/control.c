@@ -349,15 +349,20 @@ static int do_maps(struct rt_session *s, size_t len, int *fds, int nfds)
 	int rc = 0;
 
 	if (s->nmaps || !n || n > INLINE_MAX_MAPS || n != (uint32_t)nfds ||
-	    len != sizeof(in.h) + 8 + n * sizeof(*d) || !hd[0] || hd[0] > RT_MAX_SLOTS)
-		return reply(sfd, -EPROTO, 0, "MAPS: %u maps, %d memfds, %u slots in %zu bytes",
-			     n, nfds, len >= sizeof(in.h) + 8 ? hd[0] : 0, len);
-	s->nslots = hd[0];
+	    len != sizeof(in.h) + 8 + n * sizeof(*d) || !hd[0] || hd[0] > INLINE_MAX_SLOTS ||
+	    hd[1] >= hd[0])
+		return reply(sfd, -EPROTO, 0, "MAPS: %u maps, %d memfds, %u slots from %u in "
+			     "%zu bytes", n, nfds, len >= sizeof(in.h) + 8 ? hd[0] : 0,
+			     len >= sizeof(in.h) + 8 ? hd[1] : 0, len);
+	/* this process's window of the maps' slots (several processes
+	 * feeding one query: each its own, from hd[1]), at most the
+	 * slots it can give threads */
+	s->nslots = hd[0] - hd[1] < RT_MAX_SLOTS ? hd[0] - hd[1] : RT_MAX_SLOTS;
 	for (uint32_t i = 0; i < n; i++) {
 		struct vm_map_def def = { d[i].type, d[i].key_size, d[i].value_size,
 					  d[i].max_entries };
 
-		s->maps[i] = vm_map_new_fd(&def, s->nslots, fds[i]);
+		s->maps[i] = vm_map_new_window(&def, hd[0], fds[i], hd[1]);
 		if (!s->maps[i]) {
 			rc = -errno;
 			break;

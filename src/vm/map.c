@@ -21,6 +21,14 @@
  * from a lookup always stays inside the map.  Inserts and deletes
  * take a spin lock; lookups take none (an entry's key is written before
  * its state is published with a release store).
+ *
+ * A window (vm_map_new_window()) is one process's view of a mapping
+ * several processes write: its slot s is the mapping's slot base + s, so
+ * processes that each number their threads' slots from 0 write apart and
+ * the reader merges them as it merges one process's slots.  The lock is
+ * then shared by processes, one of which may die holding it: it is
+ * given up after about a second of spinning (the insert fails: the
+ * program's update is lost, nothing waits for ever).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,7 +53,8 @@ struct ring {
 
 struct vm_map {
 	struct vm_map_def def;
-	unsigned int nslots;
+	unsigned int nslots;		/* the mapping's slots */
+	unsigned int base;		/* a window's first slot (else 0) */
 	void *mem;
 	size_t size;
 	int fd;				/* the memfd behind mem, or -1 */
@@ -81,14 +90,20 @@ struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots)
 	return vm_map_new_fd(def, nslots, -2);
 }
 
-/* fd -2: anonymous shared memory; -1: a new memfd; >= 0: that file. */
 struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, int fd)
+{
+	return vm_map_new_window(def, nslots, fd, 0);
+}
+
+/* fd -2: anonymous shared memory; -1: a new memfd; >= 0: that file. */
+struct vm_map *vm_map_new_window(const struct vm_map_def *def, unsigned int nslots, int fd,
+				 unsigned int base)
 {
 	struct vm_map *m;
 	size_t hdr = 64, sz;
 	struct stat st;
 
-	if (!def || nslots < 1 || nslots > 4096)
+	if (!def || nslots < 1 || nslots > 4096 || base >= nslots)
 		goto inval;
 	switch (def->type) {
 	case BPF_MAP_TYPE_ARRAY: case BPF_MAP_TYPE_PERCPU_ARRAY:
@@ -120,6 +135,7 @@ struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, 
 		return NULL;
 	m->def = *def;
 	m->nslots = nslots;
+	m->base = base;
 	m->vsz = align8(def->value_size) + (def->type == BPF_MAP_TYPE_STACK_TRACE ? 8 : 0);
 	if (def->type == BPF_MAP_TYPE_RINGBUF) {
 		m->slot_stride = sizeof(struct ring) + def->max_entries;
@@ -203,7 +219,7 @@ const struct vm_map_def *vm_map_def(const struct vm_map *m)
 
 unsigned int vm_map_nslots(const struct vm_map *m)
 {
-	return m->nslots;
+	return m->nslots - m->base;
 }
 
 void *vm_map_mem(const struct vm_map *m, size_t *size)
@@ -213,11 +229,19 @@ void *vm_map_mem(const struct vm_map *m, size_t *size)
 	return m->mem;
 }
 
-static void lock(struct vm_map *m)
+/* The map's lock, or false after about a second of spinning (2^25
+ * pauses): its holder is a process that died holding it (a window). */
+static bool lock(struct vm_map *m)
 {
+	unsigned long spins = 0;
+
 	while (__atomic_exchange_n(m->lock, 1, __ATOMIC_ACQUIRE))
 		while (__atomic_load_n(m->lock, __ATOMIC_RELAXED))
-			__builtin_ia32_pause();
+			if (++spins >> 25)
+				return false;
+			else
+				__builtin_ia32_pause();
+	return true;
 }
 
 static void unlock(struct vm_map *m)
@@ -252,8 +276,10 @@ bool vm_map_array_layout(const struct vm_map *m, struct vm_array_layout *l)
 {
 	if (m->def.type != BPF_MAP_TYPE_ARRAY && m->def.type != BPF_MAP_TYPE_PERCPU_ARRAY)
 		return false;
-	*l = (struct vm_array_layout){ m->values, m->vsz, m->slot_stride, m->cap, m->nslots,
-				       is_percpu(m->def.type) };
+	bool pc = is_percpu(m->def.type);
+
+	*l = (struct vm_array_layout){ m->values + (pc ? m->base * m->slot_stride : 0), m->vsz,
+				       m->slot_stride, m->cap, m->nslots - m->base, pc };
 	return true;
 }
 
@@ -284,15 +310,16 @@ void *vm_map_lookup(const struct vm_map *m, const void *key, unsigned int slot)
 	uint32_t k;
 	int64_t i;
 
-	if (slot >= m->nslots || m->def.type == BPF_MAP_TYPE_RINGBUF)
+	if (slot >= m->nslots - m->base || m->def.type == BPF_MAP_TYPE_RINGBUF)
 		return NULL;
-	if (m->def.type == BPF_MAP_TYPE_STACK_TRACE) {
+	if (m->def.type == BPF_MAP_TYPE_STACK_TRACE) {	/* one table, every slot's */
 		memcpy(&k, key, 4);
 		if (k >= m->cap ||
 		    !(__atomic_load_n((uint64_t *)value(m, k, 0), __ATOMIC_ACQUIRE) & STACK_READY))
 			return NULL;
 		return value(m, k, 0) + 8;
 	}
+	slot += m->base;
 	if (!is_hash(m->def.type)) {
 		memcpy(&k, key, 4);
 		return k < m->cap ? value(m, k, slot) : NULL;
@@ -340,6 +367,7 @@ void vm_map_note_slot(struct vm_map *m, unsigned int slot)
 {
 	uint32_t u = __atomic_load_n(m->used, __ATOMIC_RELAXED);
 
+	slot += m->base;
 	while (u < slot + 1 && !__atomic_compare_exchange_n(m->used, &u, slot + 1, false,
 							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
@@ -373,9 +401,10 @@ int vm_map_update(struct vm_map *m, const void *key, const void *v,
 	uint32_t k, mask, i, tomb = UINT32_MAX;
 	int64_t at;
 
-	if (slot >= m->nslots || flags > BPF_EXIST || m->def.type == BPF_MAP_TYPE_RINGBUF ||
-	    m->def.type == BPF_MAP_TYPE_STACK_TRACE)
+	if (slot >= m->nslots - m->base || flags > BPF_EXIST ||
+	    m->def.type == BPF_MAP_TYPE_RINGBUF || m->def.type == BPF_MAP_TYPE_STACK_TRACE)
 		return -EINVAL;
+	slot += m->base;
 	if (!is_hash(m->def.type)) {
 		memcpy(&k, key, 4);
 		if (k >= m->cap)
@@ -385,7 +414,8 @@ int vm_map_update(struct vm_map *m, const void *key, const void *v,
 		memcpy(value(m, k, slot), v, m->def.value_size);
 		return 0;
 	}
-	lock(m);
+	if (!lock(m))
+		return -EBUSY;
 	at = find(m, key);
 	if (at >= 0) {
 		if (flags == BPF_NOEXIST) {
@@ -464,7 +494,8 @@ int vm_map_delete(struct vm_map *m, const void *key)
 
 	if (!is_hash(m->def.type))
 		return -EINVAL;
-	lock(m);
+	if (!lock(m))
+		return -EBUSY;
 	i = find(m, key);
 	if (i >= 0) {
 		__atomic_store_n((uint32_t *)entry(m, (uint32_t)i), E_DEAD, __ATOMIC_RELEASE);
@@ -477,7 +508,8 @@ int vm_map_delete(struct vm_map *m, const void *key)
 
 void vm_map_clear(struct vm_map *m)
 {
-	lock(m);
+	/* (a holder that died: cleared all the same, and the lock freed) */
+	(void)lock(m);
 	/* A hash's values are zeroed when handed out again: clearing its
 	 * entries is enough, and leaves the untouched pages untouched. */
 	memset(m->entries, 0, is_hash(m->def.type)
@@ -514,9 +546,9 @@ int vm_ring_output(struct vm_map *m, unsigned int slot, const void *data, uint64
 	uint64_t head, tail, need = 8 + align8(n), size = m->def.max_entries;
 	uint32_t hdr[2] = { (uint32_t)n, 0 };
 
-	if (m->def.type != BPF_MAP_TYPE_RINGBUF || slot >= m->nslots || n > size / 2)
+	if (m->def.type != BPF_MAP_TYPE_RINGBUF || slot >= m->nslots - m->base || n > size / 2)
 		return -EINVAL;
-	r = ring_of(m, slot);
+	r = ring_of(m, slot + m->base);
 	head = r->head;
 	tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	if (head - tail + need > size)
@@ -535,12 +567,12 @@ int vm_ring_drain(struct vm_map *m, unsigned int slot,
 	int n = 0;
 	char *buf;
 
-	if (m->def.type != BPF_MAP_TYPE_RINGBUF || slot >= m->nslots)
+	if (m->def.type != BPF_MAP_TYPE_RINGBUF || slot >= m->nslots - m->base)
 		return -EINVAL;
 	buf = malloc(size / 2 + 8);
 	if (!buf)
 		return -ENOMEM;
-	r = ring_of(m, slot);
+	r = ring_of(m, slot + m->base);
 	head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 	for (tail = r->tail; tail < head; n++) {
 		uint32_t hdr[2];

@@ -88,11 +88,20 @@ struct vm_map *vm_map_new(const struct vm_map_def *def, unsigned int nslots);
  * Both sides then see the same map: the reader in one process, the
  * programs in the other. */
 struct vm_map *vm_map_new_fd(const struct vm_map_def *def, unsigned int nslots, int fd);
+/* The same as a window on the slots of a mapping several processes
+ * share (fd >= 0, the memfd of a vm_map_new_fd() map of nslots slots):
+ * this view's slot s is the mapping's slot base + s, vm_map_nslots()
+ * gives nslots - base, and the header (keys, vm_map_slots_used(), the
+ * lock) is the mapping's.  Each process writes its own window, the
+ * reader (base 0) merges every slot.  EINVAL when base >= nslots. */
+struct vm_map *vm_map_new_window(const struct vm_map_def *def, unsigned int nslots, int fd,
+				 unsigned int base);
 /* The memfd behind a map of vm_map_new_fd(), or -1. */
 int vm_map_fd(const struct vm_map *m);
 /* Accepts NULL. */
 void vm_map_free(struct vm_map *m);
 const struct vm_map_def *vm_map_def(const struct vm_map *m);
+/* The slots this view writes (a window's: from its base on). */
 unsigned int vm_map_nslots(const struct vm_map *m);
 /* The map's memory (one mapping of *size bytes, everything included). */
 void *vm_map_mem(const struct vm_map *m, size_t *size);
@@ -128,7 +137,8 @@ int vm_map_next_key(const struct vm_map *m, const void *prev, void *next);
  * (full), -EINVAL. */
 int vm_map_update(struct vm_map *m, const void *key, const void *value,
 		  uint64_t flags, unsigned int slot);
-/* 0 or -ENOENT (arrays: -EINVAL, as BPF). */
+/* 0 or -ENOENT (arrays: -EINVAL, as BPF); -EBUSY (update too) when the
+ * lock of a shared mapping stayed taken for a second (its holder died). */
 int vm_map_delete(struct vm_map *m, const void *key);
 /* Zero every value of every slot and drop every hash key. */
 void vm_map_clear(struct vm_map *m);

@@ -22,29 +22,20 @@ ctr_root "$R"
 N=3000
 Q='from f in function("libc:getppid") where f.comm == "ctr_work" select { n: count() }'
 
-# check MODE CMD N WHAT: fay query -c CMD answers n = N (--json)
-check() {
-	local a
-	rm -f "$R/w/done"
-	a=$(timeout 120 nice -n 10 "$FAY" query --json --probe-mode="$1" -c "$2" "$Q" \
-		2>"$T_TMP/c.err")
-	[ "$a" = "{\"n\":$3}" ] && pass "$4: n = $3" ||
-		fail "$4: n = $3" "answer: $a" "$(cat "$T_TMP/c.err")"
-}
 
-check uprobe "unshare -f -p -m --mount-proc=$R/proc chroot $R /bin/ctr_work /w $N now" $N \
+ctr_check uprobe "unshare -f -p -m --mount-proc=$R/proc chroot $R /bin/ctr_work /w $N now" $N \
 	"-c 'unshare -f -p -m --mount-proc chroot ROOT prog' (a fork in a new pid namespace), uprobe"
 grep -Eq "process [0-9]+, a descendant, started with /proc/[0-9]+/root/(usr/)?lib/x86_64-linux-gnu/libc.so.6" \
 	"$T_TMP/c.err" && pass "the note names the descendant and its root's libc" ||
 	fail "the note names the descendant and its root's libc" "$(cat "$T_TMP/c.err")"
-check auto "unshare -f -p -m --mount-proc=$R/proc chroot $R /bin/ctr_work /w $N now" $N \
+ctr_check auto "unshare -f -p -m --mount-proc=$R/proc chroot $R /bin/ctr_work /w $N now" $N \
 	"-c 'unshare -f -p -m --mount-proc chroot ROOT prog', auto"
 # two generations of forks through a shell, each its own process
-check uprobe "sh -c 'sh -c \"chroot $R /bin/ctr_work /w $N now; true\"; true'" $N \
+ctr_check uprobe "sh -c 'sh -c \"chroot $R /bin/ctr_work /w $N now; true\"; true'" $N \
 	"-c \"sh -c 'sh -c \\\"chroot ROOT prog; true\\\"; true'\" (a grandchild), uprobe"
 
 if command -v systemd-nspawn >/dev/null; then
-	check uprobe "systemd-nspawn -q -D $R --register=no --keep-unit --as-pid2 /bin/ctr_work /w $N now" $N \
+	ctr_check uprobe "systemd-nspawn -q -D $R --register=no --keep-unit --as-pid2 /bin/ctr_work /w $N now" $N \
 		"-c 'systemd-nspawn -D ROOT prog' (pivot_root, its own pid namespace), uprobe"
 else
 	diag "systemd-nspawn is not installed (package systemd-container): no nspawn case"
@@ -55,7 +46,7 @@ fi
 RP=$T_TMP/podman-root
 if ctr_podman_image "$RP"; then
 	rm -f "$RP/w/done"
-	check uprobe "podman ${CTR_PODMAN_OPTS[*]} run ${CTR_PODMAN_RUN[*]} -v $RP/w:/w $CTR_PODMAN_IMG /bin/ctr_work /w $N now" $N \
+	ctr_check uprobe "podman ${CTR_PODMAN_OPTS[*]} run ${CTR_PODMAN_RUN[*]} -v $RP/w:/w $CTR_PODMAN_IMG /bin/ctr_work /w $N now" $N \
 		"-c 'podman run IMAGE prog' (conmon daemonized; runc's child), uprobe"
 	# its own calls are in the container: the answer's proof is ctr_work's done file
 	[ "$(cat "$RP/w/done" 2>/dev/null)" != "" ] && pass "the podman container ran to its end" ||
@@ -68,8 +59,8 @@ fi
 # own child alone (the follow map changes neither)
 D=$T_TMP/host
 mkdir -p "$D"
-check uprobe "sh -c '$CW $D 2000 now; true'" 2000 "a host child of the command (sh -c 'prog; true'), uprobe"
-check uprobe "$CW $D 2000 now" 2000 "the host's command itself, uprobe"
+ctr_check uprobe "sh -c '$CW $D 2000 now; true'" 2000 "a host child of the command (sh -c 'prog; true'), uprobe"
+ctr_check uprobe "$CW $D 2000 now" 2000 "the host's command itself, uprobe"
 
 # nothing left stopped: no ctr_work of ours is left
 ctr_none_left "$R" "$T_TMP"

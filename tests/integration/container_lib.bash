@@ -13,6 +13,7 @@
 #     ctr_podman_image); its host pid in CPID once
 #     it wrote /w/ready (its pid in its namespace in CVPID).  CTR_ARGS:
 #     more arguments of ctr_work (unshare only).
+#   ctr_check MODE CMD N WHAT: fay query -c CMD "$Q" answers n = N.
 #   ctr_go DIR / ctr_done DIR / ctr_stop DIR: let it call, wait until it
 #     called, let it exit.
 #   ctr_none_left ROOT STR: a test point: no ctr_work is left (stopped or
@@ -96,6 +97,17 @@ ctr_none_left() {
 	done
 	[ -z "$left" ] && pass "no workload left behind (stopped or running)" ||
 		fail "no workload left behind (stopped or running)" "$(ps -o pid,stat,args -C ctr_work)"
+}
+# ctr_check MODE CMD N WHAT: fay query --json --probe-mode=MODE -c CMD
+# "$Q" answers n = N (a test point; $R/w/done removed first, fay's
+# stderr in $T_TMP/c.err)
+ctr_check() {
+	local a
+	rm -f "$R/w/done"
+	a=$(timeout 120 nice -n 10 "$FAY" query --json --probe-mode="$1" -c "$2" "$Q" \
+		2>"$T_TMP/c.err")
+	[ "$a" = "{\"n\":$3}" ] && pass "$4: n = $3" ||
+		fail "$4: n = $3" "answer: $a" "$(cat "$T_TMP/c.err")"
 }
 ctr_go() { touch "$1/w/go"; }
 ctr_done() { wait_for 60 test -s "$1/w/done"; }

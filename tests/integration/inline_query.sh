@@ -204,7 +204,7 @@ ok "its socket is gone after exit" test ! -e /run/fay/inline/$wpid.sock
 # auto without the runtime: a uprobe and the reason
 fq --json -c "$W calls 10" "from f in $F select { n: count() }"
 fay_note=$(timeout 60 "$FAY" query --json -c "$W calls 10" "from f in $F select { n: count() }" 2>&1 >/dev/null | head -1)
-[ "$(cat "$T_TMP/out")" = '{"n":10}' ] && [[ "$fay_note" == "fay: pid "*": uprobe: the fay runtime is not loaded (start it with fay run, or --probe-mode=inline to load it with ptrace)" ]] &&
+[ "$(cat "$T_TMP/out")" = '{"n":10}' ] && [[ "$fay_note" == "fay: pid "*": uprobe: the fay runtime is not loaded (auto, a command: a uprobe, which follows the command and every process it forks; --probe-mode=inline preloads the runtime and loads it into each descendant in another root at its entry point)" ]] &&
 	pass "auto without the runtime: uprobe, with the reason ($fay_note)" ||
 	fail "auto without the runtime" "$(cat "$T_TMP/out")" "$fay_note"
 

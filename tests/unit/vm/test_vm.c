@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "query/plan.h"
 #include "query/query.h"
 #include "vm/vm.h"
+#include "vm/vm_int.h"
 
 #define P(...) ((const struct bpf_insn[]){ __VA_ARGS__ })
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -674,6 +676,73 @@ static void stacks_threads(void)
 	vm_map_free(sm);
 }
 
+/* Windows: two processes' views of one mapping, each numbering its
+ * threads' slots from 0, write apart; the reader sees both; a lock left
+ * taken (its holder died) fails an insert instead of hanging it. */
+static void windows(void)
+{
+	struct vm_map_def hd = { BPF_MAP_TYPE_PERCPU_HASH, 8, 8, 16 };
+	struct vm_map_def ad = { BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 2 };
+	struct vm_map *rh = vm_map_new_fd(&hd, 8, -1), *ra = vm_map_new_fd(&ad, 8, -1);
+	struct vm_map *h[2] = { NULL, NULL }, *a[2] = { NULL, NULL };
+	struct vm_array_layout l;
+	uint64_t k = 7, v, *p, sum = 0;
+	uint32_t zero = 0, *lockw;
+	int bad = 0;
+
+	ok(rh && ra, "two shared maps of 8 slots");
+	if (!rh || !ra)
+		return;
+	ok(!vm_map_new_window(&hd, 8, vm_map_fd(rh), 8) && errno == EINVAL,
+	   "a window from slot 8 of 8: EINVAL");
+	for (int i = 0; i < 2; i++) {
+		h[i] = vm_map_new_window(&hd, 8, vm_map_fd(rh), i ? 4 : 0);
+		a[i] = vm_map_new_window(&ad, 8, vm_map_fd(ra), i ? 4 : 0);
+	}
+	ok(h[0] && h[1] && a[0] && a[1], "windows from slots 0 and 4");
+	if (!h[0] || !h[1] || !a[0] || !a[1])
+		goto out;
+	is_int((int)vm_map_nslots(h[1]), 4, "the window from 4 has 4 slots");
+	/* each writes its slot 0 (and 1): the mapping's 0 and 4 (1 and 5) */
+	for (int i = 0; i < 2; i++)
+		for (unsigned s = 0; s < 2; s++) {
+			v = 100 * (i + 1) + s;
+			bad |= vm_map_update(h[i], &k, &v, BPF_ANY, s);
+			vm_map_note_slot(h[i], s);
+		}
+	is_int(bad, 0, "both windows update key 7 in their slots 0 and 1");
+	is_int(vm_map_update(h[1], &k, &v, BPF_ANY, 4), -EINVAL, "slot 4 of a window of 4: -EINVAL");
+	is_int((int)vm_map_slots_used(rh), 6, "the reader merges the mapping's slots 0-5");
+	for (unsigned s = 0; s < vm_map_slots_used(rh); s++)
+		if ((p = vm_map_lookup(rh, &k, s)))
+			sum += *p;
+	is_int((int)sum, 100 + 101 + 200 + 201, "the reader sees both windows' values");
+	p = vm_map_lookup(rh, &k, 4);
+	ok(p && *p == 200, "the second window's slot 0 is the mapping's slot 4");
+	/* an array's layout (what the JIT reads) starts at the window */
+	ok(vm_map_array_layout(a[1], &l) && l.nslots == 4, "the window's array layout: 4 slots");
+	if (l.nslots == 4) {
+		*(uint64_t *)((char *)l.values + l.stride) = 42;	/* its slot 1, key 0 */
+		p = vm_map_lookup(ra, &zero, 5);
+		ok(p && *p == 42, "the layout's slot 1 is the mapping's slot 5");
+	}
+	/* a holder that died: the lock word stays 1 */
+	lockw = vm_map_mem(rh, NULL);
+	__atomic_store_n(lockw, 1, __ATOMIC_RELEASE);
+	k = 8;
+	is_int(vm_map_update(h[1], &k, &v, BPF_ANY, 0), -EBUSY,
+	       "an insert under a lock left taken: -EBUSY after about a second");
+	__atomic_store_n(lockw, 0, __ATOMIC_RELEASE);
+	is_int(vm_map_update(h[1], &k, &v, BPF_ANY, 0), 0, "and inserts once it is free");
+out:
+	for (int i = 0; i < 2; i++) {
+		vm_map_free(h[i]);
+		vm_map_free(a[i]);
+	}
+	vm_map_free(rh);
+	vm_map_free(ra);
+}
+
 int main(void)
 {
 	static const struct vm_map_def defs[4] = {
@@ -688,6 +757,7 @@ int main(void)
 	ok(maps[0] && maps[1] && maps[2] && maps[3], "maps created");
 	hostile();
 	map_ops();
+	windows();
 	semantics();
 	stacks();
 	stacks_threads();
