@@ -245,6 +245,7 @@ void sq_tm_reset(struct store_be *st)
 	if (m->n)
 		memset(m->slot, 0, m->nslot * sizeof(*m->slot));
 	m->n = 0;
+	sq_termset_reset(&st->terms);
 	zarena_reset(&st->txn_arena);
 }
 
@@ -314,8 +315,10 @@ int sq_trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 	return SQLITE_OK;
 }
 
-/* Account span z to trace t (all but nspans). */
-static int trace_add(struct store_be *st, struct tsum *t, const struct zspan *z)
+/* Account span z to trace t (all but nspans); ti: t's index in st->tm
+ * when t's Bloom filter holds the terms st->terms says, -1 when it is
+ * being rebuilt. */
+static int trace_add(struct store_be *st, struct tsum *t, long ti, const struct zspan *z)
 {
 	uint64_t ts = z->timestamp_us;
 
@@ -335,7 +338,10 @@ static int trace_add(struct store_be *st, struct tsum *t, const struct zspan *z)
 	if (z->duration_us > t->max_dur_us)
 		t->max_dur_us = z->duration_us;
 	t->error |= z->error;
-	sq_bloom_span(t->bloom, z);
+	if (ti >= 0)
+		sq_bloom_span_txn(&st->terms, (uint32_t)ti, t->bloom, z);
+	else
+		sq_bloom_span(t->bloom, z);
 	return SQLITE_OK;
 }
 
@@ -355,7 +361,7 @@ static int trace_recompute(struct store_be *st, size_t ti)
 	sqlite3_bind_int64(s, 1, t->seq);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (sq_row_span(s, 0, &st->merge_arena, &z) ||
-		    trace_add(st, t, &z) != SQLITE_OK) {
+		    trace_add(st, t, -1, &z) != SQLITE_OK) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
@@ -463,7 +469,7 @@ int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const st
 	if (rc != SQLITE_OK)
 		return rc;
 	t->nspans++;
-	return trace_add(st, t, z);
+	return trace_add(st, t, r->ti, z);
 }
 
 int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
