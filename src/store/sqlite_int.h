@@ -164,6 +164,9 @@ enum {
 	ST_MAX,
 };
 
+/* The parameters of ST_INS_SPAN (one a column of spans). */
+#define SQ_SPAN_PARAMS 21
+
 /* A map of strings to a time (the names already in the name tables, with
  * the last_us written for them). */
 struct nameset {
@@ -237,6 +240,10 @@ struct store_be {
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
 	struct tmap tm;
 	struct sq_termset terms;    /* the Bloom terms given to tm's traces */
+	/* the spans INSERT's parameters as bound last (sqlite3_reset() keeps
+	 * them): 0 unknown (text, blob), 1 NULL, 2 the integer in span_int */
+	uint8_t span_bound[SQ_SPAN_PARAMS + 1];
+	int64_t span_int[SQ_SPAN_PARAMS + 1];
 	struct sq_row *rows;        /* a batch's rows in key order (sqlite_batch.c) */
 	uint32_t *tcount;           /* per st->tm index: rows of a batch (the same) */
 	size_t rows_cap, tcount_cap;
