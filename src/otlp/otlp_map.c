@@ -313,6 +313,18 @@ static int add_tag(struct mctx *m, struct zspan *z, const char *k, size_t klen,
 	return 0;
 }
 
+/* A tag whose strings outlive the spans (literals, or copied into the
+ * arena once for a request's spans): not copied again. */
+static int add_tag_kept(struct mctx *m, struct zspan *z, struct zs_str k, struct zs_str v)
+{
+	if (z->ntags == m->tagcap)
+		return bad(m, "attributes: more than %d", OTLP_MAX_TAGS);
+	z->tags[z->ntags].key = k;
+	z->tags[z->ntags].value = v;
+	z->ntags++;
+	return 0;
+}
+
 static int add_attrs(struct mctx *m, struct zspan *z, const struct otlp_kv *kv, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -387,8 +399,13 @@ static uint64_t be64(const uint8_t *b)
 	return v;
 }
 
+/* The scope's name and version, copied once for its spans (absent: len 0). */
+struct scope {
+	struct zs_str name, version;
+};
+
 static int map_span(struct mctx *m, const struct otlp_span *s, const struct zs_str *svc,
-		    const struct otlp_scope_spans *ss, struct zspan *z)
+		    const struct scope *sc, struct zspan *z)
 {
 	static const uint8_t kinds[] = {
 		SPAN_KIND_UNSET, SPAN_KIND_UNSET, SPAN_KIND_SERVER, SPAN_KIND_CLIENT,
@@ -435,21 +452,25 @@ static int map_span(struct mctx *m, const struct otlp_span *s, const struct zs_s
 		return -ENOMEM;
 	if ((ret = add_attrs(m, z, s->attrs, s->nattrs)))
 		return ret;
-	if (ss->scope_name.len &&
-	    (ret = add_tag(m, z, "otel.scope.name", 15, ss->scope_name.p, ss->scope_name.len)))
+	if (sc->name.len &&
+	    (ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.scope.name"), sc->name)))
 		return ret;
-	if (ss->scope_version.len &&
-	    (ret = add_tag(m, z, "otel.scope.version", 18, ss->scope_version.p,
-			   ss->scope_version.len)))
+	if (sc->version.len &&
+	    (ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.scope.version"), sc->version)))
 		return ret;
 	if (s->status_code < 0 || s->status_code > 2)
 		return bad(m, "status.code: expected 0..2 or STATUS_CODE_*");
 	if (s->status_code == 2) {
-		if ((ret = add_tag(m, z, "otel.status_code", 16, "ERROR", 5)) ||
-		    (ret = add_tag(m, z, "error", 5, s->status_msg.len ? s->status_msg.p : "true",
-				   s->status_msg.len ? s->status_msg.len : 4)))
+		if ((ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.status_code"),
+					(struct zs_str)ZS_STR("ERROR"))) ||
+		    (ret = s->status_msg.len ?
+			   add_tag(m, z, "error", 5, s->status_msg.p, s->status_msg.len) :
+			   add_tag_kept(m, z, (struct zs_str)ZS_STR("error"),
+					(struct zs_str)ZS_STR("true"))))
 			return ret;
-	} else if (s->status_code == 1 && (ret = add_tag(m, z, "otel.status_code", 16, "OK", 2))) {
+	} else if (s->status_code == 1 &&
+		   (ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.status_code"),
+				       (struct zs_str)ZS_STR("OK")))) {
 		return ret;
 	}
 	if (s->nevents) {
@@ -512,12 +533,20 @@ int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res
 		}
 		for (size_t j = 0; j < rs->nss; j++) {
 			const struct otlp_scope_spans *ss = &rs->ss[j];
+			struct scope sc;
+
+			if (zarena_str(a, &sc.name, ss->scope_name.p, ss->scope_name.len, 0) ||
+			    zarena_str(a, &sc.version, ss->scope_version.p,
+				       ss->scope_version.len, 0)) {
+				ret = -ENOMEM;
+				goto out;
+			}
 
 			for (size_t k = 0; k < ss->nspans; k++) {
 				m.rs = i;
 				m.ss = j;
 				m.sp = k;
-				ret = map_span(&m, &ss->spans[k], &svc, ss, &res->spans[res->nspans]);
+				ret = map_span(&m, &ss->spans[k], &svc, &sc, &res->spans[res->nspans]);
 				if (ret == -ENOMEM)
 					goto out;
 				if (!ret) {

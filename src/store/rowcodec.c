@@ -5,10 +5,8 @@
  *
  * spans.extra holds a span's annotations and tags in a compact binary
  * form instead of JSON text: encoding it is a copy, decoding it is a
- * copy, no JSON is built on ingest nor parsed on reads.  traces.bloom is
- * a Bloom filter of the search terms of a trace's spans, so a trace
- * search can skip traces that cannot match without reading their spans.
- * Both formats are documented in schema.sql.
+ * copy, no JSON is built on ingest nor parsed on reads (the format is
+ * documented in schema.sql).  traces.bloom is sqlite_bloom.c's.
  */
 #include <errno.h>
 #include <sqlite3.h>
@@ -162,136 +160,6 @@ int sq_extra_decode(const void *p, size_t n, struct zarena *a, struct zspan *z)
 		return -EBADMSG;
 	}
 	return 0;
-}
-
-/* ---- traces.bloom --------------------------------------------------------
- *
- * A term is (kind, service, a, b) hashed to 64 bits; it sets two of the
- * SQ_BLOOM_BYTES * 8 bits.  Lower-case kinds are terms of one service
- * (what a query with serviceName asks), upper-case ones of any service:
- *   s  service                    n/N  span name          r/R remote service
- *   a/A  an annotation value or a tag key (a bare annotationQuery term)
- *   t/T  tag key=value
- */
-
-#define BLOOM_BITS (SQ_BLOOM_BYTES * 8)
-
-/* Each string is hashed once (FNV-1a); a term mixes the hashes of its
- * parts, each with a multiplier of its own (so ("ab", "c") and ("a",
- * "bc") differ), through murmur3's fmix64. */
-static uint64_t hstr(struct zs_str s)
-{
-	const unsigned char *p = (const unsigned char *)s.p;
-	uint64_t h = 0xcbf29ce484222325ull;
-	uint32_t i = 0;
-
-	/* FNV-1a byte by byte, four bytes a turn (the same hash: the bits
-	 * are stored in traces.bloom) */
-	for (; i + 4 <= s.len; i += 4) {
-		h = (h ^ p[i]) * 0x100000001b3ull;
-		h = (h ^ p[i + 1]) * 0x100000001b3ull;
-		h = (h ^ p[i + 2]) * 0x100000001b3ull;
-		h = (h ^ p[i + 3]) * 0x100000001b3ull;
-	}
-	for (; i < s.len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
-/* Set the two bits of term (kind, svc, a, b) given ab, the a and b part of
- * its hash (term()). */
-static inline void term_ab(uint8_t *bloom, char kind, uint64_t svc, uint64_t ab)
-{
-	uint64_t h = (uint64_t)(unsigned char)kind * 0x9e3779b97f4a7c15ull;
-	unsigned i, j;
-
-	if (kind >= 'a' && kind <= 'z')
-		h += svc * 0xc2b2ae3d27d4eb4full;
-	h += ab;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	i = (unsigned)(h % BLOOM_BITS);
-	j = (unsigned)((h >> 32) % BLOOM_BITS);
-	bloom[i / 8] |= (uint8_t)(1u << (i % 8));
-	bloom[j / 8] |= (uint8_t)(1u << (j % 8));
-}
-
-static void term(uint8_t *bloom, char kind, uint64_t svc, uint64_t a, uint64_t b)
-{
-	term_ab(bloom, kind, svc, a * 0x165667b19e3779f9ull + b * 0x27d4eb2f165667c5ull);
-}
-
-/* A term in its per-service (lower-case kind) and any-service forms. */
-static void term2(uint8_t *bloom, char kind, uint64_t svc, uint64_t a, uint64_t b)
-{
-	uint64_t ab = a * 0x165667b19e3779f9ull + b * 0x27d4eb2f165667c5ull;
-
-	term_ab(bloom, kind, svc, ab);
-	term_ab(bloom, (char)(kind - 'a' + 'A'), svc, ab);
-}
-
-void sq_bloom_span(uint8_t bloom[SQ_BLOOM_BYTES], const struct zspan *z)
-{
-	const uint64_t none = 0xcbf29ce484222325ull; /* hstr("") */
-	uint64_t svc = hstr(z->local.service);
-
-	term(bloom, 's', svc, none, none);
-	if (z->name.len)
-		term2(bloom, 'n', svc, hstr(z->name), none);
-	if (z->remote.service.len)
-		term2(bloom, 'r', svc, hstr(z->remote.service), none);
-	for (uint32_t i = 0; i < z->nannotations; i++)
-		term2(bloom, 'a', svc, hstr(z->annotations[i].value), none);
-	for (uint32_t i = 0; i < z->ntags; i++) {
-		uint64_t k = hstr(z->tags[i].key);
-
-		term2(bloom, 'a', svc, k, none);
-		term2(bloom, 't', svc, k, hstr(z->tags[i].value));
-	}
-}
-
-static struct zs_str zs(const char *s)
-{
-	return (struct zs_str){ s ? s : "", s ? (uint32_t)strlen(s) : 0 };
-}
-
-unsigned sq_bloom_query(uint8_t mask[SQ_BLOOM_BYTES], const struct store_query *q)
-{
-	const uint64_t none = hstr(zs(NULL)), svc = hstr(zs(q->service));
-	char up = q->service ? 0 : 'A' - 'a';
-	unsigned n = 0;
-
-	memset(mask, 0, SQ_BLOOM_BYTES);
-	if (q->service)
-		term(mask, 's', svc, none, none), n++;
-	if (q->span_name)
-		term(mask, (char)('n' + up), svc, hstr(zs(q->span_name)), none), n++;
-	if (q->remote_service)
-		term(mask, (char)('r' + up), svc, hstr(zs(q->remote_service)), none), n++;
-	for (unsigned i = 0; i < q->naq; i++, n++) {
-		uint64_t k = hstr(zs(q->aq[i].key));
-
-		if (q->aq[i].value)
-			term(mask, (char)('t' + up), svc, k, hstr(zs(q->aq[i].value)));
-		else
-			term(mask, (char)('a' + up), svc, k, none);
-	}
-	return n;
-}
-
-int sq_bloom_may(const void *b, size_t n, const uint8_t mask[SQ_BLOOM_BYTES])
-{
-	const uint8_t *p = b;
-
-	if (n != SQ_BLOOM_BYTES)
-		return 1; /* not a bloom we wrote: cannot rule anything out */
-	for (size_t i = 0; i < SQ_BLOOM_BYTES; i++)
-		if ((p[i] & mask[i]) != mask[i])
-			return 0;
-	return 1;
 }
 
 /* ---- a spans row -------------------------------------------------------- */

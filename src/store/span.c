@@ -171,7 +171,19 @@ struct zspan *zspan_dup(const struct zspan *s)
 static int zs_str_cmp(struct zs_str a, struct zs_str b)
 {
 	uint32_t n = a.len < b.len ? a.len : b.len;
-	int c = n ? memcmp(a.p, b.p, n) : 0;
+	int c;
+
+	if (n >= 8) {
+		/* most keys differ in their first eight bytes: compared as
+		 * one big-endian number, the order of memcmp() */
+		uint64_t x, y;
+
+		memcpy(&x, a.p, 8);
+		memcpy(&y, b.p, 8);
+		if (x != y)
+			return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+	}
+	c = n ? memcmp(a.p, b.p, n) : 0;
 
 	if (c)
 		return c;

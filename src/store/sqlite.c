@@ -443,6 +443,7 @@ void sq__close(struct store_be *st)
 	free(st->extra.p);
 	free(st->tm.v);
 	free(st->tm.slot);
+	sq_termset_free(&st->terms);
 	free(st->rows);
 	free(st->tcount);
 	zarena_reset(&st->merge_arena);

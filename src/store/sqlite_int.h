@@ -93,6 +93,46 @@ unsigned sq_bloom_query(uint8_t mask[SQ_BLOOM_BYTES], const struct store_query *
 /* Can a trace with bloom b match the terms of mask? */
 int sq_bloom_may(const void *b, size_t n, const uint8_t mask[SQ_BLOOM_BYTES]);
 
+/* A term given to a trace of the transaction (sqlite_bloom.c): its
+ * strings (x then y) kept, 64 bytes. */
+struct sq_term {
+	uint64_t h;             /* lookup hash */
+	uint64_t svc;           /* the service's hash */
+	uint32_t ti;            /* the trace, in st->tm */
+	uint32_t gen;           /* a slot of another generation is empty */
+	char kind;
+	uint8_t xlen, ylen;
+	char str[37];
+};
+
+/* The terms a transaction gave each of its traces (open addressing;
+ * zero-initialised is empty), and the last service hashed. */
+struct sq_termset {
+	struct sq_term *v;
+	size_t nslot, n;
+	uint32_t gen;           /* of the terms in v (forgetting them all: +1) */
+	uint64_t svc_h;
+	uint32_t svc_len;
+	int svc_ok;
+	char svc[64];
+};
+
+/*
+ * Add the terms of span z to bloom, the filter of trace ti of the
+ * transaction: the bits sq_bloom_span() sets, but a term s records as
+ * already given to ti is not hashed again.  Valid while ti's filter only
+ * grows: sq_termset_reset() s whenever the transaction's traces are
+ * forgotten or a filter is rebuilt from nothing.  Returns how many terms
+ * it hashed (the service's, and those not found in s).
+ */
+unsigned sq_bloom_span_txn(struct sq_termset *s, uint32_t ti, uint8_t bloom[SQ_BLOOM_BYTES],
+			   const struct zspan *z);
+/* Forget every term (the service hash is kept: it does not depend on
+ * the transaction). */
+void sq_termset_reset(struct sq_termset *s);
+/* Free s's memory; s is empty after. */
+void sq_termset_free(struct sq_termset *s);
+
 #ifdef SQLITE_VERSION
 /* The span columns of a spans row, in the order sq_row_span() reads. */
 #define SQ_SPAN_COLS \
@@ -123,6 +163,9 @@ enum {
 	ST_RETAIN_WINDOWS,
 	ST_MAX,
 };
+
+/* The parameters of ST_INS_SPAN (one a column of spans). */
+#define SQ_SPAN_PARAMS 21
 
 /* A map of strings to a time (the names already in the name tables, with
  * the last_us written for them). */
@@ -196,6 +239,11 @@ struct store_be {
 	struct zarena merge_arena;  /* scratch for merging parts */
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
 	struct tmap tm;
+	struct sq_termset terms;    /* the Bloom terms given to tm's traces */
+	/* the spans INSERT's parameters as bound last (sqlite3_reset() keeps
+	 * them): 0 unknown (text, blob), 1 NULL, 2 the integer in span_int */
+	uint8_t span_bound[SQ_SPAN_PARAMS + 1];
+	int64_t span_int[SQ_SPAN_PARAMS + 1];
 	struct sq_row *rows;        /* a batch's rows in key order (sqlite_batch.c) */
 	uint32_t *tcount;           /* per st->tm index: rows of a batch (the same) */
 	size_t rows_cap, tcount_cap;

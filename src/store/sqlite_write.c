@@ -143,6 +143,49 @@ static int bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v)
 	return sqlite3_bind_int64(s, i, (sqlite3_int64)v);
 }
 
+/* Parameter i of the spans INSERT: integer v, or NULL when null; not
+ * bound again when it holds that already (most spans repeat most of
+ * them: no remote endpoint, no addresses, flags 0). */
+static void span_int(struct store_be *st, int i, int64_t v, int null)
+{
+	uint8_t k = null ? 1 : 2;
+
+	if (st->span_bound[i] == k && (null || st->span_int[i] == v))
+		return;
+	if (null)
+		sqlite3_bind_null(st->st[ST_INS_SPAN], i);
+	else
+		sqlite3_bind_int64(st->st[ST_INS_SPAN], i, v);
+	st->span_bound[i] = k;
+	st->span_int[i] = v;
+}
+
+/* Parameter i of the spans INSERT: text v, or NULL when empty. */
+static void span_str(struct store_be *st, int i, struct zs_str v)
+{
+	if (!v.len) {
+		span_int(st, i, 0, 1);
+		return;
+	}
+	sqlite3_bind_text(st->st[ST_INS_SPAN], i, v.p, (int)v.len, SQLITE_STATIC);
+	st->span_bound[i] = 0;
+}
+
+/* Parameter i of the spans INSERT: C string v, or NULL when empty. */
+static void span_cstr(struct store_be *st, int i, const char *v)
+{
+	span_str(st, i, (struct zs_str){ v, v ? (uint32_t)strlen(v) : 0 });
+}
+
+/* Endpoint e at parameters i..i+3 of the spans INSERT. */
+static void span_ep(struct store_be *st, int i, const struct zs_endpoint *e)
+{
+	span_str(st, i, e->service);
+	span_cstr(st, i + 1, e->ipv4);
+	span_cstr(st, i + 2, e->ipv6);
+	span_int(st, i + 3, e->port, !e->port);
+}
+
 /* Bind endpoint e at columns i..i+3 (service, ipv4, ipv6, port). */
 static void bind_ep(sqlite3_stmt *s, int i, const struct zs_endpoint *e)
 {
@@ -245,6 +288,7 @@ void sq_tm_reset(struct store_be *st)
 	if (m->n)
 		memset(m->slot, 0, m->nslot * sizeof(*m->slot));
 	m->n = 0;
+	sq_termset_reset(&st->terms);
 	zarena_reset(&st->txn_arena);
 }
 
@@ -314,8 +358,10 @@ int sq_trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 	return SQLITE_OK;
 }
 
-/* Account span z to trace t (all but nspans). */
-static int trace_add(struct store_be *st, struct tsum *t, const struct zspan *z)
+/* Account span z to trace t (all but nspans); ti: t's index in st->tm
+ * when t's Bloom filter holds the terms st->terms says, -1 when it is
+ * being rebuilt. */
+static int trace_add(struct store_be *st, struct tsum *t, long ti, const struct zspan *z)
 {
 	uint64_t ts = z->timestamp_us;
 
@@ -335,7 +381,10 @@ static int trace_add(struct store_be *st, struct tsum *t, const struct zspan *z)
 	if (z->duration_us > t->max_dur_us)
 		t->max_dur_us = z->duration_us;
 	t->error |= z->error;
-	sq_bloom_span(t->bloom, z);
+	if (ti >= 0)
+		sq_bloom_span_txn(&st->terms, (uint32_t)ti, t->bloom, z);
+	else
+		sq_bloom_span(t->bloom, z);
 	return SQLITE_OK;
 }
 
@@ -355,7 +404,7 @@ static int trace_recompute(struct store_be *st, size_t ti)
 	sqlite3_bind_int64(s, 1, t->seq);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (sq_row_span(s, 0, &st->merge_arena, &z) ||
-		    trace_add(st, t, &z) != SQLITE_OK) {
+		    trace_add(st, t, -1, &z) != SQLITE_OK) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
@@ -444,26 +493,28 @@ int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const st
 	sqlite3_bind_int64(s, 1, r->seq);
 	sqlite3_bind_int64(s, 2, r->no);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)z->id);
-	bind_u64_or_null(s, 4, z->parent_id);
-	sqlite3_bind_int(s, 5, z->kind);
-	bind_str(s, 6, z->name);
-	bind_ep(s, 7, &z->local);
-	bind_ep(s, 11, &z->remote);
-	bind_u64_or_null(s, 15, z->timestamp_us);
-	bind_u64_or_null(s, 16, z->duration_us);
-	sqlite3_bind_int(s, 17, z->shared);
-	sqlite3_bind_int(s, 18, z->debug);
-	sqlite3_bind_int(s, 19, z->error);
-	sqlite3_bind_int(s, 20, origin);
-	if (st->extra.len)
+	span_int(st, 4, (sqlite3_int64)z->parent_id, !z->parent_id);
+	span_int(st, 5, z->kind, 0);
+	span_str(st, 6, z->name);
+	span_ep(st, 7, &z->local);
+	span_ep(st, 11, &z->remote);
+	span_int(st, 15, (sqlite3_int64)z->timestamp_us, !z->timestamp_us);
+	span_int(st, 16, (sqlite3_int64)z->duration_us, !z->duration_us);
+	span_int(st, 17, z->shared, 0);
+	span_int(st, 18, z->debug, 0);
+	span_int(st, 19, z->error, 0);
+	span_int(st, 20, origin, 0);
+	if (st->extra.len) {
 		sqlite3_bind_blob(s, 21, st->extra.p, (int)st->extra.len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 21);
+		st->span_bound[21] = 0;
+	} else {
+		span_int(st, 21, 0, 1);
+	}
 	rc = sq_step_done(s);
 	if (rc != SQLITE_OK)
 		return rc;
 	t->nspans++;
-	return trace_add(st, t, z);
+	return trace_add(st, t, r->ti, z);
 }
 
 int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
