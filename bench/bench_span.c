@@ -16,6 +16,11 @@
  *              zipkin:timestamp (start), zipkin:timestamp (the event),
  *              zipkin:keyval_string (the tag), zipkin:timestamp (end),
  *              each carrying trace name, service, port, ip and the ids.
+ *   floor      what the machine gives any recorder: the three TSC reads a
+ *              span with one event needs (begin, event, end), alone, on
+ *              one thread and on two threads at once.  A span cannot
+ *              cost less than its clock; two threads of these reads share
+ *              nothing, so their ratio is the VM's own, not fay's.
  *
  * Both record into shared-memory rings that nobody drains during the run
  * (fay: a flight-recorder ring; LTTng: a snapshot session, overwrite
@@ -35,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <x86intrin.h>
 
 #include <fay/trace.h>
 
@@ -134,10 +140,39 @@ static double run_remote(unsigned n)
 	return (double)(now_ns() - t0) / n;
 }
 
-/* Two threads recording sampled spans at the same time (sampling must be
- * 1): each measures its own CPU time per span; the result is their mean. */
+/* The clock floor: the three TSC reads of a span with one event, and
+ * nothing else (the sum keeps the compiler from dropping them). */
+static volatile uint64_t clock_sink;
+
+static void clock_loop(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = __rdtsc(), b = __rdtsc(), c = __rdtsc();
+
+		clock_sink += a ^ b ^ c;
+	}
+}
+
+static double run_clock(unsigned n)
+{
+	uint64_t t0 = now_ns();
+
+	clock_loop(n);
+	return (double)(now_ns() - t0) / n;
+}
+
+static void span_loop(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		fay_span();
+}
+
+/* Two threads running one loop at the same time (for fay_span, sampling
+ * must be 1): each measures its own CPU time per iteration; the result is
+ * their mean. */
 struct two {
 	pthread_barrier_t *go;
+	void (*loop)(unsigned n);
 	unsigned n;
 	double ns;
 };
@@ -149,19 +184,19 @@ static void *two_thread(void *arg)
 
 	pthread_barrier_wait(w->go);
 	t0 = now_ns();
-	for (unsigned i = 0; i < w->n; i++)
-		fay_span();
+	w->loop(w->n);
 	w->ns = (double)(now_ns() - t0) / w->n;
 	return NULL;
 }
 
-static double run_two(unsigned n)
+static double run_two(unsigned n, void (*loop)(unsigned n))
 {
 	pthread_barrier_t go;
 	pthread_t th[2];
-	struct two w[2] = { { &go, n, 0 }, { &go, n, 0 } };
+	struct two w[2] = { { &go, loop, n, 0 }, { &go, loop, n, 0 } };
 
-	fay_set_sampling(1);
+	if (loop == span_loop)
+		fay_set_sampling(1);
 	pthread_barrier_init(&go, NULL, 2);
 	for (int i = 0; i < 2; i++)
 		if (pthread_create(&th[i], NULL, two_thread, &w[i])) {
@@ -241,7 +276,8 @@ int main(int argc, char **argv)
 {
 	unsigned rounds = 11, spans = 200000, unsampled_mult = 10;
 	int use_lttng = 1, err;
-	double *fs, *fu, *fr, *f2, *lt, mfs, mfu, mfr, mf2, mlt = 0;
+	double *fs, *fu, *fr, *f2, *lt, *c1, *c2, mfs, mfu, mfr, mf2, mlt = 0,
+	       mc1, mc2;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -283,13 +319,16 @@ int main(int argc, char **argv)
 	fr = calloc(rounds, sizeof(double));
 	f2 = calloc(rounds, sizeof(double));
 	lt = calloc(rounds, sizeof(double));
-	if (!fs || !fu || !fr || !f2 || !lt)
+	c1 = calloc(rounds, sizeof(double));
+	c2 = calloc(rounds, sizeof(double));
+	if (!fs || !fu || !fr || !f2 || !lt || !c1 || !c2)
 		return 1;
 
 	/* warm up: rings claimed, caches and branch predictors filled */
 	run_fay(spans / 10 + 1, 1);
 	run_fay(spans / 10 + 1, 0);
-	run_two(spans / 10 + 1);
+	run_two(spans / 10 + 1, span_loop);
+	run_clock(spans / 10 + 1);
 #ifndef BENCH_NO_LTTNG
 	if (use_lttng)
 		run_lttng(spans / 10 + 1);
@@ -299,7 +338,9 @@ int main(int argc, char **argv)
 		fu[r] = run_fay(spans * unsampled_mult, 0);
 		fay_set_sampling(UNSAMPLED_ONE_IN);  /* remote: the flag decides */
 		fr[r] = run_remote(spans);
-		f2[r] = run_two(spans);
+		f2[r] = run_two(spans, span_loop);
+		c1[r] = run_clock(spans);
+		c2[r] = run_two(spans, clock_loop);
 #ifndef BENCH_NO_LTTNG
 		if (use_lttng)
 			lt[r] = run_lttng(spans);
@@ -309,6 +350,8 @@ int main(int argc, char **argv)
 	mfu = median(fu, rounds);
 	mfr = median(fr, rounds);
 	mf2 = median(f2, rounds);
+	mc1 = median(c1, rounds);
+	mc2 = median(c2, rounds);
 	printf("bench_span: %u rounds x %u spans, median ns per span (root+event+tag+end)\n",
 	       rounds, spans);
 	if (use_lttng) {
@@ -326,6 +369,12 @@ int main(int argc, char **argv)
 	       mfr <= 80.0 ? "met" : "MISSED");
 	printf("two threads:    fay %7.1f ns per span per thread, %.2fx one thread's "
 	       "(goal <= 1.10: %s)\n", mf2, mf2 / mfs, mf2 / mfs <= 1.10 ? "met" : "MISSED");
+	printf("machine floor:  3 TSC reads %5.1f ns (a span with one event reads the clock 3 times: "
+	       "fay's sampled span less its clock %.1f ns)\n", mc1, mfs - mc1);
+	printf("machine floor:  3 TSC reads on two threads at once, sharing nothing: %.2fx one thread's\n",
+	       mc2 / mc1);
+	free(c1);
+	free(c2);
 	free(fs);
 	free(fu);
 	free(fr);

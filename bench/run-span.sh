@@ -14,7 +14,9 @@
 #   the zipkin:* events enabled, runs bench_span N times (default 5, each
 #   run itself a median over rounds) and prints the median of the runs for
 #   each figure (sampled span vs LTTng-UST, unsampled span, child of a
-#   remote parent, two threads at once), with the load average before and
+#   remote parent, two threads at once) and the machine's floor (the three
+#   TSC reads a span with one event makes, alone, on one thread and on two
+#   threads sharing nothing), with the load average before and
 #   after (the machine may be shared: say so with the figures), checks that
 #   LTTng really recorded (a snapshot is taken and its size shown), then
 #   counts instructions per span with callgrind.  The last lines are the
@@ -124,7 +126,7 @@ fi
 
 # Each run prints its medians; keep the numbers and take the median of runs.
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-fs=() fu=() lt=() fr=() f2=()
+fs=() fu=() lt=() fr=() f2=() c1=() c2=()
 for i in $(seq "$runs"); do
 	out=$("$bin" "${args[@]}")
 	echo "$out" | sed "s/^/run $i: /" >&2
@@ -133,11 +135,14 @@ for i in $(seq "$runs"); do
 	fu+=("$(echo "$out" | sed -n 's/^unsampled span: *fay *\([0-9.]*\) ns.*/\1/p')")
 	fr+=("$(echo "$out" | sed -n 's/^remote parent: *fay *\([0-9.]*\) ns.*/\1/p')")
 	f2+=("$(echo "$out" | sed -n 's/^two threads: *fay *\([0-9.]*\) ns.*/\1/p')")
+	c1+=("$(echo "$out" | sed -n 's/^machine floor: *3 TSC reads *\([0-9.]*\) ns.*/\1/p')")
+	c2+=("$(echo "$out" | sed -n 's/^machine floor: .*sharing nothing: \([0-9.]*\)x.*/\1/p')")
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 med() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 mfs=$(med "${fs[@]}") mlt=$(med "${lt[@]}") mfu=$(med "${fu[@]}")
 mfr=$(med "${fr[@]}") mf2=$(med "${f2[@]}")
+mc1=$(med "${c1[@]}") mc2=$(med "${c2[@]}")
 
 lttng stop "$session" >/dev/null
 if [ $live = 1 ]; then
@@ -176,6 +181,7 @@ echo "  sampled span (root+event+tag+end): fay $mfs ns, LTTng-UST $mlt ns (4 tra
 echo "  unsampled span (same 4 calls):     fay $mfu ns (goal <= 3 ns)"
 echo "  child of a remote parent:          fay $mfr ns (goal <= 80 ns)"
 echo "  two threads at once:               fay $mf2 ns per span per thread, ${ratio2}x one thread's (goal <= 1.10)"
+echo "  machine floor:                     3 TSC reads (a span's begin, event, end) $mc1 ns; on two threads sharing nothing ${mc2}x one thread's"
 echo "  callgrind: sampled span $ir_s instructions, remote parent $ir_r, unsampled span $ir_u"
 if [ $live = 1 ]; then
 	echo "  LTTng trace written by its consumer: $snap bytes; fay agent: ${shipped:-unknown (see agent.log)}"
