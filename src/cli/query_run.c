@@ -241,7 +241,11 @@ static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
 {
 	int fds[2];
 	pid_t pid;
+	char hold[32];
 
+	/* the runtime holds only while its parent is this fay (a fay
+	 * killed before the constructor ran leaves it another parent) */
+	snprintf(hold, sizeof(hold), "1:%d", (int)getpid());
 	if (pipe2(fds, O_CLOEXEC))
 		return -errno;
 	pid = fork();
@@ -270,7 +274,7 @@ static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
 		prctl(PR_SET_PDEATHSIG, SIGCONT);
 		close(fds[1]);
 		if (preload && (fay_preload_env(preload) ||
-				(rt_hold && setenv("FAY_INLINE_HOLD", "1", 1))))
+				(rt_hold && setenv("FAY_INLINE_HOLD", hold, 1))))
 			_exit(127);
 		if (!(preload && rt_hold) && (read(fds[0], &c, 1) != 1 || !full))
 			_exit(127);

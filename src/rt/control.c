@@ -678,6 +678,7 @@ __attribute__((constructor)) static void rt_init(void)
 	char mark[108];
 	bool want_hold;
 	pid_t fay = 0;		/* the fay the hold waits for (0: unknown) */
+	pid_t parent = 0;	/* fay when it is the parent (fay run), else 0 */
 	sigset_t all, orig;
 	pthread_t th;
 	int err;
@@ -686,9 +687,14 @@ __attribute__((constructor)) static void rt_init(void)
 	 * INL_NEXT while its fay follows (the mark of this pid, with that
 	 * fay's pid: next_image()); a fay that is gone holds nothing */
 	next_mark(mark, sizeof(mark));
-	if (hold && !strcmp(hold, "1")) {
-		want_hold = true;
-		fay = getppid();
+	if (hold && (!strcmp(hold, "1") || !strncmp(hold, "1:", 2))) {
+		/* "1:PID" (fay run: PID is fay, the parent that forked this
+		 * process); "1" from an older fay: the parent is fay */
+		fay = hold[1] ? (pid_t)atoi(hold + 2) : getppid();
+		parent = fay;
+		/* a fay that died before this constructor ran left this
+		 * process to another parent: nothing to wait for */
+		want_hold = fay > 0 && getppid() == fay;
 	} else {
 		want_hold = read_mark(mark, &fay);
 	}
@@ -724,8 +730,9 @@ __attribute__((constructor)) static void rt_init(void)
 	pthread_detach(th);
 	if (want_hold) {
 		/* at most 30 s, and not past the fay it waits for (killed, or
-		 * stopped with Ctrl-C after this image read the mark): looked
-		 * at every 250 ms */
+		 * stopped with Ctrl-C after this image read the mark; as the
+		 * parent, gone when this process has another parent, also in
+		 * a pid namespace that cannot see it): looked at every 250 ms */
 		for (int slice = 0; slice < 120; slice++) {
 			struct timespec until;
 			bool on;
@@ -741,7 +748,8 @@ __attribute__((constructor)) static void rt_init(void)
 				;
 			on = holding;
 			pthread_mutex_unlock(&hold_lock);
-			if (!on || (fay > 0 && proc_exiting(fay) == 1))
+			if (!on || (fay > 0 && proc_exiting(fay) == 1) ||
+			    (parent && getppid() != parent))
 				break;
 		}
 	}

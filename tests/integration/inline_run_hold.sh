@@ -7,7 +7,11 @@
 # which let main() run at once: a short program gave "error: no process
 # N" or a count short of its calls.  Here a program making 3 calls of a
 # refused site and exiting at once, 6 times: the exact count each time;
-# then the same with --probe-mode=uprobe, which arms no inline session.
+# then the same with --probe-mode=uprobe, which arms no inline session;
+# then fay SIGKILLed 0-20 ms after it started the program, before or
+# while the runtime's constructor holds main(): the program must run on
+# at once, not wait out the hold's 30 s (it did when fay died before the
+# constructor ran: the constructor took its new parent for fay).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/inline_lib.bash"
 
@@ -43,6 +47,29 @@ for i in 1 2 3; do
 	else
 		fail "uprobe run $i: exit $rc, answer '$a' in $ms ms (want {\"n\":3,\"s\":3}, well under the runtime's 30 s hold)" \
 			"$(cat "$T_TMP/err")"
+	fi
+done
+
+# fay killed early: its session (setsid) is left with the program alone,
+# which must end within 5 s of the kill.
+for d in 0 0.001 0.002 0.003 0.005 0.008 0.013 0.020; do
+	setsid "$FAY" run --json --probe-mode=inline --query "$Q" -- "$W" branchy 3 \
+		>"$T_TMP/out" 2>"$T_TMP/err" &
+	fp=$!
+	sleep "$d"
+	kill -KILL $fp 2>/dev/null
+	wait $fp 2>/dev/null
+	t0=$(date +%s%N)
+	while pgrep -s $fp >/dev/null && [ $((($(date +%s%N) - t0) / 1000000)) -lt 10000 ]; do
+		sleep 0.05
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	left=$(pgrep -s $fp | tr '\n' ' ')
+	pkill -KILL -s $fp 2>/dev/null
+	if [ -z "$left" ] && [ $ms -lt 5000 ]; then
+		pass "fay killed ${d} s after it started: the program ended $ms ms after the kill"
+	else
+		fail "fay killed ${d} s after it started: the program still ran $ms ms after the kill (pids $left)"
 	fi
 done
 done_testing
