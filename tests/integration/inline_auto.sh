@@ -158,6 +158,7 @@ if command -v setpriv >/dev/null && id $U >/dev/null 2>&1; then
 	: >"$T_TMP/c.err"
 	# the capabilities a uprobe needs on this kernel (query_own_uid.sh),
 	# not sys_ptrace (without it /proc/PID/exe is closed: the binary by path)
+	: >"$T_TMP/c.err"	# not by the job's redirection: the wait may read it first
 	as +bpf,+perfmon,+dac_read_search,+sys_admin timeout 60 "$D/fay" query --json \
 		--allow-other-users -p $wpid \
 		"from f in function(\"$D/wroot:fay_inline_fn\") select { n: count(), s: sum(f.arg(0)) }" \

@@ -78,6 +78,7 @@ wait $all
 
 # 2. inline first, then every-process uprobe
 py 400
+: >"$T_TMP/i.err"	# not by the job's redirection: the wait may read it first
 timeout 60 "$FAY" query --json --probe-mode=inline -p $PYPID "$Q" >"$T_TMP/i.out" 2>"$T_TMP/i.err" & q=$!
 wait_for 30 attached "$T_TMP/i.err" $q
 grep -q "inline" "$T_TMP/i.err" && kill -0 $q 2>/dev/null ||

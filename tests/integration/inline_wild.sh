@@ -88,6 +88,7 @@ if [ -n "$BT" ]; then
 	wait_for 60 test -e "$ready"
 	# bpftrace 0.17 attaches a wildcard once per versioned alias (each
 	# call counted twice): the three functions the workload calls
+	: >"$T_TMP/bt"	# not by the job's redirection: the wait may read it first
 	timeout 90 "$BT" -p $bw -e "uprobe:$L:pthread_mutex_lock,uprobe:$L:pthread_mutex_unlock,uprobe:$L:pthread_mutex_trylock /pid == $bw/ { @[probe] = count(); }" \
 		>"$T_TMP/bt" 2>&1 & bp=$!
 	wait_for 60 grep -q Attaching "$T_TMP/bt"

@@ -34,8 +34,8 @@ same() {
 # $W MODE K (query_work, or a workload that knows QW_READY/QW_WAIT as it
 # does), held at a file until both are attached (@PID@ in BTPROG is its
 # pid).  bpftrace prints "Attaching N probes" before it attaches them: it
-# is attached when it holds NPROBES perf events.  fay's JSON in
-# $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC, the
+# is attached when NPROBES of its perf events hold a BPF program.  fay's
+# JSON in $T_TMP/out, bpftrace's maps in $T_TMP/bt, fay's status in RC, the
 # workload's /proc/PID/maps once started in $T_TMP/maps.  VS_MODE=uprobe:
 # fay with --probe-mode=uprobe (a function(...) source on one process
 # otherwise goes inline, and bpftrace's uprobe on a function fay patched
@@ -43,8 +43,13 @@ same() {
 # workload crashes; inline probes refuse a function under another
 # tracer's uprobe, the reverse order fay cannot stop, issue #19).
 bt_attached() {
-	local n
-	n=$(find "/proc/$1/fd" -lname 'anon_inode:*perf_event*' 2>/dev/null | wc -l)
+	local p n
+	# $1 is what `timeout ... bpftrace &` gave: timeout, whose child is
+	# bpftrace.  Attached: NPROBES of its perf events hold a BPF program
+	# (bpftool perf list).  Counting its perf events alone was wrong: its
+	# per-CPU output buffers are perf events too, opened first
+	p=$(pgrep -P "$1" -x bpftrace | head -1)
+	n=$(bpftool perf list 2>/dev/null | grep -c "^pid ${p:-$1} ")
 	[ "$n" -ge "$2" ]
 }
 versus() {

@@ -89,6 +89,9 @@ if [ "$kv" -ge 6006 ]; then
 	# fay's own descriptors while it runs: one bpf_link of type
 	# uprobe_multi holding the 11 sites, no perf event
 	QW_WAIT=$T_TMP/mgo "$W" mutex 30 & mw=$!
+	# emptied here, not by the job's redirection: that runs in the job,
+	# after the wait below may have read the previous query's "attached"
+	: >"$T_TMP/err"
 	timeout 60 "$FAY" query --json --probe-mode=uprobe -p $mw 'from f in function("libc:pthread_mutex_*") group f by f.name into g select { name: g.key, n: g.count() }' \
 		>"$T_TMP/out" 2>"$T_TMP/err" & mt=$!
 	wait_for 30 grep -q attached "$T_TMP/err"
@@ -100,6 +103,7 @@ if [ "$kv" -ge 6006 ]; then
 	wait $mw
 	wait $mt
 	RC=$?
+	diag "fay (pid $fp): $(grep -c '^link_type:.uprobe_multi' <<<"$links") uprobe_multi links, uprobe_cnt $(awk '/^uprobe_cnt:/ { print $2 }' <<<"$links" | tr '\n' ' '), $nperf perf events; $nsites sites; $(grep 'attached' "$T_TMP/err" | head -2)"
 	ok "Linux $(uname -r): one uprobe.multi link with the $nsites sites, no perf event (the attach line: uprobe.multi)" \
 		test "$(grep -c '^link_type:.uprobe_multi' <<<"$links")" = 1 -a \
 		"$(awk '/^uprobe_cnt:/ { print $2 }' <<<"$links")" = "$nsites" -a "$nperf" = 0 -a \
@@ -122,6 +126,7 @@ else
 	diag "Linux $(uname -r) has no uprobe.multi (6.6): its checks are not made"
 fi
 QW_WAIT=$T_TMP/pgo "$W" calls 50 & pw=$!
+: >"$T_TMP/err"
 timeout 60 "$FAY" query --json "from f in process($pw).function(\"fay_work_*\") group f by f.name into g select { f: g.key, n: g.count() } for 5s" \
 	>"$T_TMP/out" 2>"$T_TMP/err" & qp=$!
 wait_for 30 grep -q attached "$T_TMP/err"

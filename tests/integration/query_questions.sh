@@ -38,6 +38,7 @@ both() {
 	timeout 60 "$FAY" query --json -p $wpid "${q//@PID@/$wpid}" >"$T_TMP/out" 2>"$T_TMP/err" &
 	fpid=$!
 	if [ -n "$BT" ]; then
+		: >"$T_TMP/bt"	# not by the job's redirection: the wait may read it first
 		timeout 60 "$BT" -p $wpid -e "${bt//@PID@/$wpid}" >"$T_TMP/bt" 2>&1 &
 		bpid=$!
 		wait_for 20 grep -q Attaching "$T_TMP/bt"
