@@ -944,6 +944,65 @@ static int kid_ready(void *arg)
 	return 0;
 }
 
+/* The INL_NEXT mark beside the control socket at path p (its ".sock"
+ * made ".next" in place) removed. */
+static void unlink_next(char *p)
+{
+	size_t n = strlen(p);
+
+	if (n > 5 && !strcmp(p + n - 5, ".sock")) {
+		memcpy(p + n - 5, ".next", 5);
+		unlink(p);
+	}
+}
+
+/* fay run ends: the runtime's INL_NEXT mark of the command (PID.next
+ * beside its socket, which the runtime leaves at the exit: its
+ * destructor runs on the program's thread) goes, so that nothing is
+ * left behind and an image exec()ed later holds for no one. */
+static void drop_next_mark(pid_t pid)
+{
+	char p[160];
+
+	rt_sock_path(pid, p, sizeof(p));
+	unlink_next(p);
+}
+
+/* Whether pid's image (held at its exec) has lib in its LD_PRELOAD (its
+ * /proc/PID/environ): its loader loads the runtime by itself. */
+static bool preloads(pid_t pid, const char *lib)
+{
+	char fn[64], *buf = malloc(65536);
+	bool yes = false;
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/environ", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && buf)
+		n = read(fd, buf, 65535);
+	if (fd >= 0)
+		close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	for (ssize_t i = 0; i < n && !yes; i += (ssize_t)strlen(buf + i) + 1)
+		yes = !strncmp(buf + i, "LD_PRELOAD=", 11) && strstr(buf + i, lib);
+	free(buf);
+	return yes;
+}
+
+/* The command's own process, armed as a descendant in the root it
+ * exec()ed into (or without its preload): its first session (gone with
+ * its image) is not followed any more, nor waited for. */
+static void own_moved(struct engine_inl *s)
+{
+
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->armed = s->idle = s->following = false;
+}
+
 int engine_inl_kid(struct engine *e, pid_t pid)
 {
 	struct engine_inl *s = e->inl;
@@ -951,13 +1010,21 @@ int engine_inl_kid(struct engine *e, pid_t pid)
 	struct kid_arm a = { .e = e, .pid = pid };
 	char path[4096], why[1024] = "";
 	uint64_t t0 = clock_monotonic_ns();
-	unsigned live = 1;	/* the command's own process, and each window's */
+	unsigned live;		/* the command's own process, and each window's */
 	int err;
 
-	if (!s || pid == s->pid || !e->opts.kid_lib || e->opts.no_inject ||
-	    !ep->probe || !proc_other_root(pid) ||
+	/* (the command's own exec: into fay's root with the runtime still
+	 * preloaded, the runtime follows it, engine_inl_follow(); into
+	 * another root, whose loader cannot open the host's path, or with
+	 * its environment cleared, the runtime is loaded at its entry) */
+	if (!s || !e->opts.kid_lib || e->opts.no_inject || !ep->probe ||
+	    (pid == s->pid && !proc_other_root(pid) && preloads(pid, e->opts.kid_lib)) ||
 	    probe_child_file(ep->probe, pid, path, sizeof(path), &a.sym) != 1)
 		return 0;
+	/* (its mark would hold the runtime's constructor in fay's root,
+	 * inside the dlopen() fay waits for) */
+	if (pid == s->pid)
+		drop_next_mark(pid);
 	a.path = path;
 	a.win = kid_window(s, pid);
 	if (a.win < 0) {
@@ -973,6 +1040,9 @@ int engine_inl_kid(struct engine *e, pid_t pid)
 		return err;
 	}
 	s->nkids++;
+	if (pid == s->pid)
+		own_moved(s);
+	live = s->fd >= 0 || s->following;
 	for (int i = 0; i < KID_MAX; i++)
 		live += s->kids[i].pid != 0;
 	pr_info("%s: process %d, a descendant, inline with %s (runtime loaded at its entry "
@@ -1124,23 +1194,6 @@ void engine_inl_detach(struct engine *e)
 	s->armed = false;
 	close(s->fd);
 	s->fd = -1;
-}
-
-/* fay run ends: the runtime's INL_NEXT mark of the command (PID.next
- * beside its socket, which the runtime leaves at the exit: its
- * destructor runs on the program's thread) goes, so that nothing is
- * left behind and an image exec()ed later holds for no one. */
-static void drop_next_mark(pid_t pid)
-{
-	char p[160];
-	size_t n;
-
-	rt_sock_path(pid, p, sizeof(p));
-	n = strlen(p);
-	if (n > 5 && !strcmp(p + n - 5, ".sock")) {
-		memcpy(p + n - 5, ".next", 5);
-		unlink(p);
-	}
 }
 
 void engine_inl_free(struct engine *e)
