@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cgroup.h"
 #include "common/clock.h"
 #include "common/inline_wire.h"
 #include "common/log.h"
@@ -771,10 +772,29 @@ int engine_inl_pairs(struct engine *e)
 	return 0;
 }
 
+/* Tell the runtime on session fd which process it is as fay numbers it
+ * (INL_PID: pid, its cgroup v2 id), for the programs' pid, cgroup and
+ * user stacks.  A runtime older than this message refuses it: its
+ * programs then see its own getpid() (the same but in a pid namespace)
+ * and cgroup 0.  0 or call()'s -errno. */
+static int send_pid(int fd, pid_t pid)
+{
+	unsigned char buf[sizeof(struct inl_hdr) + 16] = { 0 };
+	uint32_t p = (uint32_t)pid;
+	uint64_t cg = cgroup_id_of_pid(pid);
+	struct inl_reply r;
+
+	inline_hdr((struct inl_hdr *)buf, INL_PID, sizeof(buf), 0);
+	memcpy(buf + sizeof(struct inl_hdr), &p, 4);
+	memcpy(buf + sizeof(struct inl_hdr) + 8, &cg, 8);
+	return call(fd, buf, sizeof(buf), NULL, 0, &r);
+}
+
 /* Send the maps and programs of in on session fd and arm, the process
- * writing the maps' slots from base on: 0 with *r the last reply
- * (r->status: the runtime's refusal), or call()'s -errno (-ENOMEM). */
-static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
+ * pid (send_pid()) writing the maps' slots from base on: 0 with *r the
+ * last reply (r->status: the runtime's refusal), or call()'s -errno
+ * (-ENOMEM). */
+static int arm_session(int fd, const struct engine_inline *in, pid_t pid, uint32_t base,
 		       struct inl_reply *r)
 {
 	unsigned char *buf;
@@ -787,6 +807,9 @@ static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[0] * sizeof(struct bpf_insn);
 	if (sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn) > len)
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn);
+	err = send_pid(fd, pid);
+	if (err)
+		return err;
 	buf = calloc(1, len);
 	if (!buf)
 		return -ENOMEM;
@@ -838,7 +861,7 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		s->kids[i].fd = -1;
 	if (e->opts.hold_execs && e->opts.probe_mode == ENGINE_PROBE_INLINE)
 		engine_exec_start(e);
-	err = arm_session(s->fd, in, 0, &r);
+	err = arm_session(s->fd, in, s->pid, 0, &r);
 
 	if (err == -ENOMEM)
 		return engine_fail(e, err, "out of memory");
@@ -927,7 +950,7 @@ static int kid_ready(void *arg)
 			 a->path);
 	} else {
 		err = set_send(fd, &w, later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e),
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), a->pid,
 							   KID_BASE + (uint32_t)a->win * KID_WINDOW,
 							   &r);
 		if (err || r.status)
@@ -1103,7 +1126,8 @@ static int follow_image(struct engine *e, int fd)
 		}
 	} else {
 		err = set_offer(e, fd, &s->w, s->later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), 0, &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), s->pid, 0,
+							   &r);
 		if (!err && !r.status) {
 			s->fd = fd;
 			s->armed = true;
