@@ -13,26 +13,14 @@
 # sampled under another name: where comm == "ctr_work").
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
-ctr_cgroup_base fay-test
-WEB=web-$$
-CG_A=$BASE/machine.slice/"machine-web\\x2d$$.scope"
-CG_B=$BASE/libpod-$ID.scope
-mkdir -p "$CG_A" "$CG_B" || skip_all "cannot make cgroups under $CGR"
-cg_cleanup() {
-	for d in "$CG_A" "$CG_B" "$BASE/machine.slice" "$BASE"; do rmdir "$d" 2>/dev/null; done
-}
-trap 'cg_cleanup; t_cleanup' EXIT
+ctr_two_cgroups fay-test
+trap 'ctr_two_cgroups_rm; t_cleanup' EXIT
 RA=$T_TMP/ra RB=$T_TMP/rb H=$T_TMP/h
 ctr_root "$RA"
 ctr_root "$RB"
 mkdir -p "$H"
 N=3000000
-cat >"$T_TMP/three.sh" <<EOF
-sh -c 'echo \$\$ > "$CG_A/cgroup.procs"; exec unshare -f -p -m --mount-proc=$RA/proc chroot $RA /bin/ctr_work /w $N now' &
-sh -c 'echo \$\$ > "$CG_B/cgroup.procs"; exec unshare -f -p -m --mount-proc=$RB/proc chroot $RB /bin/ctr_work /w $N now' &
-$CW $H $N now &
-wait
-EOF
+ctr_three "$T_TMP/three.sh" "/w $N now" "/w $N now" "$H $N now"
 
 timeout 120 nice -n 10 "$FAY" query --json -c "sh $T_TMP/three.sh" \
 	'from p in profile(499) where p.comm == "ctr_work" group p by p.container into g select { c: g.key, n: g.count() }' \

@@ -17,17 +17,10 @@
 #     container's 1, the host's pid 1's maps named them: [unknown]).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
-ctr_cgroup_base fay-test
-WEB=web-$$
-CG_A=$BASE/machine.slice/"machine-web\\x2d$$.scope"
-CG_B=$BASE/libpod-$ID.scope
-mkdir -p "$CG_A" "$CG_B" || skip_all "cannot make cgroups under $CGR"
+ctr_two_cgroups fay-test
 RA=$T_TMP/ra RB=$T_TMP/rb H=$T_TMP/h
-cg_cleanup() {
-	for d in "$CG_A" "$CG_B" "$BASE/machine.slice" "$BASE"; do rmdir "$d" 2>/dev/null; done
-}
 stop3() { for d in "$RA/w" "$RB/w" "$H"; do touch "$d/stop"; done; }
-trap 'stop3; sleep 0.3; cg_cleanup; t_cleanup' EXIT
+trap 'stop3; sleep 0.3; ctr_two_cgroups_rm; t_cleanup' EXIT
 ctr_root "$RA"
 ctr_root "$RB"
 mkdir -p "$H"
@@ -35,12 +28,7 @@ NA=300 NB=500 NH=200
 
 # each in its cgroup (written by its shell before it execs on), waiting
 # for go; calls, then waits for stop
-cat >"$T_TMP/three.sh" <<EOF
-sh -c 'echo \$\$ > "$CG_A/cgroup.procs"; exec unshare -f -p -m --mount-proc=$RA/proc chroot $RA /bin/ctr_work /w $NA' &
-sh -c 'echo \$\$ > "$CG_B/cgroup.procs"; exec unshare -f -p -m --mount-proc=$RB/proc chroot $RB /bin/ctr_work /w $NB' &
-$CW $H $NH &
-wait
-EOF
+ctr_three "$T_TMP/three.sh" "/w $NA" "/w $NB" "$H $NH"
 C="sh $T_TMP/three.sh"
 
 # run MODE QUERY: fay query -c "$C" in MODE; the three let go once ready,
