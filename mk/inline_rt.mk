@@ -112,6 +112,17 @@ $(CTR_WORK): tests/integration/container_tools/ctr_work.c
 
 all: $(CTR_WORK)
 
+# A program whose executable segment fills its last page: no room for the
+# trampoline of inject_library_at_entry() (tests/unit/probe/test_inject_entry.c).
+NOROOM := $(B)/tests/bin/noroom
+$(NOROOM): tests/integration/inline_tools/noroom.c tests/integration/inline_tools/noroom.ld
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -o $@ $< \
+		-Wl,-T,tests/integration/inline_tools/noroom.ld
+
+all: $(NOROOM)
+
 # Calls left by longjmp and by C++ exceptions at various depths (issue 19
 # item 5: exceptional exits; inline_unwind.sh).
 UNWIND_WORK := $(B)/tests/bin/unwind_work

@@ -13,6 +13,7 @@
  *	LATER  {dev, ino, off, size,..} ->   arms each whenever its object is
  *	                                     loaded (now, or at a dlopen), forgets
  *	                                     it at dlclose: ok / reason
+ *	PID    pid, cgroup id           ->   the process as fay numbers it: ok
  *	DETACH                          ->   restores every site: ok
  *	(close)                         ->   the same as DETACH
  *
@@ -66,6 +67,13 @@ enum inl_type {
 	 * stays open, idle, so that fay sees the process's next exec (the
 	 * socket hangs up) after an INL_NEXT */
 	INL_GO = 8,
+	/* the process as fay sees it (before ARM): its pid in fay's pid
+	 * namespace (the programs' get_current_pid_tgid() >> 32: s.pid,
+	 * and the process of a user stack's key, whose maps fay reads) and
+	 * its cgroup v2 id (get_current_cgroup_id(): s.cgroup, s.container);
+	 * several processes feed one query's programs (a command's
+	 * descendants, #25), so these are no constants of the programs */
+	INL_PID = 9,
 	INL_REPLY = 100,
 };
 
@@ -105,6 +113,7 @@ struct inl_map {
  * nslots slots; this process writes those from base on (its threads'
  * slot s is the maps' base + s: vm_map_new_window()), so that several
  * processes feed one query's maps; 0 for a query of one process. */
+/* PID: struct inl_hdr, uint32_t pid, uint32_t 0, uint64_t cgroup id. */
 /* PROG: struct inl_hdr, uint32_t role (0 entry, 1 exit), uint32_t
  * ctx_size, struct bpf_insn[count] (a map load's imm: the map's index). */
 

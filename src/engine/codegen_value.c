@@ -213,15 +213,12 @@ static void cg_vpid(struct cg *g, const struct pexpr *x, ir_reg r)
 }
 
 /* The current task's cgroup v2 id into r: bpf_get_current_cgroup_id(),
- * or, inline (the VM has no such helper), the one process's cgroup when
- * the program was made (a process that moves to another cgroup while an
- * inline query runs keeps its first one). */
+ * which the VM answers inline with the process's cgroup when fay armed
+ * it (INL_PID: each process of a command its own; a process that moves
+ * to another cgroup while an inline query runs keeps its first one). */
 static void cg_cgroup_id(struct cg *g, ir_reg r)
 {
-	if (engine_inl_active(g->e))
-		ir_mov(g->ir, r, IR_I((int64_t)cgroup_id_of_pid(engine_inl_pid(g->e, false))));
-	else
-		ir_call(g->ir, r, BPF_FUNC_get_current_cgroup_id, 0);
+	ir_call(g->ir, r, BPF_FUNC_get_current_cgroup_id, 0);
 }
 
 /* The id of the probe's name (plan.h, "The probe's name"). */
@@ -263,17 +260,16 @@ ir_reg cg_field(struct cg *g, const struct pexpr *x)
 		ir_call(ir, r, BPF_FUNC_ktime_get_ns, 0);
 		break;
 	case F_PID:
-		/* inline: the runtime's getpid() is its namespace's pid */
-		if (engine_inl_active(g->e)) {
-			ir_mov(ir, r, IR_I(engine_inl_pid(g->e, false)));
-			break;
-		}
+		/* (inline: the pid fay gave the process's runtime, INL_PID,
+		 * not its getpid(), which is its namespace's) */
 		ir_call(ir, r, BPF_FUNC_get_current_pid_tgid, 0);
 		ir_alu(ir, BPF_RSH, r, IR_I(32));
 		break;
 	case F_VPID:
+		/* inline: the process's getpid() (each process of a command
+		 * its own) */
 		if (engine_inl_active(g->e))
-			ir_mov(ir, r, IR_I(engine_inl_pid(g->e, true)));
+			ir_call(ir, r, VM_FUNC_fay_vpid, 0);
 		else
 			cg_vpid(g, x, r);
 		break;

@@ -95,10 +95,12 @@ struct engine_opts {
 	 * (libfay-probe.so) into it with ptrace (probe/inject.h); NULL: never
 	 * (auto mode then falls back to a uprobe) */
 	const char *inject_lib;
-	/* The runtime to load with ptrace into the descendants of a command
-	 * fay started (hold_execs) that enter another root (a container),
-	 * inline mode (engine_inl_kid()); NULL: none (the command's own
-	 * runtime is preloaded: a host path its descendants' roots lack) */
+	/* The runtime to load with ptrace into the processes of a command
+	 * fay started (hold_execs) at their execs, in inline mode
+	 * (engine_inl_kid()): its descendants, and its own process when it
+	 * enters another root or drops the preload; NULL: none (the
+	 * command's own runtime is preloaded: a host path other roots lack,
+	 * an environment a runtime may clear) */
 	const char *kid_lib;
 	/* Never load a library into a process (fay query --no-inject):
 	 * auto mode falls back to a uprobe saying so, inline fails */

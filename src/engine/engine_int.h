@@ -253,15 +253,19 @@ bool engine_inl_following(const struct engine *e);
  * true then, once). */
 bool engine_inl_follow(struct engine *e);
 /*
- * A process of the command fay started (a descendant, held by the exec
- * watch at its exec) that sees another root than fay (a container): when
- * the probe's BIN resolves there (probe_child_file()), the runtime is
- * loaded at its entry point (inject_library_at_entry()) and armed with
- * the query's maps, its threads writing a window of their slots of its
- * own (KID_WINDOW slots from KID_BASE), before its main() runs.  1 when
- * armed (an info line says so: "inline in N processes"), 0 when it is
- * none of the query's, -errno when it could not be (warned; it runs on
- * untraced).  Inline mode of a command fay started only.
+ * A process of the command fay started, held by the exec watch at its
+ * exec: a descendant in whatever root, or the command's own process
+ * when its new image sees another root than fay (a container, a chroot)
+ * or has lost its LD_PRELOAD of the runtime (env -i): when the probe's
+ * BIN resolves there (probe_child_file()), the runtime is loaded at its
+ * entry point (inject_library_at_entry(); a preloaded one is the same
+ * object) and armed with the query's maps, its threads writing a window
+ * of their slots of its own (KID_WINDOW slots from KID_BASE), before its
+ * main() runs; the command's first session is then no longer followed.
+ * 1 when armed (an info line says so: "inline in N processes"; its hold
+ * has ended), 0 when it is none of the query's, -errno when it could
+ * not be (warned; it runs on untraced).  Inline mode of a command fay
+ * started only.
  */
 int engine_inl_kid(struct engine *e, pid_t pid);
 /* Restore the site (nothing if not armed) in the process and every

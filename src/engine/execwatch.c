@@ -205,19 +205,19 @@ static bool seen_view(struct engine_exec *x, const struct proc_root_id *id)
 }
 
 /* A descendant of the followed command exec'ed (addr and size 0) or
- * mapped a file executable: every following probe on it alone. */
-static void follow_child(struct engine_exec *x, pid_t pid, uint64_t addr, uint64_t size)
+ * mapped a file executable: every following probe on it alone.  True
+ * when it runs on already (armed inline: its hold ended at its entry
+ * point, and a SIGCONT now could end its next exec's hold before fay
+ * looked). */
+static bool follow_child(struct engine_exec *x, pid_t pid, uint64_t addr, uint64_t size)
 {
 	struct engine *e = x->e;
 	char path[4096];
 
 	/* inline: its runtime is loaded at its exec, before its loader
 	 * maps anything; the mappings are the runtime's to arm */
-	if (engine_inl_active(e)) {
-		if (!size)
-			engine_inl_kid(e, pid);
-		return;
-	}
+	if (engine_inl_active(e))
+		return !size && engine_inl_kid(e, pid) == 1;
 
 	for (int i = e->nprogs - 1; i >= 0; i--) {
 		struct probe *p = e->progs[i].probe;
@@ -231,6 +231,7 @@ static void follow_child(struct engine_exec *x, pid_t pid, uint64_t addr, uint64
 			pr_warn("%s", probe_strerror(p));
 		}
 	}
+	return false;
 }
 
 /* A process that exec'ed (8 bytes: its pid) or mapped a file executable
@@ -246,7 +247,7 @@ static int on_exec(void *ctx, const void *data, size_t size)
 	char path[4096];
 	bool mapped = size >= sizeof(rec);
 	bool settled = true;	/* no probe wants to see this file again */
-	bool held;
+	bool held, going = false;	/* going: it runs on already */
 
 	if (size < sizeof(rec[0]))
 		return 0;
@@ -256,11 +257,15 @@ static int on_exec(void *ctx, const void *data, size_t size)
 	if (x->closing)
 		goto out;
 	if (x->follow && (pid_t)rec[0] != x->pid) {
-		follow_child(x, (pid_t)rec[0], rec[1], rec[2]);
+		going = follow_child(x, (pid_t)rec[0], rec[1], rec[2]);
 		goto out;
 	}
-	if (engine_inl_active(e))
-		goto out;	/* the command's own execs: its runtime follows them */
+	if (engine_inl_active(e)) {
+		/* the command's own execs: its runtime follows them, but into
+		 * another root, where it is loaded at the entry point */
+		going = !mapped && engine_inl_kid(e, (pid_t)rec[0]) == 1;
+		goto out;
+	}
 	if (mapped) {
 		x->nmaps++;
 	} else {
@@ -291,7 +296,7 @@ static int on_exec(void *ctx, const void *data, size_t size)
 out:
 	/* the program stopped it after writing the record: on it goes (a
 	 * record is of the followed processes alone) */
-	if (x->hold && (x->follow || (pid_t)rec[0] == x->pid))
+	if (x->hold && !going && (x->follow || (pid_t)rec[0] == x->pid))
 		kill((pid_t)rec[0], SIGCONT);
 	if (held) {
 		uint32_t pid = (uint32_t)rec[0];
@@ -937,8 +942,14 @@ int engine_exec_start(struct engine *e)
 		snprintf(why, sizeof(why), "cannot map the ring buffer: %s", errstr(err));
 		goto fail;
 	}
-	/* the exit first: an entry is kept only once its exit will see it */
-	if (prog_start(x, &x->mmap_out, "syscalls:sys_exit_mmap", mmap_out_prog, why,
+	/* the exit first: an entry is kept only once its exit will see it.
+	 * Inline (a command's processes armed at their entry points): no
+	 * mmap() watch, whose records are the runtime's to arm, and whose
+	 * holds, ended late (the loader's mmap()s while fay loads the
+	 * runtime), would let the process's next exec run on unlooked at */
+	if (e->inl) {
+		x->have_fo = false;
+	} else if (prog_start(x, &x->mmap_out, "syscalls:sys_exit_mmap", mmap_out_prog, why,
 		       sizeof(why)) ||
 	    prog_start(x, &x->mmap_in, "syscalls:sys_enter_mmap", mmap_in_prog, why,
 		       sizeof(why))) {

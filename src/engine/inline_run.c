@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cgroup.h"
 #include "common/clock.h"
 #include "common/inline_wire.h"
 #include "common/log.h"
@@ -771,10 +772,29 @@ int engine_inl_pairs(struct engine *e)
 	return 0;
 }
 
+/* Tell the runtime on session fd which process it is as fay numbers it
+ * (INL_PID: pid, its cgroup v2 id), for the programs' pid, cgroup and
+ * user stacks.  A runtime older than this message refuses it: its
+ * programs then see its own getpid() (the same but in a pid namespace)
+ * and cgroup 0.  0 or call()'s -errno. */
+static int send_pid(int fd, pid_t pid)
+{
+	unsigned char buf[sizeof(struct inl_hdr) + 16] = { 0 };
+	uint32_t p = (uint32_t)pid;
+	uint64_t cg = cgroup_id_of_pid(pid);
+	struct inl_reply r;
+
+	inline_hdr((struct inl_hdr *)buf, INL_PID, sizeof(buf), 0);
+	memcpy(buf + sizeof(struct inl_hdr), &p, 4);
+	memcpy(buf + sizeof(struct inl_hdr) + 8, &cg, 8);
+	return call(fd, buf, sizeof(buf), NULL, 0, &r);
+}
+
 /* Send the maps and programs of in on session fd and arm, the process
- * writing the maps' slots from base on: 0 with *r the last reply
- * (r->status: the runtime's refusal), or call()'s -errno (-ENOMEM). */
-static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
+ * pid (send_pid()) writing the maps' slots from base on: 0 with *r the
+ * last reply (r->status: the runtime's refusal), or call()'s -errno
+ * (-ENOMEM). */
+static int arm_session(int fd, const struct engine_inline *in, pid_t pid, uint32_t base,
 		       struct inl_reply *r)
 {
 	unsigned char *buf;
@@ -787,6 +807,9 @@ static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[0] * sizeof(struct bpf_insn);
 	if (sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn) > len)
 		len = sizeof(struct inl_hdr) + 8 + in->ninsns[1] * sizeof(struct bpf_insn);
+	err = send_pid(fd, pid);
+	if (err)
+		return err;
 	buf = calloc(1, len);
 	if (!buf)
 		return -ENOMEM;
@@ -838,7 +861,7 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		s->kids[i].fd = -1;
 	if (e->opts.hold_execs && e->opts.probe_mode == ENGINE_PROBE_INLINE)
 		engine_exec_start(e);
-	err = arm_session(s->fd, in, 0, &r);
+	err = arm_session(s->fd, in, s->pid, 0, &r);
 
 	if (err == -ENOMEM)
 		return engine_fail(e, err, "out of memory");
@@ -927,7 +950,7 @@ static int kid_ready(void *arg)
 			 a->path);
 	} else {
 		err = set_send(fd, &w, later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e),
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), a->pid,
 							   KID_BASE + (uint32_t)a->win * KID_WINDOW,
 							   &r);
 		if (err || r.status)
@@ -944,6 +967,65 @@ static int kid_ready(void *arg)
 	return 0;
 }
 
+/* The INL_NEXT mark beside the control socket at path p (its ".sock"
+ * made ".next" in place) removed. */
+static void unlink_next(char *p)
+{
+	size_t n = strlen(p);
+
+	if (n > 5 && !strcmp(p + n - 5, ".sock")) {
+		memcpy(p + n - 5, ".next", 5);
+		unlink(p);
+	}
+}
+
+/* fay run ends: the runtime's INL_NEXT mark of the command (PID.next
+ * beside its socket, which the runtime leaves at the exit: its
+ * destructor runs on the program's thread) goes, so that nothing is
+ * left behind and an image exec()ed later holds for no one. */
+static void drop_next_mark(pid_t pid)
+{
+	char p[160];
+
+	rt_sock_path(pid, p, sizeof(p));
+	unlink_next(p);
+}
+
+/* Whether pid's image (held at its exec) has lib in its LD_PRELOAD (its
+ * /proc/PID/environ): its loader loads the runtime by itself. */
+static bool preloads(pid_t pid, const char *lib)
+{
+	char fn[64], *buf = malloc(65536);
+	bool yes = false;
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/environ", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && buf)
+		n = read(fd, buf, 65535);
+	if (fd >= 0)
+		close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	for (ssize_t i = 0; i < n && !yes; i += (ssize_t)strlen(buf + i) + 1)
+		yes = !strncmp(buf + i, "LD_PRELOAD=", 11) && strstr(buf + i, lib);
+	free(buf);
+	return yes;
+}
+
+/* The command's own process, armed as a descendant in the root it
+ * exec()ed into (or without its preload): its first session (gone with
+ * its image) is not followed any more, nor waited for. */
+static void own_moved(struct engine_inl *s)
+{
+
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->armed = s->idle = s->following = false;
+}
+
 int engine_inl_kid(struct engine *e, pid_t pid)
 {
 	struct engine_inl *s = e->inl;
@@ -951,13 +1033,21 @@ int engine_inl_kid(struct engine *e, pid_t pid)
 	struct kid_arm a = { .e = e, .pid = pid };
 	char path[4096], why[1024] = "";
 	uint64_t t0 = clock_monotonic_ns();
-	unsigned live = 1;	/* the command's own process, and each window's */
+	unsigned live;		/* the command's own process, and each window's */
 	int err;
 
-	if (!s || pid == s->pid || !e->opts.kid_lib || e->opts.no_inject ||
-	    !ep->probe || !proc_other_root(pid) ||
+	/* (the command's own exec: into fay's root with the runtime still
+	 * preloaded, the runtime follows it, engine_inl_follow(); into
+	 * another root, whose loader cannot open the host's path, or with
+	 * its environment cleared, the runtime is loaded at its entry) */
+	if (!s || !e->opts.kid_lib || e->opts.no_inject || !ep->probe ||
+	    (pid == s->pid && !proc_other_root(pid) && preloads(pid, e->opts.kid_lib)) ||
 	    probe_child_file(ep->probe, pid, path, sizeof(path), &a.sym) != 1)
 		return 0;
+	/* (its mark would hold the runtime's constructor in fay's root,
+	 * inside the dlopen() fay waits for) */
+	if (pid == s->pid)
+		drop_next_mark(pid);
 	a.path = path;
 	a.win = kid_window(s, pid);
 	if (a.win < 0) {
@@ -973,6 +1063,9 @@ int engine_inl_kid(struct engine *e, pid_t pid)
 		return err;
 	}
 	s->nkids++;
+	if (pid == s->pid)
+		own_moved(s);
+	live = s->fd >= 0 || s->following;
 	for (int i = 0; i < KID_MAX; i++)
 		live += s->kids[i].pid != 0;
 	pr_info("%s: process %d, a descendant, inline with %s (runtime loaded at its entry "
@@ -1033,7 +1126,8 @@ static int follow_image(struct engine *e, int fd)
 		}
 	} else {
 		err = set_offer(e, fd, &s->w, s->later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), 0, &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), s->pid, 0,
+							   &r);
 		if (!err && !r.status) {
 			s->fd = fd;
 			s->armed = true;
@@ -1124,23 +1218,6 @@ void engine_inl_detach(struct engine *e)
 	s->armed = false;
 	close(s->fd);
 	s->fd = -1;
-}
-
-/* fay run ends: the runtime's INL_NEXT mark of the command (PID.next
- * beside its socket, which the runtime leaves at the exit: its
- * destructor runs on the program's thread) goes, so that nothing is
- * left behind and an image exec()ed later holds for no one. */
-static void drop_next_mark(pid_t pid)
-{
-	char p[160];
-	size_t n;
-
-	rt_sock_path(pid, p, sizeof(p));
-	n = strlen(p);
-	if (n > 5 && !strcmp(p + n - 5, ".sock")) {
-		memcpy(p + n - 5, ".next", 5);
-		unlink(p);
-	}
 }
 
 void engine_inl_free(struct engine *e)

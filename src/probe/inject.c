@@ -709,6 +709,68 @@ static int auxv_get(pid_t pid, uint64_t typ, uint64_t *val)
 	return -ENOENT;
 }
 
+/*
+ * The trampoline's way to the entry point from a page mmap()ed for it
+ * (remote_page(), TAIL_AT in the page): the page unmaps itself.  The
+ * entry pushed, munmap(page) made on a "syscall; ret" of the loader's
+ * code (loader_gadget()), whose ret pops the entry: the stack pointer as
+ * the kernel left it, rdx (the loader's fini) kept; rax, rcx, rdi, rsi
+ * and r11 change (undefined at an entry point).  The process's own code
+ * all the way: a fay killed at any moment leaves nothing to undo.
+ */
+#define TAIL_AT		96
+static const unsigned char tail_code[] = {
+	0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,	/* movabs rax, entry */
+	0x50,					/* push rax */
+	0xb8, 11, 0, 0, 0,			/* mov eax, SYS_munmap */
+	0x48, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0,	/* movabs rdi, page */
+	0xbe, 0, 0x10, 0, 0,			/* mov esi, 4096 */
+	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0,	/* movabs rcx, the gadget */
+	0xff, 0xe1,				/* jmp rcx */
+};
+
+/*
+ * A "syscall; ret" (0f 05 c3: whatever instruction the bytes belong to,
+ * they decode so from their first) in an executable mapping of pid's
+ * loader (the object at AT_BASE, mapped at the exec): *at.  0 or
+ * -ENOENT.
+ */
+static int loader_gadget(pid_t pid, int memfd, uint64_t *at)
+{
+	unsigned char buf[4096 + 2];
+	unsigned long long lo, hi, ino, base_ino = 0;
+	uint64_t base = 0;
+	char fn[64], line[4400], perms[8];
+	int rc = -ENOENT;
+	FILE *f;
+
+	if (auxv_get(pid, AT_BASE, &base) || !base)
+		return -ENOENT;
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	while (f && rc && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu", &lo, &hi, perms, &ino) != 4 || !ino)
+			continue;
+		if (lo == base)
+			base_ino = ino;
+		if (ino != base_ino || perms[2] != 'x')
+			continue;
+		for (uint64_t p = lo; p < hi && rc; p += 4096) {
+			size_t want = hi - p < 4096 ? (size_t)(hi - p) : 4096;
+			ssize_t n = pread(memfd, buf, want + (p + want < hi ? 2 : 0), (off_t)p);
+
+			for (ssize_t i = 0; i + 2 < n && rc; i++)
+				if (buf[i] == 0x0f && buf[i + 1] == 0x05 && buf[i + 2] == 0xc3) {
+					*at = p + (uint64_t)i;
+					rc = 0;
+				}
+		}
+	}
+	if (f)
+		fclose(f);
+	return rc;
+}
+
 /* The address of the first "syscall" instruction (0f 05) of pid's vDSO. */
 static int vdso_syscall(pid_t pid, int memfd, uint64_t *at)
 {
@@ -939,9 +1001,9 @@ int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg),
 	struct target *t = calloc(1, sizeof(*t));
 	unsigned char code[sizeof(tramp_code)];
 	char memfn[64], inside[512], copy[700] = "";
-	uint64_t entry = 0, at = 0, page = 0;
+	uint64_t entry = 0, at = 0, page = 0, gadget = 0;
 	int memfd = -1, rc, sig = 0;
-	bool seized = false;
+	bool seized = false, tail = false;
 
 	if (!t)
 		return -ENOMEM;
@@ -968,9 +1030,12 @@ int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg),
 	}
 	rc = auxv_entry_at(pid, memfd, &at);
 	/* the padding after its code, else a page mapped for it (a window
-	 * of microseconds where a fay killed leaves it on the vDSO) */
-	if (!rc && text_room(pid, &page))
+	 * of microseconds where a fay killed leaves it on the vDSO), which
+	 * unmaps itself on the way to the entry (tail_code) */
+	if (!rc && text_room(pid, &page)) {
 		rc = remote_page(pid, memfd, &page);
+		tail = !rc && !loader_gadget(pid, memfd, &gadget);
+	}
 	if (rc) {
 		rc = fail(err, errlen, rc, "pid %d: a page for the trampoline to its entry "
 			  "point: %s", (int)pid, strerror(-rc));
@@ -978,6 +1043,18 @@ int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg),
 	}
 	memcpy(code, tramp_code, sizeof(code));
 	memcpy(code + 15, &entry, 8);
+	if (tail) {
+		unsigned char tc[sizeof(tail_code)];
+		uint64_t to = page + TAIL_AT;
+
+		memcpy(tc, tail_code, sizeof(tc));
+		memcpy(tc + 2, &entry, 8);
+		memcpy(tc + 18, &page, 8);
+		memcpy(tc + 33, &gadget, 8);
+		memcpy(code + 15, &to, 8);
+		if (pwrite(memfd, tc, sizeof(tc), (off_t)to) != (ssize_t)sizeof(tc))
+			memcpy(code + 15, &entry, 8);	/* (the page stays) */
+	}
 	if (pwrite(memfd, code, sizeof(code), (off_t)page) != (ssize_t)sizeof(code) ||
 	    pwrite(memfd, &page, 8, (off_t)at) != 8) {
 		rc = fail(err, errlen, -errno, "pid %d: writing its trampoline: %s", (int)pid,
@@ -996,6 +1073,9 @@ int inject_library_at_entry(pid_t pid, const char *lib, int (*ready)(void *arg),
 			  "not reached in " "10 s");
 		goto out;
 	}
+	/* the loader has read AT_ENTRY: the program's own again there
+	 * (getauxval()) */
+	(void)pwrite(memfd, &entry, 8, (off_t)at);
 	/* its hold ends here (this thread stays stopped, by ptrace): a
 	 * thread made while the process is stopped (the runtime's, in
 	 * dlopen()) would stop with it, and never answer */

@@ -570,6 +570,19 @@ static void serve(void)
 			release_hold();
 			reply(sfd, 0, 0, "runs on, unarmed");
 			break;
+		case INL_PID: {
+			const uint32_t *w = (const void *)(in.buf + sizeof(in.h));
+			uint64_t cg;
+
+			if (n != sizeof(in.h) + 16) {
+				reply(sfd, -EPROTO, 0, "PID: %zd bytes", n);
+				break;
+			}
+			memcpy(&cg, w + 2, 8);
+			rt_probe_ids(w[0], cg);
+			reply(sfd, 0, 0, "pid %u, cgroup %llu", w[0], (unsigned long long)cg);
+			break;
+		}
 		case INL_DETACH: {
 			unsigned long loads = s->loads, unloads = s->unloads;
 			unsigned long refused = s->refused;

@@ -99,6 +99,9 @@ static uint64_t used[RT_MAX_SLOTS / 64];
 static unsigned int hiwater;		/* slots ever handed out */
 static struct rt_session *cur;
 static bool inert;
+/* the process as fay numbers it (INL_PID; 0: not told, getpid()) */
+static uint32_t fay_pid;
+static uint64_t fay_cgroup;
 static pthread_key_t key;
 /* libfay's fay_current_span() (LIBFAY_0.2.0), when the process has it */
 static int (*fay_cur)(struct fay_current *out, size_t size, int version);
@@ -137,6 +140,12 @@ int rt_probe_init(void)
 void rt_probe_untraced(void)
 {
 	tls.state = -1;
+}
+
+void rt_probe_ids(uint32_t pid, uint64_t cgroup)
+{
+	__atomic_store_n(&fay_cgroup, cgroup, __ATOMIC_RELAXED);
+	__atomic_store_n(&fay_pid, pid, __ATOMIC_RELAXED);
 }
 
 void rt_probe_inert(void)
@@ -245,7 +254,10 @@ static bool thread_init_unmasked(struct rt_thread *t)
 	memset(&t->env, 0, sizeof(t->env));
 	t->env.slot = s;
 	slots[s].n = 0;	/* an earlier owner's calls are not ours */
-	t->env.pid_tgid = (uint64_t)getpid() << 32 | (uint32_t)syscall(SYS_gettid);
+	t->env.pid_tgid = (uint64_t)(__atomic_load_n(&fay_pid, __ATOMIC_RELAXED) ? : (uint32_t)getpid())
+			  << 32 | (uint32_t)syscall(SYS_gettid);
+	t->env.cgroup_id = __atomic_load_n(&fay_cgroup, __ATOMIC_RELAXED);
+	t->env.vpid = (uint32_t)getpid();
 	t->env.uid_gid = (uint64_t)getgid() << 32 | getuid();
 	t->env.cpu = (uint32_t)sched_getcpu();
 	t->env.now = vm_tsc_now;	/* clock_gettime() without an invariant TSC */

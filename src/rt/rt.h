@@ -134,6 +134,10 @@ int rt_probe_init(void);
 /* The calling thread's calls of patched functions run no program (the
  * runtime's control thread: fay's own calls are not the program's). */
 void rt_probe_untraced(void);
+/* The process as fay numbers it (INL_PID): its pid in fay's pid
+ * namespace and its cgroup v2 id, in the vm_env of the threads that
+ * take a slot from now on (pid 0: getpid()). */
+void rt_probe_ids(uint32_t pid, uint64_t cgroup);
 /* In a fork child: the handlers do nothing from now on (the maps are
  * shared with the parent's fay session; the child must not write them). */
 void rt_probe_inert(void);

@@ -52,6 +52,11 @@ H(get_current_pid_tgid)
 	return env->pid_tgid;
 }
 
+H(get_current_cgroup_id)
+{
+	return env->cgroup_id;
+}
+
 H(get_current_uid_gid)
 {
 	return env->uid_gid;
@@ -178,6 +183,15 @@ static const struct vm_helper fay_cookie_helper = {
 	"fay_cookie", h_fay_cookie, { 0 }, VR_SCALAR, 0
 };
 
+H(fay_vpid)
+{
+	return env->vpid;
+}
+
+static const struct vm_helper fay_vpid_helper = {
+	"fay_vpid", h_fay_vpid, { 0 }, VR_SCALAR, 0
+};
+
 /* get_stackid(ctx, map, flags): a user stack (BPF_F_USER_STACK) from
  * the caller's walker, interned in the stack map: its id, -EFAULT (no
  * walker, no frame; a kernel stack: none in user space), -ENOSPC (the
@@ -208,6 +222,8 @@ static const struct vm_helper helpers[] = {
 	[BPF_FUNC_ktime_get_ns] = { "ktime_get_ns", h_ktime_get_ns, { 0 }, VR_SCALAR, 0 },
 	[BPF_FUNC_get_current_pid_tgid] = { "get_current_pid_tgid",
 		h_get_current_pid_tgid, { 0 }, VR_SCALAR, 0 },
+	[BPF_FUNC_get_current_cgroup_id] = { "get_current_cgroup_id",
+		h_get_current_cgroup_id, { 0 }, VR_SCALAR, 0 },
 	[BPF_FUNC_get_current_uid_gid] = { "get_current_uid_gid",
 		h_get_current_uid_gid, { 0 }, VR_SCALAR, 0 },
 	[BPF_FUNC_get_smp_processor_id] = { "get_smp_processor_id",
@@ -238,6 +254,8 @@ const struct vm_helper *vm_helper(int id)
 		return &fay_unwound_helper;
 	if (id == VM_FUNC_fay_cookie)
 		return &fay_cookie_helper;
+	if (id == VM_FUNC_fay_vpid)
+		return &fay_vpid_helper;
 	if (id < 0 || (size_t)id >= sizeof(helpers) / sizeof(helpers[0]) || !helpers[id].fn)
 		return NULL;
 	return &helpers[id];

@@ -9,8 +9,9 @@
  *
  * r1..r5 are the System V argument registers, so a helper call is a plain
  * call with the struct vm_env pointer (kept in r12) as the sixth argument
- * (r9); map_lookup_elem of an array map, get_current_pid_tgid, fay_depth,
- * fay_unwound and fay_cookie are
+ * (r9); map_lookup_elem of an array map, get_current_pid_tgid,
+ * get_current_cgroup_id, fay_depth,
+ * fay_unwound, fay_cookie and fay_vpid are
  * inlined (inline_lookup()), ktime_get_ns calls vm_prog_set_now()'s
  * clock directly.  r10/r11 are scratch.  The frame: the callee-saved registers, then
  * 512 bytes of BPF stack below rbp; rsp stays 16-byte aligned at calls.
@@ -33,7 +34,8 @@ static const uint8_t xreg[11] = { RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R1
 
 _Static_assert(offsetof(struct vm_env, depth) < 128 &&
 	       offsetof(struct vm_env, unwound) < 128 && offsetof(struct vm_env, cookie) < 128 &&
-	       offsetof(struct vm_env, pid_tgid) < 128,
+	       offsetof(struct vm_env, pid_tgid) < 128 &&
+	       offsetof(struct vm_env, cgroup_id) < 128 && offsetof(struct vm_env, vpid) < 128,
 	       "the inlined helpers load from r12 with an 8-bit displacement");
 
 /* What the prologue may save (the System V callee-saved registers). */
@@ -397,13 +399,44 @@ static bool inline_lookup(struct jit *j, const struct vm_map *m)
 	return true;
 }
 
+/* A helper compiled as one load from the vm_env at r12: true with its
+ * field's offset in *off, *wide for 8 bytes (else 4). */
+static bool env_field(int32_t imm, uint8_t *off, bool *wide)
+{
+	*wide = true;
+	switch (imm) {
+	case BPF_FUNC_get_current_pid_tgid:
+		*off = (uint8_t)offsetof(struct vm_env, pid_tgid);
+		return true;
+	case BPF_FUNC_get_current_cgroup_id:
+		*off = (uint8_t)offsetof(struct vm_env, cgroup_id);
+		return true;
+	case VM_FUNC_fay_cookie:
+		*off = (uint8_t)offsetof(struct vm_env, cookie);
+		return true;
+	}
+	*wide = false;
+	switch (imm) {
+	case VM_FUNC_fay_vpid:
+		*off = (uint8_t)offsetof(struct vm_env, vpid);
+		return true;
+	case VM_FUNC_fay_depth:
+		*off = (uint8_t)offsetof(struct vm_env, depth);
+		return true;
+	case VM_FUNC_fay_unwound:
+		*off = (uint8_t)offsetof(struct vm_env, unwound);
+		return true;
+	}
+	return false;
+}
+
 int vm_prog_jit(struct vm_prog *p)
 {
 	struct jit j = { 0 };
 	size_t exit_at, mapsz;
-	uint8_t push_regs[sizeof(saved)];
+	uint8_t push_regs[sizeof(saved)], eo;
 	int err, npush = 0, frame;
-	bool used[11] = { false };
+	bool used[11] = { false }, wide;
 
 	/* only the callee-saved registers the program writes (BPF r6-r9);
 	 * 512 bytes of stack and rsp 16-byte aligned at calls */
@@ -456,22 +489,10 @@ int vm_prog_jit(struct vm_prog *p)
 				   p->cmap[pc] &&
 				   inline_lookup(&j, p->maps[p->cmap[pc] - 1])) {
 				;
-			} else if (op == BPF_CALL && in->imm == BPF_FUNC_get_current_pid_tgid) {
-				/* mov rax, [r12 + pid_tgid] */
-				emit(&j, (const uint8_t[]){ 0x49, 0x8b, 0x44, 0x24,
-					   (uint8_t)offsetof(struct vm_env, pid_tgid) }, 5);
-			} else if (op == BPF_CALL && in->imm == VM_FUNC_fay_depth) {
-				/* mov eax, [r12 + depth] */
-				emit(&j, (const uint8_t[]){ 0x41, 0x8b, 0x44, 0x24,
-					   (uint8_t)offsetof(struct vm_env, depth) }, 5);
-			} else if (op == BPF_CALL && in->imm == VM_FUNC_fay_unwound) {
-				/* mov eax, [r12 + unwound] */
-				emit(&j, (const uint8_t[]){ 0x41, 0x8b, 0x44, 0x24,
-					   (uint8_t)offsetof(struct vm_env, unwound) }, 5);
-			} else if (op == BPF_CALL && in->imm == VM_FUNC_fay_cookie) {
-				/* mov rax, [r12 + cookie] */
-				emit(&j, (const uint8_t[]){ 0x49, 0x8b, 0x44, 0x24,
-					   (uint8_t)offsetof(struct vm_env, cookie) }, 5);
+			} else if (op == BPF_CALL && env_field(in->imm, &eo, &wide)) {
+				/* mov rax, [r12 + field] (mov eax: 4 bytes) */
+				emit(&j, (const uint8_t[]){ wide ? 0x49 : 0x41, 0x8b, 0x44, 0x24, eo },
+				     5);
 			} else if (op == BPF_CALL && in->imm == BPF_FUNC_ktime_get_ns && p->now) {
 				mov_rr(&j, true, RDI, R12);
 				mov_ri64(&j, RAX, (uint64_t)(uintptr_t)p->now);

@@ -37,7 +37,8 @@
  *
  * Helpers: map_lookup_elem, map_update_elem, map_delete_elem,
  * ktime_get_ns (CLOCK_MONOTONIC), get_current_pid_tgid,
- * get_current_uid_gid, get_current_comm, get_smp_processor_id (from the
+ * get_current_uid_gid, get_current_cgroup_id, get_current_comm,
+ * get_smp_processor_id (from the
  * caller's struct vm_env), probe_read_user[_str] (process_vm_readv on
  * this process: a bad address returns -EFAULT and never faults),
  * probe_read_kernel[_str] (-EFAULT: no kernel memory in user space),
@@ -185,6 +186,12 @@ struct vm_env {
 	/* 1 while an exit program runs (ctx's ip is then a return
 	 * address, not the probed function: ustack's walk starts there) */
 	uint32_t exit;
+	/* get_current_cgroup_id(): the process's cgroup v2 id, as fay gave
+	 * it to the inline runtime (0: unknown) */
+	uint64_t cgroup_id;
+	/* VM_FUNC_fay_vpid: the process's pid in its own pid namespace (its
+	 * getpid(); pid_tgid's is fay's numbering, the kernel's) */
+	uint32_t vpid;
 };
 
 /* fay's own helper (not the kernel's): fay_span(dst, size, which) fills
@@ -202,6 +209,10 @@ struct vm_env {
  * the site the program runs for (no arguments; compiled in place, a
  * load): what bpf_get_attach_cookie() gives a kernel probe. */
 #define VM_FUNC_fay_cookie	0x46590004
+/* fay's own helper: fay_vpid() returns struct vm_env.vpid, the process's
+ * pid in its own pid namespace (s.vpid; no arguments; compiled in place,
+ * a load). */
+#define VM_FUNC_fay_vpid	0x46590005
 #define VM_SPAN_TRACE_ID	0
 #define VM_SPAN_NAME		1
 

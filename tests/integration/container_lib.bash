@@ -22,6 +22,18 @@
 #     the test's cgroups under, and ID, a 64-digit container id of this
 #     run (C fills what is not a hex digit); skips the test without a
 #     writable cgroup2 file system.
+#   ctr_two_cgroups NAME: ctr_cgroup_base NAME, then two cgroups made under
+#     BASE, named as runtimes name theirs: CG_A machined's
+#     machine.slice/machine-web\x2dPID.scope (its container WEB, web-PID:
+#     a name no other test's or leftover cgroup has, as s.container ==
+#     NAME matches every cgroup that name is read from), CG_B podman's
+#     libpod-ID.scope; skips the test when they cannot be made.
+#     ctr_two_cgroups_rm removes them (for the EXIT trap).
+#   ctr_three FILE A B H: FILE, a script that starts three workloads and
+#     waits for them: ctr_work A (its arguments) in RA's root and B in RB's,
+#     each in its own pid and mount namespaces (unshare -f -p -m + chroot)
+#     and moved into CG_A / CG_B by its shell before it execs on, and
+#     ctr_work H on the host (H: its arguments, the directory first).
 #   ctr_span_needs: skips the test without python3, curl or fay collector.
 #   ctr_span_roots DIR...: a root (ctr_root) in each DIR with
 #     span_producer in /bin and a /dev/shm (sources agent_tools/lib.sh).
@@ -173,6 +185,26 @@ ctr_cgroup_base() {
 		skip_all "no writable cgroup2 file system (containers are named from cgroups)"
 	ID=$(printf 'fay%061d' $$ | tr -c '0-9a-f' "${2:-a}" | head -c 64)
 	BASE=$CGR/$1-$$
+}
+
+ctr_two_cgroups() {
+	ctr_cgroup_base "$1"
+	WEB=web-$$
+	CG_A=$BASE/machine.slice/"machine-web\\x2d$$.scope"
+	CG_B=$BASE/libpod-$ID.scope
+	mkdir -p "$CG_A" "$CG_B" || skip_all "cannot make cgroups under $CGR"
+}
+ctr_two_cgroups_rm() {
+	for d in "$CG_A" "$CG_B" "$BASE/machine.slice" "$BASE"; do rmdir "$d" 2>/dev/null; done
+}
+
+ctr_three() {
+	cat >"$1" <<EOF
+sh -c 'echo \$\$ > "$CG_A/cgroup.procs"; exec unshare -f -p -m --mount-proc=$RA/proc chroot $RA /bin/ctr_work $2' &
+sh -c 'echo \$\$ > "$CG_B/cgroup.procs"; exec unshare -f -p -m --mount-proc=$RB/proc chroot $RB /bin/ctr_work $3' &
+$CW $4 &
+wait
+EOF
 }
 
 ctr_span_needs() {

@@ -15,17 +15,8 @@
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/container_lib.bash"
 command -v python3 >/dev/null || skip_all "python3 is not installed"
-ctr_cgroup_base fay-test
-# web-PID, not web-1: a name no other test's (or leftover) cgroup has,
-# since s.container == NAME matches every cgroup that name is read from
-WEB=web-$$
-CG_A=$BASE/machine.slice/"machine-web\\x2d$$.scope"
-CG_B=$BASE/libpod-$ID.scope
-mkdir -p "$CG_A" "$CG_B" || skip_all "cannot make cgroups under $CGR"
-cg_cleanup() {
-	for d in "$CG_A" "$CG_B" "$BASE/machine.slice" "$BASE"; do rmdir "$d" 2>/dev/null; done
-}
-trap 'kill_all; cg_cleanup; t_cleanup' EXIT
+ctr_two_cgroups fay-test
+trap 'kill_all; ctr_two_cgroups_rm; t_cleanup' EXIT
 kill_all() { for d in "$RA" "$RB" "$H"; do [ -d "$d/w" ] && touch "$d/w/stop"; done; sleep 0.2; }
 
 RA=$T_TMP/ra RB=$T_TMP/rb H=$T_TMP/h

@@ -15,8 +15,13 @@
  *     refused with -EINVAL, nothing changed, and it runs on;
  *   - a process that exits while held (killed meanwhile) gives -ESRCH;
  *   - fay killed (SIGKILL) while it runs a held process to its entry
- *     point leaves that process running to its end, 10 times over.
+ *     point leaves that process running to its end, 10 times over;
+ *   - a program with no room after its code (tests/bin/noroom): the
+ *     trampoline in a page mapped for it, there while it is held at its
+ *     entry, unmapped (by the process) and AT_ENTRY its own by main();
+ *     the injector killed at 10 moments: it runs to its end.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -37,17 +42,17 @@
 
 static char lib[PATH_MAX + 32], dir[256];
 
-/* A child running sh -c CMD, held at its exec (SIGSTOP before its
- * loader's first instruction): PTRACE_TRACEME's exec stop, then detached
- * with SIGSTOP. */
-static pid_t held_sh(const char *cmd)
+/* A child running argv, held at its exec (SIGSTOP before its loader's
+ * first instruction): PTRACE_TRACEME's exec stop, then detached with
+ * SIGSTOP. */
+static pid_t held_argv(char *const argv[])
 {
 	pid_t pid = fork();
 	int st;
 
 	if (pid == 0) {
 		ptrace(PTRACE_TRACEME, 0, 0, 0);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
@@ -73,6 +78,14 @@ static pid_t held_sh(const char *cmd)
 	return -1;
 }
 
+/* A child running sh -c CMD, held at its exec. */
+static pid_t held_sh(const char *cmd)
+{
+	char *argv[] = { "/bin/sh", "-c", (char *)cmd, NULL };
+
+	return held_argv(argv);
+}
+
 /* The runtime's socket of a process gone (nothing of ours left). */
 static void unlink_sock(pid_t pid)
 {
@@ -86,7 +99,29 @@ struct seen {
 	pid_t pid;
 	char done[512];
 	bool mapped, answers, early;
+	int anon;	/* executable mappings no file backs (but the vDSO) */
 };
+
+/* pid's executable mappings that no file backs, but the vDSO's. */
+static int anon_exec(pid_t pid)
+{
+	char fn[64], line[4400], perms[8], path[4096];
+	unsigned long ino;
+	int n = 0;
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		path[0] = '\0';
+		if (sscanf(line, "%*x-%*x %7s %*s %*s %lu %4095s", perms, &ino, path) >= 2)
+			n += perms[2] == 'x' && !ino && strcmp(path, "[vdso]") &&
+			     strcmp(path, "[vsyscall]");
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
 
 static int hang(void *arg)
 {
@@ -120,7 +155,110 @@ static int ready(void *arg)
 			usleep(10000);
 	}
 	s->early = access(s->done, F_OK) == 0;
+	s->anon = anon_exec(s->pid);
 	return 0;
+}
+
+/* argv held at its exec, the injector (a child) SIGKILLed at moment i
+ * of its run to the entry point (ready() never returns), the process
+ * continued as the exec watch's guard would: its wait status. */
+static int killed_at(char *const argv[], int i)
+{
+	char err[300];
+	pid_t inj, p = held_argv(argv);
+	int st = -1;
+
+	inj = fork();
+	if (inj == 0) {
+		inject_library_at_entry(p, lib, hang, NULL, err, sizeof(err));
+		_exit(0);
+	}
+	usleep(i % 2 ? 300000 : (useconds_t)(i * 3000));
+	kill(inj, SIGKILL);
+	waitpid(inj, NULL, 0);
+	kill(p, SIGCONT);	/* the exec watch's guard's job */
+	waitpid(p, &st, 0);
+	unlink_sock(p);
+	return st;
+}
+
+/* The end of path's executable segment in its file, modulo the page:
+ * 0 when its last page has no padding (no room for the trampoline). */
+static long text_end_in_page(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	long r = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (int i = 0; i < eh.e_phnum; i++)
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) ==
+		    sizeof(ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			r = (long)((ph.p_offset + ph.p_filesz) % 4096);
+	close(fd);
+	return r;
+}
+
+/* The fallback page: a program with no room after its code (noroom, its
+ * executable segment padded to its last page's end) held at its exec
+ * and loaded at its entry: the trampoline is in a page fay maps for it,
+ * there while ready() runs, gone (unmapped by the process on its way to
+ * the entry) by its main(), whose AT_ENTRY is its own; then the
+ * injector killed at 10 moments: it always runs to its end. */
+static void no_room(const char *noroom)
+{
+	struct seen s = { 0 };
+	char out[400], err[300] = "", buf[128] = "";
+	char *argv[] = { (char *)noroom, out, NULL };
+	int rc, st = -1, good = 0, left = 0;
+	ssize_t n;
+	int fd;
+
+	is_int((int)text_end_in_page(noroom), 0, "noroom's executable segment ends at its "
+	       "page's end: no padding for the trampoline");
+	snprintf(out, sizeof(out), "%s/noroom.out", dir);
+	snprintf(s.done, sizeof(s.done), "%s", out);
+	unlink(out);
+	s.pid = held_argv(argv);
+	s.anon = -1;
+	rc = inject_library_at_entry(s.pid, lib, ready, &s, err, sizeof(err));
+	kill(s.pid, SIGCONT);
+	waitpid(s.pid, &st, 0);
+	unlink_sock(s.pid);
+	fd = open(out, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	is_int(rc, 0, "no room: loaded at its entry point: %s", rc ? err : "0");
+	ok(s.mapped && s.answers && !s.early, "no room: mapped and answering before main()");
+	is_int(s.anon, 1, "no room: the trampoline's page is there while it is held at its "
+	       "entry (one executable mapping no file backs)");
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 3, "no room: it ran to its end (%#x)", st);
+	is_str(buf, "anon 0\nentry own\n", "no room: by main() the page is gone and "
+	       "AT_ENTRY is its own");
+	for (int i = 0; i < 10; i++) {
+		unlink(out);
+		st = killed_at(argv, i);
+		fd = open(out, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 3 && n > 0)
+			good++;
+		else
+			diag("no room, killed at moment %d: status %#x, %s", i, st, buf);
+		left += strncmp(buf, "anon 0", 6) != 0;
+	}
+	is_int(good, 10, "no room: the injector killed at 10 moments: it always runs to its end");
+	diag("no room: the page left behind in %d of 10 kills (killed before it was written)",
+	     left);
 }
 
 /* One held shell loaded at its entry: every check true. */
@@ -163,7 +301,7 @@ static bool one(int i, bool quiet)
 
 int main(void)
 {
-	char self[PATH_MAX], err[300];
+	char self[PATH_MAX], err[300], noroom[PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int good = 0, st, rc;
 	pid_t pid;
@@ -209,25 +347,11 @@ int main(void)
 	good = 0;
 	for (int i = 0; i < 10; i++) {
 		char cmd[700], done[512];
-		pid_t inj, p;
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 
 		snprintf(done, sizeof(done), "%s/k.%d", dir, i);
 		snprintf(cmd, sizeof(cmd), "echo x > %s", done);
-		p = held_sh(cmd);
-		inj = fork();
-		if (inj == 0) {
-			/* a ready() that never returns: killed while ptrace
-			 * holds it, at its entry */
-			inject_library_at_entry(p, lib, hang, NULL, err,
-						sizeof(err));
-			_exit(0);
-		}
-		usleep(i % 2 ? 300000 : (useconds_t)(i * 3000));
-		kill(inj, SIGKILL);
-		waitpid(inj, NULL, 0);
-		kill(p, SIGCONT);	/* the exec watch's guard's job */
-		waitpid(p, &st, 0);
-		unlink_sock(p);
+		st = killed_at(argv, i);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(done, F_OK) == 0)
 			good++;
 		else
@@ -235,6 +359,15 @@ int main(void)
 			     access(done, F_OK) ? "no output" : "its output");
 	}
 	is_int(good, 10, "the injector killed at 10 moments: the process always runs to its end");
+
+	/* B/tests/bin/noroom, or the normal build's beside a sanitized one */
+	snprintf(noroom, sizeof(noroom), "%s/tests/bin/noroom", self);
+	if (access(noroom, X_OK))
+		snprintf(noroom, sizeof(noroom), "%s/../tests/bin/noroom", self);
+	if (!access(noroom, X_OK))
+		no_room(noroom);
+	else
+		ok(0, "tests/bin/noroom is not built (make)");
 	snprintf(err, sizeof(err), "rm -rf %s", dir);
 	if (system(err))
 		diag("%s failed", err);

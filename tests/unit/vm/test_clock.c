@@ -200,6 +200,23 @@ static void cookie_tests(void)
 	env_field_test(VM_FUNC_fay_cookie, "fay_cookie", es, ck, 5);
 }
 
+/* get_current_cgroup_id(): env->cgroup_id, all 64 bits, and fay_vpid():
+ * env->vpid, 32 (the process as fay told its runtime, INL_PID: each
+ * process of an inline query its own, issue #25), the fields around
+ * them set so that a load from a neighbour shows. */
+static void ids_tests(void)
+{
+	const uint64_t cg[] = { 0, 1, 0x1234, 0x8000000000000001ull };
+	const uint64_t vp[] = { 1, 2, 4242, 0x7fffffff };
+	struct vm_env es[4];
+
+	for (int i = 0; i < 4; i++)
+		es[i] = (struct vm_env){ .pid_tgid = ~0ull, .exit = ~0u, .cookie = ~0ull,
+					 .cgroup_id = cg[i], .vpid = (uint32_t)vp[i] };
+	env_field_test(BPF_FUNC_get_current_cgroup_id, "get_current_cgroup_id", es, cg, 4);
+	env_field_test(VM_FUNC_fay_vpid, "fay_vpid", es, vp, 4);
+}
+
 static void jit_tests(void)
 {
 	static const struct vm_map_def def = { BPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 3 };
@@ -271,6 +288,7 @@ static void jit_tests(void)
 	vm_map_free(m);
 	unwound_tests();
 	cookie_tests();
+	ids_tests();
 }
 
 int main(void)
