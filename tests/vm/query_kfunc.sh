@@ -9,7 +9,9 @@
 # vfs_read (the system call path to it, named by kallsyms); wildcards
 # (issue #27): kernel.function("vfs_*") by s.name, with ret, the
 # refusals of "*" (no kprobe.multi here), of fay's own functions, of an
-# empty match, and the time "*_read*" takes to attach and detach.
+# empty match, and the time "*_read*" takes to attach and detach;
+# s.container and s.cgroup of a kernel function (issue #25), grouped and
+# filtered in the probe.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/lib.bash"
 vm_need_query_work
@@ -20,6 +22,6 @@ if ! vm_tap "$out" 900 FAY="$FAY" W="$W" bash "$TOP/tests/vm/query_kfunc.guest";
 	exit
 fi
 rc=$VM_RC
-ok "the guest ran every case (15)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 15 ]
+ok "the guest ran every case (18)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 18 ]
 ok "guest script exited 0" [ $rc -eq 0 ]
 done_testing
