@@ -194,15 +194,20 @@ static int write_spans(struct store_be *st, struct store_batch *b)
 	/* room for the rows, their traces and the sorted copy */
 	if (room((void **)&st->rows, 3 * n, &st->rows_cap, sizeof(*st->rows)))
 		return SQLITE_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct sq_row *r = &st->rows[i];
+	for (size_t i = 0, j = 0; i < b->nspans; i++) {
+		struct sq_row *r = &st->rows[j];
 
 		rc = sq_span_claim(st, &b->spans[i], r);
 		if (rc != SQLITE_OK)
 			return rc;
+		if (r->no == SQ_NO_DROPPED) {
+			n--;
+			continue;
+		}
 		r->span = (uint32_t)i;
-		if (i && (r->seq < r[-1].seq || (r->seq == r[-1].seq && r->no < r[-1].no)))
+		if (j && (r->seq < r[-1].seq || (r->seq == r[-1].seq && r->no < r[-1].no)))
 			sorted = 0;
+		j++;
 	}
 	if (!sorted && rows_in_key_order(st, st->rows, n))
 		return SQLITE_NOMEM;
@@ -244,6 +249,7 @@ static int write_one(struct store_be *st, struct store_batch *b)
 			return SQLITE_OK;
 		}
 	}
+	st->dropped = 0;
 	rc = write_spans(st, b);
 	if (rc != SQLITE_OK)
 		return rc;
@@ -252,7 +258,7 @@ static int write_one(struct store_be *st, struct store_batch *b)
 		if (rc != SQLITE_OK)
 			return rc;
 	}
-	b->stored = b->nspans + b->nparts;
+	b->stored = b->nspans + b->nparts - st->dropped;
 	if (b->agent_id) {
 		sqlite3_stmt *s = st->st[ST_AGENT_BATCH];
 
@@ -286,6 +292,7 @@ int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 		return -EROFS;
 	}
 	st->now_us = clock_realtime_ns() / 1000;
+	st->why[0] = '\0';
 	rc = sq_step_done(st->st[ST_BEGIN]);
 	if (rc != SQLITE_OK) {
 		sq_set_err(err, errlen, "%s: BEGIN: %s", st->path, sqlite3_errmsg(st->db));
@@ -305,6 +312,7 @@ int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 	return 0;
 fail:
 	sq_set_err(err, errlen, "%s: storing spans: %s", st->path,
+		st->why[0] ? st->why :
 		rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(st->db));
 	rollback(st, max_seq);
 	for (size_t i = 0; i < n; i++)

@@ -13,11 +13,14 @@
  * name costs no SQL.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/log.h"
 #include "store/sqlite_int.h"
 
 /* ---- name set ----------------------------------------------------------- */
@@ -348,7 +351,14 @@ int sq_trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 			memset(t->bloom, 0xff, SQ_BLOOM_BYTES); /* matches anything */
 		rc = SQLITE_DONE;
 	} else if (rc == SQLITE_DONE) {
-		t->seq = ++st->max_seq;
+		if (st->max_seq + 1 >= SQ_SEQ_LIMIT) {
+			snprintf(st->why, sizeof(st->why), "trace numbers exhausted: %" PRId64
+				 " traces numbered, the most schema 5's span key holds (2^43)",
+				 st->max_seq);
+			rc = SQLITE_FULL;
+		} else {
+			t->seq = ++st->max_seq;
+		}
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE)
@@ -466,8 +476,19 @@ int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r)
 		return rc;
 	t = &st->tm.v[ti];
 	r->seq = t->seq;
-	r->no = t->next_no++;
 	r->ti = (uint32_t)ti;
+	if (t->next_no >= SQ_NO_LIMIT) {
+		if (!t->full)
+			pr_warn("store: trace %016" PRIx64 "%016" PRIx64 " has used its %" PRId64
+				" span numbers, the most schema 5's span key holds (2^%d):"
+				" span %016" PRIx64 " and the trace's further spans are not stored",
+				t->hi, t->lo, t->next_no, SQ_NO_BITS, z->id);
+		t->full = 1;
+		r->no = SQ_NO_DROPPED;
+		st->dropped++;
+		return SQLITE_OK;
+	}
+	r->no = t->next_no++;
 	for (uint32_t i = 0; i < z->ntags && rc == SQLITE_OK && st->nac_keys; i++)
 		for (size_t k = 0; k < st->nac_keys && rc == SQLITE_OK; k++)
 			if (zs_str_eqc(z->tags[i].key, st->ac_keys[k]))
@@ -490,25 +511,24 @@ int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const st
 
 	if (sq_extra_encode(&st->extra, z))
 		return SQLITE_NOMEM;
-	sqlite3_bind_int64(s, 1, r->seq);
-	sqlite3_bind_int64(s, 2, r->no);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)z->id);
-	span_int(st, 4, (sqlite3_int64)z->parent_id, !z->parent_id);
-	span_int(st, 5, z->kind, 0);
-	span_str(st, 6, z->name);
-	span_ep(st, 7, &z->local);
-	span_ep(st, 11, &z->remote);
-	span_int(st, 15, (sqlite3_int64)z->timestamp_us, !z->timestamp_us);
-	span_int(st, 16, (sqlite3_int64)z->duration_us, !z->duration_us);
-	span_int(st, 17, z->shared, 0);
-	span_int(st, 18, z->debug, 0);
-	span_int(st, 19, z->error, 0);
-	span_int(st, 20, origin, 0);
+	sqlite3_bind_int64(s, 1, SQ_SEQ_NO(r->seq, r->no));
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)z->id);
+	span_int(st, 3, (sqlite3_int64)z->parent_id, !z->parent_id);
+	span_int(st, 4, z->kind, 0);
+	span_str(st, 5, z->name);
+	span_ep(st, 6, &z->local);
+	span_ep(st, 10, &z->remote);
+	span_int(st, 14, (sqlite3_int64)z->timestamp_us, !z->timestamp_us);
+	span_int(st, 15, (sqlite3_int64)z->duration_us, !z->duration_us);
+	span_int(st, 16, z->shared, 0);
+	span_int(st, 17, z->debug, 0);
+	span_int(st, 18, z->error, 0);
+	span_int(st, 19, origin, 0);
 	if (st->extra.len) {
-		sqlite3_bind_blob(s, 21, st->extra.p, (int)st->extra.len, SQLITE_STATIC);
-		st->span_bound[21] = 0;
+		sqlite3_bind_blob(s, 20, st->extra.p, (int)st->extra.len, SQLITE_STATIC);
+		st->span_bound[20] = 0;
 	} else {
-		span_int(st, 21, 0, 1);
+		span_int(st, 20, 0, 1);
 	}
 	rc = sq_step_done(s);
 	if (rc != SQLITE_OK)
@@ -522,7 +542,9 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 	struct sq_row r;
 	int rc = sq_span_claim(st, z, &r);
 
-	return rc == SQLITE_OK ? sq_span_row(st, z, origin, &r) : rc;
+	if (rc != SQLITE_OK || r.no == SQ_NO_DROPPED)
+		return rc;
+	return sq_span_row(st, z, origin, &r);
 }
 
 int sq_insert_part(struct store_be *st, const struct zs_part *p)
