@@ -41,6 +41,10 @@ static const sq_migration_fn store_migrations[] = {
 #define TRACE_COLS "ts_us, root_us, min_us, end_us, max_dur_us, nspans, next_no," \
 	" error, root_service, root_name, bloom"
 
+/* One row of ST_INS_SPANS (SQ_SPAN_PARAMS parameters). */
+#define ROW20 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_Static_assert(SQ_SPAN_ROWS == 8, "ST_INS_SPANS has 8 rows");
+
 static const char *const stmt_sql[ST_MAX] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
@@ -51,6 +55,12 @@ static const char *const stmt_sql[ST_MAX] = {
 		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
 		" start_us, duration_us, shared, debug, error, origin, extra)"
 		" VALUES (?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?)",
+	[ST_INS_SPANS] =
+		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
+		" local_service, local_ipv4, local_ipv6, local_port,"
+		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
+		" start_us, duration_us, shared, debug, error, origin, extra)"
+		" VALUES " ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20,
 	[ST_INS_PART] =
 		"INSERT INTO span_parts (trace_seq, id, parent_id, name,"
 		" service, ipv4, ipv6, port, remote_service, remote_ipv4, remote_ipv6,"
@@ -443,7 +453,8 @@ void sq__close(struct store_be *st)
 		pr_warn("store: %s: close: %s", st->path, sqlite3_errmsg(st->db));
 	sq_nameset_clear(&st->names);
 	sq__set_autocomplete_keys(st, NULL, 0);
-	free(st->extra.p);
+	for (int i = 0; i < SQ_SPAN_ROWS; i++)
+		free(st->extra[i].p);
 	free(st->tm.v);
 	free(st->tm.slot);
 	sq_termset_free(&st->terms);

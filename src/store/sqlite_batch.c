@@ -177,6 +177,8 @@ static int rows_in_key_order(struct store_be *st, struct sq_row *r, size_t n)
  * few traces; written as they come, each row would go into the middle of
  * the B-tree behind its trace's last row, and SQLite splits a page far
  * more often than when every row of a new trace is appended at the end.
+ * The rows go SQ_SPAN_ROWS to an INSERT (the rest one by one): one
+ * statement's start and end, and one cursor appending, for eight rows.
  */
 static int write_spans(struct store_be *st, struct store_batch *b)
 {
@@ -211,10 +213,16 @@ static int write_spans(struct store_be *st, struct store_batch *b)
 	}
 	if (!sorted && rows_in_key_order(st, st->rows, n))
 		return SQLITE_NOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		const struct sq_row *r = &st->rows[i];
 
-		rc = sq_span_row(st, &b->spans[r->span], 0, r);
+		if (n - i >= SQ_SPAN_ROWS) {
+			rc = sq_span_rows(st, b->spans, 0, r);
+			i += SQ_SPAN_ROWS;
+		} else {
+			rc = sq_span_row(st, &b->spans[r->span], 0, r);
+			i++;
+		}
 		if (rc != SQLITE_OK)
 			return rc;
 	}

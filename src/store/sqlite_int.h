@@ -154,7 +154,7 @@ sqlite3 *sq_reader_db(struct store_rd *r);
 /* The write statements, prepared by sq_prepare() (SQL in sqlite.c). */
 enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
-	ST_INS_SPAN, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
+	ST_INS_SPAN, ST_INS_SPANS, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
 	ST_AGENT_HELLO, ST_AGENT_STATS,
 	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE, ST_INS_AUTOCOMPLETE,
 	ST_DEL_MERGED, ST_SEL_PARTS,
@@ -166,6 +166,10 @@ enum {
 
 /* The parameters of ST_INS_SPAN (one a column of span_rows). */
 #define SQ_SPAN_PARAMS 20
+/* The rows of ST_INS_SPANS, one INSERT of SQ_SPAN_ROWS rows (a batch's
+ * rows in key order, so many at once: one statement's start and end, and
+ * one cursor appending, for all of them). */
+#define SQ_SPAN_ROWS 8
 
 /* span_rows' key (schema.sql, version 5): seq_no = trace_seq << 20 | no.
  * A trace holds at most SQ_NO_LIMIT spans; trace seqs stay below
@@ -248,15 +252,16 @@ struct store_be {
 	struct nameset names;
 	char **ac_keys;             /* --autocomplete-keys */
 	size_t nac_keys;
-	struct sq_buf extra;        /* spans.extra of the span being bound */
+	struct sq_buf extra[SQ_SPAN_ROWS]; /* span_rows.extra of the rows being bound */
 	struct zarena merge_arena;  /* scratch for merging parts */
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
 	struct tmap tm;
 	struct sq_termset terms;    /* the Bloom terms given to tm's traces */
-	/* the spans INSERT's parameters as bound last (sqlite3_reset() keeps
-	 * them): 0 unknown (text, blob), 1 NULL, 2 the integer in span_int */
-	uint8_t span_bound[SQ_SPAN_PARAMS + 1];
-	int64_t span_int[SQ_SPAN_PARAMS + 1];
+	/* the spans INSERTs' parameters as bound last (sqlite3_reset() keeps
+	 * them), [0] of ST_INS_SPAN, [1] of ST_INS_SPANS: 0 unknown (text,
+	 * blob), 1 NULL, 2 the integer in span_int */
+	uint8_t span_bound[2][SQ_SPAN_ROWS * SQ_SPAN_PARAMS + 1];
+	int64_t span_int[2][SQ_SPAN_ROWS * SQ_SPAN_PARAMS + 1];
 	struct sq_row *rows;        /* a batch's rows in key order (sqlite_batch.c) */
 	uint32_t *tcount;           /* per st->tm index: rows of a batch (the same) */
 	size_t rows_cap, tcount_cap;
@@ -338,6 +343,9 @@ int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r);
  * SQ_NO_LIMIT spans already (logged; counted in st->dropped). */
 #define SQ_NO_DROPPED (-1)
 int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
+/* sq_span_row() of the SQ_SPAN_ROWS rows r[] (in key order) of spans
+ * z[r[i].span], in one INSERT. */
+int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
 int sq_insert_part(struct store_be *st, const struct zs_part *p);
 int sq_flush_traces(struct store_be *st);
 #endif

@@ -115,21 +115,24 @@ static void roundtrip(struct store *st, struct store_reader *r)
 	store_traces_free(&t);
 }
 
-/* The spans INSERT binds again only what changed from the span before
- * (sqlite_write.c span_int()): spans that alternate every column between
- * set and absent, in one transaction and across two, read back as they
- * were written. */
-static void columns_alternate(struct store *st, struct store_reader *r)
+/* The spans INSERTs bind again only what changed from the row bound
+ * there before (sqlite_write.c span_int(): the one-row INSERT, and the
+ * eight-row one whose parameters repeat the row eight before): n spans of
+ * trace lo that alternate every column between set and absent every
+ * period spans, the first `first` in one transaction and the rest in the
+ * next, read back as they were written. */
+static void columns_alternate(struct store *st, struct store_reader *r, uint64_t lo, int n,
+			      int period, int first)
 {
 	struct zs_tag tg[] = { { ZS_STR("error"), ZS_STR("yes") } };
-	struct zspan s[8];
+	struct zspan s[48];
 	struct store_traces t = { 0 };
 	int bad = 0;
 
-	for (int i = 0; i < 8; i++) {
-		int full = i % 2 == 0;
+	for (int i = 0; i < n; i++) {
+		int full = i % period == 0;
 
-		s[i] = span(0x5151, 100 + (uint64_t)i, full ? 7 + (uint64_t)i : 0,
+		s[i] = span(lo, 100 + (uint64_t)i, full ? 7 + (uint64_t)i : 0,
 			    full ? "full" : "bare", full ? "op" : "", full ? 2000000 + (uint64_t)i : 0,
 			    full ? 10 + (uint64_t)i : 0);
 		s[i].kind = full ? SPAN_KIND_CLIENT : SPAN_KIND_UNSET;
@@ -149,17 +152,19 @@ static void columns_alternate(struct store *st, struct store_reader *r)
 		}
 		zspan_normalize(&s[i]);
 	}
-	is_int(write1(st, NULL, 0, s, 5, NULL), 0, "5 spans, every column set or absent in turn");
-	is_int(write1(st, NULL, 0, s + 5, 3, NULL), 0, "3 more in the next transaction");
-	is_int(store__trace(r, 0x1111, 0x5151, &t), 1, "their trace");
-	if (t.n != 1 || t.v[0].n != 8) {
-		ok(0, "8 spans back (%zu)", t.n ? t.v[0].n : 0);
+	is_int(write1(st, NULL, 0, s, (size_t)first, NULL), 0,
+	       "%d spans, every column set or absent every %d", first, period);
+	is_int(write1(st, NULL, 0, s + first, (size_t)(n - first), NULL), 0,
+	       "%d more in the next transaction", n - first);
+	is_int(store__trace(r, 0x1111, lo, &t), 1, "their trace");
+	if (t.n != 1 || t.v[0].n != (size_t)n) {
+		ok(0, "%d spans back (%zu)", n, t.n ? t.v[0].n : 0);
 		store_traces_free(&t);
 		return;
 	}
-	for (size_t j = 0; j < 8; j++) {
+	for (size_t j = 0; j < (size_t)n; j++) {
 		const struct zspan *g = &t.v[0].spans[j];
-		const struct zspan *w = g->id >= 100 && g->id < 108 ? &s[g->id - 100] : NULL;
+		const struct zspan *w = g->id >= 100 && g->id < 100 + (uint64_t)n ? &s[g->id - 100] : NULL;
 
 		if (!w || g->parent_id != w->parent_id || g->kind != w->kind ||
 		    g->timestamp_us != w->timestamp_us || g->duration_us != w->duration_us ||
@@ -172,7 +177,7 @@ static void columns_alternate(struct store *st, struct store_reader *r)
 			bad++;
 		}
 	}
-	is_int(bad, 0, "each span's columns as written (none left from the span before)");
+	is_int(bad, 0, "each span's columns as written (none left from the row bound before)");
 	store_traces_free(&t);
 }
 
@@ -849,7 +854,8 @@ int main(void)
 	ok(r != NULL, "reader on its own connection");
 
 	roundtrip(st, r);
-	columns_alternate(st, r);
+	columns_alternate(st, r, 0x5151, 8, 2, 5);     /* one-row INSERTs */
+	columns_alternate(st, r, 0x5152, 42, 3, 21);   /* eight-row INSERTs, and the rest */
 	dedupe(st, r);
 	partial_across_batches(st, r);
 	names_and_search(st, r);
