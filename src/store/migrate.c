@@ -30,6 +30,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -274,9 +275,9 @@ int sq_migrate_4_5(struct store_be *st)
 		return SQLITE_ERROR;
 	}
 	if (bad) {
-		pr_warn("store: migration 4 -> 5: %" PRId64 " spans have a trace seq of 2^43 or"
-			" more or a number of 2^20 or more (a trace of more than 1,048,576 spans),"
-			" which schema 5's key cannot hold; the file stays at version 4", bad);
+		snprintf(st->why, sizeof(st->why), "4 -> 5: %" PRId64 " spans have a trace seq of"
+			 " 2^43 or more or a number of 2^20 or more (a trace of more than 1,048,576"
+			 " spans), which schema 5's key cannot hold; the file stays at version 4", bad);
 		return SQLITE_RANGE;
 	}
 	rc = sqlite3_exec(db, "ALTER TABLE spans RENAME TO v4_spans", NULL, NULL, NULL);
@@ -286,7 +287,8 @@ int sq_migrate_4_5(struct store_be *st)
 		rc = sqlite3_exec(db, copy_rows, NULL, NULL, NULL);
 	copied = rc == SQLITE_OK ? count_of(db, "SELECT count(*) FROM span_rows") : -1;
 	if (rc == SQLITE_OK && copied != n) {
-		pr_warn("store: migration 4 -> 5: %" PRId64 " spans copied of %" PRId64, copied, n);
+		snprintf(st->why, sizeof(st->why), "4 -> 5: %" PRId64 " spans copied of %" PRId64
+			 "; the file stays at version 4", copied, n);
 		return SQLITE_CORRUPT;
 	}
 	if (rc == SQLITE_OK)

@@ -422,6 +422,12 @@ struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t er
 	}
 	if (ver < STORE_SCHEMA_VERSION) {
 		rc = migrate(st, ver);
+		if (rc != SQLITE_OK && st->why[0]) {
+			/* a migration's own reason (migrate.c) */
+			sq_set_err(err, errlen, "%s: migrating the schema: %s", path, st->why);
+			ret = -ERANGE;
+			goto err_out;
+		}
 		if (rc != SQLITE_OK) {
 			ret = open_fail(st->db, rc, path, "migrating the schema", err, errlen);
 			goto err_out;

@@ -267,7 +267,7 @@ struct store_be {
 	size_t rows_cap, tcount_cap;
 	int64_t max_seq;            /* highest traces.seq given */
 	size_t dropped;             /* spans of the batch beyond SQ_NO_LIMIT, not stored */
-	char why[192];              /* why a write failed, when not SQLite's message */
+	char why[256];              /* why a write or a migration failed, when not SQLite's message */
 	uint64_t now_us;            /* the transaction's time */
 	uint64_t retained;          /* rows retention deleted since the last prune */
 	uint64_t retain_cutoff_us;  /* the cutoff of that retention */

@@ -8,9 +8,11 @@
 # filter, dependencies, dashboard ...) and `fay sql` (SELECT * of spans,
 # traces, span_parts, as a table and as JSON) byte for byte as a new
 # store fed the same requests; spans added afterwards to a migrated trace
-# continue its numbers.  And a collector killed (-9) in the middle of the
-# migration of a big file loses nothing: the file is still schema 4 with
-# every span, and the next open migrates it.
+# continue its numbers.  A schema 4 file with a span numbered past what
+# the key holds is refused with the reason and left as it was.  And a
+# collector killed (-9) in the middle of the migration of a big file
+# loses nothing: the file is still schema 4 with every span, and the
+# next open migrates it.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/collector_lib.bash"
 command -v python3 >/dev/null || skip_all "needs python3"
@@ -81,6 +83,20 @@ ok "both answer the trace with it, alike" bash -c "
 kill "$P_OLD" "$P_NEW"; wait "$P_OLD" "$P_NEW" 2>/dev/null
 ok "the late span took the trace's next number ($NEXT)" \
 	[ "$(sqlite3 "$OLD" "SELECT s.no FROM spans s JOIN traces t ON s.trace_seq = t.seq WHERE s.name = 'late'")" = "$NEXT" ]
+
+# A schema 4 file with a span numbered past what the key holds: refused,
+# saying why, and left at schema 4 with its spans.
+FULL=$T_TMP/full.db
+gunzip -c "$TOP/tests/data/store/v4.sql.gz" | sqlite3 "$FULL"
+sqlite3 "$FULL" "UPDATE spans SET no = 1048576 WHERE (trace_seq, no) = (SELECT trace_seq, no FROM spans LIMIT 1)"
+timeout 20 "$FAY" collector --listen 127.0.0.1:$(free_port) --http 127.0.0.1:$(free_port) --otlp-http off \
+	--otlp-grpc off --db "$FULL" --retention 0 >"$T_TMP/full.log" 2>&1
+rc=$?
+ok "a schema 4 file with a span numbered 2^20: the collector refuses it (exit $rc)" [ $rc = 1 ]
+ok "... saying why (the key's limits, the file stays at 4)" \
+	grep -q "migrating the schema: 4 -> 5: 1 spans have .* 2^20 or more.*stays at version 4" "$T_TMP/full.log"
+ok "... and it is still schema 4 with its $N4 spans" \
+	[ "$(sqlite3 "$FULL" 'PRAGMA user_version')/$(sqlite3 "$FULL" 'SELECT count(*) FROM spans')" = "4/$N4" ]
 
 # A collector killed in the middle of migrating a big file.
 BIG=$T_TMP/big.db
