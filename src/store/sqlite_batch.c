@@ -248,6 +248,7 @@ static int write_one(struct store_be *st, struct store_batch *b)
 
 	b->duplicate = 0;
 	b->stored = 0;
+	b->dropped = 0;
 	if (b->agent_id) {
 		rc = last_seq_of(st, b->agent_id, &last);
 		if (rc != SQLITE_OK)
@@ -267,6 +268,7 @@ static int write_one(struct store_be *st, struct store_batch *b)
 			return rc;
 	}
 	b->stored = b->nspans + b->nparts - st->dropped;
+	b->dropped = st->dropped;
 	if (b->agent_id) {
 		sqlite3_stmt *s = st->st[ST_AGENT_BATCH];
 
@@ -324,7 +326,7 @@ fail:
 		rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(st->db));
 	rollback(st, max_seq);
 	for (size_t i = 0; i < n; i++)
-		b[i]->stored = 0, b[i]->duplicate = 0;
+		b[i]->stored = 0, b[i]->duplicate = 0, b[i]->dropped = 0;
 	return sq_errno(rc);
 }
 
