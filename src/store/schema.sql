@@ -92,7 +92,8 @@ CREATE INDEX IF NOT EXISTS traces_end ON traces (end_us);
 -- page (balance_quick) instead of rebalancing three siblings, which a
 -- WITHOUT ROWID table keyed by (trace_seq, no) did every 3-4 rows.
 -- The limits: a trace holds at most 1,048,576 spans (a span beyond is
--- not stored: the collector logs it with the trace id), and 2^43 traces
+-- not stored: the collector logs it with the trace id, OTLP's
+-- partial_success counts it rejected), and 2^43 traces
 -- are numbered (then writes fail, saying so).  A trace's spans are the
 -- key range [seq << 20, (seq + 1) << 20): every reader of fay's reads
 -- them so.  The view `spans` below shows the table with the columns of
