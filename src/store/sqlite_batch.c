@@ -243,6 +243,7 @@ static int last_seq_of(struct store_be *st, const char *agent_id, uint64_t *seq)
 
 static int write_one(struct store_be *st, struct store_batch *b)
 {
+	size_t dropped;
 	uint64_t last;
 	int rc = SQLITE_OK;
 
@@ -262,13 +263,14 @@ static int write_one(struct store_be *st, struct store_batch *b)
 	rc = write_spans(st, b);
 	if (rc != SQLITE_OK)
 		return rc;
+	dropped = st->dropped; /* of the batch's spans (not of spans merged from parts) */
 	if (b->nparts) {
 		rc = write_parts(st, b);
 		if (rc != SQLITE_OK)
 			return rc;
 	}
-	b->stored = b->nspans + b->nparts - st->dropped;
-	b->dropped = st->dropped;
+	b->stored = b->nspans - dropped + b->nparts;
+	b->dropped = dropped;
 	if (b->agent_id) {
 		sqlite3_stmt *s = st->st[ST_AGENT_BATCH];
 
