@@ -16,7 +16,7 @@ OLD=$1 OUT=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/v4_feed.bash"
 T=$(mktemp -d /tmp/fay-v4.XXXXXX)
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $PID 2>/dev/null || :; wait $PID 2>/dev/null || :; rm -rf "$T"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WP=$(port) HP=$(port)
 "$OLD/fay" collector --listen 127.0.0.1:$WP --http 127.0.0.1:$HP --otlp-http off --otlp-grpc off \
