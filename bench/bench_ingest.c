@@ -229,11 +229,12 @@ static double run_peer(const struct rec *r, const char *schema)
 		" nspans = nspans + 1, next_no = next_no + 1 RETURNING seq, next_no - 1",
 		-1, &t, NULL));
 	CK(sqlite3_prepare_v2(db,
-		"INSERT INTO spans (trace_seq, no, id, parent_id, kind, name,"
+		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
 		" local_service, local_ipv4, local_ipv6, local_port,"
 		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
 		" start_us, duration_us, shared, debug, error, origin, extra)"
-		" VALUES (?,?,?,?,2,?, ?,'10.0.0.7',NULL,6800, NULL,NULL,NULL,NULL, ?,?,0,0,0,0,?)",
+		" VALUES (?1 << 20 | ?2, ?3, ?4, 2, ?5, ?6, '10.0.0.7', NULL, 6800,"
+		" NULL, NULL, NULL, NULL, ?7, ?8, 0, 0, 0, 0, ?9)",
 		-1, &s, NULL));
 	t0 = clock_monotonic_ns();
 	for (unsigned i = 0; i < nspans; i++) {

@@ -5,6 +5,8 @@
  *
  *   bench_store --clickhouse URL [-n SPANS] [-b BATCH] [-t SPANS_PER_TRACE]
  *               [-q QUERIES] [-r RUNS] [--db PATH] [--ch-pid PID]
+ *   bench_store --sqlite-only [...]   (no ClickHouse: SQLite's figures
+ *               alone, for two builds of fay run one after the other)
  *
  * 1. ingest: the same SPANS spans (traces of -t spans, 20 services, 50
  *    span names, a tag each, random durations) through store__write() in
@@ -21,6 +23,9 @@
  * 3. search: store__traces() for a service and a minimum duration
  *    (Zipkin's serviceName + minDuration, limit 10, the last 24 h):
  *    median milliseconds of -q queries, services in turn.
+ * 4. ad-hoc SQL (fay sql's path, store__sql()): one trace's spans by
+ *    `SELECT count(*) FROM spans WHERE trace_seq = N` and by the trace
+ *    id joined with traces; median milliseconds of 5 queries each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +44,7 @@
 static unsigned nspans = 1000000, batch = 10000, per_trace = 8, nq = 50, nruns = 3;
 static const char *ch_url, *db_path = "/tmp/fay-bench-store.db";
 static long ch_pid;
+static int sqlite_only;
 static uint64_t base_us;
 
 static char services[20][16], names[50][16];
@@ -75,7 +81,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 struct result {
-	double rate, id_ms, id_p99_ms, search_ms;
+	double rate, id_ms, id_p99_ms, search_ms, sql_seq_ms, sql_join_ms;
 	double cpu_s, server_cpu_s;   /* during ingest: this process, the server */
 	size_t found;
 };
@@ -98,6 +104,50 @@ static double server_cpu(void)
 	if (!ch_pid || proc_cpu_ticks((pid_t)ch_pid, &t))
 		return 0;
 	return (double)t / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int sql_cols(void *ctx, size_t n, const char *const *names)
+{
+	return 0;
+}
+
+static int sql_row(void *ctx, size_t n, const char *const *vals)
+{
+	*(long *)ctx = n && vals[0] ? atol(vals[0]) : -1;
+	return 0;
+}
+
+/* Median milliseconds of 5 ad-hoc queries counting a random trace's
+ * spans (join: by its id through traces, else by trace_seq), each
+ * answering per_trace; -1 on failure. */
+static double adhoc_ms(struct store_reader *r, const char *where, int join, uint64_t *lat)
+{
+	for (unsigned q = 0; q < 5; q++) {
+		unsigned t = (unsigned)(rand_u64() % (nspans / per_trace));
+		struct zspan s;
+		struct zs_tag tag;
+		char sql[256], v[24], err[256];
+		long n = -1;
+		struct store_sql_cb cb = { sql_cols, sql_row, &n };
+		uint64_t t0;
+
+		make_span(t * per_trace, &s, &tag, v);
+		if (join)
+			snprintf(sql, sizeof(sql), "SELECT count(*) FROM traces t JOIN spans s"
+				 " ON s.trace_seq = t.seq WHERE t.trace_hi = 0 AND t.trace_lo = %lld",
+				 (long long)s.trace_lo);
+		else /* traces are numbered in arrival order from 1 in a fresh file */
+			snprintf(sql, sizeof(sql), "SELECT count(*) FROM spans WHERE trace_seq = %u",
+				 t + 1);
+		t0 = clock_monotonic_ns();
+		if (store__sql(r, sql, &cb, err, sizeof(err)) || n != (long)per_trace) {
+			fprintf(stderr, "bench_store: %s: %s: %ld rows (%s)\n", where, sql, n, err);
+			return -1;
+		}
+		lat[q] = clock_monotonic_ns() - t0;
+	}
+	qsort(lat, 5, sizeof(*lat), cmp_u64);
+	return lat[2] / 1e6;
 }
 
 /* Trace by id and search latencies on st (after its ingest) into res;
@@ -150,6 +200,11 @@ static int measure_queries(struct store *st, const char *where, uint64_t *lat,
 	}
 	qsort(lat, nq, sizeof(*lat), cmp_u64);
 	res->search_ms = lat[nq / 2] / 1e6;
+	res->sql_seq_ms = res->sql_join_ms = -1;
+	if (strncmp(where, "clickhouse:", 11)) {
+		res->sql_seq_ms = adhoc_ms(r, where, 0, lat);
+		res->sql_join_ms = adhoc_ms(r, where, 1, lat);
+	}
 	store__reader_free(r);
 	return 0;
 }
@@ -243,11 +298,13 @@ int main(int argc, char **argv)
 	int opt;
 
 	static const char usage[] =
-		"usage: bench_store --clickhouse URL [-n SPANS] [-b BATCH] [-t SPANS_PER_TRACE]"
+		"usage: bench_store --clickhouse URL|--sqlite-only [-n SPANS] [-b BATCH] [-t SPANS_PER_TRACE]"
 		" [-q QUERIES] [-r RUNS] [--db PATH] [--ch-pid PID]\n";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--clickhouse") && i + 1 < argc)
 			ch_url = argv[++i], argv[i - 1] = argv[i] = (char *)"-";
+		else if (!strcmp(argv[i], "--sqlite-only"))
+			sqlite_only = 1, argv[i] = (char *)"-";
 		else if (!strcmp(argv[i], "--db") && i + 1 < argc)
 			db_path = argv[++i], argv[i - 1] = argv[i] = (char *)"-";
 		else if (!strcmp(argv[i], "--ch-pid") && i + 1 < argc)
@@ -263,7 +320,11 @@ int main(int argc, char **argv)
 		default: fputs(usage, stderr); return 2;
 		}
 	}
-	if (!ch_url || !nspans || !batch || !per_trace || !nq || !nruns || nruns > 64) {
+	if (!ch_url && !sqlite_only) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (!nspans || !batch || !per_trace || !nq || !nruns || nruns > 64) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -281,17 +342,27 @@ int main(int argc, char **argv)
 		if (run(db_path, &sq[k], last))
 			return 1;
 		print_run("sqlite", k, &sq[k]);
+		if (sqlite_only)
+			continue;
 		run_url(where, sizeof(where), k);
 		if (run(where, &ch[k], last))
 			return 1;
 		print_run("clickhouse", k, &ch[k]);
 	}
 	msq = median_rate(sq, nruns);
-	mch = median_rate(ch, nruns);
 	printf("sqlite      ingest median %9.0f spans/s  trace-by-id median %7.2f ms p99 %7.2f ms"
 	       "  search median %8.2f ms (%zu traces)\n",
 	       msq, sq[nruns - 1].id_ms, sq[nruns - 1].id_p99_ms, sq[nruns - 1].search_ms,
 	       sq[nruns - 1].found);
+	printf("sqlite      fay sql: WHERE trace_seq = N median %8.2f ms;"
+	       " traces JOIN spans ON trace_seq by trace id median %8.2f ms\n",
+	       sq[nruns - 1].sql_seq_ms, sq[nruns - 1].sql_join_ms);
+	if (sqlite_only) {
+		printf("(--sqlite-only: no ClickHouse, no ratio)\n");
+		unlink(db_path);
+		return 0;
+	}
+	mch = median_rate(ch, nruns);
 	printf("clickhouse  ingest median %9.0f spans/s  trace-by-id median %7.2f ms p99 %7.2f ms"
 	       "  search median %8.2f ms (%zu traces)\n",
 	       mch, ch[nruns - 1].id_ms, ch[nruns - 1].id_p99_ms, ch[nruns - 1].search_ms,

@@ -6,8 +6,9 @@
  * --otlp-http), following the OTLP specification:
  *
  *   200  every span stored: {} / an empty ExportTraceServiceResponse
- *   200  some spans invalid: partial_success {rejected_spans, error_message}
- *        (the valid ones are stored)
+ *   200  some spans invalid, or valid but their trace full in the store
+ *        (SQLite: 2^20 spans a trace): partial_success {rejected_spans,
+ *        error_message} (the others are stored)
  *   400  undecodable body, or no span valid: google.rpc.Status (protobuf)
  *        or {"code": 3, "message": ...} (JSON)
  *   413  over --max-body, before or after gzip
@@ -108,8 +109,17 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 		goto out;
 	}
 	M_ADD(c, spans_stored, b.stored);
-	o->accepted = res.nspans;
-	o->verdict = res.rejected ? OTLP_PARTIAL : OTLP_ACCEPTED;
+	if (b.dropped) {
+		/* valid, but their traces were full: the store kept none of them */
+		o->rejected += b.dropped;
+		M_ADD(c, spans_rejected, b.dropped);
+		M_ADD(c, otlp_spans_rejected, b.dropped);
+		if (!res.rejected)
+			snprintf(o->msg, sizeof(o->msg), "%zu of %zu spans not stored: their trace"
+				 " holds the most spans the store keeps a trace", b.dropped, o->spans);
+	}
+	o->accepted = res.nspans - b.dropped;
+	o->verdict = o->rejected ? OTLP_PARTIAL : OTLP_ACCEPTED;
 	goto out;
 refused:
 	M_ADD(c, otlp_rejected, 1);

@@ -16,10 +16,21 @@
  * 2 -> 3: the autocomplete table (values of the tags with configured
  * keys, Zipkin's autocompleteValues), empty: values are recorded as spans
  * arrive, as Zipkin's own storages do.
+ *
+ * 4 -> 5: the spans table (WITHOUT ROWID, key (trace_seq, no)) becomes
+ * span_rows, a rowid table keyed by seq_no = trace_seq << 20 | no, and a
+ * view named spans shows it with the old columns.  The rows are copied
+ * in key order by one INSERT ... SELECT, then the old table is dropped,
+ * in the migration's one transaction: a crash or an error on the way
+ * leaves the file at version 4 with its spans.  A file whose numbers do
+ * not fit the key (a trace of more than 2^20 spans, a seq of 2^43) is
+ * refused, and stays at version 4.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -220,5 +231,69 @@ int sq_migrate_1_2(struct store_be *st)
 				  NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		pr_warn("store: migration 1 -> 2: %s", sqlite3_errmsg(db));
+	return rc;
+}
+
+/* The number of rows the query sql (one integer column) answers, or -1. */
+static int64_t count_of(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t n = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return n;
+}
+
+int sq_migrate_4_5(struct store_be *st)
+{
+	static const char copy_rows[] =
+		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
+		" local_service, local_ipv4, local_ipv6, local_port,"
+		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
+		" start_us, duration_us, shared, debug, error, origin, extra)"
+		" SELECT trace_seq << 20 | no, id, parent_id, kind, name,"
+		" local_service, local_ipv4, local_ipv6, local_port,"
+		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
+		" start_us, duration_us, shared, debug, error, origin, extra"
+		" FROM v4_spans ORDER BY trace_seq, no";
+	sqlite3 *db = sq_db(st);
+	int64_t n, bad, copied;
+	int rc;
+
+	/* a file migrated from version 1 was given schema 5's objects already */
+	if (count_of(db, "SELECT count(*) FROM sqlite_master"
+			 " WHERE name = 'spans' AND type = 'table'") == 0)
+		return add_tables(st, "4 -> 5");
+	n = count_of(db, "SELECT count(*) FROM spans");
+	bad = count_of(db, "SELECT count(*) FROM spans WHERE trace_seq < 0"
+			   " OR trace_seq >= (1 << 43) OR no < 0 OR no >= (1 << 20)");
+	if (n < 0 || bad < 0) {
+		pr_warn("store: migration 4 -> 5: %s", sqlite3_errmsg(db));
+		return SQLITE_ERROR;
+	}
+	if (bad) {
+		snprintf(st->why, sizeof(st->why), "4 -> 5: %" PRId64 " spans have a trace seq of"
+			 " 2^43 or more or a number of 2^20 or more (a trace of more than 1,048,576"
+			 " spans), which schema 5's key cannot hold; the file stays at version 4", bad);
+		return SQLITE_RANGE;
+	}
+	rc = sqlite3_exec(db, "ALTER TABLE spans RENAME TO v4_spans", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = add_tables(st, "4 -> 5"); /* span_rows and the view spans */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, copy_rows, NULL, NULL, NULL);
+	copied = rc == SQLITE_OK ? count_of(db, "SELECT count(*) FROM span_rows") : -1;
+	if (rc == SQLITE_OK && copied != n) {
+		snprintf(st->why, sizeof(st->why), "4 -> 5: %" PRId64 " spans copied of %" PRId64
+			 "; the file stays at version 4", copied, n);
+		return SQLITE_CORRUPT;
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "DROP TABLE v4_spans", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		pr_warn("store: migration 4 -> 5: %s", sqlite3_errmsg(db));
 	return rc;
 }

@@ -99,7 +99,8 @@ int sq__scan(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 	/* traces that end after the window starts, their spans in it */
 	static const char sql_v2[] =
 		"SELECT " SCAN_COLS
-		" FROM traces t INDEXED BY traces_end JOIN spans s ON s.trace_seq = t.seq"
+		" FROM traces t INDEXED BY traces_end JOIN span_rows s ON "
+		SQ_TRACE_RANGE("s", "t.seq")
 		" WHERE t.end_us >= ?1 AND s.start_us >= ?1 AND s.start_us < ?2"
 		" ORDER BY t.seq, s.start_us";
 	sqlite3 *db = sq_reader_db(r);
@@ -114,9 +115,11 @@ int sq__scan_traces(struct store_rd *r, uint64_t from_us, uint64_t to_us,
 	 * them, traces of one low id half together */
 	static const char sql[] =
 		"SELECT " SCAN_COLS
-		" FROM traces t INDEXED BY traces_end JOIN spans s ON s.trace_seq = t.seq"
-		" WHERE t.end_us >= ?1 AND t.min_us <= ?2 AND EXISTS (SELECT 1 FROM spans w"
-		"  WHERE w.trace_seq = t.seq AND w.start_us >= ?1 AND w.start_us <= ?2)"
+		" FROM traces t INDEXED BY traces_end JOIN span_rows s ON "
+		SQ_TRACE_RANGE("s", "t.seq")
+		" WHERE t.end_us >= ?1 AND t.min_us <= ?2 AND EXISTS (SELECT 1 FROM span_rows w"
+		"  WHERE " SQ_TRACE_RANGE("w", "t.seq")
+		" AND w.start_us >= ?1 AND w.start_us <= ?2)"
 		" ORDER BY t.trace_lo, t.seq, s.start_us";
 	sqlite3 *db = sq_reader_db(r);
 

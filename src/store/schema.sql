@@ -5,13 +5,14 @@
 --
 -- The SQLite store of `fay collector` (src/store/sqlite.c embeds this file
 -- and runs it on a new database).  PRAGMA application_id is 0x46415953
--- ("FAYS"), PRAGMA user_version is the schema version (4).  A database
+-- ("FAYS"), PRAGMA user_version is the schema version (5).  A database
 -- with another application_id, or a user_version newer than the running
 -- fay knows, is refused and never modified.  An older user_version is
 -- brought up to date by the migrations in src/store/sqlite.c
 -- (store_migrations[]: the code that takes version N to N+1, each run in
 -- its own transaction with the new user_version; 1 -> 2 and 2 -> 3 are
--- in src/store/migrate.c, 3 -> 4 adds query_windows); this file always holds the newest schema, for new
+-- in src/store/migrate.c, 3 -> 4 adds query_windows, 4 -> 5 keys the
+-- spans by one integer, in migrate.c); this file always holds the newest schema, for new
 -- databases (every statement is IF NOT EXISTS: a migration runs it too,
 -- to create the objects that are new).
 --
@@ -84,10 +85,22 @@ CREATE INDEX IF NOT EXISTS traces_ts ON traces (ts_us, max_dur_us, bloom);
 -- Retention and the dashboards' time scans.
 CREATE INDEX IF NOT EXISTS traces_end ON traces (end_us);
 
--- One row per Zipkin v2 span.
-CREATE TABLE IF NOT EXISTS spans (
-	trace_seq      INTEGER NOT NULL,  -- traces.seq
-	no             INTEGER NOT NULL,  -- arrival order within the trace
+-- One row per Zipkin v2 span, keyed by one integer made of the trace's
+-- seq and the span's arrival number in it (schema version 5):
+--   seq_no = trace_seq << 20 | no   (trace_seq < 2^43, no < 2^20)
+-- A rowid table whose key grows is appended to: SQLite splits its last
+-- page (balance_quick) instead of rebalancing three siblings, which a
+-- WITHOUT ROWID table keyed by (trace_seq, no) did every 3-4 rows.
+-- The limits: a trace holds at most 1,048,576 spans (a span beyond is
+-- not stored: the collector logs it with the trace id, OTLP's
+-- partial_success counts it rejected), and 2^43 traces
+-- are numbered (then writes fail, saying so).  A trace's spans are the
+-- key range [seq << 20, (seq + 1) << 20): every reader of fay's reads
+-- them so.  The view `spans` below shows the table with the columns of
+-- schema 4 (SELECT * is unchanged); see it for what a WHERE on its
+-- trace_seq costs.
+CREATE TABLE IF NOT EXISTS span_rows (
+	seq_no         INTEGER PRIMARY KEY,  -- trace_seq << 20 | no
 	id             INTEGER NOT NULL,  -- span id, never 0
 	parent_id      INTEGER,           -- NULL for a root span
 	kind           INTEGER NOT NULL,  -- 0 none, 1 CLIENT, 2 SERVER, 3 PRODUCER, 4 CONSUMER
@@ -106,14 +119,30 @@ CREATE TABLE IF NOT EXISTS spans (
 	debug          INTEGER NOT NULL DEFAULT 0,
 	error          INTEGER NOT NULL DEFAULT 0,  -- 1: has an "error" tag
 	origin         INTEGER NOT NULL DEFAULT 0,  -- 0 as received, 1 merged from span_parts
-	extra          BLOB,              -- annotations and tags, NULL if none:
+	extra          BLOB               -- annotations and tags, NULL if none:
 	                                  --   format byte 1, varint n, n x (varint timestamp,
 	                                  --   varint len, value bytes), varint m, m x (varint
 	                                  --   len, key, varint len, value); annotations sorted
 	                                  --   by (timestamp, value), tags by key (LEB128
 	                                  --   varints, strings UTF-8 without NUL)
-	PRIMARY KEY (trace_seq, no)
-) WITHOUT ROWID;
+);
+-- The spans as schema 4 had them: trace_seq and no, then the columns of
+-- span_rows.  `SELECT * FROM spans` answers as before.  A condition on
+-- its trace_seq or no is on an expression of the key: SQLite cannot seek
+-- by it and reads the whole table (60-110 ms a query on a million small
+-- spans on this machine, 0.2 ms before: docs/SQL.md).  To read one
+-- trace's spans, give span_rows
+-- the key's range, as fay's readers do:
+--   SELECT * FROM span_rows WHERE seq_no >= (:seq << 20)
+--     AND seq_no < ((:seq + 1) << 20)
+-- (or join traces t with span_rows s ON s.seq_no >= (t.seq << 20) AND
+-- s.seq_no < ((t.seq + 1) << 20)).
+CREATE VIEW IF NOT EXISTS spans AS SELECT
+	seq_no >> 20 AS trace_seq, seq_no & 1048575 AS no,
+	id, parent_id, kind, name, local_service, local_ipv4, local_ipv6, local_port,
+	remote_service, remote_ipv4, remote_ipv6, remote_port, start_us, duration_us,
+	shared, debug, error, origin, extra
+	FROM span_rows;
 
 -- BlkKin partial records: one annotation or one key-value of a span.
 CREATE TABLE IF NOT EXISTS span_parts (

@@ -32,6 +32,7 @@ static const sq_migration_fn store_migrations[] = {
 	sq_migrate_1_2,   /* src/store/migrate.c */
 	sq_migrate_2_3,
 	sq_migrate_3_4,
+	sq_migrate_4_5,
 };
 #define STORE_NMIGRATIONS ARRAY_SIZE(store_migrations)
 
@@ -40,16 +41,26 @@ static const sq_migration_fn store_migrations[] = {
 #define TRACE_COLS "ts_us, root_us, min_us, end_us, max_dur_us, nspans, next_no," \
 	" error, root_service, root_name, bloom"
 
+/* One row of ST_INS_SPANS (SQ_SPAN_PARAMS parameters). */
+#define ROW20 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_Static_assert(SQ_SPAN_ROWS == 8, "ST_INS_SPANS has 8 rows");
+
 static const char *const stmt_sql[ST_MAX] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_INS_SPAN] =
-		"INSERT INTO spans (trace_seq, no, id, parent_id, kind, name,"
+		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
 		" local_service, local_ipv4, local_ipv6, local_port,"
 		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
 		" start_us, duration_us, shared, debug, error, origin, extra)"
-		" VALUES (?,?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?)",
+		" VALUES (?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?)",
+	[ST_INS_SPANS] =
+		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
+		" local_service, local_ipv4, local_ipv6, local_port,"
+		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
+		" start_us, duration_us, shared, debug, error, origin, extra)"
+		" VALUES " ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20 "," ROW20,
 	[ST_INS_PART] =
 		"INSERT INTO span_parts (trace_seq, id, parent_id, name,"
 		" service, ipv4, ipv6, port, remote_service, remote_ipv4, remote_ipv6,"
@@ -82,7 +93,8 @@ static const char *const stmt_sql[ST_MAX] = {
 		"INSERT INTO autocomplete (key, value, last_us) VALUES (?1, ?2, ?3)"
 		" ON CONFLICT (key, value) DO UPDATE SET last_us = max(last_us, excluded.last_us)",
 	[ST_DEL_MERGED] =
-		"DELETE FROM spans WHERE trace_seq = ? AND id = ? AND origin = 1",
+		"DELETE FROM span_rows WHERE " SQ_TRACE_RANGE("span_rows", "?1")
+		" AND id = ?2 AND origin = 1",
 	[ST_SEL_PARTS] =
 		"SELECT parent_id, name, service, ipv4, ipv6, port, remote_service,"
 		" remote_ipv4, remote_ipv6, remote_port, debug, is_tag, ts_us, key, value"
@@ -90,7 +102,8 @@ static const char *const stmt_sql[ST_MAX] = {
 		" ORDER BY is_tag, ts_us, rowid",
 	[ST_SEL_TRACE] =
 		"SELECT seq, " TRACE_COLS " FROM traces WHERE trace_hi = ? AND trace_lo = ?",
-	[ST_SEL_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM spans WHERE trace_seq = ?",
+	[ST_SEL_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM span_rows WHERE "
+		SQ_TRACE_RANGE("span_rows", "?1"),
 	[ST_INS_TRACE] =
 		"INSERT INTO traces (seq, trace_hi, trace_lo, " TRACE_COLS ")"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
@@ -102,7 +115,7 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_MAX_SEQ] = "SELECT coalesce(max(seq), 0) FROM traces",
 	[ST_RETAIN_SEL] =
 		"SELECT seq FROM traces INDEXED BY traces_end WHERE end_us < ?1 LIMIT ?2",
-	[ST_RETAIN_SPANS] = "DELETE FROM spans WHERE trace_seq = ?",
+	[ST_RETAIN_SPANS] = "DELETE FROM span_rows WHERE " SQ_TRACE_RANGE("span_rows", "?1"),
 	[ST_RETAIN_PARTS] = "DELETE FROM span_parts WHERE trace_seq = ?",
 	[ST_RETAIN_TRACE] = "DELETE FROM traces WHERE seq = ?",
 	[ST_RETAIN_WINDOWS] = "DELETE FROM query_windows WHERE rowid IN (SELECT rowid FROM"
@@ -409,6 +422,12 @@ struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t er
 	}
 	if (ver < STORE_SCHEMA_VERSION) {
 		rc = migrate(st, ver);
+		if (rc != SQLITE_OK && st->why[0]) {
+			/* a migration's own reason (migrate.c) */
+			sq_set_err(err, errlen, "%s: migrating the schema: %s", path, st->why);
+			ret = -ERANGE;
+			goto err_out;
+		}
 		if (rc != SQLITE_OK) {
 			ret = open_fail(st->db, rc, path, "migrating the schema", err, errlen);
 			goto err_out;
@@ -440,7 +459,8 @@ void sq__close(struct store_be *st)
 		pr_warn("store: %s: close: %s", st->path, sqlite3_errmsg(st->db));
 	sq_nameset_clear(&st->names);
 	sq__set_autocomplete_keys(st, NULL, 0);
-	free(st->extra.p);
+	for (int i = 0; i < SQ_SPAN_ROWS; i++)
+		free(st->extra[i].p);
 	free(st->tm.v);
 	free(st->tm.slot);
 	sq_termset_free(&st->terms);

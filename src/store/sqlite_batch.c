@@ -177,6 +177,8 @@ static int rows_in_key_order(struct store_be *st, struct sq_row *r, size_t n)
  * few traces; written as they come, each row would go into the middle of
  * the B-tree behind its trace's last row, and SQLite splits a page far
  * more often than when every row of a new trace is appended at the end.
+ * The rows go SQ_SPAN_ROWS to an INSERT (the rest one by one): one
+ * statement's start and end, and one cursor appending, for eight rows.
  */
 static int write_spans(struct store_be *st, struct store_batch *b)
 {
@@ -194,22 +196,33 @@ static int write_spans(struct store_be *st, struct store_batch *b)
 	/* room for the rows, their traces and the sorted copy */
 	if (room((void **)&st->rows, 3 * n, &st->rows_cap, sizeof(*st->rows)))
 		return SQLITE_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct sq_row *r = &st->rows[i];
+	for (size_t i = 0, j = 0; i < b->nspans; i++) {
+		struct sq_row *r = &st->rows[j];
 
 		rc = sq_span_claim(st, &b->spans[i], r);
 		if (rc != SQLITE_OK)
 			return rc;
+		if (r->no == SQ_NO_DROPPED) {
+			n--;
+			continue;
+		}
 		r->span = (uint32_t)i;
-		if (i && (r->seq < r[-1].seq || (r->seq == r[-1].seq && r->no < r[-1].no)))
+		if (j && (r->seq < r[-1].seq || (r->seq == r[-1].seq && r->no < r[-1].no)))
 			sorted = 0;
+		j++;
 	}
 	if (!sorted && rows_in_key_order(st, st->rows, n))
 		return SQLITE_NOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		const struct sq_row *r = &st->rows[i];
 
-		rc = sq_span_row(st, &b->spans[r->span], 0, r);
+		if (n - i >= SQ_SPAN_ROWS) {
+			rc = sq_span_rows(st, b->spans, 0, r);
+			i += SQ_SPAN_ROWS;
+		} else {
+			rc = sq_span_row(st, &b->spans[r->span], 0, r);
+			i++;
+		}
 		if (rc != SQLITE_OK)
 			return rc;
 	}
@@ -230,11 +243,13 @@ static int last_seq_of(struct store_be *st, const char *agent_id, uint64_t *seq)
 
 static int write_one(struct store_be *st, struct store_batch *b)
 {
+	size_t dropped;
 	uint64_t last;
 	int rc = SQLITE_OK;
 
 	b->duplicate = 0;
 	b->stored = 0;
+	b->dropped = 0;
 	if (b->agent_id) {
 		rc = last_seq_of(st, b->agent_id, &last);
 		if (rc != SQLITE_OK)
@@ -244,15 +259,18 @@ static int write_one(struct store_be *st, struct store_batch *b)
 			return SQLITE_OK;
 		}
 	}
+	st->dropped = 0;
 	rc = write_spans(st, b);
 	if (rc != SQLITE_OK)
 		return rc;
+	dropped = st->dropped; /* of the batch's spans (not of spans merged from parts) */
 	if (b->nparts) {
 		rc = write_parts(st, b);
 		if (rc != SQLITE_OK)
 			return rc;
 	}
-	b->stored = b->nspans + b->nparts;
+	b->stored = b->nspans - dropped + b->nparts;
+	b->dropped = dropped;
 	if (b->agent_id) {
 		sqlite3_stmt *s = st->st[ST_AGENT_BATCH];
 
@@ -286,6 +304,7 @@ int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 		return -EROFS;
 	}
 	st->now_us = clock_realtime_ns() / 1000;
+	st->why[0] = '\0';
 	rc = sq_step_done(st->st[ST_BEGIN]);
 	if (rc != SQLITE_OK) {
 		sq_set_err(err, errlen, "%s: BEGIN: %s", st->path, sqlite3_errmsg(st->db));
@@ -305,10 +324,11 @@ int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 	return 0;
 fail:
 	sq_set_err(err, errlen, "%s: storing spans: %s", st->path,
+		st->why[0] ? st->why :
 		rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(st->db));
 	rollback(st, max_seq);
 	for (size_t i = 0; i < n; i++)
-		b[i]->stored = 0, b[i]->duplicate = 0;
+		b[i]->stored = 0, b[i]->duplicate = 0, b[i]->dropped = 0;
 	return sq_errno(rc);
 }
 

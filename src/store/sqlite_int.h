@@ -13,7 +13,7 @@ struct store_rd;
 extern const char store_schema_sql[];
 
 #define STORE_APP_ID         0x46415953  /* "FAYS" */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store_query;
 struct store_be;
@@ -154,7 +154,7 @@ sqlite3 *sq_reader_db(struct store_rd *r);
 /* The write statements, prepared by sq_prepare() (SQL in sqlite.c). */
 enum {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
-	ST_INS_SPAN, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
+	ST_INS_SPAN, ST_INS_SPANS, ST_INS_PART, ST_LAST_SEQ, ST_AGENT_BATCH,
 	ST_AGENT_HELLO, ST_AGENT_STATS,
 	ST_INS_SERVICE, ST_INS_SPAN_NAME, ST_INS_REMOTE, ST_INS_AUTOCOMPLETE,
 	ST_DEL_MERGED, ST_SEL_PARTS,
@@ -164,8 +164,24 @@ enum {
 	ST_MAX,
 };
 
-/* The parameters of ST_INS_SPAN (one a column of spans). */
-#define SQ_SPAN_PARAMS 21
+/* The parameters of ST_INS_SPAN (one a column of span_rows). */
+#define SQ_SPAN_PARAMS 20
+/* The rows of ST_INS_SPANS, one INSERT of SQ_SPAN_ROWS rows (a batch's
+ * rows in key order, so many at once: one statement's start and end, and
+ * one cursor appending, for all of them). */
+#define SQ_SPAN_ROWS 8
+
+/* span_rows' key (schema.sql, version 5): seq_no = trace_seq << 20 | no.
+ * A trace holds at most SQ_NO_LIMIT spans; trace seqs stay below
+ * SQ_SEQ_LIMIT (the key is a positive 64-bit integer). */
+#define SQ_NO_BITS   20
+#define SQ_NO_LIMIT  (INT64_C(1) << SQ_NO_BITS)
+#define SQ_SEQ_LIMIT (INT64_C(1) << (63 - SQ_NO_BITS))
+#define SQ_SEQ_NO(seq, no) ((int64_t)(seq) << SQ_NO_BITS | (int64_t)(no))
+/* SQL: span_rows of the trace whose seq is the expression SEQ (the key's
+ * range, which SQLite seeks; e.g. SQ_TRACE_RANGE("s", "?1")). */
+#define SQ_TRACE_RANGE(T, SEQ) \
+	T ".seq_no >= ((" SEQ ") << 20) AND " T ".seq_no < (((" SEQ ") + 1) << 20)"
 
 /* A map of strings to a time (the names already in the name tables, with
  * the last_us written for them). */
@@ -188,6 +204,7 @@ struct tsum {
 	uint8_t error;
 	uint8_t exists;       /* the row is in the table (UPDATE, not INSERT) */
 	uint8_t recompute;    /* spans were deleted: rebuild from the rows */
+	uint8_t full;         /* a span was dropped: SQ_NO_LIMIT reached (logged once) */
 	uint8_t bloom[SQ_BLOOM_BYTES];
 };
 
@@ -219,8 +236,8 @@ struct ckpt {
 	uint64_t retry_ns;          /* no RESTART before (monotonic): one failed */
 };
 
-/* A span's place in the spans table: (trace_seq, no), and its trace in
- * st->tm. */
+/* A span's place in span_rows: (trace_seq, no), its key SQ_SEQ_NO(seq,
+ * no), and its trace in st->tm. */
 struct sq_row {
 	int64_t seq, no;
 	uint32_t ti;
@@ -235,19 +252,22 @@ struct store_be {
 	struct nameset names;
 	char **ac_keys;             /* --autocomplete-keys */
 	size_t nac_keys;
-	struct sq_buf extra;        /* spans.extra of the span being bound */
+	struct sq_buf extra[SQ_SPAN_ROWS]; /* span_rows.extra of the rows being bound */
 	struct zarena merge_arena;  /* scratch for merging parts */
 	struct zarena txn_arena;    /* strings of the transaction's tsums */
 	struct tmap tm;
 	struct sq_termset terms;    /* the Bloom terms given to tm's traces */
-	/* the spans INSERT's parameters as bound last (sqlite3_reset() keeps
-	 * them): 0 unknown (text, blob), 1 NULL, 2 the integer in span_int */
-	uint8_t span_bound[SQ_SPAN_PARAMS + 1];
-	int64_t span_int[SQ_SPAN_PARAMS + 1];
+	/* the spans INSERTs' parameters as bound last (sqlite3_reset() keeps
+	 * them), [0] of ST_INS_SPAN, [1] of ST_INS_SPANS: 0 unknown (text,
+	 * blob), 1 NULL, 2 the integer in span_int */
+	uint8_t span_bound[2][SQ_SPAN_ROWS * SQ_SPAN_PARAMS + 1];
+	int64_t span_int[2][SQ_SPAN_ROWS * SQ_SPAN_PARAMS + 1];
 	struct sq_row *rows;        /* a batch's rows in key order (sqlite_batch.c) */
 	uint32_t *tcount;           /* per st->tm index: rows of a batch (the same) */
 	size_t rows_cap, tcount_cap;
 	int64_t max_seq;            /* highest traces.seq given */
+	size_t dropped;             /* spans of the batch beyond SQ_NO_LIMIT, not stored */
+	char why[256];              /* why a write or a migration failed, when not SQLite's message */
 	uint64_t now_us;            /* the transaction's time */
 	uint64_t retained;          /* rows retention deleted since the last prune */
 	uint64_t retain_cutoff_us;  /* the cutoff of that retention */
@@ -302,6 +322,8 @@ int sq_migrate_1_2(struct store_be *st);
 int sq_migrate_2_3(struct store_be *st);
 /* 3 -> 4: the query_windows table (schema.sql). */
 int sq_migrate_3_4(struct store_be *st);
+/* 4 -> 5: spans into span_rows, keyed by seq_no; the view spans. */
+int sq_migrate_4_5(struct store_be *st);
 sqlite3 *sq_db(struct store_be *st);
 /* Prepare the write statements (the schema must be there).  SQLite rc. */
 int sq_prepare(struct store_be *st);
@@ -317,7 +339,13 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin);
  * its trace's summary.  Every claim of a transaction must be followed by
  * its row before sq_flush_traces().  SQLite result codes. */
 int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r);
+/* sq_span_claim()'s r->no for a span not stored: its trace holds
+ * SQ_NO_LIMIT spans already (logged; counted in st->dropped). */
+#define SQ_NO_DROPPED (-1)
 int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
+/* sq_span_row() of the SQ_SPAN_ROWS rows r[] (in key order) of spans
+ * z[r[i].span], in one INSERT. */
+int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
 int sq_insert_part(struct store_be *st, const struct zs_part *p);
 int sq_flush_traces(struct store_be *st);
 #endif

@@ -30,8 +30,8 @@ static const char *const rs_sql[RS_MAX] = {
 	[RS_AUTOCOMPLETE] = "SELECT value FROM autocomplete WHERE key = ? ORDER BY value",
 	[RS_TRACE_SEQ] = "SELECT seq FROM traces WHERE trace_hi = ? AND trace_lo = ?",
 	[RS_TRACE_ID] = "SELECT trace_hi, trace_lo FROM traces WHERE seq = ?",
-	[RS_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM spans WHERE trace_seq = ?"
-			   " ORDER BY start_us, no",
+	[RS_TRACE_SPANS] = "SELECT " SQ_SPAN_COLS " FROM span_rows WHERE "
+			   SQ_TRACE_RANGE("span_rows", "?1") " ORDER BY start_us, seq_no",
 	/* Trace search: newest first over the covering index, one entry per
 	 * trace; the caller skips what the Bloom filter rules out. */
 	[RS_SEARCH] = "SELECT seq, bloom, ts_us FROM traces INDEXED BY traces_ts"
@@ -39,7 +39,7 @@ static const char *const rs_sql[RS_MAX] = {
 		      " ORDER BY ts_us DESC",
 	[RS_BEGIN] = "BEGIN",
 	[RS_COMMIT] = "COMMIT",
-	[RS_COUNT_SPANS] = "SELECT count(*) FROM spans",
+	[RS_COUNT_SPANS] = "SELECT count(*) FROM span_rows",
 	[RS_COUNT_PARTS] = "SELECT count(*) FROM span_parts",
 	[RS_COUNT_AGENTS] = "SELECT count(*) FROM agents",
 };

@@ -13,11 +13,14 @@
  * name costs no SQL.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/log.h"
 #include "store/sqlite_int.h"
 
 /* ---- name set ----------------------------------------------------------- */
@@ -143,47 +146,55 @@ static int bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v)
 	return sqlite3_bind_int64(s, i, (sqlite3_int64)v);
 }
 
-/* Parameter i of the spans INSERT: integer v, or NULL when null; not
- * bound again when it holds that already (most spans repeat most of
- * them: no remote endpoint, no addresses, flags 0). */
-static void span_int(struct store_be *st, int i, int64_t v, int null)
+/* A spans INSERT being bound: the statement and which of st->span_bound
+ * (0: ST_INS_SPAN, 1: ST_INS_SPANS) says what its parameters hold. */
+struct ins {
+	sqlite3_stmt *s;
+	uint8_t *bound;
+	int64_t *val;
+};
+
+/* Parameter i of a spans INSERT: integer v, or NULL when null; not bound
+ * again when it holds that already (most spans repeat most of them: no
+ * remote endpoint, no addresses, flags 0). */
+static void span_int(const struct ins *in, int i, int64_t v, int null)
 {
 	uint8_t k = null ? 1 : 2;
 
-	if (st->span_bound[i] == k && (null || st->span_int[i] == v))
+	if (in->bound[i] == k && (null || in->val[i] == v))
 		return;
 	if (null)
-		sqlite3_bind_null(st->st[ST_INS_SPAN], i);
+		sqlite3_bind_null(in->s, i);
 	else
-		sqlite3_bind_int64(st->st[ST_INS_SPAN], i, v);
-	st->span_bound[i] = k;
-	st->span_int[i] = v;
+		sqlite3_bind_int64(in->s, i, v);
+	in->bound[i] = k;
+	in->val[i] = v;
 }
 
-/* Parameter i of the spans INSERT: text v, or NULL when empty. */
-static void span_str(struct store_be *st, int i, struct zs_str v)
+/* Parameter i of a spans INSERT: text v, or NULL when empty. */
+static void span_str(const struct ins *in, int i, struct zs_str v)
 {
 	if (!v.len) {
-		span_int(st, i, 0, 1);
+		span_int(in, i, 0, 1);
 		return;
 	}
-	sqlite3_bind_text(st->st[ST_INS_SPAN], i, v.p, (int)v.len, SQLITE_STATIC);
-	st->span_bound[i] = 0;
+	sqlite3_bind_text(in->s, i, v.p, (int)v.len, SQLITE_STATIC);
+	in->bound[i] = 0;
 }
 
-/* Parameter i of the spans INSERT: C string v, or NULL when empty. */
-static void span_cstr(struct store_be *st, int i, const char *v)
+/* Parameter i of a spans INSERT: C string v, or NULL when empty. */
+static void span_cstr(const struct ins *in, int i, const char *v)
 {
-	span_str(st, i, (struct zs_str){ v, v ? (uint32_t)strlen(v) : 0 });
+	span_str(in, i, (struct zs_str){ v, v ? (uint32_t)strlen(v) : 0 });
 }
 
-/* Endpoint e at parameters i..i+3 of the spans INSERT. */
-static void span_ep(struct store_be *st, int i, const struct zs_endpoint *e)
+/* Endpoint e at parameters i..i+3 of a spans INSERT. */
+static void span_ep(const struct ins *in, int i, const struct zs_endpoint *e)
 {
-	span_str(st, i, e->service);
-	span_cstr(st, i + 1, e->ipv4);
-	span_cstr(st, i + 2, e->ipv6);
-	span_int(st, i + 3, e->port, !e->port);
+	span_str(in, i, e->service);
+	span_cstr(in, i + 1, e->ipv4);
+	span_cstr(in, i + 2, e->ipv6);
+	span_int(in, i + 3, e->port, !e->port);
 }
 
 /* Bind endpoint e at columns i..i+3 (service, ipv4, ipv6, port). */
@@ -348,7 +359,14 @@ int sq_trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 			memset(t->bloom, 0xff, SQ_BLOOM_BYTES); /* matches anything */
 		rc = SQLITE_DONE;
 	} else if (rc == SQLITE_DONE) {
-		t->seq = ++st->max_seq;
+		if (st->max_seq + 1 >= SQ_SEQ_LIMIT) {
+			snprintf(st->why, sizeof(st->why), "trace numbers exhausted: %" PRId64
+				 " traces numbered, the most schema 5's span key holds (2^43)",
+				 st->max_seq);
+			rc = SQLITE_FULL;
+		} else {
+			t->seq = ++st->max_seq;
+		}
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE)
@@ -466,8 +484,19 @@ int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r)
 		return rc;
 	t = &st->tm.v[ti];
 	r->seq = t->seq;
-	r->no = t->next_no++;
 	r->ti = (uint32_t)ti;
+	if (t->next_no >= SQ_NO_LIMIT) {
+		if (!t->full)
+			pr_warn("store: trace %016" PRIx64 "%016" PRIx64 " has used its %" PRId64
+				" span numbers, the most schema 5's span key holds (2^%d):"
+				" span %016" PRIx64 " and the trace's further spans are not stored",
+				t->hi, t->lo, t->next_no, SQ_NO_BITS, z->id);
+		t->full = 1;
+		r->no = SQ_NO_DROPPED;
+		st->dropped++;
+		return SQLITE_OK;
+	}
+	r->no = t->next_no++;
 	for (uint32_t i = 0; i < z->ntags && rc == SQLITE_OK && st->nac_keys; i++)
 		for (size_t k = 0; k < st->nac_keys && rc == SQLITE_OK; k++)
 			if (zs_str_eqc(z->tags[i].key, st->ac_keys[k]))
@@ -482,39 +511,66 @@ int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r)
 	return rc;
 }
 
+/* Bind span z's row r at parameters p + 1 .. p + SQ_SPAN_PARAMS of in,
+ * its extra blob encoded into x.  SQLite rc. */
+static int bind_row(const struct ins *in, int p, struct sq_buf *x, const struct zspan *z,
+		    int origin, const struct sq_row *r)
+{
+	if (sq_extra_encode(x, z))
+		return SQLITE_NOMEM;
+	sqlite3_bind_int64(in->s, p + 1, SQ_SEQ_NO(r->seq, r->no));
+	sqlite3_bind_int64(in->s, p + 2, (sqlite3_int64)z->id);
+	span_int(in, p + 3, (sqlite3_int64)z->parent_id, !z->parent_id);
+	span_int(in, p + 4, z->kind, 0);
+	span_str(in, p + 5, z->name);
+	span_ep(in, p + 6, &z->local);
+	span_ep(in, p + 10, &z->remote);
+	span_int(in, p + 14, (sqlite3_int64)z->timestamp_us, !z->timestamp_us);
+	span_int(in, p + 15, (sqlite3_int64)z->duration_us, !z->duration_us);
+	span_int(in, p + 16, z->shared, 0);
+	span_int(in, p + 17, z->debug, 0);
+	span_int(in, p + 18, z->error, 0);
+	span_int(in, p + 19, origin, 0);
+	if (x->len) {
+		sqlite3_bind_blob(in->s, p + 20, x->p, (int)x->len, SQLITE_STATIC);
+		in->bound[p + 20] = 0;
+	} else {
+		span_int(in, p + 20, 0, 1);
+	}
+	return SQLITE_OK;
+}
+
 int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r)
 {
-	sqlite3_stmt *s = st->st[ST_INS_SPAN];
+	struct ins in = { st->st[ST_INS_SPAN], st->span_bound[0], st->span_int[0] };
 	struct tsum *t = &st->tm.v[r->ti];
 	int rc;
 
-	if (sq_extra_encode(&st->extra, z))
-		return SQLITE_NOMEM;
-	sqlite3_bind_int64(s, 1, r->seq);
-	sqlite3_bind_int64(s, 2, r->no);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)z->id);
-	span_int(st, 4, (sqlite3_int64)z->parent_id, !z->parent_id);
-	span_int(st, 5, z->kind, 0);
-	span_str(st, 6, z->name);
-	span_ep(st, 7, &z->local);
-	span_ep(st, 11, &z->remote);
-	span_int(st, 15, (sqlite3_int64)z->timestamp_us, !z->timestamp_us);
-	span_int(st, 16, (sqlite3_int64)z->duration_us, !z->duration_us);
-	span_int(st, 17, z->shared, 0);
-	span_int(st, 18, z->debug, 0);
-	span_int(st, 19, z->error, 0);
-	span_int(st, 20, origin, 0);
-	if (st->extra.len) {
-		sqlite3_bind_blob(s, 21, st->extra.p, (int)st->extra.len, SQLITE_STATIC);
-		st->span_bound[21] = 0;
-	} else {
-		span_int(st, 21, 0, 1);
-	}
-	rc = sq_step_done(s);
+	rc = bind_row(&in, 0, &st->extra[0], z, origin, r);
+	if (rc == SQLITE_OK)
+		rc = sq_step_done(in.s);
 	if (rc != SQLITE_OK)
 		return rc;
 	t->nspans++;
 	return trace_add(st, t, r->ti, z);
+}
+
+int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r)
+{
+	struct ins in = { st->st[ST_INS_SPANS], st->span_bound[1], st->span_int[1] };
+	int rc = SQLITE_OK;
+
+	for (int i = 0; i < SQ_SPAN_ROWS && rc == SQLITE_OK; i++)
+		rc = bind_row(&in, i * SQ_SPAN_PARAMS, &st->extra[i], &z[r[i].span], origin, &r[i]);
+	if (rc == SQLITE_OK)
+		rc = sq_step_done(in.s);
+	for (int i = 0; i < SQ_SPAN_ROWS && rc == SQLITE_OK; i++) {
+		struct tsum *t = &st->tm.v[r[i].ti];
+
+		t->nspans++;
+		rc = trace_add(st, t, r[i].ti, &z[r[i].span]);
+	}
+	return rc;
 }
 
 int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
@@ -522,7 +578,9 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 	struct sq_row r;
 	int rc = sq_span_claim(st, z, &r);
 
-	return rc == SQLITE_OK ? sq_span_row(st, z, origin, &r) : rc;
+	if (rc != SQLITE_OK || r.no == SQ_NO_DROPPED)
+		return rc;
+	return sq_span_row(st, z, origin, &r);
 }
 
 int sq_insert_part(struct store_be *st, const struct zs_part *p)

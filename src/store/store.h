@@ -84,6 +84,8 @@ struct store_batch {
 	/* results */
 	int duplicate;            /* seq <= last_seq: nothing stored */
 	size_t stored;            /* spans + parts written */
+	size_t dropped;           /* spans not stored: their trace was full (SQLite:
+	                           * 2^20 spans a trace, src/store/schema.sql) */
 };
 
 /*

@@ -62,6 +62,6 @@ ok "values kept across the restart" [ "$(get '/api/v2/autocompleteValues?key=htt
 ok "a key no longer configured: []" [ "$(get '/api/v2/autocompleteValues?key=clnt/finagle.version')" = '[]' ]
 ok "POST is not allowed: 405" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/api/v2/autocompleteKeys")" = 405 ]
 coll_stop
-ok "the store is at schema 4 (autocomplete since 3)" [ "$(sqlite3 "$DB" 'PRAGMA user_version')" = 4 ]
+ok "the store is at schema 5 (autocomplete since 3)" [ "$(sqlite3 "$DB" 'PRAGMA user_version')" = 5 ]
 
 done_testing

@@ -4,7 +4,8 @@
  * a temp directory: schema, insert and read back, dedupe by agent
  * last_seq, partial-record merge across batches, names, trace search,
  * retention, a version 1 file migrated, files that are not fay stores
- * (never touched), and a batch interleaving traces (rows in key order).
+ * (never touched), a batch interleaving traces (rows in key order), and
+ * the limits of schema 5's span key (2^20 spans a trace, 2^43 traces).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,21 +115,24 @@ static void roundtrip(struct store *st, struct store_reader *r)
 	store_traces_free(&t);
 }
 
-/* The spans INSERT binds again only what changed from the span before
- * (sqlite_write.c span_int()): spans that alternate every column between
- * set and absent, in one transaction and across two, read back as they
- * were written. */
-static void columns_alternate(struct store *st, struct store_reader *r)
+/* The spans INSERTs bind again only what changed from the row bound
+ * there before (sqlite_write.c span_int(): the one-row INSERT, and the
+ * eight-row one whose parameters repeat the row eight before): n spans of
+ * trace lo that alternate every column between set and absent every
+ * period spans, the first `first` in one transaction and the rest in the
+ * next, read back as they were written. */
+static void columns_alternate(struct store *st, struct store_reader *r, uint64_t lo, int n,
+			      int period, int first)
 {
 	struct zs_tag tg[] = { { ZS_STR("error"), ZS_STR("yes") } };
-	struct zspan s[8];
+	struct zspan s[48];
 	struct store_traces t = { 0 };
 	int bad = 0;
 
-	for (int i = 0; i < 8; i++) {
-		int full = i % 2 == 0;
+	for (int i = 0; i < n; i++) {
+		int full = i % period == 0;
 
-		s[i] = span(0x5151, 100 + (uint64_t)i, full ? 7 + (uint64_t)i : 0,
+		s[i] = span(lo, 100 + (uint64_t)i, full ? 7 + (uint64_t)i : 0,
 			    full ? "full" : "bare", full ? "op" : "", full ? 2000000 + (uint64_t)i : 0,
 			    full ? 10 + (uint64_t)i : 0);
 		s[i].kind = full ? SPAN_KIND_CLIENT : SPAN_KIND_UNSET;
@@ -148,17 +152,19 @@ static void columns_alternate(struct store *st, struct store_reader *r)
 		}
 		zspan_normalize(&s[i]);
 	}
-	is_int(write1(st, NULL, 0, s, 5, NULL), 0, "5 spans, every column set or absent in turn");
-	is_int(write1(st, NULL, 0, s + 5, 3, NULL), 0, "3 more in the next transaction");
-	is_int(store__trace(r, 0x1111, 0x5151, &t), 1, "their trace");
-	if (t.n != 1 || t.v[0].n != 8) {
-		ok(0, "8 spans back (%zu)", t.n ? t.v[0].n : 0);
+	is_int(write1(st, NULL, 0, s, (size_t)first, NULL), 0,
+	       "%d spans, every column set or absent every %d", first, period);
+	is_int(write1(st, NULL, 0, s + first, (size_t)(n - first), NULL), 0,
+	       "%d more in the next transaction", n - first);
+	is_int(store__trace(r, 0x1111, lo, &t), 1, "their trace");
+	if (t.n != 1 || t.v[0].n != (size_t)n) {
+		ok(0, "%d spans back (%zu)", n, t.n ? t.v[0].n : 0);
 		store_traces_free(&t);
 		return;
 	}
-	for (size_t j = 0; j < 8; j++) {
+	for (size_t j = 0; j < (size_t)n; j++) {
 		const struct zspan *g = &t.v[0].spans[j];
-		const struct zspan *w = g->id >= 100 && g->id < 108 ? &s[g->id - 100] : NULL;
+		const struct zspan *w = g->id >= 100 && g->id < 100 + (uint64_t)n ? &s[g->id - 100] : NULL;
 
 		if (!w || g->parent_id != w->parent_id || g->kind != w->kind ||
 		    g->timestamp_us != w->timestamp_us || g->duration_us != w->duration_us ||
@@ -171,7 +177,7 @@ static void columns_alternate(struct store *st, struct store_reader *r)
 			bad++;
 		}
 	}
-	is_int(bad, 0, "each span's columns as written (none left from the span before)");
+	is_int(bad, 0, "each span's columns as written (none left from the row bound before)");
 	store_traces_free(&t);
 }
 
@@ -507,7 +513,7 @@ static void interleaved_batch(void)
 	/* the leaf pages in key order: each one a page number lower than the
 	 * one before it is a page split off in the middle of the tree */
 	if (sqlite3_prepare_v2(db,
-			       "SELECT pageno FROM dbstat WHERE name = 'spans'"
+			       "SELECT pageno FROM dbstat WHERE name = 'span_rows'"
 			       " AND pagetype = 'leaf' ORDER BY path", -1, &q, NULL) == SQLITE_OK) {
 		int64_t prev = 0;
 
@@ -647,7 +653,108 @@ static void migrate_v1(void)
 		sqlite3_finalize(s);
 	}
 	sqlite3_close(db);
-	is_int(v, 4, "user_version is 4 now (1 -> 2 -> 3 -> 4)");
+	is_int(v, 5, "user_version is 5 now (1 -> 2 -> 3 -> 4 -> 5)");
+}
+
+/* Run sql on the file p on a connection of its own; SQLite rc. */
+static int sql_on(const char *p, const char *sql)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open(p, &db);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		diag("%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+	return rc;
+}
+
+/* The integer sql answers on the file p, or -1. */
+static int64_t int_on(const char *p, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	int64_t v = -1;
+
+	if (sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/*
+ * Schema 5 keys a span row by trace_seq << 20 | no.  A trace whose next
+ * number reaches 2^20 takes no more spans: the write succeeds, the spans
+ * beyond are not stored (not counted in stored), other traces of the
+ * same batch are.  Trace seq 2^43 is never given: a write that needs a
+ * new trace fails with a reason that says so, one to an existing trace
+ * goes on.  The number is set near the limit through SQL (writing a
+ * million spans would take a minute under ASan).
+ */
+static void span_key_limits(void)
+{
+	struct zspan s[6];
+	struct store_batch b;
+	struct store_reader *r;
+	struct store *st;
+	char p[160], err[400];
+
+	snprintf(p, sizeof(p), "%s/limits.db", dir);
+	st = store__open(p, 0, err, sizeof(err));
+	ok(st != NULL, "limits: a new store opens: %s", st ? p : err);
+	if (!st)
+		return;
+	s[0] = span(7000, 1, 0, "svc", "root", 1000, 10);
+	is_int(write1(st, NULL, 0, s, 1, NULL), 0, "limits: trace 7000's first span");
+	is_int(sql_on(p, "UPDATE traces SET next_no = 1048574 WHERE trace_lo = 7000"), SQLITE_OK,
+	       "limits: trace 7000's next number set to 2^20 - 2");
+	for (int i = 0; i < 4; i++)
+		s[i] = span(7000, 2 + (uint64_t)i, 1, "svc", "child", 1001 + (uint64_t)i, 5);
+	s[4] = span(7001, 1, 0, "svc", "other", 1100, 5);
+	is_int(write1(st, NULL, 0, s, 5, &b), 0, "limits: a batch of 4 spans of trace 7000 and 1 of 7001 written");
+	is_int((int)b.stored, 3, "limits: 3 stored (2 of trace 7000 fit, 7001's)");
+	r = store__reader_new(st);
+	is_int(r ? (int)trace_len(r, 0x1111, 7000) : -1, 3, "limits: trace 7000 reads back 3 spans");
+	is_int(r ? (int)trace_len(r, 0x1111, 7001) : -1, 1, "limits: trace 7001 reads back 1 span");
+	is_int((int)int_on(p, "SELECT max(no) FROM spans WHERE trace_seq ="
+			   " (SELECT seq FROM traces WHERE trace_lo = 7000)"), 1048575,
+	       "limits: the last span stored is number 2^20 - 1 (the view's no)");
+	is_int((int)int_on(p, "SELECT count(*) FROM spans WHERE trace_seq ="
+			   " (SELECT seq FROM traces WHERE trace_lo = 7001)"), 1,
+	       "limits: trace 7001's row is under its own seq, not 7000's");
+	s[0] = span(7000, 9, 1, "svc", "late", 1009, 5);
+	is_int(write1(st, NULL, 0, s, 1, &b), 0, "limits: one more span of the full trace: the write succeeds");
+	is_int((int)b.stored, 0, "limits: ... and stores nothing");
+	store__reader_free(r);
+	store__close(st);
+
+	/* the last seq the key holds, given to a trace */
+	is_int(sql_on(p, "INSERT INTO traces (seq, trace_hi, trace_lo, ts_us, end_us, max_dur_us,"
+		      " nspans, next_no, error, bloom) VALUES ((1 << 43) - 1, 0, 7002, 0, 1, 0, 0, 0, 0,"
+		      " zeroblob(64))"), SQLITE_OK, "limits: a trace with seq 2^43 - 1");
+	st = store__open(p, 0, err, sizeof(err));
+	ok(st != NULL, "limits: reopens: %s", st ? p : err);
+	if (!st)
+		return;
+	s[0] = span(7003, 1, 0, "svc", "new", 1200, 5);
+	{
+		struct store_batch nb = { .spans = s, .nspans = 1 };
+		struct store_batch *bp = &nb;
+
+		int ret;
+
+		err[0] = '\0';
+		ret = store__write(st, &bp, 1, err, sizeof(err));
+		ok(ret < 0 && strstr(err, "trace numbers exhausted") && strstr(err, p),
+		   "limits: a new trace past seq 2^43 - 1 fails, saying why: %s", err);
+	}
+	s[0] = span(7001, 2, 1, "svc", "more", 1101, 5);
+	is_int(write1(st, NULL, 0, s, 1, &b), 0, "limits: a span of an existing trace is still stored");
+	is_int((int)b.stored, 1, "limits: ... stored");
+	store__close(st);
 }
 
 static int file_sha(const char *p, char *out, size_t len)
@@ -742,12 +849,13 @@ int main(void)
 	ok(st != NULL, "new store opens: %s", st ? path : err);
 	if (!st)
 		return test_done();
-	is_int(store__schema_version(), 4, "schema version 4");
+	is_int(store__schema_version(), 5, "schema version 5");
 	r = store__reader_new(st);
 	ok(r != NULL, "reader on its own connection");
 
 	roundtrip(st, r);
-	columns_alternate(st, r);
+	columns_alternate(st, r, 0x5151, 8, 2, 5);     /* one-row INSERTs */
+	columns_alternate(st, r, 0x5152, 42, 3, 21);   /* eight-row INSERTs, and the rest */
 	dedupe(st, r);
 	partial_across_batches(st, r);
 	names_and_search(st, r);
@@ -767,6 +875,7 @@ int main(void)
 	not_a_store();
 	migrate_v1();
 	interleaved_batch();
+	span_key_limits();
 
 	zarena_reset(&A);
 	snprintf(err, sizeof(err), "rm -rf '%s'", dir);
