@@ -13,6 +13,8 @@
  *	LATER  {dev, ino, off, size,..} ->   arms each whenever its object is
  *	                                     loaded (now, or at a dlopen), forgets
  *	                                     it at dlclose: ok / reason
+ *	UNWIND modules, a sealed memfd  ->   maps it read-only, checks it: the
+ *	                                     stack walker's table (s.ustack)
  *	DETACH                          ->   restores every site: ok
  *	(close)                         ->   the same as DETACH
  *
@@ -66,6 +68,12 @@ enum inl_type {
 	 * stays open, idle, so that fay sees the process's next exec (the
 	 * socket hangs up) after an INL_NEXT */
 	INL_GO = 8,
+	/* the unwind table of the process's files (common/unwind_table.h)
+	 * in one sealed memfd (F_SEAL_WRITE, F_SEAL_SHRINK), count its
+	 * modules: the runtime's stack walker steps by its rows where a
+	 * frame's pc has one (code without frame pointers), by frame
+	 * pointers elsewhere; at most once a session, before ARM */
+	INL_UNWIND = 9,
 	INL_REPLY = 100,
 };
 

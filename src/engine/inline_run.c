@@ -50,6 +50,7 @@
 #include "probe/inject.h"
 #include "probe/probe.h"
 #include "probe/procroot.h"
+#include "probe/unwind.h"
 
 /* The functions one function(...) source patches: its one function, or
  * each a wildcard matched (one site per address: aliases share it). */
@@ -771,10 +772,39 @@ int engine_inl_pairs(struct engine *e)
 	return 0;
 }
 
+/* Send process pid's unwind table on session fd (INL_UNWIND) when in
+ * has a stack map (s.ustack keys): the runtime's walker steps by it
+ * through code without frame pointers.  A table fay cannot build
+ * (FAY_UNWIND=fp in fay's environment: none asked) leaves the walk to
+ * frame pointers: 0; else call()'s -errno, *r the reply. */
+static int send_unwind(int fd, const struct engine_inline *in, pid_t pid, struct inl_reply *r)
+{
+	const char *how = getenv("FAY_UNWIND");
+	unsigned nmods, nrows;
+	struct inl_hdr h;
+	char why[256];
+	bool stacks = false;
+	int tfd, err;
+
+	for (int i = 0; i < in->nmaps; i++)
+		stacks |= vm_map_def(in->maps[i])->type == BPF_MAP_TYPE_STACK_TRACE;
+	if (!stacks || (how && !strcmp(how, "fp")))
+		return 0;
+	tfd = unwind_process_memfd(pid, "/libfay-probe.so", &nmods, &nrows, why, sizeof(why));
+	if (tfd < 0) {
+		pr_info("pid %d: no unwind table (frame pointers only): %s", (int)pid, why);
+		return 0;
+	}
+	inline_hdr(&h, INL_UNWIND, sizeof(h), nmods);
+	err = call(fd, &h, sizeof(h), &tfd, 1, r);
+	close(tfd);
+	return err;
+}
+
 /* Send the maps and programs of in on session fd and arm, the process
- * writing the maps' slots from base on: 0 with *r the last reply
+ * (pid) writing the maps' slots from base on: 0 with *r the last reply
  * (r->status: the runtime's refusal), or call()'s -errno (-ENOMEM). */
-static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
+static int arm_session(int fd, const struct engine_inline *in, pid_t pid, uint32_t base,
 		       struct inl_reply *r)
 {
 	unsigned char *buf;
@@ -804,6 +834,8 @@ static int arm_session(int fd, const struct engine_inline *in, uint32_t base,
 		fds[i] = vm_map_fd(in->maps[i]);
 	}
 	err = call(fd, buf, len, fds, in->nmaps, r);
+	if (!err && !r->status)
+		err = send_unwind(fd, in, pid, r);
 	/* the programs: verified by fay already, verified again there */
 	for (int role = 0; role < 2 && !err && !r->status; role++) {
 		if (!in->ninsns[role])
@@ -838,7 +870,7 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		s->kids[i].fd = -1;
 	if (e->opts.hold_execs && e->opts.probe_mode == ENGINE_PROBE_INLINE)
 		engine_exec_start(e);
-	err = arm_session(s->fd, in, 0, &r);
+	err = arm_session(s->fd, in, s->pid, 0, &r);
 
 	if (err == -ENOMEM)
 		return engine_fail(e, err, "out of memory");
@@ -927,7 +959,7 @@ static int kid_ready(void *arg)
 			 a->path);
 	} else {
 		err = set_send(fd, &w, later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e),
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), a->pid,
 							   KID_BASE + (uint32_t)a->win * KID_WINDOW,
 							   &r);
 		if (err || r.status)
@@ -1033,7 +1065,7 @@ static int follow_image(struct engine *e, int fd)
 		}
 	} else {
 		err = set_offer(e, fd, &s->w, s->later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), 0, &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), s->pid, 0, &r);
 		if (!err && !r.status) {
 			s->fd = fd;
 			s->armed = true;
