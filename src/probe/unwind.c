@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "probe/procroot.h"
 #include "probe/unwind.h"
 
 #define X86_RBP		6
@@ -354,57 +355,123 @@ static bool bias_of(const struct ufile *f, uint64_t lo, uint64_t off, uint64_t *
 	return false;
 }
 
-int unwind_process_memfd(pid_t pid, const char *skip, unsigned *nmods, unsigned *nrows,
-			 char *why, size_t whylen)
+/* each_exec_map()'s state: a callback for the mappings but skip's */
+struct each {
+	const char *skip;
+	int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *file);
+	void *arg;
+};
+
+static int each_one(const char *line, unsigned long long lo, unsigned long long hi,
+		    unsigned long long off, const char *file, void *arg)
 {
-	char path[64], line[4200];
+	const struct each *e = arg;
+	size_t n = strlen(file), k = e->skip ? strlen(e->skip) : 0;
+
+	(void)line;
+	if (k && n >= k && !strcmp(file + n - k, e->skip))
+		return 0;
+	return e->fn(e->arg, lo, hi, off, file);
+}
+
+/* Each executable file mapping of pid's /proc/PID/maps but skip's:
+ * fn(arg, lo, hi, off, file) until it returns nonzero (returned).
+ * -errno if the maps cannot be read. */
+static int each_exec_map(pid_t pid, const char *skip,
+			 int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off,
+				   const char *file), void *arg)
+{
+	struct each e = { skip, fn, arg };
+
+	return proc_each_exec_map(pid, each_one, &e);
+}
+
+/* FNV-1a of a mapping into *(uint64_t *)arg */
+static int sig_add(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *file)
+{
+	uint64_t *h = arg, v[3] = { lo, hi, off };
+	const unsigned char *p = (const void *)v;
+
+	for (size_t i = 0; i < sizeof(v); i++)
+		*h = (*h ^ p[i]) * 0x100000001b3ull;
+	for (p = (const void *)file; *p; p++)
+		*h = (*h ^ *p) * 0x100000001b3ull;
+	return 0;
+}
+
+uint64_t unwind_process_sig(pid_t pid, const char *skip)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	return each_exec_map(pid, skip, sig_add, &h) ? 0 : h | 1;
+}
+
+/* The process's modules so far, for each_exec_map() */
+struct pmods {
+	pid_t pid;
 	struct umap maps[UNW_MAX_MODS];
-	size_t nm = 0, nr = 0, len, at;
+	size_t nm, nr;
+	uint64_t sig;
+};
+
+static int mod_add(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *file)
+{
+	struct pmods *pm = arg;
+	struct ufile *f;
+	char mf[96], w[256];
+	int ffd;
+
+	sig_add(&pm->sig, lo, hi, off, file);
+	if (pm->nm == UNW_MAX_MODS)
+		return 0;
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pm->pid, lo, hi);
+	ffd = open(mf, O_RDONLY | O_CLOEXEC);
+	if (ffd < 0)
+		return 0;	/* gone, or not ours to read: frame pointers */
+	f = lookup(ffd, file, w, sizeof(w));
+	close(ffd);
+	if (!f || f->err || !bias_of(f, lo, off, &pm->maps[pm->nm].bias))
+		return 0;
+	if (pm->nm && lo < pm->maps[pm->nm - 1].hi)
+		return 0;	/* /proc/PID/maps is sorted: never */
+	pm->maps[pm->nm].lo = lo;
+	pm->maps[pm->nm].hi = hi;
+	pm->maps[pm->nm].f = f;
+	pm->nr += f->n;
+	pm->nm++;
+	return 0;
+}
+
+int unwind_process_memfd(pid_t pid, const char *skip, unsigned *nmods, unsigned *nrows,
+			 uint64_t *sig, char *why, size_t whylen)
+{
+	struct pmods *pm = calloc(1, sizeof(*pm));
+	size_t nm, nr, len, at;
 	unsigned char *blob;
-	FILE *fp;
-	int fd, err = 0;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return WHY(-errno, "%s: %s", path, strerror(errno));
-	while (nm < UNW_MAX_MODS && fgets(line, sizeof(line), fp)) {
-		uint64_t lo, hi, off;
-		char perm[8], file[4096] = "", mf[96];
-		struct ufile *f;
-		char w[256];
-		int ffd;
-
-		file[0] = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %4095[^\n]", &lo,
-			   &hi, perm, &off, file) < 4 || perm[2] != 'x' || file[0] != '/')
-			continue;
-		if (skip && strlen(file) >= strlen(skip) &&
-		    !strcmp(file + strlen(file) - strlen(skip), skip))
-			continue;
-		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, lo, hi);
-		ffd = open(mf, O_RDONLY | O_CLOEXEC);
-		if (ffd < 0)
-			continue;	/* gone, or not ours to read: frame pointers */
-		f = lookup(ffd, file, w, sizeof(w));
-		close(ffd);
-		if (!f || f->err || !bias_of(f, lo, off, &maps[nm].bias))
-			continue;
-		if (nm && lo < maps[nm - 1].hi)
-			continue;	/* /proc/PID/maps is sorted: never */
-		maps[nm].lo = lo;
-		maps[nm].hi = hi;
-		maps[nm].f = f;
-		nr += f->n;
-		nm++;
+	if (!pm)
+		return -ENOMEM;
+	pm->pid = pid;
+	pm->sig = 0xcbf29ce484222325ull;
+	err = each_exec_map(pid, skip, mod_add, pm);
+	if (err) {
+		free(pm);
+		return WHY(err, "/proc/%d/maps: %s", (int)pid, strerror(-err));
 	}
-	fclose(fp);
-	if (nr > UNW_MAX_ROWS)
+	nm = pm->nm;
+	nr = pm->nr;
+	*sig = pm->sig | 1;
+	if (nr > UNW_MAX_ROWS) {
+		free(pm);
 		return WHY(-E2BIG, "process %d: %zu rows", (int)pid, nr);
+	}
 	len = sizeof(struct unw_hdr) + nm * sizeof(struct unw_mod) + nr * sizeof(struct unw_row);
 	fd = memfd_create("fay-unwind", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
+	if (fd < 0) {
+		free(pm);
 		return WHY(-errno, "memfd_create: %s", strerror(errno));
+	}
 	if (ftruncate(fd, (off_t)len)) {
 		err = WHY(-errno, "memfd of %zu bytes: %s", len, strerror(errno));
 		goto fail;
@@ -418,13 +485,13 @@ int unwind_process_memfd(pid_t pid, const char *skip, unsigned *nmods, unsigned 
 	memcpy(blob, &h, sizeof(h));
 	at = 0;
 	for (size_t i = 0; i < nm; i++) {
-		struct unw_mod m = { maps[i].lo, maps[i].hi, maps[i].bias, (uint32_t)at,
-				     (uint32_t)maps[i].f->n };
+		struct unw_mod m = { pm->maps[i].lo, pm->maps[i].hi, pm->maps[i].bias, (uint32_t)at,
+				     (uint32_t)pm->maps[i].f->n };
 
 		memcpy(blob + sizeof(h) + i * sizeof(m), &m, sizeof(m));
 		memcpy(blob + sizeof(h) + nm * sizeof(m) + at * sizeof(struct unw_row),
-		       maps[i].f->rows, maps[i].f->n * sizeof(struct unw_row));
-		at += maps[i].f->n;
+		       pm->maps[i].f->rows, pm->maps[i].f->n * sizeof(struct unw_row));
+		at += pm->maps[i].f->n;
 	}
 	err = unw_check(blob, len, why, whylen);
 	munmap(blob, len);
@@ -436,8 +503,10 @@ int unwind_process_memfd(pid_t pid, const char *skip, unsigned *nmods, unsigned 
 	}
 	*nmods = (unsigned)nm;
 	*nrows = (unsigned)nr;
+	free(pm);
 	return fd;
 fail:
+	free(pm);
 	close(fd);
 	return err;
 }

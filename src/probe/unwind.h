@@ -16,6 +16,7 @@
 #define FAY_PROBE_UNWIND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/unwind_table.h"
@@ -36,11 +37,20 @@ int unwind_file_rows(int fd, const char *path, const struct unw_row **rows, size
  * through /proc/PID/map_files: a process in another root too), but for
  * any whose path ends in skip (the runtime itself; NULL: none).  Files
  * without rows are left out (their frames are walked by frame pointers).
- * *nmods, *nrows: what it holds.  The descriptor (close-on-exec), or
- * -errno with a reason in why.
+ * *nmods, *nrows: what it holds; *sig: unwind_process_sig() of the
+ * mappings it read.  The descriptor (close-on-exec), or -errno with a
+ * reason in why.
  */
 int unwind_process_memfd(pid_t pid, const char *skip, unsigned *nmods, unsigned *nrows,
-			 char *why, size_t whylen);
+			 uint64_t *sig, char *why, size_t whylen);
+
+/*
+ * A hash of pid's executable file mappings (address range, offset,
+ * path) but skip's, as unwind_process_memfd() reads them: another value
+ * later means objects were loaded or unloaded since (dlopen) and a table
+ * made now would differ.  Never 0, but 0 when the maps cannot be read.
+ */
+uint64_t unwind_process_sig(pid_t pid, const char *skip);
 
 /* Free the files' rows kept so far. */
 void unwind_cache_free(void);

@@ -216,8 +216,8 @@ static void session_free(struct rt_session *s)
 	rt_ustack_tables(NULL);	/* before the wait: no walk reads it after */
 	if (!rt_unpublish())
 		return;		/* a handler may still run its programs: kept */
-	if (s->unw)
-		munmap(s->unw, s->unw_len);
+	for (int i = 0; i < s->nunw; i++)
+		munmap(s->unw[i], s->unw_len[i]);
 	for (int i = 0; i < s->nsites; i++)
 		patch_site_free(s->sites[i]);
 	vm_prog_free(s->entry);
@@ -381,7 +381,9 @@ static int do_maps(struct rt_session *s, size_t len, int *fds, int nfds)
 }
 
 /* INL_UNWIND: the sealed memfd's table, mapped read-only and checked
- * whole (the walker trusts its indices), then published to the walker */
+ * whole (the walker trusts its indices), then published to the walker
+ * (a walk running meanwhile goes on with the one it read: the older
+ * tables stay mapped until the session ends) */
 static int do_unwind(struct rt_session *s, size_t len, int *fds, int nfds)
 {
 	int seals = nfds == 1 ? fcntl(fds[0], F_GET_SEALS) : -1;
@@ -390,11 +392,14 @@ static int do_unwind(struct rt_session *s, size_t len, int *fds, int nfds)
 	void *p;
 	int rc;
 
-	if (s->unw || nfds != 1 || len != sizeof(in.h) || seals < 0 ||
+	if (s->nunw == RT_UNWIND_TABLES)
+		return reply(sfd, -ENOSPC, 0, "UNWIND: %d tables in this session already",
+			     RT_UNWIND_TABLES);
+	if (nfds != 1 || len != sizeof(in.h) || seals < 0 ||
 	    (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) ||
 	    fstat(fds[0], &st) || st.st_size <= 0 || st.st_size > (256 << 20))
-		return reply(sfd, -EPROTO, 0, "UNWIND: %d memfds, seals %#x, a second table "
-			     "or a size out of bounds", nfds, seals < 0 ? 0 : seals);
+		return reply(sfd, -EPROTO, 0, "UNWIND: %d memfds, seals %#x, or a size out "
+			     "of bounds", nfds, seals < 0 ? 0 : seals);
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fds[0], 0);
 	if (p == MAP_FAILED)
 		return reply(sfd, -errno, 0, "UNWIND: mmap: %s", strerror(errno));
@@ -403,8 +408,8 @@ static int do_unwind(struct rt_session *s, size_t len, int *fds, int nfds)
 		munmap(p, (size_t)st.st_size);
 		return reply(sfd, rc, 0, "UNWIND: a bad table: %s", why);
 	}
-	s->unw = p;
-	s->unw_len = (size_t)st.st_size;
+	s->unw[s->nunw] = p;
+	s->unw_len[s->nunw++] = (size_t)st.st_size;
 	rt_ustack_tables(p);
 	return reply(sfd, 0, 0, "unwind table: %u modules, %u rows", ((const struct unw_hdr *)p)->nmods,
 		     ((const struct unw_hdr *)p)->nrows);

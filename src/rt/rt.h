@@ -52,8 +52,13 @@ struct rt_session {
 	unsigned long loads, unloads;	/* later sites armed, forgotten */
 	unsigned long refused;		/* later sites the patcher refused */
 	char later_err[256];		/* the last refusal's reason */
-	void *unw;			/* INL_UNWIND's table, mapped read-only */
-	size_t unw_len;
+	/* INL_UNWIND's tables, mapped read-only, the last one the walker's
+	 * (fay sends another when objects were loaded): unmapped when the
+	 * session ends, after the wait for every running probe */
+#define RT_UNWIND_TABLES	16
+	void *unw[RT_UNWIND_TABLES];
+	size_t unw_len[RT_UNWIND_TABLES];
+	int nunw;
 };
 
 /*

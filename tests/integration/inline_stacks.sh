@@ -224,7 +224,19 @@ if [ -x $PY ]; then
 import json, sys
 d = [json.dumps({'k': i, 'v': list(range(i % 50))}) for i in range(20000)]
 open(sys.argv[1], 'w').write(str(sum(len(x) for x in d)))" "$D/pm"
-	real "python3 zlib" libz:deflate "$D/pz" $PY -c "
+	# _json, an extension module python dlopen()s at the import: fay
+	# sends the runtime a new table once the process's maps changed
+	# (the stack tick, 50 ms: the sleep lets it come before the work),
+	# so its frames are stepped through to python's main too
+	DEEPER=1 ROOT=Py_BytesMain ROOT_SHARE=0.99 \
+		real "python3 json (an object loaded later), libc malloc" libc:malloc "$D/pj" $PY -c "
+import json, sys, time
+time.sleep(0.3)
+d = [json.dumps({'k': i, 'v': list(range(i % 50))}) for i in range(20000)]
+open(sys.argv[1], 'w').write(str(sum(len(x) for x in d)))
+time.sleep(0.3)" "$D/pj"
+	DEEPER=1 ROOT=Py_BytesMain ROOT_SHARE=0.99 \
+		real "python3 zlib" libz:deflate "$D/pz" $PY -c "
 import zlib, sys, time
 d = open(sys.argv[1], 'rb').read()
 open(sys.argv[2], 'w').write(' '.join(str(zlib.crc32(zlib.compress(d[i:i+9000]))) for i in range(0, 300000, 3000)))

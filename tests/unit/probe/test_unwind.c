@@ -294,6 +294,7 @@ int main(int argc, char **argv)
 	const char *build = getenv("FAY_BUILD");
 	char nofp[512];
 	unsigned nmods = 0, nrows = 0;
+	uint64_t sig = 0;
 	char why[256];
 	int fd, seals, rc;
 	struct stat st;
@@ -311,7 +312,7 @@ int main(int argc, char **argv)
 	ok(!access(nofp, R_OK), "stack_work built without frame pointers: %.300s", nofp);
 	against_readelf(nofp);
 
-	fd = unwind_process_memfd(getpid(), NULL, &nmods, &nrows, why, sizeof(why));
+	fd = unwind_process_memfd(getpid(), NULL, &nmods, &nrows, &sig, why, sizeof(why));
 	ok(fd >= 0, "this process's table: %u modules, %u rows (%s)", nmods, nrows,
 	   fd < 0 ? why : "ok");
 	if (fd >= 0) {
@@ -338,7 +339,24 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	fd = unwind_process_memfd(getpid(), "/libc.so.6", &nmods, &nrows, why, sizeof(why));
+	ok(sig && sig == unwind_process_sig(getpid(), NULL),
+	   "the maps' signature: the same when read again");
+	{
+		long pg = sysconf(_SC_PAGESIZE);
+		int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		void *m = self >= 0 ? mmap(NULL, (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE, self, 0)
+				    : MAP_FAILED;
+		uint64_t s2 = unwind_process_sig(getpid(), NULL);
+
+		ok(m != MAP_FAILED && s2 && s2 != sig,
+		   "another executable file mapping (as a dlopen makes): another signature");
+		if (m != MAP_FAILED)
+			munmap(m, (size_t)pg);
+		if (self >= 0)
+			close(self);
+		ok(unwind_process_sig(getpid(), NULL) == sig, "... and the first again once it is gone");
+	}
+	fd = unwind_process_memfd(getpid(), "/libc.so.6", &nmods, &nrows, &sig, why, sizeof(why));
 	if (fd >= 0) {
 		void *p;
 
