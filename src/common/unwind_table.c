@@ -67,19 +67,48 @@ int unw_check(const void *p, size_t len, char *why, size_t whylen)
 	return 0;
 }
 
-const struct unw_row *unw_find(const struct unw_hdr *t, uint64_t pc)
+/* Whether hint (unw_find_hint()'s) names the module and row holding pc */
+static bool hint_holds(const struct unw_hdr *t, uint64_t pc, uint64_t hint)
+{
+	const struct unw_mod *m = (const void *)(t + 1);
+	const struct unw_row *r = (const void *)(m + t->nmods);
+	uint32_t mi = (uint32_t)(hint >> 32), ri = (uint32_t)hint;
+	uint64_t v;
+
+	if (mi >= t->nmods || pc < m[mi].lo || pc >= m[mi].hi || ri < m[mi].first ||
+	    ri - m[mi].first >= m[mi].nrows)
+		return false;
+	v = pc - m[mi].bias;
+	return v <= UINT32_MAX && r[ri].pc <= v &&
+	       (ri + 1 - m[mi].first == m[mi].nrows || r[ri + 1].pc > v);
+}
+
+const struct unw_row *unw_find_hint(const struct unw_hdr *t, uint64_t pc, uint64_t *hint)
 {
 	const struct unw_mod *m = (const void *)(t + 1), *mod;
 	const struct unw_row *r = (const void *)(m + t->nmods);
-	uint32_t i = count_le(m, sizeof(*m), t->nmods, pc, true);	/* lo: first */
+	uint32_t i, mi;
 	uint64_t v;
 
-	if (!i || pc >= m[i - 1].hi)
+	if (hint_holds(t, pc, *hint))
+		return &r[(uint32_t)*hint];
+	mi = count_le(m, sizeof(*m), t->nmods, pc, true);	/* lo: first */
+	if (!mi || pc >= m[mi - 1].hi)
 		return NULL;
-	mod = &m[i - 1];
+	mod = &m[--mi];
 	v = pc - mod->bias;
 	if (v > UINT32_MAX)
 		return NULL;
 	i = count_le(r + mod->first, sizeof(*r), mod->nrows, v, false);	/* pc: first */
-	return i ? &r[mod->first + i - 1] : NULL;
+	if (!i)
+		return NULL;
+	*hint = (uint64_t)mi << 32 | (mod->first + i - 1);
+	return &r[mod->first + i - 1];
+}
+
+const struct unw_row *unw_find(const struct unw_hdr *t, uint64_t pc)
+{
+	uint64_t hint = UINT64_MAX;
+
+	return unw_find_hint(t, pc, &hint);
 }

@@ -78,4 +78,14 @@ int unw_check(const void *p, size_t len, char *why, size_t whylen);
  */
 const struct unw_row *unw_find(const struct unw_hdr *t, uint64_t pc);
 
+/*
+ * The same, trying *hint first: a module and row from an earlier
+ * lookup (of this pc, in this table or another, or any value at all: a
+ * hint that does not hold for pc in t is checked in O(1) and ignored).
+ * *hint is set to the row found.  For a cache of lookups whose entries
+ * may be torn (the runtime's: racy, lock-free): a wrong hint costs a
+ * search, never a wrong row.
+ */
+const struct unw_row *unw_find_hint(const struct unw_hdr *t, uint64_t pc, uint64_t *hint);
+
 #endif

@@ -217,6 +217,25 @@ static void against_readelf(const char *path)
 	if (in_fde && any)
 		CHECK(hi - 1, pw);
 	pclose(p);
+	/* hints: any value, right or torn, gives unw_find()'s row */
+	{
+		unsigned long wrong = 0;
+		uint64_t hint = 0, top = rows[n - 1].pc + 64;
+
+		for (int i = 0; i < 200000; i++) {
+			uint64_t pc = test_xorshift() % top, h = hint;
+
+			if (i % 3 == 0)
+				h = test_xorshift();
+			else if (i % 3 == 1)
+				h = (test_xorshift() % 2) << 32 | (test_xorshift() % (n + 2));
+			if (unw_find_hint(blob, pc, &h) != unw_find(blob, pc))
+				wrong++;
+			hint = h;
+		}
+		ok(!wrong, "%s: 200000 lookups with stale, random and torn hints: the same rows "
+		   "(%lu differ)", path, wrong);
+	}
 	ok(fdes > 5 && checked > 2 * fdes && !bad,
 	   "%s: %lu FDEs, %lu addresses compared with readelf, %lu differ", path, fdes, checked, bad);
 	free(blob);
