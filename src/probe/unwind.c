@@ -263,6 +263,7 @@ static int build(struct ufile *f, int fd, const char *path, char *why, size_t wh
 	}
 	if (cur)
 		push(&r, cur, &(struct unw_row){ .kind = UNW_NONE });
+	dwarf_cfi_end(cfi);
 	if (r.err || !r.n) {
 		err = r.err == -ERANGE ? WHY(-ERANGE, "%s: addresses past 4 GiB", path)
 		      : r.err ? r.err : WHY(-ENOENT, "%s: no FDE", path);

@@ -254,7 +254,9 @@ static const struct unw_row *find_row(const struct unw_hdr *t, uint64_t pc)
 	return row;
 }
 
-/* A word of the stack at a, if [a, a + 8) lies in [lo, hi), 8-aligned */
+/* A word of the stack at a, if [a, a + 8) lies in [lo, hi), 8-aligned
+ * (not instrumented, as rt_ustack()) */
+__attribute__((no_sanitize_address))
 static bool word(uint64_t a, uint64_t lo, uint64_t hi, uint64_t *v)
 {
 	if (a % 8 || a < lo || a > hi - 8)
