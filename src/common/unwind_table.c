@@ -55,7 +55,7 @@ int unw_check(const void *p, size_t len, char *why, size_t whylen)
 		if (!m[i].nrows || m[i].first > h->nrows || m[i].nrows > h->nrows - m[i].first)
 			return BAD("module %u: %u rows out of bounds", i, m[i].nrows);
 		for (uint32_t j = m[i].first; j < m[i].first + m[i].nrows; j++) {
-			if (r[j].kind > UNW_END || r[j].rbp > UNW_RBP_LOST)
+			if (r[j].kind > UNW_SIGNAL || r[j].rbp > UNW_RBP_LOST)
 				return BAD("module %u: row %u of an unknown kind", i, j);
 			if (j > m[i].first && r[j].pc <= r[j - 1].pc)
 				return BAD("module %u: rows not increasing at row %u", i, j);

@@ -14,8 +14,9 @@
  * address minus the module's bias) up to the next row's pc; a module's
  * last row is UNW_NONE.  x86-64 only: CFA = rsp + off or rbp + off, the
  * return address at CFA - 8, rbp saved at CFA + rbp_off or unchanged.
- * Rules the call frame information gives as expressions (PLT entries,
- * signal frames) are UNW_FP: the walker falls back to frame pointers.
+ * Rules the call frame information gives as expressions (PLT entries)
+ * are UNW_FP: the walker falls back to frame pointers; a signal frame of
+ * x86-64 Linux's layout (glibc's __restore_rt) is UNW_SIGNAL.
  */
 #ifndef FAY_COMMON_UNWIND_TABLE_H
 #define FAY_COMMON_UNWIND_TABLE_H
@@ -32,8 +33,13 @@ enum unw_kind {
 	UNW_NONE = 0,	/* no call frame information here: frame pointers */
 	UNW_RSP = 1,	/* CFA = rsp + cfa_off */
 	UNW_RBP = 2,	/* CFA = rbp + cfa_off */
-	UNW_FP = 3,	/* an expression (PLT, signal frame): frame pointers */
+	UNW_FP = 3,	/* an expression (PLT): frame pointers */
 	UNW_END = 4,	/* the return address is undefined: the outermost frame */
+	/* a signal frame (the kernel's, at a handler's return into the
+	 * signal trampoline): the interrupted registers saved at sp, rsp at
+	 * sp + cfa_off, rip 8 above it, rbp at sp + rbp_off; the next frame
+	 * is the interrupted pc itself (not a return address) */
+	UNW_SIGNAL = 5,
 };
 
 enum unw_rbp {

@@ -100,6 +100,47 @@ static bool at_cfa(const Dwarf_Op *ops, size_t nops, int64_t *off)
 	return true;
 }
 
+/* A register's rule as "saved at rsp + *off": true if it is one */
+static bool at_rsp(Dwarf_Frame *f, int reg, int64_t *off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+
+	if (dwarf_frame_register(f, reg, mem, &ops, &nops) || !nops)
+		return false;
+	if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa) {
+		/* DW_CFA_expression: libdw pushes the CFA first, as DWARF
+		 * says; the expression's value is the address */
+		ops++;
+		nops--;
+	}
+	if (nops != 1 || ops[0].atom != DW_OP_breg0 + X86_RSP)
+		return false;
+	*off = (int64_t)ops[0].number;
+	return true;
+}
+
+/* The row of a signal frame's state f: x86-64 Linux's (CFA = [rsp + N],
+ * rip saved at rsp + N + 8, rbp at rsp + M), else frame pointers */
+static struct unw_row signal_row(Dwarf_Frame *f)
+{
+	struct unw_row x = { .kind = UNW_FP };
+	Dwarf_Op *ops;
+	size_t nops;
+	int64_t ip, sp, bp;
+
+	if (dwarf_frame_cfa(f, &ops, &nops) || nops != 2 || ops[0].atom != DW_OP_breg0 + X86_RSP ||
+	    ops[1].atom != DW_OP_deref || !at_rsp(f, X86_RA, &ip) || !at_rsp(f, X86_RSP, &sp) ||
+	    !at_rsp(f, X86_RBP, &bp) || (int64_t)ops[0].number != sp || ip != sp + 8 ||
+	    sp < 0 || sp > 4096 || bp < 0 || bp > 4096 || sp % 8 || bp % 8)
+		return x;
+	x.kind = UNW_SIGNAL;
+	x.cfa_off = (int32_t)sp;
+	x.rbp = UNW_RBP_AT;
+	x.rbp_off = (int16_t)bp;
+	return x;
+}
+
 /* The row of the frame state f */
 static struct unw_row row_of(Dwarf_Frame *f)
 {
@@ -111,8 +152,10 @@ static struct unw_row row_of(Dwarf_Frame *f)
 	int64_t off;
 
 	x.kind = UNW_FP;
-	if (dwarf_frame_info(f, &s, &e, &signal) < 0 || signal)
+	if (dwarf_frame_info(f, &s, &e, &signal) < 0)
 		return x;
+	if (signal)
+		return signal_row(f);
 	if (dwarf_frame_cfa(f, &ops, &nops) || nops != 1 || ops[0].atom != DW_OP_bregx ||
 	    (ops[0].number != X86_RSP && ops[0].number != X86_RBP) ||
 	    (int64_t)ops[0].number2 < INT32_MIN || (int64_t)ops[0].number2 > INT32_MAX)

@@ -438,6 +438,8 @@ static int do_prog(struct rt_session *s, size_t len)
 		return reply(sfd, -EINVAL, 0, "the %s program: %s", hd[0] ? "exit" : "entry", why);
 	vm_prog_set_now(p, vm_tsc_now);	/* every thread's env.now (probe.c) */
 	rc = vm_prog_jit(p);	/* the interpreter runs it otherwise */
+	if (!rc)	/* a signal frame over it ends a stack walk */
+		rt_ustack_note_code((uint64_t)(uintptr_t)vm_prog_code(p), vm_prog_jit_size(p));
 	/* the handlers run it without saving the vector registers when it
 	 * touches none (vm_prog_calls_out()) */
 	s->fast[hd[0]] = !rc && !vm_prog_calls_out(p) && !tsc_err ? vm_prog_code(p) : NULL;

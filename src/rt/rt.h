@@ -136,6 +136,9 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 /* Note armed site ps's trampoline return point (an exit handler's; none:
  * nothing), so that rt_ustack() names the caller behind it. */
 void rt_ustack_note(const struct patch_site *ps);
+/* Note [lo, lo + size) as fay's code (a compiled program): a signal
+ * frame over it ends a walk. */
+void rt_ustack_note_code(uint64_t lo, size_t size);
 struct unw_hdr;
 /* The unwind table the walker steps by (a blob unw_check() passed, which
  * stays mapped while any probe may run), or NULL: frame pointers only. */

@@ -12,14 +12,19 @@
  *   CFA + off or this frame's, the caller's sp = CFA.  A return address
  *   is looked up at pc - 1 (its call), the registers' ip at an entry at
  *   ip (the function's first byte: CFA = sp + 8).  A row that says
- *   "outermost frame" ends the walk;
+ *   "outermost frame" ends the walk.  A signal frame's row (libc's
+ *   __restore_rt) reads the interrupted rip, rsp and rbp the kernel
+ *   saved above sp and goes on from that rip, looked up where it is;
+ *   when it is fay's code (the runtime's, a trampoline, a compiled
+ *   program: the signal interrupted a probe) the walk ends at the
+ *   signal frame, without what the runtime made or called;
  * - else at an entry's first step, the return address at sp (the
  *   caller: its frame has not been made yet), as the kernel's
  *   perf_callchain_user() reads it for a uprobe;
  * - else by frame pointers: [bp] the next frame, [bp + 8] its return
  *   address.  Code without frame pointers and without a row (an object
  *   loaded after the table was made, JIT code, a row that is an
- *   expression: PLT, signal frames) cuts the stack or skips a caller
+ *   expression: PLT) cuts the stack or skips a caller
  *   here, as the kernel's walker does.
  *
  * The trampoline's and the runtime's own frames are never in it: the
@@ -46,11 +51,11 @@
  * sp is 8 bytes above that.
  *
  * A frame whose return address is in the runtime's own code (a signal
- * handler's probe, walking down through the probe it interrupted) is
+ * handler's probe, walking down through the probe it interrupted,
+ * reached by frame pointers rather than by the signal frame's row) is
  * left out (fay leaves the runtime out of the table: such a frame is
- * stepped by frame pointers, as before); the interrupted trampoline and
- * JIT code have no frames of their own (rbp is the program's, or the
- * JIT's BPF frame: the walk may then stop there).
+ * stepped by frame pointers, as before); after a signal frame it ends
+ * the walk there, as above.
  *
  * Runs on the program's thread, in the probe's slow path (rt_vec_call()):
  * the helper that calls it is out of line.
@@ -72,24 +77,28 @@ struct stk {
 
 static __thread struct stk stk __attribute__((tls_model("initial-exec")));
 
-/* Trampolines' return points (rt_ustack_note()): open addressing,
- * inserted by the control thread or a dlopen()ing thread under the
- * patch lock, read by any probe with plain loads. */
+/* Trampolines' return points and mappings (rt_ustack_note()): sets by
+ * open addressing, inserted by the control thread or a dlopen()ing
+ * thread under the patch lock, read by any probe with plain loads. */
 #define RT_RETURN_POINTS	4096
 static uint64_t rpoints[RT_RETURN_POINTS];
+/* the pages of fay's code in the process: trampolines, JIT-compiled
+ * programs (noted, never removed: a page a later mapping reuses after a
+ * session's programs were freed stays noted; a signal frame over code
+ * there ends the walk, no more) */
+static uint64_t fay_pages[RT_RETURN_POINTS];
 
 static uint32_t rp_hash(uint64_t a)
 {
 	return (uint32_t)((a * 0x9e3779b97f4a7c15ull) >> 52);	/* 12 bits */
 }
 
-void rt_ustack_note(const struct patch_site *ps)
+static void set_add(uint64_t *set, uint64_t a)
 {
-	uint64_t a = patch_site_return_point(ps);
 	uint32_t h = rp_hash(a);
 
 	for (uint32_t i = 0; a && i < RT_RETURN_POINTS; i++) {
-		uint64_t *e = &rpoints[(h + i) % RT_RETURN_POINTS], v = 0;
+		uint64_t *e = &set[(h + i) % RT_RETURN_POINTS], v = 0;
 
 		if (__atomic_load_n(e, __ATOMIC_RELAXED) == a ||
 		    __atomic_compare_exchange_n(e, &v, a, false, __ATOMIC_RELEASE,
@@ -98,13 +107,12 @@ void rt_ustack_note(const struct patch_site *ps)
 	}
 }
 
-static bool return_point(uint64_t a)
+static bool set_has(const uint64_t *set, uint64_t a)
 {
 	uint32_t h = rp_hash(a);
 
 	for (uint32_t i = 0; i < RT_RETURN_POINTS; i++) {
-		uint64_t v = __atomic_load_n(&rpoints[(h + i) % RT_RETURN_POINTS],
-					     __ATOMIC_RELAXED);
+		uint64_t v = __atomic_load_n(&set[(h + i) % RT_RETURN_POINTS], __ATOMIC_RELAXED);
 
 		if (v == a)
 			return true;
@@ -112,6 +120,33 @@ static bool return_point(uint64_t a)
 			return false;
 	}
 	return false;
+}
+
+void rt_ustack_note_code(uint64_t lo, size_t size)
+{
+	lo &= ~(uint64_t)(PATCH_TRAMP_ALIGN - 1);
+	for (uint64_t p = lo; lo && size && p < lo + size; p += PATCH_TRAMP_ALIGN)
+		set_add(fay_pages, p);
+}
+
+void rt_ustack_note(const struct patch_site *ps)
+{
+	size_t size;
+	uint64_t t = patch_site_trampoline(ps, &size);
+
+	set_add(rpoints, patch_site_return_point(ps));
+	rt_ustack_note_code(t, size);
+}
+
+static bool return_point(uint64_t a)
+{
+	return set_has(rpoints, a);
+}
+
+/* Whether a lies in fay's code: a trampoline, a compiled program */
+static bool fay_code(uint64_t a)
+{
+	return set_has(fay_pages, a & ~(uint64_t)(PATCH_TRAMP_ALIGN - 1));
 }
 
 /* The readable mapping holding sp, from /proc/self/maps ("lo-hi rwxp
@@ -275,7 +310,8 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 	const struct unw_hdr *t = __atomic_load_n(&tables, __ATOMIC_ACQUIRE);
 	uint64_t pc = r->ip, sp = r->sp, bp = r->bp, hi;
 	bool first = true;	/* pc is the registers' (not a return address) */
-	uint32_t n = 0;
+	bool exact = !env->exit;	/* pc is where the frame is, not after a call */
+	uint32_t n = 0, keep = 0;	/* keep: the frames up to a signal frame */
 
 	if (!max)
 		return 0;
@@ -285,8 +321,9 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 	while (n < max) {
 		/* a return address is looked up at the call (pc - 1); the
 		 * registers' ip at an entry is the function's first byte */
-		const struct unw_row *row = t ? find_row(t, first && !env->exit ? pc : pc - 1) : NULL;
+		const struct unw_row *row = t ? find_row(t, exact ? pc : pc - 1) : NULL;
 		uint64_t ret, nsp, nbp = bp, cfa;
+		bool sig = false;
 
 		if (row && (row->kind == UNW_RSP || row->kind == UNW_RBP)) {
 			cfa = (row->kind == UNW_RSP ? sp : bp) + (uint64_t)(int64_t)row->cfa_off;
@@ -301,8 +338,20 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 			nsp = cfa;
 		} else if (row && row->kind == UNW_END) {
 			break;
+		} else if (row && row->kind == UNW_SIGNAL) {
+			/* a handler returning into the signal trampoline: the
+			 * interrupted registers are saved above sp; its stack
+			 * must be this one (a handler on an alternate signal
+			 * stack is cut here), further up */
+			uint64_t at = sp + (uint64_t)(int64_t)row->cfa_off;
+
+			if (!word(at, sp, hi, &nsp) || !word(at + 8, sp, hi, &ret) ||
+			    !word(sp + (uint64_t)(int64_t)row->rbp_off, sp, hi, &nbp) ||
+			    nsp <= sp || nsp >= hi)
+				break;
+			sig = true;
 		} else if (first && !env->exit) {
-			/* no table at an entry: the caller is at sp (its
+			/* no row at an entry: the caller is at sp (its
 			 * frame has not been made yet) */
 			if (!word(sp, sp, hi, &ret))
 				break;
@@ -316,7 +365,7 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 		}
 		if (!ret)
 			break;
-		if (return_point(ret)) {
+		if (!sig && return_point(ret)) {
 			/* the function returns into its trampoline: the
 			 * caller's address is PATCH_RETURN_SLOT above, and
 			 * the trampoline's frame ends 8 bytes above that */
@@ -324,12 +373,26 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 				break;
 			nsp += PATCH_RETURN_SLOT + 8;
 		}
-		if (!own_text(ret))
+		if (own_text(ret) || (sig && fay_code(ret))) {
+			/* the runtime's code, a trampoline or a compiled
+			 * program: a probe a signal interrupted.  Its frames (and libc's that
+			 * the runtime called) are left out, and the walk ends
+			 * at the signal frame: below it is the probe's, not
+			 * the program's */
+			if (keep || sig) {
+				n = sig ? n : keep;
+				break;
+			}
+		} else {
 			ips[n++] = ret;
+		}
+		if (sig)
+			keep = n - 1;	/* up to the signal trampoline's frame */
 		pc = ret;
 		sp = nsp;
 		bp = nbp;
 		first = false;
+		exact = sig;	/* the interrupted pc: looked up where it is */
 	}
 	return n;
 }

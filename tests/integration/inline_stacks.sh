@@ -128,6 +128,17 @@ assert sum(r["n"] for r in rows) == calls, (calls, rows)
 assert all(r["s"].endswith(";fay_inline_fn") and
            not any(f.startswith("rt_") or "libfay-probe" in f for f in r["s"].split(";"))
            for r in rows), rows
+# the handler's stacks: through the signal frame (libc's __restore_rt,
+# an UNW_SIGNAL row) into the interrupted code down to main, or (the
+# signal interrupted a probe) ending at the signal frame: nothing the
+# runtime called in between
+for r in rows:
+    f = r["s"].split(";")
+    if "on_usr1" not in f:
+        continue
+    i = f.index("on_usr1")
+    assert i >= 1 and f[i - 1].startswith("libc.so.6+"), r
+    assert i == 1 or (f[:3] == ["_start", "__libc_start_main", f[2]] and "main" in f[:i]), r
 PY
 
 # ---- a full table ------------------------------------------------------------------------

@@ -4,7 +4,8 @@
  * own reading of the same call frame information: every row `readelf
  * --debug-dump=frames-interp` prints for libc, liblzma and stack_work
  * built with -fomit-frame-pointer (its CFA rule, the return address at
- * CFA - 8 or undefined, where rbp is saved) must be what the table says
+ * CFA - 8 or undefined, where rbp is saved; a signal frame's saved
+ * registers) must be what the table says
  * at that address and at the last byte before the next row.  Then a
  * process's table in its memfd (sealed, checked, this test's own
  * functions found), and the check (common/unwind_table.c) refusing
@@ -51,8 +52,15 @@ static struct want want_of(const char *cfa, const char *ra, const char *rbp, boo
 	struct want w = { UNW_FP, UNW_RBP_SAME, 0, 0 };
 	char *end;
 
-	if (signal)
+	if (signal) {	/* x86-64 Linux's signal frame: rsp saved at 160, rbp at 120 */
+		if (!strcmp(cfa, "exp")) {
+			w.kind = UNW_SIGNAL;
+			w.cfa_off = 160;
+			w.rbp = UNW_RBP_AT;
+			w.rbp_off = 120;
+		}
 		return w;
+	}
 	if (!strcmp(ra, "u")) {
 		w.kind = UNW_END;
 		return w;
@@ -80,7 +88,7 @@ static bool same(const struct unw_row *r, const struct want *w)
 {
 	if (!r || r->kind != w->kind)
 		return false;
-	if (w->kind != UNW_RSP && w->kind != UNW_RBP)
+	if (w->kind != UNW_RSP && w->kind != UNW_RBP && w->kind != UNW_SIGNAL)
 		return true;
 	return r->cfa_off == w->cfa_off && r->rbp == w->rbp &&
 	       (w->rbp != UNW_RBP_AT || r->rbp_off == w->rbp_off);
@@ -91,7 +99,7 @@ static void against_readelf(const char *path)
 {
 	const struct unw_row *rows;
 	size_t n, len;
-	char why[256], cmd[600], line[1024], cols[16][16];
+	char why[256], cmd[600], line[1024], cols[40][16];
 	int ncols = 0, fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 	unsigned long checked = 0, bad = 0, fdes = 0;
 	uint64_t lo = 0, hi = 0, prev = 0;
@@ -177,16 +185,16 @@ static void against_readelf(const char *path)
 		if (strstr(line, "   LOC")) {
 			char *save, *t = strtok_r(line, " ", &save);
 
-			for (ncols = 0; t && ncols < 16; t = strtok_r(NULL, " ", &save))
+			for (ncols = 0; t && ncols < 40; t = strtok_r(NULL, " ", &save))
 				snprintf(cols[ncols++], sizeof(cols[0]), "%s", t);
 			continue;
 		}
 		if (ncols >= 3 && sscanf(line, "%" SCNx64 " %31s", &loc, a) == 2) {
 			char *save, *t = strtok_r(line, " ", &save), *cfa = NULL, *ra = NULL, *rbp = NULL;
-			char v[16][32];
+			char v[40][32];
 			int k = 0;
 
-			for (; t && k < 16; t = strtok_r(NULL, " ", &save))
+			for (; t && k < 40; t = strtok_r(NULL, " ", &save))
 				if (t[0] == '(' && k)	/* "r10 (r10)": one value */
 					continue;
 				else
@@ -199,8 +207,12 @@ static void against_readelf(const char *path)
 				else if (!strcmp(cols[i], "rbp"))
 					rbp = v[i];
 			}
-			if (!cfa || !ra)
+			if (!cfa || !ra) {
+				if (bad++ < 8)
+					diag("%s: a row at %#" PRIx64 " without CFA or ra columns",
+					     path, loc);
 				continue;
+			}
 			if (!in_fde) {	/* the CIE's initial row */
 				snprintf(cie_cfa, sizeof(cie_cfa), "%s", cfa);
 				snprintf(cie_ra, sizeof(cie_ra), "%s", ra);

@@ -335,6 +335,65 @@ static void tables_walk(void)
 	ok(n == 2, "no table: the caller at sp, then cut at the garbage rbp (%u)", n);
 }
 
+/* A signal handler's probe: the handler returns into the signal
+ * trampoline (a UNW_SIGNAL row, one byte before it as glibc's FDE
+ * starts), whose frame holds the interrupted registers: the walk goes on
+ * from the interrupted pc, looked up where it is (not as a return
+ * address). */
+static void signal_walk(void)
+{
+	struct unw_row rows[] = {
+		{ .pc = 0x100, .kind = UNW_RSP, .cfa_off = 8 },		/* F */
+		{ .pc = 0x101, .kind = UNW_RSP, .cfa_off = 16 },
+		{ .pc = 0x180, .kind = UNW_NONE },
+		{ .pc = 0x200, .kind = UNW_RSP, .cfa_off = 8 },		/* G */
+		{ .pc = 0x204, .kind = UNW_RSP, .cfa_off = 48, .rbp = UNW_RBP_AT, .rbp_off = -16 },
+		{ .pc = 0x280, .kind = UNW_NONE },
+		{ .pc = 0x380, .kind = UNW_END },			/* _start */
+		{ .pc = 0x400, .kind = UNW_NONE },
+		{ .pc = 0x4ff, .kind = UNW_SIGNAL, .cfa_off = 160, .rbp = UNW_RBP_AT, .rbp_off = 120 },
+		{ .pc = 0x510, .kind = UNW_NONE },
+	};
+	uint64_t buf[64], ips[127];
+	struct patch_regs r;
+	uint32_t n;
+	void *t = table(rows, 10);
+
+	ok(t != NULL, "a table with a signal trampoline's row");
+	if (!t)
+		return;
+	memset(buf, 0, sizeof(buf));
+	buf[0] = 0x10500;		/* the handler F returns into the trampoline */
+	buf[1 + 15] = 0x7777;		/* the interrupted rbp */
+	buf[1 + 20] = U(&buf[30]);	/* ... rsp */
+	buf[1 + 21] = 0x10101;		/* ... rip: in F, after its push */
+	buf[31] = 0x10250;		/* F's caller G */
+	buf[37] = 0x10400;		/* G's caller: _start */
+	r = regs(0x10100, buf, 0x5555);
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 5 && ips[1] == 0x10500 && ips[2] == 0x10101 && ips[3] == 0x10250 &&
+	   ips[4] == 0x10400, "through the signal frame: the interrupted pc (by its own row, "
+	   "rsp + 16), its caller, to the outermost frame (%u)", n);
+	buf[1 + 21] = U(&rt_ustack) + 1;	/* the signal interrupted the runtime */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 2 && ips[1] == 0x10500, "a signal that interrupted a probe: the walk ends at "
+	   "the signal frame, no frame of the runtime (%u)", n);
+	buf[1 + 21] = 0x10101;
+	buf[31] = U(&rt_ustack) + 1;	/* ... in a function the runtime called */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 2 && ips[1] == 0x10500, "... in a function the runtime called: that frame is "
+	   "left out too (%u)", n);
+	buf[31] = 0x10250;
+	buf[1 + 20] = U(&buf[0]);	/* an interrupted rsp below the frame */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	is_int((int)n, 2, "an interrupted rsp not above the signal frame: cut there");
+	buf[1 + 20] = U(&buf[30]) + (1u << 30);	/* on another stack (sigaltstack) */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	is_int((int)n, 2, "an interrupted rsp outside this stack's mapping: cut there");
+	rt_ustack_tables(NULL);
+	free(t);
+}
+
 /* Random tables that pass the check, over garbage stacks: no fault. */
 static void garbage_tables(void)
 {
@@ -353,7 +412,7 @@ static void garbage_tables(void)
 		for (int k = 0; k < 63; k++) {
 			rows[k].pc = pc;
 			pc += 1 + (uint32_t)(rnd() % 256);
-			rows[k].kind = (uint8_t)(rnd() % 5);
+			rows[k].kind = (uint8_t)(rnd() % 6);
 			rows[k].cfa_off = rnd() & 1 ? (int32_t)(rnd() % 256) - 32 : (int32_t)rnd();
 			rows[k].rbp = (uint8_t)(rnd() % 3);
 			rows[k].rbp_off = rnd() & 1 ? (int16_t)(-8 * (int)(rnd() % 8)) : (int16_t)rnd();
@@ -393,6 +452,7 @@ int main(void)
 {
 	walks();
 	tables_walk();
+	signal_walk();
 	garbage_tables();
 	deep();
 	bad_chains();
