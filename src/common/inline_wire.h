@@ -72,8 +72,10 @@ enum inl_type {
 	 * in one sealed memfd (F_SEAL_WRITE, F_SEAL_SHRINK), count its
 	 * modules: the runtime's stack walker steps by its rows where a
 	 * frame's pc has one (code without frame pointers), by frame
-	 * pointers elsewhere; at most once a session, before ARM */
-	INL_UNWIND = 9,
+	 * pointers elsewhere; after MAPS, and again (up to 16 a session)
+	 * whenever the process's executable mappings changed.  (9 is
+	 * INL_PID, c25b's.) */
+	INL_UNWIND = 10,
 	INL_REPLY = 100,
 };
 

@@ -96,6 +96,7 @@ struct engine_inl {
 	 * (engine_inl_unwind_tick()) */
 	uint64_t unw_sig;
 	unsigned unw_tables;
+	bool unw_wait;		/* its reply not read yet */
 };
 
 const char *engine_note(const struct engine *e)
@@ -824,21 +825,65 @@ static int send_unwind(int fd, pid_t pid, struct inl_reply *r, uint64_t *sig)
 	return err;
 }
 
+/* The reply of INL_UNWIND sent from the stack tick (fd readable): its
+ * status said at info level when the runtime refused the table (no
+ * more are sent then).  Whether it was that reply (false: the session
+ * hung up). */
+static bool unwind_reply(struct engine_inl *s)
+{
+	struct inl_reply r;
+	ssize_t n = inline_recv(s->fd, &r, sizeof(r), NULL, NULL);
+
+	if (n != (ssize_t)sizeof(r) || r.h.type != INL_REPLY)
+		return false;
+	s->unw_wait = false;
+	if (r.status) {
+		r.msg[sizeof(r.msg) - 1] = '\0';
+		pr_info("pid %d: the runtime refused a new unwind table (the last one stays): %s",
+			(int)s->pid, r.msg);
+		s->unw_sig = 0;
+	} else {
+		s->unw_tables++;
+	}
+	return true;
+}
+
 void engine_inl_unwind_tick(struct engine *e)
 {
 	struct engine_inl *s = e->inl;
-	struct inl_reply r;
+	struct pollfd pf;
+	struct inl_hdr h;
+	unsigned nmods, nrows;
 	uint64_t sig;
+	char why[256];
+	int tfd, err;
 
-	if (!s || s->fd < 0 || !s->armed || s->idle || s->following || !s->unw_sig)
+	if (!s || s->fd < 0 || !s->armed || s->idle || s->following || !s->unw_sig ||
+	    s->unw_wait)
 		return;
 	sig = unwind_process_sig(s->pid, UNWIND_SKIP);
 	if (!sig || sig == s->unw_sig)
 		return;
-	if (send_unwind(s->fd, s->pid, &r, &s->unw_sig))
-		s->unw_sig = 0;		/* the session is going: its hang-up says so */
-	else if (s->unw_sig)
-		s->unw_tables++;
+	tfd = unwind_process_memfd(s->pid, UNWIND_SKIP, &nmods, &nrows, &sig, why, sizeof(why));
+	if (tfd < 0) {
+		pr_info("pid %d: no new unwind table: %s", (int)s->pid, why);
+		s->unw_sig = sig ? sig : s->unw_sig;	/* not again for these maps */
+		return;
+	}
+	inline_hdr(&h, INL_UNWIND, sizeof(h), nmods);
+	err = inline_send(s->fd, &h, sizeof(h), &tfd, 1);
+	close(tfd);
+	if (err)
+		return;		/* the session is going: its hang-up says so */
+	s->unw_sig = sig;
+	s->unw_wait = true;
+	/* a stopped process (SIGSTOP, a debugger) answers later: the driver
+	 * is not held; its reply then wakes the driver's poll of the
+	 * session, which engine_inl_hangup() takes first */
+	pf.fd = s->fd;
+	pf.events = POLLIN;
+	if (poll(&pf, 1, 200) == 1)
+		(void)unwind_reply(s);
 }
 
 /* Send the maps and programs of in on session fd and arm, the process
@@ -1075,9 +1120,12 @@ void engine_inl_hangup(struct engine *e)
 
 	if (!s || s->fd < 0)
 		return;
+	if (s->unw_wait && unwind_reply(s))
+		return;		/* a late reply to INL_UNWIND, not a hang-up */
 	close(s->fd);
 	s->fd = -1;
 	s->armed = s->idle = false;
+	s->unw_wait = false;
 	s->following = true;
 	s->until = clock_monotonic_ns() + (uint64_t)e->opts.inline_wait_ms * 1000000ull;
 }
