@@ -131,14 +131,16 @@ assert all(r["s"].endswith(";fay_inline_fn") and
 # the handler's stacks: through the signal frame (libc's __restore_rt,
 # an UNW_SIGNAL row) into the interrupted code down to main, or (the
 # signal interrupted a probe) ending at the signal frame: nothing the
-# runtime called in between
+# runtime called in between; or the interrupted pc alone, where the walk
+# cannot step on (a PLT stub: its rule is an expression, and no frame
+# pointer; 1 of 22342 signals in one run)
 for r in rows:
     f = r["s"].split(";")
     if "on_usr1" not in f:
         continue
     i = f.index("on_usr1")
     assert i >= 1 and f[i - 1].startswith("libc.so.6+"), r
-    assert i == 1 or (f[:3] == ["_start", "__libc_start_main", f[2]] and "main" in f[:i]), r
+    assert i <= 2 or (f[:3] == ["_start", "__libc_start_main", f[2]] and "main" in f[:i]), r
 PY
 
 # ---- a full table ------------------------------------------------------------------------
