@@ -9,7 +9,8 @@
 # __register_frame: every glibc base image has it), so that a
 # copy of it loads in a container's process, whose root has no capstone
 # (issue #25).
-RT_SRC := $(wildcard src/rt/*.c src/vm/*.c src/patch/*.c) src/common/inline_wire.c src/common/bytes.c src/common/tsc.c src/common/procstat.c
+RT_SRC := $(wildcard src/rt/*.c src/vm/*.c src/patch/*.c) src/common/inline_wire.c src/common/bytes.c src/common/tsc.c src/common/procstat.c \
+          src/common/unwind_table.c
 RT_OBJ := $(RT_SRC:%.c=$(B)/rt/%.o)
 RT_SO  := $(B)/libfay-probe.so
 RT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=% -fno-omit-frame-pointer,$(CFLAGS)) \

@@ -14,6 +14,8 @@
  *	                                     loaded (now, or at a dlopen), forgets
  *	                                     it at dlclose: ok / reason
  *	PID    pid, cgroup id           ->   the process as fay numbers it: ok
+ *	UNWIND modules, a sealed memfd  ->   maps it read-only, checks it: the
+ *	                                     stack walker's table (s.ustack)
  *	DETACH                          ->   restores every site: ok
  *	(close)                         ->   the same as DETACH
  *
@@ -74,6 +76,14 @@ enum inl_type {
 	 * several processes feed one query's programs (a command's
 	 * descendants, #25), so these are no constants of the programs */
 	INL_PID = 9,
+	/* the unwind table of the process's files (common/unwind_table.h)
+	 * in one sealed memfd (F_SEAL_WRITE, F_SEAL_SHRINK), count its
+	 * modules: the runtime's stack walker steps by its rows where a
+	 * frame's pc has one (code without frame pointers), by frame
+	 * pointers elsewhere; after MAPS, and again (up to 16 a session)
+	 * whenever the process's executable mappings changed.  (9 is
+	 * INL_PID, c25b's.) */
+	INL_UNWIND = 10,
 	INL_REPLY = 100,
 };
 

@@ -238,6 +238,11 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in);
  * fd, whose hangup (POLLHUP, POLLIN: end of file) is the exec or the
  * exit, or -1 (no session to watch). */
 int engine_inl_fd(const struct engine *e);
+/* s.ustack on inline probes: when the process's executable mappings
+ * changed since its unwind table was sent (an object dlopen()ed), send
+ * it a new one (the runtime keeps RT_UNWIND_TABLES a session; the last
+ * refused ends it).  Called on the stack tick (engine_stacks_tick()). */
+void engine_inl_unwind_tick(struct engine *e);
 /* The session hung up: closed, and the process followed from now on
  * (engine_inl_follow()) for up to engine_opts.inline_wait_ms. */
 void engine_inl_hangup(struct engine *e);

@@ -51,6 +51,7 @@
 #include "probe/inject.h"
 #include "probe/probe.h"
 #include "probe/procroot.h"
+#include "probe/unwind.h"
 
 /* The functions one function(...) source patches: its one function, or
  * each a wildcard matched (one site per address: aliases share it). */
@@ -91,6 +92,12 @@ struct engine_inl {
 	unsigned execs;		/* images armed after the first */
 	struct inl_kid kids[KID_MAX];
 	unsigned nkids;		/* descendants' images armed, in all */
+	/* the unwind table sent (s.ustack): its maps' signature (0: none),
+	 * and how many were sent again since, objects loaded meanwhile
+	 * (engine_inl_unwind_tick()) */
+	uint64_t unw_sig;
+	unsigned unw_tables;
+	bool unw_wait;		/* its reply not read yet */
 };
 
 const char *engine_note(const struct engine *e)
@@ -790,12 +797,121 @@ static int send_pid(int fd, pid_t pid)
 	return call(fd, buf, sizeof(buf), NULL, 0, &r);
 }
 
+#define UNWIND_SKIP	"/libfay-probe.so"	/* the runtime's frames stay hidden */
+
+/* Whether in has a stack map (s.ustack keys) and fay's environment does
+ * not say FAY_UNWIND=fp (frame pointers only: no table) */
+static bool wants_unwind(const struct engine_inline *in)
+{
+	const char *how = getenv("FAY_UNWIND");
+	bool stacks = false;
+
+	for (int i = 0; i < in->nmaps; i++)
+		stacks |= vm_map_def(in->maps[i])->type == BPF_MAP_TYPE_STACK_TRACE;
+	return stacks && !(how && !strcmp(how, "fp"));
+}
+
+/* Send process pid's unwind table on session fd (INL_UNWIND): the
+ * runtime's walker steps by it through code without frame pointers.  A
+ * table fay cannot build, or one the runtime refuses (an older runtime,
+ * its limit of tables), leaves the walk to frame pointers: said at info
+ * level, 0 with r->status 0 (*sig 0 when refused, so that it is not
+ * sent again); else call()'s -errno.  *sig: unwind_process_sig() of the
+ * maps the table was made from. */
+static int send_unwind(int fd, pid_t pid, struct inl_reply *r, uint64_t *sig)
+{
+	unsigned nmods, nrows;
+	struct inl_hdr h;
+	char why[256];
+	int tfd, err;
+
+	*sig = 0;
+	tfd = unwind_process_memfd(pid, UNWIND_SKIP, &nmods, &nrows, sig, why, sizeof(why));
+	if (tfd < 0) {
+		pr_info("pid %d: no unwind table (frame pointers only): %s", (int)pid, why);
+		r->status = 0;
+		return 0;
+	}
+	inline_hdr(&h, INL_UNWIND, sizeof(h), nmods);
+	err = call(fd, &h, sizeof(h), &tfd, 1, r);
+	close(tfd);
+	if (!err && r->status) {
+		pr_info("pid %d: the runtime refused the unwind table (frame pointers only): %s",
+			(int)pid, r->msg);
+		r->status = 0;
+		*sig = 0;
+	}
+	return err;
+}
+
+/* The reply of INL_UNWIND sent from the stack tick (fd readable): its
+ * status said at info level when the runtime refused the table (no
+ * more are sent then).  Whether it was that reply (false: the session
+ * hung up). */
+static bool unwind_reply(struct engine_inl *s)
+{
+	struct inl_reply r;
+	ssize_t n = inline_recv(s->fd, &r, sizeof(r), NULL, NULL);
+
+	if (n != (ssize_t)sizeof(r) || r.h.type != INL_REPLY)
+		return false;
+	s->unw_wait = false;
+	if (r.status) {
+		r.msg[sizeof(r.msg) - 1] = '\0';
+		pr_info("pid %d: the runtime refused a new unwind table (the last one stays): %s",
+			(int)s->pid, r.msg);
+		s->unw_sig = 0;
+	} else {
+		s->unw_tables++;
+	}
+	return true;
+}
+
+void engine_inl_unwind_tick(struct engine *e)
+{
+	struct engine_inl *s = e->inl;
+	struct pollfd pf;
+	struct inl_hdr h;
+	unsigned nmods, nrows;
+	uint64_t sig;
+	char why[256];
+	int tfd, err;
+
+	if (!s || s->fd < 0 || !s->armed || s->idle || s->following || !s->unw_sig ||
+	    s->unw_wait)
+		return;
+	sig = unwind_process_sig(s->pid, UNWIND_SKIP);
+	if (!sig || sig == s->unw_sig)
+		return;
+	tfd = unwind_process_memfd(s->pid, UNWIND_SKIP, &nmods, &nrows, &sig, why, sizeof(why));
+	if (tfd < 0) {
+		pr_info("pid %d: no new unwind table: %s", (int)s->pid, why);
+		s->unw_sig = sig ? sig : s->unw_sig;	/* not again for these maps */
+		return;
+	}
+	inline_hdr(&h, INL_UNWIND, sizeof(h), nmods);
+	err = inline_send(s->fd, &h, sizeof(h), &tfd, 1);
+	close(tfd);
+	if (err)
+		return;		/* the session is going: its hang-up says so */
+	s->unw_sig = sig;
+	s->unw_wait = true;
+	/* a stopped process (SIGSTOP, a debugger) answers later: the driver
+	 * is not held; its reply then wakes the driver's poll of the
+	 * session, which engine_inl_hangup() takes first */
+	pf.fd = s->fd;
+	pf.events = POLLIN;
+	if (poll(&pf, 1, 200) == 1)
+		(void)unwind_reply(s);
+}
+
 /* Send the maps and programs of in on session fd and arm, the process
- * pid (send_pid()) writing the maps' slots from base on: 0 with *r the
- * last reply (r->status: the runtime's refusal), or call()'s -errno
- * (-ENOMEM). */
+ * (pid) writing the maps' slots from base on, with its unwind table
+ * when in has a stack map (*unw_sig: its maps' signature, 0 for none):
+ * 0 with *r the last reply (r->status: the runtime's refusal), or
+ * call()'s -errno (-ENOMEM). */
 static int arm_session(int fd, const struct engine_inline *in, pid_t pid, uint32_t base,
-		       struct inl_reply *r)
+		       struct inl_reply *r, uint64_t *unw_sig)
 {
 	unsigned char *buf;
 	size_t len;
@@ -827,6 +943,9 @@ static int arm_session(int fd, const struct engine_inline *in, pid_t pid, uint32
 		fds[i] = vm_map_fd(in->maps[i]);
 	}
 	err = call(fd, buf, len, fds, in->nmaps, r);
+	*unw_sig = 0;
+	if (!err && !r->status && wants_unwind(in))
+		err = send_unwind(fd, pid, r, unw_sig);
 	/* the programs: verified by fay already, verified again there */
 	for (int role = 0; role < 2 && !err && !r->status; role++) {
 		if (!in->ninsns[role])
@@ -861,7 +980,7 @@ int engine_inl_attach(struct engine *e, const struct engine_inline *in)
 		s->kids[i].fd = -1;
 	if (e->opts.hold_execs && e->opts.probe_mode == ENGINE_PROBE_INLINE)
 		engine_exec_start(e);
-	err = arm_session(s->fd, in, s->pid, 0, &r);
+	err = arm_session(s->fd, in, s->pid, 0, &r, &s->unw_sig);
 
 	if (err == -ENOMEM)
 		return engine_fail(e, err, "out of memory");
@@ -932,6 +1051,7 @@ static int kid_ready(void *arg)
 	struct engine *e = a->e;
 	struct inl_kid *k = &e->inl->kids[a->win];
 	struct inl_reply r;
+	uint64_t kid_sig;	/* a descendant's table is not sent again */
 	struct inl_set w;
 	struct stat st;
 	uint64_t off;
@@ -952,7 +1072,7 @@ static int kid_ready(void *arg)
 		err = set_send(fd, &w, later, &r);
 		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), a->pid,
 							   KID_BASE + (uint32_t)a->win * KID_WINDOW,
-							   &r);
+							   &r, &kid_sig);
 		if (err || r.status)
 			snprintf(a->why, sizeof(a->why), "%.1000s", err ? strerror(-err) : r.msg);
 		err = err ? : r.status;
@@ -1092,9 +1212,12 @@ void engine_inl_hangup(struct engine *e)
 
 	if (!s || s->fd < 0)
 		return;
+	if (s->unw_wait && unwind_reply(s))
+		return;		/* a late reply to INL_UNWIND, not a hang-up */
 	close(s->fd);
 	s->fd = -1;
 	s->armed = s->idle = false;
+	s->unw_wait = false;
 	s->following = true;
 	s->until = clock_monotonic_ns() + (uint64_t)e->opts.inline_wait_ms * 1000000ull;
 }
@@ -1126,8 +1249,8 @@ static int follow_image(struct engine *e, int fd)
 		}
 	} else {
 		err = set_offer(e, fd, &s->w, s->later, &r);
-		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), s->pid, 0,
-							   &r);
+		err = err || r.status ? err : arm_session(fd, engine_vm_inline(e), s->pid, 0, &r,
+								   &s->unw_sig);
 		if (!err && !r.status) {
 			s->fd = fd;
 			s->armed = true;

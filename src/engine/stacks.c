@@ -108,6 +108,7 @@ bool engine_stacks_tick(struct engine *e)
 		user |= p->keys[i].stack == PSTACK_USER;
 	if (!user || !e->ssym || !e->vals || !e->loaded)
 		return user;
+	engine_inl_unwind_tick(e);
 	/* a walk that the probes change under it may repeat keys: bounded */
 	while (n < 4L * p->max_entries &&
 	       !(e->vm ? engine_vm_next_key(e, e->vals, n ? prev : NULL, k) :

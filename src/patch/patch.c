@@ -212,6 +212,12 @@ uint64_t patch_site_return_point(const struct patch_site *s)
 	return s->ret_at ? (uint64_t)(uintptr_t)s->tramp + s->ret_at : 0;
 }
 
+uint64_t patch_site_trampoline(const struct patch_site *s, size_t *size)
+{
+	*size = s->tramp ? s->tramp_map : 0;
+	return (uint64_t)(uintptr_t)s->tramp;
+}
+
 bool patch_site_nop(const struct patch_site *s)
 {
 	return s->nop;

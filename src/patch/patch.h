@@ -132,6 +132,11 @@ size_t patch_site_len(const struct patch_site *s);
  * address of the return address plus 8). */
 uint64_t patch_site_return_point(const struct patch_site *s);
 #define PATCH_RETURN_SLOT	72
+/* The site's trampoline: its mapping's first byte, its size in *size
+ * (a multiple of PATCH_TRAMP_ALIGN, the mapping's alignment); 0 when it
+ * has none (not armed yet). */
+uint64_t patch_site_trampoline(const struct patch_site *s, size_t *size);
+#define PATCH_TRAMP_ALIGN	4096
 /* Whether the first instructions were a nop (no relocation needed). */
 bool patch_site_nop(const struct patch_site *s);
 /* The first instruction at the site ("push rbp"), for messages. */

@@ -88,6 +88,55 @@ int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len)
 	return ino_is(path, ino) ? 0 : -ENOENT;
 }
 
+int proc_each_exec_map(pid_t pid,
+		       int (*cb)(const char *line, unsigned long long lo, unsigned long long hi,
+				 unsigned long long off, const char *file, void *arg),
+		       void *arg)
+{
+	char fn[64], line[4400];
+	FILE *mf;
+	int rc = 0;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	mf = fopen(fn, "re");
+	if (!mf)
+		return -errno;
+	while (!rc && fgets(line, sizeof(line), mf)) {
+		char perms[8], *file = strchr(line, '/');
+		unsigned long long lo, hi, off;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (file && sscanf(line, "%llx-%llx %7s %llx", &lo, &hi, perms, &off) == 4 &&
+		    perms[2] == 'x')
+			rc = cb(line, lo, hi, off, file, arg);
+	}
+	fclose(mf);
+	return rc;
+}
+
+/* maps_walk()'s state */
+struct walk {
+	pid_t pid;
+	const char *name;
+	const unsigned long long *at;
+	int (*f)(const char *path, void *arg);
+	void *arg;
+};
+
+static int walk_one(const char *line, unsigned long long lo, unsigned long long hi,
+		    unsigned long long off, const char *file, void *arg)
+{
+	struct walk *w = arg;
+	char path[4400];
+
+	(void)off;
+	if (w->at && (*w->at < lo || *w->at >= hi))
+		return 0;
+	if (map_matches(w->name, file) && !proc_mapped_path(w->pid, line, path, sizeof(path)))
+		return w->f(path, w->arg);
+	return 0;
+}
+
 /*
  * Each file pid maps executable that answers to name (with at: only the
  * mapping at address *at): f(a path fay opens for it, arg) until f
@@ -97,34 +146,10 @@ int proc_mapped_path(pid_t pid, const char *line, char *path, size_t len)
 static int maps_walk(pid_t pid, const char *name, const unsigned long long *at,
 		     int (*f)(const char *path, void *arg), void *arg)
 {
-	char fn[64], line[4400], path[4400];
-	FILE *mf;
-	int rc = 0;
+	struct walk w = { pid, name, at, f, arg };
+	int rc = proc_each_exec_map(pid, walk_one, &w);
 
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-	mf = fopen(fn, "re");
-	if (!mf)
-		return 0;
-	while (!rc && fgets(line, sizeof(line), mf)) {
-		char perms[8], *file = strchr(line, '/');
-		unsigned long long lo, hi;
-
-		if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 ||
-		    (at && (*at < lo || *at >= hi)))
-			continue;
-		if (file && perms[2] == 'x') {
-			file[strcspn(file, "\n")] = '\0';
-			if (map_matches(name, file)) {
-				*file = '/';
-				if (!proc_mapped_path(pid, line, path, sizeof(path)))
-					rc = f(path, arg);
-			}
-		}
-		if (at)
-			break;
-	}
-	fclose(mf);
-	return rc;
+	return rc < 0 ? 0 : rc;
 }
 
 struct path_out {

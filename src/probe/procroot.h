@@ -56,6 +56,17 @@ int proc_each_mapped(const char *name,
 		     void *arg);
 
 /*
+ * Each line of /proc/PID/maps that maps a file executable: cb(the line
+ * (its newline cut), its range [lo, hi), its file offset, its path (in
+ * line), arg) until cb returns non-zero, which is returned; else 0.
+ * -errno when the maps cannot be read (gone, or a kernel thread).
+ */
+int proc_each_exec_map(pid_t pid,
+		       int (*cb)(const char *line, unsigned long long lo, unsigned long long hi,
+				 unsigned long long off, const char *file, void *arg),
+		       void *arg);
+
+/*
  * The file pid maps executable at address addr, when it answers to name
  * (as in proc_resolve_path()): a path fay opens for it
  * (proc_mapped_path()) into path (len bytes).  One /proc/PID/maps read.

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -50,6 +51,7 @@
 #include <unistd.h>
 
 #include "common/procstat.h"
+#include "common/unwind_table.h"
 #include "rt/rt.h"
 
 static int lfd = -1, sfd = -1;
@@ -211,8 +213,11 @@ static void session_free(struct rt_session *s)
 	rt_patch_lock();
 	disarm_all(s);
 	rt_patch_unlock();
+	rt_ustack_tables(NULL);	/* before the wait: no walk reads it after */
 	if (!rt_unpublish())
 		return;		/* a handler may still run its programs: kept */
+	for (int i = 0; i < s->nunw; i++)
+		munmap(s->unw[i], s->unw_len[i]);
 	for (int i = 0; i < s->nsites; i++)
 		patch_site_free(s->sites[i]);
 	vm_prog_free(s->entry);
@@ -375,6 +380,41 @@ static int do_maps(struct rt_session *s, size_t len, int *fds, int nfds)
 	return reply(sfd, 0, s->nslots, "%d maps, %u slots", s->nmaps, s->nslots);
 }
 
+/* INL_UNWIND: the sealed memfd's table, mapped read-only and checked
+ * whole (the walker trusts its indices), then published to the walker
+ * (a walk running meanwhile goes on with the one it read: the older
+ * tables stay mapped until the session ends) */
+static int do_unwind(struct rt_session *s, size_t len, int *fds, int nfds)
+{
+	int seals = nfds == 1 ? fcntl(fds[0], F_GET_SEALS) : -1;
+	struct stat st;
+	char why[256];
+	void *p;
+	int rc;
+
+	if (s->nunw == RT_UNWIND_TABLES)
+		return reply(sfd, -ENOSPC, 0, "UNWIND: %d tables in this session already",
+			     RT_UNWIND_TABLES);
+	if (nfds != 1 || len != sizeof(in.h) || seals < 0 ||
+	    (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) ||
+	    fstat(fds[0], &st) || st.st_size <= 0 || st.st_size > (256 << 20))
+		return reply(sfd, -EPROTO, 0, "UNWIND: %d memfds, seals %#x, or a size out "
+			     "of bounds", nfds, seals < 0 ? 0 : seals);
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fds[0], 0);
+	if (p == MAP_FAILED)
+		return reply(sfd, -errno, 0, "UNWIND: mmap: %s", strerror(errno));
+	rc = unw_check(p, (size_t)st.st_size, why, sizeof(why));
+	if (rc) {
+		munmap(p, (size_t)st.st_size);
+		return reply(sfd, rc, 0, "UNWIND: a bad table: %s", why);
+	}
+	s->unw[s->nunw] = p;
+	s->unw_len[s->nunw++] = (size_t)st.st_size;
+	rt_ustack_tables(p);
+	return reply(sfd, 0, 0, "unwind table: %u modules, %u rows", ((const struct unw_hdr *)p)->nmods,
+		     ((const struct unw_hdr *)p)->nrows);
+}
+
 static int do_prog(struct rt_session *s, size_t len)
 {
 	const uint32_t *hd = (const void *)(in.buf + sizeof(in.h));
@@ -398,6 +438,8 @@ static int do_prog(struct rt_session *s, size_t len)
 		return reply(sfd, -EINVAL, 0, "the %s program: %s", hd[0] ? "exit" : "entry", why);
 	vm_prog_set_now(p, vm_tsc_now);	/* every thread's env.now (probe.c) */
 	rc = vm_prog_jit(p);	/* the interpreter runs it otherwise */
+	if (!rc)	/* a signal frame over it ends a stack walk */
+		rt_ustack_note_code((uint64_t)(uintptr_t)vm_prog_code(p), vm_prog_jit_size(p));
 	/* the handlers run it without saving the vector registers when it
 	 * touches none (vm_prog_calls_out()) */
 	s->fast[hd[0]] = !rc && !vm_prog_calls_out(p) && !tsc_err ? vm_prog_code(p) : NULL;
@@ -540,7 +582,7 @@ static void serve(void)
 		n = inline_recv(sfd, in.buf, sizeof(in.buf), fds, &nfds);
 		if (n <= 0)
 			break;		/* fay closed (or was killed): detach */
-		if (in.h.type != INL_MAPS)
+		if (in.h.type != INL_MAPS && in.h.type != INL_UNWIND)
 			for (int i = 0; i < nfds; i++)
 				close(fds[i]);
 		switch (in.h.type) {
@@ -554,6 +596,11 @@ static void serve(void)
 			break;
 		case INL_PROG:
 			do_prog(s, (size_t)n);
+			break;
+		case INL_UNWIND:
+			do_unwind(s, (size_t)n, fds, nfds);
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
 			break;
 		case INL_ARM:
 			do_arm(s);

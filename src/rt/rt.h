@@ -52,6 +52,13 @@ struct rt_session {
 	unsigned long loads, unloads;	/* later sites armed, forgotten */
 	unsigned long refused;		/* later sites the patcher refused */
 	char later_err[256];		/* the last refusal's reason */
+	/* INL_UNWIND's tables, mapped read-only, the last one the walker's
+	 * (fay sends another when objects were loaded): unmapped when the
+	 * session ends, after the wait for every running probe */
+#define RT_UNWIND_TABLES	16
+	void *unw[RT_UNWIND_TABLES];
+	size_t unw_len[RT_UNWIND_TABLES];
+	int nunw;
 };
 
 /*
@@ -129,6 +136,13 @@ uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uin
 /* Note armed site ps's trampoline return point (an exit handler's; none:
  * nothing), so that rt_ustack() names the caller behind it. */
 void rt_ustack_note(const struct patch_site *ps);
+/* Note [lo, lo + size) as fay's code (a compiled program): a signal
+ * frame over it ends a walk. */
+void rt_ustack_note_code(uint64_t lo, size_t size);
+struct unw_hdr;
+/* The unwind table the walker steps by (a blob unw_check() passed, which
+ * stays mapped while any probe may run), or NULL: frame pointers only. */
+void rt_ustack_tables(const struct unw_hdr *t);
 /* Set up the thread-slot machinery (the constructor, once): 0 or -errno. */
 int rt_probe_init(void);
 /* The calling thread's calls of patched functions run no program (the

@@ -1,26 +1,45 @@
 // SPDX-License-Identifier: MIT
 /*
  * The user stack at a probe (vm_env.ustack, the get_stackid helper of
- * s.ustack keys): frame pointers, walked from the probe's saved
- * registers, as the kernel's perf_callchain_user() walks them for a
- * uprobe.  The first address is the registers' ip (the probed function
- * at an entry, the return address in the caller at an exit); at an entry
- * the return address at sp (the caller: its frame has not been made yet)
- * comes next; then each frame from bp: [fp] the next frame, [fp + 8] its
- * return address.  The trampoline's and the runtime's own frames are
- * never in it: the walk starts from the registers the trampoline saved.
+ * s.ustack keys), walked from the probe's saved registers.  The first
+ * address is the registers' ip (the probed function at an entry, the
+ * return address in the caller at an exit).  Each step from a frame
+ * (pc, sp, bp) to its caller:
  *
- * Every read is bounded to the mapping that holds the thread's stack
- * pointer (read once per thread from /proc/self/maps with raw system
- * calls: a probe may be in any libc function, malloc's locks held), so a
- * garbage frame pointer (code built without frame pointers keeps other
- * data in bp) never faults: a frame must lie in [sp, the mapping's end),
- * 8-byte aligned, each above the last.  The walk stops at the first frame
- * that does not, at a return address 0, or at max.  Code without frame
- * pointers therefore cuts the stack (as the kernel's walker does): its
- * bp is not a frame, or it skips its caller.  A stack pointer in no
- * readable mapping found (never, but for a failed read of the maps) gives
- * ip alone.
+ * - by the unwind table fay sent (INL_UNWIND: rows built from the
+ *   files' .eh_frame, common/unwind_table.h) where pc has a row: CFA =
+ *   sp or bp + off, the return address at CFA - 8, the caller's bp at
+ *   CFA + off or this frame's, the caller's sp = CFA.  A return address
+ *   is looked up at pc - 1 (its call), the registers' ip at an entry at
+ *   ip (the function's first byte: CFA = sp + 8).  A row that says
+ *   "outermost frame" ends the walk.  A signal frame's row (libc's
+ *   __restore_rt) reads the interrupted rip, rsp and rbp the kernel
+ *   saved above sp and goes on from that rip, looked up where it is;
+ *   when it is fay's code (the runtime's, a trampoline, a compiled
+ *   program: the signal interrupted a probe) the walk ends at the
+ *   signal frame, without what the runtime made or called;
+ * - else at an entry's first step, the return address at sp (the
+ *   caller: its frame has not been made yet), as the kernel's
+ *   perf_callchain_user() reads it for a uprobe;
+ * - else by frame pointers: [bp] the next frame, [bp + 8] its return
+ *   address.  Code without frame pointers and without a row (an object
+ *   loaded after the table was made, JIT code, a row that is an
+ *   expression: PLT) cuts the stack or skips a caller
+ *   here, as the kernel's walker does.
+ *
+ * The trampoline's and the runtime's own frames are never in it: the
+ * walk starts from the registers the trampoline saved.
+ *
+ * Every read of the stack is bounded to the mapping that holds the
+ * thread's stack pointer (read once per thread from /proc/self/maps with
+ * raw system calls: a probe may be in any libc function, malloc's locks
+ * held), above the current sp, 8-byte aligned, and each caller's sp is
+ * above the last, so a garbage frame pointer or a wrong row never faults
+ * and never loops.  The table is read through unw_find() only, inside
+ * the blob the control thread checked whole (unw_check()).  The walk
+ * stops at the first step that fails, at a return address 0, or at max.
+ * A stack pointer in no readable mapping found (never, but for a failed
+ * read of the maps) gives ip alone.
  *
  * A probed function whose site has an exit handler returns into its
  * trampoline (call-through, src/patch/README.md): its frame's return
@@ -28,13 +47,15 @@
  * the caller's real one, PATCH_RETURN_SLOT bytes above (the return
  * points of every site the runtime armed are kept in a set: noted at
  * ARM, never removed, since trampolines are never unmapped; past
- * RT_RETURN_POINTS of them a frame shows the trampoline).
+ * RT_RETURN_POINTS of them a frame shows the trampoline); the caller's
+ * sp is 8 bytes above that.
  *
  * A frame whose return address is in the runtime's own code (a signal
- * handler's probe, walking down through the probe it interrupted) is
- * left out; the interrupted trampoline and JIT code have no frames of
- * their own (rbp is the program's, or the JIT's BPF frame: the walk
- * may then stop there).
+ * handler's probe, walking down through the probe it interrupted,
+ * reached by frame pointers rather than by the signal frame's row) is
+ * left out (fay leaves the runtime out of the table: such a frame is
+ * stepped by frame pointers, as before); after a signal frame it ends
+ * the walk there, as above.
  *
  * Runs on the program's thread, in the probe's slow path (rt_vec_call()):
  * the helper that calls it is out of line.
@@ -44,6 +65,7 @@
 #include <sys/syscall.h>
 
 #include "common/rawsys.h"
+#include "common/unwind_table.h"
 #include "rt/rt.h"
 
 /* The thread's stack mapping as last found: [lo, hi). */
@@ -55,24 +77,28 @@ struct stk {
 
 static __thread struct stk stk __attribute__((tls_model("initial-exec")));
 
-/* Trampolines' return points (rt_ustack_note()): open addressing,
- * inserted by the control thread or a dlopen()ing thread under the
- * patch lock, read by any probe with plain loads. */
+/* Trampolines' return points and mappings (rt_ustack_note()): sets by
+ * open addressing, inserted by the control thread or a dlopen()ing
+ * thread under the patch lock, read by any probe with plain loads. */
 #define RT_RETURN_POINTS	4096
 static uint64_t rpoints[RT_RETURN_POINTS];
+/* the pages of fay's code in the process: trampolines, JIT-compiled
+ * programs (noted, never removed: a page a later mapping reuses after a
+ * session's programs were freed stays noted; a signal frame over code
+ * there ends the walk, no more) */
+static uint64_t fay_pages[RT_RETURN_POINTS];
 
 static uint32_t rp_hash(uint64_t a)
 {
 	return (uint32_t)((a * 0x9e3779b97f4a7c15ull) >> 52);	/* 12 bits */
 }
 
-void rt_ustack_note(const struct patch_site *ps)
+static void set_add(uint64_t *set, uint64_t a)
 {
-	uint64_t a = patch_site_return_point(ps);
 	uint32_t h = rp_hash(a);
 
 	for (uint32_t i = 0; a && i < RT_RETURN_POINTS; i++) {
-		uint64_t *e = &rpoints[(h + i) % RT_RETURN_POINTS], v = 0;
+		uint64_t *e = &set[(h + i) % RT_RETURN_POINTS], v = 0;
 
 		if (__atomic_load_n(e, __ATOMIC_RELAXED) == a ||
 		    __atomic_compare_exchange_n(e, &v, a, false, __ATOMIC_RELEASE,
@@ -81,13 +107,12 @@ void rt_ustack_note(const struct patch_site *ps)
 	}
 }
 
-static bool return_point(uint64_t a)
+static bool set_has(const uint64_t *set, uint64_t a)
 {
 	uint32_t h = rp_hash(a);
 
 	for (uint32_t i = 0; i < RT_RETURN_POINTS; i++) {
-		uint64_t v = __atomic_load_n(&rpoints[(h + i) % RT_RETURN_POINTS],
-					     __ATOMIC_RELAXED);
+		uint64_t v = __atomic_load_n(&set[(h + i) % RT_RETURN_POINTS], __ATOMIC_RELAXED);
 
 		if (v == a)
 			return true;
@@ -95,6 +120,33 @@ static bool return_point(uint64_t a)
 			return false;
 	}
 	return false;
+}
+
+void rt_ustack_note_code(uint64_t lo, size_t size)
+{
+	lo &= ~(uint64_t)(PATCH_TRAMP_ALIGN - 1);
+	for (uint64_t p = lo; lo && size && p < lo + size; p += PATCH_TRAMP_ALIGN)
+		set_add(fay_pages, p);
+}
+
+void rt_ustack_note(const struct patch_site *ps)
+{
+	size_t size;
+	uint64_t t = patch_site_trampoline(ps, &size);
+
+	set_add(rpoints, patch_site_return_point(ps));
+	rt_ustack_note_code(t, size);
+}
+
+static bool return_point(uint64_t a)
+{
+	return set_has(rpoints, a);
+}
+
+/* Whether a lies in fay's code: a trampoline, a compiled program */
+static bool fay_code(uint64_t a)
+{
+	return set_has(fay_pages, a & ~(uint64_t)(PATCH_TRAMP_ALIGN - 1));
 }
 
 /* The readable mapping holding sp, from /proc/self/maps ("lo-hi rwxp
@@ -200,6 +252,54 @@ static bool bounds(uint64_t sp, uint64_t *hi)
 	return false;
 }
 
+/* The unwind table fay sent (INL_UNWIND, checked: rt_ustack_tables()),
+ * or NULL: frame pointers only. */
+static const struct unw_hdr *tables;
+
+void rt_ustack_tables(const struct unw_hdr *t)
+{
+	__atomic_store_n(&tables, t, __ATOMIC_RELEASE);
+}
+
+/* Lookups of the table by pc, shared by every thread (a hot stack's
+ * frames: 2 binary searches each, ~25 ns for 23 frames' worth, replaced
+ * by an O(1) check): relaxed loads and stores, an entry may be torn, which
+ * unw_find_hint() checks. */
+#define RT_UNW_CACHE	1024
+static struct {
+	uint64_t pc, hint;
+} ucache[RT_UNW_CACHE];
+
+static const struct unw_row *find_row(const struct unw_hdr *t, uint64_t pc)
+{
+	uint32_t h = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 54);	/* 10 bits */
+	uint64_t hint = UINT64_MAX, was;
+	bool seen = __atomic_load_n(&ucache[h].pc, __ATOMIC_RELAXED) == pc;
+	const struct unw_row *row;
+
+	if (seen)
+		hint = __atomic_load_n(&ucache[h].hint, __ATOMIC_RELAXED);
+	was = hint;
+	row = unw_find_hint(t, pc, &hint);
+	if (row && !(seen && hint == was)) {	/* written only when new: no line
+						 * bouncing between threads on hits */
+		__atomic_store_n(&ucache[h].pc, pc, __ATOMIC_RELAXED);
+		__atomic_store_n(&ucache[h].hint, hint, __ATOMIC_RELAXED);
+	}
+	return row;
+}
+
+/* A word of the stack at a, if [a, a + 8) lies in [lo, hi), 8-aligned
+ * (not instrumented, as rt_ustack()) */
+__attribute__((no_sanitize_address))
+static bool word(uint64_t a, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	if (a % 8 || a < lo || a > hi - 8)
+		return false;
+	*v = *(const uint64_t *)(uintptr_t)a;
+	return true;
+}
+
 /* Not instrumented (its unit test compiles this file with ASan): it
  * reads words of the thread's stack that belong to no object, inside
  * the mapping it checked. */
@@ -207,42 +307,92 @@ __attribute__((no_sanitize_address))
 uint32_t rt_ustack(const struct vm_env *env, const void *ctx, uint64_t *ips, uint32_t max)
 {
 	const struct patch_regs *r = ctx;
-	uint64_t sp = r->sp, fp = r->bp, floor = sp, hi;
-	uint32_t n = 0;
+	const struct unw_hdr *t = __atomic_load_n(&tables, __ATOMIC_ACQUIRE);
+	uint64_t pc = r->ip, sp = r->sp, bp = r->bp, hi;
+	bool first = true;	/* pc is the registers' (not a return address) */
+	bool exact = !env->exit;	/* pc is where the frame is, not after a call */
+	uint32_t n = 0, keep = 0;	/* keep: the frames up to a signal frame */
 
 	if (!max)
 		return 0;
-	ips[n++] = r->ip;
+	ips[n++] = pc;
 	if (sp % 8 || !bounds(sp, &hi))
 		return n;
-	if (!env->exit && n < max && sp + 8 <= hi) {
-		uint64_t ret = *(const uint64_t *)(uintptr_t)sp;
-
-		if (!ret)
-			return n;
-		ips[n++] = ret;
-		floor = sp + 8;
-	}
 	while (n < max) {
-		const uint64_t *f = (const uint64_t *)(uintptr_t)fp;
+		/* a return address is looked up at the call (pc - 1); the
+		 * registers' ip at an entry is the function's first byte */
+		const struct unw_row *row = t ? find_row(t, exact ? pc : pc - 1) : NULL;
+		uint64_t ret, nsp, nbp = bp, cfa;
+		bool sig = false;
 
-		if (fp < floor || fp % 8 || fp > hi - 16)
+		if (row && (row->kind == UNW_RSP || row->kind == UNW_RBP)) {
+			cfa = (row->kind == UNW_RSP ? sp : bp) + (uint64_t)(int64_t)row->cfa_off;
+			/* the frame must lie above sp, inside the stack */
+			if (cfa <= sp || !word(cfa - 8, sp, hi, &ret))
+				break;
+			if (row->rbp == UNW_RBP_AT &&
+			    !word(cfa + (uint64_t)(int64_t)row->rbp_off, sp, hi, &nbp))
+				break;
+			if (row->rbp == UNW_RBP_LOST)
+				nbp = 0;
+			nsp = cfa;
+		} else if (row && row->kind == UNW_END) {
 			break;
-		uint64_t ret = f[1];
+		} else if (row && row->kind == UNW_SIGNAL) {
+			/* a handler returning into the signal trampoline: the
+			 * interrupted registers are saved above sp; its stack
+			 * must be this one (a handler on an alternate signal
+			 * stack is cut here), further up */
+			uint64_t at = sp + (uint64_t)(int64_t)row->cfa_off;
 
+			if (!word(at, sp, hi, &nsp) || !word(at + 8, sp, hi, &ret) ||
+			    !word(sp + (uint64_t)(int64_t)row->rbp_off, sp, hi, &nbp) ||
+			    nsp <= sp || nsp >= hi)
+				break;
+			sig = true;
+		} else if (first && !env->exit) {
+			/* no row at an entry: the caller is at sp (its
+			 * frame has not been made yet) */
+			if (!word(sp, sp, hi, &ret))
+				break;
+			nsp = sp + 8;
+		} else {
+			/* frame pointers: [bp] the next frame, [bp + 8] its
+			 * return address */
+			if (bp < sp || !word(bp + 8, sp, hi, &ret) || !word(bp, sp, hi, &nbp))
+				break;
+			nsp = bp + 16;
+		}
 		if (!ret)
 			break;
-		if (return_point(ret)) {
-			/* the probed function returns into its trampoline:
-			 * the caller's address is above the return point's sp */
-			if (fp + 16 + PATCH_RETURN_SLOT + 8 > hi)
+		if (!sig && return_point(ret)) {
+			/* the function returns into its trampoline: the
+			 * caller's address is PATCH_RETURN_SLOT above, and
+			 * the trampoline's frame ends 8 bytes above that */
+			if (!word(nsp + PATCH_RETURN_SLOT, sp, hi, &ret) || !ret)
 				break;
-			ret = *(const uint64_t *)(uintptr_t)(fp + 16 + PATCH_RETURN_SLOT);
+			nsp += PATCH_RETURN_SLOT + 8;
 		}
-		if (!own_text(ret))
+		if (own_text(ret) || (sig && fay_code(ret))) {
+			/* the runtime's code, a trampoline or a compiled
+			 * program: a probe a signal interrupted.  Its frames (and libc's that
+			 * the runtime called) are left out, and the walk ends
+			 * at the signal frame: below it is the probe's, not
+			 * the program's */
+			if (keep || sig) {
+				n = sig ? n : keep;
+				break;
+			}
+		} else {
 			ips[n++] = ret;
-		floor = fp + 16;
-		fp = f[0];
+		}
+		if (sig)
+			keep = n - 1;	/* up to the signal trampoline's frame */
+		pc = ret;
+		sp = nsp;
+		bp = nbp;
+		first = false;
+		exact = sig;	/* the interrupted pc: looked up where it is */
 	}
 	return n;
 }

@@ -66,15 +66,35 @@ both "function(\"?\") at entry" "$FP calls $K" \
 	"from f in function(\"$FP:?\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
 
 # ---- no frame pointers -------------------------------------------------------------
-fq --probe-mode=inline --format folded -c "$NOFP calls $K" \
+# stack_work built -fomit-frame-pointer: the runtime steps by the unwind
+# table fay built from its .eh_frame (INL_UNWIND), so the stacks are the
+# frame-pointer build's, exactly (main's build: "B;C", "D;C", cut)
+nofp() {	# NAME QUERY WANT: inline, folded from main inward
+	fq --probe-mode=inline --format folded -c "$NOFP calls $K" "$2"
+	sed -E 's/^.*;main(;| )/main\1/' "$T_TMP/out" | sort >"$T_TMP/folded"
+	same "$T_TMP/folded" "$3" "$1"
+}
+nofp "no frame pointers, at C's entry: the whole stack by the table ($K and $(((K + 2) / 3)))" \
+	"from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	"main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))"
+nofp "no frame pointers, at C's exit (the caller's stack)" \
+	"from f in function(\"$NOFP:C\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	"main;A;B $K"$'\n'"main;A;D $(((K + 2) / 3))"
+nofp "no frame pointers, every one-letter function at entry (D is refused: a jump into its first bytes)" \
+	"from f in function(\"$NOFP:?\") group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	"main;A $K"$'\n'"main;A;B $K"$'\n'"main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))"
+# ... and through trampolines: A and B return into theirs
+nofp "no frame pointers, with exit probes: frames through trampolines" \
+	"from f in function(\"$NOFP:?\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	"main $K"$'\n'"main;A $K"$'\n'"main;A;B $K"$'\n'"main;A;D $(((K + 2) / 3))"
+# FAY_UNWIND=fp: no table sent, frame pointers only: the caller is the
+# return address at sp (exact at an entry); the walk from rbp, which this
+# code does not keep as a frame pointer, is cut
+FAY_UNWIND=fp fq --probe-mode=inline --format folded -c "$NOFP calls $K" \
 	"from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
 sort "$T_TMP/out" >"$T_TMP/folded"
-# the caller is the return address at sp (exact at an entry); the walk
-# from rbp, which this code does not keep as a frame pointer, is cut (the
-# kernel's uprobe stack of the same run is "C" alone: it reads the
-# caller at sp only when the function starts with push rbp)
 same "$T_TMP/folded" "B;C $K"$'\n'"D;C $(((K + 2) / 3))" \
-	"no frame pointers: the caller exact, the rest cut ($K and $(((K + 2) / 3)))"
+	"FAY_UNWIND=fp (no table): the caller exact, the rest cut ($K and $(((K + 2) / 3)))"
 
 # ---- a kernel stack, auto mode -----------------------------------------------------------
 fq --probe-mode=inline --json -c "$FP calls 30" \
@@ -103,8 +123,24 @@ text = open(sys.argv[1]).read()
 calls = int(re.search(r"calls (\d+) bad 0", text).group(1))
 rows = [json.loads(l) for l in text.splitlines() if l.startswith("{")]
 assert sum(r["n"] for r in rows) == calls, (calls, rows)
-assert all(r["s"].endswith(";fay_inline_fn") and "rt_" not in r["s"] and "libfay-probe" not in r["s"]
+# frame by frame: __libc_start_main, which the unwind table reaches, has
+# "rt_" inside its name
+assert all(r["s"].endswith(";fay_inline_fn") and
+           not any(f.startswith("rt_") or "libfay-probe" in f for f in r["s"].split(";"))
            for r in rows), rows
+# the handler's stacks: through the signal frame (libc's __restore_rt,
+# an UNW_SIGNAL row) into the interrupted code down to main, or (the
+# signal interrupted a probe) ending at the signal frame: nothing the
+# runtime called in between; or the interrupted pc alone, where the walk
+# cannot step on (a PLT stub: its rule is an expression, and no frame
+# pointer; 1 of 22342 signals in one run)
+for r in rows:
+    f = r["s"].split(";")
+    if "on_usr1" not in f:
+        continue
+    i = f.index("on_usr1")
+    assert i >= 1 and f[i - 1].startswith("libc.so.6+"), r
+    assert i <= 2 or (f[:3] == ["_start", "__libc_start_main", f[2]] and "main" in f[:i]), r
 PY
 
 # ---- a full table ------------------------------------------------------------------------
@@ -131,20 +167,26 @@ D=$T_TMP/d
 mkdir -p "$D"
 head -c 200000 /dev/urandom | base64 >"$D/in.txt"
 # real NAME FN OUT CMD...: fay run, inline, count() and the same counted
-# by s.ustack: the same output file, the same total, rows that name FN
+# by s.ustack, with the unwind table and without (FAY_UNWIND=fp): the
+# same output file, the same total, rows that name FN; the table's
+# stacks deeper on average than frame pointers' (DEEPER=1: by more than
+# 2 frames) and reaching the program's root (ROOT=NAME among the 4
+# outermost frames of the stacks of at least ROOT_SHARE of the calls;
+# never in frame pointers' stacks)
 real() {
-	local name=$1 fn=$2 out=$3 a b q
+	local name=$1 fn=$2 out=$3 a b c q
 	shift 3
-	for q in plain stack; do
+	for q in plain stack fpstack; do
 		rm -f "$out"
 		if [ $q = plain ]; then
 			timeout 120 "$FAY" run --json --probe-mode=inline \
 				--query "from f in function(\"$fn\") select { n: count() }" -- "$@" \
 				>"$T_TMP/q.$q" 2>"$T_TMP/e.$q"
 		else
-			timeout 120 "$FAY" run --json --probe-mode=inline \
+			( [ $q = fpstack ] && export FAY_UNWIND=fp
+			  exec timeout 120 "$FAY" run --json --probe-mode=inline \
 				--query "from f in function(\"$fn\") group f by f.ustack(127) into g select { s: g.key, n: g.count() }" \
-				-- "$@" >"$T_TMP/q.$q" 2>"$T_TMP/e.$q"
+				-- "$@" ) >"$T_TMP/q.$q" 2>"$T_TMP/e.$q"
 		fi
 		RC=$?
 		[ $RC -eq 0 ] && [ -s "$out" ] || { fail "$name, $q: rc $RC" "$(head -c 600 "$T_TMP/e.$q")"; return; }
@@ -152,24 +194,62 @@ real() {
 	done
 	a=$(python3 -c 'import json,sys; print(sum(json.loads(l)["n"] for l in open(sys.argv[1]) if l.startswith("{")))' "$T_TMP/q.plain")
 	b=$(python3 -c 'import json,sys; print(sum(json.loads(l)["n"] for l in open(sys.argv[1]) if l.startswith("{")))' "$T_TMP/q.stack")
-	if cmp -s "$T_TMP/o.plain" "$T_TMP/o.stack" && [ -n "$a" ] && [ "$a" -gt 0 ] && [ "$a" = "$b" ] &&
+	c=$(python3 -c 'import json,sys; print(sum(json.loads(l)["n"] for l in open(sys.argv[1]) if l.startswith("{")))' "$T_TMP/q.fpstack")
+	if cmp -s "$T_TMP/o.plain" "$T_TMP/o.stack" && cmp -s "$T_TMP/o.plain" "$T_TMP/o.fpstack" &&
+	   [ -n "$a" ] && [ "$a" -gt 0 ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] &&
 	   grep -q ': inline (' "$T_TMP/e.stack" &&
 	   python3 -c 'import json,sys
 r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert r and all(x["s"].split(";")[-1].endswith(sys.argv[2]) for x in r), r[:5]' "$T_TMP/q.stack" "${fn#*:}"; then
-		pass "$name: same output and count ($a) with s.ustack, $(grep -c . "$T_TMP/q.stack") stacks, each ending in ${fn#*:}"
+		pass "$name: same output and count ($a) with s.ustack, with the table and without, $(grep -c . "$T_TMP/q.stack") stacks, each ending in ${fn#*:}"
 	else
-		fail "$name: same output and count with s.ustack ($a vs $b)" "$(head -c 600 "$T_TMP/q.stack")" \
+		fail "$name: same output and count with s.ustack ($a vs $b vs $c)" "$(head -c 600 "$T_TMP/q.stack")" \
 			"$(head -c 600 "$T_TMP/e.stack")"
+		return
 	fi
+	[ -n "${DEEPER:-}" ] || return 0
+	ok "$name: deeper stacks by the table than by frame pointers ($(depth "$T_TMP/q.stack") vs $(depth "$T_TMP/q.fpstack"))" \
+		python3 - "$T_TMP/q.stack" "$T_TMP/q.fpstack" "${ROOT:-}" "${ROOT_SHARE:-0}" <<'PY'
+import json, sys
+def load(p):
+    return [json.loads(l) for l in open(p) if l.startswith("{")]
+def mean(r):
+    return sum(len(x["s"].split(";")) * x["n"] for x in r) / sum(x["n"] for x in r)
+t, f = load(sys.argv[1]), load(sys.argv[2])
+assert mean(t) > mean(f) + 2, (mean(t), mean(f))
+if sys.argv[3]:
+    rooted = sum(x["n"] for x in t if sys.argv[3] in x["s"].split(";")[:4])
+    share = rooted / sum(x["n"] for x in t)
+    assert share >= float(sys.argv[4]), (sys.argv[3], share)
+    assert not any(sys.argv[3] in x["s"] for x in f), "frame pointers reach the root?"
+PY
+}
+# depth FILE: "mean M, max X frames" of a stack query's JSON rows
+depth() {
+	python3 -c 'import json,sys
+r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+d=[len(x["s"].split(";")) for x in r]
+print("mean %.1f, max %d frames" % (sum(n*x["n"] for n,x in zip(d,r))/sum(x["n"] for x in r), max(d)))' "$1"
 }
 if [ -x $PY ]; then
 	export PYTHONHASHSEED=0
-	real "python3 (no frame pointers), libc malloc" libc:malloc "$D/pm" $PY -c "
+	DEEPER=1 real "python3 (no frame pointers), libc malloc" libc:malloc "$D/pm" $PY -c "
 import json, sys
 d = [json.dumps({'k': i, 'v': list(range(i % 50))}) for i in range(20000)]
 open(sys.argv[1], 'w').write(str(sum(len(x) for x in d)))" "$D/pm"
-	real "python3 zlib" libz:deflate "$D/pz" $PY -c "
+	# _json, an extension module python dlopen()s at the import: fay
+	# sends the runtime a new table once the process's maps changed
+	# (the stack tick, 50 ms: the sleep lets it come before the work),
+	# so its frames are stepped through to python's main too
+	DEEPER=1 ROOT=Py_BytesMain ROOT_SHARE=0.99 \
+		real "python3 json (an object loaded later), libc malloc" libc:malloc "$D/pj" $PY -c "
+import json, sys, time
+time.sleep(0.3)
+d = [json.dumps({'k': i, 'v': list(range(i % 50))}) for i in range(20000)]
+open(sys.argv[1], 'w').write(str(sum(len(x) for x in d)))
+time.sleep(0.3)" "$D/pj"
+	DEEPER=1 ROOT=Py_BytesMain ROOT_SHARE=0.99 \
+		real "python3 zlib" libz:deflate "$D/pz" $PY -c "
 import zlib, sys, time
 d = open(sys.argv[1], 'rb').read()
 open(sys.argv[2], 'w').write(' '.join(str(zlib.crc32(zlib.compress(d[i:i+9000]))) for i in range(0, 300000, 3000)))
@@ -178,7 +258,8 @@ else
 	diag "no $PY: its cases are not run"
 fi
 if command -v xz >/dev/null; then
-	real "xz (no frame pointers), lzma_code" liblzma:lzma_code "$D/in.txt.xz" xz -k -f "$D/in.txt"
+	DEEPER=1 ROOT=__libc_start_main ROOT_SHARE=1 \
+		real "xz (no frame pointers), lzma_code" liblzma:lzma_code "$D/in.txt.xz" xz -k -f "$D/in.txt"
 else
 	diag "no xz: its case is not run"
 fi

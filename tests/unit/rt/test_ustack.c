@@ -10,6 +10,13 @@
  * around the stack, chains that loop or go down, a frame straddling the
  * end of the mapping, a stack pointer in an unreadable mapping.
  *
+ * With an unwind table (code without frame pointers, INL_UNWIND): steps
+ * by its rows (CFA = rsp or rbp + off, rbp restored from where the row
+ * says), by frame pointers where a pc has no row or a row says so, and
+ * stops at an outermost frame; a row whose CFA is not above sp ends the
+ * walk; random tables (that pass the check) over garbage stacks never
+ * fault either.
+ *
  * The walker is the runtime's (libfay-probe.so is not in
  * libfay-internal.a): its one file is compiled into this test.
  */
@@ -241,9 +248,212 @@ static void garbage(void)
 	ok(walks == 200000, "every walk returned");
 }
 
+/* A table of one module at [0x10000, 0x20000) (bias 0x10000) of rows
+ * (the last one UNW_NONE), in blob (checked), published to the walker */
+static void *table(const struct unw_row *rows, uint32_t n)
+{
+	size_t len = sizeof(struct unw_hdr) + sizeof(struct unw_mod) + n * sizeof(*rows);
+	unsigned char *b = aligned_alloc(8, (len + 7) / 8 * 8);
+	struct unw_hdr h = { UNW_MAGIC, UNW_VERSION, 1, n, len };
+	struct unw_mod m = { 0x10000, 0x20000, 0x10000, 0, n };
+	char why[128];
+
+	memcpy(b, &h, sizeof(h));
+	memcpy(b + sizeof(h), &m, sizeof(m));
+	memcpy(b + sizeof(h) + sizeof(m), rows, n * sizeof(*rows));
+	if (unw_check(b, len, why, sizeof(why))) {
+		diag("a bad test table: %s", why);
+		free(b);
+		return NULL;
+	}
+	rt_ustack_tables((const void *)b);
+	return b;
+}
+
+static void tables_walk(void)
+{
+	struct unw_row rows[] = {
+		{ .pc = 0x100, .kind = UNW_RSP, .cfa_off = 8 },		/* F: its entry */
+		{ .pc = 0x101, .kind = UNW_RSP, .cfa_off = 16 },
+		{ .pc = 0x180, .kind = UNW_NONE },
+		{ .pc = 0x200, .kind = UNW_RSP, .cfa_off = 8 },		/* G */
+		{ .pc = 0x204, .kind = UNW_RSP, .cfa_off = 48, .rbp = UNW_RBP_AT, .rbp_off = -16 },
+		{ .pc = 0x280, .kind = UNW_NONE },
+		{ .pc = 0x300, .kind = UNW_RBP, .cfa_off = 16, .rbp = UNW_RBP_AT, .rbp_off = -16 },
+		{ .pc = 0x380, .kind = UNW_END },			/* _start */
+		{ .pc = 0x400, .kind = UNW_NONE },
+	};
+	uint64_t buf[64], ips[127];
+	struct patch_regs r;
+	uint32_t n;
+	void *t;
+
+	memset(buf, 0, sizeof(buf));
+	buf[0] = 0x10250;		/* F's caller: G + 0x50 */
+	buf[5] = U(&buf[10]);		/* G saved rbp at its CFA - 16 */
+	buf[6] = 0x30500;		/* G's caller H: no row, frame pointers */
+	buf[10] = U(&buf[14]);		/* H's frame: next, return */
+	buf[11] = 0x10310;		/* I: CFA = rbp + 16 */
+	buf[14] = 0;
+	buf[15] = 0x10400;		/* into _start's row: the end */
+	t = table(rows, 9);
+	ok(t != NULL, "a table of 9 rows");
+	if (!t)
+		return;
+	r = regs(0x10100, buf, 0x5555);	/* F's entry; rbp garbage (no frame pointers) */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 5 && ips[1] == 0x10250 && ips[2] == 0x30500 && ips[3] == 0x10310 &&
+	   ips[4] == 0x10400, "by the table: F, G (rsp + 48, rbp restored), H by frame "
+	   "pointers, I (rbp + 16), stopped at the outermost frame (%u)", n);
+	r = regs(0x10250, &buf[1], 0x5555);	/* at F's exit: ip in G, G's sp */
+	n = rt_ustack(&exit_env, &r, ips, 127);
+	ok(n == 4 && ips[1] == 0x30500 && ips[3] == 0x10400, "at an exit: the same from G (%u)", n);
+	rows[4].cfa_off = -8;		/* a CFA below sp */
+	free(t);
+	t = table(rows, 9);
+	r = regs(0x10100, buf, 0x5555);
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(t && n == 2, "a row whose CFA is not above sp ends the walk (%u)", n);
+	rows[4].cfa_off = 1 << 30;	/* past the stack's mapping */
+	free(t);
+	t = table(rows, 9);
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(t && n == 2, "a CFA past the stack's mapping: not read (%u)", n);
+	rows[4].cfa_off = 48;
+	rows[4].kind = UNW_FP;		/* PLT, signal frame: frame pointers */
+	free(t);
+	t = table(rows, 9);
+	r = regs(0x10100, buf, U(&buf[10]));
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(t && n == 4 && ips[1] == 0x10250 && ips[2] == 0x10310 && ips[3] == 0x10400,
+	   "a row that says frame pointers: G stepped by rbp (H's frame: H itself is "
+	   "skipped, as a frame-pointer walk does), then I by its row (%u)", n);
+	rt_ustack_tables(NULL);
+	free(t);
+	r = regs(0x10100, buf, 0x5555);
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 2, "no table: the caller at sp, then cut at the garbage rbp (%u)", n);
+}
+
+/* A signal handler's probe: the handler returns into the signal
+ * trampoline (a UNW_SIGNAL row, one byte before it as glibc's FDE
+ * starts), whose frame holds the interrupted registers: the walk goes on
+ * from the interrupted pc, looked up where it is (not as a return
+ * address). */
+static void signal_walk(void)
+{
+	struct unw_row rows[] = {
+		{ .pc = 0x100, .kind = UNW_RSP, .cfa_off = 8 },		/* F */
+		{ .pc = 0x101, .kind = UNW_RSP, .cfa_off = 16 },
+		{ .pc = 0x180, .kind = UNW_NONE },
+		{ .pc = 0x200, .kind = UNW_RSP, .cfa_off = 8 },		/* G */
+		{ .pc = 0x204, .kind = UNW_RSP, .cfa_off = 48, .rbp = UNW_RBP_AT, .rbp_off = -16 },
+		{ .pc = 0x280, .kind = UNW_NONE },
+		{ .pc = 0x380, .kind = UNW_END },			/* _start */
+		{ .pc = 0x400, .kind = UNW_NONE },
+		{ .pc = 0x4ff, .kind = UNW_SIGNAL, .cfa_off = 160, .rbp = UNW_RBP_AT, .rbp_off = 120 },
+		{ .pc = 0x510, .kind = UNW_NONE },
+	};
+	uint64_t buf[64], ips[127];
+	struct patch_regs r;
+	uint32_t n;
+	void *t = table(rows, 10);
+
+	ok(t != NULL, "a table with a signal trampoline's row");
+	if (!t)
+		return;
+	memset(buf, 0, sizeof(buf));
+	buf[0] = 0x10500;		/* the handler F returns into the trampoline */
+	buf[1 + 15] = 0x7777;		/* the interrupted rbp */
+	buf[1 + 20] = U(&buf[30]);	/* ... rsp */
+	buf[1 + 21] = 0x10101;		/* ... rip: in F, after its push */
+	buf[31] = 0x10250;		/* F's caller G */
+	buf[37] = 0x10400;		/* G's caller: _start */
+	r = regs(0x10100, buf, 0x5555);
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 5 && ips[1] == 0x10500 && ips[2] == 0x10101 && ips[3] == 0x10250 &&
+	   ips[4] == 0x10400, "through the signal frame: the interrupted pc (by its own row, "
+	   "rsp + 16), its caller, to the outermost frame (%u)", n);
+	buf[1 + 21] = U(&rt_ustack) + 1;	/* the signal interrupted the runtime */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 2 && ips[1] == 0x10500, "a signal that interrupted a probe: the walk ends at "
+	   "the signal frame, no frame of the runtime (%u)", n);
+	buf[1 + 21] = 0x10101;
+	buf[31] = U(&rt_ustack) + 1;	/* ... in a function the runtime called */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	ok(n == 2 && ips[1] == 0x10500, "... in a function the runtime called: that frame is "
+	   "left out too (%u)", n);
+	buf[31] = 0x10250;
+	buf[1 + 20] = U(&buf[0]);	/* an interrupted rsp below the frame */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	is_int((int)n, 2, "an interrupted rsp not above the signal frame: cut there");
+	buf[1 + 20] = U(&buf[30]) + (1u << 30);	/* on another stack (sigaltstack) */
+	n = rt_ustack(&entry_env, &r, ips, 127);
+	is_int((int)n, 2, "an interrupted rsp outside this stack's mapping: cut there");
+	rt_ustack_tables(NULL);
+	free(t);
+}
+
+/* Random tables that pass the check, over garbage stacks: no fault. */
+static void garbage_tables(void)
+{
+	uint64_t buf[512], ips[127];
+	volatile long faults = 0, walks = 0, deepest = 0, tables_ok = 0;
+	struct sigaction sa = { .sa_handler = on_segv }, old_segv, old_bus;
+	struct unw_row rows[64];
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+	for (volatile int i = 0; i < 2000; i++) {
+		uint32_t pc = (uint32_t)(rnd() % 64);
+		void *t;
+
+		for (int k = 0; k < 63; k++) {
+			rows[k].pc = pc;
+			pc += 1 + (uint32_t)(rnd() % 256);
+			rows[k].kind = (uint8_t)(rnd() % 6);
+			rows[k].cfa_off = rnd() & 1 ? (int32_t)(rnd() % 256) - 32 : (int32_t)rnd();
+			rows[k].rbp = (uint8_t)(rnd() % 3);
+			rows[k].rbp_off = rnd() & 1 ? (int16_t)(-8 * (int)(rnd() % 8)) : (int16_t)rnd();
+		}
+		rows[63] = (struct unw_row){ .pc = pc, .kind = UNW_NONE };
+		t = table(rows, 64);
+		tables_ok += t != NULL;
+		for (volatile int j = 0; t && j < 100; j++) {
+			struct patch_regs r;
+			uint32_t n;
+
+			if (sigsetjmp(jb, 1)) {
+				faults++;
+				continue;
+			}
+			for (int w = 0; w < 512; w++)
+				buf[w] = rnd() % 3 == 0 ? 0x10000 + rnd() % 0x4000 :
+					 rnd() & 1 ? U(buf) + 8 * (rnd() % 600) - 64 : rnd();
+			r = regs(0x10000 + rnd() % 0x4000, &buf[rnd() % 8],
+				 rnd() & 1 ? U(&buf[rnd() % 512]) : rnd());
+			n = rt_ustack(j & 1 ? &exit_env : &entry_env, &r, ips, 127);
+			walks++;
+			if ((long)n > deepest)
+				deepest = n;
+		}
+		rt_ustack_tables(NULL);
+		free(t);
+	}
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGBUS, &old_bus, NULL);
+	ok(tables_ok == 2000, "2000 random tables pass the check");
+	is_int((int)faults, 0, "%ld walks by random tables over garbage stacks: no fault "
+	       "(deepest %ld frames)", (long)walks, (long)deepest);
+}
+
 int main(void)
 {
 	walks();
+	tables_walk();
+	signal_walk();
+	garbage_tables();
 	deep();
 	bad_chains();
 	own_mapping();
