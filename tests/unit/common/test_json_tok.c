@@ -195,6 +195,8 @@ static void errors(void)
 		{ "[1]\n[2]", 4, "trailing garbage after the top-level object" },
 		{ "1 2", 2, "trailing garbage after the top-level value" },
 		{ "01", 1, "trailing garbage after the top-level value" },
+		/* yajl let an unfinished token after a top-level scalar pass */
+		{ "1\"", 1, "trailing garbage after the top-level value" },
 		{ "[]\"unfinished", 2, "trailing garbage after the top-level object" },
 		/* UTF-8: overlong, truncated, surrogates, beyond U+10FFFF */
 		{ "\"ab\xc0\x80\"", 3, "invalid UTF-8 (0xc0)" },
