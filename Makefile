@@ -23,7 +23,7 @@ SHELL := /bin/bash
 
 CC      ?= cc
 # cc from make's builtin default is fine; honour CC=clang too.
-PKGS    := libbpf libelf libdw zlib sqlite3 jansson yajl capstone libprotobuf-c libnghttp2
+PKGS    := libbpf libelf libdw zlib sqlite3 jansson capstone libprotobuf-c libnghttp2
 # Headers only: fay dlopen()s these on first use (src/common/lazy_*.h), so
 # that commands without HTTP do not pay for loading ~30 libraries.
 LAZY_PKGS := libmicrohttpd libcurl gnutls

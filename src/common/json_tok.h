@@ -2,19 +2,28 @@
 /*
  * The one streaming JSON reader, for the front ends that read a body
  * straight into fay's structures without a tree of values (OTLP/JSON,
- * Zipkin v2 JSON).  yajl (Debian's libyajl-dev; json_tok.c is the one
- * file that includes it) cuts the text into tokens, handed over one at a
- * time; what is JSON is decided as jansson decided it before:
+ * Zipkin v2 JSON).  json_tok.c cuts the text into tokens in one pass (no
+ * library: see there why), handed over one at a time; what is JSON is
+ * decided as jansson decided it before:
  *
- *   - the text is UTF-8 (common/utf8.c's rules: no overlong forms), with
- *     no \v or \f (yajl takes them for white space) and no \u0000 in a
- *     string or key;
- *   - an integer (no '.', 'e' or 'E') fits int64, a real a double;
+ *   - the text is UTF-8 (common/utf8.c's rules: no overlong forms, no
+ *     surrogates), with no \v or \f and no control byte in a string, and
+ *     no \u0000 in a string or key;
+ *   - an integer (no '.', 'e' or 'E') fits int64, a real a double (a real
+ *     is the double strtod reads; one below the least denormal is 0);
  *   - objects and arrays nest at most 2048 deep;
- *   - one value, then only white space.
+ *   - one value, then only white space (space, tab, LF, CR).
  *
- * One known difference from jansson: a lone UTF-16 surrogate escape
- * (\ud800 without its pair) reads as "?" where jansson refused the text.
+ * One known difference from jansson: a lone UTF-16 surrogate escape (a
+ * \ud800-\udbff not followed by a \udc00-\udfff escape, or a
+ * \udc00-\udfff not after one) reads as "?" where jansson refused the
+ * text.
+ *
+ * Where an error is: a byte that may never stand where it is (not UTF-8,
+ * a control byte) is named by its offset, as is trailing garbage; a byte
+ * of JSON's that is wrong where it stands (a '}' closing an array) by the
+ * count of bytes read with it (its offset + 1); a text cut short by its
+ * length.
  */
 #ifndef FAY_COMMON_JSON_TOK_H
 #define FAY_COMMON_JSON_TOK_H
@@ -48,9 +57,8 @@ struct json_tok {
  */
 typedef int json_tok_fn(void *ctx, const struct json_tok *t);
 
-/* Why the text is not JSON: msg the reason, at the byte it names (the
- * offset of a byte that is not UTF-8 or not allowed; else the count of
- * bytes read when the reader stopped). */
+/* Why the text is not JSON: msg the reason, at the byte it names (see
+ * the top of this file). */
 struct json_tok_err {
 	size_t at;
 	char msg[160];

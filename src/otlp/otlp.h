@@ -8,7 +8,7 @@
  * One intermediate form of an ExportTraceServiceRequest that both front
  * ends produce,
  *
- *   otlp_json_dec.c  OTLP/JSON, streamed (yajl) -> struct otlp_req
+ *   otlp_json_dec.c  OTLP/JSON, streamed (common/json_tok.h) -> struct otlp_req
  *   otlp_pb_dec.c  OTLP/protobuf, read from the wire format -> struct otlp_req
  *   otlp_scan.c  a protobuf request's structure checked (the text of a
  *                refusal)

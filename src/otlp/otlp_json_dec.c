@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The OTLP/JSON front end: an ExportTraceServiceRequest in proto3's JSON
- * mapping -> struct otlp_req (otlp.h), streamed: common/json_tok.c (yajl)
- * hands over every key and value; they fill the request as they come,
+ * mapping -> struct otlp_req (otlp.h), streamed: common/json_tok.c hands
+ * over every key and value; they fill the request as they come,
  * with no tree of values.
  *
  * The answers are those of a decoder that reads the whole document first

@@ -6,9 +6,9 @@
  * both accept, the mapped requests are the same (the same spans as
  * Zipkin JSON, the same rejected count and first reason); when the tree
  * refuses the content (not the syntax), the reason is the same text; a
- * refusal always has a reason.  Inputs where jansson and yajl are known
+ * refusal always has a reason.  Inputs where jansson and json_tok are known
  * to read JSON itself differently are not compared: a lone UTF-16
- * surrogate escape (yajl: "?"), a NUL byte (jansson lets one through
+ * surrogate escape (json_tok: "?"), a NUL byte (jansson lets one through
  * right after a number; it is not JSON, and refused now).
  */
 #include <jansson.h>

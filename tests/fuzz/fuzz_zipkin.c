@@ -8,7 +8,7 @@
  *     accept or both refuse it, with the same count of array elements;
  *     when both accept, the spans are the same (written as the collector
  *     serves them); when the tree refuses the content (not the syntax),
- *     the reason is the same text.  Inputs where jansson and yajl are
+ *     the reason is the same text.  Inputs where jansson and json_tok are
  *     known to read JSON itself differently are not compared
  *     (common/json_tok.h): a lone UTF-16 surrogate escape, a NUL byte;
  *   - a refusal always has a reason;

@@ -4,8 +4,8 @@
  * token-at-a-time reader could answer differently from one that reads
  * the whole document first: duplicate keys, members in any order, the
  * AnyValue precedence, old field names, errors of syntax (with the byte)
- * and of content (with the field's path) and their order, what yajl
- * reads more loosely than JSON (\v, \u0000, integers beyond 64 bits),
+ * and of content (with the field's path) and their order, what a
+ * lax reader lets through (\v, \u0000, integers beyond 64 bits),
  * nesting limits.
  */
 #include <errno.h>
@@ -140,12 +140,12 @@ static void errors(void)
 		{ "{\"resourceSpans\":{}}", "resourceSpans: expected" },
 		{ "{\"resourceSpans\":[]} x", "body: byte " },
 		{ "{\"resourceSpans\":[]}\v", "body: byte 20: invalid character 0x0b" },
-		/* an unfinished token after the top-level object (yajl waits for
+		/* an unfinished token after the top-level object (yajl waited for
 		 * more input and let it pass) */
 		{ "{\"resourceSpans\":[]}\"instrumentationLibrar{}",
 		  "body: byte 20: trailing garbage after the top-level object" },
 		{ "{\"resourceSpans\":[]} \n\"x", "body: byte 22: trailing garbage" },
-		/* an overlong form (yajl's own check lets 0xc1 0x81 through) */
+		/* an overlong form (yajl, the reader before json_tok, let 0xc1 0x81 through) */
 		{ "{\"resourceSpans\":[{\"x\":\"\xc1\x81\"}]}",
 		  "body: byte 24: invalid UTF-8 (0xc1)" },
 		{ "{\"resourceSpans\":[{\"x\":\"\xed\xa0\x80\"}]}", "body: byte 24: invalid UTF-8" },
