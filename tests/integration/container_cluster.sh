@@ -40,6 +40,10 @@ cq() {
 	local q=$2 qp
 	ctr_start "$R" $N || { fail "$1: workload started" "$(cat "$T_TMP/ctr.out")"; return 1; }
 	q=${q//__PID__/$CPID}
+	# emptied here, not by the job's redirection: that runs in the job,
+	# after the wait below may have read the last query's "attached" (the
+	# calls then ran before the probe was in place: n = 0)
+	: >"$T_TMP/q.err"
 	timeout 60 "$FAY" query --cluster "$URL" --json "$q for 8s" >"$T_TMP/q.raw" 2>"$T_TMP/q.err" & qp=$!
 	wait_for 30 bash -c "grep -q ': attached' '$T_TMP/q.err' || ! kill -0 $qp" ||
 		{ fail "$1: attached" "$(cat "$T_TMP/q.err")"; }
