@@ -17,15 +17,20 @@ T_TMP=$(mktemp -d /tmp/fay-test.XXXXXX)
 # (ok "builds" make ... || { done_testing; exit; }).  cmd is ONE command:
 # in `ok "x" [ a ] && [ b ]` the shell runs [ b ] after ok, unchecked;
 # write a compound check as ok "x" bash -c '[ "$1" ] && [ "$2" ]' _ a b.
+# A failing cmd's standard error (its last 2,000 bytes: a python
+# assertion's traceback) follows the "not ok" line as TAP comments, where
+# a summary of the run shows it; a passing one's goes to stderr as ever.
 ok() {
-	local what=$1; shift
+	local what=$1 err=$T_TMP/.ok.$$.stderr; shift
 	T_N=$((T_N + 1))
-	if "$@"; then
+	if "$@" 2>"$err"; then
+		cat "$err" >&2
 		echo "ok $T_N - $what"
 		return 0
 	fi
 	T_FAILED=$((T_FAILED + 1))
 	echo "not ok $T_N - $what"
+	tail -c 2000 "$err" | sed 's/^/#   /'
 	return 1
 }
 

@@ -3,7 +3,10 @@
  * query_work: workloads whose truth is known by construction, for the
  * fay query tests and bench/bench_query.sh.
  *
- *   query_work calls K        fay_work_fn(i, 7) for i in 0..K-1 (returns i + 7)
+ *   query_work calls K [MS]   fay_work_fn(i, 7) for i in 0..K-1 (returns i + 7);
+ *                             with MS, the calls spread over at least MS
+ *                             milliseconds (a busy wait between calls,
+ *                             never a sleep: as fast a loop as the pace allows)
  *   query_work words K        fay_work_word(w, i): w cycles "alpha" "beta" "gamma"
  *   query_work sleep K US     fay_work_sleep(US) K times (nanosleep)
  *   query_work usdt K         USDT fayq:tick (i, 2*i, "tick") K times
@@ -209,8 +212,12 @@ int main(int argc, char **argv)
 	t0 = now_ns();
 	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	if (!strcmp(mode, "calls")) {
-		for (long i = 0; i < k; i++)
+		for (long i = 0; i < k; i++) {
 			fay_work_fn(i, 7);
+			/* paced (MS): call i + 1 not before t0 + (i + 1) * MS / K */
+			while (n > 0 && now_ns() - t0 < (i + 1) * n * 1000000ll / k)
+				;
+		}
 	} else if (!strcmp(mode, "words")) {
 		for (long i = 0; i < k; i++)
 			fay_work_word(words[i % 3], i);
