@@ -68,6 +68,11 @@ struct engine {
 	 * stacks in, and the names of their frames (stacks.c) */
 	struct bmap *stacks;
 	struct stacksym *ssym;
+	/* User stacks walked by unwind tables (codegen_ustack.c, a uprobe
+	 * of opts.pid): tgid -> its table (ustack_map.h), the per-CPU
+	 * scratch of a walk, and the walked stacks by id (their hash);
+	 * NULL: frame pointers only */
+	struct bmap *unwind, *uscr, *ustk;
 	/* trace_id / span_name of profile(...) samples: the libfay
 	 * processes' current-span cells, tgid -> where (spancur.c) */
 	struct bmap *spancur;
@@ -150,6 +155,13 @@ int engine_codegen(struct engine *e);
 
 /* Distinct stacks the stack map holds (a query's life). */
 #define ENGINE_STACK_ENTRIES	8192
+
+/* After the programs are loaded: opts.pid's unwind table into
+ * e->unwind, when a program walks by it (else nothing).  A table fay
+ * cannot build or that exceeds the map's bound leaves that process to
+ * frame pointers, said at info level and in e->note.  Never fails the
+ * query. */
+void engine_ustack_load(struct engine *e);
 
 /* The BPF stack map of a plan with stack keys (none without); 0 or
  * -errno. */

@@ -121,6 +121,7 @@ int engine_load(struct engine *e)
 			return engine_fail(e, -errno, "cannot map the %s: %s", e->use_ringbuf ?
 					   "ring buffer" : "perf buffers", errstr(-errno));
 	}
+	engine_ustack_load(e);
 	e->loaded = true;
 	return 0;
 }

@@ -8,9 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/log.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
+#include "engine/ustack_map.h"
+#include "probe/unwind.h"
 
 int engine_stacks_map(struct engine *e)
 {
@@ -25,7 +31,64 @@ int engine_stacks_map(struct engine *e)
 		errno = e->stacks ? ENOMEM : errno;
 		return -errno;
 	}
+	if (e->opts.pid <= 0 || engine_is_vm(e))
+		return 0;
+	/* a uprobe of one process may walk by its table (codegen_ustack.c;
+	 * created in the kernel only if a program uses them) */
+	e->unwind = bmap_new("fay_unwind", BPF_MAP_TYPE_HASH, 4, sizeof(struct ustk_tab),
+			     USTK_PROCS);
+	e->uscr = bmap_new("fay_uscr", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
+			   8u * (uint32_t)p->stack_depth, 1);
+	e->ustk = bmap_new("fay_ustk", BPF_MAP_TYPE_HASH, 8, 8u * (uint32_t)p->stack_depth,
+			   ENGINE_STACK_ENTRIES);
+	if (!e->unwind || !e->uscr || !e->ustk)
+		return -errno;
+	bmap_set_flags(e->unwind, BPF_F_NO_PREALLOC);
+	bmap_set_flags(e->ustk, BPF_F_NO_PREALLOC);
 	return 0;
+}
+
+void engine_ustack_load(struct engine *e)
+{
+	pid_t pid = e->opts.pid;
+	struct ustk_tab *v;
+	unsigned nmods, nrows;
+	uint64_t sig;
+	struct stat st;
+	char why[256];
+	void *t = MAP_FAILED;
+	int fd, err = -ENOMEM;
+	uint32_t key = (uint32_t)pid;
+
+	if (!e->unwind || bmap_fd(e->unwind) < 0)
+		return;		/* no program walks by it */
+	fd = unwind_process_memfd(pid, NULL, &nmods, &nrows, &sig, why, sizeof(why));
+	if (fd < 0) {
+		pr_info("pid %d: no unwind table for the kernel's walk (frame pointers): %s",
+			(int)pid, why);
+		return;
+	}
+	v = malloc(sizeof(*v));
+	if (v && !fstat(fd, &st))
+		t = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (t != MAP_FAILED) {
+		err = ustk_pack(t, v, why, sizeof(why));
+		if (!err)
+			err = bmap_update(e->unwind, &key, v, BPF_ANY);
+		if (!err)
+			pr_debug("pid %d: its unwind table (%u modules, %u rows) in fay_unwind",
+				 (int)pid, nmods, nrows);
+		else if (err != -E2BIG)
+			snprintf(why, sizeof(why), "%s", errstr(err));
+		munmap(t, (size_t)st.st_size);
+	} else {
+		snprintf(why, sizeof(why), "out of memory");
+	}
+	if (err)
+		pr_info("pid %d: its unwind table is not in the kernel (frame pointers): %s",
+			(int)pid, why);
+	free(v);
+	close(fd);
 }
 
 /* Stack id's addresses in the inline runtime's stack table (the VM map
@@ -70,8 +133,19 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 			 k->stack == PSTACK_USER ? "user" : "kernel", n ? n : "?");
 		return;
 	}
-	id32 = (uint32_t)id;
 	memset(ips, 0, sizeof(ips));
+	if (id & USTK_ID_BIT) {
+		/* walked by the unwind table: its addresses under its hash */
+		uint64_t h = (uint64_t)id;
+
+		if (!e->ustk || bmap_lookup(e->ustk, &h, ips))
+			snprintf(out, (size_t)k->size, "[stack %#llx gone]", (unsigned long long)h);
+		else
+			stacksym_fold(e->ssym, true, (pid_t)pid, ips, k->depth, out,
+				      (size_t)k->size);
+		return;
+	}
+	id32 = (uint32_t)id;
 	err = e->vm ? vm_lookup(e, id32, ips) : bmap_lookup(e->stacks, &id32, ips);
 	if (err) {
 		snprintf(out, (size_t)k->size, "[stack %u gone]", id32);

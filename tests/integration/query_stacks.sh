@@ -7,7 +7,8 @@
 # to the sampled function (the kernel's walker follows frame pointers);
 # at C's entry (a uprobe) the counts per stack are exact (K under
 # main;A;B;C, ceil(K/3) under main;A;D;C) and equal bpftrace's @[ustack]
-# = count() on the same run; syscall("read") by s.kstack shows the
+# = count() on the same run; without frame pointers on a process named
+# with -p, the same exact counts (the walk by its unwind table); syscall("read") by s.kstack shows the
 # system call's entry path; refusals; the default table and --format
 # folded; a cluster of two agents merges stacks by their names.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -75,6 +76,15 @@ fq --format folded -c "$FP calls $K" "from f in function(\"$FP:C\") group f by f
 sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
 same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
 	"function(C) by s.ustack: $K calls under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
+# the same without frame pointers, in uprobe mode on a process named with
+# -p: the program walks by the process's unwind table (fay_unwind,
+# codegen_ustack.c), so the counts are exact as above (the kernel's
+# frame-pointer walk gives B;C and D;C, callers lost)
+held "$NOFP" calls $K "from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	--format folded --probe-mode=uprobe -p @PID@
+sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
+same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
+	"no frame pointers, uprobe on -p PID: the walk by the unwind table gives $K under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
 # (3000 calls: 0.3 s or more, so that the process is still there when
 # the reader looks at the keys, every 50 ms)
 fq -c "$FP calls 3000" "from f in function(\"$FP:C\") group f by f.ustack(2) into g select { n: g.count(), stack: g.key }"
