@@ -121,7 +121,7 @@ int engine_load(struct engine *e)
 			return engine_fail(e, -errno, "cannot map the %s: %s", e->use_ringbuf ?
 					   "ring buffer" : "perf buffers", errstr(-errno));
 	}
-	engine_ustack_load(e);
+	engine_ustack_update(e, e->opts.pid);
 	e->loaded = true;
 	return 0;
 }

@@ -48,9 +48,8 @@ int engine_stacks_map(struct engine *e)
 	return 0;
 }
 
-void engine_ustack_load(struct engine *e)
+void engine_ustack_update(struct engine *e, pid_t pid)
 {
-	pid_t pid = e->opts.pid;
 	struct ustk_tab *v;
 	unsigned nmods, nrows;
 	uint64_t sig;
@@ -60,12 +59,16 @@ void engine_ustack_load(struct engine *e)
 	int fd, err = -ENOMEM;
 	uint32_t key = (uint32_t)pid;
 
-	if (!e->unwind || bmap_fd(e->unwind) < 0)
+	if (!e->unwind || bmap_fd(e->unwind) < 0 || pid != e->opts.pid)
 		return;		/* no program walks by it */
+	sig = unwind_process_sig(pid, NULL);
+	if (!sig || sig == e->ustk_sig)
+		return;		/* gone, or its executable mappings as they were */
 	fd = unwind_process_memfd(pid, NULL, &nmods, &nrows, &sig, why, sizeof(why));
 	if (fd < 0) {
 		pr_info("pid %d: no unwind table for the kernel's walk (frame pointers): %s",
 			(int)pid, why);
+		e->ustk_sig = sig;	/* not again for these maps */
 		return;
 	}
 	v = malloc(sizeof(*v));
@@ -84,9 +87,13 @@ void engine_ustack_load(struct engine *e)
 	} else {
 		snprintf(why, sizeof(why), "out of memory");
 	}
-	if (err)
+	if (err) {
+		/* an older table would name the wrong frames: none */
+		bmap_delete(e->unwind, &key);
 		pr_info("pid %d: its unwind table is not in the kernel (frame pointers): %s",
 			(int)pid, why);
+	}
+	e->ustk_sig = sig;
 	free(v);
 	close(fd);
 }
@@ -183,6 +190,7 @@ bool engine_stacks_tick(struct engine *e)
 	if (!user || !e->ssym || !e->vals || !e->loaded)
 		return user;
 	engine_inl_unwind_tick(e);
+	engine_ustack_update(e, e->opts.pid);	/* dlopen() in a -p process */
 	/* a walk that the probes change under it may repeat keys: bounded */
 	while (n < 4L * p->max_entries &&
 	       !(e->vm ? engine_vm_next_key(e, e->vals, n ? prev : NULL, k) :

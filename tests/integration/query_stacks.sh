@@ -85,6 +85,12 @@ held "$NOFP" calls $K "from f in function(\"$NOFP:C\") group f by f.ustack into 
 sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
 same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
 	"no frame pointers, uprobe on -p PID: the walk by the unwind table gives $K under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
+# and on a command fay starts (-c): its table made anew at its exec and
+# at its libraries' mmap(), while the exec watch holds it
+fq --format folded --probe-mode=uprobe -c "$NOFP calls $K" "from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
+same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
+	"no frame pointers, uprobe on -c CMD: the table made at its exec gives the exact counts too"
 # (3000 calls: 0.3 s or more, so that the process is still there when
 # the reader looks at the keys, every 50 ms)
 fq -c "$FP calls 3000" "from f in function(\"$FP:C\") group f by f.ustack(2) into g select { n: g.count(), stack: g.key }"
