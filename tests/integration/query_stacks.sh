@@ -91,6 +91,37 @@ fq --format folded --probe-mode=uprobe -c "$NOFP calls $K" "from f in function(\
 sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
 same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
 	"no frame pointers, uprobe on -c CMD: the table made at its exec gives the exact counts too"
+# Debian's python3 (no frame pointers) under a uprobe on one process: the
+# program's walk gives the inline walker's stack, frame for frame
+PY=/usr/bin/python3
+if [ -x "$PY" ] && [ "$(readlink -f "$PY")" != "$PY" ]; then
+	PYBIN=$(readlink -f "$PY")
+	cat >"$T_TMP/work.py" <<'PYW'
+import time
+def g(x):
+    return str(x)
+t = time.time()
+while time.time() - t < 20:
+    g(12345)
+PYW
+	"$PY" "$T_TMP/work.py" & pyp=$!; T_PIDS+=($pyp)
+	PYQ="from f in function(\"$PYBIN:PyObject_Str\") group f by f.ustack into g select { stack: g.key, n: g.count() } for 1s"
+	fq --json --probe-mode=uprobe -p $pyp "$PYQ"
+	cp "$T_TMP/out" "$T_TMP/py.uprobe"
+	fq --json --probe-mode=inline -p $pyp "$PYQ"
+	kill $pyp
+	ok "python3 (no frame pointers), uprobe on -p: the top stack is the inline walker's, 10 frames or more" python3 -c "
+import json, sys
+def top(f):
+    rows = [json.loads(l) for l in open(f)]
+    return max(rows, key=lambda r: r['n'])['stack']
+u, i = top('$T_TMP/py.uprobe'), top('$T_TMP/out')
+assert u == i and len(u.split(';')) >= 10 and 'Py_BytesMain' in u, (u, i)
+print(len(u.split(';')))
+"
+else
+	diag "no Debian python3 at $PY: its check is not made"
+fi
 # (3000 calls: 0.3 s or more, so that the process is still there when
 # the reader looks at the keys, every 50 ms)
 fq -c "$FP calls 3000" "from f in function(\"$FP:C\") group f by f.ustack(2) into g select { n: g.count(), stack: g.key }"
