@@ -110,17 +110,24 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 {
 	struct engine *e = g->e;
 	struct ir *ir = g->ir;
-	bool exit = g->ep->kind == PROBE_URETPROBE;
 	int depth = k->depth, all = e->p->stack_depth;
+	/* the table is in place before the first call: -p (loaded before
+	 * the attach), or -c held at its exec by the exec watch (the
+	 * probes that follow processes: not a wildcard's) */
+	bool ready = !e->opts.hold_execs ||
+		     (g->ep->probe && probe_follows_processes(g->ep->probe));
 
-	if (!e->unwind || e->inl || e->vm || (g->ep->kind != PROBE_UPROBE && !exit) ||
-	    k->stack != PSTACK_USER)
+	/* (a uretprobe's return addresses on the stack are the kernel's
+	 * trampoline, which the kernel's walker replaces and this one
+	 * cannot: a query with exit probes walks by frame pointers) */
+	if (!e->unwind || e->inl || e->vm || g->ep->kind != PROBE_UPROBE || !ready ||
+	    k->stack != PSTACK_USER || (e->p->paired && e->p->exit.kind == PA_URETPROBE))
 		return false;
 	int slot = ir_stack_alloc(ir, 16, 8), w = ir_stack_alloc(ir, 16, 8);
 	int loop = ir_label_new(ir), done = ir_label_new(ir), fp = ir_label_new(ir);
 	int push = ir_label_new(ir), by_rsp = ir_label_new(ir), have_cfa = ir_label_new(ir);
 	int stored = ir_label_new(ir), lost = ir_label_new(ir), out = ir_label_new(ir);
-	int bp_same = ir_label_new(ir);
+	int bp_same = ir_label_new(ir), first = ir_label_new(ir), not_first = ir_label_new(ir);
 	ir_reg tab = ir_vreg(ir), scr = ir_vreg(ir), pc = ir_vreg(ir), sp = ir_vreg(ir);
 	ir_reg bp = ir_vreg(ir), n = ir_vreg(ir), lpc = ir_vreg(ir), row = ir_vreg(ir);
 	ir_reg t = ir_vreg(ir), cfa = ir_vreg(ir), ret = ir_vreg(ir), nsp = ir_vreg(ir);
@@ -146,17 +153,12 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 
 	ir_label(ir, loop);
 	ir_jmp(ir, BPF_JGE, n, IR_I(depth), done);
-	/* a return address is looked up at its call (pc - 1) */
+	/* a return address is looked up at its call (pc - 1), the entry's
+	 * ip where it is */
 	ir_mov(ir, lpc, IR_R(pc));
-	if (!exit) {
-		int first = ir_label_new(ir);
-
-		ir_jmp(ir, BPF_JEQ, n, IR_I(1), first);
-		ir_alu(ir, BPF_SUB, lpc, IR_I(1));
-		ir_label(ir, first);
-	} else {
-		ir_alu(ir, BPF_SUB, lpc, IR_I(1));
-	}
+	ir_jmp(ir, BPF_JEQ, n, IR_I(1), first);
+	ir_alu(ir, BPF_SUB, lpc, IR_I(1));
+	ir_label(ir, first);
 	emit_find(ir, row, tab, lpc, fp);
 	ir_load(ir, t, IR_R(row), offsetof(struct unw_row, kind), 1, 0);
 	ir_jmp(ir, BPF_JEQ, t, IR_I(UNW_END), done);
@@ -192,20 +194,16 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	ir_goto(ir, push);
 
 	ir_label(ir, fp);
-	if (!exit) {
-		int not_first = ir_label_new(ir);
-
-		/* no row at an entry: the caller is at [sp] */
-		ir_jmp(ir, BPF_JNE, n, IR_I(1), not_first);
-		ir_probe_read(ir, r, w, 8, IR_R(sp), true, false);
-		ir_jmp(ir, BPF_JNE, r, IR_I(0), done);
-		ir_load(ir, ret, IR_S(w), 0, 8, 0);
-		ir_mov(ir, nbp, IR_R(bp));
-		ir_mov(ir, nsp, IR_R(sp));
-		ir_alu(ir, BPF_ADD, nsp, IR_I(8));
-		ir_goto(ir, push);
-		ir_label(ir, not_first);
-	}
+	/* no row at the entry: the caller is at [sp] */
+	ir_jmp(ir, BPF_JNE, n, IR_I(1), not_first);
+	ir_probe_read(ir, r, w, 8, IR_R(sp), true, false);
+	ir_jmp(ir, BPF_JNE, r, IR_I(0), done);
+	ir_load(ir, ret, IR_S(w), 0, 8, 0);
+	ir_mov(ir, nbp, IR_R(bp));
+	ir_mov(ir, nsp, IR_R(sp));
+	ir_alu(ir, BPF_ADD, nsp, IR_I(8));
+	ir_goto(ir, push);
+	ir_label(ir, not_first);
 	/* frame pointers: [bp] the next frame, [bp + 8] its return address */
 	ir_jmp(ir, BPF_JLT, bp, IR_R(sp), done);
 	ir_probe_read(ir, r, w, 16, IR_R(bp), true, false);
