@@ -21,6 +21,7 @@
 int engine_stacks_map(struct engine *e)
 {
 	const struct plan *p = e->p;
+	const char *how;
 
 	if (!p->stack_depth)
 		return 0;
@@ -31,8 +32,9 @@ int engine_stacks_map(struct engine *e)
 		errno = e->stacks ? ENOMEM : errno;
 		return -errno;
 	}
-	if (e->opts.pid <= 0 || engine_is_vm(e))
-		return 0;
+	how = getenv("FAY_UNWIND");
+	if (e->opts.pid <= 0 || engine_is_vm(e) || (how && !strcmp(how, "fp")))
+		return 0;	/* (FAY_UNWIND=fp: frame pointers only, as inline) */
 	/* a uprobe of one process may walk by its table (codegen_ustack.c;
 	 * created in the kernel only if a program uses them) */
 	e->unwind = bmap_new("fay_unwind", BPF_MAP_TYPE_HASH, 4, sizeof(struct ustk_tab),
