@@ -26,8 +26,7 @@ BT=$(command -v bpftrace || true)
 T=$(mktemp -d /tmp/fay-bench-ustack-bpf.XXXXXX) && trap 'rm -rf "$T"' EXIT
 export QW_TIME=1
 
-cpu() { sed -n 's/^cpu_ns \([0-9]*\)$/\1/p' "$1"; }
-median() { python3 -c 'import sys; v=sorted(float(x) for x in sys.argv[1:]); print("%.1f" % v[len(v)//2])' "$@"; }
+. "$TOP/bench/stack_lib.bash"
 
 # one NAME BASE_NS_PER_CALL: added ns per call
 one() {
@@ -60,10 +59,7 @@ NAMES=(count fp table nofp)
 [ -n "$BT" ] && NAMES+=(bt)
 declare -A res
 for r in $(seq "$R"); do
-	"$W" deep "$N" "$K" >"$T/o"
-	base=$(python3 -c "print($(cpu "$T/o") / $K)")
-	"$WN" deep "$N" "$K" >"$T/o"
-	base_nofp=$(python3 -c "print($(cpu "$T/o") / $K)")
+	stack_bases
 	order=("${NAMES[@]}")
 	[ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${NAMES[@]}" | tac))
 	for q in "${order[@]}"; do
@@ -72,15 +68,8 @@ for r in $(seq "$R"); do
 		res[$q]+=" $(one "$q" "$b")"
 	done
 done
-echo "date: $(date -u '+%F %T') UTC; $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1); kernel $(uname -r)"
-echo "C called from $((N + 3)) frames; $K calls; $R rounds"
 declare -A med
-for q in "${NAMES[@]}"; do
-	# shellcheck disable=SC2086
-	med[$q]=$(median ${res[$q]})
-	printf '%-6s %8s ns/call   (%s)\n' "$q" "${med[$q]}" "${res[$q]# }"
-done
+stack_report "$K calls"
 python3 - "${med[count]}" "${med[fp]}" "${med[table]}" "${med[nofp]}" "${med[bt]:-0}" <<'PY'
 import sys
 c, fp, tab, nofp, bt = map(float, sys.argv[1:6])
