@@ -16,7 +16,10 @@
  * table (its entry missing): bpf_get_stackid(), frame pointers.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "engine/codegen.h"
 #include "engine/engine_int.h"
@@ -106,6 +109,23 @@ static void emit_find(struct ir *ir, ir_reg row, ir_reg tab, ir_reg pc, int none
 	ir_jmp(ir, BPF_JGT, t, IR_R(fpc), none);
 }
 
+/* Append "; " and the sentence to e->note (what the attach line says) */
+static void __attribute__((format(printf, 2, 3))) note(struct engine *e, const char *fmt, ...)
+{
+	size_t n = strlen(e->note);
+	va_list ap;
+
+	if (n + 3 >= sizeof(e->note))
+		return;
+	if (n) {
+		memcpy(e->note + n, "; ", 3);
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(e->note + n, sizeof(e->note) - n, fmt, ap);
+	va_end(ap);
+}
+
 bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 {
 	struct engine *e = g->e;
@@ -120,9 +140,21 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	/* (a uretprobe's return addresses on the stack are the kernel's
 	 * trampoline, which the kernel's walker replaces and this one
 	 * cannot: a query with exit probes walks by frame pointers) */
-	if (!e->unwind || e->inl || e->vm || g->ep->kind != PROBE_UPROBE || !ready ||
-	    k->stack != PSTACK_USER || (e->p->paired && e->p->exit.kind == PA_URETPROBE))
+	const char *why = !ready ? "its table would come after the first calls (a wildcard's "
+			  "probe is not held at the command's exec)" :
+			  e->p->paired && e->p->exit.kind == PA_URETPROBE ?
+			  "the query has exit probes (uretprobes put the kernel's trampoline on "
+			  "the stack)" : NULL;
+
+	if (!e->unwind || e->inl || e->vm || k->stack != PSTACK_USER ||
+	    (g->ep->kind != PROBE_UPROBE && g->ep->kind != PROBE_URETPROBE))
 		return false;
+	if (why || g->ep->kind != PROBE_UPROBE) {
+		note(e, "s.ustack by frame pointers: %s", why ? why : "an exit probe");
+		return false;
+	}
+	note(e, "s.ustack walked by pid %d's unwind table (frame pointers where a frame "
+	     "has no row)", (int)e->opts.pid);
 	int slot = ir_stack_alloc(ir, 16, 8), w = ir_stack_alloc(ir, 16, 8);
 	int loop = ir_label_new(ir), done = ir_label_new(ir), fp = ir_label_new(ir);
 	int push = ir_label_new(ir), by_rsp = ir_label_new(ir), have_cfa = ir_label_new(ir);

@@ -85,6 +85,13 @@ held "$NOFP" calls $K "from f in function(\"$NOFP:C\") group f by f.ustack into 
 sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
 same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
 	"no frame pointers, uprobe on -p PID: the walk by the unwind table gives $K under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
+ok "... and the attach line says the stack is walked by the process's table" \
+	grep -q "s.ustack walked by pid [0-9]*'s unwind table" "$T_TMP/err"
+timeout 60 "$FAY" query --format folded --probe-mode=uprobe -c "$NOFP calls 30" \
+	"from f in function(\"$NOFP:C\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	>/dev/null 2>"$T_TMP/err"
+ok "with exit probes the stack is walked by frame pointers, and the attach line says why" \
+	grep -q "s.ustack by frame pointers: the query has exit probes" "$T_TMP/err"
 # and on a command fay starts (-c): its table made anew at its exec and
 # at its libraries' mmap(), while the exec watch holds it
 fq --format folded --probe-mode=uprobe -c "$NOFP calls $K" "from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
