@@ -12,7 +12,9 @@
  * query's depth.  The addresses (zero-padded) are hashed into the key's
  * id (bit 62 set: not a stack map id) and kept in fay_ustk under it
  * (BPF_NOEXIST); another stack under the same hash is a collision: the
- * id is -ENOSPC ("[lost]") and EC_LOST counted.  A process without a
+ * id is -ENOSPC ("[lost]") and EC_LOST counted, as is a walk whose
+ * per-CPU scratch another thread's walk took over while it was
+ * preempted.  A process without a
  * table (its entry missing): bpf_get_stackid(), frame pointers.
  */
 #include <errno.h>
@@ -164,6 +166,7 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	ir_reg bp = ir_vreg(ir), n = ir_vreg(ir), lpc = ir_vreg(ir), row = ir_vreg(ir);
 	ir_reg t = ir_vreg(ir), cfa = ir_vreg(ir), ret = ir_vreg(ir), nsp = ir_vreg(ir);
 	ir_reg nbp = ir_vreg(ir), a = ir_vreg(ir), h = ir_vreg(ir), r = ir_vreg(ir);
+	ir_reg tid = ir_vreg(ir);
 
 	ir_comment(ir, "the user stack by the process's unwind table");
 	ir_call(ir, t, BPF_FUNC_get_current_pid_tgid, 0);
@@ -177,6 +180,12 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	ir_jmp(ir, BPF_JEQ, scr, IR_I(0), fallback);
 	for (int i = 0; i < all; i++)
 		ir_store(ir, IR_R(scr), 8 * i, 8, IR_I(0));
+	/* the walk's owner after its addresses: another thread's walk on
+	 * this CPU while this one was preempted (a uprobe's program runs
+	 * with migration disabled, not preemption) takes it over, and this
+	 * walk's stack is then lost, not mixed */
+	ir_call(ir, tid, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_store(ir, IR_R(scr), 8 * all, 8, IR_R(tid));
 	ir_load(ir, pc, IR_R(ir_ctx(ir)), REGS_IP, 8, 0);
 	ir_load(ir, sp, IR_R(ir_ctx(ir)), REGS_SP, 8, 0);
 	ir_load(ir, bp, IR_R(ir_ctx(ir)), REGS_BP, 8, 0);
@@ -260,6 +269,8 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	ir_goto(ir, loop);
 
 	ir_label(ir, done);
+	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
+	ir_jmp(ir, BPF_JNE, t, IR_R(tid), lost);
 	ir_comment(ir, "the stack's hash: its id, kept in fay_ustk");
 	ir_mov(ir, h, IR_I(0x9e3779b97f4a7c15ll));
 	for (int i = 0; i < all; i++) {
@@ -284,6 +295,8 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 		ir_jmp(ir, BPF_JNE, t, IR_R(r), lost);
 	}
 	ir_label(ir, stored);
+	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
+	ir_jmp(ir, BPF_JNE, t, IR_R(tid), lost);	/* taken over meanwhile */
 	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_R(h));
 	ir_goto(ir, out);
 	ir_label(ir, lost);

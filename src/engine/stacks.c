@@ -40,7 +40,7 @@ int engine_stacks_map(struct engine *e)
 	e->unwind = bmap_new("fay_unwind", BPF_MAP_TYPE_HASH, 4, sizeof(struct ustk_tab),
 			     USTK_PROCS);
 	e->uscr = bmap_new("fay_uscr", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
-			   8u * (uint32_t)p->stack_depth, 1);
+			   8u * (uint32_t)p->stack_depth + 8, 1);	/* + its owner */
 	e->ustk = bmap_new("fay_ustk", BPF_MAP_TYPE_HASH, 8, 8u * (uint32_t)p->stack_depth,
 			   ENGINE_STACK_ENTRIES);
 	if (!e->unwind || !e->uscr || !e->ustk)
