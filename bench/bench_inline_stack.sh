@@ -18,7 +18,10 @@
 #                                                       pointers (its own base)
 #   ustack4   group by f.ustack(4), count               inline: 4 frames
 #   u:count   the same as count, --probe-mode=uprobe     the kernel's uprobe
-#   u:ustack  the same as ustack, --probe-mode=uprobe    + bpf_get_stackid()
+#   u:ustack  the same as ustack, --probe-mode=uprobe    + the program's walk by the
+#                                                       unwind table (k27; before:
+#                                                       bpf_get_stackid(), now
+#                                                       bench/bench_ustack_bpf.sh's fp)
 #
 # medians of ROUNDS rounds, the order of the queries alternating; every
 # run's counts are checked (the sum of n is the number of calls).
@@ -33,8 +36,7 @@ R=${1:-5} N=${N:-20} K=${K:-1000000} KU=${KU:-100000}
 T=$(mktemp -d /tmp/fay-bench-inline-stack.XXXXXX) && trap 'rm -rf "$T"' EXIT
 export QW_TIME=1
 
-cpu() { sed -n 's/^cpu_ns \([0-9]*\)$/\1/p' "$1"; }
-median() { python3 -c 'import sys; v=sorted(float(x) for x in sys.argv[1:]); print("%.1f" % v[len(v)//2])' "$@"; }
+. "$TOP/bench/stack_lib.bash"
 Q="from f in function(\"$W:C\")"
 declare -A QS=(
 	[count]="$Q select { n: count() }"
@@ -74,10 +76,7 @@ PY
 
 declare -A res
 for r in $(seq "$R"); do
-	"$W" deep "$N" "$K" >"$T/o"
-	base=$(python3 -c "print($(cpu "$T/o") / $K)")
-	"$WN" deep "$N" "$K" >"$T/o"
-	base_nofp=$(python3 -c "print($(cpu "$T/o") / $K)")
+	stack_bases
 	order=("${NAMES[@]}")
 	[ $((r % 2)) = 0 ] && order=(u:ustack u:count ustack4 nofp ustack:fp ustack comm count)
 	for q in "${order[@]}"; do
@@ -87,15 +86,8 @@ for r in $(seq "$R"); do
 		res[$q]+=" $(one "$q" "$k" "$b")"
 	done
 done
-echo "date: $(date -u '+%F %T') UTC; $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-echo "C called from $((N + 3)) frames; $K calls inline, $KU with uprobes; $R rounds"
 declare -A med
-for q in "${NAMES[@]}"; do
-	# shellcheck disable=SC2086
-	med[$q]=$(median ${res[$q]})
-	printf '%-9s %8s ns/call   (%s)\n' "$q" "${med[$q]}" "${res[$q]# }"
-done
+stack_report "$K calls inline, $KU with uprobes"
 python3 - "${med[count]}" "${med[comm]}" "${med[ustack]}" "${med[ustack4]}" "${med[u:count]}" "${med[u:ustack]}" \
 	"${med[ustack:fp]}" "${med[nofp]}" "$N" <<'PY'
 import sys
@@ -105,6 +97,6 @@ print("inline: a stack key adds %.1f ns to a call on the slow path (ustack - com
 print("inline, %d frames: by the unwind table %.1f ns, by frame pointers only %.1f "
       "(table / fp: %.2f); without frame pointers, by the table: %.1f"
       % (int(sys.argv[9]) + 3, us - comm, usfp - comm, (us - comm) / (usfp - comm), nofp - comm))
-print("uprobe: bpf_get_stackid() adds %.1f ns (u:ustack - u:count)" % (uus - uc))
+print("uprobe: the walk by the unwind table adds %.1f ns (u:ustack - u:count)" % (uus - uc))
 print("ustack per call, uprobe / inline: %.1f" % (uus / us))
 PY

@@ -46,6 +46,15 @@ void cg_pos(struct cg *g, const struct pexpr *x);
 void cg_qfail(struct cg *g, const struct pexpr *x, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* A user stack key k walked by the process's unwind table into the key
+ * at key (codegen_ustack.c): false, emitting nothing, when the query has
+ * no tables (e->unwind NULL), the program is not a uprobe's (entry), the
+ * query has uretprobes, or the table would come late (-c and a probe
+ * that does not follow its exec: a wildcard's); the
+ * program jumps to fallback (to be placed by the caller: the stack map's
+ * walk) for a process without a table. */
+bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback);
+
 /* A fresh register holding the constant v. */
 ir_reg cg_imm(struct cg *g, int64_t v);
 

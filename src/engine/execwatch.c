@@ -294,6 +294,9 @@ static int on_exec(void *ctx, const void *data, size_t size)
 	if (mapped && settled)
 		remember_file(x, (pid_t)rec[0], rec[1], rec[2]);
 out:
+	/* its unwind table for the programs' walk, while it is stopped: its
+	 * first calls in the new image walk by it */
+	engine_ustack_update(e, (pid_t)rec[0]);
 	/* the program stopped it after writing the record: on it goes (a
 	 * record is of the followed processes alone) */
 	if (x->hold && !going && (x->follow || (pid_t)rec[0] == x->pid))

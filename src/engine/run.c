@@ -437,6 +437,9 @@ void engine_free(struct engine *e)
 	bmap_free(e->out);
 	bmap_free(e->counters);
 	bmap_free(e->stacks);
+	bmap_free(e->unwind);
+	bmap_free(e->uscr);
+	bmap_free(e->ustk);
 	bmap_free(e->follow);
 	engine_spancur_free(e);
 	stacksym_free(e->ssym);

@@ -121,6 +121,8 @@ int engine_load(struct engine *e)
 			return engine_fail(e, -errno, "cannot map the %s: %s", e->use_ringbuf ?
 					   "ring buffer" : "perf buffers", errstr(-errno));
 	}
+	if (!e->opts.hold_execs)	/* (-c: made at its exec, held) */
+		engine_ustack_update(e, e->opts.pid);
 	e->loaded = true;
 	return 0;
 }

@@ -8,13 +8,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/log.h"
 #include "engine/engine_int.h"
 #include "engine/inline.h"
+#include "engine/ustack_map.h"
+#include "probe/unwind.h"
 
 int engine_stacks_map(struct engine *e)
 {
 	const struct plan *p = e->p;
+	const char *how;
 
 	if (!p->stack_depth)
 		return 0;
@@ -25,7 +32,72 @@ int engine_stacks_map(struct engine *e)
 		errno = e->stacks ? ENOMEM : errno;
 		return -errno;
 	}
+	how = getenv("FAY_UNWIND");
+	if (e->opts.pid <= 0 || engine_is_vm(e) || (how && !strcmp(how, "fp")))
+		return 0;	/* (FAY_UNWIND=fp: frame pointers only, as inline) */
+	/* a uprobe of one process may walk by its table (codegen_ustack.c;
+	 * created in the kernel only if a program uses them) */
+	e->unwind = bmap_new("fay_unwind", BPF_MAP_TYPE_HASH, 4, sizeof(struct ustk_tab),
+			     USTK_PROCS);
+	e->uscr = bmap_new("fay_uscr", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
+			   8u * (uint32_t)p->stack_depth + 8, 1);	/* + its owner */
+	e->ustk = bmap_new("fay_ustk", BPF_MAP_TYPE_HASH, 8, 8u * (uint32_t)p->stack_depth,
+			   ENGINE_STACK_ENTRIES);
+	if (!e->unwind || !e->uscr || !e->ustk)
+		return -errno;
+	bmap_set_flags(e->unwind, BPF_F_NO_PREALLOC);
+	bmap_set_flags(e->ustk, BPF_F_NO_PREALLOC);
 	return 0;
+}
+
+void engine_ustack_update(struct engine *e, pid_t pid)
+{
+	struct ustk_tab *v;
+	unsigned nmods, nrows;
+	uint64_t sig;
+	struct stat st;
+	char why[256];
+	void *t = MAP_FAILED;
+	int fd, err = -ENOMEM;
+	uint32_t key = (uint32_t)pid;
+
+	if (!e->unwind || bmap_fd(e->unwind) < 0 || pid != e->opts.pid)
+		return;		/* no program walks by it */
+	sig = unwind_process_sig(pid, NULL);
+	if (!sig || sig == e->ustk_sig)
+		return;		/* gone, or its executable mappings as they were */
+	fd = unwind_process_memfd(pid, NULL, &nmods, &nrows, &sig, why, sizeof(why));
+	if (fd < 0) {
+		pr_info("pid %d: no unwind table for the kernel's walk (frame pointers): %s",
+			(int)pid, why);
+		e->ustk_sig = sig;	/* not again for these maps */
+		return;
+	}
+	v = malloc(sizeof(*v));
+	if (v && !fstat(fd, &st))
+		t = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (t != MAP_FAILED) {
+		err = ustk_pack(t, v, why, sizeof(why));
+		if (!err)
+			err = bmap_update(e->unwind, &key, v, BPF_ANY);
+		if (!err)
+			pr_debug("pid %d: its unwind table (%u modules, %u rows) in fay_unwind",
+				 (int)pid, nmods, nrows);
+		else if (err != -E2BIG)
+			snprintf(why, sizeof(why), "%s", errstr(err));
+		munmap(t, (size_t)st.st_size);
+	} else {
+		snprintf(why, sizeof(why), "out of memory");
+	}
+	if (err) {
+		/* an older table would name the wrong frames: none */
+		bmap_delete(e->unwind, &key);
+		pr_info("pid %d: its unwind table is not in the kernel (frame pointers): %s",
+			(int)pid, why);
+	}
+	e->ustk_sig = sig;
+	free(v);
+	close(fd);
 }
 
 /* Stack id's addresses in the inline runtime's stack table (the VM map
@@ -70,8 +142,19 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 			 k->stack == PSTACK_USER ? "user" : "kernel", n ? n : "?");
 		return;
 	}
-	id32 = (uint32_t)id;
 	memset(ips, 0, sizeof(ips));
+	if (id & USTK_ID_BIT) {
+		/* walked by the unwind table: its addresses under its hash */
+		uint64_t h = (uint64_t)id;
+
+		if (!e->ustk || bmap_lookup(e->ustk, &h, ips))
+			snprintf(out, (size_t)k->size, "[stack %#llx gone]", (unsigned long long)h);
+		else
+			stacksym_fold(e->ssym, true, (pid_t)pid, ips, k->depth, out,
+				      (size_t)k->size);
+		return;
+	}
+	id32 = (uint32_t)id;
 	err = e->vm ? vm_lookup(e, id32, ips) : bmap_lookup(e->stacks, &id32, ips);
 	if (err) {
 		snprintf(out, (size_t)k->size, "[stack %u gone]", id32);
@@ -109,6 +192,7 @@ bool engine_stacks_tick(struct engine *e)
 	if (!user || !e->ssym || !e->vals || !e->loaded)
 		return user;
 	engine_inl_unwind_tick(e);
+	engine_ustack_update(e, e->opts.pid);	/* dlopen() in a -p process */
 	/* a walk that the probes change under it may repeat keys: bounded */
 	while (n < 4L * p->max_entries &&
 	       !(e->vm ? engine_vm_next_key(e, e->vals, n ? prev : NULL, k) :

@@ -30,6 +30,24 @@ same() {
 	fi
 }
 
+# held BIN MODE K QUERY [OPTION...]: fay query OPTION... QUERY on one run
+# of BIN MODE K (a workload that knows QW_WAIT), held at a file until fay
+# is attached; @PID@ in QUERY and the options is the workload's pid.
+# fay's output in $T_TMP/out, its messages in $T_TMP/err, its status in RC.
+held() {
+	local go=$T_TMP/go.$RANDOM bin=$1 mode=$2 k=$3 q=$4 wpid fpid
+	shift 4
+	QW_WAIT=$go "$bin" "$mode" "$k" & wpid=$!
+	: >"$T_TMP/err"
+	timeout 60 "$FAY" query "${@//@PID@/$wpid}" "${q//@PID@/$wpid}" \
+		>"$T_TMP/out" 2>"$T_TMP/err" & fpid=$!
+	wait_for 30 grep -q attached "$T_TMP/err"
+	touch "$go"
+	wait $wpid
+	wait $fpid
+	RC=$?
+}
+
 # versus FAYQ BTPROG NPROBES MODE K: fay and bpftrace trace one run of
 # $W MODE K (query_work, or a workload that knows QW_READY/QW_WAIT as it
 # does), held at a file until both are attached (@PID@ in BTPROG is its

@@ -125,15 +125,7 @@ if [ "$kv" -ge 6006 ]; then
 else
 	diag "Linux $(uname -r) has no uprobe.multi (6.6): its checks are not made"
 fi
-QW_WAIT=$T_TMP/pgo "$W" calls 50 & pw=$!
-: >"$T_TMP/err"
-timeout 60 "$FAY" query --json "from f in process($pw).function(\"fay_work_*\") group f by f.name into g select { f: g.key, n: g.count() } for 5s" \
-	>"$T_TMP/out" 2>"$T_TMP/err" & qp=$!
-wait_for 30 grep -q attached "$T_TMP/err"
-touch "$T_TMP/pgo"
-wait $pw
-wait $qp
-RC=$?
+held "$W" calls 50 'from f in process(@PID@).function("fay_work_*") group f by f.name into g select { f: g.key, n: g.count() } for 5s' --json
 same "$T_TMP/out" '{"f":"fay_work_fn","n":50}' "process(PID).function(\"fay_work_*\"): the one function called, by name"
 "$FAY" query 'from f in function("libc:no_such_fn_*") select { n: count() }' >/dev/null 2>"$T_TMP/err"
 ok "an empty match is refused with the reason" grep -q 'no function matches "no_such_fn_\*" in ' "$T_TMP/err"

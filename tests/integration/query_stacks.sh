@@ -7,7 +7,8 @@
 # to the sampled function (the kernel's walker follows frame pointers);
 # at C's entry (a uprobe) the counts per stack are exact (K under
 # main;A;B;C, ceil(K/3) under main;A;D;C) and equal bpftrace's @[ustack]
-# = count() on the same run; syscall("read") by s.kstack shows the
+# = count() on the same run; without frame pointers on a process named
+# with -p, the same exact counts (the walk by its unwind table); syscall("read") by s.kstack shows the
 # system call's entry path; refusals; the default table and --format
 # folded; a cluster of two agents merges stacks by their names.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -75,6 +76,59 @@ fq --format folded -c "$FP calls $K" "from f in function(\"$FP:C\") group f by f
 sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
 same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
 	"function(C) by s.ustack: $K calls under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
+# the same without frame pointers, in uprobe mode on a process named with
+# -p: the program walks by the process's unwind table (fay_unwind,
+# codegen_ustack.c), so the counts are exact as above (the kernel's
+# frame-pointer walk gives B;C and D;C, callers lost)
+held "$NOFP" calls $K "from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	--format folded --probe-mode=uprobe -p @PID@
+sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
+same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
+	"no frame pointers, uprobe on -p PID: the walk by the unwind table gives $K under main;A;B;C, $(((K + 2) / 3)) under main;A;D;C, exactly"
+ok "... and the attach line says the stack is walked by the process's table" \
+	grep -q "s.ustack walked by pid [0-9]*'s unwind table" "$T_TMP/err"
+timeout 60 "$FAY" query --format folded --probe-mode=uprobe -c "$NOFP calls 30" \
+	"from f in function(\"$NOFP:C\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }" \
+	>/dev/null 2>"$T_TMP/err"
+ok "with exit probes the stack is walked by frame pointers, and the attach line says why" \
+	grep -q "s.ustack by frame pointers: the query has exit probes" "$T_TMP/err"
+# and on a command fay starts (-c): its table made anew at its exec and
+# at its libraries' mmap(), while the exec watch holds it
+fq --format folded --probe-mode=uprobe -c "$NOFP calls $K" "from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
+same "$T_TMP/folded" "main;A;B;C $K"$'\n'"main;A;D;C $(((K + 2) / 3))" \
+	"no frame pointers, uprobe on -c CMD: the table made at its exec gives the exact counts too"
+# Debian's python3 (no frame pointers) under a uprobe on one process: the
+# program's walk gives the inline walker's stack, frame for frame
+PY=/usr/bin/python3
+if [ -x "$PY" ] && [ "$(readlink -f "$PY")" != "$PY" ]; then
+	PYBIN=$(readlink -f "$PY")
+	cat >"$T_TMP/work.py" <<'PYW'
+import time
+def g(x):
+    return str(x)
+t = time.time()
+while time.time() - t < 20:
+    g(12345)
+PYW
+	"$PY" "$T_TMP/work.py" & pyp=$!; T_PIDS+=($pyp)
+	PYQ="from f in function(\"$PYBIN:PyObject_Str\") group f by f.ustack into g select { stack: g.key, n: g.count() } for 1s"
+	fq --json --probe-mode=uprobe -p $pyp "$PYQ"
+	cp "$T_TMP/out" "$T_TMP/py.uprobe"
+	fq --json --probe-mode=inline -p $pyp "$PYQ"
+	kill $pyp
+	ok "python3 (no frame pointers), uprobe on -p: the top stack is the inline walker's, 10 frames or more" python3 -c "
+import json, sys
+def top(f):
+    rows = [json.loads(l) for l in open(f)]
+    return max(rows, key=lambda r: r['n'])['stack']
+u, i = top('$T_TMP/py.uprobe'), top('$T_TMP/out')
+assert u == i and len(u.split(';')) >= 10 and 'Py_BytesMain' in u, (u, i)
+print(len(u.split(';')))
+"
+else
+	diag "no Debian python3 at $PY: its check is not made"
+fi
 # (3000 calls: 0.3 s or more, so that the process is still there when
 # the reader looks at the keys, every 50 ms)
 fq -c "$FP calls 3000" "from f in function(\"$FP:C\") group f by f.ustack(2) into g select { n: g.count(), stack: g.key }"

@@ -42,3 +42,16 @@ vm_need_query_work() {
 	[ -x "$FAY" ] || skip_all "fay is not built"
 	[ -x "$W" ] || skip_all "query_work is not built (make)"
 }
+
+# vm_guest SCRIPT N [VAR=value ...]: run tests/vm/SCRIPT with bash in the
+# guest (vm_tap, 900 s), then check it ran its N cases and exited 0, and
+# end the test.
+vm_guest() {
+	local script=$1 want=$2 out=$T_TMP/guest.log
+	shift 2
+	if vm_tap "$out" 900 "$@" bash "$TOP/tests/vm/$script"; then
+		ok "the guest ran every case ($want)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq "$want" ]
+		ok "guest script exited 0" [ "$VM_RC" -eq 0 ]
+	fi
+	done_testing
+}

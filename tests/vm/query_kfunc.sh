@@ -16,12 +16,4 @@
 . "$(dirname "$0")/lib.bash"
 vm_need_query_work
 
-out=$T_TMP/guest.log
-if ! vm_tap "$out" 900 FAY="$FAY" W="$W" bash "$TOP/tests/vm/query_kfunc.guest"; then
-	done_testing
-	exit
-fi
-rc=$VM_RC
-ok "the guest ran every case (18)" [ "$(grep -c '^ok \|^not ok ' "$out")" -eq 18 ]
-ok "guest script exited 0" [ $rc -eq 0 ]
-done_testing
+vm_guest query_kfunc.guest 18 FAY="$FAY" W="$W"
