@@ -35,7 +35,16 @@ $(INLINE_WORK): tests/integration/inline_tools/inline_work.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -pthread -o $@ $<
 
-# The same, linked statically: a process fay cannot load its runtime into.
+# A program that counts on the lowest free descriptor (inline_fds.sh).
+FD_WORK := $(B)/tests/bin/fd_work
+$(FD_WORK): tests/integration/inline_tools/fd_work.c
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -o $@ $<
+
+all: $(FD_WORK)
+
+# The same as inline_work, linked statically: a process fay cannot load its runtime into.
 INLINE_WORK_STATIC := $(B)/tests/bin/inline_work_static
 $(INLINE_WORK_STATIC): tests/integration/inline_tools/inline_work.c
 	$(call msg,LD,$@)

@@ -30,21 +30,41 @@
  * session's socket hangs up, fay connects to the next image's runtime
  * and arms its sites there with the same maps).  INL_GO lets a held
  * image that maps no site run on, its session open and idle.  fork:
- * the child's handlers are inert and it closes the inherited sockets; exec: the runtime goes with
- * the image (a preloaded one starts afresh in the new image).
+ * the child's handlers are inert (the sockets were never in its table);
+ * exec: the runtime goes with the image (a preloaded one starts afresh in
+ * the new image).
+ *
+ * The thread's descriptors are its own: it unshares its file table
+ * (unshare(CLONE_FILES)), closes the program's descriptors it copied and
+ * puts /dev/null at 0, 1 and 2, then makes its socket.  Every descriptor
+ * the runtime makes (the sockets, a blocking accept4(), which reserves its
+ * number before it waits, the memfds fay sends, the files it reads) is
+ * then out of the program's table: a program that closes its stdout and
+ * opens a file expecting descriptor 1, or dup2()s onto 2, gets what it
+ * would without fay (with the table shared, an accept4() waiting on the
+ * lowest free number made dash's `echo x > f` fail with EBADF and its
+ * `exec 2>f` with EBUSY), and a program's close_range() cannot close
+ * fay's socket.  Where a seccomp filter is in force (unshare() might be
+ * refused, or kill the process), the table stays shared: the thread
+ * waits in poll() rather than in accept4() and moves what it accepts
+ * above the program's descriptors (F_DUPFD_CLOEXEC near the limit).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -653,17 +673,105 @@ static void serve(void)
 	session_free(s);
 }
 
+static int open_socket(void);
+
+/* Whether this thread runs under a seccomp filter ("Seccomp:" of its
+ * status not 0; unknown: yes). */
+static bool seccomp_on(void)
+{
+	char buf[4096], *p;
+	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strstr(buf, "\nSeccomp:");
+	return !p || strtol(p + 10, NULL, 10) != 0;
+}
+
+/* true when the table is the program's too (fd_out() moves what the
+ * thread makes out of its way) */
+static bool shared_files = true;
+
+/* The thread's own file table, holding nothing of the program's but
+ * /dev/null at 0, 1 and 2 (see the top of this file); on failure, or
+ * under seccomp, the shared one. */
+static void own_files(void)
+{
+	int fd;
+
+	if (seccomp_on() || unshare(CLONE_FILES))
+		return;
+	shared_files = false;
+	/* the copies of the program's descriptors: a pipe's end kept
+	 * here would keep its reader from seeing the end */
+	if (syscall(SYS_close_range, 0u, ~0u, 0u)) {
+		struct rlimit rl;
+		long hi = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > 1u << 20 ?
+			  1 << 20 : (long)rl.rlim_cur;
+
+		for (long i = 0; i < hi; i++)
+			close((int)i);
+	}
+	for (int i = 0; i < 3; i++) {
+		fd = open("/dev/null", O_RDWR);
+		if (fd > 2)
+			close(fd);
+	}
+}
+
+/* fd, or (the table shared) a copy of it above the program's
+ * descriptors, near the soft limit, with fd closed. */
+static int fd_out(int fd)
+{
+	struct rlimit rl;
+	int hi;
+
+	if (!shared_files || fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur < 128)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur > 65536 ? 65536 - 64 :
+					      rl.rlim_cur - 64));
+	if (hi < 0)
+		return fd;
+	close(fd);
+	return hi;
+}
+
+/* The constructor waits for the thread's socket: its error, or 0. */
+static struct {
+	sem_t made;
+	int err;
+} start;
+
 static void *listener(void *arg)
 {
 	rt_probe_untraced();	/* fay's own calls are not the program's */
+	own_files();
+	start.err = open_socket();
+	sem_post(&start.made);	/* (start is not touched after this) */
+	if (lfd < 0)
+		return NULL;
 	tsc_err = vm_tsc_init();	/* ~20 ms, before the first session */
 	for (;;) {
-		sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (sfd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+		struct pollfd pf = { lfd, POLLIN, 0 };
+
+		/* with the table shared, a blocking accept4() would hold the
+		 * lowest free number while it waits */
+		if (shared_files && poll(&pf, 1, -1) < 0) {
+			if (errno == EINTR)
 				continue;
 			break;
 		}
+		sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (sfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+				continue;
+			break;
+		}
+		sfd = fd_out(sfd);
 		serve();
 		close(sfd);
 		sfd = -1;
@@ -679,10 +787,15 @@ static void in_child(void)
 	patch_live_child();	/* a write under way in another thread: finish it */
 	rt_probe_inert();
 	rt_later_child();
-	if (lfd >= 0)
-		close(lfd);
-	if (sfd >= 0)
-		close(sfd);
+	/* the sockets are in the listener's own table, which the child
+	 * has not (its table is the forking thread's); in a shared one,
+	 * they are the parent's: closed here */
+	if (shared_files) {
+		if (lfd >= 0)
+			close(lfd);
+		if (sfd >= 0)
+			close(sfd);
+	}
 	lfd = sfd = -1;
 }
 
@@ -697,7 +810,7 @@ static int open_socket(void)
 		return -errno;
 	inline_sock_path(owner, path, sizeof(path));
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	lfd = fd_out(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
 	if (lfd < 0)
 		return -errno;
 	unlink(path);		/* a stale one of an earlier process with this pid */
@@ -741,6 +854,7 @@ __attribute__((constructor)) static void rt_init(void)
 	pid_t parent = 0;	/* fay when it is the parent (fay run), else 0 */
 	sigset_t all, orig;
 	pthread_t th;
+	bool made = false;
 	int err;
 
 	/* "1" (fay run: fay is the parent), or an image exec()ed after
@@ -764,30 +878,36 @@ __attribute__((constructor)) static void rt_init(void)
 		unsetenv("FAY_INLINE_HOLD");
 	owner = getpid();
 	err = rt_probe_init();
-	err = err ? : open_socket();
+	if (!err) {
+		holding = want_hold;	/* before a session can start */
+		sem_init(&start.made, 0, 0);
+		pthread_atfork(NULL, NULL, in_child);
+		/* every signal blocked but SIGTRAP: the thread meets the
+		 * int3 of a site being written when it calls that function
+		 * (libc's), and a blocked SIGTRAP raised by an int3 kills
+		 * the process */
+		sigfillset(&all);
+		sigdelset(&all, SIGTRAP);
+		pthread_sigmask(SIG_SETMASK, &all, &orig);
+		err = -pthread_create(&th, NULL, listener, NULL);
+		made = !err;
+		pthread_sigmask(SIG_SETMASK, &orig, NULL);
+		/* the thread makes the socket in its own file table */
+		while (!err && sem_wait(&start.made) && errno == EINTR)
+			;
+		err = err ? : start.err;
+		if (!err)
+			pthread_detach(th);
+		else if (made)
+			pthread_join(th, NULL);
+		holding = holding && !err;
+	}
 	if (err) {
 		if (want_hold)
 			fprintf(stderr, "libfay-probe: inline probes off: %s: %s\n", path[0] ?
 				path : INLINE_RUN_DIR, strerror(-err));
 		return;
 	}
-	pthread_atfork(NULL, NULL, in_child);
-	holding = want_hold;
-	/* every signal blocked but SIGTRAP: the thread meets the int3 of a
-	 * site being written when it calls that function (libc's), and a
-	 * blocked SIGTRAP raised by an int3 kills the process */
-	sigfillset(&all);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &orig);
-	err = pthread_create(&th, NULL, listener, NULL);
-	pthread_sigmask(SIG_SETMASK, &orig, NULL);
-	if (err) {
-		close(lfd);
-		lfd = -1;
-		unlink(path);
-		return;
-	}
-	pthread_detach(th);
 	if (want_hold) {
 		/* at most 30 s, and not past the fay it waits for (killed, or
 		 * stopped with Ctrl-C after this image read the mark; as the
