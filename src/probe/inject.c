@@ -901,8 +901,15 @@ static int text_room(pid_t tid, uint64_t *at)
 }
 
 /*
- * mmap() a page of code (read and execute) in tid, stopped at its exec,
- * on the vDSO's syscall instruction.  0 with *page, or -errno.
+ * mmap() a page of code (read and execute) in tid, stopped at its exec.
+ * On a "syscall; ret" of the loader (loader_gadget()) with the exec's
+ * first instruction pushed: a fay killed at any moment leaves a process
+ * that maps the page (left unused) and returns to where it was, with the
+ * stack pointer it had (the loader's entry reads no other register: the
+ * kernel zeroes them at an exec).  Without such bytes, on the vDSO's
+ * syscall instruction, whose next ones were not written for this: a
+ * window of microseconds where a fay killed leaves a process that
+ * crashes.  0 with *page, or -errno.
  */
 static int remote_page(pid_t tid, int memfd, uint64_t *page)
 {
@@ -912,10 +919,15 @@ static int remote_page(pid_t tid, int memfd, uint64_t *page)
 
 	if (ptrace(PTRACE_GETREGS, tid, 0, &saved))
 		return -errno;
-	rc = vdso_syscall(tid, memfd, &sc);
-	if (rc)
-		return rc;
 	r = saved;
+	if (!loader_gadget(tid, memfd, &sc) &&
+	    pwrite(memfd, &saved.rip, 8, (off_t)(saved.rsp - 8)) == 8) {
+		r.rsp = saved.rsp - 8;
+	} else {
+		rc = vdso_syscall(tid, memfd, &sc);
+		if (rc)
+			return rc;
+	}
 	r.rip = sc;
 	r.orig_rax = (unsigned long long)-1;
 	r.rax = SYS_mmap;
