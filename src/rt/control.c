@@ -34,27 +34,30 @@
  * exec: the runtime goes with the image (a preloaded one starts afresh in
  * the new image).
  *
- * The thread's descriptors are its own: it unshares its file table
- * (unshare(CLONE_FILES)), closes the program's descriptors it copied and
- * puts /dev/null at 0, 1 and 2, then makes its socket.  Every descriptor
- * the runtime makes (the sockets, a blocking accept4(), which reserves its
- * number before it waits, the memfds fay sends, the files it reads) is
- * then out of the program's table: a program that closes its stdout and
- * opens a file expecting descriptor 1, or dup2()s onto 2, gets what it
- * would without fay (with the table shared, an accept4() waiting on the
- * lowest free number made dash's `echo x > f` fail with EBADF and its
- * `exec 2>f` with EBUSY), and a program's close_range() cannot close
- * fay's socket.  Where a seccomp filter is in force (unshare() might be
- * refused, or kill the process), the table stays shared: the thread
- * waits in poll() rather than in accept4() and moves what it accepts
- * above the program's descriptors (F_DUPFD_CLOEXEC near the limit).
+ * The thread's descriptors are out of the program's way.  The
+ * constructor makes the listening socket (the lowest free number for a
+ * moment) and moves it near the descriptor limit (F_DUPFD_CLOEXEC); the
+ * thread then unshares its file table (unshare(CLONE_FILES)), closes the
+ * copies of the program's descriptors but that socket, and puts
+ * /dev/null at 0, 1 and 2.  What it makes after (a blocking accept4(),
+ * which reserves its number before it waits, the session's socket, the
+ * memfds fay sends, the files it reads) is in its own table: a program
+ * that closes its stdout and opens a file expecting descriptor 1, or
+ * dup2()s onto 2, gets what it would without fay (with the table shared,
+ * an accept4() waiting on the lowest free number made dash's `echo x > f`
+ * fail with EBADF and its `exec 2>f` with EBUSY), and a program's
+ * close_range() closes only the listening socket's copy in its table.
+ * The constructor does not wait for the thread (a process whose runtime
+ * fay loads at its entry is held stopped, its new thread with it).
+ * Where a seccomp filter is in force (a filter may refuse unshare(), or
+ * kill for it), the table stays shared: the thread waits in poll()
+ * rather than in accept4() and moves what it accepts near the limit.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -75,6 +78,7 @@
 #include "rt/rt.h"
 
 static int lfd = -1, sfd = -1;
+static ino_t lfd_ino;		/* its socket's inode (in_child()) */
 static pid_t owner;
 static char path[108];
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -673,8 +677,6 @@ static void serve(void)
 	session_free(s);
 }
 
-static int open_socket(void);
-
 /* Whether this thread runs under a seccomp filter ("Seccomp:" of its
  * status not 0; unknown: yes). */
 static bool seccomp_on(void)
@@ -697,9 +699,10 @@ static bool seccomp_on(void)
 static bool shared_files = true;
 
 /* The thread's own file table, holding nothing of the program's but
- * /dev/null at 0, 1 and 2 (see the top of this file); on failure, or
- * under seccomp, the shared one. */
-static void own_files(void)
+ * /dev/null at 0, 1 and 2, and keep (the listening socket, made by the
+ * constructor: see the top of this file); on failure, or under seccomp,
+ * the shared one. */
+static void own_files(int keep)
 {
 	int fd;
 
@@ -708,17 +711,19 @@ static void own_files(void)
 	shared_files = false;
 	/* the copies of the program's descriptors: a pipe's end kept
 	 * here would keep its reader from seeing the end */
-	if (syscall(SYS_close_range, 0u, ~0u, 0u)) {
+	if ((keep > 0 && syscall(SYS_close_range, 0u, (unsigned)keep - 1, 0u)) ||
+	    syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u)) {
 		struct rlimit rl;
 		long hi = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > 1u << 20 ?
 			  1 << 20 : (long)rl.rlim_cur;
 
 		for (long i = 0; i < hi; i++)
-			close((int)i);
+			if (i != keep)
+				close((int)i);
 	}
 	for (int i = 0; i < 3; i++) {
 		fd = open("/dev/null", O_RDWR);
-		if (fd > 2)
+		if (fd > 2 && fd != keep)
 			close(fd);
 	}
 }
@@ -740,20 +745,10 @@ static int fd_out(int fd)
 	return hi;
 }
 
-/* The constructor waits for the thread's socket: its error, or 0. */
-static struct {
-	sem_t made;
-	int err;
-} start;
-
 static void *listener(void *arg)
 {
 	rt_probe_untraced();	/* fay's own calls are not the program's */
-	own_files();
-	start.err = open_socket();
-	sem_post(&start.made);	/* (start is not touched after this) */
-	if (lfd < 0)
-		return NULL;
+	own_files(lfd);
 	tsc_err = vm_tsc_init();	/* ~20 ms, before the first session */
 	for (;;) {
 		struct pollfd pf = { lfd, POLLIN, 0 };
@@ -781,21 +776,27 @@ static void *listener(void *arg)
 	return NULL;
 }
 
+/* Whether fd is the file of inode ino. */
+static bool same_file(int fd, ino_t ino)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && st.st_ino == ino;
+}
+
 static void in_child(void)
 {
 	/* the parent's session and its maps are not ours */
 	patch_live_child();	/* a write under way in another thread: finish it */
 	rt_probe_inert();
 	rt_later_child();
-	/* the sockets are in the listener's own table, which the child
-	 * has not (its table is the forking thread's); in a shared one,
-	 * they are the parent's: closed here */
-	if (shared_files) {
-		if (lfd >= 0)
-			close(lfd);
-		if (sfd >= 0)
-			close(sfd);
-	}
+	/* the child's table is the forking thread's: the listening
+	 * socket's copy is there (closed, if the number is still that
+	 * socket's), the session's only when the table was shared */
+	if (lfd >= 0 && same_file(lfd, lfd_ino))
+		close(lfd);
+	if (sfd >= 0 && shared_files)
+		close(sfd);
 	lfd = sfd = -1;
 }
 
@@ -854,7 +855,6 @@ __attribute__((constructor)) static void rt_init(void)
 	pid_t parent = 0;	/* fay when it is the parent (fay run), else 0 */
 	sigset_t all, orig;
 	pthread_t th;
-	bool made = false;
 	int err;
 
 	/* "1" (fay run: fay is the parent), or an image exec()ed after
@@ -878,29 +878,32 @@ __attribute__((constructor)) static void rt_init(void)
 		unsetenv("FAY_INLINE_HOLD");
 	owner = getpid();
 	err = rt_probe_init();
+	err = err ? : open_socket();
 	if (!err) {
+		struct stat st;
+
+		lfd_ino = fstat(lfd, &st) ? 0 : st.st_ino;
 		holding = want_hold;	/* before a session can start */
-		sem_init(&start.made, 0, 0);
 		pthread_atfork(NULL, NULL, in_child);
 		/* every signal blocked but SIGTRAP: the thread meets the
 		 * int3 of a site being written when it calls that function
 		 * (libc's), and a blocked SIGTRAP raised by an int3 kills
-		 * the process */
+		 * the process.  (Not waited for: a process held at its
+		 * entry, its runtime loaded by fay, is stopped, and so is
+		 * the thread until fay lets it go.) */
 		sigfillset(&all);
 		sigdelset(&all, SIGTRAP);
 		pthread_sigmask(SIG_SETMASK, &all, &orig);
 		err = -pthread_create(&th, NULL, listener, NULL);
-		made = !err;
 		pthread_sigmask(SIG_SETMASK, &orig, NULL);
-		/* the thread makes the socket in its own file table */
-		while (!err && sem_wait(&start.made) && errno == EINTR)
-			;
-		err = err ? : start.err;
-		if (!err)
-			pthread_detach(th);
-		else if (made)
-			pthread_join(th, NULL);
-		holding = holding && !err;
+		if (err) {
+			close(lfd);
+			lfd = -1;
+			unlink(path);
+			holding = false;
+			return;
+		}
+		pthread_detach(th);
 	}
 	if (err) {
 		if (want_hold)
