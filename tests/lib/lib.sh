@@ -21,16 +21,19 @@ T_TMP=$(mktemp -d /tmp/fay-test.XXXXXX)
 # assertion's traceback) follows the "not ok" line as TAP comments, where
 # a summary of the run shows it; a passing one's goes to stderr as ever.
 ok() {
-	local what=$1 err=$T_TMP/.ok.$$.stderr; shift
+	local what=$1 err; shift
 	T_N=$((T_N + 1))
+	err=$T_TMP/.ok.$T_N.stderr	# one a check: a daemon it started keeps its own
 	if "$@" 2>"$err"; then
 		cat "$err" >&2
+		rm -f "$err"
 		echo "ok $T_N - $what"
 		return 0
 	fi
 	T_FAILED=$((T_FAILED + 1))
 	echo "not ok $T_N - $what"
 	tail -c 2000 "$err" | sed 's/^/#   /'
+	rm -f "$err"
 	return 1
 }
 
