@@ -294,6 +294,98 @@ static int value_text(struct mbuf *b, const struct otlp_value *v, int json, int 
 	}
 }
 
+/*
+ * A span's tags in zspan_normalize()'s order depend on their keys alone
+ * (sorted, the last value of a key kept), and the spans of a request
+ * mostly have the same keys in the same order (two sets of them when some
+ * spans have an error status): the last two sets of keys as mapped (at
+ * most ORD_MAX keys) and the tags normalize kept of each, by their index.
+ * A span with the same keys takes that order (normalize then finds them
+ * sorted); any other span is normalized whole and its order kept in place
+ * of the older set.
+ */
+#define ORD_MAX 16
+
+struct tag_order {
+	struct {
+		struct zs_str key[ORD_MAX];
+		uint8_t idx[ORD_MAX];
+		uint32_t nkeys, nidx;   /* nkeys 0: none kept */
+	} set[2];
+	unsigned older;                 /* the set to replace next */
+};
+
+/* a and b hold the same bytes (key lengths are small: eight bytes a turn) */
+static int same_key(struct zs_str a, struct zs_str b)
+{
+	uint64_t x, y, u, v;
+
+	if (a.len != b.len)
+		return 0;
+	if (a.p == b.p)
+		return 1;
+	if (a.len < 8 || a.len > 16)
+		return !memcmp(a.p, b.p, a.len);
+	memcpy(&x, a.p, 8);
+	memcpy(&y, b.p, 8);
+	memcpy(&u, a.p + a.len - 8, 8);
+	memcpy(&v, b.p + b.len - 8, 8);
+	return x == y && u == v;
+}
+
+/* z's tags in the order zspan_normalize() gives them, and the error flag,
+ * parent and shared as it sets them (zspan_normalize() does it all: the
+ * tags' order from o when z's keys are a kept set's). */
+static void normalize(struct tag_order *o, struct zspan *z)
+{
+	struct zs_tag t[ORD_MAX];
+	uint32_t n = z->ntags, i;
+	unsigned k;
+
+	if (n > ORD_MAX || n < 2) {
+		zspan_normalize(z);
+		return;
+	}
+	memcpy(t, z->tags, sizeof(*t) * n);
+	for (k = 0; k < 2; k++) {
+		if (o->set[k].nkeys != n)
+			continue;
+		for (i = 0; i < n && same_key(t[i].key, o->set[k].key[i]); i++)
+			;
+		if (i < n)
+			continue;
+		for (i = 0; i < o->set[k].nidx; i++)
+			z->tags[i] = t[o->set[k].idx[i]];
+		z->ntags = o->set[k].nidx;
+		o->older = !k;
+		zspan_normalize(z);
+		return;
+	}
+	zspan_normalize(z);
+	/* the order it chose, by identity of the tags it kept */
+	k = o->older;
+	o->older = !k;
+	o->set[k].nkeys = 0;
+	for (i = 0; i < z->ntags; i++) {
+		uint32_t j, hit = ORD_MAX, nhit = 0;
+
+		for (j = 0; j < n; j++)
+			if (t[j].key.p == z->tags[i].key.p && t[j].key.len == z->tags[i].key.len &&
+			    t[j].value.p == z->tags[i].value.p &&
+			    t[j].value.len == z->tags[i].value.len) {
+				hit = j;
+				nhit++;
+			}
+		if (nhit != 1)
+			return;         /* not one tag: keep no order */
+		o->set[k].idx[i] = (uint8_t)hit;
+	}
+	for (i = 0; i < n; i++)
+		o->set[k].key[i] = t[i].key;
+	o->set[k].nidx = z->ntags;
+	o->set[k].nkeys = n;
+}
+
 struct mctx {
 	struct zarena *a;
 	char *err;
@@ -301,6 +393,7 @@ struct mctx {
 	size_t rs, ss, sp;      /* where: resourceSpans[rs].scopeSpans[ss].spans[sp] */
 	uint32_t tagcap;
 	struct mbuf b;          /* scratch text, reused span after span */
+	struct tag_order ord;   /* the last span's tag keys and their order */
 };
 
 /* The scratch text, emptied. */
@@ -503,7 +596,7 @@ static int map_span(struct mctx *m, const struct otlp_span *s, const struct zs_s
 	for (size_t i = 0; i < s->nevents; i++)
 		if ((ret = add_event(m, z, &s->events[i], i)))
 			return ret;
-	zspan_normalize(z);
+	normalize(&m->ord, z);
 	return 0;
 }
 

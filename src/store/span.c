@@ -168,7 +168,7 @@ struct zspan *zspan_dup(const struct zspan *s)
 	return d;
 }
 
-static int zs_str_cmp(struct zs_str a, struct zs_str b)
+static inline __attribute__((always_inline)) int zs_str_cmp(struct zs_str a, struct zs_str b)
 {
 	uint32_t n = a.len < b.len ? a.len : b.len;
 	int c;
@@ -319,7 +319,7 @@ void zspan_normalize(struct zspan *s)
 		sort_tags(s);
 	s->error = 0;
 	for (uint32_t i = 0; i < s->ntags; i++)
-		if (zs_str_eqc(s->tags[i].key, "error"))
+		if (s->tags[i].key.len == 5 && !memcmp(s->tags[i].key.p, "error", 5))
 			s->error = 1;
 	if (s->parent_id == s->id)
 		s->parent_id = 0;

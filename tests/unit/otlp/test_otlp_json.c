@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "otlp/otlp.h"
@@ -199,12 +200,112 @@ static void deep(void)
 	ok(strstr(err, "nested deeper than 2048") != NULL, "... naming the limit (%.200s)", err);
 }
 
+/* One span of tag_orders(): keys ks[0..n) with values "v<j>_<i>" and a
+ * status code (2 with a message "m<j>" when j is odd). */
+static void order_span(FILE *f, const char *const *ks, int n, int j, int code)
+{
+	fprintf(f, "{" TID "," TIMES ",\"attributes\":[");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s{\"key\":\"%s\",\"value\":{\"stringValue\":\"v%d_%d\"}}", i ? "," : "",
+			ks[i], j, i);
+	fprintf(f, "],\"status\":{\"code\":%d%s}}", code, code == 2 && j % 2 ? ",\"message\":\"m\"" : "");
+}
+
+/* The tags of s and t are the same, in the same order. */
+static int same_tags(const struct zspan *s, const struct zspan *t)
+{
+	if (s->ntags != t->ntags || s->error != t->error)
+		return 0;
+	for (uint32_t i = 0; i < s->ntags; i++)
+		if (s->tags[i].key.len != t->tags[i].key.len ||
+		    s->tags[i].value.len != t->tags[i].value.len ||
+		    memcmp(s->tags[i].key.p, t->tags[i].key.p, s->tags[i].key.len) ||
+		    memcmp(s->tags[i].value.p, t->tags[i].value.p, s->tags[i].value.len))
+			return 0;
+	return 1;
+}
+
+/*
+ * otlp_map() keeps the order of the last sets of keys it normalized and
+ * gives it to a span with the same keys: each span of a request mapped
+ * among the others has the tags it has mapped alone.  Spans that repeat
+ * the keys before them (or the set before that one), keys repeated in a
+ * span (the last value wins), keys that the status adds too ("error",
+ * "otel.status_code"), 1-18 tags (the kept orders hold up to 16).
+ */
+static void tag_orders(void)
+{
+	static const char *const pool[] = { "a", "b", "http.method", "http.methodx", "http.url",
+					    "error", "otel.status_code", "zz", "http.method",
+					    "net.peer.port" };
+	unsigned seed = 26;
+	int bad = 0, round, spans = 0;
+
+	for (round = 0; round < 100 && !bad; round++) {
+		const char *ks[40][16];
+		int nk[40], code[40];
+		char *doc = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&doc, &len);
+		struct zarena all = { 0 };
+		struct otlp_req ra;
+		struct otlp_result rall;
+		char e[512];
+
+		fprintf(f, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
+		for (int j = 0; j < 40; j++) {
+			int pick = j >= 2 ? rand_r(&seed) % 4 : 3;
+
+			if (pick < 2) {         /* the keys of the span before (or the one before it) */
+				nk[j] = nk[j - 1 - pick];
+				memcpy(ks[j], ks[j - 1 - pick], sizeof(ks[j]));
+			} else {
+				nk[j] = 1 + rand_r(&seed) % 16;
+				for (int i = 0; i < nk[j]; i++)
+					ks[j][i] = pool[rand_r(&seed) % 10];
+			}
+			code[j] = rand_r(&seed) % 3;
+			if (j)
+				fputc(',', f);
+			order_span(f, ks[j], nk[j], j, code[j]);
+		}
+		fprintf(f, "]}]}]}");
+		fclose(f);
+		bad = otlp_json_decode(doc, len, &all, &ra, e, sizeof(e)) ||
+		      otlp_map(&ra, &all, &rall) || rall.nspans != 40;
+		for (int j = 0; j < 40 && !bad; j++) {
+			char *one = NULL;
+			size_t olen = 0;
+			FILE *g = open_memstream(&one, &olen);
+			struct zarena a1 = { 0 };
+			struct otlp_req r1;
+			struct otlp_result res1;
+
+			fprintf(g, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
+			order_span(g, ks[j], nk[j], j, code[j]);
+			fprintf(g, "]}]}]}");
+			fclose(g);
+			bad = otlp_json_decode(one, olen, &a1, &r1, e, sizeof(e)) ||
+			      otlp_map(&r1, &a1, &res1) || res1.nspans != 1 ||
+			      !same_tags(&rall.spans[j], &res1.spans[0]);
+			spans++;
+			zarena_reset(&a1);
+			free(one);
+		}
+		zarena_reset(&all);
+		free(doc);
+	}
+	ok(!bad, "%d spans mapped among 40 have the tags each has alone%s", spans,
+	   bad ? " (the last one differs)" : "");
+}
+
 int main(void)
 {
 	anyvalue();
 	fields();
 	errors();
 	deep();
+	tag_orders();
 	zarena_reset(&a);
 	return test_done();
 }

@@ -334,11 +334,26 @@ static int one_kv(const char *kvbytes, size_t kvlen, char *tag, size_t taglen, c
 	tag[0] = '\0';
 	b = request(16, "op", 1000, 2000, &kv);
 	ret = decode_map(&b, &a, &res, err, errlen);
-	if (!ret && res.nspans == 1 && res.spans[0].ntags)
-		snprintf(tag, taglen, "%.*s=%.*s", (int)res.spans[0].tags[0].key.len,
-			 res.spans[0].tags[0].key.p, (int)res.spans[0].tags[0].value.len,
-			 res.spans[0].tags[0].value.p);
-	else if (!ret)
+	if (!ret && res.nspans == 1 && res.spans[0].ntags) {
+		/* key=value, a byte under 0x20 (a NUL) as \xNN */
+		const struct zs_tag *t = &res.spans[0].tags[0];
+		size_t o = 0;
+
+		for (int part = 0; part < 2; part++) {
+			const struct zs_str *z = part ? &t->value : &t->key;
+
+			if (part && o + 1 < taglen)
+				tag[o++] = '=';
+			for (uint32_t i = 0; i < z->len && o + 5 < taglen; i++) {
+				if ((unsigned char)z->p[i] < 0x20)
+					o += (size_t)snprintf(tag + o, taglen - o, "\\x%02x",
+							      (unsigned char)z->p[i]);
+				else
+					tag[o++] = z->p[i];
+			}
+		}
+		tag[o] = '\0';
+	} else if (!ret)
 		snprintf(tag, taglen, "rejected %zu: %.200s", res.rejected, res.first_error);
 	zarena_reset(&a);
 	free(b.p);
