@@ -225,6 +225,38 @@ static int same_tags(const struct zspan *s, const struct zspan *t)
 	return 1;
 }
 
+#define ORD_SPANS 40
+
+struct ord_req {
+	const char *ks[ORD_SPANS][16];
+	int nk[ORD_SPANS], code[ORD_SPANS];
+};
+
+/* Spans [j0, j0 + n) of q in one request, decoded and mapped into *out
+ * (in *za): 0, or -1 when it does not map to n spans. */
+static int map_spans(const struct ord_req *q, int j0, int n, struct zarena *za,
+		     struct otlp_result *out)
+{
+	char *doc = NULL, e[512];
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	struct otlp_req rq;
+	int ret;
+
+	fprintf(f, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
+	for (int j = j0; j < j0 + n; j++) {
+		if (j > j0)
+			fputc(',', f);
+		order_span(f, q->ks[j], q->nk[j], j, q->code[j]);
+	}
+	fprintf(f, "]}]}]}");
+	fclose(f);
+	ret = otlp_json_decode(doc, len, za, &rq, e, sizeof(e)) || otlp_map(&rq, za, out) ||
+	      out->nspans != (size_t)n ? -1 : 0;
+	free(doc);
+	return ret;
+}
+
 /*
  * otlp_map() keeps the order of the last sets of keys it normalized and
  * gives it to a span with the same keys: each span of a request mapped
@@ -242,60 +274,35 @@ static void tag_orders(void)
 	int bad = 0, round, spans = 0;
 
 	for (round = 0; round < 100 && !bad; round++) {
-		const char *ks[40][16];
-		int nk[40], code[40];
-		char *doc = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&doc, &len);
+		struct ord_req q;
 		struct zarena all = { 0 };
-		struct otlp_req ra;
 		struct otlp_result rall;
-		char e[512];
 
-		fprintf(f, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
-		for (int j = 0; j < 40; j++) {
+		for (int j = 0; j < ORD_SPANS; j++) {
 			int pick = j >= 2 ? rand_r(&seed) % 4 : 3;
 
 			if (pick < 2) {         /* the keys of the span before (or the one before it) */
-				nk[j] = nk[j - 1 - pick];
-				memcpy(ks[j], ks[j - 1 - pick], sizeof(ks[j]));
+				q.nk[j] = q.nk[j - 1 - pick];
+				memcpy(q.ks[j], q.ks[j - 1 - pick], sizeof(q.ks[j]));
 			} else {
-				nk[j] = 1 + rand_r(&seed) % 16;
-				for (int i = 0; i < nk[j]; i++)
-					ks[j][i] = pool[rand_r(&seed) % 10];
+				q.nk[j] = 1 + rand_r(&seed) % 16;
+				for (int i = 0; i < q.nk[j]; i++)
+					q.ks[j][i] = pool[rand_r(&seed) % 10];
 			}
-			code[j] = rand_r(&seed) % 3;
-			if (j)
-				fputc(',', f);
-			order_span(f, ks[j], nk[j], j, code[j]);
+			q.code[j] = rand_r(&seed) % 3;
 		}
-		fprintf(f, "]}]}]}");
-		fclose(f);
-		bad = otlp_json_decode(doc, len, &all, &ra, e, sizeof(e)) ||
-		      otlp_map(&ra, &all, &rall) || rall.nspans != 40;
-		for (int j = 0; j < 40 && !bad; j++) {
-			char *one = NULL;
-			size_t olen = 0;
-			FILE *g = open_memstream(&one, &olen);
+		bad = map_spans(&q, 0, ORD_SPANS, &all, &rall);
+		for (int j = 0; j < ORD_SPANS && !bad; j++) {
 			struct zarena a1 = { 0 };
-			struct otlp_req r1;
 			struct otlp_result res1;
 
-			fprintf(g, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
-			order_span(g, ks[j], nk[j], j, code[j]);
-			fprintf(g, "]}]}]}");
-			fclose(g);
-			bad = otlp_json_decode(one, olen, &a1, &r1, e, sizeof(e)) ||
-			      otlp_map(&r1, &a1, &res1) || res1.nspans != 1 ||
-			      !same_tags(&rall.spans[j], &res1.spans[0]);
+			bad = map_spans(&q, j, 1, &a1, &res1) || !same_tags(&rall.spans[j], &res1.spans[0]);
 			spans++;
 			zarena_reset(&a1);
-			free(one);
 		}
 		zarena_reset(&all);
-		free(doc);
 	}
-	ok(!bad, "%d spans mapped among 40 have the tags each has alone%s", spans,
+	ok(!bad, "%d spans mapped among %d have the tags each has alone%s", spans, ORD_SPANS,
 	   bad ? " (the last one differs)" : "");
 }
 
