@@ -4,6 +4,7 @@
  * V1SpanConverter rule), span records -> zspan, normalisation, and the
  * QueryRequest matcher.  Pure functions: no store.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +379,29 @@ static void normalize_random(void)
 	   round, bad ? ": the last one differs" : "");
 }
 
+/* zarena_str(..., lower): every byte value at every place of a word and of
+ * the tail after it, among upper and lower case letters, as tolower(). */
+static void lower_bytes(void)
+{
+	int bad = 0;
+
+	for (int b = 0; b < 256 && !bad; b++)
+		for (size_t at = 0; at < 19 && !bad; at++) {
+			char in[19];
+			struct zs_str out;
+
+			for (size_t k = 0; k < sizeof(in); k++)
+				in[k] = (char)(k % 3 ? 'A' + (int)k : 'z' - (int)k);
+			in[at] = (char)b;
+			bad = zarena_str(&A, &out, in, sizeof(in), 1) || out.len != sizeof(in);
+			for (size_t k = 0; k < sizeof(in) && !bad; k++)
+				bad = (unsigned char)out.p[k] != tolower((unsigned char)in[k]);
+			if (bad)
+				diag("byte 0x%02x at %zu", b, at);
+		}
+	ok(!bad, "lower-cased copies: every byte at every place, as tolower()");
+}
+
 /* zipkin2.Endpoint.parseIp(): the cases and answers of Zipkin's
  * EndpointTest (openzipkin/zipkin zipkin/src/test/java/zipkin2). */
 static void endpoint_ips(void)
@@ -490,6 +514,7 @@ int main(void)
 	from_record();
 	normalize();
 	normalize_random();
+	lower_bytes();
 	endpoint_ips();
 	query_match();
 	zarena_reset(&A);
