@@ -4,7 +4,7 @@
  *
  *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-T TRANSPORT]
  *              [--fay PATH [--clickhouse URL]]
- *   bench_otlp -P N [-s SPANS_PER_REQUEST]
+ *   bench_otlp -P N [-s SPANS_PER_REQUEST] [-T json]
  *
  * The spans: SDK-like (hex ids, a parent, kind, 8 attributes of every
  * type with an array, 2 events, a status), 16 distinct traces per
@@ -36,9 +36,9 @@
  * the SQLite one and then on the ClickHouse one, and a second table
  * gives ClickHouse's figures and its spans/s over SQLite's.
  *
- * -P N: decode + map N protobuf requests in pb_rounds() and exit, no
- * timing: the run to count instructions a span under callgrind
- * (bench/otlp_callgrind.sh -P; --toggle-collect=pb_rounds).
+ * -P N: decode + map N protobuf requests (-T json: JSON) in pb_rounds()
+ * and exit, no timing: the run to count instructions a span under
+ * callgrind (bench/otlp_callgrind.sh -P; --toggle-collect=pb_rounds).
  *
  * -T pb|json|grpc|zipkin: that transport's cells alone (to profile one
  * path).  Every cell runs SECONDS per round; the order of transports turns each
@@ -551,14 +551,15 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 	return 0;
 }
 
-/* -P N: decode + map N protobuf requests, nothing else (callgrind:
- * --toggle-collect=pb_rounds, instructions over N x spans a request). */
-__attribute__((noipa)) static size_t pb_rounds(const struct body *b, int n)
+/* -P N: decode + map N protobuf requests (JSON with -T json), nothing
+ * else (callgrind: --toggle-collect=pb_rounds, instructions over N x
+ * spans a request). */
+__attribute__((noipa)) static size_t pb_rounds(const struct body *b, int n, int pb)
 {
 	size_t spans = 0;
 
 	for (int i = 0; i < n; i++)
-		spans += decode_map(b[i % NBODIES].p, b[i % NBODIES].len, 1);
+		spans += decode_map(b[i % NBODIES].p, b[i % NBODIES].len, pb);
 	return spans;
 }
 
@@ -608,8 +609,9 @@ int main(int argc, char **argv)
 
 		if (make_bodies(sizes[0], jb[0], pb[0], gb[0], zb[0]))
 			return 1;
-		spans = pb_rounds(pb[0], pbn);
-		printf("decode + map: %d protobuf requests, %zu spans\n", pbn, spans);
+		spans = only == T_JSON ? pb_rounds(jb[0], pbn, 0) : pb_rounds(pb[0], pbn, 1);
+		printf("decode + map: %d %s requests, %zu spans\n", pbn,
+		       only == T_JSON ? "JSON" : "protobuf", spans);
 		return spans == (size_t)pbn * (size_t)sizes[0] ? 0 : 1;
 	}
 	bench_loadavg("at the start");
