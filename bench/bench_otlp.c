@@ -4,6 +4,7 @@
  *
  *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-T TRANSPORT]
  *              [--fay PATH [--clickhouse URL]]
+ *   bench_otlp -P N [-s SPANS_PER_REQUEST] [-T json]
  *
  * The spans: SDK-like (hex ids, a parent, kind, 8 attributes of every
  * type with an array, 2 events, a status), 16 distinct traces per
@@ -34,6 +35,10 @@
  * ClickHouse at URL (fay collector --clickhouse URL); every cell runs on
  * the SQLite one and then on the ClickHouse one, and a second table
  * gives ClickHouse's figures and its spans/s over SQLite's.
+ *
+ * -P N: decode + map N protobuf requests (-T json: JSON) in pb_rounds()
+ * and exit, no timing: the run to count instructions a span under
+ * callgrind (bench/otlp_callgrind.sh -P; --toggle-collect=pb_rounds).
  *
  * -T pb|json|grpc|zipkin: that transport's cells alone (to profile one
  * path).  Every cell runs SECONDS per round; the order of transports turns each
@@ -546,6 +551,18 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 	return 0;
 }
 
+/* -P N: decode + map N protobuf requests (JSON with -T json), nothing
+ * else (callgrind: --toggle-collect=pb_rounds, instructions over N x
+ * spans a request). */
+__attribute__((noipa)) static size_t pb_rounds(const struct body *b, int n, int pb)
+{
+	size_t spans = 0;
+
+	for (int i = 0; i < n; i++)
+		spans += decode_map(b[i % NBODIES].p, b[i % NBODIES].len, pb);
+	return spans;
+}
+
 #define MAXR 32
 
 int main(int argc, char **argv)
@@ -556,16 +573,18 @@ int main(int argc, char **argv)
 	int sizes[2] = { 100, 512 }, nsizes = 2, rounds = 5;
 	static const int conns[2] = { 1, 4 };
 	double secs = 0.5;
+	int pbn = 0;
 	const char *fay = NULL, *ch = NULL;
 	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES], zb[2][NBODIES];
 	static struct cell cells[2][2][2][NT][MAXR]; /* [store: SQLite, ClickHouse] */
 
-	for (int o; (o = getopt_long(argc, argv, "s:r:t:RT:", lopts, NULL)) != -1;) {
+	for (int o; (o = getopt_long(argc, argv, "s:r:t:RT:P:", lopts, NULL)) != -1;) {
 		switch (o) {
 		case 's': sizes[0] = atoi(optarg); nsizes = 1; break;
 		case 'r': rounds = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
 		case 'R': reuse_traces = 1; break;
+		case 'P': pbn = atoi(optarg); break;
 		case 'T':
 			for (int t = 0; t < NT; t++)
 				if (!strcmp(optarg, topt[t]))
@@ -579,12 +598,22 @@ int main(int argc, char **argv)
 		case 'c': ch = optarg; break;
 		default:
 			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] "
-				"[-T pb|json|grpc|zipkin] [--fay PATH [--clickhouse URL]]\n", argv[0]);
+				"[-T pb|json|grpc|zipkin] [--fay PATH [--clickhouse URL]] | -P N [-s SPANS]\n", argv[0]);
 			return 2;
 		}
 	}
-	if (rounds < 1 || rounds > MAXR || sizes[0] < 1 || (ch && !fay))
+	if (rounds < 1 || rounds > MAXR || sizes[0] < 1 || (ch && !fay) || pbn < 0)
 		return 2;
+	if (pbn) {
+		size_t spans;
+
+		if (make_bodies(sizes[0], jb[0], pb[0], gb[0], zb[0]))
+			return 1;
+		spans = only == T_JSON ? pb_rounds(jb[0], pbn, 0) : pb_rounds(pb[0], pbn, 1);
+		printf("decode + map: %d %s requests, %zu spans\n", pbn,
+		       only == T_JSON ? "JSON" : "protobuf", spans);
+		return spans == (size_t)pbn * (size_t)sizes[0] ? 0 : 1;
+	}
 	bench_loadavg("at the start");
 	for (int z = 0; z < nsizes; z++) {
 		double dj[MAXR], dp[MAXR], mp, mj;

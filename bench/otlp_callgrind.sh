@@ -19,12 +19,50 @@
 # If valgrind stops at a SIGTRAP in libc (another session's uprobe on the
 # system libc), set CG_LIBC_DIR to a directory holding a copy of
 # libc.so.6 (another inode, no uprobe): the collector runs with it.
+#
+#   bench/otlp_callgrind.sh -P N [-s SPANS_PER_REQUEST] BENCH_OTLP_A BENCH_OTLP_B
+#
+# -P N: decode and map alone, in process, no collector: each bench_otlp
+# (built with its own tree's src/otlp) runs `bench_otlp -P N -s SPANS`
+# under callgrind with --toggle-collect=pb_rounds; the figures are
+# otlp_pb_decode's and otlp_map's inclusive instructions over the N x
+# SPANS spans (exact: the same spans every run).  A's bench_otlp must
+# know -P: build this tree's bench/bench_otlp.c against A's library.
 set -eu
-spr=512 secs=2 tr=pb
-while getopts s:t:T: o; do
-	case $o in s) spr=$OPTARG ;; t) secs=$OPTARG ;; T) tr=$OPTARG ;; *) exit 2 ;; esac
+spr=512 secs=2 tr=pb pn=0
+while getopts s:t:T:P: o; do
+	case $o in s) spr=$OPTARG ;; t) secs=$OPTARG ;; T) tr=$OPTARG ;; P) pn=$OPTARG ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
+if [ "$pn" != 0 ]; then
+	[ $# = 2 ] || { sed -n '/^#   bench\/otlp_callgrind.sh -P/p' "$0" >&2; exit 2; }
+	command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
+		{ echo "needs valgrind (callgrind_annotate)" >&2; exit 2; }
+	work=$(mktemp -d /tmp/fay-otlp-cg.XXXXXX)
+	trap 'rm -rf "$work"' EXIT
+	# inproc NAME BENCH: prints "decode map"
+	inproc() {
+		valgrind --tool=callgrind --toggle-collect=pb_rounds \
+			--callgrind-out-file="$work/cg.$1" "$2" -P "$pn" -s "$spr" >"$work/$1.out" 2>&1 ||
+			{ cat "$work/$1.out" >&2; return 1; }
+		callgrind_annotate --inclusive=yes "$work/cg.$1" | awk -v n=$((pn * spr)) '
+			/:otlp_pb_decode / && !d { gsub(",", "", $1); d = $1 }
+			/:otlp_map / && !m { gsub(",", "", $1); m = $1 }
+			END { printf "%.0f %.0f\n", d / n, m / n }'
+	}
+	read -r da ma < <(inproc A "$1")
+	read -r db mb < <(inproc B "$2")
+	echo "# otlp_callgrind -P, $(date -u '+%Y-%m-%d %H:%M UTC'), bench_otlp -P $pn -s $spr: $((pn * spr)) spans, decode + map in process"
+	printf '%-32s %9s %9s %7s\n' "instructions a span" A B "B/A"
+	for r in "decode (otlp_pb_decode) $da $db" "map (otlp_map) $ma $mb" \
+		 "decode + map $((da + ma)) $((db + mb))"; do
+		set -- $r
+		b=${*: -1}; a=${*: -2:1}
+		printf '%-32s %9s %9s %7s\n' "${*:1:$#-2}" "$a" "$b" \
+			"$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", a ? b / a : 0}')"
+	done
+	exit 0
+fi
 [ $# = 4 ] || { sed -n 6,8p "$0" >&2; exit 2; }
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 	{ echo "needs valgrind (callgrind_annotate)" >&2; exit 2; }

@@ -13,9 +13,14 @@ void json_str_put(json_put_fn *put, void *ctx, const char *s, size_t len)
 
 	put(ctx, "\"", 1);
 	while (i < len) {
-		size_t n = utf8_seq_len(u + i, len - i);
+		size_t n;
 		char esc[6] = { '\\', 'u', '0', '0', 0, 0 };
 
+		if (u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\') {
+			i++;    /* ASCII that passes: most bytes, no call */
+			continue;
+		}
+		n = utf8_seq_len(u + i, len - i);
 		if (n && u[i] >= 0x20 && u[i] != '"' && u[i] != '\\') {
 			i += n;
 			continue;
@@ -35,6 +40,16 @@ void json_str_put(json_put_fn *put, void *ctx, const char *s, size_t len)
 	if (i > run)
 		put(ctx, s + run, i - run);
 	put(ctx, "\"", 1);
+}
+
+int json_str_plain(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len; i++)
+		if (u[i] < 0x20 || u[i] >= 0x80 || u[i] == '"' || u[i] == '\\')
+			return 0;
+	return 1;
 }
 
 static void put_file(void *f, const char *p, size_t n)

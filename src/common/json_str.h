@@ -25,6 +25,10 @@ typedef void json_put_fn(void *ctx, const char *p, size_t n);
  * through put(ctx, ...). */
 void json_str_put(json_put_fn *put, void *ctx, const char *s, size_t len);
 
+/* 1 when s needs no escape (every byte printable ASCII, neither '"' nor
+ * '\\'): its literal is then '"', s, '"' as they are; else 0. */
+int json_str_plain(const char *s, size_t len);
+
 /* The same to f. */
 void json_str(FILE *f, const char *s, size_t len);
 

@@ -137,7 +137,11 @@ struct otlp_result {
 /*
  * Map r to Zipkin spans (OpenTelemetry's Zipkin transformation, see
  * otlp_map.c's header): every span that passes is kept, every other one is
- * counted in res->rejected.  Returns 0, or -ENOMEM (nothing kept).
+ * counted in res->rejected.  The spans' strings point into r's strings
+ * where they are kept as they are (keys, string values, names of events,
+ * scope name and version): r's strings must live as long as the spans,
+ * as the front ends' do (in the arena they decoded into, a).  Returns 0,
+ * or -ENOMEM (nothing kept).
  */
 int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res);
 

@@ -42,25 +42,34 @@ struct mbuf {
 	int oom;
 };
 
-static void mb_add(struct mbuf *b, const char *s, size_t n)
+/* b with room for n more bytes and its NUL; 0, or -ENOMEM (b->oom). */
+static int mb_grow(struct mbuf *b, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 64;
-		char *p;
+	size_t cap = b->cap ? b->cap : 64;
+	char *p;
 
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (b->oom)
+		return -ENOMEM;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = 1;
+		return -ENOMEM;
 	}
-	memcpy(b->p + b->len, s, n);
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+static inline void mb_add(struct mbuf *b, const char *s, size_t n)
+{
+	if ((b->oom || b->len + n + 1 > b->cap) && mb_grow(b, n))
+		return;
+	if (n == 1)
+		b->p[b->len] = s[0];
+	else
+		memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
 }
@@ -79,8 +88,9 @@ static void mb_printf(struct mbuf *b, const char *fmt, ...)
 		mb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* An int64 in decimal (what "%" PRId64 writes). */
-static void mb_i64(struct mbuf *b, int64_t i)
+/* An int64 in decimal (what "%" PRId64 writes) into out (>= 20 bytes):
+ * its length. */
+static size_t i64_text(int64_t i, char *out)
 {
 	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
 	uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
@@ -91,7 +101,15 @@ static void mb_i64(struct mbuf *b, int64_t i)
 	} while (u);
 	if (i < 0)
 		*--q = '-';
-	mb_add(b, q, (size_t)(e - q));
+	memcpy(out, q, (size_t)(e - q));
+	return (size_t)(e - q);
+}
+
+static void mb_i64(struct mbuf *b, int64_t i)
+{
+	char tmp[24];
+
+	mb_add(b, tmp, i64_text(i, tmp));
 }
 
 /*
@@ -205,7 +223,13 @@ static void mb_put(void *b, const char *p, size_t n)
 /* A JSON string literal of s (common/json_str.h). */
 static void mb_json_str(struct mbuf *b, const char *p, size_t len)
 {
-	json_str_put(mb_put, b, p, len);
+	if (!json_str_plain(p, len)) {
+		json_str_put(mb_put, b, p, len);
+		return;
+	}
+	mb_add(b, "\"", 1);
+	mb_add(b, p, len);
+	mb_add(b, "\"", 1);
 }
 
 /* v as text: a tag value (json 0) or a JSON value inside an array or map.
@@ -270,6 +294,98 @@ static int value_text(struct mbuf *b, const struct otlp_value *v, int json, int 
 	}
 }
 
+/*
+ * A span's tags in zspan_normalize()'s order depend on their keys alone
+ * (sorted, the last value of a key kept), and the spans of a request
+ * mostly have the same keys in the same order (two sets of them when some
+ * spans have an error status): the last two sets of keys as mapped (at
+ * most ORD_MAX keys) and the tags normalize kept of each, by their index.
+ * A span with the same keys takes that order (normalize then finds them
+ * sorted); any other span is normalized whole and its order kept in place
+ * of the older set.
+ */
+#define ORD_MAX 16
+
+struct tag_order {
+	struct {
+		struct zs_str key[ORD_MAX];
+		uint8_t idx[ORD_MAX];
+		uint32_t nkeys, nidx;   /* nkeys 0: none kept */
+	} set[2];
+	unsigned older;                 /* the set to replace next */
+};
+
+/* a and b hold the same bytes (key lengths are small: eight bytes a turn) */
+static int same_key(struct zs_str a, struct zs_str b)
+{
+	uint64_t x, y, u, v;
+
+	if (a.len != b.len)
+		return 0;
+	if (a.p == b.p)
+		return 1;
+	if (a.len < 8 || a.len > 16)
+		return !memcmp(a.p, b.p, a.len);
+	memcpy(&x, a.p, 8);
+	memcpy(&y, b.p, 8);
+	memcpy(&u, a.p + a.len - 8, 8);
+	memcpy(&v, b.p + b.len - 8, 8);
+	return x == y && u == v;
+}
+
+/* z's tags in the order zspan_normalize() gives them, and the error flag,
+ * parent and shared as it sets them (zspan_normalize() does it all: the
+ * tags' order from o when z's keys are a kept set's). */
+static void normalize(struct tag_order *o, struct zspan *z)
+{
+	struct zs_tag t[ORD_MAX];
+	uint32_t n = z->ntags, i;
+	unsigned k;
+
+	if (n > ORD_MAX || n < 2) {
+		zspan_normalize(z);
+		return;
+	}
+	memcpy(t, z->tags, sizeof(*t) * n);
+	for (k = 0; k < 2; k++) {
+		if (o->set[k].nkeys != n)
+			continue;
+		for (i = 0; i < n && same_key(t[i].key, o->set[k].key[i]); i++)
+			;
+		if (i < n)
+			continue;
+		for (i = 0; i < o->set[k].nidx; i++)
+			z->tags[i] = t[o->set[k].idx[i]];
+		z->ntags = o->set[k].nidx;
+		o->older = !k;
+		zspan_normalize(z);
+		return;
+	}
+	zspan_normalize(z);
+	/* the order it chose, by identity of the tags it kept */
+	k = o->older;
+	o->older = !k;
+	o->set[k].nkeys = 0;
+	for (i = 0; i < z->ntags; i++) {
+		uint32_t j, hit = ORD_MAX, nhit = 0;
+
+		for (j = 0; j < n; j++)
+			if (t[j].key.p == z->tags[i].key.p && t[j].key.len == z->tags[i].key.len &&
+			    t[j].value.p == z->tags[i].value.p &&
+			    t[j].value.len == z->tags[i].value.len) {
+				hit = j;
+				nhit++;
+			}
+		if (nhit != 1)
+			return;         /* not one tag: keep no order */
+		o->set[k].idx[i] = (uint8_t)hit;
+	}
+	for (i = 0; i < n; i++)
+		o->set[k].key[i] = t[i].key;
+	o->set[k].nidx = z->ntags;
+	o->set[k].nkeys = n;
+}
+
 struct mctx {
 	struct zarena *a;
 	char *err;
@@ -277,6 +393,7 @@ struct mctx {
 	size_t rs, ss, sp;      /* where: resourceSpans[rs].scopeSpans[ss].spans[sp] */
 	uint32_t tagcap;
 	struct mbuf b;          /* scratch text, reused span after span */
+	struct tag_order ord;   /* the last span's tag keys and their order */
 };
 
 /* The scratch text, emptied. */
@@ -301,21 +418,9 @@ static int bad(struct mctx *m, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int add_tag(struct mctx *m, struct zspan *z, const char *k, size_t klen,
-		   const char *v, size_t vlen)
-{
-	if (z->ntags == m->tagcap)
-		return bad(m, "attributes: more than %d", OTLP_MAX_TAGS);
-	if (zarena_str(m->a, &z->tags[z->ntags].key, k, klen, 0) ||
-	    zarena_str(m->a, &z->tags[z->ntags].value, v, vlen, 0))
-		return -ENOMEM;
-	z->ntags++;
-	return 0;
-}
-
-/* A tag whose strings outlive the spans (literals, or copied into the
- * arena once for a request's spans): not copied again. */
-static int add_tag_kept(struct mctx *m, struct zspan *z, struct zs_str k, struct zs_str v)
+/* A tag whose strings outlive the spans (literals, the request's strings,
+ * or text copied into the arena): not copied again. */
+static int add_tag(struct mctx *m, struct zspan *z, struct zs_str k, struct zs_str v)
 {
 	if (z->ntags == m->tagcap)
 		return bad(m, "attributes: more than %d", OTLP_MAX_TAGS);
@@ -325,36 +430,45 @@ static int add_tag_kept(struct mctx *m, struct zspan *z, struct zs_str k, struct
 	return 0;
 }
 
+/* The request's string s as it is (it lives as long as the spans: see
+ * otlp_map() in otlp.h); "" when empty. */
+static struct zs_str req_str(const char *p, size_t len)
+{
+	return len ? (struct zs_str){ p, (uint32_t)len } : (struct zs_str){ "", 0 };
+}
+
 static int add_attrs(struct mctx *m, struct zspan *z, const struct otlp_kv *kv, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct otlp_value *v = &kv[i].value;
-		const char *p;
-		size_t len;
+		struct zs_str val;
 		int ret;
 
 		if (!kv[i].key.len)
 			return bad(m, "attributes[%zu].key: expected a non-empty string", i);
 		if (v->type == OTLP_V_STRING) {
-			/* as it is: no text to make */
-			p = v->u.s.p;
-			len = v->u.s.len;
+			/* as it is: no text to make, no copy */
+			val = req_str(v->u.s.p, v->u.s.len);
+		} else if (v->type == OTLP_V_BOOL) {
+			val = v->u.b ? (struct zs_str)ZS_STR("true") : (struct zs_str)ZS_STR("false");
+		} else if (v->type == OTLP_V_INT) {
+			char tmp[24];
+			size_t tn = i64_text(v->u.i, tmp);
+
+			if (zarena_str(m->a, &val, tmp, tn, 0))
+				return -ENOMEM;
 		} else {
 			struct mbuf *b = scratch(m);
 
 			if (value_text(b, v, 0, 0))
 				return bad(m, "attributes[%zu].value: expected an AnyValue "
 					   "({\"stringValue\": ...})", i);
-			if (b->oom)
+			if (b->oom || zarena_str(m->a, &val, b->p ? b->p : "", b->len, 0))
 				return -ENOMEM;
-			p = b->p;
-			len = b->len;
 		}
-		if (!p)
-			p = "";
-		ret = add_tag(m, z, kv[i].key.p, kv[i].key.len, p, len);
+		ret = add_tag(m, z, req_str(kv[i].key.p, kv[i].key.len), val);
 		if (!ret && kv[i].key.len == 12 && !memcmp(kv[i].key.p, "peer.service", 12))
-			ret = zarena_str(m->a, &z->remote.service, p, len, 1) ? -ENOMEM : 0;
+			ret = zarena_str(m->a, &z->remote.service, val.p, val.len, 1) ? -ENOMEM : 0;
 		if (ret)
 			return ret;
 	}
@@ -373,7 +487,8 @@ static int add_event(struct mctx *m, struct zspan *z, const struct otlp_event *e
 		return bad(m, "events[%zu].timeUnixNano: expected nanoseconds since the epoch", i);
 	an->ts_us = ev->time_ns / 1000;
 	if (!ev->nattrs) {
-		ret = zarena_str(m->a, &an->value, ev->name.p ? ev->name.p : "", ev->name.len, 0);
+		an->value = req_str(ev->name.p, ev->name.len);
+		ret = 0;
 	} else {
 		struct otlp_value map = { .type = OTLP_V_KVLIST,
 					  .u.kvl = { (struct otlp_kv *)ev->attrs, ev->nattrs } };
@@ -392,14 +507,13 @@ static int add_event(struct mctx *m, struct zspan *z, const struct otlp_event *e
 
 static uint64_t be64(const uint8_t *b)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | b[i];
-	return v;
+	memcpy(&v, b, 8);
+	return __builtin_bswap64(v);
 }
 
-/* The scope's name and version, copied once for its spans (absent: len 0). */
+/* The scope's name and version (absent: len 0). */
 struct scope {
 	struct zs_str name, version;
 };
@@ -453,23 +567,24 @@ static int map_span(struct mctx *m, const struct otlp_span *s, const struct zs_s
 	if ((ret = add_attrs(m, z, s->attrs, s->nattrs)))
 		return ret;
 	if (sc->name.len &&
-	    (ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.scope.name"), sc->name)))
+	    (ret = add_tag(m, z, (struct zs_str)ZS_STR("otel.scope.name"), sc->name)))
 		return ret;
 	if (sc->version.len &&
-	    (ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.scope.version"), sc->version)))
+	    (ret = add_tag(m, z, (struct zs_str)ZS_STR("otel.scope.version"), sc->version)))
 		return ret;
 	if (s->status_code < 0 || s->status_code > 2)
 		return bad(m, "status.code: expected 0..2 or STATUS_CODE_*");
 	if (s->status_code == 2) {
-		if ((ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.status_code"),
+		if ((ret = add_tag(m, z, (struct zs_str)ZS_STR("otel.status_code"),
 					(struct zs_str)ZS_STR("ERROR"))) ||
 		    (ret = s->status_msg.len ?
-			   add_tag(m, z, "error", 5, s->status_msg.p, s->status_msg.len) :
-			   add_tag_kept(m, z, (struct zs_str)ZS_STR("error"),
+			   add_tag(m, z, (struct zs_str)ZS_STR("error"),
+				   req_str(s->status_msg.p, s->status_msg.len)) :
+			   add_tag(m, z, (struct zs_str)ZS_STR("error"),
 					(struct zs_str)ZS_STR("true"))))
 			return ret;
 	} else if (s->status_code == 1 &&
-		   (ret = add_tag_kept(m, z, (struct zs_str)ZS_STR("otel.status_code"),
+		   (ret = add_tag(m, z, (struct zs_str)ZS_STR("otel.status_code"),
 				       (struct zs_str)ZS_STR("OK")))) {
 		return ret;
 	}
@@ -481,7 +596,7 @@ static int map_span(struct mctx *m, const struct otlp_span *s, const struct zs_s
 	for (size_t i = 0; i < s->nevents; i++)
 		if ((ret = add_event(m, z, &s->events[i], i)))
 			return ret;
-	zspan_normalize(z);
+	normalize(&m->ord, z);
 	return 0;
 }
 
@@ -535,12 +650,8 @@ int otlp_map(const struct otlp_req *r, struct zarena *a, struct otlp_result *res
 			const struct otlp_scope_spans *ss = &rs->ss[j];
 			struct scope sc;
 
-			if (zarena_str(a, &sc.name, ss->scope_name.p, ss->scope_name.len, 0) ||
-			    zarena_str(a, &sc.version, ss->scope_version.p,
-				       ss->scope_version.len, 0)) {
-				ret = -ENOMEM;
-				goto out;
-			}
+			sc.name = req_str(ss->scope_name.p, ss->scope_name.len);
+			sc.version = req_str(ss->scope_version.p, ss->scope_version.len);
 
 			for (size_t k = 0; k < ss->nspans; k++) {
 				m.rs = i;

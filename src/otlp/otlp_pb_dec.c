@@ -43,15 +43,20 @@
 #include "common/utf8.h"
 #include "otlp/otlp.h"
 
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "cstr() reads words as little-endian"
+#endif
+
 #define MAX_SEGS 48
 
 struct dctx {
 	struct zarena *a;
-	/* a span's attributes and events as read (malloc'ed, reused from
-	 * span to span), copied to the arena when the span ends: no count */
-	struct otlp_kv *kvbuf;
+	/* a span's attributes and events, an event's attributes, as read
+	 * (malloc'ed, reused from span to span), copied to the arena when the
+	 * span (event) ends: no count */
+	struct otlp_kv *kvbuf, *ekvbuf;         /* the span's, an event's */
 	struct otlp_event *evbuf;
-	size_t kvcap, evcap;
+	size_t kvcap, ekvcap, evcap;
 	/* a refusal, unwinding: the path (innermost first) and the reason */
 	struct { const char *name; long idx; } seg[MAX_SEGS];
 	int nseg;
@@ -210,23 +215,33 @@ static int wrong(struct dctx *x, const struct fld *f, const char *name, unsigned
 #define WANT(x, f, name, w) do { if ((f)->wt != (w)) return wrong(x, f, name, w); } while (0)
 
 /* A protobuf-c string: the payload up to its first NUL; *bad: it is not
- * UTF-8.  One pass over a string of ASCII without NUL (the common case). */
+ * UTF-8.  One pass over a string of ASCII without NUL (the common case),
+ * eight bytes a turn: the last turn reads up to seven bytes past the
+ * string, which the body's copy has room for (DEC_PAD), and does not
+ * look at them. */
+#define DEC_PAD 8
 static inline struct otlp_str cstr(const struct fld *f, int *bad)
 {
 	const uint8_t *p = f->p, *z;
 	size_t n = f->n, i = 0;
 	struct otlp_str s;
+	uint64_t w;
 
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-
 		memcpy(&w, p + i, 8);
 		if ((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull)
 			goto slow;
 	}
-	for (; i < n; i++)
-		if (!p[i] || (p[i] & 0x80))
+	if (i < n) {
+		/* the last 1-7 bytes, the rest of the word made 0x01 (little
+		 * endian: the string's bytes are the low ones) */
+		uint64_t m = ~0ull >> (8 * (8 - (n - i)));
+
+		memcpy(&w, p + i, 8);
+		w = (w & m) | (0x0101010101010101ull & ~m);
+		if ((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull)
 			goto slow;
+	}
 	*bad = 0;
 	return (struct otlp_str){ (const char *)p, n };
 slow:
@@ -429,6 +444,76 @@ static int any(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp
 	return r;
 }
 
+/*
+ * The KeyValue nearly every SDK writes, read in one go: the key (field 1)
+ * then the value (field 2) holding one string, int, double or one-byte
+ * bool field and nothing else, every length under 128.  1: read (the same
+ * result as field by field), 0: not that shape (read it field by field).
+ */
+static inline int kv_fast(const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
+			  int *bad)
+{
+	size_t n = (size_t)(end - p), kl, vl;
+	const uint8_t *v;
+	struct fld f;
+	int kbad, vbad = 0;
+
+	if (n < 6 || p[0] != 0x0a || (p[1] & 0x80))
+		return 0;
+	kl = p[1];
+	if (kl + 6 > n || p[2 + kl] != 0x12 || (p[3 + kl] & 0x80))
+		return 0;
+	vl = p[3 + kl];
+	v = p + 4 + kl;
+	if (v + vl != end || vl < 2)
+		return 0;
+	memset(&out->value, 0, sizeof(out->value));
+	switch (v[0]) {
+	case 0x0a:      /* stringValue */
+		if (v[1] & 0x80 || (size_t)v[1] + 2 != vl)
+			return 0;
+		f.p = v + 2;
+		f.n = v[1];
+		out->value.type = OTLP_V_STRING;
+		out->value.u.s = cstr(&f, &vbad);
+		break;
+	case 0x10:      /* boolValue, one byte */
+		if (vl != 2 || v[1] & 0x80)
+			return 0;
+		out->value.type = OTLP_V_BOOL;
+		out->value.u.b = v[1] != 0;
+		break;
+	case 0x18: {    /* intValue */
+		uint64_t i = 0;
+		size_t k;
+
+		if (vl > 11)
+			return 0;
+		for (k = 1; k < vl && v[k] & 0x80; k++)
+			i |= (uint64_t)(v[k] & 0x7f) << (7 * (k - 1));
+		if (k != vl - 1)
+			return 0;
+		i |= (uint64_t)v[k] << (7 * (k - 1));
+		out->value.type = OTLP_V_INT;
+		out->value.u.i = (int64_t)i;
+		break;
+	}
+	case 0x21:      /* doubleValue */
+		if (vl != 9)
+			return 0;
+		out->value.type = OTLP_V_DOUBLE;
+		memcpy(&out->value.u.d, v + 1, 8);
+		break;
+	default:
+		return 0;
+	}
+	f.p = p + 2;
+	f.n = kl;
+	out->key = cstr(&f, &kbad);
+	*bad |= kbad | vbad;
+	return 1;
+}
+
 static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
 	      int depth, int *bad)
 {
@@ -436,6 +521,8 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 	int r, vbad = 0, kbad = 0, b, have = 0;
 	struct fld f = { 0 };
 
+	if (depth <= OTLP_MAX_DEPTH && kv_fast(p, end, out, bad))
+		return 0;
 	out->key.p = "";
 	out->key.len = 0;
 	memset(&out->value, 0, sizeof(out->value));
@@ -470,14 +557,12 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_event *e,
 		 int *bad)
 {
-	size_t n = count(p, end, 3), i = 0;
+	size_t i = 0;
 	struct fld f = { 0 };
 	int r, nbad = 0;
 
 	e->has_name = 1;
 	e->name.p = "";
-	if (!(e->attrs = arr(x, n, sizeof(*e->attrs))))
-		return -ENOMEM;
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
@@ -490,9 +575,9 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 			break;
 		case 3:
 			WANT(x, &f, "attributes", 2);
-			if (i >= n)
-				return -EINVAL;
-			if ((r = kv(x, f.p, f.p + f.n, &e->attrs[i], 1, bad)))
+			if (i == x->ekvcap && grow((void **)&x->ekvbuf, &x->ekvcap, sizeof(*x->ekvbuf)))
+				return -ENOMEM;
+			if ((r = kv(x, f.p, f.p + f.n, &x->ekvbuf[i], 1, bad)))
 				return at(x, r, "attributes", i);
 			i++;
 			break;
@@ -501,10 +586,16 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 			break;
 		}
 	}
+	if (r)
+		return r;
+	if (i) {
+		if (!(e->attrs = arr(x, i, sizeof(*e->attrs))))
+			return -ENOMEM;
+		memcpy(e->attrs, x->ekvbuf, i * sizeof(*e->attrs));
+	}
 	e->nattrs = i;
-	if (!r)
-		*bad |= nbad;
-	return r;
+	*bad |= nbad;
+	return 0;
 }
 
 /* A Link: read and checked, not kept (Zipkin has no links). */
@@ -864,7 +955,7 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 
 	memset(r, 0, sizeof(*r));
 	/* one copy of the body: every string and id of r points into it */
-	copy = zarena_alloc(a, len + 1);
+	copy = zarena_alloc(a, len + DEC_PAD);
 	if (!copy) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -873,6 +964,7 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
 		memcpy(copy, body, len);
 	ret = request(&x, copy, copy + len, r, &bad_rs);
 	free(x.kvbuf);
+	free(x.ekvbuf);
 	free(x.evbuf);
 	if (ret == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");

@@ -69,7 +69,22 @@ int zarena_str(struct zarena *a, struct zs_str *out, const char *p, size_t len,
 	if (!d)
 		return -ENOMEM;
 	if (lower) {
-		for (size_t i = 0; i < len; i++)
+		size_t i = 0;
+
+		/* eight bytes a turn: 'A'-'Z' get 0x20 (tolower() in the C
+		 * locale, which fay runs in), every other byte is kept */
+		for (; i + 8 <= len; i += 8) {
+			const uint64_t h = 0x8080808080808080ull;
+			uint64_t w, l7, ge_a, gt_z;
+
+			memcpy(&w, p + i, 8);
+			l7 = w & ~h;
+			ge_a = l7 + 0x3f3f3f3f3f3f3f3full;      /* high bit: >= 'A' */
+			gt_z = l7 + 0x2525252525252525ull;      /* high bit: > 'Z' */
+			w |= (ge_a & ~gt_z & ~w & h) >> 2;
+			memcpy(d + i, &w, 8);
+		}
+		for (; i < len; i++)
 			d[i] = (char)tolower((unsigned char)p[i]);
 	} else {
 		memcpy(d, p, len);
@@ -168,7 +183,7 @@ struct zspan *zspan_dup(const struct zspan *s)
 	return d;
 }
 
-static int zs_str_cmp(struct zs_str a, struct zs_str b)
+static inline __attribute__((always_inline)) int zs_str_cmp(struct zs_str a, struct zs_str b)
 {
 	uint32_t n = a.len < b.len ? a.len : b.len;
 	int c;
@@ -214,9 +229,41 @@ static int tag_cmp(const void *x, const void *y)
 	return c ? c : (a->i < b->i ? -1 : a->i > b->i);
 }
 
+/* A key's first eight bytes as one big-endian number, zero-padded: two
+ * keys' numbers differ in the order zs_str_cmp() gives them, or are equal
+ * (then compare the keys). */
+static uint64_t key_prefix(struct zs_str k)
+{
+	uint64_t v = 0;
+
+	if (k.len >= 8) {
+		memcpy(&v, k.p, 8);
+		return __builtin_bswap64(v);
+	}
+	for (uint32_t i = 0; i < 8; i++)
+		v = v << 8 | (i < k.len ? (unsigned char)k.p[i] : 0);
+	return v;
+}
+
+/* A few tags' order: their prefixes and indexes (16 bytes to move). */
+struct tag_key {
+	uint64_t pre;
+	uint32_t i;
+};
+
+static int tag_key_less(const struct zs_tag *t, const struct tag_key *a, const struct tag_key *b)
+{
+	int c;
+
+	if (a->pre != b->pre)
+		return a->pre < b->pre;
+	c = zs_str_cmp(t[a->i].key, t[b->i].key);
+	return c ? c < 0 : a->i < b->i;
+}
+
 static void sort_tags(struct zspan *s)
 {
-	struct tag_ord small[16], *o = small;
+	struct tag_ord *o;
 	uint32_t n = 0, i;
 
 	/* already sorted without duplicate keys (spans read back from the
@@ -226,37 +273,44 @@ static void sort_tags(struct zspan *s)
 			break;
 	if (i == s->ntags)
 		return;
-	if (s->ntags > ARRAY_SIZE(small)) {
-		o = malloc(sizeof(*o) * s->ntags);
-		if (!o) {
-			/* cannot sort: keep them as they are (still valid JSON) */
-			return;
+	if (s->ntags <= 16) {
+		/* a few (an OTLP span's attributes): insertion sort of
+		 * prefixes, the same order (tag_cmp's) without qsort's cost
+		 * per call nor moving whole tags */
+		struct tag_key k[16];
+		struct zs_tag t[16];
+
+		memcpy(t, s->tags, sizeof(*t) * s->ntags);
+		for (i = 0; i < s->ntags; i++) {
+			struct tag_key x = { key_prefix(t[i].key), i };
+			uint32_t j = i;
+
+			for (; j && tag_key_less(t, &x, &k[j - 1]); j--)
+				k[j] = k[j - 1];
+			k[j] = x;
 		}
+		for (i = 0; i < s->ntags; i++) {
+			if (i + 1 < s->ntags && k[i].pre == k[i + 1].pre &&
+			    zs_str_eq(t[k[i].i].key, t[k[i + 1].i].key))
+				continue; /* a later value of the same key wins */
+			s->tags[n++] = t[k[i].i];
+		}
+		s->ntags = n;
+		return;
 	}
+	o = malloc(sizeof(*o) * s->ntags);
+	if (!o)
+		return; /* cannot sort: keep them as they are (still valid JSON) */
 	for (i = 0; i < s->ntags; i++)
 		o[i] = (struct tag_ord){ s->tags[i], i };
-	if (o == small) {
-		/* a few (an OTLP span's attributes): insertion sort, the same
-		 * order (tag_cmp is total) without qsort's cost per call */
-		for (i = 1; i < s->ntags; i++) {
-			struct tag_ord x = o[i];
-			uint32_t k = i;
-
-			for (; k && tag_cmp(&o[k - 1], &x) > 0; k--)
-				o[k] = o[k - 1];
-			o[k] = x;
-		}
-	} else {
-		qsort(o, s->ntags, sizeof(*o), tag_cmp);
-	}
+	qsort(o, s->ntags, sizeof(*o), tag_cmp);
 	for (i = 0; i < s->ntags; i++) {
 		if (i + 1 < s->ntags && zs_str_eq(o[i].t.key, o[i + 1].t.key))
 			continue; /* a later value of the same key wins */
 		s->tags[n++] = o[i].t;
 	}
 	s->ntags = n;
-	if (o != small)
-		free(o);
+	free(o);
 }
 
 void zspan_normalize(struct zspan *s)
@@ -280,7 +334,7 @@ void zspan_normalize(struct zspan *s)
 		sort_tags(s);
 	s->error = 0;
 	for (uint32_t i = 0; i < s->ntags; i++)
-		if (zs_str_eqc(s->tags[i].key, "error"))
+		if (s->tags[i].key.len == 5 && !memcmp(s->tags[i].key.p, "error", 5))
 			s->error = 1;
 	if (s->parent_id == s->id)
 		s->parent_id = 0;

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "otlp/otlp.h"
@@ -199,12 +200,119 @@ static void deep(void)
 	ok(strstr(err, "nested deeper than 2048") != NULL, "... naming the limit (%.200s)", err);
 }
 
+/* One span of tag_orders(): keys ks[0..n) with values "v<j>_<i>" and a
+ * status code (2 with a message "m<j>" when j is odd). */
+static void order_span(FILE *f, const char *const *ks, int n, int j, int code)
+{
+	fprintf(f, "{" TID "," TIMES ",\"attributes\":[");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s{\"key\":\"%s\",\"value\":{\"stringValue\":\"v%d_%d\"}}", i ? "," : "",
+			ks[i], j, i);
+	fprintf(f, "],\"status\":{\"code\":%d%s}}", code, code == 2 && j % 2 ? ",\"message\":\"m\"" : "");
+}
+
+/* The tags of s and t are the same, in the same order. */
+static int same_tags(const struct zspan *s, const struct zspan *t)
+{
+	if (s->ntags != t->ntags || s->error != t->error)
+		return 0;
+	for (uint32_t i = 0; i < s->ntags; i++)
+		if (s->tags[i].key.len != t->tags[i].key.len ||
+		    s->tags[i].value.len != t->tags[i].value.len ||
+		    memcmp(s->tags[i].key.p, t->tags[i].key.p, s->tags[i].key.len) ||
+		    memcmp(s->tags[i].value.p, t->tags[i].value.p, s->tags[i].value.len))
+			return 0;
+	return 1;
+}
+
+#define ORD_SPANS 40
+
+struct ord_req {
+	const char *ks[ORD_SPANS][16];
+	int nk[ORD_SPANS], code[ORD_SPANS];
+};
+
+/* Spans [j0, j0 + n) of q in one request, decoded and mapped into *out
+ * (in *za): 0, or -1 when it does not map to n spans. */
+static int map_spans(const struct ord_req *q, int j0, int n, struct zarena *za,
+		     struct otlp_result *out)
+{
+	char *doc = NULL, e[512];
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	struct otlp_req rq;
+	int ret;
+
+	fprintf(f, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
+	for (int j = j0; j < j0 + n; j++) {
+		if (j > j0)
+			fputc(',', f);
+		order_span(f, q->ks[j], q->nk[j], j, q->code[j]);
+	}
+	fprintf(f, "]}]}]}");
+	fclose(f);
+	ret = otlp_json_decode(doc, len, za, &rq, e, sizeof(e)) || otlp_map(&rq, za, out) ||
+	      out->nspans != (size_t)n ? -1 : 0;
+	free(doc);
+	return ret;
+}
+
+/*
+ * otlp_map() keeps the order of the last sets of keys it normalized and
+ * gives it to a span with the same keys: each span of a request mapped
+ * among the others has the tags it has mapped alone.  Spans that repeat
+ * the keys before them (or the set before that one), keys repeated in a
+ * span (the last value wins), keys that the status adds too ("error",
+ * "otel.status_code"), 1-18 tags (the kept orders hold up to 16).
+ */
+static void tag_orders(void)
+{
+	static const char *const pool[] = { "a", "b", "http.method", "http.methodx", "http.url",
+					    "error", "otel.status_code", "zz", "http.method",
+					    "net.peer.port" };
+	unsigned seed = 26;
+	int bad = 0, round, spans = 0;
+
+	for (round = 0; round < 100 && !bad; round++) {
+		struct ord_req q;
+		struct zarena all = { 0 };
+		struct otlp_result rall;
+
+		for (int j = 0; j < ORD_SPANS; j++) {
+			int pick = j >= 2 ? rand_r(&seed) % 4 : 3;
+
+			if (pick < 2) {         /* the keys of the span before (or the one before it) */
+				q.nk[j] = q.nk[j - 1 - pick];
+				memcpy(q.ks[j], q.ks[j - 1 - pick], sizeof(q.ks[j]));
+			} else {
+				q.nk[j] = 1 + rand_r(&seed) % 16;
+				for (int i = 0; i < q.nk[j]; i++)
+					q.ks[j][i] = pool[rand_r(&seed) % 10];
+			}
+			q.code[j] = rand_r(&seed) % 3;
+		}
+		bad = map_spans(&q, 0, ORD_SPANS, &all, &rall);
+		for (int j = 0; j < ORD_SPANS && !bad; j++) {
+			struct zarena a1 = { 0 };
+			struct otlp_result res1;
+
+			bad = map_spans(&q, j, 1, &a1, &res1) || !same_tags(&rall.spans[j], &res1.spans[0]);
+			spans++;
+			zarena_reset(&a1);
+		}
+		zarena_reset(&all);
+	}
+	ok(!bad, "%d spans mapped among %d have the tags each has alone%s", spans, ORD_SPANS,
+	   bad ? " (the last one differs)" : "");
+}
+
 int main(void)
 {
 	anyvalue();
 	fields();
 	errors();
 	deep();
+	tag_orders();
 	zarena_reset(&a);
 	return test_done();
 }

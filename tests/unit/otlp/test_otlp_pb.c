@@ -334,11 +334,26 @@ static int one_kv(const char *kvbytes, size_t kvlen, char *tag, size_t taglen, c
 	tag[0] = '\0';
 	b = request(16, "op", 1000, 2000, &kv);
 	ret = decode_map(&b, &a, &res, err, errlen);
-	if (!ret && res.nspans == 1 && res.spans[0].ntags)
-		snprintf(tag, taglen, "%.*s=%.*s", (int)res.spans[0].tags[0].key.len,
-			 res.spans[0].tags[0].key.p, (int)res.spans[0].tags[0].value.len,
-			 res.spans[0].tags[0].value.p);
-	else if (!ret)
+	if (!ret && res.nspans == 1 && res.spans[0].ntags) {
+		/* key=value, a byte under 0x20 (a NUL) as \xNN */
+		const struct zs_tag *t = &res.spans[0].tags[0];
+		size_t o = 0;
+
+		for (int part = 0; part < 2; part++) {
+			const struct zs_str *z = part ? &t->value : &t->key;
+
+			if (part && o + 1 < taglen)
+				tag[o++] = '=';
+			for (uint32_t i = 0; i < z->len && o + 5 < taglen; i++) {
+				if ((unsigned char)z->p[i] < 0x20)
+					o += (size_t)snprintf(tag + o, taglen - o, "\\x%02x",
+							      (unsigned char)z->p[i]);
+				else
+					tag[o++] = z->p[i];
+			}
+		}
+		tag[o] = '\0';
+	} else if (!ret)
 		snprintf(tag, taglen, "rejected %zu: %.200s", res.rejected, res.first_error);
 	zarena_reset(&a);
 	free(b.p);
@@ -389,6 +404,67 @@ static void wire_rules(void)
 	}
 }
 
+/*
+ * KeyValues of the shape SDKs write (key, then a value of one field: read
+ * in one go by kv_fast()) and next to it, the same values in shapes read
+ * field by field: the same tag, exactly.  Strings of every length around
+ * the decoder's eight-byte words, with a NUL or a byte that is not UTF-8
+ * in their last word, and strings that end the body (the word read past
+ * them is not theirs).
+ */
+static void kv_shapes(void)
+{
+	static const struct {
+		const char *what;
+		const char *kv;
+		size_t len;
+		const char *want;       /* the tag exactly, or "rejected 1: ..." */
+	} cases[] = {
+		{ "string", "\x0a\x01k\x12\x03\x0a\x01s", 8, "k=s" },
+		{ "string, an unknown field after it (field by field)",
+		  "\x0a\x01k\x12\x05\x0a\x01s\x78\x05", 10, "k=s" },
+		{ "string, the value before the key (field by field)",
+		  "\x12\x03\x0a\x01s\x0a\x01k", 8, "k=s" },
+		{ "string ending at a NUL in its last word", "\x0a\x01k\x12\x05\x0a\x03" "ab\0", 10,
+		  "k=ab" },
+		{ "string of 9 bytes, a NUL in its second word",
+		  "\x0a\x01k\x12\x0b\x0a\x09" "abcdefgh\0", 16, "k=abcdefgh" },
+		{ "string of 7 bytes, not UTF-8 in its last byte",
+		  "\x0a\x01k\x12\x09\x0a\x07" "abcdef\xff", 14, "rejected 1" },
+		{ "key of 10 bytes, UTF-8 in its second word",
+		  "\x0a\x0a" "abcdefgh\xc3\xa9\x12\x03\x0a\x01s", 17, "abcdefgh\xc3\xa9=s" },
+		{ "empty key", "\x0a\x00\x12\x03\x0a\x01s", 7,
+		  "rejected 1: resourceSpans[0].scopeSpans[0].spans[0].attributes[0].key: "
+		  "expected a non-empty string" },
+		{ "int, one byte", "\x0a\x01k\x12\x02\x18\x07", 7, "k=7" },
+		{ "int, ten bytes (-1)",
+		  "\x0a\x01k\x12\x0b\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 16, "k=-1" },
+		{ "int, two bytes then an unknown field (field by field)",
+		  "\x0a\x01k\x12\x05\x18\xac\x02\x78\x00", 10, "k=300" },
+		{ "bool false, one byte", "\x0a\x01k\x12\x02\x10\x00", 7, "k=false" },
+		{ "bool true, one byte", "\x0a\x01k\x12\x02\x10\x02", 7, "k=true" },
+		{ "bool, two bytes of zeros (field by field)", "\x0a\x01k\x12\x03\x10\x80\x00", 8,
+		  "k=false" },
+		{ "double", "\x0a\x01k\x12\x09\x21\0\0\0\0\0\0\xd0\x3f", 14, "k=0.25" },
+		{ "bytes (field by field)", "\x0a\x01k\x12\x04\x3a\x02\x01\x02", 9, "k=AQI=" },
+	};
+	char tag[512], err[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret;
+		size_t n = strlen(cases[i].want);
+
+		err[0] = '\0';
+		ret = one_kv(cases[i].kv, cases[i].len, tag, sizeof(tag), err, sizeof(err));
+		is_int(ret, 0, "%s: decoded (%.200s)", cases[i].what, err);
+		if (!strncmp(cases[i].want, "rejected", 8))
+			ok(!strncmp(tag, cases[i].want, n), "%s: %.100s (%.200s)", cases[i].what,
+			   cases[i].want, tag);
+		else
+			is_str(tag, cases[i].want, "%s", cases[i].what);
+	}
+}
+
 int main(void)
 {
 	hostile();
@@ -400,5 +476,6 @@ int main(void)
 	reencode();
 	response();
 	wire_rules();
+	kv_shapes();
 	return test_done();
 }

@@ -4,7 +4,10 @@
  * V1SpanConverter rule), span records -> zspan, normalisation, and the
  * QueryRequest matcher.  Pure functions: no store.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -313,6 +316,92 @@ static void normalize(void)
 	is_int(s.shared, 0, "shared dropped on a CLIENT span");
 }
 
+/* memcmp()'s order, then the shorter first: the order of a span's tags. */
+static int ref_cmp(struct zs_str a, struct zs_str b)
+{
+	uint32_t n = a.len < b.len ? a.len : b.len;
+	int c = n ? memcmp(a.p, b.p, n) : 0;
+
+	return c ? c : (a.len > b.len) - (a.len < b.len);
+}
+
+/*
+ * Tags sorted against a plain reference (the last value of a key wins,
+ * keys in ref_cmp's order), 2-40 tags a span (a few are sorted by their
+ * first eight bytes, many by qsort), keys that share their first eight
+ * bytes, end inside them, hold NULs and bytes over 0x7f.
+ */
+static void normalize_random(void)
+{
+	static const char alpha[] = { 'a', 'b', '\0', (char)0xff };
+	unsigned seed = 26;
+	int bad = 0, round;
+
+	for (round = 0; round < 20000 && !bad; round++) {
+		char keys[40][13], vals[40][8];
+		struct zs_tag t[40], want[40];
+		uint32_t n = 2 + (uint32_t)rand_r(&seed) % 39, nw = 0;
+		struct zspan s = { .id = 1 };
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t len = (uint32_t)rand_r(&seed) % 13;
+			int shared = rand_r(&seed) % 2;
+
+			for (uint32_t k = 0; k < len; k++)
+				keys[i][k] = shared && k < 8 ? "abababab"[k] : alpha[rand_r(&seed) % 4];
+			snprintf(vals[i], sizeof(vals[i]), "v%u", i);
+			t[i] = (struct zs_tag){ { keys[i], len }, { vals[i], (uint32_t)strlen(vals[i]) } };
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t j = i + 1;
+
+			while (j < n && ref_cmp(t[i].key, t[j].key))
+				j++;
+			if (j == n)     /* no later value of this key */
+				want[nw++] = t[i];
+		}
+		for (uint32_t i = 1; i < nw; i++)
+			for (uint32_t j = i; j && ref_cmp(want[j - 1].key, want[j].key) > 0; j--) {
+				struct zs_tag x = want[j];
+
+				want[j] = want[j - 1];
+				want[j - 1] = x;
+			}
+		s.tags = t;
+		s.ntags = n;
+		zspan_normalize(&s);
+		bad = s.ntags != nw;
+		for (uint32_t i = 0; i < nw && !bad; i++)
+			bad = ref_cmp(s.tags[i].key, want[i].key) ||
+			      ref_cmp(s.tags[i].value, want[i].value);
+	}
+	ok(!bad, "tags sorted and deduplicated as the reference does (%d spans of 2-40 tags%s)",
+	   round, bad ? ": the last one differs" : "");
+}
+
+/* zarena_str(..., lower): every byte value at every place of a word and of
+ * the tail after it, among upper and lower case letters, as tolower(). */
+static void lower_bytes(void)
+{
+	int bad = 0;
+
+	for (int b = 0; b < 256 && !bad; b++)
+		for (size_t at = 0; at < 19 && !bad; at++) {
+			char in[19];
+			struct zs_str out;
+
+			for (size_t k = 0; k < sizeof(in); k++)
+				in[k] = (char)(k % 3 ? 'A' + (int)k : 'z' - (int)k);
+			in[at] = (char)b;
+			bad = zarena_str(&A, &out, in, sizeof(in), 1) || out.len != sizeof(in);
+			for (size_t k = 0; k < sizeof(in) && !bad; k++)
+				bad = (unsigned char)out.p[k] != tolower((unsigned char)in[k]);
+			if (bad)
+				diag("byte 0x%02x at %zu", b, at);
+		}
+	ok(!bad, "lower-cased copies: every byte at every place, as tolower()");
+}
+
 /* zipkin2.Endpoint.parseIp(): the cases and answers of Zipkin's
  * EndpointTest (openzipkin/zipkin zipkin/src/test/java/zipkin2). */
 static void endpoint_ips(void)
@@ -424,6 +513,8 @@ int main(void)
 	messaging();
 	from_record();
 	normalize();
+	normalize_random();
+	lower_bytes();
 	endpoint_ips();
 	query_match();
 	zarena_reset(&A);
