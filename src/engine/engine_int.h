@@ -125,9 +125,11 @@ struct engine {
 
 /* ---- processes started after the attach (execwatch.c) ----------------- */
 
-/* When a probe follows processes (probe_follows_processes()): watch
- * execs, each new view of the file system handed to every such probe
- * (probe_follow_pid()).  0, or -errno with a warning logged (the query
+/* When a probe follows processes (probe_follows_processes()), or a
+ * program walks a command's stacks by its unwind table: watch execs,
+ * each new view of the file system handed to every such probe
+ * (probe_follow_pid()), the command's table made anew while it is held
+ * (engine_ustack_update()).  0, or -errno with a warning logged (the query
  * runs on without). */
 int engine_exec_start(struct engine *e);
 /* Stop watching and free (accepts an engine without a watch). */
