@@ -12,7 +12,9 @@
 # = count() on the same run; without frame pointers on a process named
 # with -p, the same exact counts (the walk by its unwind table); syscall("read") by s.kstack shows the
 # system call's entry path; refusals; the default table and --format
-# folded; a cluster of two agents merges stacks by their names.
+# folded; a cluster of two agents merges stacks by their names; a -c
+# shell's child (no frame pointers) walked by its own table, sampled and
+# at C's entry.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 FP=$BUILD/tests/bin/stack_work_fp
@@ -129,6 +131,27 @@ FAY_UNWIND=fp fq --format folded -c "python3 $T_TMP/rd.py" "$PROF"
 read -r n2 v2 d2 < <(depth "$T_TMP/out" __read)
 ok "python3 read()ing under profile(199) -c: $nr of $n1 samples in __read (in the kernel), $vr of them reach _start, $dr frames; by frame pointers $v2, $d2 frames" \
 	python3 -c "assert $n1 >= 100 and $nr >= 0.5 * $n1 and $vr >= 0.9 and $dr >= $d2 + 5 and $v2 <= 0.1"
+
+# the command's descendants get their own tables (made at their execs
+# and mmap()s while the exec watch holds them): a shell running the
+# no-frame-pointer workload as its child ("; true": the shell forks)
+fq --format folded -c "sh -c '$NOFP spin 1500; true'" "$PROF"
+ok "profile(199) -c of a shell: its child's samples in C or D (no frame pointers) reach main by the child's table" python3 -c "
+rows = [l.rstrip('\n').rsplit(' ', 1) for l in open('$T_TMP/out')]
+work = [(s.split(';'), int(n)) for s, n in rows if s.split(';')[-1] in ('C', 'D')]
+tot = sum(n for _, n in work)
+main = sum(n for f, n in work if f[-4:] == ['main', 'A', 'B', 'C'] or f[-3:] == ['main', 'A', 'D'])
+assert tot >= 150 and main >= 0.95 * tot, (tot, main, rows[:6])
+print(main, tot)
+"
+# 12 children one after the other: more than the 8 tables the kernel's
+# map holds at once (a child's is deleted once it exited); each lives
+# 60 ms or more, so that the reader names its frames while it runs
+fq --format folded --probe-mode=uprobe -c "sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do $NOFP calls 600; done'" \
+	"from f in function(\"$NOFP:C\") group f by f.ustack into g select { stack: g.key, n: g.count() }"
+sed 's/^.*;main;/main;/' "$T_TMP/out" | sort >"$T_TMP/folded"
+same "$T_TMP/folded" "main;A;B;C 7200"$'\n'"main;A;D;C 2400" \
+	"no frame pointers, uprobe on -c of a shell running 12 children in turn: each child's stacks walked by its own table give the exact counts"
 
 # ---- at a function's entry: exact counts per stack --------------------------------------
 K=600
