@@ -2,9 +2,10 @@
 /*
  * A user stack key walked in the program by the process's unwind table
  * (issue #27; the design: src/probe/README.md "Unwind tables"): for a
- * uprobe of a process fay named (-p, -c), whose table the engine put in
- * fay_unwind (ustack_map.h) before attaching (or at the command's exec,
- * held), and for a profile(...) sample of it.  From the probe's pt_regs
+ * uprobe of a process fay named (-p, -c and the command's descendants),
+ * whose table the engine put in fay_unwind (ustack_map.h) before
+ * attaching (or at the command's exec, held), and for a profile(...)
+ * sample of it.  From the probe's pt_regs
  * (ip, sp, bp; a sample's: the interrupted ones in user mode, the task's
  * saved user registers in the kernel) each step finds the module (6
  * branchless steps) and the row (18), computes the CFA, reads the
