@@ -70,11 +70,4 @@ for r in $(seq "$R"); do
 done
 declare -A med
 stack_report "$K calls"
-python3 - "${med[count]}" "${med[fp]}" "${med[table]}" "${med[nofp]}" "${med[bt]:-0}" <<'PY'
-import sys
-c, fp, tab, nofp, bt = map(float, sys.argv[1:6])
-print("stack key: by frame pointers %.1f ns, by the table %.1f (fp code), %.1f (no-fp code); "
-      "table / fp: %.2f" % (fp - c, tab - c, nofp - c, (tab - c) / (fp - c)))
-if bt:
-    print("fay's table walk / bpftrace's ustack (whole probe): %.2f" % (tab / bt))
-PY
+stack_compare "" probe

@@ -28,3 +28,19 @@ stack_bases() {
 	"$WN" deep "$N" "$K" >"$T/o"
 	base_nofp=$(python3 -c "print($(cpu "$T/o") / $K)")
 }
+
+# stack_compare UNIT WHOLE: what the stack key adds, from med[] (count,
+# fp, table, nofp, and bt when bpftrace ran), UNIT after "stack key" ("",
+# " a sample"), and the table walk's whole WHOLE ("probe", "program")
+# against bpftrace's
+stack_compare() {
+	python3 - "$1" "$2" "${med[count]}" "${med[fp]}" "${med[table]}" "${med[nofp]}" "${med[bt]:-0}" <<'PY'
+import sys
+unit, whole = sys.argv[1:3]
+c, fp, tab, nofp, bt = map(float, sys.argv[3:8])
+print("stack key%s: by frame pointers %.1f ns, by the table %.1f (fp code), %.1f (no-fp code); "
+      "table / fp: %.2f" % (unit, fp - c, tab - c, nofp - c, (tab - c) / (fp - c)))
+if bt:
+    print("fay's table walk / bpftrace's ustack (whole %s): %.2f" % (whole, tab / bt))
+PY
+}

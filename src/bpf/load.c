@@ -158,6 +158,25 @@ bool bpf_have_ringbuf(void)
 	return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
 }
 
+int bpf_have_task_regs(enum bpf_prog_type type)
+{
+	/* r0 = bpf_task_pt_regs(bpf_get_current_task_btf())->ip */
+	struct bpf_insn insns[] = {
+		CALL_HELPER(BPF_FUNC_get_current_task_btf),
+		MOV64_REG(BPF_REG_1, BPF_REG_0),
+		CALL_HELPER(BPF_FUNC_task_pt_regs),
+		LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_0, 128),
+		MOV64_IMM(BPF_REG_0, 0),
+		EXIT_INSN(),
+	};
+	int fd = bpf_prog_load(type, "fay_try", "GPL", insns, 6, NULL);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
 bool bpf_have_uprobe_multi(void)
 {
 	uint64_t off = 0, cookie = 0;

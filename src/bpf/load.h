@@ -156,6 +156,10 @@ int bpf_trivial_prog(enum bpf_prog_type type, enum bpf_attach_type expected,
 int bpf_raw_tp_link(int prog_fd);
 /* Does this kernel have BPF ring buffers (Linux 5.8)? */
 bool bpf_have_ringbuf(void);
+/* Does this kernel let a program of type read the current task's saved
+ * user registers (bpf_task_pt_regs(bpf_get_current_task_btf()), Linux
+ * 5.15 with BTF, GPL)?  0, or the -errno of the refused load.  x86-64. */
+int bpf_have_task_regs(enum bpf_prog_type type);
 /* Does this kernel make uprobe.multi links?  As libbpf probes it: a link
  * on "/" (no regular file) fails with EBADF where it does, with EINVAL
  * where it does not (before Linux 6.6). */

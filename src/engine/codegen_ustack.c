@@ -2,20 +2,25 @@
 /*
  * A user stack key walked in the program by the process's unwind table
  * (issue #27; the design: src/probe/README.md "Unwind tables"): for a
- * uprobe of a process fay named (-p), whose table the engine put in
- * fay_unwind (ustack_map.h) before attaching.  From the probe's pt_regs
- * (ip, sp, bp) each step finds the module (6 branchless steps) and the
- * row (18), computes the CFA, reads the return address at CFA - 8 and
- * the saved rbp with bpf_probe_read_user(); rows "frame pointers" or "no
- * information", and a pc in no module, step by [bp]; the registers' ip at
- * an entry with no row: the caller at [sp].  A bounded loop of the
- * query's depth.  The addresses (zero-padded) are hashed into the key's
- * id (bit 62 set: not a stack map id) and kept in fay_ustk under it
+ * uprobe of a process fay named (-p, -c and the command's descendants),
+ * whose table the engine put in fay_unwind (ustack_map.h) before
+ * attaching (or at the command's exec, held), and for a profile(...)
+ * sample of it.  From the probe's pt_regs
+ * (ip, sp, bp; a sample's: the interrupted ones in user mode, the task's
+ * saved user registers in the kernel) each step finds the module (6
+ * branchless steps) and the row (18), computes the CFA, reads the
+ * return address at CFA - 8 and the saved rbp with
+ * bpf_probe_read_user(); rows "frame pointers" or "no information", and
+ * a pc in no module, step by [bp]; a uprobe's ip at an entry with no
+ * row: the caller at [sp].  The first pc is looked up where it is, a
+ * return address at its call (pc - 1).  A bounded loop of the query's
+ * depth.  The addresses (zero-padded) are hashed into the key's id (bit
+ * 62 set: not a stack map id) and kept in fay_ustk under it
  * (BPF_NOEXIST); another stack under the same hash is a collision: the
  * id is -ENOSPC ("[lost]") and EC_LOST counted, as is a walk whose
  * per-CPU scratch another thread's walk took over while it was
- * preempted.  A process without a
- * table (its entry missing): bpf_get_stackid(), frame pointers.
+ * preempted.  A process without a table (its entry missing):
+ * bpf_get_stackid(), frame pointers.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -23,6 +28,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bpf/load.h"
+#include "common/log.h"
 #include "engine/codegen.h"
 #include "engine/engine_int.h"
 #include "engine/ustack_map.h"
@@ -30,6 +37,7 @@
 /* pt_regs of x86-64 */
 #define REGS_BP	32
 #define REGS_IP	128
+#define REGS_CS	136
 #define REGS_SP	152
 
 /* d = (a <= b): 1 or 0, for a, b below 2^63, without a jump */
@@ -111,6 +119,55 @@ static void emit_find(struct ir *ir, ir_reg row, ir_reg tab, ir_reg pc, int none
 	ir_jmp(ir, BPF_JGT, t, IR_R(fpc), none);
 }
 
+/* pc, sp, bp = the user registers at regs (a uprobe's pt_regs) */
+static void emit_regs(struct ir *ir, struct ir_opnd regs, ir_reg pc, ir_reg sp, ir_reg bp)
+{
+	ir_load(ir, pc, regs, REGS_IP, 8, 0);
+	ir_load(ir, sp, regs, REGS_SP, 8, 0);
+	ir_load(ir, bp, regs, REGS_BP, 8, 0);
+}
+
+/* pc, sp, bp = a perf_event sample's user registers: the interrupted
+ * ones when it was taken in user mode (cs's privilege level 3), else
+ * (in a system call, a fault, an interrupt's kernel work) those the
+ * task saved on entering the kernel, bpf_task_pt_regs(), or, when
+ * kernel is not -1 (this kernel refuses that helper to perf_event
+ * programs), a jump there */
+static void emit_sample_regs(struct ir *ir, ir_reg pc, ir_reg sp, ir_reg bp, int kernel)
+{
+	ir_reg t = ir_vreg(ir), task = ir_vreg(ir), regs = ir_vreg(ir);
+	int user = ir_label_new(ir), have = ir_label_new(ir);
+
+	ir_comment(ir, "the sampled task's user registers");
+	ir_load(ir, t, IR_R(ir_ctx(ir)), REGS_CS, 8, 0);
+	ir_alu(ir, BPF_AND, t, IR_I(3));
+	ir_jmp(ir, BPF_JEQ, t, IR_I(3), user);
+	if (kernel >= 0) {
+		ir_goto(ir, kernel);
+	} else {
+		ir_call(ir, task, BPF_FUNC_get_current_task_btf, 0);
+		ir_call(ir, regs, BPF_FUNC_task_pt_regs, 1, IR_R(task));
+		emit_regs(ir, IR_R(regs), pc, sp, bp);
+		ir_goto(ir, have);
+	}
+	ir_label(ir, user);
+	emit_regs(ir, IR_R(ir_ctx(ir)), pc, sp, bp);
+	ir_label(ir, have);
+}
+
+/* 0 when this kernel gives perf_event programs bpf_task_pt_regs(), or
+ * the -errno of its refusal (asked once) */
+static int ustk_task_regs(void)
+{
+	static int known, err;
+
+	if (!known) {
+		err = bpf_have_task_regs(BPF_PROG_TYPE_PERF_EVENT);
+		known = 1;
+	}
+	return err;
+}
+
 /* Append "; " and the sentence to e->note (what the attach line says) */
 static void __attribute__((format(printf, 2, 3))) note(struct engine *e, const char *fmt, ...)
 {
@@ -148,15 +205,27 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 			  "the query has exit probes (uretprobes put the kernel's trampoline on "
 			  "the stack)" : NULL;
 
+	/* a sample: its pc anywhere in a function; its process's table
+	 * comes at the reader's tick (a -c command's after its exec: the
+	 * samples before it walk by frame pointers) */
+	bool profile = g->ep->kind == PROBE_PROFILE;
+	int kregs = 0;
+
 	if (!e->unwind || e->inl || e->vm || k->stack != PSTACK_USER ||
-	    (g->ep->kind != PROBE_UPROBE && g->ep->kind != PROBE_URETPROBE))
+	    (!profile && g->ep->kind != PROBE_UPROBE && g->ep->kind != PROBE_URETPROBE))
 		return false;
-	if (why || g->ep->kind != PROBE_UPROBE) {
+	if (!profile && (why || g->ep->kind != PROBE_UPROBE)) {
 		note(e, "s.ustack by frame pointers: %s", why ? why : "an exit probe");
 		return false;
 	}
+	if (profile)
+		kregs = ustk_task_regs();
 	note(e, "s.ustack walked by pid %d's unwind table (frame pointers where a frame "
-	     "has no row)", (int)e->opts.pid);
+	     "has no row%s%s)", (int)e->opts.pid,
+	     !profile ? "" : !kregs ? "; a sample in the kernel from the task's saved user "
+	     "registers" : "; a sample in the kernel by frame pointers: this kernel refuses "
+	     "bpf_task_pt_regs() to perf_event programs: ",
+	     !profile || !kregs ? "" : errstr(kregs));
 	int slot = ir_stack_alloc(ir, 16, 8), w = ir_stack_alloc(ir, 16, 8);
 	int loop = ir_label_new(ir), done = ir_label_new(ir), fp = ir_label_new(ir);
 	int push = ir_label_new(ir), by_rsp = ir_label_new(ir), have_cfa = ir_label_new(ir);
@@ -186,9 +255,10 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	 * walk's stack is then lost, not mixed */
 	ir_call(ir, tid, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_store(ir, IR_R(scr), 8 * all, 8, IR_R(tid));
-	ir_load(ir, pc, IR_R(ir_ctx(ir)), REGS_IP, 8, 0);
-	ir_load(ir, sp, IR_R(ir_ctx(ir)), REGS_SP, 8, 0);
-	ir_load(ir, bp, IR_R(ir_ctx(ir)), REGS_BP, 8, 0);
+	if (profile)
+		emit_sample_regs(ir, pc, sp, bp, kregs ? fallback : -1);
+	else
+		emit_regs(ir, IR_R(ir_ctx(ir)), pc, sp, bp);
 	ir_store(ir, IR_R(scr), 0, 8, IR_R(pc));
 	ir_mov(ir, n, IR_I(1));
 
@@ -235,7 +305,10 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	ir_goto(ir, push);
 
 	ir_label(ir, fp);
-	/* no row at the entry: the caller is at [sp] */
+	/* no row at a uprobe's entry: the caller is at [sp] (a sample's pc
+	 * is anywhere in its function: frame pointers) */
+	if (profile)
+		ir_goto(ir, not_first);
 	ir_jmp(ir, BPF_JNE, n, IR_I(1), not_first);
 	ir_probe_read(ir, r, w, 8, IR_R(sp), true, false);
 	ir_jmp(ir, BPF_JNE, r, IR_I(0), done);

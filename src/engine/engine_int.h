@@ -11,6 +11,7 @@
 #include "bpf/load.h"
 #include "bpf/rbuf.h"
 #include "engine/engine.h"
+#include "engine/ustack_map.h"
 #include "probe/probe.h"
 #include "probe/stacksym.h"
 
@@ -69,11 +70,17 @@ struct engine {
 	struct bmap *stacks;
 	struct stacksym *ssym;
 	/* User stacks walked by unwind tables (codegen_ustack.c, a uprobe
-	 * of opts.pid): tgid -> its table (ustack_map.h), the per-CPU
-	 * scratch of a walk, and the walked stacks by id (their hash);
-	 * NULL: frame pointers only */
+	 * or a profile sample of opts.pid or its followed descendants):
+	 * tgid -> its table (ustack_map.h), the per-CPU scratch of a walk,
+	 * and the walked stacks by id (their hash); NULL: frame pointers
+	 * only */
 	struct bmap *unwind, *uscr, *ustk;
-	uint64_t ustk_sig;	/* the maps opts.pid's table was made from */
+	/* the processes with a table in e->unwind (pid 0: a free slot;
+	 * opts.pid's is the first) and the maps each was made from */
+	struct {
+		pid_t pid;
+		uint64_t sig;
+	} ustk_procs[USTK_PROCS];
 	/* trace_id / span_name of profile(...) samples: the libfay
 	 * processes' current-span cells, tgid -> where (spancur.c) */
 	struct bmap *spancur;
@@ -125,9 +132,11 @@ struct engine {
 
 /* ---- processes started after the attach (execwatch.c) ----------------- */
 
-/* When a probe follows processes (probe_follows_processes()): watch
- * execs, each new view of the file system handed to every such probe
- * (probe_follow_pid()).  0, or -errno with a warning logged (the query
+/* When a probe follows processes (probe_follows_processes()), or a
+ * program walks a command's stacks by its unwind table: watch execs,
+ * each new view of the file system handed to every such probe
+ * (probe_follow_pid()), the command's table made anew while it is held
+ * (engine_ustack_update()).  0, or -errno with a warning logged (the query
  * runs on without). */
 int engine_exec_start(struct engine *e);
 /* Stop watching and free (accepts an engine without a watch). */
@@ -157,15 +166,19 @@ int engine_codegen(struct engine *e);
 /* Distinct stacks the stack map holds (a query's life). */
 #define ENGINE_STACK_ENTRIES	8192
 
-/* opts.pid's unwind table into e->unwind, when a program walks by it
- * (else nothing; pid another process: nothing), made anew when its
- * executable mappings changed since the last (unwind_process_sig()):
- * after the programs are loaded, at each exec and executable mmap() of
- * a command fay started (execwatch.c, while it is held), and on the
- * stack tick (dlopen() in a -p process; calls between the mmap() and the
- * tick walk the new object's frames by frame pointers).  A table fay
- * cannot build or that exceeds the map's bound leaves the process to
- * frame pointers, said at info level.  Never fails the query. */
+/* Process pid's unwind table into e->unwind, when a program walks by it
+ * and pid is opts.pid or one of the descendants a command fay started
+ * (the follow map; else nothing), made anew when its executable
+ * mappings changed since the last (unwind_process_sig()): after the
+ * programs are loaded, at each exec and executable mmap() of a command
+ * fay started or of its descendants (execwatch.c, while it is held),
+ * and on the stack tick for each process with a table (dlopen(); calls
+ * between the mmap() and the tick walk the new object's frames by frame
+ * pointers).  At most USTK_PROCS processes at once: a descendant's slot
+ * is freed (its table deleted) once it has left the follow map (its
+ * exit); past them, frame pointers.  A table fay cannot build or that
+ * exceeds the map's bound leaves the process to frame pointers, said at
+ * info level.  Never fails the query. */
 void engine_ustack_update(struct engine *e, pid_t pid);
 
 /* The BPF stack map of a plan with stack keys (none without); 0 or

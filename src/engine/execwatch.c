@@ -873,6 +873,13 @@ int engine_exec_start(struct engine *e)
 		want = true;
 		pid = pid < 0 || pid == e->progs[i].popts.pid ? e->progs[i].popts.pid : 0;
 	}
+	/* a program walks the command's stacks by its table (a profile's:
+	 * codegen_ustack.c): held at its execs and mmap()s until its table
+	 * is made anew, so that its first sample finds it */
+	if (!want && e->opts.hold_execs && e->unwind && bmap_fd(e->unwind) >= 0) {
+		want = true;
+		pid = e->opts.pid;
+	}
 	if (!want && e->follow && !e->exec)
 		return follow_only(e);
 	if (!want || e->exec)

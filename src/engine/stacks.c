@@ -50,27 +50,75 @@ int engine_stacks_map(struct engine *e)
 	return 0;
 }
 
+/* Whether pid is one of the command's descendants fay follows (the
+ * follow map: a process leaves it at its exit) */
+static bool followed(const struct engine *e, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+	uint8_t v;
+
+	return e->follow && !bmap_lookup(e->follow, &key, &v);
+}
+
+/* The signature pid's table in e->unwind was made from (0: none yet),
+ * in its slot of e->ustk_procs, taken when it has none; a descendant no
+ * longer followed gives its slot up, its table deleted.  NULL: every
+ * slot is another's. */
+static uint64_t *ustk_slot(struct engine *e, pid_t pid)
+{
+	int free = -1;
+
+	for (int i = 0; i < USTK_PROCS; i++) {
+		pid_t q = e->ustk_procs[i].pid;
+
+		if (q == pid)
+			return &e->ustk_procs[i].sig;
+		if (q && q != e->opts.pid && !followed(e, q)) {
+			uint32_t key = (uint32_t)q;
+
+			bmap_delete(e->unwind, &key);
+			e->ustk_procs[i].pid = q = 0;
+		}
+		if (!q && free < 0)
+			free = i;
+	}
+	if (free < 0)
+		return NULL;
+	e->ustk_procs[free].pid = pid;
+	e->ustk_procs[free].sig = 0;
+	return &e->ustk_procs[free].sig;
+}
+
 void engine_ustack_update(struct engine *e, pid_t pid)
 {
 	struct ustk_tab *v;
 	unsigned nmods, nrows;
-	uint64_t sig;
+	uint64_t sig, *have;
 	struct stat st;
 	char why[256];
 	void *t = MAP_FAILED;
 	int fd, err = -ENOMEM;
 	uint32_t key = (uint32_t)pid;
 
-	if (!e->unwind || bmap_fd(e->unwind) < 0 || pid != e->opts.pid)
+	if (!e->unwind || bmap_fd(e->unwind) < 0 || pid <= 0 ||
+	    (pid != e->opts.pid && !followed(e, pid)))
 		return;		/* no program walks by it */
 	sig = unwind_process_sig(pid, NULL);
-	if (!sig || sig == e->ustk_sig)
-		return;		/* gone, or its executable mappings as they were */
+	if (!sig)
+		return;		/* gone */
+	have = ustk_slot(e, pid);
+	if (!have) {
+		pr_info("pid %d: no unwind table for the kernel's walk (frame pointers): %u "
+			"processes have one", (int)pid, USTK_PROCS);
+		return;
+	}
+	if (sig == *have)
+		return;		/* its executable mappings as they were */
 	fd = unwind_process_memfd(pid, NULL, &nmods, &nrows, &sig, why, sizeof(why));
 	if (fd < 0) {
 		pr_info("pid %d: no unwind table for the kernel's walk (frame pointers): %s",
 			(int)pid, why);
-		e->ustk_sig = sig;	/* not again for these maps */
+		*have = sig;	/* not again for these maps */
 		return;
 	}
 	v = malloc(sizeof(*v));
@@ -95,7 +143,7 @@ void engine_ustack_update(struct engine *e, pid_t pid)
 		pr_info("pid %d: its unwind table is not in the kernel (frame pointers): %s",
 			(int)pid, why);
 	}
-	e->ustk_sig = sig;
+	*have = sig;
 	free(v);
 	close(fd);
 }
@@ -192,7 +240,11 @@ bool engine_stacks_tick(struct engine *e)
 	if (!user || !e->ssym || !e->vals || !e->loaded)
 		return user;
 	engine_inl_unwind_tick(e);
-	engine_ustack_update(e, e->opts.pid);	/* dlopen() in a -p process */
+	/* dlopen() in a -p process, in the command or its descendants */
+	engine_ustack_update(e, e->opts.pid);
+	for (int i = 0; i < USTK_PROCS; i++)
+		if (e->ustk_procs[i].pid != e->opts.pid)
+			engine_ustack_update(e, e->ustk_procs[i].pid);
 	/* a walk that the probes change under it may repeat keys: bounded */
 	while (n < 4L * p->max_entries &&
 	       !(e->vm ? engine_vm_next_key(e, e->vals, n ? prev : NULL, k) :
