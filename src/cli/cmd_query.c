@@ -94,7 +94,7 @@ struct query_cli {
 	enum emit emit;
 	const char *file;		/* -f FILE, "-" standard input */
 	const char *keep, *drop;	/* --keep NAME, --drop NAME */
-	bool json, folded;
+	bool json, folded, tree;
 };
 
 static const char query_short_usage[] =
@@ -125,8 +125,10 @@ static int output_opt(int c, const char *arg, struct query_cli *a)
 		a->json = true;
 	else if (!strcmp(arg, "folded"))
 		a->folded = true;
+	else if (!strcmp(arg, "tree"))
+		a->tree = true;
 	else if (strcmp(arg, "table"))
-		return bad_value("--format", "table, json or folded", arg);
+		return bad_value("--format", "table, json, folded or tree", arg);
 	return 0;
 }
 
@@ -379,6 +381,7 @@ static int run_here(struct query *q, const struct plan *plan, struct query_cli *
 	ro->err = stderr;
 	ro->json = a->json;
 	ro->folded = a->folded && !a->json;
+	ro->tree = a->tree && !a->json && !a->folded;
 	return engine_run_query(q, plan, ro);
 }
 
@@ -409,7 +412,7 @@ static int compile_and_go(char *text, size_t len, const char *source, struct que
 		fputs(query_error(q), stderr);
 		goto out;
 	}
-	if (a->folded && !a->json && a->emit == EMIT_RUN &&
+	if ((a->folded || a->tree) && !a->json && a->emit == EMIT_RUN &&
 	    engine_folded_check(plan, why, sizeof(why))) {
 		fprintf(stderr, "error: %s\n", why);
 		goto out;
@@ -476,6 +479,7 @@ int cmd_query(int argc, char **argv)
 	if (a.co.url && a.emit == EMIT_RUN) {
 		a.co.json = a.json;
 		a.co.folded = a.folded && !a.json;
+		a.co.tree = a.tree && !a.json && !a.folded;
 		a.co.quiet = a.ro.quiet;
 		rc = a.keep ? cluster_keep(text, a.keep, &a.co) : cluster_run_query(text, &a.co);
 	} else {

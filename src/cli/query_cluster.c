@@ -358,7 +358,7 @@ int cluster_run_query(const char *text, const struct cluster_run_opts *o)
 	snprintf(url, sizeof(url), "%s%s%sapi/query", strncmp(o->url, "http", 4) ? "http://" : "",
 		 o->url, ul && o->url[ul - 1] == '/' ? "" : "/");
 	body = json_pack("{s:s, s:s, s:b}", "query", text, "format",
-			 o->json ? "json" : o->folded ? "folded" : "table",
+			 o->json ? "json" : o->folded ? "folded" : o->tree ? "tree" : "table",
 			 "cluster", 1);
 	if (body && o->grace_ns)
 		json_object_set_new(body, "grace_ms", json_integer((json_int_t)(o->grace_ns / 1000000)));

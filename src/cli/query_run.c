@@ -319,7 +319,8 @@ static pid_t start_cmd(const char *cmd, char *const *words, const char *preload,
 int engine_run_query(struct query *q, const struct plan *p,
 		     const struct engine_run_opts *o)
 {
-	struct sess s = { .o = o, .out = { .f = o->out, .json = o->json, .folded = o->folded },
+	struct sess s = { .o = o, .out = { .f = o->out, .json = o->json, .folded = o->folded,
+				     .tree = o->tree },
 			  .go = -1 };
 	struct engine_sink sink = {
 		.sz = sizeof(sink), .attached = on_attached, .record = on_record,

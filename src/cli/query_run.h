@@ -21,6 +21,7 @@ struct engine_run_opts {
 	FILE *err;		/* diagnostics, the "attached" line */
 	bool json;		/* one JSON object per row per line */
 	bool folded;		/* folded stacks (engine_folded_check()) */
+	bool tree;		/* those stacks as a call tree */
 	bool quiet;		/* no "probes attached" line */
 	bool window_gap;	/* a blank line after each window's table */
 	pid_t pid;		/* -p: only this process; stop when it exits */
@@ -83,6 +84,7 @@ struct cluster_run_opts {
 	FILE *out, *err;
 	bool json, quiet;
 	bool folded;		/* --format folded */
+	bool tree;		/* --format tree */
 };
 
 /*

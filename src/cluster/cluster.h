@@ -63,7 +63,7 @@ char *cluster_peers_json(struct cluster *cl);
 
 struct cluster_qopts {
 	uint64_t grace_ns;	/* 0: CLUSTER_GRACE_NS */
-	enum { CQ_VALUES, CQ_TABLE, CQ_JSON, CQ_FOLDED } text;	/* "text" of each line */
+	enum { CQ_VALUES, CQ_TABLE, CQ_JSON, CQ_FOLDED, CQ_TREE } text;	/* "text" of each line */
 	bool all;		/* a source without a scope runs as cluster.X */
 	/* each window is preceded by one "host_window" line per host that
 	 * reported it, with that host's own rows (its finalized partial

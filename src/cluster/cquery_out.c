@@ -61,7 +61,8 @@ static void put_text(struct cq_run *run, FILE *f, const struct engine_result *re
 		     uint64_t wstart)
 {
 	struct engine_out o = { .json = run->o->text == CQ_JSON,
-				.folded = run->o->text == CQ_FOLDED };
+				.folded = run->o->text == CQ_FOLDED,
+				.tree = run->o->text == CQ_TREE };
 	char *buf = NULL;
 	size_t len = 0;
 

@@ -3,7 +3,7 @@
  * POST /api/query: run a FayQL query and stream its results.
  *
  * Body: the query text (text/plain), or {"query": "...", "grace_ms": N,
- * "format": "table"|"json"|"folded", "cluster": true} (application/json;
+ * "format": "table"|"json"|"folded"|"tree", "cluster": true} (application/json;
  * "cluster": run a query without a scope as cluster.X).  The query is
  * compiled first (parse, check, plan):
  *
@@ -255,8 +255,11 @@ static int body_opts(json_t *j, struct cluster_qopts *o, char *err, size_t errle
 		o->text = CQ_JSON;
 	else if (f && json_is_string(f) && !strcmp(json_string_value(f), "folded"))
 		o->text = CQ_FOLDED;
+	else if (f && json_is_string(f) && !strcmp(json_string_value(f), "tree"))
+		o->text = CQ_TREE;
 	else if (f && !(json_is_string(f) && !strcmp(json_string_value(f), "values"))) {
-		snprintf(err, errlen, "body: format: \"table\", \"json\", \"folded\" or \"values\"");
+		snprintf(err, errlen, "body: format: \"table\", \"json\", \"folded\", \"tree\" or "
+			 "\"values\"");
 		return -EINVAL;
 	}
 	return 0;
@@ -354,7 +357,7 @@ int api_query(struct collector *c, struct http_con *con, const struct http_rq *r
 		query_free(q);
 		return res;
 	}
-	if (copts.text == CQ_FOLDED) {
+	if (copts.text == CQ_FOLDED || copts.text == CQ_TREE) {
 		char why[512];
 
 		if (engine_folded_check(p, why, sizeof(why))) {

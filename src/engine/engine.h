@@ -296,10 +296,12 @@ struct engine_out {
 	bool json;
 	bool folded;		/* aggregates: folded stacks (a stack key
 				 * column and a number per row) */
+	bool tree;		/* aggregates: those stacks as a call tree */
 	bool header_done;	/* streaming table: header printed */
 };
 
-/* Can p's result be printed folded?  0, or -EINVAL with the reason. */
+/* Can p's result be printed folded (or as a tree)?  0, or -EINVAL with
+ * the reason. */
 int engine_folded_check(const struct plan *p, char *why, size_t len);
 
 /* Print an aggregated result of plan p: a table (histograms as bars) or

@@ -161,6 +161,17 @@ const char *engine_ep_title(const struct eprog *ep);
  * error through query_errorf()). */
 int engine_codegen(struct engine *e);
 
+/* ---- stacks as text (output_stacks.c) ---------------------------------- */
+
+/* res's rows as folded stacks ("main;a;b 42" a line: the other key
+ * columns as outermost frames, the first integer aggregate): 0, -EINVAL
+ * (engine_folded_check() refuses p) or -EIO. */
+int engine_print_folded(const struct plan *p, FILE *f, const struct engine_result *res);
+/* The same stacks merged into a call tree from their roots, a frame a
+ * line with its inclusive number and share of the total, children by
+ * number: 0, -EINVAL, -ENOMEM or -EIO. */
+int engine_print_tree(const struct plan *p, FILE *f, const struct engine_result *res);
+
 /* ---- stack keys (stacks.c) ------------------------------------------- */
 
 /* Distinct stacks the stack map holds (a query's life). */

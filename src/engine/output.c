@@ -4,7 +4,8 @@
  * bpftrace draws them) or JSON, one object per row per line, keys the
  * select's names; windowed rows carry "window_start_ns"; a distribution
  * is an array of its non-empty buckets {"lo": L, "hi": H, "count": N}
- * (lo inclusive, hi exclusive, null where the bucket is unbounded).
+ * (lo inclusive, hi exclusive, null where the bucket is unbounded).  Folded
+ * stacks and call trees: output_stacks.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -418,68 +419,6 @@ static void print_frames(const struct plan *p, FILE *f, const struct plan_col *c
 	}
 }
 
-int engine_folded_check(const struct plan *p, char *why, size_t len)
-{
-	int stack = -1, value = -1;
-
-	for (int i = 0; i < p->ncols; i++) {
-		const struct plan_col *c = &p->cols[i];
-
-		if (c->stack_key >= 0 && stack < 0)
-			stack = i;
-		else if (c->type == VT_INT && c->e && c->e->op != PX_KEY && value < 0)
-			value = i;
-	}
-	if (stack < 0 || value < 0) {
-		snprintf(why, len, "--format folded prints a stack and a number per row: the query "
-			 "needs a stack key as a column (group s by s.ustack into g select "
-			 "{ stack: g.key, n: g.count() })%s", stack < 0 ? "" :
-			 " and an integer aggregate column");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Folded stacks, what flame graph tools read: per row the other key
- * columns as the outermost frames, the stack's frames, a space, the
- * first integer aggregate column. */
-static int print_folded(const struct plan *p, FILE *f, const struct engine_result *res)
-{
-	char why[256];
-
-	if (engine_folded_check(p, why, sizeof(why)))
-		return -EINVAL;
-	for (size_t r = 0; r < res->nrows; r++) {
-		const struct engine_row *row = &res->rows[r];
-		bool stacked = false, valued = false;
-		int64_t n = 0;
-
-		for (int i = 0; i < p->ncols; i++) {
-			const struct plan_col *c = &p->cols[i];
-			struct plan_val v;
-
-			if (c->type == VT_DIST || !c->e ||
-			    plan_eval(p, c->e, row->key, row->val, &v))
-				continue;
-			if (c->stack_key >= 0 && !stacked) {
-				put_str(f, v.s, v.len, 0);
-				stacked = true;
-			} else if (c->e->op != PX_KEY && v.type == VT_INT && !valued) {
-				n = v.i;
-				valued = true;
-			} else if (c->e->op == PX_KEY && !stacked && v.type == VT_STR) {
-				for (size_t j = 0; j < v.len && v.s[j]; j++)
-					fputc(v.s[j] == ';' ? ':' : (unsigned char)v.s[j] >= 0x20 ? v.s[j] : '?', f);
-				fputc(';', f);
-			} else if (c->e->op == PX_KEY && !stacked) {
-				fprintf(f, "%" PRId64 ";", v.i);
-			}
-		}
-		fprintf(f, " %" PRId64 "\n", n);
-	}
-	return ferror(f) ? -EIO : 0;
-}
-
 int engine_print_result(const struct plan *p, struct engine_out *o,
 			const struct engine_result *res, uint64_t wstart)
 {
@@ -488,7 +427,9 @@ int engine_print_result(const struct plan *p, struct engine_out *o,
 	struct cell *cells;
 
 	if (o->folded)
-		return print_folded(p, f, res);
+		return engine_print_folded(p, f, res);
+	if (o->tree)
+		return engine_print_tree(p, f, res);
 
 	if (o->json) {
 		for (size_t r = 0; r < res->nrows; r++)

@@ -56,6 +56,20 @@ both "s.ustack(2)" "$FP calls $K" \
 	"from f in function(\"$FP:C\") group f by f.ustack(2) into g select { stack: g.key, n: g.count() }"
 RC=0
 same "$T_TMP/inline" "B;C $K"$'\n'"D;C $(((K + 2) / 3))" "inline s.ustack(2): the two innermost frames"
+# --format tree: the same stacks merged from their roots, each frame's
+# inclusive count and share, children by count
+fq --probe-mode=inline --format tree -c "$FP calls $K" \
+	"from f in function(\"$FP:C\") group f by f.ustack(4) into g select { stack: g.key, calls: g.count() }"
+T=$((K + (K + 2) / 3))
+same "$T_TMP/out" "$(printf '%10s %7s  %s\n' calls % stack
+printf '%10d %6.1f%%  %s\n' $T 100 main $T 100 '└─ A' $K $((100 * K / T)) '   ├─ B' \
+	$K $((100 * K / T)) '   │  └─ C' $(((K + 2) / 3)) $((100 * ((K + 2) / 3) / T)) '   └─ D' \
+	$(((K + 2) / 3)) $((100 * ((K + 2) / 3) / T)) '      └─ C')" \
+	"--format tree: main, A, then B (75%) and D (25%), each over C"
+timeout 30 "$FAY" query --format tree 'from s in syscall("getppid") select { n: count() } for 1s' \
+	>"$T_TMP/out" 2>"$T_TMP/err"
+ok "--format tree without a stack key: refused, saying what it needs ($(head -c 160 "$T_TMP/err"))" \
+	grep -q 'needs a stack key as a column' "$T_TMP/err"
 both "at C's exit (the caller's stack)" "$FP calls $K" \
 	"from f in function(\"$FP:C\") where f.duration >= 0 group f by f.ustack into g select { stack: g.key, n: g.count() }"
 # every one-letter function (A B C D), with exit probes: each returns
