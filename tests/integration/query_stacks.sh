@@ -297,7 +297,7 @@ ok "a stack outside a group key is refused, with the form to use" grep -q 'a sta
 "$FAY" query 'from s in profile(99) group s by s.ustack(500) into g select { n: g.count() }' >/dev/null 2>"$T_TMP/err"
 ok "a depth beyond 127 is refused" grep -q 'a stack keeps 1 to 127 frames' "$T_TMP/err"
 "$FAY" query --format folded 'from s in profile(99) group s by s.comm into g select { c: g.key, n: g.count() }' >/dev/null 2>"$T_TMP/err"
-ok "--format folded without a stack column is refused" grep -q 'folded prints a stack and a number' "$T_TMP/err"
+ok "--format folded without a stack column is refused" grep -q 'print a stack and a number per row' "$T_TMP/err"
 # (inline probes walk user stacks themselves: inline_stacks.sh)
 
 # ---- a cluster: two agents, stacks merged by their names ----------------------------------
@@ -318,4 +318,20 @@ sed 's/^.*;main;/main;/' "$T_TMP/co" | sort >"$T_TMP/co.f"
 same "$T_TMP/co.f" "main;A;B;C 6000"$'\n'"main;A;D;C 2000" \
 	"cluster: each host's stacks arrive as names and merge (2 hosts x 3000 and 1000)"
 ok "cluster: 2 of 2 hosts answered" grep -q 'result: 2 of 2 hosts answered' "$T_TMP/ce"
+# the same merged stacks as a call tree, printed by the collector
+# ("format": "tree"): ustack(4), main down to C
+: >"$T_TMP/ce"
+timeout 60 "$FAY" query --cluster "$URL" --format tree \
+	"from f in cluster.function(\"$FP:C\") group f by f.ustack(4) into g select { stack: g.key, n: g.count() } for 6s" \
+	>"$T_TMP/co" 2>"$T_TMP/ce" & qpid=$!
+wait_for 30 n_att
+rm -f "$T_TMP/cgo"
+QW_WAIT=$T_TMP/cgo "$FP" calls 3000 & T_PIDS+=($!)
+touch "$T_TMP/cgo"
+wait $qpid
+RC=$?
+same "$T_TMP/co" "$(printf '%10s %7s  %s\n' n % stack
+printf '%10d %6.1f%%  %s\n' 8000 100 main 8000 100 '└─ A' 6000 75 '   ├─ B' 6000 75 '   │  └─ C' \
+	2000 25 '   └─ D' 2000 25 '      └─ C')" \
+	"cluster, --format tree: the merged stacks of 2 hosts as one call tree"
 done_testing
