@@ -654,6 +654,77 @@ static int status(struct dctx *x, const uint8_t *p, const uint8_t *end, int32_t 
 	return r;
 }
 
+/* A one-byte key k then a length under 128 that fits in [p, end). */
+#define LEN1(p, end, k) ((end) - (p) >= 2 && (p)[0] == (k) && !((p)[1] & 0x80) && \
+			 (size_t)(p)[1] <= (size_t)((end) - (p)) - 2)
+
+/*
+ * The leading fields of a span as every SDK writes them (protobuf-c,
+ * the Go and Java encoders: field-number order, one-byte keys and
+ * lengths): traceId, spanId, parentSpanId, name, kind (a one-byte
+ * varint), startTimeUnixNano, endTimeUnixNano, then its attributes, each
+ * recognised by its key's bytes instead of through next() and the
+ * switch.  Each is optional; the first byte that is not the next
+ * expected key ends it, and span()'s loop reads the rest field by field.
+ * The result is what that loop gives for the same fields: the same
+ * assignments in the same order.  The pointer past what was read, or
+ * NULL (*r: the error of an attribute).
+ */
+static inline __attribute__((always_inline)) const uint8_t *
+span_head(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_span *s,
+	  const uint8_t **tid, const uint8_t **sid, const uint8_t **pid, int32_t *kind,
+	  int *name_bad, size_t *ia, int *bad, int *r)
+{
+	struct fld f;
+
+	if (LEN1(p, end, 0x0a)) {
+		*tid = p + 2;
+		s->trace_len = p[1];
+		p += 2 + p[1];
+	}
+	if (LEN1(p, end, 0x12)) {
+		*sid = p + 2;
+		s->span_len = p[1];
+		p += 2 + p[1];
+	}
+	if (LEN1(p, end, 0x22)) {
+		*pid = p + 2;
+		s->parent_len = p[1];
+		p += 2 + p[1];
+	}
+	if (LEN1(p, end, 0x2a)) {
+		f.p = p + 2;
+		f.n = p[1];
+		s->name = cstr(&f, name_bad);
+		p += 2 + p[1];
+	}
+	if (end - p >= 2 && p[0] == 0x30 && !(p[1] & 0x80)) {
+		*kind = p[1];
+		p += 2;
+	}
+	if (end - p >= 9 && p[0] == 0x39) {
+		memcpy(&s->start_ns, p + 1, 8);
+		p += 9;
+	}
+	if (end - p >= 9 && p[0] == 0x41) {
+		memcpy(&s->end_ns, p + 1, 8);
+		p += 9;
+	}
+	while (LEN1(p, end, 0x4a)) {
+		if (*ia == x->kvcap && grow((void **)&x->kvbuf, &x->kvcap, sizeof(*x->kvbuf))) {
+			*r = -ENOMEM;
+			return NULL;
+		}
+		if ((*r = kv(x, p + 2, p + 2 + p[1], &x->kvbuf[*ia], 1, bad))) {
+			*r = at(x, *r, "attributes", *ia);
+			return NULL;
+		}
+		++*ia;
+		p += 2 + p[1];
+	}
+	return p;
+}
+
 static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_span *s)
 {
 	const uint8_t *tid = NULL, *sid = NULL, *pid = NULL;
@@ -665,6 +736,8 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 
 	memset(s, 0, sizeof(*s));
 	s->name.p = "";
+	if (!(p = span_head(x, p, end, s, &tid, &sid, &pid, &kind, &name_bad, &ia, &bad, &r)))
+		return r;
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
