@@ -214,6 +214,10 @@ static int wrong(struct dctx *x, const struct fld *f, const char *name, unsigned
 
 #define WANT(x, f, name, w) do { if ((f)->wt != (w)) return wrong(x, f, name, w); } while (0)
 
+/* A one-byte key k then a length under 128 that fits in [p, end). */
+#define LEN1(p, end, k) ((end) - (p) >= 2 && (p)[0] == (k) && !((p)[1] & 0x80) && \
+			 (size_t)(p)[1] <= (size_t)((end) - (p)) - 2)
+
 /* A protobuf-c string: the payload up to its first NUL; *bad: it is not
  * UTF-8.  One pass over a string of ASCII without NUL (the common case),
  * eight bytes a turn: the last turn reads up to seven bytes past the
@@ -563,6 +567,27 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 
 	e->has_name = 1;
 	e->name.p = "";
+	/* the fields as SDKs write them (time, name, attributes; one-byte
+	 * keys and lengths) by their keys' bytes, as span_head() does; the
+	 * rest field by field */
+	if (end - p >= 9 && p[0] == 0x09) {
+		memcpy(&e->time_ns, p + 1, 8);
+		p += 9;
+	}
+	if (LEN1(p, end, 0x12)) {
+		f.p = p + 2;
+		f.n = p[1];
+		e->name = cstr(&f, &nbad);
+		p += 2 + p[1];
+	}
+	while (LEN1(p, end, 0x1a)) {
+		if (i == x->ekvcap && grow((void **)&x->ekvbuf, &x->ekvcap, sizeof(*x->ekvbuf)))
+			return -ENOMEM;
+		if ((r = kv(x, p + 2, p + 2 + p[1], &x->ekvbuf[i], 1, bad)))
+			return at(x, r, "attributes", i);
+		i++;
+		p += 2 + p[1];
+	}
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
@@ -653,10 +678,6 @@ static int status(struct dctx *x, const uint8_t *p, const uint8_t *end, int32_t 
 	}
 	return r;
 }
-
-/* A one-byte key k then a length under 128 that fits in [p, end). */
-#define LEN1(p, end, k) ((end) - (p) >= 2 && (p)[0] == (k) && !((p)[1] & 0x80) && \
-			 (size_t)(p)[1] <= (size_t)((end) - (p)) - 2)
 
 /*
  * The leading fields of a span as every SDK writes them (protobuf-c,

@@ -500,6 +500,16 @@ static void span_text(const struct buf *body, char *out, size_t outlen)
 			o += (size_t)snprintf(out + o, outlen - o, " %.*s=%lld",
 					      (int)sp->attrs[i].key.len, sp->attrs[i].key.p,
 					      (long long)sp->attrs[i].value.u.i);
+		for (size_t i = 0; i < sp->nevents && o < outlen; i++) {
+			const struct otlp_event *e = &sp->events[i];
+
+			o += (size_t)snprintf(out + o, outlen - o, " event %" PRIu64 " %.*s",
+					      e->time_ns, (int)e->name.len, e->name.p);
+			for (size_t k = 0; k < e->nattrs && o < outlen; k++)
+				o += (size_t)snprintf(out + o, outlen - o, " %.*s=%lld",
+						      (int)e->attrs[k].key.len, e->attrs[k].key.p,
+						      (long long)e->attrs[k].value.u.i);
+		}
 	}
 	zarena_reset(&a);
 	free(s.p);
@@ -552,11 +562,40 @@ static void span_shapes(void)
 		put(&rev, f[i].p, f[i].len);
 	for (int i = nf - 3; i < nf; i++)
 		put(&rev, f[i].p, f[i].len);
+	/* an event (time, name, two attributes) in SDK order, and reversed */
+	for (int dir = 0; dir < 2; dir++) {
+		struct buf ef[4] = { 0 }, ev = { 0 };
+
+		fixed64(&ef[0], 1, 1700);
+		field(&ef[1], 2, "retry", 5);
+		for (int k = 0; k < 2; k++) {
+			struct buf kv = { 0 }, v = { 0 };
+
+			field(&kv, 1, k ? "y" : "x", 1);
+			varint(&v, 3 << 3);
+			varint(&v, 7 + k);
+			field(&kv, 2, v.p, v.len);
+			field(&ef[2 + k], 3, kv.p, kv.len);
+			free(kv.p);
+			free(v.p);
+		}
+		for (int k = 0; k < 4; k++) {
+			static const int order[2][4] = { { 0, 1, 2, 3 },
+							 { 2, 3, 1, 0 } };  /* x, y, name, time */
+
+			put(&ev, ef[order[dir][k]].p, ef[order[dir][k]].len);
+		}
+		field(dir ? &rev : &fwd, 11, ev.p, ev.len);
+		for (int k = 0; k < 4; k++)
+			free(ef[k].p);
+		free(ev.p);
+	}
 	span_text(&fwd, want, sizeof(want));
 	span_text(&rev, got, sizeof(got));
 	ok(!strncmp(want, "t16:0102", 8) && strstr(want, " name GET /cart kind 2 1000-2500 bad no") &&
-	   strstr(want, " bb"), "in SDK order: %.300s", want);
-	is_str(got, want, "reversed: the same span");
+	   strstr(want, " bb") && strstr(want, " event 1700 retry x=7 y=8"), "in SDK order: %.300s",
+	   want);
+	is_str(got, want, "reversed (the span's and its event's fields): the same span");
 
 	/* a traceId, name and kind seen again after the head: the later ones
 	 * (a traceId of 8 bytes: its length kept, no id) */
