@@ -332,8 +332,8 @@ static void *arr(struct dctx *x, size_t n, size_t el)
 	return zarena_alloc(x->a, el * (n ? n : 1));
 }
 
-static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
-	      int depth, int *bad);
+static inline int kv(struct dctx *x, const uint8_t *p, const uint8_t *end,
+		     struct otlp_kv *out, int depth, int *bad);
 
 /* The KeyValues numbered num of [p, end) into *out (n of them), their
  * strings' UTF-8 problems ORed into *bad. */
@@ -518,15 +518,15 @@ static inline int kv_fast(const uint8_t *p, const uint8_t *end, struct otlp_kv *
 	return 1;
 }
 
-static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
-	      int depth, int *bad)
+/* A KeyValue field by field (any shape kv_fast() does not take). */
+static __attribute__((noinline)) int kv_fields(struct dctx *x, const uint8_t *p,
+					       const uint8_t *end, struct otlp_kv *out,
+					       int depth, int *bad)
 {
 	struct otlp_value v;
 	int r, vbad = 0, kbad = 0, b, have = 0;
 	struct fld f = { 0 };
 
-	if (depth <= OTLP_MAX_DEPTH && kv_fast(p, end, out, bad))
-		return 0;
 	out->key.p = "";
 	out->key.len = 0;
 	memset(&out->value, 0, sizeof(out->value));
@@ -556,6 +556,17 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 	if (!r)
 		*bad |= vbad | kbad;
 	return r;
+}
+
+/* A KeyValue: kv_fast() inline (no frame of kv_fields() for the common
+ * shape), else kv_fields(). */
+static inline __attribute__((always_inline)) int kv(struct dctx *x, const uint8_t *p,
+						    const uint8_t *end, struct otlp_kv *out,
+						    int depth, int *bad)
+{
+	if (depth <= OTLP_MAX_DEPTH && kv_fast(p, end, out, bad))
+		return 0;
+	return kv_fields(x, p, end, out, depth, bad);
 }
 
 static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_event *e,
