@@ -214,6 +214,10 @@ static int wrong(struct dctx *x, const struct fld *f, const char *name, unsigned
 
 #define WANT(x, f, name, w) do { if ((f)->wt != (w)) return wrong(x, f, name, w); } while (0)
 
+/* A one-byte key k then a length under 128 that fits in [p, end). */
+#define LEN1(p, end, k) ((end) - (p) >= 2 && (p)[0] == (k) && !((p)[1] & 0x80) && \
+			 (size_t)(p)[1] <= (size_t)((end) - (p)) - 2)
+
 /* A protobuf-c string: the payload up to its first NUL; *bad: it is not
  * UTF-8.  One pass over a string of ASCII without NUL (the common case),
  * eight bytes a turn: the last turn reads up to seven bytes past the
@@ -328,8 +332,8 @@ static void *arr(struct dctx *x, size_t n, size_t el)
 	return zarena_alloc(x->a, el * (n ? n : 1));
 }
 
-static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
-	      int depth, int *bad);
+static inline int kv(struct dctx *x, const uint8_t *p, const uint8_t *end,
+		     struct otlp_kv *out, int depth, int *bad);
 
 /* The KeyValues numbered num of [p, end) into *out (n of them), their
  * strings' UTF-8 problems ORed into *bad. */
@@ -514,15 +518,15 @@ static inline int kv_fast(const uint8_t *p, const uint8_t *end, struct otlp_kv *
 	return 1;
 }
 
-static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_kv *out,
-	      int depth, int *bad)
+/* A KeyValue field by field (any shape kv_fast() does not take). */
+static __attribute__((noinline)) int kv_fields(struct dctx *x, const uint8_t *p,
+					       const uint8_t *end, struct otlp_kv *out,
+					       int depth, int *bad)
 {
 	struct otlp_value v;
 	int r, vbad = 0, kbad = 0, b, have = 0;
 	struct fld f = { 0 };
 
-	if (depth <= OTLP_MAX_DEPTH && kv_fast(p, end, out, bad))
-		return 0;
 	out->key.p = "";
 	out->key.len = 0;
 	memset(&out->value, 0, sizeof(out->value));
@@ -554,6 +558,17 @@ static int kv(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_
 	return r;
 }
 
+/* A KeyValue: kv_fast() inline (no frame of kv_fields() for the common
+ * shape), else kv_fields(). */
+static inline __attribute__((always_inline)) int kv(struct dctx *x, const uint8_t *p,
+						    const uint8_t *end, struct otlp_kv *out,
+						    int depth, int *bad)
+{
+	if (depth <= OTLP_MAX_DEPTH && kv_fast(p, end, out, bad))
+		return 0;
+	return kv_fields(x, p, end, out, depth, bad);
+}
+
 static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_event *e,
 		 int *bad)
 {
@@ -563,6 +578,27 @@ static int event(struct dctx *x, const uint8_t *p, const uint8_t *end, struct ot
 
 	e->has_name = 1;
 	e->name.p = "";
+	/* the fields as SDKs write them (time, name, attributes; one-byte
+	 * keys and lengths) by their keys' bytes, as span_head() does; the
+	 * rest field by field */
+	if (end - p >= 9 && p[0] == 0x09) {
+		memcpy(&e->time_ns, p + 1, 8);
+		p += 9;
+	}
+	if (LEN1(p, end, 0x12)) {
+		f.p = p + 2;
+		f.n = p[1];
+		e->name = cstr(&f, &nbad);
+		p += 2 + p[1];
+	}
+	while (LEN1(p, end, 0x1a)) {
+		if (i == x->ekvcap && grow((void **)&x->ekvbuf, &x->ekvcap, sizeof(*x->ekvbuf)))
+			return -ENOMEM;
+		if ((r = kv(x, p + 2, p + 2 + p[1], &x->ekvbuf[i], 1, bad)))
+			return at(x, r, "attributes", i);
+		i++;
+		p += 2 + p[1];
+	}
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:
@@ -654,6 +690,73 @@ static int status(struct dctx *x, const uint8_t *p, const uint8_t *end, int32_t 
 	return r;
 }
 
+/*
+ * The leading fields of a span as every SDK writes them (protobuf-c,
+ * the Go and Java encoders: field-number order, one-byte keys and
+ * lengths): traceId, spanId, parentSpanId, name, kind (a one-byte
+ * varint), startTimeUnixNano, endTimeUnixNano, then its attributes, each
+ * recognised by its key's bytes instead of through next() and the
+ * switch.  Each is optional; the first byte that is not the next
+ * expected key ends it, and span()'s loop reads the rest field by field.
+ * The result is what that loop gives for the same fields: the same
+ * assignments in the same order.  The pointer past what was read, or
+ * NULL (*r: the error of an attribute).
+ */
+static inline __attribute__((always_inline)) const uint8_t *
+span_head(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_span *s,
+	  const uint8_t **tid, const uint8_t **sid, const uint8_t **pid, int32_t *kind,
+	  int *name_bad, size_t *ia, int *bad, int *r)
+{
+	struct fld f;
+
+	if (LEN1(p, end, 0x0a)) {
+		*tid = p + 2;
+		s->trace_len = p[1];
+		p += 2 + p[1];
+	}
+	if (LEN1(p, end, 0x12)) {
+		*sid = p + 2;
+		s->span_len = p[1];
+		p += 2 + p[1];
+	}
+	if (LEN1(p, end, 0x22)) {
+		*pid = p + 2;
+		s->parent_len = p[1];
+		p += 2 + p[1];
+	}
+	if (LEN1(p, end, 0x2a)) {
+		f.p = p + 2;
+		f.n = p[1];
+		s->name = cstr(&f, name_bad);
+		p += 2 + p[1];
+	}
+	if (end - p >= 2 && p[0] == 0x30 && !(p[1] & 0x80)) {
+		*kind = p[1];
+		p += 2;
+	}
+	if (end - p >= 9 && p[0] == 0x39) {
+		memcpy(&s->start_ns, p + 1, 8);
+		p += 9;
+	}
+	if (end - p >= 9 && p[0] == 0x41) {
+		memcpy(&s->end_ns, p + 1, 8);
+		p += 9;
+	}
+	while (LEN1(p, end, 0x4a)) {
+		if (*ia == x->kvcap && grow((void **)&x->kvbuf, &x->kvcap, sizeof(*x->kvbuf))) {
+			*r = -ENOMEM;
+			return NULL;
+		}
+		if ((*r = kv(x, p + 2, p + 2 + p[1], &x->kvbuf[*ia], 1, bad))) {
+			*r = at(x, *r, "attributes", *ia);
+			return NULL;
+		}
+		++*ia;
+		p += 2 + p[1];
+	}
+	return p;
+}
+
 static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otlp_span *s)
 {
 	const uint8_t *tid = NULL, *sid = NULL, *pid = NULL;
@@ -665,6 +768,8 @@ static int span(struct dctx *x, const uint8_t *p, const uint8_t *end, struct otl
 
 	memset(s, 0, sizeof(*s));
 	s->name.p = "";
+	if (!(p = span_head(x, p, end, s, &tid, &sid, &pid, &kind, &name_bad, &ia, &bad, &r)))
+		return r;
 	while ((r = next(x, &p, end, &f)) > 0) {
 		switch (f.num) {
 		case 1:

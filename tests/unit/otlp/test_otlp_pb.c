@@ -465,6 +465,178 @@ static void kv_shapes(void)
 	}
 }
 
+/* The span (its body's bytes) alone in a request, decoded and summed up
+ * as text: every field span() fills. */
+static void span_text(const struct buf *body, char *out, size_t outlen)
+{
+	struct buf s = { 0 }, rs = { 0 };
+	struct zarena a = { 0 };
+	struct otlp_req r;
+	char err[256];
+	size_t o = 0;
+
+	put(&s, body->p, body->len);
+	wrap(&s, 2);                            /* ScopeSpans.spans */
+	field(&rs, 2, s.p, s.len);              /* ResourceSpans.scopeSpans */
+	wrap(&rs, 1);                           /* Request.resource_spans */
+	if (otlp_pb_decode(rs.p, rs.len, &a, &r, err, sizeof(err))) {
+		snprintf(out, outlen, "refused: %s", err);
+	} else {
+		const struct otlp_span *sp = &r.rs[0].ss[0].spans[0];
+
+		o += (size_t)snprintf(out + o, outlen - o, "t%zu:", sp->trace_len);
+		for (int i = 0; i < 16; i++)
+			o += (size_t)snprintf(out + o, outlen - o, "%02x", sp->trace_id[i]);
+		o += (size_t)snprintf(out + o, outlen - o, " s%zu:", sp->span_len);
+		for (int i = 0; i < 8; i++)
+			o += (size_t)snprintf(out + o, outlen - o, "%02x", sp->span_id[i]);
+		o += (size_t)snprintf(out + o, outlen - o, " p%zu:", sp->parent_len);
+		for (int i = 0; i < 8; i++)
+			o += (size_t)snprintf(out + o, outlen - o, "%02x", sp->parent_id[i]);
+		o += (size_t)snprintf(out + o, outlen - o, " name %.*s kind %d %" PRIu64 "-%" PRIu64
+				      " bad %s attrs", (int)sp->name.len, sp->name.p, sp->kind,
+				      sp->start_ns, sp->end_ns, sp->bad ? "yes" : "no");
+		for (size_t i = 0; i < sp->nattrs && o < outlen; i++)
+			o += (size_t)snprintf(out + o, outlen - o, " %.*s=%lld",
+					      (int)sp->attrs[i].key.len, sp->attrs[i].key.p,
+					      (long long)sp->attrs[i].value.u.i);
+		for (size_t i = 0; i < sp->nevents && o < outlen; i++) {
+			const struct otlp_event *e = &sp->events[i];
+
+			o += (size_t)snprintf(out + o, outlen - o, " event %" PRIu64 " %.*s",
+					      e->time_ns, (int)e->name.len, e->name.p);
+			for (size_t k = 0; k < e->nattrs && o < outlen; k++)
+				o += (size_t)snprintf(out + o, outlen - o, " %.*s=%lld",
+						      (int)e->attrs[k].key.len, e->attrs[k].key.p,
+						      (long long)e->attrs[k].value.u.i);
+		}
+	}
+	zarena_reset(&a);
+	free(s.p);
+	free(rs.p);
+}
+
+/*
+ * span_head() (the leading fields in the order SDKs write them, read by
+ * their keys' bytes) gives what the field-by-field loop gives: the same
+ * fields in reverse order (which the head does not take), a field seen
+ * twice (the later wins), a long name (a two-byte length ends the head),
+ * a kind of two bytes, an attribute of a two-byte length among others.
+ */
+static void span_shapes(void)
+{
+	static const uint8_t tid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	static const uint8_t sid[8] = { 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28 };
+	static const uint8_t pid[8] = { 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38 };
+	char longname[201], want[2048], got[2048];
+	struct buf f[12] = { 0 }, fwd = { 0 }, rev = { 0 }, b = { 0 };
+	int nf = 0;
+
+	memset(longname, 'n', 200);
+	longname[200] = '\0';
+	/* the fields in field-number order, one a buf */
+	field(&f[nf++], 1, tid, 16);
+	field(&f[nf++], 2, sid, 8);
+	field(&f[nf++], 4, pid, 8);
+	field(&f[nf++], 5, "GET /cart", 9);
+	varint(&f[nf], 6 << 3);
+	varint(&f[nf++], 2);
+	fixed64(&f[nf++], 7, 1000);
+	fixed64(&f[nf++], 8, 2500);
+	for (int k = 0; k < 3; k++) {
+		struct buf kv = { 0 }, v = { 0 };
+		char key[300];
+
+		memset(key, 'a' + k, sizeof(key));
+		field(&kv, 1, key, k == 1 ? 150 : 2);   /* the second: a two-byte length */
+		varint(&v, 3 << 3);
+		varint(&v, 40 + k);
+		field(&kv, 2, v.p, v.len);
+		field(&f[nf++], 9, kv.p, kv.len);
+		free(kv.p);
+		free(v.p);
+	}
+	for (int i = 0; i < nf; i++)
+		put(&fwd, f[i].p, f[i].len);
+	for (int i = nf - 4; i >= 0; i--)       /* reversed, the attributes in order */
+		put(&rev, f[i].p, f[i].len);
+	for (int i = nf - 3; i < nf; i++)
+		put(&rev, f[i].p, f[i].len);
+	/* an event (time, name, two attributes) in SDK order, and reversed */
+	for (int dir = 0; dir < 2; dir++) {
+		struct buf ef[4] = { 0 }, ev = { 0 };
+
+		fixed64(&ef[0], 1, 1700);
+		field(&ef[1], 2, "retry", 5);
+		for (int k = 0; k < 2; k++) {
+			struct buf kv = { 0 }, v = { 0 };
+
+			field(&kv, 1, k ? "y" : "x", 1);
+			varint(&v, 3 << 3);
+			varint(&v, 7 + k);
+			field(&kv, 2, v.p, v.len);
+			field(&ef[2 + k], 3, kv.p, kv.len);
+			free(kv.p);
+			free(v.p);
+		}
+		for (int k = 0; k < 4; k++) {
+			static const int order[2][4] = { { 0, 1, 2, 3 },
+							 { 2, 3, 1, 0 } };  /* x, y, name, time */
+
+			put(&ev, ef[order[dir][k]].p, ef[order[dir][k]].len);
+		}
+		field(dir ? &rev : &fwd, 11, ev.p, ev.len);
+		for (int k = 0; k < 4; k++)
+			free(ef[k].p);
+		free(ev.p);
+	}
+	span_text(&fwd, want, sizeof(want));
+	span_text(&rev, got, sizeof(got));
+	ok(!strncmp(want, "t16:0102", 8) && strstr(want, " name GET /cart kind 2 1000-2500 bad no") &&
+	   strstr(want, " bb") && strstr(want, " event 1700 retry x=7 y=8"), "in SDK order: %.300s",
+	   want);
+	is_str(got, want, "reversed (the span's and its event's fields): the same span");
+
+	/* a traceId, name and kind seen again after the head: the later ones
+	 * (a traceId of 8 bytes: its length kept, no id) */
+	put(&b, fwd.p, fwd.len);
+	field(&b, 1, pid, 8);
+	field(&b, 5, "again", 5);
+	varint(&b, 6 << 3);
+	varint(&b, 300);                        /* two bytes: no kind (-1) */
+	span_text(&b, got, sizeof(got));
+	ok(!strncmp(got, "t8:", 3) && strstr(got, " name again kind -1 "),
+	   "fields seen twice: the later ones (%.300s)", got);
+	free(b.p);
+
+	/* a name of 200 bytes (its length two bytes): the head stops there */
+	b = (struct buf){ 0 };
+	for (int i = 0; i < nf; i++) {
+		if (i == 3)
+			field(&b, 5, longname, 200);
+		else
+			put(&b, f[i].p, f[i].len);
+	}
+	span_text(&b, got, sizeof(got));
+	ok(strstr(got, longname) && strstr(got, " kind 2 1000-2500 bad no attrs aa=40 "),
+	   "a long name, then the rest field by field (%.120s)", got);
+	free(b.p);
+
+	/* the head cut short: a spanId's length past the end of the span */
+	b = (struct buf){ 0 };
+	put(&b, f[0].p, f[0].len);
+	put(&b, "\x12\x08\x21\x22", 4);
+	span_text(&b, got, sizeof(got));
+	ok(!strncmp(got, "refused: ", 9) && strstr(got, "field 2"),
+	   "a spanId cut short refused (%.300s)", got);
+	free(b.p);
+
+	for (int i = 0; i < nf; i++)
+		free(f[i].p);
+	free(fwd.p);
+	free(rev.p);
+}
+
 int main(void)
 {
 	hostile();
@@ -477,5 +649,6 @@ int main(void)
 	response();
 	wire_rules();
 	kv_shapes();
+	span_shapes();
 	return test_done();
 }
