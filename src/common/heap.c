@@ -12,6 +12,8 @@ void heap_tune(int n)
 		mallopt(M_ARENA_MAX, n);
 	if (!getenv("MALLOC_MMAP_THRESHOLD_"))
 		mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD);
+	if (!getenv("MALLOC_TRIM_THRESHOLD_"))
+		mallopt(M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD);
 }
 
 int heap_trim_maybe(uint64_t now_ns)

@@ -28,6 +28,17 @@
  * (the user's choice wins).
  */
 #define HEAP_MMAP_THRESHOLD (1 << 20)
+/*
+ * And an arena's free top is given back by free() only past
+ * HEAP_TRIM_THRESHOLD (mallopt(M_TRIM_THRESHOLD); MALLOC_TRIM_THRESHOLD_
+ * overrides).  glibc's 128 KiB, fixed once M_MMAP_THRESHOLD is set, gave
+ * a connection thread's pages back at the end of every request and took
+ * them again, zeroed, on the next: the page faults, zeroing and TLB
+ * shootdowns were ~3 us of an OTLP/JSON span's 13 (bench/RESULTS.md,
+ * "OTLP: an arena's pages kept between requests").  What stays free is
+ * given back by heap_trim_maybe().
+ */
+#define HEAP_TRIM_THRESHOLD (16 << 20)
 void heap_tune(int n);
 
 /* Every HEAP_TRIM_NS at most: give the free pages of every arena back to
