@@ -25,14 +25,24 @@
 
 /* ---- name set ----------------------------------------------------------- */
 
-static uint64_t fnv1a(const char *s, size_t len)
+/* The set's hash of a key: eight bytes a turn (the set lives in memory
+ * only; FNV-1a byte by byte was a third of note_name()'s cost). */
+static uint64_t key_hash(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
+	size_t i = 0;
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
 	}
+	if (i < len) {
+		w = 0;
+		memcpy(&w, s + i, len - i);
+		h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	}
+	h ^= h >> 32;
 	return h;
 }
 
@@ -48,7 +58,7 @@ void sq_nameset_clear(struct nameset *s)
 /* The slot of key: where it is, or the empty slot where it would go. */
 static size_t nameset_slot(const struct nameset *s, const char *key, size_t len)
 {
-	size_t i = fnv1a(key, len) & (s->cap - 1);
+	size_t i = key_hash(key, len) & (s->cap - 1);
 
 	for (; s->slot[i]; i = (i + 1) & (s->cap - 1))
 		if (!strncmp(s->slot[i], key, len) && !s->slot[i][len])
