@@ -148,7 +148,6 @@ struct jd {
 	struct spanb pb;
 	struct eventb eb;
 	struct av *av_free;
-	char num[64];           /* a string read as a number */
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -240,51 +239,102 @@ int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n)
 	return -EINVAL;
 }
 
-/* The text of a string value, NUL-terminated, in j->num (NULL: too long
- * for a number anyway). */
-static const char *num_text(struct jd *j, const struct json_tok *v)
+/* C's isspace() in the C locale (the decoder's strtoull/strtoll read
+ * those before a number). */
+static inline int c_space(unsigned char c)
 {
-	if (v->len >= sizeof(j->num))
-		return NULL;
-	memcpy(j->num, v->s, v->len);
-	j->num[v->len] = '\0';
-	return j->num;
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* The magnitude and sign of s as strtoull/strtoll read it in base 10: white
+ * space, one '+' or '-', then at least one digit and nothing else; 0, or
+ * -EINVAL (no digit, something after them, or beyond 2^64 - 1). */
+static int dec_mag(const char *s, size_t len, uint64_t *mag, int *neg)
+{
+	const char *p = s, *end = s + len;
+	uint64_t v = 0;
+
+	*neg = 0;
+	while (p < end && c_space((unsigned char)*p))
+		p++;
+	if (p < end && (*p == '+' || *p == '-'))
+		*neg = *p++ == '-';
+	if (p == end)
+		return -EINVAL;
+	for (; p < end; p++) {
+		unsigned d = (unsigned)(unsigned char)*p - '0';
+
+		if (d > 9 || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
+			return -EINVAL;
+	}
+	*mag = v;
+	return 0;
+}
+
+int otlp_dec_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	int neg;
+
+	if (!len || len >= OTLP_DEC_MAX || *s == '-')
+		return -EINVAL;
+	/* the common case: at most 19 digits, which cannot overflow */
+	if (len <= 19) {
+		size_t i;
+
+		for (i = 0; i < len; i++) {
+			unsigned d = (unsigned)(unsigned char)s[i] - '0';
+
+			if (d > 9)
+				break;
+			v = v * 10 + d;
+		}
+		if (i == len) {
+			*out = v;
+			return 0;
+		}
+	}
+	if (dec_mag(s, len, &v, &neg))
+		return -EINVAL;
+	*out = neg ? 0 - v : v;
+	return 0;
+}
+
+int otlp_dec_i64(const char *s, size_t len, int64_t *out)
+{
+	uint64_t v;
+	int neg;
+
+	if (!len || len >= OTLP_DEC_MAX || dec_mag(s, len, &v, &neg))
+		return -EINVAL;
+	if (v > (neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1))
+		return -EINVAL;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
 }
 
 /* A uint64 from a string of digits or an integer; -EINVAL. */
-static int u64_of(struct jd *j, const struct json_tok *v, uint64_t *out)
+static int u64_of(const struct json_tok *v, uint64_t *out)
 {
-	const char *s;
-	char *end;
-
 	if (v->t == JT_INT && v->i >= 0) {
 		*out = (uint64_t)v->i;
 		return 0;
 	}
 	if (v->t != JT_STR)
 		return -EINVAL;
-	if (!(s = num_text(j, v)))
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return !*s || *end || errno || *s == '-' ? -EINVAL : 0;
+	return otlp_dec_u64((const char *)v->s, v->len, out);
 }
 
 /* An int64 from an integer or a string of digits (proto3 JSON). */
-static int i64_of(struct jd *j, const struct json_tok *v, int64_t *out)
+static int i64_of(const struct json_tok *v, int64_t *out)
 {
-	const char *s;
-	char *end;
-
 	if (v->t == JT_INT) {
 		*out = v->i;
 		return 0;
 	}
-	if (v->t != JT_STR || !(s = num_text(j, v)))
+	if (v->t != JT_STR)
 		return -EINVAL;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return !*s || *end || errno ? -EINVAL : 0;
+	return otlp_dec_i64((const char *)v->s, v->len, out);
 }
 
 /* A number in 0..max from an integer or one of names; -1 otherwise. */
@@ -699,7 +749,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 		struct av *a = f->p;
 
 		a->i_set = 1;
-		a->i_ok = !i64_of(j, v, &a->i);
+		a->i_ok = !i64_of(v, &a->i);
 		break;
 	}
 	case R_AV_D: {
@@ -810,10 +860,10 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 		sp->s.kind = enum_of(v, kinds, 5);
 		break;
 	case R_START:
-		sp->start_ok = !u64_of(j, v, &sp->s.start_ns);
+		sp->start_ok = !u64_of(v, &sp->s.start_ns);
 		break;
 	case R_END:
-		sp->end_ok = !u64_of(j, v, &sp->s.end_ns);
+		sp->end_ok = !u64_of(v, &sp->s.end_ns);
 		break;
 	case R_STATUS:
 		sp->s.status_code = 0;
@@ -861,7 +911,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 			return 0;
 		break;
 	case R_EV_TIME:
-		if (u64_of(j, v, &j->eb.e.time_ns))
+		if (u64_of(v, &j->eb.e.time_ns))
 			j->eb.e.time_ns = 0;
 		break;
 	default:
