@@ -416,10 +416,12 @@ static int run(struct rd *r)
 	int ret, root_box = 0;
 
 value:
-	p = skip_ws(p, end);
 	if (p == end)
 		return premature(r);
 	switch (*p) {
+	case ' ': case '\t': case '\n': case '\r':
+		p = skip_ws(p + 1, end);
+		goto value;
 	case '{':
 	case '[':
 		if (r->depth == JSON_TOK_MAX_NEST)
@@ -468,9 +470,12 @@ after:
 		}
 		return 0;
 	}
-	p = skip_ws(p, end);
-	if (p == end)
-		return premature(r);
+	/* white space (none in compact JSON): skipped only where there is some */
+	if (p == end || *p <= ' ') {
+		p = skip_ws(p, end);
+		if (p == end)
+			return premature(r);
+	}
 	if (*p == ',') {
 		p++;
 		if (r->open[r->depth - 1] == '{')
@@ -487,9 +492,11 @@ close:
 		return ret;
 	goto after;
 key:
-	p = skip_ws(p, end);
-	if (p == end)
-		return premature(r);
+	if (p == end || *p <= ' ') {
+		p = skip_ws(p, end);
+		if (p == end)
+			return premature(r);
+	}
 	if (*p != '"')
 		return unexpected(r, p, "an object key, a string");
 	t.t = JT_KEY;
@@ -497,9 +504,11 @@ key:
 		return ret;
 	if ((ret = emit(r, &t)))
 		return ret;
-	p = skip_ws(p, end);
-	if (p == end)
-		return premature(r);
+	if (p == end || *p <= ' ') {
+		p = skip_ws(p, end);
+		if (p == end)
+			return premature(r);
+	}
 	if (*p != ':')
 		return unexpected(r, p, "':'");
 	p++;
