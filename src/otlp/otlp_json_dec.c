@@ -34,6 +34,7 @@
  * is not JSON.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,8 @@ struct kvlist {
 struct av {
 	struct otlp_value *out;
 	int depth;
-	int s_ok, b_ok, i_set, i_ok, d_ok, by_ok;
-	int arr_set, arr_bad, kvl_set;
+	int s_ok, b_ok, i_set, i_ok, d_ok, by_ok;       /* from s_ok to s: set to 0 */
+	int arr_set, arr_bad, kvl_set;                  /*   by av_new() */
 	struct otlp_str s, by;
 	int b;
 	int64_t i;
@@ -271,29 +272,34 @@ static int dec_mag(const char *s, size_t len, uint64_t *mag, int *neg)
 	return 0;
 }
 
+/* The common case: s is 1 to max (at most 19) digits, nothing else, whose
+ * value cannot overflow: 0 and the value in *v, or -1 to read it in full. */
+static inline int dec_plain(const char *s, size_t len, size_t max, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (!len || len > max)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(unsigned char)s[i] - '0';
+
+		if (d > 9)
+			return -1;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+}
+
 int otlp_dec_u64(const char *s, size_t len, uint64_t *out)
 {
 	uint64_t v = 0;
 	int neg;
 
+	if (!dec_plain(s, len, 19, out))
+		return 0;
 	if (!len || len >= OTLP_DEC_MAX || *s == '-')
 		return -EINVAL;
-	/* the common case: at most 19 digits, which cannot overflow */
-	if (len <= 19) {
-		size_t i;
-
-		for (i = 0; i < len; i++) {
-			unsigned d = (unsigned)(unsigned char)s[i] - '0';
-
-			if (d > 9)
-				break;
-			v = v * 10 + d;
-		}
-		if (i == len) {
-			*out = v;
-			return 0;
-		}
-	}
 	if (dec_mag(s, len, &v, &neg))
 		return -EINVAL;
 	*out = neg ? 0 - v : v;
@@ -302,9 +308,13 @@ int otlp_dec_u64(const char *s, size_t len, uint64_t *out)
 
 int otlp_dec_i64(const char *s, size_t len, int64_t *out)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int neg;
 
+	if (!dec_plain(s, len, 18, &v)) {
+		*out = (int64_t)v;
+		return 0;
+	}
 	if (!len || len >= OTLP_DEC_MAX || dec_mag(s, len, &v, &neg))
 		return -EINVAL;
 	if (v > (neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1))
@@ -375,7 +385,9 @@ static struct av *av_new(struct jd *j, struct otlp_value *out, int depth)
 		j->av_free = v->free_next;
 	else if (!(v = zarena_alloc(j->a, sizeof(*v))))
 		return NULL;
-	memset(v, 0, sizeof(*v));
+	/* only the flags: av_end() reads a member's fields when its flag is set,
+	 * and the cases that set one fill its fields */
+	memset(&v->s_ok, 0, offsetof(struct av, s) - offsetof(struct av, s_ok));
 	v->out = out;
 	v->depth = depth;
 	return v;
