@@ -272,14 +272,51 @@ static int dec_mag(const char *s, size_t len, uint64_t *mag, int *neg)
 	return 0;
 }
 
+/* The 8 bytes at s as 8 decimal digits (the first the most significant):
+ * 0 and their value in *v, or -1 when one is not a digit.  SWAR: all
+ * eight checked and combined in a few operations of 64 bits. */
+static inline int dec8(const char *s, uint64_t *v)
+{
+	uint64_t x;
+
+	memcpy(&x, s, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* every byte 0x30..0x3f, then (+6) none above 0x39 */
+	if ((x & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull ||
+	    ((x + 0x0606060606060606ull) & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull)
+		return -1;
+	x -= 0x3030303030303030ull;
+	x = x * 10 + (x >> 8);          /* pairs: byte 2k holds digits 2k, 2k+1 */
+	*v = ((x & 0x000000ff000000ffull) * (100 + (1000000ull << 32)) +
+	      ((x >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32))) >> 32;
+	return 0;
+#else
+	x = 0;
+	for (int i = 0; i < 8; i++) {
+		unsigned d = (unsigned)(unsigned char)s[i] - '0';
+
+		if (d > 9)
+			return -1;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+#endif
+}
+
 /* The common case: s is 1 to max (at most 19) digits, nothing else, whose
  * value cannot overflow: 0 and the value in *v, or -1 to read it in full. */
 static inline int dec_plain(const char *s, size_t len, size_t max, uint64_t *v)
 {
-	uint64_t x = 0;
+	uint64_t x = 0, e;
 
 	if (!len || len > max)
 		return -1;
+	for (; len >= 8; s += 8, len -= 8) {
+		if (dec8(s, &e))
+			return -1;
+		x = x * 100000000 + e;
+	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned d = (unsigned)(unsigned char)s[i] - '0';
 

@@ -362,6 +362,13 @@ static void numbers(void)
 		{ "1e3", 0, 0 },
 		{ "12:", 0, 0 },
 		{ "12/", 0, 0 },
+		/* the bytes next to the digits, in the 8-digit blocks */
+		{ "1234567:", 0, 0 },
+		{ "/2345678", 0, 0 },
+		{ "12345678901234?6", 0, 0 },
+		{ "1795600000;00000000", 0, 0 },
+		{ "17956000\x10" "000000000", 0, 0 },
+		{ "17956000\xb0" "000000000", 0, 0 },
 		{ "\xd9\xa1", 0, 0 },                   /* an Arabic-Indic digit one */
 		/* 63 bytes: read; 64: refused, whatever they are */
 		{ "000000000000000000000000000000000000000000000000000000000000001", 1, 1 },
@@ -418,9 +425,10 @@ static void numbers(void)
 		ok(!otlp_dec_u64("123456", 3, &v) && v == 123, "u64 of \"123\" out of \"123456\"");
 		ok(!otlp_dec_i64("-12x", 3, &w) && w == -12, "i64 of \"-12\" out of \"-12x\"");
 	}
-	/* the strtoull/strtoll readings they replaced, on random strings */
+	/* the strtoull/strtoll readings they replaced, on random strings (every
+	 * other one of digits alone: the 8-digits-at-a-time path) */
 	for (int k = 0; k < 20000; k++) {
-		static const char alpha[] = "0123456789999999 +-\tx";
+		static const char alpha[] = "0123456789999999 +-\tx:;?/";
 		char s[72];
 		size_t n = test_xorshift() % 8 ? test_xorshift() % 24 : test_xorshift() % 70;
 		uint64_t v = 1, rv;
@@ -429,7 +437,7 @@ static void numbers(void)
 		int ru, ri;
 
 		for (size_t c = 0; c < n; c++)
-			s[c] = test_xorshift() % 4 ? (char)('0' + test_xorshift() % 10) :
+			s[c] = k % 2 || test_xorshift() % 4 ? (char)('0' + test_xorshift() % 10) :
 						    alpha[test_xorshift() % (sizeof(alpha) - 1)];
 		s[n] = '\0';
 		errno = 0;
