@@ -33,6 +33,7 @@
  * number, which jansson let through, is refused like any other byte that
  * is not JSON.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -212,8 +213,8 @@ int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n)
 
 			if (spanrec_hex_u64(s + 2 * i, 16, false, &v))
 				return -EINVAL;
-			for (size_t b = 0; b < 8; b++)
-				out[i + b] = (uint8_t)(v >> (56 - 8 * b));
+			v = htobe64(v);
+			memcpy(out + i, &v, 8);
 		}
 		return 0;
 	}
@@ -474,11 +475,11 @@ static void av_end(struct jd *j, struct av *v)
 
 /* ---- the frames ---------------------------------------------------------- */
 
-static struct frame *push(struct jd *j, enum role t, int array, void *p)
+static inline struct frame *push(struct jd *j, enum role t, int array, void *p)
 {
 	struct frame *f;
 
-	if (j->nst == j->capst) {
+	if (__builtin_expect(j->nst == j->capst, 0)) {
 		size_t cap = j->capst ? j->capst * 2 : 32;
 		struct frame *st = realloc(j->st, cap * sizeof(*st));
 
@@ -1044,12 +1045,13 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 		return K("name") ? R_EV_NAME : K("timeUnixNano") ? R_EV_TIME :
 		       K("attributes") ? R_KVS : R_SKIP;
 	case R_AV:
-		if (n < 8)
-			return R_SKIP;
-		return K("stringValue") ? R_AV_S : K("boolValue") ? R_AV_B :
-		       K("intValue") ? R_AV_I : K("doubleValue") ? R_AV_D :
-		       K("bytesValue") ? R_AV_BY : K("arrayValue") ? R_AV_ARR :
-		       K("kvlistValue") ? R_AV_KVL : R_SKIP;
+		/* by the length first (K() compares it too) */
+		if (n == 11)
+			return K("stringValue") ? R_AV_S : K("doubleValue") ? R_AV_D :
+			       K("kvlistValue") ? R_AV_KVL : R_SKIP;
+		if (n == 10)
+			return K("arrayValue") ? R_AV_ARR : K("bytesValue") ? R_AV_BY : R_SKIP;
+		return K("intValue") ? R_AV_I : K("boolValue") ? R_AV_B : R_SKIP;
 	case R_AV_ARR:
 		return K("values") ? R_AV_VALS : R_SKIP;
 	case R_AV_KVL:
