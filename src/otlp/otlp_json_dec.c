@@ -160,8 +160,10 @@ static int oom(struct jd *j)
 	return 0;
 }
 
-static int grow(struct jd *j, void **v, size_t n, size_t *cap, size_t el)
+static inline int grow(struct jd *j, void **v, size_t n, size_t *cap, size_t el)
 {
+	if (n < *cap)
+		return 0;       /* room: no call */
 	if (zarena_grow(j->a, v, n, cap, el)) {
 		j->oom = 1;
 		return -ENOMEM;
