@@ -673,9 +673,12 @@ static void rs_end(struct jd *j)
 
 /*
  * A value of role r in frame f: a scalar (its token) or the start of an
- * object or array (then the frame to push).  Returns 0 to stop the parse.
+ * object (map) or array (arr; then the frame to push).  Returns 0 to stop
+ * the parse.  Inlined twice, for scalars and for containers (on_value()):
+ * each copy keeps only its cases' code.
  */
-static int value(struct jd *j, struct frame *f, enum role r, const struct json_tok *v)
+static inline __attribute__((always_inline))
+int value(struct jd *j, struct frame *f, enum role r, const struct json_tok *v, int map, int arr)
 {
 	static const char *const kinds[] = {
 		"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
@@ -684,7 +687,6 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 	static const char *const codes[] = {
 		"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR",
 	};
-	int map = v->t == JT_MAP, arr = v->t == JT_ARRAY;
 	enum role push_as = R_SKIP;     /* a container: what it is read as */
 	void *p = NULL;
 	struct spanb *sp = &j->pb;
@@ -1066,18 +1068,36 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 
 /* ---- the tokens ------------------------------------------------------------ */
 
+/* A scalar value (a string, number, bool or null). */
 __attribute__((noinline))
-static int on_value(struct jd *j, const struct json_tok *v)
+static int on_scalar(struct jd *j, const struct json_tok *v)
 {
 	struct frame *f;
 	enum role r = role_now(j, &f);
 
-	if (f && f->t == R_SKIP) {
-		if (v->t == JT_MAP || v->t == JT_ARRAY)
-			return push(j, R_SKIP, v->t == JT_ARRAY, NULL) != NULL;
+	if (f && f->t == R_SKIP)
 		return 1;
-	}
-	return value(j, f, r, v);
+	return value(j, f, r, v, 0, 0);
+}
+
+/* An object or array begins. */
+__attribute__((noinline))
+static int on_open(struct jd *j, const struct json_tok *v)
+{
+	struct frame *f;
+	enum role r = role_now(j, &f);
+	int arr = v->t == JT_ARRAY;
+
+	if (f && f->t == R_SKIP)
+		return push(j, R_SKIP, arr, NULL) != NULL;
+	return value(j, f, r, v, !arr, arr);
+}
+
+static int on_value(struct jd *j, const struct json_tok *v)
+{
+	if (v->t == JT_MAP || v->t == JT_ARRAY)
+		return on_open(j, v);
+	return on_scalar(j, v);
 }
 
 /* The token handlers return 0 or -ENOMEM; not inlined into on_tok(), which
