@@ -135,8 +135,14 @@ struct frame {
 	size_t idx;             /* R_KV: the element */
 };
 
+/* The strings of a request are packed into blocks of this size taken
+ * from the arena (each zarena_alloc() is a call and 16-byte aligned);
+ * a longer string gets its own allocation. */
+#define STR_BLOCK 4096
+
 struct jd {
 	struct zarena *a;
+	char *sp, *sp_end;      /* what is left of the current string block */
 	struct frame *st;
 	size_t nst, capst;
 	int oom;
@@ -173,10 +179,20 @@ static inline int grow(struct jd *j, void **v, size_t n, size_t *cap, size_t el)
 
 static int copy_str(struct jd *j, const unsigned char *s, size_t len, struct otlp_str *out)
 {
-	char *p = zarena_alloc(j->a, len + 1);
+	char *p;
 
-	if (!p)
-		return -ENOMEM;
+	if ((size_t)(j->sp_end - j->sp) > len) {
+		p = j->sp;
+		j->sp += len + 1;
+	} else if (len >= STR_BLOCK / 4) {
+		if (!(p = zarena_alloc(j->a, len + 1)))
+			return -ENOMEM;
+	} else {
+		if (!(p = zarena_alloc(j->a, STR_BLOCK)))
+			return -ENOMEM;
+		j->sp = p + len + 1;
+		j->sp_end = p + STR_BLOCK;
+	}
 	memcpy(p, s, len);
 	p[len] = '\0';
 	out->p = p;

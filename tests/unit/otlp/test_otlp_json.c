@@ -478,9 +478,67 @@ static void numbers(void)
 	ok(res.nspans == 0 && res.rejected == 1, "intValue 2^63: the span rejected (a bad value)");
 }
 
+/* A span's name and a string attribute of every length around the
+ * decoder's string blocks (4096 bytes, strings of 1024 and more alone):
+ * each one read back whole, next to the others. */
+static void strings(void)
+{
+	enum { N = 300 };
+	char *doc = NULL, *want = malloc(6000);
+	size_t dlen = 0;
+	FILE *f = open_memstream(&doc, &dlen);
+	int bad = 0;
+
+	fputs("{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[", f);
+	for (int i = 0; i < N; i++) {
+		int nl = i == 7 ? 5000 : i == 8 ? 1023 : i == 9 ? 1024 : (i * 7) % 120 + 1;
+		int vl = (i * 13) % 200;
+
+		fprintf(f, "%s{\"traceId\":\"5b8efff798038103d269b633813fc60c\",\"spanId\":\"%016x\","
+			TIMES ",\"name\":\"", i ? "," : "", i + 1);
+		for (int c = 0; c < nl; c++)
+			fputc('a' + (i + c) % 26, f);
+		fputs(i % 10 == 3 ? "\\n\",\"attributes\":[{\"key\":\"k\",\"value\":{\"stringValue\":\"" :
+			 "\",\"attributes\":[{\"key\":\"k\",\"value\":{\"stringValue\":\"", f);
+		for (int c = 0; c < vl; c++)
+			fputc('A' + (i + c) % 26, f);
+		fputs("\"}}]}", f);
+	}
+	fputs("]}]}]}", f);
+	fclose(f);
+	is_int(dec(doc), 0, "%d spans of names and values of 0 to 5000 bytes: decoded", N);
+	ok(res.nspans == N, "... %zu spans kept", res.nspans);
+	for (size_t i = 0; i < res.nspans && i < N; i++) {
+		const struct zspan *z = &res.spans[i];
+		int nl = i == 7 ? 5000 : i == 8 ? 1023 : i == 9 ? 1024 : ((int)i * 7) % 120 + 1;
+		int vl = ((int)i * 13) % 200, n = 0;
+
+		if (z->id != i + 1) {
+			bad++;
+			continue;
+		}
+		for (int c = 0; c < nl; c++)
+			want[n++] = (char)('a' + ((int)i + c) % 26);
+		if (i % 10 == 3)
+			want[n++] = '\n';
+		if (z->name.len != (size_t)n || memcmp(z->name.p, want, (size_t)n))
+			bad++;
+		for (int c = 0; c < vl; c++)
+			want[c] = (char)('A' + ((int)i + c) % 26);
+		for (uint32_t t = 0; t < z->ntags; t++)
+			if (z->tags[t].key.len == 1 && z->tags[t].key.p[0] == 'k' &&
+			    (z->tags[t].value.len != (size_t)vl || memcmp(z->tags[t].value.p, want, (size_t)vl)))
+				bad++;
+	}
+	ok(!bad, "... every name and value read back whole (%d differ)", bad);
+	free(doc);
+	free(want);
+}
+
 int main(void)
 {
 	numbers();
+	strings();
 	anyvalue();
 	fields();
 	errors();
