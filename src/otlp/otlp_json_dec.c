@@ -509,11 +509,7 @@ static inline struct frame *push(struct jd *j, enum role t, int array, void *p)
 		j->capst = cap;
 	}
 	f = &j->st[j->nst++];
-	memset(f, 0, sizeof(*f));
-	f->t = t;
-	f->array = array;
-	f->p = p;
-	f->next = R_SKIP;
+	*f = (struct frame){ .t = t, .array = array, .next = R_SKIP, .p = p };
 	return f;
 }
 
@@ -690,7 +686,7 @@ static void rs_end(struct jd *j)
 /*
  * A value of role r in frame f: a scalar (its token) or the start of an
  * object (map) or array (arr; then the frame to push).  Returns 0 to stop
- * the parse.  Inlined twice, for scalars and for containers (on_value()):
+ * the parse.  Inlined twice, for scalars and for containers (on_scalar(), on_open()):
  * each copy keeps only its cases' code.
  */
 static inline __attribute__((always_inline))
@@ -1084,7 +1080,7 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 
 /* ---- the tokens ------------------------------------------------------------ */
 
-/* A scalar value (a string, number, bool or null). */
+/* A scalar value (a string, number, bool or null): 0 or -ENOMEM. */
 __attribute__((noinline))
 static int on_scalar(struct jd *j, const struct json_tok *v)
 {
@@ -1092,11 +1088,11 @@ static int on_scalar(struct jd *j, const struct json_tok *v)
 	enum role r = role_now(j, &f);
 
 	if (f && f->t == R_SKIP)
-		return 1;
-	return value(j, f, r, v, 0, 0);
+		return 0;
+	return value(j, f, r, v, 0, 0) ? 0 : -ENOMEM;
 }
 
-/* An object or array begins. */
+/* An object or array begins: 0 or -ENOMEM. */
 __attribute__((noinline))
 static int on_open(struct jd *j, const struct json_tok *v)
 {
@@ -1105,15 +1101,8 @@ static int on_open(struct jd *j, const struct json_tok *v)
 	int arr = v->t == JT_ARRAY;
 
 	if (f && f->t == R_SKIP)
-		return push(j, R_SKIP, arr, NULL) != NULL;
-	return value(j, f, r, v, !arr, arr);
-}
-
-static int on_value(struct jd *j, const struct json_tok *v)
-{
-	if (v->t == JT_MAP || v->t == JT_ARRAY)
-		return on_open(j, v);
-	return on_scalar(j, v);
+		return push(j, R_SKIP, arr, NULL) ? 0 : -ENOMEM;
+	return value(j, f, r, v, !arr, arr) ? 0 : -ENOMEM;
 }
 
 /* The token handlers return 0 or -ENOMEM; not inlined into on_tok(), which
@@ -1179,7 +1168,9 @@ static int on_tok(void *ctx, const struct json_tok *t)
 		return on_key(j, t);
 	if (t->t == JT_END)
 		return on_end(j);
-	return on_value(j, t) ? 0 : -ENOMEM;
+	if (t->t == JT_MAP || t->t == JT_ARRAY)
+		return on_open(j, t);
+	return on_scalar(j, t);
 }
 
 /* ---- the front end -------------------------------------------------------- */
