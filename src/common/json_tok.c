@@ -416,33 +416,40 @@ static int run(struct rd *r)
 	int ret, root_box = 0;
 
 value:
-	p = skip_ws(p, end);
 	if (p == end)
 		return premature(r);
-	switch (*p) {
-	case '{':
-	case '[':
+	/* the common values first, each by one test: a string, an object, an
+	 * array (a switch tests numbers and white space before them) */
+	if (*p == '"') {
+		t.t = JT_STR;
+		if ((ret = string(r, &p, &t.s, &t.len, 0)))
+			return ret;
+		goto scalar;
+	}
+	if (*p == '{' || *p == '[') {
+		int obj = *p == '{';
+
 		if (r->depth == JSON_TOK_MAX_NEST)
 			return fail(r, (size_t)(p - r->base) + 1, "nested deeper than %d", JSON_TOK_MAX_NEST);
 		if (!r->depth)
 			root_box = 1;
-		t.t = *p == '{' ? JT_MAP : JT_ARRAY;
+		t.t = obj ? JT_MAP : JT_ARRAY;
 		if ((ret = emit(r, &t)))
 			return ret;
 		r->open[r->depth++] = (char)*p;
 		p = skip_ws(p + 1, end);
 		if (p == end)
 			return premature(r);
-		if (*p == (r->open[r->depth - 1] == '{' ? '}' : ']'))
+		if (*p == (obj ? '}' : ']'))
 			goto close;
-		if (t.t == JT_MAP)
+		if (obj)
 			goto key;
 		goto value;
-	case '"':
-		t.t = JT_STR;
-		if ((ret = string(r, &p, &t.s, &t.len, 0)))
-			return ret;
-		break;
+	}
+	switch (*p) {
+	case ' ': case '\t': case '\n': case '\r':
+		p = skip_ws(p + 1, end);
+		goto value;
 	case '-': case '0': case '1': case '2': case '3': case '4':
 	case '5': case '6': case '7': case '8': case '9':
 		if ((ret = number(r, &p, &t)))
@@ -455,6 +462,7 @@ value:
 	default:
 		return unexpected(r, p, "a value");
 	}
+scalar:
 	if ((ret = emit(r, &t)))
 		return ret;
 after:
@@ -468,9 +476,12 @@ after:
 		}
 		return 0;
 	}
-	p = skip_ws(p, end);
-	if (p == end)
-		return premature(r);
+	/* white space (none in compact JSON): skipped only where there is some */
+	if (p == end || *p <= ' ') {
+		p = skip_ws(p, end);
+		if (p == end)
+			return premature(r);
+	}
 	if (*p == ',') {
 		p++;
 		if (r->open[r->depth - 1] == '{')
@@ -487,9 +498,11 @@ close:
 		return ret;
 	goto after;
 key:
-	p = skip_ws(p, end);
-	if (p == end)
-		return premature(r);
+	if (p == end || *p <= ' ') {
+		p = skip_ws(p, end);
+		if (p == end)
+			return premature(r);
+	}
 	if (*p != '"')
 		return unexpected(r, p, "an object key, a string");
 	t.t = JT_KEY;
@@ -497,9 +510,11 @@ key:
 		return ret;
 	if ((ret = emit(r, &t)))
 		return ret;
-	p = skip_ws(p, end);
-	if (p == end)
-		return premature(r);
+	if (p == end || *p <= ' ') {
+		p = skip_ws(p, end);
+		if (p == end)
+			return premature(r);
+	}
 	if (*p != ':')
 		return unexpected(r, p, "':'");
 	p++;

@@ -164,6 +164,20 @@ int otlp_pb_decode(const void *body, size_t len, struct zarena *a,
  */
 int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n);
 
+/*
+ * A proto3 JSON 64-bit number given as a string (timeUnixNano, intValue):
+ * the len bytes of s (no NUL among them), read exactly as C's strtoull
+ * (otlp_dec_u64) or strtoll (otlp_dec_i64) in base 10 read them, in the C
+ * locale, when they must take the whole string: white space, one '+' or
+ * '-', at least one digit, nothing after; strtoull's '-' negates modulo
+ * 2^64 (but a string that starts with '-' is refused).  Refused (-EINVAL,
+ * *out untouched): empty, OTLP_DEC_MAX bytes or more, no digit, any other
+ * byte, beyond 2^64 - 1 (u64) or outside -2^63..2^63-1 (i64).  0 when read.
+ */
+#define OTLP_DEC_MAX 64
+int otlp_dec_u64(const char *s, size_t len, uint64_t *out);
+int otlp_dec_i64(const char *s, size_t len, int64_t *out);
+
 /* AnyValues nest (arrays of arrays, maps of maps) at most this deep. */
 #define OTLP_MAX_DEPTH 32
 

@@ -33,7 +33,9 @@
  * number, which jansson let through, is refused like any other byte that
  * is not JSON.
  */
+#include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +58,8 @@ struct kvlist {
 struct av {
 	struct otlp_value *out;
 	int depth;
-	int s_ok, b_ok, i_set, i_ok, d_ok, by_ok;
-	int arr_set, arr_bad, kvl_set;
+	int s_ok, b_ok, i_set, i_ok, d_ok, by_ok;       /* from s_ok to s: set to 0 */
+	int arr_set, arr_bad, kvl_set;                  /*   by av_new() */
 	struct otlp_str s, by;
 	int b;
 	int64_t i;
@@ -133,8 +135,14 @@ struct frame {
 	size_t idx;             /* R_KV: the element */
 };
 
+/* The strings of a request are packed into blocks of this size taken
+ * from the arena (each zarena_alloc() is a call and 16-byte aligned);
+ * a longer string gets its own allocation. */
+#define STR_BLOCK 4096
+
 struct jd {
 	struct zarena *a;
+	char *sp, *sp_end;      /* what is left of the current string block */
 	struct frame *st;
 	size_t nst, capst;
 	int oom;
@@ -148,7 +156,6 @@ struct jd {
 	struct spanb pb;
 	struct eventb eb;
 	struct av *av_free;
-	char num[64];           /* a string read as a number */
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -159,8 +166,10 @@ static int oom(struct jd *j)
 	return 0;
 }
 
-static int grow(struct jd *j, void **v, size_t n, size_t *cap, size_t el)
+static inline int grow(struct jd *j, void **v, size_t n, size_t *cap, size_t el)
 {
+	if (n < *cap)
+		return 0;       /* room: no call */
 	if (zarena_grow(j->a, v, n, cap, el)) {
 		j->oom = 1;
 		return -ENOMEM;
@@ -170,10 +179,20 @@ static int grow(struct jd *j, void **v, size_t n, size_t *cap, size_t el)
 
 static int copy_str(struct jd *j, const unsigned char *s, size_t len, struct otlp_str *out)
 {
-	char *p = zarena_alloc(j->a, len + 1);
+	char *p;
 
-	if (!p)
-		return -ENOMEM;
+	if ((size_t)(j->sp_end - j->sp) > len) {
+		p = j->sp;
+		j->sp += len + 1;
+	} else if (len >= STR_BLOCK / 4) {
+		if (!(p = zarena_alloc(j->a, len + 1)))
+			return -ENOMEM;
+	} else {
+		if (!(p = zarena_alloc(j->a, STR_BLOCK)))
+			return -ENOMEM;
+		j->sp = p + len + 1;
+		j->sp_end = p + STR_BLOCK;
+	}
 	memcpy(p, s, len);
 	p[len] = '\0';
 	out->p = p;
@@ -212,8 +231,8 @@ int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n)
 
 			if (spanrec_hex_u64(s + 2 * i, 16, false, &v))
 				return -EINVAL;
-			for (size_t b = 0; b < 8; b++)
-				out[i + b] = (uint8_t)(v >> (56 - 8 * b));
+			v = htobe64(v);
+			memcpy(out + i, &v, 8);
 		}
 		return 0;
 	}
@@ -240,51 +259,148 @@ int otlp_id_parse(const char *s, size_t len, uint8_t *out, size_t n)
 	return -EINVAL;
 }
 
-/* The text of a string value, NUL-terminated, in j->num (NULL: too long
- * for a number anyway). */
-static const char *num_text(struct jd *j, const struct json_tok *v)
+/* C's isspace() in the C locale (the decoder's strtoull/strtoll read
+ * those before a number). */
+static inline int c_space(unsigned char c)
 {
-	if (v->len >= sizeof(j->num))
-		return NULL;
-	memcpy(j->num, v->s, v->len);
-	j->num[v->len] = '\0';
-	return j->num;
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* The magnitude and sign of s as strtoull/strtoll read it in base 10: white
+ * space, one '+' or '-', then at least one digit and nothing else; 0, or
+ * -EINVAL (no digit, something after them, or beyond 2^64 - 1). */
+static int dec_mag(const char *s, size_t len, uint64_t *mag, int *neg)
+{
+	const char *p = s, *end = s + len;
+	uint64_t v = 0;
+
+	*neg = 0;
+	while (p < end && c_space((unsigned char)*p))
+		p++;
+	if (p < end && (*p == '+' || *p == '-'))
+		*neg = *p++ == '-';
+	if (p == end)
+		return -EINVAL;
+	for (; p < end; p++) {
+		unsigned d = (unsigned)(unsigned char)*p - '0';
+
+		if (d > 9 || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
+			return -EINVAL;
+	}
+	*mag = v;
+	return 0;
+}
+
+/* The 8 bytes at s as 8 decimal digits (the first the most significant):
+ * 0 and their value in *v, or -1 when one is not a digit.  SWAR: all
+ * eight checked and combined in a few operations of 64 bits. */
+static inline int dec8(const char *s, uint64_t *v)
+{
+	uint64_t x;
+
+	memcpy(&x, s, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* every byte 0x30..0x3f, then (+6) none above 0x39 */
+	if ((x & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull ||
+	    ((x + 0x0606060606060606ull) & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull)
+		return -1;
+	x -= 0x3030303030303030ull;
+	x = x * 10 + (x >> 8);          /* pairs: byte 2k holds digits 2k, 2k+1 */
+	*v = ((x & 0x000000ff000000ffull) * (100 + (1000000ull << 32)) +
+	      ((x >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32))) >> 32;
+	return 0;
+#else
+	x = 0;
+	for (int i = 0; i < 8; i++) {
+		unsigned d = (unsigned)(unsigned char)s[i] - '0';
+
+		if (d > 9)
+			return -1;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+#endif
+}
+
+/* The common case: s is 1 to max (at most 19) digits, nothing else, whose
+ * value cannot overflow: 0 and the value in *v, or -1 to read it in full. */
+static inline int dec_plain(const char *s, size_t len, size_t max, uint64_t *v)
+{
+	uint64_t x = 0, e;
+
+	if (!len || len > max)
+		return -1;
+	for (; len >= 8; s += 8, len -= 8) {
+		if (dec8(s, &e))
+			return -1;
+		x = x * 100000000 + e;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(unsigned char)s[i] - '0';
+
+		if (d > 9)
+			return -1;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+}
+
+int otlp_dec_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	int neg;
+
+	if (!dec_plain(s, len, 19, out))
+		return 0;
+	if (!len || len >= OTLP_DEC_MAX || *s == '-')
+		return -EINVAL;
+	if (dec_mag(s, len, &v, &neg))
+		return -EINVAL;
+	*out = neg ? 0 - v : v;
+	return 0;
+}
+
+int otlp_dec_i64(const char *s, size_t len, int64_t *out)
+{
+	uint64_t v = 0;
+	int neg;
+
+	if (!dec_plain(s, len, 18, &v)) {
+		*out = (int64_t)v;
+		return 0;
+	}
+	if (!len || len >= OTLP_DEC_MAX || dec_mag(s, len, &v, &neg))
+		return -EINVAL;
+	if (v > (neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1))
+		return -EINVAL;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
 }
 
 /* A uint64 from a string of digits or an integer; -EINVAL. */
-static int u64_of(struct jd *j, const struct json_tok *v, uint64_t *out)
+static int u64_of(const struct json_tok *v, uint64_t *out)
 {
-	const char *s;
-	char *end;
-
 	if (v->t == JT_INT && v->i >= 0) {
 		*out = (uint64_t)v->i;
 		return 0;
 	}
 	if (v->t != JT_STR)
 		return -EINVAL;
-	if (!(s = num_text(j, v)))
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return !*s || *end || errno || *s == '-' ? -EINVAL : 0;
+	return otlp_dec_u64((const char *)v->s, v->len, out);
 }
 
 /* An int64 from an integer or a string of digits (proto3 JSON). */
-static int i64_of(struct jd *j, const struct json_tok *v, int64_t *out)
+static int i64_of(const struct json_tok *v, int64_t *out)
 {
-	const char *s;
-	char *end;
-
 	if (v->t == JT_INT) {
 		*out = v->i;
 		return 0;
 	}
-	if (v->t != JT_STR || !(s = num_text(j, v)))
+	if (v->t != JT_STR)
 		return -EINVAL;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return !*s || *end || errno ? -EINVAL : 0;
+	return otlp_dec_i64((const char *)v->s, v->len, out);
 }
 
 /* A number in 0..max from an integer or one of names; -1 otherwise. */
@@ -325,7 +441,9 @@ static struct av *av_new(struct jd *j, struct otlp_value *out, int depth)
 		j->av_free = v->free_next;
 	else if (!(v = zarena_alloc(j->a, sizeof(*v))))
 		return NULL;
-	memset(v, 0, sizeof(*v));
+	/* only the flags: av_end() reads a member's fields when its flag is set,
+	 * and the cases that set one fill its fields */
+	memset(&v->s_ok, 0, offsetof(struct av, s) - offsetof(struct av, s_ok));
 	v->out = out;
 	v->depth = depth;
 	return v;
@@ -375,11 +493,11 @@ static void av_end(struct jd *j, struct av *v)
 
 /* ---- the frames ---------------------------------------------------------- */
 
-static struct frame *push(struct jd *j, enum role t, int array, void *p)
+static inline struct frame *push(struct jd *j, enum role t, int array, void *p)
 {
 	struct frame *f;
 
-	if (j->nst == j->capst) {
+	if (__builtin_expect(j->nst == j->capst, 0)) {
 		size_t cap = j->capst ? j->capst * 2 : 32;
 		struct frame *st = realloc(j->st, cap * sizeof(*st));
 
@@ -391,11 +509,7 @@ static struct frame *push(struct jd *j, enum role t, int array, void *p)
 		j->capst = cap;
 	}
 	f = &j->st[j->nst++];
-	memset(f, 0, sizeof(*f));
-	f->t = t;
-	f->array = array;
-	f->p = p;
-	f->next = R_SKIP;
+	*f = (struct frame){ .t = t, .array = array, .next = R_SKIP, .p = p };
 	return f;
 }
 
@@ -571,9 +685,12 @@ static void rs_end(struct jd *j)
 
 /*
  * A value of role r in frame f: a scalar (its token) or the start of an
- * object or array (then the frame to push).  Returns 0 to stop the parse.
+ * object (map) or array (arr; then the frame to push).  Returns 0 to stop
+ * the parse.  Inlined twice, for scalars and for containers (on_scalar(), on_open()):
+ * each copy keeps only its cases' code.
  */
-static int value(struct jd *j, struct frame *f, enum role r, const struct json_tok *v)
+static inline __attribute__((always_inline))
+int value(struct jd *j, struct frame *f, enum role r, const struct json_tok *v, int map, int arr)
 {
 	static const char *const kinds[] = {
 		"SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
@@ -582,7 +699,6 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 	static const char *const codes[] = {
 		"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR",
 	};
-	int map = v->t == JT_MAP, arr = v->t == JT_ARRAY;
 	enum role push_as = R_SKIP;     /* a container: what it is read as */
 	void *p = NULL;
 	struct spanb *sp = &j->pb;
@@ -699,7 +815,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 		struct av *a = f->p;
 
 		a->i_set = 1;
-		a->i_ok = !i64_of(j, v, &a->i);
+		a->i_ok = !i64_of(v, &a->i);
 		break;
 	}
 	case R_AV_D: {
@@ -810,10 +926,10 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 		sp->s.kind = enum_of(v, kinds, 5);
 		break;
 	case R_START:
-		sp->start_ok = !u64_of(j, v, &sp->s.start_ns);
+		sp->start_ok = !u64_of(v, &sp->s.start_ns);
 		break;
 	case R_END:
-		sp->end_ok = !u64_of(j, v, &sp->s.end_ns);
+		sp->end_ok = !u64_of(v, &sp->s.end_ns);
 		break;
 	case R_STATUS:
 		sp->s.status_code = 0;
@@ -861,7 +977,7 @@ static int value(struct jd *j, struct frame *f, enum role r, const struct json_t
 			return 0;
 		break;
 	case R_EV_TIME:
-		if (u64_of(j, v, &j->eb.e.time_ns))
+		if (u64_of(v, &j->eb.e.time_ns))
 			j->eb.e.time_ns = 0;
 		break;
 	default:
@@ -945,12 +1061,13 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 		return K("name") ? R_EV_NAME : K("timeUnixNano") ? R_EV_TIME :
 		       K("attributes") ? R_KVS : R_SKIP;
 	case R_AV:
-		if (n < 8)
-			return R_SKIP;
-		return K("stringValue") ? R_AV_S : K("boolValue") ? R_AV_B :
-		       K("intValue") ? R_AV_I : K("doubleValue") ? R_AV_D :
-		       K("bytesValue") ? R_AV_BY : K("arrayValue") ? R_AV_ARR :
-		       K("kvlistValue") ? R_AV_KVL : R_SKIP;
+		/* by the length first (K() compares it too) */
+		if (n == 11)
+			return K("stringValue") ? R_AV_S : K("doubleValue") ? R_AV_D :
+			       K("kvlistValue") ? R_AV_KVL : R_SKIP;
+		if (n == 10)
+			return K("arrayValue") ? R_AV_ARR : K("bytesValue") ? R_AV_BY : R_SKIP;
+		return K("intValue") ? R_AV_I : K("boolValue") ? R_AV_B : R_SKIP;
 	case R_AV_ARR:
 		return K("values") ? R_AV_VALS : R_SKIP;
 	case R_AV_KVL:
@@ -963,18 +1080,29 @@ static enum role key_role(struct frame *f, const unsigned char *k, size_t n)
 
 /* ---- the tokens ------------------------------------------------------------ */
 
+/* A scalar value (a string, number, bool or null): 0 or -ENOMEM. */
 __attribute__((noinline))
-static int on_value(struct jd *j, const struct json_tok *v)
+static int on_scalar(struct jd *j, const struct json_tok *v)
 {
 	struct frame *f;
 	enum role r = role_now(j, &f);
 
-	if (f && f->t == R_SKIP) {
-		if (v->t == JT_MAP || v->t == JT_ARRAY)
-			return push(j, R_SKIP, v->t == JT_ARRAY, NULL) != NULL;
-		return 1;
-	}
-	return value(j, f, r, v);
+	if (f && f->t == R_SKIP)
+		return 0;
+	return value(j, f, r, v, 0, 0) ? 0 : -ENOMEM;
+}
+
+/* An object or array begins: 0 or -ENOMEM. */
+__attribute__((noinline))
+static int on_open(struct jd *j, const struct json_tok *v)
+{
+	struct frame *f;
+	enum role r = role_now(j, &f);
+	int arr = v->t == JT_ARRAY;
+
+	if (f && f->t == R_SKIP)
+		return push(j, R_SKIP, arr, NULL) ? 0 : -ENOMEM;
+	return value(j, f, r, v, !arr, arr) ? 0 : -ENOMEM;
 }
 
 /* The token handlers return 0 or -ENOMEM; not inlined into on_tok(), which
@@ -1040,7 +1168,9 @@ static int on_tok(void *ctx, const struct json_tok *t)
 		return on_key(j, t);
 	if (t->t == JT_END)
 		return on_end(j);
-	return on_value(j, t) ? 0 : -ENOMEM;
+	if (t->t == JT_MAP || t->t == JT_ARRAY)
+		return on_open(j, t);
+	return on_scalar(j, t);
 }
 
 /* ---- the front end -------------------------------------------------------- */

@@ -9,6 +9,7 @@
  * nesting limits.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,8 +307,238 @@ static void tag_orders(void)
 	   bad ? " (the last one differs)" : "");
 }
 
+/*
+ * otlp_dec_u64/otlp_dec_i64 (the string-encoded 64-bit numbers): the edges
+ * by their known values, then 20,000 strings of digits, spaces and signs
+ * against the strtoull/strtoll reading they replaced (the old u64_of's
+ * and i64_of's rules), then through the decoder.
+ */
+/* s for a test's line: control bytes as '.' (a line of TAP). */
+static const char *shown(const char *s)
+{
+	static char b[80];
+	size_t n = 0;
+
+	for (; *s && n < sizeof(b) - 1; s++)
+		b[n++] = (unsigned char)*s < 0x20 ? '.' : *s;
+	b[n] = '\0';
+	return b;
+}
+
+static void numbers(void)
+{
+	static const struct { const char *s; int ok; uint64_t v; } u[] = {
+		{ "0", 1, 0 },
+		{ "1", 1, 1 },
+		{ "18446744073709551615", 1, UINT64_MAX },
+		{ "18446744073709551616", 0, 0 },
+		{ "18446744073709551620", 0, 0 },
+		{ "99999999999999999999", 0, 0 },
+		{ "1844674407370955161500", 0, 0 },
+		{ "9999999999999999999", 1, 9999999999999999999ull },
+		{ "10000000000000000000", 1, 10000000000000000000ull },
+		{ "000000000000000000000000000000018446744073709551615", 1, UINT64_MAX },
+		{ "00042", 1, 42 },
+		{ "1795600000000000000", 1, 1795600000000000000ull },
+		{ "+7", 1, 7 },
+		{ " 7", 1, 7 },
+		{ "\t\n\v\f\r 7", 1, 7 },
+		{ " -5", 1, (uint64_t)0 - 5 },          /* strtoull's negation */
+		{ " -18446744073709551615", 1, 1 },
+		{ " -18446744073709551616", 0, 0 },
+		{ "-5", 0, 0 },
+		{ "-0", 0, 0 },
+		{ "", 0, 0 },
+		{ " ", 0, 0 },
+		{ "+", 0, 0 },
+		{ " -", 0, 0 },
+		{ "++1", 0, 0 },
+		{ "+-1", 0, 0 },
+		{ "7 ", 0, 0 },
+		{ "1a", 0, 0 },
+		{ "a1", 0, 0 },
+		{ "0x10", 0, 0 },
+		{ "1.0", 0, 0 },
+		{ "1e3", 0, 0 },
+		{ "12:", 0, 0 },
+		{ "12/", 0, 0 },
+		/* the bytes next to the digits, in the 8-digit blocks */
+		{ "1234567:", 0, 0 },
+		{ "/2345678", 0, 0 },
+		{ "12345678901234?6", 0, 0 },
+		{ "1795600000;00000000", 0, 0 },
+		{ "17956000\x10" "000000000", 0, 0 },
+		{ "17956000\xb0" "000000000", 0, 0 },
+		{ "\xd9\xa1", 0, 0 },                   /* an Arabic-Indic digit one */
+		/* 63 bytes: read; 64: refused, whatever they are */
+		{ "000000000000000000000000000000000000000000000000000000000000001", 1, 1 },
+		{ "0000000000000000000000000000000000000000000000000000000000000001", 0, 0 },
+	};
+	static const struct { const char *s; int ok; int64_t v; } i[] = {
+		{ "0", 1, 0 },
+		{ "-0", 1, 0 },
+		{ "9223372036854775807", 1, INT64_MAX },
+		{ "9223372036854775808", 0, 0 },
+		{ "-9223372036854775808", 1, INT64_MIN },
+		{ "-9223372036854775809", 0, 0 },
+		{ "18446744073709551615", 0, 0 },
+		{ "18446744073709551616", 0, 0 },
+		{ "-42", 1, -42 },
+		{ "+42", 1, 42 },
+		{ " \t-0042", 1, -42 },
+		{ "0000000000000000000009223372036854775807", 1, INT64_MAX },
+		{ "", 0, 0 },
+		{ "-", 0, 0 },
+		{ "--1", 0, 0 },
+		{ "1-", 0, 0 },
+		{ "4 2", 0, 0 },
+		{ "x", 0, 0 },
+		{ "000000000000000000000000000000000000000000000000000000000000042", 1, 42 },
+		{ "-000000000000000000000000000000000000000000000000000000000000042", 0, 0 },
+	};
+	int bad = 0;
+
+	/* both tables in one loop: u64's first, then i64's (its value's bits) */
+	size_t nu = sizeof(u) / sizeof(u[0]), ni = sizeof(i) / sizeof(i[0]);
+
+	for (size_t k = 0; k < nu + ni; k++) {
+		int is_u = k < nu, want_ok = is_u ? u[k].ok : i[k - nu].ok;
+		const char *s = is_u ? u[k].s : i[k - nu].s;
+		uint64_t want = is_u ? u[k].v : (uint64_t)i[k - nu].v, v = 12345;
+		int64_t w = 12345;
+		int ret = is_u ? otlp_dec_u64(s, strlen(s), &v) : otlp_dec_i64(s, strlen(s), &w);
+
+		if (!is_u)
+			v = (uint64_t)w;
+		if (want_ok)
+			ok(!ret && v == want, "%s \"%s\": %s%" PRIu64 " (%d)", is_u ? "u64" : "i64", shown(s),
+			   !is_u && w < 0 ? "-" : "", !is_u && w < 0 ? 0 - v : v, ret);
+		else
+			ok(ret == -EINVAL && v == 12345, "%s \"%s\" refused (%d), out untouched",
+			   is_u ? "u64" : "i64", shown(s), ret);
+	}
+	/* not NUL-terminated: the length bounds the reading */
+	{
+		uint64_t v = 0;
+		int64_t w = 0;
+
+		ok(!otlp_dec_u64("123456", 3, &v) && v == 123, "u64 of \"123\" out of \"123456\"");
+		ok(!otlp_dec_i64("-12x", 3, &w) && w == -12, "i64 of \"-12\" out of \"-12x\"");
+	}
+	/* the strtoull/strtoll readings they replaced, on random strings (every
+	 * other one of digits alone: the 8-digits-at-a-time path) */
+	for (int k = 0; k < 20000; k++) {
+		static const char alpha[] = "0123456789999999 +-\tx:;?/";
+		char s[72];
+		size_t n = test_xorshift() % 8 ? test_xorshift() % 24 : test_xorshift() % 70;
+		uint64_t v = 1, rv;
+		int64_t w = 1, rw;
+		char *end;
+		int ru, ri;
+
+		for (size_t c = 0; c < n; c++)
+			s[c] = k % 2 || test_xorshift() % 4 ? (char)('0' + test_xorshift() % 10) :
+						    alpha[test_xorshift() % (sizeof(alpha) - 1)];
+		s[n] = '\0';
+		errno = 0;
+		rv = strtoull(s, &end, 10);
+		ru = n && n < 64 && !*end && !errno && *s != '-';
+		errno = 0;
+		rw = strtoll(s, &end, 10);
+		ri = n && n < 64 && !*end && !errno;
+		int gu = otlp_dec_u64(s, n, &v) == 0, gi = otlp_dec_i64(s, n, &w) == 0;
+
+		if (gu != ru || (ru && v != rv) || gi != ri || (ri && w != rw)) {
+			if (!bad++)
+				diag("\"%s\": u64 %d %" PRIu64 " (strtoull %d %" PRIu64 "), i64 %d %" PRId64
+				     " (strtoll %d %" PRId64 ")", shown(s), gu, v, ru, rv, gi, w, ri, rw);
+		}
+	}
+	ok(!bad, "20000 random strings read as strtoull/strtoll read them (%d differ)", bad);
+
+	/* through the decoder: the times and an intValue */
+	is_int(dec(DOC("{" TID ",\"startTimeUnixNano\":\"18446744073709551615\","
+		       "\"endTimeUnixNano\":\"18446744073709551615\"," ATTR("{\"intValue\":\"-9223372036854775808\"}") "}")),
+	       0, "2^64 - 1 end: decoded");
+	ok(res.nspans == 1 && res.spans[0].timestamp_us == 18446744073709551ull,
+	   "2^64 - 1 ns: kept, at %" PRIu64 " us", res.nspans ? res.spans[0].timestamp_us : 0);
+	is_str(tag("k"), "-9223372036854775808", "intValue -2^63 as a string");
+	is_int(dec(DOC("{" TID ",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"18446744073709551616\"}")),
+	       0, "2^64 end: decoded");
+	ok(res.nspans == 0 && res.rejected == 1 && strstr(res.first_error, "endTimeUnixNano"),
+	   "2^64 end: the span rejected (%.200s)", res.first_error);
+	is_int(dec(DOC("{" TID ",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"-3\"}")),
+	       0, "-3 end: decoded");
+	ok(res.nspans == 0 && res.rejected == 1, "-3 end: the span rejected");
+	is_int(dec(DOC("{" TID ",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"\"}")),
+	       0, "empty end: decoded");
+	ok(res.nspans == 0 && res.rejected == 1, "empty end: the span rejected");
+	is_int(dec(DOC("{" TID "," TIMES "," ATTR("{\"intValue\":\"9223372036854775808\"}") "}")),
+	       0, "intValue 2^63: decoded");
+	ok(res.nspans == 0 && res.rejected == 1, "intValue 2^63: the span rejected (a bad value)");
+}
+
+/* A span's name and a string attribute of every length around the
+ * decoder's string blocks (4096 bytes, strings of 1024 and more alone):
+ * each one read back whole, next to the others. */
+static void strings(void)
+{
+	enum { N = 300 };
+	char *doc = NULL, *want = malloc(6000);
+	size_t dlen = 0;
+	FILE *f = open_memstream(&doc, &dlen);
+	int bad = 0;
+
+	fputs("{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[", f);
+	for (int i = 0; i < N; i++) {
+		int nl = i == 7 ? 5000 : i == 8 ? 1023 : i == 9 ? 1024 : (i * 7) % 120 + 1;
+		int vl = (i * 13) % 200;
+
+		fprintf(f, "%s{\"traceId\":\"5b8efff798038103d269b633813fc60c\",\"spanId\":\"%016x\","
+			TIMES ",\"name\":\"", i ? "," : "", i + 1);
+		for (int c = 0; c < nl; c++)
+			fputc('a' + (i + c) % 26, f);
+		fputs(i % 10 == 3 ? "\\n\",\"attributes\":[{\"key\":\"k\",\"value\":{\"stringValue\":\"" :
+			 "\",\"attributes\":[{\"key\":\"k\",\"value\":{\"stringValue\":\"", f);
+		for (int c = 0; c < vl; c++)
+			fputc('A' + (i + c) % 26, f);
+		fputs("\"}}]}", f);
+	}
+	fputs("]}]}]}", f);
+	fclose(f);
+	is_int(dec(doc), 0, "%d spans of names and values of 0 to 5000 bytes: decoded", N);
+	ok(res.nspans == N, "... %zu spans kept", res.nspans);
+	for (size_t i = 0; i < res.nspans && i < N; i++) {
+		const struct zspan *z = &res.spans[i];
+		int nl = i == 7 ? 5000 : i == 8 ? 1023 : i == 9 ? 1024 : ((int)i * 7) % 120 + 1;
+		int vl = ((int)i * 13) % 200, n = 0;
+
+		if (z->id != i + 1) {
+			bad++;
+			continue;
+		}
+		for (int c = 0; c < nl; c++)
+			want[n++] = (char)('a' + ((int)i + c) % 26);
+		if (i % 10 == 3)
+			want[n++] = '\n';
+		if (z->name.len != (size_t)n || memcmp(z->name.p, want, (size_t)n))
+			bad++;
+		for (int c = 0; c < vl; c++)
+			want[c] = (char)('A' + ((int)i + c) % 26);
+		for (uint32_t t = 0; t < z->ntags; t++)
+			if (z->tags[t].key.len == 1 && z->tags[t].key.p[0] == 'k' &&
+			    (z->tags[t].value.len != (size_t)vl || memcmp(z->tags[t].value.p, want, (size_t)vl)))
+				bad++;
+	}
+	ok(!bad, "... every name and value read back whole (%d differ)", bad);
+	free(doc);
+	free(want);
+}
+
 int main(void)
 {
+	numbers();
+	strings();
 	anyvalue();
 	fields();
 	errors();
