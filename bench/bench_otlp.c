@@ -456,15 +456,21 @@ static pid_t start_collector(const char *fay, const char *ch, int port, int gpor
 	snprintf(grpc, sizeof(grpc), "127.0.0.1:%d", gport);
 	snprintf(wire, sizeof(wire), "127.0.0.1:%d", free_port());
 	snprintf(http, sizeof(http), "127.0.0.1:%d", *hport);
-	snprintf(db, sizeof(db), "%s/bench.db", dir);
+	/* the ClickHouse collector's --db too: where its side files go
+	 * (captures, the probe token), not the working directory */
+	snprintf(db, sizeof(db), "%s/bench%s.db", dir, ch ? "-ch" : "");
 	fflush(stdout);
 	pid = fork();
 	if (!pid) {
 		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
 			_exit(127);
-		execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http", otlp,
-		      "--otlp-grpc", grpc, ch ? "--clickhouse" : "--db", ch ? ch : db,
-		      "--retention", "0", (char *)NULL);
+		if (ch)
+			execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http",
+			      otlp, "--otlp-grpc", grpc, "--db", db, "--clickhouse", ch,
+			      "--retention", "0", (char *)NULL);
+		else
+			execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http",
+			      otlp, "--otlp-grpc", grpc, "--db", db, "--retention", "0", (char *)NULL);
 		_exit(127);
 	}
 	/* up to 30 s: a loaded machine, or the collector under valgrind */
