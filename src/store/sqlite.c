@@ -406,6 +406,7 @@ struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t er
 		goto err_out;
 	}
 	pthread_mutex_init(&st->wlock, NULL);
+	pthread_mutex_init(&st->plock, NULL);
 	st->flags = flags;
 	st->db = open_conn(path, !(flags & STORE_F_READONLY), 1, err, errlen, &ret);
 	if (!st->db)
@@ -453,6 +454,8 @@ void sq__close(struct store_be *st)
 	sq_ckpt_stop(st);
 	sq_windows_close(st);
 	pthread_mutex_destroy(&st->wlock);
+	sq_prep_pool_free(st);
+	pthread_mutex_destroy(&st->plock);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(st->st[i]);
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
@@ -478,6 +481,7 @@ const struct store_ops sq_store_ops = {
 	.open = sq__open,
 	.close = sq__close,
 	.write = sq__write,
+	.prepare = sq__prepare,
 	.agent_hello = sq__agent_hello,
 	.agent_stats = sq__agent_stats,
 	.agent_last_seq = sq__agent_last_seq,
