@@ -41,7 +41,12 @@ static const sq_migration_fn store_migrations[] = {
 #define TRACE_COLS "ts_us, root_us, min_us, end_us, max_dur_us, nspans, next_no," \
 	" error, root_service, root_name, bloom"
 
-/* One row of ST_INS_SPANS (SQ_SPAN_PARAMS parameters). */
+/* One row of ST_INS_SPANS (SQ_SPAN_PARAMS parameters).  ST_INS_SPANS is
+ * INSERT OR FAIL: a statement that writes several rows and may ABORT
+ * opens a statement journal (a savepoint, and a copy of each page it
+ * changes that the transaction changed before) so that it can undo its
+ * own rows; OR FAIL has nothing to undo.  A failed row fails the whole
+ * write: sq__write() rolls the transaction back either way. */
 #define ROW20 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 _Static_assert(SQ_SPAN_ROWS == 8, "ST_INS_SPANS has 8 rows");
 
@@ -56,7 +61,7 @@ static const char *const stmt_sql[ST_MAX] = {
 		" start_us, duration_us, shared, debug, error, origin, extra)"
 		" VALUES (?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?)",
 	[ST_INS_SPANS] =
-		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
+		"INSERT OR FAIL INTO span_rows (seq_no, id, parent_id, kind, name,"
 		" local_service, local_ipv4, local_ipv6, local_port,"
 		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
 		" start_us, duration_us, shared, debug, error, origin, extra)"
