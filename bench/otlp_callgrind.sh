@@ -13,8 +13,10 @@
 # connections).  A stage's figure is its function's inclusive
 # instructions over the spans stored (the calls of sq_span_claim, once a
 # span): decode (otlp_pb_decode or
-# otlp_json_decode), map (otlp_map), the store's whole transaction
-# (sq__write), and in it the spans row INSERTs' sqlite3_step.
+# otlp_json_decode), map (otlp_map), the store's preparation on the
+# connection thread (store__prepare: 0 in a build without it), the
+# store's whole transaction on the writer (sq__write), and in it the
+# spans row INSERTs' sqlite3_step.
 #
 # If valgrind stops at a SIGTRAP in libc (another session's uprobe on the
 # system libc), set CG_LIBC_DIR to a directory holding a copy of
@@ -71,7 +73,7 @@ trap 'rm -rf "$work"' EXIT
 decode=otlp_pb_decode
 [ "$tr" = json ] && decode=otlp_json_decode
 
-# measure NAME FAY BENCH: prints "decode map store step spans"
+# measure NAME FAY BENCH: prints "decode map store step spans prepare"
 measure() {
 	local name=$1 fay=$2 bench=$3 w=$work/$1
 	mkdir -p "$w"
@@ -109,19 +111,21 @@ for line in out.splitlines():
         ir[m.group(2)] = int(m.group(1).replace(',', ''))
 def per(fn):
     return ir.get(fn, 0) / calls if calls else 0
-print(f"{per(decode):.0f} {per('otlp_map'):.0f} {per('sq__write'):.0f} {per('sqlite3_step'):.0f} {calls}")
+print(f"{per(decode):.0f} {per('otlp_map'):.0f} {per('sq__write'):.0f} {per('sqlite3_step'):.0f} {calls} {per('store__prepare'):.0f}")
 PY
 }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-read -r da ma sa pa na < <(measure A "$1" "$2")
-read -r db mb sb pb nb < <(measure B "$3" "$4")
+read -r da ma sa pa na ra < <(measure A "$1" "$2")
+read -r db mb sb pb nb rb < <(measure B "$3" "$4")
 echo "# otlp_callgrind, $(date -u '+%Y-%m-%d %H:%M UTC'), bench_otlp -s $spr -r 1 -t $secs -T $tr, load average $load0 (instructions do not depend on it)"
 echo "# spans stored: A $na, B $nb"
 printf '%-44s %9s %9s %7s\n' "instructions a span" A B "B/A"
 row() { printf '%-44s %9s %9s %7s\n' "$1" "$2" "$3" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.3f", a ? b / a : 0}')"; }
 row "decode ($decode)" "$da" "$db"
 row "map (otlp_map)" "$ma" "$mb"
+row "store's preparation (store__prepare)" "$ra" "$rb"
+row "connection thread (decode + map + prepare)" "$((da + ma + ra))" "$((db + mb + rb))"
 row "store, whole transaction (sq__write)" "$sa" "$sb"
 row "  of which sqlite3_step (every statement)" "$pa" "$pb"
-row "decode + map + store" "$((da + ma + sa))" "$((db + mb + sb))"
+row "decode + map + prepare + store" "$((da + ma + ra + sa))" "$((db + mb + rb + sb))"

@@ -227,6 +227,7 @@ static long store_host(struct collector *c, const struct cluster_capture_host *h
 		b.spans = spans;
 		b.parts = parts;
 		b.nparts = nparts;
+		(void)store__prepare(c->store, &b, &a); /* else the writer does it */
 		ret = b.nspans || nparts ? ingest_write(c->ingest, &b, err, errlen) : 0;
 	}
 	zarena_reset(&a);

@@ -404,6 +404,7 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 	M_ADD(c, spans_received, n);
 	b.spans = spans;
 	b.nspans = n;
+	(void)store__prepare(c->store, &b, &a); /* else the writer does it */
 	ret = n ? ingest_write(c->ingest, &b, err, sizeof(err)) : 0;
 	zarena_reset(&a);
 	if (ret) {

@@ -96,6 +96,9 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	}
 	b.spans = res.spans;
 	b.nspans = res.nspans;
+	/* the store's share that needs no writer, here (out of memory: the
+	 * writer does it) */
+	(void)store__prepare(c->store, &b, &a);
 	ret = ingest_try_write(c->ingest, &b, err, sizeof(err));
 	if (ret) {
 		o->verdict = ret == -EAGAIN ? OTLP_BUSY : OTLP_UNAVAILABLE;

@@ -124,6 +124,7 @@ static int decode(struct agent_conn *ac, const struct wire_frame *f, struct pend
 	p->b.spans = spans;
 	p->b.parts = parts;
 	p->b.nparts = nparts;
+	(void)store__prepare(ac->c->store, &p->b, &p->a); /* else the writer does it */
 	return 0;
 nack:
 	zarena_reset(&p->a);

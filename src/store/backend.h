@@ -39,6 +39,8 @@ struct store_ops {
 	void (*close)(struct store_be *st);
 	int (*write)(struct store_be *st, struct store_batch **b, size_t n,
 		     char *err, size_t errlen);
+	/* store__prepare(); NULL: nothing to prepare */
+	int (*prepare)(struct store_be *st, struct store_batch *b, struct zarena *a);
 	int (*agent_hello)(struct store_be *st, const char *agent_id, const char *host,
 			   const char *version, uint64_t *last_seq);
 	int (*agent_stats)(struct store_be *st, const char *agent_id, const char *json);

@@ -41,7 +41,12 @@ static const sq_migration_fn store_migrations[] = {
 #define TRACE_COLS "ts_us, root_us, min_us, end_us, max_dur_us, nspans, next_no," \
 	" error, root_service, root_name, bloom"
 
-/* One row of ST_INS_SPANS (SQ_SPAN_PARAMS parameters). */
+/* One row of ST_INS_SPANS (SQ_SPAN_PARAMS parameters).  ST_INS_SPANS is
+ * INSERT OR FAIL: a statement that writes several rows and may ABORT
+ * opens a statement journal (a savepoint, and a copy of each page it
+ * changes that the transaction changed before) so that it can undo its
+ * own rows; OR FAIL has nothing to undo.  A failed row fails the whole
+ * write: sq__write() rolls the transaction back either way. */
 #define ROW20 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 _Static_assert(SQ_SPAN_ROWS == 8, "ST_INS_SPANS has 8 rows");
 
@@ -56,7 +61,7 @@ static const char *const stmt_sql[ST_MAX] = {
 		" start_us, duration_us, shared, debug, error, origin, extra)"
 		" VALUES (?,?,?,?,?, ?,?,?,?, ?,?,?,?, ?,?,?,?,?,?,?)",
 	[ST_INS_SPANS] =
-		"INSERT INTO span_rows (seq_no, id, parent_id, kind, name,"
+		"INSERT OR FAIL INTO span_rows (seq_no, id, parent_id, kind, name,"
 		" local_service, local_ipv4, local_ipv6, local_port,"
 		" remote_service, remote_ipv4, remote_ipv6, remote_port,"
 		" start_us, duration_us, shared, debug, error, origin, extra)"
@@ -419,6 +424,7 @@ struct store_be *sq__open(const char *path, unsigned flags, char *err, size_t er
 		goto err_out;
 	}
 	pthread_mutex_init(&st->wlock, NULL);
+	pthread_mutex_init(&st->plock, NULL);
 	st->flags = flags;
 	st->db = open_conn(path, !(flags & STORE_F_READONLY), 1, err, errlen, &ret);
 	if (!st->db)
@@ -466,6 +472,8 @@ void sq__close(struct store_be *st)
 	sq_ckpt_stop(st);
 	sq_windows_close(st);
 	pthread_mutex_destroy(&st->wlock);
+	sq_prep_pool_free(st);
+	pthread_mutex_destroy(&st->plock);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(st->st[i]);
 	if (st->db && sqlite3_close(st->db) != SQLITE_OK)
@@ -491,6 +499,7 @@ const struct store_ops sq_store_ops = {
 	.open = sq__open,
 	.close = sq__close,
 	.write = sq__write,
+	.prepare = sq__prepare,
 	.agent_hello = sq__agent_hello,
 	.agent_stats = sq__agent_stats,
 	.agent_last_seq = sq__agent_last_seq,

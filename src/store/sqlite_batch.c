@@ -179,11 +179,17 @@ static int rows_in_key_order(struct store_be *st, struct sq_row *r, size_t n)
  * more often than when every row of a new trace is appended at the end.
  * The rows go SQ_SPAN_ROWS to an INSERT (the rest one by one): one
  * statement's start and end, and one cursor appending, for eight rows.
+ * A batch store__prepare() made ready (b->prep) has its blobs and Bloom
+ * bits taken from there (sqlite_prep.c).
  */
 static int write_spans(struct store_be *st, struct store_batch *b)
 {
+	const struct store_prep *prep = b->prep;
 	size_t n = b->nspans, sorted = 1;
 	int rc;
+
+	if (prep && (prep->spans != b->spans || prep->n != n))
+		prep = NULL; /* made of other spans: not used */
 
 	if (n < 2) {
 		for (size_t i = 0; i < n; i++) {
@@ -217,10 +223,10 @@ static int write_spans(struct store_be *st, struct store_batch *b)
 		const struct sq_row *r = &st->rows[i];
 
 		if (n - i >= SQ_SPAN_ROWS) {
-			rc = sq_span_rows(st, b->spans, 0, r);
+			rc = sq_span_rows(st, b->spans, 0, r, prep);
 			i += SQ_SPAN_ROWS;
 		} else {
-			rc = sq_span_row(st, &b->spans[r->span], 0, r);
+			rc = sq_span_row(st, &b->spans[r->span], 0, r, prep);
 			i++;
 		}
 		if (rc != SQLITE_OK)

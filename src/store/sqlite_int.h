@@ -35,6 +35,7 @@ void sq__close(struct store_be *st);
 const char *sq__path(const struct store_be *st);
 int sq__write(struct store_be *st, struct store_batch **b, size_t n,
 	      char *err, size_t errlen);
+int sq__prepare(struct store_be *st, struct store_batch *b, struct zarena *a); /* sqlite_prep.c */
 int sq__agent_hello(struct store_be *st, const char *agent_id, const char *host,
 		    const char *version, uint64_t *last_seq);
 int sq__agent_stats(struct store_be *st, const char *agent_id, const char *json);
@@ -132,6 +133,31 @@ unsigned sq_bloom_span_txn(struct sq_termset *s, uint32_t ti, uint8_t bloom[SQ_B
 void sq_termset_reset(struct sq_termset *s);
 /* Free s's memory; s is empty after. */
 void sq_termset_free(struct sq_termset *s);
+
+/*
+ * What sq__prepare() made of a batch of n spans (sqlite_prep.c), in the
+ * batch's arena.  Span i: bloom[i], the Bloom bits of its terms that no
+ * span before it in the batch gave its trace (sq_bloom_span_txn() over
+ * the batch, the traces numbered in the batch); extra[i], extra_len[i]
+ * its span_rows.extra blob (sq_extra_encode(); length 0: NULL).
+ */
+struct store_prep {
+	const struct zspan *spans;  /* the batch's spans it was made of */
+	size_t n;
+	uint8_t (*bloom)[SQ_BLOOM_BYTES];
+	const uint8_t **extra;
+	uint32_t *extra_len;
+};
+
+/* sq__prepare()'s scratch, kept in a pool of the store's between batches. */
+struct sq_prep_tmp {
+	struct sq_termset ts;
+	struct sq_buf x;
+};
+#define SQ_PREP_POOL 4
+
+/* Free the pool of sq__prepare()'s scratch (st closing). */
+void sq_prep_pool_free(struct store_be *st);
 
 #ifdef SQLITE_VERSION
 /* The span columns of a spans row, in the order sq_row_span() reads. */
@@ -272,6 +298,10 @@ struct store_be {
 	uint64_t retained;          /* rows retention deleted since the last prune */
 	uint64_t retain_cutoff_us;  /* the cutoff of that retention */
 	struct ckpt ck;
+	/* sq__prepare()'s scratch, any thread */
+	pthread_mutex_t plock;
+	struct sq_prep_tmp *pool[SQ_PREP_POOL];
+	unsigned npool;
 	/* store__put_windows(): a connection of its own, any thread */
 	pthread_mutex_t wlock;
 	sqlite3 *wdb;
@@ -342,10 +372,14 @@ int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r);
 /* sq_span_claim()'s r->no for a span not stored: its trace holds
  * SQ_NO_LIMIT spans already (logged; counted in st->dropped). */
 #define SQ_NO_DROPPED (-1)
-int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
+/* prep: what sq__prepare() made of the batch whose span r->span z is
+ * (its blob and Bloom bits are taken from there), or NULL. */
+int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r,
+		const struct store_prep *prep);
 /* sq_span_row() of the SQ_SPAN_ROWS rows r[] (in key order) of spans
  * z[r[i].span], in one INSERT. */
-int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r);
+int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r,
+		 const struct store_prep *prep);
 int sq_insert_part(struct store_be *st, const struct zs_part *p);
 int sq_flush_traces(struct store_be *st);
 #endif

@@ -386,10 +386,24 @@ int sq_trace_get(struct store_be *st, uint64_t hi, uint64_t lo, size_t *ti)
 	return SQLITE_OK;
 }
 
+/* to |= from, a filter's 64 bytes (the compiler's vectors) */
+static inline void bloom_or(uint8_t *to, const uint8_t *from)
+{
+	uint64_t a[SQ_BLOOM_BYTES / 8], b[SQ_BLOOM_BYTES / 8];
+
+	memcpy(a, to, sizeof(a));
+	memcpy(b, from, sizeof(b));
+	for (size_t i = 0; i < SQ_BLOOM_BYTES / 8; i++)
+		a[i] |= b[i];
+	memcpy(to, a, sizeof(a));
+}
+
 /* Account span z to trace t (all but nspans); ti: t's index in st->tm
  * when t's Bloom filter holds the terms st->terms says, -1 when it is
- * being rebuilt. */
-static int trace_add(struct store_be *st, struct tsum *t, long ti, const struct zspan *z)
+ * being rebuilt; bloom: z's terms' bits made by sq__prepare() (ORed into
+ * t's filter), or NULL (hashed here). */
+static int trace_add(struct store_be *st, struct tsum *t, long ti, const struct zspan *z,
+		     const uint8_t *bloom)
 {
 	uint64_t ts = z->timestamp_us;
 
@@ -409,7 +423,9 @@ static int trace_add(struct store_be *st, struct tsum *t, long ti, const struct 
 	if (z->duration_us > t->max_dur_us)
 		t->max_dur_us = z->duration_us;
 	t->error |= z->error;
-	if (ti >= 0)
+	if (bloom)
+		bloom_or(t->bloom, bloom);
+	else if (ti >= 0)
 		sq_bloom_span_txn(&st->terms, (uint32_t)ti, t->bloom, z);
 	else
 		sq_bloom_span(t->bloom, z);
@@ -432,7 +448,7 @@ static int trace_recompute(struct store_be *st, size_t ti)
 	sqlite3_bind_int64(s, 1, t->seq);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (sq_row_span(s, 0, &st->merge_arena, &z) ||
-		    trace_add(st, t, -1, &z) != SQLITE_OK) {
+		    trace_add(st, t, -1, &z, NULL) != SQLITE_OK) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
@@ -522,12 +538,23 @@ int sq_span_claim(struct store_be *st, const struct zspan *z, struct sq_row *r)
 }
 
 /* Bind span z's row r at parameters p + 1 .. p + SQ_SPAN_PARAMS of in,
- * its extra blob encoded into x.  SQLite rc. */
+ * its extra blob prep's (r->span's) when prep is not NULL, else encoded
+ * into x.  SQLite rc. */
 static int bind_row(const struct ins *in, int p, struct sq_buf *x, const struct zspan *z,
-		    int origin, const struct sq_row *r)
+		    int origin, const struct sq_row *r, const struct store_prep *prep)
 {
-	if (sq_extra_encode(x, z))
-		return SQLITE_NOMEM;
+	const uint8_t *xp;
+	size_t xn;
+
+	if (prep) {
+		xp = prep->extra[r->span];
+		xn = prep->extra_len[r->span];
+	} else {
+		if (sq_extra_encode(x, z))
+			return SQLITE_NOMEM;
+		xp = x->p;
+		xn = x->len;
+	}
 	sqlite3_bind_int64(in->s, p + 1, SQ_SEQ_NO(r->seq, r->no));
 	sqlite3_bind_int64(in->s, p + 2, (sqlite3_int64)z->id);
 	span_int(in, p + 3, (sqlite3_int64)z->parent_id, !z->parent_id);
@@ -541,8 +568,8 @@ static int bind_row(const struct ins *in, int p, struct sq_buf *x, const struct 
 	span_int(in, p + 17, z->debug, 0);
 	span_int(in, p + 18, z->error, 0);
 	span_int(in, p + 19, origin, 0);
-	if (x->len) {
-		sqlite3_bind_blob(in->s, p + 20, x->p, (int)x->len, SQLITE_STATIC);
+	if (xn) {
+		sqlite3_bind_blob(in->s, p + 20, xp, (int)xn, SQLITE_STATIC);
 		in->bound[p + 20] = 0;
 	} else {
 		span_int(in, p + 20, 0, 1);
@@ -550,35 +577,39 @@ static int bind_row(const struct ins *in, int p, struct sq_buf *x, const struct 
 	return SQLITE_OK;
 }
 
-int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r)
+int sq_span_row(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r,
+		const struct store_prep *prep)
 {
 	struct ins in = { st->st[ST_INS_SPAN], st->span_bound[0], st->span_int[0] };
 	struct tsum *t = &st->tm.v[r->ti];
 	int rc;
 
-	rc = bind_row(&in, 0, &st->extra[0], z, origin, r);
+	rc = bind_row(&in, 0, &st->extra[0], z, origin, r, prep);
 	if (rc == SQLITE_OK)
 		rc = sq_step_done(in.s);
 	if (rc != SQLITE_OK)
 		return rc;
 	t->nspans++;
-	return trace_add(st, t, r->ti, z);
+	return trace_add(st, t, r->ti, z, prep ? prep->bloom[r->span] : NULL);
 }
 
-int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r)
+int sq_span_rows(struct store_be *st, const struct zspan *z, int origin, const struct sq_row *r,
+		 const struct store_prep *prep)
 {
 	struct ins in = { st->st[ST_INS_SPANS], st->span_bound[1], st->span_int[1] };
 	int rc = SQLITE_OK;
 
 	for (int i = 0; i < SQ_SPAN_ROWS && rc == SQLITE_OK; i++)
-		rc = bind_row(&in, i * SQ_SPAN_PARAMS, &st->extra[i], &z[r[i].span], origin, &r[i]);
+		rc = bind_row(&in, i * SQ_SPAN_PARAMS, &st->extra[i], &z[r[i].span], origin, &r[i],
+			      prep);
 	if (rc == SQLITE_OK)
 		rc = sq_step_done(in.s);
 	for (int i = 0; i < SQ_SPAN_ROWS && rc == SQLITE_OK; i++) {
 		struct tsum *t = &st->tm.v[r[i].ti];
 
 		t->nspans++;
-		rc = trace_add(st, t, r[i].ti, &z[r[i].span]);
+		rc = trace_add(st, t, r[i].ti, &z[r[i].span],
+			       prep ? prep->bloom[r[i].span] : NULL);
 	}
 	return rc;
 }
@@ -590,7 +621,7 @@ int sq_insert_span(struct store_be *st, const struct zspan *z, int origin)
 
 	if (rc != SQLITE_OK || r.no == SQ_NO_DROPPED)
 		return rc;
-	return sq_span_row(st, z, origin, &r);
+	return sq_span_row(st, z, origin, &r, NULL);
 }
 
 int sq_insert_part(struct store_be *st, const struct zs_part *p)

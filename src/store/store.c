@@ -101,6 +101,12 @@ int store__write(struct store *st, struct store_batch **b, size_t n,
 	return ret;
 }
 
+int store__prepare(struct store *st, struct store_batch *b, struct zarena *a)
+{
+	b->prep = NULL;
+	return st->ops->prepare ? st->ops->prepare(st->be, b, a) : 0;
+}
+
 void store__set_min_free(struct store *st, uint64_t bytes, unsigned pct)
 {
 	pthread_mutex_lock(&st->dw.lock);

@@ -33,6 +33,7 @@
 
 struct store;
 struct store_reader;
+struct store_prep;   /* the backend's (store__prepare()) */
 
 enum store_open_flags {
 	STORE_F_READONLY = 1 << 0,  /* never create or migrate; reads only */
@@ -81,6 +82,9 @@ struct store_batch {
 	size_t nspans;
 	const struct zs_part *parts;
 	size_t nparts;
+	/* store__prepare()'s work on spans (in the arena it was given), or
+	 * NULL: the write does it all */
+	const struct store_prep *prep;
 	/* results */
 	int duplicate;            /* seq <= last_seq: nothing stored */
 	size_t stored;            /* spans + parts written */
@@ -95,6 +99,19 @@ struct store_batch {
  */
 int store__write(struct store *st, struct store_batch **b, size_t n,
 		 char *err, size_t errlen);
+
+/*
+ * Do the part of store__write()'s work on batch b that needs no write
+ * connection on the calling thread (SQLite: each span's extra blob and
+ * its Bloom filter terms), so that the writer, which every batch waits
+ * for, does less.  What it made is in arena a, and b->prep points to it:
+ * keep a until store__write() of b has returned, and do not change b's
+ * spans (or set b->spans) in between.  Optional: a batch not prepared
+ * (b->prep NULL) is stored exactly the same, byte for byte.  Any thread,
+ * any number at once; ClickHouse: nothing.  0, or -ENOMEM (b->prep is
+ * then NULL, b still writable).
+ */
+int store__prepare(struct store *st, struct store_batch *b, struct zarena *a);
 
 /* How many threads may call the write side at once (>= 1; see Threads
  * above). */
