@@ -24,8 +24,12 @@
 #include "store/sqlite_int.h"
 #include "store/store.h"
 
-/* A term set kept in the pool at most this large (slots of 64 bytes). */
-#define PREP_KEEP_SLOTS 8192u
+/* A term set kept in the pool at most this large (slots of 64 bytes: 2
+ * MiB).  A batch of 512 SDK-like spans (~7,000 terms) grows its set to
+ * 16,384 slots; kept at 8,192 it was freed after every such batch and
+ * made again (1 MiB, a mapping of its own: ~250 page faults a request,
+ * tests/integration/otlp_pages.sh). */
+#define PREP_KEEP_SLOTS 32768u
 
 /* A batch's scratch, from the store's pool (or made), returned to it. */
 static struct sq_prep_tmp *tmp_get(struct store_be *st)
