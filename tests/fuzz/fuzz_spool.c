@@ -8,6 +8,7 @@
  * loads again to the same table.
  */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,11 +19,22 @@
 static char dir[64] = "/tmp/fay-fuzz-spool.XXXXXX";
 static char sdir[128], cpath[128], bpath[192];
 
+/* The run's files and directory, gone at exit (libFuzzer's end of
+ * -max_total_time and -runs is exit()): each run had left one behind. */
+static void cleanup(void)
+{
+	unlink(bpath);
+	unlink(cpath);
+	rmdir(sdir);
+	rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
 	if (!mkdtemp(dir))
 		abort();
+	atexit(cleanup);
 	snprintf(sdir, sizeof(sdir), "%s/spool", dir);
 	snprintf(cpath, sizeof(cpath), "%s/cursors", dir);
 	snprintf(bpath, sizeof(bpath), "%s/00000000000000000001.batch", sdir);
