@@ -464,13 +464,11 @@ static pid_t start_collector(const char *fay, const char *ch, int port, int gpor
 	if (!pid) {
 		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
 			_exit(127);
-		if (ch)
-			execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http",
-			      otlp, "--otlp-grpc", grpc, "--db", db, "--clickhouse", ch,
-			      "--retention", "0", (char *)NULL);
-		else
-			execl(fay, fay, "collector", "--listen", wire, "--http", http, "--otlp-http",
-			      otlp, "--otlp-grpc", grpc, "--db", db, "--retention", "0", (char *)NULL);
+		char *argv[] = { (char *)fay, "collector", "--listen", wire, "--http", http,
+				 "--otlp-http", otlp, "--otlp-grpc", grpc, "--db", db,
+				 "--retention", "0", ch ? "--clickhouse" : NULL, (char *)ch, NULL };
+
+		execv(fay, argv);
 		_exit(127);
 	}
 	/* up to 30 s: a loaded machine, or the collector under valgrind */
