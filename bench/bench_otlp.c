@@ -2,7 +2,7 @@
 /*
  * OTLP ingest, protobuf vs JSON vs gRPC, on the same spans in one run.
  *
- *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-T TRANSPORT]
+ *   bench_otlp [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-F] [-T TRANSPORT]
  *              [--fay PATH [--clickhouse URL]]
  *   bench_otlp -P N [-s SPANS_PER_REQUEST] [-T json]
  *
@@ -13,10 +13,17 @@
  * counter of the run before it is sent); -R sends the same 8 bodies in
  * turn instead, so every request adds spans to the same 128 traces
  * (growing through the run: the store inserts into the middle of its
- * span table, the worst case).  The same request is written as
- * OTLP/JSON, then decoded by fay's JSON front end and written as
- * protobuf by otlp_pb_encode(), so every body carries exactly the same
- * spans.  Requests of 100 and of 512 spans (the BatchSpanProcessor's
+ * span table, the worst case).  Each request's timestamps are moved
+ * with its trace ids: request n's spans start n + 8 seconds after the
+ * bodies' base, so the store sees times that grow as a live SDK's do;
+ * -F keeps them as built (every request's spans in the same 8 seconds,
+ * the traces' time index then written in 128 places at once: the
+ * bench's figures before 2026-11-30), as does -R.  Before each cell the
+ * bench waits for the collector to be idle (at most 10 s), so that no
+ * cell pays for what the one before left to do.  The same request is
+ * written as OTLP/JSON, then decoded by fay's JSON front end and written
+ * as protobuf by otlp_pb_encode(), so every body carries exactly the
+ * same spans.  Requests of 100 and of 512 spans (the BatchSpanProcessor's
  * default), or of -s alone.
  *
  *   1. decode + map, in this process (no store): otlp_json_decode or
@@ -70,6 +77,8 @@
 #include "otlp_h2.h"
 
 #define NBODIES 8
+#define TS_BASE_S 1795600000ull /* json_request()'s spans: seconds past the epoch */
+#define TS_SPAN_S 100           /* every timestamp of a body within TS_SPAN_S of it */
 
 /* An OTLP/JSON request of n spans; malloc'ed. */
 static char *json_request(int n, unsigned seed)
@@ -77,7 +86,7 @@ static char *json_request(int n, unsigned seed)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	uint64_t start = 1795600000000000000ull + (uint64_t)seed * 1000000000ull;
+	uint64_t start = (TS_BASE_S + seed) * 1000000000ull;
 
 	fprintf(f, "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
 		"{\"key\":\"service.name\",\"value\":{\"stringValue\":\"checkout\"}},"
@@ -154,9 +163,14 @@ struct body {
 				   digits in JSON) are: set per request */
 	size_t ntid;
 	int hex;
+	size_t *ts;             /* where its timestamps are: shifted per request */
+	size_t nts;
+	int ts_kind;            /* TS_NS_DEC, TS_US_DEC or TS_NS_LE64 */
+	unsigned seed;          /* json_request()'s: its spans start at seed s past TS_BASE_S */
 };
 
 static int reuse_traces;        /* -R */
+static int fixed_times;         /* -F (and -R): every request's spans in the same 8 seconds */
 static int only = -1;           /* -T: that transport alone */
 static uint64_t next_trace = 1; /* the 40-bit part of the next request's trace ids */
 
@@ -173,9 +187,120 @@ struct worker {
 	size_t copycap;
 };
 
+enum { TS_NS_DEC, TS_US_DEC, TS_NS_LE64 };
+
+/* Adds v to the decimal number of w digits at d, in place (the sum has
+ * as many digits: the shifts are far below the numbers' leading digit). */
+static void dec_add(char *d, int w, uint64_t v)
+{
+	for (int i = w - 1; i >= 0 && v; i--) {
+		uint64_t x = (uint64_t)(d[i] - '0') + v % 10;
+
+		v /= 10;
+		d[i] = (char)('0' + x % 10);
+		v += x / 10;
+	}
+}
+
+/* The copy buf of body b, taken as request n, with its timestamps moved
+ * as a live SDK's would be: request n's spans start n + NBODIES seconds
+ * past TS_BASE_S whatever body it is (its trace ids are new too), so
+ * that each request's spans are later than the one before, and a store
+ * sees timestamps that grow, as from clocks, not the same 8 seconds
+ * over and over (-F). */
+static void shift_times(const struct body *b, char *buf, uint64_t n)
+{
+	uint64_t s = n + NBODIES - b->seed;     /* seconds; b->seed <= NBODIES */
+
+	for (size_t i = 0; i < b->nts; i++) {
+		char *d = buf + b->ts[i];
+		uint64_t v;
+
+		switch (b->ts_kind) {
+		case TS_NS_DEC: dec_add(d, 19, s * 1000000000ull); break;
+		case TS_US_DEC: dec_add(d, 16, s * 1000000ull); break;
+		default:
+			memcpy(&v, d, 8);       /* protobuf's fixed64: little-endian, as x86 */
+			v += s * 1000000000ull;
+			memcpy(d, &v, 8);
+		}
+	}
+}
+
+/* Whether the n digits at p are a timestamp of json_request()'s spans in
+ * the unit of scale (1: ns, 1000: us). */
+static int is_ts_digits(const char *p, const char *end, int n, uint64_t scale)
+{
+	uint64_t v = 0;
+
+	if (end - p < n + 1 || (p[n] >= '0' && p[n] <= '9'))
+		return 0;
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	return v >= TS_BASE_S * 1000000000ull / scale &&
+	       v < (TS_BASE_S + TS_SPAN_S) * 1000000000ull / scale;
+}
+
+/* Where the timestamps of body b are (kind: TS_*): JSON's
+ * "...UnixNano":"<19 digits>", Zipkin's "timestamp":<16 digits>, or a
+ * protobuf fixed64 (tags 0x39 start, 0x41 end of a span, 0x09 an event's
+ * time) holding one; 0, or 1 when none is found. */
+static int find_times(struct body *b, int kind)
+{
+	const char *p = b->p, *end = p + b->len;
+	size_t cap = 0;
+
+	b->ts_kind = kind;
+	while (p < end) {
+		const char *at = NULL;
+
+		if (kind == TS_NS_DEC) {
+			const char *q = memmem(p, (size_t)(end - p), "UnixNano\":\"", 11);
+
+			if (!q)
+				break;
+			p = q + 11;
+			at = is_ts_digits(p, end, 19, 1) ? p : NULL;
+		} else if (kind == TS_US_DEC) {
+			const char *q = memmem(p, (size_t)(end - p), "\"timestamp\":", 12);
+
+			if (!q)
+				break;
+			p = q + 12;
+			at = is_ts_digits(p, end, 16, 1000) ? p : NULL;
+		} else {
+			uint64_t v;
+
+			if (end - p >= 9 && ((uint8_t)*p == 0x39 || (uint8_t)*p == 0x41 ||
+					     (uint8_t)*p == 0x09)) {
+				memcpy(&v, p + 1, 8);
+				if (v >= TS_BASE_S * 1000000000ull &&
+				    v < (TS_BASE_S + TS_SPAN_S) * 1000000000ull)
+					at = p + 1;
+			}
+			p = at ? at + 8 : p + 1;
+		}
+		if (!at)
+			continue;
+		if (b->nts == cap) {
+			size_t *nt = realloc(b->ts, (cap = cap ? 2 * cap : 256) * sizeof(*nt));
+
+			if (!nt)
+				return 1;
+			b->ts = nt;
+		}
+		b->ts[b->nts++] = (size_t)(at - (const char *)b->p);
+	}
+	return b->nts ? 0 : 1;
+}
+
 /* Body b with trace ids no request sent before (the counter's next value
- * in every trace id's 5 zero bytes), in *buf (grown as needed); NULL when
- * out of memory. */
+ * in every trace id's 5 zero bytes) and, unless -F, its timestamps moved
+ * after the last request's (shift_times()), in *buf (grown as needed);
+ * NULL when out of memory. */
 static const void *with_new_traces(const struct body *b, char **buf, size_t *cap)
 {
 	uint64_t n = __atomic_fetch_add(&next_trace, 1, __ATOMIC_RELAXED);
@@ -204,6 +329,8 @@ static const void *with_new_traces(const struct body *b, char **buf, size_t *cap
 			}
 		}
 	}
+	if (!fixed_times)
+		shift_times(b, *buf, n);
 	return *buf;
 }
 
@@ -387,12 +514,34 @@ struct cell {
 	double rate, cpu_us, p50_ms, p99_ms;
 };
 
+/* Waits until the collector pid is idle (at most 10 ms of CPU in 200 ms),
+ * for up to 10 s: what the cell before left it to do (its checkpoint
+ * copies the WAL into the database) is not counted in the next cell. */
+static void settle(pid_t pid)
+{
+	double c = cpu_of(pid), t0 = bench_now_s();
+
+	do {
+		double c1;
+
+		usleep(200000);
+		c1 = cpu_of(pid);
+		if (c1 - c <= 0.01)
+			return;
+		c = c1;
+	} while (bench_now_s() - t0 < 10);
+}
+
 static void run_cell(pid_t pid, int port, int transport, int conns, const struct body *bodies,
 		     size_t spr, double secs, struct cell *out)
 {
 	struct worker w[4];
-	double t0 = bench_now_s(), c0 = cpu_of(pid), t, *all = NULL;
+	double t0, c0, t, *all = NULL;
 	size_t spans = 0, refused = 0, nall = 0;
+
+	settle(pid);
+	t0 = bench_now_s();
+	c0 = cpu_of(pid);
 
 	for (int i = 0; i < conns; i++) {
 		w[i] = (struct worker){ .port = port, .transport = transport, .bodies = bodies,
@@ -502,6 +651,36 @@ static char *zipkin_request(const struct otlp_req *r, struct zarena *a)
 	return text;
 }
 
+/* Whether body b (JSON, or protobuf when pb) taken as request 100 maps
+ * to the spans it maps to as itself, each start and end time 100 +
+ * NBODIES - seed seconds later; 0 or 1. */
+static int check_shift(const struct body *b, int pb)
+{
+	struct zarena a0 = { 0 }, a1 = { 0 };
+	struct otlp_req r0, r1;
+	struct otlp_result m0, m1;
+	char err[256], *copy = malloc(b->len);
+	uint64_t d = (100 + NBODIES - b->seed) * 1000000ull;
+	int bad = !copy;
+
+	if (copy) {
+		memcpy(copy, b->p, b->len);
+		shift_times(b, copy, 100);
+		bad = (pb ? otlp_pb_decode(b->p, b->len, &a0, &r0, err, sizeof(err)) ||
+			    otlp_pb_decode(copy, b->len, &a1, &r1, err, sizeof(err)) :
+			    otlp_json_decode(b->p, b->len, &a0, &r0, err, sizeof(err)) ||
+			    otlp_json_decode(copy, b->len, &a1, &r1, err, sizeof(err))) ||
+		      otlp_map(&r0, &a0, &m0) || otlp_map(&r1, &a1, &m1) || m0.nspans != m1.nspans;
+		for (size_t i = 0; !bad && i < m0.nspans; i++)
+			bad = m1.spans[i].timestamp_us != m0.spans[i].timestamp_us + d ||
+			      m1.spans[i].duration_us != m0.spans[i].duration_us;
+	}
+	zarena_reset(&a0);
+	zarena_reset(&a1);
+	free(copy);
+	return bad;
+}
+
 /* The requests of spr spans: OTLP/JSON, protobuf, gRPC messages and the
  * Zipkin v2 JSON of the same spans; 0 or 1. */
 static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *gb,
@@ -544,6 +723,20 @@ static int make_bodies(int spr, struct body *jb, struct body *pb, struct body *g
 			fprintf(stderr, "cannot find the trace ids in the requests\n");
 			return 1;
 		}
+		jb[i].seed = pb[i].seed = gb[i].seed = zb[i].seed = (unsigned)i + 1;
+		if (find_times(&jb[i], TS_NS_DEC) || find_times(&pb[i], TS_NS_LE64) ||
+		    find_times(&gb[i], TS_NS_LE64) || find_times(&zb[i], TS_US_DEC) ||
+		    jb[i].nts != 4 * (size_t)spr || pb[i].nts != jb[i].nts || gb[i].nts != jb[i].nts ||
+		    zb[i].nts != 3 * (size_t)spr) {
+			fprintf(stderr, "the requests' timestamps: %zu in JSON, %zu in protobuf, %zu "
+				"in gRPC, %zu in Zipkin; want %d, %d, %d, %d\n", jb[i].nts, pb[i].nts,
+				gb[i].nts, zb[i].nts, 4 * spr, 4 * spr, 4 * spr, 3 * spr);
+			return 1;
+		}
+		if (check_shift(&jb[i], 0) || check_shift(&pb[i], 1)) {
+			fprintf(stderr, "the requests' timestamps do not move as they should\n");
+			return 1;
+		}
 		if (decode_map(j, strlen(j), 0) != (size_t)spr || decode_map(out, outlen, 1) != (size_t)spr) {
 			fprintf(stderr, "the requests do not map to %d spans each\n", spr);
 			return 1;
@@ -582,12 +775,13 @@ int main(int argc, char **argv)
 	static struct body jb[2][NBODIES], pb[2][NBODIES], gb[2][NBODIES], zb[2][NBODIES];
 	static struct cell cells[2][2][2][NT][MAXR]; /* [store: SQLite, ClickHouse] */
 
-	for (int o; (o = getopt_long(argc, argv, "s:r:t:RT:P:", lopts, NULL)) != -1;) {
+	for (int o; (o = getopt_long(argc, argv, "s:r:t:RFT:P:", lopts, NULL)) != -1;) {
 		switch (o) {
 		case 's': sizes[0] = atoi(optarg); nsizes = 1; break;
 		case 'r': rounds = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
-		case 'R': reuse_traces = 1; break;
+		case 'R': reuse_traces = fixed_times = 1; break;
+		case 'F': fixed_times = 1; break;
 		case 'P': pbn = atoi(optarg); break;
 		case 'T':
 			for (int t = 0; t < NT; t++)
@@ -601,7 +795,7 @@ int main(int argc, char **argv)
 		case 'f': fay = optarg; break;
 		case 'c': ch = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] "
+			fprintf(stderr, "usage: %s [-s SPANS_PER_REQUEST] [-r ROUNDS] [-t SECONDS] [-R] [-F] "
 				"[-T pb|json|grpc|zipkin] [--fay PATH [--clickhouse URL]] | -P N [-s SPANS]\n", argv[0]);
 			return 2;
 		}
