@@ -14,8 +14,9 @@
  * turn instead, so every request adds spans to the same 128 traces
  * (growing through the run: the store inserts into the middle of its
  * span table, the worst case).  Each request's timestamps are moved
- * with its trace ids: request n's spans start n + 8 seconds after the
- * bodies' base, so the store sees times that grow as a live SDK's do;
+ * with its trace ids: a request's spans start as many seconds after the
+ * bodies' base (+ 8 s) as the run has lasted when it is sent, so the
+ * store sees times that grow with the clock as a live SDK's do;
  * -F keeps them as built (every request's spans in the same 8 seconds,
  * the traces' time index then written in 128 places at once: the
  * bench's figures before 2026-11-30), as does -R.  Before each cell the
@@ -171,6 +172,7 @@ struct body {
 
 static int reuse_traces;        /* -R */
 static int fixed_times;         /* -F (and -R): every request's spans in the same 8 seconds */
+static double run_t0;           /* when the run began (bench_now_s()) */
 static int only = -1;           /* -T: that transport alone */
 static uint64_t next_trace = 1; /* the 40-bit part of the next request's trace ids */
 
@@ -202,26 +204,25 @@ static void dec_add(char *d, int w, uint64_t v)
 	}
 }
 
-/* The copy buf of body b, taken as request n, with its timestamps moved
- * as a live SDK's would be: request n's spans start n + NBODIES seconds
- * past TS_BASE_S whatever body it is (its trace ids are new too), so
- * that each request's spans are later than the one before, and a store
- * sees timestamps that grow, as from clocks, not the same 8 seconds
- * over and over (-F). */
-static void shift_times(const struct body *b, char *buf, uint64_t n)
+/* The copy buf of body b with its timestamps moved as a live SDK's would
+ * be: its spans start at_ns past TS_BASE_S + NBODIES seconds whatever
+ * body it is (at_ns: the time since the run began), so that a store
+ * sees timestamps that grow with the clock, not the same 8 seconds over
+ * and over (-F). */
+static void shift_times(const struct body *b, char *buf, uint64_t at_ns)
 {
-	uint64_t s = n + NBODIES - b->seed;     /* seconds; b->seed <= NBODIES */
+	uint64_t s = (NBODIES - b->seed) * 1000000000ull + at_ns; /* b->seed <= NBODIES */
 
 	for (size_t i = 0; i < b->nts; i++) {
 		char *d = buf + b->ts[i];
 		uint64_t v;
 
 		switch (b->ts_kind) {
-		case TS_NS_DEC: dec_add(d, 19, s * 1000000000ull); break;
-		case TS_US_DEC: dec_add(d, 16, s * 1000000ull); break;
+		case TS_NS_DEC: dec_add(d, 19, s); break;
+		case TS_US_DEC: dec_add(d, 16, s / 1000); break;
 		default:
 			memcpy(&v, d, 8);       /* protobuf's fixed64: little-endian, as x86 */
-			v += s * 1000000000ull;
+			v += s;
 			memcpy(d, &v, 8);
 		}
 	}
@@ -298,8 +299,8 @@ static int find_times(struct body *b, int kind)
 }
 
 /* Body b with trace ids no request sent before (the counter's next value
- * in every trace id's 5 zero bytes) and, unless -F, its timestamps moved
- * after the last request's (shift_times()), in *buf (grown as needed);
+ * in every trace id's 5 zero bytes) and, unless -F, its timestamps on the
+ * run's clock (shift_times()), in *buf (grown as needed);
  * NULL when out of memory. */
 static const void *with_new_traces(const struct body *b, char **buf, size_t *cap)
 {
@@ -330,7 +331,7 @@ static const void *with_new_traces(const struct body *b, char **buf, size_t *cap
 		}
 	}
 	if (!fixed_times)
-		shift_times(b, *buf, n);
+		shift_times(b, *buf, (uint64_t)((bench_now_s() - run_t0) * 1e9));
 	return *buf;
 }
 
@@ -651,9 +652,9 @@ static char *zipkin_request(const struct otlp_req *r, struct zarena *a)
 	return text;
 }
 
-/* Whether body b (JSON, or protobuf when pb) taken as request 100 maps
- * to the spans it maps to as itself, each start and end time 100 +
- * NBODIES - seed seconds later; 0 or 1. */
+/* Whether body b (JSON, or protobuf when pb) sent 100 s into the run
+ * maps to the spans it maps to as itself, each start 100 + NBODIES -
+ * seed seconds later; 0 or 1. */
 static int check_shift(const struct body *b, int pb)
 {
 	struct zarena a0 = { 0 }, a1 = { 0 };
@@ -665,7 +666,7 @@ static int check_shift(const struct body *b, int pb)
 
 	if (copy) {
 		memcpy(copy, b->p, b->len);
-		shift_times(b, copy, 100);
+		shift_times(b, copy, 100000000000ull);
 		bad = (pb ? otlp_pb_decode(b->p, b->len, &a0, &r0, err, sizeof(err)) ||
 			    otlp_pb_decode(copy, b->len, &a1, &r1, err, sizeof(err)) :
 			    otlp_json_decode(b->p, b->len, &a0, &r0, err, sizeof(err)) ||
@@ -812,6 +813,7 @@ int main(int argc, char **argv)
 		       only == T_JSON ? "JSON" : "protobuf", spans);
 		return spans == (size_t)pbn * (size_t)sizes[0] ? 0 : 1;
 	}
+	run_t0 = bench_now_s();
 	bench_loadavg("at the start");
 	for (int z = 0; z < nsizes; z++) {
 		double dj[MAXR], dp[MAXR], mp, mj;
