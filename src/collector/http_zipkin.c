@@ -346,7 +346,7 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 	const struct http_body *rq = &r->body;
 	const char *enc = http_header(con, "Content-Encoding");
 	const char *type = http_header(con, "Content-Type");
-	struct zarena a = { 0 };
+	struct zarena a = { .budget = &c->mem };    /* the decoded request, charged */
 	struct store_batch b = { 0 };
 	struct zspan *spans;
 	const char *body = rq->p;
@@ -394,6 +394,17 @@ int http_zipkin_post(struct collector *c, struct http_con *con, const struct htt
 		ret = zjson_parse_spans(body ? body : "", len, &a, &spans, &n, err, sizeof(err));
 	free(plain);
 	mem_budget_give(&c->mem, charged);
+	if (ret && a.over) {
+		/* like a body that did not fit: busy, retry */
+		char *s = NULL;
+		int sl = asprintf(&s, "the decoded request does not fit in --max-memory (%zu bytes"
+				  " decoded so far): retry later\n", a.charged);
+
+		zarena_reset(&a);
+		M_ADD(c, http_busy, 1);
+		return sl < 0 ? HTTPD_NO : reply_hdr(con, 503, "text/plain; charset=utf-8",
+						     s, (size_t)sl, "Retry-After", "1");
+	}
 	if (ret) {
 		M_ADD(c, spans_rejected, n ? n : 1);
 		M_ADD(c, http_spans_dropped, n ? n : 1);

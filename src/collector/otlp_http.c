@@ -15,8 +15,8 @@
  *   415  neither application/json nor application/x-protobuf; unknown
  *        Content-Encoding
  *   429  the ingest queue is full (--ingest-queue): Retry-After: 1
- *   503  the store failed, or the gzip-decoded body did not fit in
- *        --max-memory: Retry-After: 1
+ *   503  the store failed, or the gzip-decoded body or the decoded
+ *        request did not fit in --max-memory: Retry-After: 1
  *
  * The answer is in the request's encoding.
  */
@@ -40,7 +40,7 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	struct store_batch b = { 0 };
 	struct otlp_result res;
 	struct otlp_req req;
-	struct zarena a = { 0 };
+	struct zarena a = { .budget = &c->mem };    /* the decoded request, charged */
 	char *plain = NULL, err[512];
 	size_t charged = 0;
 	int ret;
@@ -71,6 +71,15 @@ void otlp_ingest(struct collector *c, const void *body, size_t len, int protobuf
 	mem_budget_give(&c->mem, charged);
 	if (!ret)
 		ret = otlp_map(&req, &a, &res);
+	if (ret && a.over) {
+		/* busy, like a body that did not fit: no span judged */
+		o->verdict = OTLP_FULL;
+		snprintf(o->msg, sizeof(o->msg), "the decoded request does not fit in --max-memory"
+			 " (%zu bytes decoded so far): retry later", a.charged);
+		M_ADD(c, http_busy, 1);
+		M_ADD(c, otlp_rejected, 1);
+		goto out;
+	}
 	if (ret) {
 		o->verdict = ret == -ENOMEM ? OTLP_NOMEM : OTLP_BAD;
 		snprintf(o->msg, sizeof(o->msg), "%s", ret == -ENOMEM ? "out of memory" : err);

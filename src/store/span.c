@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/budget.h"
 #include "common/err.h"
 #include "store/span.h"
 
@@ -33,9 +34,18 @@ void *zarena_alloc(struct zarena *a, size_t size)
 	if (!a->head || a->cap - a->used < sz) {
 		size_t cap = sz > ZARENA_MIN ? sz : ZARENA_MIN;
 
-		c = malloc(sizeof(*c) + cap);
-		if (!c)
+		if (a->budget && mem_budget_take(a->budget, sizeof(*c) + cap)) {
+			a->over = 1;
 			return fay_err_ptr(-ENOMEM);
+		}
+		c = malloc(sizeof(*c) + cap);
+		if (!c) {
+			if (a->budget)
+				mem_budget_give(a->budget, sizeof(*c) + cap);
+			return fay_err_ptr(-ENOMEM);
+		}
+		if (a->budget)
+			a->charged += sizeof(*c) + cap;
 		c->next = a->head;
 		c->cap = cap;
 		a->head = c;
@@ -123,6 +133,9 @@ void zarena_reset(struct zarena *a)
 	}
 	a->head = NULL;
 	a->used = a->cap = 0;
+	mem_budget_give(a->budget, a->charged);
+	a->charged = 0;
+	a->over = 0;
 }
 
 /* ---- helpers ------------------------------------------------------------ */

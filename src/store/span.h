@@ -83,13 +83,21 @@ struct zs_part {
 /* ---- arena: one bump allocator per batch / per query result ----------- */
 
 struct zarena_chunk;
+struct mem_budget;
 struct zarena {
 	struct zarena_chunk *head;
 	size_t used, cap;              /* of head */
+	/* optional: each chunk is taken from budget (common/budget.h) and
+	 * given back by zarena_reset(); over is set when it refused one */
+	struct mem_budget *budget;
+	size_t charged;
+	int over;
 };
 
-/* Zero-initialised struct zarena is ready to use. */
-void *zarena_alloc(struct zarena *a, size_t size);          /* NULL: ENOMEM */
+/* Zero-initialised struct zarena is ready to use (set .budget to charge
+ * its chunks to a memory budget).  NULL with errno ENOMEM: out of memory,
+ * or a chunk the budget refused (then a->over is 1). */
+void *zarena_alloc(struct zarena *a, size_t size);
 void *zarena_zalloc(struct zarena *a, size_t size);
 /* Copy len bytes (lower-cased when lower) into the arena; NULL: ENOMEM. */
 int zarena_str(struct zarena *a, struct zs_str *out, const char *p, size_t len,
@@ -101,7 +109,8 @@ int zarena_str(struct zarena *a, struct zs_str *out, const char *p, size_t len,
  * until reset).  Returns 0 or -ENOMEM.
  */
 int zarena_grow(struct zarena *a, void **v, size_t n, size_t *cap, size_t el);
-/* Free every chunk; the arena is empty and reusable afterwards. */
+/* Free every chunk and give their charge back to the budget; the arena
+ * is empty and reusable afterwards (with the same budget, over 0). */
 void zarena_reset(struct zarena *a);
 
 /* ---- helpers ------------------------------------------------------------ */
