@@ -170,7 +170,14 @@ static void errors(void)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		is_int(dec(cases[i].body), -EINVAL, "%s: refused", cases[i].body);
+		char shown[80];
+
+		/* the body as one TAP line: its control bytes as '?' */
+		snprintf(shown, sizeof(shown), "%s", cases[i].body);
+		for (char *q = shown; *q; q++)
+			if ((unsigned char)*q < 0x20)
+				*q = '?';
+		is_int(dec(cases[i].body), -EINVAL, "%s: refused", shown);
 		ok(strstr(err, cases[i].err) != NULL, "... with \"%s\" (%.200s)", cases[i].err, err);
 	}
 }
