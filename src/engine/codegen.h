@@ -55,8 +55,9 @@ void cg_qfail(struct cg *g, const struct pexpr *x, const char *fmt, ...)
  * get_stackid helper's id in its stack map. */
 void cg_stack(struct cg *g, const struct plan_key *k, int key);
 
-/* The per-CPU scratch of a stack's frames (fay_stkscr: k->depth frames,
- * then its owner, the thread): a fresh register, the owner written (the
+/* The per-CPU scratch of a stack's frames (fay_stkscr: the plan's
+ * stack_depth frames, then its owner, the thread, then the frames' count
+ * cg_stack_keep() passes itself): a fresh register, the owner written (the
  * frames after it, so that a walk this one preempts sees it taken
  * over); a jump to fail when missing (never). */
 ir_reg cg_stack_scratch(struct cg *g, int fail);

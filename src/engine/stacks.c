@@ -33,7 +33,7 @@ int engine_stacks_map(struct engine *e)
 	e->stk = bmap_new("fay_stk", BPF_MAP_TYPE_HASH, 8, 8u * (uint32_t)p->stack_depth,
 			  ENGINE_STACK_ENTRIES);
 	e->stkscr = bmap_new("fay_stkscr", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
-			     8u * (uint32_t)p->stack_depth + 8, 1);	/* + its owner */
+			     8u * (uint32_t)p->stack_depth + 16, 1);	/* + its owner, n */
 	e->ssym = e->stacks && e->stk && e->stkscr ? stacksym_new() : NULL;
 	if (!e->ssym) {
 		errno = e->stacks && e->stk && e->stkscr ? ENOMEM : errno;
@@ -178,7 +178,8 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 		memcpy(&pid, b + 8, 8);
 	if (id == -ENOSPC) {
 		/* inline: the runtime's stack table was full (the row counts
-		 * the stacks lost) */
+		 * the stacks lost); BPF: another thread's walk took the
+		 * per-CPU scratch over (counted, EC_LOST) */
 		snprintf(out, (size_t)k->size, "[lost]");
 		return;
 	}
