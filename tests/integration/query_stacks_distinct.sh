@@ -10,7 +10,8 @@
 # once each: at C's entry (a uprobe) by the command's unwind table, by
 # the kernel's walk on one pid (FAY_UNWIND=fp), on every process; at
 # getppid()'s system call (a tracepoint) with the user and the kernel
-# stack in one key (the reader names each as its kind says); and the kernel stacks of profile(997) on every CPU
+# stack in one key (the reader names each as its kind says); 2^14 stacks
+# fill fay_stk (8192): the rest are "[no user stack: E2BIG]", counted; and the kernel stacks of profile(997) on every CPU
 # under a file-system walk (hundreds of distinct ones): none refused.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
@@ -50,6 +51,20 @@ fq --probe-mode=uprobe --format folded -c "$FP tree $D" "$UQ"
 exact "uprobe -c, walked by the unwind table"
 FAY_UNWIND=fp fq --probe-mode=uprobe --format folded -c "$FP tree $D" "$UQ"
 exact "uprobe -c, FAY_UNWIND=fp: the kernel's walk (bpf_get_stack)"
+
+# ---- fay_stk full: 2^14 stacks, 8192 kept, the rest said and counted ----------------
+# (the update's E2BIG in the key, never another stack's name)
+for how in table fp; do
+	FAY_UNWIND=${how/table/} fq --probe-mode=uprobe --format folded -c "$FP tree 14" "$UQ"
+	kept=$(grep -c ';main;T;.* 1$' "$T_TMP/out")
+	other=$(grep -v ';main;T;.* 1$' "$T_TMP/out")
+	if [ "$RC" -eq 0 ] && [ "$kept" -eq 8192 ] && [ "$other" = "[no user stack: E2BIG] 8192" ]; then
+		pass "fay_stk full ($how): 8192 stacks kept once each, '$other'"
+	else
+		fail "fay_stk full ($how, rc $RC): $kept kept, want 8192; the rest: $(echo "$other" | head -3)" \
+			"$(head -c 400 "$T_TMP/err")"
+	fi
+done
 
 # ---- a uprobe of every process ----------------------------------------------------
 : >"$T_TMP/err"
@@ -94,18 +109,20 @@ else
 fi
 
 # ---- kernel stacks of every CPU ----------------------------------------------------
-# a file-system walk and the rest of the machine: hundreds of distinct
-# kernel stacks in 4 s (224 and 387 in two runs here); a sample in user
+# a file-system walk, /proc and /sys read, and the rest of the machine:
+# about 1100 distinct kernel stacks in 4 s here; a sample in user
 # mode has none (EFAULT), nothing else may be refused
 timeout 4 find / -xdev -type f -size +1k >/dev/null 2>&1 & wpid=$!
+timeout 4 sh -c 'while :; do cat /proc/[0-9]*/stat /proc/[0-9]*/maps; ls -lR /sys/class; done' \
+	>/dev/null 2>&1 & wpid2=$!
 fq --format json "from s in profile(997) group s by s.kstack into g select { k: g.key, n: g.count() } for 4s"
-kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+kill "$wpid" "$wpid2" 2>/dev/null; wait "$wpid" "$wpid2" 2>/dev/null
 named=$(grep -vc '"k":"\[' "$T_TMP/out")
 refused=$(grep '"k":"\[' "$T_TMP/out" | grep -v '"k":"\[no kernel stack: EFAULT\]"')
-if [ "$RC" -eq 0 ] && [ "$named" -ge 100 ] && [ -z "$refused" ]; then
+if [ "$RC" -eq 0 ] && [ "$named" -ge 300 ] && [ -z "$refused" ]; then
 	pass "profile(997) by s.kstack: $named distinct kernel stacks named, none refused"
 else
-	fail "profile(997) by s.kstack (rc $RC): $named named (want >= 100), refused: ${refused:-none}" \
+	fail "profile(997) by s.kstack (rc $RC): $named named (want >= 300: a collision in 8192 buckets is then near certain), refused: ${refused:-none}" \
 		"$(head -c 400 "$T_TMP/err")"
 fi
 
