@@ -78,6 +78,10 @@ void cg_stack_keep(struct cg *g, const struct plan_key *k, int key, ir_reg scr, 
 	ir_jmp(ir, BPF_JNE, r, IR_I(0), stored);
 	ir_call(ir, r, BPF_FUNC_map_update_elem, 4, IR_M(g->e->stk), IR_S(slot), IR_R(scr),
 		IR_I(BPF_NOEXIST));
+	/* an int on the guest's Linux 6.1 (the map's own update, called
+	 * directly), its upper half zero: -E2BIG came out as 4294967289 */
+	ir_alu(ir, BPF_LSH, r, IR_I(32));
+	ir_alu(ir, BPF_ARSH, r, IR_I(32));
 	ir_jmp(ir, BPF_JEQ, r, IR_I(0), inserted);
 	ir_jmp(ir, BPF_JEQ, r, IR_I(-EEXIST), stored);	/* another thread's, meanwhile */
 	/* the map full (E2BIG; ENOMEM, EBUSY): the key says so, its row
