@@ -44,6 +44,7 @@ void cg_stack_keep(struct cg *g, const struct plan_key *k, int key, ir_reg scr, 
 	int all = g->p->stack_depth, slot = ir_stack_alloc(ir, 8, 8);
 	int hashed = ir_label_new(ir), stored = ir_label_new(ir), inserted = ir_label_new(ir);
 	int torn = ir_label_new(ir), lost = ir_label_new(ir), out = ir_label_new(ir);
+	int ok = ir_label_new(ir);
 	ir_reg tid = ir_vreg(ir), t = ir_vreg(ir), h = ir_vreg(ir), r = ir_vreg(ir);
 	ir_reg nn = ir_vreg(ir);
 
@@ -54,9 +55,6 @@ void cg_stack_keep(struct cg *g, const struct plan_key *k, int key, ir_reg scr, 
 	ir_store(ir, IR_R(scr), 8 * all + 8, 8, IR_R(n));
 	ir_load(ir, nn, IR_R(scr), 8 * all + 8, 8, 0);
 	n = nn;
-	ir_call(ir, tid, BPF_FUNC_get_current_pid_tgid, 0);
-	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
-	ir_jmp(ir, BPF_JNE, t, IR_R(tid), lost);
 	ir_comment(ir, "the stack's hash over its frames: its id, kept in fay_stk");
 	ir_mov(ir, h, IR_I(STK_SEED));
 	ir_alu(ir, BPF_XOR, h, IR_R(n));
@@ -88,14 +86,21 @@ void cg_stack_keep(struct cg *g, const struct plan_key *k, int key, ir_reg scr, 
 	 * counts the stacks it could not keep */
 	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_R(r));
 	ir_goto(ir, out);
-	ir_label(ir, inserted);
 	/* a walk that took the scratch over while this one was preempted
 	 * (a uprobe's program runs with migration disabled, not
-	 * preemption) wrote its owner first: the copy may be torn, and is
-	 * taken back out */
+	 * preemption) wrote its owner first: checked after the last read
+	 * of the scratch, the hash (else another stack's id) and the copy
+	 * (torn: taken back out) */
+	ir_label(ir, inserted);
+	ir_call(ir, tid, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
 	ir_jmp(ir, BPF_JNE, t, IR_R(tid), torn);
+	ir_goto(ir, ok);
 	ir_label(ir, stored);
+	ir_call(ir, tid, BPF_FUNC_get_current_pid_tgid, 0);
+	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
+	ir_jmp(ir, BPF_JNE, t, IR_R(tid), lost);
+	ir_label(ir, ok);
 	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_R(h));
 	ir_goto(ir, out);
 	ir_label(ir, torn);
