@@ -7,6 +7,8 @@
  *   codegen_value.c  errors, small pieces, context values, strings
  *   codegen_expr.c   conditions and integers
  *   codegen_body.c   the body: a streamed record or the aggregates
+ *   codegen_stack.c  stack keys: the frames kept in fay_stk under their hash
+ *   codegen_ustack.c a user stack walked by the process's unwind table
  *
  * Every cg_* function appends to g->ir.  On a problem it records it in
  * g->err (the first one wins), reports it through the query / engine and
@@ -46,12 +48,32 @@ void cg_pos(struct cg *g, const struct pexpr *x);
 void cg_qfail(struct cg *g, const struct pexpr *x, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Stack key k into the key at key (codegen_stack.c): its id (the hash of
+ * its frames, ENGINE_STACK_ID_BIT set, the frames in fay_stk under it),
+ * or a negative errno the reader shows ("[no user stack: EFAULT]",
+ * -ENOSPC: "[lost]"); a user stack's tgid after it.  In fay's VM: the
+ * get_stackid helper's id in its stack map. */
+void cg_stack(struct cg *g, const struct plan_key *k, int key);
+
+/* The per-CPU scratch of a stack's frames (fay_stkscr: the plan's
+ * stack_depth frames, then its owner, the thread, then the frames' count
+ * cg_stack_keep() passes itself): a fresh register, the owner written (the
+ * frames after it, so that a walk this one preempts sees it taken
+ * over); a jump to fail when missing (never). */
+ir_reg cg_stack_scratch(struct cg *g, int fail);
+
+/* The n frames at scr (a cg_stack_scratch(), zero-padded past them) into
+ * fay_stk under their hash and the key's id: the hash; the map's refusal
+ * (full: -E2BIG, -ENOMEM); -ENOSPC with EC_LOST counted when another
+ * thread's walk took the scratch over. */
+void cg_stack_keep(struct cg *g, const struct plan_key *k, int key, ir_reg scr, ir_reg n);
+
 /* A user stack key k walked by the process's unwind table into the key
  * at key (codegen_ustack.c): false, emitting nothing, when the query has
  * no tables (e->unwind NULL), the program is not a uprobe's (entry), the
  * query has uretprobes, or the table would come late (-c and a probe
  * that does not follow its exec: a wildcard's); the
- * program jumps to fallback (to be placed by the caller: the stack map's
+ * program jumps to fallback (to be placed by the caller: the kernel's
  * walk) for a process without a table. */
 bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback);
 

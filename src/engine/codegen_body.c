@@ -273,35 +273,6 @@ static void cg_epoch(struct cg *g, int key, int off, int full)
 	ir_store(ir, IR_S(key), off, 8, IR_R(v));
 }
 
-/* A stack key: the id bpf_get_stackid() gives (a negative errno when
- * the kernel cannot walk it, kept for the reader to say so), and the
- * process of a user stack (whose mappings name its frames). */
-static void cg_stack(struct cg *g, const struct plan_key *k, int key)
-{
-	struct ir *ir = g->ir;
-	ir_reg id = ir_vreg(ir), pt;
-	int fallback = ir_label_new(ir), joined = ir_label_new(ir);
-	bool walked;
-
-	cg_pos(g, k->e);
-	walked = cg_ustack(g, k, key, fallback);
-	if (walked) {
-		ir_goto(ir, joined);
-		ir_label(ir, fallback);
-	}
-	ir_call(ir, id, BPF_FUNC_get_stackid, 3, IR_R(ir_ctx(ir)), IR_M(g->e->stacks),
-		IR_I(k->stack == PSTACK_USER ? BPF_F_USER_STACK : 0));
-	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_R(id));
-	if (k->stack == PSTACK_USER) {
-		pt = ir_vreg(ir);
-		ir_call(ir, pt, BPF_FUNC_get_current_pid_tgid, 0);
-		ir_alu(ir, BPF_RSH, pt, IR_I(32));
-		ir_store(ir, IR_S(key), k->bpf_offset + 8, 8, IR_R(pt));
-	}
-	if (walked)
-		ir_label(ir, joined);
-}
-
 void cg_aggregate(struct cg *g)
 {
 	const struct plan *p = g->p;

@@ -14,13 +14,10 @@
  * a pc in no module, step by [bp]; a uprobe's ip at an entry with no
  * row: the caller at [sp].  The first pc is looked up where it is, a
  * return address at its call (pc - 1).  A bounded loop of the query's
- * depth.  The addresses (zero-padded) are hashed into the key's id (bit
- * 62 set: not a stack map id) and kept in fay_ustk under it
- * (BPF_NOEXIST); another stack under the same hash is a collision: the
- * id is -ENOSPC ("[lost]") and EC_LOST counted, as is a walk whose
- * per-CPU scratch another thread's walk took over while it was
- * preempted.  A process without a table (its entry missing):
- * bpf_get_stackid(), frame pointers.
+ * depth.  The addresses (zero-padded) are kept in fay_stk under their
+ * hash, the key's id, as the kernel's walk's are (codegen_stack.c: the
+ * scratch, its owner, the hash).  A process without a table (its entry
+ * missing): the kernel's walk, bpf_get_stack(), frame pointers.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -229,32 +226,22 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	int slot = ir_stack_alloc(ir, 16, 8), w = ir_stack_alloc(ir, 16, 8);
 	int loop = ir_label_new(ir), done = ir_label_new(ir), fp = ir_label_new(ir);
 	int push = ir_label_new(ir), by_rsp = ir_label_new(ir), have_cfa = ir_label_new(ir);
-	int stored = ir_label_new(ir), lost = ir_label_new(ir), out = ir_label_new(ir);
 	int bp_same = ir_label_new(ir), first = ir_label_new(ir), not_first = ir_label_new(ir);
-	ir_reg tab = ir_vreg(ir), scr = ir_vreg(ir), pc = ir_vreg(ir), sp = ir_vreg(ir);
+	ir_reg tab = ir_vreg(ir), scr, pc = ir_vreg(ir), sp = ir_vreg(ir);
 	ir_reg bp = ir_vreg(ir), n = ir_vreg(ir), lpc = ir_vreg(ir), row = ir_vreg(ir);
 	ir_reg t = ir_vreg(ir), cfa = ir_vreg(ir), ret = ir_vreg(ir), nsp = ir_vreg(ir);
-	ir_reg nbp = ir_vreg(ir), a = ir_vreg(ir), h = ir_vreg(ir), r = ir_vreg(ir);
-	ir_reg tid = ir_vreg(ir);
+	ir_reg nbp = ir_vreg(ir), a = ir_vreg(ir), r = ir_vreg(ir);
 
 	ir_comment(ir, "the user stack by the process's unwind table");
 	ir_call(ir, t, BPF_FUNC_get_current_pid_tgid, 0);
 	ir_alu(ir, BPF_RSH, t, IR_I(32));
-	ir_store(ir, IR_S(key), k->bpf_offset + 8, 8, IR_R(t));
 	ir_store(ir, IR_S(slot), 0, 8, IR_R(t));
 	ir_call(ir, tab, BPF_FUNC_map_lookup_elem, 2, IR_M(e->unwind), IR_S(slot));
 	ir_jmp(ir, BPF_JEQ, tab, IR_I(0), fallback);
-	ir_store(ir, IR_S(slot), 0, 8, IR_I(0));
-	ir_call(ir, scr, BPF_FUNC_map_lookup_elem, 2, IR_M(e->uscr), IR_S(slot));
-	ir_jmp(ir, BPF_JEQ, scr, IR_I(0), fallback);
+	/* its owner first, then the addresses (codegen_stack.c) */
+	scr = cg_stack_scratch(g, fallback);
 	for (int i = 0; i < all; i++)
 		ir_store(ir, IR_R(scr), 8 * i, 8, IR_I(0));
-	/* the walk's owner after its addresses: another thread's walk on
-	 * this CPU while this one was preempted (a uprobe's program runs
-	 * with migration disabled, not preemption) takes it over, and this
-	 * walk's stack is then lost, not mixed */
-	ir_call(ir, tid, BPF_FUNC_get_current_pid_tgid, 0);
-	ir_store(ir, IR_R(scr), 8 * all, 8, IR_R(tid));
 	if (profile)
 		emit_sample_regs(ir, pc, sp, bp, kregs ? fallback : -1);
 	else
@@ -342,39 +329,6 @@ bool cg_ustack(struct cg *g, const struct plan_key *k, int key, int fallback)
 	ir_goto(ir, loop);
 
 	ir_label(ir, done);
-	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
-	ir_jmp(ir, BPF_JNE, t, IR_R(tid), lost);
-	ir_comment(ir, "the stack's hash: its id, kept in fay_ustk");
-	ir_mov(ir, h, IR_I(0x9e3779b97f4a7c15ll));
-	for (int i = 0; i < all; i++) {
-		ir_load(ir, t, IR_R(scr), 8 * i, 8, 0);
-		ir_alu(ir, BPF_XOR, h, IR_R(t));
-		ir_alu(ir, BPF_MUL, h, IR_I(0xff51afd7ed558ccdll));
-		ir_mov(ir, t, IR_R(h));
-		ir_alu(ir, BPF_RSH, t, IR_I(29));
-		ir_alu(ir, BPF_XOR, h, IR_R(t));
-	}
-	ir_alu(ir, BPF_AND, h, IR_I(USTK_ID_BIT - 1));
-	ir_alu(ir, BPF_OR, h, IR_I(USTK_ID_BIT));
-	ir_store(ir, IR_S(slot), 0, 8, IR_R(h));
-	ir_call(ir, r, BPF_FUNC_map_update_elem, 4, IR_M(e->ustk), IR_S(slot), IR_R(scr),
-		IR_I(BPF_NOEXIST));
-	ir_jmp(ir, BPF_JEQ, r, IR_I(0), stored);
-	ir_call(ir, a, BPF_FUNC_map_lookup_elem, 2, IR_M(e->ustk), IR_S(slot));
-	ir_jmp(ir, BPF_JEQ, a, IR_I(0), lost);	/* full */
-	for (int i = 0; i < all; i++) {
-		ir_load(ir, t, IR_R(a), 8 * i, 8, 0);
-		ir_load(ir, r, IR_R(scr), 8 * i, 8, 0);
-		ir_jmp(ir, BPF_JNE, t, IR_R(r), lost);
-	}
-	ir_label(ir, stored);
-	ir_load(ir, t, IR_R(scr), 8 * all, 8, 0);
-	ir_jmp(ir, BPF_JNE, t, IR_R(tid), lost);	/* taken over meanwhile */
-	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_R(h));
-	ir_goto(ir, out);
-	ir_label(ir, lost);
-	ir_store(ir, IR_S(key), k->bpf_offset, 8, IR_I(-ENOSPC));
-	cg_count_drop(g, EC_LOST);
-	ir_label(ir, out);
+	cg_stack_keep(g, k, key, scr, n);
 	return true;
 }

@@ -67,14 +67,15 @@ struct engine {
 	bool epochs;
 	/* Stack keys (plan.h "Stacks"): the BPF stack map the probes put
 	 * stacks in, and the names of their frames (stacks.c) */
-	struct bmap *stacks;
+	/* the stack keys' stacks (codegen_stack.c): by id (their hash),
+	 * and the per-CPU scratch a probe puts one in; fay's VM: its stack
+	 * map (stacks) */
+	struct bmap *stacks, *stk, *stkscr;
 	struct stacksym *ssym;
 	/* User stacks walked by unwind tables (codegen_ustack.c, a uprobe
 	 * or a profile sample of opts.pid or its followed descendants):
-	 * tgid -> its table (ustack_map.h), the per-CPU scratch of a walk,
-	 * and the walked stacks by id (their hash); NULL: frame pointers
-	 * only */
-	struct bmap *unwind, *uscr, *ustk;
+	 * tgid -> its table (ustack_map.h); NULL: the kernel's walk only */
+	struct bmap *unwind;
 	/* the processes with a table in e->unwind (pid 0: a free slot;
 	 * opts.pid's is the first) and the maps each was made from */
 	struct {
@@ -174,8 +175,11 @@ int engine_print_tree(const struct plan *p, FILE *f, const struct engine_result 
 
 /* ---- stack keys (stacks.c) ------------------------------------------- */
 
-/* Distinct stacks the stack map holds (a query's life). */
+/* Distinct stacks fay_stk (the VM's stack map) holds (a query's life). */
 #define ENGINE_STACK_ENTRIES	8192
+/* set in a stack key's id (codegen_stack.c): the stack's hash, the key of
+ * its frames in fay_stk (bit 63 clear: a negative id is an errno) */
+#define ENGINE_STACK_ID_BIT	(1ll << 62)
 
 /* Process pid's unwind table into e->unwind, when a program walks by it
  * and pid is opts.pid or one of the descendants a command fay started

@@ -438,8 +438,8 @@ void engine_free(struct engine *e)
 	bmap_free(e->counters);
 	bmap_free(e->stacks);
 	bmap_free(e->unwind);
-	bmap_free(e->uscr);
-	bmap_free(e->ustk);
+	bmap_free(e->stk);
+	bmap_free(e->stkscr);
 	bmap_free(e->follow);
 	engine_spancur_free(e);
 	stacksym_free(e->ssym);
@@ -467,7 +467,8 @@ static const char *map_type_name(enum bpf_map_type t)
 static void dump_maps(const struct engine *e, FILE *f)
 {
 	const struct bmap *maps[] = { e->vals, e->zero, e->epoch, e->pairs, e->out,
-				      e->counters, e->stacks, e->spancur };
+				      e->counters, e->stacks, e->stk, e->stkscr,
+				      e->spancur };
 
 	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
 		const struct bmap *m = maps[i];

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Stack keys (plan.h "Stacks"): the BPF stack map the probes fill with
- * bpf_get_stackid(), and the reader's side, which turns each stack id
- * of a key the probe built into the folded names of its frames.
+ * Stack keys (plan.h "Stacks"): the maps the probes keep stacks in
+ * (fay_stk, by the hash of their frames: codegen_stack.c; fay's VM: its
+ * stack map), and the reader's side, which turns each stack id of a key
+ * the probe built into the folded names of its frames.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,28 +26,29 @@ int engine_stacks_map(struct engine *e)
 
 	if (!p->stack_depth)
 		return 0;
+	/* (each created in the kernel only if a program uses it: fay_stacks
+	 * by fay's VM only) */
 	e->stacks = bmap_new("fay_stacks", BPF_MAP_TYPE_STACK_TRACE, 4,
 			     8u * (uint32_t)p->stack_depth, ENGINE_STACK_ENTRIES);
-	e->ssym = e->stacks ? stacksym_new() : NULL;
+	e->stk = bmap_new("fay_stk", BPF_MAP_TYPE_HASH, 8, 8u * (uint32_t)p->stack_depth,
+			  ENGINE_STACK_ENTRIES);
+	e->stkscr = bmap_new("fay_stkscr", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
+			     8u * (uint32_t)p->stack_depth + 16, 1);	/* + its owner, n */
+	e->ssym = e->stacks && e->stk && e->stkscr ? stacksym_new() : NULL;
 	if (!e->ssym) {
-		errno = e->stacks ? ENOMEM : errno;
+		errno = e->stacks && e->stk && e->stkscr ? ENOMEM : errno;
 		return -errno;
 	}
+	bmap_set_flags(e->stk, BPF_F_NO_PREALLOC);
 	how = getenv("FAY_UNWIND");
 	if (e->opts.pid <= 0 || engine_is_vm(e) || (how && !strcmp(how, "fp")))
 		return 0;	/* (FAY_UNWIND=fp: frame pointers only, as inline) */
-	/* a uprobe of one process may walk by its table (codegen_ustack.c;
-	 * created in the kernel only if a program uses them) */
+	/* a uprobe of one process may walk by its table (codegen_ustack.c) */
 	e->unwind = bmap_new("fay_unwind", BPF_MAP_TYPE_HASH, 4, sizeof(struct ustk_tab),
 			     USTK_PROCS);
-	e->uscr = bmap_new("fay_uscr", BPF_MAP_TYPE_PERCPU_ARRAY, 4,
-			   8u * (uint32_t)p->stack_depth + 8, 1);	/* + its owner */
-	e->ustk = bmap_new("fay_ustk", BPF_MAP_TYPE_HASH, 8, 8u * (uint32_t)p->stack_depth,
-			   ENGINE_STACK_ENTRIES);
-	if (!e->unwind || !e->uscr || !e->ustk)
+	if (!e->unwind)
 		return -errno;
 	bmap_set_flags(e->unwind, BPF_F_NO_PREALLOC);
-	bmap_set_flags(e->ustk, BPF_F_NO_PREALLOC);
 	return 0;
 }
 
@@ -176,14 +178,14 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 		memcpy(&pid, b + 8, 8);
 	if (id == -ENOSPC) {
 		/* inline: the runtime's stack table was full (the row counts
-		 * the stacks lost) */
+		 * the stacks lost); BPF: another thread's walk took the
+		 * per-CPU scratch over (counted, EC_LOST) */
 		snprintf(out, (size_t)k->size, "[lost]");
 		return;
 	}
 	if (id < 0) {
-		/* the kernel could not walk it: EFAULT (no stack of that kind
-		 * here, e.g. a kernel stack in a uprobe), EEXIST (the map's
-		 * bucket holds another stack), ENOMEM ... */
+		/* no stack: EFAULT (none of that kind here, e.g. a kernel
+		 * stack in a uprobe), E2BIG (fay_stk full), ENOMEM ... */
 		const char *n = strerrorname_np((int)-id);
 
 		snprintf(out, (size_t)k->size, "[no %s stack: %s]",
@@ -191,15 +193,16 @@ static void fold(struct engine *e, const struct plan_key *k, const unsigned char
 		return;
 	}
 	memset(ips, 0, sizeof(ips));
-	if (id & USTK_ID_BIT) {
-		/* walked by the unwind table: its addresses under its hash */
+	if (id & ENGINE_STACK_ID_BIT) {
+		/* its addresses under its hash (codegen_stack.c), a user or
+		 * kernel stack as the key says */
 		uint64_t h = (uint64_t)id;
 
-		if (!e->ustk || bmap_lookup(e->ustk, &h, ips))
+		if (!e->stk || bmap_lookup(e->stk, &h, ips))
 			snprintf(out, (size_t)k->size, "[stack %#llx gone]", (unsigned long long)h);
 		else
-			stacksym_fold(e->ssym, true, (pid_t)pid, ips, k->depth, out,
-				      (size_t)k->size);
+			stacksym_fold(e->ssym, k->stack == PSTACK_USER, (pid_t)pid, ips,
+				      k->depth, out, (size_t)k->size);
 		return;
 	}
 	id32 = (uint32_t)id;

@@ -25,8 +25,6 @@
 #define USTK_ROWS	(1u << USTK_ROWS_LOG)
 #define USTK_PROCS	8			/* processes with a table at once */
 #define USTK_NOWHERE	(1ull << 62)	/* an unused module slot's lo, hi */
-/* set in a walked stack's id (its hash): not a stack map id */
-#define USTK_ID_BIT	(1ll << 62)
 
 struct ustk_mod {
 	uint64_t lo, hi, bias;

@@ -161,8 +161,8 @@ struct plan_let {
 
 /*
  * Stacks (s.kstack, s.ustack(N)): a group key only.  The probe builds its
- * key with the stack's id from the query's BPF stack map
- * (bpf_get_stackid(), frames walked by the kernel) and, for a user
+ * key with the stack's id (the hash of its frames, which the probe keeps
+ * in a map under it: src/engine/codegen_stack.c) and, for a user
  * stack, the process id (bpf_size 16: id, tgid); the reader looks the
  * frames up, names them (kernel symbols, each process's ELF symbols) and
  * puts the folded string, root first, "main;a;b", in the key's

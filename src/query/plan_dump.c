@@ -265,7 +265,7 @@ int plan_dump(const struct plan *p, FILE *f)
 			fprintf(f, "  mode aggregate: per-CPU array of 1 entry (no key), value %d bytes\n",
 				p->value_size);
 		if (p->stack_depth)
-			fprintf(f, "  stacks: BPF stack map (bpf_get_stackid), %d frames; the reader names the frames into a key of %d bytes\n",
+			fprintf(f, "  stacks: the frames kept under their hash (BPF: fay_stk; inline: the runtime's stack table), %d frames; the reader names the frames into a key of %d bytes\n",
 				p->stack_depth, p->key_size);
 		for (int i = 0; i < p->nkeys; i++) {
 			const struct plan_key *k = &p->keys[i];

@@ -17,6 +17,8 @@
  *                        call T(d - 1); T(0) calls C(0): C is entered
  *                        2^D times, each under a stack of its own (the
  *                        path of Ls and Rs), for a full stack table
+ *   stack_work treesys D as tree D, and T(0) calls getppid() after C(0)
+ *                        (a system call under 2^D user stacks)
  *   stack_work deep N K  K calls of C from N frames of Deep() below
  *                        main, no sleep (bench/bench_inline_stack.sh:
  *                        QW_TIME=1 prints "cpu_ns X" for the loop)
@@ -34,6 +36,7 @@
 
 static volatile unsigned long sink;
 static int spin_units = 0;	/* 0: calls mode (no spinning) */
+static int tree_sys;		/* treesys: T(0) calls getppid() */
 
 #define NOINL __attribute__((noinline))
 
@@ -102,6 +105,8 @@ NOINL void T(int d)
 {
 	if (!d) {
 		C(0);
+		if (tree_sys)
+			sink += (unsigned long)getppid();
 		sink++;
 		return;
 	}
@@ -149,8 +154,10 @@ int main(int argc, char **argv)
 	long k = argc > 2 ? atol(argv[2]) : 0;
 
 	if (argc < 3 || (strcmp(argv[1], "calls") && strcmp(argv[1], "spin") &&
-			 strcmp(argv[1], "tree") && strcmp(argv[1], "deep"))) {
-		fprintf(stderr, "usage: stack_work calls K | spin MS | tree D | deep N K\n");
+			 strcmp(argv[1], "tree") && strcmp(argv[1], "treesys") &&
+			 strcmp(argv[1], "deep"))) {
+		fprintf(stderr, "usage: stack_work calls K | spin MS | tree D | treesys D | "
+			"deep N K\n");
 		return 2;
 	}
 	if (getenv("QW_READY"))
@@ -170,7 +177,8 @@ int main(int argc, char **argv)
 		Deep((int)k);
 		return 0;
 	}
-	if (!strcmp(argv[1], "tree")) {
+	if (!strcmp(argv[1], "tree") || !strcmp(argv[1], "treesys")) {
+		tree_sys = !strcmp(argv[1], "treesys");
 		T((int)k);
 		usleep(300000);	/* the reader names the stacks of a live process */
 		return 0;
