@@ -5,7 +5,7 @@
  * back as NDJSON; print each one as `fay query` prints a local result
  * (the collector renders the table or the JSON lines: "format"), and
  * each window's completeness on standard error (with --json, also as a
- * JSON line after the window's rows).
+ * JSON line after the window's rows); a stream's, after its rows.
  *
  * As locally, an aggregate without 'window' prints once, at the end; on
  * Ctrl-C the latest cumulative result is printed.
@@ -182,6 +182,21 @@ static void on_line(struct cl_state *s, const char *line, size_t len)
 			free(s->last);
 			s->last = NULL;
 		}
+		s->any = true;
+	} else if (!strcmp(type, "stream_end")) {
+		/* a stream's completeness, after its rows: a stream that
+		 * brought none still says which hosts it heard */
+		json_t *late = json_object_get(j, "attached_after_end"), *h;
+		size_t i;
+
+		json_array_foreach(late, i, h)
+			if (!s->o->quiet)
+				fprintf(s->o->err, "fay: %s: attached after the query's time ran out: "
+					"it traced nothing (a longer 'for' leaves room for the attach)\n",
+					json_is_string(h) ? json_string_value(h) : "?");
+		if (s->o->json)
+			completeness_json(s, j);
+		completeness(s, j);
 		s->any = true;
 	} else if (!strcmp(type, "error")) {
 		snprintf(s->err, sizeof(s->err), "%s", str_of(j, "error") ? str_of(j, "error") : "?");

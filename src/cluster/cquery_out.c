@@ -155,7 +155,9 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 		const struct cmember *m = &q->m[i];
 		const struct cflat *c = unnamed_hosts(q, m);
 
-		if (m->state == CM_FAILED || m->state == CM_ENDED)
+		/* one that ended is not missing, unless its probes attached
+		 * only after the query's time ran out (they saw nothing) */
+		if (m->state == CM_FAILED || (m->state == CM_ENDED && !cq_attached_late(q, m)))
 			continue;
 		/* a child collector: the hosts under it it did not hear from */
 		for (unsigned s = 0; s < m->nsubs; s++) {
@@ -406,6 +408,84 @@ static void line_rows(struct cq_run *run)
 }
 
 
+/* The members a stream heard out, in got (q->nm of them): those whose
+ * stream ended (every record of theirs came), or that still ran when
+ * 'limit' ended the query (it needed no more); never one whose probes
+ * attached only after the query's time ran out.  Returns the hosts they
+ * stand for (a child collector: those it says answered). */
+static unsigned stream_got(const struct cq_run *run, unsigned char *got)
+{
+	const struct cquery *q = run->q;
+	bool limited = q->p->limit && run->rows >= q->p->limit;
+	unsigned answered = 0;
+
+	for (size_t i = 0; i < q->nm; i++) {
+		const struct cmember *m = &q->m[i];
+
+		got[i] = !cq_attached_late(q, m) &&
+			 (m->final || (limited && m->peer && m->state == CM_ATTACHED));
+		if (!got[i])
+			continue;
+		if (!m->nsubs)
+			answered++;
+		for (unsigned s = 0; s < m->nsubs; s++)
+			answered += m->subs[s].state == WIRE_HS_ANSWERED;
+	}
+	return answered;
+}
+
+/* The line that ends a stream at the root: its completeness, as a
+ * result's ("hosts", "provisional": a host missing, "dropped"), with
+ * "limited" when 'limit' ended it and "attached_after_end" naming the
+ * hosts whose probes attached only after its time ran out:
+ * {"type":"stream_end","rows":N,"limited":B,"final":true,...,"hosts":{..},
+ *  "dropped":{..},"attached_after_end":[..]} */
+static void line_stream_end(struct cq_run *run)
+{
+	const struct cquery *q = run->q;
+	unsigned char *got = calloc(q->nm + 1, 1);
+	uint64_t now = clock_realtime_ns();
+	bool provisional = false;
+	unsigned answered;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int k = 0;
+
+	if (!got) {
+		run->lines.err = -ENOMEM;
+		return;
+	}
+	answered = stream_got(run, got);
+	for (size_t i = 0; i < q->nm; i++)
+		if (!got[i] && q->m[i].state != CM_FAILED &&
+		    (q->m[i].state != CM_ENDED || cq_attached_late(q, &q->m[i])))
+			provisional = true;
+	f = line_begin(run, &buf, &len);
+	if (!f) {
+		free(got);
+		return;
+	}
+	fprintf(f, "{\"type\":\"stream_end\",\"t\":%" PRIu64 ",\"start_ns\":%" PRIu64
+		",\"end_ns\":%" PRIu64 ",\"rows\":%" PRIu64 ",\"limited\":%s,\"final\":true,"
+		"\"provisional\":%s,\"amended\":false", now / 1000000, q->start_rt, now, run->rows,
+		q->p->limit && run->rows >= q->p->limit ? "true" : "false",
+		provisional ? "true" : "false");
+	put_hosts(f, q, got, answered, 0);
+	put_counters(f, q->stream_counters);
+	fputs(",\"attached_after_end\":[", f);
+	for (size_t i = 0; i < q->nm; i++) {
+		if (!cq_attached_late(q, &q->m[i]))
+			continue;
+		if (k++)
+			fputc(',', f);
+		json_str(f, q->m[i].host, strlen(q->m[i].host));
+	}
+	fputs("]}", f);
+	line_end(run, f, &buf, &len);
+	free(got);
+}
+
 /* ---- up the tree -------------------------------------------------------- */
 
 /* Queue one frame for the upper collector: u8 type, le32 length, payload. */
@@ -572,14 +652,27 @@ void cq_emit_rows(struct cq_run *run)
 
 void cq_emit_end(struct cq_run *run)
 {
-	if (!run->o->up)
+	const struct cquery *q = run->q;
+	unsigned char *got;
+
+	if (!run->o->up) {
+		/* a stream says who it heard: never an end without a word */
+		if (!run->err[0] && q->p->mode == PLAN_STREAM)
+			line_stream_end(run);
 		return;
+	}
 	if (run->err[0]) {
 		up_status(run, WIRE_QS_FAILED, run->err);
 		return;
 	}
-	if (run->q->p->mode == PLAN_STREAM)
+	if (q->p->mode == PLAN_STREAM) {
+		/* the hosts under this collector it heard out, and their drops */
+		got = calloc(q->nm + 1, 1);
+		if (got)
+			stream_got(run, got);
 		up_partial(run, WIRE_PF_STREAM | WIRE_PF_FINAL, clock_realtime_ns(),
-			   clock_realtime_ns(), NULL, NULL, NULL);
+			   clock_realtime_ns(), q->stream_counters, got, NULL);
+		free(got);
+	}
 	up_status(run, WIRE_QS_ENDED, "");
 }
