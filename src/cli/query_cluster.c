@@ -129,6 +129,21 @@ static void completeness_json(const struct cl_state *s, json_t *j)
 	json_decref(o);
 }
 
+/* "fay: h1: attached after the query's time ran out: ..." for each host
+ * a result's or a stream's end names so */
+static void late_hosts(const struct cl_state *s, json_t *j)
+{
+	json_t *h;
+	size_t i;
+
+	if (s->o->quiet)
+		return;
+	json_array_foreach(json_object_get(j, "attached_after_end"), i, h)
+		fprintf(s->o->err, "fay: %s: attached after the query's time ran out: it traced "
+			"nothing (a longer 'for' leaves room for the attach)\n",
+			json_is_string(h) ? json_string_value(h) : "?");
+}
+
 static void on_progress(struct cl_state *s, json_t *j)
 {
 	json_t *hosts = json_object_get(j, "hosts"), *h;
@@ -171,6 +186,8 @@ static void on_line(struct cl_state *s, const char *line, size_t len)
 				if (s->windowed && !s->o->json)
 					fputc('\n', out);
 			}
+			if (final)
+				late_hosts(s, j);
 			if (s->o->json)
 				completeness_json(s, j);
 			completeness(s, j);
@@ -186,14 +203,7 @@ static void on_line(struct cl_state *s, const char *line, size_t len)
 	} else if (!strcmp(type, "stream_end")) {
 		/* a stream's completeness, after its rows: a stream that
 		 * brought none still says which hosts it heard */
-		json_t *late = json_object_get(j, "attached_after_end"), *h;
-		size_t i;
-
-		json_array_foreach(late, i, h)
-			if (!s->o->quiet)
-				fprintf(s->o->err, "fay: %s: attached after the query's time ran out: "
-					"it traced nothing (a longer 'for' leaves room for the attach)\n",
-					json_is_string(h) ? json_string_value(h) : "?");
+		late_hosts(s, j);
 		if (s->o->json)
 			completeness_json(s, j);
 		completeness(s, j);

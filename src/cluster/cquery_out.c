@@ -190,6 +190,24 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 	fputs("]}", f);
 }
 
+/* ,"attached_after_end":[..]: the members whose probes attached only
+ * after q's time ran out; with always false, nothing when there are none. */
+static void put_late(FILE *f, const struct cquery *q, bool always)
+{
+	int k = 0;
+
+	for (size_t i = 0; i < q->nm; i++) {
+		if (!cq_attached_late(q, &q->m[i]))
+			continue;
+		fputs(k++ ? "," : ",\"attached_after_end\":[", f);
+		json_str(f, q->m[i].host, strlen(q->m[i].host));
+	}
+	if (k)
+		fputc(']', f);
+	else if (always)
+		fputs(",\"attached_after_end\":[]", f);
+}
+
 /* The rows of t, categorized (cat), ordered and limited at this root. */
 static int result_of(struct cq_run *run, const struct ptable *t, bool cat,
 		     struct engine_result *res)
@@ -251,6 +269,8 @@ static void line_result(struct cq_run *run, const struct ptable *t, uint64_t t_n
 		amended ? "true" : "false");
 	put_hosts(f, q, got, answered, late);
 	put_counters(f, counters);
+	if (final)
+		put_late(f, q, false);
 	if (res.cats) {
 		fputc(',', f);
 		engine_print_cats_json(res.cats, f);
@@ -450,7 +470,6 @@ static void line_stream_end(struct cq_run *run)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	int k = 0;
 
 	if (!got) {
 		run->lines.err = -ENOMEM;
@@ -473,15 +492,8 @@ static void line_stream_end(struct cq_run *run)
 		provisional ? "true" : "false");
 	put_hosts(f, q, got, answered, 0);
 	put_counters(f, q->stream_counters);
-	fputs(",\"attached_after_end\":[", f);
-	for (size_t i = 0; i < q->nm; i++) {
-		if (!cq_attached_late(q, &q->m[i]))
-			continue;
-		if (k++)
-			fputc(',', f);
-		json_str(f, q->m[i].host, strlen(q->m[i].host));
-	}
-	fputs("]}", f);
+	put_late(f, q, true);
+	fputc('}', f);
 	line_end(run, f, &buf, &len);
 	free(got);
 }
@@ -653,6 +665,7 @@ void cq_emit_rows(struct cq_run *run)
 void cq_emit_end(struct cq_run *run)
 {
 	const struct cquery *q = run->q;
+	uint64_t now = clock_realtime_ns();
 	unsigned char *got;
 
 	if (!run->o->up) {
@@ -670,8 +683,12 @@ void cq_emit_end(struct cq_run *run)
 		got = calloc(q->nm + 1, 1);
 		if (got)
 			stream_got(run, got);
-		up_partial(run, WIRE_PF_STREAM | WIRE_PF_FINAL, clock_realtime_ns(),
-			   clock_realtime_ns(), q->stream_counters, got, NULL);
+		/* one time for both ends: two calls (arguments are evaluated
+		 * in no set order; here the end's came first) gave an end
+		 * before the start, a violation: the parent closed this link,
+		 * every query on it lost, at the end of each stream */
+		up_partial(run, WIRE_PF_STREAM | WIRE_PF_FINAL, now, now, q->stream_counters, got,
+			   NULL);
 		free(got);
 	}
 	up_status(run, WIRE_QS_ENDED, "");

@@ -121,6 +121,16 @@ ok "... standard error names each host that attached after the query's time ran 
 		grep -q "^fay: result (provisional): 0 of 3 hosts answered; missing: " "$1" && [ "$2" = 0 ]' _ "$T_TMP/err" "$RC" ||
 	diag "$(cat "$T_TMP/err")"
 
+# the same for an aggregate: its result was "3 of 3 hosts answered" over
+# hosts that had traced nothing; now they are missing, and named
+cq calls "from c in $F select { n: count() } for 1ms"
+check "an aggregate whose time ran out before its hosts attached: provisional, 0 of 3 answered, all three missing" \
+	'len(ends) == 1 and ends[0]["provisional"] and ends[0]["hosts"]["answered"] == 0 and
+	 sorted(ends[0]["hosts"]["missing"]) == ["h1", "h2", "h3"]'
+ok "... standard error names the three hosts that attached after its time ran out" \
+	bash -c '[ "$(grep -c "^fay: h[123]: attached after the query.s time ran out: it traced nothing" "$1")" = 3 ]' _ "$T_TMP/err" ||
+	diag "$(cat "$T_TMP/err")"
+
 cq calls "from c in $F group c by c.host into g select { host: g.key, n: g.count() } window 1s for 9s"
 check "windows: each host's counts add up to its K" \
 	'all(sum(r["n"] for r in rows if r["host"] == h) == k for h, k in zip(("h1", "h2", "h3"), ks)) and all("window_start_ns" in r for r in rows)'
