@@ -45,7 +45,8 @@ struct cmember {
 	unsigned nfinal;	/* final PARTIALs received (a child's may be amended) */
 	unsigned nfinal_seen;	/* nfinal when the final result was last emitted */
 	bool replied;		/* QSTATUS seen (since the last QUERY) */
-	uint64_t attached_rt;	/* wall clock ns its QSTATUS attached came; 0 */
+	uint64_t attached_rt;	/* an agent: wall clock ns its QSTATUS attached
+				 * came; 0 (a child collector: always) */
 	struct ptable *snap;	/* latest cumulative snapshot (no window) */
 	uint64_t snap_counters[ENGINE_NCOUNTERS];
 	/* a child collector: the hosts under it, as its last PARTIAL named

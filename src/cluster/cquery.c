@@ -159,7 +159,11 @@ void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qst
 	m->replied = true;
 	if (s->state == WIRE_QS_ATTACHED) {
 		m->state = CM_ATTACHED;
-		m->attached_rt = clock_realtime_ns();
+		/* a child collector says attached when its hosts answered or
+		 * 2 s passed: not when their probes attached; it judges its own
+		 * hosts' attach (its final PARTIAL names them missing) */
+		if (!p->collector)
+			m->attached_rt = clock_realtime_ns();
 	}
 	else if (s->state == WIRE_QS_FAILED)
 		m->state = CM_FAILED;

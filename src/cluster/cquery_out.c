@@ -156,8 +156,11 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 		const struct cflat *c = unnamed_hosts(q, m);
 
 		/* one that ended is not missing, unless its probes attached
-		 * only after the query's time ran out (they saw nothing) */
-		if (m->state == CM_FAILED || (m->state == CM_ENDED && !cq_attached_late(q, m)))
+		 * only after the query's time ran out (they saw nothing); a
+		 * child collector that ended still names the hosts under it
+		 * that did not answer */
+		if (m->state == CM_FAILED ||
+		    (m->state == CM_ENDED && !m->nsubs && !cq_attached_late(q, m)))
 			continue;
 		/* a child collector: the hosts under it it did not hear from */
 		for (unsigned s = 0; s < m->nsubs; s++) {
@@ -476,10 +479,16 @@ static void line_stream_end(struct cq_run *run)
 		return;
 	}
 	answered = stream_got(run, got);
-	for (size_t i = 0; i < q->nm; i++)
-		if (!got[i] && q->m[i].state != CM_FAILED &&
-		    (q->m[i].state != CM_ENDED || cq_attached_late(q, &q->m[i])))
+	for (size_t i = 0; i < q->nm; i++) {	/* a host missing (put_hosts' rule) */
+		const struct cmember *m = &q->m[i];
+
+		if (m->state == CM_FAILED)
+			continue;
+		if (!got[i] && (m->state != CM_ENDED || m->nsubs || cq_attached_late(q, m)))
 			provisional = true;
+		for (unsigned s = 0; got[i] && s < m->nsubs; s++)
+			provisional |= m->subs[s].state != WIRE_HS_ANSWERED;
+	}
 	f = line_begin(run, &buf, &len);
 	if (!f) {
 		free(got);

@@ -94,6 +94,9 @@ ok "tree: c1 has h1 and h2, c2 has h3" wait_for 15 eval "peers $C1_H 2 && peers 
 run $R_H "$T_TMP/tree1" "$T_TMP/tree1.err" 3 "$Q"
 run $R_H "$T_TMP/tree2" "$T_TMP/tree2.err" 3 "$QT"
 run $R_H "$T_TMP/tree3" "$T_TMP/tree3.err" 3 "$QS"
+# and one whose time ran out before any host attached: each child names
+# its hosts missing (an ended child's unanswered hosts were not listed)
+run $R_H "$T_TMP/tree4" "$T_TMP/tree4.err" 3 "${QS/for 8s/for 1ms}"
 if [ -s "$T_TMP/tree1" ] && cmp -s "$T_TMP/flat1" "$T_TMP/tree1"; then
 	pass "every aggregate grouped by host: two-level tree == flat, byte for byte"
 else
@@ -126,6 +129,14 @@ PY
 grep -q '^fay: result: 3 of 3 hosts answered$' "$T_TMP/tree3.err" &&
 	pass "... and standard error says it: result: 3 of 3 hosts answered" ||
 	fail "stream through the tree: stderr" "$(cat "$T_TMP/tree3.err")"
+ok "a stream through the tree whose time ran out before the hosts attached: 0 of 3 answered, h1 h2 h3 missing" \
+	python3 - "$T_TMP/tree4" <<'PY' || diag "$(cat "$T_TMP/tree4" "$T_TMP/tree4.err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert len(lines) == 1 and lines[0]["provisional"], lines
+h = lines[0]["hosts"]
+assert h["asked"] == 3 and h["answered"] == 0 and sorted(h["missing"]) == ["h1", "h2", "h3"], lines
+PY
 # (each child's final stream PARTIAL had its end before its start: the
 # root refused it as a violation and closed the child's link)
 ok "... and the root closed no child's link (no PARTIAL refused)" \
