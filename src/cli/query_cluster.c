@@ -5,7 +5,7 @@
  * back as NDJSON; print each one as `fay query` prints a local result
  * (the collector renders the table or the JSON lines: "format"), and
  * each window's completeness on standard error (with --json, also as a
- * JSON line after the window's rows).
+ * JSON line after the window's rows); a stream's, after its rows.
  *
  * As locally, an aggregate without 'window' prints once, at the end; on
  * Ctrl-C the latest cumulative result is printed.
@@ -129,6 +129,21 @@ static void completeness_json(const struct cl_state *s, json_t *j)
 	json_decref(o);
 }
 
+/* "fay: h1: attached after the query's time ran out: ..." for each host
+ * a result's or a stream's end names so */
+static void late_hosts(const struct cl_state *s, json_t *j)
+{
+	json_t *h;
+	size_t i;
+
+	if (s->o->quiet)
+		return;
+	json_array_foreach(json_object_get(j, "attached_after_end"), i, h)
+		fprintf(s->o->err, "fay: %s: attached after the query's time ran out: it traced "
+			"nothing (a longer 'for' leaves room for the attach)\n",
+			json_is_string(h) ? json_string_value(h) : "?");
+}
+
 static void on_progress(struct cl_state *s, json_t *j)
 {
 	json_t *hosts = json_object_get(j, "hosts"), *h;
@@ -171,6 +186,8 @@ static void on_line(struct cl_state *s, const char *line, size_t len)
 				if (s->windowed && !s->o->json)
 					fputc('\n', out);
 			}
+			if (final)
+				late_hosts(s, j);
 			if (s->o->json)
 				completeness_json(s, j);
 			completeness(s, j);
@@ -182,6 +199,14 @@ static void on_line(struct cl_state *s, const char *line, size_t len)
 			free(s->last);
 			s->last = NULL;
 		}
+		s->any = true;
+	} else if (!strcmp(type, "stream_end")) {
+		/* a stream's completeness, after its rows: a stream that
+		 * brought none still says which hosts it heard */
+		late_hosts(s, j);
+		if (s->o->json)
+			completeness_json(s, j);
+		completeness(s, j);
 		s->any = true;
 	} else if (!strcmp(type, "error")) {
 		snprintf(s->err, sizeof(s->err), "%s", str_of(j, "error") ? str_of(j, "error") : "?");

@@ -45,6 +45,8 @@ struct cmember {
 	unsigned nfinal;	/* final PARTIALs received (a child's may be amended) */
 	unsigned nfinal_seen;	/* nfinal when the final result was last emitted */
 	bool replied;		/* QSTATUS seen (since the last QUERY) */
+	uint64_t attached_rt;	/* an agent: wall clock ns its QSTATUS attached
+				 * came; 0 (a child collector: always) */
 	struct ptable *snap;	/* latest cumulative snapshot (no window) */
 	uint64_t snap_counters[ENGINE_NCOUNTERS];
 	/* a child collector: the hosts under it, as its last PARTIAL named
@@ -91,6 +93,7 @@ struct cquery {
 	struct cwin *wins;
 	uint64_t next_wstart;	/* the next window the ticker opens */
 	struct cchunk *chunks, **chunks_tail;
+	uint64_t stream_counters[ENGINE_NCOUNTERS];	/* a stream's drops, summed */
 	pthread_cond_t cond;
 	bool has_collectors;	/* a member is a child collector */
 	bool host_answers;	/* cluster_qopts.host_answers */
@@ -142,6 +145,13 @@ struct cq_run {
 static inline bool cq_expected(const struct cmember *m)
 {
 	return m->peer && (m->state == CM_ATTACHED || m->state == CM_ASKED);
+}
+
+/* Did member m attach only after q's time ran out ('for')?  Its probes
+ * then saw none of it: its answer, however final, holds nothing. */
+static inline bool cq_attached_late(const struct cquery *q, const struct cmember *m)
+{
+	return q->deadline_rt && m->attached_rt >= q->deadline_rt;
 }
 
 /* Emit (into run->lines at the root, run->frames in a tree), under

@@ -112,6 +112,7 @@ int cq_ask(struct cquery *q, struct cpeer *p)
 	m->subs = NULL;
 	m->nsubs = 0;
 	m->replied = m->final = false;
+	m->attached_rt = 0;
 	m->info[0] = '\0';
 	ptable_free(m->snap);
 	m->snap = NULL;
@@ -156,8 +157,14 @@ void cquery_on_status(struct cluster *cl, struct cpeer *p, const struct wire_qst
 	if (!m)
 		return;		/* a query that ended meanwhile */
 	m->replied = true;
-	if (s->state == WIRE_QS_ATTACHED)
+	if (s->state == WIRE_QS_ATTACHED) {
 		m->state = CM_ATTACHED;
+		/* a child collector says attached when its hosts answered or
+		 * 2 s passed: not when their probes attached; it judges its own
+		 * hosts' attach (its final PARTIAL names them missing) */
+		if (!p->collector)
+			m->attached_rt = clock_realtime_ns();
+	}
 	else if (s->state == WIRE_QS_FAILED)
 		m->state = CM_FAILED;
 	else
@@ -253,7 +260,10 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 	}
 	if (err)
 		return err;
-	if (p->collector && wp->nhosts) {	/* the hosts under a child collector */
+	/* the hosts under a child collector (a stream's records name only
+	 * the host they came from: its final names them all) */
+	if (p->collector && wp->nhosts &&
+	    (!(wp->flags & WIRE_PF_STREAM) || (wp->flags & WIRE_PF_FINAL))) {
 		struct wire_phost *subs = malloc(wp->nhosts * sizeof(*subs));
 
 		if (subs) {
@@ -273,6 +283,8 @@ int cquery_on_partial(struct cluster *cl, struct cpeer *p, const struct wire_par
 		c->len = r.len - r.off;
 		memcpy(c->body, r.p + r.off, c->len);
 		snprintf(c->host, sizeof(c->host), "%s", m->host);
+		for (unsigned k = 0; k < ENGINE_NCOUNTERS && k < wp->ncounters; k++)
+			q->stream_counters[k] += wp->counters[k];
 		*q->chunks_tail = c;
 		q->chunks_tail = &c->next;
 		if (wp->flags & WIRE_PF_FINAL)

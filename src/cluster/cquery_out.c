@@ -155,7 +155,12 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 		const struct cmember *m = &q->m[i];
 		const struct cflat *c = unnamed_hosts(q, m);
 
-		if (m->state == CM_FAILED || m->state == CM_ENDED)
+		/* one that ended is not missing, unless its probes attached
+		 * only after the query's time ran out (they saw nothing); a
+		 * child collector that ended still names the hosts under it
+		 * that did not answer */
+		if (m->state == CM_FAILED ||
+		    (m->state == CM_ENDED && !m->nsubs && !cq_attached_late(q, m)))
 			continue;
 		/* a child collector: the hosts under it it did not hear from */
 		for (unsigned s = 0; s < m->nsubs; s++) {
@@ -186,6 +191,24 @@ static void put_hosts(FILE *f, const struct cquery *q, const unsigned char *got,
 		json_str(f, q->m[i].host, strlen(q->m[i].host));
 	}
 	fputs("]}", f);
+}
+
+/* ,"attached_after_end":[..]: the members whose probes attached only
+ * after q's time ran out; with always false, nothing when there are none. */
+static void put_late(FILE *f, const struct cquery *q, bool always)
+{
+	int k = 0;
+
+	for (size_t i = 0; i < q->nm; i++) {
+		if (!cq_attached_late(q, &q->m[i]))
+			continue;
+		fputs(k++ ? "," : ",\"attached_after_end\":[", f);
+		json_str(f, q->m[i].host, strlen(q->m[i].host));
+	}
+	if (k)
+		fputc(']', f);
+	else if (always)
+		fputs(",\"attached_after_end\":[]", f);
 }
 
 /* The rows of t, categorized (cat), ordered and limited at this root. */
@@ -249,6 +272,8 @@ static void line_result(struct cq_run *run, const struct ptable *t, uint64_t t_n
 		amended ? "true" : "false");
 	put_hosts(f, q, got, answered, late);
 	put_counters(f, counters);
+	if (final)
+		put_late(f, q, false);
 	if (res.cats) {
 		fputc(',', f);
 		engine_print_cats_json(res.cats, f);
@@ -405,6 +430,82 @@ static void line_rows(struct cq_run *run)
 	free(rec);
 }
 
+
+/* The members a stream heard out, in got (q->nm of them): those whose
+ * stream ended (every record of theirs came), or that still ran when
+ * 'limit' ended the query (it needed no more); never one whose probes
+ * attached only after the query's time ran out.  Returns the hosts they
+ * stand for (a child collector: those it says answered). */
+static unsigned stream_got(const struct cq_run *run, unsigned char *got)
+{
+	const struct cquery *q = run->q;
+	bool limited = q->p->limit && run->rows >= q->p->limit;
+	unsigned answered = 0;
+
+	for (size_t i = 0; i < q->nm; i++) {
+		const struct cmember *m = &q->m[i];
+
+		got[i] = !cq_attached_late(q, m) &&
+			 (m->final || (limited && m->peer && m->state == CM_ATTACHED));
+		if (!got[i])
+			continue;
+		if (!m->nsubs)
+			answered++;
+		for (unsigned s = 0; s < m->nsubs; s++)
+			answered += m->subs[s].state == WIRE_HS_ANSWERED;
+	}
+	return answered;
+}
+
+/* The line that ends a stream at the root: its completeness, as a
+ * result's ("hosts", "provisional": a host missing, "dropped"), with
+ * "limited" when 'limit' ended it and "attached_after_end" naming the
+ * hosts whose probes attached only after its time ran out:
+ * {"type":"stream_end","rows":N,"limited":B,"final":true,...,"hosts":{..},
+ *  "dropped":{..},"attached_after_end":[..]} */
+static void line_stream_end(struct cq_run *run)
+{
+	const struct cquery *q = run->q;
+	unsigned char *got = calloc(q->nm + 1, 1);
+	uint64_t now = clock_realtime_ns();
+	bool provisional = false;
+	unsigned answered;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!got) {
+		run->lines.err = -ENOMEM;
+		return;
+	}
+	answered = stream_got(run, got);
+	for (size_t i = 0; i < q->nm; i++) {	/* a host missing (put_hosts' rule) */
+		const struct cmember *m = &q->m[i];
+
+		if (m->state == CM_FAILED)
+			continue;
+		if (!got[i] && (m->state != CM_ENDED || m->nsubs || cq_attached_late(q, m)))
+			provisional = true;
+		for (unsigned s = 0; got[i] && s < m->nsubs; s++)
+			provisional |= m->subs[s].state != WIRE_HS_ANSWERED;
+	}
+	f = line_begin(run, &buf, &len);
+	if (!f) {
+		free(got);
+		return;
+	}
+	fprintf(f, "{\"type\":\"stream_end\",\"t\":%" PRIu64 ",\"start_ns\":%" PRIu64
+		",\"end_ns\":%" PRIu64 ",\"rows\":%" PRIu64 ",\"limited\":%s,\"final\":true,"
+		"\"provisional\":%s,\"amended\":false", now / 1000000, q->start_rt, now, run->rows,
+		q->p->limit && run->rows >= q->p->limit ? "true" : "false",
+		provisional ? "true" : "false");
+	put_hosts(f, q, got, answered, 0);
+	put_counters(f, q->stream_counters);
+	put_late(f, q, true);
+	fputc('}', f);
+	line_end(run, f, &buf, &len);
+	free(got);
+}
 
 /* ---- up the tree -------------------------------------------------------- */
 
@@ -572,14 +673,32 @@ void cq_emit_rows(struct cq_run *run)
 
 void cq_emit_end(struct cq_run *run)
 {
-	if (!run->o->up)
+	const struct cquery *q = run->q;
+	uint64_t now = clock_realtime_ns();
+	unsigned char *got;
+
+	if (!run->o->up) {
+		/* a stream says who it heard: never an end without a word */
+		if (!run->err[0] && q->p->mode == PLAN_STREAM)
+			line_stream_end(run);
 		return;
+	}
 	if (run->err[0]) {
 		up_status(run, WIRE_QS_FAILED, run->err);
 		return;
 	}
-	if (run->q->p->mode == PLAN_STREAM)
-		up_partial(run, WIRE_PF_STREAM | WIRE_PF_FINAL, clock_realtime_ns(),
-			   clock_realtime_ns(), NULL, NULL, NULL);
+	if (q->p->mode == PLAN_STREAM) {
+		/* the hosts under this collector it heard out, and their drops */
+		got = calloc(q->nm + 1, 1);
+		if (got)
+			stream_got(run, got);
+		/* one time for both ends: two calls (arguments are evaluated
+		 * in no set order; here the end's came first) gave an end
+		 * before the start, a violation: the parent closed this link,
+		 * every query on it lost, at the end of each stream */
+		up_partial(run, WIRE_PF_STREAM | WIRE_PF_FINAL, now, now, q->stream_counters, got,
+			   NULL);
+		free(got);
+	}
 	up_status(run, WIRE_QS_ENDED, "");
 }

@@ -70,8 +70,9 @@ static void tick_windows(struct cq_run *run, uint64_t now)
 
 /* Emit the merge of the members' latest snapshots; the final result merges
  * only the members whose final PARTIAL came (a host whose final is late is
- * missing from it, not answered by a stale snapshot), and notes which
- * finals it holds so that a late one is seen. */
+ * missing from it, not answered by a stale snapshot; one that attached
+ * after the deadline traced none of the time: missing too), and notes
+ * which finals it holds so that a late one is seen. */
 static void emit_snapshots(struct cq_run *run, uint64_t now, bool final, bool amended)
 {
 	struct cquery *q = run->q;
@@ -89,11 +90,11 @@ static void emit_snapshots(struct cq_run *run, uint64_t now, bool final, bool am
 	for (size_t i = 0; i < q->nm; i++) {
 		struct cmember *m = &q->m[i];
 
-		if (cq_expected(m) && !m->final)
+		if ((cq_expected(m) && !m->final) || (final && cq_attached_late(q, m)))
 			provisional = true;
 		if (final)
 			m->nfinal_seen = m->nfinal;
-		if (!m->snap || (final && !m->final))
+		if (!m->snap || (final && (!m->final || cq_attached_late(q, m))))
 			continue;
 		got[i] = 1;
 		answered += m->nsubs ? m->nsubs : 1;

@@ -22,8 +22,11 @@
  * "engine":"cluster" in the first, each window's "hosts" completeness
  * ("asked", "answered", "late", "missing", "failed"), "provisional" and
  * "amended", and with "format" a "text" member holding what `fay query`
- * prints for it (the table, or JSON lines); grace_ms is how long a window
- * waits for late hosts (default 1000).
+ * prints for it (the table, or JSON lines); a stream's rows followed by
+ * {"type":"stream_end",...} with the same completeness, "limited" and
+ * "attached_after_end" (hosts whose probes attached after its time ran
+ * out); grace_ms is how long a window waits for late hosts (default
+ * 1000).
  *
  * The engine runs on a thread of its own and writes lines into a pipe;
  * the connection's thread sends what the pipe holds as HTTP chunks, so

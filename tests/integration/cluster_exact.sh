@@ -41,13 +41,15 @@ cq() {
 	wait $QBG
 	RC=$?
 }
-# check WHAT PYTHON: the python expression (rows: the JSON lines; ks: the
-# K of each host) must hold
+# check WHAT PYTHON: the python expression (rows: the JSON lines; ends:
+# the completeness lines that follow a window's, a result's or a stream's
+# rows; ks: the K of each host) must hold
 check() {
 	if python3 - "$T_TMP/out" "$2" <<'PY'
 import json, sys
-# (the completeness line after the rows: cluster_query.sh tests it)
-rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "hosts" not in r]
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in lines if "hosts" not in r]
+ends = [r for r in lines if "hosts" in r]
 ks = [100, 200, 300]
 def hist(vals):
     b = {}
@@ -92,9 +94,42 @@ check "USDT arguments and a string argument as key, over three hosts" \
 cq calls "from c in $F where c.arg(0) < 3 select { host: c.host, a: c.arg(0) } for 8s"
 check "a stream: every host's rows, each exactly once" \
 	'sorted((r["host"], r["a"]) for r in rows) == sorted((h, a) for h in ("h1", "h2", "h3") for a in range(3))'
+check "... and its end says it heard every host" \
+	'ends == [{"final": True, "provisional": False, "amended": False, "hosts": {"asked": 3, "answered": 3, "late": 0, "missing": [], "failed": []}, "dropped": {}}]'
 
-cq calls "from c in $F where c.arg(0) < 50 select { a: c.arg(0) } limit 20 for 8s"
+# 'for 30s', not 8 s: the limit ends this query as soon as 20 rows are in,
+# so 'for' only bounds it; and its time counts from the query's start, the
+# hosts' attach out of it: under CI's load the three hosts attached after
+# the 8 s had run out (once), the workloads ran after the end, and the
+# stream ended with no row (exit 0, then without a word: now its end line
+# says which hosts attached too late, tested below)
+cq calls "from c in $F where c.arg(0) < 50 select { a: c.arg(0) } limit 20 for 30s"
 check "a stream with limit 20: 20 rows in all" 'len(rows) == 20'
+check "... and its end says 3 of 3 hosts answered (limit reached: the hosts still running are not missing)" \
+	'len(ends) == 1 and ends[0]["hosts"]["answered"] == 3 and ends[0]["hosts"]["missing"] == [] and not ends[0]["provisional"]'
+
+# A stream whose time ran out before any host attached (the race above,
+# forced: 1 ms is shorter than any attach) is not an empty answer with
+# exit 0: its end line lists every host missing, and standard error says
+# each attached after the query's time ran out
+cq calls "from c in $F where c.arg(0) < 50 select { a: c.arg(0) } limit 20 for 1ms"
+check "a stream that ended before its hosts attached: no row, and its end lists all three missing (exit $RC)" \
+	'rows == [] and len(ends) == 1 and ends[0]["provisional"] and ends[0]["hosts"]["answered"] == 0 and
+	 sorted(ends[0]["hosts"]["missing"]) == ["h1", "h2", "h3"]'
+ok "... standard error names each host that attached after the query's time ran out, and the result's 0 of 3" \
+	bash -c '[ "$(grep -c "^fay: h[123]: attached after the query.s time ran out: it traced nothing" "$1")" = 3 ] &&
+		grep -q "^fay: result (provisional): 0 of 3 hosts answered; missing: " "$1" && [ "$2" = 0 ]' _ "$T_TMP/err" "$RC" ||
+	diag "$(cat "$T_TMP/err")"
+
+# the same for an aggregate: its result was "3 of 3 hosts answered" over
+# hosts that had traced nothing; now they are missing, and named
+cq calls "from c in $F select { n: count() } for 1ms"
+check "an aggregate whose time ran out before its hosts attached: provisional, 0 of 3 answered, all three missing" \
+	'len(ends) == 1 and ends[0]["provisional"] and ends[0]["hosts"]["answered"] == 0 and
+	 sorted(ends[0]["hosts"]["missing"]) == ["h1", "h2", "h3"]'
+ok "... standard error names the three hosts that attached after its time ran out" \
+	bash -c '[ "$(grep -c "^fay: h[123]: attached after the query.s time ran out: it traced nothing" "$1")" = 3 ]' _ "$T_TMP/err" ||
+	diag "$(cat "$T_TMP/err")"
 
 cq calls "from c in $F group c by c.host into g select { host: g.key, n: g.count() } window 1s for 9s"
 check "windows: each host's counts add up to its K" \

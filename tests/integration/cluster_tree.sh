@@ -68,6 +68,8 @@ Q='from c in cluster.function("./qw:fay_work_fn") group c by c.host into g
             d: g.distinct(c.arg(0) % 37) } for 8s'
 QT='from c in cluster.function("./qw:fay_work_fn") select { n: count(), s: sum(c.arg(0)),
             p50: quantile(c.arg(0), 0.5), d: distinct(c.arg(0)), h: hist(c.arg(0)) } for 8s'
+# a stream: the records go up as they come; its end says who answered
+QS='from c in cluster.function("./qw:fay_work_fn") where c.arg(0) < 3 select { host: c.host, a: c.arg(0) } for 8s'
 
 # ---- flat: three agents under one collector ----------------------------------
 coll F
@@ -75,6 +77,7 @@ for h in $HOSTS; do agent $h $F_W; done
 ok "flat: three query connections" wait_for 15 peers $F_H 3
 run $F_H "$T_TMP/flat1" "$T_TMP/flat1.err" 3 "$Q"
 run $F_H "$T_TMP/flat2" "$T_TMP/flat2.err" 3 "$QT"
+run $F_H "$T_TMP/flat3" "$T_TMP/flat3.err" 3 "$QS"
 for h in $HOSTS; do kill "${APID[$h]}"; wait "${APID[$h]}" 2>/dev/null; done
 grep -q '"host":"h3","n":300,"s":44850,"lo":0' "$T_TMP/flat1" && pass "flat: exact per-host answers" ||
 	fail "flat answers" "$(cat "$T_TMP/flat1" "$T_TMP/flat1.err")"
@@ -90,6 +93,10 @@ ok "tree: the root has its two children" wait_for 15 peers $R_H 2
 ok "tree: c1 has h1 and h2, c2 has h3" wait_for 15 eval "peers $C1_H 2 && peers $C2_H 1"
 run $R_H "$T_TMP/tree1" "$T_TMP/tree1.err" 3 "$Q"
 run $R_H "$T_TMP/tree2" "$T_TMP/tree2.err" 3 "$QT"
+run $R_H "$T_TMP/tree3" "$T_TMP/tree3.err" 3 "$QS"
+# and one whose time ran out before any host attached: each child names
+# its hosts missing (an ended child's unanswered hosts were not listed)
+run $R_H "$T_TMP/tree4" "$T_TMP/tree4.err" 3 "${QS/for 8s/for 1ms}"
 if [ -s "$T_TMP/tree1" ] && cmp -s "$T_TMP/flat1" "$T_TMP/tree1"; then
 	pass "every aggregate grouped by host: two-level tree == flat, byte for byte"
 else
@@ -103,6 +110,37 @@ fi
 grep -q 'result: 3 of 3 hosts answered' "$T_TMP/tree1.err" &&
 	pass "the root counts the hosts under its children: 3 of 3 hosts answered" ||
 	fail "hosts through the tree" "$(cat "$T_TMP/tree1.err")"
+
+# a stream through the tree: the same records as flat (in another order),
+# and its end line counts the hosts under the children (each child's final
+# names its hosts, answered): 3 of 3, as flat
+ok "a stream through the tree: the same rows as flat, and its end says 3 of 3 hosts answered (flat too)" \
+	python3 - "$T_TMP/flat3" "$T_TMP/tree3" <<'PY' || diag "$(cat "$T_TMP/flat3" "$T_TMP/tree3" "$T_TMP/tree3.err")"
+import json, sys
+want = sorted((h, a) for h in ("h1", "h2", "h3") for a in range(3))
+end = {"final": True, "provisional": False, "amended": False, "hosts": {"asked": 3, "answered": 3,
+       "late": 0, "missing": [], "failed": []}, "dropped": {}}
+for f in sys.argv[1:]:
+    lines = [json.loads(l) for l in open(f) if l.strip()]
+    rows = sorted((r["host"], r["a"]) for r in lines if "hosts" not in r)
+    assert rows == want, (f, rows)
+    assert [l for l in lines if "hosts" in l] == [end], (f, lines)
+PY
+grep -q '^fay: result: 3 of 3 hosts answered$' "$T_TMP/tree3.err" &&
+	pass "... and standard error says it: result: 3 of 3 hosts answered" ||
+	fail "stream through the tree: stderr" "$(cat "$T_TMP/tree3.err")"
+ok "a stream through the tree whose time ran out before the hosts attached: 0 of 3 answered, h1 h2 h3 missing" \
+	python3 - "$T_TMP/tree4" <<'PY' || diag "$(cat "$T_TMP/tree4" "$T_TMP/tree4.err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert len(lines) == 1 and lines[0]["provisional"], lines
+h = lines[0]["hosts"]
+assert h["asked"] == 3 and h["answered"] == 0 and sorted(h["missing"]) == ["h1", "h2", "h3"], lines
+PY
+# (each child's final stream PARTIAL had its end before its start: the
+# root refused it as a violation and closed the child's link)
+ok "... and the root closed no child's link (no PARTIAL refused)" \
+	bash -c '! grep -E "query connection of c[12] .*closing it" "$1"' _ "$T_TMP/R.log"
 
 # ---- an intermediate collector killed mid-query ----------------------------------
 ( while :; do "$W" getppid 20 >/dev/null; sleep 0.1; done ) &	# rows in every window

@@ -160,6 +160,15 @@ await session('the cluster pages', pg, close, async () => {
 	const qc = (await page.locator('#q-table tbody tr td:nth-child(2)').allTextContents()).map(Number);
 	ok(qc.length === 2 && qc.every((n) => n >= 100), 'each counts the 2 s of getppid calls (about 4000 on a quiet machine, some hundreds under load; >= 100)', qc.join(','));
 	await shot('query-cluster-total');
+	// a stream on the cluster: its rows, then its end's completeness (it
+	// had none: the hosts line stayed empty)
+	await page.fill('#q-text', 'from s in cluster.syscall("getppid")\nselect { host: s.host }\nlimit 5 for 10s');
+	await page.click('#q-run');
+	await page.waitForFunction(() => /^done/.test(document.querySelector('#q-status')?.textContent || ''), null, { timeout: 20000 });
+	const ss = await page.locator('#q-status').textContent();
+	ok(/^done: 5 rows/.test(ss), 'a cluster stream with limit 5: 5 rows', ss);
+	ok(/2 of 2 hosts/.test(await page.locator('#q-hosts').textContent()), 'and its end says 2 of 2 hosts',
+		await page.locator('#q-hosts').textContent());
 
 	// ---- drop from the list ----
 	await page.goto(URL + '/queries');

@@ -37,6 +37,12 @@ const Query = (() => {
 		onCluster.checked = sessionStorage.getItem('fay.query.cluster') === '1';
 		onCluster.addEventListener('change', () => sessionStorage.setItem('fay.query.cluster', onCluster.checked ? '1' : '0'));
 		const hosts = el('div', { id: 'q-hosts', class: 'muted' });
+		// a cluster answer's completeness (a window's, a result's or a stream's end)
+		const showHosts = (m) => {
+			const good = Queries.complete(m);
+			hosts.replaceChildren(el('span', { class: good ? 'ok-text' : 'bad' },
+				`${m.t ? U.time(m.t).slice(11) + ': ' : ''}${Queries.completeness(m)}${m.provisional ? ' · provisional' : ''}${m.amended ? ' · amended' : ''}`));
+		};
 		let mode = 'table', cols = [], rows = [], windows = [], ctrl = null, errLine = 0, cats = null;
 		let windowed = false, attached = '', failed = false, engine = 'host';
 		let flame = {};	/* the flame graph's search and zoom (flame.js) */
@@ -240,11 +246,10 @@ const Query = (() => {
 							else if (windowed) { windows.push({ t: m.t, rows: m.rows }); rows.push(...m.rows); }
 							else rows = m.rows;
 							cats = m.categories ? m : cats;
-							if (m.hosts) {
-								const good = Queries.complete(m);
-								hosts.replaceChildren(el('span', { class: good ? 'ok-text' : 'bad' },
-									`${m.t ? U.time(m.t).slice(11) + ': ' : ''}${Queries.completeness(m)}${m.provisional ? ' · provisional' : ''}${m.amended ? ' · amended' : ''}`));
-							}
+							if (m.hosts) showHosts(m);
+						} else if (m.type === 'stream_end' && m.hosts) {
+							// a cluster stream's end: which hosts it heard out
+							showHosts(m);
 						} else if (m.type === 'progress' && m.attached !== undefined) {
 							const what = engine === 'cluster' ? 'host' : 'probe';
 							attached = `${m.attached} ${what}${m.attached === 1 ? '' : 's'} attached`;
