@@ -12,7 +12,7 @@ export DEMO_DIR=$T_TMP/demo DEMO_HTTP=127.0.0.1:$(free_port)
 export DEMO_LISTEN=127.0.0.1:$(free_port) DEMO_REQUESTS=20
 [ -x "$FAY_BUILD/blockstack" ] || skip_all "$FAY_BUILD/blockstack is not built (make examples)"
 stop_demo() { "$TOP/scripts/demo" stop >/dev/null 2>&1; }
-trap stop_demo EXIT
+trap "stop_demo; t_cleanup" EXIT   # (lib.sh's own trap removes $T_TMP)
 
 out=$("$TOP/scripts/demo" 2>&1)
 rc=$?
